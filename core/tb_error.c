@@ -1,0 +1,85 @@
+#include "tb_error.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void tb_error_clear(tb_error *err)
+{
+    if (!err)
+        return;
+    err->code = TB_OK;
+    err->retriable = false;
+    err->msg[0] = '\0';
+}
+
+tb_code tb_error_vset(tb_error *err, tb_code code, bool retriable, const char *fmt, va_list ap)
+{
+    if (!err)
+        return code;
+    err->code = code;
+    err->retriable = retriable;
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    return code;
+}
+
+tb_code tb_error_set(tb_error *err, tb_code code, bool retriable, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tb_error_vset(err, code, retriable, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+tb_code tb_error_prefix(tb_error *err, const char *fmt, ...)
+{
+    if (!err)
+        return TB_ERR_INVALID;
+    char prefix[TB_ERROR_MSG_MAX];
+    char old[TB_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof(prefix), fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof(old));
+    size_t plen = strlen(prefix);
+    size_t olen = strnlen(old, sizeof(old) - 1);
+    if (plen > sizeof(err->msg) - 1)
+        plen = sizeof(err->msg) - 1;
+    if (olen > sizeof(err->msg) - 1 - plen)
+        olen = sizeof(err->msg) - 1 - plen;
+    memcpy(err->msg, prefix, plen);
+    memcpy(err->msg + plen, old, olen);
+    err->msg[plen + olen] = '\0';
+    return err->code;
+}
+
+const char *tb_code_name(tb_code code)
+{
+    switch (code) {
+    case TB_OK: return "ok";
+    case TB_ERR_INVALID: return "invalid";
+    case TB_ERR_CONFIG: return "config";
+    case TB_ERR_IO: return "io";
+    case TB_ERR_CORRUPT: return "corrupt";
+    case TB_ERR_NOMEM: return "nomem";
+    case TB_ERR_SOURCE: return "source";
+    case TB_ERR_KAFKA: return "kafka";
+    case TB_ERR_UNSUPPORTED: return "unsupported";
+    case TB_ERR_NOT_FOUND: return "not_found";
+    case TB_ERR_STATE: return "state";
+    case TB_ERR_STOPPED: return "stopped";
+    case TB_ERR_NOT_IMPLEMENTED: return "not_implemented";
+    }
+    return "unknown";
+}
+
+int tb_code_exit_status(tb_code code)
+{
+    switch (code) {
+    case TB_OK: return 0;
+    case TB_ERR_CONFIG: return 2;
+    case TB_ERR_NOT_IMPLEMENTED: return 3;
+    default: return 1;
+    }
+}

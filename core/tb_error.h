@@ -1,0 +1,61 @@
+/*
+ * tb_error: the one error type of tributary.
+ *
+ * A function that can fail returns a tb_code (TB_OK == 0) and, when given a
+ * non-NULL tb_error *, fills it once, at the place where the context (file,
+ * offset, key, column) is known. The message is a fixed buffer inside the
+ * struct: no allocation, nothing to free. Callers that add context use
+ * tb_error_prefix(), which keeps the code and the retriable flag.
+ *
+ * Each library's own error codes (rd_kafka_resp_err_t, mysql_errno, sqlite3
+ * extended codes) are translated into a tb_code in exactly one place, in the
+ * module that uses that library.
+ */
+#ifndef TB_ERROR_H
+#define TB_ERROR_H
+
+#include <stdbool.h>
+#include <stdarg.h>
+
+typedef enum tb_code {
+    TB_OK = 0,
+    TB_ERR_INVALID,     /* bad argument or bad input data */
+    TB_ERR_CONFIG,      /* bad configuration or usage (exit code 2) */
+    TB_ERR_IO,          /* file or socket I/O */
+    TB_ERR_CORRUPT,     /* input is corrupt or truncated (names file + offset) */
+    TB_ERR_NOMEM,       /* allocation failed or a bound was exceeded */
+    TB_ERR_SOURCE,      /* source database error */
+    TB_ERR_KAFKA,       /* Kafka error */
+    TB_ERR_UNSUPPORTED, /* valid input we do not handle */
+    TB_ERR_NOT_FOUND,   /* a looked-up thing does not exist */
+    TB_ERR_STATE,       /* called in the wrong state */
+    TB_ERR_STOPPED,     /* stop requested (signal) */
+    TB_ERR_NOT_IMPLEMENTED,
+} tb_code;
+
+#define TB_ERROR_MSG_MAX 1024
+
+typedef struct tb_error {
+    tb_code code;
+    bool retriable;             /* true when retrying the same call may succeed */
+    char msg[TB_ERROR_MSG_MAX]; /* human-readable, NUL-terminated */
+} tb_error;
+
+/* Reset to TB_OK with an empty message. err may be NULL. */
+void tb_error_clear(tb_error *err);
+
+/* Fill err (if not NULL) and return code. printf-style message. */
+tb_code tb_error_set(tb_error *err, tb_code code, bool retriable, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+tb_code tb_error_vset(tb_error *err, tb_code code, bool retriable, const char *fmt, va_list ap);
+
+/* Prepend context ("file.cnf:12: ") to an already-set message; returns err->code. */
+tb_code tb_error_prefix(tb_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Stable lower-case name of a code, e.g. "corrupt". Never NULL. */
+const char *tb_code_name(tb_code code);
+
+/* Process exit code for an error: 0 ok, 2 config/usage, 3 not implemented, 1 otherwise. */
+int tb_code_exit_status(tb_code code);
+
+#endif

@@ -1,0 +1,140 @@
+/*
+ * evt_json: the wire format (DESIGN.md 4, 5, 10).
+ *
+ * Encoding is done by our own small streaming writer (evt_jw), not Jansson:
+ * Jansson cannot hold an integer above INT64_MAX (BIGINT UNSIGNED), nor a
+ * number given as exact text (DECIMAL inside JSON documents, shortest
+ * doubles), and it allocates a node per value on the hot path. The writer
+ * escapes every string per RFC 8259 and is fuzzed and unit tested.
+ * Decoding (the cache, `offsets show`) uses evt_jv, which keeps numbers as
+ * their exact text for the same reason.
+ *
+ * The full layout of every record is specified at the top of evt_json.c.
+ *
+ * All functions append to a caller-owned tb_buf and return TB_OK or an error
+ * (filled into err when non-NULL, naming the table and column).
+ */
+#ifndef EVT_JSON_H
+#define EVT_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "evt.h"
+#include "tb_buf.h"
+
+/* ------------------------------------------------------------ writer */
+
+/* Streaming JSON writer over a tb_buf. Commas are inserted automatically.
+ * Errors are sticky: check evt_jw_error() (or the return of evt_jw_finish). */
+typedef struct evt_jw {
+    tb_buf *out;
+    uint64_t need_comma; /* bit per nesting level */
+    int depth;           /* max 63 */
+    tb_code err;
+} evt_jw;
+
+void evt_jw_init(evt_jw *w, tb_buf *out);
+void evt_jw_obj_begin(evt_jw *w);
+void evt_jw_obj_end(evt_jw *w);
+void evt_jw_arr_begin(evt_jw *w);
+void evt_jw_arr_end(evt_jw *w);
+void evt_jw_key(evt_jw *w, const char *key, size_t len); /* len (size_t)-1 = strlen */
+void evt_jw_str(evt_jw *w, const char *s, size_t len);   /* UTF-8; invalid bytes -> \udcXX (DESIGN 5) */
+void evt_jw_null(evt_jw *w);
+void evt_jw_bool(evt_jw *w, bool b);
+void evt_jw_int(evt_jw *w, int64_t v);
+void evt_jw_uint(evt_jw *w, uint64_t v);
+void evt_jw_double(evt_jw *w, double v);                 /* shortest round-trip; non-finite -> error */
+void evt_jw_float(evt_jw *w, float v);                   /* shortest round-trip as float */
+void evt_jw_raw_number(evt_jw *w, const char *text, size_t len); /* validated JSON number text */
+void evt_jw_base64(evt_jw *w, const void *data, size_t len);     /* as a JSON string */
+/* Embed a complete JSON text, re-serialised canonically (no whitespace);
+ * TB_ERR_INVALID if it is not valid JSON. */
+void evt_jw_json(evt_jw *w, const char *json, size_t len);
+tb_code evt_jw_finish(evt_jw *w);
+
+/* Shortest text for a double/float that reads back to the same value. */
+size_t evt_fmt_double(double v, char out[32]);
+size_t evt_fmt_float(float v, char out[32]);
+/* Temporal text per DESIGN 5 ("2024-01-31", "2024-01-31T10:00:00.5", "...Z", "-838:59:59"). */
+size_t evt_fmt_temporal(evt_kind kind, const evt_temporal *t, char out[48]);
+
+/* ------------------------------------------------------------ records */
+
+typedef struct evt_codec_opts {
+    const char *topic_prefix;   /* topic.prefix */
+    const char *name;           /* connector name (source.name) */
+    bool row_format;            /* value.format=row */
+    bool schemas;               /* value.schemas=true: Kafka Connect JSON wrapper */
+} evt_codec_opts;
+
+/* "<prefix>.<db>.<table>" */
+tb_code evt_json_topic(const evt_codec_opts *o, const evt_table *t, tb_buf *out);
+/* "<prefix>.schema" */
+tb_code evt_json_schema_topic(const evt_codec_opts *o, tb_buf *out);
+
+/* Canonical key of image img: {"id":42}, columns in key order, no spaces.
+ * Writes null when the table has no key. */
+tb_code evt_json_key(const evt_event *e, evt_image img, tb_buf *out, tb_error *err);
+/* Value of the event in the configured format (envelope or row). For op=d in
+ * row format there is no value: returns TB_ERR_NOT_FOUND and writes nothing. */
+tb_code evt_json_value(const evt_codec_opts *o, const evt_event *e, tb_buf *out, tb_error *err);
+/* An image as a plain object {"col":value,...} in table order, absent columns left out. */
+tb_code evt_json_row(const evt_event *e, evt_image img, tb_buf *out, tb_error *err);
+
+/* Schema record of a table: key {"db":…,"table":…}, value = descriptor. */
+tb_code evt_json_schema_key(const evt_table *t, tb_buf *out);
+tb_code evt_json_schema_value(const evt_table *t, tb_buf *out);
+
+/* Positions as JSON objects (tb_position's JSON form). */
+tb_code evt_position_to_json(const tb_position *p, tb_buf *out);
+tb_code evt_position_from_json(const char *json, size_t len, tb_position *p, tb_error *err);
+
+/* The messages one event becomes on the wire, in order (DESIGN 4):
+ *  c/r/u with unchanged key: 1 message (key, value)
+ *  d: envelope: delete event then tombstone; row format: tombstone only
+ *  u with changed key: delete (+ tombstone) for the old key, then create for the new key
+ * The rendering owns its buffers; reuse one across events. */
+typedef struct evt_msg {
+    const char *key;    size_t key_len;
+    const char *value;  size_t value_len; /* value == NULL: tombstone */
+} evt_msg;
+
+typedef struct evt_rendered {
+    char *topic;        /* owned */
+    evt_msg msgs[3];
+    size_t n;
+    tb_buf bufs[4];     /* storage for keys and values */
+} evt_rendered;
+
+void evt_rendered_init(evt_rendered *r);
+void evt_rendered_free(evt_rendered *r); /* NULL-safe */
+tb_code evt_render(const evt_codec_opts *o, const evt_event *e, evt_rendered *r, tb_error *err);
+
+/* One printed line (DESIGN 10): {"topic":…,"key":…,"value":…} where key and
+ * value are JSON texts embedded as JSON (value NULL -> null). */
+tb_code evt_json_line(const char *topic, const char *key, size_t key_len, const char *value,
+                      size_t value_len, tb_buf *out);
+
+/* ------------------------------------------------------------ reader */
+
+/* A parsed JSON value. Numbers keep their exact text. Strings are decoded to
+ * UTF-8 bytes (\udcXX escapes turn back into the raw byte they stand for). */
+typedef enum evt_jv_type { EVT_JV_NULL, EVT_JV_BOOL, EVT_JV_NUMBER, EVT_JV_STRING, EVT_JV_ARRAY, EVT_JV_OBJECT } evt_jv_type;
+typedef struct evt_jv evt_jv;
+
+/* Parse one JSON text. On error, err says the byte offset. Caller frees with evt_jv_free. */
+tb_code evt_jv_parse(const char *text, size_t len, evt_jv **out, tb_error *err);
+void evt_jv_free(evt_jv *v);
+evt_jv_type evt_jv_type_of(const evt_jv *v);
+bool evt_jv_bool(const evt_jv *v);
+const char *evt_jv_text(const evt_jv *v, size_t *len); /* NUMBER text or STRING bytes */
+size_t evt_jv_size(const evt_jv *v);                   /* ARRAY/OBJECT element count */
+const evt_jv *evt_jv_at(const evt_jv *v, size_t i);    /* ARRAY element / OBJECT value */
+const char *evt_jv_key_at(const evt_jv *v, size_t i, size_t *len); /* OBJECT key */
+const evt_jv *evt_jv_get(const evt_jv *v, const char *key); /* OBJECT lookup, NULL if missing */
+/* Serialise canonically (no whitespace, numbers as their text). */
+tb_code evt_jv_write(const evt_jv *v, evt_jw *w);
+
+#endif
