@@ -1,0 +1,40 @@
+/*
+ * app: the `tributary` command. main.c dispatches to one cmd_<name>() per
+ * subcommand, each in its own file (cmd_run.c, cmd_decode.c, ...).
+ *
+ * Every command: returns the process exit code (0 ok, 1 runtime failure,
+ * 2 bad configuration or usage, 3 not implemented yet), prints `--help` to
+ * stdout, prints errors as one line on stderr via app_fail().
+ */
+#ifndef APP_H
+#define APP_H
+
+#include <stdio.h>
+#include "cfg.h"
+#include "tb_error.h"
+
+int cmd_run(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+int cmd_cache(int argc, char **argv);
+int cmd_offsets(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_decode(int argc, char **argv);
+int cmd_sqlite(int argc, char **argv);
+
+/* Common options of commands that take a configuration:
+ *   --config FILE, --set key=value (repeatable), TRIBUTARY_* environment.
+ * Consumes those options from argv (compacting it, updating *argc) and
+ * returns a validated cfg (caller frees) or an error (code TB_ERR_CONFIG). */
+tb_code app_load_config(int *argc, char **argv, cfg **out, tb_error *err);
+
+/* Print "tributary <cmd>: <msg>" on stderr and return tb_code_exit_status(err->code). */
+int app_fail(const char *cmd, const tb_error *err);
+
+/* True if argv[1..] contains -h or --help. */
+int app_wants_help(int argc, char **argv);
+
+/* Set once by the SIGINT/SIGTERM handler installed by app_install_signals(). */
+extern volatile int app_stop_requested;
+void app_install_signals(void);
+
+#endif

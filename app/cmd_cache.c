@@ -1,0 +1,14 @@
+/* tributary cache: not implemented yet (lands with its issue). */
+#include <stdio.h>
+
+#include "app.h"
+
+int cmd_cache(int argc, char **argv)
+{
+    if (app_wants_help(argc, argv)) {
+        printf("usage: tributary cache [options]\n(not implemented yet)\n");
+        return 0;
+    }
+    fprintf(stderr, "tributary cache: not implemented yet\n");
+    return 3;
+}

@@ -1,0 +1,14 @@
+/* tributary decode: not implemented yet (lands with its issue). */
+#include <stdio.h>
+
+#include "app.h"
+
+int cmd_decode(int argc, char **argv)
+{
+    if (app_wants_help(argc, argv)) {
+        printf("usage: tributary decode [options]\n(not implemented yet)\n");
+        return 0;
+    }
+    fprintf(stderr, "tributary decode: not implemented yet\n");
+    return 3;
+}

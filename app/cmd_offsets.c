@@ -1,0 +1,14 @@
+/* tributary offsets: not implemented yet (lands with its issue). */
+#include <stdio.h>
+
+#include "app.h"
+
+int cmd_offsets(int argc, char **argv)
+{
+    if (app_wants_help(argc, argv)) {
+        printf("usage: tributary offsets [options]\n(not implemented yet)\n");
+        return 0;
+    }
+    fprintf(stderr, "tributary offsets: not implemented yet\n");
+    return 3;
+}

@@ -1,0 +1,14 @@
+/* tributary sqlite: not implemented yet (lands with its issue). */
+#include <stdio.h>
+
+#include "app.h"
+
+int cmd_sqlite(int argc, char **argv)
+{
+    if (app_wants_help(argc, argv)) {
+        printf("usage: tributary sqlite [options]\n(not implemented yet)\n");
+        return 0;
+    }
+    fprintf(stderr, "tributary sqlite: not implemented yet\n");
+    return 3;
+}

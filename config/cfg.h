@@ -1,0 +1,93 @@
+/*
+ * cfg: tributary's configuration (DESIGN.md 10).
+ *
+ * One property table (cfg_props.c) gives every key its type, default, range
+ * or allowed values, help text and secret flag. Validation, `tributary
+ * --help-config` and docs/configuration.md are all generated from it.
+ *
+ * Sources, later ones override earlier ones:
+ *   1. defaults from the table
+ *   2. a properties file (`key=value`, `#`/`!` comments, blank lines)
+ *   3. TRIBUTARY_<KEY> environment variables (dots as underscores, upper case)
+ *   4. --set key=value on the command line
+ * `kafka.*` keys pass through to librdkafka unchanged (minus the prefix).
+ * Keys that end in a pattern (`key.columns.<db>.<table>`) are declared with a
+ * trailing '*' in the table. Unknown keys are errors naming file:line.
+ * Secrets (`secret` rows, and any `*.password` key) never appear in logs or
+ * in cfg_dump(); `<key>.file` variants read the secret from a file.
+ *
+ * Ownership: cfg_new() returns an object the caller frees with cfg_free()
+ * (NULL-safe). Every const char * returned by a getter is borrowed and valid
+ * until the cfg is freed or the key is set again.
+ */
+#ifndef CFG_H
+#define CFG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "tb_buf.h"
+#include "tb_error.h"
+
+typedef enum cfg_type {
+    CFG_STRING,
+    CFG_INT,       /* int64 within [min, max] */
+    CFG_BOOL,      /* true/false (also 1/0, yes/no, on/off) */
+    CFG_ENUM,      /* one of `values` */
+    CFG_REGEX,     /* POSIX extended regex, checked with regcomp */
+    CFG_PATH,      /* a file path */
+    CFG_MS,        /* duration in milliseconds, int64 >= 0 */
+} cfg_type;
+
+typedef struct cfg_prop {
+    const char *name;           /* "source.host"; a trailing '*' matches any suffix */
+    cfg_type type;
+    const char *def;            /* default as text, NULL = no default */
+    int64_t min, max;           /* CFG_INT / CFG_MS range */
+    const char *const *values;  /* CFG_ENUM allowed values, NULL-terminated */
+    const char *help;           /* one or two sentences */
+    bool secret;
+    const char *group;          /* section in the docs: "general", "source", "kafka", ... */
+} cfg_prop;
+
+/* The property table, in documentation order. */
+const cfg_prop *cfg_props(size_t *n);
+/* Row for a key (pattern rows match by prefix), or NULL. */
+const cfg_prop *cfg_prop_find(const char *key);
+
+typedef struct cfg cfg;
+
+cfg *cfg_new(void);
+void cfg_free(cfg *c);
+
+tb_code cfg_load_file(cfg *c, const char *path, tb_error *err);
+/* envp: NULL-terminated "NAME=value" strings (environ). Only TRIBUTARY_* are read;
+ * TRIBUTARY_TEST_* are ignored (they belong to the test harness). */
+tb_code cfg_load_env(cfg *c, char *const *envp, tb_error *err);
+/* origin is used in error messages ("--set", "file.properties:12"). */
+tb_code cfg_set(cfg *c, const char *key, const char *value, const char *origin, tb_error *err);
+/* Cross-key checks (required keys for the chosen source/sink, ranges). */
+tb_code cfg_validate(const cfg *c, tb_error *err);
+
+/* Getters return the set value or the table default. Asking for a key that is
+ * not in the table is a programming error (asserts in debug builds). */
+const char *cfg_get_str(const cfg *c, const char *key);   /* NULL if unset and no default */
+int64_t cfg_get_int(const cfg *c, const char *key);
+bool cfg_get_bool(const cfg *c, const char *key);
+bool cfg_is_set(const cfg *c, const char *key);
+/* The secret for `key` (e.g. "source.password"): the value of key, or the
+ * content of the file named by "<key>.file" (trailing newline stripped). */
+tb_code cfg_get_secret(const cfg *c, const char *key, char **out, tb_error *err); /* caller frees *out */
+
+/* Call fn for every set key starting with prefix (e.g. "kafka."), with the
+ * prefix removed, in key order. */
+typedef void (*cfg_each_fn)(const char *key_rest, const char *value, void *opaque);
+void cfg_each_prefixed(const cfg *c, const char *prefix, cfg_each_fn fn, void *opaque);
+
+/* The effective configuration as key=value lines, secrets as "********". */
+tb_code cfg_dump(const cfg *c, tb_buf *out);
+/* --help-config text, and the Markdown reference (docs/configuration.md). */
+tb_code cfg_help_text(tb_buf *out);
+tb_code cfg_help_markdown(tb_buf *out);
+
+#endif

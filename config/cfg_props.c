@@ -1,0 +1,125 @@
+/*
+ * The property table: the one place every configuration key is declared.
+ * Add a key here (in its group) and validation, --help-config and
+ * docs/configuration.md follow. Regenerate the docs with
+ *   tributary --help-config --markdown > docs/configuration.md
+ * (a unit test fails while the committed file is stale).
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "cfg.h"
+
+static const char *const v_source_type[] = {"mysql", "sqlite", NULL};
+static const char *const v_sqlite_mode[] = {"wal", "trigger", NULL};
+static const char *const v_onoff[] = {"on", "off", NULL};
+static const char *const v_value_format[] = {"envelope", "row", NULL};
+static const char *const v_snapshot_mode[] = {"initial", "initial_only", "never", "when_needed", NULL};
+static const char *const v_snapshot_locking[] = {"minimal", "none", NULL};
+static const char *const v_offsets_storage[] = {"kafka", "file", NULL};
+static const char *const v_sink[] = {"kafka", "stdout", NULL};
+static const char *const v_cache_mode[] = {"global", "group", NULL};
+static const char *const v_error_policy[] = {"fail", "skip", "dlq", NULL};
+static const char *const v_log_level[] = {"error", "warn", "info", "debug", "trace", NULL};
+static const char *const v_revoke[] = {"drop", "keep", NULL};
+
+#define I64MAX INT64_MAX
+
+static const cfg_prop props[] = {
+    /* ---- general */
+    {"name", CFG_STRING, "tributary", 0, 0, NULL,
+     "Connector name: key of the offsets record, transactional id and client id prefix.", false, "general"},
+    {"log.level", CFG_ENUM, "info", 0, 0, v_log_level, "Log level.", false, "general"},
+    {"sink", CFG_ENUM, "kafka", 0, 0, v_sink,
+     "Where events go: `kafka`, or `stdout` (one JSON line per message, DESIGN 10).", false, "general"},
+    {"exactly_once", CFG_BOOL, "false", 0, 0, NULL,
+     "Produce each batch of source transactions and its offsets record in one Kafka transaction.", false, "general"},
+    {"heartbeat.interval.ms", CFG_MS, "10000", 0, I64MAX, NULL,
+     "Interval of source heartbeats, so the position advances on idle tables (0 = off).", false, "general"},
+    {"status.file", CFG_PATH, NULL, 0, 0, NULL,
+     "File where `run` writes its status (position, lag, throughput) for `tributary status`; default <offsets dir>/<name>.status.json.", false, "general"},
+
+    /* ---- source */
+    {"source.type", CFG_ENUM, "mysql", 0, 0, v_source_type, "Source database: `mysql` (also MariaDB) or `sqlite`.", false, "source"},
+    {"source.host", CFG_STRING, "127.0.0.1", 0, 0, NULL, "MySQL/MariaDB host.", false, "source"},
+    {"source.port", CFG_INT, "3306", 1, 65535, NULL, "MySQL/MariaDB port.", false, "source"},
+    {"source.user", CFG_STRING, "root", 0, 0, NULL, "MySQL/MariaDB user (needs REPLICATION SLAVE, BINLOG MONITOR, SELECT, RELOAD).", false, "source"},
+    {"source.password", CFG_STRING, NULL, 0, 0, NULL, "MySQL/MariaDB password. Prefer source.password.file or TRIBUTARY_SOURCE_PASSWORD.", true, "source"},
+    {"source.password.file", CFG_PATH, NULL, 0, 0, NULL, "File holding the MySQL/MariaDB password.", false, "source"},
+    {"source.server.id", CFG_INT, "5401", 1, 4294967295LL, NULL, "Server id this replica announces; unique among the source's replicas.", false, "source"},
+    {"source.start.file", CFG_STRING, NULL, 0, 0, NULL, "Binlog file to start from when no offset is stored (default: current position).", false, "source"},
+    {"source.start.position", CFG_INT, "4", 4, I64MAX, NULL, "Binlog offset to start from with source.start.file.", false, "source"},
+    {"source.start.gtid", CFG_STRING, NULL, 0, 0, NULL, "GTID set to start after when no offset is stored (MySQL uuid:1-n or MariaDB d-s-n list).", false, "source"},
+    {"source.connect.timeout.ms", CFG_MS, "10000", 0, I64MAX, NULL, "Connect timeout to the source.", false, "source"},
+    {"source.reconnect.backoff.max.ms", CFG_MS, "30000", 0, I64MAX, NULL, "Upper bound of the exponential reconnect backoff.", false, "source"},
+    {"source.heartbeat.ms", CFG_MS, "5000", 0, I64MAX, NULL, "Heartbeat period the binlog server is asked for (0 = none).", false, "source"},
+    {"source.path", CFG_PATH, NULL, 0, 0, NULL, "SQLite database file.", false, "source"},
+    {"source.sqlite.mode", CFG_ENUM, "wal", 0, 0, v_sqlite_mode, "SQLite capture: `wal` (read the write-ahead log) or `trigger` (change-log table).", false, "source"},
+    {"source.sqlite.shadow", CFG_ENUM, "on", 0, 0, v_onoff,
+     "Keep a shadow copy of the database at the committed position (exact before-images and restarts).", false, "source"},
+    {"source.sqlite.shadow.path", CFG_PATH, NULL, 0, 0, NULL, "Shadow copy location (default: <offsets dir>/<name>.shadow.db).", false, "source"},
+    {"source.sqlite.checkpoint", CFG_ENUM, "off", 0, 0, v_onoff,
+     "Run PASSIVE checkpoints as WAL reset windows (off by default: WAL-reset bug before SQLite 3.51.3).", false, "source"},
+    {"source.sqlite.poll.ms", CFG_MS, "50", 1, I64MAX, NULL, "How often the SQLite reader looks for new commits.", false, "source"},
+    {"source.database.name", CFG_STRING, NULL, 0, 0, NULL, "The <db> part of SQLite topic names (default: file name without extension).", false, "source"},
+    {"tables.include", CFG_REGEX, NULL, 0, 0, NULL, "Regex over db.table: capture only matching tables (default: all).", false, "source"},
+    {"tables.exclude", CFG_REGEX, NULL, 0, 0, NULL, "Regex over db.table: never capture matching tables.", false, "source"},
+    {"key.columns.*", CFG_STRING, NULL, 0, 0, NULL,
+     "key.columns.<db>.<table>=c1,c2: key columns for a table without a primary key.", false, "source"},
+
+    /* ---- snapshot */
+    {"snapshot.mode", CFG_ENUM, "initial", 0, 0, v_snapshot_mode, "When to snapshot (DESIGN 7).", false, "snapshot"},
+    {"snapshot.locking.mode", CFG_ENUM, "minimal", 0, 0, v_snapshot_locking,
+     "MySQL 8: take a brief backup lock to read the position (`minimal`) or none.", false, "snapshot"},
+    {"snapshot.fetch.size", CFG_INT, "10000", 1, 10000000, NULL, "Rows fetched per round trip while snapshotting.", false, "snapshot"},
+    {"snapshot.chunk.size", CFG_INT, "10000", 1, 100000000, NULL, "Rows per chunk of an incremental snapshot.", false, "snapshot"},
+
+    /* ---- topics and values */
+    {"topic.prefix", CFG_STRING, "tributary", 0, 0, NULL, "First part of every topic name.", false, "topics"},
+    {"topic.partitions", CFG_INT, "1", 1, 100000, NULL, "Partitions of topics the sink creates.", false, "topics"},
+    {"topic.replication.factor", CFG_INT, "1", 1, 32767, NULL, "Replication factor of topics the sink creates.", false, "topics"},
+    {"topic.check.compact", CFG_BOOL, "true", 0, 0, NULL, "Refuse an existing topic whose cleanup.policy is not compact.", false, "topics"},
+    {"value.format", CFG_ENUM, "envelope", 0, 0, v_value_format, "Message value format (DESIGN 4).", false, "topics"},
+    {"value.schemas", CFG_BOOL, "false", 0, 0, NULL, "Wrap values as Kafka Connect JSON (schema + payload).", false, "topics"},
+    {"oversize.policy", CFG_ENUM, "fail", 0, 0, v_error_policy,
+     "A message over message.max.bytes: stop (`fail`), write key and position to <name>.dlq (`dlq`), or log and `skip`.", false, "topics"},
+
+    /* ---- offsets */
+    {"offsets.storage", CFG_ENUM, "kafka", 0, 0, v_offsets_storage, "Where committed positions live: the <name>.offsets topic or a file.", false, "offsets"},
+    {"offsets.file", CFG_PATH, "tributary.offsets", 0, 0, NULL, "Offsets file for offsets.storage=file.", false, "offsets"},
+    {"offsets.commit.interval.ms", CFG_MS, "1000", 0, I64MAX, NULL, "How often acknowledged positions are committed.", false, "offsets"},
+
+    /* ---- cache */
+    {"cache.path", CFG_PATH, "tributary-cache.db", 0, 0, NULL, "The local SQLite table cache file.", false, "cache"},
+    {"cache.topics", CFG_REGEX, NULL, 0, 0, NULL, "Regex of topics to replay (default: ^<topic.prefix>\\..*).", false, "cache"},
+    {"cache.mode", CFG_ENUM, "global", 0, 0, v_cache_mode, "`global` (every partition) or `group` (consumer group).", false, "cache"},
+    {"cache.group.id", CFG_STRING, NULL, 0, 0, NULL, "Consumer group for cache.mode=group (default: <name>-cache).", false, "cache"},
+    {"cache.on.revoke", CFG_ENUM, "keep", 0, 0, v_revoke, "Group mode: drop or keep the rows of a revoked partition.", false, "cache"},
+    {"cache.error.policy", CFG_ENUM, "fail", 0, 0, v_error_policy, "An undecodable message: stop, skip (logged) or copy to <name>.cache.dlq.", false, "cache"},
+    {"cache.batch.size", CFG_INT, "5000", 1, 10000000, NULL, "Messages applied per SQLite transaction.", false, "cache"},
+
+    /* ---- kafka pass-through */
+    {"kafka.*", CFG_STRING, NULL, 0, 0, NULL,
+     "Passed to librdkafka without the prefix, e.g. kafka.bootstrap.servers=127.0.0.1:9092.", false, "kafka"},
+};
+
+const cfg_prop *cfg_props(size_t *n)
+{
+    *n = sizeof(props) / sizeof(props[0]);
+    return props;
+}
+
+const cfg_prop *cfg_prop_find(const char *key)
+{
+    size_t n = sizeof(props) / sizeof(props[0]);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(props[i].name, key) == 0)
+            return &props[i];
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(props[i].name);
+        if (len > 0 && props[i].name[len - 1] == '*' && strncmp(props[i].name, key, len - 1) == 0 &&
+            key[len - 1] != '\0')
+            return &props[i];
+    }
+    return NULL;
+}
