@@ -79,6 +79,8 @@ static const cfg_prop props[] = {
     {"topic.partitions", CFG_INT, "1", 1, 100000, NULL, "Partitions of topics the sink creates.", false, "topics"},
     {"topic.replication.factor", CFG_INT, "1", 1, 32767, NULL, "Replication factor of topics the sink creates.", false, "topics"},
     {"topic.check.compact", CFG_BOOL, "true", 0, 0, NULL, "Refuse an existing topic whose cleanup.policy is not compact.", false, "topics"},
+    {"topic.create", CFG_BOOL, "true", 0, 0, NULL,
+     "Create missing topics and check existing ones through the Kafka Admin API (false: topics must exist or be auto-created).", false, "topics"},
     {"value.format", CFG_ENUM, "envelope", 0, 0, v_value_format, "Message value format (DESIGN 4).", false, "topics"},
     {"value.schemas", CFG_BOOL, "false", 0, 0, NULL, "Wrap values as Kafka Connect JSON (schema + payload).", false, "topics"},
     {"oversize.policy", CFG_ENUM, "fail", 0, 0, v_error_policy,
