@@ -1,8 +1,15 @@
-/* Shared helpers of the subcommands. */
+/*
+ * Shared helpers of the subcommands: configuration loading from argv and the
+ * environment, one-line failures, signal handling.
+ */
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "app.h"
+#include "tb_log.h"
+
+extern char **environ;
 
 volatile int app_stop_requested;
 
@@ -16,7 +23,11 @@ int app_wants_help(int argc, char **argv)
 
 int app_fail(const char *cmd, const tb_error *err)
 {
-    fprintf(stderr, "tributary %s: %s\n", cmd, err->msg);
+    /* One line, whatever the message holds. */
+    fprintf(stderr, "tributary %s: ", cmd);
+    for (const char *p = err->msg; *p; p++)
+        fputc(*p == '\n' || *p == '\r' ? ' ' : *p, stderr);
+    fputc('\n', stderr);
     return tb_code_exit_status(err->code);
 }
 
@@ -36,10 +47,109 @@ void app_install_signals(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
+/* Value of option `name` at argv[*i] ("--name V" or "--name=V"); advances *i
+ * past a separate value. Returns NULL if argv[*i] is not this option; sets
+ * *missing when the option has no value. */
+static const char *app_opt(int argc, char **argv, int *i, const char *name, bool *missing)
+{
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    *missing = false;
+    if (strncmp(a, name, n) != 0)
+        return NULL;
+    if (a[n] == '=')
+        return a + n + 1;
+    if (a[n] != '\0')
+        return NULL;
+    if (*i + 1 >= argc) {
+        *missing = true;
+        return a;
+    }
+    (*i)++;
+    return argv[*i];
+}
+
 tb_code app_load_config(int *argc, char **argv, cfg **out, tb_error *err)
 {
-    (void)argc;
-    (void)argv;
+    tb_code rc = TB_OK;
     *out = NULL;
-    return tb_error_set(err, TB_ERR_NOT_IMPLEMENTED, false, "configuration loading not implemented yet");
+    int n = *argc;
+    const char **files = calloc((size_t)n + 1, sizeof(*files));
+    const char **sets = calloc((size_t)n + 1, sizeof(*sets));
+    size_t nfiles = 0, nsets = 0;
+    cfg *c = cfg_new();
+    if (!files || !sets || !c) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+
+    /* Collect --config and --set, compacting the other arguments. argv[0]
+     * (the command name) stays; "--" ends option scanning. */
+    int w = 1;
+    bool done = false;
+    for (int i = 1; i < n; i++) {
+        bool missing = false;
+        const char *v;
+        if (done) {
+            argv[w++] = argv[i];
+            continue;
+        }
+        if (strcmp(argv[i], "--") == 0) {
+            done = true;
+            argv[w++] = argv[i];
+            continue;
+        }
+        if ((v = app_opt(n, argv, &i, "--config", &missing)) != NULL) {
+            if (missing) {
+                rc = tb_error_set(err, TB_ERR_CONFIG, false, "--config needs a file name");
+                goto out;
+            }
+            files[nfiles++] = v;
+        } else if ((v = app_opt(n, argv, &i, "--set", &missing)) != NULL) {
+            if (missing) {
+                rc = tb_error_set(err, TB_ERR_CONFIG, false, "--set needs key=value");
+                goto out;
+            }
+            sets[nsets++] = v;
+        } else {
+            argv[w++] = argv[i];
+        }
+    }
+    argv[w] = NULL;
+    *argc = w;
+
+    for (size_t i = 0; i < nfiles; i++)
+        if ((rc = cfg_load_file(c, files[i], err)) != TB_OK)
+            goto out;
+    if ((rc = cfg_load_env(c, environ, err)) != TB_OK)
+        goto out;
+    for (size_t i = 0; i < nsets; i++) {
+        const char *eq = strchr(sets[i], '=');
+        if (!eq || eq == sets[i]) {
+            rc = tb_error_set(err, TB_ERR_CONFIG, false, "--set '%s': expected key=value", sets[i]);
+            goto out;
+        }
+        char *key = strndup(sets[i], (size_t)(eq - sets[i]));
+        if (!key) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        rc = cfg_set(c, key, eq + 1, "--set", err);
+        free(key);
+        if (rc != TB_OK)
+            goto out;
+    }
+    if ((rc = cfg_validate(c, err)) != TB_OK)
+        goto out;
+
+    tb_log_level level;
+    if (tb_log_parse_level(cfg_get_str(c, "log.level"), &level))
+        tb_log_set_level(level);
+    *out = c;
+    c = NULL;
+out:
+    cfg_free(c);
+    free(files);
+    free(sets);
+    return rc;
 }

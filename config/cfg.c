@@ -1,5 +1,530 @@
-/* Temporary stub: the config implementation lands with the foundation issue. */
-#include "cfg.h"
+/*
+ * cfg: the configuration store, per-key validation, cross-key checks,
+ * getters, secrets and the dump (see cfg.h). Loading from files and the
+ * environment is in cfg_load.c, the generated help in cfg_help.c.
+ *
+ * The store is an array of entries sorted by key, so cfg_each_prefixed() and
+ * cfg_dump() come out in key order and lookups are a binary search. Each
+ * entry remembers where its value came from ("x.properties:7", "--set",
+ * "environment TRIBUTARY_SOURCE_HOST") for error messages.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
-tb_code cfg_help_text(tb_buf *out) { return tb_buf_puts(out, "(not yet)\n"); }
-tb_code cfg_help_markdown(tb_buf *out) { return tb_buf_puts(out, "(not yet)\n"); }
+#include "cfg.h"
+#include "cfg_file.h"
+#include "cfg_internal.h"
+#include "tb_log.h"
+
+typedef struct cfg_entry {
+    char *key;    /* owned */
+    char *value;  /* owned */
+    char *origin; /* owned */
+} cfg_entry;
+
+struct cfg {
+    cfg_entry *v; /* sorted by key */
+    size_t n, cap;
+};
+
+#define CFG_MASK "********"
+
+/* ------------------------------------------------------------ helpers */
+
+const char *cfg_type_name(cfg_type t)
+{
+    switch (t) {
+    case CFG_STRING: return "string";
+    case CFG_INT: return "int";
+    case CFG_BOOL: return "bool";
+    case CFG_ENUM: return "enum";
+    case CFG_REGEX: return "regex";
+    case CFG_PATH: return "path";
+    case CFG_MS: return "ms";
+    }
+    return "?";
+}
+
+static bool cfg_ends_with(const char *s, const char *suffix)
+{
+    size_t ls = strlen(s), lx = strlen(suffix);
+    return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
+}
+
+bool cfg_key_is_secret(const char *key)
+{
+    const cfg_prop *p = cfg_prop_find(key);
+    if (p && p->secret)
+        return true;
+    return strcmp(key, "password") == 0 || cfg_ends_with(key, ".password") || cfg_ends_with(key, ".secret");
+}
+
+unsigned cfg_edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 126 || lb > 126)
+        return 255;
+    unsigned d[128][128];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (unsigned)i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = (unsigned)j;
+    for (size_t i = 1; i <= la; i++) {
+        for (size_t j = 1; j <= lb; j++) {
+            unsigned cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            unsigned best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < best)
+                best = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    }
+    return d[la][lb] > 255 ? 255 : d[la][lb];
+}
+
+const char *cfg_suggest(const char *key, char *scratch, size_t scratch_len)
+{
+    size_t n;
+    const cfg_prop *props = cfg_props(&n);
+    const char *best = NULL;
+    unsigned best_d = UINT_MAX;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = props[i].name;
+        size_t len = strlen(name);
+        unsigned d;
+        if (len > 0 && name[len - 1] == '*') {
+            /* Compare the prefix with the same-length start of the key:
+             * "kafak.acks" -> "kafka." */
+            char prefix[128];
+            if (len - 1 >= sizeof(prefix) || strlen(key) < len - 1)
+                continue;
+            memcpy(prefix, key, len - 1);
+            prefix[len - 1] = '\0';
+            char want[128];
+            memcpy(want, name, len - 1);
+            want[len - 1] = '\0';
+            d = cfg_edit_distance(prefix, want);
+            if (d < best_d && d > 0 && scratch_len > 0) {
+                snprintf(scratch, scratch_len, "%s%s", want, key + len - 1);
+                best_d = d;
+                best = scratch;
+            }
+            continue;
+        }
+        d = cfg_edit_distance(key, name);
+        if (d < best_d) {
+            best_d = d;
+            best = name;
+        }
+    }
+    size_t klen = strlen(key);
+    unsigned limit = klen >= 12 ? 3 : (klen >= 5 ? 2 : 1);
+    return best && best_d <= limit ? best : NULL;
+}
+
+/* ------------------------------------------------------------ store */
+
+cfg *cfg_new(void)
+{
+    return calloc(1, sizeof(cfg));
+}
+
+void cfg_free(cfg *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->v[i].key);
+        free(c->v[i].value);
+        free(c->v[i].origin);
+    }
+    free(c->v);
+    free(c);
+}
+
+/* Index of key, or the insertion point with *found = false. */
+static size_t cfg_lookup(const cfg *c, const char *key, bool *found)
+{
+    size_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int r = strcmp(c->v[mid].key, key);
+        if (r == 0) {
+            *found = true;
+            return mid;
+        }
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+static const cfg_entry *cfg_entry_get(const cfg *c, const char *key)
+{
+    bool found;
+    size_t i = cfg_lookup(c, key, &found);
+    return found ? &c->v[i] : NULL;
+}
+
+static tb_code cfg_store(cfg *c, const char *key, const char *value, const char *origin)
+{
+    bool found;
+    size_t i = cfg_lookup(c, key, &found);
+    char *v = strdup(value);
+    char *o = strdup(origin ? origin : "");
+    if (!v || !o) {
+        free(v);
+        free(o);
+        return TB_ERR_NOMEM;
+    }
+    if (found) {
+        free(c->v[i].value);
+        free(c->v[i].origin);
+        c->v[i].value = v;
+        c->v[i].origin = o;
+        return TB_OK;
+    }
+    char *k = strdup(key);
+    if (!k)
+        goto nomem;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 32;
+        cfg_entry *nv = realloc(c->v, cap * sizeof(*nv));
+        if (!nv)
+            goto nomem;
+        c->v = nv;
+        c->cap = cap;
+    }
+    memmove(&c->v[i + 1], &c->v[i], (c->n - i) * sizeof(*c->v));
+    c->v[i] = (cfg_entry){k, v, o};
+    c->n++;
+    return TB_OK;
+nomem:
+    free(k);
+    free(v);
+    free(o);
+    return TB_ERR_NOMEM;
+}
+
+/* ------------------------------------------------------------ validation */
+
+static bool cfg_parse_i64(const char *s, int64_t *out)
+{
+    if (!s || !*s)
+        return false;
+    errno = 0;
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || s[0] == ' ' || s[0] == '\t' || s[0] == '+')
+        return false;
+    *out = (int64_t)v;
+    return true;
+}
+
+static int cfg_parse_bool(const char *s)
+{
+    static const char *const yes[] = {"true", "1", "yes", "on"};
+    static const char *const no[] = {"false", "0", "no", "off"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(s, yes[i]) == 0)
+            return 1;
+        if (strcasecmp(s, no[i]) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+/* Check value against the row; *norm is set to the text to store (a static
+ * string for booleans, else value). */
+static tb_code cfg_check(const cfg_prop *p, const char *key, const char *value, const char *origin,
+                         const char **norm, tb_error *err)
+{
+    *norm = value;
+    switch (p->type) {
+    case CFG_STRING:
+    case CFG_PATH:
+        if (strncmp(p->name, "key.columns.", 12) == 0) {
+            const char *rest = key + 12;
+            const char *dot = strchr(rest, '.');
+            if (!dot || dot == rest || dot[1] == '\0')
+                return tb_error_set(err, TB_ERR_CONFIG, false, "%s: %s: expected key.columns.<db>.<table>",
+                                    origin, key);
+            if (value[0] == '\0' || value[0] == ',' || cfg_ends_with(value, ",") || strstr(value, ",,"))
+                return tb_error_set(err, TB_ERR_CONFIG, false,
+                                    "%s: %s: expected a comma-separated list of columns", origin, key);
+        }
+        return TB_OK;
+    case CFG_INT:
+    case CFG_MS: {
+        int64_t v;
+        if (!cfg_parse_i64(value, &v))
+            return tb_error_set(err, TB_ERR_CONFIG, false, "%s: %s: '%s' is not an integer%s", origin, key,
+                                value, p->type == CFG_MS ? " (milliseconds)" : "");
+        int64_t min = p->min, max = p->max;
+        if (p->type == CFG_MS && min < 0)
+            min = 0;
+        if (min == 0 && max == 0)
+            max = INT64_MAX;
+        if (v < min || v > max) {
+            if (max == INT64_MAX)
+                return tb_error_set(err, TB_ERR_CONFIG, false, "%s: %s: %s is out of range (must be >= %lld)",
+                                    origin, key, value, (long long)min);
+            return tb_error_set(err, TB_ERR_CONFIG, false,
+                                "%s: %s: %s is out of range (must be between %lld and %lld)", origin, key, value,
+                                (long long)min, (long long)max);
+        }
+        return TB_OK;
+    }
+    case CFG_BOOL: {
+        int b = cfg_parse_bool(value);
+        if (b < 0)
+            return tb_error_set(err, TB_ERR_CONFIG, false, "%s: %s: '%s' is not a boolean (use true or false)",
+                                origin, key, value);
+        *norm = b ? "true" : "false";
+        return TB_OK;
+    }
+    case CFG_ENUM: {
+        for (size_t i = 0; p->values && p->values[i]; i++)
+            if (strcmp(value, p->values[i]) == 0)
+                return TB_OK;
+        char list[512] = "";
+        size_t used = 0;
+        for (size_t i = 0; p->values && p->values[i]; i++) {
+            int w = snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", p->values[i]);
+            if (w < 0 || (size_t)w >= sizeof(list) - used)
+                break;
+            used += (size_t)w;
+        }
+        return tb_error_set(err, TB_ERR_CONFIG, false, "%s: %s: '%s' is not one of %s", origin, key, value,
+                            list);
+    }
+    case CFG_REGEX: {
+        regex_t re;
+        int rc = regcomp(&re, value, REG_EXTENDED | REG_NOSUB);
+        if (rc != 0) {
+            char why[256];
+            regerror(rc, &re, why, sizeof(why));
+            regfree(&re);
+            return tb_error_set(err, TB_ERR_CONFIG, false, "%s: %s: bad regex '%s': %s", origin, key, value, why);
+        }
+        regfree(&re);
+        return TB_OK;
+    }
+    }
+    return TB_OK;
+}
+
+tb_code cfg_set(cfg *c, const char *key, const char *value, const char *origin, tb_error *err)
+{
+    if (!origin)
+        origin = "(unknown origin)";
+    if (!key || !*key)
+        return tb_error_set(err, TB_ERR_CONFIG, false, "%s: empty key", origin);
+    if (!value)
+        value = "";
+    const cfg_prop *p = cfg_prop_find(key);
+    if (!p) {
+        char scratch[256];
+        const char *hint = cfg_suggest(key, scratch, sizeof(scratch));
+        if (hint)
+            return tb_error_set(err, TB_ERR_CONFIG, false, "%s: unknown key '%s' (did you mean '%s'?)", origin,
+                                key, hint);
+        return tb_error_set(err, TB_ERR_CONFIG, false, "%s: unknown key '%s'", origin, key);
+    }
+    const char *norm;
+    tb_code rc = cfg_check(p, key, value, origin, &norm, err);
+    if (rc != TB_OK)
+        return rc;
+    if (cfg_store(c, key, norm, origin) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "%s: %s: out of memory", origin, key);
+    TB_DEBUG("config", "%s=%s (%s)", key, cfg_key_is_secret(key) ? CFG_MASK : norm, origin);
+    return TB_OK;
+}
+
+/* ------------------------------------------------------------ getters */
+
+const char *cfg_get_str(const cfg *c, const char *key)
+{
+    const cfg_entry *e = c ? cfg_entry_get(c, key) : NULL;
+    if (e)
+        return e->value;
+    const cfg_prop *p = cfg_prop_find(key);
+    assert(p && "cfg_get_str: key not in the property table");
+    return p ? p->def : NULL;
+}
+
+int64_t cfg_get_int(const cfg *c, const char *key)
+{
+    const char *s = cfg_get_str(c, key);
+    int64_t v = 0;
+    if (s && !cfg_parse_i64(s, &v))
+        v = 0;
+    return v;
+}
+
+bool cfg_get_bool(const cfg *c, const char *key)
+{
+    const char *s = cfg_get_str(c, key);
+    return s && cfg_parse_bool(s) == 1;
+}
+
+bool cfg_is_set(const cfg *c, const char *key)
+{
+    return c && cfg_entry_get(c, key) != NULL;
+}
+
+/* Origin of a set key, for messages; NULL when it is a default. */
+static const char *cfg_origin(const cfg *c, const char *key)
+{
+    const cfg_entry *e = cfg_entry_get(c, key);
+    return e ? e->origin : NULL;
+}
+
+tb_code cfg_get_secret(const cfg *c, const char *key, char **out, tb_error *err)
+{
+    *out = NULL;
+    const cfg_entry *e = cfg_entry_get(c, key);
+    if (e) {
+        *out = strdup(e->value);
+        return *out ? TB_OK : tb_error_set(err, TB_ERR_NOMEM, false, "%s: out of memory", key);
+    }
+    char fkey[256];
+    int n = snprintf(fkey, sizeof(fkey), "%s.file", key);
+    if (n < 0 || (size_t)n >= sizeof(fkey))
+        return tb_error_set(err, TB_ERR_CONFIG, false, "%s: key too long", key);
+    const cfg_entry *fe = cfg_entry_get(c, fkey);
+    if (!fe)
+        return TB_OK; /* no secret configured */
+    tb_buf b;
+    tb_buf_init(&b, 1 << 16);
+    tb_error ferr;
+    tb_code rc = cfg_file_read(fe->value, 1 << 16, &b, &ferr);
+    if (rc != TB_OK) {
+        tb_buf_free(&b);
+        return tb_error_set(err, TB_ERR_CONFIG, false, "%s: %s: %s", fe->origin, fkey, ferr.msg);
+    }
+    while (b.len > 0 && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r'))
+        b.data[--b.len] = '\0';
+    *out = tb_buf_detach(&b, NULL);
+    tb_buf_free(&b);
+    return *out ? TB_OK : tb_error_set(err, TB_ERR_NOMEM, false, "%s: out of memory", fkey);
+}
+
+void cfg_each_prefixed(const cfg *c, const char *prefix, cfg_each_fn fn, void *opaque)
+{
+    size_t plen = strlen(prefix);
+    bool found;
+    for (size_t i = cfg_lookup(c, prefix, &found); i < c->n; i++) {
+        if (strncmp(c->v[i].key, prefix, plen) != 0)
+            break;
+        fn(c->v[i].key + plen, c->v[i].value, opaque);
+    }
+}
+
+/* ------------------------------------------------------------ validate */
+
+/* "<origin>: " for a set key, or "" for a default, into buf. */
+static const char *cfg_where(const cfg *c, const char *key, char *buf, size_t len)
+{
+    const char *o = cfg_origin(c, key);
+    if (o)
+        snprintf(buf, len, "%s: ", o);
+    else
+        buf[0] = '\0';
+    return buf;
+}
+
+tb_code cfg_validate(const cfg *c, tb_error *err)
+{
+    char w[512];
+    const char *src = cfg_get_str(c, "source.type");
+    if (src && strcmp(src, "sqlite") == 0 && !cfg_is_set(c, "source.path"))
+        return tb_error_set(err, TB_ERR_CONFIG, false, "%ssource.type=sqlite needs source.path",
+                            cfg_where(c, "source.type", w, sizeof(w)));
+
+    bool has_kafka = cfg_is_set(c, "kafka.bootstrap.servers");
+    static const char *const kafka_users[] = {"sink", "offsets.storage"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *v = cfg_get_str(c, kafka_users[i]);
+        if (v && strcmp(v, "kafka") == 0 && !has_kafka) {
+            const char *o = cfg_origin(c, kafka_users[i]);
+            if (o)
+                return tb_error_set(err, TB_ERR_CONFIG, false, "%s: %s=kafka needs kafka.bootstrap.servers", o,
+                                    kafka_users[i]);
+            return tb_error_set(err, TB_ERR_CONFIG, false,
+                                "%s=kafka (the default) needs kafka.bootstrap.servers", kafka_users[i]);
+        }
+    }
+
+    if (cfg_get_bool(c, "exactly_once")) {
+        const char *sink = cfg_get_str(c, "sink");
+        const char *off = cfg_get_str(c, "offsets.storage");
+        if (strcmp(sink, "kafka") != 0 || strcmp(off, "kafka") != 0)
+            return tb_error_set(err, TB_ERR_CONFIG, false,
+                                "%sexactly_once=true needs sink=kafka and offsets.storage=kafka",
+                                cfg_where(c, "exactly_once", w, sizeof(w)));
+    }
+
+    if (cfg_is_set(c, "source.password") && cfg_is_set(c, "source.password.file"))
+        return tb_error_set(err, TB_ERR_CONFIG, false,
+                            "%ssource.password.file: set either source.password or source.password.file, not both",
+                            cfg_where(c, "source.password.file", w, sizeof(w)));
+
+    if (cfg_is_set(c, "source.start.position") && !cfg_is_set(c, "source.start.file"))
+        return tb_error_set(err, TB_ERR_CONFIG, false, "%ssource.start.position needs source.start.file",
+                            cfg_where(c, "source.start.position", w, sizeof(w)));
+
+    const char *off = cfg_get_str(c, "offsets.storage");
+    if (off && strcmp(off, "file") == 0) {
+        const char *f = cfg_get_str(c, "offsets.file");
+        if (!f || !*f)
+            return tb_error_set(err, TB_ERR_CONFIG, false, "%soffsets.storage=file needs offsets.file",
+                                cfg_where(c, "offsets.storage", w, sizeof(w)));
+    }
+    return TB_OK;
+}
+
+/* ------------------------------------------------------------ dump */
+
+static tb_code cfg_dump_line(tb_buf *out, const char *key, const char *value)
+{
+    if (tb_buf_printf(out, "%s=%s\n", key, cfg_key_is_secret(key) ? CFG_MASK : value) != TB_OK)
+        return TB_ERR_NOMEM;
+    return TB_OK;
+}
+
+tb_code cfg_dump(const cfg *c, tb_buf *out)
+{
+    size_t n;
+    const cfg_prop *props = cfg_props(&n);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = props[i].name;
+        size_t len = strlen(name);
+        if (len > 0 && name[len - 1] == '*') {
+            bool found;
+            for (size_t j = cfg_lookup(c, "", &found); j < c->n; j++) {
+                const char *k = c->v[j].key;
+                if (strncmp(k, name, len - 1) == 0 && cfg_prop_find(k) == &props[i] &&
+                    cfg_dump_line(out, k, c->v[j].value) != TB_OK)
+                    return TB_ERR_NOMEM;
+            }
+            continue;
+        }
+        const char *v = cfg_get_str(c, name);
+        if (v && cfg_dump_line(out, name, v) != TB_OK)
+            return TB_ERR_NOMEM;
+    }
+    return TB_OK;
+}

@@ -1,0 +1,415 @@
+/* Unit tests of the configuration: parsing, errors, precedence, secrets, help. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cfg.h"
+#include "cfg_file.h"
+#include "cfg_internal.h"
+
+static char tmpdir[256];
+
+static void make_tmpdir(void)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/tb-cfg-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void rm_tmpdir(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(cfg, .init = make_tmpdir, .fini = rm_tmpdir);
+
+/* Write text to <tmpdir>/name; returns the path (static buffer). */
+static const char *write_file(const char *name, const char *text)
+{
+    static char path[512];
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* Load text as a file; returns the code and fills err. */
+static tb_code load_text(cfg *c, const char *text, tb_error *err)
+{
+    const char *path = write_file("t.properties", text);
+    return cfg_load_file(c, path, err);
+}
+
+/* The expected message with the temp file's path in front. */
+static void expect_file_error(const char *text, const char *want_suffix)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    tb_error_clear(&err);
+    cr_assert_eq(load_text(c, text, &err), TB_ERR_CONFIG, "text: %s", text);
+    cr_assert_eq(err.code, TB_ERR_CONFIG);
+    char want[2048];
+    snprintf(want, sizeof(want), "%s/t.properties%s", tmpdir, want_suffix);
+    cr_assert_str_eq(err.msg, want);
+    cr_assert_null(strchr(err.msg, '\n'), "one line");
+    cfg_free(c);
+}
+
+Test(cfg, parses_comments_whitespace_and_continuation)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    const char *text = "# a comment\n"
+                       "! another comment\n"
+                       "\n"
+                       "   source.host   =   db1.example  \n"
+                       "source.port=3307\r\n"
+                       "\t# indented comment with = sign\n"
+                       "tables.include = shop\\.orders|shop\\.\\\n"
+                       "     items\n"
+                       "topic.prefix : cdc\n"
+                       "value.schemas=yes\n"
+                       "name=first\n"
+                       "name=second\n";
+    cr_assert_eq(load_text(c, text, &err), TB_OK, "%s", err.msg);
+    cr_assert_str_eq(cfg_get_str(c, "source.host"), "db1.example");
+    cr_assert_eq(cfg_get_int(c, "source.port"), 3307);
+    cr_assert_str_eq(cfg_get_str(c, "tables.include"), "shop\\.orders|shop\\.items");
+    cr_assert_str_eq(cfg_get_str(c, "topic.prefix"), "cdc");
+    cr_assert(cfg_get_bool(c, "value.schemas"));
+    cr_assert_str_eq(cfg_get_str(c, "value.schemas"), "true", "booleans are normalised");
+    cr_assert_str_eq(cfg_get_str(c, "name"), "second", "later line wins");
+    cr_assert(cfg_is_set(c, "source.host"));
+    cr_assert_not(cfg_is_set(c, "source.user"));
+    cr_assert_str_eq(cfg_get_str(c, "source.user"), "root", "default from the table");
+    cr_assert_null(cfg_get_str(c, "source.path"));
+    cfg_free(c);
+}
+
+Test(cfg, continuation_error_names_first_line)
+{
+    expect_file_error("name=x\nsource.port=\\\n  abc\n", ":2: source.port: 'abc' is not an integer");
+}
+
+Test(cfg, even_backslashes_do_not_continue)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    cr_assert_eq(load_text(c, "tables.include=a\\\\\nname=n\n", &err), TB_OK, "%s", err.msg);
+    cr_assert_str_eq(cfg_get_str(c, "tables.include"), "a\\\\");
+    cr_assert_str_eq(cfg_get_str(c, "name"), "n");
+    cfg_free(c);
+}
+
+Test(cfg, unknown_key_names_file_line_and_suggests)
+{
+    expect_file_error("name=a\n\n# c\nsource.host=h\nsoruce.host=x\n",
+                      ":5: unknown key 'soruce.host' (did you mean 'source.host'?)");
+}
+
+Test(cfg, unknown_key_without_close_match)
+{
+    expect_file_error("completely.different=1\n", ":1: unknown key 'completely.different'");
+}
+
+Test(cfg, unknown_pattern_prefix_suggests)
+{
+    expect_file_error("kafak.acks=all\n", ":1: unknown key 'kafak.acks' (did you mean 'kafka.acks'?)");
+}
+
+Test(cfg, missing_equals)
+{
+    expect_file_error("name=a\njust some words\n", ":2: expected key=value, got 'just some words'");
+}
+
+Test(cfg, bad_int)
+{
+    expect_file_error("source.port=12a\n", ":1: source.port: '12a' is not an integer");
+}
+
+Test(cfg, int_out_of_range)
+{
+    expect_file_error("source.port=70000\n", ":1: source.port: 70000 is out of range (must be between 1 and 65535)");
+}
+
+Test(cfg, ms_negative_out_of_range)
+{
+    expect_file_error("offsets.commit.interval.ms=-5\n",
+                      ":1: offsets.commit.interval.ms: -5 is out of range (must be >= 0)");
+}
+
+Test(cfg, bad_enum)
+{
+    expect_file_error("source.type=postgres\n", ":1: source.type: 'postgres' is not one of mysql, sqlite");
+}
+
+Test(cfg, bad_bool)
+{
+    expect_file_error("exactly_once=maybe\n", ":1: exactly_once: 'maybe' is not a boolean (use true or false)");
+}
+
+Test(cfg, bad_regex)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    cr_assert_eq(load_text(c, "tables.include=shop\\.(orders\n", &err), TB_ERR_CONFIG);
+    char want[600];
+    snprintf(want, sizeof(want), "%s/t.properties:1: tables.include: bad regex 'shop\\.(orders': ", tmpdir);
+    cr_assert(strncmp(err.msg, want, strlen(want)) == 0, "got: %s", err.msg);
+    cr_assert_gt(strlen(err.msg), strlen(want), "regerror text follows");
+    cfg_free(c);
+}
+
+Test(cfg, bad_key_columns)
+{
+    expect_file_error("key.columns.orders=id\n", ":1: key.columns.orders: expected key.columns.<db>.<table>");
+    expect_file_error("key.columns.shop.orders=id,,x\n",
+                      ":1: key.columns.shop.orders: expected a comma-separated list of columns");
+}
+
+Test(cfg, missing_file)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    cr_assert_eq(cfg_load_file(c, "/nonexistent/x.properties", &err), TB_ERR_CONFIG);
+    cr_assert_str_eq(err.msg, "/nonexistent/x.properties: cannot open configuration: No such file or directory");
+    cfg_free(c);
+}
+
+Test(cfg, missing_required_sqlite_path)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    cr_assert_eq(load_text(c, "sink=stdout\noffsets.storage=file\nsource.type=sqlite\n", &err), TB_OK);
+    cr_assert_eq(cfg_validate(c, &err), TB_ERR_CONFIG);
+    char want[600];
+    snprintf(want, sizeof(want), "%s/t.properties:3: source.type=sqlite needs source.path", tmpdir);
+    cr_assert_str_eq(err.msg, want);
+    cr_assert_eq(cfg_set(c, "source.path", "/tmp/x.db", "--set", &err), TB_OK);
+    cr_assert_eq(cfg_validate(c, &err), TB_OK, "%s", err.msg);
+    cfg_free(c);
+}
+
+Test(cfg, missing_required_kafka_bootstrap)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    cr_assert_eq(cfg_validate(c, &err), TB_ERR_CONFIG);
+    cr_assert_str_eq(err.msg, "sink=kafka (the default) needs kafka.bootstrap.servers");
+    cr_assert_eq(cfg_set(c, "sink", "stdout", "--set", &err), TB_OK);
+    cr_assert_eq(cfg_validate(c, &err), TB_ERR_CONFIG);
+    cr_assert_str_eq(err.msg, "offsets.storage=kafka (the default) needs kafka.bootstrap.servers");
+    cr_assert_eq(cfg_set(c, "offsets.storage", "file", "--set", &err), TB_OK);
+    cr_assert_eq(cfg_validate(c, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(cfg_set(c, "sink", "kafka", "x.properties:4", &err), TB_OK);
+    cr_assert_eq(cfg_validate(c, &err), TB_ERR_CONFIG);
+    cr_assert_str_eq(err.msg, "x.properties:4: sink=kafka needs kafka.bootstrap.servers");
+    cr_assert_eq(cfg_set(c, "kafka.bootstrap.servers", "127.0.0.1:9092", "--set", &err), TB_OK);
+    cr_assert_eq(cfg_validate(c, &err), TB_OK, "%s", err.msg);
+    cfg_free(c);
+}
+
+Test(cfg, exactly_once_needs_kafka)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    cr_assert_eq(cfg_set(c, "sink", "stdout", "--set", &err), TB_OK);
+    cr_assert_eq(cfg_set(c, "offsets.storage", "file", "--set", &err), TB_OK);
+    cr_assert_eq(cfg_set(c, "exactly_once", "on", "f:9", &err), TB_OK);
+    cr_assert_eq(cfg_validate(c, &err), TB_ERR_CONFIG);
+    cr_assert_str_eq(err.msg, "f:9: exactly_once=true needs sink=kafka and offsets.storage=kafka");
+    cfg_free(c);
+}
+
+Test(cfg, env_and_set_precedence)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    cr_assert_eq(load_text(c, "source.host=from-file\nsource.port=1111\nname=file-name\n", &err), TB_OK);
+    char *envp[] = {
+        "PATH=/bin",
+        "TRIBUTARY_SOURCE_HOST=from-env",
+        "TRIBUTARY_SOURCE_PORT=2222",
+        "TRIBUTARY_TEST_KAFKA=ignored:1",
+        "TRIBUTARY_TEST_WHATEVER=1",
+        "TRIBUTARY_EXACTLY_ONCE=true",
+        NULL,
+    };
+    cr_assert_eq(cfg_load_env(c, envp, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(cfg_set(c, "source.port", "3333", "--set", &err), TB_OK);
+    cr_assert_str_eq(cfg_get_str(c, "source.host"), "from-env");
+    cr_assert_eq(cfg_get_int(c, "source.port"), 3333);
+    cr_assert_str_eq(cfg_get_str(c, "name"), "file-name");
+    cr_assert(cfg_get_bool(c, "exactly_once"));
+    cfg_free(c);
+}
+
+Test(cfg, env_errors_name_the_variable)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    char *bad_value[] = {"TRIBUTARY_SOURCE_PORT=http", NULL};
+    cr_assert_eq(cfg_load_env(c, bad_value, &err), TB_ERR_CONFIG);
+    cr_assert_str_eq(err.msg, "environment TRIBUTARY_SOURCE_PORT: source.port: 'http' is not an integer");
+    char *unknown[] = {"TRIBUTARY_SOURCE_HOTS=x", NULL};
+    cr_assert_eq(cfg_load_env(c, unknown, &err), TB_ERR_CONFIG);
+    cr_assert_str_eq(err.msg, "environment TRIBUTARY_SOURCE_HOTS: unknown key 'source.hots' "
+                              "(did you mean TRIBUTARY_SOURCE_HOST?)");
+    cfg_free(c);
+}
+
+static void collect(const char *rest, const char *value, void *opaque)
+{
+    tb_buf *b = opaque;
+    tb_buf_printf(b, "%s=%s;", rest, value);
+}
+
+Test(cfg, pattern_keys_from_file_env_and_set)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    cr_assert_eq(load_text(c, "kafka.acks=all\nkey.columns.shop.log=id,ts\n", &err), TB_OK, "%s", err.msg);
+    char *envp[] = {"TRIBUTARY_KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:9092", "TRIBUTARY_KEY_COLUMNS_SHOP_AUDIT=a", NULL};
+    cr_assert_eq(cfg_load_env(c, envp, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(cfg_set(c, "kafka.linger.ms", "5", "--set", &err), TB_OK);
+    cr_assert_str_eq(cfg_get_str(c, "kafka.bootstrap.servers"), "127.0.0.1:9092");
+    cr_assert_str_eq(cfg_get_str(c, "key.columns.shop.audit"), "a");
+    cr_assert_str_eq(cfg_get_str(c, "key.columns.shop.log"), "id,ts");
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cfg_each_prefixed(c, "kafka.", collect, &b);
+    cr_assert_str_eq(tb_buf_cstr(&b), "acks=all;bootstrap.servers=127.0.0.1:9092;linger.ms=5;");
+    tb_buf_free(&b);
+    tb_error_clear(&err);
+    cr_assert_eq(cfg_set(c, "kafka.", "x", "--set", &err), TB_ERR_CONFIG, "a pattern needs a suffix");
+    cfg_free(c);
+}
+
+Test(cfg, secrets_masked_in_dump)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    cr_assert_eq(cfg_set(c, "source.password", "hunter2", "--set", &err), TB_OK);
+    cr_assert_eq(cfg_set(c, "kafka.sasl.password", "s3cret", "--set", &err), TB_OK);
+    cr_assert_eq(cfg_set(c, "kafka.ssl.key.password", "k3y", "--set", &err), TB_OK);
+    cr_assert_eq(cfg_set(c, "kafka.sasl.username", "bob", "--set", &err), TB_OK);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert_eq(cfg_dump(c, &b), TB_OK);
+    const char *d = tb_buf_cstr(&b);
+    cr_assert_null(strstr(d, "hunter2"));
+    cr_assert_null(strstr(d, "s3cret"));
+    cr_assert_null(strstr(d, "k3y"));
+    cr_assert_not_null(strstr(d, "source.password=********\n"));
+    cr_assert_not_null(strstr(d, "kafka.sasl.password=********\n"));
+    cr_assert_not_null(strstr(d, "kafka.ssl.key.password=********\n"));
+    cr_assert_not_null(strstr(d, "kafka.sasl.username=bob\n"));
+    cr_assert_not_null(strstr(d, "source.port=3306\n"), "defaults are dumped");
+    cr_assert_not_null(strstr(d, "\nname=tributary\n") ? strstr(d, "\nname=tributary\n") : strstr(d, "name=tributary\n"));
+    tb_buf_free(&b);
+    cr_assert(cfg_key_is_secret("source.password"));
+    cr_assert(cfg_key_is_secret("kafka.sasl.password"));
+    cr_assert_not(cfg_key_is_secret("source.password.file"));
+    cfg_free(c);
+}
+
+Test(cfg, secret_from_file)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    char *s = (char *)1;
+    cr_assert_eq(cfg_get_secret(c, "source.password", &s, &err), TB_OK);
+    cr_assert_null(s, "no secret configured");
+    const char *p = write_file("pw", "pa ss\n");
+    cr_assert_eq(cfg_set(c, "source.password.file", p, "f:2", &err), TB_OK);
+    cr_assert_eq(cfg_get_secret(c, "source.password", &s, &err), TB_OK, "%s", err.msg);
+    cr_assert_str_eq(s, "pa ss");
+    free(s);
+    cr_assert_eq(cfg_set(c, "source.password.file", "/nonexistent/pw", "f:3", &err), TB_OK);
+    cr_assert_eq(cfg_get_secret(c, "source.password", &s, &err), TB_ERR_CONFIG);
+    cr_assert_str_eq(err.msg, "f:3: source.password.file: /nonexistent/pw: no such file");
+    cr_assert_eq(cfg_set(c, "source.password", "direct", "--set", &err), TB_OK);
+    cr_assert_eq(cfg_get_secret(c, "source.password", &s, &err), TB_OK);
+    cr_assert_str_eq(s, "direct");
+    free(s);
+    cfg_free(c);
+}
+
+Test(cfg, help_text_lists_every_key)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert_eq(cfg_help_text(&b), TB_OK);
+    tb_buf md;
+    tb_buf_init(&md, 0);
+    cr_assert_eq(cfg_help_markdown(&md), TB_OK);
+    size_t n;
+    const cfg_prop *props = cfg_props(&n);
+    cr_assert_gt(n, 40);
+    for (size_t i = 0; i < n; i++) {
+        char needle[256];
+        snprintf(needle, sizeof(needle), "  %s (", props[i].name);
+        cr_assert_not_null(strstr(tb_buf_cstr(&b), needle), "help text lacks %s", props[i].name);
+        snprintf(needle, sizeof(needle), "| `%s` |", props[i].name);
+        cr_assert_not_null(strstr(tb_buf_cstr(&md), needle), "markdown lacks %s", props[i].name);
+    }
+    cr_assert_not_null(strstr(tb_buf_cstr(&b), "source.port (int: 1 .. 65535, default 3306)"));
+    cr_assert_not_null(strstr(tb_buf_cstr(&md), "| `source.type` | enum | `mysql` | `mysql`, `sqlite` |"));
+    tb_buf_free(&b);
+    tb_buf_free(&md);
+}
+
+Test(cfg, table_is_well_formed)
+{
+    size_t n;
+    const cfg_prop *props = cfg_props(&n);
+    for (size_t i = 0; i < n; i++) {
+        const cfg_prop *p = &props[i];
+        cr_assert_not_null(p->help, "%s has help", p->name);
+        cr_assert_not_null(p->group, "%s has a group", p->name);
+        cr_assert_eq(cfg_prop_find(p->name), p, "%s found (no duplicate rows)", p->name);
+        if (p->type == CFG_ENUM)
+            cr_assert_not_null(p->values, "%s lists its values", p->name);
+        /* Every default passes the row's own validation. */
+        if (p->def) {
+            cfg *c = cfg_new();
+            tb_error err;
+            char key[256];
+            snprintf(key, sizeof(key), "%s", p->name);
+            size_t len = strlen(key);
+            if (key[len - 1] == '*')
+                snprintf(key + len - 1, sizeof(key) - len + 1, "x.y");
+            cr_assert_eq(cfg_set(c, key, p->def, "table", &err), TB_OK, "default of %s: %s", p->name, err.msg);
+            cfg_free(c);
+        }
+    }
+}
+
+Test(cfg, docs_are_fresh)
+{
+    tb_buf want, have;
+    tb_buf_init(&want, 0);
+    tb_buf_init(&have, 0);
+    cr_assert_eq(cfg_help_markdown(&want), TB_OK);
+    tb_error err;
+    tb_code rc = cfg_file_read(TB_SOURCE_DIR "/docs/configuration.md", 0, &have, &err);
+    cr_assert_eq(rc, TB_OK, "%s", err.msg);
+    cr_assert(want.len == have.len && memcmp(want.data, have.data, want.len) == 0,
+              "docs/configuration.md is stale: regenerate with "
+              "`tributary --help-config --markdown > docs/configuration.md`");
+    tb_buf_free(&want);
+    tb_buf_free(&have);
+}
+
+Test(cfg, edit_distance)
+{
+    cr_assert_eq(cfg_edit_distance("source.host", "source.host"), 0);
+    cr_assert_eq(cfg_edit_distance("soruce.host", "source.host"), 1);
+    cr_assert_eq(cfg_edit_distance("source.hst", "source.host"), 1);
+    cr_assert_eq(cfg_edit_distance("", "abc"), 3);
+}
