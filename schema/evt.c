@@ -1,1 +1,855 @@
+/*
+ * evt: table descriptors and the change event (DESIGN.md 3). See evt.h for
+ * the ownership rules.
+ *
+ * MEMORY LAYOUT OF AN EVENT
+ *  - Two value arrays (before, after), one evt_value per column, grown with
+ *    realloc only while the event is being reset (never while values are
+ *    borrowed).
+ *  - An arena of chunks for every byte the builder copies (strings, bytes,
+ *    SET label lists, vectors, WKB, the txid and the position's strings).
+ *    A chunk is never moved, so pointers handed out stay valid until
+ *    evt_event_reset()/evt_event_free(). Reset rewinds the chunks and keeps
+ *    them (a decoder reusing one event per row makes no allocation in the
+ *    steady state); chunks larger than EVT_ARENA_KEEP are released on reset
+ *    so one huge BLOB does not pin memory forever.
+ *  - The position is stored as a tb_position whose `file`/`gtid_set` point
+ *    into the arena: it is borrowed by readers (never tb_position_free it).
+ */
 #include "evt.h"
+#include "evt_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ============================================================ types */
+
+static const char *const type_names[] = {
+    [EVT_T_UNKNOWN] = "unknown",
+    [EVT_T_TINYINT] = "tinyint",
+    [EVT_T_SMALLINT] = "smallint",
+    [EVT_T_MEDIUMINT] = "mediumint",
+    [EVT_T_INT] = "int",
+    [EVT_T_BIGINT] = "bigint",
+    [EVT_T_FLOAT] = "float",
+    [EVT_T_DOUBLE] = "double",
+    [EVT_T_DECIMAL] = "decimal",
+    [EVT_T_CHAR] = "char",
+    [EVT_T_VARCHAR] = "varchar",
+    [EVT_T_TEXT] = "text",
+    [EVT_T_BINARY] = "binary",
+    [EVT_T_VARBINARY] = "varbinary",
+    [EVT_T_BLOB] = "blob",
+    [EVT_T_DATE] = "date",
+    [EVT_T_DATETIME] = "datetime",
+    [EVT_T_TIMESTAMP] = "timestamp",
+    [EVT_T_TIME] = "time",
+    [EVT_T_YEAR] = "year",
+    [EVT_T_ENUM] = "enum",
+    [EVT_T_SET] = "set",
+    [EVT_T_BIT] = "bit",
+    [EVT_T_JSON] = "json",
+    [EVT_T_GEOMETRY] = "geometry",
+    [EVT_T_VECTOR] = "vector",
+    [EVT_T_SQLITE_INTEGER] = "sqlite_integer",
+    [EVT_T_SQLITE_REAL] = "sqlite_real",
+    [EVT_T_SQLITE_TEXT] = "sqlite_text",
+    [EVT_T_SQLITE_BLOB] = "sqlite_blob",
+    [EVT_T_SQLITE_NUMERIC] = "sqlite_numeric",
+};
+#define NTYPES (sizeof(type_names) / sizeof(type_names[0]))
+
+const char *evt_type_name(evt_type t)
+{
+    if ((size_t)t >= NTYPES || !type_names[t])
+        return "unknown";
+    return type_names[t];
+}
+
+evt_type evt_type_from_name(const char *name)
+{
+    if (!name)
+        return EVT_T_UNKNOWN;
+    for (size_t i = 0; i < NTYPES; i++)
+        if (type_names[i] && strcmp(type_names[i], name) == 0)
+            return (evt_type)i;
+    return EVT_T_UNKNOWN;
+}
+
+const char *evt_connector_name(evt_connector c)
+{
+    switch (c) {
+    case EVT_CONN_MYSQL: return "mysql";
+    case EVT_CONN_MARIADB: return "mariadb";
+    case EVT_CONN_SQLITE: return "sqlite";
+    }
+    return "mysql";
+}
+
+/* ============================================================ tables */
+
+struct evt_table {
+    int refs; /* atomic: events may travel between threads */
+    char *db;
+    char *name;
+    size_t ncols;
+    evt_column *cols;
+    size_t npk;
+    size_t *pk;
+    uint32_t version;
+    bool names_known;
+    bool sealed;
+};
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static void column_clear(evt_column *c)
+{
+    free(c->name);
+    free(c->source_type);
+    free(c->charset);
+    for (size_t i = 0; i < c->nlabels; i++)
+        free(c->labels[i]);
+    free(c->labels);
+    memset(c, 0, sizeof(*c));
+}
+
+static void table_destroy(evt_table *t)
+{
+    for (size_t i = 0; i < t->ncols; i++)
+        column_clear(&t->cols[i]);
+    free(t->cols);
+    free(t->pk);
+    free(t->db);
+    free(t->name);
+    free(t);
+}
+
+evt_table *evt_table_new(const char *db, const char *table, size_t ncols)
+{
+    evt_table *t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    t->refs = 1;
+    t->db = strdup(db ? db : "");
+    t->name = strdup(table ? table : "");
+    t->ncols = ncols;
+    t->cols = ncols ? calloc(ncols, sizeof(evt_column)) : NULL;
+    t->names_known = true;
+    if (!t->db || !t->name || (ncols && !t->cols))
+        goto fail;
+    for (size_t i = 0; i < ncols; i++) {
+        char tmp[32];
+        snprintf(tmp, sizeof(tmp), "@%zu", i + 1);
+        t->cols[i].name = strdup(tmp);
+        t->cols[i].nullable = true;
+        if (!t->cols[i].name)
+            goto fail;
+    }
+    return t;
+fail:
+    table_destroy(t);
+    return NULL;
+}
+
+evt_table *evt_table_ref(evt_table *t)
+{
+    if (t)
+        __atomic_add_fetch(&t->refs, 1, __ATOMIC_RELAXED);
+    return t;
+}
+
+void evt_table_unref(evt_table *t)
+{
+    if (!t)
+        return;
+    if (__atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) == 0)
+        table_destroy(t);
+}
+
+static tb_code table_check(const evt_table *t, size_t i)
+{
+    if (!t)
+        return TB_ERR_INVALID;
+    if (t->sealed)
+        return TB_ERR_STATE;
+    if (i >= t->ncols)
+        return TB_ERR_INVALID;
+    return TB_OK;
+}
+
+tb_code evt_table_set_column(evt_table *t, size_t i, const char *name, evt_type type,
+                             const char *source_type, bool nullable, bool is_unsigned)
+{
+    tb_code rc = table_check(t, i);
+    if (rc != TB_OK)
+        return rc;
+    evt_column *c = &t->cols[i];
+    char *n = name ? strdup(name) : NULL;
+    char *st = dup_or_null(source_type);
+    if ((name && !n) || (source_type && !st)) {
+        free(n);
+        free(st);
+        return TB_ERR_NOMEM;
+    }
+    if (n) {
+        free(c->name);
+        c->name = n;
+    }
+    free(c->source_type);
+    c->source_type = st;
+    c->type = type;
+    c->nullable = nullable;
+    c->is_unsigned = is_unsigned;
+    return TB_OK;
+}
+
+tb_code evt_table_set_column_details(evt_table *t, size_t i, uint32_t length, uint32_t precision,
+                                     uint32_t scale, const char *charset)
+{
+    tb_code rc = table_check(t, i);
+    if (rc != TB_OK)
+        return rc;
+    evt_column *c = &t->cols[i];
+    char *cs = dup_or_null(charset);
+    if (charset && !cs)
+        return TB_ERR_NOMEM;
+    free(c->charset);
+    c->charset = cs;
+    c->length = length;
+    c->precision = precision;
+    c->scale = scale;
+    return TB_OK;
+}
+
+tb_code evt_table_set_labels(evt_table *t, size_t i, const char *const *labels, size_t n)
+{
+    tb_code rc = table_check(t, i);
+    if (rc != TB_OK)
+        return rc;
+    char **copy = NULL;
+    if (labels) {
+        copy = calloc(n ? n : 1, sizeof(char *));
+        if (!copy)
+            return TB_ERR_NOMEM;
+        for (size_t k = 0; k < n; k++) {
+            copy[k] = strdup(labels[k] ? labels[k] : "");
+            if (!copy[k]) {
+                for (size_t j = 0; j < k; j++)
+                    free(copy[j]);
+                free(copy);
+                return TB_ERR_NOMEM;
+            }
+        }
+    }
+    evt_column *c = &t->cols[i];
+    for (size_t k = 0; k < c->nlabels; k++)
+        free(c->labels[k]);
+    free(c->labels);
+    c->labels = copy;
+    c->nlabels = labels ? n : 0;
+    return TB_OK;
+}
+
+tb_code evt_table_set_pk(evt_table *t, const size_t *cols, size_t n)
+{
+    if (!t || (n && !cols))
+        return TB_ERR_INVALID;
+    if (t->sealed)
+        return TB_ERR_STATE;
+    for (size_t k = 0; k < n; k++) {
+        if (cols[k] >= t->ncols)
+            return TB_ERR_INVALID;
+        for (size_t j = 0; j < k; j++)
+            if (cols[j] == cols[k])
+                return TB_ERR_INVALID;
+    }
+    size_t *pk = NULL;
+    if (n) {
+        pk = malloc(n * sizeof(size_t));
+        if (!pk)
+            return TB_ERR_NOMEM;
+        memcpy(pk, cols, n * sizeof(size_t));
+    }
+    free(t->pk);
+    t->pk = pk;
+    t->npk = n;
+    for (size_t i = 0; i < t->ncols; i++)
+        t->cols[i].pk_ordinal = 0;
+    for (size_t k = 0; k < n; k++)
+        t->cols[cols[k]].pk_ordinal = (int)k + 1;
+    return TB_OK;
+}
+
+void evt_table_set_version(evt_table *t, uint32_t version)
+{
+    if (t && !t->sealed)
+        t->version = version;
+}
+
+void evt_table_set_names_known(evt_table *t, bool known)
+{
+    if (t && !t->sealed)
+        t->names_known = known;
+}
+
+void evt_table_seal(evt_table *t)
+{
+    if (t)
+        t->sealed = true;
+}
+
+bool evt_table_sealed(const evt_table *t) { return t && t->sealed; }
+const char *evt_table_db(const evt_table *t) { return t->db; }
+const char *evt_table_name(const evt_table *t) { return t->name; }
+size_t evt_table_ncols(const evt_table *t) { return t->ncols; }
+const evt_column *evt_table_column(const evt_table *t, size_t i) { return i < t->ncols ? &t->cols[i] : NULL; }
+size_t evt_table_npk(const evt_table *t) { return t->npk; }
+size_t evt_table_pk_col(const evt_table *t, size_t k) { return k < t->npk ? t->pk[k] : (size_t)-1; }
+uint32_t evt_table_version(const evt_table *t) { return t->version; }
+bool evt_table_names_known(const evt_table *t) { return t->names_known; }
+
+long evt_table_find(const evt_table *t, const char *name)
+{
+    if (!t || !name)
+        return -1;
+    for (size_t i = 0; i < t->ncols; i++)
+        if (strcmp(t->cols[i].name, name) == 0)
+            return (long)i;
+    return -1;
+}
+
+static bool str_same(const char *a, const char *b)
+{
+    if (!a || !b)
+        return a == b;
+    return strcmp(a, b) == 0;
+}
+
+bool evt_table_same_shape(const evt_table *a, const evt_table *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (strcmp(a->db, b->db) || strcmp(a->name, b->name) || a->ncols != b->ncols || a->npk != b->npk ||
+        a->names_known != b->names_known)
+        return false;
+    for (size_t k = 0; k < a->npk; k++)
+        if (a->pk[k] != b->pk[k])
+            return false;
+    for (size_t i = 0; i < a->ncols; i++) {
+        const evt_column *x = &a->cols[i], *y = &b->cols[i];
+        if (strcmp(x->name, y->name) || x->type != y->type || !str_same(x->source_type, y->source_type) ||
+            x->nullable != y->nullable || x->is_unsigned != y->is_unsigned || x->length != y->length ||
+            x->precision != y->precision || x->scale != y->scale || !str_same(x->charset, y->charset) ||
+            x->nlabels != y->nlabels || (x->labels == NULL) != (y->labels == NULL))
+            return false;
+        for (size_t k = 0; k < x->nlabels; k++)
+            if (strcmp(x->labels[k], y->labels[k]))
+                return false;
+    }
+    return true;
+}
+
+/* ============================================================ events */
+
+struct evt_event {
+    evt_op op;
+    evt_table *t;
+    evt_value *img[2];
+    size_t cap; /* slots allocated in each of img[0], img[1] */
+    bool has[2];
+    evt_arena mem;
+    tb_position pos; /* strings point into mem */
+    const char *txid;
+    int64_t commit_ts_ms;
+    bool last_in_tx;
+    evt_snapshot_flag snapshot;
+    evt_connector connector;
+    bool failed;
+    tb_error err;
+};
+
+static void event_prepare(evt_event *e, evt_op op, evt_table *t)
+{
+    e->op = op;
+    e->t = evt_table_ref(t);
+    e->has[EVT_BEFORE] = op == EVT_OP_UPDATE || op == EVT_OP_DELETE;
+    e->has[EVT_AFTER] = op == EVT_OP_CREATE || op == EVT_OP_UPDATE || op == EVT_OP_READ;
+    e->failed = false;
+    e->err.code = TB_OK;
+    e->err.retriable = false;
+    e->err.msg[0] = '\0';
+    tb_position_init(&e->pos);
+    e->txid = NULL;
+    e->commit_ts_ms = 0;
+    e->last_in_tx = false;
+    e->snapshot = EVT_SNAPSHOT_FALSE;
+    e->connector = EVT_CONN_MYSQL;
+    if (op != EVT_OP_CREATE && op != EVT_OP_UPDATE && op != EVT_OP_DELETE && op != EVT_OP_READ)
+        evt_event_fail(e, TB_ERR_INVALID, "invalid op %d", (int)op);
+    size_t n = t ? t->ncols : 0;
+    if (n > e->cap) {
+        for (int k = 0; k < 2; k++) {
+            evt_value *p = realloc(e->img[k], n * sizeof(evt_value));
+            if (!p) {
+                evt_event_fail(e, TB_ERR_NOMEM, "out of memory for %zu columns", n);
+                return;
+            }
+            e->img[k] = p;
+        }
+        e->cap = n;
+    }
+    if (n) {
+        memset(e->img[0], 0, n * sizeof(evt_value));
+        memset(e->img[1], 0, n * sizeof(evt_value));
+    }
+    if (!t)
+        evt_event_fail(e, TB_ERR_INVALID, "event without a table");
+}
+
+evt_event *evt_event_new(evt_op op, evt_table *t)
+{
+    evt_event *e = calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    event_prepare(e, op, t);
+    if (e->failed && e->err.code == TB_ERR_NOMEM) {
+        evt_event_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+void evt_event_free(evt_event *e)
+{
+    if (!e)
+        return;
+    evt_table_unref(e->t);
+    free(e->img[0]);
+    free(e->img[1]);
+    evt_arena_free(&e->mem);
+    free(e);
+}
+
+void evt_event_reset(evt_event *e, evt_op op, evt_table *t)
+{
+    evt_table *old = e->t;
+    e->t = NULL;
+    evt_arena_reset(&e->mem);
+    event_prepare(e, op, t);
+    evt_table_unref(old);
+}
+
+void evt_event_fail(evt_event *e, tb_code code, const char *fmt, ...)
+{
+    if (!e || e->failed)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    tb_error_vset(&e->err, code == TB_OK ? TB_ERR_INVALID : code, false, fmt, ap);
+    va_end(ap);
+    e->failed = true;
+}
+
+static const char *col_name(const evt_event *e, size_t col)
+{
+    return e->t && col < e->t->ncols ? e->t->cols[col].name : "?";
+}
+
+/* The slot to write, or NULL (and the sticky error set). */
+static evt_value *slot(evt_event *e, evt_image img, size_t col)
+{
+    if (!e || e->failed)
+        return NULL;
+    const char *db = e->t->db, *tn = e->t->name;
+    if (col >= e->t->ncols) {
+        evt_event_fail(e, TB_ERR_INVALID, "%s.%s: column index %zu out of range (%zu columns)", db, tn, col,
+                       e->t->ncols);
+        return NULL;
+    }
+    if ((img != EVT_BEFORE && img != EVT_AFTER) || !e->has[img]) {
+        evt_event_fail(e, TB_ERR_INVALID, "%s.%s column %s: op '%c' has no %s image", db, tn, col_name(e, col),
+                       (char)e->op, img == EVT_BEFORE ? "before" : "after");
+        return NULL;
+    }
+    return &e->img[img][col];
+}
+
+static void *copy_in(evt_event *e, size_t col, const void *data, size_t len)
+{
+    void *p = evt_arena_alloc(&e->mem, len + 1);
+    if (!p) {
+        evt_event_fail(e, TB_ERR_NOMEM, "%s.%s column %s: out of memory for %zu bytes", e->t->db, e->t->name,
+                       col_name(e, col), len);
+        return NULL;
+    }
+    if (len)
+        memcpy(p, data, len);
+    ((char *)p)[len] = '\0';
+    return p;
+}
+
+void evt_set_null(evt_event *e, evt_image img, size_t col)
+{
+    evt_value *v = slot(e, img, col);
+    if (v)
+        v->kind = EVT_V_NULL;
+}
+
+void evt_set_int(evt_event *e, evt_image img, size_t col, int64_t x)
+{
+    evt_value *v = slot(e, img, col);
+    if (v) {
+        v->kind = EVT_V_INT;
+        v->v.i = x;
+    }
+}
+
+void evt_set_uint(evt_event *e, evt_image img, size_t col, uint64_t x)
+{
+    evt_value *v = slot(e, img, col);
+    if (v) {
+        v->kind = EVT_V_UINT;
+        v->v.u = x;
+    }
+}
+
+void evt_set_float(evt_event *e, evt_image img, size_t col, float x)
+{
+    evt_value *v = slot(e, img, col);
+    if (v) {
+        v->kind = EVT_V_FLOAT;
+        v->v.f = x;
+    }
+}
+
+void evt_set_double(evt_event *e, evt_image img, size_t col, double x)
+{
+    evt_value *v = slot(e, img, col);
+    if (v) {
+        v->kind = EVT_V_DOUBLE;
+        v->v.d = x;
+    }
+}
+
+void evt_set_bool(evt_event *e, evt_image img, size_t col, bool x)
+{
+    evt_value *v = slot(e, img, col);
+    if (v) {
+        v->kind = EVT_V_BOOL;
+        v->v.b = x;
+    }
+}
+
+static void set_text(evt_event *e, evt_image img, size_t col, evt_kind kind, const void *p, size_t len)
+{
+    evt_value *v = slot(e, img, col);
+    if (!v)
+        return;
+    if (!p && len) {
+        evt_event_fail(e, TB_ERR_INVALID, "%s.%s column %s: NULL data with length %zu", e->t->db, e->t->name,
+                       col_name(e, col), len);
+        return;
+    }
+    const char *c = copy_in(e, col, p, len);
+    if (!c)
+        return;
+    v->kind = kind;
+    v->v.s.ptr = c;
+    v->v.s.len = len;
+}
+
+static bool decimal_ok(const char *s, size_t len)
+{
+    size_t i = 0;
+    if (i < len && (s[i] == '-' || s[i] == '+'))
+        i++;
+    size_t d = 0;
+    while (i < len && s[i] >= '0' && s[i] <= '9')
+        i++, d++;
+    if (i < len && s[i] == '.') {
+        i++;
+        while (i < len && s[i] >= '0' && s[i] <= '9')
+            i++, d++;
+    }
+    return d > 0 && i == len;
+}
+
+void evt_set_decimal(evt_event *e, evt_image img, size_t col, const char *text, size_t len)
+{
+    if (e && !e->failed && text && !decimal_ok(text, len)) {
+        evt_event_fail(e, TB_ERR_INVALID, "%s.%s column %s: bad DECIMAL text \"%.*s\"", e->t->db, e->t->name,
+                       col_name(e, col), (int)(len > 80 ? 80 : len), text);
+        return;
+    }
+    set_text(e, img, col, EVT_V_DECIMAL, text, len);
+}
+
+void evt_set_string(evt_event *e, evt_image img, size_t col, const char *utf8, size_t len)
+{
+    set_text(e, img, col, EVT_V_STRING, utf8, len);
+}
+
+void evt_set_bytes(evt_event *e, evt_image img, size_t col, const void *data, size_t len)
+{
+    set_text(e, img, col, EVT_V_BYTES, data, len);
+}
+
+void evt_set_json(evt_event *e, evt_image img, size_t col, const char *json, size_t len)
+{
+    set_text(e, img, col, EVT_V_JSON, json, len);
+}
+
+void evt_set_temporal(evt_event *e, evt_image img, size_t col, evt_kind kind, const evt_temporal *t)
+{
+    evt_value *v = slot(e, img, col);
+    if (!v)
+        return;
+    const char *what = NULL;
+    if (kind != EVT_V_DATE && kind != EVT_V_DATETIME && kind != EVT_V_TIMESTAMP && kind != EVT_V_TIME)
+        what = "not a temporal kind";
+    else if (!t)
+        what = "no value";
+    else if (t->fsp > 6)
+        what = "fsp above 6";
+    else if (t->usec > 999999)
+        what = "microseconds above 999999";
+    else if (t->year < 0 || t->year > 9999 || t->month > 12 || t->day > 31)
+        what = "date out of range";
+    else if (t->minute > 59 || t->second > 59 || (kind != EVT_V_TIME && t->hour > 23) || t->hour > 9999)
+        what = "time out of range";
+    if (what) {
+        evt_event_fail(e, TB_ERR_INVALID, "%s.%s column %s: bad temporal value: %s", e->t->db, e->t->name,
+                       col_name(e, col), what);
+        return;
+    }
+    v->kind = kind;
+    v->v.t = *t;
+}
+
+void evt_set_set(evt_event *e, evt_image img, size_t col, const char *const *labels, const size_t *lens, size_t n)
+{
+    evt_value *v = slot(e, img, col);
+    if (!v)
+        return;
+    if (n && !labels) {
+        evt_event_fail(e, TB_ERR_INVALID, "%s.%s column %s: NULL SET labels", e->t->db, e->t->name,
+                       col_name(e, col));
+        return;
+    }
+    const char **items = n ? evt_arena_alloc(&e->mem, n * sizeof(char *)) : NULL;
+    size_t *ls = n ? evt_arena_alloc(&e->mem, n * sizeof(size_t)) : NULL;
+    if (n && (!items || !ls)) {
+        evt_event_fail(e, TB_ERR_NOMEM, "%s.%s column %s: out of memory", e->t->db, e->t->name, col_name(e, col));
+        return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        size_t l = lens ? lens[k] : strlen(labels[k]);
+        items[k] = copy_in(e, col, labels[k], l);
+        if (!items[k])
+            return;
+        ls[k] = l;
+    }
+    v->kind = EVT_V_SET;
+    v->v.set.items = items;
+    v->v.set.lens = ls;
+    v->v.set.n = n;
+}
+
+void evt_set_geometry(evt_event *e, evt_image img, size_t col, uint32_t srid, const void *wkb, size_t len)
+{
+    evt_value *v = slot(e, img, col);
+    if (!v)
+        return;
+    const uint8_t *p = copy_in(e, col, wkb, wkb ? len : 0);
+    if (!p)
+        return;
+    v->kind = EVT_V_GEOMETRY;
+    v->v.geo.srid = srid;
+    v->v.geo.wkb = p;
+    v->v.geo.len = wkb ? len : 0;
+}
+
+void evt_set_vector(evt_event *e, evt_image img, size_t col, const float *items, size_t n)
+{
+    evt_value *v = slot(e, img, col);
+    if (!v)
+        return;
+    if (n > SIZE_MAX / sizeof(float))
+        n = SIZE_MAX / sizeof(float);
+    const float *p = copy_in(e, col, items, items ? n * sizeof(float) : 0);
+    if (!p)
+        return;
+    v->kind = EVT_V_VECTOR;
+    v->v.vec.items = p;
+    v->v.vec.n = items ? n : 0;
+}
+
+void evt_set_value(evt_event *e, evt_image img, size_t col, const evt_value *v)
+{
+    if (!v) {
+        evt_event_fail(e, TB_ERR_INVALID, "evt_set_value: NULL value for column %zu", col);
+        return;
+    }
+    switch (v->kind) {
+    case EVT_V_ABSENT: {
+        evt_value *s = slot(e, img, col);
+        if (s)
+            s->kind = EVT_V_ABSENT;
+        return;
+    }
+    case EVT_V_NULL: evt_set_null(e, img, col); return;
+    case EVT_V_INT: evt_set_int(e, img, col, v->v.i); return;
+    case EVT_V_UINT: evt_set_uint(e, img, col, v->v.u); return;
+    case EVT_V_FLOAT: evt_set_float(e, img, col, v->v.f); return;
+    case EVT_V_DOUBLE: evt_set_double(e, img, col, v->v.d); return;
+    case EVT_V_BOOL: evt_set_bool(e, img, col, v->v.b); return;
+    case EVT_V_DECIMAL: evt_set_decimal(e, img, col, v->v.s.ptr, v->v.s.len); return;
+    case EVT_V_STRING: evt_set_string(e, img, col, v->v.s.ptr, v->v.s.len); return;
+    case EVT_V_BYTES: evt_set_bytes(e, img, col, v->v.s.ptr, v->v.s.len); return;
+    case EVT_V_JSON: evt_set_json(e, img, col, v->v.s.ptr, v->v.s.len); return;
+    case EVT_V_DATE:
+    case EVT_V_DATETIME:
+    case EVT_V_TIMESTAMP:
+    case EVT_V_TIME: evt_set_temporal(e, img, col, v->kind, &v->v.t); return;
+    case EVT_V_SET: evt_set_set(e, img, col, v->v.set.items, v->v.set.lens, v->v.set.n); return;
+    case EVT_V_GEOMETRY: evt_set_geometry(e, img, col, v->v.geo.srid, v->v.geo.wkb, v->v.geo.len); return;
+    case EVT_V_VECTOR: evt_set_vector(e, img, col, v->v.vec.items, v->v.vec.n); return;
+    }
+    evt_event_fail(e, TB_ERR_INVALID, "evt_set_value: unknown kind %d for column %zu", (int)v->kind, col);
+}
+
+/* ------------------------------------------------------------ metadata */
+
+static const char *arena_strdup(evt_event *e, const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s);
+    char *p = evt_arena_alloc(&e->mem, n + 1);
+    if (!p) {
+        evt_event_fail(e, TB_ERR_NOMEM, "out of memory copying event metadata");
+        return NULL;
+    }
+    memcpy(p, s, n + 1);
+    return p;
+}
+
+void evt_event_set_position(evt_event *e, const tb_position *pos)
+{
+    if (!e)
+        return;
+    if (!pos) {
+        tb_position_init(&e->pos);
+        return;
+    }
+    e->pos = *pos;
+    e->pos.file = (char *)arena_strdup(e, pos->file);
+    e->pos.gtid_set = (char *)arena_strdup(e, pos->gtid_set);
+}
+
+void evt_event_set_txid(evt_event *e, const char *txid)
+{
+    if (e)
+        e->txid = arena_strdup(e, txid);
+}
+
+void evt_event_set_commit_ts_ms(evt_event *e, int64_t ts_ms) { if (e) e->commit_ts_ms = ts_ms; }
+void evt_event_set_last_in_tx(evt_event *e, bool last) { if (e) e->last_in_tx = last; }
+void evt_event_set_snapshot(evt_event *e, evt_snapshot_flag flag) { if (e) e->snapshot = flag; }
+void evt_event_set_connector(evt_event *e, evt_connector c) { if (e) e->connector = c; }
+
+const tb_error *evt_event_error(const evt_event *e) { return e->failed ? &e->err : NULL; }
+evt_op evt_event_op(const evt_event *e) { return e->op; }
+evt_table *evt_event_table(const evt_event *e) { return e->t; }
+const tb_position *evt_event_position(const evt_event *e) { return &e->pos; }
+const char *evt_event_txid(const evt_event *e) { return e->txid; }
+int64_t evt_event_commit_ts_ms(const evt_event *e) { return e->commit_ts_ms; }
+bool evt_event_last_in_tx(const evt_event *e) { return e->last_in_tx; }
+evt_snapshot_flag evt_event_snapshot(const evt_event *e) { return e->snapshot; }
+evt_connector evt_event_connector(const evt_event *e) { return e->connector; }
+
+bool evt_event_has_image(const evt_event *e, evt_image img)
+{
+    return (img == EVT_BEFORE || img == EVT_AFTER) && e->has[img];
+}
+
+const evt_value *evt_event_value(const evt_event *e, evt_image img, size_t col)
+{
+    static const evt_value absent = {.kind = EVT_V_ABSENT};
+    if (!e->t || col >= e->t->ncols || (img != EVT_BEFORE && img != EVT_AFTER) || !e->has[img])
+        return &absent;
+    return &e->img[img][col];
+}
+
+/* ------------------------------------------------------------ equality */
+
+bool evt_value_equal(const evt_value *a, const evt_value *b)
+{
+    if (a->kind != b->kind) {
+        if (a->kind == EVT_V_INT && b->kind == EVT_V_UINT)
+            return a->v.i >= 0 && (uint64_t)a->v.i == b->v.u;
+        if (a->kind == EVT_V_UINT && b->kind == EVT_V_INT)
+            return b->v.i >= 0 && (uint64_t)b->v.i == a->v.u;
+        return false;
+    }
+    switch (a->kind) {
+    case EVT_V_ABSENT:
+    case EVT_V_NULL: return true;
+    case EVT_V_INT: return a->v.i == b->v.i;
+    case EVT_V_UINT: return a->v.u == b->v.u;
+    case EVT_V_FLOAT: return memcmp(&a->v.f, &b->v.f, sizeof(float)) == 0;
+    case EVT_V_DOUBLE: return memcmp(&a->v.d, &b->v.d, sizeof(double)) == 0;
+    case EVT_V_BOOL: return a->v.b == b->v.b;
+    case EVT_V_DECIMAL:
+    case EVT_V_STRING:
+    case EVT_V_BYTES:
+    case EVT_V_JSON:
+        return a->v.s.len == b->v.s.len && (a->v.s.len == 0 || memcmp(a->v.s.ptr, b->v.s.ptr, a->v.s.len) == 0);
+    case EVT_V_DATE:
+    case EVT_V_DATETIME:
+    case EVT_V_TIMESTAMP:
+    case EVT_V_TIME: {
+        const evt_temporal *x = &a->v.t, *y = &b->v.t;
+        return x->year == y->year && x->month == y->month && x->day == y->day && x->hour == y->hour &&
+               x->minute == y->minute && x->second == y->second && x->usec == y->usec && x->fsp == y->fsp &&
+               x->negative == y->negative;
+    }
+    case EVT_V_SET:
+        if (a->v.set.n != b->v.set.n)
+            return false;
+        for (size_t k = 0; k < a->v.set.n; k++)
+            if (a->v.set.lens[k] != b->v.set.lens[k] ||
+                memcmp(a->v.set.items[k], b->v.set.items[k], a->v.set.lens[k]) != 0)
+                return false;
+        return true;
+    case EVT_V_GEOMETRY:
+        return a->v.geo.srid == b->v.geo.srid && a->v.geo.len == b->v.geo.len &&
+               (a->v.geo.len == 0 || memcmp(a->v.geo.wkb, b->v.geo.wkb, a->v.geo.len) == 0);
+    case EVT_V_VECTOR:
+        return a->v.vec.n == b->v.vec.n &&
+               (a->v.vec.n == 0 || memcmp(a->v.vec.items, b->v.vec.items, a->v.vec.n * sizeof(float)) == 0);
+    }
+    return false;
+}
+
+bool evt_event_key_unchanged(const evt_event *e)
+{
+    if (e->op != EVT_OP_UPDATE || !e->t)
+        return true;
+    for (size_t k = 0; k < e->t->npk; k++) {
+        size_t c = e->t->pk[k];
+        const evt_value *b = &e->img[EVT_BEFORE][c], *a = &e->img[EVT_AFTER][c];
+        /* A key column missing from the after image (MINIMAL) did not change. */
+        if (a->kind == EVT_V_ABSENT || b->kind == EVT_V_ABSENT)
+            continue;
+        if (!evt_value_equal(a, b))
+            return false;
+    }
+    return true;
+}

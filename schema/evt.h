@@ -92,6 +92,7 @@ void evt_table_set_version(evt_table *t, uint32_t version);
 /* False when column names are placeholders (@1..@n): events then say so. */
 void evt_table_set_names_known(evt_table *t, bool known);
 void evt_table_seal(evt_table *t);
+bool evt_table_sealed(const evt_table *t);
 
 const char *evt_table_db(const evt_table *t);
 const char *evt_table_name(const evt_table *t);
@@ -217,12 +218,18 @@ evt_op evt_event_op(const evt_event *e);
 evt_table *evt_event_table(const evt_event *e);               /* borrowed */
 bool evt_event_has_image(const evt_event *e, evt_image img);
 const evt_value *evt_event_value(const evt_event *e, evt_image img, size_t col); /* never NULL for valid col */
+/* Borrowed, valid until reset/free: its file/gtid_set point into the event;
+ * never tb_position_free() it (tb_position_copy() it to keep it). */
 const tb_position *evt_event_position(const evt_event *e);
 const char *evt_event_txid(const evt_event *e);               /* NULL if none */
 int64_t evt_event_commit_ts_ms(const evt_event *e);
 bool evt_event_last_in_tx(const evt_event *e);
 evt_snapshot_flag evt_event_snapshot(const evt_event *e);
 evt_connector evt_event_connector(const evt_event *e);
+
+/* Value equality as the JSON would show it: same kind and content (floats
+ * bit for bit; INT and UINT compare by numeric value). */
+bool evt_value_equal(const evt_value *a, const evt_value *b);
 
 /* True when every primary-key column has equal values in both images
  * (always true for c/r/d). False means a key change (sinks split it). */

@@ -1,1 +1,771 @@
-#include "evt_json.h"
+/*
+ * evt_json: change events as Kafka records (DESIGN.md 4, 5, 10).
+ *
+ * WIRE FORMAT
+ * ===========
+ * All JSON is compact (no whitespace), UTF-8, written by evt_jw (evt_jw.c
+ * has the string and number rules). Object members appear in the order
+ * shown here; columns in table order (keys: key order).
+ *
+ * Topic:  "<topic.prefix>.<db>.<table>"   (no prefix: "<db>.<table>")
+ *         "<topic.prefix>.schema"          schema records
+ *
+ * Key:    {"<pk1>":v1,"<pk2>":v2,...}      primary-key columns in key order;
+ *         a pure function of the key values (same bytes whatever the order of
+ *         the table's columns or the run). `null` when the table has no key.
+ *         A key column absent from the image (MINIMAL after image) comes
+ *         from the other image.
+ *
+ * Value, value.format=envelope (Debezium compatible):
+ *   {"before":ROW|null,"after":ROW|null,
+ *    "source":{"version":"0.1.0","connector":"mysql|mariadb|sqlite","name":N,
+ *              "ts_ms":<commit time, ms>,"snapshot":"true|last|false",
+ *              "db":D,"table":T, POSITION},
+ *    "op":"c|u|d|r","ts_ms":<processing time, ms>,
+ *    "transaction":null|{"id":"<txid>"}}
+ *   POSITION by tb_position kind:
+ *     MySQL/MariaDB  "server_id":N,"file":"<binlog file or empty>","pos":N,
+ *                    "row":N,"gtid":"<executed GTID set>"|null
+ *     SQLite WAL     "salt1":N,"salt2":N,"frame":N,"gen_seq":N
+ *     SQLite trigger "seq":N
+ *     none           (nothing)
+ *   c/r: before null; d: after null; u: both.
+ * Value, value.format=row: ROW (the after image); a delete has no value.
+ * ROW = {"<col>":VALUE,...} in table order; a column absent from a partial
+ *   image is left out (never null).
+ *
+ * VALUE (DESIGN 5), by value kind:
+ *   INT, UINT          number, exact ("-9223372036854775808", "18446744073709551615")
+ *   FLOAT, DOUBLE      number, shortest round-trip text ("0.1", "1e300", "5e-324");
+ *                      non-finite (SQLite REAL can hold +-Inf): the strings
+ *                      "Infinity", "-Infinity", "NaN"
+ *   BOOL (BIT(1))      true|false
+ *   DECIMAL            string, as formatted by the source ("12.50")
+ *   STRING             string (invalid UTF-8 bytes as \udc80..\udcff, lossless)
+ *   BYTES              string, base64 (RFC 4648, padded)
+ *   DATE               "YYYY-MM-DD"
+ *   DATETIME           "YYYY-MM-DDTHH:MM:SS[.f]"  exactly fsp fraction digits
+ *   TIMESTAMP          "YYYY-MM-DDTHH:MM:SS[.f]Z" (UTC); the zero value has no Z
+ *   TIME               "[-]HH:MM:SS[.f]"  hours may exceed 24 ("-838:59:59")
+ *   zero dates         as the server prints them: "0000-00-00", "0000-00-00T00:00:00"
+ *   SET                ["a","b"]
+ *   JSON               the document itself, re-serialised compactly (number text kept)
+ *   GEOMETRY           {"srid":N,"wkb":"<base64>"}
+ *   VECTOR             [f1,f2,...] (float32, shortest text)
+ *   NULL               null
+ * YEAR and ENUM arrive as INT and STRING; SQLite INTEGER/REAL/TEXT/BLOB as
+ * INT/DOUBLE/STRING/BYTES.
+ *
+ * Tombstone: key, no value (Kafka null). Messages per event (evt_render):
+ *   c, r, u (same key)  (key, value)
+ *   d                   envelope: (key, delete envelope), (key, null); row: (key, null)
+ *   u (key changed)     envelope: (old, delete envelope), (old, null), (new, create envelope)
+ *                       row:      (old, null), (new, ROW)
+ *
+ * value.schemas=true (Kafka Connect JsonConverter):
+ *   {"schema":SCHEMA,"payload":<the value above, unchanged>}
+ *   envelope SCHEMA: struct "<topic>.Envelope" with fields before/after
+ *   (optional struct "<topic>.Value"), source (struct
+ *   "io.debezium.connector.<connector>.Source"), op (string), ts_ms (int64),
+ *   transaction (optional struct {id}). Row format: struct "<topic>.Value".
+ *   Column types: TINYINT int8 (unsigned int16), SMALLINT int16 (unsigned
+ *   int32), MEDIUMINT int32, INT int32 (unsigned int64), BIGINT int64,
+ *   FLOAT float32, DOUBLE float64, YEAR int32, BIT(1) boolean, BIT(n) int64,
+ *   BINARY/VARBINARY/BLOB bytes, SET array<string>, VECTOR array<float32>,
+ *   GEOMETRY struct {srid int32, wkb bytes} (io.debezium.data.geometry.Geometry),
+ *   TIMESTAMP string io.debezium.time.ZonedTimestamp, JSON string
+ *   io.debezium.data.Json (the payload holds the document itself, not a
+ *   string: a JsonConverter reading it with schemas needs JSON columns as
+ *   text; known limitation), SQLite INTEGER int64, REAL/NUMERIC float64,
+ *   BLOB bytes, everything else string. optional = the column is nullable.
+ *   Keys are never wrapped.
+ *
+ * Schema record (topic "<prefix>.schema"):
+ *   key   {"db":D,"table":T}
+ *   value {"db":D,"table":T,"version":N,"names_known":true|false,
+ *          "columns":[{"name":C,"type":"<evt_type_name>","source_type":S|null,
+ *                      "nullable":B,"unsigned":B,"pk":<1-based key ordinal, 0>,
+ *                      "length":N,"precision":N,"scale":N,"charset":S|null,
+ *                      "labels":[...]|null},...],
+ *          "primary_key":["<col>",...]}
+ *
+ * Printed line (stdout sink, `decode`): {"topic":T,"key":KEY,"value":VALUE|null}
+ * Positions as JSON: see evt_json_pos.c.
+ */
+#include "evt_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define EVT_SOURCE_VERSION "0.1.0"
+
+/* ============================================================ values */
+
+static void put_nonfinite_or(evt_jw *w, double d, bool is_float, float f)
+{
+    char tmp[32];
+    size_t n;
+    if (is_float)
+        n = evt_fmt_float(f, tmp);
+    else
+        n = evt_fmt_double(d, tmp);
+    if (tmp[0] == 'N' || tmp[0] == 'I' || (tmp[0] == '-' && tmp[1] == 'I'))
+        evt_jw_str(w, tmp, n);
+    else
+        evt_jw_raw_json(w, tmp, n);
+}
+
+/* Write one value; on failure the writer's error is set and err says why. */
+static void put_value(evt_jw *w, const evt_value *v, tb_error *err)
+{
+    char tmp[48];
+    switch (v->kind) {
+    case EVT_V_ABSENT:
+    case EVT_V_NULL: evt_jw_null(w); return;
+    case EVT_V_INT: evt_jw_int(w, v->v.i); return;
+    case EVT_V_UINT: evt_jw_uint(w, v->v.u); return;
+    case EVT_V_FLOAT: put_nonfinite_or(w, 0, true, v->v.f); return;
+    case EVT_V_DOUBLE: put_nonfinite_or(w, v->v.d, false, 0); return;
+    case EVT_V_BOOL: evt_jw_bool(w, v->v.b); return;
+    case EVT_V_DECIMAL:
+    case EVT_V_STRING: evt_jw_str(w, v->v.s.ptr, v->v.s.len); return;
+    case EVT_V_BYTES: evt_jw_base64(w, v->v.s.ptr, v->v.s.len); return;
+    case EVT_V_DATE:
+    case EVT_V_DATETIME:
+    case EVT_V_TIMESTAMP:
+    case EVT_V_TIME: {
+        size_t n = evt_fmt_temporal(v->kind, &v->v.t, tmp);
+        evt_jw_str(w, tmp, n);
+        return;
+    }
+    case EVT_V_SET:
+        evt_jw_arr_begin(w);
+        for (size_t k = 0; k < v->v.set.n; k++)
+            evt_jw_str(w, v->v.set.items[k], v->v.set.lens[k]);
+        evt_jw_arr_end(w);
+        return;
+    case EVT_V_JSON: evt_jw_json_ex(w, v->v.s.ptr, v->v.s.len, err); return;
+    case EVT_V_GEOMETRY:
+        evt_jw_obj_begin(w);
+        evt_jw_key(w, "srid", 4);
+        evt_jw_uint(w, v->v.geo.srid);
+        evt_jw_key(w, "wkb", 3);
+        evt_jw_base64(w, v->v.geo.wkb, v->v.geo.len);
+        evt_jw_obj_end(w);
+        return;
+    case EVT_V_VECTOR:
+        evt_jw_arr_begin(w);
+        for (size_t k = 0; k < v->v.vec.n; k++)
+            put_nonfinite_or(w, 0, true, v->v.vec.items[k]);
+        evt_jw_arr_end(w);
+        return;
+    }
+    evt_jw_fail(w, TB_ERR_INVALID);
+}
+
+/* The writer failed inside column c: name table and column in err. */
+static tb_code col_error(evt_jw *w, const evt_table *t, const evt_column *c, tb_error *err, tb_error *inner)
+{
+    if (inner->code != TB_OK)
+        return tb_error_set(err, w->err, false, "%s.%s column %s: %s", evt_table_db(t), evt_table_name(t), c->name,
+                            inner->msg);
+    return tb_error_set(err, w->err, false, "%s.%s column %s: cannot encode value (%s)", evt_table_db(t),
+                        evt_table_name(t), c->name, tb_code_name(w->err));
+}
+
+static tb_code put_row(evt_jw *w, const evt_event *e, evt_image img, tb_error *err)
+{
+    const evt_table *t = evt_event_table(e);
+    size_t n = evt_table_ncols(t);
+    tb_error inner;
+    inner.code = TB_OK;
+    evt_jw_obj_begin(w);
+    for (size_t i = 0; i < n; i++) {
+        const evt_value *v = evt_event_value(e, img, i);
+        if (v->kind == EVT_V_ABSENT)
+            continue;
+        const evt_column *c = evt_table_column(t, i);
+        evt_jw_key(w, c->name, (size_t)-1);
+        put_value(w, v, &inner);
+        if (w->err)
+            return col_error(w, t, c, err, &inner);
+    }
+    evt_jw_obj_end(w);
+    return w->err;
+}
+
+static tb_code put_key(evt_jw *w, const evt_event *e, evt_image img, tb_error *err)
+{
+    const evt_table *t = evt_event_table(e);
+    size_t npk = evt_table_npk(t);
+    if (npk == 0) {
+        evt_jw_null(w);
+        return w->err;
+    }
+    tb_error inner;
+    inner.code = TB_OK;
+    evt_jw_obj_begin(w);
+    for (size_t k = 0; k < npk; k++) {
+        size_t col = evt_table_pk_col(t, k);
+        const evt_column *c = evt_table_column(t, col);
+        const evt_value *v = evt_event_value(e, img, col);
+        if (v->kind == EVT_V_ABSENT)
+            v = evt_event_value(e, img == EVT_AFTER ? EVT_BEFORE : EVT_AFTER, col);
+        if (v->kind == EVT_V_ABSENT) {
+            evt_jw_fail(w, TB_ERR_INVALID);
+            return tb_error_set(err, TB_ERR_INVALID, false, "%s.%s key column %s: absent from the row images",
+                                evt_table_db(t), evt_table_name(t), c->name);
+        }
+        evt_jw_key(w, c->name, (size_t)-1);
+        put_value(w, v, &inner);
+        if (w->err)
+            return col_error(w, t, c, err, &inner);
+    }
+    evt_jw_obj_end(w);
+    return w->err;
+}
+
+static tb_code check_event(const evt_event *e, tb_error *err)
+{
+    if (!e)
+        return tb_error_set(err, TB_ERR_INVALID, false, "no event");
+    const tb_error *ee = evt_event_error(e);
+    if (ee) {
+        if (err)
+            *err = *ee;
+        return ee->code;
+    }
+    return TB_OK;
+}
+
+static tb_code finish(evt_jw *w, const evt_event *e, tb_code rc, tb_error *err)
+{
+    tb_code f = evt_jw_finish(w);
+    if (rc == TB_OK && f != TB_OK) {
+        const evt_table *t = evt_event_table(e);
+        rc = tb_error_set(err, f, false, "%s.%s: cannot encode event (%s)", evt_table_db(t), evt_table_name(t),
+                          tb_code_name(f));
+    }
+    return rc;
+}
+
+tb_code evt_json_key(const evt_event *e, evt_image img, tb_buf *out, tb_error *err)
+{
+    tb_code rc = check_event(e, err);
+    if (rc != TB_OK)
+        return rc;
+    evt_jw w;
+    evt_jw_init(&w, out);
+    return finish(&w, e, put_key(&w, e, img, err), err);
+}
+
+tb_code evt_json_row(const evt_event *e, evt_image img, tb_buf *out, tb_error *err)
+{
+    tb_code rc = check_event(e, err);
+    if (rc != TB_OK)
+        return rc;
+    evt_jw w;
+    evt_jw_init(&w, out);
+    if (!evt_event_has_image(e, img))
+        evt_jw_null(&w);
+    else
+        rc = put_row(&w, e, img, err);
+    return finish(&w, e, rc, err);
+}
+
+/* ============================================================ Connect schemas */
+
+static void schema_field(evt_jw *w, const char *type, const char *name, bool optional, const char *field)
+{
+    evt_jw_obj_begin(w);
+    evt_jw_key(w, "type", 4);
+    evt_jw_str(w, type, strlen(type));
+    if (name) {
+        evt_jw_key(w, "name", 4);
+        evt_jw_str(w, name, strlen(name));
+    }
+    evt_jw_key(w, "optional", 8);
+    evt_jw_bool(w, optional);
+    if (field) {
+        evt_jw_key(w, "field", 5);
+        evt_jw_str(w, field, strlen(field));
+    }
+}
+
+static void column_schema(evt_jw *w, const evt_column *c)
+{
+    const char *type = "string", *name = NULL;
+    const char *items = NULL;
+    bool u = c->is_unsigned;
+    switch (c->type) {
+    case EVT_T_TINYINT: type = u ? "int16" : "int8"; break;
+    case EVT_T_SMALLINT: type = u ? "int32" : "int16"; break;
+    case EVT_T_MEDIUMINT: type = "int32"; break;
+    case EVT_T_INT: type = u ? "int64" : "int32"; break;
+    case EVT_T_BIGINT:
+    case EVT_T_SQLITE_INTEGER: type = "int64"; break;
+    case EVT_T_FLOAT: type = "float32"; break;
+    case EVT_T_DOUBLE:
+    case EVT_T_SQLITE_REAL:
+    case EVT_T_SQLITE_NUMERIC: type = "float64"; break;
+    case EVT_T_YEAR: type = "int32"; name = "io.debezium.time.Year"; break;
+    case EVT_T_BIT: type = c->length == 1 ? "boolean" : "int64"; break;
+    case EVT_T_BINARY:
+    case EVT_T_VARBINARY:
+    case EVT_T_BLOB:
+    case EVT_T_SQLITE_BLOB: type = "bytes"; break;
+    case EVT_T_TIMESTAMP: name = "io.debezium.time.ZonedTimestamp"; break;
+    case EVT_T_JSON: name = "io.debezium.data.Json"; break;
+    case EVT_T_ENUM: name = "io.debezium.data.Enum"; break;
+    case EVT_T_SET: type = "array"; items = "string"; break;
+    case EVT_T_VECTOR: type = "array"; items = "float32"; break;
+    case EVT_T_GEOMETRY: type = "struct"; name = "io.debezium.data.geometry.Geometry"; break;
+    default: break;
+    }
+    schema_field(w, type, name, c->nullable, c->name);
+    if (items) {
+        evt_jw_key(w, "items", 5);
+        schema_field(w, items, NULL, false, NULL);
+        evt_jw_obj_end(w);
+    }
+    if (c->type == EVT_T_GEOMETRY) {
+        evt_jw_key(w, "fields", 6);
+        evt_jw_arr_begin(w);
+        schema_field(w, "int32", NULL, true, "srid");
+        evt_jw_obj_end(w);
+        schema_field(w, "bytes", NULL, false, "wkb");
+        evt_jw_obj_end(w);
+        evt_jw_arr_end(w);
+    }
+    evt_jw_obj_end(w);
+}
+
+/* struct of the table's columns; field == NULL for a top-level schema. */
+static void row_schema(evt_jw *w, const evt_table *t, const char *topic, bool optional, const char *field)
+{
+    char name[1024];
+    snprintf(name, sizeof(name), "%s.Value", topic);
+    schema_field(w, "struct", name, optional, field);
+    evt_jw_key(w, "fields", 6);
+    evt_jw_arr_begin(w);
+    for (size_t i = 0; i < evt_table_ncols(t); i++)
+        column_schema(w, evt_table_column(t, i));
+    evt_jw_arr_end(w);
+    evt_jw_obj_end(w);
+}
+
+static void source_schema(evt_jw *w, const evt_event *e)
+{
+    char name[96];
+    snprintf(name, sizeof(name), "io.debezium.connector.%s.Source", evt_connector_name(evt_event_connector(e)));
+    schema_field(w, "struct", name, false, "source");
+    evt_jw_key(w, "fields", 6);
+    evt_jw_arr_begin(w);
+    static const char *const common[][2] = {{"string", "version"}, {"string", "connector"}, {"string", "name"},
+                                            {"int64", "ts_ms"},    {"string", "snapshot"},  {"string", "db"},
+                                            {"string", "table"}};
+    for (size_t k = 0; k < sizeof(common) / sizeof(common[0]); k++) {
+        schema_field(w, common[k][0], NULL, k == 4 || k == 6, common[k][1]);
+        evt_jw_obj_end(w);
+    }
+    const tb_position *p = evt_event_position(e);
+    static const char *const mysql[][2] = {{"int64", "server_id"}, {"string", "file"}, {"int64", "pos"},
+                                           {"int64", "row"},       {"string", "gtid"}};
+    static const char *const wal[][2] = {{"int64", "salt1"}, {"int64", "salt2"}, {"int64", "frame"},
+                                         {"int64", "gen_seq"}};
+    const char *const(*f)[2] = NULL;
+    size_t nf = 0;
+    if (p->kind == TB_POS_MYSQL)
+        f = mysql, nf = 5;
+    else if (p->kind == TB_POS_SQLITE_WAL)
+        f = wal, nf = 4;
+    for (size_t k = 0; k < nf; k++) {
+        schema_field(w, f[k][0], NULL, f == mysql && k == 4, f[k][1]);
+        evt_jw_obj_end(w);
+    }
+    if (p->kind == TB_POS_SQLITE_LOG) {
+        schema_field(w, "int64", NULL, false, "seq");
+        evt_jw_obj_end(w);
+    }
+    evt_jw_arr_end(w);
+    evt_jw_obj_end(w);
+}
+
+static void envelope_schema(evt_jw *w, const evt_event *e, const char *topic)
+{
+    char name[1024];
+    snprintf(name, sizeof(name), "%s.Envelope", topic);
+    const evt_table *t = evt_event_table(e);
+    schema_field(w, "struct", name, false, NULL);
+    evt_jw_key(w, "fields", 6);
+    evt_jw_arr_begin(w);
+    row_schema(w, t, topic, true, "before");
+    row_schema(w, t, topic, true, "after");
+    source_schema(w, e);
+    schema_field(w, "string", NULL, false, "op");
+    evt_jw_obj_end(w);
+    schema_field(w, "int64", NULL, true, "ts_ms");
+    evt_jw_obj_end(w);
+    schema_field(w, "struct", NULL, true, "transaction");
+    evt_jw_key(w, "fields", 6);
+    evt_jw_arr_begin(w);
+    schema_field(w, "string", NULL, false, "id");
+    evt_jw_obj_end(w);
+    evt_jw_arr_end(w);
+    evt_jw_obj_end(w);
+    evt_jw_arr_end(w);
+    evt_jw_obj_end(w);
+}
+
+/* ============================================================ envelope */
+
+static int64_t now_ms(const evt_codec_opts *o)
+{
+    if (o && o->now_ms)
+        return o->now_ms;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void put_cstr(evt_jw *w, const char *key, const char *s)
+{
+    evt_jw_key(w, key, strlen(key));
+    if (s)
+        evt_jw_str(w, s, strlen(s));
+    else
+        evt_jw_null(w);
+}
+
+static void put_u(evt_jw *w, const char *key, uint64_t v)
+{
+    evt_jw_key(w, key, strlen(key));
+    evt_jw_uint(w, v);
+}
+
+static void put_source(evt_jw *w, const evt_codec_opts *o, const evt_event *e)
+{
+    static const char *const snap[] = {"false", "true", "last"};
+    const evt_table *t = evt_event_table(e);
+    evt_snapshot_flag sf = evt_event_snapshot(e);
+    evt_jw_key(w, "source", 6);
+    evt_jw_obj_begin(w);
+    put_cstr(w, "version", EVT_SOURCE_VERSION);
+    put_cstr(w, "connector", evt_connector_name(evt_event_connector(e)));
+    put_cstr(w, "name", o && o->name ? o->name : "");
+    evt_jw_key(w, "ts_ms", 5);
+    evt_jw_int(w, evt_event_commit_ts_ms(e));
+    put_cstr(w, "snapshot", snap[(unsigned)sf <= 2 ? sf : 0]);
+    put_cstr(w, "db", evt_table_db(t));
+    put_cstr(w, "table", evt_table_name(t));
+    const tb_position *p = evt_event_position(e);
+    switch (p->kind) {
+    case TB_POS_MYSQL:
+        put_u(w, "server_id", p->server_id);
+        put_cstr(w, "file", p->file ? p->file : "");
+        put_u(w, "pos", p->pos);
+        put_u(w, "row", p->row);
+        put_cstr(w, "gtid", p->gtid_set && *p->gtid_set ? p->gtid_set : NULL);
+        break;
+    case TB_POS_SQLITE_WAL:
+        put_u(w, "salt1", p->salt1);
+        put_u(w, "salt2", p->salt2);
+        put_u(w, "frame", p->frame);
+        put_u(w, "gen_seq", p->gen_seq);
+        break;
+    case TB_POS_SQLITE_LOG:
+        evt_jw_key(w, "seq", 3);
+        evt_jw_int(w, p->seq);
+        break;
+    case TB_POS_NONE: break;
+    }
+    evt_jw_obj_end(w);
+}
+
+/* Envelope with the given op; before/after written when requested and present. */
+static tb_code put_envelope(evt_jw *w, const evt_codec_opts *o, const evt_event *e, evt_op op, bool before,
+                            bool after, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    evt_jw_obj_begin(w);
+    evt_jw_key(w, "before", 6);
+    if (before && evt_event_has_image(e, EVT_BEFORE))
+        rc = put_row(w, e, EVT_BEFORE, err);
+    else
+        evt_jw_null(w);
+    evt_jw_key(w, "after", 5);
+    if (rc == TB_OK && after && evt_event_has_image(e, EVT_AFTER))
+        rc = put_row(w, e, EVT_AFTER, err);
+    else
+        evt_jw_null(w);
+    if (rc != TB_OK)
+        return rc;
+    put_source(w, o, e);
+    char opc = (char)op;
+    evt_jw_key(w, "op", 2);
+    evt_jw_str(w, &opc, 1);
+    evt_jw_key(w, "ts_ms", 5);
+    evt_jw_int(w, now_ms(o));
+    const char *tx = evt_event_txid(e);
+    evt_jw_key(w, "transaction", 11);
+    if (tx) {
+        evt_jw_obj_begin(w);
+        put_cstr(w, "id", tx);
+        evt_jw_obj_end(w);
+    } else
+        evt_jw_null(w);
+    evt_jw_obj_end(w);
+    return w->err;
+}
+
+/* The value of one message: envelope (op, images) or row (after image),
+ * wrapped for Kafka Connect when o->schemas. */
+static tb_code put_message_value(const evt_codec_opts *o, const evt_event *e, evt_op op, bool before, bool after,
+                                 tb_buf *out, tb_error *err)
+{
+    evt_jw w;
+    evt_jw_init(&w, out);
+    bool row = o && o->row_format;
+    bool wrap = o && o->schemas;
+    tb_code rc = TB_OK;
+    if (wrap) {
+        tb_buf topic;
+        tb_buf_init(&topic, 0);
+        rc = evt_json_topic(o, evt_event_table(e), &topic);
+        evt_jw_obj_begin(&w);
+        evt_jw_key(&w, "schema", 6);
+        if (row)
+            row_schema(&w, evt_event_table(e), tb_buf_cstr(&topic), false, NULL);
+        else
+            envelope_schema(&w, e, tb_buf_cstr(&topic));
+        evt_jw_key(&w, "payload", 7);
+        tb_buf_free(&topic);
+        if (rc != TB_OK)
+            evt_jw_fail(&w, rc);
+    }
+    if (w.err == TB_OK) {
+        if (row)
+            rc = put_row(&w, e, EVT_AFTER, err);
+        else
+            rc = put_envelope(&w, o, e, op, before, after, err);
+    }
+    if (wrap)
+        evt_jw_obj_end(&w);
+    return finish(&w, e, rc, err);
+}
+
+tb_code evt_json_value(const evt_codec_opts *o, const evt_event *e, tb_buf *out, tb_error *err)
+{
+    tb_code rc = check_event(e, err);
+    if (rc != TB_OK)
+        return rc;
+    evt_op op = evt_event_op(e);
+    if (o && o->row_format && op == EVT_OP_DELETE)
+        return tb_error_set(err, TB_ERR_NOT_FOUND, false, "row format: a delete has no value (tombstone)");
+    return put_message_value(o, e, op, true, true, out, err);
+}
+
+/* ============================================================ topics, schema records */
+
+static tb_code topic_into(const evt_codec_opts *o, const char *db, const char *table, tb_buf *out)
+{
+    const char *prefix = o && o->topic_prefix ? o->topic_prefix : "";
+    tb_code rc = TB_OK;
+    if (*prefix && (rc = tb_buf_puts(out, prefix)) == TB_OK)
+        rc = tb_buf_putc(out, '.');
+    if (rc == TB_OK && *db && (rc = tb_buf_puts(out, db)) == TB_OK)
+        rc = tb_buf_putc(out, '.');
+    if (rc == TB_OK)
+        rc = tb_buf_puts(out, table);
+    return rc;
+}
+
+tb_code evt_json_topic(const evt_codec_opts *o, const evt_table *t, tb_buf *out)
+{
+    return topic_into(o, evt_table_db(t), evt_table_name(t), out);
+}
+
+tb_code evt_json_schema_topic(const evt_codec_opts *o, tb_buf *out)
+{
+    return topic_into(o, "", "schema", out);
+}
+
+tb_code evt_json_schema_key(const evt_table *t, tb_buf *out)
+{
+    evt_jw w;
+    evt_jw_init(&w, out);
+    evt_jw_obj_begin(&w);
+    put_cstr(&w, "db", evt_table_db(t));
+    put_cstr(&w, "table", evt_table_name(t));
+    evt_jw_obj_end(&w);
+    return evt_jw_finish(&w);
+}
+
+tb_code evt_json_schema_value(const evt_table *t, tb_buf *out)
+{
+    evt_jw w;
+    evt_jw_init(&w, out);
+    evt_jw_obj_begin(&w);
+    put_cstr(&w, "db", evt_table_db(t));
+    put_cstr(&w, "table", evt_table_name(t));
+    put_u(&w, "version", evt_table_version(t));
+    evt_jw_key(&w, "names_known", 11);
+    evt_jw_bool(&w, evt_table_names_known(t));
+    evt_jw_key(&w, "columns", 7);
+    evt_jw_arr_begin(&w);
+    for (size_t i = 0; i < evt_table_ncols(t); i++) {
+        const evt_column *c = evt_table_column(t, i);
+        evt_jw_obj_begin(&w);
+        put_cstr(&w, "name", c->name);
+        put_cstr(&w, "type", evt_type_name(c->type));
+        put_cstr(&w, "source_type", c->source_type);
+        evt_jw_key(&w, "nullable", 8);
+        evt_jw_bool(&w, c->nullable);
+        evt_jw_key(&w, "unsigned", 8);
+        evt_jw_bool(&w, c->is_unsigned);
+        put_u(&w, "pk", (uint64_t)c->pk_ordinal);
+        put_u(&w, "length", c->length);
+        put_u(&w, "precision", c->precision);
+        put_u(&w, "scale", c->scale);
+        put_cstr(&w, "charset", c->charset);
+        evt_jw_key(&w, "labels", 6);
+        if (c->labels) {
+            evt_jw_arr_begin(&w);
+            for (size_t k = 0; k < c->nlabels; k++)
+                evt_jw_str(&w, c->labels[k], strlen(c->labels[k]));
+            evt_jw_arr_end(&w);
+        } else
+            evt_jw_null(&w);
+        evt_jw_obj_end(&w);
+    }
+    evt_jw_arr_end(&w);
+    evt_jw_key(&w, "primary_key", 11);
+    evt_jw_arr_begin(&w);
+    for (size_t k = 0; k < evt_table_npk(t); k++) {
+        const evt_column *c = evt_table_column(t, evt_table_pk_col(t, k));
+        evt_jw_str(&w, c->name, strlen(c->name));
+    }
+    evt_jw_arr_end(&w);
+    evt_jw_obj_end(&w);
+    return evt_jw_finish(&w);
+}
+
+/* ============================================================ render */
+
+void evt_rendered_init(evt_rendered *r)
+{
+    memset(r, 0, sizeof(*r));
+    for (int k = 0; k < 4; k++)
+        tb_buf_init(&r->bufs[k], 0);
+}
+
+void evt_rendered_free(evt_rendered *r)
+{
+    if (!r)
+        return;
+    free(r->topic);
+    r->topic = NULL;
+    for (int k = 0; k < 4; k++)
+        tb_buf_free(&r->bufs[k]);
+    r->n = 0;
+}
+
+/* Keep r->topic when it already names this table (no allocation per event). */
+static tb_code render_topic(const evt_codec_opts *o, const evt_table *t, evt_rendered *r)
+{
+    tb_buf *b = &r->bufs[3]; /* free until the messages are built */
+    tb_buf_reset(b);
+    tb_code rc = evt_json_topic(o, t, b);
+    if (rc != TB_OK)
+        return rc;
+    if (r->topic && strcmp(r->topic, tb_buf_cstr(b)) == 0)
+        return TB_OK;
+    char *copy = strdup(tb_buf_cstr(b));
+    if (!copy)
+        return TB_ERR_NOMEM;
+    free(r->topic);
+    r->topic = copy;
+    return TB_OK;
+}
+
+static void msg(evt_rendered *r, const tb_buf *k, const tb_buf *v)
+{
+    evt_msg *m = &r->msgs[r->n++];
+    m->key = tb_buf_cstr(k);
+    m->key_len = k->len;
+    m->value = v ? tb_buf_cstr(v) : NULL;
+    m->value_len = v ? v->len : 0;
+}
+
+tb_code evt_render(const evt_codec_opts *o, const evt_event *e, evt_rendered *r, tb_error *err)
+{
+    r->n = 0;
+    tb_code rc = check_event(e, err);
+    if (rc != TB_OK)
+        return rc;
+    const evt_table *t = evt_event_table(e);
+    if ((rc = render_topic(o, t, r)) != TB_OK)
+        return tb_error_set(err, rc, false, "%s.%s: cannot build the topic name", evt_table_db(t),
+                            evt_table_name(t));
+    for (int k = 0; k < 4; k++)
+        tb_buf_reset(&r->bufs[k]);
+    tb_buf *k0 = &r->bufs[0], *v0 = &r->bufs[1], *k1 = &r->bufs[2], *v1 = &r->bufs[3];
+    bool row = o && o->row_format;
+    evt_op op = evt_event_op(e);
+    if (op == EVT_OP_DELETE) {
+        if ((rc = evt_json_key(e, EVT_BEFORE, k0, err)) != TB_OK)
+            return rc;
+        if (!row) {
+            if ((rc = put_message_value(o, e, op, true, false, v0, err)) != TB_OK)
+                return rc;
+            msg(r, k0, v0);
+        }
+        msg(r, k0, NULL);
+        return TB_OK;
+    }
+    if (op != EVT_OP_UPDATE || evt_event_key_unchanged(e)) {
+        if ((rc = evt_json_key(e, EVT_AFTER, k0, err)) != TB_OK ||
+            (rc = put_message_value(o, e, op, true, true, v0, err)) != TB_OK)
+            return rc;
+        msg(r, k0, v0);
+        return TB_OK;
+    }
+    /* primary-key change: delete (+ tombstone) the old key, create the new one */
+    if ((rc = evt_json_key(e, EVT_BEFORE, k0, err)) != TB_OK || (rc = evt_json_key(e, EVT_AFTER, k1, err)) != TB_OK)
+        return rc;
+    if (!row) {
+        if ((rc = put_message_value(o, e, EVT_OP_DELETE, true, false, v0, err)) != TB_OK)
+            return rc;
+        msg(r, k0, v0);
+    }
+    msg(r, k0, NULL);
+    if ((rc = put_message_value(o, e, EVT_OP_CREATE, false, true, v1, err)) != TB_OK) {
+        r->n = 0;
+        return rc;
+    }
+    msg(r, k1, v1);
+    return TB_OK;
+}
+
+tb_code evt_json_line(const char *topic, const char *key, size_t key_len, const char *value, size_t value_len,
+                      tb_buf *out)
+{
+    evt_jw w;
+    evt_jw_init(&w, out);
+    evt_jw_obj_begin(&w);
+    put_cstr(&w, "topic", topic ? topic : "");
+    evt_jw_key(&w, "key", 3);
+    if (key && key_len)
+        evt_jw_raw_json(&w, key, key_len);
+    else
+        evt_jw_null(&w);
+    evt_jw_key(&w, "value", 5);
+    if (value && value_len)
+        evt_jw_raw_json(&w, value, value_len);
+    else
+        evt_jw_null(&w);
+    evt_jw_obj_end(&w);
+    return evt_jw_finish(&w);
+}

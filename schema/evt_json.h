@@ -29,9 +29,11 @@
  * Errors are sticky: check evt_jw_error() (or the return of evt_jw_finish). */
 typedef struct evt_jw {
     tb_buf *out;
-    uint64_t need_comma; /* bit per nesting level */
-    int depth;           /* max 63 */
+    uint64_t need_comma;    /* bit per nesting level 0..63 */
+    int depth;              /* max 127 */
     tb_code err;
+    uint64_t need_comma_hi; /* levels 64..127 */
+    bool after_key;         /* a key was written, its value is due */
 } evt_jw;
 
 void evt_jw_init(evt_jw *w, tb_buf *out);
@@ -67,6 +69,7 @@ typedef struct evt_codec_opts {
     const char *name;           /* connector name (source.name) */
     bool row_format;            /* value.format=row */
     bool schemas;               /* value.schemas=true: Kafka Connect JSON wrapper */
+    int64_t now_ms;             /* envelope ts_ms (processing time); 0 = read the clock */
 } evt_codec_opts;
 
 /* "<prefix>.<db>.<table>" */
@@ -75,7 +78,8 @@ tb_code evt_json_topic(const evt_codec_opts *o, const evt_table *t, tb_buf *out)
 tb_code evt_json_schema_topic(const evt_codec_opts *o, tb_buf *out);
 
 /* Canonical key of image img: {"id":42}, columns in key order, no spaces.
- * Writes null when the table has no key. */
+ * Writes null when the table has no key. A key column absent from img (a
+ * MINIMAL after image) is taken from the other image. */
 tb_code evt_json_key(const evt_event *e, evt_image img, tb_buf *out, tb_error *err);
 /* Value of the event in the configured format (envelope or row). For op=d in
  * row format there is no value: returns TB_ERR_NOT_FOUND and writes nothing. */
@@ -136,5 +140,43 @@ const char *evt_jv_key_at(const evt_jv *v, size_t i, size_t *len); /* OBJECT key
 const evt_jv *evt_jv_get(const evt_jv *v, const char *key); /* OBJECT lookup, NULL if missing */
 /* Serialise canonically (no whitespace, numbers as their text). */
 tb_code evt_jv_write(const evt_jv *v, evt_jw *w);
+
+/* ------------------------------------------------------------ message decoder */
+
+/* One Kafka message of a table topic, decoded (the cache's reader).
+ * Accepts every value this codec writes: envelope, row format, either one
+ * wrapped as Kafka Connect JSON ({"schema":…,"payload":…}, unwrapped here),
+ * and tombstones (value NULL or empty). Debezium's own envelopes read too.
+ *
+ *  tombstone    true for a NULL/empty value: delete the row with this key.
+ *  op           envelope: its op ('c','u','d','r'); row format: EVT_OP_CREATE
+ *               (an upsert of `after`); tombstone: EVT_OP_DELETE.
+ *  row_format   the value was a bare row (no envelope).
+ *  key          the key object, or NULL when the key is JSON null / absent.
+ *  before/after objects, or NULL when absent or JSON null.
+ *  source       envelope only, else NULL; db/table are borrowed from it
+ *               (NULL when absent; the topic name then tells the table).
+ * Every pointer is borrowed from trees owned by `out`: valid until
+ * evt_decoded_free(out) or the next evt_decode_msg(out). */
+typedef struct evt_decoded {
+    bool tombstone;
+    bool row_format;
+    evt_op op;
+    const evt_jv *key;
+    const evt_jv *before;
+    const evt_jv *after;
+    const evt_jv *source;
+    const char *db;
+    const char *table;
+    evt_jv *key_tree;   /* owned */
+    evt_jv *value_tree; /* owned */
+} evt_decoded;
+
+void evt_decoded_init(evt_decoded *d);
+void evt_decoded_free(evt_decoded *d); /* NULL-safe; leaves d initialised */
+/* Decode one message into out (previous contents freed first). key may be
+ * NULL/empty (keyless). Errors name what was wrong and the byte offset. */
+tb_code evt_decode_msg(const char *key, size_t klen, const char *value, size_t vlen, evt_decoded *out,
+                       tb_error *err);
 
 #endif

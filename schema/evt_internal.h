@@ -1,0 +1,41 @@
+/*
+ * evt_internal: helpers shared by the files of schema/ only (not an API for
+ * other modules; they include evt.h and evt_json.h).
+ */
+#ifndef EVT_INTERNAL_H
+#define EVT_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "evt_json.h"
+
+/* ------------------------------------------------------------ arena
+ * A chunked bump allocator. Pointers it returns never move; they stay valid
+ * until evt_arena_reset() or evt_arena_free(). Allocations are 8-aligned.
+ * Reset keeps chunks up to 1 MiB for reuse and frees bigger ones. */
+typedef struct evt_arena_chunk evt_arena_chunk;
+typedef struct evt_arena {
+    evt_arena_chunk *head;
+    evt_arena_chunk *cur;
+} evt_arena;
+
+void *evt_arena_alloc(evt_arena *a, size_t n); /* NULL on allocation failure */
+void evt_arena_reset(evt_arena *a);
+void evt_arena_free(evt_arena *a);             /* a may hold nothing; leaves it empty */
+
+/* ------------------------------------------------------------ writer internals */
+
+/* Append bytes verbatim as one value (caller guarantees they are one valid
+ * JSON text, e.g. a key or value produced by this codec). */
+void evt_jw_raw_json(evt_jw *w, const char *json, size_t len);
+/* evt_jw_json with an error message giving the byte offset. */
+tb_code evt_jw_json_ex(evt_jw *w, const char *json, size_t len, tb_error *err);
+/* Set the writer's sticky error (no-op when already failed). */
+void evt_jw_fail(evt_jw *w, tb_code code);
+
+/* JSON number grammar (RFC 8259 section 6). */
+bool evt_json_number_ok(const char *s, size_t len);
+/* Length of the valid UTF-8 sequence at s (1..4), 0 if s[0] starts no valid sequence. */
+size_t evt_utf8_seq(const unsigned char *s, size_t avail);
+
+#endif

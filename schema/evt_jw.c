@@ -1,0 +1,550 @@
+/*
+ * evt_jw: the streaming JSON writer and the value formatters (DESIGN.md 5).
+ *
+ * STRINGS
+ *  RFC 8259 escaping: '"' and '\' are escaped, control characters U+0000..
+ *  U+001F become \b \f \n \r \t or \u00XX. Everything else that is valid
+ *  UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above
+ *  U+10FFFF), 4-byte sequences included, is copied as is.
+ *  A byte that does not start a valid UTF-8 sequence is written as the lone
+ *  surrogate escape \udcXX, XX being the byte (0x80..0xff; bytes below 0x80
+ *  are always valid). This is PEP 383's "surrogateescape": lossless (evt_jv
+ *  turns the escape back into the byte) and unambiguous, since valid UTF-8
+ *  never encodes a surrogate and this writer never emits a high surrogate
+ *  escape. Standard JSON readers see U+DC80..U+DCFF (or U+FFFD) there.
+ *
+ * NUMBERS
+ *  Integers exact (hand-rolled conversion, uint64 never wraps). Doubles:
+ *  the shortest of %.15g/%.16g/%.17g that strtod reads back to the same
+ *  bits, integral values below 2^53 as plain integers; floats the same with
+ *  %.6g..%.9g and strtof. The exponent is written without '+' and leading
+ *  zeros ("1e300", "5e-324"). Non-finite values are an error in the writer.
+ *
+ * The writer is a byte appender with a comma bit per nesting level; it does
+ * not validate that keys and values alternate (the codec is its only user).
+ */
+#include "evt_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JW_MAX_DEPTH 127
+
+/* ============================================================ plumbing */
+
+void evt_jw_init(evt_jw *w, tb_buf *out)
+{
+    w->out = out;
+    w->need_comma = 0;
+    w->need_comma_hi = 0;
+    w->depth = 0;
+    w->after_key = false;
+    w->err = TB_OK;
+}
+
+void evt_jw_fail(evt_jw *w, tb_code code)
+{
+    if (w->err == TB_OK)
+        w->err = code;
+}
+
+/* Room for n more bytes; NULL (and sticky error) when the buffer cannot grow. */
+static inline char *room(evt_jw *w, size_t n)
+{
+    if (w->out->cap - w->out->len <= n && tb_buf_reserve(w->out, n) != TB_OK) {
+        evt_jw_fail(w, TB_ERR_NOMEM);
+        return NULL;
+    }
+    return w->out->data + w->out->len;
+}
+
+static inline void commit(evt_jw *w, char *end)
+{
+    w->out->len = (size_t)(end - w->out->data);
+    *end = '\0';
+}
+
+static inline bool comma_bit(const evt_jw *w)
+{
+    return w->depth < 64 ? (w->need_comma >> w->depth) & 1 : (w->need_comma_hi >> (w->depth - 64)) & 1;
+}
+
+static inline void comma_set(evt_jw *w, bool on)
+{
+    uint64_t *word = w->depth < 64 ? &w->need_comma : &w->need_comma_hi;
+    uint64_t bit = (uint64_t)1 << (w->depth & 63);
+    *word = on ? *word | bit : *word & ~bit;
+}
+
+/* Called before every value and key: returns where to write, with the comma
+ * already written if one is due. extra = bytes the caller will write. */
+static inline char *pre(evt_jw *w, size_t extra)
+{
+    if (w->err)
+        return NULL;
+    char *p = room(w, extra + 1);
+    if (!p)
+        return NULL;
+    if (w->after_key)
+        w->after_key = false;
+    else {
+        if (comma_bit(w))
+            *p++ = ',';
+        comma_set(w, true);
+    }
+    return p;
+}
+
+static void open_c(evt_jw *w, char c)
+{
+    char *p = pre(w, 1);
+    if (!p)
+        return;
+    if (w->depth >= JW_MAX_DEPTH) {
+        evt_jw_fail(w, TB_ERR_INVALID);
+        return;
+    }
+    *p++ = c;
+    commit(w, p);
+    w->depth++;
+    comma_set(w, false);
+}
+
+static void close_c(evt_jw *w, char c)
+{
+    if (w->err)
+        return;
+    if (w->depth <= 0 || w->after_key) {
+        evt_jw_fail(w, TB_ERR_INVALID);
+        return;
+    }
+    char *p = room(w, 1);
+    if (!p)
+        return;
+    *p++ = c;
+    commit(w, p);
+    w->depth--;
+}
+
+void evt_jw_obj_begin(evt_jw *w) { open_c(w, '{'); }
+void evt_jw_obj_end(evt_jw *w) { close_c(w, '}'); }
+void evt_jw_arr_begin(evt_jw *w) { open_c(w, '['); }
+void evt_jw_arr_end(evt_jw *w) { close_c(w, ']'); }
+
+tb_code evt_jw_finish(evt_jw *w)
+{
+    if (w->err == TB_OK && (w->depth != 0 || w->after_key))
+        w->err = TB_ERR_INVALID;
+    return w->err;
+}
+
+/* ============================================================ strings */
+
+/* 1 = must be escaped (control, '"', '\'), 2 = non-ASCII. */
+static const unsigned char str_class[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+};
+
+static const char hexd[] = "0123456789abcdef";
+
+size_t evt_utf8_seq(const unsigned char *s, size_t avail)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    if (c < 0xC2)
+        return 0;
+    if (c < 0xE0)
+        return avail >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c < 0xF0) {
+        if (avail < 3 || (s[2] & 0xC0) != 0x80)
+            return 0;
+        unsigned char lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+        return s[1] >= lo && s[1] <= hi ? 3 : 0;
+    }
+    if (c < 0xF5) {
+        if (avail < 4 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80)
+            return 0;
+        unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+        return s[1] >= lo && s[1] <= hi ? 4 : 0;
+    }
+    return 0;
+}
+
+/* Append the quoted, escaped string (no comma logic). */
+static void put_str(evt_jw *w, const char *str, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    char *p = room(w, len + 2);
+    if (!p)
+        return;
+    *p++ = '"';
+    size_t i = 0, st = 0;
+    while (i < len) {
+        unsigned char c = s[i];
+        unsigned char k = str_class[c];
+        if (k == 0) {
+            i++;
+            continue;
+        }
+        size_t n = 0;
+        if (k == 2 && (n = evt_utf8_seq(s + i, len - i)) != 0) {
+            i += n;
+            continue;
+        }
+        /* flush the run s[st..i), then the escape (at most 6 bytes) */
+        size_t run = i - st;
+        commit(w, p);
+        p = room(w, run + 6 + (len - i) + 1);
+        if (!p)
+            return;
+        memcpy(p, s + st, run);
+        p += run;
+        *p++ = '\\';
+        if (k == 2) {
+            memcpy(p, "udc", 3);
+            p += 3;
+            *p++ = hexd[c >> 4];
+            *p++ = hexd[c & 15];
+        } else {
+            switch (c) {
+            case '"': *p++ = '"'; break;
+            case '\\': *p++ = '\\'; break;
+            case '\b': *p++ = 'b'; break;
+            case '\f': *p++ = 'f'; break;
+            case '\n': *p++ = 'n'; break;
+            case '\r': *p++ = 'r'; break;
+            case '\t': *p++ = 't'; break;
+            default:
+                memcpy(p, "u00", 3);
+                p += 3;
+                *p++ = hexd[c >> 4];
+                *p++ = hexd[c & 15];
+            }
+        }
+        i++;
+        st = i;
+    }
+    size_t run = i - st;
+    memcpy(p, s + st, run); /* room reserved: run <= remaining len */
+    p += run;
+    *p++ = '"';
+    commit(w, p);
+}
+
+void evt_jw_str(evt_jw *w, const char *s, size_t len)
+{
+    if (!s)
+        len = 0;
+    if (!pre(w, 0))
+        return;
+    put_str(w, s ? s : "", len);
+}
+
+void evt_jw_key(evt_jw *w, const char *key, size_t len)
+{
+    if (len == (size_t)-1)
+        len = key ? strlen(key) : 0;
+    if (!pre(w, 0))
+        return;
+    put_str(w, key ? key : "", len);
+    char *p = w->err ? NULL : room(w, 1);
+    if (!p)
+        return;
+    *p++ = ':';
+    commit(w, p);
+    w->after_key = true;
+}
+
+/* ============================================================ scalars */
+
+static void put_lit(evt_jw *w, const char *s, size_t n)
+{
+    char *p = pre(w, n);
+    if (!p)
+        return;
+    memcpy(p, s, n);
+    commit(w, p + n);
+}
+
+void evt_jw_null(evt_jw *w) { put_lit(w, "null", 4); }
+void evt_jw_bool(evt_jw *w, bool b) { b ? put_lit(w, "true", 4) : put_lit(w, "false", 5); }
+
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                     "25262728293031323334353637383940414243444546474849"
+                                     "50515253545556575859606162636465666768697071727374"
+                                     "75767778798081828384858687888990919293949596979899";
+
+/* Decimal digits of v written backwards ending at end; returns the start. */
+static char *u64_digits(uint64_t v, char *end)
+{
+    char *p = end;
+    while (v >= 100) {
+        unsigned r = (unsigned)(v % 100);
+        v /= 100;
+        p -= 2;
+        memcpy(p, digit_pairs + 2 * r, 2);
+    }
+    if (v >= 10) {
+        p -= 2;
+        memcpy(p, digit_pairs + 2 * v, 2);
+    } else
+        *--p = (char)('0' + v);
+    return p;
+}
+
+static void put_u64(evt_jw *w, uint64_t v, bool neg)
+{
+    char tmp[24];
+    char *start = u64_digits(v, tmp + sizeof(tmp));
+    if (neg)
+        *--start = '-';
+    size_t n = (size_t)(tmp + sizeof(tmp) - start);
+    put_lit(w, start, n);
+}
+
+void evt_jw_int(evt_jw *w, int64_t v)
+{
+    if (v < 0)
+        put_u64(w, (uint64_t)0 - (uint64_t)v, true);
+    else
+        put_u64(w, (uint64_t)v, false);
+}
+
+void evt_jw_uint(evt_jw *w, uint64_t v) { put_u64(w, v, false); }
+
+/* Drop '+' and leading zeros from the exponent: "1e+300" -> "1e300". */
+static size_t tidy_exponent(char *s, size_t n)
+{
+    char *e = memchr(s, 'e', n);
+    if (!e)
+        return n;
+    char *src = e + 1, *dst = e + 1;
+    if (*src == '+')
+        src++;
+    else if (*src == '-')
+        *dst++ = *src++;
+    while (*src == '0' && src[1])
+        src++;
+    while (*src)
+        *dst++ = *src++;
+    *dst = '\0';
+    return (size_t)(dst - s);
+}
+
+size_t evt_fmt_double(double v, char out[32])
+{
+    if (!isfinite(v)) {
+        const char *t = isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity";
+        size_t n = strlen(t);
+        memcpy(out, t, n + 1);
+        return n;
+    }
+    if (v == floor(v) && fabs(v) < 9007199254740992.0 && !(v == 0 && signbit(v))) {
+        int64_t i = (int64_t)v;
+        char tmp[24];
+        char *start = u64_digits(i < 0 ? (uint64_t)0 - (uint64_t)i : (uint64_t)i, tmp + sizeof(tmp));
+        if (i < 0)
+            *--start = '-';
+        size_t n = (size_t)(tmp + sizeof(tmp) - start);
+        memcpy(out, start, n);
+        out[n] = '\0';
+        return n;
+    }
+    int n = 0;
+    for (int prec = 15; prec <= 17; prec++) {
+        n = snprintf(out, 32, "%.*g", prec, v);
+        if (strtod(out, NULL) == v)
+            break;
+    }
+    return tidy_exponent(out, (size_t)n);
+}
+
+size_t evt_fmt_float(float v, char out[32])
+{
+    if (!isfinite(v))
+        return evt_fmt_double((double)v, out);
+    int n = 0;
+    for (int prec = 6; prec <= 9; prec++) {
+        n = snprintf(out, 32, "%.*g", prec, (double)v);
+        if (strtof(out, NULL) == v)
+            break;
+    }
+    return tidy_exponent(out, (size_t)n);
+}
+
+void evt_jw_double(evt_jw *w, double v)
+{
+    if (!isfinite(v)) {
+        evt_jw_fail(w, TB_ERR_INVALID);
+        return;
+    }
+    char tmp[32];
+    size_t n = evt_fmt_double(v, tmp);
+    put_lit(w, tmp, n);
+}
+
+void evt_jw_float(evt_jw *w, float v)
+{
+    if (!isfinite(v)) {
+        evt_jw_fail(w, TB_ERR_INVALID);
+        return;
+    }
+    char tmp[32];
+    size_t n = evt_fmt_float(v, tmp);
+    put_lit(w, tmp, n);
+}
+
+bool evt_json_number_ok(const char *s, size_t len)
+{
+    size_t i = 0;
+    if (i < len && s[i] == '-')
+        i++;
+    if (i >= len)
+        return false;
+    if (s[i] == '0')
+        i++;
+    else if (s[i] >= '1' && s[i] <= '9')
+        while (i < len && s[i] >= '0' && s[i] <= '9')
+            i++;
+    else
+        return false;
+    if (i < len && s[i] == '.') {
+        i++;
+        size_t d = i;
+        while (i < len && s[i] >= '0' && s[i] <= '9')
+            i++;
+        if (i == d)
+            return false;
+    }
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < len && (s[i] == '+' || s[i] == '-'))
+            i++;
+        size_t d = i;
+        while (i < len && s[i] >= '0' && s[i] <= '9')
+            i++;
+        if (i == d)
+            return false;
+    }
+    return i == len;
+}
+
+void evt_jw_raw_number(evt_jw *w, const char *text, size_t len)
+{
+    if (!text || !evt_json_number_ok(text, len)) {
+        evt_jw_fail(w, TB_ERR_INVALID);
+        return;
+    }
+    put_lit(w, text, len);
+}
+
+void evt_jw_raw_json(evt_jw *w, const char *json, size_t len)
+{
+    if (!json || len == 0) {
+        evt_jw_fail(w, TB_ERR_INVALID);
+        return;
+    }
+    put_lit(w, json, len);
+}
+
+void evt_jw_base64(evt_jw *w, const void *data, size_t len)
+{
+    char *p = pre(w, 1);
+    if (!p)
+        return;
+    *p++ = '"';
+    commit(w, p);
+    if (tb_buf_base64(w->out, data, len) != TB_OK) {
+        evt_jw_fail(w, TB_ERR_NOMEM);
+        return;
+    }
+    p = room(w, 1);
+    if (!p)
+        return;
+    *p++ = '"';
+    commit(w, p);
+}
+
+void evt_jw_json(evt_jw *w, const char *json, size_t len) { (void)evt_jw_json_ex(w, json, len, NULL); }
+
+/* ============================================================ temporal */
+
+static char *put2(char *p, unsigned v)
+{
+    memcpy(p, digit_pairs + 2 * (v % 100), 2);
+    return p + 2;
+}
+
+static char *put_frac(char *p, uint32_t usec, unsigned fsp)
+{
+    if (fsp == 0)
+        return p;
+    char d[6];
+    for (int k = 5; k >= 0; k--) {
+        d[k] = (char)('0' + usec % 10);
+        usec /= 10;
+    }
+    *p++ = '.';
+    memcpy(p, d, fsp);
+    return p + fsp;
+}
+
+size_t evt_fmt_temporal(evt_kind kind, const evt_temporal *t, char out[48])
+{
+    char *p = out;
+    unsigned fsp = t->fsp > 6 ? 6 : t->fsp;
+    uint32_t usec = t->usec > 999999 ? 999999 : t->usec;
+    if (kind == EVT_V_TIME) {
+        if (t->negative)
+            *p++ = '-';
+        uint32_t h = t->hour;
+        if (h < 100)
+            p = put2(p, h);
+        else {
+            char tmp[24];
+            char *s = u64_digits(h, tmp + sizeof(tmp));
+            size_t n = (size_t)(tmp + sizeof(tmp) - s);
+            memcpy(p, s, n);
+            p += n;
+        }
+        *p++ = ':';
+        p = put2(p, t->minute);
+        *p++ = ':';
+        p = put2(p, t->second);
+        p = put_frac(p, usec, fsp);
+        *p = '\0';
+        return (size_t)(p - out);
+    }
+    int32_t y = t->year < 0 ? 0 : t->year > 9999 ? 9999 : t->year;
+    p = put2(p, (unsigned)y / 100);
+    p = put2(p, (unsigned)y % 100);
+    *p++ = '-';
+    p = put2(p, t->month);
+    *p++ = '-';
+    p = put2(p, t->day);
+    if (kind != EVT_V_DATE) {
+        *p++ = 'T';
+        p = put2(p, t->hour);
+        *p++ = ':';
+        p = put2(p, t->minute);
+        *p++ = ':';
+        p = put2(p, t->second);
+        p = put_frac(p, usec, fsp);
+        /* A zero TIMESTAMP is not an instant: printed as the server does, without Z. */
+        bool zero = t->year == 0 && t->month == 0 && t->day == 0;
+        if (kind == EVT_V_TIMESTAMP && !zero)
+            *p++ = 'Z';
+    }
+    *p = '\0';
+    return (size_t)(p - out);
+}
