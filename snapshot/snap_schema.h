@@ -1,0 +1,59 @@
+/*
+ * snap_schema: table discovery and descriptors from information_schema
+ * (internal to snapshot/).
+ *
+ *  - snap_filter: tables.include / tables.exclude (POSIX extended regexes
+ *    over "db.table", unanchored like the regexes elsewhere in tributary);
+ *    the system schemas and the signalling tables (`tributary_signal`) are
+ *    never snapshotted.
+ *  - snap_schema_list: the base tables that pass the filter, sorted by
+ *    db.table, with information_schema.TABLES.TABLE_ROWS as the estimate.
+ *  - snap_schema_describe: an evt_table (sealed, version 1) with names,
+ *    types from DATA_TYPE/COLUMN_TYPE, unsigned, nullability, length,
+ *    precision/scale/fsp, charset, ENUM/SET labels and the primary key (or
+ *    key.columns.<db>.<table>). A table with neither is refused.
+ *
+ * Ownership: the list is freed with snap_tinfo_free_all(); the evt_table is
+ * one reference the caller drops with evt_table_unref().
+ */
+#ifndef SNAP_SCHEMA_H
+#define SNAP_SCHEMA_H
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <mysql.h>
+
+#include "cfg.h"
+#include "evt.h"
+#include "tb_error.h"
+
+#define SNAP_SIGNAL_TABLE "tributary_signal"
+
+typedef struct snap_filter {
+    regex_t inc, exc;
+    bool has_inc, has_exc;
+} snap_filter;
+
+tb_code snap_filter_init(snap_filter *f, const cfg *c, tb_error *err);
+bool snap_filter_match(const snap_filter *f, const char *db, const char *table);
+void snap_filter_free(snap_filter *f); /* NULL-safe */
+
+typedef struct snap_tinfo {
+    char *db, *table;     /* owned */
+    uint64_t rows_est;    /* TABLE_ROWS (an estimate for InnoDB) */
+    char *engine;         /* owned; may be NULL */
+} snap_tinfo;
+
+tb_code snap_schema_list(MYSQL *my, const snap_filter *f, snap_tinfo **out, size_t *n, tb_error *err);
+void snap_tinfo_free_all(snap_tinfo *t, size_t n);
+
+tb_code snap_schema_describe(MYSQL *my, const cfg *c, const char *db, const char *table, evt_table **out,
+                             tb_error *err);
+
+/* Parse the labels of "enum('a','b''c')" / "set(...)" (internal, tested).
+ * *labels is an array of n malloc'd strings; free with snap_labels_free. */
+tb_code snap_parse_labels(const char *column_type, char ***labels, size_t *n);
+void snap_labels_free(char **labels, size_t n);
+
+#endif

@@ -1,0 +1,227 @@
+/*
+ * snap_sql: connection and metadata-query helpers of the snapshotter.
+ * See snap_sql.h.
+ */
+#include "snap_sql.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tb_log.h"
+
+tb_code snap_sql_fail(MYSQL *my, tb_error *err, const char *what)
+{
+    unsigned no = mysql_errno(my);
+    /* 2006 server gone, 2013 lost connection, 1205 lock wait timeout, 1213 deadlock */
+    bool retriable = no == 2006 || no == 2013 || no == 1205 || no == 1213 || no == 2003;
+    return tb_error_set(err, TB_ERR_SOURCE, retriable, "%s: %s (mysql error %u)", what, mysql_error(my), no);
+}
+
+tb_code snap_sql_stmt_fail(MYSQL_STMT *st, tb_error *err, const char *what)
+{
+    unsigned no = mysql_stmt_errno(st);
+    bool retriable = no == 2006 || no == 2013 || no == 1205 || no == 1213;
+    return tb_error_set(err, TB_ERR_SOURCE, retriable, "%s: %s (mysql error %u)", what, mysql_stmt_error(st),
+                        no);
+}
+
+tb_code snap_sql_exec(MYSQL *my, const char *sql, tb_error *err)
+{
+    if (mysql_real_query(my, sql, strlen(sql)) != 0)
+        return snap_sql_fail(my, err, sql);
+    MYSQL_RES *res = mysql_store_result(my);
+    if (res)
+        mysql_free_result(res);
+    else if (mysql_field_count(my) != 0)
+        return snap_sql_fail(my, err, sql);
+    return TB_OK;
+}
+
+tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    char *password = NULL;
+    MYSQL *my = NULL;
+    *out = NULL;
+
+    if (cfg_is_set(c, "source.password") || cfg_is_set(c, "source.password.file")) {
+        rc = cfg_get_secret(c, "source.password", &password, err);
+        if (rc != TB_OK)
+            goto out;
+    }
+    my = mysql_init(NULL);
+    if (!my) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "mysql_init failed");
+        goto out;
+    }
+    unsigned timeout = (unsigned)(cfg_get_int(c, "source.connect.timeout.ms") / 1000);
+    if (timeout == 0)
+        timeout = 1;
+    mysql_optionsv(my, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+    mysql_optionsv(my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    const char *host = cfg_get_str(c, "source.host");
+    const char *user = cfg_get_str(c, "source.user");
+    unsigned port = (unsigned)cfg_get_int(c, "source.port");
+    if (!mysql_real_connect(my, host, user, password, NULL, port, NULL, 0)) {
+        rc = snap_sql_fail(my, err, "connect");
+        tb_error_prefix(err, "source %s:%u: ", host ? host : "", port);
+        goto out;
+    }
+    const char *ver = mysql_get_server_info(my);
+    *mariadb = ver && strstr(ver, "MariaDB") != NULL;
+    /* Values as the binlog has them: UTC timestamps, utf8mb4 text, and long
+     * write timeouts so a slow sink does not make the server drop a stream. */
+    rc = snap_sql_exec(my,
+                       "SET SESSION time_zone='+00:00', NAMES utf8mb4, SESSION net_write_timeout=3600, "
+                       "SESSION net_read_timeout=3600, SESSION wait_timeout=86400",
+                       err);
+    if (rc != TB_OK)
+        goto out;
+    TB_DEBUG("snapshot", "connected to %s:%u (%s)", host ? host : "", port, ver ? ver : "?");
+    *out = my;
+    my = NULL;
+out:
+    if (my)
+        mysql_close(my);
+    if (password) {
+        memset(password, 0, strlen(password));
+        free(password);
+    }
+    return rc;
+}
+
+tb_code snap_sql_query(MYSQL *my, const char *sql, const char *const *params, size_t nparams,
+                       snap_sql_row_fn fn, void *opaque, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    MYSQL_STMT *st = mysql_stmt_init(my);
+    MYSQL_BIND *pb = NULL, *rb = NULL;
+    unsigned long *plen = NULL, *rlen = NULL;
+    char *rnull = NULL;
+    char **cols = NULL;
+    MYSQL_RES *meta = NULL;
+    unsigned ncols = 0;
+
+    if (!st)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "mysql_stmt_init failed");
+    if (mysql_stmt_prepare(st, sql, strlen(sql)) != 0) {
+        rc = snap_sql_stmt_fail(st, err, sql);
+        goto out;
+    }
+    if (nparams > 0) {
+        pb = calloc(nparams, sizeof(*pb));
+        plen = calloc(nparams, sizeof(*plen));
+        if (!pb || !plen) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < nparams; i++) {
+            plen[i] = (unsigned long)strlen(params[i]);
+            pb[i].buffer_type = MYSQL_TYPE_STRING;
+            pb[i].buffer = (void *)params[i];
+            pb[i].buffer_length = plen[i];
+            pb[i].length = &plen[i];
+        }
+        if (mysql_stmt_bind_param(st, pb) != 0) {
+            rc = snap_sql_stmt_fail(st, err, sql);
+            goto out;
+        }
+    }
+    if (mysql_stmt_execute(st) != 0) {
+        rc = snap_sql_stmt_fail(st, err, sql);
+        goto out;
+    }
+    meta = mysql_stmt_result_metadata(st);
+    if (!meta)
+        goto out; /* no result set */
+    ncols = mysql_num_fields(meta);
+    bool update_max = true;
+    mysql_stmt_attr_set(st, STMT_ATTR_UPDATE_MAX_LENGTH, &update_max);
+    if (mysql_stmt_store_result(st) != 0) {
+        rc = snap_sql_stmt_fail(st, err, sql);
+        goto out;
+    }
+    rb = calloc(ncols, sizeof(*rb));
+    rlen = calloc(ncols, sizeof(*rlen));
+    rnull = calloc(ncols, 1);
+    cols = calloc(ncols, sizeof(*cols));
+    if (!rb || !rlen || !rnull || !cols) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    MYSQL_FIELD *fields = mysql_fetch_fields(meta);
+    for (unsigned i = 0; i < ncols; i++) {
+        unsigned long cap = fields[i].max_length + 1;
+        if (cap < 32)
+            cap = 32; /* numbers converted to text */
+        cols[i] = malloc(cap);
+        if (!cols[i]) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        rb[i].buffer_type = MYSQL_TYPE_STRING;
+        rb[i].buffer = cols[i];
+        rb[i].buffer_length = cap;
+        rb[i].length = &rlen[i];
+        rb[i].is_null = &rnull[i];
+    }
+    if (mysql_stmt_bind_result(st, rb) != 0) {
+        rc = snap_sql_stmt_fail(st, err, sql);
+        goto out;
+    }
+    char **view = calloc(ncols, sizeof(*view));
+    if (!view) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    for (;;) {
+        int f = mysql_stmt_fetch(st);
+        if (f == MYSQL_NO_DATA)
+            break;
+        if (f == 1) {
+            rc = snap_sql_stmt_fail(st, err, sql);
+            break;
+        }
+        for (unsigned i = 0; i < ncols; i++) {
+            if (rnull[i]) {
+                view[i] = NULL;
+            } else {
+                unsigned long n = rlen[i] < rb[i].buffer_length ? rlen[i] : rb[i].buffer_length - 1;
+                cols[i][n] = '\0';
+                view[i] = cols[i];
+            }
+        }
+        rc = fn(opaque, view, rlen, ncols, err);
+        if (rc != TB_OK)
+            break;
+    }
+    free(view);
+out:
+    if (meta)
+        mysql_free_result(meta);
+    if (cols)
+        for (unsigned i = 0; i < ncols; i++)
+            free(cols[i]);
+    free(cols);
+    free(rnull);
+    free(rlen);
+    free(rb);
+    free(plen);
+    free(pb);
+    mysql_stmt_close(st);
+    return rc;
+}
+
+tb_code snap_sql_ident(tb_buf *b, const char *name)
+{
+    tb_code rc = tb_buf_putc(b, '`');
+    for (const char *p = name; rc == TB_OK && *p; p++) {
+        if (*p == '`')
+            rc = tb_buf_putc(b, '`');
+        if (rc == TB_OK)
+            rc = tb_buf_putc(b, *p);
+    }
+    if (rc == TB_OK)
+        rc = tb_buf_putc(b, '`');
+    return rc;
+}

@@ -1,0 +1,47 @@
+/*
+ * snap_sql: the snapshotter's MySQL/MariaDB connection and small query
+ * helpers (internal to snapshot/). All mysql_errno translation of snapshot/
+ * happens here (snap_sql_fail).
+ *
+ * Ownership: snap_sql_connect() returns a MYSQL* the caller closes with
+ * mysql_close(). Row callbacks receive borrowed column texts valid only for
+ * the duration of the call.
+ */
+#ifndef SNAP_SQL_H
+#define SNAP_SQL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <mysql.h>
+
+#include "cfg.h"
+#include "tb_buf.h"
+#include "tb_error.h"
+
+/* Connect with the source.* keys; the session gets time_zone='+00:00',
+ * utf8mb4 results and long network timeouts. *mariadb says which flavour. */
+tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err);
+
+/* Fill err from the connection's last error, with a prefix naming what was done. */
+tb_code snap_sql_fail(MYSQL *my, tb_error *err, const char *what);
+tb_code snap_sql_stmt_fail(MYSQL_STMT *st, tb_error *err, const char *what);
+
+/* Run a statement without a result set. */
+tb_code snap_sql_exec(MYSQL *my, const char *sql, tb_error *err);
+
+/* Row callback: col[i] is NULL for SQL NULL; len[i] the byte length. Return
+ * TB_OK to go on, anything else stops the query and is returned. */
+typedef tb_code (*snap_sql_row_fn)(void *opaque, char **col, unsigned long *len, unsigned ncols,
+                                   tb_error *err);
+
+/* Prepared statement with string parameters (params may be NULL when n=0);
+ * every result row is given as text to fn. The whole result is buffered
+ * (use for metadata queries only). */
+tb_code snap_sql_query(MYSQL *my, const char *sql, const char *const *params, size_t nparams,
+                       snap_sql_row_fn fn, void *opaque, tb_error *err);
+
+/* Append `name` as a quoted identifier (backticks, doubled inside). */
+tb_code snap_sql_ident(tb_buf *b, const char *name);
+
+#endif
