@@ -1,0 +1,240 @@
+/* app_status: the status file of a running connector (see app_status.h). */
+#include "app_status.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cfg_file.h"
+#include "evt_json.h"
+
+int64_t app_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void app_jw_opt_int(evt_jw *w, const char *key, int64_t v)
+{
+    evt_jw_key(w, key, (size_t)-1);
+    if (v < 0)
+        evt_jw_null(w);
+    else
+        evt_jw_int(w, v);
+}
+
+static void app_jw_opt_str(evt_jw *w, const char *key, const char *s)
+{
+    evt_jw_key(w, key, (size_t)-1);
+    if (s)
+        evt_jw_str(w, s, strlen(s));
+    else
+        evt_jw_null(w);
+}
+
+tb_code app_status_json(const app_status *st, tb_buf *out, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    tb_buf pos_json, pos_text;
+    tb_buf_init(&pos_json, 0);
+    tb_buf_init(&pos_text, 0);
+    if (st->position && st->position->kind != TB_POS_NONE) {
+        if ((rc = evt_position_to_json(st->position, &pos_json)) != TB_OK ||
+            (rc = tb_position_format(st->position, &pos_text)) != TB_OK) {
+            rc = tb_error_set(err, rc, false, "status: cannot format the position");
+            goto out;
+        }
+    }
+    evt_jw w;
+    evt_jw_init(&w, out);
+    evt_jw_obj_begin(&w);
+    app_jw_opt_str(&w, "name", st->name);
+    evt_jw_key(&w, "pid", (size_t)-1);
+    evt_jw_int(&w, (int64_t)getpid());
+    app_jw_opt_str(&w, "state", st->state);
+    evt_jw_key(&w, "started_ms", (size_t)-1);
+    evt_jw_int(&w, st->started_ms);
+    evt_jw_key(&w, "updated_ms", (size_t)-1);
+    evt_jw_int(&w, st->updated_ms ? st->updated_ms : app_now_ms());
+    evt_jw_key(&w, "position", (size_t)-1);
+    if (pos_json.len)
+        evt_jw_json(&w, pos_json.data, pos_json.len);
+    else
+        evt_jw_null(&w);
+    app_jw_opt_str(&w, "position_text", pos_text.len ? pos_text.data : NULL);
+    app_jw_opt_int(&w, "lag_ms", st->lag_ms);
+    app_jw_opt_int(&w, "events_behind", st->events_behind);
+    evt_jw_key(&w, "events_total", (size_t)-1);
+    evt_jw_uint(&w, st->events_total);
+    evt_jw_key(&w, "events_per_sec", (size_t)-1);
+    evt_jw_double(&w, isfinite(st->events_per_sec) && st->events_per_sec > 0 ? st->events_per_sec : 0.0);
+    evt_jw_key(&w, "snapshot", (size_t)-1);
+    evt_jw_obj_begin(&w);
+    app_jw_opt_str(&w, "state", st->snapshot_state ? st->snapshot_state : "none");
+    evt_jw_key(&w, "rows", (size_t)-1);
+    evt_jw_uint(&w, st->snapshot_rows);
+    evt_jw_obj_end(&w);
+    app_jw_opt_str(&w, "error", st->error);
+    evt_jw_obj_end(&w);
+    if ((rc = evt_jw_finish(&w)) != TB_OK)
+        rc = tb_error_set(err, rc, false, "status: cannot encode the status record");
+out:
+    tb_buf_free(&pos_json);
+    tb_buf_free(&pos_text);
+    return rc;
+}
+
+tb_code app_status_write(const char *path, const app_status *st, tb_error *err)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_code rc = app_status_json(st, &b, err);
+    if (rc == TB_OK)
+        rc = tb_buf_putc(&b, '\n') == TB_OK ? TB_OK : tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    if (rc == TB_OK)
+        rc = cfg_file_write_atomic(path, b.data, b.len, err);
+    tb_buf_free(&b);
+    return rc;
+}
+
+tb_code app_status_path(const cfg *c, tb_buf *out)
+{
+    const char *explicit_path = cfg_get_str(c, "status.file");
+    if (explicit_path && *explicit_path)
+        return tb_buf_puts(out, explicit_path);
+    const char *off = cfg_get_str(c, "offsets.file");
+    const char *name = cfg_get_str(c, "name");
+    const char *slash = off ? strrchr(off, '/') : NULL;
+    tb_code rc = TB_OK;
+    if (slash)
+        rc = tb_buf_append(out, off, (size_t)(slash - off + 1));
+    if (rc == TB_OK)
+        rc = tb_buf_printf(out, "%s.status.json", name && *name ? name : "tributary");
+    return rc;
+}
+
+/* Integer member as int64 (false when missing, null or not an integer). */
+static bool app_jv_i64(const evt_jv *obj, const char *key, int64_t *out)
+{
+    const evt_jv *v = evt_jv_get(obj, key);
+    if (!v || evt_jv_type_of(v) != EVT_JV_NUMBER)
+        return false;
+    size_t len;
+    const char *t = evt_jv_text(v, &len);
+    char tmp[64];
+    if (len == 0 || len >= sizeof(tmp))
+        return false;
+    memcpy(tmp, t, len);
+    tmp[len] = '\0';
+    char *end;
+    errno = 0;
+    double d = strtod(tmp, &end);
+    if (errno || *end)
+        return false;
+    *out = (int64_t)d;
+    if (!strpbrk(tmp, ".eE"))
+        *out = strtoll(tmp, NULL, 10);
+    return true;
+}
+
+/* Number member as text ("-" when missing or null). */
+static const char *app_jv_num_text(const evt_jv *obj, const char *key, char buf[64])
+{
+    const evt_jv *v = evt_jv_get(obj, key);
+    size_t len;
+    const char *t;
+    if (!v || evt_jv_type_of(v) != EVT_JV_NUMBER || !(t = evt_jv_text(v, &len)) || len >= 64)
+        return "-";
+    memcpy(buf, t, len);
+    buf[len] = '\0';
+    return buf;
+}
+
+/* String member (NULL when missing or not a string); copied into buf. */
+static const char *app_jv_str(const evt_jv *obj, const char *key, char *buf, size_t cap)
+{
+    const evt_jv *v = evt_jv_get(obj, key);
+    size_t len;
+    const char *t;
+    if (!v || evt_jv_type_of(v) != EVT_JV_STRING || !(t = evt_jv_text(v, &len)))
+        return NULL;
+    if (len >= cap)
+        len = cap - 1;
+    memcpy(buf, t, len);
+    buf[len] = '\0';
+    return buf;
+}
+
+static void app_fmt_utc(int64_t ms, char out[40])
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    snprintf(out, 40, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+             tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+tb_code app_status_format(const char *path, const char *json, size_t len, int64_t now_ms, tb_buf *out,
+                          tb_error *err)
+{
+    tb_code rc = TB_OK;
+    evt_jv *root = NULL;
+    tb_error perr;
+    if (evt_jv_parse(json, len, &root, &perr) != TB_OK) {
+        rc = tb_error_set(err, TB_ERR_CORRUPT, false, "%s: not a status file: %s", path, perr.msg);
+        goto out;
+    }
+    int64_t updated = 0, pid = 0, started = 0, rows = 0;
+    if (evt_jv_type_of(root) != EVT_JV_OBJECT || !app_jv_i64(root, "updated_ms", &updated)) {
+        rc = tb_error_set(err, TB_ERR_CORRUPT, false, "%s: not a status file: no updated_ms", path);
+        goto out;
+    }
+    app_jv_i64(root, "pid", &pid);
+    app_jv_i64(root, "started_ms", &started);
+    char name[256], state[64], pos[1024], snap[64], error[512], n1[64], n2[64], n3[64], n4[64];
+    const char *s_name = app_jv_str(root, "name", name, sizeof(name));
+    const char *s_state = app_jv_str(root, "state", state, sizeof(state));
+    const char *s_pos = app_jv_str(root, "position_text", pos, sizeof(pos));
+    const char *s_err = app_jv_str(root, "error", error, sizeof(error));
+    const evt_jv *snapshot = evt_jv_get(root, "snapshot");
+    const char *s_snap = snapshot ? app_jv_str(snapshot, "state", snap, sizeof(snap)) : NULL;
+    if (snapshot)
+        app_jv_i64(snapshot, "rows", &rows);
+
+    bool alive = pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+    char when[40], since[40];
+    app_fmt_utc(updated, when);
+    app_fmt_utc(started, since);
+    double ago = (double)(now_ms - updated) / 1000.0;
+    rc = tb_buf_printf(out,
+                       "connector:      %s\n"
+                       "state:          %s%s\n"
+                       "pid:            %lld%s\n"
+                       "started:        %s\n"
+                       "updated:        %s (%.1f s ago)\n"
+                       "position:       %s\n"
+                       "lag:            %s ms\n"
+                       "events behind:  %s\n"
+                       "events total:   %s\n"
+                       "throughput:     %s events/s\n"
+                       "snapshot:       %s (%lld rows)\n",
+                       s_name ? s_name : "-", s_state ? s_state : "-",
+                       (!alive && s_state && strcmp(s_state, "stopped") != 0) ? " (stale: process not running)" : "",
+                       (long long)pid, alive ? "" : " (not running)", started ? since : "-", when, ago,
+                       s_pos ? s_pos : "none (nothing committed yet)", app_jv_num_text(root, "lag_ms", n1),
+                       app_jv_num_text(root, "events_behind", n2), app_jv_num_text(root, "events_total", n3),
+                       app_jv_num_text(root, "events_per_sec", n4), s_snap ? s_snap : "none", (long long)rows);
+    if (rc == TB_OK && s_err)
+        rc = tb_buf_printf(out, "last error:     %s\n", s_err);
+    if (rc != TB_OK)
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+out:
+    evt_jv_free(root);
+    return rc;
+}

@@ -1,0 +1,59 @@
+/*
+ * app_status: the status file that `tributary run` keeps up to date and
+ * `tributary status` prints.
+ *
+ * FORMAT: one JSON object (written with evt_jw, replaced atomically: temp
+ * file, fsync, rename, fsync of the directory), e.g.
+ *   {"name":"shop","pid":4711,"state":"streaming",
+ *    "started_ms":1764441600000,"updated_ms":1764441612345,
+ *    "position":{…evt_position_to_json…},"position_text":"mariadb;server_id=1;…",
+ *    "lag_ms":120,"events_behind":0,"events_total":12345,"events_per_sec":1234.5,
+ *    "snapshot":{"state":"done","rows":1000},"error":null}
+ * "position" and "position_text" are null before the first commit; lag_ms
+ * and events_behind are null when unknown (-1 in app_status).
+ *
+ * LOCATION: the key status.file, else "<dir of offsets.file>/<name>.status.json".
+ */
+#ifndef APP_STATUS_H
+#define APP_STATUS_H
+
+#include <stdint.h>
+#include "cfg.h"
+#include "tb_buf.h"
+#include "tb_error.h"
+#include "tb_position.h"
+
+typedef struct app_status {
+    const char *name;            /* connector name (cfg "name") */
+    const char *state;           /* "starting" | "snapshot" | "streaming" | "stopping" | "stopped" | "failed" */
+    const tb_position *position; /* last committed position; NULL = none yet */
+    int64_t lag_ms;              /* now - commit time of the last committed event; -1 = unknown */
+    int64_t events_behind;       /* events read but not yet acknowledged; -1 = unknown */
+    uint64_t events_total;       /* events acknowledged since start */
+    double events_per_sec;       /* recent throughput (finite, >= 0) */
+    const char *snapshot_state;  /* "none" | "running" | "done" | "failed"; NULL = "none" */
+    uint64_t snapshot_rows;      /* rows read by the snapshot so far */
+    const char *error;           /* last error message, NULL = none (never a secret) */
+    int64_t started_ms;          /* process start, Unix ms */
+    int64_t updated_ms;          /* 0 = now */
+} app_status;
+
+/* Render st as the JSON object above (appended to out). */
+tb_code app_status_json(const app_status *st, tb_buf *out, tb_error *err);
+
+/* Write st to path atomically. All pointers in st are borrowed for the call. */
+tb_code app_status_write(const char *path, const app_status *st, tb_error *err);
+
+/* The status file path for c (status.file, or the default), appended to out. */
+tb_code app_status_path(const cfg *c, tb_buf *out);
+
+/* Human-readable text of a status file's JSON (appended to out). now_ms is
+ * the current time (for "updated N s ago"). TB_ERR_CORRUPT names path when
+ * the JSON does not parse or is not a status object. */
+tb_code app_status_format(const char *path, const char *json, size_t len, int64_t now_ms, tb_buf *out,
+                          tb_error *err);
+
+/* Current wall-clock time in Unix milliseconds. */
+int64_t app_now_ms(void);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * stdout_sink: the stdout sink (DESIGN.md 10, sink=stdout).
+ *
+ * Every message an event becomes (evt_render: upsert; delete event +
+ * tombstone; delete + tombstone + create on a key change) is printed as one
+ * JSON line {"topic":…,"key":…,"value":…|null} (evt_json_line). Before the
+ * first event of a table, and before the first event of each new schema
+ * version of it, the schema record is printed as a line on topic
+ * "<topic.prefix>.schema" (key {"db":…,"table":…}, value = descriptor), as
+ * the Kafka sink writes it. Output is flushed at the end of every source
+ * transaction (the event with last_in_tx) and at commit.
+ *
+ * Positions: with offsets.storage=file, stdout_sink_commit() flushes the
+ * output and then stores the position in offsets.file in the same format as
+ * the Kafka sink's file store (tb_position_format text + "\n", replaced
+ * atomically: temp file, fsync, rename, fsync of the directory), so
+ * ksink_offsets_read() and `tributary offsets show` read it back. With
+ * offsets.storage=kafka commit only flushes: the caller stores the position.
+ *
+ * Ownership: stdout_sink_open() returns a sink the caller frees with
+ * stdout_sink_close() (NULL-safe). The FILE is borrowed (not closed) and must
+ * outlive the sink. Events passed to stdout_sink_send() are borrowed for the
+ * call only.
+ */
+#ifndef STDOUT_SINK_H
+#define STDOUT_SINK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "cfg.h"
+#include "evt.h"
+#include "tb_error.h"
+#include "tb_position.h"
+
+typedef struct stdout_sink stdout_sink;
+
+/* Open a sink writing to fp (usually stdout) with the settings of c
+ * (topic.prefix, name, value.format, value.schemas, offsets.storage,
+ * offsets.file). c is only read during the call. */
+tb_code stdout_sink_open(const cfg *c, FILE *fp, stdout_sink **out, tb_error *err);
+
+/* Print the messages of one event (and the schema record when due).
+ * TB_ERR_IO when the stream fails (e.g. a closed pipe); an event whose
+ * builder failed is refused with its own error. */
+tb_code stdout_sink_send(stdout_sink *s, const evt_event *e, tb_error *err);
+
+/* Flush the output, then store pos (offsets.storage=file). pos must be a
+ * transaction boundary whose events were all sent. */
+tb_code stdout_sink_commit(stdout_sink *s, const tb_position *pos, tb_error *err);
+
+/* Lines printed so far (schema records included). */
+uint64_t stdout_sink_lines(const stdout_sink *s);
+
+/* Flush and free. NULL-safe. Does not commit. */
+void stdout_sink_close(stdout_sink *s);
+
+#endif
