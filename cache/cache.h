@@ -1,0 +1,70 @@
+/*
+ * cache: replay compacted topics into a local SQLite table cache (DESIGN 9).
+ *
+ *   cache_opts o; cache_opts_init(&o);
+ *   o.brokers = "127.0.0.1:9092"; o.topics = "^shop\\."; o.db_path = "c.db";
+ *   tb_code rc = cache_run(&o, &err);     // returns when caught up (until_caught_up),
+ *                                         // when *o.stop becomes non-zero, or on failure
+ *
+ * Exactly resumable: each batch of applied messages and the offsets after it
+ * are one SQLite transaction; on start every partition is assigned at its
+ * stored offset (Kafka's committed offsets are not used). File layout: see
+ * cache_int.h. Reads: cache_read.h.
+ *
+ * Ownership: every pointer in cache_opts is borrowed for the duration of the
+ * call. cache_status() appends text to a caller-owned buffer.
+ */
+#ifndef CACHE_H
+#define CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "tb_buf.h"
+#include "tb_error.h"
+
+typedef enum cache_mode { CACHE_MODE_GLOBAL = 0, CACHE_MODE_GROUP } cache_mode;
+typedef enum cache_error_policy { CACHE_ERR_FAIL = 0, CACHE_ERR_SKIP, CACHE_ERR_DLQ } cache_error_policy;
+
+typedef struct cache_progress {
+    int64_t messages;       /* consumed in this run */
+    double rows_per_s;      /* over the last interval */
+    int64_t remaining;      /* messages up to the high watermarks recorded at start */
+    double eta_s;           /* < 0 when unknown */
+    bool caught_up;
+} cache_progress;
+
+/* Called about once a second from cache_run's thread. */
+typedef void (*cache_progress_fn)(const cache_progress *p, void *opaque);
+
+typedef struct cache_opts {
+    const char *brokers;          /* bootstrap.servers (or in kafka_props) */
+    const char *topics;           /* POSIX extended regex over topic names, e.g. "^shop\\." */
+    const char *db_path;          /* the cache file */
+    const char *topic_prefix;     /* optional: <prefix> of <prefix>.<db>.<table>; else taken from
+                                   * a matching "<prefix>.schema" topic or the topic name */
+    const char *name;             /* connector name: DLQ "<name>.cache.dlq", default group id */
+    cache_mode mode;
+    const char *group_id;         /* group mode; default "<name>-cache" */
+    bool drop_on_revoke;          /* group mode: drop a revoked partition's rows */
+    cache_error_policy error_policy;
+    int batch_size;               /* messages per transaction (default 5000) */
+    int metadata_refresh_ms;      /* global mode: look for new topics (default 5000) */
+    bool until_caught_up;         /* return once every partition reached its start watermark */
+    const char *const *kafka_props; /* extra librdkafka properties: key, value, key, value, ..., NULL */
+    volatile int *stop;           /* non-NULL: stop when it becomes non-zero (signal handler) */
+    cache_progress_fn progress;   /* optional */
+    void *progress_opaque;
+} cache_opts;
+
+void cache_opts_init(cache_opts *o);
+
+/* Consume and apply until stopped, caught up (until_caught_up) or failed.
+ * TB_OK on a clean stop (the current batch committed). */
+tb_code cache_run(const cache_opts *o, tb_error *err);
+
+/* Per-partition stored offset vs high watermark (recorded at start, and the
+ * current one when brokers is not NULL), and whether the cache caught up. */
+tb_code cache_status(const char *db_path, const char *brokers, tb_buf *out, tb_error *err);
+
+#endif

@@ -1,0 +1,397 @@
+/*
+ * cache_apply: one Kafka message of the wire format (DESIGN 4) -> the cache file.
+ *
+ * Table topics <prefix>.<db>.<table>:
+ *   value null / empty              tombstone: delete the row with this key
+ *   {"schema":…,"payload":P}        Kafka Connect wrapper: P is the value (null: tombstone)
+ *   {"before","after","source","op"} envelope: op c/u/r upsert `after`, op d delete by key
+ *   any other object                row format: upsert the value itself
+ * Schema topic <prefix>.schema: key {"db","table"}, value the table descriptor
+ * (layout atop schema/evt_json.c). A descriptor that only adds columns alters
+ * the table; any other change (a column's type, the key, a dropped column)
+ * drops the table and replays its topic from the beginning.
+ *
+ * The scanner is cache_json (zero allocation): this runs once per message.
+ * Errors of the message itself are TB_ERR_INVALID (the caller applies
+ * cache.error.policy); anything else is an I/O failure of the cache file.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache_apply.h"
+#include "tb_log.h"
+
+tb_code cache_table_name_of(const char *topic, const char *prefix, tb_buf *out)
+{
+    size_t pl = prefix ? strlen(prefix) : 0;
+    tb_buf_reset(out);
+    if (pl && strncmp(topic, prefix, pl) == 0 && topic[pl] == '.' && topic[pl + 1])
+        return tb_buf_puts(out, topic + pl + 1);
+    /* no known prefix: the last two dot-separated parts are <db>.<table> */
+    const char *last = strrchr(topic, '.');
+    const char *start = topic;
+    if (last) {
+        for (const char *p = last - 1; p >= topic; p--)
+            if (*p == '.') {
+                start = p + 1;
+                break;
+            }
+    }
+    return tb_buf_puts(out, start);
+}
+
+static tb_code bad(tb_error *err, const char *fmt, const char *arg)
+{
+    return tb_error_set(err, TB_ERR_INVALID, false, fmt, arg);
+}
+
+/* ----------------------------------------------------------- schema records */
+
+static char *dup_str(const cj_val *v, tb_buf *tmp)
+{
+    if (v->type != CJ_STRING)
+        return NULL;
+    tb_buf_reset(tmp);
+    if (cj_str_decode(v->ptr, v->len, tmp) != TB_OK)
+        return NULL;
+    return strdup(tb_buf_cstr(tmp));
+}
+
+/* Parse a descriptor into a new table definition (caller frees). */
+static tb_code parse_descriptor(const cj_val *val, cache_table **out, tb_error *err)
+{
+    cj_val db, tbl, cols, pks, c, m;
+    cj_iter it;
+    tb_buf tmp;
+    tb_code rc = TB_OK;
+    cache_table *t = calloc(1, sizeof(*t));
+    *out = NULL;
+    tb_buf_init(&tmp, 0);
+    if (!t)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    if (val->type != CJ_OBJECT || !cj_obj_get(val, "db", &db) || db.type != CJ_STRING ||
+        !cj_obj_get(val, "table", &tbl) || tbl.type != CJ_STRING || !cj_obj_get(val, "columns", &cols) ||
+        cols.type != CJ_ARRAY) {
+        rc = bad(err, "schema record: %s", "needs db, table and columns");
+        goto out;
+    }
+    if ((rc = cj_str_decode(db.ptr, db.len, &tmp)) == TB_OK && (rc = tb_buf_putc(&tmp, '.')) == TB_OK) {
+        size_t l = tmp.len;
+        tb_buf rest;
+        tb_buf_init(&rest, 0);
+        rc = cj_str_decode(tbl.ptr, tbl.len, &rest);
+        rc = rc ? rc : tb_buf_append(&tmp, rest.data ? rest.data : "", rest.len);
+        tb_buf_free(&rest);
+        (void)l;
+    }
+    if (rc != TB_OK || !(t->name = strdup(tb_buf_cstr(&tmp)))) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    if (cj_obj_get(val, "version", &m) && m.type == CJ_NUMBER) {
+        int64_t v;
+        if (cj_int64(&m, &v))
+            t->version = v;
+    }
+    size_t n = cj_count(&cols);
+    t->cols = calloc(n ? n : 1, sizeof(*t->cols));
+    if (!t->cols) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    cj_arr_begin(&cols, &it);
+    while (cj_arr_next(&it, &c)) {
+        cj_val name, type, st, uns, len;
+        if (c.type != CJ_OBJECT || !cj_obj_get(&c, "name", &name) || !cj_obj_get(&c, "type", &type)) {
+            rc = bad(err, "schema record of \"%s\": a column lacks name or type", t->name);
+            goto out;
+        }
+        cache_col *col = &t->cols[t->ncols];
+        col->name = dup_str(&name, &tmp);
+        col->type = dup_str(&type, &tmp);
+        if (!col->name || !col->type) {
+            free(col->name);
+            free(col->type);
+            rc = bad(err, "schema record of \"%s\": bad column name or type", t->name);
+            goto out;
+        }
+        t->ncols++;
+        char *source_type = cj_obj_get(&c, "source_type", &st) ? dup_str(&st, &tmp) : NULL;
+        bool is_unsigned = cj_obj_get(&c, "unsigned", &uns) && uns.type == CJ_TRUE;
+        col->cls = cache_class_of(col->type, source_type, is_unsigned);
+        if (strcmp(col->type, "bit") == 0 && cj_obj_get(&c, "length", &len) && len.len == 1 && len.ptr[0] == '1')
+            col->cls = CC_BOOL;
+        free(source_type);
+    }
+    /* primary key: "primary_key" names in key order */
+    if (cj_obj_get(val, "primary_key", &pks) && pks.type == CJ_ARRAY) {
+        t->pk = calloc(cj_count(&pks) + 1, sizeof(size_t));
+        if (!t->pk) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        cj_arr_begin(&pks, &it);
+        while (cj_arr_next(&it, &c)) {
+            size_t i;
+            for (i = 0; i < t->ncols; i++)
+                if (c.type == CJ_STRING && cj_key_eq(c.ptr, c.len, t->cols[i].name))
+                    break;
+            if (i == t->ncols) {
+                rc = bad(err, "schema record of \"%s\": primary key names an unknown column", t->name);
+                goto out;
+            }
+            t->pk[t->npk++] = i;
+            t->cols[i].pk = (int)t->npk;
+        }
+    }
+    if (t->npk == 0) {
+        rc = bad(err, "schema record of \"%s\": no primary key (the cache needs one)", t->name);
+        goto out;
+    }
+out:
+    tb_buf_free(&tmp);
+    if (rc != TB_OK)
+        cache_table_free(t);
+    else
+        *out = t;
+    return rc;
+}
+
+/* Why nt cannot replace t in place, or NULL when it can (only added columns). */
+static const char *incompatible(const cache_table *t, const cache_table *nt, tb_buf *why)
+{
+    tb_buf_reset(why);
+    if (t->npk != nt->npk)
+        return tb_buf_printf(why, "the primary key changed") == TB_OK ? tb_buf_cstr(why) : "key";
+    for (size_t k = 0; k < t->npk; k++)
+        if (strcmp(t->cols[t->pk[k]].name, nt->cols[nt->pk[k]].name) != 0)
+            return tb_buf_printf(why, "the primary key changed") == TB_OK ? tb_buf_cstr(why) : "key";
+    for (size_t i = 0; i < t->ncols; i++) {
+        size_t j;
+        for (j = 0; j < nt->ncols; j++)
+            if (strcmp(t->cols[i].name, nt->cols[j].name) == 0)
+                break;
+        if (j == nt->ncols)
+            return tb_buf_printf(why, "column \"%s\" was dropped", t->cols[i].name) == TB_OK ? tb_buf_cstr(why)
+                                                                                              : "drop";
+        const cache_col *a = &t->cols[i], *b = &nt->cols[j];
+        if (strcmp(a->type, b->type) == 0 && a->cls == b->cls)
+            continue;
+        /* an untyped column (a row arrived before its schema record) may take a type
+         * whose values it already stores the same way */
+        if (*a->type == 0 && (b->cls == CC_INT || b->cls == CC_UINT64 || b->cls == CC_REAL || b->cls == CC_TEXT ||
+                              b->cls == CC_ANY))
+            continue;
+        return tb_buf_printf(why, "column \"%s\" changed type from %s to %s", a->name, *a->type ? a->type : "untyped",
+                             b->type) == TB_OK
+                   ? tb_buf_cstr(why)
+                   : "type";
+    }
+    return NULL;
+}
+
+tb_code cache_apply_schema(cache_store *s, const char *prefix, const char *key, size_t klen, const char *value,
+                           size_t vlen, cache_rewind_fn rewind, void *opaque, tb_error *err)
+{
+    cj_val v;
+    cache_table *nt = NULL, *t;
+    tb_buf why, topic;
+    tb_code rc;
+    (void)key;
+    (void)klen;
+    if (!value || vlen == 0)
+        return TB_OK; /* a table's descriptor removed: keep the cache table as it is */
+    if ((rc = cj_parse(value, vlen, &v, err)) != TB_OK)
+        return tb_error_prefix(err, "schema record: ");
+    if ((rc = parse_descriptor(&v, &nt, err)) != TB_OK)
+        return rc;
+    tb_buf_init(&why, 0);
+    tb_buf_init(&topic, 0);
+    if (prefix && *prefix)
+        rc = tb_buf_printf(&topic, "%s.%s", prefix, nt->name);
+    else
+        rc = tb_buf_puts(&topic, nt->name);
+    if (rc != TB_OK || !(nt->topic = strdup(tb_buf_cstr(&topic)))) {
+        cache_table_free(nt);
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    t = cache_store_find(s, nt->name);
+    if (!t) {
+        TB_INFO("cache", "table \"%s\": created from schema version %lld (%zu columns)", nt->name,
+                (long long)nt->version, nt->ncols);
+        rc = cache_store_create(s, nt, err);
+        goto out;
+    }
+    const char *reason = t->inferred ? "its columns were inferred before a schema record arrived"
+                                     : incompatible(t, nt, &why);
+    if (reason) {
+        TB_WARN("cache", "table \"%s\": schema version %lld is incompatible (%s): rebuilding it from topic %s",
+                nt->name, (long long)nt->version, reason, nt->topic);
+        if ((rc = cache_store_drop(s, t, err)) != TB_OK || (rc = cache_store_del_offsets(s, nt->topic, err)) != TB_OK)
+            goto fail;
+        char *tp = strdup(nt->topic);
+        rc = cache_store_create(s, nt, err);
+        nt = NULL;
+        if (rc == TB_OK && rewind)
+            rc = rewind(tp, opaque, err);
+        free(tp);
+        goto out;
+    }
+    /* compatible: adopt types of untyped columns, add new columns */
+    for (size_t j = 0; rc == TB_OK && j < nt->ncols; j++) {
+        size_t i;
+        for (i = 0; i < t->ncols; i++)
+            if (strcmp(t->cols[i].name, nt->cols[j].name) == 0)
+                break;
+        if (i == t->ncols)
+            rc = cache_store_add_column(s, t, nt->cols[j].name, nt->cols[j].type, nt->cols[j].cls, err);
+        else if (strcmp(t->cols[i].type, nt->cols[j].type) != 0)
+            rc = cache_store_update_column(s, t, i, nt->cols[j].type, nt->cols[j].cls, err);
+    }
+    if (rc == TB_OK && (!t->topic || strcmp(t->topic, nt->topic) != 0))
+        rc = cache_store_set_topic(s, t, nt->topic, err);
+    t->version = nt->version;
+fail:
+    cache_table_free(nt);
+out:
+    tb_buf_free(&why);
+    tb_buf_free(&topic);
+    return rc;
+}
+
+/* ----------------------------------------------------------- table messages */
+
+static tb_code infer_table(cache_store *s, const char *topic, const char *prefix, const cj_val *row,
+                           const cj_val *key, cache_table **out, tb_error *err)
+{
+    tb_code rc;
+    cj_iter it;
+    const char *k;
+    size_t kl;
+    cj_val v;
+    tb_buf name;
+    cache_table *t = calloc(1, sizeof(*t));
+    size_t cap = cj_count(row) + cj_count(key) + 1;
+    *out = NULL;
+    tb_buf_init(&name, 0);
+    if (!t || !(t->cols = calloc(cap, sizeof(*t->cols))) || !(t->pk = calloc(cap, sizeof(size_t)))) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    t->inferred = true;
+    for (int pass = 0; pass < 2; pass++) {
+        cj_obj_begin(pass == 0 ? key : row, &it);
+        while (cj_obj_next(&it, &k, &kl, &v)) {
+            size_t i;
+            for (i = 0; i < t->ncols; i++)
+                if (cj_key_eq(k, kl, t->cols[i].name))
+                    break;
+            if (i < t->ncols)
+                continue;
+            tb_buf_reset(&name);
+            if ((rc = cj_str_decode(k, kl, &name)) != TB_OK || !(t->cols[i].name = strdup(tb_buf_cstr(&name))) ||
+                !(t->cols[i].type = strdup(""))) {
+                free(t->cols[i].name);
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+                goto out;
+            }
+            t->ncols++;
+            if (pass == 0) {
+                t->pk[t->npk++] = i;
+                t->cols[i].pk = (int)t->npk;
+            }
+        }
+    }
+    if ((rc = cache_table_name_of(topic, prefix, &name)) != TB_OK || !(t->name = strdup(tb_buf_cstr(&name))) ||
+        !(t->topic = strdup(topic))) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    if (cache_store_find(s, t->name)) {
+        rc = tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\" already holds topic %s", t->name,
+                          cache_store_find(s, t->name)->topic ? cache_store_find(s, t->name)->topic : "(none)");
+        goto out;
+    }
+    TB_INFO("cache", "table \"%s\": no schema record, %zu columns inferred from the first row of %s", t->name,
+            t->ncols, topic);
+    rc = cache_store_create(s, t, err);
+    if (rc == TB_OK)
+        *out = t;
+    t = NULL;
+out:
+    cache_table_free(t);
+    tb_buf_free(&name);
+    return rc;
+}
+
+static bool is_envelope(const cj_val *v, cj_val *op, cj_val *after)
+{
+    cj_val src;
+    if (!cj_obj_get(v, "op", op) || op->type != CJ_STRING || op->len != 1)
+        return false;
+    if (!cj_obj_get(v, "source", &src) || !cj_obj_get(v, "after", after))
+        return false;
+    return true;
+}
+
+tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, int32_t partition, const char *key,
+                        size_t klen, const char *value, size_t vlen, tb_error *err)
+{
+    cj_val kv, vv, row, op, payload;
+    tb_code rc;
+    bool tombstone = !value || vlen == 0;
+    bool del = tombstone;
+    if (!key || klen == 0)
+        return tb_error_set(err, TB_ERR_INVALID, false, "message has no key");
+    if ((rc = cj_parse(key, klen, &kv, err)) != TB_OK)
+        return tb_error_prefix(err, "key: ");
+    if (kv.type != CJ_OBJECT || cj_count(&kv) == 0)
+        return tb_error_set(err, TB_ERR_INVALID, false, "key is not a non-empty JSON object");
+    if (!tombstone) {
+        if ((rc = cj_parse(value, vlen, &vv, err)) != TB_OK)
+            return tb_error_prefix(err, "value: ");
+        if (vv.type == CJ_OBJECT && cj_obj_get(&vv, "payload", &payload) && cj_obj_get(&vv, "schema", &row) &&
+            cj_count(&vv) == 2)
+            vv = payload; /* Kafka Connect JSON wrapper */
+        if (vv.type == CJ_NULL) {
+            del = true;
+        } else if (vv.type != CJ_OBJECT) {
+            return tb_error_set(err, TB_ERR_INVALID, false, "value is not a JSON object");
+        } else if (is_envelope(&vv, &op, &row)) {
+            if (op.ptr[0] == 'd')
+                del = true;
+            else if (op.ptr[0] != 'c' && op.ptr[0] != 'u' && op.ptr[0] != 'r')
+                return tb_error_set(err, TB_ERR_INVALID, false, "envelope with unknown op \"%.*s\"", (int)op.len,
+                                    op.ptr);
+            else if (row.type != CJ_OBJECT)
+                return tb_error_set(err, TB_ERR_INVALID, false, "envelope op %c without an after image", op.ptr[0]);
+        } else {
+            row = vv;
+        }
+    }
+    cache_table *t = cache_store_find_topic(s, topic);
+    if (del) {
+        rc = t ? cache_store_delete(s, t, &kv, err) : TB_OK; /* nothing cached for an unknown table */
+        if (rc == TB_OK)
+            s->applied++;
+        return rc;
+    }
+    if (!t) {
+        tb_buf name;
+        tb_buf_init(&name, 0);
+        rc = cache_table_name_of(topic, prefix, &name);
+        t = rc == TB_OK ? cache_store_find(s, tb_buf_cstr(&name)) : NULL;
+        tb_buf_free(&name);
+        if (t && !t->topic) /* described by a schema record before its topic was seen */
+            rc = cache_store_set_topic(s, t, topic, err);
+        else if (!t)
+            rc = infer_table(s, topic, prefix, &row, &kv, &t, err);
+        if (rc != TB_OK)
+            return rc;
+    }
+    rc = cache_store_upsert(s, t, &row, &kv, partition, err);
+    if (rc == TB_OK)
+        s->applied++;
+    return rc;
+}

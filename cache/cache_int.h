@@ -1,0 +1,129 @@
+/*
+ * cache_int: internals of the table cache shared by its files (not public).
+ *
+ * THE CACHE FILE (SQLite, WAL mode)
+ *   "<db>.<table>"          one table per topic <prefix>.<db>.<table>: the table's
+ *                           columns (typed from <prefix>.schema, or inferred from the
+ *                           JSON) plus "_partition" INTEGER (the Kafka partition the
+ *                           row came from, to drop a revoked partition's rows).
+ *                           PRIMARY KEY = the key columns, in key order.
+ *   _tributary_tables       tbl, topic, inferred, version: one row per cache table
+ *   _tributary_columns      tbl, ord, name, type (evt type name, "" if inferred),
+ *                           cls (cache_class), pk (1-based key position, 0 = none)
+ *   _tributary_offsets      topic, partition, next_offset, high_watermark (the high
+ *                           watermark recorded when the partition was assigned)
+ *   _tributary_state        key, value: caught_up (0/1), caught_up_at (unix ms),
+ *                           applied (messages applied, ever), skipped, dlq
+ * Every batch of applied messages and the offsets after it are written in one
+ * transaction, so the file always holds a state "the topics up to these offsets".
+ */
+#ifndef CACHE_INT_H
+#define CACHE_INT_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cache_json.h"
+#include "tb_buf.h"
+#include "tb_error.h"
+
+/* How a column's JSON value is stored and read back. */
+typedef enum cache_class {
+    CC_ANY = 0, /* no affinity: int64 -> INTEGER, bigger -> TEXT, float -> REAL, string -> TEXT, obj/arr -> JSON TEXT */
+    CC_INT,     /* integer types: as CC_ANY, read back as a number */
+    CC_UINT64,  /* BIGINT UNSIGNED: as CC_INT, declared without affinity so big values stay TEXT */
+    CC_REAL,    /* float, double */
+    CC_TEXT,    /* strings, decimals, temporals, enums */
+    CC_BLOB,    /* base64 in JSON, BLOB in SQLite */
+    CC_JSON,    /* JSON, SET, GEOMETRY, VECTOR: the JSON text of the value */
+    CC_BOOL,    /* BIT(1): true/false as 1/0 */
+} cache_class;
+
+typedef struct cache_col {
+    char *name;
+    char *type;      /* evt type name from the schema record; "" when inferred */
+    cache_class cls;
+    int pk;          /* 1-based position in the key, 0 = not a key column */
+} cache_col;
+
+#define CACHE_STMT_SLOTS 4
+
+typedef struct cache_table {
+    char *name;      /* "<db>.<table>" */
+    char *topic;     /* "<prefix>.<db>.<table>" (may be NULL until a message arrives) */
+    cache_col *cols;
+    size_t ncols;
+    size_t *pk;      /* column indexes in key order */
+    size_t npk;
+    bool inferred;
+    int64_t version;
+    /* prepared statements: upserts per presence mask, one delete */
+    struct { char *mask; sqlite3_stmt *st; } up[CACHE_STMT_SLOTS];
+    unsigned up_next;
+    sqlite3_stmt *del;
+    sqlite3_stmt *del_part;
+} cache_table;
+
+typedef struct cache_store {
+    sqlite3 *db;
+    char *path;
+    cache_table **tables;
+    size_t ntables;
+    cache_table *last_hit;
+    sqlite3_stmt *st_offset;  /* upsert offset */
+    sqlite3_stmt *st_state;   /* upsert state */
+    bool in_tx;
+    int64_t applied, skipped, dlq; /* counters (persisted at commit) */
+    tb_buf scratch, sql;
+    unsigned char *present;   /* per-column scratch */
+    const cj_val **vals;
+    size_t cap;
+} cache_store;
+
+/* ---- cache_store.c: the SQLite side */
+tb_code cache_store_open(const char *path, bool readonly, cache_store **out, tb_error *err);
+void cache_store_close(cache_store *s); /* NULL-safe; rolls back an open transaction */
+tb_code cache_store_begin(cache_store *s, tb_error *err);
+tb_code cache_store_commit(cache_store *s, tb_error *err);
+void cache_store_rollback(cache_store *s);
+tb_code cache_exec(cache_store *s, const char *sql, tb_error *err);
+cache_table *cache_store_find(cache_store *s, const char *name);
+cache_table *cache_store_find_topic(cache_store *s, const char *topic);
+/* Create (or replace after a rebuild) a table with these columns; takes ownership of t. */
+tb_code cache_store_create(cache_store *s, cache_table *t, tb_error *err);
+tb_code cache_store_drop(cache_store *s, cache_table *t, tb_error *err); /* frees t */
+tb_code cache_store_add_column(cache_store *s, cache_table *t, const char *name, const char *type,
+                               cache_class cls, tb_error *err);
+tb_code cache_store_update_column(cache_store *s, cache_table *t, size_t i, const char *type,
+                                  cache_class cls, tb_error *err);
+tb_code cache_store_set_topic(cache_store *s, cache_table *t, const char *topic, tb_error *err);
+/* Upsert the row object `row` (partition p); unknown members make new (untyped)
+ * columns; key columns absent from a partial row image are taken from `key`
+ * (the message key object, may be NULL). */
+tb_code cache_store_upsert(cache_store *s, cache_table *t, const cj_val *row, const cj_val *key, int32_t partition,
+                           tb_error *err);
+/* Delete by key object. */
+tb_code cache_store_delete(cache_store *s, cache_table *t, const cj_val *key, tb_error *err);
+tb_code cache_store_drop_partition(cache_store *s, const char *topic, int32_t partition, tb_error *err);
+tb_code cache_store_put_offset(cache_store *s, const char *topic, int32_t partition, int64_t next,
+                               int64_t high, tb_error *err);
+tb_code cache_store_del_offsets(cache_store *s, const char *topic, tb_error *err);
+/* Stored next offset of a partition, or -1 when none. */
+int64_t cache_store_get_offset(cache_store *s, const char *topic, int32_t partition);
+tb_code cache_store_put_state(cache_store *s, const char *key, int64_t v, tb_error *err);
+int64_t cache_store_get_state(cache_store *s, const char *key, int64_t dflt);
+
+void cache_table_free(cache_table *t); /* NULL-safe */
+/* Quoted SQL identifier appended to b. */
+tb_code cache_quote_ident(tb_buf *b, const char *name);
+/* Class of an evt type name (with the column's source type for BIT(1), unsigned). */
+cache_class cache_class_of(const char *type, const char *source_type, bool is_unsigned);
+const char *cache_class_decl(cache_class c);
+
+/* ---- cache_value.c: JSON <-> SQLite values */
+/* Bind JSON value v for a column of class cls at index idx. scratch is reused. */
+tb_code cache_bind(sqlite3_stmt *st, int idx, cache_class cls, const cj_val *v, tb_buf *scratch,
+                   const char *col, tb_error *err);
+
+#endif

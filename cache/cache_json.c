@@ -1,0 +1,421 @@
+/*
+ * cache_json: zero-allocation JSON scanner (see cache_json.h).
+ * RFC 8259 grammar; nesting limited to CJ_MAX_DEPTH.
+ */
+#include <string.h>
+
+#include "cache_json.h"
+
+#define CJ_MAX_DEPTH 64
+
+typedef struct cj_scan {
+    const char *start, *p, *end;
+    const char *bad; /* first offending byte */
+    const char *why;
+} cj_scan;
+
+static void ws(cj_scan *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+        s->p++;
+}
+
+static bool fail(cj_scan *s, const char *why)
+{
+    if (!s->bad) {
+        s->bad = s->p;
+        s->why = why;
+    }
+    return false;
+}
+
+static int hexv(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static bool scan_string(cj_scan *s, cj_val *v)
+{
+    /* s->p at the opening quote */
+    s->p++;
+    const char *begin = s->p;
+    bool esc = false;
+    while (s->p < s->end) {
+        unsigned char c = (unsigned char)*s->p;
+        if (c == '"') {
+            v->type = CJ_STRING;
+            v->ptr = begin;
+            v->len = (size_t)(s->p - begin);
+            v->escaped = esc;
+            s->p++;
+            return true;
+        }
+        if (c < 0x20)
+            return fail(s, "control character in string");
+        if (c == '\\') {
+            esc = true;
+            s->p++;
+            if (s->p >= s->end)
+                break;
+            char e = *s->p;
+            if (e == 'u') {
+                if (s->end - s->p < 5)
+                    return fail(s, "truncated \\u escape");
+                for (int i = 1; i <= 4; i++)
+                    if (hexv(s->p[i]) < 0)
+                        return fail(s, "bad \\u escape");
+                s->p += 5;
+                continue;
+            }
+            if (!strchr("\"\\/bfnrt", e) || e == 0)
+                return fail(s, "bad escape");
+        }
+        s->p++;
+    }
+    return fail(s, "unterminated string");
+}
+
+static bool scan_number(cj_scan *s, cj_val *v)
+{
+    const char *b = s->p;
+    bool is_int = true;
+    if (s->p < s->end && *s->p == '-')
+        s->p++;
+    if (s->p >= s->end)
+        return fail(s, "bad number");
+    if (*s->p == '0')
+        s->p++;
+    else if (*s->p >= '1' && *s->p <= '9')
+        while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
+            s->p++;
+    else
+        return fail(s, "bad number");
+    if (s->p < s->end && *s->p == '.') {
+        is_int = false;
+        s->p++;
+        if (s->p >= s->end || *s->p < '0' || *s->p > '9')
+            return fail(s, "bad fraction");
+        while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
+            s->p++;
+    }
+    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+        is_int = false;
+        s->p++;
+        if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
+            s->p++;
+        if (s->p >= s->end || *s->p < '0' || *s->p > '9')
+            return fail(s, "bad exponent");
+        while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
+            s->p++;
+    }
+    v->type = CJ_NUMBER;
+    v->ptr = b;
+    v->len = (size_t)(s->p - b);
+    v->escaped = false;
+    v->is_int = is_int;
+    return true;
+}
+
+static bool scan_lit(cj_scan *s, const char *lit, cj_type t, cj_val *v)
+{
+    size_t n = strlen(lit);
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, lit, n) != 0)
+        return fail(s, "unexpected character");
+    v->type = t;
+    v->ptr = s->p;
+    v->len = n;
+    s->p += n;
+    return true;
+}
+
+static bool scan_value(cj_scan *s, cj_val *v, int depth)
+{
+    ws(s);
+    if (s->p >= s->end)
+        return fail(s, "unexpected end of input");
+    memset(v, 0, sizeof(*v));
+    switch (*s->p) {
+    case '"':
+        return scan_string(s, v);
+    case 'n':
+        return scan_lit(s, "null", CJ_NULL, v);
+    case 't':
+        return scan_lit(s, "true", CJ_TRUE, v);
+    case 'f':
+        return scan_lit(s, "false", CJ_FALSE, v);
+    case '{':
+    case '[': {
+        if (depth >= CJ_MAX_DEPTH)
+            return fail(s, "nesting too deep");
+        bool obj = *s->p == '{';
+        char close = obj ? '}' : ']';
+        const char *b = s->p;
+        s->p++;
+        ws(s);
+        if (s->p < s->end && *s->p == close) {
+            s->p++;
+        } else {
+            for (;;) {
+                cj_val m;
+                if (obj) {
+                    ws(s);
+                    if (s->p >= s->end || *s->p != '"')
+                        return fail(s, "expected a member name");
+                    if (!scan_string(s, &m))
+                        return false;
+                    ws(s);
+                    if (s->p >= s->end || *s->p != ':')
+                        return fail(s, "expected ':'");
+                    s->p++;
+                }
+                if (!scan_value(s, &m, depth + 1))
+                    return false;
+                ws(s);
+                if (s->p < s->end && *s->p == ',') {
+                    s->p++;
+                    continue;
+                }
+                if (s->p < s->end && *s->p == close) {
+                    s->p++;
+                    break;
+                }
+                return fail(s, obj ? "expected ',' or '}'" : "expected ',' or ']'");
+            }
+        }
+        v->type = obj ? CJ_OBJECT : CJ_ARRAY;
+        v->ptr = b;
+        v->len = (size_t)(s->p - b);
+        return true;
+    }
+    default:
+        if (*s->p == '-' || (*s->p >= '0' && *s->p <= '9'))
+            return scan_number(s, v);
+        return fail(s, "unexpected character");
+    }
+}
+
+tb_code cj_parse(const char *text, size_t len, cj_val *out, tb_error *err)
+{
+    cj_scan s = {text, text, text + len, NULL, NULL};
+    if (!text)
+        return tb_error_set(err, TB_ERR_INVALID, false, "JSON: no text");
+    if (scan_value(&s, out, 0)) {
+        ws(&s);
+        if (s.p == s.end)
+            return TB_OK;
+        fail(&s, "trailing characters");
+    }
+    return tb_error_set(err, TB_ERR_INVALID, false, "invalid JSON at byte %zu: %s",
+                        (size_t)(s.bad - s.start), s.why);
+}
+
+/* Iteration over validated text: scan again (cheap, no allocation). */
+void cj_obj_begin(const cj_val *obj, cj_iter *it)
+{
+    it->p = obj->ptr + 1;
+    it->end = obj->ptr + obj->len - 1;
+    it->first = true;
+}
+
+bool cj_obj_next(cj_iter *it, const char **key, size_t *klen, cj_val *val)
+{
+    cj_scan s = {it->p, it->p, it->end, NULL, NULL};
+    ws(&s);
+    if (!it->first) {
+        if (s.p >= s.end || *s.p != ',')
+            return false;
+        s.p++;
+        ws(&s);
+    }
+    if (s.p >= s.end || *s.p != '"')
+        return false;
+    cj_val k;
+    if (!scan_string(&s, &k))
+        return false;
+    ws(&s);
+    if (s.p >= s.end || *s.p != ':')
+        return false;
+    s.p++;
+    if (!scan_value(&s, val, 1))
+        return false;
+    *key = k.ptr;
+    *klen = k.len;
+    it->p = s.p;
+    it->first = false;
+    return true;
+}
+
+void cj_arr_begin(const cj_val *arr, cj_iter *it)
+{
+    cj_obj_begin(arr, it);
+}
+
+bool cj_arr_next(cj_iter *it, cj_val *val)
+{
+    cj_scan s = {it->p, it->p, it->end, NULL, NULL};
+    ws(&s);
+    if (!it->first) {
+        if (s.p >= s.end || *s.p != ',')
+            return false;
+        s.p++;
+    }
+    ws(&s);
+    if (s.p >= s.end)
+        return false;
+    if (!scan_value(&s, val, 1))
+        return false;
+    it->p = s.p;
+    it->first = false;
+    return true;
+}
+
+size_t cj_count(const cj_val *v)
+{
+    cj_iter it;
+    size_t n = 0;
+    cj_val m;
+    if (v->type == CJ_OBJECT) {
+        const char *k;
+        size_t kl;
+        cj_obj_begin(v, &it);
+        while (cj_obj_next(&it, &k, &kl, &m))
+            n++;
+    } else if (v->type == CJ_ARRAY) {
+        cj_arr_begin(v, &it);
+        while (cj_arr_next(&it, &m))
+            n++;
+    }
+    return n;
+}
+
+static tb_code put_utf8(tb_buf *out, uint32_t cp)
+{
+    char b[4];
+    size_t n;
+    if (cp < 0x80) {
+        b[0] = (char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        b[0] = (char)(0xC0 | (cp >> 6));
+        b[1] = (char)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        b[0] = (char)(0xE0 | (cp >> 12));
+        b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        b[2] = (char)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else {
+        b[0] = (char)(0xF0 | (cp >> 18));
+        b[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        b[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        b[3] = (char)(0x80 | (cp & 0x3F));
+        n = 4;
+    }
+    return tb_buf_append(out, b, n);
+}
+
+static uint32_t hex4(const char *p)
+{
+    return (uint32_t)(hexv(p[0]) << 12 | hexv(p[1]) << 8 | hexv(p[2]) << 4 | hexv(p[3]));
+}
+
+tb_code cj_str_decode(const char *ptr, size_t len, tb_buf *out)
+{
+    const char *p = ptr, *end = ptr + len;
+    tb_code rc = tb_buf_reserve(out, len);
+    while (rc == TB_OK && p < end) {
+        const char *bs = memchr(p, '\\', (size_t)(end - p));
+        if (!bs)
+            return tb_buf_append(out, p, (size_t)(end - p));
+        if (bs > p && (rc = tb_buf_append(out, p, (size_t)(bs - p))) != TB_OK)
+            break;
+        p = bs + 1;
+        if (p >= end)
+            return TB_ERR_INVALID;
+        char e = *p++;
+        switch (e) {
+        case 'b': rc = tb_buf_putc(out, '\b'); break;
+        case 'f': rc = tb_buf_putc(out, '\f'); break;
+        case 'n': rc = tb_buf_putc(out, '\n'); break;
+        case 'r': rc = tb_buf_putc(out, '\r'); break;
+        case 't': rc = tb_buf_putc(out, '\t'); break;
+        case 'u': {
+            if (end - p < 4)
+                return TB_ERR_INVALID;
+            uint32_t cp = hex4(p);
+            p += 4;
+            if (cp >= 0xD800 && cp <= 0xDBFF && end - p >= 6 && p[0] == '\\' && p[1] == 'u') {
+                uint32_t lo = hex4(p + 2);
+                if (lo >= 0xDC00 && lo <= 0xDFFF) {
+                    p += 6;
+                    rc = put_utf8(out, 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00));
+                    break;
+                }
+            }
+            if (cp >= 0xDC80 && cp <= 0xDCFF) { /* raw byte (DESIGN 5) */
+                rc = tb_buf_putc(out, (char)(cp & 0xFF));
+                break;
+            }
+            rc = put_utf8(out, cp);
+            break;
+        }
+        default: rc = tb_buf_putc(out, e); break;
+        }
+    }
+    return rc;
+}
+
+bool cj_key_eq(const char *k, size_t klen, const char *s)
+{
+    size_t n = strlen(s);
+    if (!memchr(k, '\\', klen))
+        return klen == n && memcmp(k, s, n) == 0;
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    bool eq = cj_str_decode(k, klen, &b) == TB_OK && b.len == n && memcmp(tb_buf_cstr(&b), s, n) == 0;
+    tb_buf_free(&b);
+    return eq;
+}
+
+bool cj_obj_get(const cj_val *obj, const char *key, cj_val *val)
+{
+    if (obj->type != CJ_OBJECT)
+        return false;
+    cj_iter it;
+    const char *k;
+    size_t kl;
+    cj_obj_begin(obj, &it);
+    while (cj_obj_next(&it, &k, &kl, val))
+        if (cj_key_eq(k, kl, key))
+            return true;
+    return false;
+}
+
+bool cj_int64(const cj_val *v, int64_t *out)
+{
+    if (v->type != CJ_NUMBER || !v->is_int)
+        return false;
+    const char *p = v->ptr, *end = v->ptr + v->len;
+    bool neg = *p == '-';
+    if (neg)
+        p++;
+    uint64_t acc = 0;
+    uint64_t lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; p < end; p++) {
+        uint64_t d = (uint64_t)(*p - '0');
+        if (acc > (lim - d) / 10)
+            return false;
+        acc = acc * 10 + d;
+    }
+    if (neg)
+        *out = acc == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)acc;
+    else
+        *out = (int64_t)acc;
+    return true;
+}

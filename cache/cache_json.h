@@ -1,0 +1,69 @@
+/*
+ * cache_json: a zero-allocation JSON scanner for the cache's hot path.
+ *
+ * The cache reads millions of small objects (keys and values of the wire
+ * format, DESIGN 4). Instead of building a tree it validates a value in place
+ * and hands out spans into the caller's bytes: every span (cj_val.ptr/len)
+ * borrows the input text and is valid as long as that text.
+ *
+ *   cj_val v;
+ *   if (cj_parse(text, len, &v, err) != TB_OK) ...;     // whole text, one value
+ *   cj_iter it; cj_obj_begin(&v, &it);
+ *   const char *k; size_t klen; cj_val m;
+ *   while (cj_obj_next(&it, &k, &klen, &m)) ...;         // raw key bytes (escaped)
+ *
+ * Strings: ptr/len span the raw bytes between the quotes (escapes left in);
+ * cj_str_decode() decodes them into a tb_buf. `escaped` says whether any
+ * backslash occurs, so callers can bind the span directly when it is false.
+ * A lone \udcXX escape turns back into the raw byte 0xXX (DESIGN 5, as the
+ * writer evt_jw_str encodes invalid UTF-8).
+ */
+#ifndef CACHE_JSON_H
+#define CACHE_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "tb_buf.h"
+#include "tb_error.h"
+
+typedef enum cj_type { CJ_NULL, CJ_FALSE, CJ_TRUE, CJ_NUMBER, CJ_STRING, CJ_ARRAY, CJ_OBJECT } cj_type;
+
+typedef struct cj_val {
+    cj_type type;
+    const char *ptr; /* STRING: bytes between the quotes; others: the whole value text */
+    size_t len;
+    bool escaped;    /* STRING: contains a backslash escape */
+    bool is_int;     /* NUMBER: no fraction, no exponent */
+} cj_val;
+
+typedef struct cj_iter {
+    const char *p, *end;
+    bool first;
+} cj_iter;
+
+/* Parse exactly one JSON value spanning text[0..len) (surrounding whitespace
+ * allowed). TB_ERR_INVALID with the byte offset on bad input. */
+tb_code cj_parse(const char *text, size_t len, cj_val *out, tb_error *err);
+
+/* Iterate an OBJECT (already validated by cj_parse). */
+void cj_obj_begin(const cj_val *obj, cj_iter *it);
+/* Next member: key span (raw, between the quotes) and value. False at the end. */
+bool cj_obj_next(cj_iter *it, const char **key, size_t *klen, cj_val *val);
+/* Member lookup by plain (unescaped) key; false if missing. */
+bool cj_obj_get(const cj_val *obj, const char *key, cj_val *val);
+/* Number of members of an OBJECT or elements of an ARRAY. */
+size_t cj_count(const cj_val *v);
+/* Iterate an ARRAY. */
+void cj_arr_begin(const cj_val *arr, cj_iter *it);
+bool cj_arr_next(cj_iter *it, cj_val *val);
+
+/* Decode a STRING span (or a raw key span) into out (appended). */
+tb_code cj_str_decode(const char *ptr, size_t len, tb_buf *out);
+/* Key span equals the plain string s (handles escaped keys). */
+bool cj_key_eq(const char *k, size_t klen, const char *s);
+
+/* An integer NUMBER as int64; false when it does not fit (or is not an integer). */
+bool cj_int64(const cj_val *v, int64_t *out);
+
+#endif

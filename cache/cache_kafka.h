@@ -1,0 +1,30 @@
+/*
+ * cache_kafka: the consumer side of the cache, shared between cache_run.c
+ * and cache_status.c. Internal to cache/.
+ */
+#ifndef CACHE_KAFKA_H
+#define CACHE_KAFKA_H
+
+#include <librdkafka/rdkafka.h>
+#include <regex.h>
+
+#include "cache.h"
+#include "cache_int.h"
+
+typedef struct cache_part {
+    char *topic;
+    int32_t partition;
+    int64_t next;     /* next offset to apply; -1 = from the beginning */
+    int64_t high;     /* high watermark recorded at assignment; -1 unknown */
+    bool dirty;       /* next changed since the last commit */
+    bool schema;      /* a <prefix>.schema partition (read by the schema consumer) */
+    bool assigned;
+} cache_part;
+
+/* New librdkafka configuration: bootstrap servers, extra properties, our log
+ * callback. Returns NULL with err set. Caller owns the result. */
+rd_kafka_conf_t *cache_kafka_conf(const char *brokers, const char *const *props, tb_error *err);
+/* Route librdkafka's log lines into tb_log. */
+void cache_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
+
+#endif

@@ -1,0 +1,323 @@
+/*
+ * cache_rows: upserts, deletes, offsets and state in the cache file.
+ *
+ * An upsert names only the columns present in the row image (a partial image,
+ * binlog_row_image=MINIMAL, must not overwrite the absent columns with NULL):
+ *   INSERT INTO "db.t"("a","b","_partition") VALUES(?1,?2,?3)
+ *   ON CONFLICT("a") DO UPDATE SET "b"=excluded."b","_partition"=excluded."_partition"
+ * Statements are cached per table and presence mask (CACHE_STMT_SLOTS of them).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache_int.h"
+#include "tb_log.h"
+
+static tb_code step_fail(cache_store *s, const char *what, tb_error *err)
+{
+    return tb_error_set(err, TB_ERR_IO, false, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+}
+
+static tb_code ensure_scratch(cache_store *s, size_t n, tb_error *err)
+{
+    if (n + 1 <= s->cap)
+        return TB_OK;
+    size_t cap = (n + 1) * 2;
+    unsigned char *p = realloc(s->present, cap);
+    if (p)
+        s->present = p;
+    const cj_val **v = realloc(s->vals, cap * sizeof(*v));
+    if (v)
+        s->vals = v;
+    if (!p || !v)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    s->cap = cap;
+    return TB_OK;
+}
+
+static sqlite3_stmt *upsert_stmt(cache_store *s, cache_table *t, const char *mask, tb_error *err)
+{
+    for (int i = 0; i < CACHE_STMT_SLOTS; i++)
+        if (t->up[i].mask && strcmp(t->up[i].mask, mask) == 0)
+            return t->up[i].st;
+    tb_buf *q = &s->sql;
+    tb_code rc;
+    int nparam = 0;
+    tb_buf_reset(q);
+    rc = tb_buf_puts(q, "INSERT INTO ");
+    rc = rc ? rc : cache_quote_ident(q, t->name);
+    rc = rc ? rc : tb_buf_putc(q, '(');
+    for (size_t i = 0; rc == TB_OK && i < t->ncols; i++)
+        if (mask[i] == '1') {
+            rc = cache_quote_ident(q, t->cols[i].name);
+            rc = rc ? rc : tb_buf_putc(q, ',');
+            nparam++;
+        }
+    rc = rc ? rc : tb_buf_puts(q, "\"_partition\") VALUES(");
+    for (int i = 1; rc == TB_OK && i <= nparam + 1; i++)
+        rc = tb_buf_printf(q, i > 1 ? ",?%d" : "?%d", i);
+    rc = rc ? rc : tb_buf_puts(q, ") ON CONFLICT(");
+    for (size_t k = 0; rc == TB_OK && k < t->npk; k++) {
+        if (k)
+            rc = tb_buf_putc(q, ',');
+        rc = rc ? rc : cache_quote_ident(q, t->cols[t->pk[k]].name);
+    }
+    rc = rc ? rc : tb_buf_puts(q, ") DO UPDATE SET ");
+    for (size_t i = 0; rc == TB_OK && i < t->ncols; i++)
+        if (mask[i] == '1' && t->cols[i].pk == 0) {
+            rc = cache_quote_ident(q, t->cols[i].name);
+            rc = rc ? rc : tb_buf_puts(q, "=excluded.");
+            rc = rc ? rc : cache_quote_ident(q, t->cols[i].name);
+            rc = rc ? rc : tb_buf_putc(q, ',');
+        }
+    rc = rc ? rc : tb_buf_puts(q, "\"_partition\"=excluded.\"_partition\"");
+    if (rc != TB_OK) {
+        tb_error_set(err, rc, false, "out of memory");
+        return NULL;
+    }
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, tb_buf_cstr(q), (int)q->len, &st, NULL) != SQLITE_OK) {
+        tb_error_set(err, TB_ERR_IO, false, "table \"%s\": preparing an upsert: %s", t->name, sqlite3_errmsg(s->db));
+        return NULL;
+    }
+    unsigned slot = t->up_next++ % CACHE_STMT_SLOTS;
+    sqlite3_finalize(t->up[slot].st);
+    free(t->up[slot].mask);
+    t->up[slot].st = st;
+    t->up[slot].mask = strdup(mask);
+    if (!t->up[slot].mask) {
+        sqlite3_finalize(st);
+        t->up[slot].st = NULL;
+        tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        return NULL;
+    }
+    return st;
+}
+
+/* Column index of a member name; hint is the expected index (members usually come in table order). */
+static long find_col(const cache_table *t, const char *k, size_t klen, size_t hint)
+{
+    if (hint < t->ncols && cj_key_eq(k, klen, t->cols[hint].name))
+        return (long)hint;
+    for (size_t i = 0; i < t->ncols; i++)
+        if (cj_key_eq(k, klen, t->cols[i].name))
+            return (long)i;
+    return -1;
+}
+
+tb_code cache_store_upsert(cache_store *s, cache_table *t, const cj_val *row, const cj_val *key, int32_t partition,
+                           tb_error *err)
+{
+    tb_code rc;
+    cj_iter it;
+    const char *k;
+    size_t klen;
+    cj_val v;
+    cj_val *store = NULL;
+    size_t nmem = cj_count(row) + (key ? cj_count(key) : 0);
+
+    if ((rc = ensure_scratch(s, t->ncols + nmem, err)) != TB_OK)
+        return rc;
+    store = calloc(nmem ? nmem : 1, sizeof(*store));
+    if (!store)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    memset(s->present, '0', t->ncols + nmem);
+    size_t used = 0, hint = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const cj_val *obj = pass == 0 ? row : key;
+        if (!obj)
+            continue;
+        cj_obj_begin(obj, &it);
+        while (cj_obj_next(&it, &k, &klen, &v)) {
+            long ci = find_col(t, k, klen, hint);
+            if (ci < 0 && pass == 1)
+                continue; /* key member unknown: the row has it or the table rejects it below */
+            if (ci < 0) {
+                tb_buf_reset(&s->scratch);
+                if ((rc = cj_str_decode(k, klen, &s->scratch)) != TB_OK) {
+                    rc = tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\": bad column name", t->name);
+                    goto out;
+                }
+                char *name = strdup(tb_buf_cstr(&s->scratch));
+                if (!name) {
+                    rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+                    goto out;
+                }
+                TB_WARN("cache", "table \"%s\": column \"%s\" is not in its schema: adding it untyped", t->name, name);
+                rc = cache_store_add_column(s, t, name, "", CC_ANY, err);
+                free(name);
+                if (rc != TB_OK)
+                    goto out;
+                ci = (long)t->ncols - 1;
+                s->present[ci] = '0';
+            }
+            if (pass == 1 && s->present[ci] == '1')
+                continue;
+            store[used] = v;
+            s->vals[ci] = &store[used++];
+            s->present[ci] = '1';
+            hint = (size_t)ci + 1;
+        }
+    }
+    s->present[t->ncols] = 0;
+    for (size_t kk = 0; kk < t->npk; kk++)
+        if (s->present[t->pk[kk]] != '1') {
+            rc = tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\": row lacks key column \"%s\"", t->name,
+                              t->cols[t->pk[kk]].name);
+            goto out;
+        }
+    sqlite3_stmt *st = upsert_stmt(s, t, (const char *)s->present, err);
+    if (!st) {
+        rc = err ? err->code : TB_ERR_IO;
+        goto out;
+    }
+    int idx = 1;
+    for (size_t i = 0; i < t->ncols; i++)
+        if (s->present[i] == '1' &&
+            (rc = cache_bind(st, idx++, t->cols[i].cls, s->vals[i], &s->scratch, t->cols[i].name, err)) != TB_OK)
+            goto out_reset;
+    sqlite3_bind_int(st, idx, partition);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = tb_error_set(err, TB_ERR_IO, false, "table \"%s\": upsert failed: %s", t->name, sqlite3_errmsg(s->db));
+out_reset:
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+out:
+    free(store);
+    return rc;
+}
+
+tb_code cache_store_delete(cache_store *s, cache_table *t, const cj_val *key, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    if (!t->del) {
+        tb_buf *q = &s->sql;
+        tb_buf_reset(q);
+        rc = tb_buf_puts(q, "DELETE FROM ");
+        rc = rc ? rc : cache_quote_ident(q, t->name);
+        rc = rc ? rc : tb_buf_puts(q, " WHERE ");
+        for (size_t k = 0; rc == TB_OK && k < t->npk; k++) {
+            if (k)
+                rc = tb_buf_puts(q, " AND ");
+            rc = rc ? rc : cache_quote_ident(q, t->cols[t->pk[k]].name);
+            rc = rc ? rc : tb_buf_printf(q, "=?%zu", k + 1);
+        }
+        if (rc != TB_OK)
+            return tb_error_set(err, rc, false, "out of memory");
+        if (sqlite3_prepare_v2(s->db, tb_buf_cstr(q), (int)q->len, &t->del, NULL) != SQLITE_OK)
+            return tb_error_set(err, TB_ERR_IO, false, "table \"%s\": preparing a delete: %s", t->name,
+                                sqlite3_errmsg(s->db));
+    }
+    for (size_t k = 0; rc == TB_OK && k < t->npk; k++) {
+        const cache_col *c = &t->cols[t->pk[k]];
+        cj_val v;
+        if (!cj_obj_get(key, c->name, &v))
+            rc = tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\": key lacks column \"%s\"", t->name, c->name);
+        else
+            rc = cache_bind(t->del, (int)k + 1, c->cls, &v, &s->scratch, c->name, err);
+    }
+    if (rc == TB_OK && sqlite3_step(t->del) != SQLITE_DONE)
+        rc = tb_error_set(err, TB_ERR_IO, false, "table \"%s\": delete failed: %s", t->name, sqlite3_errmsg(s->db));
+    sqlite3_reset(t->del);
+    sqlite3_clear_bindings(t->del);
+    return rc;
+}
+
+tb_code cache_store_drop_partition(cache_store *s, const char *topic, int32_t partition, tb_error *err)
+{
+    cache_table *t = cache_store_find_topic(s, topic);
+    tb_code rc = TB_OK;
+    if (t) {
+        sqlite3_stmt *st = NULL;
+        tb_buf_reset(&s->sql);
+        rc = tb_buf_puts(&s->sql, "DELETE FROM ");
+        rc = rc ? rc : cache_quote_ident(&s->sql, t->name);
+        rc = rc ? rc : tb_buf_puts(&s->sql, " WHERE \"_partition\"=?1");
+        if (rc != TB_OK)
+            return tb_error_set(err, rc, false, "out of memory");
+        if (sqlite3_prepare_v2(s->db, tb_buf_cstr(&s->sql), -1, &st, NULL) != SQLITE_OK)
+            return step_fail(s, "dropping a partition's rows", err);
+        sqlite3_bind_int(st, 1, partition);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = step_fail(s, "dropping a partition's rows", err);
+        TB_INFO("cache", "table \"%s\": dropped %d rows of revoked partition %s [%d]", t->name,
+                sqlite3_changes(s->db), topic, (int)partition);
+        sqlite3_finalize(st);
+    }
+    if (rc == TB_OK) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(s->db, "DELETE FROM _tributary_offsets WHERE topic=?1 AND partition=?2", -1, &st,
+                               NULL) != SQLITE_OK)
+            return step_fail(s, "forgetting a partition's offset", err);
+        sqlite3_bind_text(st, 1, topic, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, partition);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = step_fail(s, "forgetting a partition's offset", err);
+        sqlite3_finalize(st);
+    }
+    return rc;
+}
+
+tb_code cache_store_put_offset(cache_store *s, const char *topic, int32_t partition, int64_t next, int64_t high,
+                               tb_error *err)
+{
+    sqlite3_stmt *st = s->st_offset;
+    sqlite3_bind_text(st, 1, topic, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, partition);
+    sqlite3_bind_int64(st, 3, next);
+    sqlite3_bind_int64(st, 4, high);
+    tb_code rc = sqlite3_step(st) == SQLITE_DONE ? TB_OK : step_fail(s, "storing an offset", err);
+    sqlite3_reset(st);
+    return rc;
+}
+
+tb_code cache_store_del_offsets(cache_store *s, const char *topic, tb_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    tb_code rc = TB_OK;
+    if (sqlite3_prepare_v2(s->db, "DELETE FROM _tributary_offsets WHERE topic=?1", -1, &st, NULL) != SQLITE_OK)
+        return step_fail(s, "forgetting offsets", err);
+    sqlite3_bind_text(st, 1, topic, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = step_fail(s, "forgetting offsets", err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int64_t cache_store_get_offset(cache_store *s, const char *topic, int32_t partition)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(s->db, "SELECT next_offset FROM _tributary_offsets WHERE topic=?1 AND partition=?2", -1,
+                           &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(st, 1, topic, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, partition);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+tb_code cache_store_put_state(cache_store *s, const char *key, int64_t v, tb_error *err)
+{
+    sqlite3_stmt *st = s->st_state;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, v);
+    tb_code rc = sqlite3_step(st) == SQLITE_DONE ? TB_OK : step_fail(s, "storing state", err);
+    sqlite3_reset(st);
+    return rc;
+}
+
+int64_t cache_store_get_state(cache_store *s, const char *key, int64_t dflt)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = dflt;
+    if (sqlite3_prepare_v2(s->db, "SELECT value FROM _tributary_state WHERE key=?1", -1, &st, NULL) != SQLITE_OK)
+        return dflt;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}

@@ -1,0 +1,716 @@
+/*
+ * cache_run: the consume-apply-commit loop of the table cache.
+ *
+ * Two consumers: one reads the "<prefix>.schema" partitions (always assigned,
+ * in every mode: every cache needs every table's descriptor) and is drained
+ * first, up to its high watermarks, so tables are typed before rows arrive;
+ * the other reads the table topics, by assignment (global mode: every
+ * partition, new topics found by a periodic metadata scan) or as a member of
+ * a consumer group (cooperative-sticky, incremental assign/unassign in the
+ * rebalance callback). Both start each partition at the offset stored in the
+ * cache file. enable.auto.commit=false: Kafka's committed offsets are unused.
+ *
+ * A batch (cache.batch.size messages, or what arrived before the consumer
+ * went idle, or one second's worth) is one SQLite transaction together with
+ * the next offsets of the partitions it touched. A message below a
+ * partition's next offset is a duplicate (a refetch) and is not applied.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache_apply.h"
+#include "cache_kafka.h"
+#include "tb_log.h"
+
+typedef struct cache_ctx {
+    const cache_opts *o;
+    cache_store *s;
+    rd_kafka_t *rk;     /* table topics */
+    rd_kafka_t *rks;    /* schema topics */
+    rd_kafka_t *dlq;    /* producer, policy dlq */
+    char *dlq_topic;
+    regex_t re;
+    bool re_ok;
+    char *prefix;       /* known <prefix> (options or a schema topic) */
+    cache_part *parts;
+    size_t nparts, cap;
+    int64_t batch_n;
+    double batch_t0;
+    bool assigned_once; /* the table consumer got its (first) assignment */
+    bool caught_up;
+    bool closing;
+    bool failed;
+    tb_error fatal;
+    int64_t msgs, last_msgs;
+    double last_progress, last_log, last_meta;
+    int dlq_pending, dlq_failed;
+} cache_ctx;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool is_schema_topic(const cache_ctx *c, const char *topic)
+{
+    size_t n = strlen(topic);
+    if (c->o->topic_prefix && *c->o->topic_prefix) {
+        size_t pl = strlen(c->o->topic_prefix);
+        return n == pl + 7 && strncmp(topic, c->o->topic_prefix, pl) == 0 && strcmp(topic + pl, ".schema") == 0;
+    }
+    return n > 7 && strcmp(topic + n - 7, ".schema") == 0;
+}
+
+static bool wanted_topic(const cache_ctx *c, const char *topic)
+{
+    size_t n = strlen(topic);
+    if (strncmp(topic, "__", 2) == 0 || (n > 10 && strcmp(topic + n - 10, ".cache.dlq") == 0))
+        return false;
+    if (c->o->name) {
+        size_t nl = strlen(c->o->name);
+        if (n == nl + 8 && strncmp(topic, c->o->name, nl) == 0 && strcmp(topic + nl, ".offsets") == 0)
+            return false;
+    }
+    return c->re_ok && regexec(&c->re, topic, 0, NULL, 0) == 0;
+}
+
+static cache_part *part_find(cache_ctx *c, const char *topic, int32_t p, bool create)
+{
+    for (size_t i = 0; i < c->nparts; i++)
+        if (c->parts[i].partition == p && strcmp(c->parts[i].topic, topic) == 0)
+            return &c->parts[i];
+    if (!create)
+        return NULL;
+    if (c->nparts == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        cache_part *np = realloc(c->parts, cap * sizeof(*np));
+        if (!np)
+            return NULL;
+        c->parts = np;
+        c->cap = cap;
+    }
+    cache_part *cp = &c->parts[c->nparts];
+    memset(cp, 0, sizeof(*cp));
+    if (!(cp->topic = strdup(topic)))
+        return NULL;
+    cp->partition = p;
+    cp->next = cache_store_get_offset(c->s, topic, p);
+    cp->high = -1;
+    cp->schema = is_schema_topic(c, topic);
+    c->nparts++;
+    return cp;
+}
+
+static tb_code set_fatal(cache_ctx *c, const tb_error *e)
+{
+    if (!c->failed) {
+        c->failed = true;
+        c->fatal = *e;
+    }
+    return e->code;
+}
+
+/* ------------------------------------------------------------- commit */
+
+static void dlq_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    cache_ctx *c = opaque;
+    (void)rk;
+    c->dlq_pending--;
+    if (m->err)
+        c->dlq_failed++;
+}
+
+static tb_code commit(cache_ctx *c)
+{
+    tb_error e;
+    tb_code rc = TB_OK;
+    if (!c->s->in_tx)
+        return TB_OK;
+    if (c->dlq) { /* the DLQ copies must be in Kafka before their offsets are stored */
+        rd_kafka_flush(c->dlq, 30000);
+        if (c->dlq_pending > 0 || c->dlq_failed > 0) {
+            tb_error_set(&e, TB_ERR_KAFKA, true, "could not write %d message(s) to %s",
+                         c->dlq_failed + c->dlq_pending, c->dlq_topic);
+            cache_store_rollback(c->s);
+            return set_fatal(c, &e);
+        }
+    }
+    for (size_t i = 0; rc == TB_OK && i < c->nparts; i++) {
+        cache_part *p = &c->parts[i];
+        if (p->dirty && p->next >= 0)
+            rc = cache_store_put_offset(c->s, p->topic, p->partition, p->next, p->high, &e);
+    }
+    if (rc == TB_OK)
+        rc = cache_store_commit(c->s, &e);
+    if (rc != TB_OK) {
+        cache_store_rollback(c->s);
+        return set_fatal(c, &e);
+    }
+    for (size_t i = 0; i < c->nparts; i++)
+        c->parts[i].dirty = false;
+    c->batch_n = 0;
+    return TB_OK;
+}
+
+static tb_code begin(cache_ctx *c)
+{
+    tb_error e;
+    if (c->s->in_tx)
+        return TB_OK;
+    if (cache_store_begin(c->s, &e) != TB_OK)
+        return set_fatal(c, &e);
+    c->batch_t0 = now_s();
+    return TB_OK;
+}
+
+/* ------------------------------------------------------------- assignment */
+
+/* Assign these partitions (topic/partition filled) to rk at their stored offsets. */
+static tb_code assign(cache_ctx *c, rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l)
+{
+    tb_error e;
+    for (int i = 0; i < l->cnt; i++) {
+        rd_kafka_topic_partition_t *tp = &l->elems[i];
+        if (rk == c->rk && is_schema_topic(c, tp->topic)) { /* group mode: read by the schema consumer */
+            tp->offset = RD_KAFKA_OFFSET_END;
+            continue;
+        }
+        cache_part *p = part_find(c, tp->topic, tp->partition, true);
+        if (!p)
+            return set_fatal(c, (tb_error_set(&e, TB_ERR_NOMEM, false, "out of memory"), &e));
+        int64_t lo = -1, hi = -1;
+        rd_kafka_resp_err_t ke = rd_kafka_query_watermark_offsets(rk, tp->topic, tp->partition, &lo, &hi, 10000);
+        if (ke)
+            TB_WARN("cache", "%s [%d]: high watermark unknown: %s", tp->topic, (int)tp->partition,
+                    rd_kafka_err2str(ke));
+        p->high = ke ? -1 : hi;
+        p->assigned = true;
+        p->dirty = p->next >= 0;
+        tp->offset = p->next >= 0 ? p->next : RD_KAFKA_OFFSET_BEGINNING;
+        TB_INFO("cache", "%s [%d]: assigned at %s%lld (high watermark %lld)", tp->topic, (int)tp->partition,
+                p->next >= 0 ? "offset " : "the beginning, ", (long long)(p->next >= 0 ? p->next : lo),
+                (long long)p->high);
+    }
+    rd_kafka_error_t *ke = rd_kafka_incremental_assign(rk, l);
+    if (ke) {
+        tb_error_set(&e, TB_ERR_KAFKA, true, "assign: %s", rd_kafka_error_string(ke));
+        rd_kafka_error_destroy(ke);
+        return set_fatal(c, &e);
+    }
+    return TB_OK;
+}
+
+static tb_code revoke_parts(cache_ctx *c, rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l)
+{
+    tb_error e;
+    tb_code rc = commit(c);
+    for (int i = 0; rc == TB_OK && i < l->cnt; i++) {
+        cache_part *p = part_find(c, l->elems[i].topic, l->elems[i].partition, false);
+        if (!p || (rk == c->rk && p->schema))
+            continue;
+        p->assigned = false;
+        TB_INFO("cache", "%s [%d]: revoked at offset %lld%s", p->topic, (int)p->partition, (long long)p->next,
+                c->o->drop_on_revoke && !c->closing ? ", dropping its rows" : "");
+        if (c->o->drop_on_revoke && !c->closing && !p->schema) {
+            if ((rc = begin(c)) == TB_OK && (rc = cache_store_drop_partition(c->s, p->topic, p->partition, &e)) != TB_OK)
+                set_fatal(c, &e);
+            p->next = -1;
+            p->dirty = false;
+        }
+    }
+    if (rc == TB_OK)
+        rc = commit(c);
+    rd_kafka_error_t *ke = rd_kafka_incremental_unassign(rk, l);
+    if (ke) {
+        TB_WARN("cache", "unassign: %s", rd_kafka_error_string(ke));
+        rd_kafka_error_destroy(ke);
+    }
+    return rc;
+}
+
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *l, void *opaque)
+{
+    cache_ctx *c = opaque;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        assign(c, rk, l);
+        c->assigned_once = true;
+    } else {
+        revoke_parts(c, rk, l);
+    }
+}
+
+/* Global mode: assign every partition of every matching topic not yet assigned. */
+static tb_code scan_topics(cache_ctx *c, bool schema_only)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    tb_error e;
+    tb_code rc = TB_OK;
+    rd_kafka_resp_err_t ke = rd_kafka_metadata(c->rks, 1, NULL, &md, 10000);
+    if (ke) {
+        TB_WARN("cache", "listing topics: %s", rd_kafka_err2str(ke));
+        return TB_OK;
+    }
+    rd_kafka_topic_partition_list_t *ls = rd_kafka_topic_partition_list_new(8);
+    rd_kafka_topic_partition_list_t *lt = rd_kafka_topic_partition_list_new(8);
+    for (int i = 0; i < md->topic_cnt; i++) {
+        const rd_kafka_metadata_topic_t *t = &md->topics[i];
+        if (t->err || !wanted_topic(c, t->topic))
+            continue;
+        bool schema = is_schema_topic(c, t->topic);
+        if (schema && !c->prefix && !(c->o->topic_prefix && *c->o->topic_prefix))
+            c->prefix = strndup(t->topic, strlen(t->topic) - 7);
+        if (!schema && (schema_only || c->o->mode == CACHE_MODE_GROUP))
+            continue;
+        for (int j = 0; j < t->partition_cnt; j++) {
+            cache_part *p = part_find(c, t->topic, t->partitions[j].id, false);
+            if (p && p->assigned)
+                continue;
+            rd_kafka_topic_partition_list_add(schema ? ls : lt, t->topic, t->partitions[j].id);
+        }
+    }
+    rd_kafka_metadata_destroy(md);
+    if (ls->cnt)
+        rc = assign(c, c->rks, ls);
+    if (rc == TB_OK && lt->cnt)
+        rc = assign(c, c->rk, lt);
+    if (rc == TB_OK && (ls->cnt || lt->cnt) && c->o->mode == CACHE_MODE_GLOBAL && !schema_only)
+        c->caught_up = false;
+    rd_kafka_topic_partition_list_destroy(ls);
+    rd_kafka_topic_partition_list_destroy(lt);
+    (void)e;
+    return rc;
+}
+
+/* An incompatible schema change dropped a table: replay its topic. */
+static tb_code rewind_topic(const char *topic, void *opaque, tb_error *err)
+{
+    cache_ctx *c = opaque;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
+    for (size_t i = 0; i < c->nparts; i++) {
+        cache_part *p = &c->parts[i];
+        if (strcmp(p->topic, topic) != 0)
+            continue;
+        p->next = -1;
+        p->dirty = false;
+        if (p->assigned)
+            rd_kafka_topic_partition_list_add(l, topic, p->partition)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    }
+    tb_code rc = TB_OK;
+    if (l->cnt) {
+        rd_kafka_error_t *ke = rd_kafka_seek_partitions(c->rk, l, 10000);
+        if (ke) {
+            rc = tb_error_set(err, TB_ERR_KAFKA, true, "rewinding %s: %s", topic, rd_kafka_error_string(ke));
+            rd_kafka_error_destroy(ke);
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}
+
+/* ------------------------------------------------------------- bad input */
+
+static tb_code dlq_open(cache_ctx *c, tb_error *err)
+{
+    char errstr[512];
+    tb_buf t;
+    tb_buf_init(&t, 0);
+    if (tb_buf_printf(&t, "%s.cache.dlq", c->o->name ? c->o->name : "tributary") != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    c->dlq_topic = tb_buf_detach(&t, NULL);
+    rd_kafka_conf_t *conf = cache_kafka_conf(c->o->brokers, c->o->kafka_props, err);
+    if (!conf)
+        return err->code;
+    rd_kafka_conf_set(conf, "enable.idempotence", "true", errstr, sizeof(errstr));
+    rd_kafka_conf_set_dr_msg_cb(conf, dlq_dr_cb);
+    rd_kafka_conf_set_opaque(conf, c);
+    if (!(c->dlq = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr)))) {
+        rd_kafka_conf_destroy(conf);
+        return tb_error_set(err, TB_ERR_KAFKA, false, "DLQ producer: %s", errstr);
+    }
+    /* create the DLQ topic unless it exists (the broker may not auto-create) */
+    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(c->dlq_topic, 1, -1, errstr, sizeof(errstr));
+    rd_kafka_queue_t *q = rd_kafka_queue_new(c->dlq);
+    rd_kafka_CreateTopics(c->dlq, &nt, 1, NULL, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 15000);
+    if (ev) {
+        size_t n = 0;
+        const rd_kafka_topic_result_t **res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+        for (size_t i = 0; i < n; i++) {
+            rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
+            if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+                TB_WARN("cache", "creating %s: %s", c->dlq_topic, rd_kafka_topic_result_error_string(res[i]));
+        }
+        rd_kafka_event_destroy(ev);
+    }
+    rd_kafka_queue_destroy(q);
+    rd_kafka_NewTopic_destroy(nt);
+    return TB_OK;
+}
+
+/* A message the cache cannot apply: fail, skip (logged, counted) or copy to the DLQ. */
+static tb_code bad_message(cache_ctx *c, const rd_kafka_message_t *m, const tb_error *why)
+{
+    const char *topic = rd_kafka_topic_name(m->rkt);
+    tb_error e;
+    switch (c->o->error_policy) {
+    case CACHE_ERR_SKIP:
+        TB_WARN("cache", "%s [%d] offset %lld: skipped (cache.error.policy=skip): %s", topic, (int)m->partition,
+                (long long)m->offset, why->msg);
+        c->s->skipped++;
+        return TB_OK;
+    case CACHE_ERR_DLQ: {
+        char part[16], off[24];
+        snprintf(part, sizeof(part), "%d", (int)m->partition);
+        snprintf(off, sizeof(off), "%lld", (long long)m->offset);
+        rd_kafka_resp_err_t ke = rd_kafka_producev(
+            c->dlq, RD_KAFKA_V_TOPIC(c->dlq_topic), RD_KAFKA_V_KEY(m->key, m->key_len),
+            RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_HEADER("tributary.topic", topic, -1), RD_KAFKA_V_HEADER("tributary.partition", part, -1),
+            RD_KAFKA_V_HEADER("tributary.offset", off, -1), RD_KAFKA_V_HEADER("tributary.error", why->msg, -1),
+            RD_KAFKA_V_END);
+        if (ke) {
+            tb_error_set(&e, TB_ERR_KAFKA, true, "%s [%d] offset %lld: cannot copy to %s: %s", topic,
+                         (int)m->partition, (long long)m->offset, c->dlq_topic, rd_kafka_err2str(ke));
+            return set_fatal(c, &e);
+        }
+        c->dlq_pending++;
+        c->s->dlq++;
+        TB_WARN("cache", "%s [%d] offset %lld: copied to %s: %s", topic, (int)m->partition, (long long)m->offset,
+                c->dlq_topic, why->msg);
+        return TB_OK;
+    }
+    case CACHE_ERR_FAIL:
+    default:
+        tb_error_set(&e, TB_ERR_INVALID, false, "%s [%d] offset %lld: %s (cache.error.policy=fail)", topic,
+                     (int)m->partition, (long long)m->offset, why->msg);
+        return set_fatal(c, &e);
+    }
+}
+
+/* ------------------------------------------------------------- messages */
+
+static tb_code handle(cache_ctx *c, const rd_kafka_message_t *m, bool from_schema_consumer)
+{
+    tb_error e;
+    tb_code rc;
+    const char *topic = m->rkt ? rd_kafka_topic_name(m->rkt) : "?";
+    if (!from_schema_consumer && m->rkt && is_schema_topic(c, topic))
+        return TB_OK; /* group mode: the schema consumer reads it */
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        cache_part *p = part_find(c, topic, m->partition, false);
+        if (p && m->offset > p->next) { /* compacted-away or control records at the end */
+            if ((rc = begin(c)) != TB_OK)
+                return rc;
+            p->next = m->offset;
+            p->dirty = true;
+        }
+        return TB_OK;
+    }
+    if (m->err) {
+        TB_WARN("cache", "consumer: %s%s%s", m->rkt ? topic : "", m->rkt ? ": " : "", rd_kafka_message_errstr(m));
+        if (m->err == RD_KAFKA_RESP_ERR__FATAL)
+            return set_fatal(c, (tb_error_set(&e, TB_ERR_KAFKA, false, "consumer: %s", rd_kafka_message_errstr(m)), &e));
+        return TB_OK;
+    }
+    cache_part *p = part_find(c, topic, m->partition, false);
+    if (!p || !p->assigned)
+        return TB_OK; /* a message of a partition revoked meanwhile */
+    if (p->next >= 0 && m->offset < p->next)
+        return TB_OK; /* already applied (refetch after a seek or rebalance) */
+    if ((rc = begin(c)) != TB_OK)
+        return rc;
+    tb_error_clear(&e);
+    if (p->schema) {
+        char *prefix = strndup(topic, strlen(topic) - 7);
+        rc = prefix ? cache_apply_schema(c->s, prefix, m->key, m->key_len, m->payload, m->len, rewind_topic, c, &e)
+                    : tb_error_set(&e, TB_ERR_NOMEM, false, "out of memory");
+        free(prefix);
+    } else {
+        rc = cache_apply_msg(c->s, topic, c->o->topic_prefix && *c->o->topic_prefix ? c->o->topic_prefix : c->prefix,
+                             m->partition, m->key, m->key_len, m->payload, m->len, &e);
+    }
+    if (rc == TB_ERR_INVALID) {
+        if (c->o->error_policy == CACHE_ERR_FAIL) {
+            commit(c); /* keep what was applied before the bad message */
+            return bad_message(c, m, &e);
+        }
+        rc = bad_message(c, m, &e);
+    } else if (rc != TB_OK) {
+        tb_error_prefix(&e, "%s [%d] offset %lld: ", topic, (int)m->partition, (long long)m->offset);
+        cache_store_rollback(c->s);
+        return set_fatal(c, &e);
+    }
+    if (rc != TB_OK)
+        return rc;
+    p->next = m->offset + 1;
+    p->dirty = true;
+    c->batch_n++;
+    c->msgs++;
+    if (c->batch_n >= c->o->batch_size)
+        return commit(c);
+    return TB_OK;
+}
+
+static void progress(cache_ctx *c, bool force)
+{
+    double t = now_s();
+    if (!force && t - c->last_progress < 1.0)
+        return;
+    cache_progress pr = {0};
+    double dt = t - c->last_progress;
+    pr.messages = c->msgs;
+    pr.rows_per_s = dt > 0 ? (double)(c->msgs - c->last_msgs) / dt : 0;
+    for (size_t i = 0; i < c->nparts; i++) {
+        const cache_part *p = &c->parts[i];
+        if (p->assigned && p->high > 0 && p->high > p->next)
+            pr.remaining += p->high - (p->next > 0 ? p->next : 0);
+    }
+    pr.eta_s = pr.rows_per_s > 0 ? (double)pr.remaining / pr.rows_per_s : -1;
+    pr.caught_up = c->caught_up;
+    c->last_progress = t;
+    c->last_msgs = c->msgs;
+    if (c->o->progress)
+        c->o->progress(&pr, c->o->progress_opaque);
+    else if (t - c->last_log >= 5.0) {
+        c->last_log = t;
+        TB_INFO("cache", "%lld messages, %.0f rows/s, %lld to the start watermarks%s", (long long)pr.messages,
+                pr.rows_per_s, (long long)pr.remaining, pr.caught_up ? " (caught up)" : "");
+    }
+}
+
+/* All assigned partitions (of the given consumer, NULL = both) reached their start watermark. */
+static bool all_caught_up(const cache_ctx *c, int which)
+{
+    for (size_t i = 0; i < c->nparts; i++) {
+        const cache_part *p = &c->parts[i];
+        if (!p->assigned || (which == 1 && !p->schema))
+            continue;
+        if (p->high > 0 && p->next < p->high)
+            return false;
+    }
+    return true;
+}
+
+static tb_code check_caught_up(cache_ctx *c)
+{
+    tb_error e;
+    if (c->caught_up || !c->assigned_once || !all_caught_up(c, 0))
+        return TB_OK;
+    tb_code rc;
+    if ((rc = begin(c)) != TB_OK)
+        return rc;
+    if (cache_store_put_state(c->s, "caught_up", 1, &e) != TB_OK ||
+        cache_store_put_state(c->s, "caught_up_at", wall_ms(), &e) != TB_OK)
+        return set_fatal(c, &e);
+    if ((rc = commit(c)) != TB_OK)
+        return rc;
+    c->caught_up = true;
+    TB_INFO("cache", "caught up with the high watermarks recorded at start: %lld messages applied in this run",
+            (long long)c->msgs);
+    progress(c, true);
+    return TB_OK;
+}
+
+/* ------------------------------------------------------------- the run */
+
+void cache_opts_init(cache_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->batch_size = 5000;
+    o->metadata_refresh_ms = 5000;
+    o->name = "tributary";
+}
+
+static rd_kafka_t *new_consumer(cache_ctx *c, const char *group, bool group_mode, tb_error *err)
+{
+    char errstr[512], refresh[24];
+    rd_kafka_conf_t *conf = cache_kafka_conf(c->o->brokers, c->o->kafka_props, err);
+    if (!conf)
+        return NULL;
+    snprintf(refresh, sizeof(refresh), "%d", c->o->metadata_refresh_ms > 0 ? c->o->metadata_refresh_ms : 5000);
+    const char *kv[] = {"group.id", group, "enable.auto.commit", "false", "enable.auto.offset.store", "false",
+                        "enable.partition.eof", "true", "auto.offset.reset", "earliest",
+                        "topic.metadata.refresh.interval.ms", refresh,
+                        group_mode ? "partition.assignment.strategy" : NULL, "cooperative-sticky", NULL};
+    for (size_t i = 0; kv[i]; i += 2)
+        if (rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) {
+            rd_kafka_conf_destroy(conf);
+            tb_error_set(err, TB_ERR_CONFIG, false, "kafka configuration: %s", errstr);
+            return NULL;
+        }
+    if (group_mode)
+        rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
+    rd_kafka_conf_set_opaque(conf, c);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        rd_kafka_conf_destroy(conf);
+        tb_error_set(err, TB_ERR_KAFKA, false, "kafka consumer: %s", errstr);
+    }
+    return rk;
+}
+
+static bool stopping(const cache_ctx *c)
+{
+    return c->failed || (c->o->stop && *c->o->stop);
+}
+
+static tb_code poll_one(cache_ctx *c, rd_kafka_t *rk, int timeout_ms, bool schema, bool *got)
+{
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, timeout_ms);
+    *got = m != NULL;
+    if (!m)
+        return TB_OK;
+    tb_code rc = handle(c, m, schema);
+    rd_kafka_message_destroy(m);
+    return rc;
+}
+
+static tb_code run_loop(cache_ctx *c, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    bool got;
+    /* phase 1: every table descriptor, before any row */
+    scan_topics(c, true);
+    while (!stopping(c) && !all_caught_up(c, 1)) {
+        poll_one(c, c->rks, 200, true, &got);
+        if (!got)
+            commit(c);
+    }
+    commit(c);
+    if (stopping(c))
+        goto out;
+    /* phase 2: the table topics */
+    if (c->o->mode == CACHE_MODE_GROUP) {
+        tb_buf pat;
+        tb_buf_init(&pat, 0);
+        rc = c->o->topics[0] == '^' ? tb_buf_puts(&pat, c->o->topics) : tb_buf_printf(&pat, "^.*%s", c->o->topics);
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, tb_buf_cstr(&pat), RD_KAFKA_PARTITION_UA);
+        rd_kafka_resp_err_t ke = rc == TB_OK ? rd_kafka_subscribe(c->rk, l) : RD_KAFKA_RESP_ERR__INVALID_ARG;
+        rd_kafka_topic_partition_list_destroy(l);
+        tb_buf_free(&pat);
+        if (ke) {
+            rc = tb_error_set(err, TB_ERR_KAFKA, false, "subscribe to %s: %s", c->o->topics, rd_kafka_err2str(ke));
+            goto out;
+        }
+        TB_INFO("cache", "joined consumer group %s for topics %s", c->o->group_id, c->o->topics);
+    } else {
+        scan_topics(c, false);
+        c->assigned_once = true;
+    }
+    c->last_meta = now_s();
+    while (!stopping(c)) {
+        for (int i = 0; i < 1000 && !stopping(c); i++) {
+            poll_one(c, c->rks, 0, true, &got);
+            if (!got)
+                break;
+        }
+        poll_one(c, c->rk, 100, false, &got);
+        double t = now_s();
+        if (c->s->in_tx && (!got || t - c->batch_t0 >= 1.0))
+            commit(c);
+        if (c->o->mode == CACHE_MODE_GLOBAL && t - c->last_meta >= c->o->metadata_refresh_ms / 1000.0) {
+            c->last_meta = t;
+            scan_topics(c, false);
+        }
+        if (!c->s->in_tx)
+            check_caught_up(c);
+        if (c->caught_up && c->o->until_caught_up)
+            break;
+        progress(c, false);
+    }
+    commit(c);
+out:
+    if (c->failed) {
+        if (err)
+            *err = c->fatal;
+        return c->fatal.code;
+    }
+    return rc;
+}
+
+tb_code cache_run(const cache_opts *o, tb_error *err)
+{
+    cache_ctx c;
+    tb_code rc;
+    tb_buf gid;
+    memset(&c, 0, sizeof(c));
+    c.o = o;
+    tb_buf_init(&gid, 0);
+    if (!o->db_path || !o->topics)
+        return tb_error_set(err, TB_ERR_CONFIG, false, "the cache needs a file (--db, cache.path) and a topic regex "
+                                                       "(--topics, cache.topics)");
+    if (regcomp(&c.re, o->topics, REG_EXTENDED | REG_NOSUB) != 0)
+        return tb_error_set(err, TB_ERR_CONFIG, false, "bad topic regex %s", o->topics);
+    c.re_ok = true;
+    if ((rc = cache_store_open(o->db_path, false, &c.s, err)) != TB_OK)
+        goto out;
+    if (tb_buf_printf(&gid, "%s-cache-assign-%ld", o->name ? o->name : "tributary", (long)getpid()) != TB_OK) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    if (!(c.rks = new_consumer(&c, tb_buf_cstr(&gid), false, err))) {
+        rc = err ? err->code : TB_ERR_KAFKA;
+        goto out;
+    }
+    if (o->mode == CACHE_MODE_GROUP) {
+        tb_buf g;
+        tb_buf_init(&g, 0);
+        if (!o->group_id)
+            tb_buf_printf(&g, "%s-cache", o->name ? o->name : "tributary");
+        c.rk = new_consumer(&c, o->group_id ? o->group_id : tb_buf_cstr(&g), true, err);
+        tb_buf_free(&g);
+    } else {
+        c.rk = new_consumer(&c, tb_buf_cstr(&gid), false, err);
+    }
+    if (!c.rk) {
+        rc = err ? err->code : TB_ERR_KAFKA;
+        goto out;
+    }
+    if (o->error_policy == CACHE_ERR_DLQ && (rc = dlq_open(&c, err)) != TB_OK)
+        goto out;
+    c.last_progress = c.last_log = now_s();
+    c.caught_up = false;
+    rc = run_loop(&c, err);
+    if (c.s && c.s->in_tx)
+        cache_store_rollback(c.s);
+out:
+    c.closing = true;
+    if (c.rk) {
+        rd_kafka_consumer_close(c.rk);
+        if (c.s && c.s->in_tx && !c.failed)
+            commit(&c);
+        rd_kafka_destroy(c.rk);
+    }
+    if (c.rks) {
+        rd_kafka_consumer_close(c.rks);
+        rd_kafka_destroy(c.rks);
+    }
+    if (c.dlq) {
+        rd_kafka_flush(c.dlq, 10000);
+        rd_kafka_destroy(c.dlq);
+    }
+    if (c.re_ok)
+        regfree(&c.re);
+    for (size_t i = 0; i < c.nparts; i++)
+        free(c.parts[i].topic);
+    free(c.parts);
+    free(c.prefix);
+    free(c.dlq_topic);
+    cache_store_close(c.s);
+    tb_buf_free(&gid);
+    return rc;
+}

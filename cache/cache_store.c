@@ -1,0 +1,430 @@
+/*
+ * cache_store: the SQLite side of the table cache (file layout in cache_int.h).
+ * All SQL uses bound parameters and quoted identifiers; sqlite3 result codes
+ * are translated into tb_code here (sqlite_fail).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache_int.h"
+#include "tb_log.h"
+
+static const char *const META_SQL =
+    "CREATE TABLE IF NOT EXISTS _tributary_tables(tbl TEXT PRIMARY KEY, topic TEXT, inferred INTEGER NOT NULL,"
+    " version INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE IF NOT EXISTS _tributary_columns(tbl TEXT NOT NULL, ord INTEGER NOT NULL, name TEXT NOT NULL,"
+    " type TEXT NOT NULL, cls INTEGER NOT NULL, pk INTEGER NOT NULL, PRIMARY KEY(tbl, ord));"
+    "CREATE TABLE IF NOT EXISTS _tributary_offsets(topic TEXT NOT NULL, partition INTEGER NOT NULL,"
+    " next_offset INTEGER NOT NULL, high_watermark INTEGER NOT NULL DEFAULT -1, PRIMARY KEY(topic, partition));"
+    "CREATE TABLE IF NOT EXISTS _tributary_state(key TEXT PRIMARY KEY, value INTEGER);";
+
+static tb_code sqlite_fail(cache_store *s, const char *what, tb_error *err)
+{
+    return tb_error_set(err, TB_ERR_IO, false, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+}
+
+tb_code cache_exec(cache_store *s, const char *sql, tb_error *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        tb_error_set(err, TB_ERR_IO, false, "%s: %s", s->path, msg ? msg : "SQL error");
+        sqlite3_free(msg);
+        return TB_ERR_IO;
+    }
+    return TB_OK;
+}
+
+tb_code cache_quote_ident(tb_buf *b, const char *name)
+{
+    tb_code rc = tb_buf_putc(b, '"');
+    for (const char *p = name; rc == TB_OK && *p; p++)
+        rc = *p == '"' ? tb_buf_puts(b, "\"\"") : tb_buf_putc(b, *p);
+    return rc == TB_OK ? tb_buf_putc(b, '"') : rc;
+}
+
+void cache_table_free(cache_table *t)
+{
+    if (!t)
+        return;
+    for (int i = 0; i < CACHE_STMT_SLOTS; i++) {
+        sqlite3_finalize(t->up[i].st);
+        free(t->up[i].mask);
+    }
+    sqlite3_finalize(t->del);
+    sqlite3_finalize(t->del_part);
+    for (size_t i = 0; i < t->ncols; i++) {
+        free(t->cols[i].name);
+        free(t->cols[i].type);
+    }
+    free(t->cols);
+    free(t->pk);
+    free(t->name);
+    free(t->topic);
+    free(t);
+}
+
+static void table_reset_stmts(cache_table *t)
+{
+    for (int i = 0; i < CACHE_STMT_SLOTS; i++) {
+        sqlite3_finalize(t->up[i].st);
+        free(t->up[i].mask);
+        t->up[i].st = NULL;
+        t->up[i].mask = NULL;
+    }
+    sqlite3_finalize(t->del);
+    sqlite3_finalize(t->del_part);
+    t->del = t->del_part = NULL;
+}
+
+static tb_code load_tables(cache_store *s, tb_error *err)
+{
+    sqlite3_stmt *st = NULL, *sc = NULL;
+    tb_code rc = TB_OK;
+    if (sqlite3_prepare_v2(s->db, "SELECT tbl, topic, inferred, version FROM _tributary_tables ORDER BY tbl", -1, &st,
+                           NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db, "SELECT name, type, cls, pk FROM _tributary_columns WHERE tbl=?1 ORDER BY ord", -1,
+                           &sc, NULL) != SQLITE_OK) {
+        rc = sqlite_fail(s, "reading table definitions", err);
+        goto out;
+    }
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        cache_table *t = calloc(1, sizeof(*t));
+        cache_table **nt = realloc(s->tables, (s->ntables + 1) * sizeof(*nt));
+        if (!t || !nt) {
+            free(t);
+            if (nt)
+                s->tables = nt;
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        s->tables = nt;
+        s->tables[s->ntables++] = t;
+        t->name = strdup((const char *)sqlite3_column_text(st, 0));
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL)
+            t->topic = strdup((const char *)sqlite3_column_text(st, 1));
+        t->inferred = sqlite3_column_int(st, 2) != 0;
+        t->version = sqlite3_column_int64(st, 3);
+        sqlite3_reset(sc);
+        sqlite3_bind_text(sc, 1, t->name, -1, SQLITE_STATIC);
+        while (sqlite3_step(sc) == SQLITE_ROW) {
+            cache_col *nc = realloc(t->cols, (t->ncols + 1) * sizeof(*nc));
+            if (!nc) {
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+                goto out;
+            }
+            t->cols = nc;
+            cache_col *c = &t->cols[t->ncols++];
+            c->name = strdup((const char *)sqlite3_column_text(sc, 0));
+            c->type = strdup((const char *)sqlite3_column_text(sc, 1));
+            c->cls = (cache_class)sqlite3_column_int(sc, 2);
+            c->pk = sqlite3_column_int(sc, 3);
+            if (c->pk > 0)
+                t->npk++;
+        }
+        t->pk = calloc(t->npk ? t->npk : 1, sizeof(size_t));
+        for (size_t i = 0; t->pk && i < t->ncols; i++)
+            if (t->cols[i].pk > 0 && (size_t)t->cols[i].pk <= t->npk)
+                t->pk[t->cols[i].pk - 1] = i;
+    }
+out:
+    sqlite3_finalize(st);
+    sqlite3_finalize(sc);
+    return rc;
+}
+
+tb_code cache_store_open(const char *path, bool readonly, cache_store **out, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    cache_store *s = calloc(1, sizeof(*s));
+    *out = NULL;
+    if (!s || !(s->path = strdup(path))) {
+        free(s);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    tb_buf_init(&s->scratch, 0);
+    tb_buf_init(&s->sql, 0);
+    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
+        rc = sqlite_fail(s, "cannot open the cache file", err);
+        goto out;
+    }
+    sqlite3_busy_timeout(s->db, 5000);
+    if (!readonly) {
+        if ((rc = cache_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", err)) != TB_OK ||
+            (rc = cache_exec(s, META_SQL, err)) != TB_OK)
+            goto out;
+        if (sqlite3_prepare_v2(s->db,
+                               "INSERT INTO _tributary_offsets(topic, partition, next_offset, high_watermark)"
+                               " VALUES(?1,?2,?3,?4) ON CONFLICT(topic, partition) DO UPDATE SET"
+                               " next_offset=excluded.next_offset,"
+                               " high_watermark=CASE WHEN excluded.high_watermark>=0 THEN excluded.high_watermark"
+                               " ELSE high_watermark END",
+                               -1, &s->st_offset, NULL) != SQLITE_OK ||
+            sqlite3_prepare_v2(s->db,
+                               "INSERT INTO _tributary_state(key, value) VALUES(?1,?2)"
+                               " ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                               -1, &s->st_state, NULL) != SQLITE_OK) {
+            rc = sqlite_fail(s, "preparing statements", err);
+            goto out;
+        }
+    }
+    if ((rc = load_tables(s, err)) != TB_OK)
+        goto out;
+    s->applied = cache_store_get_state(s, "applied", 0);
+    s->skipped = cache_store_get_state(s, "skipped", 0);
+    s->dlq = cache_store_get_state(s, "dlq", 0);
+out:
+    if (rc != TB_OK)
+        cache_store_close(s);
+    else
+        *out = s;
+    return rc;
+}
+
+void cache_store_close(cache_store *s)
+{
+    if (!s)
+        return;
+    if (s->in_tx)
+        cache_store_rollback(s);
+    for (size_t i = 0; i < s->ntables; i++)
+        cache_table_free(s->tables[i]);
+    free(s->tables);
+    sqlite3_finalize(s->st_offset);
+    sqlite3_finalize(s->st_state);
+    sqlite3_close(s->db);
+    tb_buf_free(&s->scratch);
+    tb_buf_free(&s->sql);
+    free(s->present);
+    free(s->vals);
+    free(s->path);
+    free(s);
+}
+
+tb_code cache_store_begin(cache_store *s, tb_error *err)
+{
+    if (s->in_tx)
+        return TB_OK;
+    tb_code rc = cache_exec(s, "BEGIN IMMEDIATE", err);
+    s->in_tx = rc == TB_OK;
+    return rc;
+}
+
+tb_code cache_store_commit(cache_store *s, tb_error *err)
+{
+    if (!s->in_tx)
+        return TB_OK;
+    tb_code rc;
+    if ((rc = cache_store_put_state(s, "applied", s->applied, err)) != TB_OK ||
+        (rc = cache_store_put_state(s, "skipped", s->skipped, err)) != TB_OK ||
+        (rc = cache_store_put_state(s, "dlq", s->dlq, err)) != TB_OK ||
+        (rc = cache_exec(s, "COMMIT", err)) != TB_OK)
+        return rc;
+    s->in_tx = false;
+    return TB_OK;
+}
+
+void cache_store_rollback(cache_store *s)
+{
+    if (s->in_tx) {
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        s->in_tx = false;
+        s->applied = cache_store_get_state(s, "applied", 0);
+        s->skipped = cache_store_get_state(s, "skipped", 0);
+        s->dlq = cache_store_get_state(s, "dlq", 0);
+    }
+}
+
+cache_table *cache_store_find(cache_store *s, const char *name)
+{
+    for (size_t i = 0; i < s->ntables; i++)
+        if (strcmp(s->tables[i]->name, name) == 0)
+            return s->tables[i];
+    return NULL;
+}
+
+cache_table *cache_store_find_topic(cache_store *s, const char *topic)
+{
+    if (s->last_hit && s->last_hit->topic && strcmp(s->last_hit->topic, topic) == 0)
+        return s->last_hit;
+    for (size_t i = 0; i < s->ntables; i++)
+        if (s->tables[i]->topic && strcmp(s->tables[i]->topic, topic) == 0)
+            return s->last_hit = s->tables[i];
+    return NULL;
+}
+
+static tb_code save_column(cache_store *s, cache_table *t, size_t i, tb_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    tb_code rc = TB_OK;
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT OR REPLACE INTO _tributary_columns(tbl, ord, name, type, cls, pk)"
+                           " VALUES(?1,?2,?3,?4,?5,?6)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return sqlite_fail(s, "saving a column definition", err);
+    sqlite3_bind_text(st, 1, t->name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+    sqlite3_bind_text(st, 3, t->cols[i].name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, t->cols[i].type ? t->cols[i].type : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 5, (int)t->cols[i].cls);
+    sqlite3_bind_int(st, 6, t->cols[i].pk);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = sqlite_fail(s, "saving a column definition", err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static tb_code save_table(cache_store *s, cache_table *t, tb_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    tb_code rc = TB_OK;
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT OR REPLACE INTO _tributary_tables(tbl, topic, inferred, version) VALUES(?1,?2,?3,?4)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return sqlite_fail(s, "saving a table definition", err);
+    sqlite3_bind_text(st, 1, t->name, -1, SQLITE_STATIC);
+    if (t->topic)
+        sqlite3_bind_text(st, 2, t->topic, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 3, t->inferred);
+    sqlite3_bind_int64(st, 4, t->version);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = sqlite_fail(s, "saving a table definition", err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+tb_code cache_store_set_topic(cache_store *s, cache_table *t, const char *topic, tb_error *err)
+{
+    char *dup = strdup(topic);
+    if (!dup)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    free(t->topic);
+    t->topic = dup;
+    s->last_hit = NULL;
+    return save_table(s, t, err);
+}
+
+tb_code cache_store_create(cache_store *s, cache_table *t, tb_error *err)
+{
+    tb_code rc;
+    tb_buf *q = &s->sql;
+    tb_buf_reset(q);
+    rc = tb_buf_puts(q, "CREATE TABLE ");
+    rc = rc ? rc : cache_quote_ident(q, t->name);
+    rc = rc ? rc : tb_buf_putc(q, '(');
+    for (size_t i = 0; rc == TB_OK && i < t->ncols; i++) {
+        rc = cache_quote_ident(q, t->cols[i].name);
+        const char *decl = cache_class_decl(t->cols[i].cls);
+        if (rc == TB_OK && *decl)
+            rc = tb_buf_printf(q, " %s", decl);
+        rc = rc ? rc : tb_buf_puts(q, ", ");
+    }
+    rc = rc ? rc : tb_buf_puts(q, "\"_partition\" INTEGER, PRIMARY KEY(");
+    for (size_t k = 0; rc == TB_OK && k < t->npk; k++) {
+        if (k)
+            rc = tb_buf_putc(q, ',');
+        rc = rc ? rc : cache_quote_ident(q, t->cols[t->pk[k]].name);
+    }
+    rc = rc ? rc : tb_buf_puts(q, "))");
+    if (rc != TB_OK) {
+        cache_table_free(t);
+        return tb_error_set(err, rc, false, "table \"%s\": building its definition", t->name);
+    }
+    cache_table **nt = realloc(s->tables, (s->ntables + 1) * sizeof(*nt));
+    if (!nt) {
+        cache_table_free(t);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    s->tables = nt;
+    s->tables[s->ntables++] = t;
+    if ((rc = cache_exec(s, tb_buf_cstr(q), err)) != TB_OK)
+        return tb_error_prefix(err, "table \"%s\": ", t->name);
+    if ((rc = save_table(s, t, err)) != TB_OK)
+        return rc;
+    for (size_t i = 0; rc == TB_OK && i < t->ncols; i++)
+        rc = save_column(s, t, i, err);
+    return rc;
+}
+
+static tb_code exec_bound_name(cache_store *s, const char *sql, const char *name, tb_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    tb_code rc = TB_OK;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return sqlite_fail(s, sql, err);
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = sqlite_fail(s, sql, err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+tb_code cache_store_drop(cache_store *s, cache_table *t, tb_error *err)
+{
+    tb_code rc;
+    table_reset_stmts(t);
+    tb_buf_reset(&s->sql);
+    if ((rc = tb_buf_puts(&s->sql, "DROP TABLE IF EXISTS ")) != TB_OK ||
+        (rc = cache_quote_ident(&s->sql, t->name)) != TB_OK)
+        return tb_error_set(err, rc, false, "out of memory");
+    if ((rc = cache_exec(s, tb_buf_cstr(&s->sql), err)) != TB_OK ||
+        (rc = exec_bound_name(s, "DELETE FROM _tributary_tables WHERE tbl=?1", t->name, err)) != TB_OK ||
+        (rc = exec_bound_name(s, "DELETE FROM _tributary_columns WHERE tbl=?1", t->name, err)) != TB_OK)
+        return rc;
+    for (size_t i = 0; i < s->ntables; i++)
+        if (s->tables[i] == t) {
+            s->tables[i] = s->tables[--s->ntables];
+            break;
+        }
+    if (s->last_hit == t)
+        s->last_hit = NULL;
+    cache_table_free(t);
+    return TB_OK;
+}
+
+tb_code cache_store_add_column(cache_store *s, cache_table *t, const char *name, const char *type,
+                               cache_class cls, tb_error *err)
+{
+    tb_code rc;
+    cache_col *nc = realloc(t->cols, (t->ncols + 1) * sizeof(*nc));
+    if (!nc)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    t->cols = nc;
+    cache_col *c = &t->cols[t->ncols];
+    memset(c, 0, sizeof(*c));
+    c->name = strdup(name);
+    c->type = strdup(type ? type : "");
+    c->cls = cls;
+    if (!c->name || !c->type) {
+        free(c->name);
+        free(c->type);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    t->ncols++;
+    table_reset_stmts(t);
+    tb_buf_reset(&s->sql);
+    rc = tb_buf_puts(&s->sql, "ALTER TABLE ");
+    rc = rc ? rc : cache_quote_ident(&s->sql, t->name);
+    rc = rc ? rc : tb_buf_puts(&s->sql, " ADD COLUMN ");
+    rc = rc ? rc : cache_quote_ident(&s->sql, name);
+    if (rc == TB_OK && *cache_class_decl(cls))
+        rc = tb_buf_printf(&s->sql, " %s", cache_class_decl(cls));
+    if (rc != TB_OK)
+        return tb_error_set(err, rc, false, "out of memory");
+    if ((rc = cache_exec(s, tb_buf_cstr(&s->sql), err)) != TB_OK)
+        return tb_error_prefix(err, "table \"%s\": adding column \"%s\": ", t->name, name);
+    TB_INFO("cache", "table \"%s\": added column \"%s\" %s", t->name, name, *c->type ? c->type : "(untyped)");
+    return save_column(s, t, t->ncols - 1, err);
+}
+
+tb_code cache_store_update_column(cache_store *s, cache_table *t, size_t i, const char *type,
+                                  cache_class cls, tb_error *err)
+{
+    char *dup = strdup(type ? type : "");
+    if (!dup)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    free(t->cols[i].type);
+    t->cols[i].type = dup;
+    t->cols[i].cls = cls;
+    return save_column(s, t, i, err);
+}
