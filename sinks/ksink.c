@@ -1,0 +1,781 @@
+/*
+ * ksink: the producer, the in-flight transaction tracker and commits.
+ * The contract is in ksink.h; topics in ksink_admin.c, the offsets store in
+ * ksink_offsets.c, librdkafka configuration in ksink_conf.c.
+ *
+ * IN-FLIGHT TRACKER
+ *  ring[] holds the source transactions that are not committable yet, oldest
+ *  first; transaction sequence numbers are consecutive, so the slot of seq s
+ *  is ring[(head + s - head_seq) % cap]. Each message's delivery opaque is
+ *  its transaction's seq (0 = offsets record, not tracked). The delivery
+ *  callback decrements `pending`; ksink_advance() pops closed transactions
+ *  with pending == 0 from the head and moves their position into
+ *  `committable`. A failed delivery leaves pending raised forever, so the
+ *  position cannot pass it, and records the error for the next call.
+ *  After an aborted Kafka transaction (exactly_once) reports for sequence
+ *  numbers below `valid_seq` are ignored.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evt_json.h"
+#include "ksink.h"
+#include "ksink_int.h"
+#include "tb_log.h"
+
+#define KSINK_OPAQUE_OFFSETS 0
+#define KSINK_KEY_SHOW 200 /* bytes of a key quoted in messages */
+
+typedef struct ksink_tx {
+    uint64_t seq;
+    int64_t pending;
+    bool closed;
+    tb_position pos;
+} ksink_tx;
+
+typedef struct ksink_table {
+    char *db, *table;        /* hash key; NULL = empty slot */
+    char *topic;
+    rd_kafka_topic_t *rkt;
+    evt_table *last;         /* reference to the descriptor last seen */
+    bool announced;
+    uint32_t version;        /* schema version announced */
+} ksink_table;
+
+typedef enum { KSINK_OVERSIZE_FAIL, KSINK_OVERSIZE_DLQ, KSINK_OVERSIZE_SKIP } ksink_oversize;
+
+typedef struct ksink_aux_topic {
+    char *name;
+    rd_kafka_topic_t *rkt;
+    bool ensured;
+} ksink_aux_topic;
+
+struct ksink {
+    const cfg *c;
+    rd_kafka_t *rk;
+    evt_codec_opts copts;
+    evt_rendered r;
+    tb_buf scratch, scratch2;
+
+    ksink_table *tabs;       /* open addressing, cap power of two */
+    size_t ntabs, tabcap;
+    ksink_table *last_tab;
+
+    ksink_aux_topic schema, offsets, dlq;
+    tb_buf offsets_key;
+
+    ksink_tx *ring;
+    size_t cap, head, count;
+    uint64_t head_seq, next_seq, valid_seq;
+
+    tb_position committable; /* newest fully acknowledged (non-EOS) / committed (EOS) */
+    tb_position committed;   /* last written to the offsets store */
+    bool committed_valid;
+
+    bool failed;             /* set by callbacks */
+    tb_error fail_err;
+
+    ksink_oversize oversize;
+    long max_bytes;
+    bool eos, in_txn, file_storage;
+    int64_t commit_interval_ms, last_commit_ms;
+    uint64_t offs_sent, offs_acked;
+    ksink_stats st;
+};
+
+/* ------------------------------------------------------------ callbacks */
+
+/* Delivery report: O(1), only counts and records (STYLE 5). */
+static void ksink_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    ksink *ks = opaque;
+    uint64_t seq = (uint64_t)(uintptr_t)m->_private;
+    if (seq != KSINK_OPAQUE_OFFSETS && seq < ks->valid_seq)
+        return; /* from an aborted Kafka transaction */
+    if (m->err) {
+        if (!ks->failed) {
+            ks->failed = true;
+            int klen = m->key_len > KSINK_KEY_SHOW ? KSINK_KEY_SHOW : (int)m->key_len;
+            tb_error_set(&ks->fail_err, TB_ERR_KAFKA, false,
+                         "delivery to topic %s failed for key %.*s%s: %s (%s); the position stays before it",
+                         rd_kafka_topic_name(m->rkt), klen, m->key ? (const char *)m->key : "",
+                         (size_t)klen < m->key_len ? "..." : "", rd_kafka_err2str(m->err),
+                         rd_kafka_err2name(m->err));
+        }
+        return;
+    }
+    ks->st.acked++;
+    if (seq == KSINK_OPAQUE_OFFSETS) {
+        ks->offs_acked++;
+        return;
+    }
+    if (seq >= ks->head_seq && seq - ks->head_seq < ks->count)
+        ks->ring[(ks->head + (seq - ks->head_seq)) % ks->cap].pending--;
+}
+
+static void ksink_error_cb(rd_kafka_t *rk, int rerr, const char *reason, void *opaque)
+{
+    ksink *ks = opaque;
+    if (rerr == RD_KAFKA_RESP_ERR__FATAL) {
+        char buf[512];
+        rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof(buf));
+        if (!ks->failed) {
+            ks->failed = true;
+            tb_error_set(&ks->fail_err, TB_ERR_KAFKA, false, "fatal producer error: %s (%s)", buf,
+                         rd_kafka_err2name(orig));
+        }
+        return;
+    }
+    TB_WARN("ksink", "%s (%s)", reason, rd_kafka_err2name((rd_kafka_resp_err_t)rerr));
+}
+
+/* ------------------------------------------------------------ tracker */
+
+static tb_code ksink_failed(const ksink *ks, tb_error *err)
+{
+    if (!ks->failed)
+        return TB_OK;
+    if (err)
+        *err = ks->fail_err;
+    return ks->fail_err.code;
+}
+
+static ksink_tx *ksink_tail(ksink *ks)
+{
+    return ks->count ? &ks->ring[(ks->head + ks->count - 1) % ks->cap] : NULL;
+}
+
+/* The open transaction, starting one when the last one is closed. */
+static ksink_tx *ksink_cur_tx(ksink *ks, tb_error *err)
+{
+    ksink_tx *t = ksink_tail(ks);
+    if (t && !t->closed)
+        return t;
+    if (ks->count == ks->cap) {
+        size_t ncap = ks->cap ? ks->cap * 2 : 1024;
+        ksink_tx *nr = malloc(ncap * sizeof(*nr));
+        if (!nr) {
+            tb_error_set(err, TB_ERR_NOMEM, false, "in-flight tracker: out of memory (%zu transactions)", ks->count);
+            return NULL;
+        }
+        for (size_t i = 0; i < ks->count; i++)
+            nr[i] = ks->ring[(ks->head + i) % ks->cap];
+        free(ks->ring);
+        ks->ring = nr;
+        ks->cap = ncap;
+        ks->head = 0;
+    }
+    if (ks->count == 0)
+        ks->head_seq = ks->next_seq;
+    t = &ks->ring[(ks->head + ks->count) % ks->cap];
+    ks->count++;
+    t->seq = ks->next_seq++;
+    t->pending = 0;
+    t->closed = false;
+    tb_position_init(&t->pos);
+    return t;
+}
+
+static void ksink_advance(ksink *ks)
+{
+    if (ks->eos)
+        return; /* positions move only at commit_transaction */
+    while (ks->count > 0) {
+        ksink_tx *t = &ks->ring[ks->head];
+        if (!t->closed || t->pending != 0)
+            break;
+        tb_position_free(&ks->committable);
+        ks->committable = t->pos; /* moved */
+        tb_position_init(&t->pos);
+        ks->head = (ks->head + 1) % ks->cap;
+        ks->count--;
+        ks->head_seq++;
+    }
+}
+
+static void ksink_ring_clear(ksink *ks)
+{
+    for (size_t i = 0; i < ks->count; i++)
+        tb_position_free(&ks->ring[(ks->head + i) % ks->cap].pos);
+    ks->head = ks->count = 0;
+    ks->head_seq = ks->next_seq;
+}
+
+/* ------------------------------------------------------------ topics */
+
+static uint64_t ksink_hash(const char *db, const char *table)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = db; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    h = (h ^ 0xff) * 1099511628211ULL;
+    for (const char *p = table; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    return h;
+}
+
+static ksink_table *ksink_tab_slot(ksink_table *tabs, size_t cap, const char *db, const char *table)
+{
+    size_t i = (size_t)ksink_hash(db, table) & (cap - 1);
+    while (tabs[i].db && (strcmp(tabs[i].db, db) != 0 || strcmp(tabs[i].table, table) != 0))
+        i = (i + 1) & (cap - 1);
+    return &tabs[i];
+}
+
+/* The entry of table t (found or added). */
+static ksink_table *ksink_tab_get(ksink *ks, evt_table *t, tb_error *err)
+{
+    if (ks->last_tab && ks->last_tab->last == t)
+        return ks->last_tab;
+    const char *db = evt_table_db(t), *name = evt_table_name(t);
+    if ((ks->ntabs + 1) * 2 > ks->tabcap) {
+        size_t ncap = ks->tabcap ? ks->tabcap * 2 : 64;
+        ksink_table *nt = calloc(ncap, sizeof(*nt));
+        if (!nt) {
+            tb_error_set(err, TB_ERR_NOMEM, false, "table %s.%s: out of memory", db, name);
+            return NULL;
+        }
+        for (size_t i = 0; i < ks->tabcap; i++)
+            if (ks->tabs[i].db)
+                *ksink_tab_slot(nt, ncap, ks->tabs[i].db, ks->tabs[i].table) = ks->tabs[i];
+        free(ks->tabs);
+        ks->tabs = nt;
+        ks->tabcap = ncap;
+    }
+    ksink_table *e = ksink_tab_slot(ks->tabs, ks->tabcap, db, name);
+    if (!e->db) {
+        e->db = strdup(db);
+        e->table = strdup(name);
+        if (!e->db || !e->table) {
+            free(e->db);
+            free(e->table);
+            e->db = e->table = NULL;
+            tb_error_set(err, TB_ERR_NOMEM, false, "table %s.%s: out of memory", db, name);
+            return NULL;
+        }
+        ks->ntabs++;
+    }
+    ks->last_tab = e;
+    return e;
+}
+
+static tb_code ksink_aux_ensure(ksink *ks, ksink_aux_topic *a, int partitions, bool compact, tb_error *err)
+{
+    tb_code rc;
+    if (a->ensured)
+        return TB_OK;
+    if ((rc = ksink_topic_ensure(ks->rk, ks->c, a->name, partitions, compact, err)) != TB_OK)
+        return rc;
+    if (!a->rkt && !(a->rkt = rd_kafka_topic_new(ks->rk, a->name, NULL)))
+        return ksink_kafka_error(err, rd_kafka_last_error(), "topic %s", a->name);
+    a->ensured = true;
+    return TB_OK;
+}
+
+/* ------------------------------------------------------------ produce */
+
+/* Hand one message to librdkafka, polling while the queue is full. */
+static tb_code ksink_produce(ksink *ks, rd_kafka_topic_t *rkt, int32_t partition, const char *key, size_t klen,
+                             const char *value, size_t vlen, uint64_t seq, tb_error *err)
+{
+    for (;;) {
+        rd_kafka_resp_err_t rerr = rd_kafka_producev(
+            ks->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(partition),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_VALUE((void *)value, vlen),
+            RD_KAFKA_V_OPAQUE((void *)(uintptr_t)seq), RD_KAFKA_V_END);
+        if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR)
+            break;
+        if (rerr != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            return ksink_kafka_error(err, rerr, "produce to topic %s, key %.*s", rd_kafka_topic_name(rkt),
+                                     (int)(klen > KSINK_KEY_SHOW ? KSINK_KEY_SHOW : klen), key);
+        rd_kafka_poll(ks->rk, 10); /* backpressure: serve delivery reports, never drop */
+        ksink_advance(ks);
+        if (ks->failed)
+            return ksink_failed(ks, err);
+    }
+    ks->st.messages++;
+    ks->st.bytes += klen + vlen;
+    return TB_OK;
+}
+
+static tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_t klen,
+                                     const char *value, size_t vlen, tb_error *err)
+{
+    ksink_tx *t = ksink_cur_tx(ks, err);
+    if (!t)
+        return TB_ERR_NOMEM;
+    uint64_t seq = t->seq;
+    tb_code rc = ksink_produce(ks, rkt, RD_KAFKA_PARTITION_UA, key, klen, value, vlen, seq, err);
+    if (rc == TB_OK) /* the ring may have moved while polling: find the slot again */
+        ks->ring[(ks->head + (seq - ks->head_seq)) % ks->cap].pending++;
+    return rc;
+}
+
+static tb_code ksink_announce(ksink *ks, ksink_table *te, evt_table *t, tb_error *err)
+{
+    tb_code rc;
+    if ((rc = ksink_aux_ensure(ks, &ks->schema, 0, true, err)) != TB_OK)
+        return rc;
+    tb_buf_reset(&ks->scratch);
+    tb_buf_reset(&ks->scratch2);
+    if ((rc = evt_json_schema_key(t, &ks->scratch)) != TB_OK || (rc = evt_json_schema_value(t, &ks->scratch2)) != TB_OK)
+        return tb_error_set(err, rc, false, "schema record of %s.%s: cannot encode", evt_table_db(t),
+                            evt_table_name(t));
+    if ((rc = ksink_produce_tracked(ks, ks->schema.rkt, ks->scratch.data, ks->scratch.len, ks->scratch2.data,
+                                    ks->scratch2.len, err)) != TB_OK)
+        return rc;
+    te->announced = true;
+    te->version = evt_table_version(t);
+    TB_INFO("ksink", "schema of %s.%s version %" PRIu32 " written to %s", evt_table_db(t), evt_table_name(t),
+            te->version, ks->schema.name);
+    return TB_OK;
+}
+
+/* Topic and schema record of the event's table, when needed. */
+static tb_code ksink_prepare_table(ksink *ks, evt_table *t, ksink_table **out, tb_error *err)
+{
+    tb_code rc;
+    ksink_table *te = ksink_tab_get(ks, t, err);
+    if (!te)
+        return TB_ERR_NOMEM;
+    if (te->last == t) {
+        *out = te;
+        return TB_OK;
+    }
+    if (!te->topic) {
+        tb_buf_reset(&ks->scratch);
+        if ((rc = evt_json_topic(&ks->copts, t, &ks->scratch)) != TB_OK)
+            return tb_error_set(err, rc, false, "topic name of %s.%s", evt_table_db(t), evt_table_name(t));
+        if ((rc = ksink_topic_ensure(ks->rk, ks->c, ks->scratch.data, 0, true, err)) != TB_OK)
+            return rc;
+        if (!(te->rkt = rd_kafka_topic_new(ks->rk, ks->scratch.data, NULL)))
+            return ksink_kafka_error(err, rd_kafka_last_error(), "topic %s", ks->scratch.data);
+        if (!(te->topic = strdup(ks->scratch.data)))
+            return tb_error_set(err, TB_ERR_NOMEM, false, "topic %s: out of memory", ks->scratch.data);
+    }
+    if (!te->announced || te->version != evt_table_version(t) || !te->last || !evt_table_same_shape(te->last, t))
+        if ((rc = ksink_announce(ks, te, t, err)) != TB_OK)
+            return rc;
+    evt_table_unref(te->last);
+    te->last = evt_table_ref(t);
+    *out = te;
+    return TB_OK;
+}
+
+/* A message over message.max.bytes: oversize.policy decides. */
+static tb_code ksink_oversized(ksink *ks, const evt_event *e, const char *topic, const evt_msg *m, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    size_t size = m->key_len + m->value_len;
+    tb_buf pos, rec;
+    tb_buf_init(&pos, 0);
+    tb_buf_init(&rec, 0);
+    int kshow = (int)(m->key_len > KSINK_KEY_SHOW ? KSINK_KEY_SHOW : m->key_len);
+    tb_position_format(evt_event_position(e), &pos);
+    if (ks->oversize == KSINK_OVERSIZE_FAIL) {
+        rc = tb_error_set(err, TB_ERR_INVALID, false,
+                          "message for topic %s, key %.*s at position %s is %zu bytes, over message.max.bytes=%ld "
+                          "(oversize.policy=fail; use dlq or skip, or raise kafka.message.max.bytes and the topic's "
+                          "max.message.bytes)",
+                          topic, kshow, m->key, tb_buf_cstr(&pos), size, ks->max_bytes);
+        goto out;
+    }
+    if (ks->oversize == KSINK_OVERSIZE_DLQ) {
+        if ((rc = ksink_aux_ensure(ks, &ks->dlq, 0, false, err)) != TB_OK)
+            goto out;
+        evt_jw w;
+        evt_jw_init(&w, &rec);
+        evt_jw_obj_begin(&w);
+        evt_jw_key(&w, "topic", (size_t)-1);
+        evt_jw_str(&w, topic, strlen(topic));
+        evt_jw_key(&w, "key", (size_t)-1);
+        evt_jw_json(&w, m->key, m->key_len);
+        evt_jw_key(&w, "position", (size_t)-1);
+        tb_buf_reset(&ks->scratch);
+        if (evt_position_to_json(evt_event_position(e), &ks->scratch) == TB_OK)
+            evt_jw_json(&w, ks->scratch.data, ks->scratch.len);
+        else
+            evt_jw_null(&w);
+        evt_jw_key(&w, "size", (size_t)-1);
+        evt_jw_uint(&w, size);
+        evt_jw_obj_end(&w);
+        if ((rc = evt_jw_finish(&w)) != TB_OK) {
+            rc = tb_error_set(err, rc, false, "dead-letter record for topic %s, key %.*s: cannot encode", topic,
+                              kshow, m->key);
+            goto out;
+        }
+        if (m->key_len + rec.len > (size_t)ks->max_bytes) {
+            rc = tb_error_set(err, TB_ERR_INVALID, false,
+                              "message for topic %s, key %.*s at position %s is %zu bytes and even its dead-letter "
+                              "record is over message.max.bytes=%ld",
+                              topic, kshow, m->key, tb_buf_cstr(&pos), size, ks->max_bytes);
+            goto out;
+        }
+        if ((rc = ksink_produce_tracked(ks, ks->dlq.rkt, m->key, m->key_len, rec.data, rec.len, err)) != TB_OK)
+            goto out;
+    }
+    ks->st.oversized++;
+    TB_WARN("ksink", "message for topic %s, key %.*s at position %s is %zu bytes, over message.max.bytes=%ld: %s",
+            topic, kshow, m->key, tb_buf_cstr(&pos), size, ks->max_bytes,
+            ks->oversize == KSINK_OVERSIZE_DLQ ? "written to the dead-letter topic instead" : "skipped");
+out:
+    tb_buf_free(&pos);
+    tb_buf_free(&rec);
+    return rc;
+}
+
+tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err)
+{
+    tb_code rc;
+    ksink_table *te = NULL;
+    if ((rc = ksink_failed(ks, err)) != TB_OK)
+        return rc;
+    if (evt_event_error(e))
+        return tb_error_set(err, evt_event_error(e)->code, false, "event not sent: %s", evt_event_error(e)->msg);
+    if (ks->eos && !ks->in_txn) {
+        rd_kafka_error_t *kerr = rd_kafka_begin_transaction(ks->rk);
+        if (kerr) {
+            rc = ksink_kafka_error_obj(err, kerr, "begin Kafka transaction");
+            rd_kafka_error_destroy(kerr);
+            return rc;
+        }
+        ks->in_txn = true;
+    }
+    if ((rc = ksink_prepare_table(ks, evt_event_table(e), &te, err)) != TB_OK)
+        return rc;
+    if ((rc = evt_render(&ks->copts, e, &ks->r, err)) != TB_OK)
+        return rc;
+    for (size_t i = 0; i < ks->r.n; i++) {
+        const evt_msg *m = &ks->r.msgs[i];
+        if (m->key_len + m->value_len > (size_t)ks->max_bytes) {
+            if ((rc = ksink_oversized(ks, e, te->topic, m, err)) != TB_OK)
+                return rc;
+            continue;
+        }
+        rc = ksink_produce_tracked(ks, te->rkt, m->key, m->key_len, m->value, m->value_len, err);
+        if (rc == TB_ERR_INVALID) { /* librdkafka counts framing too: same policy */
+            if ((rc = ksink_oversized(ks, e, te->topic, m, err)) != TB_OK)
+                return rc;
+        } else if (rc != TB_OK) {
+            return rc;
+        }
+    }
+    ks->st.events++;
+    return TB_OK;
+}
+
+tb_code ksink_end_tx(ksink *ks, const tb_position *pos_after_tx, tb_error *err)
+{
+    tb_code rc;
+    if ((rc = ksink_failed(ks, err)) != TB_OK)
+        return rc;
+    ksink_tx *t = ksink_cur_tx(ks, err);
+    if (!t)
+        return TB_ERR_NOMEM;
+    if ((rc = tb_position_copy(&t->pos, pos_after_tx)) != TB_OK)
+        return tb_error_set(err, rc, false, "in-flight tracker: cannot copy the position");
+    t->closed = true;
+    ksink_advance(ks);
+    return TB_OK;
+}
+
+void ksink_poll(ksink *ks, int timeout_ms)
+{
+    rd_kafka_poll(ks->rk, timeout_ms);
+    ksink_advance(ks);
+}
+
+const tb_position *ksink_committable(const ksink *ks)
+{
+    return &ks->committable;
+}
+
+bool ksink_commit_due(const ksink *ks)
+{
+    return ksink_now_ms() - ks->last_commit_ms >= ks->commit_interval_ms;
+}
+
+tb_code ksink_flush(ksink *ks, int timeout_ms, tb_error *err)
+{
+    rd_kafka_flush(ks->rk, timeout_ms);
+    ksink_advance(ks);
+    tb_code rc = ksink_failed(ks, err);
+    if (rc != TB_OK)
+        return rc;
+    int left = rd_kafka_outq_len(ks->rk);
+    if (left > 0)
+        return tb_error_set(err, TB_ERR_KAFKA, true, "flush: %d messages not acknowledged after %d ms", left,
+                            timeout_ms);
+    return TB_OK;
+}
+
+void ksink_get_stats(const ksink *ks, ksink_stats *out)
+{
+    *out = ks->st;
+    out->tx_open = ks->count;
+}
+
+/* Produce the offsets record of pos (non-transactional path waits for it). */
+static tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wait, tb_error *err)
+{
+    tb_code rc;
+    bool is_null = false;
+    if ((rc = ksink_aux_ensure(ks, &ks->offsets, 1, true, err)) != TB_OK)
+        return rc;
+    tb_buf_reset(&ks->scratch);
+    if ((rc = ksink_offsets_value(pos, &ks->scratch, &is_null)) != TB_OK)
+        return tb_error_set(err, rc, false, "offsets record: cannot encode the position");
+    if ((rc = ksink_produce(ks, ks->offsets.rkt, 0, ks->offsets_key.data, ks->offsets_key.len,
+                            is_null ? NULL : ks->scratch.data, is_null ? 0 : ks->scratch.len, KSINK_OPAQUE_OFFSETS,
+                            err)) != TB_OK)
+        return rc;
+    ks->offs_sent++;
+    if (!wait)
+        return TB_OK;
+    int64_t deadline = ksink_now_ms() + ksink_request_timeout_ms(ks->c);
+    while (ks->offs_acked < ks->offs_sent && !ks->failed && ksink_now_ms() < deadline)
+        ksink_poll(ks, 50);
+    if ((rc = ksink_failed(ks, err)) != TB_OK)
+        return rc;
+    if (ks->offs_acked < ks->offs_sent)
+        return tb_error_set(err, TB_ERR_KAFKA, true, "offsets record to %s not acknowledged in %d ms",
+                            ks->offsets.name, ksink_request_timeout_ms(ks->c));
+    return TB_OK;
+}
+
+static tb_code ksink_commit_eos(ksink *ks, tb_error *err)
+{
+    tb_code rc;
+    ksink_tx *tail = ksink_tail(ks);
+    if (tail && !tail->closed && tail->pending > 0)
+        return tb_error_set(err, TB_ERR_STATE, false,
+                            "exactly_once commit inside a source transaction: call ksink_end_tx() first");
+    const tb_position *target = &ks->committable;
+    for (size_t i = ks->count; i-- > 0;) {
+        ksink_tx *t = &ks->ring[(ks->head + i) % ks->cap];
+        if (t->closed) {
+            target = &t->pos;
+            break;
+        }
+    }
+    if (!ks->in_txn && ks->committed_valid && tb_position_equal(target, &ks->committed))
+        return TB_OK;
+    if (!ks->in_txn) {
+        rd_kafka_error_t *kerr = rd_kafka_begin_transaction(ks->rk);
+        if (kerr) {
+            rc = ksink_kafka_error_obj(err, kerr, "begin Kafka transaction");
+            rd_kafka_error_destroy(kerr);
+            return rc;
+        }
+        ks->in_txn = true;
+    }
+    if ((rc = ksink_produce_offsets(ks, target, false, err)) != TB_OK)
+        return rc;
+    rd_kafka_error_t *kerr = NULL;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        kerr = rd_kafka_commit_transaction(ks->rk, ksink_request_timeout_ms(ks->c));
+        if (!kerr || !rd_kafka_error_is_retriable(kerr))
+            break;
+        rd_kafka_error_destroy(kerr);
+        kerr = NULL;
+    }
+    if (!kerr) {
+        tb_position tmp;
+        tb_position_init(&tmp);
+        if (tb_position_copy(&tmp, target) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "commit: cannot copy the position");
+        ksink_ring_clear(ks);
+        tb_position_free(&ks->committable);
+        ks->committable = tmp;
+        tb_position_free(&ks->committed);
+        tb_position_copy(&ks->committed, &ks->committable);
+        ks->committed_valid = true;
+        ks->in_txn = false;
+        ks->st.commits++;
+        return TB_OK;
+    }
+    if (rd_kafka_error_txn_requires_abort(kerr)) {
+        rc = ksink_kafka_error_obj(err, kerr, "commit Kafka transaction (aborted; resume from the committed position)");
+        err->retriable = true;
+        rd_kafka_error_destroy(kerr);
+        ks->valid_seq = ks->next_seq;
+        rd_kafka_error_t *aerr = rd_kafka_abort_transaction(ks->rk, ksink_request_timeout_ms(ks->c));
+        ksink_ring_clear(ks);
+        ks->in_txn = false;
+        if (aerr) {
+            rc = ksink_kafka_error_obj(err, aerr, "abort Kafka transaction");
+            rd_kafka_error_destroy(aerr);
+        }
+        return rc;
+    }
+    rc = ksink_kafka_error_obj(err, kerr, "commit Kafka transaction");
+    if (rd_kafka_error_is_fatal(kerr)) {
+        err->retriable = false;
+        ks->failed = true;
+        ks->fail_err = *err;
+    }
+    rd_kafka_error_destroy(kerr);
+    return rc;
+}
+
+tb_code ksink_commit(ksink *ks, tb_error *err)
+{
+    tb_code rc;
+    ks->last_commit_ms = ksink_now_ms();
+    if ((rc = ksink_failed(ks, err)) != TB_OK)
+        return rc;
+    if (ks->eos)
+        return ksink_commit_eos(ks, err);
+    rd_kafka_poll(ks->rk, 0);
+    ksink_advance(ks);
+    if (ks->committable.kind == TB_POS_NONE ||
+        (ks->committed_valid && tb_position_equal(&ks->committable, &ks->committed)))
+        return TB_OK;
+    if (ks->file_storage)
+        rc = ksink_offsets_file_write(cfg_get_str(ks->c, "offsets.file"), &ks->committable, err);
+    else
+        rc = ksink_produce_offsets(ks, &ks->committable, true, err);
+    if (rc != TB_OK)
+        return rc;
+    if ((rc = tb_position_copy(&ks->committed, &ks->committable)) != TB_OK)
+        return tb_error_set(err, rc, false, "commit: cannot copy the position");
+    ks->committed_valid = true;
+    ks->st.commits++;
+    TB_DEBUG("ksink", "committed position (%" PRIu64 " messages acknowledged)", ks->st.acked);
+    return TB_OK;
+}
+
+/* ------------------------------------------------------------ open/close */
+
+static tb_code ksink_aux_init(ksink_aux_topic *a, tb_code (*name_fn)(const cfg *, tb_buf *), const cfg *c)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_code rc = name_fn(c, &b);
+    a->name = rc == TB_OK ? tb_buf_detach(&b, NULL) : NULL;
+    tb_buf_free(&b);
+    return a->name ? TB_OK : TB_ERR_NOMEM;
+}
+
+static tb_code ksink_schema_topic_name(const cfg *c, tb_buf *b)
+{
+    evt_codec_opts o = {.topic_prefix = cfg_get_str(c, "topic.prefix"), .name = cfg_get_str(c, "name")};
+    return evt_json_schema_topic(&o, b);
+}
+
+tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    rd_kafka_conf_t *conf = NULL;
+    ksink *ks = calloc(1, sizeof(*ks));
+    *out = NULL;
+    if (!ks)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "ksink: out of memory");
+    ks->c = c;
+    evt_rendered_init(&ks->r);
+    tb_buf_init(&ks->scratch, 0);
+    tb_buf_init(&ks->scratch2, 0);
+    tb_buf_init(&ks->offsets_key, 0);
+    tb_position_init(&ks->committable);
+    tb_position_init(&ks->committed);
+    ks->next_seq = ks->head_seq = ks->valid_seq = 1;
+    ks->copts.topic_prefix = cfg_get_str(c, "topic.prefix");
+    ks->copts.name = cfg_get_str(c, "name");
+    ks->copts.row_format = strcmp(cfg_get_str(c, "value.format"), "row") == 0;
+    ks->copts.schemas = cfg_get_bool(c, "value.schemas");
+    const char *pol = cfg_get_str(c, "oversize.policy");
+    ks->oversize = strcmp(pol, "dlq") == 0 ? KSINK_OVERSIZE_DLQ
+                   : strcmp(pol, "skip") == 0 ? KSINK_OVERSIZE_SKIP : KSINK_OVERSIZE_FAIL;
+    ks->max_bytes = ksink_max_message_bytes(c);
+    ks->eos = cfg_get_bool(c, "exactly_once");
+    ks->file_storage = strcmp(cfg_get_str(c, "offsets.storage"), "file") == 0;
+    ks->commit_interval_ms = cfg_get_int(c, "offsets.commit.interval.ms");
+    ks->last_commit_ms = ksink_now_ms();
+    if (ks->eos && ks->file_storage) {
+        rc = tb_error_set(err, TB_ERR_CONFIG, false,
+                          "exactly_once=true needs offsets.storage=kafka (the offsets record joins the Kafka transaction)");
+        goto out;
+    }
+    if (ksink_aux_init(&ks->schema, ksink_schema_topic_name, c) != TB_OK ||
+        ksink_aux_init(&ks->offsets, ksink_offsets_topic, c) != TB_OK ||
+        ksink_aux_init(&ks->dlq, ksink_dlq_topic, c) != TB_OK ||
+        ksink_offsets_key(ks->copts.name, &ks->offsets_key) != TB_OK) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "ksink: out of memory");
+        goto out;
+    }
+    if ((rc = ksink_conf_new(c, ks->eos ? KSINK_ROLE_TXN : KSINK_ROLE_PRODUCER, &conf, err)) != TB_OK)
+        goto out;
+    rd_kafka_conf_set_opaque(conf, ks);
+    rd_kafka_conf_set_dr_msg_cb(conf, ksink_dr_cb);
+    rd_kafka_conf_set_error_cb(conf, ksink_error_cb);
+    rc = ksink_client_new(conf, RD_KAFKA_PRODUCER, &ks->rk, err);
+    conf = NULL;
+    if (rc != TB_OK)
+        goto out;
+    if (ks->eos) {
+        rd_kafka_error_t *kerr = rd_kafka_init_transactions(ks->rk, ksink_request_timeout_ms(c));
+        if (kerr) {
+            rc = ksink_kafka_error_obj(err, kerr, "init Kafka transactions (transactional.id=%s)", ks->copts.name);
+            rd_kafka_error_destroy(kerr);
+            goto out;
+        }
+    }
+    *out = ks;
+    ks = NULL;
+out:
+    if (conf)
+        rd_kafka_conf_destroy(conf);
+    ksink_close(ks);
+    return rc;
+}
+
+static void ksink_aux_free(ksink_aux_topic *a)
+{
+    if (a->rkt)
+        rd_kafka_topic_destroy(a->rkt);
+    free(a->name);
+}
+
+void ksink_close(ksink *ks)
+{
+    if (!ks)
+        return;
+    if (ks->rk) {
+        if (ks->eos && ks->in_txn) {
+            rd_kafka_error_t *kerr = rd_kafka_abort_transaction(ks->rk, 5000);
+            if (kerr)
+                rd_kafka_error_destroy(kerr);
+        }
+        rd_kafka_purge(ks->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_poll(ks->rk, 0);
+    }
+    for (size_t i = 0; i < ks->tabcap; i++) {
+        ksink_table *te = &ks->tabs[i];
+        if (!te->db)
+            continue;
+        if (te->rkt)
+            rd_kafka_topic_destroy(te->rkt);
+        evt_table_unref(te->last);
+        free(te->db);
+        free(te->table);
+        free(te->topic);
+    }
+    free(ks->tabs);
+    ksink_aux_free(&ks->schema);
+    ksink_aux_free(&ks->offsets);
+    ksink_aux_free(&ks->dlq);
+    if (ks->rk)
+        rd_kafka_destroy(ks->rk);
+    ksink_ring_clear(ks);
+    free(ks->ring);
+    evt_rendered_free(&ks->r);
+    tb_buf_free(&ks->scratch);
+    tb_buf_free(&ks->scratch2);
+    tb_buf_free(&ks->offsets_key);
+    tb_position_free(&ks->committable);
+    tb_position_free(&ks->committed);
+    free(ks);
+}

@@ -1,0 +1,185 @@
+/*
+ * ksink: the Kafka sink (DESIGN.md 4 and 6).
+ *
+ * Turns change events into keyed messages on compacted topics, tracks which
+ * source transactions Kafka has acknowledged, and stores the newest fully
+ * acknowledged source position in the offsets store.
+ *
+ * PRODUCER SETTINGS
+ *  Fixed (the contract; a kafka.* key cannot weaken them):
+ *    enable.idempotence=true, acks=all, partitioner=murmur2_random
+ *    (the Java client's partitioner, so keys co-partition with Kafka Streams).
+ *  Defaults tuned for throughput, each overridable with kafka.<key>:
+ *    linger.ms=20                    wait up to 20 ms to fill a batch
+ *    batch.num.messages=100000       messages per MessageSet
+ *    batch.size=1000000              bytes per MessageSet (a batch must stay
+ *                                    under the broker's max.message.bytes)
+ *    compression.type=lz4            cheap CPU, about 3x on JSON
+ *    queue.buffering.max.messages=1000000
+ *    queue.buffering.max.kbytes=1048576 (1 GiB local queue before backpressure)
+ *    client.id=<name>
+ *  Every other kafka.* key is passed to librdkafka as is (e.g.
+ *  kafka.bootstrap.servers, kafka.security.protocol). librdkafka's log goes
+ *  to tb_log (facility "kafka") through a callback that only forwards.
+ *
+ * MESSAGES (DESIGN 4)
+ *  One event becomes the messages evt_render() returns: upsert; delete event
+ *  + tombstone; delete + tombstone + create on a key change. Before the first
+ *  event of a table, and before the first event of each new schema version,
+ *  the sink makes sure the table's topic exists (Admin API, see TOPICS) and
+ *  writes the table's schema record to <topic.prefix>.schema.
+ *
+ * TOPICS
+ *  Created with cleanup.policy=compact, topic.partitions and
+ *  topic.replication.factor. An existing topic whose cleanup.policy does not
+ *  contain "compact" is refused (TB_ERR_CONFIG naming the topic) unless
+ *  topic.check.compact=false. topic.create=false skips the Admin API
+ *  entirely (topics must exist or be auto-created by the broker).
+ *  <topic.prefix>.schema and <name>.offsets (1 partition) are compacted too;
+ *  <name>.dlq is a plain (delete policy) topic.
+ *
+ * DELIVERY AND POSITIONS
+ *  The sink keeps a ring of source transactions with a count of messages not
+ *  yet acknowledged. A message's delivery-report opaque is the sequence number
+ *  of its transaction (never a pointer). ksink_end_tx() closes the current
+ *  transaction with its position; a position becomes committable when its
+ *  transaction and every earlier one have no message in flight. A permanent
+ *  delivery failure (librdkafka retries transient ones itself) is recorded by
+ *  the delivery callback as a flag and a copy of the error; the failed
+ *  transaction never becomes committable, and the next ksink_* call that
+ *  returns a tb_code returns that error (TB_ERR_KAFKA, naming topic and key).
+ *  Queue full: the sink polls and retries; it never drops a message.
+ *
+ * OVERSIZED MESSAGES
+ *  A message whose key + value exceed message.max.bytes (librdkafka's, default
+ *  1000000, i.e. kafka.message.max.bytes) follows oversize.policy:
+ *    fail: ksink_send() returns TB_ERR_INVALID naming topic, key and position;
+ *    dlq:  a record {"topic","key","position","size"} goes to <name>.dlq
+ *          (key of the DLQ record: the original key) and a warning is logged;
+ *    skip: a warning naming topic, key, position and size is logged.
+ *
+ * OFFSETS STORE
+ *  offsets.storage=kafka: topic <name>.offsets (compacted, 1 partition),
+ *  record key = the connector name as a JSON string (name "shop" -> the 6
+ *  bytes "shop" with quotes: `"shop"`; canonical like every other key),
+ *  value = evt_position_to_json() of the position, or a tombstone for "none".
+ *  Read back by consuming partition 0 from the beginning up to the end
+ *  (isolation.level=read_committed) and keeping the last value for our key.
+ *  offsets.storage=file: offsets.file holds the text form (tb_position_format)
+ *  plus a newline, replaced atomically (temp file, fsync, rename, fsync dir).
+ *
+ * EXACTLY ONCE (exactly_once=true)
+ *  transactional.id=<name>. The first ksink_send() after a commit begins a
+ *  Kafka transaction; ksink_commit() produces the offsets record (position of
+ *  the last ksink_end_tx()) into the same Kafka transaction and commits it,
+ *  so one Kafka transaction holds a batch of whole source transactions (one
+ *  commit interval's worth). Requires offsets.storage=kafka. ksink_end_tx()
+ *  must have been called for every source transaction sent before
+ *  ksink_commit(). On an abortable error the Kafka transaction is aborted and
+ *  ksink_commit() returns TB_ERR_KAFKA with retriable=true: the caller must
+ *  restart reading the source from ksink_committable() (the last committed
+ *  position) and may keep using the sink. A fatal error returns retriable=false.
+ *
+ * THREADS
+ *  One thread uses a ksink. Callbacks run inside ksink_* calls on that thread
+ *  (librdkafka's log callback excepted, which only forwards to tb_log).
+ *
+ * TYPICAL LOOP (app/)
+ *    ksink_open(cfg, &ks, &err);
+ *    ksink_offsets_read(cfg, &start, &err);      // where to resume
+ *    for each event e:  ksink_send(ks, e, &err);
+ *      at the end of each source transaction: ksink_end_tx(ks, &pos_after);
+ *      ksink_poll(ks, 0); every offsets.commit.interval.ms: ksink_commit(ks, &err);
+ *    at shutdown: ksink_flush(ks, 30000, &err); ksink_commit(ks, &err); ksink_close(ks);
+ *  ksink_commit() itself checks the interval only through ksink_commit_due().
+ */
+#ifndef KSINK_H
+#define KSINK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "cfg.h"
+#include "evt.h"
+#include "tb_error.h"
+#include "tb_position.h"
+
+typedef struct ksink ksink;
+
+/* Create the producer (and, with exactly_once, init the transactions).
+ * c is borrowed and must stay valid until ksink_close(). On success *out is a sink the caller
+ * frees with ksink_close(); on failure *out is NULL and err is filled
+ * (TB_ERR_CONFIG for a bad kafka.* key). No network traffic is needed for
+ * this call to succeed, except with exactly_once (InitProducerId). */
+tb_code ksink_open(const cfg *c, ksink **out, tb_error *err);
+
+/* Render e and produce all of its messages (see MESSAGES). Ensures the topic
+ * and the schema record first when needed (this can block on the Admin API,
+ * at most kafka's request timeout). Blocks, polling, while the local queue is
+ * full. e is borrowed for the call only. Returns a recorded delivery error
+ * first if there is one. */
+tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err);
+
+/* The current source transaction ends; pos_after_tx (copied) is the position
+ * to resume from once it is acknowledged. A transaction with no messages is
+ * allowed (heartbeats, skipped tables): its position is committable as soon
+ * as every earlier transaction is. Returns the recorded error if any, or
+ * TB_ERR_NOMEM. */
+tb_code ksink_end_tx(ksink *ks, const tb_position *pos_after_tx, tb_error *err);
+
+/* Serve delivery reports and errors, waiting up to timeout_ms (0 = no wait). */
+void ksink_poll(ksink *ks, int timeout_ms);
+
+/* The newest position whose transaction and all earlier ones are fully
+ * acknowledged (exactly_once: the position of the last committed Kafka
+ * transaction). Kind TB_POS_NONE while there is none. Borrowed: valid until
+ * the next ksink_* call other than ksink_committable(). */
+const tb_position *ksink_committable(const ksink *ks);
+
+/* True when offsets.commit.interval.ms has passed since the last commit. */
+bool ksink_commit_due(const ksink *ks);
+
+/* Write ksink_committable() to the offsets store if it changed since the last
+ * write (exactly_once: commit the open Kafka transaction together with the
+ * offsets record). Blocks until the offsets record is acknowledged. */
+tb_code ksink_commit(ksink *ks, tb_error *err);
+
+/* Wait until every produced message is acknowledged or timeout_ms passes
+ * (TB_ERR_KAFKA, retriable, when messages remain). Returns a recorded
+ * delivery error if there is one. */
+tb_code ksink_flush(ksink *ks, int timeout_ms, tb_error *err);
+
+/* Counters for status and tests. */
+typedef struct ksink_stats {
+    uint64_t events;         /* ksink_send calls that succeeded */
+    uint64_t messages;       /* messages handed to librdkafka (incl. schema, dlq) */
+    uint64_t acked;          /* messages acknowledged */
+    uint64_t bytes;          /* key + value bytes handed to librdkafka */
+    uint64_t oversized;      /* messages handled by oversize.policy dlq/skip */
+    uint64_t tx_open;        /* source transactions not yet committable */
+    uint64_t commits;        /* offsets records written */
+} ksink_stats;
+void ksink_get_stats(const ksink *ks, ksink_stats *out);
+
+/* Destroy the producer. Does NOT flush or commit: call ksink_flush() and
+ * ksink_commit() first for a clean shutdown; whatever is still queued is
+ * purged (it was never committed, so it will be produced again after a
+ * restart). NULL-safe. */
+void ksink_close(ksink *ks);
+
+/* ---------------------------------------------------------- offsets store */
+
+/* Read the stored position for cfg's connector into out (freed first).
+ * Nothing stored (no file, no topic, no record, or a tombstone): TB_OK with
+ * out->kind == TB_POS_NONE. Usable without an open sink. */
+tb_code ksink_offsets_read(const cfg *c, tb_position *out, tb_error *err);
+
+/* Store pos (TB_POS_NONE writes a tombstone / a file saying "none"). Waits
+ * for the acknowledgement (kafka) or the fsync (file). Usable without an open
+ * sink; do not call it while a connector with the same name runs. */
+tb_code ksink_offsets_write(const cfg *c, const tb_position *pos, tb_error *err);
+
+/* The offsets record key for a connector name: the name as a JSON string.
+ * Appended to out. */
+tb_code ksink_offsets_key(const char *name, tb_buf *out);
+
+#endif

@@ -1,0 +1,395 @@
+/*
+ * Component tests of the Kafka sink against librdkafka's mock cluster (no
+ * admin API there: topic.create=false, topics pre-created in the mock).
+ *
+ *   mock/messages_in_order: c, u, key-changing u, d become the DESIGN 4
+ *     messages (keys, tombstones) after the schema record; committable = last tx
+ *   mock/schema_once_per_version: one schema record per table version
+ *   mock/position_waits_for_acks: broker down -> the position stays at the last
+ *     acknowledged tx while later ones are in flight; broker up -> it advances
+ *   mock/permanent_error_stops: a non-retriable produce error is returned by
+ *     the next call and the position never passes the failed tx
+ *   mock/queue_full_never_drops: a 10-message local queue, 2000 events, all arrive
+ *   mock/oversize_fail, oversize_skip, oversize_dlq
+ *   mock/offsets_commit_read_back: ksink_commit -> ksink_offsets_read
+ *   mock/empty_tx_committable: a transaction without messages advances the position
+ */
+#include "ksink_test_util.h"
+
+#include <librdkafka/rdkafka_mock.h>
+
+typedef struct mockenv {
+    rd_kafka_t *rk;
+    rd_kafka_mock_cluster_t *mc;
+    char bootstrap[256];
+    char prefix[128];
+    char name[128];
+    char topic[300];
+} mockenv;
+
+static void mock_up(mockenv *m)
+{
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "log_level", "3", errstr, sizeof errstr);
+    m->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    cr_assert_not_null(m->rk, "%s", errstr);
+    m->mc = rd_kafka_mock_cluster_new(m->rk, 1);
+    cr_assert_not_null(m->mc);
+    snprintf(m->bootstrap, sizeof m->bootstrap, "%s", rd_kafka_mock_cluster_bootstraps(m->mc));
+    kt_unique(m->prefix, sizeof m->prefix, "mp");
+    kt_unique(m->name, sizeof m->name, "mc");
+    snprintf(m->topic, sizeof m->topic, "%s.shop.orders", m->prefix);
+    char t[300];
+    rd_kafka_mock_topic_create(m->mc, m->topic, 1, 1);
+    snprintf(t, sizeof t, "%s.schema", m->prefix);
+    rd_kafka_mock_topic_create(m->mc, t, 1, 1);
+    snprintf(t, sizeof t, "%s.offsets", m->name);
+    rd_kafka_mock_topic_create(m->mc, t, 1, 1);
+    snprintf(t, sizeof t, "%s.dlq", m->name);
+    rd_kafka_mock_topic_create(m->mc, t, 1, 1);
+}
+
+static void mock_down(mockenv *m)
+{
+    rd_kafka_mock_cluster_destroy(m->mc);
+    rd_kafka_destroy(m->rk);
+}
+
+static cfg *mock_cfg(mockenv *m)
+{
+    cfg *c = kt_cfg(m->bootstrap, m->name, m->prefix);
+    kt_set(c, "topic.create", "false");
+    kt_set(c, "kafka.linger.ms", "5");
+    return c;
+}
+
+static ksink *mock_open(cfg *c)
+{
+    ksink *ks = NULL;
+    tb_error err;
+    cr_assert_eq(ksink_open(c, &ks, &err), TB_OK, "%s", err.msg);
+    return ks;
+}
+
+static void flush_ok(ksink *ks)
+{
+    tb_error err;
+    cr_assert_eq(ksink_flush(ks, KT_TIMEOUT_MS, &err), TB_OK, "%s", err.msg);
+}
+
+Test(mock, messages_in_order)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    evt_event *e1 = kt_event(t, EVT_OP_CREATE, 0, 1, "one", NULL, 0, 100);
+    evt_event *e2 = kt_event(t, EVT_OP_UPDATE, 1, 1, "uno", NULL, 0, 200);
+    evt_event *e3 = kt_event(t, EVT_OP_UPDATE, 1, 2, "two", NULL, 0, 300);
+    evt_event *e4 = kt_event(t, EVT_OP_DELETE, 2, 0, NULL, NULL, 0, 400);
+    kt_send_tx(ks, e1, 150);
+    kt_send_tx(ks, e2, 250);
+    kt_send_tx(ks, e3, 350);
+    kt_send_tx(ks, e4, 450);
+    flush_ok(ks);
+    const tb_position *p = ksink_committable(ks);
+    cr_assert_eq(p->kind, TB_POS_MYSQL);
+    cr_assert_eq(p->pos, 450);
+    ksink_stats st;
+    ksink_get_stats(ks, &st);
+    cr_assert_eq(st.events, 4);
+    cr_assert_eq(st.tx_open, 0);
+    cr_assert_eq(st.acked, st.messages);
+
+    kt_msgs ms = kt_read_topic(m.bootstrap, m.topic, 1);
+    /* c; u; (key change) d + tombstone + c; d + tombstone */
+    cr_assert_eq(ms.n, 7, "got %zu messages", ms.n);
+    const char *keys[] = {"{\"id\":1}", "{\"id\":1}", "{\"id\":1}", "{\"id\":1}", "{\"id\":2}", "{\"id\":2}",
+                          "{\"id\":2}"};
+    bool tomb[] = {false, false, false, true, false, false, true};
+    for (size_t i = 0; i < ms.n; i++) {
+        cr_expect_str_eq(ms.m[i].key, keys[i], "message %zu", i);
+        cr_expect_eq(ms.m[i].value == NULL, tomb[i], "message %zu tombstone", i);
+    }
+    cr_expect(strstr(ms.m[0].value, "\"op\":\"c\"") != NULL, "%s", ms.m[0].value);
+    cr_expect(strstr(ms.m[1].value, "\"op\":\"u\"") != NULL, "%s", ms.m[1].value);
+    cr_expect(strstr(ms.m[2].value, "\"op\":\"d\"") != NULL, "%s", ms.m[2].value);
+    cr_expect(strstr(ms.m[4].value, "\"op\":\"c\"") != NULL, "%s", ms.m[4].value);
+    cr_expect(strstr(ms.m[5].value, "\"op\":\"d\"") != NULL, "%s", ms.m[5].value);
+    kt_msgs_free(&ms);
+
+    evt_event_free(e1);
+    evt_event_free(e2);
+    evt_event_free(e3);
+    evt_event_free(e4);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+Test(mock, schema_once_per_version)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    ksink *ks = mock_open(c);
+    evt_table *t1 = kt_table("orders", 1);
+    evt_table *t1b = kt_table("orders", 1); /* same shape and version, another descriptor */
+    evt_table *t2 = kt_table("orders", 2);
+    for (int i = 0; i < 3; i++) {
+        evt_event *e = kt_event(i == 1 ? t1b : t1, EVT_OP_CREATE, 0, i, "x", NULL, 0, 10);
+        kt_send_tx(ks, e, 10 + (uint64_t)i);
+        evt_event_free(e);
+    }
+    evt_event *e = kt_event(t2, EVT_OP_CREATE, 0, 9, "y", NULL, 0, 20);
+    kt_send_tx(ks, e, 20);
+    evt_event_free(e);
+    flush_ok(ks);
+    char st[300];
+    snprintf(st, sizeof st, "%s.schema", m.prefix);
+    kt_msgs ms = kt_read_topic(m.bootstrap, st, 1);
+    cr_assert_eq(ms.n, 2, "schema records: %zu", ms.n);
+    cr_expect_str_eq(ms.m[0].key, "{\"db\":\"shop\",\"table\":\"orders\"}");
+    cr_expect_str_eq(ms.m[1].key, ms.m[0].key);
+    kt_msgs_free(&ms);
+    evt_table_unref(t1);
+    evt_table_unref(t1b);
+    evt_table_unref(t2);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+Test(mock, position_waits_for_acks)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    kt_set(c, "kafka.message.timeout.ms", "60000");
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    evt_event *e = kt_event(t, EVT_OP_CREATE, 0, 1, "a", NULL, 0, 1);
+    kt_send_tx(ks, e, 1000);
+    flush_ok(ks);
+    cr_assert_eq(ksink_committable(ks)->pos, 1000);
+
+    rd_kafka_mock_broker_set_down(m.mc, 1);
+    for (int i = 0; i < 50; i++)
+        kt_send_tx(ks, e, 2000 + (uint64_t)i);
+    long long until = kt_now_ms() + 1500;
+    while (kt_now_ms() < until) { /* nothing may be acknowledged while the broker is down */
+        ksink_poll(ks, 100);
+        cr_assert_eq(ksink_committable(ks)->pos, 1000, "position advanced past unacknowledged messages");
+    }
+    ksink_stats st;
+    ksink_get_stats(ks, &st);
+    cr_assert_eq(st.tx_open, 50);
+
+    rd_kafka_mock_broker_set_up(m.mc, 1);
+    flush_ok(ks);
+    cr_assert_eq(ksink_committable(ks)->pos, 2049);
+    kt_msgs ms = kt_read_topic(m.bootstrap, m.topic, 1);
+    cr_assert_eq(ms.n, 51, "nothing lost: %zu", ms.n);
+    kt_msgs_free(&ms);
+    evt_event_free(e);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+Test(mock, permanent_error_stops)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    evt_event *e = kt_event(t, EVT_OP_CREATE, 0, 1, "a", NULL, 0, 1);
+    kt_send_tx(ks, e, 100);
+    flush_ok(ks);
+    cr_assert_eq(ksink_committable(ks)->pos, 100);
+
+    /* the next Produce requests fail with a non-retriable error (ApiKey 0 = Produce) */
+    rd_kafka_mock_push_request_errors(m.mc, 0, 5, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+                                      RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+                                      RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+                                      RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+                                      RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    tb_error err;
+    tb_error_clear(&err);
+    cr_assert_eq(ksink_send(ks, e, &err), TB_OK);
+    tb_position p;
+    kt_pos(&p, 200);
+    cr_assert_eq(ksink_end_tx(ks, &p, &err), TB_OK);
+    tb_code rc = ksink_flush(ks, KT_TIMEOUT_MS, &err);
+    cr_assert_eq(rc, TB_ERR_KAFKA, "flush: %s", err.msg);
+    cr_assert(strstr(err.msg, m.topic) != NULL, "error names the topic: %s", err.msg);
+    cr_assert(strstr(err.msg, "{\"id\":1}") != NULL, "error names the key: %s", err.msg);
+    cr_assert_eq(ksink_committable(ks)->pos, 100, "position passed a failed message");
+    /* sticky: every later call returns it, and a commit does not store 200 */
+    rd_kafka_mock_clear_request_errors(m.mc, 0);
+    cr_assert_eq(ksink_send(ks, e, &err), TB_ERR_KAFKA);
+    cr_assert_eq(ksink_end_tx(ks, &p, &err), TB_ERR_KAFKA);
+    cr_assert_eq(ksink_commit(ks, &err), TB_ERR_KAFKA);
+    tb_position_free(&p);
+    evt_event_free(e);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+Test(mock, queue_full_never_drops)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    kt_set(c, "kafka.queue.buffering.max.messages", "10");
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    for (int i = 0; i < 2000; i++) {
+        evt_event *e = kt_event(t, EVT_OP_CREATE, 0, i, "row", NULL, 0, (uint64_t)i);
+        kt_send_tx(ks, e, (uint64_t)i + 1);
+        evt_event_free(e);
+    }
+    flush_ok(ks);
+    cr_assert_eq(ksink_committable(ks)->pos, 2000);
+    kt_msgs ms = kt_read_topic(m.bootstrap, m.topic, 1);
+    cr_assert_eq(ms.n, 2000);
+    for (size_t i = 0; i < ms.n; i++) {
+        char k[64];
+        snprintf(k, sizeof k, "{\"id\":%zu}", i);
+        cr_assert_str_eq(ms.m[i].key, k, "order kept");
+    }
+    kt_msgs_free(&ms);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+static void oversize_run(const char *policy, tb_code want_send, size_t want_topic, size_t want_dlq)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    kt_set(c, "oversize.policy", policy);
+    kt_set(c, "kafka.message.max.bytes", "2000");
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    char *big = malloc(5000);
+    memset(big, 'x', 5000);
+    evt_event *small = kt_event(t, EVT_OP_CREATE, 0, 1, "small", NULL, 0, 1);
+    evt_event *large = kt_event(t, EVT_OP_CREATE, 0, 2, "large", big, 5000, 2);
+    kt_send_tx(ks, small, 10);
+    tb_error err;
+    tb_error_clear(&err);
+    cr_assert_eq(ksink_send(ks, large, &err), want_send, "policy %s: %s", policy, err.msg);
+    if (want_send != TB_OK) {
+        cr_assert(strstr(err.msg, m.topic) != NULL, "names the topic: %s", err.msg);
+        cr_assert(strstr(err.msg, "{\"id\":2}") != NULL, "names the key: %s", err.msg);
+        cr_assert(strstr(err.msg, "pos=2") != NULL, "names the position: %s", err.msg);
+    } else {
+        tb_position p;
+        kt_pos(&p, 20);
+        cr_assert_eq(ksink_end_tx(ks, &p, &err), TB_OK);
+        tb_position_free(&p);
+        flush_ok(ks);
+        cr_assert_eq(ksink_committable(ks)->pos, 20);
+        ksink_stats st;
+        ksink_get_stats(ks, &st);
+        cr_assert_eq(st.oversized, 1);
+    }
+    flush_ok(ks);
+    kt_msgs ms = kt_read_topic(m.bootstrap, m.topic, 1);
+    cr_assert_eq(ms.n, want_topic);
+    kt_msgs_free(&ms);
+    char dlq[300];
+    snprintf(dlq, sizeof dlq, "%s.dlq", m.name);
+    ms = kt_read_topic(m.bootstrap, dlq, 1);
+    cr_assert_eq(ms.n, want_dlq);
+    if (want_dlq) {
+        cr_assert_str_eq(ms.m[0].key, "{\"id\":2}");
+        cr_assert(strstr(ms.m[0].value, "\"topic\":\"") != NULL, "%s", ms.m[0].value);
+        cr_assert(strstr(ms.m[0].value, "\"key\":{\"id\":2}") != NULL, "%s", ms.m[0].value);
+        cr_assert(strstr(ms.m[0].value, "\"position\":{") != NULL, "%s", ms.m[0].value);
+        cr_assert(strstr(ms.m[0].value, "\"pos\":2") != NULL, "%s", ms.m[0].value);
+        cr_assert(strstr(ms.m[0].value, "\"size\":") != NULL, "%s", ms.m[0].value);
+    }
+    kt_msgs_free(&ms);
+    free(big);
+    evt_event_free(small);
+    evt_event_free(large);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+Test(mock, oversize_fail) { oversize_run("fail", TB_ERR_INVALID, 1, 0); }
+Test(mock, oversize_skip) { oversize_run("skip", TB_OK, 1, 0); }
+Test(mock, oversize_dlq) { oversize_run("dlq", TB_OK, 1, 1); }
+
+Test(mock, offsets_commit_read_back)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    evt_event *e = kt_event(t, EVT_OP_CREATE, 0, 1, "a", NULL, 0, 1);
+    tb_error err;
+    tb_position got;
+    tb_position_init(&got);
+    cr_assert_eq(ksink_offsets_read(c, &got, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(got.kind, TB_POS_NONE);
+    kt_send_tx(ks, e, 777);
+    flush_ok(ks);
+    cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
+    kt_send_tx(ks, e, 888);
+    flush_ok(ks);
+    cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg); /* unchanged: no new record */
+    ksink_stats st;
+    ksink_get_stats(ks, &st);
+    cr_assert_eq(st.commits, 2);
+    cr_assert_eq(ksink_offsets_read(c, &got, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(got.kind, TB_POS_MYSQL);
+    cr_assert_eq(got.pos, 888);
+    cr_assert(tb_position_equal(&got, ksink_committable(ks)));
+    char ot[300];
+    snprintf(ot, sizeof ot, "%s.offsets", m.name);
+    kt_msgs ms = kt_read_topic(m.bootstrap, ot, 1);
+    cr_assert_eq(ms.n, 2);
+    char key[200];
+    snprintf(key, sizeof key, "\"%s\"", m.name);
+    cr_assert_str_eq(ms.m[1].key, key);
+    kt_msgs_free(&ms);
+    tb_position_free(&got);
+    evt_event_free(e);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+Test(mock, empty_tx_committable)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    ksink *ks = mock_open(c);
+    tb_error err;
+    tb_position p;
+    kt_pos(&p, 31);
+    cr_assert_eq(ksink_end_tx(ks, &p, &err), TB_OK);
+    cr_assert_eq(ksink_committable(ks)->pos, 31);
+    tb_position_free(&p);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
