@@ -1,0 +1,234 @@
+/* The `tributary` binary: help, config errors, exit codes, status. */
+#include <sys/stat.h>
+
+#include "app_status.h"
+#include "cfg.h"
+#include "run_util.h"
+
+static char dir[64];
+
+static void setup(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/tb-cli-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(cli, .init = setup, .fini = teardown);
+
+static const char *write_file(const char *name, const char *text)
+{
+    static char path[256];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+Test(cli, help_exits_0)
+{
+    run_result r = run_tributary((const char *[]){"--help", NULL}, NULL);
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err.data);
+    cr_assert_not_null(strstr(r.out.data, "usage: tributary <command>"));
+    cr_assert_not_null(strstr(r.out.data, "status"));
+    run_result_free(&r);
+}
+
+Test(cli, no_arguments_is_usage_error)
+{
+    run_result r = run_tributary((const char *[]){NULL}, NULL);
+    cr_assert_eq(r.status, 2);
+    cr_assert_not_null(strstr(r.err.data, "usage: tributary"));
+    run_result_free(&r);
+}
+
+Test(cli, help_config_lists_every_key)
+{
+    run_result r = run_tributary((const char *[]){"--help-config", NULL}, NULL);
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err.data);
+    size_t n;
+    const cfg_prop *props = cfg_props(&n);
+    for (size_t i = 0; i < n; i++) {
+        char needle[256];
+        snprintf(needle, sizeof(needle), "\n  %s (", props[i].name);
+        cr_assert_not_null(strstr(r.out.data, needle), "--help-config lacks %s", props[i].name);
+    }
+    run_result_free(&r);
+}
+
+Test(cli, help_config_markdown_is_the_committed_doc)
+{
+    run_result r = run_tributary((const char *[]){"--help-config", "--markdown", NULL}, NULL);
+    cr_assert_eq(r.status, 0);
+    tb_buf doc;
+    tb_buf_init(&doc, 0);
+    run_slurp(TB_SOURCE_DIR "/docs/configuration.md", &doc);
+    cr_assert(doc.len == r.out.len && memcmp(doc.data, r.out.data, doc.len) == 0,
+              "docs/configuration.md differs from `tributary --help-config --markdown`");
+    tb_buf_free(&doc);
+    run_result_free(&r);
+}
+
+Test(cli, every_subcommand_answers_help)
+{
+    static const char *const cmds[] = {"run", "snapshot", "cache", "offsets", "status", "decode", "sqlite"};
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+        run_result r = run_tributary((const char *[]){cmds[i], "--help", NULL}, NULL);
+        cr_assert_eq(r.status, 0, "%s --help exit %d, stderr: %s", cmds[i], r.status, r.err.data);
+        cr_assert_gt(r.out.len, 0, "%s --help prints something", cmds[i]);
+        run_result_free(&r);
+    }
+}
+
+Test(cli, unknown_command_exits_2)
+{
+    run_result r = run_tributary((const char *[]){"frobnicate", NULL}, NULL);
+    cr_assert_eq(r.status, 2);
+    cr_assert_not_null(strstr(r.err.data, "tributary: unknown command 'frobnicate'"));
+    run_result_free(&r);
+}
+
+Test(cli, bad_config_is_one_line_naming_key_and_line)
+{
+    const char *path = write_file("bad.properties", "# connector\nname=shop\n\nsoruce.host=db1\n");
+    run_result r = run_tributary((const char *[]){"status", "--config", path, NULL}, NULL);
+    cr_assert_eq(r.status, 2, "exit %d", r.status);
+    char want[512];
+    snprintf(want, sizeof(want),
+             "tributary status: %s:4: unknown key 'soruce.host' (did you mean 'source.host'?)\n", path);
+    cr_assert_str_eq(r.err.data, want);
+    cr_assert_eq(r.out.len, 0);
+    run_result_free(&r);
+}
+
+Test(cli, bad_values_from_each_origin)
+{
+    const char *path = write_file("v.properties", "sink=stdout\noffsets.storage=file\nsource.port=99999\n");
+    run_result r = run_tributary((const char *[]){"status", "--config", path, NULL}, NULL);
+    cr_assert_eq(r.status, 2);
+    cr_assert_eq(count_lines(r.err.data), 1, "%s", r.err.data);
+    cr_assert_not_null(strstr(r.err.data, ":3: source.port: 99999 is out of range (must be between 1 and 65535)"),
+                       "%s", r.err.data);
+    run_result_free(&r);
+
+    r = run_tributary((const char *[]){"status", "--set", "sink=stdout", "--set", "offsets.storage=file",
+                                       "--set", "exactly_once=perhaps", NULL},
+                      NULL);
+    cr_assert_eq(r.status, 2);
+    cr_assert_str_eq(r.err.data, "tributary status: --set: exactly_once: 'perhaps' is not a boolean (use true or false)\n");
+    run_result_free(&r);
+
+    r = run_tributary((const char *[]){"status", NULL}, (const char *[]){"TRIBUTARY_SOURCE_TYPE=oracle", NULL});
+    cr_assert_eq(r.status, 2);
+    cr_assert_str_eq(r.err.data,
+                     "tributary status: environment TRIBUTARY_SOURCE_TYPE: source.type: 'oracle' is not one of mysql, sqlite\n");
+    run_result_free(&r);
+
+    r = run_tributary((const char *[]){"status", NULL}, NULL);
+    cr_assert_eq(r.status, 2, "missing kafka.bootstrap.servers for the default sink");
+    cr_assert_str_eq(r.err.data, "tributary status: sink=kafka (the default) needs kafka.bootstrap.servers\n");
+    run_result_free(&r);
+}
+
+Test(cli, set_overrides_env_overrides_file)
+{
+    /* The status file path comes from the name: which name won decides the message. */
+    const char *path = write_file("p.properties", "sink=stdout\noffsets.storage=file\nname=from_file\n");
+    char off[128];
+    snprintf(off, sizeof(off), "offsets.file=%s/offsets", dir);
+    run_result r = run_tributary((const char *[]){"status", "--config", path, "--set", off, NULL},
+                                 (const char *[]){"TRIBUTARY_NAME=from_env", NULL});
+    cr_assert_eq(r.status, 1);
+    cr_assert_not_null(strstr(r.err.data, "/from_env.status.json"), "%s", r.err.data);
+    run_result_free(&r);
+    r = run_tributary((const char *[]){"status", "--config", path, "--set", off, "--set", "name=from_set", NULL},
+                      (const char *[]){"TRIBUTARY_NAME=from_env", NULL});
+    cr_assert_not_null(strstr(r.err.data, "/from_set.status.json"), "%s", r.err.data);
+    run_result_free(&r);
+}
+
+Test(cli, status_without_file_exits_1)
+{
+    char set_file[160];
+    snprintf(set_file, sizeof(set_file), "status.file=%s/none.json", dir);
+    run_result r = run_tributary((const char *[]){"status", "--set", "sink=stdout", "--set", "offsets.storage=file",
+                                                  "--set", set_file, NULL},
+                                 NULL);
+    cr_assert_eq(r.status, 1);
+    char want[400];
+    snprintf(want, sizeof(want),
+             "tributary status: no status file %s/none.json (has `tributary run` been started with this "
+             "configuration?)\n",
+             dir);
+    cr_assert_str_eq(r.err.data, want);
+    run_result_free(&r);
+}
+
+Test(cli, status_prints_the_file_run_writes)
+{
+    char spath[160], set_file[200];
+    snprintf(spath, sizeof(spath), "%s/shop.status.json", dir);
+    snprintf(set_file, sizeof(set_file), "status.file=%s", spath);
+    tb_position p;
+    tb_position_init(&p);
+    p.kind = TB_POS_MYSQL;
+    p.mariadb = true;
+    p.server_id = 1;
+    p.pos = 1234;
+    cr_assert_eq(tb_position_set_file(&p, "mysql-bin.000003"), TB_OK);
+    cr_assert_eq(tb_position_set_gtid(&p, "0-1-7"), TB_OK);
+    app_status st = {
+        .name = "shop", .state = "streaming", .position = &p, .lag_ms = 120, .events_behind = 3,
+        .events_total = 4242, .events_per_sec = 1500.5, .snapshot_state = "done", .snapshot_rows = 1000,
+        .started_ms = app_now_ms() - 60000,
+    };
+    tb_error err;
+    cr_assert_eq(app_status_write(spath, &st, &err), TB_OK, "%s", err.msg);
+
+    run_result r = run_tributary((const char *[]){"status", "--set", "sink=stdout", "--set", "offsets.storage=file",
+                                                  "--set", set_file, NULL},
+                                 NULL);
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err.data);
+    const char *o = r.out.data;
+    cr_assert_not_null(strstr(o, "connector:      shop\n"), "%s", o);
+    cr_assert_not_null(strstr(o, "position:       mariadb;server_id=1;file=mysql-bin.000003;pos=1234"), "%s", o);
+    cr_assert_not_null(strstr(o, "lag:            120 ms\n"), "%s", o);
+    cr_assert_not_null(strstr(o, "events behind:  3\n"), "%s", o);
+    cr_assert_not_null(strstr(o, "events total:   4242\n"), "%s", o);
+    cr_assert_not_null(strstr(o, "throughput:     1500.5 events/s\n"), "%s", o);
+    cr_assert_not_null(strstr(o, "snapshot:       done (1000 rows)\n"), "%s", o);
+    /* The writer (this test process) is alive. */
+    cr_assert_not_null(strstr(o, "state:          streaming\n"), "%s", o);
+    run_result_free(&r);
+
+    r = run_tributary((const char *[]){"status", "--set", "sink=stdout", "--set", "offsets.storage=file", "--set",
+                                       set_file, "--json", NULL},
+                      NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert(strncmp(r.out.data, "{\"name\":\"shop\",", 15) == 0, "%s", r.out.data);
+    cr_assert_not_null(strstr(r.out.data, "\"lag_ms\":120,\"events_behind\":3,"), "%s", r.out.data);
+    run_result_free(&r);
+    tb_position_free(&p);
+}
+
+Test(cli, status_of_corrupt_file_exits_1)
+{
+    const char *spath = write_file("s.json", "{not json");
+    char set_file[300];
+    snprintf(set_file, sizeof(set_file), "status.file=%s", spath);
+    run_result r = run_tributary((const char *[]){"status", "--set", "sink=stdout", "--set", "offsets.storage=file",
+                                                  "--set", set_file, NULL},
+                                 NULL);
+    cr_assert_eq(r.status, 1);
+    cr_assert_eq(count_lines(r.err.data), 1, "%s", r.err.data);
+    cr_assert_not_null(strstr(r.err.data, "not a status file"), "%s", r.err.data);
+    run_result_free(&r);
+}
