@@ -25,6 +25,7 @@
  */
 #include "evt_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,8 @@ void evt_jw_fail(evt_jw *w, tb_code code)
 /* Room for n more bytes; NULL (and sticky error) when the buffer cannot grow. */
 static inline char *room(evt_jw *w, size_t n)
 {
-    if (w->out->cap - w->out->len <= n && tb_buf_reserve(w->out, n) != TB_OK) {
+    tb_buf *b = w->out;
+    if ((b->cap - b->len <= n || n > b->max - b->len) && tb_buf_reserve(b, n) != TB_OK) {
         evt_jw_fail(w, TB_ERR_NOMEM);
         return NULL;
     }
@@ -90,8 +92,10 @@ static inline char *pre(evt_jw *w, size_t extra)
     if (w->after_key)
         w->after_key = false;
     else {
-        if (comma_bit(w))
+        if (comma_bit(w)) {
             *p++ = ',';
+            commit(w, p);
+        }
         comma_set(w, true);
     }
     return p;
@@ -360,8 +364,11 @@ size_t evt_fmt_double(double v, char out[32])
         out[n] = '\0';
         return n;
     }
+    /* For normal values %.15g is the shortest whenever it reads back (a
+     * shorter text that reads back would print the same at 15 digits).
+     * Subnormals have less precision: search from 1 digit. */
     int n = 0;
-    for (int prec = 15; prec <= 17; prec++) {
+    for (int prec = fabs(v) < DBL_MIN ? 1 : 15; prec <= 17; prec++) {
         n = snprintf(out, 32, "%.*g", prec, v);
         if (strtod(out, NULL) == v)
             break;
@@ -374,7 +381,7 @@ size_t evt_fmt_float(float v, char out[32])
     if (!isfinite(v))
         return evt_fmt_double((double)v, out);
     int n = 0;
-    for (int prec = 6; prec <= 9; prec++) {
+    for (int prec = fabsf(v) < FLT_MIN ? 1 : 6; prec <= 9; prec++) {
         n = snprintf(out, 32, "%.*g", prec, (double)v);
         if (strtof(out, NULL) == v)
             break;

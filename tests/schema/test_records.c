@@ -1,0 +1,514 @@
+/* Records on the wire: keys, envelopes, row format, rendering, schema
+ * records, the Kafka Connect wrapper, positions, the message decoder. */
+#include <stdio.h>
+
+#include "test_util.h"
+
+static const evt_codec_opts ENV = {.topic_prefix = "tb", .name = "conn1", .now_ms = 1700000000999};
+static const evt_codec_opts ROW = {.topic_prefix = "tb", .name = "conn1", .row_format = true, .now_ms = 1};
+
+/* shop.orders(id bigint unsigned pk, name varchar, price decimal) */
+static evt_table *orders(void)
+{
+    evt_table *t = evt_table_new("shop", "orders", 3);
+    evt_table_set_column(t, 0, "id", EVT_T_BIGINT, "bigint unsigned", false, true);
+    evt_table_set_column(t, 1, "name", EVT_T_VARCHAR, "varchar(20)", true, false);
+    evt_table_set_column(t, 2, "price", EVT_T_DECIMAL, "decimal(10,2)", true, false);
+    evt_table_set_column_details(t, 2, 0, 10, 2, NULL);
+    size_t pk[] = {0};
+    evt_table_set_pk(t, pk, 1);
+    evt_table_seal(t);
+    return t;
+}
+
+static void mysql_meta(evt_event *e)
+{
+    tb_position p;
+    tb_position_init(&p);
+    p.kind = TB_POS_MYSQL;
+    p.mariadb = true;
+    p.server_id = 1;
+    tb_position_set_file(&p, "mysql-bin.000003");
+    tb_position_set_gtid(&p, "0-1-7");
+    p.pos = 1234;
+    p.row = 2;
+    evt_event_set_position(e, &p);
+    tb_position_free(&p);
+    evt_event_set_connector(e, EVT_CONN_MARIADB);
+    evt_event_set_commit_ts_ms(e, 1700000000000);
+    evt_event_set_txid(e, "0-1-7");
+}
+
+static void set_row(evt_event *e, evt_image img, uint64_t id, const char *name, const char *price)
+{
+    evt_set_uint(e, img, 0, id);
+    if (name)
+        evt_set_string(e, img, 1, name, strlen(name));
+    else
+        evt_set_null(e, img, 1);
+    if (price)
+        evt_set_decimal(e, img, 2, price, strlen(price));
+}
+
+static char *value_of(const evt_codec_opts *o, const evt_event *e)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_error err;
+    tb_code rc = evt_json_value(o, e, &b, &err);
+    cr_assert_eq(rc, TB_OK, "%s", err.msg);
+    return tb_buf_detach(&b, NULL);
+}
+
+#define SRC "\"source\":{\"version\":\"0.1.0\",\"connector\":\"mariadb\",\"name\":\"conn1\",\"ts_ms\":1700000000000," \
+            "\"snapshot\":\"false\",\"db\":\"shop\",\"table\":\"orders\",\"server_id\":1," \
+            "\"file\":\"mysql-bin.000003\",\"pos\":1234,\"row\":2,\"gtid\":\"0-1-7\"}"
+#define TAIL ",\"ts_ms\":1700000000999,\"transaction\":{\"id\":\"0-1-7\"}}"
+
+Test(records, envelope_create_update_delete_read)
+{
+    evt_table *t = orders();
+    evt_event *e = evt_event_new(EVT_OP_CREATE, t);
+    mysql_meta(e);
+    set_row(e, EVT_AFTER, 18446744073709551615ull, "caf\xc3\xa9", "12.50");
+    char *v = value_of(&ENV, e);
+    cr_expect_str_eq(v, "{\"before\":null,\"after\":{\"id\":18446744073709551615,\"name\":\"caf\xc3\xa9\",\"price\":"
+                        "\"12.50\"}," SRC ",\"op\":\"c\"" TAIL);
+    free(v);
+
+    evt_event_reset(e, EVT_OP_UPDATE, t);
+    mysql_meta(e);
+    set_row(e, EVT_BEFORE, 1, "a", "1.00");
+    set_row(e, EVT_AFTER, 1, NULL, "2.00");
+    v = value_of(&ENV, e);
+    cr_expect_str_eq(v, "{\"before\":{\"id\":1,\"name\":\"a\",\"price\":\"1.00\"},\"after\":{\"id\":1,\"name\":null,"
+                        "\"price\":\"2.00\"}," SRC ",\"op\":\"u\"" TAIL);
+    free(v);
+
+    evt_event_reset(e, EVT_OP_DELETE, t);
+    mysql_meta(e);
+    set_row(e, EVT_BEFORE, 1, "a", "1.00");
+    v = value_of(&ENV, e);
+    cr_expect_str_eq(v, "{\"before\":{\"id\":1,\"name\":\"a\",\"price\":\"1.00\"},\"after\":null," SRC
+                        ",\"op\":\"d\"" TAIL);
+    free(v);
+
+    evt_event_reset(e, EVT_OP_READ, t);
+    evt_event_set_snapshot(e, EVT_SNAPSHOT_LAST);
+    evt_event_set_connector(e, EVT_CONN_MYSQL);
+    set_row(e, EVT_AFTER, 5, "x", "0.00");
+    v = value_of(&ENV, e);
+    cr_expect_str_eq(v, "{\"before\":null,\"after\":{\"id\":5,\"name\":\"x\",\"price\":\"0.00\"},\"source\":{\"version\":"
+                        "\"0.1.0\",\"connector\":\"mysql\",\"name\":\"conn1\",\"ts_ms\":0,\"snapshot\":\"last\","
+                        "\"db\":\"shop\",\"table\":\"orders\"},\"op\":\"r\",\"ts_ms\":1700000000999,"
+                        "\"transaction\":null}");
+    free(v);
+    evt_event_free(e);
+    evt_table_unref(t);
+}
+
+Test(records, sqlite_sources)
+{
+    evt_table *t = orders();
+    evt_event *e = evt_event_new(EVT_OP_CREATE, t);
+    set_row(e, EVT_AFTER, 1, "a", "1.00");
+    evt_event_set_connector(e, EVT_CONN_SQLITE);
+    tb_position p;
+    tb_position_init(&p);
+    p.kind = TB_POS_SQLITE_WAL;
+    p.salt1 = 4000000000u;
+    p.salt2 = 2;
+    p.frame = 10;
+    p.gen_seq = 3;
+    evt_event_set_position(e, &p);
+    char *v = value_of(&ENV, e);
+    cr_expect(strstr(v, "\"connector\":\"sqlite\"") && strstr(v, "\"salt1\":4000000000,\"salt2\":2,\"frame\":10,"
+                                                                 "\"gen_seq\":3}"), "%s", v);
+    free(v);
+    p.kind = TB_POS_SQLITE_LOG;
+    p.seq = 42;
+    evt_event_set_position(e, &p);
+    v = value_of(&ENV, e);
+    cr_expect(strstr(v, "\"table\":\"orders\",\"seq\":42}"), "%s", v);
+    free(v);
+    evt_event_free(e);
+    evt_table_unref(t);
+}
+
+Test(records, partial_images_leave_columns_out)
+{
+    evt_table *t = orders();
+    evt_event *e = evt_event_new(EVT_OP_UPDATE, t);
+    evt_set_uint(e, EVT_BEFORE, 0, 9); /* MINIMAL: before = key only */
+    evt_set_string(e, EVT_AFTER, 1, "n", 1); /* after = changed column only */
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert_eq(evt_json_row(e, EVT_BEFORE, &b, NULL), TB_OK);
+    cr_expect_str_eq(b.data, "{\"id\":9}");
+    tb_buf_reset(&b);
+    cr_assert_eq(evt_json_row(e, EVT_AFTER, &b, NULL), TB_OK);
+    cr_expect_str_eq(b.data, "{\"name\":\"n\"}");
+    tb_buf_reset(&b);
+    /* the key of the after image comes from the before image */
+    cr_assert_eq(evt_json_key(e, EVT_AFTER, &b, NULL), TB_OK);
+    cr_expect_str_eq(b.data, "{\"id\":9}");
+    cr_assert(evt_event_key_unchanged(e));
+    tb_buf_free(&b);
+    evt_event_free(e);
+    evt_table_unref(t);
+}
+
+/* Same key values, tables with columns in different orders: identical key bytes. */
+Test(records, canonical_key_is_independent_of_column_order)
+{
+    const char *names[] = {"a", "region", "id", "z"};
+    char *keys[2];
+    for (int variant = 0; variant < 2; variant++) {
+        evt_table *t = evt_table_new("db", "t", 4);
+        int order[2][4] = {{0, 1, 2, 3}, {3, 2, 0, 1}}; /* column position of names[i] */
+        for (int i = 0; i < 4; i++)
+            evt_table_set_column(t, (size_t)order[variant][i], names[i], EVT_T_VARCHAR, NULL, true, false);
+        size_t pk[] = {(size_t)order[variant][1], (size_t)order[variant][2]}; /* key (region, id) */
+        evt_table_set_pk(t, pk, 2);
+        evt_table_seal(t);
+        evt_event *e = evt_event_new(EVT_OP_CREATE, t);
+        evt_set_string(e, EVT_AFTER, (size_t)order[variant][0], "x", 1);
+        evt_set_string(e, EVT_AFTER, (size_t)order[variant][1], "eu \"w\"", 6);
+        evt_set_int(e, EVT_AFTER, (size_t)order[variant][2], 42);
+        evt_set_null(e, EVT_AFTER, (size_t)order[variant][3]);
+        tb_buf b;
+        tb_buf_init(&b, 0);
+        cr_assert_eq(evt_json_key(e, EVT_AFTER, &b, NULL), TB_OK);
+        keys[variant] = tb_buf_detach(&b, NULL);
+        evt_event_free(e);
+        evt_table_unref(t);
+    }
+    cr_assert_str_eq(keys[0], "{\"region\":\"eu \\\"w\\\"\",\"id\":42}");
+    cr_assert_str_eq(keys[0], keys[1]);
+    free(keys[0]);
+    free(keys[1]);
+
+    /* no key: null */
+    evt_table *t = evt_table_new("db", "nokey", 1);
+    evt_table_seal(t);
+    evt_event *e = evt_event_new(EVT_OP_CREATE, t);
+    evt_set_int(e, EVT_AFTER, 0, 1);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert_eq(evt_json_key(e, EVT_AFTER, &b, NULL), TB_OK);
+    cr_assert_str_eq(b.data, "null");
+    tb_buf_free(&b);
+    evt_event_free(e);
+    evt_table_unref(t);
+}
+
+static void expect_msgs(const evt_rendered *r, size_t n, const char *const *keys, const char *const *ops)
+{
+    cr_assert_eq(r->n, n, "got %zu messages", r->n);
+    for (size_t i = 0; i < n; i++) {
+        cr_expect_str_eq(r->msgs[i].key, keys[i]);
+        cr_expect_eq(r->msgs[i].key_len, strlen(keys[i]));
+        if (!ops[i]) {
+            cr_expect_null(r->msgs[i].value, "message %zu should be a tombstone", i);
+            continue;
+        }
+        cr_assert_not_null(r->msgs[i].value);
+        cr_expect_eq(r->msgs[i].value_len, strlen(r->msgs[i].value));
+        char want[64];
+        if (ops[i][0] == '{')
+            cr_expect_str_eq(r->msgs[i].value, ops[i]);
+        else {
+            snprintf(want, sizeof want, "\"op\":\"%s\"", ops[i]);
+            cr_expect(strstr(r->msgs[i].value, want), "message %zu: %s", i, r->msgs[i].value);
+        }
+    }
+}
+
+Test(records, render_delete_and_key_change)
+{
+    evt_table *t = orders();
+    evt_event *e = evt_event_new(EVT_OP_DELETE, t);
+    set_row(e, EVT_BEFORE, 1, "a", "1.00");
+    evt_rendered r;
+    evt_rendered_init(&r);
+    tb_error err;
+    cr_assert_eq(evt_render(&ENV, e, &r, &err), TB_OK, "%s", err.msg);
+    cr_assert_str_eq(r.topic, "tb.shop.orders");
+    expect_msgs(&r, 2, (const char *[]){"{\"id\":1}", "{\"id\":1}"}, (const char *[]){"d", NULL});
+    cr_assert_eq(evt_render(&ROW, e, &r, &err), TB_OK, "%s", err.msg);
+    expect_msgs(&r, 1, (const char *[]){"{\"id\":1}"}, (const char *[]){NULL});
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert_eq(evt_json_value(&ROW, e, &b, &err), TB_ERR_NOT_FOUND);
+    tb_buf_free(&b);
+
+    evt_event_reset(e, EVT_OP_UPDATE, t);
+    set_row(e, EVT_BEFORE, 1, "a", "1.00");
+    set_row(e, EVT_AFTER, 2, "a", "1.00");
+    cr_assert(!evt_event_key_unchanged(e));
+    cr_assert_eq(evt_render(&ENV, e, &r, &err), TB_OK, "%s", err.msg);
+    expect_msgs(&r, 3, (const char *[]){"{\"id\":1}", "{\"id\":1}", "{\"id\":2}"}, (const char *[]){"d", NULL, "c"});
+    cr_expect(strstr(r.msgs[0].value, "\"before\":{\"id\":1,") && strstr(r.msgs[0].value, "\"after\":null"));
+    cr_expect(strstr(r.msgs[2].value, "\"before\":null,\"after\":{\"id\":2,"));
+    cr_assert_eq(evt_render(&ROW, e, &r, &err), TB_OK, "%s", err.msg);
+    expect_msgs(&r, 2, (const char *[]){"{\"id\":1}", "{\"id\":2}"},
+                (const char *[]){NULL, "{\"id\":2,\"name\":\"a\",\"price\":\"1.00\"}"});
+
+    /* unchanged key: one message */
+    evt_event_reset(e, EVT_OP_UPDATE, t);
+    set_row(e, EVT_BEFORE, 1, "a", "1.00");
+    set_row(e, EVT_AFTER, 1, "b", "1.00");
+    cr_assert_eq(evt_render(&ENV, e, &r, &err), TB_OK);
+    expect_msgs(&r, 1, (const char *[]){"{\"id\":1}"}, (const char *[]){"u"});
+    cr_assert_eq(evt_render(&ROW, e, &r, &err), TB_OK);
+    expect_msgs(&r, 1, (const char *[]){"{\"id\":1}"}, (const char *[]){"{\"id\":1,\"name\":\"b\",\"price\":\"1.00\"}"});
+
+    /* a failed event renders nothing and reports its sticky error */
+    evt_event_reset(e, EVT_OP_CREATE, t);
+    evt_set_uint(e, EVT_BEFORE, 0, 1);
+    cr_assert_eq(evt_render(&ENV, e, &r, &err), TB_ERR_INVALID);
+    cr_assert_eq(r.n, 0);
+    cr_assert(strstr(err.msg, "shop.orders"));
+    evt_rendered_free(&r);
+    evt_rendered_free(&r);
+    evt_rendered_free(NULL);
+    evt_event_free(e);
+    evt_table_unref(t);
+}
+
+Test(records, topics_and_line)
+{
+    evt_table *t = orders();
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert_eq(evt_json_topic(&ENV, t, &b), TB_OK);
+    cr_assert_str_eq(b.data, "tb.shop.orders");
+    tb_buf_reset(&b);
+    evt_codec_opts none = {0};
+    cr_assert_eq(evt_json_topic(&none, t, &b), TB_OK);
+    cr_assert_str_eq(b.data, "shop.orders");
+    tb_buf_reset(&b);
+    cr_assert_eq(evt_json_schema_topic(&ENV, &b), TB_OK);
+    cr_assert_str_eq(b.data, "tb.schema");
+    tb_buf_reset(&b);
+    cr_assert_eq(evt_json_line("tb.shop.orders", "{\"id\":1}", 8, NULL, 0, &b), TB_OK);
+    cr_assert_str_eq(b.data, "{\"topic\":\"tb.shop.orders\",\"key\":{\"id\":1},\"value\":null}");
+    tb_buf_reset(&b);
+    cr_assert_eq(evt_json_line("t", "null", 4, "{\"a\":1}", 7, &b), TB_OK);
+    cr_assert_str_eq(b.data, "{\"topic\":\"t\",\"key\":null,\"value\":{\"a\":1}}");
+    tb_buf_free(&b);
+    evt_table_unref(t);
+}
+
+Test(records, schema_record)
+{
+    evt_table *t = evt_table_new("shop", "items", 3);
+    evt_table_set_column(t, 0, "id", EVT_T_INT, "int(11)", false, false);
+    evt_table_set_column(t, 1, "size", EVT_T_ENUM, "enum('s','m')", true, false);
+    evt_table_set_column(t, 2, "tags", EVT_T_SET, NULL, true, false);
+    evt_table_set_column_details(t, 1, 1, 0, 0, "utf8mb4");
+    const char *labels[] = {"s", "m"};
+    evt_table_set_labels(t, 1, labels, 2);
+    size_t pk[] = {0};
+    evt_table_set_pk(t, pk, 1);
+    evt_table_set_version(t, 4);
+    evt_table_seal(t);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert_eq(evt_json_schema_key(t, &b), TB_OK);
+    cr_assert_str_eq(b.data, "{\"db\":\"shop\",\"table\":\"items\"}");
+    tb_buf_reset(&b);
+    cr_assert_eq(evt_json_schema_value(t, &b), TB_OK);
+    cr_assert_str_eq(b.data,
+                     "{\"db\":\"shop\",\"table\":\"items\",\"version\":4,\"names_known\":true,\"columns\":["
+                     "{\"name\":\"id\",\"type\":\"int\",\"source_type\":\"int(11)\",\"nullable\":false,\"unsigned\":false,"
+                     "\"pk\":1,\"length\":0,\"precision\":0,\"scale\":0,\"charset\":null,\"labels\":null},"
+                     "{\"name\":\"size\",\"type\":\"enum\",\"source_type\":\"enum('s','m')\",\"nullable\":true,"
+                     "\"unsigned\":false,\"pk\":0,\"length\":1,\"precision\":0,\"scale\":0,\"charset\":\"utf8mb4\","
+                     "\"labels\":[\"s\",\"m\"]},"
+                     "{\"name\":\"tags\",\"type\":\"set\",\"source_type\":null,\"nullable\":true,\"unsigned\":false,"
+                     "\"pk\":0,\"length\":0,\"precision\":0,\"scale\":0,\"charset\":null,\"labels\":null}],"
+                     "\"primary_key\":[\"id\"]}");
+    tb_buf_free(&b);
+    evt_table_unref(t);
+}
+
+/* The Connect wrapper is valid JSON, its payload equals the plain value, and
+ * every field of the payload's rows is described in the schema. */
+Test(records, kafka_connect_wrapper)
+{
+    evt_table *t = evt_table_new("db", "all", 8);
+    evt_type types[] = {EVT_T_INT, EVT_T_TINYINT, EVT_T_DOUBLE, EVT_T_BLOB, EVT_T_SET, EVT_T_GEOMETRY, EVT_T_BIT,
+                        EVT_T_TIMESTAMP};
+    for (size_t i = 0; i < 8; i++) {
+        char n[8];
+        snprintf(n, sizeof n, "c%zu", i);
+        evt_table_set_column(t, i, n, types[i], NULL, i != 0, i == 1);
+    }
+    evt_table_set_column_details(t, 6, 1, 0, 0, NULL);
+    size_t pk[] = {0};
+    evt_table_set_pk(t, pk, 1);
+    evt_table_seal(t);
+    evt_event *e = evt_event_new(EVT_OP_UPDATE, t);
+    mysql_meta(e);
+    for (int img = 0; img < 2; img++) {
+        evt_set_int(e, img, 0, 1);
+        evt_set_uint(e, img, 1, 255);
+        evt_set_double(e, img, 2, 0.5);
+        evt_set_bytes(e, img, 3, "ab", 2);
+        const char *l[] = {"x"};
+        evt_set_set(e, img, 4, l, NULL, 1);
+        evt_set_geometry(e, img, 5, 0, "\x01", 1);
+        evt_set_bool(e, img, 6, img == 1);
+        evt_set_null(e, img, 7);
+    }
+    for (int fmt = 0; fmt < 2; fmt++) {
+        evt_codec_opts plain = fmt ? ROW : ENV;
+        evt_codec_opts wrapped = plain;
+        wrapped.schemas = true;
+        char *pv = value_of(&plain, e);
+        char *wv = value_of(&wrapped, e);
+        evt_jv *root = NULL;
+        tb_error err;
+        cr_assert_eq(evt_jv_parse(wv, strlen(wv), &root, &err), TB_OK, "%s", err.msg);
+        cr_assert_eq(evt_jv_size(root), 2);
+        const evt_jv *schema = evt_jv_get(root, "schema");
+        const evt_jv *payload = evt_jv_get(root, "payload");
+        cr_assert_str_eq(evt_jv_text(evt_jv_get(schema, "type"), NULL), "struct");
+        tb_buf b;
+        tb_buf_init(&b, 0);
+        evt_jw w;
+        evt_jw_init(&w, &b);
+        evt_jv_write(payload, &w);
+        cr_assert_eq(evt_jw_finish(&w), TB_OK);
+        cr_expect_str_eq(b.data, pv);
+        /* the row schema: one field per column with the mapped type */
+        const evt_jv *fields = evt_jv_get(schema, "fields");
+        const evt_jv *rowschema = schema;
+        if (!fmt) {
+            cr_assert_eq(evt_jv_size(fields), 6);
+            cr_assert_str_eq(evt_jv_text(evt_jv_get(evt_jv_at(fields, 1), "field"), NULL), "after");
+            cr_assert_str_eq(evt_jv_text(evt_jv_get(evt_jv_at(fields, 2), "field"), NULL), "source");
+            rowschema = evt_jv_at(fields, 1);
+        }
+        const evt_jv *cols = evt_jv_get(rowschema, "fields");
+        cr_assert_eq(evt_jv_size(cols), 8);
+        const char *want[] = {"int32", "int16", "float64", "bytes", "array", "struct", "boolean", "string"};
+        for (size_t i = 0; i < 8; i++)
+            cr_expect_str_eq(evt_jv_text(evt_jv_get(evt_jv_at(cols, i), "type"), NULL), want[i], "column %zu", i);
+        cr_expect(!evt_jv_bool(evt_jv_get(evt_jv_at(cols, 0), "optional")));
+        cr_expect(evt_jv_bool(evt_jv_get(evt_jv_at(cols, 7), "optional")));
+        tb_buf_free(&b);
+        evt_jv_free(root);
+        free(pv);
+        free(wv);
+    }
+    evt_event_free(e);
+    evt_table_unref(t);
+}
+
+Test(records, position_json_round_trip)
+{
+    tb_position ps[4];
+    for (int i = 0; i < 4; i++)
+        tb_position_init(&ps[i]);
+    ps[1].kind = TB_POS_MYSQL;
+    ps[1].server_id = UINT32_MAX;
+    ps[1].pos = UINT64_MAX;
+    ps[1].row = 3;
+    tb_position_set_file(&ps[1], "bin.\"000001\"");
+    tb_position_set_gtid(&ps[1], "3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5:11");
+    ps[2].kind = TB_POS_SQLITE_WAL;
+    ps[2].salt1 = UINT32_MAX;
+    ps[2].salt2 = 1;
+    ps[2].frame = 2;
+    ps[2].cksum1 = 3;
+    ps[2].cksum2 = 4;
+    ps[2].db_pages = 5;
+    ps[2].gen_seq = UINT64_MAX;
+    ps[2].inode = 99;
+    ps[3].kind = TB_POS_SQLITE_LOG;
+    ps[3].seq = INT64_MIN;
+    for (int i = 0; i < 4; i++) {
+        tb_buf b;
+        tb_buf_init(&b, 0);
+        cr_assert_eq(evt_position_to_json(&ps[i], &b), TB_OK);
+        tb_position back;
+        tb_position_init(&back);
+        tb_error err;
+        cr_assert_eq(evt_position_from_json(b.data, b.len, &back, &err), TB_OK, "%s: %s", b.data, err.msg);
+        cr_assert(tb_position_equal(&back, &ps[i]), "%s", b.data);
+        if (i == 1)
+            cr_assert_str_eq(b.data, "{\"kind\":\"mysql\",\"server_id\":4294967295,\"file\":\"bin.\\\"000001\\\"\","
+                                     "\"pos\":18446744073709551615,\"row\":3,"
+                                     "\"gtid\":\"3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5:11\"}");
+        tb_position_free(&back);
+        tb_buf_free(&b);
+        tb_position_free(&ps[i]);
+    }
+    const char *bad[] = {"{}", "[]", "{\"kind\":\"x\"}", "{\"kind\":\"mysql\",\"pos\":-1}",
+                         "{\"kind\":\"mysql\",\"server_id\":4294967296}", "{\"kind\":\"mysql\",\"pos\":1.5}",
+                         "{\"kind\":\"mysql\",\"pos\":18446744073709551616}", "{\"kind\":\"mysql\",\"file\":3}",
+                         "{\"kind\":\"sqlite-log\",\"seq\":9223372036854775808}", "{\"kind\":"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tb_position p;
+        tb_position_init(&p);
+        tb_error err;
+        cr_expect_neq(evt_position_from_json(bad[i], strlen(bad[i]), &p, &err), TB_OK, "%s", bad[i]);
+        cr_expect_eq(p.kind, TB_POS_NONE);
+    }
+}
+
+Test(records, decode_messages)
+{
+    evt_table *t = orders();
+    evt_event *e = evt_event_new(EVT_OP_UPDATE, t);
+    mysql_meta(e);
+    set_row(e, EVT_BEFORE, 1, "a", "1.00");
+    set_row(e, EVT_AFTER, 1, "b", "2.00");
+    evt_rendered r;
+    evt_rendered_init(&r);
+    evt_decoded d;
+    evt_decoded_init(&d);
+    tb_error err;
+    for (int mode = 0; mode < 4; mode++) {
+        evt_codec_opts o = mode & 1 ? ROW : ENV;
+        o.schemas = mode & 2;
+        cr_assert_eq(evt_render(&o, e, &r, &err), TB_OK, "%s", err.msg);
+        cr_assert_eq(evt_decode_msg(r.msgs[0].key, r.msgs[0].key_len, r.msgs[0].value, r.msgs[0].value_len, &d,
+                                    &err), TB_OK, "%s", err.msg);
+        cr_assert(!d.tombstone);
+        cr_assert_eq(d.row_format, (bool)(mode & 1));
+        cr_assert_eq(d.op, mode & 1 ? EVT_OP_CREATE : EVT_OP_UPDATE);
+        cr_assert_str_eq(evt_jv_text(evt_jv_get(d.key, "id"), NULL), "1");
+        cr_assert_str_eq(evt_jv_text(evt_jv_get(d.after, "name"), NULL), "b");
+        if (!(mode & 1)) {
+            cr_assert_str_eq(evt_jv_text(evt_jv_get(d.before, "price"), NULL), "1.00");
+            cr_assert_str_eq(d.db, "shop");
+            cr_assert_str_eq(d.table, "orders");
+        } else {
+            cr_assert_null(d.before);
+            cr_assert_null(d.source);
+        }
+    }
+    cr_assert_eq(evt_decode_msg("{\"id\":1}", 8, NULL, 0, &d, &err), TB_OK);
+    cr_assert(d.tombstone);
+    cr_assert_eq(d.op, EVT_OP_DELETE);
+    cr_assert_not_null(d.key);
+    cr_assert_eq(evt_decode_msg("null", 4, "{\"schema\":null,\"payload\":null}", 30, &d, &err), TB_OK);
+    cr_assert(d.tombstone);
+    cr_assert_null(d.key);
+    cr_assert_eq(evt_decode_msg("{\"id\":1}", 8, "{\"op\":\"x\",\"source\":{},\"after\":{}}", 33, &d, &err),
+                 TB_ERR_UNSUPPORTED);
+    cr_assert_eq(evt_decode_msg("{\"id\":1}", 8, "{\"op\":\"d\",\"source\":{},\"after\":{}}", 33, &d, &err),
+                 TB_ERR_INVALID);
+    cr_assert_eq(evt_decode_msg("{\"id\":", 6, "{}", 2, &d, &err), TB_ERR_INVALID);
+    cr_assert(strstr(err.msg, "message key") && strstr(err.msg, "offset 6"), "%s", err.msg);
+    cr_assert_eq(evt_decode_msg(NULL, 0, "[1]", 3, &d, &err), TB_ERR_INVALID);
+    evt_decoded_free(&d);
+    evt_decoded_free(&d);
+    evt_decoded_free(NULL);
+    evt_rendered_free(&r);
+    evt_event_free(e);
+    evt_table_unref(t);
+}

@@ -1,0 +1,286 @@
+/* DESIGN.md 5: every row of the value table, through the builder and the codec. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "test_util.h"
+
+static void expect(evt_type type, const evt_value *v, const char *want)
+{
+    char *got = tu_value_json(type, v);
+    cr_expect_str_eq(got, want, "type %s: got %s want %s", evt_type_name(type), got, want);
+    free(got);
+}
+
+Test(values, integers_exact)
+{
+    evt_value v = {.kind = EVT_V_INT};
+    v.v.i = INT64_MIN;
+    expect(EVT_T_BIGINT, &v, "-9223372036854775808");
+    v.v.i = INT64_MAX;
+    expect(EVT_T_BIGINT, &v, "9223372036854775807");
+    v.v.i = 0;
+    expect(EVT_T_TINYINT, &v, "0");
+    v.v.i = -128;
+    expect(EVT_T_TINYINT, &v, "-128");
+    v.v.i = 8388607;
+    expect(EVT_T_MEDIUMINT, &v, "8388607");
+    v.v.i = -10;
+    expect(EVT_T_INT, &v, "-10");
+    v.v.i = 100;
+    expect(EVT_T_INT, &v, "100");
+    evt_value u = {.kind = EVT_V_UINT};
+    u.v.u = UINT64_MAX;
+    expect(EVT_T_BIGINT, &u, "18446744073709551615");
+    u.v.u = 4294967295u;
+    expect(EVT_T_INT, &u, "4294967295");
+    /* every power of ten and its neighbours, against printf */
+    char want[32];
+    for (uint64_t p = 1; p <= UINT64_MAX / 10; p *= 10) {
+        for (int d = -1; d <= 1; d++) {
+            u.v.u = p + (uint64_t)d;
+            snprintf(want, sizeof want, "%llu", (unsigned long long)u.v.u);
+            expect(EVT_T_BIGINT, &u, want);
+            v.v.i = -(int64_t)(p + (uint64_t)d);
+            snprintf(want, sizeof want, "%lld", (long long)v.v.i);
+            expect(EVT_T_BIGINT, &v, want);
+        }
+    }
+}
+
+Test(values, year_is_a_number)
+{
+    evt_value v = {.kind = EVT_V_INT, .v.i = 2155};
+    expect(EVT_T_YEAR, &v, "2155");
+}
+
+Test(values, decimal_as_string_with_exact_scale)
+{
+    evt_value v = {.kind = EVT_V_DECIMAL};
+    v.v.s.ptr = "12.50";
+    v.v.s.len = 5;
+    expect(EVT_T_DECIMAL, &v, "\"12.50\"");
+    /* DECIMAL(65,30): 35 integer digits, 30 decimals */
+    char big[80];
+    memset(big, '9', 67);
+    big[0] = '-';
+    big[36] = '.';
+    big[67] = '\0';
+    char want[90];
+    snprintf(want, sizeof want, "\"%s\"", big);
+    v.v.s.ptr = big;
+    v.v.s.len = strlen(big);
+    expect(EVT_T_DECIMAL, &v, want);
+}
+
+Test(values, doubles_shortest_round_trip)
+{
+    struct { double d; const char *want; } cases[] = {
+        {0.1, "0.1"}, {1e300, "1e300"}, {5e-324, "5e-324"}, {-0.0, "-0"}, {0.0, "0"}, {1.5, "1.5"},
+        {DBL_MAX, "1.7976931348623157e308"}, {DBL_MIN, "2.2250738585072014e-308"}, {1.0 / 3, "0.3333333333333333"},
+        {123456789012345678.0, "1.2345678901234568e17"}, {-2.5e-5, "-2.5e-5"}, {42.0, "42"}, {0.30000000000000004, "0.30000000000000004"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        evt_value v = {.kind = EVT_V_DOUBLE, .v.d = cases[i].d};
+        expect(EVT_T_DOUBLE, &v, cases[i].want);
+    }
+    /* pseudo-random doubles read back to the same bits */
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < 20000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double d;
+        memcpy(&d, &x, sizeof d);
+        if (!isfinite(d))
+            continue;
+        char buf[32];
+        size_t n = evt_fmt_double(d, buf);
+        cr_assert_eq(n, strlen(buf));
+        double back = strtod(buf, NULL);
+        cr_assert(memcmp(&back, &d, sizeof d) == 0, "%s does not read back", buf);
+    }
+}
+
+Test(values, floats_shortest_as_float)
+{
+    struct { float f; const char *want; } cases[] = {
+        {0.1f, "0.1"}, {3.4028235e38f, "3.4028235e38"}, {1e-45f, "1e-45"}, {16777216.0f, "16777216"}, {-1.25f, "-1.25"},
+        {0.3f, "0.3"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        evt_value v = {.kind = EVT_V_FLOAT, .v.f = cases[i].f};
+        expect(EVT_T_FLOAT, &v, cases[i].want);
+    }
+    uint32_t x = 2463534242u;
+    for (int i = 0; i < 20000; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        float f;
+        memcpy(&f, &x, sizeof f);
+        if (!isfinite(f))
+            continue;
+        char buf[32];
+        evt_fmt_float(f, buf);
+        float back = strtof(buf, NULL);
+        cr_assert(memcmp(&back, &f, sizeof f) == 0, "%s does not read back", buf);
+    }
+}
+
+Test(values, non_finite_are_strings)
+{
+    evt_value v = {.kind = EVT_V_DOUBLE, .v.d = INFINITY};
+    expect(EVT_T_SQLITE_REAL, &v, "\"Infinity\"");
+    v.v.d = -INFINITY;
+    expect(EVT_T_SQLITE_REAL, &v, "\"-Infinity\"");
+    v.v.d = NAN;
+    expect(EVT_T_DOUBLE, &v, "\"NaN\"");
+}
+
+Test(values, strings_and_bytes)
+{
+    evt_value v = {.kind = EVT_V_STRING};
+    v.v.s.ptr = "h\xc3\xa9llo \xf0\x9f\x98\x80";
+    v.v.s.len = strlen(v.v.s.ptr);
+    expect(EVT_T_VARCHAR, &v, "\"h\xc3\xa9llo \xf0\x9f\x98\x80\"");
+    evt_value b = {.kind = EVT_V_BYTES};
+    b.v.s.ptr = "\x00\x01\xfe\xff";
+    b.v.s.len = 4;
+    expect(EVT_T_BLOB, &b, "\"AAH+/w==\"");
+    b.v.s.len = 0;
+    expect(EVT_T_VARBINARY, &b, "\"\"");
+    evt_value en = {.kind = EVT_V_STRING};
+    en.v.s.ptr = "medium";
+    en.v.s.len = 6;
+    expect(EVT_T_ENUM, &en, "\"medium\"");
+}
+
+static evt_value temporal(evt_kind k, int y, int mo, int d, unsigned h, int mi, int s, unsigned us, int fsp, bool neg)
+{
+    evt_value v = {.kind = k};
+    v.v.t = (evt_temporal){.year = y, .month = (uint8_t)mo, .day = (uint8_t)d, .hour = h, .minute = (uint8_t)mi,
+                           .second = (uint8_t)s, .usec = us, .fsp = (uint8_t)fsp, .negative = neg};
+    return v;
+}
+
+Test(values, temporal_every_fsp)
+{
+    evt_value v = temporal(EVT_V_DATE, 2024, 1, 31, 0, 0, 0, 0, 0, false);
+    expect(EVT_T_DATE, &v, "\"2024-01-31\"");
+    v = temporal(EVT_V_DATE, 1, 2, 3, 0, 0, 0, 0, 0, false);
+    expect(EVT_T_DATE, &v, "\"0001-02-03\"");
+    static const char *const frac[7] = {"", ".1", ".12", ".123", ".1234", ".12345", ".123456"};
+    for (int fsp = 0; fsp <= 6; fsp++) {
+        char want[64];
+        /* usec holds all 6 digits; fsp digits are printed */
+        v = temporal(EVT_V_DATETIME, 2024, 12, 31, 23, 59, 58, 123456, fsp, false);
+        snprintf(want, sizeof want, "\"2024-12-31T23:59:58%s\"", frac[fsp]);
+        expect(EVT_T_DATETIME, &v, want);
+        v = temporal(EVT_V_TIMESTAMP, 1970, 1, 1, 0, 0, 1, 123456, fsp, false);
+        snprintf(want, sizeof want, "\"1970-01-01T00:00:01%sZ\"", frac[fsp]);
+        expect(EVT_T_TIMESTAMP, &v, want);
+        v = temporal(EVT_V_TIME, 0, 0, 0, 838, 59, 59, 123456, fsp, true);
+        snprintf(want, sizeof want, "\"-838:59:59%s\"", frac[fsp]);
+        expect(EVT_T_TIME, &v, want);
+    }
+    /* trailing zeros of the fraction are kept: fsp digits exactly */
+    v = temporal(EVT_V_DATETIME, 2024, 1, 1, 10, 0, 0, 500000, 3, false);
+    expect(EVT_T_DATETIME, &v, "\"2024-01-01T10:00:00.500\"");
+    v = temporal(EVT_V_TIME, 0, 0, 0, 25, 0, 1, 0, 0, false);
+    expect(EVT_T_TIME, &v, "\"25:00:01\"");
+    v = temporal(EVT_V_TIME, 0, 0, 0, 0, 0, 0, 1, 6, true);
+    expect(EVT_T_TIME, &v, "\"-00:00:00.000001\"");
+    v = temporal(EVT_V_TIME, 0, 0, 0, 5, 4, 3, 0, 0, false);
+    expect(EVT_T_TIME, &v, "\"05:04:03\"");
+}
+
+Test(values, zero_dates_as_the_server_prints_them)
+{
+    evt_value v = temporal(EVT_V_DATE, 0, 0, 0, 0, 0, 0, 0, 0, false);
+    expect(EVT_T_DATE, &v, "\"0000-00-00\"");
+    v = temporal(EVT_V_DATETIME, 0, 0, 0, 0, 0, 0, 0, 0, false);
+    expect(EVT_T_DATETIME, &v, "\"0000-00-00T00:00:00\"");
+    v = temporal(EVT_V_DATETIME, 0, 0, 0, 0, 0, 0, 0, 2, false);
+    expect(EVT_T_DATETIME, &v, "\"0000-00-00T00:00:00.00\"");
+    v = temporal(EVT_V_TIMESTAMP, 0, 0, 0, 0, 0, 0, 0, 0, false);
+    expect(EVT_T_TIMESTAMP, &v, "\"0000-00-00T00:00:00\"");
+    v = temporal(EVT_V_DATE, 2024, 2, 0, 0, 0, 0, 0, 0, false); /* invalid date allowed by the server */
+    expect(EVT_T_DATE, &v, "\"2024-02-00\"");
+}
+
+Test(values, set_bit_json_geometry_vector)
+{
+    const char *labels[] = {"a", "b,c", "\"q\""};
+    size_t lens[] = {1, 3, 3};
+    evt_value s = {.kind = EVT_V_SET};
+    s.v.set.items = labels;
+    s.v.set.lens = lens;
+    s.v.set.n = 3;
+    expect(EVT_T_SET, &s, "[\"a\",\"b,c\",\"\\\"q\\\"\"]");
+    s.v.set.n = 0;
+    expect(EVT_T_SET, &s, "[]");
+
+    evt_value b = {.kind = EVT_V_BOOL, .v.b = true};
+    expect(EVT_T_BIT, &b, "true");
+    b.v.b = false;
+    expect(EVT_T_BIT, &b, "false");
+    evt_value bits = {.kind = EVT_V_UINT, .v.u = 0xFFFFFFFFFFFFFFFFull};
+    expect(EVT_T_BIT, &bits, "18446744073709551615");
+
+    evt_value j = {.kind = EVT_V_JSON};
+    j.v.s.ptr = " { \"a\" : [1, 2.50, -0.0e+1, true, null], \"b\":\"\\u00e9\\/\" , \"n\": 12345678901234567890123 } ";
+    j.v.s.len = strlen(j.v.s.ptr);
+    expect(EVT_T_JSON, &j, "{\"a\":[1,2.50,-0.0e+1,true,null],\"b\":\"\xc3\xa9/\",\"n\":12345678901234567890123}");
+    j.v.s.ptr = "\"scalar\"";
+    j.v.s.len = 8;
+    expect(EVT_T_JSON, &j, "\"scalar\"");
+
+    evt_value g = {.kind = EVT_V_GEOMETRY};
+    static const uint8_t wkb[] = {1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 240, 63, 0, 0, 0, 0, 0, 0, 0, 64};
+    g.v.geo.srid = 4326;
+    g.v.geo.wkb = wkb;
+    g.v.geo.len = sizeof wkb;
+    expect(EVT_T_GEOMETRY, &g, "{\"srid\":4326,\"wkb\":\"AQEAAAAAAAAAAADwPwAAAAAAAABA\"}");
+
+    float fv[] = {0.1f, -2.0f, 1e-45f};
+    evt_value vec = {.kind = EVT_V_VECTOR};
+    vec.v.vec.items = fv;
+    vec.v.vec.n = 3;
+    expect(EVT_T_VECTOR, &vec, "[0.1,-2,1e-45]");
+}
+
+Test(values, sqlite_classes_and_null)
+{
+    evt_value i = {.kind = EVT_V_INT, .v.i = -7};
+    expect(EVT_T_SQLITE_INTEGER, &i, "-7");
+    evt_value r = {.kind = EVT_V_DOUBLE, .v.d = 2.5};
+    expect(EVT_T_SQLITE_REAL, &r, "2.5");
+    evt_value t = {.kind = EVT_V_STRING};
+    t.v.s.ptr = "x";
+    t.v.s.len = 1;
+    expect(EVT_T_SQLITE_TEXT, &t, "\"x\"");
+    evt_value b = {.kind = EVT_V_BYTES};
+    b.v.s.ptr = "foo";
+    b.v.s.len = 3;
+    expect(EVT_T_SQLITE_BLOB, &b, "\"Zm9v\"");
+    expect(EVT_T_SQLITE_NUMERIC, &r, "2.5");
+    evt_value n = {.kind = EVT_V_NULL};
+    expect(EVT_T_SQLITE_TEXT, &n, "null");
+}
+
+Test(values, invalid_json_column_names_the_column)
+{
+    evt_table *t = evt_table_new("shop", "docs", 2);
+    evt_table_set_column(t, 0, "id", EVT_T_INT, NULL, false, false);
+    evt_table_set_column(t, 1, "doc", EVT_T_JSON, NULL, true, false);
+    evt_table_seal(t);
+    evt_event *e = evt_event_new(EVT_OP_CREATE, t);
+    evt_table_unref(t);
+    evt_set_int(e, EVT_AFTER, 0, 1);
+    evt_set_json(e, EVT_AFTER, 1, "{\"a\":}", 6);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_error err;
+    cr_assert_eq(evt_json_row(e, EVT_AFTER, &b, &err), TB_ERR_INVALID);
+    cr_assert(strstr(err.msg, "shop.docs") && strstr(err.msg, "doc") && strstr(err.msg, "offset 5"), "%s", err.msg);
+    tb_buf_free(&b);
+    evt_event_free(e);
+}
