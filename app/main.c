@@ -28,7 +28,7 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n  tributary <command> --help     options of a command\n"
-                 "  tributary --help-config        every configuration key\n"
+                 "  tributary --help-config        every configuration key (--markdown: docs/configuration.md)\n"
                  "  tributary --version\n");
 }
 
