@@ -1,0 +1,842 @@
+/*
+ * snap_incremental: incremental snapshots by low/high watermarks.
+ * The algorithm, the signalling table and the crash behaviour are described
+ * in snap_incremental.h.
+ *
+ * STATE FILE (JSON, replaced atomically: temp file, fsync, rename)
+ *   {"last_signal_id":N,"queue":["db.t",...],"chunks":N,"rows":N,"key":KEY|null}
+ *   queue[0] is the table in progress; key is the last primary key of its
+ *   last finished chunk (snap_inc_key.h), null before the first chunk.
+ */
+#include "snap_incremental.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "evt_json.h"
+#include "snap_inc_key.h"
+#include "snap_rows.h"
+#include "snap_schema.h"
+#include "snap_sql.h"
+#include "tb_log.h"
+
+#define FAC "incsnap"
+
+typedef enum phase { PH_IDLE = 0, PH_WAIT_LOW, PH_WINDOW, PH_RELEASE } phase;
+
+typedef struct pending_save {
+    tb_position pos;  /* save once this is committed */
+    char *json;       /* state to write */
+} pending_save;
+
+struct snap_inc {
+    const cfg *c;
+    char *state_path;
+    MYSQL *my;
+    bool mariadb;
+    int64_t chunk_size;
+    /* persistent state (as of the last release, maybe not saved yet) */
+    int64_t last_signal_id;
+    char **queue;
+    size_t nqueue;
+    snap_key key;
+    bool has_key;
+    uint64_t chunks, rows;
+    uint64_t dropped;
+    /* current table */
+    evt_table *t;
+    /* in-flight chunk */
+    phase ph;
+    int64_t id_lo, id_hi;
+    evt_event **pool;     /* pool[0..nrows) hold the chunk rows */
+    size_t npool, nrows;
+    bool chunk_last;      /* fewer rows than the chunk size: the table ends */
+    char **keys;          /* canonical JSON key of each row (NULL when dropped) */
+    size_t *hidx;         /* open addressing: row index + 1, 0 = empty */
+    size_t hcap;
+    size_t rel;           /* next row to release */
+    size_t last_live;     /* index of the last row not dropped, SIZE_MAX if none */
+    tb_position hw;       /* position of the high watermark */
+    tb_buf kbuf;
+    /* saves waiting for a commit */
+    pending_save *saves;
+    size_t nsaves;
+};
+
+/* ============================================================ helpers */
+
+static bool split_table(const char *db_table, char **db, char **table)
+{
+    const char *dot = strchr(db_table, '.');
+    if (!dot || dot == db_table || !dot[1])
+        return false;
+    *db = strndup(db_table, (size_t)(dot - db_table));
+    *table = strdup(dot + 1);
+    return *db && *table;
+}
+
+static tb_code ensure_signal_table(MYSQL *my, const char *db, tb_error *err)
+{
+    tb_buf sql;
+    tb_buf_init(&sql, 0);
+    tb_code rc = tb_buf_puts(&sql, "CREATE TABLE IF NOT EXISTS ");
+    if (rc == TB_OK)
+        rc = snap_sql_ident(&sql, db);
+    if (rc == TB_OK)
+        rc = tb_buf_puts(&sql, "." SNAP_SIGNAL_TABLE " (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, "
+                               "type VARCHAR(32) NOT NULL, data VARCHAR(1024) NOT NULL, "
+                               "ts TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=InnoDB");
+    if (rc == TB_OK)
+        rc = snap_sql_exec(my, tb_buf_cstr(&sql), err);
+    else
+        tb_error_set(err, rc, false, "out of memory");
+    tb_buf_free(&sql);
+    return rc;
+}
+
+/* INSERT a signal row; *id = its AUTO_INCREMENT id. */
+static tb_code insert_signal(MYSQL *my, const char *db, const char *type, const char *data, int64_t *id,
+                             tb_error *err)
+{
+    tb_buf sql;
+    tb_buf_init(&sql, 0);
+    tb_code rc = tb_buf_puts(&sql, "INSERT INTO ");
+    if (rc == TB_OK)
+        rc = snap_sql_ident(&sql, db);
+    if (rc == TB_OK)
+        rc = tb_buf_puts(&sql, "." SNAP_SIGNAL_TABLE " (type, data) VALUES (?, ?)");
+    MYSQL_STMT *st = mysql_stmt_init(my);
+    if (rc != TB_OK || !st) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    MYSQL_BIND b[2];
+    unsigned long len[2] = {(unsigned long)strlen(type), (unsigned long)strlen(data)};
+    memset(b, 0, sizeof(b));
+    b[0].buffer_type = MYSQL_TYPE_STRING;
+    b[0].buffer = (void *)type;
+    b[0].buffer_length = len[0];
+    b[0].length = &len[0];
+    b[1].buffer_type = MYSQL_TYPE_STRING;
+    b[1].buffer = (void *)data;
+    b[1].buffer_length = len[1];
+    b[1].length = &len[1];
+    if (mysql_stmt_prepare(st, tb_buf_cstr(&sql), sql.len) != 0 || mysql_stmt_bind_param(st, b) != 0 ||
+        mysql_stmt_execute(st) != 0) {
+        rc = snap_sql_stmt_fail(st, err, "writing a signal row");
+        tb_error_prefix(err, "%s." SNAP_SIGNAL_TABLE ": ", db);
+        goto out;
+    }
+    *id = (int64_t)mysql_stmt_insert_id(st);
+out:
+    if (st)
+        mysql_stmt_close(st);
+    tb_buf_free(&sql);
+    return rc;
+}
+
+tb_code snap_inc_signal(const cfg *c, const char *db_table, tb_error *err)
+{
+    char *db = NULL, *table = NULL;
+    MYSQL *my = NULL;
+    bool mariadb = false;
+    evt_table *t = NULL;
+    tb_code rc = TB_OK;
+    if (!split_table(db_table, &db, &table)) {
+        rc = tb_error_set(err, TB_ERR_CONFIG, false, "--table '%s': expected db.table", db_table);
+        goto out;
+    }
+    rc = snap_sql_connect(c, &my, &mariadb, err);
+    if (rc == TB_OK)
+        rc = snap_schema_describe(my, c, db, table, &t, err); /* exists and has a key */
+    if (rc == TB_OK)
+        rc = ensure_signal_table(my, db, err);
+    int64_t id = 0;
+    if (rc == TB_OK)
+        rc = insert_signal(my, db, "execute-snapshot", db_table, &id, err);
+    if (rc == TB_OK)
+        TB_INFO(FAC, "signal %lld: execute-snapshot %s", (long long)id, db_table);
+out:
+    evt_table_unref(t);
+    if (my)
+        mysql_close(my);
+    free(db);
+    free(table);
+    return rc;
+}
+
+bool snap_inc_is_signal_table(const evt_event *ev)
+{
+    const evt_table *t = evt_event_table(ev);
+    return t && strcmp(evt_table_name(t), SNAP_SIGNAL_TABLE) == 0;
+}
+
+/* a <= b for positions of one server (binlog file names sort by number). */
+static bool pos_le(const tb_position *a, const tb_position *b)
+{
+    if (!a->file || !b->file)
+        return true;
+    int c = strcmp(a->file, b->file);
+    if (c != 0)
+        return c < 0;
+    return a->pos <= b->pos;
+}
+
+/* ============================================================ state */
+
+static tb_code state_json(const snap_inc *si, tb_buf *out)
+{
+    evt_jw w;
+    evt_jw_init(&w, out);
+    evt_jw_obj_begin(&w);
+    evt_jw_key(&w, "last_signal_id", (size_t)-1);
+    evt_jw_int(&w, si->last_signal_id);
+    evt_jw_key(&w, "queue", (size_t)-1);
+    evt_jw_arr_begin(&w);
+    for (size_t i = 0; i < si->nqueue; i++)
+        evt_jw_str(&w, si->queue[i], strlen(si->queue[i]));
+    evt_jw_arr_end(&w);
+    evt_jw_key(&w, "chunks", (size_t)-1);
+    evt_jw_uint(&w, si->chunks);
+    evt_jw_key(&w, "rows", (size_t)-1);
+    evt_jw_uint(&w, si->rows);
+    evt_jw_key(&w, "key", (size_t)-1);
+    if (si->has_key)
+        snap_key_to_json(&si->key, &w);
+    else
+        evt_jw_null(&w);
+    evt_jw_obj_end(&w);
+    return evt_jw_finish(&w);
+}
+
+static tb_code write_atomic(const char *path, const char *data, size_t len, tb_error *err)
+{
+    tb_buf tmp;
+    tb_buf_init(&tmp, 0);
+    tb_code rc = tb_buf_printf(&tmp, "%s.tmp", path);
+    int fd = rc == TB_OK ? open(tb_buf_cstr(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    if (fd < 0) {
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", tb_buf_cstr(&tmp), strerror(errno));
+        goto out;
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = write(fd, data + off, len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", tb_buf_cstr(&tmp), strerror(errno));
+            goto out;
+        }
+        off += (size_t)n;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        fd = -1;
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", tb_buf_cstr(&tmp), strerror(errno));
+        goto out;
+    }
+    fd = -1;
+    if (rename(tb_buf_cstr(&tmp), path) != 0)
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", path, strerror(errno));
+out:
+    if (fd >= 0)
+        close(fd);
+    tb_buf_free(&tmp);
+    return rc;
+}
+
+static tb_code queue_push(snap_inc *si, const char *db_table)
+{
+    for (size_t i = 0; i < si->nqueue; i++)
+        if (strcmp(si->queue[i], db_table) == 0)
+            return TB_OK;
+    char **q = realloc(si->queue, (si->nqueue + 1) * sizeof(*q));
+    if (!q)
+        return TB_ERR_NOMEM;
+    si->queue = q;
+    si->queue[si->nqueue] = strdup(db_table);
+    if (!si->queue[si->nqueue])
+        return TB_ERR_NOMEM;
+    si->nqueue++;
+    return TB_OK;
+}
+
+static void queue_pop(snap_inc *si)
+{
+    if (si->nqueue == 0)
+        return;
+    free(si->queue[0]);
+    memmove(si->queue, si->queue + 1, (si->nqueue - 1) * sizeof(*si->queue));
+    si->nqueue--;
+}
+
+static tb_code load_state(snap_inc *si, tb_error *err)
+{
+    FILE *fp = fopen(si->state_path, "rb");
+    if (!fp)
+        return errno == ENOENT ? TB_OK
+                               : tb_error_set(err, TB_ERR_IO, false, "%s: %s", si->state_path, strerror(errno));
+    tb_buf b;
+    tb_buf_init(&b, 1 << 24);
+    char chunk[4096];
+    size_t n;
+    tb_code rc = TB_OK;
+    while (rc == TB_OK && (n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+        rc = tb_buf_append(&b, chunk, n);
+    fclose(fp);
+    evt_jv *root = NULL;
+    if (rc == TB_OK)
+        rc = evt_jv_parse(b.data ? b.data : "", b.len, &root, err);
+    if (rc != TB_OK) {
+        tb_error_prefix(err, "%s: ", si->state_path);
+        goto out;
+    }
+    const evt_jv *v;
+    size_t len;
+    const char *s;
+    if ((v = evt_jv_get(root, "last_signal_id")) && (s = evt_jv_text(v, &len)))
+        si->last_signal_id = strtoll(s, NULL, 10);
+    if ((v = evt_jv_get(root, "chunks")) && (s = evt_jv_text(v, &len)))
+        si->chunks = strtoull(s, NULL, 10);
+    if ((v = evt_jv_get(root, "rows")) && (s = evt_jv_text(v, &len)))
+        si->rows = strtoull(s, NULL, 10);
+    if ((v = evt_jv_get(root, "queue")) && evt_jv_type_of(v) == EVT_JV_ARRAY) {
+        for (size_t i = 0; i < evt_jv_size(v) && rc == TB_OK; i++) {
+            s = evt_jv_text(evt_jv_at(v, i), &len);
+            if (s) {
+                char *q = strndup(s, len);
+                rc = q ? queue_push(si, q) : TB_ERR_NOMEM;
+                free(q);
+            }
+        }
+    }
+    v = evt_jv_get(root, "key");
+    if (rc == TB_OK && v && evt_jv_type_of(v) == EVT_JV_ARRAY) {
+        rc = snap_key_from_json(&si->key, v, err);
+        if (rc != TB_OK)
+            tb_error_prefix(err, "%s: ", si->state_path);
+        si->has_key = rc == TB_OK;
+    }
+    if (rc == TB_OK && si->nqueue > 0)
+        TB_INFO(FAC, "resuming incremental snapshot of %s after %llu chunk(s), %llu row(s)", si->queue[0],
+                (unsigned long long)si->chunks, (unsigned long long)si->rows);
+out:
+    evt_jv_free(root);
+    tb_buf_free(&b);
+    if (rc != TB_OK && err && err->code == TB_OK)
+        tb_error_set(err, rc, false, "%s: cannot load", si->state_path);
+    return rc;
+}
+
+/* Remember the current state, to be saved once `pos` is committed. */
+static tb_code push_save(snap_inc *si, const tb_position *pos, tb_error *err)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_code rc = state_json(si, &b);
+    pending_save *v = rc == TB_OK ? realloc(si->saves, (si->nsaves + 1) * sizeof(*v)) : NULL;
+    if (!v) {
+        tb_buf_free(&b);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    si->saves = v;
+    pending_save *ps = &si->saves[si->nsaves];
+    tb_position_init(&ps->pos);
+    if (tb_position_copy(&ps->pos, pos) != TB_OK) {
+        tb_buf_free(&b);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    ps->json = tb_buf_detach(&b, NULL);
+    si->nsaves++;
+    return TB_OK;
+}
+
+tb_code snap_inc_committed(snap_inc *si, const tb_position *p, tb_error *err)
+{
+    size_t k = 0;
+    while (k < si->nsaves && pos_le(&si->saves[k].pos, p))
+        k++;
+    if (k == 0)
+        return TB_OK;
+    tb_code rc = write_atomic(si->state_path, si->saves[k - 1].json, strlen(si->saves[k - 1].json), err);
+    if (rc != TB_OK)
+        return rc;
+    for (size_t i = 0; i < k; i++) {
+        tb_position_free(&si->saves[i].pos);
+        free(si->saves[i].json);
+    }
+    memmove(si->saves, si->saves + k, (si->nsaves - k) * sizeof(*si->saves));
+    si->nsaves -= k;
+    return TB_OK;
+}
+
+/* ============================================================ open/close */
+
+tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    *out = NULL;
+    snap_inc *si = calloc(1, sizeof(*si));
+    if (!si)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    si->c = c;
+    si->chunk_size = cfg_get_int(c, "snapshot.chunk.size");
+    tb_position_init(&si->hw);
+    tb_buf_init(&si->kbuf, 0);
+    if (state_path) {
+        si->state_path = strdup(state_path);
+    } else {
+        tb_buf p;
+        tb_buf_init(&p, 0);
+        tb_buf_printf(&p, "%s.incsnap", cfg_get_str(c, "offsets.file"));
+        si->state_path = tb_buf_detach(&p, NULL);
+    }
+    if (!si->state_path) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    rc = load_state(si, err);
+    if (rc != TB_OK)
+        goto out;
+    *out = si;
+    si = NULL;
+out:
+    snap_inc_close(si);
+    return rc;
+}
+
+static void chunk_clear(snap_inc *si)
+{
+    if (si->keys)
+        for (size_t i = 0; i < si->nrows; i++)
+            free(si->keys[i]);
+    free(si->keys);
+    si->keys = NULL;
+    free(si->hidx);
+    si->hidx = NULL;
+    si->hcap = 0;
+    si->nrows = 0;
+    si->rel = 0;
+    si->ph = PH_IDLE;
+}
+
+void snap_inc_close(snap_inc *si)
+{
+    if (!si)
+        return;
+    chunk_clear(si);
+    for (size_t i = 0; i < si->npool; i++)
+        evt_event_free(si->pool[i]);
+    free(si->pool);
+    for (size_t i = 0; i < si->nqueue; i++)
+        free(si->queue[i]);
+    free(si->queue);
+    for (size_t i = 0; i < si->nsaves; i++) {
+        tb_position_free(&si->saves[i].pos);
+        free(si->saves[i].json);
+    }
+    free(si->saves);
+    snap_key_free(&si->key);
+    evt_table_unref(si->t);
+    tb_position_free(&si->hw);
+    tb_buf_free(&si->kbuf);
+    if (si->my)
+        mysql_close(si->my);
+    free(si->state_path);
+    free(si);
+}
+
+bool snap_inc_active(const snap_inc *si)
+{
+    return si->nqueue > 0 || si->ph != PH_IDLE || si->nsaves > 0;
+}
+
+void snap_inc_get_status(const snap_inc *si, snap_inc_status *st)
+{
+    st->table = si->nqueue ? si->queue[0] : NULL;
+    st->chunks_done = si->chunks;
+    st->rows_done = si->rows;
+    st->rows_dropped = si->dropped;
+    st->queued = si->nqueue ? si->nqueue - 1 : 0;
+}
+
+/* ============================================================ key set */
+
+static uint64_t fnv(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return h;
+}
+
+static tb_code hash_build(snap_inc *si)
+{
+    size_t cap = 16;
+    while (cap < si->nrows * 2)
+        cap *= 2;
+    si->hidx = calloc(cap, sizeof(*si->hidx));
+    if (!si->hidx)
+        return TB_ERR_NOMEM;
+    si->hcap = cap;
+    for (size_t i = 0; i < si->nrows; i++) {
+        size_t h = (size_t)fnv(si->keys[i], strlen(si->keys[i])) & (cap - 1);
+        while (si->hidx[h])
+            h = (h + 1) & (cap - 1);
+        si->hidx[h] = i + 1;
+    }
+    return TB_OK;
+}
+
+/* Drop the chunk row whose key is `key`, if any. */
+static void hash_drop(snap_inc *si, const char *key, size_t len)
+{
+    if (!si->hcap)
+        return;
+    size_t h = (size_t)fnv(key, len) & (si->hcap - 1);
+    while (si->hidx[h]) {
+        size_t i = si->hidx[h] - 1;
+        if (si->keys[i] && strlen(si->keys[i]) == len && memcmp(si->keys[i], key, len) == 0) {
+            free(si->keys[i]);
+            si->keys[i] = NULL;
+            si->dropped++;
+            return;
+        }
+        h = (h + 1) & (si->hcap - 1);
+    }
+}
+
+/* ============================================================ chunks */
+
+static tb_code ensure_conn(snap_inc *si, tb_error *err)
+{
+    if (si->my)
+        return TB_OK;
+    return snap_sql_connect(si->c, &si->my, &si->mariadb, err);
+}
+
+/* "SELECT cols FROM t WHERE (k1 > ?) OR (k1 = ? AND k2 > ?) ... ORDER BY k1,k2 LIMIT n" */
+static tb_code chunk_sql(const snap_inc *si, tb_buf *sql)
+{
+    const evt_table *t = si->t;
+    size_t npk = evt_table_npk(t);
+    tb_code rc = snap_rows_select_sql(t, sql);
+    if (rc == TB_OK && si->has_key) {
+        rc = tb_buf_puts(sql, " WHERE ");
+        for (size_t k = 0; rc == TB_OK && k < npk; k++) {
+            rc = tb_buf_puts(sql, k ? " OR (" : "(");
+            for (size_t j = 0; rc == TB_OK && j <= k; j++) {
+                if (j)
+                    rc = tb_buf_puts(sql, " AND ");
+                if (rc == TB_OK)
+                    rc = snap_sql_ident(sql, evt_table_column(t, evt_table_pk_col(t, j))->name);
+                if (rc == TB_OK)
+                    rc = tb_buf_puts(sql, j == k ? " > ?" : " = ?");
+            }
+            if (rc == TB_OK)
+                rc = tb_buf_putc(sql, ')');
+        }
+    }
+    if (rc == TB_OK)
+        rc = tb_buf_puts(sql, " ORDER BY ");
+    for (size_t k = 0; rc == TB_OK && k < npk; k++) {
+        if (k)
+            rc = tb_buf_putc(sql, ',');
+        if (rc == TB_OK)
+            rc = snap_sql_ident(sql, evt_table_column(t, evt_table_pk_col(t, k))->name);
+    }
+    if (rc == TB_OK)
+        rc = tb_buf_printf(sql, " LIMIT %lld", (long long)si->chunk_size);
+    return rc;
+}
+
+static tb_code pool_get(snap_inc *si, size_t i, evt_event **ev)
+{
+    if (i >= si->npool) {
+        size_t cap = si->npool ? si->npool * 2 : 64;
+        while (cap <= i)
+            cap *= 2;
+        evt_event **p = realloc(si->pool, cap * sizeof(*p));
+        if (!p)
+            return TB_ERR_NOMEM;
+        for (size_t k = si->npool; k < cap; k++)
+            p[k] = NULL;
+        si->pool = p;
+        si->npool = cap;
+    }
+    if (!si->pool[i]) {
+        si->pool[i] = evt_event_new(EVT_OP_READ, si->t);
+        if (!si->pool[i])
+            return TB_ERR_NOMEM;
+    }
+    evt_event_reset(si->pool[i], EVT_OP_READ, si->t);
+    *ev = si->pool[i];
+    return TB_OK;
+}
+
+static tb_code read_chunk(snap_inc *si, tb_error *err)
+{
+    tb_buf sql;
+    tb_buf_init(&sql, 0);
+    snap_rows *rows = NULL;
+    MYSQL_BIND *params = NULL;
+    size_t npk = evt_table_npk(si->t);
+    unsigned nparams = 0;
+    tb_code rc = chunk_sql(si, &sql);
+    if (rc != TB_OK) {
+        tb_error_set(err, rc, false, "out of memory");
+        goto out;
+    }
+    if (si->has_key) {
+        if (si->key.n != npk) {
+            rc = tb_error_set(err, TB_ERR_CORRUPT, false, "%s: saved key has %zu parts, table %s.%s %zu",
+                              si->state_path, si->key.n, evt_table_db(si->t), evt_table_name(si->t), npk);
+            goto out;
+        }
+        nparams = (unsigned)(npk * (npk + 1) / 2);
+        params = calloc(nparams, sizeof(*params));
+        if (!params) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        unsigned p = 0;
+        for (size_t k = 0; k < npk; k++)
+            for (size_t j = 0; j <= k; j++)
+                snap_key_bind(&si->key, j, &params[p++]);
+    }
+    rc = snap_rows_open(si->my, si->t, tb_buf_cstr(&sql), params, nparams, &rows, err);
+    if (rc != TB_OK)
+        goto out;
+    si->nrows = 0;
+    for (;;) {
+        evt_event *ev;
+        bool got = false;
+        if (pool_get(si, si->nrows, &ev) != TB_OK) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        rc = snap_rows_next(rows, ev, &got, err);
+        if (rc != TB_OK || !got)
+            break;
+        const tb_error *be = evt_event_error(ev);
+        if (be) {
+            rc = tb_error_set(err, be->code, false, "table %s.%s: %s", evt_table_db(si->t), evt_table_name(si->t),
+                              be->msg);
+            goto out;
+        }
+        si->nrows++;
+    }
+    if (rc != TB_OK)
+        goto out;
+    si->chunk_last = si->nrows < (size_t)si->chunk_size;
+    si->keys = calloc(si->nrows ? si->nrows : 1, sizeof(*si->keys));
+    if (!si->keys) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < si->nrows; i++) {
+        tb_buf_reset(&si->kbuf);
+        rc = evt_json_key(si->pool[i], EVT_AFTER, &si->kbuf, err);
+        if (rc != TB_OK)
+            goto out;
+        si->keys[i] = strdup(tb_buf_cstr(&si->kbuf));
+        if (!si->keys[i]) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+    }
+    if (hash_build(si) != TB_OK)
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+out:
+    snap_rows_close(rows);
+    free(params);
+    tb_buf_free(&sql);
+    return rc;
+}
+
+tb_code snap_inc_poll(snap_inc *si, tb_error *err)
+{
+    if (si->ph != PH_IDLE || si->nqueue == 0)
+        return TB_OK;
+    char *db = NULL, *table = NULL;
+    tb_code rc = ensure_conn(si, err);
+    if (rc != TB_OK)
+        return rc;
+    if (!split_table(si->queue[0], &db, &table)) {
+        TB_ERROR(FAC, "signal names '%s', not db.table: dropped", si->queue[0]);
+        queue_pop(si);
+        goto out;
+    }
+    if (!si->t || strcmp(evt_table_db(si->t), db) != 0 || strcmp(evt_table_name(si->t), table) != 0) {
+        evt_table_unref(si->t);
+        si->t = NULL;
+        rc = snap_schema_describe(si->my, si->c, db, table, &si->t, err);
+        if (rc != TB_OK)
+            goto out;
+    }
+    rc = ensure_signal_table(si->my, db, err);
+    if (rc == TB_OK)
+        rc = insert_signal(si->my, db, "snapshot-window-open", si->queue[0], &si->id_lo, err);
+    if (rc == TB_OK)
+        rc = read_chunk(si, err);
+    if (rc == TB_OK)
+        rc = insert_signal(si->my, db, "snapshot-window-close", si->queue[0], &si->id_hi, err);
+    if (rc != TB_OK) {
+        chunk_clear(si);
+        goto out;
+    }
+    si->ph = PH_WAIT_LOW;
+    TB_DEBUG(FAC, "%s chunk %llu: %zu rows read, window %lld..%lld", si->queue[0],
+             (unsigned long long)si->chunks + 1, si->nrows, (long long)si->id_lo, (long long)si->id_hi);
+out:
+    free(db);
+    free(table);
+    return rc;
+}
+
+/* ============================================================ observe */
+
+static const char *str_col(const evt_event *ev, const char *name, size_t *len)
+{
+    long ci = evt_table_find(evt_event_table(ev), name);
+    if (ci < 0)
+        return NULL;
+    const evt_value *v = evt_event_value(ev, EVT_AFTER, (size_t)ci);
+    if (v->kind != EVT_V_STRING)
+        return NULL;
+    *len = v->v.s.len;
+    return v->v.s.ptr;
+}
+
+static bool int_col(const evt_event *ev, const char *name, int64_t *out)
+{
+    long ci = evt_table_find(evt_event_table(ev), name);
+    if (ci < 0)
+        return false;
+    const evt_value *v = evt_event_value(ev, EVT_AFTER, (size_t)ci);
+    if (v->kind == EVT_V_INT)
+        *out = v->v.i;
+    else if (v->kind == EVT_V_UINT)
+        *out = (int64_t)v->v.u;
+    else
+        return false;
+    return true;
+}
+
+static bool is_type(const char *s, size_t len, const char *want)
+{
+    return s && len == strlen(want) && memcmp(s, want, len) == 0;
+}
+
+static tb_code start_release(snap_inc *si, const evt_event *ev, tb_error *err)
+{
+    tb_code rc = tb_position_copy(&si->hw, evt_event_position(ev));
+    if (rc != TB_OK)
+        return tb_error_set(err, rc, false, "out of memory");
+    si->last_live = SIZE_MAX;
+    for (size_t i = si->nrows; i-- > 0;)
+        if (si->keys[i]) {
+            si->last_live = i;
+            break;
+        }
+    si->rel = 0;
+    si->ph = PH_RELEASE;
+    return TB_OK;
+}
+
+/* All rows of the chunk are out: advance the persistent state. */
+static tb_code finish_chunk(snap_inc *si, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    if (si->nrows > 0) {
+        rc = snap_key_from_event(&si->key, si->pool[si->nrows - 1], err);
+        if (rc != TB_OK)
+            return rc;
+        si->has_key = true;
+    }
+    si->chunks++;
+    if (si->chunk_last) {
+        TB_INFO(FAC, "incremental snapshot of %s done: %llu chunk(s), %llu row(s), %llu replaced by the stream",
+                si->queue[0], (unsigned long long)si->chunks, (unsigned long long)si->rows,
+                (unsigned long long)si->dropped);
+        queue_pop(si);
+        snap_key_free(&si->key);
+        si->has_key = false;
+        si->chunks = si->rows = si->dropped = 0;
+    }
+    chunk_clear(si);
+    return push_save(si, &si->hw, err);
+}
+
+tb_code snap_inc_observe(snap_inc *si, const evt_event *ev, tb_error *err)
+{
+    const evt_table *t = evt_event_table(ev);
+    if (!t)
+        return TB_OK;
+    if (snap_inc_is_signal_table(ev)) {
+        if (evt_event_op(ev) != EVT_OP_CREATE)
+            return TB_OK;
+        size_t tl = 0, dl = 0;
+        int64_t id = 0;
+        const char *type = str_col(ev, "type", &tl);
+        const char *data = str_col(ev, "data", &dl);
+        if (!type || !data || !int_col(ev, "id", &id))
+            return TB_OK;
+        if (is_type(type, tl, "execute-snapshot") && id > si->last_signal_id) {
+            si->last_signal_id = id;
+            char *name = strndup(data, dl);
+            if (!name || queue_push(si, name) != TB_OK) {
+                free(name);
+                return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            }
+            TB_INFO(FAC, "signal %lld: incremental snapshot of %s queued", (long long)id, name);
+            free(name);
+            return push_save(si, evt_event_position(ev), err);
+        }
+        if (si->ph == PH_WAIT_LOW && id == si->id_lo && is_type(type, tl, "snapshot-window-open")) {
+            si->ph = PH_WINDOW;
+        } else if (si->ph == PH_WINDOW && id == si->id_hi && is_type(type, tl, "snapshot-window-close")) {
+            return start_release(si, ev, err);
+        }
+        return TB_OK;
+    }
+    if (si->ph != PH_WINDOW || !si->t || strcmp(evt_table_db(t), evt_table_db(si->t)) != 0 ||
+        strcmp(evt_table_name(t), evt_table_name(si->t)) != 0)
+        return TB_OK;
+    for (int img = EVT_BEFORE; img <= EVT_AFTER; img++) {
+        if (!evt_event_has_image(ev, (evt_image)img))
+            continue;
+        tb_buf_reset(&si->kbuf);
+        tb_code rc = evt_json_key(ev, (evt_image)img, &si->kbuf, err);
+        if (rc != TB_OK)
+            return rc;
+        hash_drop(si, si->kbuf.data ? si->kbuf.data : "", si->kbuf.len);
+    }
+    return TB_OK;
+}
+
+tb_code snap_inc_next_event(snap_inc *si, evt_event **ev, tb_error *err)
+{
+    *ev = NULL;
+    if (si->ph != PH_RELEASE)
+        return TB_OK;
+    while (si->rel < si->nrows) {
+        size_t i = si->rel++;
+        if (!si->keys[i])
+            continue;
+        evt_event *e = si->pool[i];
+        bool last = si->chunk_last && i == si->last_live;
+        evt_event_set_position(e, &si->hw);
+        evt_event_set_snapshot(e, last ? EVT_SNAPSHOT_LAST : EVT_SNAPSHOT_TRUE);
+        evt_event_set_connector(e, si->mariadb ? EVT_CONN_MARIADB : EVT_CONN_MYSQL);
+        evt_event_set_last_in_tx(e, i == si->last_live);
+        si->rows++;
+        *ev = e;
+        return TB_OK;
+    }
+    return finish_chunk(si, err);
+}

@@ -1,0 +1,111 @@
+/*
+ * snap_incremental: incremental snapshots on a running connector, by the
+ * watermark method of DBLog (Netflix) / Flink CDC: chunks by primary key, no
+ * locks, interleaved with streaming, resumable per chunk.
+ *
+ * SIGNALLING (binlog, no polling)
+ *  `tributary snapshot --incremental --table db.t` calls snap_inc_signal(),
+ *  which creates `db`.`tributary_signal` if missing:
+ *      id BIGINT AUTO_INCREMENT PRIMARY KEY, type VARCHAR(32), data VARCHAR(1024),
+ *      ts TIMESTAMP(6) DEFAULT CURRENT_TIMESTAMP(6)
+ *  and inserts (type='execute-snapshot', data='db.t'). The running connector
+ *  sees the insert in the binlog and passes it to snap_inc_observe(), which
+ *  queues the table. A signal id at or below the last one handled (saved in
+ *  the state file) is ignored, so a replayed binlog does not start it again.
+ *  The same table receives the watermark rows (type 'snapshot-window-open' /
+ *  'snapshot-window-close', data = the chunk's table). Its rows are not
+ *  snapshotted; the run loop decides whether to publish them
+ *  (snap_inc_is_signal_table()).
+ *
+ * ONE CHUNK (snap_inc_poll, when no chunk is in flight)
+ *  1. INSERT a low watermark row (autocommit)            -> id_lo
+ *  2. SELECT <cols> FROM t WHERE key > last_key ORDER BY key LIMIT
+ *     snapshot.chunk.size (keyset pagination; a composite key expands to
+ *     (k1 > ?) OR (k1 = ? AND k2 > ?) ...), rows buffered in memory
+ *  3. INSERT a high watermark row                         -> id_hi
+ *  Then, as the run loop feeds binlog events to snap_inc_observe():
+ *  - the insert of id_lo opens the window;
+ *  - inside the window, every row event of t removes from the buffer the
+ *    chunk rows whose key it carries (before and after image): the stream's
+ *    version is newer than or equal to the SELECT's;
+ *  - the insert of id_hi closes the window: the remaining rows are released
+ *    as op=r events (snapshot=true; the table's very last one
+ *    snapshot=last), positioned at the high watermark, and the caller must
+ *    deliver them (snap_inc_next_event) before the next binlog event.
+ *  A chunk with fewer rows than the chunk size ends the table.
+ *
+ * PROGRESS AND CRASHES
+ *  The state file (default `<offsets.file>.incsnap`, JSON, replaced
+ *  atomically) holds the queue of tables, the last key of the last finished
+ *  chunk, counters and the last signal id. It is written when a finished
+ *  chunk's high watermark position has been committed by the caller
+ *  (snap_inc_committed), so after a kill -9 the snapshot continues with the
+ *  first chunk whose rows may not have reached the sink. Watermarks of a
+ *  chunk that was in flight at the crash carry ids nobody waits for any more
+ *  and are ignored. Rows are therefore delivered at least once.
+ *
+ * RUN LOOP CONTRACT
+ *      snap_inc_open(cfg, NULL, &si, &err);
+ *      for each binlog event ev (every table, before tables.include filtering):
+ *          snap_inc_observe(si, ev, &err);
+ *          deliver ev (unless it is filtered out)
+ *          while (snap_inc_next_event(si, &out, &err) == TB_OK && out) deliver out;
+ *          when a position P is committed: snap_inc_committed(si, P, &err);
+ *          snap_inc_poll(si, &err);   // may run the next chunk's SQL
+ *      snap_inc_close(si);
+ *
+ * Ownership: snap_inc_open returns an object freed with snap_inc_close
+ * (NULL-safe). Events from snap_inc_next_event are borrowed until the next
+ * call of any snap_inc_* function. evt pointers given to observe are
+ * borrowed for the call only.
+ */
+#ifndef SNAP_INCREMENTAL_H
+#define SNAP_INCREMENTAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cfg.h"
+#include "evt.h"
+#include "tb_error.h"
+#include "tb_position.h"
+
+typedef struct snap_inc snap_inc;
+
+/* Write the execute-snapshot signal for "db.table" (see SIGNALLING). */
+tb_code snap_inc_signal(const cfg *c, const char *db_table, tb_error *err);
+
+/* state_path NULL = "<offsets.file>.incsnap". Loads saved progress. */
+tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_error *err);
+void snap_inc_close(snap_inc *si);
+
+/* Feed one binlog event (any table), in log order. */
+tb_code snap_inc_observe(snap_inc *si, const evt_event *ev, tb_error *err);
+
+/* Released chunk rows, one per call; *ev = NULL when none is ready (the
+ * call that returns NULL after a chunk records the chunk as finished). */
+tb_code snap_inc_next_event(snap_inc *si, evt_event **ev, tb_error *err);
+
+/* If no chunk is in flight and a table is queued: run the next chunk's
+ * watermarks and SELECT (a round trip to the source). Cheap otherwise. */
+tb_code snap_inc_poll(snap_inc *si, tb_error *err);
+
+/* The caller committed position p: saves the progress of every finished
+ * chunk whose high watermark is at or before p. */
+tb_code snap_inc_committed(snap_inc *si, const tb_position *p, tb_error *err);
+
+/* True while a table is queued or a chunk is in flight or unsaved. */
+bool snap_inc_active(const snap_inc *si);
+/* True for events of a `tributary_signal` table. */
+bool snap_inc_is_signal_table(const evt_event *ev);
+
+typedef struct snap_inc_status {
+    const char *table;      /* current "db.table" or NULL; borrowed */
+    uint64_t chunks_done;   /* saved chunks of the current table */
+    uint64_t rows_done;     /* rows released for the current table */
+    uint64_t rows_dropped;  /* chunk rows replaced by streamed changes */
+    size_t queued;          /* tables waiting after the current one */
+} snap_inc_status;
+void snap_inc_get_status(const snap_inc *si, snap_inc_status *st);
+
+#endif
