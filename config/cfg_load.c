@@ -10,7 +10,7 @@
  *     line (the backslash is dropped, the next line's leading blanks too)
  *   - no other escapes: a backslash is kept as is, so regexes such as
  *     `tables.include=shop\.orders` mean what they say
- *   - a key given twice: the later line wins
+ *   - a key given twice: the later line wins; a UTF-8 byte order mark is skipped
  * Errors name "<file>:<line>" (the line where the entry starts).
  *
  * ENVIRONMENT: TRIBUTARY_<KEY>, the key upper-cased with dots as
@@ -101,6 +101,8 @@ tb_code cfg_load_file(cfg *c, const char *path, tb_error *err)
             goto out;
         }
         char *piece = line;
+        if (lineno == 1 && strncmp(piece, "\xEF\xBB\xBF", 3) == 0)
+            piece += 3; /* UTF-8 byte order mark */
         if (cont) {
             while (*piece == ' ' || *piece == '\t' || *piece == '\f')
                 piece++;
@@ -108,7 +110,7 @@ tb_code cfg_load_file(cfg *c, const char *path, tb_error *err)
             start = lineno;
             tb_buf_reset(&entry);
             /* A comment line never continues. */
-            char *t = line;
+            char *t = piece;
             while (*t == ' ' || *t == '\t' || *t == '\f')
                 t++;
             if (*t == '#' || *t == '!')

@@ -96,6 +96,15 @@ Test(cfg, continuation_error_names_first_line)
     expect_file_error("name=x\nsource.port=\\\n  abc\n", ":2: source.port: 'abc' is not an integer");
 }
 
+Test(cfg, byte_order_mark_is_skipped)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    cr_assert_eq(load_text(c, "\xEF\xBB\xBFname=bom\n", &err), TB_OK, "%s", err.msg);
+    cr_assert_str_eq(cfg_get_str(c, "name"), "bom");
+    cfg_free(c);
+}
+
 Test(cfg, even_backslashes_do_not_continue)
 {
     cfg *c = cfg_new();
