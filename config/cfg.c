@@ -326,6 +326,32 @@ static tb_code cfg_check(const cfg_prop *p, const char *key, const char *value, 
     return TB_OK;
 }
 
+/* A pass-through secret given as a file ("kafka.sasl.password.file"): the
+ * file is read now and its content stored under the key without ".file", so
+ * the pass-through sees only the secret (librdkafka knows no *.file keys). */
+static tb_code cfg_set_secret_file(cfg *c, const char *key, const char *path, const char *origin, tb_error *err)
+{
+    tb_buf b;
+    tb_buf_init(&b, 1 << 16);
+    tb_error ferr;
+    tb_code rc = cfg_file_read(path, 1 << 16, &b, &ferr);
+    if (rc != TB_OK) {
+        tb_buf_free(&b);
+        return tb_error_set(err, TB_ERR_CONFIG, false, "%s: %s: %s", origin, key, ferr.msg);
+    }
+    while (b.len > 0 && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r'))
+        b.data[--b.len] = '\0';
+    char *skey = strndup(key, strlen(key) - 5);
+    rc = skey ? cfg_store(c, skey, tb_buf_cstr(&b), origin) : TB_ERR_NOMEM;
+    if (rc == TB_OK)
+        TB_DEBUG("config", "%s=%s (%s, read from %s)", skey, CFG_MASK, origin, path);
+    else
+        tb_error_set(err, rc, false, "%s: %s: out of memory", origin, key);
+    free(skey);
+    tb_buf_free(&b);
+    return rc;
+}
+
 tb_code cfg_set(cfg *c, const char *key, const char *value, const char *origin, tb_error *err)
 {
     if (!origin)
@@ -343,6 +369,8 @@ tb_code cfg_set(cfg *c, const char *key, const char *value, const char *origin, 
                                 key, hint);
         return tb_error_set(err, TB_ERR_CONFIG, false, "%s: unknown key '%s'", origin, key);
     }
+    if (p->name[strlen(p->name) - 1] == '*' && cfg_ends_with(key, ".password.file"))
+        return cfg_set_secret_file(c, key, value, origin, err);
     const char *norm;
     tb_code rc = cfg_check(p, key, value, origin, &norm, err);
     if (rc != TB_OK)

@@ -14,7 +14,9 @@
  * Keys that end in a pattern (`key.columns.<db>.<table>`) are declared with a
  * trailing '*' in the table. Unknown keys are errors naming file:line.
  * Secrets (`secret` rows, and any `*.password` key) never appear in logs or
- * in cfg_dump(); `<key>.file` variants read the secret from a file.
+ * in cfg_dump(); `<key>.file` variants read the secret from a file
+ * (cfg_get_secret; for pattern keys such as kafka.sasl.password.file the file
+ * is read when the key is set and stored as kafka.sasl.password).
  *
  * Ownership: cfg_new() returns an object the caller frees with cfg_free()
  * (NULL-safe). Every const char * returned by a getter is borrowed and valid

@@ -164,7 +164,8 @@ tb_code cfg_help_markdown(tb_buf *out)
         "\n"
         "Secrets (`source.password` and every key ending in `.password`) are never logged and are\n"
         "shown as `********` in a configuration dump; prefer `source.password.file` or the\n"
-        "environment.\n");
+        "environment. A pass-through secret can come from a file too: `kafka.sasl.password.file=F`\n"
+        "reads F when the configuration is loaded and sets `kafka.sasl.password`.\n");
     for (size_t g = 0; g < ng && rc == TB_OK; g++) {
         rc = tb_buf_printf(out, "\n## %s\n\n| key | type | default | allowed values | description |\n"
                                 "|---|---|---|---|---|\n",

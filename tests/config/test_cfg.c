@@ -349,6 +349,24 @@ Test(cfg, secret_from_file)
     cfg_free(c);
 }
 
+Test(cfg, pass_through_secret_file_is_read_at_set)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    const char *p = write_file("sasl", "t0ps3cret\r\n");
+    cr_assert_eq(cfg_set(c, "kafka.sasl.password.file", p, "f:1", &err), TB_OK, "%s", err.msg);
+    cr_assert_not(cfg_is_set(c, "kafka.sasl.password.file"), "never passed to librdkafka");
+    cr_assert_str_eq(cfg_get_str(c, "kafka.sasl.password"), "t0ps3cret");
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert_eq(cfg_dump(c, &b), TB_OK);
+    cr_assert_null(strstr(tb_buf_cstr(&b), "t0ps3cret"));
+    tb_buf_free(&b);
+    cr_assert_eq(cfg_set(c, "kafka.ssl.key.password.file", "/nonexistent/k", "f:2", &err), TB_ERR_CONFIG);
+    cr_assert_str_eq(err.msg, "f:2: kafka.ssl.key.password.file: /nonexistent/k: no such file");
+    cfg_free(c);
+}
+
 Test(cfg, help_text_lists_every_key)
 {
     tb_buf b;
