@@ -117,9 +117,9 @@ void snap_key_to_json(const snap_key *k, evt_jw *w)
         evt_jw_str(w, t, 1);
         evt_jw_key(w, "v", 1);
         switch (p->t) {
-        case 'i': snprintf(num, sizeof(num), "%lld", p->i); evt_jw_str(w, num, (size_t)-1); break;
-        case 'u': snprintf(num, sizeof(num), "%llu", (unsigned long long)p->i); evt_jw_str(w, num, (size_t)-1); break;
-        case 'd': snprintf(num, sizeof(num), "%.17g", p->d); evt_jw_str(w, num, (size_t)-1); break;
+        case 'i': snprintf(num, sizeof(num), "%lld", p->i); evt_jw_str(w, num, strlen(num)); break;
+        case 'u': snprintf(num, sizeof(num), "%llu", (unsigned long long)p->i); evt_jw_str(w, num, strlen(num)); break;
+        case 'd': snprintf(num, sizeof(num), "%.17g", p->d); evt_jw_str(w, num, strlen(num)); break;
         case 's': evt_jw_str(w, p->s, p->len); break;
         case 'b': evt_jw_base64(w, p->s, p->len); break;
         default:

@@ -1,0 +1,332 @@
+/* Helpers of the snapshot tests. See snap_test_util.h. */
+#include "snap_test_util.h"
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "evt_json.h"
+#include "snap.h"
+#include "snap_mysql.h"
+#include "tb_buf.h"
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        cr_fatal("%s is not set: run the integration tests inside scripts/testenv", name);
+    return v;
+}
+
+void st_require_env(void)
+{
+    env("TRIBUTARY_TEST_MYSQL_HOST");
+    env("TRIBUTARY_TEST_MYSQL_PORT");
+    env("TRIBUTARY_TEST_MYSQL_USER");
+    env("TRIBUTARY_TEST_MYSQL_PASSWORD");
+}
+
+static void set(cfg *c, const char *k, const char *v)
+{
+    tb_error err;
+    if (cfg_set(c, k, v, "test", &err) != TB_OK)
+        cr_fatal("cfg_set %s: %s", k, err.msg);
+}
+
+cfg *st_cfg(const char *offsets_dir, const char *const *extra)
+{
+    st_require_env();
+    cfg *c = cfg_new();
+    cr_assert_not_null(c);
+    set(c, "source.host", env("TRIBUTARY_TEST_MYSQL_HOST"));
+    set(c, "source.port", env("TRIBUTARY_TEST_MYSQL_PORT"));
+    set(c, "source.user", env("TRIBUTARY_TEST_MYSQL_USER"));
+    set(c, "source.password", env("TRIBUTARY_TEST_MYSQL_PASSWORD"));
+    set(c, "sink", "stdout");
+    set(c, "offsets.storage", "file");
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/offsets", offsets_dir ? offsets_dir : "/tmp");
+    set(c, "offsets.file", path);
+    set(c, "source.server.id", "7701");
+    for (size_t i = 0; extra && extra[i]; i++) {
+        const char *eq = strchr(extra[i], '=');
+        cr_assert_not_null(eq, "bad extra setting %s", extra[i]);
+        char *k = strndup(extra[i], (size_t)(eq - extra[i]));
+        set(c, k, eq + 1);
+        free(k);
+    }
+    return c;
+}
+
+MYSQL *st_connect(void)
+{
+    st_require_env();
+    MYSQL *my = mysql_init(NULL);
+    cr_assert_not_null(my);
+    mysql_optionsv(my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    if (!mysql_real_connect(my, env("TRIBUTARY_TEST_MYSQL_HOST"), env("TRIBUTARY_TEST_MYSQL_USER"),
+                            env("TRIBUTARY_TEST_MYSQL_PASSWORD"), NULL,
+                            (unsigned)atoi(env("TRIBUTARY_TEST_MYSQL_PORT")), NULL, 0))
+        cr_fatal("connect: %s", mysql_error(my));
+    st_sql(my, "SET SESSION sql_mode='', time_zone='+00:00'");
+    return my;
+}
+
+void st_sql(MYSQL *my, const char *fmt, ...)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        cr_fatal("vasprintf");
+    va_end(ap);
+    if (mysql_query(my, s) != 0)
+        cr_fatal("%s: %s", s, mysql_error(my));
+    do {
+        MYSQL_RES *r = mysql_store_result(my);
+        if (r)
+            mysql_free_result(r);
+    } while (mysql_next_result(my) == 0);
+    free(s);
+    tb_buf_free(&b);
+}
+
+int64_t st_sql_int(MYSQL *my, const char *sql)
+{
+    if (mysql_query(my, sql) != 0)
+        cr_fatal("%s: %s", sql, mysql_error(my));
+    MYSQL_RES *r = mysql_store_result(my);
+    cr_assert_not_null(r, "%s: no result", sql);
+    MYSQL_ROW row = mysql_fetch_row(r);
+    int64_t v = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
+    mysql_free_result(r);
+    return v;
+}
+
+void st_current_position(MYSQL *my, tb_position *pos)
+{
+    tb_error err;
+    if (snap_mysql_current_position(my, true, pos, &err) != TB_OK)
+        cr_fatal("current position: %s", err.msg);
+}
+
+bool st_pos_ge(const tb_position *a, const tb_position *b)
+{
+    if (!a->file || !b->file)
+        return false;
+    int c = strcmp(a->file, b->file);
+    if (c != 0)
+        return c > 0;
+    return a->pos >= b->pos;
+}
+
+char *st_tmpdir(void)
+{
+    char *d = strdup("/tmp/tb-snaptest.XXXXXX");
+    cr_assert_not_null(mkdtemp(d));
+    return d;
+}
+
+void st_rmdir(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        cr_log_warn("could not remove %s", dir);
+}
+
+/* ============================================================ map */
+
+typedef struct st_ent {
+    char *key, *row;
+} st_ent;
+
+struct st_map {
+    st_ent *v;
+    size_t cap, n, used; /* used = live + tombstones */
+};
+
+static uint64_t hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static char TOMB[] = "";
+
+st_map *st_map_new(void)
+{
+    st_map *m = calloc(1, sizeof(*m));
+    m->cap = 1024;
+    m->v = calloc(m->cap, sizeof(*m->v));
+    return m;
+}
+
+void st_map_free(st_map *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->cap; i++) {
+        if (m->v[i].key && m->v[i].key != TOMB) {
+            free(m->v[i].key);
+            free(m->v[i].row);
+        }
+    }
+    free(m->v);
+    free(m);
+}
+
+static void grow(st_map *m)
+{
+    st_ent *old = m->v;
+    size_t oc = m->cap;
+    m->cap *= 2;
+    m->v = calloc(m->cap, sizeof(*m->v));
+    m->used = 0;
+    m->n = 0;
+    for (size_t i = 0; i < oc; i++) {
+        if (old[i].key && old[i].key != TOMB) {
+            size_t h = hash(old[i].key) & (m->cap - 1);
+            while (m->v[h].key)
+                h = (h + 1) & (m->cap - 1);
+            m->v[h] = old[i];
+            m->n++;
+            m->used++;
+        }
+    }
+    free(old);
+}
+
+static st_ent *find(const st_map *m, const char *key)
+{
+    size_t h = hash(key) & (m->cap - 1);
+    while (m->v[h].key) {
+        if (m->v[h].key != TOMB && strcmp(m->v[h].key, key) == 0)
+            return &m->v[h];
+        h = (h + 1) & (m->cap - 1);
+    }
+    return NULL;
+}
+
+void st_map_put(st_map *m, const char *key, const char *row)
+{
+    st_ent *e = find(m, key);
+    if (e) {
+        free(e->row);
+        e->row = strdup(row);
+        return;
+    }
+    if ((m->used + 1) * 2 > m->cap)
+        grow(m);
+    size_t h = hash(key) & (m->cap - 1);
+    while (m->v[h].key && m->v[h].key != TOMB)
+        h = (h + 1) & (m->cap - 1);
+    if (!m->v[h].key)
+        m->used++;
+    m->v[h].key = strdup(key);
+    m->v[h].row = strdup(row);
+    m->n++;
+}
+
+void st_map_del(st_map *m, const char *key)
+{
+    st_ent *e = find(m, key);
+    if (!e)
+        return;
+    free(e->key);
+    free(e->row);
+    e->key = TOMB;
+    e->row = NULL;
+    m->n--;
+}
+
+const char *st_map_get(const st_map *m, const char *key)
+{
+    st_ent *e = find(m, key);
+    return e ? e->row : NULL;
+}
+
+size_t st_map_size(const st_map *m)
+{
+    return m->n;
+}
+
+void st_map_apply(st_map *m, const evt_event *ev)
+{
+    tb_buf k, r;
+    tb_buf_init(&k, 0);
+    tb_buf_init(&r, 0);
+    tb_error err;
+    evt_op op = evt_event_op(ev);
+    if (op == EVT_OP_DELETE || (op == EVT_OP_UPDATE && !evt_event_key_unchanged(ev))) {
+        cr_assert_eq(evt_json_key(ev, EVT_BEFORE, &k, &err), TB_OK, "%s", err.msg);
+        st_map_del(m, tb_buf_cstr(&k));
+        tb_buf_reset(&k);
+    }
+    if (op != EVT_OP_DELETE) {
+        cr_assert_eq(evt_json_key(ev, EVT_AFTER, &k, &err), TB_OK, "%s", err.msg);
+        cr_assert_eq(evt_json_row(ev, EVT_AFTER, &r, &err), TB_OK, "%s", err.msg);
+        st_map_put(m, tb_buf_cstr(&k), tb_buf_cstr(&r));
+    }
+    tb_buf_free(&k);
+    tb_buf_free(&r);
+}
+
+size_t st_map_diff(const st_map *a, const st_map *b, const char *what)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < a->cap; i++) {
+        const st_ent *e = &a->v[i];
+        if (!e->key || e->key == TOMB)
+            continue;
+        const char *o = st_map_get(b, e->key);
+        if (!o || strcmp(o, e->row) != 0) {
+            if (bad < 5)
+                cr_log_error("%s: key %s: %s vs %s", what, e->key, e->row, o ? o : "(missing)");
+            bad++;
+        }
+    }
+    for (size_t i = 0; i < b->cap; i++) {
+        const st_ent *e = &b->v[i];
+        if (!e->key || e->key == TOMB)
+            continue;
+        if (!st_map_get(a, e->key)) {
+            if (bad < 5)
+                cr_log_error("%s: key %s only on the right: %s", what, e->key, e->row);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+st_map *st_map_from_snapshot(const char *db, const char *table)
+{
+    char inc[512];
+    snprintf(inc, sizeof(inc), "tables.include=^%s\\.%s$", db, table);
+    const char *extra[] = {inc, NULL};
+    cfg *c = st_cfg(NULL, extra);
+    snap *s = NULL;
+    tb_error err;
+    if (snap_open(c, &s, &err) != TB_OK)
+        cr_fatal("snap_open: %s", err.msg);
+    st_map *m = st_map_new();
+    for (;;) {
+        evt_event *ev = NULL;
+        if (snap_next(s, &ev, &err) != TB_OK)
+            cr_fatal("snap_next: %s", err.msg);
+        if (!ev)
+            break;
+        st_map_apply(m, ev);
+    }
+    snap_close(s);
+    cfg_free(c);
+    return m;
+}

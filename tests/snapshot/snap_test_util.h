@@ -1,0 +1,49 @@
+/*
+ * Helpers of the snapshot tests: the testenv connection, a cfg for it, SQL
+ * shortcuts, and a table image (map from canonical key JSON to row JSON)
+ * that events are applied to.
+ */
+#ifndef SNAP_TEST_UTIL_H
+#define SNAP_TEST_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <mysql.h>
+
+#include "cfg.h"
+#include "evt.h"
+#include "tb_position.h"
+
+/* cr_fatal unless the TRIBUTARY_TEST_MYSQL_* variables are set. */
+void st_require_env(void);
+/* A cfg for the testenv MariaDB (sink=stdout, offsets.storage=file in dir),
+ * plus extra "key=value" settings (NULL-terminated). Caller frees. */
+cfg *st_cfg(const char *offsets_dir, const char *const *extra);
+MYSQL *st_connect(void);
+void st_sql(MYSQL *my, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int64_t st_sql_int(MYSQL *my, const char *sql);
+/* Current binlog end of the server. */
+void st_current_position(MYSQL *my, tb_position *pos);
+/* a >= b (same server; binlog files sort by name). */
+bool st_pos_ge(const tb_position *a, const tb_position *b);
+/* A fresh temp dir (caller frees the string; removed by st_rmdir). */
+char *st_tmpdir(void);
+void st_rmdir(const char *dir);
+
+/* ---- table image */
+typedef struct st_map st_map;
+st_map *st_map_new(void);
+void st_map_free(st_map *m);
+void st_map_put(st_map *m, const char *key, const char *row);
+void st_map_del(st_map *m, const char *key);
+const char *st_map_get(const st_map *m, const char *key);
+size_t st_map_size(const st_map *m);
+/* Apply a change event (c/u/r: put after; d: delete before; key change: both). */
+void st_map_apply(st_map *m, const evt_event *ev);
+/* Compare; on difference log up to 5 examples and return the number of differing keys. */
+size_t st_map_diff(const st_map *a, const st_map *b, const char *what);
+/* The image of one table read by a fresh snapshot (tables.include=^db\.table$). */
+st_map *st_map_from_snapshot(const char *db, const char *table);
+
+#endif

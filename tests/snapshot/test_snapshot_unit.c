@@ -1,0 +1,134 @@
+/* Unit tests of snapshot/: labels, type mapping, filters, snapshot.mode, saved keys. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evt_json.h"
+#include "snap.h"
+#include "snap_inc_key.h"
+#include "snap_schema.h"
+#include "snap_values.h"
+
+static cfg *mk(const char *const *kv)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    for (size_t i = 0; kv && kv[i]; i += 2)
+        cr_assert_eq(cfg_set(c, kv[i], kv[i + 1], "test", &err), TB_OK, "%s", err.msg);
+    return c;
+}
+
+Test(snapshot_unit, labels)
+{
+    char **l = NULL;
+    size_t n = 0;
+    cr_assert_eq(snap_parse_labels("enum('a','b''c','','x,y')", &l, &n), TB_OK);
+    cr_assert_eq(n, 4);
+    cr_assert_str_eq(l[0], "a");
+    cr_assert_str_eq(l[1], "b'c");
+    cr_assert_str_eq(l[2], "");
+    cr_assert_str_eq(l[3], "x,y");
+    snap_labels_free(l, n);
+    cr_assert_eq(snap_parse_labels("set('p','q')", &l, &n), TB_OK);
+    cr_assert_eq(n, 2);
+    snap_labels_free(l, n);
+    cr_assert_neq(snap_parse_labels("enum('a", &l, &n), TB_OK);
+    cr_assert_neq(snap_parse_labels("int(11)", &l, &n), TB_OK);
+}
+
+Test(snapshot_unit, types)
+{
+    cr_assert_eq(snap_type_from_data_type("bigint"), EVT_T_BIGINT);
+    cr_assert_eq(snap_type_from_data_type("LONGBLOB"), EVT_T_BLOB);
+    cr_assert_eq(snap_type_from_data_type("point"), EVT_T_GEOMETRY);
+    cr_assert_eq(snap_type_from_data_type("mediumtext"), EVT_T_TEXT);
+    cr_assert_eq(snap_type_from_data_type("nonsense"), EVT_T_UNKNOWN);
+}
+
+Test(snapshot_unit, filter)
+{
+    const char *kv[] = {"tables.include", "^shop\\.", "tables.exclude", "\\.audit_", NULL};
+    cfg *c = mk(kv);
+    snap_filter f;
+    tb_error err;
+    cr_assert_eq(snap_filter_init(&f, c, &err), TB_OK, "%s", err.msg);
+    cr_assert(snap_filter_match(&f, "shop", "orders"));
+    cr_assert_not(snap_filter_match(&f, "shop", "audit_log"));
+    cr_assert_not(snap_filter_match(&f, "other", "orders"));
+    cr_assert_not(snap_filter_match(&f, "shop", "tributary_signal"));
+    snap_filter_free(&f);
+    cfg_free(c);
+    c = mk(NULL);
+    cr_assert_eq(snap_filter_init(&f, c, &err), TB_OK);
+    cr_assert(snap_filter_match(&f, "x", "y"));
+    cr_assert_not(snap_filter_match(&f, "mysql", "user"));
+    cr_assert_not(snap_filter_match(&f, "performance_schema", "threads"));
+    snap_filter_free(&f);
+    cfg_free(c);
+}
+
+Test(snapshot_unit, decide)
+{
+    const char *modes[] = {"initial", "initial_only", "never", "when_needed"};
+    /* expected[mode][have_offset][still_on_server] */
+    const bool expected[4][2][2] = {
+        {{true, true}, {false, false}},
+        {{true, true}, {false, false}},
+        {{false, false}, {false, false}},
+        {{true, true}, {true, false}},
+    };
+    for (int m = 0; m < 4; m++) {
+        const char *kv[] = {"snapshot.mode", modes[m], NULL};
+        cfg *c = mk(kv);
+        for (int h = 0; h < 2; h++)
+            for (int s = 0; s < 2; s++)
+                cr_assert_eq(snap_decide(c, h, s), expected[m][h][s], "mode %s have %d still %d", modes[m], h, s);
+        cr_assert_eq(snap_then_stream(c), m != 1);
+        cfg_free(c);
+    }
+}
+
+Test(snapshot_unit, key_json_roundtrip)
+{
+    evt_table *t = evt_table_new("d", "t", 4);
+    evt_table_set_column(t, 0, "a", EVT_T_BIGINT, "bigint unsigned", false, true);
+    evt_table_set_column(t, 1, "b", EVT_T_VARCHAR, "varchar(10)", false, false);
+    evt_table_set_column(t, 2, "c", EVT_T_DATETIME, "datetime(3)", false, false);
+    evt_table_set_column(t, 3, "e", EVT_T_VARBINARY, "varbinary(4)", false, false);
+    size_t pk[4] = {0, 1, 2, 3};
+    evt_table_set_pk(t, pk, 4);
+    evt_table_seal(t);
+    evt_event *ev = evt_event_new(EVT_OP_READ, t);
+    evt_set_uint(ev, EVT_AFTER, 0, UINT64_MAX);
+    evt_set_string(ev, EVT_AFTER, 1, "h\xc3\xa9\"", 4);
+    evt_temporal tm = {.year = 2024, .month = 2, .day = 29, .hour = 23, .minute = 59, .second = 58, .usec = 123000, .fsp = 3};
+    evt_set_temporal(ev, EVT_AFTER, 2, EVT_V_DATETIME, &tm);
+    evt_set_bytes(ev, EVT_AFTER, 3, "\x00\xff", 2);
+    snap_key k = {0}, k2 = {0};
+    tb_error err;
+    cr_assert_eq(snap_key_from_event(&k, ev, &err), TB_OK, "%s", err.msg);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    evt_jw w;
+    evt_jw_init(&w, &b);
+    snap_key_to_json(&k, &w);
+    cr_assert_eq(evt_jw_finish(&w), TB_OK);
+    evt_jv *v = NULL;
+    cr_assert_eq(evt_jv_parse(b.data, b.len, &v, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(snap_key_from_json(&k2, v, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(k2.n, 4);
+    cr_assert_eq((unsigned long long)k2.p[0].i, (unsigned long long)UINT64_MAX);
+    cr_assert_eq(k2.p[0].t, 'u');
+    cr_assert_eq(k2.p[1].len, 4);
+    cr_assert_eq(memcmp(k2.p[1].s, "h\xc3\xa9\"", 4), 0);
+    cr_assert_eq(k2.p[2].tm.day, 29);
+    cr_assert_eq(k2.p[2].tm.second_part, 123000);
+    cr_assert_eq(k2.p[3].len, 2);
+    cr_assert_eq(memcmp(k2.p[3].s, "\x00\xff", 2), 0);
+    evt_jv_free(v);
+    tb_buf_free(&b);
+    snap_key_free(&k);
+    snap_key_free(&k2);
+    evt_event_free(ev);
+    evt_table_unref(t);
+}
