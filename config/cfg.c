@@ -68,27 +68,32 @@ bool cfg_key_is_secret(const char *key)
 unsigned cfg_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
-    if (la > 126 || lb > 126)
+    if (la > 255 || lb > 255)
         return 255;
-    unsigned d[128][128];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = (unsigned)i;
+    /* Three rolling rows: i-2, i-1, i. */
+    unsigned rows[3][256];
+    unsigned *r2 = rows[0], *r1 = rows[1], *r0 = rows[2];
     for (size_t j = 0; j <= lb; j++)
-        d[0][j] = (unsigned)j;
+        r1[j] = (unsigned)j;
     for (size_t i = 1; i <= la; i++) {
+        r0[0] = (unsigned)i;
         for (size_t j = 1; j <= lb; j++) {
             unsigned cost = a[i - 1] == b[j - 1] ? 0 : 1;
-            unsigned best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best)
-                best = d[i][j - 1] + 1;
-            if (d[i - 1][j - 1] + cost < best)
-                best = d[i - 1][j - 1] + cost;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
+            unsigned best = r1[j] + 1;
+            if (r0[j - 1] + 1 < best)
+                best = r0[j - 1] + 1;
+            if (r1[j - 1] + cost < best)
+                best = r1[j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && r2[j - 2] + 1 < best)
+                best = r2[j - 2] + 1;
+            r0[j] = best;
         }
+        unsigned *t = r2;
+        r2 = r1;
+        r1 = r0;
+        r0 = t;
     }
-    return d[la][lb] > 255 ? 255 : d[la][lb];
+    return r1[lb] > 255 ? 255 : r1[lb];
 }
 
 const char *cfg_suggest(const char *key, char *scratch, size_t scratch_len)

@@ -439,4 +439,7 @@ Test(cfg, edit_distance)
     cr_assert_eq(cfg_edit_distance("soruce.host", "source.host"), 1);
     cr_assert_eq(cfg_edit_distance("source.hst", "source.host"), 1);
     cr_assert_eq(cfg_edit_distance("", "abc"), 3);
+    cr_assert_eq(cfg_edit_distance("abc", ""), 3);
+    cr_assert_eq(cfg_edit_distance("kitten", "sitting"), 3);
+    cr_assert_eq(cfg_edit_distance("ca", "abc"), 3, "OSA distance, not full Damerau");
 }
