@@ -38,6 +38,7 @@ Test(cli, help_exits_0)
     run_result r = run_tributary((const char *[]){"--help", NULL}, NULL);
     cr_assert_eq(r.status, 0, "stderr: %s", r.err.data);
     cr_assert_not_null(strstr(r.out.data, "usage: tributary <command>"));
+    cr_assert_eq(r.err.len, 0, "stderr: %s", r.err.data);
     cr_assert_not_null(strstr(r.out.data, "status"));
     run_result_free(&r);
 }
@@ -84,6 +85,7 @@ Test(cli, every_subcommand_answers_help)
         run_result r = run_tributary((const char *[]){cmds[i], "--help", NULL}, NULL);
         cr_assert_eq(r.status, 0, "%s --help exit %d, stderr: %s", cmds[i], r.status, r.err.data);
         cr_assert_gt(r.out.len, 0, "%s --help prints something", cmds[i]);
+        cr_assert_eq(r.err.len, 0, "%s --help: stderr: %s", cmds[i], r.err.data);
         run_result_free(&r);
     }
 }
@@ -197,6 +199,7 @@ Test(cli, status_prints_the_file_run_writes)
                                                   "--set", set_file, NULL},
                                  NULL);
     cr_assert_eq(r.status, 0, "stderr: %s", r.err.data);
+    cr_assert_eq(r.err.len, 0, "nothing on stderr (no sanitizer report): %s", r.err.data);
     const char *o = r.out.data;
     cr_assert_not_null(strstr(o, "connector:      shop\n"), "%s", o);
     cr_assert_not_null(strstr(o, "position:       mariadb;server_id=1;file=mysql-bin.000003;pos=1234"), "%s", o);
