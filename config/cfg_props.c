@@ -2,8 +2,9 @@
  * The property table: the one place every configuration key is declared.
  * Add a key here (in its group) and validation, --help-config and
  * docs/configuration.md follow. Regenerate the docs with
- *   tributary --help-config --markdown > docs/configuration.md
- * (a unit test fails while the committed file is stale).
+ *   cmake --build <build dir> --target config_docs
+ * (= tributary --help-config --markdown > docs/configuration.md; a unit test
+ * fails while the committed file is stale).
  */
 #include <stddef.h>
 #include <string.h>

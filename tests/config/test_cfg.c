@@ -428,7 +428,8 @@ Test(cfg, docs_are_fresh)
     cr_assert_eq(rc, TB_OK, "%s", err.msg);
     cr_assert(want.len == have.len && memcmp(want.data, have.data, want.len) == 0,
               "docs/configuration.md is stale: regenerate with "
-              "`tributary --help-config --markdown > docs/configuration.md`");
+              "`cmake --build <build dir> --target config_docs` "
+              "(= tributary --help-config --markdown > docs/configuration.md)");
     tb_buf_free(&want);
     tb_buf_free(&have);
 }
