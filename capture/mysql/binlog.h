@@ -1,0 +1,132 @@
+/*
+ * binlog: MySQL/MariaDB binary log capture (DESIGN.md 3, 5, 6).
+ *
+ * Two layers:
+ *
+ * 1. binlog_dec: the decoder, our own code, over byte buffers. Feed it whole
+ *    events (19-byte v4 header + body + optional CRC32), in log order; pull
+ *    change events out. No I/O. Used by the file reader, the live client and
+ *    the fuzz target.
+ *
+ * 2. binlog_reader: a source of change events, over a file (offline decode)
+ *    or over a replication connection (Connector/C). This is the API the
+ *    pipeline in app/ uses:
+ *
+ *      binlog_reader *r = NULL;
+ *      binlog_open(cfg, &start, &r, &err);          // or binlog_open_file()
+ *      for (;;) {
+ *          evt_event *ev = NULL;
+ *          tb_code rc = binlog_next(r, 1000, &ev, &err);
+ *          if (rc != TB_OK) break;                  // err says why (file + offset)
+ *          if (!ev) continue;                       // timeout / heartbeat / end of file
+ *          ... deliver ev (borrowed until the next binlog_next call) ...
+ *          if (evt_event_last_in_tx(ev)) ... evt_event_position(ev) may be
+ *              committed once every event up to it is acknowledged ...
+ *      }
+ *      binlog_close(r);
+ *
+ * POSITIONS. Every event carries a tb_position (kind TB_POS_MYSQL, `mariadb`
+ * set for MariaDB sources, server_id of the source):
+ *  - the last event of a transaction: file + the offset just after the
+ *    transaction's commit event, row 0, gtid_set = the executed GTID set
+ *    including this transaction (MySQL "uuid:1-5,uuid:tag:1-2", MariaDB
+ *    "0-1-7,1-2-3"; NULL when the source has no GTIDs). This is a resume point.
+ *  - any other event: file + offset of its rows event, row = 1-based index of
+ *    the row within the transaction, gtid_set NULL (informational only).
+ *  The transaction id (evt_event_txid) is the transaction's GTID ("0-1-7",
+ *  "uuid:5", "uuid:tag:5") or "file:offset" of its first event without GTIDs.
+ *  binlog_position() returns the position after the last complete transaction
+ *  delivered so far.
+ *
+ * SCHEMAS. Table descriptors come from TABLE_MAP events. With FULL optional
+ * metadata (binlog_row_metadata=FULL): column names, primary key (incl.
+ * prefix keys), signedness, charsets, ENUM/SET labels. Without names the
+ * columns are "@1".."@n", evt_table_names_known() is false and the key is
+ * null; without signedness integers are read as signed. A descriptor's
+ * version goes up when a table's shape changes.
+ *
+ * Ownership: binlog_dec_new/binlog_open* return objects freed with
+ * binlog_dec_free/binlog_close (NULL-safe). Events returned by
+ * binlog_dec_next/binlog_next are owned by the decoder and valid until the
+ * next call on the same object.
+ */
+#ifndef BINLOG_H
+#define BINLOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "cfg.h"
+#include "evt.h"
+#include "tb_error.h"
+#include "tb_position.h"
+
+/* ============================================================ decoder */
+
+typedef struct binlog_dec binlog_dec;
+
+typedef struct binlog_dec_opts {
+    const char *label;       /* names the input in errors, e.g. the file path or "host:port" */
+    const char *file;        /* binlog file name for positions until a ROTATE says otherwise; may be NULL */
+    bool verify_checksum;    /* verify CRC32 when the FDE says so (default true via binlog_dec_opts_init) */
+    bool incident_is_error;  /* INCIDENT stops with an error (default true) */
+} binlog_dec_opts;
+
+void binlog_dec_opts_init(binlog_dec_opts *o);
+
+/* New decoder (NULL on allocation failure). */
+binlog_dec *binlog_dec_new(const binlog_dec_opts *o);
+void binlog_dec_free(binlog_dec *d);
+
+/* Feed one whole event of `len` bytes that starts at byte `off` of the
+ * current binlog file. The bytes are borrowed until binlog_dec_next() has
+ * returned *out == NULL. Call binlog_dec_next() until then before feeding
+ * again. Errors (TB_ERR_CORRUPT, TB_ERR_UNSUPPORTED, TB_ERR_SOURCE for an
+ * INCIDENT) name the input label and the byte offset. */
+tb_code binlog_dec_feed(binlog_dec *d, const uint8_t *ev, size_t len, uint64_t off, tb_error *err);
+
+/* Next change event, or *out = NULL when the fed event is used up. */
+tb_code binlog_dec_next(binlog_dec *d, evt_event **out, tb_error *err);
+
+/* End of input: returns a held-back event (a transaction without a commit
+ * event, e.g. at the end of an unfinished file), else *out = NULL. */
+tb_code binlog_dec_finish(binlog_dec *d, evt_event **out);
+
+/* Position after the last complete transaction (see POSITIONS). */
+const tb_position *binlog_dec_position(const binlog_dec *d);
+/* Set the starting position (GTID state, file name) before feeding. Copied. */
+tb_code binlog_dec_set_position(binlog_dec *d, const tb_position *p);
+
+/* From the FORMAT_DESCRIPTION event: server version ("" before it) and flavor. */
+const char *binlog_dec_server_version(const binlog_dec *d);
+bool binlog_dec_is_mariadb(const binlog_dec *d);
+/* Number of events fed so far and of change events produced. */
+uint64_t binlog_dec_events(const binlog_dec *d);
+uint64_t binlog_dec_rows(const binlog_dec *d);
+
+/* ============================================================ reader */
+
+typedef struct binlog_reader binlog_reader;
+
+/* Live replication from the server in cfg (source.host, port, user,
+ * password, server.id, heartbeat, reconnect backoff). start: where to begin;
+ * NULL or kind NONE = source.start.* from cfg, else the server's current
+ * position. A MySQL/MariaDB position with gtid_set resumes by GTID, else by
+ * file + pos. */
+tb_code binlog_open(const cfg *c, const tb_position *start, binlog_reader **out, tb_error *err);
+
+/* Offline: a binlog file. start_pos 0 or 4 = from the beginning; otherwise
+ * events before start_pos are read for their FORMAT_DESCRIPTION and
+ * TABLE_MAP state only, and no change event before it is returned. */
+tb_code binlog_open_file(const char *path, uint64_t start_pos, binlog_reader **out, tb_error *err);
+
+/* Next change event. *ev = NULL on timeout, heartbeat, or (files) at the end:
+ * binlog_at_end() then says true. Errors stop the reader. */
+tb_code binlog_next(binlog_reader *r, int timeout_ms, evt_event **ev, tb_error *err);
+bool binlog_at_end(const binlog_reader *r);
+const tb_position *binlog_position(const binlog_reader *r);
+/* The decoder underneath (flavor, server version, counters). Borrowed. */
+const binlog_dec *binlog_reader_decoder(const binlog_reader *r);
+void binlog_close(binlog_reader *r);
+
+#endif

@@ -1,0 +1,1068 @@
+/*
+ * binlog_dec: the binlog event decoder (see binlog.h), our own code.
+ *
+ * EVENT LAYOUT (binlog v4, MySQL 5.0+ and MariaDB)
+ *   header, 19 bytes little-endian:
+ *     timestamp 4 | type 1 | server_id 4 | event_size 4 (header + body + checksum)
+ *     | log_pos 4 (offset of the next event) | flags 2
+ *       flags: 0x0001 LOG_EVENT_BINLOG_IN_USE_F (FDE: file not closed),
+ *              0x0020 artificial (live: fake ROTATE), 0x0080 LOG_EVENT_IGNORABLE_F
+ *   body (event_size - 19 - checksum bytes)
+ *   checksum: CRC32 (zlib polynomial) over header + body, 4 bytes LE, present
+ *     when the FORMAT_DESCRIPTION event says binlog_checksum=CRC32. The FDE of
+ *     an unclosed file has IN_USE set but its CRC was computed with the flag
+ *     clear (the server clears it in place on close), so we clear it to verify.
+ *
+ * BODIES (post-header lengths come from the FDE table, index type - 1)
+ *   FORMAT_DESCRIPTION (15): binlog_version 2, server_version 50 (NUL padded),
+ *     create_timestamp 4, header_length 1, post_header_len[n]; servers from
+ *     MySQL 5.6.1 / MariaDB 5.3 append checksum_alg 1 (0 off, 1 CRC32) and a
+ *     4-byte checksum (always present on the FDE itself).
+ *   ROTATE (4): position 8, next file name (rest).
+ *   QUERY (2): thread_id 4, exec_time 4, db_len 1, error_code 2,
+ *     status_vars_len 2; status vars; db; NUL; query text (rest). "BEGIN"
+ *     opens a transaction, "COMMIT" / "ROLLBACK" close it; anything else
+ *     outside a transaction is a transaction of its own (DDL) and drops the
+ *     cached table maps. MariaDB QUERY_COMPRESSED (165): the query text is
+ *     compressed (1 byte 0x80|n, n bytes big-endian length, zlib stream).
+ *   XID (16): xid 8. Commits.  XA_PREPARE (38): commits the prepared part.
+ *   TABLE_MAP (19): see binlog_tmap.c.
+ *   Rows events: v0 20-22 and v1 23-25 (post-header: table_id 6, flags 2),
+ *     v2 30-32 and PARTIAL_UPDATE_ROWS 39 (+ extra_len 2 counting itself, and
+ *     extra data: MySQL 8 partition / NDB info, skipped), MariaDB compressed
+ *     166-168 (v1) and 169-171 (v2). Body: column count lenenc, columns-present
+ *     bitmap, for updates a second (after image) bitmap, then rows to the end
+ *     (compressed as one block in the MariaDB compressed types). A row is one
+ *     image (write: after, delete: before) or two (update: before, after);
+ *     PARTIAL_UPDATE_ROWS puts before the after image: value_options lenenc
+ *     and, when bit 0 (PARTIAL_JSON) is set, a bitmap over the JSON columns
+ *     marking values that are JSON diffs (binlog_json.c). Images: binlog_rows.c.
+ *     table_id 0xFFFFFF..(dummy) events carry no rows.
+ *   GTID (33), ANONYMOUS_GTID (34): flags 1, sid 16, gno 8, [lc type 1,
+ *     last_committed 8, sequence_number 8, [immediate_commit_ts 7 (bit 55:
+ *     original_commit_ts 7 follows) ...]].
+ *   GTID_TAGGED_LOG (42, MySQL 8.3+): self-describing serialization: varlen
+ *     integers (the count of trailing 1 bits of the first byte = extra bytes,
+ *     value = little-endian bytes >> (extra + 1); 0xFF = 8 bytes follow);
+ *     signed fields zigzag-encoded. Message: format version, size, last
+ *     non-ignorable field id, then (field id, value) pairs: 0 flags, 1 uuid
+ *     (16 varlen bytes), 2 gno (signed), 3 tag (length + bytes), 4
+ *     last_committed, 5 sequence_number, 6 immediate_commit_timestamp, ...
+ *   PREVIOUS_GTIDS (35): n_sids 8 (if byte 7 == 1: tagged format, count in
+ *     bits 8..55), per sid: uuid 16, [tag: varlen length + bytes], n_intervals
+ *     8, intervals (start 8, end 8 exclusive).
+ *   TRANSACTION_PAYLOAD (40): TLV fields (type lenenc, length lenenc, value):
+ *     1 payload size, 2 compression (0 zstd, 255 none), 3 uncompressed size;
+ *     type 0 ends the header; then the payload: whole events without checksums.
+ *   MariaDB GTID (162): seq_no 8, domain_id 4, flags 1 (0x01 standalone: no
+ *     BEGIN follows; otherwise the GTID event itself opens the transaction).
+ *   MariaDB GTID_LIST (163): count 4 (low 28 bits), then (domain 4, server 4,
+ *     seq 8) each. BINLOG_CHECKPOINT (161): name length 4, name.
+ *     ANNOTATE_ROWS (160): the statement text.
+ *   INCIDENT (26): incident 2, message length 1, message: stops the decoder.
+ *   Skipped: STOP, INTVAR, RAND, USER_VAR, ROWS_QUERY, HEARTBEAT(_V2), load
+ *     data events, TRANSACTION_CONTEXT, VIEW_CHANGE, IGNORABLE, START_V3,
+ *     ANNOTATE_ROWS, BINLOG_CHECKPOINT. Unknown types: skipped when flagged
+ *     ignorable, otherwise an error.
+ */
+#include "binlog_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <zlib.h>
+#include <zstd.h>
+
+typedef struct bl_ver {
+    char *key;        /* "db\x01table" */
+    evt_table *table; /* one reference */
+} bl_ver;
+
+struct binlog_dec {
+    binlog_dec_opts o;
+    char *label;
+    char *file;
+    /* FDE */
+    bool have_fde, checksum, mariadb;
+    uint8_t ph[256];
+    char version[64];
+    /* input */
+    const uint8_t *cur;
+    size_t cur_len;
+    uint64_t cur_off;
+    bool cur_pending;
+    uint64_t ev_off;      /* offset of the outer event being processed */
+    uint64_t ev_end;      /* offset after it */
+    /* transaction payload */
+    tb_buf payload;
+    size_t pay_pos;
+    bool pay_active;
+    /* rows */
+    bool rows_active;
+    const uint8_t *rp, *rend;
+    bl_tmap *rtm;
+    evt_op rop;
+    bool rpartial, rupdate;
+    uint8_t cols1[512], cols2[512];
+    uint64_t rows_off;
+    tb_buf unz;
+    /* tables */
+    bl_tmap **maps;
+    size_t nmaps, capmaps;
+    bl_ver *vers;
+    size_t nvers;
+    /* transaction */
+    bool in_tx;
+    char txid[160];
+    int64_t tx_ts_ms;
+    uint64_t tx_rows;
+    int gt_kind; /* 0 none, 1 mysql, 2 mariadb */
+    uint8_t gt_uuid[16];
+    char gt_tag[40];
+    int64_t gt_gno;
+    uint32_t gt_domain, gt_server;
+    uint64_t gt_seq;
+    bl_gtids *gtids;
+    tb_position pos;
+    tb_buf tmp;
+    /* output */
+    evt_event *ev[2];
+    int held, ready;
+    bl_rowctx rc;
+    uint64_t nevents, nrows;
+};
+
+void binlog_dec_opts_init(binlog_dec_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->label = "binlog";
+    o->verify_checksum = true;
+    o->incident_is_error = true;
+}
+
+binlog_dec *binlog_dec_new(const binlog_dec_opts *o)
+{
+    binlog_dec *d = calloc(1, sizeof(*d));
+    if (!d)
+        return NULL;
+    if (o)
+        d->o = *o;
+    else
+        binlog_dec_opts_init(&d->o);
+    d->label = strdup(d->o.label ? d->o.label : "binlog");
+    d->file = strdup(d->o.file ? d->o.file : "");
+    d->gtids = bl_gtids_new();
+    tb_buf_init(&d->payload, 0);
+    tb_buf_init(&d->unz, 0);
+    tb_buf_init(&d->tmp, 0);
+    tb_position_init(&d->pos);
+    bl_rowctx_init(&d->rc);
+    d->held = d->ready = -1;
+    d->pos.kind = TB_POS_MYSQL;
+    d->pos.pos = 4;
+    if (!d->label || !d->file || !d->gtids || tb_position_set_file(&d->pos, d->file) != TB_OK) {
+        binlog_dec_free(d);
+        return NULL;
+    }
+    return d;
+}
+
+static void drop_maps(binlog_dec *d)
+{
+    for (size_t i = 0; i < d->nmaps; i++)
+        bl_tmap_free(d->maps[i]);
+    d->nmaps = 0;
+}
+
+void binlog_dec_free(binlog_dec *d)
+{
+    if (!d)
+        return;
+    drop_maps(d);
+    free(d->maps);
+    for (size_t i = 0; i < d->nvers; i++) {
+        free(d->vers[i].key);
+        evt_table_unref(d->vers[i].table);
+    }
+    free(d->vers);
+    evt_event_free(d->ev[0]);
+    evt_event_free(d->ev[1]);
+    bl_rowctx_free(&d->rc);
+    bl_gtids_free(d->gtids);
+    tb_buf_free(&d->payload);
+    tb_buf_free(&d->unz);
+    tb_buf_free(&d->tmp);
+    tb_position_free(&d->pos);
+    free(d->label);
+    free(d->file);
+    free(d);
+}
+
+const tb_position *binlog_dec_position(const binlog_dec *d) { return &d->pos; }
+const char *binlog_dec_server_version(const binlog_dec *d) { return d->version; }
+bool binlog_dec_is_mariadb(const binlog_dec *d) { return d->mariadb; }
+uint64_t binlog_dec_events(const binlog_dec *d) { return d->nevents; }
+uint64_t binlog_dec_rows(const binlog_dec *d) { return d->nrows; }
+
+static tb_code set_file(binlog_dec *d, const char *name, size_t len)
+{
+    char *f = strndup(name, len);
+    if (!f)
+        return TB_ERR_NOMEM;
+    free(d->file);
+    d->file = f;
+    return TB_OK;
+}
+
+tb_code binlog_dec_set_position(binlog_dec *d, const tb_position *p)
+{
+    tb_error err;
+    if (!p || p->kind != TB_POS_MYSQL)
+        return TB_OK;
+    if (tb_position_copy(&d->pos, p) != TB_OK)
+        return TB_ERR_NOMEM;
+    d->mariadb = p->mariadb;
+    if (p->file && set_file(d, p->file, strlen(p->file)) != TB_OK)
+        return TB_ERR_NOMEM;
+    return bl_gtids_parse(d->gtids, p->gtid_set, p->mariadb, &err);
+}
+
+/* ------------------------------------------------------------ errors */
+
+#define FAIL(err, code, ...) \
+    tb_error_set(err, code, false, __VA_ARGS__)
+
+/* ------------------------------------------------------------ tx bookkeeping */
+
+static void tx_begin(binlog_dec *d, const uint8_t *hdr)
+{
+    if (d->in_tx)
+        return;
+    d->in_tx = true;
+    d->tx_rows = 0;
+    d->tx_ts_ms = (int64_t)bl_u32(hdr) * 1000;
+    if (d->gt_kind == 0)
+        snprintf(d->txid, sizeof(d->txid), "%s:%llu", d->file, (unsigned long long)d->ev_off);
+}
+
+static tb_code commit(binlog_dec *d, const uint8_t *hdr)
+{
+    tb_code rc = TB_OK;
+    if (d->gt_kind == 1)
+        rc = bl_gtids_add_mysql(d->gtids, d->gt_uuid, d->gt_tag, d->gt_gno, d->gt_gno + 1);
+    else if (d->gt_kind == 2)
+        rc = bl_gtids_set_mariadb(d->gtids, d->gt_domain, d->gt_server, d->gt_seq);
+    if (rc != TB_OK)
+        return rc;
+    d->pos.kind = TB_POS_MYSQL;
+    d->pos.mariadb = d->mariadb;
+    d->pos.server_id = bl_u32(hdr + 5);
+    d->pos.pos = d->ev_end;
+    d->pos.row = 0;
+    if (tb_position_set_file(&d->pos, d->file) != TB_OK)
+        return TB_ERR_NOMEM;
+    if (!bl_gtids_empty(d->gtids)) {
+        tb_buf_reset(&d->tmp);
+        if (bl_gtids_format(d->gtids, d->mariadb, &d->tmp) != TB_OK ||
+            tb_position_set_gtid(&d->pos, tb_buf_cstr(&d->tmp)) != TB_OK)
+            return TB_ERR_NOMEM;
+    }
+    if (d->held >= 0) {
+        evt_event *e = d->ev[d->held];
+        evt_event_set_last_in_tx(e, true);
+        evt_event_set_position(e, &d->pos);
+        d->ready = d->held;
+        d->held = -1;
+    }
+    d->in_tx = false;
+    d->gt_kind = 0;
+    d->tx_rows = 0;
+    return TB_OK;
+}
+
+tb_code binlog_dec_finish(binlog_dec *d, evt_event **out)
+{
+    *out = NULL;
+    if (d->ready >= 0) {
+        *out = d->ev[d->ready];
+        d->ready = -1;
+        return TB_OK;
+    }
+    if (d->held >= 0) {
+        evt_event_set_last_in_tx(d->ev[d->held], true);
+        *out = d->ev[d->held];
+        d->held = -1;
+    }
+    return TB_OK;
+}
+
+/* ------------------------------------------------------------ table maps */
+
+static bl_tmap *find_map(binlog_dec *d, uint64_t id)
+{
+    for (size_t i = d->nmaps; i > 0; i--)
+        if (d->maps[i - 1]->table_id == id)
+            return d->maps[i - 1];
+    return NULL;
+}
+
+static tb_code on_table_map(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err)
+{
+    unsigned id_len = d->ph[BL_TABLE_MAP - 1] == 6 ? 4 : 6;
+    if (len < id_len)
+        return FAIL(err, TB_ERR_CORRUPT, "TABLE_MAP truncated");
+    uint64_t id = bl_uN(body, id_len);
+    bl_tmap *old = find_map(d, id);
+    if (old && old->raw_len == len && memcmp(old->raw, body, len) == 0)
+        return TB_OK;
+    bl_tmap *m = NULL;
+    tb_code rc = bl_tmap_parse(body, len, id_len, d->mariadb, &m, err);
+    if (rc != TB_OK)
+        return rc;
+    /* one descriptor per shape: reuse the previous one when nothing changed */
+    const char *db = evt_table_db(m->table), *tn = evt_table_name(m->table);
+    size_t kl = strlen(db) + strlen(tn) + 2;
+    char *key = malloc(kl);
+    if (!key) {
+        bl_tmap_free(m);
+        return FAIL(err, TB_ERR_NOMEM, "out of memory");
+    }
+    snprintf(key, kl, "%s%c%s", db, 1, tn);
+    bl_ver *v = NULL;
+    for (size_t i = 0; i < d->nvers; i++)
+        if (strcmp(d->vers[i].key, key) == 0)
+            v = &d->vers[i];
+    if (v && evt_table_same_shape(v->table, m->table)) {
+        evt_table_unref(m->table);
+        m->table = evt_table_ref(v->table);
+        free(key);
+    } else {
+        evt_table_set_version(m->table, v ? evt_table_version(v->table) + 1 : 1);
+        evt_table_seal(m->table);
+        if (!v) {
+            bl_ver *nv = realloc(d->vers, (d->nvers + 1) * sizeof(*nv));
+            if (!nv) {
+                free(key);
+                bl_tmap_free(m);
+                return FAIL(err, TB_ERR_NOMEM, "out of memory");
+            }
+            d->vers = nv;
+            v = &d->vers[d->nvers++];
+            v->key = key;
+            v->table = NULL;
+        } else {
+            free(key);
+        }
+        evt_table_unref(v->table);
+        v->table = evt_table_ref(m->table);
+    }
+    if (old) {
+        for (size_t i = 0; i < d->nmaps; i++)
+            if (d->maps[i] == old)
+                d->maps[i] = m;
+        bl_tmap_free(old);
+        return TB_OK;
+    }
+    if (d->nmaps == d->capmaps) {
+        size_t cap = d->capmaps ? d->capmaps * 2 : 16;
+        bl_tmap **nm = realloc(d->maps, cap * sizeof(*nm));
+        if (!nm) {
+            bl_tmap_free(m);
+            return FAIL(err, TB_ERR_NOMEM, "out of memory");
+        }
+        d->maps = nm;
+        d->capmaps = cap;
+    }
+    d->maps[d->nmaps++] = m;
+    return TB_OK;
+}
+
+/* ------------------------------------------------------------ rows */
+
+static tb_code on_rows(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *body, size_t len,
+                       tb_error *err)
+{
+    bool v2 = type == BL_WRITE_ROWS || type == BL_UPDATE_ROWS || type == BL_DELETE_ROWS ||
+              type == BL_PARTIAL_UPDATE_ROWS || type >= BL_MARIA_WRITE_ROWS_COMPRESSED;
+    bool compressed = type >= BL_MARIA_WRITE_ROWS_COMPRESSED_V1 && type <= BL_MARIA_DELETE_ROWS_COMPRESSED;
+    int base = type;
+    if (type >= BL_MARIA_WRITE_ROWS_COMPRESSED)
+        base = BL_WRITE_ROWS + (type - BL_MARIA_WRITE_ROWS_COMPRESSED);
+    else if (compressed)
+        base = BL_WRITE_ROWS_V1 + (type - BL_MARIA_WRITE_ROWS_COMPRESSED_V1);
+    else if (type >= BL_PRE_GA_WRITE_ROWS && type <= BL_PRE_GA_DELETE_ROWS)
+        base = BL_WRITE_ROWS_V1 + (type - BL_PRE_GA_WRITE_ROWS);
+    unsigned ph = type < 256 ? d->ph[type - 1] : 0;
+    unsigned id_len = ph == 6 ? 4 : 6;
+    const uint8_t *p = body, *end = body + len;
+    if (len < id_len + 2u + (v2 ? 2u : 0u))
+        return FAIL(err, TB_ERR_CORRUPT, "rows event truncated");
+    uint64_t id = bl_uN(p, id_len);
+    p += id_len + 2;
+    if (v2) {
+        unsigned extra = bl_u16(p);
+        if (extra < 2 || (size_t)(end - p) < extra)
+            return FAIL(err, TB_ERR_CORRUPT, "rows event extra data truncated");
+        p += extra;
+    }
+    if (id == 0xFFFFFF || id == 0xFFFFFFFFFFFFull) /* dummy event: end of statement, no rows */
+        return TB_OK;
+    bl_tmap *m = find_map(d, id);
+    if (!m)
+        return FAIL(err, TB_ERR_CORRUPT, "rows event for table_id %llu without a TABLE_MAP before it",
+                    (unsigned long long)id);
+    uint64_t ncols;
+    if (!bl_lenenc(&p, end, &ncols) || ncols > m->ncols)
+        return FAIL(err, TB_ERR_CORRUPT, "rows event for %s.%s: bad column count", evt_table_db(m->table),
+                    evt_table_name(m->table));
+    size_t nb = (size_t)(ncols + 7) / 8;
+    bool update = base == BL_UPDATE_ROWS || base == BL_UPDATE_ROWS_V1 || type == BL_PARTIAL_UPDATE_ROWS;
+    if ((size_t)(end - p) < nb * (update ? 2 : 1))
+        return FAIL(err, TB_ERR_CORRUPT, "rows event for %s.%s: column bitmap truncated", evt_table_db(m->table),
+                    evt_table_name(m->table));
+    memset(d->cols1, 0, sizeof(d->cols1));
+    memset(d->cols2, 0, sizeof(d->cols2));
+    memcpy(d->cols1, p, nb);
+    p += nb;
+    if (update) {
+        memcpy(d->cols2, p, nb);
+        p += nb;
+    }
+    if (ncols % 8) { /* bits past the column count are not columns */
+        d->cols1[nb - 1] &= (uint8_t)((1u << (ncols % 8)) - 1);
+        d->cols2[nb - 1] &= (uint8_t)((1u << (ncols % 8)) - 1);
+    }
+    if (compressed) {
+        tb_code rc = bl_unzip_mariadb(p, (size_t)(end - p), &d->unz);
+        if (rc != TB_OK)
+            return FAIL(err, rc, "compressed rows event for %s.%s does not decompress", evt_table_db(m->table),
+                        evt_table_name(m->table));
+        p = (const uint8_t *)d->unz.data;
+        end = p + d->unz.len;
+    }
+    if (base == BL_WRITE_ROWS || base == BL_WRITE_ROWS_V1)
+        d->rop = EVT_OP_CREATE;
+    else if (base == BL_DELETE_ROWS || base == BL_DELETE_ROWS_V1)
+        d->rop = EVT_OP_DELETE;
+    else
+        d->rop = EVT_OP_UPDATE;
+    d->rupdate = update;
+    d->rpartial = type == BL_PARTIAL_UPDATE_ROWS;
+    d->rtm = m;
+    d->rp = p;
+    d->rend = end;
+    d->rows_off = d->ev_off;
+    d->rows_active = p < end;
+    tx_begin(d, hdr);
+    return TB_OK;
+}
+
+static tb_code decode_row(binlog_dec *d, tb_error *err)
+{
+    bl_tmap *m = d->rtm;
+    int slot = d->held == 0 ? 1 : 0;
+    evt_event *e = d->ev[slot];
+    if (!e) {
+        e = d->ev[slot] = evt_event_new(d->rop, m->table);
+        if (!e)
+            return FAIL(err, TB_ERR_NOMEM, "out of memory");
+    } else {
+        evt_event_reset(e, d->rop, m->table);
+    }
+    tb_code rc;
+    if (d->rop == EVT_OP_CREATE) {
+        rc = bl_row_decode(&d->rc, m, &d->rp, d->rend, d->cols1, NULL, e, EVT_AFTER, err);
+    } else {
+        rc = bl_row_decode(&d->rc, m, &d->rp, d->rend, d->cols1, NULL, e, EVT_BEFORE, err);
+        if (rc == TB_OK && d->rupdate) {
+            const uint8_t *partial = NULL;
+            if (d->rpartial) {
+                uint64_t opts;
+                if (!bl_lenenc(&d->rp, d->rend, &opts))
+                    rc = FAIL(err, TB_ERR_CORRUPT, "partial update value options truncated");
+                else if (opts & 1) {
+                    size_t nb = (m->njson + 7) / 8;
+                    if ((size_t)(d->rend - d->rp) < nb)
+                        rc = FAIL(err, TB_ERR_CORRUPT, "partial update JSON bitmap truncated");
+                    partial = d->rp;
+                    d->rp += nb;
+                }
+            }
+            if (rc == TB_OK)
+                rc = bl_row_decode(&d->rc, m, &d->rp, d->rend, d->cols2, partial, e, EVT_AFTER, err);
+        }
+    }
+    if (rc == TB_OK && evt_event_error(e)) {
+        const tb_error *be = evt_event_error(e);
+        rc = tb_error_set(err, be->code, false, "%s", be->msg);
+    }
+    if (rc != TB_OK) {
+        d->rows_active = false;
+        return rc;
+    }
+    d->rows_active = d->rp < d->rend;
+    d->nrows++;
+    d->tx_rows++;
+    tb_position rp = {0};
+    rp.kind = TB_POS_MYSQL;
+    rp.mariadb = d->mariadb;
+    rp.server_id = d->pos.server_id;
+    rp.file = d->file;
+    rp.pos = d->rows_off;
+    rp.row = d->tx_rows;
+    evt_event_set_position(e, &rp);
+    evt_event_set_connector(e, d->mariadb ? EVT_CONN_MARIADB : EVT_CONN_MYSQL);
+    evt_event_set_txid(e, d->txid);
+    evt_event_set_commit_ts_ms(e, d->tx_ts_ms);
+    evt_event_set_last_in_tx(e, false);
+    if (d->held >= 0)
+        d->ready = d->held;
+    d->held = slot;
+    return TB_OK;
+}
+
+/* ------------------------------------------------------------ other events */
+
+static bool version_at_least(const char *v, int a, int b, int c)
+{
+    int x = 0, y = 0, z = 0;
+    sscanf(v, "%d.%d.%d", &x, &y, &z);
+    if (x != a)
+        return x > a;
+    if (y != b)
+        return y > b;
+    return z >= c;
+}
+
+static tb_code on_fde(binlog_dec *d, const uint8_t *ev, size_t len, tb_error *err)
+{
+    const uint8_t *body = ev + BL_HEADER_LEN;
+    size_t blen = len - BL_HEADER_LEN;
+    if (blen < 57)
+        return FAIL(err, TB_ERR_CORRUPT, "FORMAT_DESCRIPTION truncated");
+    memcpy(d->version, body + 2, 50);
+    d->version[50] = '\0';
+    d->mariadb = strstr(d->version, "MariaDB") != NULL;
+    bool capable = d->mariadb ? version_at_least(d->version, 5, 3, 0) : version_at_least(d->version, 5, 6, 1);
+    size_t nph = blen - 57;
+    uint8_t alg = 0;
+    if (capable) {
+        if (nph < 5)
+            return FAIL(err, TB_ERR_CORRUPT, "FORMAT_DESCRIPTION too short for its checksum fields");
+        nph -= 5;
+        alg = body[blen - 5];
+        if (alg == 1 && d->o.verify_checksum) {
+            uint8_t h[BL_HEADER_LEN];
+            memcpy(h, ev, BL_HEADER_LEN);
+            h[17] &= (uint8_t)~BL_FLAG_IN_USE;
+            uLong crc = crc32(0L, h, BL_HEADER_LEN);
+            crc = crc32(crc, body, (uInt)(blen - 4));
+            if ((uint32_t)crc != bl_u32(ev + len - 4))
+                return FAIL(err, TB_ERR_CORRUPT, "FORMAT_DESCRIPTION checksum mismatch");
+        }
+    }
+    memset(d->ph, 0, sizeof(d->ph));
+    memcpy(d->ph, body + 57, nph > 255 ? 255 : nph);
+    d->checksum = alg == 1;
+    d->have_fde = true;
+    d->pos.mariadb = d->mariadb;
+    return TB_OK;
+}
+
+static bool query_is(const char *q, size_t n, const char *word)
+{
+    size_t wl = strlen(word);
+    while (n && (*q == ' ' || *q == '\n' || *q == '\t')) {
+        q++;
+        n--;
+    }
+    return n >= wl && strncasecmp(q, word, wl) == 0 && (n == wl || q[wl] == ' ' || q[wl] == ';' || q[wl] == '\n');
+}
+
+static tb_code on_query(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *body, size_t len,
+                        tb_error *err)
+{
+    unsigned ph = d->ph[BL_QUERY - 1] ? d->ph[BL_QUERY - 1] : 13;
+    if (ph < 11 || len < ph)
+        return FAIL(err, TB_ERR_CORRUPT, "QUERY truncated");
+    size_t dblen = body[8];
+    size_t svlen = ph >= 13 ? bl_u16(body + 11) : 0;
+    if (len < ph + svlen + dblen + 1)
+        return FAIL(err, TB_ERR_CORRUPT, "QUERY truncated");
+    const char *q = (const char *)body + ph + svlen + dblen + 1;
+    size_t qlen = len - (ph + svlen + dblen + 1);
+    if (type == BL_MARIA_QUERY_COMPRESSED) {
+        if (bl_unzip_mariadb((const uint8_t *)q, qlen, &d->unz) != TB_OK)
+            return FAIL(err, TB_ERR_CORRUPT, "compressed QUERY does not decompress");
+        q = d->unz.data ? d->unz.data : "";
+        qlen = d->unz.len;
+    }
+    if (query_is(q, qlen, "BEGIN") || query_is(q, qlen, "XA START")) {
+        tx_begin(d, hdr);
+        return TB_OK;
+    }
+    if (query_is(q, qlen, "COMMIT") || (query_is(q, qlen, "ROLLBACK") && !query_is(q, qlen, "ROLLBACK TO")) ||
+        query_is(q, qlen, "XA END") || query_is(q, qlen, "XA PREPARE") || query_is(q, qlen, "XA COMMIT") ||
+        query_is(q, qlen, "XA ROLLBACK")) {
+        if (query_is(q, qlen, "XA END"))
+            return TB_OK;
+        return commit(d, hdr) == TB_OK ? TB_OK : FAIL(err, TB_ERR_NOMEM, "out of memory");
+    }
+    if (query_is(q, qlen, "SAVEPOINT") || query_is(q, qlen, "ROLLBACK TO"))
+        return TB_OK;
+    /* DDL or a statement: the cached table maps may be stale now */
+    drop_maps(d);
+    if (!d->in_tx) {
+        tx_begin(d, hdr);
+        return commit(d, hdr) == TB_OK ? TB_OK : FAIL(err, TB_ERR_NOMEM, "out of memory");
+    }
+    return TB_OK;
+}
+
+/* MySQL 8.3 serialization varlen integer. */
+static bool svar(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    if (*p >= end)
+        return false;
+    uint8_t b = **p;
+    unsigned n = 1;
+    while (n < 9 && ((b >> (n - 1)) & 1))
+        n++;
+    if ((size_t)(end - *p) < n)
+        return false;
+    if (n == 9) {
+        *v = bl_u64(*p + 1);
+    } else {
+        uint64_t raw = bl_uN(*p, n);
+        *v = raw >> n;
+    }
+    *p += n;
+    return true;
+}
+
+static tb_code on_gtid_tagged(binlog_dec *d, const uint8_t *hdr, const uint8_t *body, size_t len, tb_error *err)
+{
+    const uint8_t *p = body, *end = body + len;
+    uint64_t ver, size, lastid, fid, v;
+    bool have_uuid = false, have_gno = false;
+    d->gt_tag[0] = '\0';
+    if (!svar(&p, end, &ver) || !svar(&p, end, &size) || !svar(&p, end, &lastid))
+        return FAIL(err, TB_ERR_CORRUPT, "GTID_TAGGED_LOG header truncated");
+    if (size < len)
+        end = body + size;
+    int64_t commit_us = -1;
+    while (p < end) {
+        if (!svar(&p, end, &fid))
+            return FAIL(err, TB_ERR_CORRUPT, "GTID_TAGGED_LOG field truncated");
+        if (fid == 1) {
+            for (int i = 0; i < 16; i++) {
+                if (!svar(&p, end, &v))
+                    return FAIL(err, TB_ERR_CORRUPT, "GTID_TAGGED_LOG uuid truncated");
+                d->gt_uuid[i] = (uint8_t)v;
+            }
+            have_uuid = true;
+        } else if (fid == 3) {
+            if (!svar(&p, end, &v) || v >= sizeof(d->gt_tag) || v > (uint64_t)(end - p))
+                return FAIL(err, TB_ERR_CORRUPT, "GTID_TAGGED_LOG tag malformed");
+            memcpy(d->gt_tag, p, v);
+            d->gt_tag[v] = '\0';
+            p += v;
+        } else if (fid <= 11) {
+            if (!svar(&p, end, &v))
+                return FAIL(err, TB_ERR_CORRUPT, "GTID_TAGGED_LOG field %llu truncated", (unsigned long long)fid);
+            if (fid == 2) {
+                d->gt_gno = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
+                have_gno = true;
+            } else if (fid == 6) {
+                commit_us = (int64_t)v;
+            }
+        } else {
+            break; /* a newer field we cannot size: everything we need came before it */
+        }
+    }
+    if (!have_uuid || !have_gno)
+        return FAIL(err, TB_ERR_CORRUPT, "GTID_TAGGED_LOG without uuid or gno");
+    d->gt_kind = 1;
+    tb_buf_reset(&d->tmp);
+    bl_gtids *one = bl_gtids_new();
+    if (!one || bl_gtids_add_mysql(one, d->gt_uuid, d->gt_tag, d->gt_gno, d->gt_gno + 1) != TB_OK ||
+        bl_gtids_format(one, false, &d->tmp) != TB_OK) {
+        bl_gtids_free(one);
+        return FAIL(err, TB_ERR_NOMEM, "out of memory");
+    }
+    bl_gtids_free(one);
+    snprintf(d->txid, sizeof(d->txid), "%s", tb_buf_cstr(&d->tmp));
+    d->in_tx = false;
+    tx_begin(d, hdr);
+    if (commit_us > 0)
+        d->tx_ts_ms = commit_us / 1000;
+    return TB_OK;
+}
+
+static tb_code on_gtid(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *body, size_t len,
+                       tb_error *err)
+{
+    if (len < 25)
+        return FAIL(err, TB_ERR_CORRUPT, "GTID event truncated");
+    int64_t commit_us = -1;
+    if (len >= 42 + 7) {
+        uint64_t ts = bl_uN(body + 42, 7);
+        commit_us = (int64_t)(ts & ~(1ull << 55));
+    }
+    if (type == BL_ANONYMOUS_GTID) {
+        d->gt_kind = 0;
+        d->in_tx = false;
+        tx_begin(d, hdr);
+    } else {
+        d->gt_kind = 1;
+        memcpy(d->gt_uuid, body + 1, 16);
+        d->gt_tag[0] = '\0';
+        d->gt_gno = (int64_t)bl_u64(body + 17);
+        tb_buf_reset(&d->tmp);
+        bl_gtids *one = bl_gtids_new();
+        if (!one || bl_gtids_add_mysql(one, d->gt_uuid, "", d->gt_gno, d->gt_gno + 1) != TB_OK ||
+            bl_gtids_format(one, false, &d->tmp) != TB_OK) {
+            bl_gtids_free(one);
+            return FAIL(err, TB_ERR_NOMEM, "out of memory");
+        }
+        bl_gtids_free(one);
+        snprintf(d->txid, sizeof(d->txid), "%s", tb_buf_cstr(&d->tmp));
+        d->in_tx = false;
+        tx_begin(d, hdr);
+    }
+    if (commit_us > 0)
+        d->tx_ts_ms = commit_us / 1000;
+    return TB_OK;
+}
+
+static tb_code on_previous_gtids(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err)
+{
+    if (!bl_gtids_empty(d->gtids))
+        return TB_OK; /* we know better where we are */
+    const uint8_t *p = body, *end = body + len;
+    if (len < 8)
+        return FAIL(err, TB_ERR_CORRUPT, "PREVIOUS_GTIDS truncated");
+    uint64_t n = bl_u64(p);
+    bool tagged = p[7] == 1;
+    if (tagged)
+        n = (n >> 8) & 0xFFFFFFFFFFFFull;
+    p += 8;
+    for (uint64_t i = 0; i < n; i++) {
+        char tag[40] = "";
+        if ((size_t)(end - p) < 16)
+            return FAIL(err, TB_ERR_CORRUPT, "PREVIOUS_GTIDS truncated");
+        const uint8_t *uuid = p;
+        p += 16;
+        if (tagged) {
+            uint64_t tl;
+            if (!svar(&p, end, &tl) || tl >= sizeof(tag) || tl > (uint64_t)(end - p))
+                return FAIL(err, TB_ERR_CORRUPT, "PREVIOUS_GTIDS tag malformed");
+            memcpy(tag, p, tl);
+            tag[tl] = '\0';
+            p += tl;
+        }
+        if ((size_t)(end - p) < 8)
+            return FAIL(err, TB_ERR_CORRUPT, "PREVIOUS_GTIDS truncated");
+        uint64_t ni = bl_u64(p);
+        p += 8;
+        if (ni > (uint64_t)(end - p) / 16)
+            return FAIL(err, TB_ERR_CORRUPT, "PREVIOUS_GTIDS interval count too large");
+        for (uint64_t k = 0; k < ni; k++, p += 16) {
+            int64_t a = (int64_t)bl_u64(p), b = (int64_t)bl_u64(p + 8);
+            if (b > a && bl_gtids_add_mysql(d->gtids, uuid, tag, a, b) != TB_OK)
+                return FAIL(err, TB_ERR_CORRUPT, "PREVIOUS_GTIDS interval malformed");
+        }
+    }
+    return TB_OK;
+}
+
+static tb_code on_maria_gtid_list(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err)
+{
+    if (len < 4)
+        return FAIL(err, TB_ERR_CORRUPT, "GTID_LIST truncated");
+    uint32_t n = bl_u32(body) & 0x0FFFFFFF;
+    if ((len - 4) / 16 < n)
+        return FAIL(err, TB_ERR_CORRUPT, "GTID_LIST truncated");
+    if (!bl_gtids_empty(d->gtids))
+        return TB_OK;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *e = body + 4 + 16 * i;
+        if (bl_gtids_set_mariadb(d->gtids, bl_u32(e), bl_u32(e + 4), bl_u64(e + 8)) != TB_OK)
+            return FAIL(err, TB_ERR_NOMEM, "out of memory");
+    }
+    return TB_OK;
+}
+
+static tb_code on_payload(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err)
+{
+    const uint8_t *p = body, *end = body + len;
+    uint64_t comp = 0, usize = 0, psize = 0;
+    bool have_usize = false;
+    for (;;) {
+        uint64_t t, l, v;
+        if (!bl_lenenc(&p, end, &t))
+            return FAIL(err, TB_ERR_CORRUPT, "TRANSACTION_PAYLOAD header truncated");
+        if (t == 0)
+            break;
+        if (!bl_lenenc(&p, end, &l) || l > (uint64_t)(end - p))
+            return FAIL(err, TB_ERR_CORRUPT, "TRANSACTION_PAYLOAD header truncated");
+        const uint8_t *q = p;
+        p += l;
+        if (!bl_lenenc(&q, p, &v))
+            v = 0;
+        if (t == 1) psize = v;
+        else if (t == 2) comp = v;
+        else if (t == 3) { usize = v; have_usize = true; }
+    }
+    size_t avail = (size_t)(end - p);
+    if (psize && psize < avail)
+        avail = (size_t)psize;
+    tb_buf_reset(&d->payload);
+    if (comp == 255) {
+        if (tb_buf_append(&d->payload, p, avail) != TB_OK)
+            return FAIL(err, TB_ERR_NOMEM, "out of memory");
+    } else if (comp == 0) {
+        unsigned long long fsz = ZSTD_getFrameContentSize(p, avail);
+        if (!have_usize && fsz != ZSTD_CONTENTSIZE_UNKNOWN && fsz != ZSTD_CONTENTSIZE_ERROR)
+            usize = fsz;
+        if (usize > ((uint64_t)1 << 32))
+            return FAIL(err, TB_ERR_UNSUPPORTED, "TRANSACTION_PAYLOAD of %llu bytes is too large",
+                        (unsigned long long)usize);
+        /* stream: the declared size may be absent or wrong */
+        ZSTD_DStream *zs = ZSTD_createDStream();
+        if (!zs)
+            return FAIL(err, TB_ERR_NOMEM, "out of memory");
+        ZSTD_initDStream(zs);
+        ZSTD_inBuffer in = {p, avail, 0};
+        tb_code rc = TB_OK;
+        size_t zr = 1;
+        while (rc == TB_OK) {
+            if (tb_buf_reserve(&d->payload, usize > d->payload.len ? (size_t)(usize - d->payload.len) + 1 : 65536) != TB_OK) {
+                rc = FAIL(err, TB_ERR_NOMEM, "TRANSACTION_PAYLOAD too large to decompress");
+                break;
+            }
+            ZSTD_outBuffer o = {d->payload.data, d->payload.cap - 1, d->payload.len};
+            zr = ZSTD_decompressStream(zs, &o, &in);
+            d->payload.len = o.pos;
+            if (ZSTD_isError(zr)) {
+                rc = FAIL(err, TB_ERR_CORRUPT, "TRANSACTION_PAYLOAD does not decompress: %s", ZSTD_getErrorName(zr));
+                break;
+            }
+            if (zr == 0 || (in.pos == in.size && o.pos < o.size))
+                break;
+        }
+        ZSTD_freeDStream(zs);
+        if (rc != TB_OK)
+            return rc;
+        if (zr != 0)
+            return FAIL(err, TB_ERR_CORRUPT, "TRANSACTION_PAYLOAD compressed stream is truncated");
+    } else {
+        return FAIL(err, TB_ERR_UNSUPPORTED, "TRANSACTION_PAYLOAD compression type %llu", (unsigned long long)comp);
+    }
+    d->pay_pos = 0;
+    d->pay_active = d->payload.len > 0;
+    return TB_OK;
+}
+
+static const char *type_name(int t)
+{
+    switch (t) {
+    case BL_QUERY: return "QUERY";
+    case BL_ROTATE: return "ROTATE";
+    case BL_FDE: return "FORMAT_DESCRIPTION";
+    case BL_XID: return "XID";
+    case BL_TABLE_MAP: return "TABLE_MAP";
+    case BL_GTID: return "GTID";
+    case BL_ANONYMOUS_GTID: return "ANONYMOUS_GTID";
+    case BL_PREVIOUS_GTIDS: return "PREVIOUS_GTIDS";
+    case BL_TRANSACTION_PAYLOAD: return "TRANSACTION_PAYLOAD";
+    case BL_GTID_TAGGED: return "GTID_TAGGED_LOG";
+    case BL_INCIDENT: return "INCIDENT";
+    case BL_MARIA_GTID: return "MARIADB_GTID";
+    case BL_MARIA_GTID_LIST: return "MARIADB_GTID_LIST";
+    default:
+        if ((t >= 20 && t <= 25) || (t >= 30 && t <= 32) || t == 39 || (t >= 166 && t <= 171))
+            return "ROWS";
+        return "event";
+    }
+}
+
+/* One whole event (outer, or inner from a TRANSACTION_PAYLOAD). */
+static tb_code process_event(binlog_dec *d, const uint8_t *ev, size_t len, bool inner, tb_error *err)
+{
+    if (len < BL_HEADER_LEN)
+        return FAIL(err, TB_ERR_CORRUPT, "event shorter than its header (%zu bytes)", len);
+    int type = ev[4];
+    uint16_t flags = bl_u16(ev + 17);
+    if (bl_u32(ev + 9) != len)
+        return FAIL(err, TB_ERR_CORRUPT, "event size %u does not match %zu", bl_u32(ev + 9), len);
+    d->nevents++;
+    if (type == BL_FDE && !inner)
+        return on_fde(d, ev, len, err);
+    size_t blen = len - BL_HEADER_LEN;
+    bool strip = !inner && d->checksum;
+    if (!inner && !d->have_fde && type == BL_ROTATE && len >= BL_HEADER_LEN + 8 + 4) {
+        /* a fake ROTATE before the FDE (live): its checksum, if any, cannot be announced yet */
+        strip = (uint32_t)crc32(0L, ev, (uInt)(len - 4)) == bl_u32(ev + len - 4);
+    }
+    if (strip) {
+        if (blen < 4)
+            return FAIL(err, TB_ERR_CORRUPT, "event too short for its checksum");
+        blen -= 4;
+        if (d->o.verify_checksum && (uint32_t)crc32(0L, ev, (uInt)(len - 4)) != bl_u32(ev + len - 4))
+            return FAIL(err, TB_ERR_CORRUPT, "%s event checksum mismatch", type_name(type));
+    }
+    const uint8_t *body = ev + BL_HEADER_LEN;
+    switch (type) {
+    case BL_ROTATE: {
+        unsigned ph = d->ph[BL_ROTATE - 1] ? d->ph[BL_ROTATE - 1] : 8;
+        if (blen < ph)
+            return FAIL(err, TB_ERR_CORRUPT, "ROTATE truncated");
+        if (set_file(d, (const char *)body + ph, blen - ph) != TB_OK)
+            return FAIL(err, TB_ERR_NOMEM, "out of memory");
+        if (!d->in_tx) {
+            if (tb_position_set_file(&d->pos, d->file) != TB_OK)
+                return FAIL(err, TB_ERR_NOMEM, "out of memory");
+            d->pos.pos = bl_u64(body);
+        }
+        return TB_OK;
+    }
+    case BL_QUERY: case BL_MARIA_QUERY_COMPRESSED:
+        return on_query(d, type, ev, body, blen, err);
+    case BL_XID: case BL_XA_PREPARE:
+        return commit(d, ev) == TB_OK ? TB_OK : FAIL(err, TB_ERR_NOMEM, "out of memory");
+    case BL_TABLE_MAP:
+        return on_table_map(d, body, blen, err);
+    case BL_PRE_GA_WRITE_ROWS: case BL_PRE_GA_UPDATE_ROWS: case BL_PRE_GA_DELETE_ROWS:
+    case BL_WRITE_ROWS_V1: case BL_UPDATE_ROWS_V1: case BL_DELETE_ROWS_V1:
+    case BL_WRITE_ROWS: case BL_UPDATE_ROWS: case BL_DELETE_ROWS: case BL_PARTIAL_UPDATE_ROWS:
+    case BL_MARIA_WRITE_ROWS_COMPRESSED_V1: case BL_MARIA_UPDATE_ROWS_COMPRESSED_V1:
+    case BL_MARIA_DELETE_ROWS_COMPRESSED_V1: case BL_MARIA_WRITE_ROWS_COMPRESSED:
+    case BL_MARIA_UPDATE_ROWS_COMPRESSED: case BL_MARIA_DELETE_ROWS_COMPRESSED:
+        return on_rows(d, type, ev, body, blen, err);
+    case BL_GTID: case BL_ANONYMOUS_GTID:
+        return on_gtid(d, type, ev, body, blen, err);
+    case BL_GTID_TAGGED:
+        return on_gtid_tagged(d, ev, body, blen, err);
+    case BL_PREVIOUS_GTIDS:
+        return on_previous_gtids(d, body, blen, err);
+    case BL_TRANSACTION_PAYLOAD:
+        if (inner)
+            return FAIL(err, TB_ERR_CORRUPT, "TRANSACTION_PAYLOAD inside a TRANSACTION_PAYLOAD");
+        return on_payload(d, body, blen, err);
+    case BL_MARIA_GTID: {
+        if (blen < 13)
+            return FAIL(err, TB_ERR_CORRUPT, "MariaDB GTID truncated");
+        d->gt_kind = 2;
+        d->gt_seq = bl_u64(body);
+        d->gt_domain = bl_u32(body + 8);
+        d->gt_server = bl_u32(ev + 5);
+        snprintf(d->txid, sizeof(d->txid), "%u-%u-%llu", d->gt_domain, d->gt_server,
+                 (unsigned long long)d->gt_seq);
+        d->in_tx = false;
+        if (!(body[12] & 0x01)) /* not standalone: the GTID event is the BEGIN */
+            tx_begin(d, ev);
+        return TB_OK;
+    }
+    case BL_MARIA_GTID_LIST:
+        return on_maria_gtid_list(d, body, blen, err);
+    case BL_INCIDENT: {
+        unsigned code = blen >= 2 ? bl_u16(body) : 0;
+        size_t ml = blen >= 3 ? body[2] : 0;
+        if (ml > blen - 3)
+            ml = blen >= 3 ? blen - 3 : 0;
+        if (d->o.incident_is_error)
+            return tb_error_set(err, TB_ERR_SOURCE, false,
+                                "INCIDENT event (incident %u: '%.*s'): the source lost changes here; stopping",
+                                code, (int)ml, blen >= 3 ? (const char *)body + 3 : "");
+        return TB_OK;
+    }
+    case BL_MARIA_START_ENCRYPTION:
+        return FAIL(err, TB_ERR_UNSUPPORTED, "encrypted binlog (START_ENCRYPTION event) is not supported");
+    case BL_START_V3: case BL_STOP: case BL_INTVAR: case BL_LOAD: case BL_SLAVE: case BL_CREATE_FILE:
+    case BL_APPEND_BLOCK: case BL_EXEC_LOAD: case BL_DELETE_FILE: case BL_NEW_LOAD: case BL_RAND:
+    case BL_USER_VAR: case BL_BEGIN_LOAD_QUERY: case BL_EXECUTE_LOAD_QUERY: case BL_HEARTBEAT:
+    case BL_IGNORABLE: case BL_ROWS_QUERY: case BL_TRANSACTION_CONTEXT: case BL_VIEW_CHANGE:
+    case BL_HEARTBEAT_V2: case BL_MARIA_ANNOTATE_ROWS: case BL_MARIA_BINLOG_CHECKPOINT:
+        return TB_OK;
+    default:
+        if (flags & BL_FLAG_IGNORABLE)
+            return TB_OK;
+        return FAIL(err, TB_ERR_UNSUPPORTED, "unknown event type %d (not flagged ignorable)", type);
+    }
+}
+
+static tb_code prefix_err(binlog_dec *d, tb_code rc, uint64_t off, const uint8_t *ev, size_t len, bool inner,
+                          tb_error *err)
+{
+    if (!err)
+        return rc;
+    int type = len >= 5 ? ev[4] : -1;
+    if (inner)
+        return tb_error_prefix(err, "%s: byte offset %llu (%s event inside the TRANSACTION_PAYLOAD there): ",
+                               d->label, (unsigned long long)off, type_name(type));
+    return tb_error_prefix(err, "%s: byte offset %llu (%s, type %d): ", d->label, (unsigned long long)off,
+                           type_name(type), type);
+}
+
+tb_code binlog_dec_feed(binlog_dec *d, const uint8_t *ev, size_t len, uint64_t off, tb_error *err)
+{
+    if (d->cur_pending || d->rows_active || d->pay_active)
+        return tb_error_set(err, TB_ERR_STATE, false, "%s: event fed before the previous one was drained",
+                            d->label);
+    d->cur = ev;
+    d->cur_len = len;
+    d->cur_off = off;
+    d->cur_pending = true;
+    return TB_OK;
+}
+
+tb_code binlog_dec_next(binlog_dec *d, evt_event **out, tb_error *err)
+{
+    *out = NULL;
+    for (;;) {
+        if (d->ready >= 0) {
+            *out = d->ev[d->ready];
+            d->ready = -1;
+            return TB_OK;
+        }
+        if (d->rows_active) {
+            tb_code rc = decode_row(d, err);
+            if (rc != TB_OK) {
+                d->pay_active = false;
+                return prefix_err(d, rc, d->ev_off, d->cur, d->cur_len, false, err);
+            }
+            continue;
+        }
+        if (d->pay_active) {
+            const uint8_t *p = (const uint8_t *)d->payload.data + d->pay_pos;
+            size_t left = d->payload.len - d->pay_pos;
+            if (left < BL_HEADER_LEN || bl_u32(p + 9) < BL_HEADER_LEN || bl_u32(p + 9) > left) {
+                d->pay_active = false;
+                tb_error_set(err, TB_ERR_CORRUPT, false, "inner event at payload byte %zu is truncated", d->pay_pos);
+                return prefix_err(d, TB_ERR_CORRUPT, d->ev_off, d->cur, d->cur_len, false, err);
+            }
+            size_t elen = bl_u32(p + 9);
+            d->pay_pos += elen;
+            d->pay_active = d->pay_pos < d->payload.len;
+            tb_code rc = process_event(d, p, elen, true, err);
+            if (rc != TB_OK) {
+                d->pay_active = false;
+                d->rows_active = false;
+                return prefix_err(d, rc, d->ev_off, p, elen, true, err);
+            }
+            continue;
+        }
+        if (d->cur_pending) {
+            d->cur_pending = false;
+            d->ev_off = d->cur_off;
+            d->ev_end = d->cur_off + d->cur_len;
+            tb_code rc = process_event(d, d->cur, d->cur_len, false, err);
+            if (rc != TB_OK)
+                return prefix_err(d, rc, d->cur_off, d->cur, d->cur_len, false, err);
+            continue;
+        }
+        return TB_OK;
+    }
+}

@@ -1,0 +1,283 @@
+/*
+ * binlog_gtid: executed GTID sets, MySQL and MariaDB flavours.
+ *
+ * MySQL: uuid -> (tag -> sorted disjoint intervals [start, end)); text form
+ *   "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5:mytag:1-2,uuid2:7" (untagged
+ *   intervals first, then each tag; end shown inclusive).
+ * MariaDB: domain -> last (server, seq); text form "0-1-7,1-2-3" by domain.
+ */
+#include "binlog_int.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct gt_ival {
+    int64_t start, end;
+} gt_ival;
+
+typedef struct gt_sid {
+    uint8_t uuid[16];
+    char tag[40];
+    gt_ival *iv;
+    size_t n, cap;
+} gt_sid;
+
+typedef struct gt_dom {
+    uint32_t domain, server;
+    uint64_t seq;
+} gt_dom;
+
+struct bl_gtids {
+    gt_sid *sids;
+    size_t nsids;
+    gt_dom *doms;
+    size_t ndoms;
+};
+
+bl_gtids *bl_gtids_new(void)
+{
+    return calloc(1, sizeof(bl_gtids));
+}
+
+void bl_gtids_clear(bl_gtids *g)
+{
+    if (!g)
+        return;
+    for (size_t i = 0; i < g->nsids; i++)
+        free(g->sids[i].iv);
+    free(g->sids);
+    free(g->doms);
+    memset(g, 0, sizeof(*g));
+}
+
+void bl_gtids_free(bl_gtids *g)
+{
+    bl_gtids_clear(g);
+    free(g);
+}
+
+bool bl_gtids_empty(const bl_gtids *g)
+{
+    return g->nsids == 0 && g->ndoms == 0;
+}
+
+static int sid_cmp(const gt_sid *a, const uint8_t *uuid, const char *tag)
+{
+    int c = memcmp(a->uuid, uuid, 16);
+    return c ? c : strcmp(a->tag, tag);
+}
+
+tb_code bl_gtids_add_mysql(bl_gtids *g, const uint8_t uuid[16], const char *tag, int64_t start, int64_t end)
+{
+    if (end <= start || strlen(tag) >= sizeof(g->sids[0].tag))
+        return TB_ERR_INVALID;
+    size_t i = 0;
+    while (i < g->nsids && sid_cmp(&g->sids[i], uuid, tag) < 0)
+        i++;
+    if (i == g->nsids || sid_cmp(&g->sids[i], uuid, tag) != 0) {
+        gt_sid *s = realloc(g->sids, (g->nsids + 1) * sizeof(*s));
+        if (!s)
+            return TB_ERR_NOMEM;
+        g->sids = s;
+        memmove(&s[i + 1], &s[i], (g->nsids - i) * sizeof(*s));
+        memset(&s[i], 0, sizeof(*s));
+        memcpy(s[i].uuid, uuid, 16);
+        strcpy(s[i].tag, tag);
+        g->nsids++;
+    }
+    gt_sid *s = &g->sids[i];
+    /* fast path: extends the last interval */
+    if (s->n && s->iv[s->n - 1].end == start) {
+        s->iv[s->n - 1].end = end;
+        return TB_OK;
+    }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 4;
+        gt_ival *iv = realloc(s->iv, cap * sizeof(*iv));
+        if (!iv)
+            return TB_ERR_NOMEM;
+        s->iv = iv;
+        s->cap = cap;
+    }
+    size_t k = 0;
+    while (k < s->n && s->iv[k].start < start)
+        k++;
+    memmove(&s->iv[k + 1], &s->iv[k], (s->n - k) * sizeof(gt_ival));
+    s->iv[k].start = start;
+    s->iv[k].end = end;
+    s->n++;
+    /* merge overlaps */
+    size_t o = 0;
+    for (size_t r = 1; r < s->n; r++) {
+        if (s->iv[r].start <= s->iv[o].end) {
+            if (s->iv[r].end > s->iv[o].end)
+                s->iv[o].end = s->iv[r].end;
+        } else {
+            s->iv[++o] = s->iv[r];
+        }
+    }
+    s->n = o + 1;
+    return TB_OK;
+}
+
+tb_code bl_gtids_set_mariadb(bl_gtids *g, uint32_t domain, uint32_t server, uint64_t seq)
+{
+    size_t i = 0;
+    while (i < g->ndoms && g->doms[i].domain < domain)
+        i++;
+    if (i == g->ndoms || g->doms[i].domain != domain) {
+        gt_dom *d = realloc(g->doms, (g->ndoms + 1) * sizeof(*d));
+        if (!d)
+            return TB_ERR_NOMEM;
+        g->doms = d;
+        memmove(&d[i + 1], &d[i], (g->ndoms - i) * sizeof(*d));
+        g->ndoms++;
+    }
+    g->doms[i].domain = domain;
+    g->doms[i].server = server;
+    g->doms[i].seq = seq;
+    return TB_OK;
+}
+
+static void uuid_text(const uint8_t *u, char out[37])
+{
+    static const char hex[] = "0123456789abcdef";
+    int o = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[o++] = '-';
+        out[o++] = hex[u[i] >> 4];
+        out[o++] = hex[u[i] & 15];
+    }
+    out[o] = '\0';
+}
+
+tb_code bl_gtids_format(const bl_gtids *g, bool mariadb, tb_buf *out)
+{
+    tb_code rc = tb_buf_reserve(out, 1);
+    if (mariadb) {
+        for (size_t i = 0; i < g->ndoms && rc == TB_OK; i++)
+            rc = tb_buf_printf(out, "%s%u-%u-%llu", i ? "," : "", g->doms[i].domain, g->doms[i].server,
+                               (unsigned long long)g->doms[i].seq);
+        return rc;
+    }
+    for (size_t i = 0; i < g->nsids && rc == TB_OK; i++) {
+        const gt_sid *s = &g->sids[i];
+        bool same = i > 0 && memcmp(g->sids[i - 1].uuid, s->uuid, 16) == 0;
+        if (!same) {
+            char u[37];
+            uuid_text(s->uuid, u);
+            rc = tb_buf_printf(out, "%s%s", i ? "," : "", u);
+        }
+        if (rc == TB_OK && s->tag[0])
+            rc = tb_buf_printf(out, ":%s", s->tag);
+        for (size_t k = 0; k < s->n && rc == TB_OK; k++) {
+            if (s->iv[k].end - 1 == s->iv[k].start)
+                rc = tb_buf_printf(out, ":%lld", (long long)s->iv[k].start);
+            else
+                rc = tb_buf_printf(out, ":%lld-%lld", (long long)s->iv[k].start, (long long)s->iv[k].end - 1);
+        }
+    }
+    return rc;
+}
+
+static bool parse_uuid(const char *s, size_t n, uint8_t out[16])
+{
+    int k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '-')
+            continue;
+        if (k >= 32 || !isxdigit((unsigned char)s[i]))
+            return false;
+        int v = isdigit((unsigned char)s[i]) ? s[i] - '0' : (tolower((unsigned char)s[i]) - 'a' + 10);
+        if (k % 2 == 0)
+            out[k / 2] = (uint8_t)(v << 4);
+        else
+            out[k / 2] |= (uint8_t)v;
+        k++;
+    }
+    return k == 32;
+}
+
+tb_code bl_gtids_parse(bl_gtids *g, const char *text, bool mariadb, tb_error *err)
+{
+    bl_gtids_clear(g);
+    if (!text)
+        return TB_OK;
+    char *copy = strdup(text), *save = NULL;
+    if (!copy)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    tb_code rc = TB_OK;
+    for (char *item = strtok_r(copy, ",", &save); item && rc == TB_OK; item = strtok_r(NULL, ",", &save)) {
+        while (isspace((unsigned char)*item))
+            item++;
+        if (!*item)
+            continue;
+        if (mariadb) {
+            unsigned long d, s;
+            unsigned long long q;
+            if (sscanf(item, "%lu-%lu-%llu", &d, &s, &q) != 3)
+                rc = tb_error_set(err, TB_ERR_CONFIG, false, "bad MariaDB GTID '%s' (want domain-server-seq)", item);
+            else
+                rc = bl_gtids_set_mariadb(g, (uint32_t)d, (uint32_t)s, q);
+            continue;
+        }
+        char *save2 = NULL;
+        char *part = strtok_r(item, ":", &save2);
+        uint8_t uuid[16];
+        if (!part || !parse_uuid(part, strlen(part), uuid)) {
+            rc = tb_error_set(err, TB_ERR_CONFIG, false, "bad MySQL GTID set item '%s' (want uuid:1-5)", item);
+            break;
+        }
+        char tag[40] = "";
+        while ((part = strtok_r(NULL, ":", &save2)) && rc == TB_OK) {
+            if (isalpha((unsigned char)part[0]) || part[0] == '_') {
+                if (strlen(part) >= sizeof(tag)) {
+                    rc = tb_error_set(err, TB_ERR_CONFIG, false, "GTID tag too long: '%s'", part);
+                    break;
+                }
+                strcpy(tag, part);
+                continue;
+            }
+            long long a, b;
+            int n = sscanf(part, "%lld-%lld", &a, &b);
+            if (n == 1)
+                b = a;
+            if (n < 1 || a < 1 || b < a)
+                rc = tb_error_set(err, TB_ERR_CONFIG, false, "bad GTID interval '%s'", part);
+            else if (bl_gtids_add_mysql(g, uuid, tag, a, b + 1) != TB_OK)
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        }
+    }
+    free(copy);
+    return rc;
+}
+
+/* ------------------------------------------------------------ MariaDB compression */
+#include <zlib.h>
+
+tb_code bl_unzip_mariadb(const uint8_t *p, size_t len, tb_buf *out)
+{
+    tb_buf_reset(out);
+    if (len < 1 || (p[0] & 0x80) == 0)
+        return TB_ERR_CORRUPT;
+    unsigned n = p[0] & 0x07;
+    if (n < 1 || n > 4 || len < 1 + n)
+        return TB_ERR_CORRUPT;
+    uint64_t ulen = 0;
+    for (unsigned i = 0; i < n; i++)
+        ulen = (ulen << 8) | p[1 + i];
+    if (ulen > ((uint64_t)1 << 30))
+        return TB_ERR_CORRUPT;
+    tb_code rc = tb_buf_reserve(out, (size_t)ulen + 1);
+    if (rc != TB_OK)
+        return rc;
+    uLongf dlen = (uLongf)ulen;
+    if (uncompress((Bytef *)out->data, &dlen, p + 1 + n, (uLong)(len - 1 - n)) != Z_OK || dlen != ulen)
+        return TB_ERR_CORRUPT;
+    out->len = (size_t)dlen;
+    out->data[out->len] = '\0';
+    return TB_OK;
+}

@@ -1,0 +1,164 @@
+/*
+ * binlog_int: internals shared by the decoder's files (not a public API).
+ */
+#ifndef BINLOG_INT_H
+#define BINLOG_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "binlog.h"
+#include "evt.h"
+#include "evt_json.h"
+#include "evt_mysql.h"
+#include "tb_buf.h"
+#include "tb_error.h"
+
+/* ------------------------------------------------------------ event types */
+enum {
+    BL_UNKNOWN = 0, BL_START_V3 = 1, BL_QUERY = 2, BL_STOP = 3, BL_ROTATE = 4, BL_INTVAR = 5,
+    BL_LOAD = 6, BL_SLAVE = 7, BL_CREATE_FILE = 8, BL_APPEND_BLOCK = 9, BL_EXEC_LOAD = 10,
+    BL_DELETE_FILE = 11, BL_NEW_LOAD = 12, BL_RAND = 13, BL_USER_VAR = 14, BL_FDE = 15, BL_XID = 16,
+    BL_BEGIN_LOAD_QUERY = 17, BL_EXECUTE_LOAD_QUERY = 18, BL_TABLE_MAP = 19,
+    BL_PRE_GA_WRITE_ROWS = 20, BL_PRE_GA_UPDATE_ROWS = 21, BL_PRE_GA_DELETE_ROWS = 22,
+    BL_WRITE_ROWS_V1 = 23, BL_UPDATE_ROWS_V1 = 24, BL_DELETE_ROWS_V1 = 25, BL_INCIDENT = 26,
+    BL_HEARTBEAT = 27, BL_IGNORABLE = 28, BL_ROWS_QUERY = 29, BL_WRITE_ROWS = 30, BL_UPDATE_ROWS = 31,
+    BL_DELETE_ROWS = 32, BL_GTID = 33, BL_ANONYMOUS_GTID = 34, BL_PREVIOUS_GTIDS = 35,
+    BL_TRANSACTION_CONTEXT = 36, BL_VIEW_CHANGE = 37, BL_XA_PREPARE = 38, BL_PARTIAL_UPDATE_ROWS = 39,
+    BL_TRANSACTION_PAYLOAD = 40, BL_HEARTBEAT_V2 = 41, BL_GTID_TAGGED = 42,
+    BL_MARIA_ANNOTATE_ROWS = 160, BL_MARIA_BINLOG_CHECKPOINT = 161, BL_MARIA_GTID = 162,
+    BL_MARIA_GTID_LIST = 163, BL_MARIA_START_ENCRYPTION = 164, BL_MARIA_QUERY_COMPRESSED = 165,
+    BL_MARIA_WRITE_ROWS_COMPRESSED_V1 = 166, BL_MARIA_UPDATE_ROWS_COMPRESSED_V1 = 167,
+    BL_MARIA_DELETE_ROWS_COMPRESSED_V1 = 168, BL_MARIA_WRITE_ROWS_COMPRESSED = 169,
+    BL_MARIA_UPDATE_ROWS_COMPRESSED = 170, BL_MARIA_DELETE_ROWS_COMPRESSED = 171,
+};
+
+#define BL_HEADER_LEN 19
+#define BL_FLAG_IN_USE 0x0001
+#define BL_FLAG_ARTIFICIAL 0x0020
+#define BL_FLAG_IGNORABLE 0x0080
+
+/* ------------------------------------------------------------ little readers */
+static inline uint16_t bl_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t bl_u24(const uint8_t *p) { return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16); }
+static inline uint32_t bl_u32(const uint8_t *p) { return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24); }
+static inline uint64_t bl_u48(const uint8_t *p) { return (uint64_t)bl_u32(p) | ((uint64_t)bl_u16(p + 4) << 32); }
+static inline uint64_t bl_u64(const uint8_t *p) { return (uint64_t)bl_u32(p) | ((uint64_t)bl_u32(p + 4) << 32); }
+static inline uint64_t bl_uN(const uint8_t *p, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = n; i > 0; i--)
+        v = (v << 8) | p[i - 1];
+    return v;
+}
+
+/* Length-encoded integer at *p (bounded by end). false if truncated or 0xFB/0xFF. */
+static inline bool bl_lenenc(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    if (*p >= end)
+        return false;
+    uint8_t b = **p;
+    unsigned n;
+    if (b < 251) {
+        *v = b;
+        (*p)++;
+        return true;
+    }
+    if (b == 252) n = 2;
+    else if (b == 253) n = 3;
+    else if (b == 254) n = 8;
+    else return false;
+    if ((size_t)(end - *p) < 1 + n)
+        return false;
+    *v = bl_uN(*p + 1, n);
+    *p += 1 + n;
+    return true;
+}
+
+/* ------------------------------------------------------------ table maps */
+typedef struct bl_col {
+    uint8_t type;         /* binlog type code as in TABLE_MAP */
+    uint8_t real;         /* real type: STRING -> STRING/ENUM/SET */
+    uint16_t meta;        /* see evt_mysql.h */
+    uint32_t max_len;     /* STRING: max byte length */
+    bool nullable;
+    bool is_unsigned;
+    uint8_t csk;          /* evt_my_charset_kind */
+    const char *charset;  /* static string or NULL */
+    uint32_t geom_type;
+} bl_col;
+
+typedef struct bl_tmap {
+    uint64_t table_id;
+    evt_table *table;     /* one reference */
+    size_t ncols;
+    bl_col *cols;
+    uint8_t *raw;         /* the TABLE_MAP body as received, to spot a re-sent identical map */
+    size_t raw_len;
+    size_t njson;         /* JSON columns (for PARTIAL_UPDATE_ROWS bitmaps) */
+    bool has_signedness;
+} bl_tmap;
+
+/* Parse a TABLE_MAP body (after the common header, without checksum) into a
+ * new map (caller frees with bl_tmap_free). `id_len` is 4 or 6. mariadb
+ * tells how YEAR counts for signedness. err names nothing: the caller
+ * prefixes file and offset. */
+tb_code bl_tmap_parse(const uint8_t *body, size_t len, unsigned id_len, bool mariadb, bl_tmap **out,
+                      tb_error *err);
+void bl_tmap_free(bl_tmap *m);
+
+/* ------------------------------------------------------------ rows */
+typedef struct bl_rowctx {
+    evt_mysql_conv *conv;
+    tb_buf scratch;       /* text conversion */
+    tb_buf json;          /* JSON text */
+    tb_buf json2;         /* partial JSON: before image text */
+    const char **labels;  /* SET scratch */
+    size_t *lens;
+    size_t cap_labels;
+    float *vec;
+    size_t cap_vec;
+    const uint8_t **jraw; /* binary JSON of the before image, per column (partial updates) */
+    size_t *jraw_len;
+    size_t cap_jraw;
+} bl_rowctx;
+
+void bl_rowctx_init(bl_rowctx *c);
+void bl_rowctx_free(bl_rowctx *c);
+
+/* Decode one row image at *p (bounded by end) into image img of e, using the
+ * present-columns bitmap `present`. partial_bits (PARTIAL_UPDATE_ROWS after
+ * image) marks JSON columns that hold a diff to apply to the before image of
+ * the same event; NULL otherwise. Advances *p. Errors name table and column. */
+tb_code bl_row_decode(bl_rowctx *c, const bl_tmap *m, const uint8_t **p, const uint8_t *end,
+                      const uint8_t *present, const uint8_t *partial_bits, evt_event *e, evt_image img,
+                      tb_error *err);
+
+/* ------------------------------------------------------------ JSON */
+/* MySQL binary JSON -> JSON text appended to out. */
+tb_code bl_json_to_text(const uint8_t *p, size_t len, tb_buf *out, tb_error *err);
+/* Apply a MySQL JSON diff list (PARTIAL_JSON) to the binary JSON `before`,
+ * writing the new document's JSON text to out. */
+tb_code bl_json_apply_diff(const uint8_t *before, size_t before_len, const uint8_t *diff, size_t diff_len,
+                           tb_buf *out, tb_error *err);
+
+/* ------------------------------------------------------------ GTID sets */
+typedef struct bl_gtids bl_gtids;
+bl_gtids *bl_gtids_new(void);
+void bl_gtids_free(bl_gtids *g);
+void bl_gtids_clear(bl_gtids *g);
+/* MySQL: add [start, end) for uuid (16 bytes) and tag ("" = untagged). */
+tb_code bl_gtids_add_mysql(bl_gtids *g, const uint8_t uuid[16], const char *tag, int64_t start, int64_t end);
+/* MariaDB: set domain's last GTID. */
+tb_code bl_gtids_set_mariadb(bl_gtids *g, uint32_t domain, uint32_t server, uint64_t seq);
+/* Parse a text set (either flavor) into g (replacing it). */
+tb_code bl_gtids_parse(bl_gtids *g, const char *text, bool mariadb, tb_error *err);
+/* Text form appended to out ("" when empty). */
+tb_code bl_gtids_format(const bl_gtids *g, bool mariadb, tb_buf *out);
+bool bl_gtids_empty(const bl_gtids *g);
+
+/* Unpack a MariaDB compressed buffer (1 header byte 0x80|n, n bytes big-endian
+ * length, zlib stream) into out (replaced). */
+tb_code bl_unzip_mariadb(const uint8_t *p, size_t len, tb_buf *out);
+
+#endif
