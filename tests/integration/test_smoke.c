@@ -23,34 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tb_itest.h"
+
 #define SMOKE_TIMEOUT_MS 30000
-
-/* The value of environment variable name; fails the test when it is unset or empty. */
-static const char *smoke_env(const char *name)
-{
-    const char *v = getenv(name);
-    if (v == NULL || v[0] == '\0')
-        cr_assert_fail("%s is not set: run the integration tests under scripts/testenv "
-                 "(eval \"$(scripts/testenv up)\") or scripts/test",
-                 name);
-    return v;
-}
-
-/* A name unique to this run: "<prefix>_<pid>_<time>_<random>", written into out. */
-static void smoke_unique(char *out, size_t cap, const char *prefix)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    srand((unsigned)(ts.tv_nsec ^ getpid()));
-    snprintf(out, cap, "%s_%ld_%ld_%d", prefix, (long)getpid(), (long)ts.tv_sec, rand() % 100000);
-}
-
-static long long smoke_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* A client configuration for the test broker. The caller owns the result (rd_kafka_conf_destroy,
  * or hands it to rd_kafka_new). */
@@ -73,8 +48,8 @@ static void smoke_conf_set(rd_kafka_conf_t *conf, const char *k, const char *v)
 /* Wait on queue q for an event of type want; the caller destroys the returned event. */
 static rd_kafka_event_t *smoke_wait_event(rd_kafka_queue_t *q, rd_kafka_event_type_t want)
 {
-    long long deadline = smoke_now_ms() + SMOKE_TIMEOUT_MS;
-    while (smoke_now_ms() < deadline) {
+    long long deadline = tb_itest_now_ms() + SMOKE_TIMEOUT_MS;
+    while (tb_itest_now_ms() < deadline) {
         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 1000);
         if (ev == NULL)
             continue;
@@ -157,9 +132,9 @@ static void smoke_on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void 
 
 Test(kafka, compacted_topic_round_trip, .timeout = 120)
 {
-    const char *bootstrap = smoke_env("TRIBUTARY_TEST_KAFKA");
+    const char *bootstrap = tb_itest_env("TRIBUTARY_TEST_KAFKA");
     char topic[128], errstr[512], policy[64];
-    smoke_unique(topic, sizeof topic, "tributary.smoke");
+    tb_itest_unique(topic, sizeof topic, "tributary.smoke");
 
     /* Producer (also the admin client). */
     smoke_dr dr = {0};
@@ -208,8 +183,8 @@ Test(kafka, compacted_topic_round_trip, .timeout = 120)
 
     int got = 0;
     bool eof = false;
-    long long deadline = smoke_now_ms() + SMOKE_TIMEOUT_MS;
-    while (!eof && smoke_now_ms() < deadline) {
+    long long deadline = tb_itest_now_ms() + SMOKE_TIMEOUT_MS;
+    while (!eof && tb_itest_now_ms() < deadline) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(cons, 500);
         if (m == NULL)
             continue;
@@ -242,10 +217,10 @@ Test(kafka, compacted_topic_round_trip, .timeout = 120)
 /* Connect to the test MariaDB; the caller closes the handle. */
 static MYSQL *smoke_mysql_connect(void)
 {
-    const char *host = smoke_env("TRIBUTARY_TEST_MYSQL_HOST");
-    const char *port = smoke_env("TRIBUTARY_TEST_MYSQL_PORT");
-    const char *user = smoke_env("TRIBUTARY_TEST_MYSQL_USER");
-    const char *pass = smoke_env("TRIBUTARY_TEST_MYSQL_PASSWORD");
+    const char *host = tb_itest_env("TRIBUTARY_TEST_MYSQL_HOST");
+    const char *port = tb_itest_env("TRIBUTARY_TEST_MYSQL_PORT");
+    const char *user = tb_itest_env("TRIBUTARY_TEST_MYSQL_USER");
+    const char *pass = tb_itest_env("TRIBUTARY_TEST_MYSQL_PASSWORD");
     MYSQL *my = mysql_init(NULL);
     cr_assert_not_null(my);
     unsigned int timeout = 10;
@@ -279,7 +254,7 @@ Test(mysql, binlog_advances, .timeout = 60)
     MYSQL *my = smoke_mysql_connect();
     char db[96], sql[512], v[256];
     char file0[128], pos0[32], gtid0[256], file1[128], pos1[32], gtid1[256];
-    smoke_unique(db, sizeof db, "tb_smoke");
+    tb_itest_unique(db, sizeof db, "tb_smoke");
 
     const char *checks[][2] = {
         {"SELECT @@log_bin", "1"},
