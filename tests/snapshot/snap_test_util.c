@@ -18,7 +18,7 @@ static const char *env(const char *name)
 {
     const char *v = getenv(name);
     if (!v || !*v)
-        cr_fatal("%s is not set: run the integration tests inside scripts/testenv", name);
+        cr_assert_fail("%s is not set: run the integration tests inside scripts/testenv", name);
     return v;
 }
 
@@ -34,7 +34,7 @@ static void set(cfg *c, const char *k, const char *v)
 {
     tb_error err;
     if (cfg_set(c, k, v, "test", &err) != TB_OK)
-        cr_fatal("cfg_set %s: %s", k, err.msg);
+        cr_assert_fail("cfg_set %s: %s", k, err.msg);
 }
 
 cfg *st_cfg(const char *offsets_dir, const char *const *extra)
@@ -71,7 +71,7 @@ MYSQL *st_connect(void)
     if (!mysql_real_connect(my, env("TRIBUTARY_TEST_MYSQL_HOST"), env("TRIBUTARY_TEST_MYSQL_USER"),
                             env("TRIBUTARY_TEST_MYSQL_PASSWORD"), NULL,
                             (unsigned)atoi(env("TRIBUTARY_TEST_MYSQL_PORT")), NULL, 0))
-        cr_fatal("connect: %s", mysql_error(my));
+        cr_assert_fail("connect: %s", mysql_error(my));
     st_sql(my, "SET SESSION sql_mode='', time_zone='+00:00'");
     return my;
 }
@@ -84,10 +84,10 @@ void st_sql(MYSQL *my, const char *fmt, ...)
     va_start(ap, fmt);
     char *s = NULL;
     if (vasprintf(&s, fmt, ap) < 0)
-        cr_fatal("vasprintf");
+        cr_assert_fail("vasprintf");
     va_end(ap);
     if (mysql_query(my, s) != 0)
-        cr_fatal("%s: %s", s, mysql_error(my));
+        cr_assert_fail("%s: %s", s, mysql_error(my));
     do {
         MYSQL_RES *r = mysql_store_result(my);
         if (r)
@@ -100,7 +100,7 @@ void st_sql(MYSQL *my, const char *fmt, ...)
 int64_t st_sql_int(MYSQL *my, const char *sql)
 {
     if (mysql_query(my, sql) != 0)
-        cr_fatal("%s: %s", sql, mysql_error(my));
+        cr_assert_fail("%s: %s", sql, mysql_error(my));
     MYSQL_RES *r = mysql_store_result(my);
     cr_assert_not_null(r, "%s: no result", sql);
     MYSQL_ROW row = mysql_fetch_row(r);
@@ -113,7 +113,7 @@ void st_current_position(MYSQL *my, tb_position *pos)
 {
     tb_error err;
     if (snap_mysql_current_position(my, true, pos, &err) != TB_OK)
-        cr_fatal("current position: %s", err.msg);
+        cr_assert_fail("current position: %s", err.msg);
 }
 
 bool st_pos_ge(const tb_position *a, const tb_position *b)
@@ -280,6 +280,44 @@ void st_map_apply(st_map *m, const evt_event *ev)
     tb_buf_free(&r);
 }
 
+/* Log the columns in which two row JSONs differ (values cut to 120 bytes). */
+static void log_row_diff(const char *what, const char *key, const char *a, const char *b)
+{
+    evt_jv *ja = NULL, *jb = NULL;
+    tb_error err;
+    if (!b || evt_jv_parse(a, strlen(a), &ja, &err) != TB_OK || evt_jv_parse(b, strlen(b), &jb, &err) != TB_OK) {
+        cr_log_error("%s: key %s: %.300s vs %.300s", what, key, a, b ? b : "(missing)");
+        goto out;
+    }
+    for (size_t i = 0; i < evt_jv_size(ja); i++) {
+        size_t kl;
+        const char *k = evt_jv_key_at(ja, i, &kl);
+        char *name = strndup(k, kl);
+        const evt_jv *vb = evt_jv_get(jb, name);
+        tb_buf ta, tb2;
+        tb_buf_init(&ta, 0);
+        tb_buf_init(&tb2, 0);
+        evt_jw w;
+        evt_jw_init(&w, &ta);
+        evt_jv_write(evt_jv_at(ja, i), &w);
+        if (vb) {
+            evt_jw_init(&w, &tb2);
+            evt_jv_write(vb, &w);
+        }
+        if (!vb || strcmp(tb_buf_cstr(&ta), tb_buf_cstr(&tb2)) != 0)
+            cr_log_error("%s: key %s column %s: %.120s vs %.120s", what, key, name, tb_buf_cstr(&ta),
+                         vb ? tb_buf_cstr(&tb2) : "(absent)");
+        tb_buf_free(&ta);
+        tb_buf_free(&tb2);
+        free(name);
+    }
+    if (evt_jv_size(jb) != evt_jv_size(ja))
+        cr_log_error("%s: key %s: %zu vs %zu columns", what, key, evt_jv_size(ja), evt_jv_size(jb));
+out:
+    evt_jv_free(ja);
+    evt_jv_free(jb);
+}
+
 size_t st_map_diff(const st_map *a, const st_map *b, const char *what)
 {
     size_t bad = 0;
@@ -290,7 +328,7 @@ size_t st_map_diff(const st_map *a, const st_map *b, const char *what)
         const char *o = st_map_get(b, e->key);
         if (!o || strcmp(o, e->row) != 0) {
             if (bad < 5)
-                cr_log_error("%s: key %s: %s vs %s", what, e->key, e->row, o ? o : "(missing)");
+                log_row_diff(what, e->key, e->row, o);
             bad++;
         }
     }
@@ -300,10 +338,12 @@ size_t st_map_diff(const st_map *a, const st_map *b, const char *what)
             continue;
         if (!st_map_get(a, e->key)) {
             if (bad < 5)
-                cr_log_error("%s: key %s only on the right: %s", what, e->key, e->row);
+                cr_log_error("%s: key %s only on the right: %.300s", what, e->key, e->row);
             bad++;
         }
     }
+    if (bad)
+        cr_log_error("%s: %zu key(s) differ; %zu vs %zu rows", what, bad, a->n, b->n);
     return bad;
 }
 
@@ -316,12 +356,12 @@ st_map *st_map_from_snapshot(const char *db, const char *table)
     snap *s = NULL;
     tb_error err;
     if (snap_open(c, &s, &err) != TB_OK)
-        cr_fatal("snap_open: %s", err.msg);
+        cr_assert_fail("snap_open: %s", err.msg);
     st_map *m = st_map_new();
     for (;;) {
         evt_event *ev = NULL;
         if (snap_next(s, &ev, &err) != TB_OK)
-            cr_fatal("snap_next: %s", err.msg);
+            cr_assert_fail("snap_next: %s", err.msg);
         if (!ev)
             break;
         st_map_apply(m, ev);
@@ -329,4 +369,120 @@ st_map *st_map_from_snapshot(const char *db, const char *table)
     snap_close(s);
     cfg_free(c);
     return m;
+}
+
+/* ============================================================ writer */
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+
+struct st_writer {
+    pid_t pid;
+    volatile uint64_t *shared; /* [0] ops, [1] stop flag, [2] error */
+};
+
+static void writer_main(volatile uint64_t *sh, const char *db, const char *table, int64_t max_id, int64_t next_id)
+{
+    MYSQL *my = mysql_init(NULL);
+    if (!my || !mysql_real_connect(my, getenv("TRIBUTARY_TEST_MYSQL_HOST"), getenv("TRIBUTARY_TEST_MYSQL_USER"),
+                                   getenv("TRIBUTARY_TEST_MYSQL_PASSWORD"), db,
+                                   (unsigned)atoi(getenv("TRIBUTARY_TEST_MYSQL_PORT")), NULL, 0)) {
+        sh[2] = 1;
+        _exit(1);
+    }
+    unsigned seed = (unsigned)getpid();
+    char sql[512];
+    while (!sh[1]) {
+        int r = rand_r(&seed) % 100;
+        int64_t id = 1 + rand_r(&seed) % (max_id > next_id ? max_id : next_id);
+        bool tx = r >= 90;
+        if (tx && mysql_query(my, "BEGIN") != 0)
+            break;
+        int nstmt = tx ? 3 : 1;
+        for (int i = 0; i < nstmt; i++) {
+            int kind = rand_r(&seed) % 10;
+            if (kind < 4)
+                snprintf(sql, sizeof(sql), "UPDATE `%s` SET n = n + 1, s = MD5(RAND()) WHERE id = %lld", table,
+                         (long long)id);
+            else if (kind < 7)
+                snprintf(sql, sizeof(sql), "INSERT INTO `%s` VALUES (%lld, %d, MD5(RAND()), 0)", table,
+                         (long long)next_id++, rand_r(&seed) % 1000);
+            else if (kind < 9)
+                snprintf(sql, sizeof(sql), "DELETE FROM `%s` WHERE id = %lld", table, (long long)id);
+            else /* primary-key change */
+                snprintf(sql, sizeof(sql), "UPDATE IGNORE `%s` SET id = %lld WHERE id = %lld", table,
+                         (long long)next_id++, (long long)id);
+            if (mysql_query(my, sql) != 0) {
+                sh[2] = mysql_errno(my);
+                _exit(1);
+            }
+            id = 1 + rand_r(&seed) % next_id;
+        }
+        if (tx && mysql_query(my, "COMMIT") != 0)
+            break;
+        sh[0] += 1;
+        struct timespec ts = {0, 300 * 1000}; /* throttle: ~3k ops/s at most */
+        nanosleep(&ts, NULL);
+    }
+    mysql_close(my);
+    _exit(0);
+}
+
+st_writer *st_writer_start(const char *db, const char *table, int64_t max_id, int64_t first_new_id)
+{
+    st_writer *w = calloc(1, sizeof(*w));
+    w->shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(w->shared, MAP_FAILED);
+    fflush(NULL);
+    w->pid = fork();
+    cr_assert_geq(w->pid, 0);
+    if (w->pid == 0)
+        writer_main(w->shared, db, table, max_id, first_new_id);
+    return w;
+}
+
+uint64_t st_writer_ops(const st_writer *w)
+{
+    return w->shared[0];
+}
+
+uint64_t st_writer_stop(st_writer *w)
+{
+    w->shared[1] = 1;
+    int status = 0;
+    waitpid(w->pid, &status, 0);
+    uint64_t ops = w->shared[0];
+    uint64_t e = w->shared[2];
+    munmap((void *)w->shared, 4096);
+    free(w);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer failed (mysql error %llu)",
+              (unsigned long long)e);
+    return ops;
+}
+
+bool st_wait(bool (*fn)(void *), void *arg, int timeout_ms)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (fn(arg))
+            return true;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 > timeout_ms)
+            return false;
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void st_make_table(MYSQL *my, const char *db, const char *table, int64_t n)
+{
+    st_sql(my, "DROP DATABASE IF EXISTS `%s`", db);
+    st_sql(my, "CREATE DATABASE `%s`", db);
+    st_sql(my, "CREATE TABLE `%s`.`%s` (id INT NOT NULL PRIMARY KEY, k INT, s VARCHAR(64), n BIGINT) ENGINE=InnoDB",
+           db, table);
+    st_sql(my, "INSERT INTO `%s`.`%s` SELECT seq, seq %% 1000, MD5(seq), 0 FROM seq_1_to_%lld", db, table,
+           (long long)n);
 }

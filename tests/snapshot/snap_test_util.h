@@ -47,3 +47,17 @@ size_t st_map_diff(const st_map *a, const st_map *b, const char *what);
 st_map *st_map_from_snapshot(const char *db, const char *table);
 
 #endif
+
+/* ---- background writer: a child process running random inserts, updates
+ * and deletes (autocommit, some in 3-statement transactions) on
+ * db.table (id INT PRIMARY KEY, k INT, s VARCHAR(64), n BIGINT), ids above
+ * first_new_id for inserts. */
+typedef struct st_writer st_writer;
+st_writer *st_writer_start(const char *db, const char *table, int64_t max_id, int64_t first_new_id);
+uint64_t st_writer_ops(const st_writer *w);
+/* Stop and wait; returns the number of operations done. Fails the test if the writer failed. */
+uint64_t st_writer_stop(st_writer *w);
+/* Poll fn(arg) every 20 ms until it is true or timeout_ms passes. */
+bool st_wait(bool (*fn)(void *), void *arg, int timeout_ms);
+/* Create db.table with n rows (ids 1..n) of the writer's shape. */
+void st_make_table(MYSQL *my, const char *db, const char *table, int64_t n);
