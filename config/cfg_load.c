@@ -17,8 +17,12 @@
  * underscores. The name is matched back against the table (so
  * TRIBUTARY_EXACTLY_ONCE is `exactly_once`); for pattern rows the rest after
  * the prefix turns underscores into dots (TRIBUTARY_KAFKA_BOOTSTRAP_SERVERS ->
- * kafka.bootstrap.servers). TRIBUTARY_TEST_* belong to the test harness and
- * are ignored. An unmatched TRIBUTARY_* variable is an error.
+ * kafka.bootstrap.servers). TRIBUTARY_TEST_*, TRIBUTARY_TESTENV_* and
+ * TRIBUTARY_CACHE belong to the test harness and scripts and are ignored. An
+ * unmatched TRIBUTARY_* variable close to a known key is an error (a typo
+ * must not silently fall back to a default); any other unmatched one is
+ * logged as a warning and ignored (the environment is shared with other
+ * tools).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -28,6 +32,7 @@
 
 #include "cfg.h"
 #include "cfg_internal.h"
+#include "tb_log.h"
 
 #define CFG_ENV_PREFIX "TRIBUTARY_"
 #define CFG_LINE_MAX (1 << 20)
@@ -199,7 +204,8 @@ tb_code cfg_load_env(cfg *c, char *const *envp, tb_error *err)
     const size_t plen = strlen(CFG_ENV_PREFIX);
     for (size_t i = 0; envp && envp[i]; i++) {
         const char *e = envp[i];
-        if (strncmp(e, CFG_ENV_PREFIX, plen) != 0 || strncmp(e, CFG_ENV_PREFIX "TEST_", plen + 5) == 0)
+        if (strncmp(e, CFG_ENV_PREFIX, plen) != 0 || strncmp(e, CFG_ENV_PREFIX "TEST_", plen + 5) == 0 ||
+            strncmp(e, CFG_ENV_PREFIX "TESTENV_", plen + 8) == 0 || strncmp(e, CFG_ENV_PREFIX "CACHE=", plen + 6) == 0)
             continue;
         const char *eq = strchr(e, '=');
         if (!eq)
@@ -227,7 +233,8 @@ tb_code cfg_load_env(cfg *c, char *const *envp, tb_error *err)
                 return tb_error_set(err, TB_ERR_CONFIG, false, "%s: unknown key '%s' (did you mean %s%s?)",
                                     origin, key, CFG_ENV_PREFIX, hint_env);
             }
-            return tb_error_set(err, TB_ERR_CONFIG, false, "%s: unknown key '%s'", origin, key);
+            TB_WARN("config", "%s: no such key '%s'; ignored", origin, key);
+            continue;
         }
         tb_code rc = cfg_set(c, key, eq + 1, origin, err);
         if (rc != TB_OK)

@@ -269,6 +269,8 @@ Test(cfg, env_errors_name_the_variable)
     cr_assert_eq(cfg_load_env(c, unknown, &err), TB_ERR_CONFIG);
     cr_assert_str_eq(err.msg, "environment TRIBUTARY_SOURCE_HOTS: unknown key 'source.hots' "
                               "(did you mean TRIBUTARY_SOURCE_HOST?)");
+    char *far[] = {"TRIBUTARY_SOMETHING_ELSE=1", "TRIBUTARY_CACHE=/x", "TRIBUTARY_TESTENV_TIMEOUT=5", NULL};
+    cr_assert_eq(cfg_load_env(c, far, &err), TB_OK, "unrelated variables are ignored: %s", err.msg);
     cfg_free(c);
 }
 
