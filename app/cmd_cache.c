@@ -1,14 +1,233 @@
-/* tributary cache: not implemented yet (lands with its issue). */
+/*
+ * tributary cache: replay compacted topics into the local SQLite table cache
+ * (DESIGN 9), and its read-side subcommands `get` and `status`.
+ */
+#include <regex.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "app.h"
+#include "cache.h"
+#include "cache_read.h"
+#include "tb_log.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tributary cache [--config FILE] [--set key=value]... [options]\n"
+            "       tributary cache get --db PATH --table DB.TABLE --key JSON\n"
+            "       tributary cache status --db PATH [--brokers HOST:PORT]\n"
+            "\n"
+            "Consumes the matching compacted topics from the beginning (then keeps following) and\n"
+            "keeps one SQLite table per topic: \"<db>.<table>\". Each batch and the consumed offsets\n"
+            "are one transaction, so a restart resumes exactly where it stopped.\n"
+            "\n"
+            "options (each is also a configuration key):\n"
+            "  --brokers B          kafka.bootstrap.servers\n"
+            "  --topics REGEX       cache.topics (default ^<topic.prefix>\\.)\n"
+            "  --db PATH            cache.path\n"
+            "  --prefix P           topic.prefix\n"
+            "  --mode global|group  cache.mode\n"
+            "  --group ID           cache.group.id\n"
+            "  --until-caught-up    exit 0 once every partition reached the high watermark seen at start\n"
+            "\n"
+            "get: print the row with that key as JSON (exit 1 when there is none).\n"
+            "status: stored offset vs high watermark per partition, and whether the cache caught up.\n");
+}
+
+/* The options above as --set overrides, so the configuration sees them. */
+static const struct { const char *opt, *key; } aliases[] = {
+    {"--brokers", "kafka.bootstrap.servers"}, {"--topics", "cache.topics"}, {"--db", "cache.path"},
+    {"--prefix", "topic.prefix"},             {"--mode", "cache.mode"},     {"--group", "cache.group.id"},
+};
+
+typedef struct props {
+    const char **kv;
+    size_t n, cap;
+} props;
+
+static void add_prop(const char *key, const char *value, void *opaque)
+{
+    props *p = opaque;
+    if (p->n + 3 > p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 16;
+        const char **kv = realloc(p->kv, cap * sizeof(*kv));
+        if (!kv)
+            return;
+        p->kv = kv;
+        p->cap = cap;
+    }
+    p->kv[p->n++] = key;
+    p->kv[p->n++] = value;
+    p->kv[p->n] = NULL;
+}
+
+static void on_progress(const cache_progress *p, void *opaque)
+{
+    (void)opaque;
+    char eta[32] = "?";
+    if (p->caught_up)
+        snprintf(eta, sizeof(eta), "caught up");
+    else if (p->eta_s >= 0)
+        snprintf(eta, sizeof(eta), "ETA %.0fs", p->eta_s);
+    fprintf(stderr, "\rcache: %lld messages, %.0f rows/s, %lld to go, %s   ", (long long)p->messages,
+            p->rows_per_s, (long long)p->remaining, eta);
+    if (p->caught_up)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static const char *arg_value(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return argv[i + 1];
+    return NULL;
+}
+
+static int cmd_get(int argc, char **argv)
+{
+    const char *db_path = arg_value(argc, argv, "--db"), *table = arg_value(argc, argv, "--table"),
+               *key = arg_value(argc, argv, "--key");
+    tb_error err;
+    cache_db *db = NULL;
+    tb_buf row;
+    if (!db_path || !table || !key) {
+        fprintf(stderr, "tributary cache get: needs --db PATH --table DB.TABLE --key JSON\n");
+        return 2;
+    }
+    tb_buf_init(&row, 0);
+    tb_code rc = cache_db_open(db_path, &db, &err);
+    if (rc == TB_OK)
+        rc = cache_get(db, table, key, &row, &err);
+    if (rc == TB_OK)
+        printf("%s\n", tb_buf_cstr(&row));
+    else
+        fprintf(stderr, "tributary cache get: %s\n", err.msg);
+    cache_db_close(db);
+    tb_buf_free(&row);
+    return rc == TB_OK ? 0 : rc == TB_ERR_INVALID ? 2 : 1;
+}
+
+static int cmd_status_sub(int argc, char **argv)
+{
+    const char *db_path = arg_value(argc, argv, "--db"), *brokers = arg_value(argc, argv, "--brokers");
+    tb_error err;
+    tb_buf out;
+    if (!db_path) {
+        fprintf(stderr, "tributary cache status: needs --db PATH\n");
+        return 2;
+    }
+    tb_buf_init(&out, 0);
+    tb_code rc = cache_status(db_path, brokers, &out, &err);
+    if (rc == TB_OK)
+        fputs(tb_buf_cstr(&out), stdout);
+    tb_buf_free(&out);
+    return rc == TB_OK ? 0 : app_fail("cache status", &err);
+}
 
 int cmd_cache(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "get") == 0)
+        return cmd_get(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "status") == 0)
+        return cmd_status_sub(argc - 1, argv + 1);
     if (app_wants_help(argc, argv)) {
-        printf("usage: tributary cache [options]\n(not implemented yet)\n");
+        usage(stdout);
         return 0;
     }
-    fprintf(stderr, "tributary cache: not implemented yet\n");
-    return 3;
+    tb_error err;
+    tb_code rc = TB_OK;
+    cfg *c = NULL;
+    props kp = {0};
+    tb_buf topics_re, *sets = NULL;
+    bool until = false;
+    int nargc = 0, ret = 0;
+    char **nargv = calloc((size_t)argc * 2 + 2, sizeof(*nargv));
+    sets = calloc((size_t)argc + 1, sizeof(*sets));
+    tb_buf_init(&topics_re, 0);
+    if (!nargv || !sets) {
+        rc = tb_error_set(&err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    nargv[nargc++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        size_t a;
+        for (a = 0; a < sizeof(aliases) / sizeof(aliases[0]); a++)
+            if (strcmp(argv[i], aliases[a].opt) == 0)
+                break;
+        if (a < sizeof(aliases) / sizeof(aliases[0])) {
+            if (i + 1 >= argc) {
+                rc = tb_error_set(&err, TB_ERR_CONFIG, false, "%s needs a value", argv[i]);
+                goto out;
+            }
+            tb_buf *b = &sets[i];
+            tb_buf_init(b, 0);
+            if (tb_buf_printf(b, "%s=%s", aliases[a].key, argv[i + 1]) != TB_OK) {
+                rc = tb_error_set(&err, TB_ERR_NOMEM, false, "out of memory");
+                goto out;
+            }
+            i++;
+            nargv[nargc++] = "--set";
+            nargv[nargc++] = b->data;
+        } else if (strcmp(argv[i], "--until-caught-up") == 0) {
+            until = true;
+        } else {
+            nargv[nargc++] = argv[i];
+        }
+    }
+    nargv[nargc] = NULL;
+    if ((rc = app_load_config(&nargc, nargv, &c, &err)) != TB_OK)
+        goto out;
+    if (nargc > 1) {
+        rc = tb_error_set(&err, TB_ERR_CONFIG, false, "unexpected argument '%s' (see --help)", nargv[1]);
+        goto out;
+    }
+    cache_opts o;
+    cache_opts_init(&o);
+    o.db_path = cfg_get_str(c, "cache.path");
+    o.name = cfg_get_str(c, "name");
+    if (cfg_is_set(c, "topic.prefix"))
+        o.topic_prefix = cfg_get_str(c, "topic.prefix");
+    if (cfg_is_set(c, "cache.topics")) {
+        o.topics = cfg_get_str(c, "cache.topics");
+    } else {
+        const char *pfx = cfg_get_str(c, "topic.prefix");
+        tb_buf_putc(&topics_re, '^');
+        for (const char *p = pfx; *p; p++) { /* the prefix literally */
+            if (strchr(".[]()*+?{}|^$\\", *p))
+                tb_buf_putc(&topics_re, '\\');
+            tb_buf_putc(&topics_re, *p);
+        }
+        tb_buf_puts(&topics_re, "\\.");
+        o.topics = tb_buf_cstr(&topics_re);
+        o.topic_prefix = pfx;
+    }
+    o.mode = strcmp(cfg_get_str(c, "cache.mode"), "group") == 0 ? CACHE_MODE_GROUP : CACHE_MODE_GLOBAL;
+    o.group_id = cfg_get_str(c, "cache.group.id");
+    o.drop_on_revoke = strcmp(cfg_get_str(c, "cache.on.revoke"), "drop") == 0;
+    const char *pol = cfg_get_str(c, "cache.error.policy");
+    o.error_policy = strcmp(pol, "skip") == 0 ? CACHE_ERR_SKIP : strcmp(pol, "dlq") == 0 ? CACHE_ERR_DLQ : CACHE_ERR_FAIL;
+    o.batch_size = (int)cfg_get_int(c, "cache.batch.size");
+    o.until_caught_up = until;
+    cfg_each_prefixed(c, "kafka.", add_prop, &kp);
+    o.kafka_props = kp.kv;
+    o.stop = &app_stop_requested;
+    if (isatty(STDERR_FILENO)) {
+        o.progress = on_progress;
+    }
+    app_install_signals();
+    rc = cache_run(&o, &err);
+out:
+    ret = rc == TB_OK ? 0 : app_fail("cache", &err);
+    for (int i = 0; sets && i < argc; i++)
+        tb_buf_free(&sets[i]);
+    free(sets);
+    free(nargv);
+    free(kp.kv);
+    tb_buf_free(&topics_re);
+    cfg_free(c);
+    return ret;
 }

@@ -1,0 +1,47 @@
+/*
+ * cache_read: read the local table cache from C (DESIGN 9).
+ *
+ *   cache_db *db;
+ *   if (cache_db_open("cache.db", &db, &err) != TB_OK) ...
+ *   tb_buf row; tb_buf_init(&row, 0);
+ *   rc = cache_get(db, "shop.orders", "{\"id\":1}", &row, &err); // TB_ERR_NOT_FOUND if absent
+ *   rc = cache_iter(db, "shop.orders", fn, opaque, &err);        // every row, key order
+ *   cache_db_close(db);
+ *
+ * Rows come back as JSON objects in the wire format's value form (DESIGN 5):
+ * columns in table order, integers exact (BIGINT UNSIGNED included), binary
+ * columns as base64, JSON/SET/GEOMETRY columns as JSON. The internal
+ * "_partition" column is left out. Plain SQL on the file works too:
+ *   SELECT * FROM "shop.orders" WHERE id = 1;
+ *
+ * The handle opens the file read-only (a running `tributary cache` may write
+ * it meanwhile: WAL mode lets readers and the writer proceed together). Table
+ * definitions are read at open: reopen to see tables created later.
+ * cache_db_close(NULL) is a no-op. One handle per thread.
+ */
+#ifndef CACHE_READ_H
+#define CACHE_READ_H
+
+#include <stddef.h>
+#include "tb_buf.h"
+#include "tb_error.h"
+
+typedef struct cache_db cache_db;
+
+/* Open a cache file read-only. Caller closes *out with cache_db_close. */
+tb_code cache_db_open(const char *path, cache_db **out, tb_error *err);
+void cache_db_close(cache_db *db);
+
+/* The row of `table` ("db.table") whose key is key_json (e.g. {"id":1}),
+ * appended to row_json_out as one JSON object. TB_ERR_NOT_FOUND when there is
+ * no such row or table; TB_ERR_INVALID when the key is not a JSON object
+ * naming every key column. */
+tb_code cache_get(cache_db *db, const char *table, const char *key_json, tb_buf *row_json_out, tb_error *err);
+
+/* Called per row; row_json is borrowed for the call. Return non-zero to stop. */
+typedef int (*cache_row_fn)(const char *row_json, size_t len, void *opaque);
+
+/* Every row of `table` in key order. TB_ERR_NOT_FOUND for an unknown table. */
+tb_code cache_iter(cache_db *db, const char *table, cache_row_fn fn, void *opaque, tb_error *err);
+
+#endif
