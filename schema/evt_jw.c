@@ -184,6 +184,18 @@ size_t evt_utf8_seq(const unsigned char *s, size_t avail)
     return 0;
 }
 
+/* Nonzero when one of the 8 bytes is a control character, '"', '\\' or
+ * non-ASCII (may report false positives, never false negatives). */
+static inline uint64_t needs_attention(uint64_t x)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t ctl = x - 0x20 * ones;
+    uint64_t q = x ^ (0x22 * ones), b = x ^ (0x5C * ones);
+    q = (q - ones) & ~q;
+    b = (b - ones) & ~b;
+    return (ctl | q | b | x) & high;
+}
+
 /* Append the quoted, escaped string (no comma logic). */
 static void put_str(evt_jw *w, const char *str, size_t len)
 {
@@ -194,6 +206,14 @@ static void put_str(evt_jw *w, const char *str, size_t len)
     *p++ = '"';
     size_t i = 0, st = 0;
     while (i < len) {
+        if (i + 8 <= len) { /* 8 plain ASCII bytes at a time */
+            uint64_t x;
+            memcpy(&x, s + i, 8);
+            if (!needs_attention(x)) {
+                i += 8;
+                continue;
+            }
+        }
         unsigned char c = s[i];
         unsigned char k = str_class[c];
         if (k == 0) {
@@ -363,6 +383,45 @@ size_t evt_fmt_double(double v, char out[32])
         memcpy(out, start, n);
         out[n] = '\0';
         return n;
+    }
+    /* Short decimals (prices, measures): Clinger's fast path. With m an
+     * integer below 2^53 and 10^k exact, m / 10^k is correctly rounded, so
+     * the text "m/10^k" reads back to v exactly; with at most 15 significant
+     * digits it is the very text %.15g gives (see below), found without
+     * printf. Range limited to where %g uses fixed notation. */
+    double av = fabs(v);
+    if (av >= 1e-4 && av < 1e15) {
+        static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+        for (int k = 1; k <= 15; k++) {
+            double m = nearbyint(av * p10[k]);
+            if (m >= 1e15)
+                break;
+            if (m / p10[k] != av)
+                continue;
+            uint64_t mi = (uint64_t)m;
+            char tmp[24];
+            char *end = tmp + sizeof(tmp), *d = u64_digits(mi, end);
+            size_t nd = (size_t)(end - d);
+            char *p = out;
+            if (v < 0)
+                *p++ = '-';
+            if (nd <= (size_t)k) { /* 0.000ddd */
+                *p++ = '0';
+                *p++ = '.';
+                for (size_t z = nd; z < (size_t)k; z++)
+                    *p++ = '0';
+                memcpy(p, d, nd);
+                p += nd;
+            } else {
+                memcpy(p, d, nd - (size_t)k);
+                p += nd - (size_t)k;
+                *p++ = '.';
+                memcpy(p, d + nd - (size_t)k, (size_t)k);
+                p += k;
+            }
+            *p = '\0';
+            return (size_t)(p - out);
+        }
     }
     /* For normal values %.15g is the shortest whenever it reads back (a
      * shorter text that reads back would print the same at 15 digits).

@@ -101,6 +101,27 @@ Test(values, doubles_shortest_round_trip)
     }
 }
 
+/* Short decimals take a printf-free path: it must agree with %.15g. */
+Test(values, short_decimals_match_printf)
+{
+    uint64_t x = 88172645463325252ull;
+    static const double p10[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12};
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int digits = 1 + (int)(x % 15);
+        uint64_t m = (x >> 8) % (uint64_t)p10[digits > 12 ? 12 : digits];
+        double v = (double)m / p10[(x >> 4) % 13];
+        if (x & 1)
+            v = -v;
+        char want[40], got[32];
+        snprintf(want, sizeof want, "%.15g", v);
+        if (strtod(want, NULL) != v || strchr(want, 'e'))
+            continue;
+        evt_fmt_double(v, got);
+        cr_assert_str_eq(got, want, "value %.17g", v);
+    }
+}
+
 Test(values, floats_shortest_as_float)
 {
     struct { float f; const char *want; } cases[] = {
