@@ -12,7 +12,10 @@
  *       (created if missing); the running connector sees it in the binlog
  *       and snapshots db.t in chunks (snapshot/snap_incremental.h).
  *
- * Output: sink=stdout prints one JSON line per message (DESIGN 10).
+ * Output: the configured sink (stdout JSON lines, DESIGN 10, or Kafka). When
+ * every event is delivered, the hand-off position is stored as the
+ * connector's offset (offsets.storage), so `tributary run` streams on from
+ * exactly there without a second snapshot.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +25,10 @@
 
 #include "app.h"
 #include "evt_json.h"
+#include "ksink.h"
 #include "snap.h"
 #include "snap_incremental.h"
+#include "stdout_sink.h"
 #include "tb_log.h"
 
 static int64_t now_ms(void)
@@ -35,28 +40,51 @@ static int64_t now_ms(void)
 
 /* ------------------------------------------------------------ output */
 
+/* The configured sink: stdout (JSON lines) or Kafka. */
 typedef struct out_ctx {
-    evt_codec_opts o;
-    evt_rendered r;
-    tb_buf line;
-    FILE *fp;
+    stdout_sink *so;
+    ksink *ks;
 } out_ctx;
+
+static tb_code out_open(out_ctx *oc, const cfg *c, tb_error *err)
+{
+    memset(oc, 0, sizeof(*oc));
+    if (strcmp(cfg_get_str(c, "sink"), "stdout") == 0)
+        return stdout_sink_open(c, stdout, &oc->so, err);
+    return ksink_open(c, &oc->ks, err);
+}
 
 static tb_code out_event(out_ctx *oc, const evt_event *ev, tb_error *err)
 {
-    tb_code rc = evt_render(&oc->o, ev, &oc->r, err);
-    for (size_t i = 0; rc == TB_OK && i < oc->r.n; i++) {
-        const evt_msg *m = &oc->r.msgs[i];
-        tb_buf_reset(&oc->line);
-        rc = evt_json_line(oc->r.topic, m->key, m->key_len, m->value, m->value_len, &oc->line);
-        if (rc == TB_OK)
-            rc = tb_buf_putc(&oc->line, '\n');
-        if (rc != TB_OK)
-            return tb_error_set(err, rc, false, "rendering an output line failed");
-        if (fwrite(oc->line.data, 1, oc->line.len, oc->fp) != oc->line.len)
-            return tb_error_set(err, TB_ERR_IO, false, "writing to stdout failed");
-    }
+    if (oc->so)
+        return stdout_sink_send(oc->so, ev, err);
+    tb_code rc = ksink_send(oc->ks, ev, err);
+    ksink_poll(oc->ks, 0);
     return rc;
+}
+
+/* Everything sent is delivered; store the hand-off position as the
+ * connector's offset so that `tributary run` streams on from it. */
+static tb_code out_finish(out_ctx *oc, const tb_position *pos, tb_error *err)
+{
+    if (oc->so)
+        return stdout_sink_commit(oc->so, pos, err);
+    tb_code rc = ksink_end_tx(oc->ks, pos, err);
+    while (rc == TB_OK) {
+        rc = ksink_flush(oc->ks, 1000, err);
+        if (rc == TB_OK || !err->retriable || app_stop_requested)
+            break;
+        rc = TB_OK; /* still in flight: keep waiting */
+    }
+    if (rc == TB_OK)
+        rc = ksink_commit(oc->ks, err);
+    return rc;
+}
+
+static void out_close(out_ctx *oc)
+{
+    stdout_sink_close(oc->so);
+    ksink_close(oc->ks);
 }
 
 /* ------------------------------------------------------------ progress */
@@ -141,23 +169,14 @@ static int run_initial(const char *cmd, cfg *c)
     tb_error_clear(&err);
     snap *s = NULL;
     out_ctx oc;
-    memset(&oc, 0, sizeof(oc));
-    oc.o.topic_prefix = cfg_get_str(c, "topic.prefix");
-    oc.o.name = cfg_get_str(c, "name");
-    oc.o.row_format = strcmp(cfg_get_str(c, "value.format"), "row") == 0;
-    oc.o.schemas = cfg_get_bool(c, "value.schemas");
-    oc.fp = stdout;
-    evt_rendered_init(&oc.r);
-    tb_buf_init(&oc.line, 0);
     progress pg = {.tty = isatty(STDERR_FILENO) != 0};
     int64_t t0 = now_ms();
     pg.start_ms = t0;
     pg.last_ms = t0;
 
-    if (strcmp(cfg_get_str(c, "sink"), "stdout") != 0)
-        TB_WARN("snapshot", "sink=%s: the snapshot command writes JSON lines to stdout for now",
-                cfg_get_str(c, "sink"));
-    tb_code rc = snap_open(c, &s, &err);
+    tb_code rc = out_open(&oc, c, &err);
+    if (rc == TB_OK)
+        rc = snap_open(c, &s, &err);
     while (rc == TB_OK && !app_stop_requested) {
         evt_event *ev = NULL;
         rc = snap_next(s, &ev, &err);
@@ -168,8 +187,8 @@ static int run_initial(const char *cmd, cfg *c)
     }
     if (rc == TB_OK && app_stop_requested)
         rc = tb_error_set(&err, TB_ERR_STOPPED, false, "stopped by a signal before the snapshot finished");
-    if (rc == TB_OK && fflush(stdout) != 0)
-        rc = tb_error_set(&err, TB_ERR_IO, false, "writing to stdout failed");
+    if (rc == TB_OK)
+        rc = out_finish(&oc, snap_position(s), &err);
     if (rc == TB_OK) {
         progress_show(&pg, s, true);
         const snap_table_progress *t;
@@ -184,8 +203,7 @@ static int run_initial(const char *cmd, cfg *c)
         tb_buf_free(&pos);
     }
     snap_close(s);
-    evt_rendered_free(&oc.r);
-    tb_buf_free(&oc.line);
+    out_close(&oc);
     return rc == TB_OK ? 0 : app_fail(cmd, &err);
 }
 

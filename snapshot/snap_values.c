@@ -18,6 +18,8 @@
  */
 #include "snap_values.h"
 
+#include "evt_mysql.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -258,7 +260,7 @@ void snap_value_set(evt_event *ev, size_t ci, const evt_column *col, const snap_
     default:
         /* CHAR, VARCHAR, TEXT, ENUM and anything unknown: UTF-8 text. A text
          * column whose charset is "binary" is bytes. */
-        if (col->charset && strcmp(col->charset, "binary") == 0)
+        if (evt_mysql_charset_kind(col->charset) == EVT_CS_BINARY)
             evt_set_bytes(ev, EVT_AFTER, ci, s, len);
         else
             evt_set_string(ev, EVT_AFTER, ci, s, len);

@@ -2,8 +2,12 @@
  * snap_values: MySQL/MariaDB result values -> evt values (internal).
  *
  * THE ONLY FILE OF snapshot/ THAT CONVERTS VALUES. It must agree with the
- * binlog decoder (DESIGN 5: a row looks the same from both). When
- * schema/evt_mysql.h offers the shared helpers, this file switches to them.
+ * binlog decoder (DESIGN 5: a row looks the same from both; the parity
+ * test checks it). schema/evt_mysql.h holds the binlog-side conversions of
+ * packed forms (DECIMAL binary, temporal2, charsets); a SELECT never sees
+ * those forms: the server sends DECIMAL as its exact text, temporals as
+ * MYSQL_TIME and text converted to utf8mb4 by its own tables (latin1 as
+ * cp1252, like evt_mysql_to_utf8). The charset kinds come from evt_mysql.
  *
  * Rows are read with the binary protocol (prepared statements), which gives
  * exact integers, the float/double bits, MYSQL_TIME for temporals and the
