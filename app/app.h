@@ -20,6 +20,8 @@ int cmd_offsets(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
 int cmd_sqlite(int argc, char **argv);
+/* decode --wal DBFILE (app/cmd_decode_wal.c), called by cmd_decode. */
+int cmd_decode_wal(int argc, char **argv);
 
 /* Common options of commands that take a configuration:
  *   --config FILE, --set key=value (repeatable), TRIBUTARY_* environment.

@@ -1,0 +1,795 @@
+/*
+ * sqlcap: the public API (sqlcap.h) for WAL mode: open and attach, resume or
+ * gap (sqlite-wal.md 2.11), polling committed frames under the leapfrog pin
+ * (2.2, 2.3), generations (2.10), snapshot hand-off, offline decoding.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sqlcap_priv.h"
+#include "tb_log.h"
+
+#define SQLCAP_BATCH_EVENTS 20000
+
+/* ---------------------------------------------------------------- frames */
+
+typedef struct sqlcap_frame {
+    uint32_t pgno, commit, salt1, salt2, ck1, ck2;
+} sqlcap_frame;
+
+static tb_code sqlcap_frame_hdr(sqlcap *c, uint32_t i, sqlcap_frame *f, uint8_t *page, tb_error *err)
+{
+    uint8_t h[24];
+    off_t off = 32 + (off_t)(i - 1) * (c->pg.pgsz + 24);
+    if (pread(c->walfd, h, 24, off) != 24)
+        return tb_error_set(err, TB_ERR_IO, true, "%s-wal: read frame %u header at offset %lld", c->path, i,
+                            (long long)off);
+    f->pgno = sqlcap_be32(h);
+    f->commit = sqlcap_be32(h + 4);
+    f->salt1 = sqlcap_be32(h + 8);
+    f->salt2 = sqlcap_be32(h + 12);
+    f->ck1 = sqlcap_be32(h + 16);
+    f->ck2 = sqlcap_be32(h + 20);
+    if (page) {
+        if (pread(c->walfd, page, c->pg.pgsz, off + 24) != (ssize_t)c->pg.pgsz)
+            return tb_error_set(err, TB_ERR_IO, true, "%s-wal: read frame %u page", c->path, i);
+    }
+    return TB_OK;
+}
+
+/* Checksum of frame i given the previous checksum (diagnostic, 2.3). */
+static void sqlcap_frame_cksum(sqlcap *c, const uint8_t *hdr8, const uint8_t *page, uint32_t *s0, uint32_t *s1,
+                               bool bigend)
+{
+    sqlcap_cksum(bigend, hdr8, 8, s0, s1);
+    sqlcap_cksum(bigend, page, c->pg.pgsz, s0, s1);
+}
+
+/* Consume committed frames c->frame+1 .. upto. Offline: stop at the first
+ * frame whose salts or checksum chain fail. *done = consumed everything. */
+static tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offline, bool *done, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    sqlcap_map txn = {0};
+    uint8_t *page = malloc(c->pg.pgsz);
+    uint32_t s0 = c->ck1, s1 = c->ck2;
+    uint32_t start = c->frame;
+    *done = false;
+    if (!page)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    for (uint32_t i = c->frame + 1; i <= upto; i++) {
+        sqlcap_frame f;
+        if ((rc = sqlcap_frame_hdr(c, i, &f, page, err)) != TB_OK)
+            goto out;
+        uint8_t h8[8];
+        uint32_t be[2] = {f.pgno, f.commit};
+        for (int k = 0; k < 2; k++) {
+            h8[4 * k] = (uint8_t)(be[k] >> 24);
+            h8[4 * k + 1] = (uint8_t)(be[k] >> 16);
+            h8[4 * k + 2] = (uint8_t)(be[k] >> 8);
+            h8[4 * k + 3] = (uint8_t)be[k];
+        }
+        sqlcap_frame_cksum(c, h8, page, &s0, &s1, bigend);
+        bool ok = f.salt1 == c->salt1 && f.salt2 == c->salt2 && s0 == f.ck1 && s1 == f.ck2;
+        if (!ok) {
+            if (offline)
+                break;
+            c->st.cksum_mismatch++;
+            TB_WARN(SQLCAP_FAC, "%s-wal: frame %u (page %u) fails its salt/checksum check; committed per the "
+                    "wal-index, used anyway (SQLite < 3.51 savepoint bug, sqlite-wal.md 1.9)", c->path, i, f.pgno);
+        }
+        /* chain from the stored checksum so one bad frame stays local */
+        s0 = f.ck1;
+        s1 = f.ck2;
+        if (!offline) {
+            uint32_t ip = sqlcap_shm_pgno(c->shmfd, i);
+            if (ip && ip != f.pgno) {
+                rc = tb_error_set(err, TB_ERR_CORRUPT, true, "%s-wal: frame %u holds page %u but the wal-index says %u",
+                                  c->path, i, f.pgno, ip);
+                goto out;
+            }
+        }
+        c->st.frames++;
+        if (f.pgno == 0) {
+            rc = tb_error_set(err, TB_ERR_CORRUPT, false, "%s-wal: frame %u has page number 0", c->path, i);
+            goto out;
+        }
+        if (sqlcap_map_put(&txn, f.pgno, i) != TB_OK) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        if (f.commit) {
+            sqlcap_map clean = {0}; /* pages past the commit size are truncated away */
+            for (size_t k = 0; k < txn.cap; k++)
+                if (txn.keys[k] && txn.keys[k] <= f.commit && sqlcap_map_put(&clean, txn.keys[k], txn.vals[k]) != TB_OK) {
+                    sqlcap_map_free(&clean);
+                    rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+                    goto out;
+                }
+            bool deliver = !(c->skip_to.kind == TB_POS_SQLITE_WAL && c->skip_to.gen_seq == c->gen_seq &&
+                             i <= c->skip_to.frame);
+            rc = sqlcap_apply_txn(c, &clean, i, f.ck1, f.ck2, f.commit, deliver, err);
+            sqlcap_map_free(&clean);
+            sqlcap_map_clear(&txn);
+            if (rc != TB_OK)
+                goto out;
+            start = i;
+            if (c->evq.n - c->evq.next >= SQLCAP_BATCH_EVENTS)
+                break;
+        }
+    }
+    *done = c->frame == upto;
+out:
+    (void)start;
+    sqlcap_map_free(&txn);
+    free(page);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- polling */
+
+static void sqlcap_switch_gen(sqlcap *c, const sqlcap_walhdr *w)
+{
+    TB_INFO(SQLCAP_FAC, "%s-wal: new generation (salts %08x %08x -> %08x %08x) after frame %u", c->path, c->salt1,
+            c->salt2, w->salt1, w->salt2, c->frame);
+    c->salt1 = w->salt1;
+    c->salt2 = w->salt2;
+    c->frame = 0;
+    c->ck1 = w->ck1;
+    c->ck2 = w->ck2;
+    c->gen_seq++;
+    c->st.generations++;
+    if (!c->o.shadow)
+        sqlcap_map_clear(&c->overlay); /* the database file now equals the state at P */
+}
+
+static void sqlcap_report(sqlcap *c, const sqlcap_shmhdr *h)
+{
+    struct stat sb;
+    if (fstat(c->walfd, &sb) == 0)
+        c->st.wal_bytes = (uint64_t)sb.st_size;
+    c->st.lag_frames = h->mxframe > c->frame ? h->mxframe - c->frame : 0;
+    int64_t now = sqlcap_now_ms();
+    if (now - c->last_log_ms >= 10000) {
+        c->last_log_ms = now;
+        TB_INFO(SQLCAP_FAC, "%s: wal %llu bytes, mxFrame %u, consumed frame %u (lag %llu frames), backfilled %u, "
+                "%llu txns, %llu events, %llu checksum anomalies", c->path, (unsigned long long)c->st.wal_bytes,
+                h->mxframe, c->frame, (unsigned long long)c->st.lag_frames, h->nbackfill,
+                (unsigned long long)c->st.txns, (unsigned long long)c->st.events,
+                (unsigned long long)c->st.cksum_mismatch);
+    }
+}
+
+static void sqlcap_maybe_checkpoint(sqlcap *c, const sqlcap_shmhdr *h)
+{
+    if (!c->o.checkpoint || h->mxframe < 1000 || c->frame != h->mxframe)
+        return;
+    int64_t now = sqlcap_now_ms();
+    if (now - c->last_ckpt_ms < 1000)
+        return;
+    c->last_ckpt_ms = now;
+    if (!c->K) {
+        if (sqlite3_open_v2(c->path, &c->K, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+            return;
+        sqlite3_db_config(c->K, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+    }
+    int log = 0, ck = 0;
+    sqlite3_wal_checkpoint_v2(c->K, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &ck);
+    TB_DEBUG(SQLCAP_FAC, "%s: PASSIVE checkpoint log=%d checkpointed=%d", c->path, log, ck);
+}
+
+/* One leapfrog step: begin the other read transaction, consume up to the
+ * mxFrame read after it, release the old one only when all was consumed. */
+static tb_code sqlcap_poll(sqlcap *c, tb_error *err)
+{
+    tb_code rc;
+    int i = c->protector < 0 ? 0 : 1 - c->protector;
+    sqlcap_shmhdr h;
+    sqlcap_walhdr w;
+    bool done = false;
+    if ((rc = sqlcap_begin(c, i, err)) != TB_OK)
+        return rc;
+    if ((rc = sqlcap_shm(c, &h, err)) != TB_OK || (rc = sqlcap_walhdr_read(c, &w, err)) != TB_OK)
+        goto release_new;
+    if (h.pgsz != c->pg.pgsz && h.mxframe) {
+        rc = tb_error_set(err, TB_ERR_UNSUPPORTED, false, "%s: page size changed (%u -> %u)", c->path, c->pg.pgsz,
+                          h.pgsz);
+        goto release_new;
+    }
+    if (w.valid && (w.salt1 != c->salt1 || w.salt2 != c->salt2)) {
+        if (h.salt1 != w.salt1 || h.salt2 != w.salt2)
+            goto release_new; /* header being rewritten */
+        if (c->frame < h.mxframe && c->gen_seq > 0 && h.nbackfill > c->frame)
+            TB_WARN(SQLCAP_FAC, "%s: generation switch with unconsumed frames?", c->path);
+        sqlcap_switch_gen(c, &w);
+    }
+    if (h.salt1 != c->salt1 || h.salt2 != c->salt2 || !w.valid) {
+        done = true; /* the shm was reset for the next generation: nothing more here */
+        goto finish;
+    }
+    if (h.nbackfill > c->frame && h.mxframe > c->frame)
+        TB_ERROR(SQLCAP_FAC, "%s: invariant violated: backfill %u beyond consumed frame %u", c->path, h.nbackfill,
+                 c->frame);
+    if ((rc = sqlcap_consume(c, h.mxframe, w.magic & 1, false, &done, err)) != TB_OK)
+        goto release_new;
+finish:
+    sqlcap_report(c, &h);
+    if (done) {
+        sqlcap_end(c, c->protector);
+        c->protector = i;
+        sqlcap_maybe_checkpoint(c, &h);
+        return TB_OK;
+    }
+release_new:
+    sqlcap_end(c, i);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- open */
+
+static tb_code sqlcap_db_header(sqlcap *c, tb_error *err)
+{
+    uint8_t b[100];
+    ssize_t r = pread(c->dbfd, b, 100, 0);
+    if (r != 100)
+        return tb_error_set(err, TB_ERR_CORRUPT, false, "%s: no database header (%zd bytes)", c->path, r);
+    if (memcmp(b, "SQLite format 3", 16) != 0)
+        return tb_error_set(err, TB_ERR_CORRUPT, false, "%s: not an SQLite 3 database", c->path);
+    uint32_t ps = sqlcap_be16(b + 16);
+    c->pg.pgsz = ps == 1 ? 65536 : ps;
+    c->pg.usable = c->pg.pgsz - b[20];
+    if (sqlcap_be32(b + 56) != 1)
+        return tb_error_set(err, TB_ERR_UNSUPPORTED, false, "%s: text encoding %u (only UTF-8 is supported)", c->path,
+                            sqlcap_be32(b + 56));
+    if (!c->o.offline && (b[18] != 2 || b[19] != 2))
+        return tb_error_set(err, TB_ERR_UNSUPPORTED, false,
+                            "%s: not in WAL mode (use source.sqlite.mode=trigger, or PRAGMA journal_mode=WAL)", c->path);
+    c->npages = sqlcap_be32(b + 28);
+    return TB_OK;
+}
+
+/* Overlay (frame refs) = newest frame <= upto of every page, and the db size. */
+static tb_code sqlcap_overlay_frames(sqlcap *c, uint32_t upto, sqlcap_map *into, uint32_t *npages, tb_error *err)
+{
+    for (uint32_t i = 1; i <= upto; i++) {
+        sqlcap_frame f;
+        tb_code rc = sqlcap_frame_hdr(c, i, &f, NULL, err);
+        if (rc != TB_OK)
+            return rc;
+        if (sqlcap_map_put(into, f.pgno, i) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        if (f.commit) {
+            *npages = f.commit;
+            c->ck1 = f.ck1;
+            c->ck2 = f.ck2;
+        }
+    }
+    return TB_OK;
+}
+
+static tb_code sqlcap_open_files(sqlcap *c, tb_error *err)
+{
+    char *wal = sqlcap_strcat3(c->path, "-wal"), *shm = sqlcap_strcat3(c->path, "-shm");
+    tb_code rc = TB_OK;
+    struct stat sb;
+    if (!wal || !shm) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    c->dbfd = open(c->path, O_RDONLY | O_CLOEXEC);
+    if (c->dbfd < 0) {
+        rc = tb_error_set(err, TB_ERR_IO, false, "%s: %s", c->path, strerror(errno));
+        goto out;
+    }
+    if ((rc = sqlcap_db_header(c, err)) != TB_OK)
+        goto out;
+    if (!c->o.offline) {
+        /* the reader connections first, so SQLite opens or creates the -shm */
+        if ((rc = sqlcap_open_reader(c, &c->R[0], err)) != TB_OK || (rc = sqlcap_open_reader(c, &c->R[1], err)) != TB_OK)
+            goto out;
+        if ((rc = sqlcap_begin(c, 0, err)) != TB_OK)
+            goto out;
+        c->protector = 0;
+        c->shmfd = open(shm, O_RDONLY | O_CLOEXEC);
+        if (c->shmfd < 0) {
+            rc = tb_error_set(err, TB_ERR_IO, false, "%s: %s", shm, strerror(errno));
+            goto out;
+        }
+    }
+    c->walfd = open(wal, O_RDONLY | O_CLOEXEC);
+    if (c->walfd < 0) {
+        rc = tb_error_set(err, errno == ENOENT ? TB_ERR_NOT_FOUND : TB_ERR_IO, true, "%s: %s", wal, strerror(errno));
+        goto out;
+    }
+    if (fstat(c->walfd, &sb) == 0)
+        c->inode = (uint64_t)sb.st_ino;
+    c->pg.dbfd = c->dbfd;
+    c->pg.walfd = c->walfd;
+    c->pg.basefd = c->dbfd;
+    c->pg.overlay = &c->overlay;
+out:
+    free(wal);
+    free(shm);
+    return rc;
+}
+
+static tb_code sqlcap_shadow_create(sqlcap *c, tb_error *err)
+{
+    uint8_t *buf = malloc(c->pg.pgsz);
+    sqlcap_view v = {&c->pg, NULL, c->npages};
+    tb_code rc = TB_OK;
+    tb_position p;
+    tb_position_init(&p);
+    if (!buf)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    unlink(c->shadow_redo_path);
+    if (ftruncate(c->shadowfd, 0) != 0) {
+        rc = tb_error_set(err, TB_ERR_IO, false, "%s: truncate: %s", c->shadow_path, strerror(errno));
+        goto out;
+    }
+    for (uint32_t pg = 1; pg <= c->npages; pg++) {
+        if ((rc = sqlcap_view_read(&v, pg, buf, err)) != TB_OK)
+            goto out;
+        if (pwrite(c->shadowfd, buf, c->pg.pgsz, (off_t)(pg - 1) * c->pg.pgsz) != (ssize_t)c->pg.pgsz) {
+            rc = tb_error_set(err, TB_ERR_IO, false, "%s: write: %s", c->shadow_path, strerror(errno));
+            goto out;
+        }
+    }
+    if (fsync(c->shadowfd) != 0) {
+        rc = tb_error_set(err, TB_ERR_IO, false, "%s: fsync: %s", c->shadow_path, strerror(errno));
+        goto out;
+    }
+    sqlcap_pos_make(c, c->frame, c->ck1, c->ck2, c->npages, &p);
+    rc = sqlcap_shadow_meta(c, &p, err);
+out:
+    tb_position_free(&p);
+    free(buf);
+    return rc;
+}
+
+static tb_code sqlcap_read_file(const char *path, tb_buf *out)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return TB_ERR_NOT_FOUND;
+    char tmp[65536];
+    size_t n;
+    tb_code rc = TB_OK;
+    while (rc == TB_OK && (n = fread(tmp, 1, sizeof tmp, f)) > 0)
+        rc = tb_buf_append(out, tmp, n);
+    fclose(f);
+    return rc;
+}
+
+/* Gap (2.11): one transaction = every page where the current state differs from the shadow. */
+static tb_code sqlcap_gap(sqlcap *c, const sqlcap_shmhdr *h, const sqlcap_walhdr *w, tb_error *err)
+{
+    sqlcap_map cur = {0}, diff = {0};
+    uint32_t curpages = c->npages;
+    uint8_t *a = malloc(c->pg.pgsz), *b = malloc(c->pg.pgsz);
+    tb_code rc = TB_OK;
+    TB_WARN(SQLCAP_FAC, "%s: the WAL was reset while the reader was down: emitting one net-diff gap transaction",
+            c->path);
+    if (!a || !b) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    c->salt1 = h->salt1;
+    c->salt2 = h->salt2;
+    c->gen_seq++;
+    c->frame = 0;
+    c->ck1 = w->valid ? w->ck1 : 0;
+    c->ck2 = w->valid ? w->ck2 : 0;
+    if (w->valid && w->salt1 == h->salt1 && w->salt2 == h->salt2 && h->mxframe > 0) {
+        if ((rc = sqlcap_overlay_frames(c, h->mxframe, &cur, &curpages, err)) != TB_OK)
+            goto out;
+    } else {
+        struct stat sb;
+        if (fstat(c->dbfd, &sb) == 0)
+            curpages = (uint32_t)(sb.st_size / c->pg.pgsz);
+    }
+    sqlcap_view vs = {&c->pg, NULL, c->npages};
+    for (uint32_t p = 1; p <= curpages; p++) {
+        uint64_t src = SQLCAP_FROM_DB;
+        (void)sqlcap_map_get(&cur, p, &src);
+        if (sqlcap_map_put(&diff, p, src) != TB_OK) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        sqlcap_view vc = {&c->pg, &diff, curpages};
+        if ((rc = sqlcap_view_read(&vc, p, a, err)) != TB_OK || (rc = sqlcap_view_read(&vs, p, b, err)) != TB_OK)
+            goto out;
+        if (p <= c->npages && memcmp(a, b, c->pg.pgsz) == 0)
+            sqlcap_map_del(&diff, p);
+    }
+    rc = sqlcap_apply_txn(c, &diff, h->mxframe, c->ck1, c->ck2, curpages, true, err);
+    if (rc == TB_OK && !c->o.shadow)
+        sqlcap_map_clear(&c->overlay);
+    if (rc == TB_OK && c->o.shadow) {
+        /* the next frames of this generation are read from frame mxFrame on */
+    }
+out:
+    free(a);
+    free(b);
+    sqlcap_map_free(&cur);
+    sqlcap_map_free(&diff);
+    return rc;
+}
+
+static tb_code sqlcap_attach(sqlcap *c, const tb_position *start, tb_error *err)
+{
+    sqlcap_shmhdr h = {0};
+    sqlcap_walhdr w;
+    tb_code rc;
+    bool resume = start && start->kind == TB_POS_SQLITE_WAL;
+    if ((rc = sqlcap_walhdr_read(c, &w, err)) != TB_OK)
+        return rc;
+    if (c->o.offline) {
+        if (!w.valid)
+            return TB_OK; /* empty WAL: nothing to decode */
+        if (w.pgsz != c->pg.pgsz)
+            return tb_error_set(err, TB_ERR_CORRUPT, false, "%s-wal: page size %u, database %u", c->path, w.pgsz,
+                                c->pg.pgsz);
+        c->salt1 = w.salt1;
+        c->salt2 = w.salt2;
+        c->ck1 = w.ck1;
+        c->ck2 = w.ck2;
+        return sqlcap_engine_attach(c->eng, c->npages, err);
+    }
+    if ((rc = sqlcap_shm(c, &h, err)) != TB_OK)
+        return rc;
+    if (!resume) {
+        c->salt1 = h.salt1;
+        c->salt2 = h.salt2;
+        c->gen_seq = 0;
+        if (w.valid && w.salt1 == h.salt1 && w.salt2 == h.salt2) {
+            c->ck1 = w.ck1;
+            c->ck2 = w.ck2;
+            if ((rc = sqlcap_overlay_frames(c, h.mxframe, &c->overlay, &c->npages, err)) != TB_OK)
+                return rc;
+            c->frame = h.mxframe;
+        } else {
+            c->frame = 0;
+            c->ck1 = w.ck1;
+            c->ck2 = w.ck2;
+            struct stat sb;
+            if (fstat(c->dbfd, &sb) == 0 && sb.st_size >= c->pg.pgsz)
+                c->npages = (uint32_t)(sb.st_size / c->pg.pgsz);
+        }
+        if (c->o.shadow) {
+            if ((rc = sqlcap_shadow_create(c, err)) != TB_OK)
+                return rc;
+            sqlcap_map_clear(&c->overlay);
+            c->pg.basefd = c->shadowfd;
+            c->pg.overlay_images = true;
+            c->shadow_pages = c->npages;
+        }
+        return sqlcap_engine_attach(c->eng, c->npages, err);
+    }
+    /* resume */
+    c->gen_seq = start->gen_seq;
+    if (c->o.shadow) {
+        tb_buf t;
+        tb_position sp;
+        tb_buf_init(&t, 0);
+        tb_position_init(&sp);
+        if (sqlcap_read_file(c->shadow_redo_path, &t) == TB_OK && t.len) {
+            if (sqlcap_redo_apply(c, (const uint8_t *)t.data, t.len, &sp, NULL) != TB_OK)
+                unlink(c->shadow_redo_path); /* incomplete: the shadow was not touched */
+        }
+        tb_buf_reset(&t);
+        rc = sqlcap_read_file(c->shadow_pos_path, &t);
+        if (rc == TB_OK)
+            rc = tb_position_parse(tb_buf_cstr(&t), &sp, err);
+        tb_buf_free(&t);
+        if (rc != TB_OK) {
+            tb_position_free(&sp);
+            return tb_error_set(err, TB_ERR_STATE, false, "%s: no usable shadow position (%s): resnapshot needed",
+                                c->shadow_pos_path, tb_code_name(rc));
+        }
+        if (!sqlcap_pos_le(&sp, start))
+            TB_WARN(SQLCAP_FAC, "%s: shadow is ahead of the resume position; resuming from the shadow", c->path);
+        c->salt1 = sp.salt1;
+        c->salt2 = sp.salt2;
+        c->gen_seq = sp.gen_seq;
+        c->frame = sp.frame;
+        c->ck1 = sp.cksum1;
+        c->ck2 = sp.cksum2;
+        c->npages = sp.db_pages;
+        c->shadow_pages = sp.db_pages;
+        tb_position_free(&sp);
+        c->pg.basefd = c->shadowfd;
+        c->pg.overlay_images = true;
+        (void)tb_position_copy(&c->skip_to, start);
+        if ((rc = sqlcap_engine_attach(c->eng, c->npages, err)) != TB_OK)
+            return rc;
+    } else {
+        c->salt1 = start->salt1;
+        c->salt2 = start->salt2;
+        c->frame = start->frame;
+        c->ck1 = start->cksum1;
+        c->ck2 = start->cksum2;
+        c->npages = start->db_pages;
+    }
+    /* same generation and the frame still has the stored checksum? */
+    bool same = w.valid && w.salt1 == c->salt1 && w.salt2 == c->salt2 && h.salt1 == c->salt1 &&
+                h.salt2 == c->salt2 && c->frame <= h.mxframe;
+    if (same && c->frame > 0) {
+        sqlcap_frame f;
+        if ((rc = sqlcap_frame_hdr(c, c->frame, &f, NULL, err)) != TB_OK)
+            return rc;
+        same = f.ck1 == c->ck1 && f.ck2 == c->ck2 && f.commit;
+    } else if (same) {
+        same = w.ck1 == c->ck1 && w.ck2 == c->ck2;
+    }
+    if (c->o.shadow) {
+        if (same)
+            return TB_OK;
+        return sqlcap_gap(c, &h, &w, err);
+    }
+    if (!same || h.nbackfill > c->frame)
+        return tb_error_set(err, TB_ERR_STATE, false,
+                            "%s: cannot resume exactly at frame %u without a shadow (WAL reset or checkpointed "
+                            "meanwhile): resnapshot needed", c->path, c->frame);
+    uint32_t np = c->npages;
+    if ((rc = sqlcap_overlay_frames(c, c->frame, &c->overlay, &np, err)) != TB_OK)
+        return rc;
+    c->ck1 = start->cksum1;
+    c->ck2 = start->cksum2;
+    return sqlcap_engine_attach(c->eng, c->npages, err);
+}
+
+static char *sqlcap_stem(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    const char *dot = strrchr(b, '.');
+    return strndup(b, dot && dot != b ? (size_t)(dot - b) : strlen(b));
+}
+
+tb_code sqlcap_open_opts(const sqlcap_opts *o, const tb_position *start, sqlcap **out, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    sqlcap *c = calloc(1, sizeof *c);
+    if (!c)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    c->o = *o;
+    c->dbfd = c->walfd = c->shmfd = c->shadowfd = -1;
+    c->protector = -1;
+    tb_position_init(&c->pos);
+    tb_position_init(&c->skip_to);
+    if (!o->path) {
+        rc = tb_error_set(err, TB_ERR_CONFIG, false, "source.path is required for source.type=sqlite");
+        goto fail;
+    }
+    c->path = strdup(o->path);
+    c->dbname = o->dbname ? strdup(o->dbname) : sqlcap_stem(o->path);
+    if (!c->path || !c->dbname)
+        goto nomem;
+    if (o->poll_ms <= 0)
+        c->o.poll_ms = 50;
+    if (o->trigger_mode) {
+        if ((rc = sqlcap_trig_open(c, start, err)) != TB_OK)
+            goto fail;
+        *out = c;
+        return TB_OK;
+    }
+    if (o->offline)
+        c->o.shadow = false;
+    if (c->o.shadow) {
+        c->shadow_path = o->shadow_path ? strdup(o->shadow_path) : sqlcap_strcat3(o->path, ".tbshadow");
+        if (!c->shadow_path)
+            goto nomem;
+        c->shadow_pos_path = sqlcap_strcat3(c->shadow_path, ".pos");
+        c->shadow_redo_path = sqlcap_strcat3(c->shadow_path, ".redo");
+        if (!c->shadow_pos_path || !c->shadow_redo_path)
+            goto nomem;
+        c->shadowfd = open(c->shadow_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (c->shadowfd < 0) {
+            rc = tb_error_set(err, TB_ERR_IO, false, "%s: %s", c->shadow_path, strerror(errno));
+            goto fail;
+        }
+    }
+    if ((rc = sqlcap_open_files(c, err)) != TB_OK)
+        goto fail;
+    c->eng = sqlcap_engine_new(&c->pg, c->dbname);
+    if (!c->eng)
+        goto nomem;
+    if ((rc = sqlcap_attach(c, start, err)) != TB_OK)
+        goto fail;
+    if (c->evq.n == 0) {
+        sqlcap_pos_make(c, c->frame, c->ck1, c->ck2, c->npages, &c->pos);
+        if (start && start->kind == TB_POS_SQLITE_WAL && sqlcap_pos_le(&c->pos, start))
+            (void)tb_position_copy(&c->pos, start);
+    }
+    TB_INFO(SQLCAP_FAC, "%s: capturing (wal mode, %s), page size %u, %u pages, frame %u", c->path,
+            c->o.shadow ? "shadow" : "no shadow", c->pg.pgsz, c->npages, c->frame);
+    *out = c;
+    return TB_OK;
+nomem:
+    rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+fail:
+    sqlcap_close(c);
+    return rc;
+}
+
+tb_code sqlcap_open(const cfg *cf, const tb_position *start, sqlcap **out, tb_error *err)
+{
+    sqlcap_opts o = {0};
+    o.path = cfg_get_str(cf, "source.path");
+    o.dbname = cfg_get_str(cf, "source.database.name");
+    const char *mode = cfg_get_str(cf, "source.sqlite.mode");
+    o.trigger_mode = mode && strcmp(mode, "trigger") == 0;
+    const char *sh = cfg_get_str(cf, "source.sqlite.shadow");
+    o.shadow = !sh || strcmp(sh, "off") != 0;
+    o.shadow_path = cfg_get_str(cf, "source.sqlite.shadow.path");
+    const char *ck = cfg_get_str(cf, "source.sqlite.checkpoint");
+    o.checkpoint = ck && strcmp(ck, "on") == 0;
+    o.poll_ms = (int)cfg_get_int(cf, "source.sqlite.poll.ms");
+    return sqlcap_open_opts(&o, start, out, err);
+}
+
+/* ---------------------------------------------------------------- next */
+
+static tb_code sqlcap_snap_step(sqlcap *c, tb_error *err)
+{
+    const sqlcap_schema *s = sqlcap_engine_schema(c->eng);
+    while (c->snap_tbl < s->n && c->evq.n == 0) {
+        const sqlcap_tbl *t = s->tbls[c->snap_tbl];
+        if (!t->captured) {
+            c->snap_tbl++;
+            continue;
+        }
+        tb_code rc = sqlcap_engine_scan(c->eng, t, &c->snap_cursor, &c->evq, err);
+        if (rc != TB_OK)
+            return rc;
+        if (c->snap_cursor == 0)
+            c->snap_tbl++;
+    }
+    tb_position p;
+    tb_position_init(&p);
+    sqlcap_pos_make(c, c->frame, c->ck1, c->ck2, c->npages, &p);
+    for (size_t i = 0; i < c->evq.n; i++) {
+        evt_event_set_position(c->evq.v[i], &p);
+        evt_event_set_snapshot(c->evq.v[i], EVT_SNAPSHOT_TRUE);
+        c->snap_any = true;
+    }
+    tb_position_free(&p);
+    if (c->snap_tbl >= s->n) {
+        c->snapping = false;
+        if (c->evq.n) {
+            evt_event_set_snapshot(c->evq.v[c->evq.n - 1], EVT_SNAPSHOT_LAST);
+            evt_event_set_last_in_tx(c->evq.v[c->evq.n - 1], true);
+        }
+    }
+    return TB_OK;
+}
+
+tb_code sqlcap_next(sqlcap *c, int timeout_ms, evt_event **ev, tb_error *err)
+{
+    int64_t deadline = sqlcap_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    *ev = NULL;
+    if (c->evq.next > 0) {
+        evt_event_free(c->evq.v[c->evq.next - 1]);
+        c->evq.v[c->evq.next - 1] = NULL;
+    }
+    for (;;) {
+        if (c->evq.next < c->evq.n) {
+            evt_event *e = c->evq.v[c->evq.next++];
+            if (evt_event_last_in_tx(e) && evt_event_position(e))
+                (void)tb_position_copy(&c->pos, evt_event_position(e));
+            *ev = e;
+            return TB_OK;
+        }
+        c->evq.n = c->evq.next = 0;
+        tb_code rc;
+        if (c->trig) {
+            rc = sqlcap_trig_poll(c, err);
+        } else if (c->snapping) {
+            rc = sqlcap_snap_step(c, err);
+            if (rc == TB_OK && c->evq.n)
+                continue;
+        } else {
+            if (c->o.offline) {
+                sqlcap_walhdr w;
+                bool done = false;
+                if ((rc = sqlcap_walhdr_read(c, &w, err)) != TB_OK)
+                    return rc;
+                if (w.valid && (rc = sqlcap_consume(c, UINT32_MAX - 1, w.magic & 1, true, &done, err)) != TB_OK &&
+                    rc != TB_ERR_IO)
+                    return rc;
+                if (c->evq.n)
+                    continue;
+                return tb_error_set(err, TB_ERR_NOT_FOUND, false, "%s-wal: end of committed frames", c->path);
+            }
+            rc = sqlcap_poll(c, err);
+        }
+        if (rc != TB_OK)
+            return rc;
+        if (c->evq.n)
+            continue;
+        if (!c->trig)
+            sqlcap_pos_make(c, c->frame, c->ck1, c->ck2, c->npages, &c->pos);
+        int64_t now = sqlcap_now_ms();
+        if (now >= deadline)
+            return TB_OK;
+        int64_t left = deadline - now;
+        sqlcap_sleep_ms((int)(left < c->o.poll_ms ? left : c->o.poll_ms));
+    }
+}
+
+const tb_position *sqlcap_position(sqlcap *c) { return &c->pos; }
+
+tb_code sqlcap_ack(sqlcap *c, const tb_position *pos, tb_error *err)
+{
+    if (!pos)
+        return TB_OK;
+    if (c->trig)
+        return sqlcap_trig_ack(c, pos, err);
+    if (!c->o.shadow || pos->kind != TB_POS_SQLITE_WAL)
+        return TB_OK;
+    return sqlcap_shadow_advance(c, pos, err);
+}
+
+tb_code sqlcap_snapshot_begin(sqlcap *c, tb_position *pos, tb_error *err)
+{
+    if (c->trig || c->evq.n || c->st.txns)
+        return tb_error_set(err, TB_ERR_STATE, false, "%s: snapshot must begin right after open in wal mode", c->path);
+    c->snapping = true;
+    c->snap_tbl = c->snap_cursor = 0;
+    if (pos) {
+        tb_position_init(pos);
+        sqlcap_pos_make(c, c->frame, c->ck1, c->ck2, c->npages, pos);
+    }
+    return TB_OK;
+}
+
+void sqlcap_get_stats(const sqlcap *c, sqlcap_stats *st) { *st = c->st; }
+
+void sqlcap_close(sqlcap *c)
+{
+    if (!c)
+        return;
+    if (c->trig)
+        sqlcap_trig_close(c);
+    /* SQLite connections first (they hold the POSIX locks), then our descriptors */
+    for (int i = 0; i < 2; i++) {
+        sqlcap_end(c, i);
+        sqlite3_close(c->R[i]);
+    }
+    sqlite3_close(c->K);
+    if (c->shmfd >= 0)
+        close(c->shmfd);
+    if (c->walfd >= 0)
+        close(c->walfd);
+    if (c->dbfd >= 0)
+        close(c->dbfd);
+    if (c->shadowfd >= 0)
+        close(c->shadowfd);
+    sqlcap_engine_free(c->eng);
+    for (size_t i = c->evq.next > 0 ? c->evq.next - 1 : 0; i < c->evq.n; i++)
+        evt_event_free(c->evq.v[i]);
+    free(c->evq.v);
+    for (size_t t = 0; t < c->nun; t++) {
+        for (size_t i = 0; i < c->un[t].n; i++)
+            free(c->un[t].img[i]);
+        free(c->un[t].img);
+        free(c->un[t].pgno);
+        tb_position_free(&c->un[t].pos);
+    }
+    free(c->un);
+    sqlcap_map_free(&c->overlay);
+    tb_position_free(&c->pos);
+    tb_position_free(&c->skip_to);
+    free(c->path);
+    free(c->dbname);
+    free(c->shadow_path);
+    free(c->shadow_pos_path);
+    free(c->shadow_redo_path);
+    free(c);
+}

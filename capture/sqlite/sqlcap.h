@@ -1,0 +1,116 @@
+/*
+ * sqlcap: SQLite change capture (DESIGN 8, docs sqlite-wal.md).
+ *
+ * Two modes (source.sqlite.mode):
+ *   wal      (default) read committed frames of the write-ahead log from
+ *            outside the writer, pinning the WAL with two leapfrogging read
+ *            transactions, and diff the changed b-tree pages into row events.
+ *   trigger  a change-log table _cdc_log filled by generated triggers, drained
+ *            in sequence order (works in any journal mode).
+ *
+ * USAGE (pipeline)
+ *   sqlcap *c; sqlcap_open(cfg, &start, &c, &err);   // start: TB_POS_NONE = now
+ *   for (;;) {
+ *       evt_event *ev;
+ *       sqlcap_next(c, 100, &ev, &err);              // ev NULL on timeout
+ *       ... produce ev; on evt_event_last_in_tx(ev) the transaction is complete
+ *       ... when Kafka acknowledged everything up to a position P (the position
+ *           of a last_in_tx event, or sqlcap_position()), store P durably, then
+ *       sqlcap_ack(c, &P);   // lets the shadow copy / change log advance
+ *   }
+ *   sqlcap_close(c);
+ *
+ * EVENTS. Each event carries the position of its transaction
+ * (evt_event_position): TB_POS_SQLITE_WAL {salts, commit frame, that frame's
+ * checksum, db_pages, gen_seq, inode} or TB_POS_SQLITE_LOG {seq}. The last
+ * event of a commit has last_in_tx. Inside a commit events are sorted by
+ * table and key; only the net change per commit is visible. Keys: the
+ * declared PRIMARY KEY, else the rowid (as a column named "rowid"; VACUUM may
+ * renumber rowids). evt_table db = source.database.name or the file stem.
+ * A WAL event `u` whose schema changed within the commit carries the before
+ * image normalised to the new column list (appended columns take defaults).
+ *
+ * SHADOW (wal mode, source.sqlite.shadow=on, mode B): a private copy of the
+ * database at the acknowledged position (default path <db>.tbshadow next to
+ * source.path, or source.sqlite.shadow.path). Before-images are read from it
+ * plus the unacknowledged pages held in memory, so they never depend on the
+ * writer's checkpoints. On restart from a durable position equal to the
+ * shadow's, in the same WAL generation: exact continuation. If the WAL was
+ * reset meanwhile: one "gap" transaction = exact net diff shadow -> current.
+ * With shadow=off (mode A) before-images come from the live file; a restart
+ * is exact only if no frame after the position was checkpointed, else
+ * sqlcap_open fails with TB_ERR_STATE ("resnapshot needed").
+ *
+ * OWNERSHIP. sqlcap_open returns an object freed by sqlcap_close (NULL-safe).
+ * Events returned by sqlcap_next are borrowed until the next sqlcap_next or
+ * sqlcap_close. sqlcap_position returns a borrowed pointer valid until the
+ * next call on the object.
+ *
+ * THREADS. One thread per object. The process must not close() any file
+ * descriptor of the database, -wal or -shm while an sqlcap is open (POSIX
+ * locks, sqlite-wal.md 1.8): do not open and close other SQLite connections
+ * to the same database file in the same process.
+ */
+#ifndef SQLCAP_H
+#define SQLCAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "cfg.h"
+#include "evt.h"
+#include "tb_error.h"
+#include "tb_position.h"
+
+typedef struct sqlcap sqlcap;
+
+/* Options when not using a cfg (tests, `tributary decode --wal`). */
+typedef struct sqlcap_opts {
+    const char *path;         /* database file (required) */
+    const char *dbname;       /* evt_table db; NULL = file stem */
+    bool trigger_mode;        /* source.sqlite.mode=trigger */
+    bool shadow;              /* mode B */
+    const char *shadow_path;  /* NULL = <path>.tbshadow */
+    bool checkpoint;          /* PASSIVE reset windows (2.9) */
+    int poll_ms;              /* sleep between polls (default 50) */
+    bool offline;             /* decode --wal: no pinning, frames validated by checksum */
+} sqlcap_opts;
+
+/* Open from the configuration (source.path, source.sqlite.*, source.database.name).
+ * start: TB_POS_NONE (or NULL) starts at the current state without a snapshot;
+ * else resume after that position. *out is set on success only. */
+tb_code sqlcap_open(const cfg *c, const tb_position *start, sqlcap **out, tb_error *err);
+tb_code sqlcap_open_opts(const sqlcap_opts *o, const tb_position *start, sqlcap **out, tb_error *err);
+
+/* Next event, waiting up to timeout_ms (0 = poll once). *ev is NULL on timeout
+ * (and in offline mode once the WAL is exhausted, with TB_ERR_NOT_FOUND). */
+tb_code sqlcap_next(sqlcap *c, int timeout_ms, evt_event **ev, tb_error *err);
+
+/* Position of the last complete transaction delivered (all its events were
+ * returned by sqlcap_next), or of the start. Borrowed. */
+const tb_position *sqlcap_position(sqlcap *c);
+
+/* Everything up to pos is durable downstream. WAL mode B: advances the shadow
+ * copy; trigger mode: deletes drained change-log rows with seq <= pos.seq. */
+tb_code sqlcap_ack(sqlcap *c, const tb_position *pos, tb_error *err);
+
+/* Snapshot support (issue 5): call right after sqlcap_open with start NONE and
+ * before any sqlcap_next. The reader's read transaction fixes the position;
+ * the following sqlcap_next calls first return every row of every captured
+ * table as op=r events (snapshot flag true, last one SNAPSHOT_LAST, carrying
+ * the snapshot position), table by table, page by page (memory bounded by one
+ * page of rows), then continue streaming exactly after that position.
+ * *pos (optional) receives the snapshot position (caller frees with tb_position_free). */
+tb_code sqlcap_snapshot_begin(sqlcap *c, tb_position *pos, tb_error *err);
+
+/* Statistics for logs and status. */
+typedef struct sqlcap_stats {
+    uint64_t txns, events, frames, cksum_mismatch, wal_bytes, lag_frames, generations;
+} sqlcap_stats;
+void sqlcap_get_stats(const sqlcap *c, sqlcap_stats *st);
+
+void sqlcap_close(sqlcap *c);
+
+/* Trigger mode: remove _cdc_log and every _cdc_* trigger from the database. */
+tb_code sqlcap_trigger_uninstall(const char *path, tb_error *err);
+
+#endif

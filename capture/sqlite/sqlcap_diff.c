@@ -1,0 +1,751 @@
+/*
+ * sqlcap_diff: the row diff of one transaction (sqlite-wal.md 2.5-2.7).
+ *
+ * State at the position P: the schema, owner[pgno] (0 none, 1 sqlite_schema
+ * tree, id+2 a captured table's tree) and, for overflow pages, the tree and
+ * the b-tree page holding the cell. For a transaction with changed pages C:
+ * touched trees = owners of C and of truncated pages (+ tables whose CREATE
+ * text or root changed). For each touched table, S0/S1 = its pages in V0/V1;
+ * cand0 = S0 ∩ (C ∪ truncated ∪ ¬S1 ∪ forced), cand1 = S1 ∩ (C ∪ ¬S0 ∪ forced)
+ * (forced: holder of a changed overflow page); rows on candidate pages give
+ * O and N keyed by the primary key; N only = c, O only = d, differing = u.
+ * Pages in S0 ∩ S1 outside C are byte-identical, so this is exact.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sqlcap_int.h"
+#include "tb_log.h"
+
+struct sqlcap_engine {
+    sqlcap_pages *pg;
+    char *dbname;
+    sqlite3 *mem;
+    sqlcap_schema schema;
+    tb_buf sig;
+    int next_id;
+    uint32_t npages;
+    size_t cap;           /* slots in the arrays below (max pgno + 1) */
+    uint32_t *owner, *ovowner, *ovleaf;
+    uint32_t *m0, *m1, *mforce;
+    uint32_t stamp, fstamp;
+    sqlcap_u32s scan_pages; /* sqlcap_engine_scan: pages of the table being scanned */
+    int scan_id;
+};
+
+/* ---------------------------------------------------------------- row maps */
+
+typedef struct sqlcap_rowent {
+    uint64_t h;
+    size_t koff, klen, poff, plen;
+    int64_t rowid;
+    long next;
+    bool matched;
+} sqlcap_rowent;
+
+typedef struct sqlcap_rowmap {
+    sqlcap_rowent *e;
+    size_t n, cap;
+    long *bucket;
+    size_t nb;
+    tb_buf arena;
+} sqlcap_rowmap;
+
+static uint64_t sqlcap_hash(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+static void sqlcap_rowmap_free(sqlcap_rowmap *m)
+{
+    free(m->e);
+    free(m->bucket);
+    tb_buf_free(&m->arena);
+    memset(m, 0, sizeof *m);
+}
+
+static long sqlcap_rowmap_find(const sqlcap_rowmap *m, const uint8_t *k, size_t kn, uint64_t h)
+{
+    if (!m->nb)
+        return -1;
+    for (long i = m->bucket[h & (m->nb - 1)]; i >= 0; i = m->e[i].next)
+        if (m->e[i].h == h && m->e[i].klen == kn && memcmp(m->arena.data + m->e[i].koff, k, kn) == 0)
+            return i;
+    return -1;
+}
+
+static tb_code sqlcap_rowmap_add(sqlcap_rowmap *m, const uint8_t *k, size_t kn, const uint8_t *p, size_t pn,
+                                 int64_t rowid)
+{
+    if (m->n + 1 > m->nb) {
+        size_t nb = m->nb ? m->nb * 2 : 256;
+        long *b = malloc(nb * sizeof *b);
+        if (!b)
+            return TB_ERR_NOMEM;
+        for (size_t i = 0; i < nb; i++)
+            b[i] = -1;
+        for (size_t i = 0; i < m->n; i++) {
+            size_t s = m->e[i].h & (nb - 1);
+            m->e[i].next = b[s];
+            b[s] = (long)i;
+        }
+        free(m->bucket);
+        m->bucket = b;
+        m->nb = nb;
+    }
+    if (m->n == m->cap) {
+        size_t nc = m->cap ? m->cap * 2 : 256;
+        sqlcap_rowent *ne = realloc(m->e, nc * sizeof *ne);
+        if (!ne)
+            return TB_ERR_NOMEM;
+        m->e = ne;
+        m->cap = nc;
+    }
+    uint64_t h = sqlcap_hash(k, kn);
+    sqlcap_rowent *e = &m->e[m->n];
+    e->h = h;
+    e->koff = m->arena.len;
+    e->klen = kn;
+    if (tb_buf_append(&m->arena, k, kn) != TB_OK)
+        return TB_ERR_NOMEM;
+    e->poff = m->arena.len;
+    e->plen = pn;
+    if (pn && tb_buf_append(&m->arena, p, pn) != TB_OK)
+        return TB_ERR_NOMEM;
+    e->rowid = rowid;
+    e->matched = false;
+    size_t s = h & (m->nb - 1);
+    e->next = m->bucket[s];
+    m->bucket[s] = (long)m->n;
+    m->n++;
+    return TB_OK;
+}
+
+/* Canonical key bytes of a decoded row (t->pk columns). */
+static tb_code sqlcap_key(const sqlcap_tbl *t, const sqlcap_val *vals, tb_buf *out)
+{
+    tb_buf_reset(out);
+    for (size_t k = 0; k < t->npk; k++) {
+        const sqlcap_val *v = &vals[t->pk[k]];
+        uint8_t tag = (uint8_t)v->type, b[8];
+        if (tb_buf_append(out, &tag, 1) != TB_OK)
+            return TB_ERR_NOMEM;
+        if (v->type == SQLCAP_INT || v->type == SQLCAP_REAL) {
+            uint64_t u;
+            if (v->type == SQLCAP_INT)
+                u = (uint64_t)v->i ^ 0x8000000000000000ull;
+            else
+                memcpy(&u, &v->d, 8);
+            for (int i = 0; i < 8; i++)
+                b[i] = (uint8_t)(u >> (56 - 8 * i));
+            if (tb_buf_append(out, b, 8) != TB_OK)
+                return TB_ERR_NOMEM;
+        } else if (v->type == SQLCAP_TEXT || v->type == SQLCAP_BLOB) {
+            uint32_t n = (uint32_t)v->n;
+            for (int i = 0; i < 4; i++)
+                b[i] = (uint8_t)(n >> (24 - 8 * i));
+            if (tb_buf_append(out, b, 4) != TB_OK || (v->n && tb_buf_append(out, v->p, v->n) != TB_OK))
+                return TB_ERR_NOMEM;
+        }
+    }
+    return TB_OK;
+}
+
+/* ---------------------------------------------------------------- engine */
+
+static tb_code sqlcap_engine_grow(sqlcap_engine *e, uint32_t npages)
+{
+    if ((size_t)npages + 1 <= e->cap)
+        return TB_OK;
+    size_t nc = e->cap ? e->cap : 1024;
+    while (nc < (size_t)npages + 1)
+        nc *= 2;
+    uint32_t **arrs[] = {&e->owner, &e->ovowner, &e->ovleaf, &e->m0, &e->m1, &e->mforce};
+    for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) {
+        uint32_t *n = realloc(*arrs[i], nc * sizeof *n);
+        if (!n)
+            return TB_ERR_NOMEM;
+        memset(n + e->cap, 0, (nc - e->cap) * sizeof *n);
+        *arrs[i] = n;
+    }
+    e->cap = nc;
+    return TB_OK;
+}
+
+sqlcap_engine *sqlcap_engine_new(sqlcap_pages *pg, const char *dbname)
+{
+    sqlcap_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->pg = pg;
+    e->dbname = strdup(dbname);
+    tb_buf_init(&e->sig, 0);
+    if (!e->dbname || sqlite3_open_v2(":memory:", &e->mem, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+        sqlcap_engine_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+void sqlcap_engine_free(sqlcap_engine *e)
+{
+    if (!e)
+        return;
+    sqlcap_schema_free(&e->schema);
+    tb_buf_free(&e->sig);
+    sqlite3_close(e->mem);
+    free(e->dbname);
+    free(e->owner);
+    free(e->ovowner);
+    free(e->ovleaf);
+    free(e->m0);
+    free(e->m1);
+    free(e->mforce);
+    sqlcap_u32s_free(&e->scan_pages);
+    free(e);
+}
+
+uint32_t sqlcap_engine_npages(const sqlcap_engine *e) { return e->npages; }
+const sqlcap_schema *sqlcap_engine_schema(const sqlcap_engine *e) { return &e->schema; }
+
+static sqlcap_tbl *sqlcap_by_id(const sqlcap_schema *s, int id)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->tbls[i]->id == id)
+            return s->tbls[i];
+    return NULL;
+}
+
+/* Register overflow ownership for every row cell of a page. */
+typedef struct sqlcap_ovctx {
+    sqlcap_engine *e;
+    uint32_t owner;
+} sqlcap_ovctx;
+
+static tb_code sqlcap_ov_cell(void *opaque, uint32_t pgno, int64_t rowid, const uint8_t *payload, size_t len,
+                              const sqlcap_u32s *ovfl, tb_error *err)
+{
+    sqlcap_ovctx *x = opaque;
+    (void)rowid, (void)payload, (void)len;
+    for (size_t i = 0; i < ovfl->n; i++) {
+        if (sqlcap_engine_grow(x->e, ovfl->v[i]) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "overflow map: out of memory");
+        x->e->ovowner[ovfl->v[i]] = x->owner;
+        x->e->ovleaf[ovfl->v[i]] = pgno;
+    }
+    return TB_OK;
+}
+
+static tb_code sqlcap_set_schema_owners(sqlcap_engine *e, const sqlcap_view *v, const sqlcap_u32s *sovfl,
+                                        tb_error *err)
+{
+    sqlcap_u32s inner = {0}, leaves = {0};
+    tb_code rc = sqlcap_tree_pages(v, 1, &inner, &leaves, err);
+    for (size_t i = 1; rc == TB_OK && i < e->cap; i++)
+        if (e->owner[i] == 1)
+            e->owner[i] = 0;
+    for (size_t i = 0; rc == TB_OK && i < inner.n; i++)
+        e->owner[inner.v[i]] = 1;
+    for (size_t i = 0; rc == TB_OK && i < leaves.n; i++)
+        e->owner[leaves.v[i]] = 1;
+    for (size_t i = 0; rc == TB_OK && i < sovfl->n; i++) {
+        e->ovowner[sovfl->v[i]] = 1;
+        e->ovleaf[sovfl->v[i]] = 1;
+    }
+    sqlcap_u32s_free(&inner);
+    sqlcap_u32s_free(&leaves);
+    return rc;
+}
+
+tb_code sqlcap_engine_attach(sqlcap_engine *e, uint32_t npages, tb_error *err)
+{
+    sqlcap_view v = {e->pg, NULL, npages};
+    sqlcap_u32s sovfl = {0}, inner = {0}, leaves = {0};
+    tb_code rc;
+    e->npages = npages;
+    sqlcap_schema_free(&e->schema);
+    if (sqlcap_engine_grow(e, npages) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "page maps: out of memory (%u pages)", npages);
+    memset(e->owner, 0, e->cap * sizeof *e->owner);
+    memset(e->ovowner, 0, e->cap * sizeof *e->ovowner);
+    if ((rc = sqlcap_schema_load(&v, NULL, e->dbname, &e->next_id, e->mem, &e->schema, &sovfl, err)) != TB_OK)
+        goto out;
+    if ((rc = sqlcap_schema_sig(&v, &e->sig, NULL, err)) != TB_OK)
+        goto out;
+    if ((rc = sqlcap_set_schema_owners(e, &v, &sovfl, err)) != TB_OK)
+        goto out;
+    for (size_t i = 0; i < e->schema.n; i++) {
+        sqlcap_tbl *t = e->schema.tbls[i];
+        if (!t->captured)
+            continue;
+        inner.n = leaves.n = 0;
+        if ((rc = sqlcap_tree_pages(&v, t->root, &inner, &leaves, err)) != TB_OK)
+            goto out;
+        sqlcap_ovctx x = {e, (uint32_t)t->id + 2};
+        for (size_t k = 0; k < inner.n; k++) {
+            e->owner[inner.v[k]] = x.owner;
+            if (t->without_rowid && (rc = sqlcap_page_rows(&v, inner.v[k], sqlcap_ov_cell, &x, err)) != TB_OK)
+                goto out;
+        }
+        for (size_t k = 0; k < leaves.n; k++) {
+            e->owner[leaves.v[k]] = x.owner;
+            if ((rc = sqlcap_page_rows(&v, leaves.v[k], sqlcap_ov_cell, &x, err)) != TB_OK)
+                goto out;
+        }
+    }
+out:
+    sqlcap_u32s_free(&sovfl);
+    sqlcap_u32s_free(&inner);
+    sqlcap_u32s_free(&leaves);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- one table */
+
+typedef struct sqlcap_rowctx {
+    sqlcap_engine *e;
+    const sqlcap_tbl *t;
+    sqlcap_rowmap *map;
+    sqlcap_val *vals;
+    tb_buf *key;
+    uint32_t ovowner; /* 0: do not register overflow pages */
+} sqlcap_rowctx;
+
+static tb_code sqlcap_collect(void *opaque, uint32_t pgno, int64_t rowid, const uint8_t *payload, size_t len,
+                              const sqlcap_u32s *ovfl, tb_error *err)
+{
+    sqlcap_rowctx *x = opaque;
+    tb_code rc;
+    if (x->ovowner) {
+        sqlcap_ovctx o = {x->e, x->ovowner};
+        if ((rc = sqlcap_ov_cell(&o, pgno, rowid, payload, len, ovfl, err)) != TB_OK)
+            return rc;
+    }
+    if ((rc = sqlcap_row_decode(x->t, rowid, payload, len, x->vals, err)) != TB_OK)
+        return rc;
+    if (sqlcap_key(x->t, x->vals, x->key) != TB_OK ||
+        sqlcap_rowmap_add(x->map, (const uint8_t *)x->key->data, x->key->len, payload, len, rowid) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory collecting rows", x->t->name);
+    return TB_OK;
+}
+
+static bool sqlcap_val_eq(const sqlcap_val *a, const sqlcap_val *b)
+{
+    if (a->type != b->type)
+        return false;
+    switch (a->type) {
+    case SQLCAP_NULL: return true;
+    case SQLCAP_INT: return a->i == b->i;
+    case SQLCAP_REAL: return memcmp(&a->d, &b->d, sizeof a->d) == 0 || a->d == b->d;
+    default: return a->n == b->n && (a->n == 0 || memcmp(a->p, b->p, a->n) == 0);
+    }
+}
+
+/* Old row (t0 columns) normalised to t1's columns: by name, else by position
+ * when the column count is unchanged (RENAME COLUMN), else the default. */
+static void sqlcap_normalise(const sqlcap_tbl *t0, const sqlcap_val *v0, const sqlcap_tbl *t1, sqlcap_val *out)
+{
+    for (size_t c = 0; c < t1->ncols; c++) {
+        long j = -1;
+        for (size_t k = 0; k < t0->ncols; k++)
+            if (strcmp(t0->colnames[k], t1->colnames[c]) == 0) {
+                j = (long)k;
+                break;
+            }
+        if (j < 0 && t0->ncols == t1->ncols)
+            j = (long)c;
+        out[c] = j >= 0 ? v0[j] : t1->dflt[c];
+    }
+}
+
+evt_event *sqlcap_make_event(const sqlcap_tbl *t, evt_op op, const sqlcap_val *before, const sqlcap_val *after)
+{
+    evt_event *ev = evt_event_new(op, t->et);
+    if (!ev)
+        return NULL;
+    evt_event_set_connector(ev, EVT_CONN_SQLITE);
+    for (int img = 0; img < 2; img++) {
+        const sqlcap_val *v = img == 0 ? before : after;
+        if (!v)
+            continue;
+        for (size_t c = 0; c < t->ncols; c++) {
+            switch (v[c].type) {
+            case SQLCAP_NULL: evt_set_null(ev, (evt_image)img, c); break;
+            case SQLCAP_INT: evt_set_int(ev, (evt_image)img, c, v[c].i); break;
+            case SQLCAP_REAL: evt_set_double(ev, (evt_image)img, c, v[c].d); break;
+            case SQLCAP_TEXT: evt_set_string(ev, (evt_image)img, c, (const char *)v[c].p, v[c].n); break;
+            default: evt_set_bytes(ev, (evt_image)img, c, v[c].p, v[c].n); break;
+            }
+        }
+    }
+    return ev;
+}
+
+static tb_code sqlcap_evpush(sqlcap_evlist *l, evt_event *ev)
+{
+    if (!ev)
+        return TB_ERR_NOMEM;
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 64;
+        evt_event **nv = realloc(l->v, nc * sizeof *nv);
+        if (!nv) {
+            evt_event_free(ev);
+            return TB_ERR_NOMEM;
+        }
+        l->v = nv;
+        l->cap = nc;
+    }
+    l->v[l->n++] = ev;
+    return TB_OK;
+}
+
+void sqlcap_evlist_clear(sqlcap_evlist *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        evt_event_free(l->v[i]);
+    l->n = l->next = 0;
+}
+
+typedef struct sqlcap_sorted {
+    const uint8_t *k;
+    size_t kn;
+    evt_event *ev;
+} sqlcap_sorted;
+
+static int sqlcap_sorted_cmp(const void *a, const void *b)
+{
+    const sqlcap_sorted *x = a, *y = b;
+    size_t n = x->kn < y->kn ? x->kn : y->kn;
+    int c = memcmp(x->k, y->k, n);
+    return c ? c : (x->kn > y->kn) - (x->kn < y->kn);
+}
+
+static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const sqlcap_view *v1, const sqlcap_map *txn,
+                                 int id, const sqlcap_tbl *t0, const sqlcap_tbl *t1, sqlcap_evlist *out, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    sqlcap_u32s in0 = {0}, lf0 = {0}, in1 = {0}, lf1 = {0};
+    sqlcap_rowmap O = {0}, N = {0};
+    tb_buf key;
+    sqlcap_val *va = NULL, *vb = NULL, *vn = NULL;
+    sqlcap_sorted *srt = NULL;
+    size_t nsrt = 0;
+    uint32_t own = (uint32_t)id + 2;
+    tb_buf_init(&key, 0);
+    if (t0 && t0->captured && (rc = sqlcap_tree_pages(v0, t0->root, &in0, &lf0, err)) != TB_OK)
+        goto out;
+    if (t1 && t1->captured && (rc = sqlcap_tree_pages(v1, t1->root, &in1, &lf1, err)) != TB_OK)
+        goto out;
+    uint32_t maxp = v0->npages > v1->npages ? v0->npages : v1->npages;
+    if (sqlcap_engine_grow(e, maxp) != TB_OK)
+        goto nomem;
+    uint32_t s = ++e->stamp;
+    for (size_t i = 0; i < in0.n; i++) e->m0[in0.v[i]] = s;
+    for (size_t i = 0; i < lf0.n; i++) e->m0[lf0.v[i]] = s;
+    for (size_t i = 0; i < in1.n; i++) e->m1[in1.v[i]] = s;
+    for (size_t i = 0; i < lf1.n; i++) e->m1[lf1.v[i]] = s;
+    size_t mc = (t0 ? t0->ncols : 0) + (t1 ? t1->ncols : 0) + 1;
+    va = calloc(mc, sizeof *va);
+    vb = calloc(mc, sizeof *vb);
+    vn = calloc(mc, sizeof *vn);
+    if (!va || !vb || !vn)
+        goto nomem;
+    if (t0 && t0->captured && t1 && t1->captured) {
+        sqlcap_rowctx x0 = {e, t0, &O, va, &key, 0};
+        sqlcap_rowctx x1 = {e, t1, &N, va, &key, own};
+        for (int side = 0; side < 2; side++) {
+            sqlcap_u32s *lists[2] = {side ? &lf1 : &lf0, side ? &in1 : &in0};
+            int nl = (side ? t1 : t0)->without_rowid ? 2 : 1;
+            for (int li = 0; li < nl; li++)
+                for (size_t i = 0; i < lists[li]->n; i++) {
+                    uint32_t p = lists[li]->v[i];
+                    bool cand = sqlcap_map_get(txn, p, NULL) || e->mforce[p] == e->fstamp;
+                    if (side == 0)
+                        cand = cand || p > v1->npages || e->m1[p] != s;
+                    else
+                        cand = cand || e->m0[p] != s;
+                    if (!cand)
+                        continue;
+                    if ((rc = sqlcap_page_rows(side ? v1 : v0, p, sqlcap_collect, side ? &x1 : &x0, err)) != TB_OK)
+                        goto out;
+                }
+        }
+        srt = calloc(O.n + N.n + 1, sizeof *srt);
+        if (!srt)
+            goto nomem;
+        /* updates and inserts */
+        for (size_t i = 0; i < N.n; i++) {
+            sqlcap_rowent *ne = &N.e[i];
+            const uint8_t *k = (const uint8_t *)N.arena.data + ne->koff;
+            long j = sqlcap_rowmap_find(&O, k, ne->klen, ne->h);
+            if ((rc = sqlcap_row_decode(t1, ne->rowid, (const uint8_t *)N.arena.data + ne->poff, ne->plen, vb, err)) != TB_OK)
+                goto out;
+            evt_event *ev = NULL;
+            if (j >= 0) {
+                sqlcap_rowent *oe = &O.e[j];
+                oe->matched = true;
+                if ((rc = sqlcap_row_decode(t0, oe->rowid, (const uint8_t *)O.arena.data + oe->poff, oe->plen, va, err)) != TB_OK)
+                    goto out;
+                sqlcap_normalise(t0, va, t1, vn);
+                bool same = true;
+                for (size_t c = 0; c < t1->ncols && same; c++)
+                    same = sqlcap_val_eq(&vn[c], &vb[c]);
+                if (same)
+                    continue;
+                ev = sqlcap_make_event(t1, EVT_OP_UPDATE, vn, vb);
+            } else {
+                ev = sqlcap_make_event(t1, EVT_OP_CREATE, NULL, vb);
+            }
+            if (!ev)
+                goto nomem;
+            srt[nsrt++] = (sqlcap_sorted){k, ne->klen, ev};
+        }
+        for (size_t i = 0; i < O.n; i++) {
+            sqlcap_rowent *oe = &O.e[i];
+            if (oe->matched)
+                continue;
+            if ((rc = sqlcap_row_decode(t0, oe->rowid, (const uint8_t *)O.arena.data + oe->poff, oe->plen, va, err)) != TB_OK)
+                goto out;
+            evt_event *ev = sqlcap_make_event(t0, EVT_OP_DELETE, va, NULL);
+            if (!ev)
+                goto nomem;
+            srt[nsrt++] = (sqlcap_sorted){(const uint8_t *)O.arena.data + oe->koff, oe->klen, ev};
+        }
+        qsort(srt, nsrt, sizeof *srt, sqlcap_sorted_cmp);
+        for (size_t i = 0; i < nsrt; i++) {
+            evt_event *ev = srt[i].ev;
+            srt[i].ev = NULL;
+            if (sqlcap_evpush(out, ev) != TB_OK)
+                goto nomem;
+        }
+    } else if (t1 && t1->captured) {
+        /* new table (or newly capturable): every row is an insert */
+        sqlcap_rowctx x1 = {e, t1, &N, va, &key, own};
+        int nl = t1->without_rowid ? 2 : 1;
+        sqlcap_u32s *lists[2] = {&lf1, &in1};
+        for (int li = 0; li < nl; li++)
+            for (size_t i = 0; i < lists[li]->n; i++)
+                if ((rc = sqlcap_page_rows(v1, lists[li]->v[i], sqlcap_collect, &x1, err)) != TB_OK)
+                    goto out;
+        for (size_t i = 0; i < N.n; i++) {
+            sqlcap_rowent *ne = &N.e[i];
+            if ((rc = sqlcap_row_decode(t1, ne->rowid, (const uint8_t *)N.arena.data + ne->poff, ne->plen, vb, err)) != TB_OK)
+                goto out;
+            if (sqlcap_evpush(out, sqlcap_make_event(t1, EVT_OP_CREATE, NULL, vb)) != TB_OK)
+                goto nomem;
+        }
+    }
+    /* owners now describe V1 */
+    for (size_t i = 0; i < in0.n; i++) if (e->owner[in0.v[i]] == own) e->owner[in0.v[i]] = 0;
+    for (size_t i = 0; i < lf0.n; i++) if (e->owner[lf0.v[i]] == own) e->owner[lf0.v[i]] = 0;
+    for (size_t i = 0; i < in1.n; i++) e->owner[in1.v[i]] = own;
+    for (size_t i = 0; i < lf1.n; i++) e->owner[lf1.v[i]] = own;
+    goto out;
+nomem:
+    rc = tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory in diff", t1 ? t1->name : t0->name);
+out:
+    for (size_t i = 0; srt && i < nsrt; i++)
+        evt_event_free(srt[i].ev);
+    free(srt);
+    free(va);
+    free(vb);
+    free(vn);
+    tb_buf_free(&key);
+    sqlcap_rowmap_free(&O);
+    sqlcap_rowmap_free(&N);
+    sqlcap_u32s_free(&in0);
+    sqlcap_u32s_free(&lf0);
+    sqlcap_u32s_free(&in1);
+    sqlcap_u32s_free(&lf1);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- one txn */
+
+static int sqlcap_name_cmp(const void *a, const void *b)
+{
+    const sqlcap_tbl *const *x = a, *const *y = b;
+    return strcmp((*x)->name, (*y)->name);
+}
+
+tb_code sqlcap_engine_txn(sqlcap_engine *e, const sqlcap_map *txn, uint32_t new_npages, sqlcap_evlist *out,
+                          tb_error *err)
+{
+    tb_code rc = TB_OK;
+    sqlcap_view v0 = {e->pg, NULL, e->npages}, v1 = {e->pg, txn, new_npages};
+    uint32_t maxp = e->npages > new_npages ? e->npages : new_npages;
+    int *ids = NULL;
+    size_t nids = 0, capids = 0;
+    bool schema_touch = false;
+    sqlcap_schema s1 = {0};
+    sqlcap_u32s sovfl = {0};
+    tb_buf sig;
+    tb_buf_init(&sig, 0);
+    if (sqlcap_engine_grow(e, maxp) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "page maps: out of memory");
+    uint32_t fs = ++e->fstamp;
+#define SQLCAP_TOUCH(o)                                                                   \
+    do {                                                                                  \
+        uint32_t o_ = (o);                                                                \
+        if (o_ == 1) {                                                                    \
+            schema_touch = true;                                                          \
+        } else if (o_ >= 2) {                                                             \
+            bool seen_ = false;                                                           \
+            for (size_t q_ = 0; q_ < nids && !seen_; q_++)                                \
+                seen_ = ids[q_] == (int)(o_ - 2);                                         \
+            if (!seen_) {                                                                 \
+                if (nids == capids) {                                                     \
+                    capids = capids ? capids * 2 : 16;                                    \
+                    int *n_ = realloc(ids, capids * sizeof *n_);                          \
+                    if (!n_) {                                                            \
+                        rc = tb_error_set(err, TB_ERR_NOMEM, false, "txn: out of memory"); \
+                        goto out;                                                         \
+                    }                                                                     \
+                    ids = n_;                                                             \
+                }                                                                         \
+                ids[nids++] = (int)(o_ - 2);                                              \
+            }                                                                             \
+        }                                                                                 \
+    } while (0)
+    for (size_t i = 0; i < txn->cap; i++) {
+        uint32_t p = txn->keys[i];
+        if (!p || p > maxp)
+            continue;
+        if (p == 1)
+            schema_touch = true;
+        SQLCAP_TOUCH(e->owner[p]);
+        if (e->ovowner[p]) {
+            SQLCAP_TOUCH(e->ovowner[p]);
+            e->mforce[e->ovleaf[p]] = fs;
+        }
+    }
+    for (uint32_t p = new_npages + 1; p <= e->npages; p++) {
+        SQLCAP_TOUCH(e->owner[p]);
+        SQLCAP_TOUCH(e->ovowner[p]);
+    }
+    bool schema_changed = false;
+    if (schema_touch) {
+        if ((rc = sqlcap_schema_sig(&v1, &sig, &sovfl, err)) != TB_OK)
+            goto out;
+        if (sig.len != e->sig.len || memcmp(sig.data, e->sig.data, sig.len) != 0) {
+            schema_changed = true;
+            sovfl.n = 0;
+            if ((rc = sqlcap_schema_load(&v1, &e->schema, e->dbname, &e->next_id, e->mem, &s1, &sovfl, err)) != TB_OK)
+                goto out;
+            for (size_t i = 0; i < s1.n; i++) {
+                sqlcap_tbl *t0 = sqlcap_schema_find(&e->schema, s1.tbls[i]->name);
+                if (!t0 || t0->root != s1.tbls[i]->root || strcmp(t0->sql, s1.tbls[i]->sql) != 0) {
+                    SQLCAP_TOUCH((uint32_t)s1.tbls[i]->id + 2);
+                    TB_INFO(SQLCAP_FAC, "schema: table %s %s", s1.tbls[i]->name,
+                            !t0 ? "created" : strcmp(t0->sql, s1.tbls[i]->sql) ? "altered" : "moved");
+                }
+            }
+            for (size_t i = 0; i < e->schema.n; i++)
+                if (!sqlcap_schema_find(&s1, e->schema.tbls[i]->name)) {
+                    SQLCAP_TOUCH((uint32_t)e->schema.tbls[i]->id + 2);
+                    TB_INFO(SQLCAP_FAC, "schema: table %s dropped", e->schema.tbls[i]->name);
+                }
+        }
+        if ((rc = sqlcap_set_schema_owners(e, &v1, &sovfl, err)) != TB_OK)
+            goto out;
+    }
+#undef SQLCAP_TOUCH
+    const sqlcap_schema *S1 = schema_changed ? &s1 : &e->schema;
+    /* process in table-name order */
+    sqlcap_tbl **order = calloc(nids + 1, sizeof *order);
+    int *oid = calloc(nids + 1, sizeof *oid);
+    size_t nord = 0;
+    if (!order || !oid) {
+        free(order);
+        free(oid);
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "txn: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < nids; i++) {
+        sqlcap_tbl *t = sqlcap_by_id(S1, ids[i]);
+        if (!t)
+            t = sqlcap_by_id(&e->schema, ids[i]);
+        if (t)
+            order[nord++] = t;
+    }
+    qsort(order, nord, sizeof *order, sqlcap_name_cmp);
+    for (size_t i = 0; i < nord && rc == TB_OK; i++) {
+        int id = order[i]->id;
+        rc = sqlcap_diff_table(e, &v0, &v1, txn, id, sqlcap_by_id(&e->schema, id), sqlcap_by_id(S1, id), out, err);
+    }
+    free(order);
+    free(oid);
+    if (rc != TB_OK)
+        goto out;
+    if (schema_changed) {
+        sqlcap_schema_free(&e->schema);
+        e->schema = s1;
+        memset(&s1, 0, sizeof s1);
+        tb_buf tmp = e->sig;
+        e->sig = sig;
+        sig = tmp;
+    }
+    /* pages truncated away lose their owners */
+    for (uint32_t p = new_npages + 1; p <= e->npages && p < e->cap; p++)
+        e->owner[p] = e->ovowner[p] = 0;
+    e->npages = new_npages;
+out:
+    sqlcap_schema_free(&s1);
+    sqlcap_u32s_free(&sovfl);
+    tb_buf_free(&sig);
+    free(ids);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- scan */
+
+typedef struct sqlcap_scanctx {
+    const sqlcap_tbl *t;
+    sqlcap_val *vals;
+    sqlcap_evlist *out;
+} sqlcap_scanctx;
+
+static tb_code sqlcap_scan_cell(void *opaque, uint32_t pgno, int64_t rowid, const uint8_t *payload, size_t len,
+                                const sqlcap_u32s *ovfl, tb_error *err)
+{
+    sqlcap_scanctx *x = opaque;
+    tb_code rc;
+    (void)pgno, (void)ovfl;
+    if ((rc = sqlcap_row_decode(x->t, rowid, payload, len, x->vals, err)) != TB_OK)
+        return rc;
+    if (sqlcap_evpush(x->out, sqlcap_make_event(x->t, EVT_OP_READ, NULL, x->vals)) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory", x->t->name);
+    return TB_OK;
+}
+
+tb_code sqlcap_engine_scan(sqlcap_engine *e, const sqlcap_tbl *t, size_t *cursor, sqlcap_evlist *out, tb_error *err)
+{
+    sqlcap_view v = {e->pg, NULL, e->npages};
+    tb_code rc = TB_OK;
+    if (*cursor == 0) {
+        sqlcap_u32s inner = {0};
+        e->scan_pages.n = 0;
+        rc = sqlcap_tree_pages(&v, t->root, &inner, &e->scan_pages, err);
+        for (size_t i = 0; rc == TB_OK && t->without_rowid && i < inner.n; i++)
+            rc = sqlcap_u32s_push(&e->scan_pages, inner.v[i]);
+        sqlcap_u32s_free(&inner);
+        if (rc != TB_OK)
+            return rc;
+    }
+    sqlcap_val *vals = calloc(t->ncols + 1, sizeof *vals);
+    if (!vals)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory", t->name);
+    sqlcap_scanctx x = {t, vals, out};
+    if (*cursor < e->scan_pages.n)
+        rc = sqlcap_page_rows(&v, e->scan_pages.v[*cursor], sqlcap_scan_cell, &x, err);
+    free(vals);
+    if (rc != TB_OK)
+        return rc;
+    (*cursor)++;
+    if (*cursor >= e->scan_pages.n)
+        *cursor = 0;
+    return TB_OK;
+}

@@ -1,0 +1,268 @@
+/*
+ * sqlcap_file: the WAL and wal-index (-shm) formats, and a small u32 map.
+ *
+ * WAL FILE (fileformat2 4.1)
+ *   header, 32 bytes, big-endian u32:
+ *     0 magic 0x377f0682 (checksum words little-endian) / 0x377f0683 (big-endian)
+ *     4 version 3007000   8 page size   12 checkpoint seq   16 salt-1   20 salt-2
+ *     24,28 checksum of bytes 0..23
+ *   frame i (1-based) at 32 + (i-1)*(pgsz+24): 24-byte header then the page:
+ *     0 page number   4 commit: db size in pages after commit, 0 otherwise
+ *     8,12 salts (copies)   16,20 cumulative checksum over the header
+ *     checksum, then every frame's header bytes 0..7 and page data.
+ *   checksum: words x[] in the magic's byte order; for i=0,2,..:
+ *     s0 += x[i] + s1; s1 += x[i+1] + s0.
+ *
+ * WAL-INDEX (-shm, walformat 2.1), native byte order except the salts:
+ *   0..47 WalIndexHdr copy 1, 48..95 copy 2:
+ *     0 iVersion 4 unused 8 iChange 12 isInit(u8) 13 bigEndCksum(u8)
+ *     14 szPage(u16: 65536 stored as 1) 16 mxFrame 20 nPage 24,28 aFrameCksum
+ *     32,36 aSalt (raw bytes of the WAL header salts) 40,44 aCksum over 0..39
+ *   96 nBackfill 100..119 aReadMark[0..4] 120..127 lock bytes 128 nBackfillAttempted
+ *   then hash blocks of 32 KiB: block 0 holds aPgno[4062] at offset 136,
+ *   block k>0 holds aPgno[4096] at k*32768; aPgno[j] is the page of a frame.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sqlcap_int.h"
+
+/* ---------------------------------------------------------------- map */
+
+static size_t sqlcap_map_slot(uint32_t k, size_t cap)
+{
+    return (size_t)((k * 2654435761u) & (uint32_t)(cap - 1));
+}
+
+static tb_code sqlcap_map_grow(sqlcap_map *m)
+{
+    size_t ncap = m->cap ? m->cap * 2 : 64;
+    uint32_t *nk = calloc(ncap, sizeof *nk);
+    uint64_t *nv = malloc(ncap * sizeof *nv);
+    if (!nk || !nv) {
+        free(nk);
+        free(nv);
+        return TB_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->keys[i])
+            continue;
+        size_t s = sqlcap_map_slot(m->keys[i], ncap);
+        while (nk[s])
+            s = (s + 1) & (ncap - 1);
+        nk[s] = m->keys[i];
+        nv[s] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = nk;
+    m->vals = nv;
+    m->cap = ncap;
+    return TB_OK;
+}
+
+tb_code sqlcap_map_put(sqlcap_map *m, uint32_t k, uint64_t v)
+{
+    if ((m->n + 1) * 2 > m->cap && sqlcap_map_grow(m) != TB_OK)
+        return TB_ERR_NOMEM;
+    size_t s = sqlcap_map_slot(k, m->cap);
+    while (m->keys[s] && m->keys[s] != k)
+        s = (s + 1) & (m->cap - 1);
+    if (!m->keys[s]) {
+        m->keys[s] = k;
+        m->n++;
+    }
+    m->vals[s] = v;
+    return TB_OK;
+}
+
+bool sqlcap_map_get(const sqlcap_map *m, uint32_t k, uint64_t *v)
+{
+    if (!m || !m->cap)
+        return false;
+    size_t s = sqlcap_map_slot(k, m->cap);
+    while (m->keys[s]) {
+        if (m->keys[s] == k) {
+            if (v)
+                *v = m->vals[s];
+            return true;
+        }
+        s = (s + 1) & (m->cap - 1);
+    }
+    return false;
+}
+
+bool sqlcap_map_del(sqlcap_map *m, uint32_t k)
+{
+    if (!m->cap)
+        return false;
+    size_t s = sqlcap_map_slot(k, m->cap);
+    while (m->keys[s] && m->keys[s] != k)
+        s = (s + 1) & (m->cap - 1);
+    if (!m->keys[s])
+        return false;
+    m->keys[s] = 0;
+    m->n--;
+    /* re-insert the rest of the cluster (backward-shift free deletion) */
+    size_t j = (s + 1) & (m->cap - 1);
+    while (m->keys[j]) {
+        uint32_t kk = m->keys[j];
+        uint64_t vv = m->vals[j];
+        m->keys[j] = 0;
+        m->n--;
+        (void)sqlcap_map_put(m, kk, vv); /* cannot grow: n decreased */
+        j = (j + 1) & (m->cap - 1);
+    }
+    return true;
+}
+
+void sqlcap_map_clear(sqlcap_map *m)
+{
+    if (m->cap)
+        memset(m->keys, 0, m->cap * sizeof *m->keys);
+    m->n = 0;
+}
+
+void sqlcap_map_free(sqlcap_map *m)
+{
+    if (!m)
+        return;
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+tb_code sqlcap_u32s_push(sqlcap_u32s *l, uint32_t x)
+{
+    if (l->n == l->cap) {
+        size_t ncap = l->cap ? l->cap * 2 : 16;
+        uint32_t *nv = realloc(l->v, ncap * sizeof *nv);
+        if (!nv)
+            return TB_ERR_NOMEM;
+        l->v = nv;
+        l->cap = ncap;
+    }
+    l->v[l->n++] = x;
+    return TB_OK;
+}
+
+void sqlcap_u32s_free(sqlcap_u32s *l)
+{
+    if (!l)
+        return;
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+/* ---------------------------------------------------------------- checksums */
+
+void sqlcap_cksum(bool bigend, const uint8_t *data, size_t len, uint32_t *s0, uint32_t *s1)
+{
+    uint32_t a = *s0, b = *s1;
+    for (size_t i = 0; i + 8 <= len; i += 8) {
+        uint32_t x0, x1;
+        if (bigend) {
+            x0 = sqlcap_be32(data + i);
+            x1 = sqlcap_be32(data + i + 4);
+        } else {
+            x0 = (uint32_t)data[i] | ((uint32_t)data[i + 1] << 8) | ((uint32_t)data[i + 2] << 16) |
+                 ((uint32_t)data[i + 3] << 24);
+            x1 = (uint32_t)data[i + 4] | ((uint32_t)data[i + 5] << 8) | ((uint32_t)data[i + 6] << 16) |
+                 ((uint32_t)data[i + 7] << 24);
+        }
+        a += x0 + b;
+        b += x1 + a;
+    }
+    *s0 = a;
+    *s1 = b;
+}
+
+void sqlcap_walhdr_parse(const uint8_t b[32], sqlcap_walhdr *h)
+{
+    h->magic = sqlcap_be32(b);
+    h->version = sqlcap_be32(b + 4);
+    h->pgsz = sqlcap_be32(b + 8);
+    h->ckpt_seq = sqlcap_be32(b + 12);
+    h->salt1 = sqlcap_be32(b + 16);
+    h->salt2 = sqlcap_be32(b + 20);
+    h->ck1 = sqlcap_be32(b + 24);
+    h->ck2 = sqlcap_be32(b + 28);
+    h->valid = false;
+    if ((h->magic & 0xFFFFFFFEu) != 0x377f0682u || h->version != 3007000)
+        return;
+    uint32_t s0 = 0, s1 = 0;
+    sqlcap_cksum(h->magic & 1, b, 24, &s0, &s1);
+    h->valid = s0 == h->ck1 && s1 == h->ck2 && h->pgsz >= 512 && h->pgsz <= 65536 && !(h->pgsz & (h->pgsz - 1));
+}
+
+/* ---------------------------------------------------------------- shm */
+
+static uint32_t sqlcap_ne32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+tb_code sqlcap_shm_read(int shmfd, sqlcap_shmhdr *h, tb_error *err)
+{
+    uint8_t b[136];
+    ssize_t r = pread(shmfd, b, sizeof b, 0);
+    if (r < 0)
+        return tb_error_set(err, TB_ERR_IO, true, "-shm: read header: %s", strerror(errno));
+    if (r < (ssize_t)sizeof b)
+        return tb_error_set(err, TB_ERR_CORRUPT, true, "-shm: header short (%zd bytes)", r);
+    if (memcmp(b, b + 48, 48) != 0)
+        return tb_error_set(err, TB_ERR_CORRUPT, true, "-shm: header copies differ (writer busy)");
+    if (b[12] != 1)
+        return tb_error_set(err, TB_ERR_CORRUPT, true, "-shm: header not initialised");
+    uint32_t s0 = 0, s1 = 0;
+    /* aCksum is over native-order words */
+    const union { uint32_t u; uint8_t c[4]; } probe = {1};
+    sqlcap_cksum(probe.c[0] == 0, b, 40, &s0, &s1);
+    if (s0 != sqlcap_ne32(b + 40) || s1 != sqlcap_ne32(b + 44))
+        return tb_error_set(err, TB_ERR_CORRUPT, true, "-shm: header checksum mismatch");
+    h->change = sqlcap_ne32(b + 8);
+    uint16_t sz;
+    memcpy(&sz, b + 14, 2);
+    h->pgsz = (uint32_t)(sz & 0xfe00) | ((uint32_t)(sz & 0x0001) << 16);
+    h->mxframe = sqlcap_ne32(b + 16);
+    h->npage = sqlcap_ne32(b + 20);
+    h->fck1 = sqlcap_ne32(b + 24);
+    h->fck2 = sqlcap_ne32(b + 28);
+    h->salt1 = sqlcap_be32(b + 32);
+    h->salt2 = sqlcap_be32(b + 36);
+    h->nbackfill = sqlcap_ne32(b + 96);
+    for (int i = 0; i < 5; i++)
+        h->readmark[i] = sqlcap_ne32(b + 100 + 4 * i);
+    return TB_OK;
+}
+
+uint32_t sqlcap_shm_pgno(int shmfd, uint32_t frame)
+{
+    off_t off;
+    if (frame == 0)
+        return 0;
+    if (frame <= 4062) {
+        off = 136 + (off_t)(frame - 1) * 4;
+    } else {
+        uint32_t j = frame - 4063;
+        off = (off_t)(1 + j / 4096) * 32768 + (off_t)(j % 4096) * 4;
+    }
+    uint8_t b[4];
+    if (pread(shmfd, b, 4, off) != 4)
+        return 0;
+    return sqlcap_ne32(b);
+}
+
+tb_code sqlcap_wal_read_page(int walfd, uint32_t pgsz, uint32_t frame, uint8_t *buf, tb_error *err)
+{
+    off_t off = 32 + (off_t)(frame - 1) * (pgsz + 24) + 24;
+    ssize_t r = pread(walfd, buf, pgsz, off);
+    if (r != (ssize_t)pgsz)
+        return tb_error_set(err, TB_ERR_IO, true, "-wal: read frame %u at offset %lld: %s", frame,
+                            (long long)off, r < 0 ? strerror(errno) : "short read");
+    return TB_OK;
+}

@@ -1,0 +1,208 @@
+/*
+ * sqlcap internals: shared by the files of capture/sqlite only.
+ *
+ * Files:
+ *   sqlcap_file.c   WAL header/frame and -shm header parsing, checksums, u32 map
+ *   sqlcap_tree.c   page views, b-tree walks, cells, records, schema decoding
+ *   sqlcap_diff.c   row diff of one transaction (sqlite-wal.md 2.5-2.7) -> events
+ *   sqlcap.c        lifecycle, pinning (leapfrog), polling, shadow copy, API
+ *   sqlcap_trig.c   trigger mode (sqlite-wal.md 3)
+ */
+#ifndef SQLCAP_INT_H
+#define SQLCAP_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sqlite3.h>
+
+#include "evt.h"
+#include "sqlcap.h"
+#include "tb_buf.h"
+#include "tb_error.h"
+#include "tb_position.h"
+
+#define SQLCAP_FAC "sqlite"
+
+/* ------------------------------------------------------------ u32 -> u64 map */
+
+/* Open addressing, key 0 is "empty" (page numbers start at 1). */
+typedef struct sqlcap_map {
+    uint32_t *keys;
+    uint64_t *vals;
+    size_t cap, n;
+} sqlcap_map;
+
+tb_code sqlcap_map_put(sqlcap_map *m, uint32_t k, uint64_t v);
+bool sqlcap_map_get(const sqlcap_map *m, uint32_t k, uint64_t *v);
+bool sqlcap_map_del(sqlcap_map *m, uint32_t k);
+void sqlcap_map_clear(sqlcap_map *m);
+void sqlcap_map_free(sqlcap_map *m);
+
+/* ------------------------------------------------------------ file formats */
+
+static inline uint32_t sqlcap_be32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+static inline uint16_t sqlcap_be16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
+
+typedef struct sqlcap_walhdr {
+    uint32_t magic, version, pgsz, ckpt_seq, salt1, salt2, ck1, ck2;
+    bool valid;           /* magic, version and checksum ok */
+} sqlcap_walhdr;
+
+typedef struct sqlcap_shmhdr {
+    uint32_t change, mxframe, npage, pgsz, fck1, fck2, salt1, salt2;
+    uint32_t nbackfill;
+    uint32_t readmark[5];
+} sqlcap_shmhdr;
+
+/* Running WAL checksum (FF 4.2). native: words in host order. */
+void sqlcap_cksum(bool bigend, const uint8_t *data, size_t len, uint32_t *s0, uint32_t *s1);
+/* Parse 32 bytes of WAL header. */
+void sqlcap_walhdr_parse(const uint8_t b[32], sqlcap_walhdr *h);
+/* Read and validate the -shm header (both copies, isInit, aCksum). TB_ERR_CORRUPT
+ * (retriable) while the writer is updating it; TB_ERR_IO on read errors. */
+tb_code sqlcap_shm_read(int shmfd, sqlcap_shmhdr *h, tb_error *err);
+/* aPgno[] entry of frame i (1-based) from the -shm; 0 when not readable. */
+uint32_t sqlcap_shm_pgno(int shmfd, uint32_t frame);
+
+/* ------------------------------------------------------------ values, tables */
+
+enum { SQLCAP_NULL = 0, SQLCAP_INT, SQLCAP_REAL, SQLCAP_TEXT, SQLCAP_BLOB };
+
+typedef struct sqlcap_val {
+    int type;
+    int64_t i;
+    double d;
+    const uint8_t *p; /* TEXT/BLOB bytes, borrowed */
+    size_t n;
+} sqlcap_val;
+
+/* One captured table at one schema version. Owned by the sqlcap_schema list. */
+typedef struct sqlcap_tbl {
+    int id;                 /* stable while the table exists; owner[] uses id+2 */
+    char *name;
+    char *sql;
+    uint32_t root;
+    bool without_rowid;
+    bool captured;          /* false: internal (sqlite_*, _cdc_log) or refused */
+    size_t ncols;
+    char **colnames;
+    int *affinity;          /* 'I' integer, 'R' real, 'T' text, 'B' blob/none, 'N' numeric */
+    sqlcap_val *dflt;       /* column defaults (owned copies in dflt_buf) */
+    uint8_t **dflt_buf;
+    long ipk;               /* INTEGER PRIMARY KEY column, or -1 */
+    size_t npk;
+    size_t *pk;             /* key columns (table order index), key order */
+    size_t *store;          /* WITHOUT ROWID: storage position -> column */
+    size_t nstore;
+    evt_table *et;          /* descriptor (one reference) */
+} sqlcap_tbl;
+
+void sqlcap_tbl_free(sqlcap_tbl *t);
+
+/* ------------------------------------------------------------ page views */
+
+/* Where a page image comes from. A view layers: txn map -> overlay -> base. */
+#define SQLCAP_FROM_DB  0xFFFFFFFFFFFFFFFFull /* txn map value: read from the db file */
+
+typedef struct sqlcap_pages {
+    int dbfd;            /* live database file (never closed while running) */
+    int walfd;           /* -wal file */
+    int basefd;          /* mode A: dbfd; mode B: shadow file */
+    uint32_t pgsz;
+    uint32_t usable;     /* page size minus reserved bytes */
+    sqlcap_map *overlay; /* pgno -> WAL frame (mode A) or image pointer (mode B) */
+    bool overlay_images;
+} sqlcap_pages;
+
+typedef struct sqlcap_view {
+    const sqlcap_pages *pg;
+    const sqlcap_map *txn; /* NULL for V0; pgno -> WAL frame or SQLCAP_FROM_DB */
+    uint32_t npages;       /* database size in pages in this view */
+} sqlcap_view;
+
+/* Read page pgno of the view into buf (pgsz bytes). Pages past npages or past
+ * the end of the file read as zeros. */
+tb_code sqlcap_view_read(const sqlcap_view *v, uint32_t pgno, uint8_t *buf, tb_error *err);
+tb_code sqlcap_wal_read_page(int walfd, uint32_t pgsz, uint32_t frame, uint8_t *buf, tb_error *err);
+
+/* A growable list of page numbers. */
+typedef struct sqlcap_u32s {
+    uint32_t *v;
+    size_t n, cap;
+} sqlcap_u32s;
+tb_code sqlcap_u32s_push(sqlcap_u32s *l, uint32_t x);
+void sqlcap_u32s_free(sqlcap_u32s *l);
+
+/* All b-tree pages (interior and leaves) of the tree at root, in view v.
+ * leaves receives leaf pages, inner the interior pages. */
+tb_code sqlcap_tree_pages(const sqlcap_view *v, uint32_t root, sqlcap_u32s *inner, sqlcap_u32s *leaves,
+                          tb_error *err);
+
+/* Callback for every row cell on one page: payload (assembled, borrowed until
+ * return), rowid (table trees), overflow pages of the cell. */
+typedef tb_code (*sqlcap_cell_fn)(void *opaque, uint32_t pgno, int64_t rowid, const uint8_t *payload,
+                                  size_t len, const sqlcap_u32s *ovfl, tb_error *err);
+/* Decode the row cells of one page (table leaf, index leaf or index interior). */
+tb_code sqlcap_page_rows(const sqlcap_view *v, uint32_t pgno, sqlcap_cell_fn fn, void *opaque, tb_error *err);
+
+/* Decode a record into vals (ncols_max slots). *ncols = values present. The
+ * values borrow from payload. */
+tb_code sqlcap_record(const uint8_t *payload, size_t len, sqlcap_val *vals, size_t ncols_max, size_t *ncols);
+
+/* A row of table t decoded to t's column order: defaults for missing
+ * columns, IPK from rowid, REAL affinity conversion. vals has t->ncols slots. */
+tb_code sqlcap_row_decode(const sqlcap_tbl *t, int64_t rowid, const uint8_t *payload, size_t len,
+                          sqlcap_val *vals, tb_error *err);
+
+/* ------------------------------------------------------------ schema */
+
+typedef struct sqlcap_schema {
+    sqlcap_tbl **tbls;
+    size_t n, cap;
+} sqlcap_schema;
+
+/* Read sqlite_schema in view v and build table infos (decoding via a private
+ * in-memory SQLite). prev (may be NULL) lets unchanged tables keep their id
+ * and descriptor. dbname is the evt_table db. next_id is advanced for new tables. */
+tb_code sqlcap_schema_load(const sqlcap_view *v, const sqlcap_schema *prev, const char *dbname, int *next_id,
+                           sqlite3 *mem, sqlcap_schema *out, sqlcap_u32s *ovfl_pages, tb_error *err);
+void sqlcap_schema_free(sqlcap_schema *s);
+/* name\0root\0sql\0 of every table, in b-tree order: cheap change detection. */
+tb_code sqlcap_schema_sig(const sqlcap_view *v, tb_buf *out, sqlcap_u32s *ovfl_pages, tb_error *err);
+sqlcap_tbl *sqlcap_schema_find(const sqlcap_schema *s, const char *name);
+
+/* ------------------------------------------------------------ diff engine */
+
+typedef struct sqlcap_engine sqlcap_engine;
+
+typedef struct sqlcap_evlist {
+    evt_event **v;
+    size_t n, cap, next;
+} sqlcap_evlist;
+void sqlcap_evlist_clear(sqlcap_evlist *l); /* frees the events */
+
+/* The state at the position P: schema, page owners. */
+sqlcap_engine *sqlcap_engine_new(sqlcap_pages *pg, const char *dbname);
+void sqlcap_engine_free(sqlcap_engine *e);
+/* Build schema and owners from the view at P (O(database) once). */
+tb_code sqlcap_engine_attach(sqlcap_engine *e, uint32_t npages, tb_error *err);
+/* Diff one transaction: txn = pgno -> source, new size. Appends events
+ * (without positions) to out and advances the state to after the txn. The
+ * overlay is NOT updated here (the caller does that afterwards). */
+tb_code sqlcap_engine_txn(sqlcap_engine *e, const sqlcap_map *txn, uint32_t new_npages, sqlcap_evlist *out,
+                          tb_error *err);
+uint32_t sqlcap_engine_npages(const sqlcap_engine *e);
+const sqlcap_schema *sqlcap_engine_schema(const sqlcap_engine *e);
+/* Emit op=r events for every row of table t in the view at P, leaf by leaf:
+ * leaf index *cursor (0 to start); returns the next cursor or 0 when done. */
+tb_code sqlcap_engine_scan(sqlcap_engine *e, const sqlcap_tbl *t, size_t *cursor, sqlcap_evlist *out,
+                           tb_error *err);
+
+/* Build an event for table t from decoded rows (NULL image = absent). */
+evt_event *sqlcap_make_event(const sqlcap_tbl *t, evt_op op, const sqlcap_val *before, const sqlcap_val *after);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * sqlcap_priv: the sqlcap object (capture/sqlite only).
+ */
+#ifndef SQLCAP_PRIV_H
+#define SQLCAP_PRIV_H
+
+#include "sqlcap_int.h"
+
+/* One consumed, not yet acknowledged transaction (mode B): its page images. */
+typedef struct sqlcap_untx {
+    tb_position pos;
+    uint32_t npages;
+    uint32_t *pgno;
+    uint8_t **img; /* owned */
+    size_t n;
+} sqlcap_untx;
+
+typedef struct sqlcap_trig sqlcap_trig;
+
+struct sqlcap {
+    sqlcap_opts o;
+    char *path, *dbname;
+    char *shadow_path, *shadow_pos_path, *shadow_redo_path;
+    sqlcap_trig *trig;          /* trigger mode */
+    /* files: never closed while running (sqlite-wal.md 1.8) */
+    int dbfd, walfd, shmfd, shadowfd;
+    sqlite3 *R[2];
+    int protector;              /* index of the pinning read transaction, -1 none */
+    sqlite3 *K;                 /* PASSIVE checkpoints (optional) */
+    int64_t last_ckpt_ms, last_log_ms;
+    sqlcap_pages pg;
+    sqlcap_map overlay;
+    sqlcap_engine *eng;
+    /* stream position P (last consumed commit) */
+    uint32_t salt1, salt2;
+    uint64_t gen_seq, inode;
+    uint32_t frame, ck1, ck2, npages;
+    uint32_t shadow_pages;
+    /* delivery */
+    sqlcap_evlist evq;
+    tb_position pos;            /* last complete delivered transaction */
+    tb_position skip_to;        /* resume: transactions up to here are not delivered */
+    /* mode B queue */
+    sqlcap_untx *un;
+    size_t nun, capun;
+    uint64_t unacked_bytes;
+    /* snapshot */
+    bool snapping;
+    size_t snap_tbl, snap_cursor;
+    bool snap_any;
+    sqlcap_stats st;
+};
+
+int64_t sqlcap_now_ms(void);
+void sqlcap_sleep_ms(int ms);
+tb_code sqlcap_open_reader(sqlcap *c, sqlite3 **db, tb_error *err);
+tb_code sqlcap_begin(sqlcap *c, int i, tb_error *err);
+void sqlcap_end(sqlcap *c, int i);
+tb_code sqlcap_shm(sqlcap *c, sqlcap_shmhdr *h, tb_error *err);
+tb_code sqlcap_walhdr_read(sqlcap *c, sqlcap_walhdr *w, tb_error *err);
+void sqlcap_pos_make(const sqlcap *c, uint32_t frame, uint32_t ck1, uint32_t ck2, uint32_t npages, tb_position *p);
+bool sqlcap_pos_le(const tb_position *a, const tb_position *b);
+char *sqlcap_strcat3(const char *a, const char *b);
+tb_code sqlcap_shadow_meta(sqlcap *c, const tb_position *pos, tb_error *err);
+tb_code sqlcap_redo_apply(sqlcap *c, const uint8_t *b, size_t n, tb_position *pos, tb_error *err);
+tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err);
+/* deliver=false: events are dropped and (mode B) the shadow advances at once. */
+tb_code sqlcap_apply_txn(sqlcap *c, sqlcap_map *txn, uint32_t frame, uint32_t ck1, uint32_t ck2, uint32_t npages,
+                         bool deliver, tb_error *err);
+
+/* trigger mode (sqlcap_trig.c) */
+tb_code sqlcap_trig_open(sqlcap *c, const tb_position *start, tb_error *err);
+tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err);
+tb_code sqlcap_trig_ack(sqlcap *c, const tb_position *pos, tb_error *err);
+void sqlcap_trig_close(sqlcap *c);
+
+#endif

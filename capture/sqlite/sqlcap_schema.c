@@ -1,0 +1,443 @@
+/*
+ * sqlcap_schema: sqlite_schema (the table b-tree rooted at page 1, columns
+ * type, name, tbl_name, rootpage, sql) decoded from a page view, and each
+ * table's decoding info derived exactly by executing its CREATE TABLE text in
+ * a private in-memory SQLite (sqlite-wal.md 2.6): column names, declared
+ * types, affinity, defaults, primary key order, INTEGER PRIMARY KEY alias and
+ * the WITHOUT ROWID storage order (PRAGMA index_xinfo of the pk index).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "sqlcap_int.h"
+#include "tb_log.h"
+
+void sqlcap_tbl_free(sqlcap_tbl *t)
+{
+    if (!t)
+        return;
+    free(t->name);
+    free(t->sql);
+    for (size_t i = 0; i < t->ncols; i++) {
+        if (t->colnames)
+            free(t->colnames[i]);
+        if (t->dflt_buf)
+            free(t->dflt_buf[i]);
+    }
+    free(t->colnames);
+    free(t->dflt_buf);
+    free(t->dflt);
+    free(t->affinity);
+    free(t->pk);
+    free(t->store);
+    evt_table_unref(t->et);
+    free(t);
+}
+
+void sqlcap_schema_free(sqlcap_schema *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        sqlcap_tbl_free(s->tbls[i]);
+    free(s->tbls);
+    memset(s, 0, sizeof *s);
+}
+
+sqlcap_tbl *sqlcap_schema_find(const sqlcap_schema *s, const char *name)
+{
+    for (size_t i = 0; s && i < s->n; i++)
+        if (strcmp(s->tbls[i]->name, name) == 0)
+            return s->tbls[i];
+    return NULL;
+}
+
+static int sqlcap_affinity(const char *decl)
+{
+    if (!decl || !*decl)
+        return 'B';
+    char *u = strdup(decl);
+    int a = 'N';
+    if (!u)
+        return 'N';
+    for (char *p = u; *p; p++)
+        if (*p >= 'a' && *p <= 'z')
+            *p = (char)(*p - 32);
+    if (strstr(u, "INT"))
+        a = 'I';
+    else if (strstr(u, "CHAR") || strstr(u, "CLOB") || strstr(u, "TEXT"))
+        a = 'T';
+    else if (strstr(u, "BLOB"))
+        a = 'B';
+    else if (strstr(u, "REAL") || strstr(u, "FLOA") || strstr(u, "DOUB"))
+        a = 'R';
+    free(u);
+    return a;
+}
+
+static evt_type sqlcap_evt_type(int aff, const char *decl)
+{
+    switch (aff) {
+    case 'I': return EVT_T_SQLITE_INTEGER;
+    case 'R': return EVT_T_SQLITE_REAL;
+    case 'T': return EVT_T_SQLITE_TEXT;
+    case 'B': return (decl && *decl) ? EVT_T_SQLITE_BLOB : EVT_T_SQLITE_NUMERIC;
+    default: return EVT_T_SQLITE_NUMERIC;
+    }
+}
+
+/* Evaluate a default expression text into t->dflt[c] (owned copy). */
+static void sqlcap_eval_default(sqlite3 *mem, sqlcap_tbl *t, size_t c, const char *expr)
+{
+    t->dflt[c].type = SQLCAP_NULL;
+    if (!expr)
+        return;
+    char *q = sqlite3_mprintf("SELECT %s", expr);
+    sqlite3_stmt *st = NULL;
+    if (q && sqlite3_prepare_v2(mem, q, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+        switch (sqlite3_column_type(st, 0)) {
+        case SQLITE_INTEGER:
+            t->dflt[c].type = SQLCAP_INT;
+            t->dflt[c].i = sqlite3_column_int64(st, 0);
+            break;
+        case SQLITE_FLOAT:
+            t->dflt[c].type = SQLCAP_REAL;
+            t->dflt[c].d = sqlite3_column_double(st, 0);
+            break;
+        case SQLITE_TEXT:
+        case SQLITE_BLOB: {
+            int blob = sqlite3_column_type(st, 0) == SQLITE_BLOB;
+            const void *p = blob ? sqlite3_column_blob(st, 0) : (const void *)sqlite3_column_text(st, 0);
+            size_t n = (size_t)sqlite3_column_bytes(st, 0);
+            t->dflt_buf[c] = malloc(n + 1);
+            if (t->dflt_buf[c]) {
+                if (n)
+                    memcpy(t->dflt_buf[c], p, n);
+                t->dflt[c].type = blob ? SQLCAP_BLOB : SQLCAP_TEXT;
+                t->dflt[c].p = t->dflt_buf[c];
+                t->dflt[c].n = n;
+            }
+            break;
+        }
+        default: break;
+        }
+    } else {
+        TB_WARN(SQLCAP_FAC, "table %s: cannot evaluate default of column %zu (%s): NULL used", t->name, c, expr);
+    }
+    sqlite3_finalize(st);
+    sqlite3_free(q);
+}
+
+/* Derive decoding info for one table. Returns TB_OK with captured=false for
+ * tables we do not capture (virtual, generated columns). */
+static tb_code sqlcap_tbl_derive(sqlite3 *mem, sqlcap_tbl *t, const char *dbname, const sqlcap_tbl *prev,
+                                 tb_error *err)
+{
+    tb_code rc = TB_OK;
+    sqlite3_stmt *st = NULL;
+    char *q = NULL;
+    size_t cap = 16, n = 0;
+    int *pkpos = NULL;
+    char **decl = NULL;
+    int *notnull = NULL;
+
+    q = sqlite3_mprintf("DROP TABLE IF EXISTS \"%w\"", t->name);
+    sqlite3_exec(mem, q, NULL, NULL, NULL);
+    sqlite3_free(q);
+    q = NULL;
+    if (sqlite3_exec(mem, t->sql, NULL, NULL, NULL) != SQLITE_OK) {
+        TB_WARN(SQLCAP_FAC, "table %s: cannot interpret its CREATE text (%s): not captured", t->name,
+                sqlite3_errmsg(mem));
+        return TB_OK;
+    }
+    t->colnames = calloc(cap, sizeof *t->colnames);
+    t->affinity = calloc(cap, sizeof *t->affinity);
+    decl = calloc(cap, sizeof *decl);
+    pkpos = calloc(cap, sizeof *pkpos);
+    notnull = calloc(cap, sizeof *notnull);
+    char **dexpr = calloc(cap, sizeof *dexpr);
+    bool hidden = false;
+    if (!t->colnames || !t->affinity || !decl || !pkpos || !notnull || !dexpr)
+        goto nomem;
+    if (sqlite3_prepare_v2(mem, "SELECT name, type, \"notnull\", dflt_value, pk, hidden FROM pragma_table_xinfo(?)",
+                           -1, &st, NULL) != SQLITE_OK)
+        goto sqlerr;
+    sqlite3_bind_text(st, 1, t->name, -1, SQLITE_STATIC);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (n + 2 >= cap) {
+            size_t nc = cap * 2;
+            char **a = realloc(t->colnames, nc * sizeof *a);
+            if (a) t->colnames = a;
+            int *b = realloc(t->affinity, nc * sizeof *b);
+            if (b) t->affinity = b;
+            char **d = realloc(decl, nc * sizeof *d);
+            if (d) decl = d;
+            int *e = realloc(pkpos, nc * sizeof *e);
+            if (e) pkpos = e;
+            int *f = realloc(notnull, nc * sizeof *f);
+            if (f) notnull = f;
+            char **g = realloc(dexpr, nc * sizeof *g);
+            if (g) dexpr = g;
+            if (!a || !b || !d || !e || !f || !g)
+                goto nomem;
+            cap = nc;
+        }
+        const char *nm = (const char *)sqlite3_column_text(st, 0);
+        const char *ty = (const char *)sqlite3_column_text(st, 1);
+        const char *df = (const char *)sqlite3_column_text(st, 3);
+        t->colnames[n] = strdup(nm ? nm : "");
+        decl[n] = strdup(ty ? ty : "");
+        dexpr[n] = df ? strdup(df) : NULL;
+        t->affinity[n] = sqlcap_affinity(ty);
+        notnull[n] = sqlite3_column_int(st, 2);
+        pkpos[n] = sqlite3_column_int(st, 4);
+        if (sqlite3_column_int(st, 5) != 0)
+            hidden = true;
+        n++;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    t->ncols = n;
+    if (hidden) {
+        TB_WARN(SQLCAP_FAC, "table %s: generated or hidden columns are not supported: not captured", t->name);
+        goto out;
+    }
+    /* primary key */
+    size_t npk = 0;
+    for (size_t c = 0; c < n; c++)
+        if (pkpos[c] > 0)
+            npk++;
+    t->pk = calloc(npk + 1, sizeof *t->pk);
+    if (!t->pk)
+        goto nomem;
+    for (size_t c = 0; c < n; c++)
+        if (pkpos[c] > 0 && (size_t)pkpos[c] <= npk)
+            t->pk[pkpos[c] - 1] = c;
+    t->npk = npk;
+    t->ipk = -1;
+    /* pk index: WITHOUT ROWID storage order; a rowid table with a pk index has no IPK alias */
+    bool pk_index = false;
+    if (sqlite3_prepare_v2(mem, "SELECT name FROM pragma_index_list(?) WHERE origin = 'pk'", -1, &st, NULL) !=
+        SQLITE_OK)
+        goto sqlerr;
+    sqlite3_bind_text(st, 1, t->name, -1, SQLITE_STATIC);
+    char *pkidx = NULL;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        pk_index = true;
+        pkidx = strdup((const char *)sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (t->without_rowid) {
+        if (!pkidx)
+            goto nomem;
+        t->store = calloc(n + 1, sizeof *t->store);
+        if (!t->store || sqlite3_prepare_v2(mem, "SELECT cid FROM pragma_index_xinfo(?) ORDER BY seqno", -1, &st,
+                                            NULL) != SQLITE_OK) {
+            free(pkidx);
+            goto sqlerr;
+        }
+        sqlite3_bind_text(st, 1, pkidx, -1, SQLITE_STATIC);
+        while (sqlite3_step(st) == SQLITE_ROW && t->nstore < n) {
+            int cid = sqlite3_column_int(st, 0);
+            if (cid >= 0)
+                t->store[t->nstore++] = (size_t)cid;
+        }
+        sqlite3_finalize(st);
+        st = NULL;
+    } else if (npk == 1 && !pk_index && strcasecmp(decl[t->pk[0]], "INTEGER") == 0) {
+        t->ipk = (long)t->pk[0];
+    }
+    free(pkidx);
+    /* rowid table without a primary key: synthetic trailing "rowid" key column */
+    bool synth = !t->without_rowid && npk == 0;
+    if (synth) {
+        t->colnames[n] = strdup("rowid");
+        decl[n] = strdup("INTEGER");
+        dexpr[n] = NULL;
+        t->affinity[n] = 'I';
+        notnull[n] = 1;
+        t->ncols = ++n;
+        t->pk[0] = n - 1;
+        t->npk = 1;
+    }
+    t->dflt = calloc(n, sizeof *t->dflt);
+    t->dflt_buf = calloc(n, sizeof *t->dflt_buf);
+    if (!t->dflt || !t->dflt_buf)
+        goto nomem;
+    for (size_t c = 0; c < n; c++)
+        sqlcap_eval_default(mem, t, c, dexpr[c]);
+    /* descriptor: reuse the previous one when nothing changed */
+    if (prev && prev->et && prev->sql && strcmp(prev->sql, t->sql) == 0) {
+        t->et = evt_table_ref(prev->et);
+    } else {
+        t->et = evt_table_new(dbname, t->name, n);
+        if (!t->et)
+            goto nomem;
+        for (size_t c = 0; c < n; c++)
+            evt_table_set_column(t->et, c, t->colnames[c], sqlcap_evt_type(t->affinity[c], decl[c]), decl[c],
+                                 !notnull[c] && !(synth && c == n - 1), false);
+        evt_table_set_pk(t->et, t->pk, t->npk);
+        evt_table_set_version(t->et, prev && prev->et ? evt_table_version(prev->et) + 1 : 1);
+        evt_table_seal(t->et);
+    }
+    t->captured = true;
+    goto out;
+nomem:
+    rc = tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory deriving its columns", t->name);
+    goto out;
+sqlerr:
+    rc = tb_error_set(err, TB_ERR_SOURCE, false, "table %s: schema query failed: %s", t->name, sqlite3_errmsg(mem));
+out:
+    sqlite3_finalize(st);
+    for (size_t c = 0; c < cap && decl; c++)
+        free(decl[c]);
+    for (size_t c = 0; c < cap && dexpr; c++)
+        free(dexpr[c]);
+    free(decl);
+    free(dexpr);
+    free(pkpos);
+    free(notnull);
+    q = sqlite3_mprintf("DROP TABLE IF EXISTS \"%w\"", t->name);
+    sqlite3_exec(mem, q, NULL, NULL, NULL);
+    sqlite3_free(q);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- schema rows */
+
+typedef struct sqlcap_schema_ctx {
+    const sqlcap_schema *prev;
+    const char *dbname;
+    int *next_id;
+    sqlite3 *mem;
+    sqlcap_schema *out;
+    sqlcap_u32s *ovfl;
+    uint32_t cur_page;
+} sqlcap_schema_ctx;
+
+static char *sqlcap_val_strdup(const sqlcap_val *v)
+{
+    if (v->type != SQLCAP_TEXT)
+        return NULL;
+    char *s = malloc(v->n + 1);
+    if (s) {
+        memcpy(s, v->p, v->n);
+        s[v->n] = 0;
+    }
+    return s;
+}
+
+static tb_code sqlcap_schema_row(void *opaque, uint32_t pgno, int64_t rowid, const uint8_t *payload, size_t len,
+                                 const sqlcap_u32s *ovfl, tb_error *err)
+{
+    sqlcap_schema_ctx *x = opaque;
+    sqlcap_val v[5];
+    size_t n = 0;
+    (void)pgno;
+    (void)rowid;
+    for (size_t i = 0; i < ovfl->n; i++)
+        if (x->ovfl && sqlcap_u32s_push(x->ovfl, ovfl->v[i]) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "sqlite_schema: out of memory");
+    if (sqlcap_record(payload, len, v, 5, &n) != TB_OK || n < 5)
+        return tb_error_set(err, TB_ERR_CORRUPT, false, "sqlite_schema: malformed row on page %u", pgno);
+    if (v[0].type != SQLCAP_TEXT || v[0].n != 5 || memcmp(v[0].p, "table", 5) != 0)
+        return TB_OK;
+    if (v[3].type != SQLCAP_INT || v[3].i <= 0 || v[4].type != SQLCAP_TEXT)
+        return TB_OK; /* virtual tables have rootpage 0 */
+    sqlcap_tbl *t = calloc(1, sizeof *t);
+    if (!t)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "sqlite_schema: out of memory");
+    t->name = sqlcap_val_strdup(&v[1]);
+    t->sql = sqlcap_val_strdup(&v[4]);
+    t->root = (uint32_t)v[3].i;
+    t->ipk = -1;
+    if (!t->name || !t->sql) {
+        sqlcap_tbl_free(t);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "sqlite_schema: out of memory");
+    }
+    if (x->out->n == x->out->cap) {
+        size_t nc = x->out->cap ? x->out->cap * 2 : 8;
+        sqlcap_tbl **nt = realloc(x->out->tbls, nc * sizeof *nt);
+        if (!nt) {
+            sqlcap_tbl_free(t);
+            return tb_error_set(err, TB_ERR_NOMEM, false, "sqlite_schema: out of memory");
+        }
+        x->out->tbls = nt;
+        x->out->cap = nc;
+    }
+    x->out->tbls[x->out->n++] = t;
+    const sqlcap_tbl *prev = sqlcap_schema_find(x->prev, t->name);
+    t->id = prev ? prev->id : (*x->next_id)++;
+    /* WITHOUT ROWID: detected from the normalised CREATE text's tail */
+    const char *tail = strrchr(t->sql, ')');
+    if (tail) {
+        for (const char *p = tail; *p; p++)
+            if (strncasecmp(p, "without", 7) == 0) {
+                t->without_rowid = true;
+                break;
+            }
+    }
+    if (strncmp(t->name, "sqlite_", 7) == 0 || strcmp(t->name, "_cdc_log") == 0)
+        return TB_OK;
+    return sqlcap_tbl_derive(x->mem, t, x->dbname, prev, err);
+}
+
+tb_code sqlcap_schema_load(const sqlcap_view *v, const sqlcap_schema *prev, const char *dbname, int *next_id,
+                           sqlite3 *mem, sqlcap_schema *out, sqlcap_u32s *ovfl_pages, tb_error *err)
+{
+    sqlcap_u32s inner = {0}, leaves = {0};
+    sqlcap_schema_ctx x = {prev, dbname, next_id, mem, out, ovfl_pages, 0};
+    memset(out, 0, sizeof *out);
+    tb_code rc = sqlcap_tree_pages(v, 1, &inner, &leaves, err);
+    for (size_t i = 0; rc == TB_OK && i < leaves.n; i++)
+        rc = sqlcap_page_rows(v, leaves.v[i], sqlcap_schema_row, &x, err);
+    sqlcap_u32s_free(&inner);
+    sqlcap_u32s_free(&leaves);
+    if (rc != TB_OK)
+        sqlcap_schema_free(out);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- signature */
+
+typedef struct sqlcap_sig_ctx {
+    tb_buf *out;
+    sqlcap_u32s *ovfl;
+} sqlcap_sig_ctx;
+
+static tb_code sqlcap_sig_row(void *opaque, uint32_t pgno, int64_t rowid, const uint8_t *payload, size_t len,
+                              const sqlcap_u32s *ovfl, tb_error *err)
+{
+    sqlcap_sig_ctx *x = opaque;
+    sqlcap_val v[5];
+    size_t n = 0;
+    (void)rowid;
+    for (size_t i = 0; i < ovfl->n; i++)
+        if (x->ovfl && sqlcap_u32s_push(x->ovfl, ovfl->v[i]) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "sqlite_schema: out of memory");
+    if (sqlcap_record(payload, len, v, 5, &n) != TB_OK || n < 5)
+        return tb_error_set(err, TB_ERR_CORRUPT, false, "sqlite_schema: malformed row on page %u", pgno);
+    if (v[0].type != SQLCAP_TEXT || v[0].n != 5 || memcmp(v[0].p, "table", 5) != 0)
+        return TB_OK;
+    if (tb_buf_append(x->out, v[1].p, v[1].n) != TB_OK || tb_buf_putc(x->out, 0) != TB_OK ||
+        tb_buf_printf(x->out, "%lld", v[3].type == SQLCAP_INT ? (long long)v[3].i : 0LL) != TB_OK ||
+        tb_buf_putc(x->out, 0) != TB_OK || (v[4].n && tb_buf_append(x->out, v[4].p, v[4].n) != TB_OK) ||
+        tb_buf_putc(x->out, 0) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "sqlite_schema: out of memory");
+    return TB_OK;
+}
+
+tb_code sqlcap_schema_sig(const sqlcap_view *v, tb_buf *out, sqlcap_u32s *ovfl_pages, tb_error *err)
+{
+    sqlcap_u32s inner = {0}, leaves = {0};
+    sqlcap_sig_ctx x = {out, ovfl_pages};
+    tb_buf_reset(out);
+    tb_code rc = sqlcap_tree_pages(v, 1, &inner, &leaves, err);
+    for (size_t i = 0; rc == TB_OK && i < leaves.n; i++)
+        rc = sqlcap_page_rows(v, leaves.v[i], sqlcap_sig_row, &x, err);
+    sqlcap_u32s_free(&inner);
+    sqlcap_u32s_free(&leaves);
+    return rc;
+}

@@ -1,0 +1,408 @@
+/*
+ * sqlcap_state: pinning primitives (leapfrog, sqlite-wal.md 2.2), positions,
+ * the overlay and the shadow copy (2.4, mode B), and applying one consumed
+ * transaction (diff, positions, event queue).
+ *
+ * SHADOW FILES (mode B): <shadow> is a plain copy of the database pages at
+ * the acknowledged position; <shadow>.pos holds that position in tb_position
+ * text form; <shadow>.redo makes an advance atomic:
+ *   "SQLCAPREDO1\n" <position text> "\n" u32 npages u32 count
+ *   count x (u32 pgno, page) then "END!".
+ * Written and fsynced first, then applied to <shadow>, fsynced, .pos renamed
+ * into place, .redo unlinked. A complete .redo found at open is re-applied.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sqlcap_int.h"
+#include "sqlcap_priv.h"
+#include "tb_log.h"
+
+int64_t sqlcap_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void sqlcap_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---------------------------------------------------------------- pinning */
+
+tb_code sqlcap_open_reader(sqlcap *c, sqlite3 **db, tb_error *err)
+{
+    char *uri = sqlite3_mprintf("file:%s?mode=ro", c->path);
+    int rc = uri ? sqlite3_open_v2(uri, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) : SQLITE_NOMEM;
+    sqlite3_free(uri);
+    if (rc != SQLITE_OK)
+        return tb_error_set(err, TB_ERR_SOURCE, true, "%s: open read-only: %s", c->path,
+                            *db ? sqlite3_errmsg(*db) : sqlite3_errstr(rc));
+    sqlite3_busy_timeout(*db, 30000);
+    sqlite3_db_config(*db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+    return TB_OK;
+}
+
+tb_code sqlcap_begin(sqlcap *c, int i, tb_error *err)
+{
+    for (int attempt = 0;; attempt++) {
+        int rc = sqlite3_exec(c->R[i], "BEGIN; SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            return TB_OK;
+        sqlite3_exec(c->R[i], "ROLLBACK", NULL, NULL, NULL);
+        if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt > 100)
+            return tb_error_set(err, TB_ERR_SOURCE, true, "%s: begin read transaction: %s", c->path,
+                                sqlite3_errmsg(c->R[i]));
+        sqlcap_sleep_ms(10);
+    }
+}
+
+void sqlcap_end(sqlcap *c, int i)
+{
+    if (i >= 0 && c->R[i])
+        sqlite3_exec(c->R[i], "ROLLBACK", NULL, NULL, NULL);
+}
+
+tb_code sqlcap_shm(sqlcap *c, sqlcap_shmhdr *h, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        rc = sqlcap_shm_read(c->shmfd, h, err);
+        if (rc == TB_OK || rc != TB_ERR_CORRUPT)
+            return rc;
+        sqlcap_sleep_ms(1);
+    }
+    return rc;
+}
+
+tb_code sqlcap_walhdr_read(sqlcap *c, sqlcap_walhdr *w, tb_error *err)
+{
+    uint8_t b[32];
+    ssize_t r = pread(c->walfd, b, 32, 0);
+    memset(w, 0, sizeof *w);
+    if (r < 0)
+        return tb_error_set(err, TB_ERR_IO, true, "%s-wal: read header: %s", c->path, strerror(errno));
+    if (r == 32)
+        sqlcap_walhdr_parse(b, w);
+    return TB_OK;
+}
+
+/* ---------------------------------------------------------------- positions */
+
+void sqlcap_pos_make(const sqlcap *c, uint32_t frame, uint32_t ck1, uint32_t ck2, uint32_t npages,
+                            tb_position *p)
+{
+    tb_position_free(p);
+    p->kind = TB_POS_SQLITE_WAL;
+    p->salt1 = c->salt1;
+    p->salt2 = c->salt2;
+    p->frame = frame;
+    p->cksum1 = ck1;
+    p->cksum2 = ck2;
+    p->db_pages = npages;
+    p->gen_seq = c->gen_seq;
+    p->inode = c->inode;
+}
+
+/* a <= b in stream order */
+bool sqlcap_pos_le(const tb_position *a, const tb_position *b)
+{
+    if (a->gen_seq != b->gen_seq)
+        return a->gen_seq < b->gen_seq;
+    return a->frame <= b->frame;
+}
+
+/* ---------------------------------------------------------------- shadow */
+
+char *sqlcap_strcat3(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 1;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s%s", a, b);
+    return s;
+}
+
+static tb_code sqlcap_write_all(int fd, const void *p, size_t n, const char *what, tb_error *err)
+{
+    const uint8_t *b = p;
+    while (n) {
+        ssize_t w = write(fd, b, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return tb_error_set(err, TB_ERR_IO, true, "%s: write: %s", what, strerror(errno));
+        b += w;
+        n -= (size_t)w;
+    }
+    return TB_OK;
+}
+
+tb_code sqlcap_shadow_meta(sqlcap *c, const tb_position *pos, tb_error *err)
+{
+    tb_buf t;
+    tb_code rc;
+    char *tmp = sqlcap_strcat3(c->shadow_pos_path, ".tmp");
+    tb_buf_init(&t, 0);
+    if (!tmp || tb_position_format(pos, &t) != TB_OK || tb_buf_putc(&t, '\n') != TB_OK) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
+        goto out;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    rc = sqlcap_write_all(fd, t.data, t.len, tmp, err);
+    if (rc == TB_OK && fsync(fd) != 0)
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: fsync: %s", tmp, strerror(errno));
+    close(fd);
+    if (rc == TB_OK && rename(tmp, c->shadow_pos_path) != 0)
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: rename: %s", c->shadow_pos_path, strerror(errno));
+out:
+    free(tmp);
+    tb_buf_free(&t);
+    return rc;
+}
+
+/* Apply a redo buffer (format in the file comment) to the shadow file. */
+tb_code sqlcap_redo_apply(sqlcap *c, const uint8_t *b, size_t n, tb_position *pos, tb_error *err)
+{
+    const char *magic = "SQLCAPREDO1\n";
+    size_t ml = strlen(magic);
+    if (n < ml + 12 || memcmp(b, magic, ml) != 0 || memcmp(b + n - 4, "END!", 4) != 0)
+        return tb_error_set(err, TB_ERR_CORRUPT, false, "%s: incomplete", c->shadow_redo_path);
+    const uint8_t *nl = memchr(b + ml, '\n', n - ml);
+    if (!nl)
+        return tb_error_set(err, TB_ERR_CORRUPT, false, "%s: no position line", c->shadow_redo_path);
+    char *txt = strndup((const char *)b + ml, (size_t)(nl - (b + ml)));
+    tb_code rc = txt ? tb_position_parse(txt, pos, err) : TB_ERR_NOMEM;
+    free(txt);
+    if (rc != TB_OK)
+        return rc;
+    const uint8_t *p = nl + 1;
+    uint32_t npages = sqlcap_be32(p), count = sqlcap_be32(p + 4);
+    p += 8;
+    for (uint32_t i = 0; i < count; i++) {
+        if ((size_t)(b + n - 4 - p) < 4 + (size_t)c->pg.pgsz)
+            return tb_error_set(err, TB_ERR_CORRUPT, false, "%s: truncated at page %u", c->shadow_redo_path, i);
+        uint32_t pgno = sqlcap_be32(p);
+        if (pwrite(c->shadowfd, p + 4, c->pg.pgsz, (off_t)(pgno - 1) * c->pg.pgsz) != (ssize_t)c->pg.pgsz)
+            return tb_error_set(err, TB_ERR_IO, true, "shadow: write page %u: %s", pgno, strerror(errno));
+        p += 4 + c->pg.pgsz;
+    }
+    if (ftruncate(c->shadowfd, (off_t)npages * c->pg.pgsz) != 0 || fsync(c->shadowfd) != 0)
+        return tb_error_set(err, TB_ERR_IO, true, "shadow: truncate/fsync: %s", strerror(errno));
+    if ((rc = sqlcap_shadow_meta(c, pos, err)) != TB_OK)
+        return rc;
+    unlink(c->shadow_redo_path);
+    return TB_OK;
+}
+
+static void sqlcap_put_be32(uint8_t *b, uint32_t v)
+{
+    b[0] = (uint8_t)(v >> 24);
+    b[1] = (uint8_t)(v >> 16);
+    b[2] = (uint8_t)(v >> 8);
+    b[3] = (uint8_t)v;
+}
+
+/* Advance the shadow by the unacked transactions up to and including pos. */
+tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err)
+{
+    size_t k = 0;
+    while (k < c->nun && sqlcap_pos_le(&c->un[k].pos, pos))
+        k++;
+    if (k == 0)
+        return TB_OK;
+    tb_code rc = TB_OK;
+    tb_buf redo, pt;
+    tb_buf_init(&redo, 0);
+    tb_buf_init(&pt, 0);
+    /* the newest image of each page among the k transactions */
+    sqlcap_map last = {0};
+    uint32_t count = 0;
+    for (size_t t = 0; t < k; t++)
+        for (size_t i = 0; i < c->un[t].n; i++) {
+            if (!sqlcap_map_get(&last, c->un[t].pgno[i], NULL))
+                count++;
+            if (sqlcap_map_put(&last, c->un[t].pgno[i], (uint64_t)(uintptr_t)c->un[t].img[i]) != TB_OK)
+                goto nomem;
+        }
+    uint32_t npages = c->un[k - 1].npages;
+    uint8_t hdr[8];
+    sqlcap_put_be32(hdr, npages);
+    sqlcap_put_be32(hdr + 4, 0);
+    if (tb_buf_puts(&redo, "SQLCAPREDO1\n") != TB_OK || tb_position_format(&c->un[k - 1].pos, &redo) != TB_OK ||
+        tb_buf_putc(&redo, '\n') != TB_OK)
+        goto nomem;
+    size_t count_off = redo.len + 4;
+    if (tb_buf_append(&redo, hdr, 8) != TB_OK)
+        goto nomem;
+    count = 0;
+    for (size_t i = 0; i < last.cap; i++) {
+        if (!last.keys[i] || last.keys[i] > npages)
+            continue;
+        uint8_t pb[4];
+        sqlcap_put_be32(pb, last.keys[i]);
+        if (tb_buf_append(&redo, pb, 4) != TB_OK ||
+            tb_buf_append(&redo, (const void *)(uintptr_t)last.vals[i], c->pg.pgsz) != TB_OK)
+            goto nomem;
+        count++;
+    }
+    sqlcap_put_be32((uint8_t *)redo.data + count_off, count);
+    if (tb_buf_append(&redo, "END!", 4) != TB_OK)
+        goto nomem;
+    int fd = open(c->shadow_redo_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", c->shadow_redo_path, strerror(errno));
+        goto out;
+    }
+    rc = sqlcap_write_all(fd, redo.data, redo.len, c->shadow_redo_path, err);
+    if (rc == TB_OK && fsync(fd) != 0)
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: fsync: %s", c->shadow_redo_path, strerror(errno));
+    close(fd);
+    tb_position rp;
+    tb_position_init(&rp);
+    if (rc == TB_OK)
+        rc = sqlcap_redo_apply(c, (const uint8_t *)redo.data, redo.len, &rp, err);
+    tb_position_free(&rp);
+    if (rc != TB_OK)
+        goto out;
+    /* drop the applied transactions and their overlay entries */
+    for (size_t t = 0; t < k; t++) {
+        for (size_t i = 0; i < c->un[t].n; i++) {
+            uint64_t v;
+            if (sqlcap_map_get(&c->overlay, c->un[t].pgno[i], &v) && v == (uint64_t)(uintptr_t)c->un[t].img[i])
+                sqlcap_map_del(&c->overlay, c->un[t].pgno[i]);
+            free(c->un[t].img[i]);
+        }
+        free(c->un[t].img);
+        free(c->un[t].pgno);
+        tb_position_free(&c->un[t].pos);
+    }
+    memmove(c->un, c->un + k, (c->nun - k) * sizeof *c->un);
+    c->nun -= k;
+    c->shadow_pages = npages;
+    goto out;
+nomem:
+    rc = tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
+out:
+    sqlcap_map_free(&last);
+    tb_buf_free(&redo);
+    tb_buf_free(&pt);
+    return rc;
+}
+
+/* Record a consumed transaction's pages (mode B) or frames (mode A) in the overlay. */
+static tb_code sqlcap_overlay_txn(sqlcap *c, const sqlcap_map *txn, uint32_t npages, const tb_position *pos,
+                                  tb_error *err)
+{
+    if (!c->o.shadow) {
+        for (size_t i = 0; i < txn->cap; i++)
+            if (txn->keys[i] && sqlcap_map_put(&c->overlay, txn->keys[i], txn->vals[i]) != TB_OK)
+                return tb_error_set(err, TB_ERR_NOMEM, false, "overlay: out of memory");
+        return TB_OK;
+    }
+    if (c->nun == c->capun) {
+        size_t nc = c->capun ? c->capun * 2 : 64;
+        sqlcap_untx *nu = realloc(c->un, nc * sizeof *nu);
+        if (!nu)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "shadow queue: out of memory");
+        c->un = nu;
+        c->capun = nc;
+    }
+    sqlcap_untx *u = &c->un[c->nun];
+    memset(u, 0, sizeof *u);
+    tb_position_init(&u->pos);
+    u->npages = npages;
+    u->pgno = calloc(txn->n + 1, sizeof *u->pgno);
+    u->img = calloc(txn->n + 1, sizeof *u->img);
+    if (!u->pgno || !u->img || tb_position_copy(&u->pos, pos) != TB_OK)
+        goto nomem;
+    sqlcap_view v = {&c->pg, txn, npages};
+    for (size_t i = 0; i < txn->cap; i++) {
+        if (!txn->keys[i] || txn->keys[i] > npages)
+            continue;
+        uint8_t *img = malloc(c->pg.pgsz);
+        if (!img)
+            goto nomem;
+        u->pgno[u->n] = txn->keys[i];
+        u->img[u->n++] = img;
+        tb_code rc = sqlcap_view_read(&v, txn->keys[i], img, err);
+        if (rc != TB_OK) {
+            c->nun++;
+            return rc;
+        }
+        c->unacked_bytes += c->pg.pgsz;
+        if (sqlcap_map_put(&c->overlay, txn->keys[i], (uint64_t)(uintptr_t)img) != TB_OK)
+            goto nomem;
+    }
+    c->nun++;
+    return TB_OK;
+nomem:
+    c->nun++;
+    return tb_error_set(err, TB_ERR_NOMEM, false, "shadow queue: out of memory");
+}
+
+/* Diff one transaction, queue its events with positions, update the overlay. */
+tb_code sqlcap_apply_txn(sqlcap *c, sqlcap_map *txn, uint32_t frame, uint32_t ck1, uint32_t ck2,
+                                uint32_t npages, bool deliver, tb_error *err)
+{
+    sqlcap_evlist tmp = {0};
+    tb_position pos;
+    tb_position_init(&pos);
+    tb_code rc = sqlcap_engine_txn(c->eng, txn, npages, &tmp, err);
+    if (rc != TB_OK)
+        goto out;
+    sqlcap_pos_make(c, frame, ck1, ck2, npages, &pos);
+    for (size_t i = 0; i < tmp.n; i++) {
+        evt_event_set_position(tmp.v[i], &pos);
+        evt_event_set_last_in_tx(tmp.v[i], i + 1 == tmp.n);
+    }
+    if ((rc = sqlcap_overlay_txn(c, txn, npages, &pos, err)) != TB_OK)
+        goto out;
+    c->frame = frame;
+    c->ck1 = ck1;
+    c->ck2 = ck2;
+    c->npages = npages;
+    c->st.txns++;
+    if (!deliver) {
+        sqlcap_evlist_clear(&tmp);
+        if (c->o.shadow)
+            rc = sqlcap_shadow_advance(c, &pos, err);
+        goto out;
+    }
+    for (size_t i = 0; i < tmp.n; i++) {
+        if (c->evq.n == c->evq.cap) {
+            size_t nc = c->evq.cap ? c->evq.cap * 2 : 256;
+            evt_event **nv = realloc(c->evq.v, nc * sizeof *nv);
+            if (!nv) {
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "event queue: out of memory");
+                goto out;
+            }
+            c->evq.v = nv;
+            c->evq.cap = nc;
+        }
+        c->evq.v[c->evq.n++] = tmp.v[i];
+        tmp.v[i] = NULL;
+        c->st.events++;
+    }
+    tmp.n = 0;
+out:
+    for (size_t i = 0; i < tmp.n; i++)
+        evt_event_free(tmp.v[i]);
+    free(tmp.v);
+    tb_position_free(&pos);
+    return rc;
+}
+
