@@ -1,14 +1,426 @@
-/* tributary run: not implemented yet (lands with its issue). */
+/*
+ * tributary run: snapshot (per snapshot.mode), then stream changes to the sink.
+ *
+ * THE LOOP
+ *   1. Open the sink (Kafka, or stdout) and read the stored position.
+ *   2. Decide on a snapshot (snap_decide). MySQL/MariaDB: snapshot/ reads a
+ *      consistent view and gives the hand-off position; SQLite: capture/sqlite
+ *      serves the snapshot rows from its read transaction, then streams.
+ *   3. Stream: every event goes to the sink; the event flagged last_in_tx
+ *      closes a source transaction (sink end_tx with the position after it).
+ *      When the source is idle (timeout or heartbeat) and its position moved,
+ *      an empty transaction carries the new position, so it advances on idle
+ *      tables too.
+ *   4. Positions are committed only once Kafka acknowledged everything before
+ *      them (the sink's tracker), every offsets.commit.interval.ms and at
+ *      shutdown. SQLite capture is told (sqlcap_ack) after each commit.
+ *   5. SIGINT/SIGTERM: stop reading, flush, commit, exit 0.
+ * A status file (app_status.h) is rewritten about once a second.
+ */
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "app.h"
+#include "app_run.h"
+#include "app_status.h"
+#include "binlog.h"
+#include "evt.h"
+#include "ksink.h"
+#include "snap.h"
+#include "sqlcap.h"
+#include "stdout_sink.h"
+#include "tb_log.h"
+
+#define RUN_POLL_MS 200
+#define RUN_FLUSH_MS 60000
+#define RUN_STATUS_EVERY_MS 1000
+
+/* ------------------------------------------------------------ the sink */
+
+static tb_code sink_open(run_ctx *r, tb_error *err)
+{
+    const char *kind = cfg_get_str(r->cfg, "sink");
+    r->use_kafka = strcmp(kind, "kafka") == 0;
+    if (r->use_kafka)
+        return ksink_open(r->cfg, &r->ks, err);
+    return stdout_sink_open(r->cfg, stdout, &r->ss, err);
+}
+
+static tb_code sink_send(run_ctx *r, const evt_event *e, tb_error *err)
+{
+    r->events_sent++;
+    int64_t ts = evt_event_commit_ts_ms(e);
+    if (ts > 0)
+        r->last_commit_ts_ms = ts;
+    if (r->use_kafka)
+        return ksink_send(r->ks, e, err);
+    return stdout_sink_send(r->ss, e, err);
+}
+
+/* A source transaction ended; pos is where to resume after it. */
+static tb_code sink_end_tx(run_ctx *r, const tb_position *pos, tb_error *err)
+{
+    tb_code rc = tb_position_copy(&r->last_end, pos);
+    if (rc != TB_OK)
+        return tb_error_set(err, rc, false, "out of memory");
+    if (r->use_kafka)
+        return ksink_end_tx(r->ks, pos, err);
+    /* stdout: written synchronously, so the position is committable at once. */
+    rc = tb_position_copy(&r->stdout_committable, pos);
+    if (rc != TB_OK)
+        return tb_error_set(err, rc, false, "out of memory");
+    return TB_OK;
+}
+
+static const tb_position *sink_committable(run_ctx *r)
+{
+    return r->use_kafka ? ksink_committable(r->ks) : &r->stdout_committable;
+}
+
+/* Commit the acknowledged position to the offsets store, then tell the source. */
+static tb_code sink_commit(run_ctx *r, bool force, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    int64_t now = app_now_ms();
+    if (r->use_kafka) {
+        ksink_poll(r->ks, 0);
+        if (!force && !ksink_commit_due(r->ks))
+            return TB_OK;
+        rc = ksink_commit(r->ks, err);
+    } else {
+        if (!force && now - r->last_commit_ms < cfg_get_int(r->cfg, "offsets.commit.interval.ms"))
+            return TB_OK;
+        if (tb_position_equal(&r->stdout_committable, &r->committed))
+            return stdout_sink_commit(r->ss, NULL, err) == TB_OK ? TB_OK : err->code;
+        rc = stdout_sink_commit(r->ss, &r->stdout_committable, err);
+        if (rc == TB_OK && strcmp(cfg_get_str(r->cfg, "offsets.storage"), "kafka") == 0)
+            rc = ksink_offsets_write(r->cfg, &r->stdout_committable, err);
+    }
+    r->last_commit_ms = now;
+    if (rc != TB_OK)
+        return rc;
+    const tb_position *c = sink_committable(r);
+    if (c->kind != TB_POS_NONE && !tb_position_equal(c, &r->committed)) {
+        if (tb_position_copy(&r->committed, c) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        if (r->sqlite)
+            rc = sqlcap_ack(r->sqlite, &r->committed, err);
+    }
+    return rc;
+}
+
+/* Messages acknowledged (stdout: written) and messages still in flight. */
+static void sink_counts(run_ctx *r, uint64_t *acked, uint64_t *in_flight)
+{
+    if (!r->use_kafka || !r->ks) {
+        *acked = r->events_sent;
+        *in_flight = 0;
+        return;
+    }
+    ksink_stats st;
+    ksink_get_stats(r->ks, &st);
+    *acked = st.acked;
+    *in_flight = st.messages - st.acked;
+}
+
+/* ------------------------------------------------------------ status */
+
+static void write_status(run_ctx *r, const char *state, const char *error, bool force)
+{
+    int64_t now = app_now_ms();
+    if (!force && now - r->last_status_ms < RUN_STATUS_EVERY_MS)
+        return;
+    double secs = (double)(now - r->last_status_ms) / 1000.0;
+    uint64_t acked, in_flight;
+    sink_counts(r, &acked, &in_flight);
+    app_status st = {
+        .name = cfg_get_str(r->cfg, "name"),
+        .state = state,
+        .position = r->committed.kind != TB_POS_NONE ? &r->committed : NULL,
+        .lag_ms = r->last_commit_ts_ms > 0 ? now - r->last_commit_ts_ms : -1,
+        .events_behind = (int64_t)in_flight,
+        .events_total = acked,
+        .events_per_sec = r->last_status_ms > 0 && secs > 0 ? (double)(acked - r->status_acked) / secs : 0.0,
+        .snapshot_state = r->snapshot_state,
+        .snapshot_rows = r->snapshot_rows,
+        .error = error,
+        .started_ms = r->started_ms,
+    };
+    if (r->last_commit_ts_ms > 0 && st.events_behind == 0 && r->idle)
+        st.lag_ms = 0;
+    tb_error err;
+    if (app_status_write(tb_buf_cstr(&r->status_path), &st, &err) != TB_OK)
+        TB_WARN("run", "status file: %s", err.msg);
+    r->last_status_ms = now;
+    r->status_acked = acked;
+}
+
+/* ------------------------------------------------------------ phases */
+
+/* MySQL/MariaDB snapshot through snapshot/; sets *hand_off. */
+static tb_code run_mysql_snapshot(run_ctx *r, tb_position *hand_off, tb_error *err)
+{
+    snap *s = NULL;
+    tb_code rc = snap_open(r->cfg, &s, err);
+    if (rc != TB_OK)
+        goto out;
+    r->snapshot_state = "running";
+    TB_INFO("run", "snapshot started");
+    for (;;) {
+        evt_event *ev = NULL;
+        rc = snap_next(s, &ev, err);
+        if (rc != TB_OK || !ev)
+            break;
+        if ((rc = sink_send(r, ev, err)) != TB_OK)
+            break;
+        r->snapshot_rows++;
+        if (r->use_kafka)
+            ksink_poll(r->ks, 0);
+        write_status(r, "snapshot", NULL, false);
+        if (app_stop_requested) {
+            rc = tb_error_set(err, TB_ERR_STOPPED, false, "stopped during the snapshot; it starts again next time");
+            break;
+        }
+    }
+    if (rc != TB_OK)
+        goto out;
+    if ((rc = tb_position_copy(hand_off, snap_position(s))) != TB_OK)
+        goto out;
+    rc = sink_end_tx(r, hand_off, err);
+    r->snapshot_state = "done";
+    TB_INFO("run", "snapshot done: %" PRIu64 " rows", r->snapshot_rows);
+out:
+    if (rc != TB_OK && rc != TB_ERR_STOPPED)
+        r->snapshot_state = "failed";
+    snap_close(s);
+    return rc;
+}
+
+/* Stream from an open source until stopped or failed. */
+static tb_code run_stream(run_ctx *r, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    r->idle = false;
+    while (!app_stop_requested) {
+        evt_event *ev = NULL;
+        if (r->binlog)
+            rc = binlog_next(r->binlog, RUN_POLL_MS, &ev, err);
+        else
+            rc = sqlcap_next(r->sqlite, RUN_POLL_MS, &ev, err);
+        if (rc != TB_OK)
+            return rc;
+        if (ev) {
+            r->idle = false;
+            if (evt_event_snapshot(ev) != EVT_SNAPSHOT_FALSE) {
+                r->snapshot_state = evt_event_snapshot(ev) == EVT_SNAPSHOT_LAST ? "done" : "running";
+                r->snapshot_rows++;
+            }
+            if ((rc = sink_send(r, ev, err)) != TB_OK)
+                return rc;
+            if (evt_event_last_in_tx(ev) && (rc = sink_end_tx(r, evt_event_position(ev), err)) != TB_OK)
+                return rc;
+        } else {
+            /* Idle: a heartbeat or a skipped transaction may have moved the source. */
+            r->idle = true;
+            const tb_position *p = r->binlog ? binlog_position(r->binlog) : sqlcap_position(r->sqlite);
+            if (p && p->kind != TB_POS_NONE && !tb_position_equal(p, &r->last_end) &&
+                (rc = sink_end_tx(r, p, err)) != TB_OK)
+                return rc;
+        }
+        if ((rc = sink_commit(r, false, err)) != TB_OK)
+            return rc;
+        write_status(r, "streaming", NULL, false);
+    }
+    return TB_OK;
+}
+
+/* True when err says the stored binlog position is gone from the server. */
+static bool position_purged(const tb_error *err)
+{
+    return strstr(err->msg, "1236") != NULL || strstr(err->msg, "purged") != NULL;
+}
+
+static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
+{
+    tb_position start;
+    tb_position_init(&start);
+    tb_code rc = TB_OK;
+    bool have = stored->kind != TB_POS_NONE;
+    if (have && stored->kind != TB_POS_MYSQL) {
+        rc = tb_error_set(err, TB_ERR_CONFIG, false,
+                          "the stored position is not a MySQL/MariaDB position (source.type changed?); "
+                          "reset it with `tributary offsets set`");
+        goto out;
+    }
+    if (snap_decide(r->cfg, have, true)) {
+        if ((rc = run_mysql_snapshot(r, &start, err)) != TB_OK)
+            goto out;
+        if (!snap_then_stream(r->cfg))
+            goto out;
+    } else if (have) {
+        if ((rc = tb_position_copy(&start, stored)) != TB_OK)
+            goto out;
+    }
+    rc = binlog_open(r->cfg, &start, &r->binlog, err);
+    if (rc != TB_OK && have && position_purged(err)) {
+        if (strcmp(cfg_get_str(r->cfg, "snapshot.mode"), "when_needed") == 0) {
+            TB_WARN("run", "the stored position %s is gone from the server (%s); snapshotting again "
+                           "(snapshot.mode=when_needed)", stored->file ? stored->file : "", err->msg);
+            tb_position_free(&start);
+            if ((rc = run_mysql_snapshot(r, &start, err)) != TB_OK)
+                goto out;
+            rc = binlog_open(r->cfg, &start, &r->binlog, err);
+        } else {
+            tb_error_prefix(err, "the stored position is no longer on the server (binlog purged); set "
+                                 "snapshot.mode=when_needed to snapshot again, or reset the position with "
+                                 "`tributary offsets set`: ");
+            rc = err->code;
+        }
+    }
+    if (rc != TB_OK)
+        goto out;
+    TB_INFO("run", "streaming from the binlog");
+    rc = run_stream(r, err);
+out:
+    tb_position_free(&start);
+    return rc;
+}
+
+static tb_code run_sqlite(run_ctx *r, const tb_position *stored, tb_error *err)
+{
+    bool have = stored->kind != TB_POS_NONE;
+    bool snapshot = snap_decide(r->cfg, have, true);
+    tb_code rc = sqlcap_open(r->cfg, snapshot ? NULL : stored, &r->sqlite, err);
+    if (rc != TB_OK)
+        return rc;
+    if (snapshot) {
+        tb_position pos;
+        tb_position_init(&pos);
+        rc = sqlcap_snapshot_begin(r->sqlite, &pos, err);
+        tb_position_free(&pos);
+        if (rc != TB_OK)
+            return rc;
+        r->snapshot_state = "running";
+        if (!snap_then_stream(r->cfg)) {
+            /* initial_only: serve the snapshot rows, then stop. */
+            while (!app_stop_requested) {
+                evt_event *ev = NULL;
+                if ((rc = sqlcap_next(r->sqlite, RUN_POLL_MS, &ev, err)) != TB_OK || !ev)
+                    return rc;
+                if ((rc = sink_send(r, ev, err)) != TB_OK)
+                    return rc;
+                r->snapshot_rows++;
+                if (evt_event_snapshot(ev) == EVT_SNAPSHOT_LAST) {
+                    r->snapshot_state = "done";
+                    return sink_end_tx(r, evt_event_position(ev), err);
+                }
+            }
+            return TB_OK;
+        }
+    }
+    return run_stream(r, err);
+}
+
+/* ------------------------------------------------------------ command */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tributary run --config FILE [--set key=value ...]\n\n"
+            "Snapshot the source per snapshot.mode, then stream every committed row change to\n"
+            "the sink (Kafka, or stdout with sink=stdout). Resumes from the stored position.\n"
+            "SIGINT/SIGTERM flush, commit the position and exit 0.\n\n"
+            "  --config FILE     properties file (see tributary --help-config)\n"
+            "  --set key=value   override a key (repeatable); TRIBUTARY_<KEY> env vars too\n");
+}
 
 int cmd_run(int argc, char **argv)
 {
     if (app_wants_help(argc, argv)) {
-        printf("usage: tributary run [options]\n(not implemented yet)\n");
+        usage(stdout);
         return 0;
     }
-    fprintf(stderr, "tributary run: not implemented yet\n");
-    return 3;
+    tb_error err;
+    tb_error_clear(&err);
+    run_ctx r;
+    memset(&r, 0, sizeof(r));
+    tb_buf_init(&r.status_path, 0);
+    tb_position stored;
+    tb_position_init(&stored);
+    tb_code rc = app_load_config(&argc, argv, &r.cfg, &err);
+    if (rc != TB_OK)
+        goto out;
+    if (argc > 1) {
+        rc = tb_error_set(&err, TB_ERR_CONFIG, false, "unexpected argument '%s' (see tributary run --help)", argv[1]);
+        goto out;
+    }
+    tb_log_level lvl;
+    if (tb_log_parse_level(cfg_get_str(r.cfg, "log.level"), &lvl))
+        tb_log_set_level(lvl);
+    app_install_signals();
+    r.started_ms = app_now_ms();
+    r.snapshot_state = "none";
+    if ((rc = app_status_path(r.cfg, &r.status_path)) != TB_OK) {
+        tb_error_set(&err, rc, false, "out of memory");
+        goto out;
+    }
+    write_status(&r, "starting", NULL, true);
+    if ((rc = sink_open(&r, &err)) != TB_OK)
+        goto out;
+    if ((rc = ksink_offsets_read(r.cfg, &stored, &err)) != TB_OK)
+        goto out;
+    if (stored.kind != TB_POS_NONE) {
+        tb_buf b;
+        tb_buf_init(&b, 0);
+        tb_position_format(&stored, &b);
+        TB_INFO("run", "resuming from %s", tb_buf_cstr(&b));
+        tb_buf_free(&b);
+        tb_position_copy(&r.committed, &stored);
+        tb_position_copy(&r.stdout_committable, &stored);
+    }
+    if (strcmp(cfg_get_str(r.cfg, "source.type"), "sqlite") == 0)
+        rc = run_sqlite(&r, &stored, &err);
+    else
+        rc = run_mysql(&r, &stored, &err);
+    if (rc == TB_ERR_STOPPED)
+        rc = TB_OK;
+    /* Flush and commit what was acknowledged, also after a failure: a
+     * position is only ever committed for acknowledged messages. */
+    {
+        tb_error ferr;
+        tb_error_clear(&ferr);
+        write_status(&r, rc == TB_OK ? "stopping" : "failed", rc == TB_OK ? NULL : err.msg, true);
+        tb_code frc = TB_OK;
+        if (r.use_kafka && r.ks)
+            frc = ksink_flush(r.ks, RUN_FLUSH_MS, &ferr);
+        if ((r.ks || r.ss) && (frc == TB_OK || rc != TB_OK)) {
+            tb_code crc = sink_commit(&r, true, &ferr);
+            if (frc == TB_OK)
+                frc = crc;
+        }
+        if (rc == TB_OK && frc != TB_OK) {
+            rc = frc;
+            err = ferr;
+        }
+    }
+    write_status(&r, rc == TB_OK ? "stopped" : "failed", rc == TB_OK ? NULL : err.msg, true);
+    if (rc == TB_OK)
+        TB_INFO("run", "stopped cleanly");
+out:
+    binlog_close(r.binlog);
+    sqlcap_close(r.sqlite);
+    ksink_close(r.ks);
+    stdout_sink_close(r.ss);
+    tb_position_free(&stored);
+    tb_position_free(&r.committed);
+    tb_position_free(&r.last_end);
+    tb_position_free(&r.stdout_committable);
+    tb_buf_free(&r.status_path);
+    cfg_free(r.cfg);
+    if (rc != TB_OK)
+        return app_fail("run", &err);
+    return 0;
 }

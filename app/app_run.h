@@ -1,0 +1,39 @@
+/*
+ * app_run: state of one `tributary run` (cmd_run.c). Private to app/.
+ */
+#ifndef APP_RUN_H
+#define APP_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "binlog.h"
+#include "cfg.h"
+#include "ksink.h"
+#include "sqlcap.h"
+#include "stdout_sink.h"
+#include "tb_buf.h"
+#include "tb_position.h"
+
+typedef struct run_ctx {
+    cfg *cfg;                      /* owned */
+    bool use_kafka;
+    ksink *ks;                     /* owned, sink=kafka */
+    stdout_sink *ss;               /* owned, sink=stdout */
+    binlog_reader *binlog;         /* owned, source.type=mysql */
+    sqlcap *sqlite;                /* owned, source.type=sqlite */
+    tb_position committed;         /* last position written to the offsets store */
+    tb_position last_end;          /* position of the last ended source transaction */
+    tb_position stdout_committable;
+    uint64_t events_sent;
+    int64_t last_commit_ts_ms;     /* source commit time of the newest event sent */
+    int64_t last_commit_ms;        /* wall time of the last offsets commit (stdout sink) */
+    int64_t started_ms;
+    int64_t last_status_ms;
+    uint64_t status_acked;
+    bool idle;
+    const char *snapshot_state;    /* static string */
+    uint64_t snapshot_rows;
+    tb_buf status_path;
+} run_ctx;
+
+#endif
