@@ -101,6 +101,8 @@ struct evt_table {
     uint32_t version;
     bool names_known;
     bool sealed;
+    char *keyfrag;   /* set by seal: each column name as JSON key text */
+    size_t *keyoff;  /* ncols + 1 offsets into keyfrag */
 };
 
 static char *dup_or_null(const char *s)
@@ -125,6 +127,8 @@ static void table_destroy(evt_table *t)
         column_clear(&t->cols[i]);
     free(t->cols);
     free(t->pk);
+    free(t->keyfrag);
+    free(t->keyoff);
     free(t->db);
     free(t->name);
     free(t);
@@ -298,10 +302,47 @@ void evt_table_set_names_known(evt_table *t, bool known)
         t->names_known = known;
 }
 
+/* Precompute the key text of every column ("\"name\":"); the codec writes it
+ * per row. On allocation failure the codec escapes names itself. */
+static void build_keyfrags(evt_table *t)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    size_t *off = malloc((t->ncols + 1) * sizeof(size_t));
+    tb_code rc = off ? TB_OK : TB_ERR_NOMEM;
+    for (size_t i = 0; i < t->ncols && rc == TB_OK; i++) {
+        off[i] = b.len;
+        evt_jw w;
+        evt_jw_init(&w, &b);
+        evt_jw_str(&w, t->cols[i].name, strlen(t->cols[i].name));
+        rc = evt_jw_finish(&w);
+        if (rc == TB_OK)
+            rc = tb_buf_putc(&b, ':');
+    }
+    if (rc != TB_OK) {
+        free(off);
+        tb_buf_free(&b);
+        return;
+    }
+    off[t->ncols] = b.len;
+    t->keyfrag = tb_buf_detach(&b, NULL);
+    t->keyoff = t->keyfrag ? off : (free(off), NULL);
+}
+
 void evt_table_seal(evt_table *t)
 {
-    if (t)
-        t->sealed = true;
+    if (!t || t->sealed)
+        return;
+    build_keyfrags(t);
+    t->sealed = true;
+}
+
+const char *evt_table_key_frag(const evt_table *t, size_t i, size_t *len)
+{
+    if (!t->keyoff || i >= t->ncols)
+        return NULL;
+    *len = t->keyoff[i + 1] - t->keyoff[i];
+    return t->keyfrag + t->keyoff[i];
 }
 
 bool evt_table_sealed(const evt_table *t) { return t && t->sealed; }

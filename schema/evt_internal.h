@@ -30,6 +30,12 @@ void evt_arena_free(evt_arena *a);             /* a may hold nothing; leaves it 
 void evt_jw_raw_json(evt_jw *w, const char *json, size_t len);
 /* evt_jw_json with an error message giving the byte offset. */
 tb_code evt_jw_json_ex(evt_jw *w, const char *json, size_t len, tb_error *err);
+/* Write a key given as its final text, quotes and colon included
+ * ("\"id\":"), with the usual comma logic. EVT_JW_KEY for literals. */
+void evt_jw_key_lit(evt_jw *w, const char *frag, size_t n);
+#define EVT_JW_KEY(w, lit) evt_jw_key_lit((w), "\"" lit "\":", sizeof("\"" lit "\":") - 1)
+/* A sealed table's column name as key text ("\"name\":"), or NULL. Borrowed. */
+const char *evt_table_key_frag(const evt_table *t, size_t i, size_t *len);
 /* Set the writer's sticky error (no-op when already failed). */
 void evt_jw_fail(evt_jw *w, tb_code code);
 

@@ -149,9 +149,9 @@ static void put_value(evt_jw *w, const evt_value *v, tb_error *err)
     case EVT_V_JSON: evt_jw_json_ex(w, v->v.s.ptr, v->v.s.len, err); return;
     case EVT_V_GEOMETRY:
         evt_jw_obj_begin(w);
-        evt_jw_key(w, "srid", 4);
+        EVT_JW_KEY(w, "srid");
         evt_jw_uint(w, v->v.geo.srid);
-        evt_jw_key(w, "wkb", 3);
+        EVT_JW_KEY(w, "wkb");
         evt_jw_base64(w, v->v.geo.wkb, v->v.geo.len);
         evt_jw_obj_end(w);
         return;
@@ -175,6 +175,16 @@ static tb_code col_error(evt_jw *w, const evt_table *t, const evt_column *c, tb_
                         evt_table_name(t), c->name, tb_code_name(w->err));
 }
 
+static inline void put_col_key(evt_jw *w, const evt_table *t, size_t i, const evt_column *c)
+{
+    size_t n;
+    const char *frag = evt_table_key_frag(t, i, &n);
+    if (frag)
+        evt_jw_key_lit(w, frag, n);
+    else
+        evt_jw_key(w, c->name, (size_t)-1);
+}
+
 static tb_code put_row(evt_jw *w, const evt_event *e, evt_image img, tb_error *err)
 {
     const evt_table *t = evt_event_table(e);
@@ -187,7 +197,7 @@ static tb_code put_row(evt_jw *w, const evt_event *e, evt_image img, tb_error *e
         if (v->kind == EVT_V_ABSENT)
             continue;
         const evt_column *c = evt_table_column(t, i);
-        evt_jw_key(w, c->name, (size_t)-1);
+        put_col_key(w, t, i, c);
         put_value(w, v, &inner);
         if (w->err)
             return col_error(w, t, c, err, &inner);
@@ -218,7 +228,7 @@ static tb_code put_key(evt_jw *w, const evt_event *e, evt_image img, tb_error *e
             return tb_error_set(err, TB_ERR_INVALID, false, "%s.%s key column %s: absent from the row images",
                                 evt_table_db(t), evt_table_name(t), c->name);
         }
-        evt_jw_key(w, c->name, (size_t)-1);
+        put_col_key(w, t, col, c);
         put_value(w, v, &inner);
         if (w->err)
             return col_error(w, t, c, err, &inner);
@@ -280,16 +290,16 @@ tb_code evt_json_row(const evt_event *e, evt_image img, tb_buf *out, tb_error *e
 static void schema_field(evt_jw *w, const char *type, const char *name, bool optional, const char *field)
 {
     evt_jw_obj_begin(w);
-    evt_jw_key(w, "type", 4);
+    EVT_JW_KEY(w, "type");
     evt_jw_str(w, type, strlen(type));
     if (name) {
-        evt_jw_key(w, "name", 4);
+        EVT_JW_KEY(w, "name");
         evt_jw_str(w, name, strlen(name));
     }
-    evt_jw_key(w, "optional", 8);
+    EVT_JW_KEY(w, "optional");
     evt_jw_bool(w, optional);
     if (field) {
-        evt_jw_key(w, "field", 5);
+        EVT_JW_KEY(w, "field");
         evt_jw_str(w, field, strlen(field));
     }
 }
@@ -326,12 +336,12 @@ static void column_schema(evt_jw *w, const evt_column *c)
     }
     schema_field(w, type, name, c->nullable, c->name);
     if (items) {
-        evt_jw_key(w, "items", 5);
+        EVT_JW_KEY(w, "items");
         schema_field(w, items, NULL, false, NULL);
         evt_jw_obj_end(w);
     }
     if (c->type == EVT_T_GEOMETRY) {
-        evt_jw_key(w, "fields", 6);
+        EVT_JW_KEY(w, "fields");
         evt_jw_arr_begin(w);
         schema_field(w, "int32", NULL, true, "srid");
         evt_jw_obj_end(w);
@@ -348,7 +358,7 @@ static void row_schema(evt_jw *w, const evt_table *t, const char *topic, bool op
     char name[1024];
     snprintf(name, sizeof(name), "%s.Value", topic);
     schema_field(w, "struct", name, optional, field);
-    evt_jw_key(w, "fields", 6);
+    EVT_JW_KEY(w, "fields");
     evt_jw_arr_begin(w);
     for (size_t i = 0; i < evt_table_ncols(t); i++)
         column_schema(w, evt_table_column(t, i));
@@ -361,7 +371,7 @@ static void source_schema(evt_jw *w, const evt_event *e)
     char name[96];
     snprintf(name, sizeof(name), "io.debezium.connector.%s.Source", evt_connector_name(evt_event_connector(e)));
     schema_field(w, "struct", name, false, "source");
-    evt_jw_key(w, "fields", 6);
+    EVT_JW_KEY(w, "fields");
     evt_jw_arr_begin(w);
     static const char *const common[][2] = {{"string", "version"}, {"string", "connector"}, {"string", "name"},
                                             {"int64", "ts_ms"},    {"string", "snapshot"},  {"string", "db"},
@@ -399,7 +409,7 @@ static void envelope_schema(evt_jw *w, const evt_event *e, const char *topic)
     snprintf(name, sizeof(name), "%s.Envelope", topic);
     const evt_table *t = evt_event_table(e);
     schema_field(w, "struct", name, false, NULL);
-    evt_jw_key(w, "fields", 6);
+    EVT_JW_KEY(w, "fields");
     evt_jw_arr_begin(w);
     row_schema(w, t, topic, true, "before");
     row_schema(w, t, topic, true, "after");
@@ -409,7 +419,7 @@ static void envelope_schema(evt_jw *w, const evt_event *e, const char *topic)
     schema_field(w, "int64", NULL, true, "ts_ms");
     evt_jw_obj_end(w);
     schema_field(w, "struct", NULL, true, "transaction");
-    evt_jw_key(w, "fields", 6);
+    EVT_JW_KEY(w, "fields");
     evt_jw_arr_begin(w);
     schema_field(w, "string", NULL, false, "id");
     evt_jw_obj_end(w);
@@ -430,18 +440,20 @@ static int64_t now_ms(const evt_codec_opts *o)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void put_cstr(evt_jw *w, const char *key, const char *s)
+#define EVT_JW_KEY_ARGS(lit) "\"" lit "\":", sizeof("\"" lit "\":") - 1
+
+static void put_cstr(evt_jw *w, const char *key, size_t klen, const char *s)
 {
-    evt_jw_key(w, key, strlen(key));
+    evt_jw_key_lit(w, key, klen);
     if (s)
         evt_jw_str(w, s, strlen(s));
     else
         evt_jw_null(w);
 }
 
-static void put_u(evt_jw *w, const char *key, uint64_t v)
+static void put_u(evt_jw *w, const char *key, size_t klen, uint64_t v)
 {
-    evt_jw_key(w, key, strlen(key));
+    evt_jw_key_lit(w, key, klen);
     evt_jw_uint(w, v);
 }
 
@@ -450,33 +462,33 @@ static void put_source(evt_jw *w, const evt_codec_opts *o, const evt_event *e)
     static const char *const snap[] = {"false", "true", "last"};
     const evt_table *t = evt_event_table(e);
     evt_snapshot_flag sf = evt_event_snapshot(e);
-    evt_jw_key(w, "source", 6);
+    EVT_JW_KEY(w, "source");
     evt_jw_obj_begin(w);
-    put_cstr(w, "version", EVT_SOURCE_VERSION);
-    put_cstr(w, "connector", evt_connector_name(evt_event_connector(e)));
-    put_cstr(w, "name", o && o->name ? o->name : "");
-    evt_jw_key(w, "ts_ms", 5);
+    put_cstr(w, EVT_JW_KEY_ARGS("version"), EVT_SOURCE_VERSION);
+    put_cstr(w, EVT_JW_KEY_ARGS("connector"), evt_connector_name(evt_event_connector(e)));
+    put_cstr(w, EVT_JW_KEY_ARGS("name"), o && o->name ? o->name : "");
+    EVT_JW_KEY(w, "ts_ms");
     evt_jw_int(w, evt_event_commit_ts_ms(e));
-    put_cstr(w, "snapshot", snap[(unsigned)sf <= 2 ? sf : 0]);
-    put_cstr(w, "db", evt_table_db(t));
-    put_cstr(w, "table", evt_table_name(t));
+    put_cstr(w, EVT_JW_KEY_ARGS("snapshot"), snap[(unsigned)sf <= 2 ? sf : 0]);
+    put_cstr(w, EVT_JW_KEY_ARGS("db"), evt_table_db(t));
+    put_cstr(w, EVT_JW_KEY_ARGS("table"), evt_table_name(t));
     const tb_position *p = evt_event_position(e);
     switch (p->kind) {
     case TB_POS_MYSQL:
-        put_u(w, "server_id", p->server_id);
-        put_cstr(w, "file", p->file ? p->file : "");
-        put_u(w, "pos", p->pos);
-        put_u(w, "row", p->row);
-        put_cstr(w, "gtid", p->gtid_set && *p->gtid_set ? p->gtid_set : NULL);
+        put_u(w, EVT_JW_KEY_ARGS("server_id"), p->server_id);
+        put_cstr(w, EVT_JW_KEY_ARGS("file"), p->file ? p->file : "");
+        put_u(w, EVT_JW_KEY_ARGS("pos"), p->pos);
+        put_u(w, EVT_JW_KEY_ARGS("row"), p->row);
+        put_cstr(w, EVT_JW_KEY_ARGS("gtid"), p->gtid_set && *p->gtid_set ? p->gtid_set : NULL);
         break;
     case TB_POS_SQLITE_WAL:
-        put_u(w, "salt1", p->salt1);
-        put_u(w, "salt2", p->salt2);
-        put_u(w, "frame", p->frame);
-        put_u(w, "gen_seq", p->gen_seq);
+        put_u(w, EVT_JW_KEY_ARGS("salt1"), p->salt1);
+        put_u(w, EVT_JW_KEY_ARGS("salt2"), p->salt2);
+        put_u(w, EVT_JW_KEY_ARGS("frame"), p->frame);
+        put_u(w, EVT_JW_KEY_ARGS("gen_seq"), p->gen_seq);
         break;
     case TB_POS_SQLITE_LOG:
-        evt_jw_key(w, "seq", 3);
+        EVT_JW_KEY(w, "seq");
         evt_jw_int(w, p->seq);
         break;
     case TB_POS_NONE: break;
@@ -490,12 +502,12 @@ static tb_code put_envelope(evt_jw *w, const evt_codec_opts *o, const evt_event 
 {
     tb_code rc = TB_OK;
     evt_jw_obj_begin(w);
-    evt_jw_key(w, "before", 6);
+    EVT_JW_KEY(w, "before");
     if (before && evt_event_has_image(e, EVT_BEFORE))
         rc = put_row(w, e, EVT_BEFORE, err);
     else
         evt_jw_null(w);
-    evt_jw_key(w, "after", 5);
+    EVT_JW_KEY(w, "after");
     if (rc == TB_OK && after && evt_event_has_image(e, EVT_AFTER))
         rc = put_row(w, e, EVT_AFTER, err);
     else
@@ -504,15 +516,15 @@ static tb_code put_envelope(evt_jw *w, const evt_codec_opts *o, const evt_event 
         return rc;
     put_source(w, o, e);
     char opc = (char)op;
-    evt_jw_key(w, "op", 2);
+    EVT_JW_KEY(w, "op");
     evt_jw_str(w, &opc, 1);
-    evt_jw_key(w, "ts_ms", 5);
+    EVT_JW_KEY(w, "ts_ms");
     evt_jw_int(w, now_ms(o));
     const char *tx = evt_event_txid(e);
-    evt_jw_key(w, "transaction", 11);
+    EVT_JW_KEY(w, "transaction");
     if (tx) {
         evt_jw_obj_begin(w);
-        put_cstr(w, "id", tx);
+        put_cstr(w, EVT_JW_KEY_ARGS("id"), tx);
         evt_jw_obj_end(w);
     } else
         evt_jw_null(w);
@@ -535,12 +547,12 @@ static tb_code put_message_value(const evt_codec_opts *o, const evt_event *e, ev
         tb_buf_init(&topic, 0);
         rc = evt_json_topic(o, evt_event_table(e), &topic);
         evt_jw_obj_begin(&w);
-        evt_jw_key(&w, "schema", 6);
+        EVT_JW_KEY(&w, "schema");
         if (row)
             row_schema(&w, evt_event_table(e), tb_buf_cstr(&topic), false, NULL);
         else
             envelope_schema(&w, e, tb_buf_cstr(&topic));
-        evt_jw_key(&w, "payload", 7);
+        EVT_JW_KEY(&w, "payload");
         tb_buf_free(&topic);
         if (rc != TB_OK)
             evt_jw_fail(&w, rc);
@@ -597,8 +609,8 @@ tb_code evt_json_schema_key(const evt_table *t, tb_buf *out)
     evt_jw w;
     evt_jw_init(&w, out);
     evt_jw_obj_begin(&w);
-    put_cstr(&w, "db", evt_table_db(t));
-    put_cstr(&w, "table", evt_table_name(t));
+    put_cstr(&w, EVT_JW_KEY_ARGS("db"), evt_table_db(t));
+    put_cstr(&w, EVT_JW_KEY_ARGS("table"), evt_table_name(t));
     evt_jw_obj_end(&w);
     return evt_jw_finish(&w);
 }
@@ -608,29 +620,29 @@ tb_code evt_json_schema_value(const evt_table *t, tb_buf *out)
     evt_jw w;
     evt_jw_init(&w, out);
     evt_jw_obj_begin(&w);
-    put_cstr(&w, "db", evt_table_db(t));
-    put_cstr(&w, "table", evt_table_name(t));
-    put_u(&w, "version", evt_table_version(t));
-    evt_jw_key(&w, "names_known", 11);
+    put_cstr(&w, EVT_JW_KEY_ARGS("db"), evt_table_db(t));
+    put_cstr(&w, EVT_JW_KEY_ARGS("table"), evt_table_name(t));
+    put_u(&w, EVT_JW_KEY_ARGS("version"), evt_table_version(t));
+    EVT_JW_KEY(&w, "names_known");
     evt_jw_bool(&w, evt_table_names_known(t));
-    evt_jw_key(&w, "columns", 7);
+    EVT_JW_KEY(&w, "columns");
     evt_jw_arr_begin(&w);
     for (size_t i = 0; i < evt_table_ncols(t); i++) {
         const evt_column *c = evt_table_column(t, i);
         evt_jw_obj_begin(&w);
-        put_cstr(&w, "name", c->name);
-        put_cstr(&w, "type", evt_type_name(c->type));
-        put_cstr(&w, "source_type", c->source_type);
-        evt_jw_key(&w, "nullable", 8);
+        put_cstr(&w, EVT_JW_KEY_ARGS("name"), c->name);
+        put_cstr(&w, EVT_JW_KEY_ARGS("type"), evt_type_name(c->type));
+        put_cstr(&w, EVT_JW_KEY_ARGS("source_type"), c->source_type);
+        EVT_JW_KEY(&w, "nullable");
         evt_jw_bool(&w, c->nullable);
-        evt_jw_key(&w, "unsigned", 8);
+        EVT_JW_KEY(&w, "unsigned");
         evt_jw_bool(&w, c->is_unsigned);
-        put_u(&w, "pk", (uint64_t)c->pk_ordinal);
-        put_u(&w, "length", c->length);
-        put_u(&w, "precision", c->precision);
-        put_u(&w, "scale", c->scale);
-        put_cstr(&w, "charset", c->charset);
-        evt_jw_key(&w, "labels", 6);
+        put_u(&w, EVT_JW_KEY_ARGS("pk"), (uint64_t)c->pk_ordinal);
+        put_u(&w, EVT_JW_KEY_ARGS("length"), c->length);
+        put_u(&w, EVT_JW_KEY_ARGS("precision"), c->precision);
+        put_u(&w, EVT_JW_KEY_ARGS("scale"), c->scale);
+        put_cstr(&w, EVT_JW_KEY_ARGS("charset"), c->charset);
+        EVT_JW_KEY(&w, "labels");
         if (c->labels) {
             evt_jw_arr_begin(&w);
             for (size_t k = 0; k < c->nlabels; k++)
@@ -641,7 +653,7 @@ tb_code evt_json_schema_value(const evt_table *t, tb_buf *out)
         evt_jw_obj_end(&w);
     }
     evt_jw_arr_end(&w);
-    evt_jw_key(&w, "primary_key", 11);
+    EVT_JW_KEY(&w, "primary_key");
     evt_jw_arr_begin(&w);
     for (size_t k = 0; k < evt_table_npk(t); k++) {
         const evt_column *c = evt_table_column(t, evt_table_pk_col(t, k));
@@ -755,13 +767,13 @@ tb_code evt_json_line(const char *topic, const char *key, size_t key_len, const 
     evt_jw w;
     evt_jw_init(&w, out);
     evt_jw_obj_begin(&w);
-    put_cstr(&w, "topic", topic ? topic : "");
-    evt_jw_key(&w, "key", 3);
+    put_cstr(&w, EVT_JW_KEY_ARGS("topic"), topic ? topic : "");
+    EVT_JW_KEY(&w, "key");
     if (key && key_len)
         evt_jw_raw_json(&w, key, key_len);
     else
         evt_jw_null(&w);
-    evt_jw_key(&w, "value", 5);
+    EVT_JW_KEY(&w, "value");
     if (value && value_len)
         evt_jw_raw_json(&w, value, value_len);
     else

@@ -289,6 +289,16 @@ void evt_jw_key(evt_jw *w, const char *key, size_t len)
     w->after_key = true;
 }
 
+void evt_jw_key_lit(evt_jw *w, const char *frag, size_t n)
+{
+    char *p = pre(w, n);
+    if (!p)
+        return;
+    memcpy(p, frag, n);
+    commit(w, p + n);
+    w->after_key = true;
+}
+
 /* ============================================================ scalars */
 
 static void put_lit(evt_jw *w, const char *s, size_t n)
