@@ -31,9 +31,17 @@ int app_fail(const char *cmd, const tb_error *err)
     return tb_code_exit_status(err->code);
 }
 
+/* First SIGINT/SIGTERM: ask for a clean stop (the loops poll
+ * app_stop_requested). A second one: die by the signal at once (nothing is
+ * committed that Kafka has not acknowledged, so this is safe, only slower to
+ * resume). Only async-signal-safe calls here. */
 static void on_signal(int sig)
 {
-    (void)sig;
+    if (app_stop_requested) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
     app_stop_requested = 1;
 }
 
