@@ -446,3 +446,36 @@ Test(cfg, edit_distance)
     cr_assert_eq(cfg_edit_distance("kitten", "sitting"), 3);
     cr_assert_eq(cfg_edit_distance("ca", "abc"), 3, "OSA distance, not full Damerau");
 }
+
+Test(cfg, random_files_never_crash_and_errors_are_one_line)
+{
+    static const char alphabet[] = "=:#!\\ \t\r\nabkx.ye01-_*(|";
+    unsigned seed = 12345;
+    int ok = 0, bad = 0;
+    for (int round = 0; round < 1500; round++) {
+        char text[200];
+        size_t len = (size_t)(rand_r(&seed) % (sizeof(text) - 1));
+        for (size_t i = 0; i < len; i++)
+            text[i] = alphabet[rand_r(&seed) % (sizeof(alphabet) - 1)];
+        text[len] = '\0';
+        /* Sometimes start from a valid key so values get validated too. */
+        static const char *const starts[] = {"", "source.port=", "tables.include=", "kafka.", "exactly_once="};
+        char full[256];
+        snprintf(full, sizeof(full), "%s%s", starts[round % 5], text);
+        cfg *c = cfg_new();
+        tb_error err;
+        tb_error_clear(&err);
+        tb_code rc = load_text(c, full, &err);
+        if (rc == TB_OK) {
+            ok++;
+        } else {
+            bad++;
+            cr_assert_eq(rc, TB_ERR_CONFIG, "input: %s", full);
+            cr_assert_null(strchr(err.msg, '\n'), "one line: %s", err.msg);
+            cr_assert(strncmp(err.msg, tmpdir, strlen(tmpdir)) == 0, "names the file: %s", err.msg);
+        }
+        cfg_free(c);
+    }
+    cr_assert_gt(ok, 0);
+    cr_assert_gt(bad, 0);
+}
