@@ -9,6 +9,22 @@
 #include <stdint.h>
 #include "evt_json.h"
 
+/* ------------------------------------------------------------ tables */
+struct evt_table {
+    int refs; /* atomic: events may travel between threads */
+    char *db;
+    char *name;
+    size_t ncols;
+    evt_column *cols;
+    size_t npk;
+    size_t *pk;
+    uint32_t version;
+    bool names_known;
+    bool sealed;
+    char *keyfrag;   /* set by seal: each column name as JSON key text */
+    size_t *keyoff;  /* ncols + 1 offsets into keyfrag */
+};
+
 /* ------------------------------------------------------------ arena
  * A chunked bump allocator. Pointers it returns never move; they stay valid
  * until evt_arena_reset() or evt_arena_free(). Allocations are 8-aligned.

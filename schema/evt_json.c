@@ -90,7 +90,23 @@
  *          "primary_key":["<col>",...]}
  *
  * Printed line (stdout sink, `decode`): {"topic":T,"key":KEY,"value":VALUE|null}
- * Positions as JSON: see evt_json_pos.c.
+ * (KEY and VALUE embedded verbatim). Positions as JSON: see evt_json_dec.c.
+ *
+ * DECISIONS FOR DESIGN 5 (values)
+ *  - Invalid UTF-8 in text: each byte that starts no valid UTF-8 sequence is
+ *    written as the lone surrogate escape \udc80..\udcff (PEP 383
+ *    "surrogateescape"). Lossless: evt_jv turns it back into the byte, so a
+ *    latin1-mislabelled or binary-in-VARCHAR value reaches the cache
+ *    unchanged. Unambiguous: valid UTF-8 never encodes a surrogate and the
+ *    writer never writes \ud800..\udbff. Other JSON readers see U+DCxx.
+ *    Valid UTF-8, 4-byte sequences (emoji) included, is written as is.
+ *  - Non-finite FLOAT/DOUBLE (only SQLite REAL can hold them): the strings
+ *    "Infinity", "-Infinity", "NaN" (JSON has no such numbers).
+ *  - Number text: integral doubles below 2^53 print as integers ("42");
+ *    exponents without '+' or leading zeros ("1e300", "5e-324"); -0.0 is "-0".
+ *  - The zero TIMESTAMP is not an instant: "0000-00-00T00:00:00" without Z.
+ *  - BIT(n>1) is a number (UINT), BIT(1) a boolean: the capture decides by
+ *    the value kind it sets.
  */
 #include "evt_internal.h"
 

@@ -117,7 +117,8 @@ void evt_rendered_free(evt_rendered *r); /* NULL-safe */
 tb_code evt_render(const evt_codec_opts *o, const evt_event *e, evt_rendered *r, tb_error *err);
 
 /* One printed line (DESIGN 10): {"topic":…,"key":…,"value":…} where key and
- * value are JSON texts embedded as JSON (value NULL -> null). */
+ * value are JSON texts embedded verbatim (they must be valid JSON, as this
+ * codec produces them; NULL or empty -> null). */
 tb_code evt_json_line(const char *topic, const char *key, size_t key_len, const char *value,
                       size_t value_len, tb_buf *out);
 
