@@ -212,7 +212,7 @@ static tb_code sqlcap_poll(sqlcap *c, tb_error *err)
         done = true; /* the shm was reset for the next generation: nothing more here */
         goto finish;
     }
-    if (h.nbackfill > c->frame && h.mxframe > c->frame)
+    if (!c->o.shadow && h.nbackfill > c->frame && h.mxframe > c->frame)
         TB_ERROR(SQLCAP_FAC, "%s: invariant violated: backfill %u beyond consumed frame %u", c->path, h.nbackfill,
                  c->frame);
     if ((rc = sqlcap_consume(c, h.mxframe, w.magic & 1, false, &done, err)) != TB_OK)
@@ -407,12 +407,10 @@ static tb_code sqlcap_gap(sqlcap *c, const sqlcap_shmhdr *h, const sqlcap_walhdr
         if (p <= c->npages && memcmp(a, b, c->pg.pgsz) == 0)
             sqlcap_map_del(&diff, p);
     }
+    c->gap = true;
     rc = sqlcap_apply_txn(c, &diff, h->mxframe, c->ck1, c->ck2, curpages, true, err);
     if (rc == TB_OK && !c->o.shadow)
         sqlcap_map_clear(&c->overlay);
-    if (rc == TB_OK && c->o.shadow) {
-        /* the next frames of this generation are read from frame mxFrame on */
-    }
 out:
     free(a);
     free(b);
@@ -484,6 +482,8 @@ static tb_code sqlcap_attach(sqlcap *c, const tb_position *start, tb_error *err)
         }
         tb_buf_reset(&t);
         rc = sqlcap_read_file(c->shadow_pos_path, &t);
+        while (rc == TB_OK && t.len && (t.data[t.len - 1] == '\n' || t.data[t.len - 1] == '\r'))
+            t.data[--t.len] = 0;
         if (rc == TB_OK)
             rc = tb_position_parse(tb_buf_cstr(&t), &sp, err);
         tb_buf_free(&t);

@@ -36,7 +36,9 @@
  * plus the unacknowledged pages held in memory, so they never depend on the
  * writer's checkpoints. On restart from a durable position equal to the
  * shadow's, in the same WAL generation: exact continuation. If the WAL was
- * reset meanwhile: one "gap" transaction = exact net diff shadow -> current.
+ * reset meanwhile: one "gap" transaction = exact net diff shadow -> current
+ * (its events have txid "gap"; consumers should apply them as upserts, since
+ * changes after the shadow position that were already delivered reappear).
  * With shadow=off (mode A) before-images come from the live file; a restart
  * is exact only if no frame after the position was checkpointed, else
  * sqlcap_open fails with TB_ERR_STATE ("resnapshot needed").

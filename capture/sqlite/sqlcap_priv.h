@@ -48,6 +48,7 @@ struct sqlcap {
     bool snapping;
     size_t snap_tbl, snap_cursor;
     bool snap_any;
+    bool gap;                   /* the next applied transaction is a gap net diff */
     sqlcap_stats st;
 };
 

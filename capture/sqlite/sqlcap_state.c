@@ -368,7 +368,10 @@ tb_code sqlcap_apply_txn(sqlcap *c, sqlcap_map *txn, uint32_t frame, uint32_t ck
     for (size_t i = 0; i < tmp.n; i++) {
         evt_event_set_position(tmp.v[i], &pos);
         evt_event_set_last_in_tx(tmp.v[i], i + 1 == tmp.n);
+        if (c->gap)
+            evt_event_set_txid(tmp.v[i], "gap");
     }
+    c->gap = false;
     if ((rc = sqlcap_overlay_txn(c, txn, npages, &pos, err)) != TB_OK)
         goto out;
     c->frame = frame;
