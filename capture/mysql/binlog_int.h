@@ -121,6 +121,7 @@ typedef struct bl_rowctx {
     const uint8_t **jraw; /* binary JSON of the before image, per column (partial updates) */
     size_t *jraw_len;
     size_t cap_jraw;
+    bool warned_partial;
 } bl_rowctx;
 
 void bl_rowctx_init(bl_rowctx *c);

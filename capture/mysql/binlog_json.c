@@ -20,7 +20,7 @@
  *        anything else -> "base64:typeNN:<base64>" (as MySQL prints it)
  *
  * JSON DIFF (PARTIAL_UPDATE_ROWS, binlog_row_value_options=PARTIAL_JSON).
- * The column value is: length 4 bytes, then diffs to the end:
+ * The column value (after its usual length prefix) is a list of diffs:
  *   operation 1 byte (0 REPLACE, 1 INSERT, 2 REMOVE), path length lenenc,
  *   path (MySQL JSON path: $, .key, ."quoted key", [n]), and unless REMOVE:
  *   value length lenenc, value (binary JSON).
@@ -543,17 +543,7 @@ tb_code bl_json_apply_diff(const uint8_t *before, size_t before_len, const uint8
     jn *root = parse_doc(before, before_len, err);
     if (!root)
         return err ? err->code : TB_ERR_CORRUPT;
-    if (diff_len < 4) {
-        rc = tb_error_set(err, TB_ERR_CORRUPT, false, "JSON diff truncated");
-        goto out;
-    }
-    size_t total = bl_u32(diff);
-    const uint8_t *p = diff + 4, *end = diff + diff_len;
-    if (total > (size_t)(end - p)) {
-        rc = tb_error_set(err, TB_ERR_CORRUPT, false, "JSON diff length exceeds the value");
-        goto out;
-    }
-    end = p + total;
+    const uint8_t *p = diff, *end = diff + diff_len;
     while (p < end) {
         int op = *p++;
         uint64_t pl, vl = 0;

@@ -21,6 +21,7 @@
  * holds a diff list (binlog_json.c) to apply to the before image's value.
  */
 #include "binlog_int.h"
+#include "tb_log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,9 +336,21 @@ tb_code bl_row_decode(bl_rowctx *c, const bl_tmap *m, const uint8_t **pp, const 
                     c->jraw[i] = p;
                     c->jraw_len[i] = l;
                 }
+                if (partial && (i >= c->cap_jraw || !c->jraw[i] || c->jraw_len[i] == 0)) {
+                    /* binlog_row_image=MINIMAL: the before image lacks the document, so
+                     * the diff cannot be applied; the column stays absent from the after
+                     * image (DESIGN 4: absent, never null). */
+                    if (!c->warned_partial) {
+                        TB_WARN("binlog", "table %s.%s column %s: partial JSON update without the document in "
+                                "the before image (binlog_row_image=MINIMAL); column left out of the after image",
+                                evt_table_db(m->table), evt_table_name(m->table), evt_table_column(m->table, i)->name);
+                        c->warned_partial = true;
+                    }
+                    p += l;
+                    jsonidx++;
+                    continue;
+                }
                 if (partial) {
-                    if (i >= c->cap_jraw || !c->jraw[i] || c->jraw_len[i] == 0)
-                        COLERR(TB_ERR_CORRUPT, "partial JSON update without a JSON before image");
                     rc = bl_json_apply_diff(c->jraw[i], c->jraw_len[i], p, l, &c->json, err);
                 } else if (l == 0) {
                     rc = tb_buf_puts(&c->json, "null"); /* empty JSON value (server writes it for NULL-ish) */
