@@ -1,0 +1,391 @@
+/*
+ * Integration tests of `tributary cache` against the real broker of
+ * scripts/testenv (TRIBUTARY_TEST_KAFKA; the tests fail without it). The
+ * cache runs as a child process (the built binary), as a user runs it.
+ *
+ *   it/compacted_changelog: upserts, envelope-delete + tombstone, key changes
+ *       on a topic with aggressive compaction; after the cleaner ran, the cache
+ *       equals the expected table; `cache get` finds a live key (exit 0) and
+ *       not a deleted one (exit 1); `cache status` says caught up
+ *   it/kill9_resume: kill -9 during replay, restart: same table as an
+ *       uninterrupted replay and the same number of applications (no batch
+ *       applied twice)
+ *   it/group_split: two instances in one consumer group (cooperative,
+ *       cache.on.revoke=drop) split the partitions and together hold every row
+ *   it/schema_add_column: a running cache gets schema version 2 (a new
+ *       column) mid-stream: ALTER TABLE, old rows kept, new rows typed
+ */
+#include "it_util.h"
+
+TestSuite(it, .timeout = 600);
+
+#define SCHEMA_V1                                                                                                      \
+    "{\"db\":\"db1\",\"table\":\"t\",\"version\":1,\"names_known\":true,\"columns\":["                                 \
+    "{\"name\":\"id\",\"type\":\"bigint\",\"source_type\":\"bigint(20)\",\"nullable\":false,\"unsigned\":false,"       \
+    "\"pk\":1},"                                                                                                       \
+    "{\"name\":\"v\",\"type\":\"varchar\",\"source_type\":\"varchar(40)\",\"nullable\":true,\"unsigned\":false,"       \
+    "\"pk\":0},"                                                                                                       \
+    "{\"name\":\"n\",\"type\":\"int\",\"source_type\":\"int(11)\",\"nullable\":true,\"unsigned\":false,\"pk\":0}"     \
+    "%s],\"primary_key\":[\"id\"]}"
+#define COLOR_COL ",{\"name\":\"color\",\"type\":\"varchar\",\"source_type\":\"varchar(9)\",\"nullable\":true,\"pk\":0}"
+
+static void put_schema(rd_kafka_t *rk, const char *prefix, bool v2)
+{
+    char topic[128], val[2048];
+    snprintf(topic, sizeof(topic), "%s.schema", prefix);
+    snprintf(val, sizeof(val), SCHEMA_V1, v2 ? COLOR_COL : "");
+    if (v2) {
+        char *p = strstr(val, "\"version\":1");
+        p[10] = '2';
+    }
+    it_produce(rk, topic, 0, "{\"db\":\"db1\",\"table\":\"t\"}", val);
+}
+
+static void env_row(char *buf, size_t n, const char *op, long id, long i, const char *color)
+{
+    char row[256];
+    if (color)
+        snprintf(row, sizeof(row), "{\"id\":%ld,\"v\":\"s%ld-%ld\",\"n\":%ld,\"color\":\"%s\"}", id, id, i, i, color);
+    else
+        snprintf(row, sizeof(row), "{\"id\":%ld,\"v\":\"s%ld-%ld\",\"n\":%ld}", id, id, i, i);
+    bool del = op[0] == 'd';
+    snprintf(buf, n,
+             "{\"before\":%s,\"after\":%s,\"source\":{\"connector\":\"mariadb\",\"db\":\"db1\",\"table\":\"t\"},"
+             "\"op\":\"%s\",\"ts_ms\":1,\"transaction\":null}",
+             del ? row : "null", del ? "null" : row, op);
+}
+
+/* The changelog generator: a deterministic mix of creates, updates, deletes and key changes. */
+typedef struct model {
+    long *n; /* value of n per id, -1 = no row */
+    long ids;
+    long produced;
+} model;
+
+static void upsert(rd_kafka_t *rk, const char *topic, model *m, long id, long i)
+{
+    char key[64], val[1024];
+    snprintf(key, sizeof(key), "{\"id\":%ld}", id);
+    env_row(val, sizeof(val), m->n[id] < 0 ? "c" : "u", id, i, NULL);
+    it_produce(rk, topic, -1, key, val);
+    m->n[id] = i;
+    m->produced++;
+}
+
+static void delete_row(rd_kafka_t *rk, const char *topic, model *m, long id, long i)
+{
+    char key[64], val[1024];
+    snprintf(key, sizeof(key), "{\"id\":%ld}", id);
+    env_row(val, sizeof(val), "d", id, m->n[id], NULL);
+    it_produce(rk, topic, -1, key, val);
+    it_produce(rk, topic, -1, key, NULL);
+    m->n[id] = -1;
+    m->produced += 2;
+    (void)i;
+}
+
+static void changelog(rd_kafka_t *rk, const char *topic, model *m, long ops, long keys, unsigned seed)
+{
+    long next_new = keys;
+    for (long i = 0; i < ops; i++) {
+        seed = seed * 1103515245u + 12345u;
+        long id = (long)((seed >> 8) % (unsigned)keys);
+        unsigned r = (seed >> 20) % 10;
+        if (m->n[id] < 0 || r < 6) {
+            upsert(rk, topic, m, id, i);
+        } else if (r < 8) {
+            delete_row(rk, topic, m, id, i);
+        } else if (next_new < m->ids) { /* primary-key change id -> next_new */
+            long n = m->n[id];
+            delete_row(rk, topic, m, id, i);
+            upsert(rk, topic, m, next_new++, n);
+        }
+    }
+}
+
+static char *expected_dump(const model *m)
+{
+    size_t cap = 1 << 20, len = 0;
+    char *out = calloc(1, cap);
+    for (long id = 0; id < m->ids; id++)
+        if (m->n[id] >= 0) {
+            if (len + 128 >= cap)
+                out = realloc(out, cap *= 2);
+            len += (size_t)snprintf(out + len, cap - len, "%ld|s%ld-%ld|%ld\n", id, id, m->n[id], m->n[id]);
+        }
+    return out;
+}
+
+static char *cache_dump(const char *db)
+{
+    return it_sql_dump(db, "SELECT id, v, n FROM \"db1.t\" ORDER BY id");
+}
+
+static pid_t start_cache(const char *prefix, const char *db, const char *log, const char *const *extra)
+{
+    char topics[128];
+    snprintf(topics, sizeof(topics), "^%s\\.", prefix);
+    const char *args[32] = {"--brokers", it_brokers(), "--topics", topics, "--prefix", prefix, "--db", db,
+                            "--set", "log.level=info"};
+    int n = 10;
+    for (int i = 0; extra && extra[i]; i++)
+        args[n++] = extra[i];
+    args[n] = NULL;
+    return it_spawn(log, args);
+}
+
+static void paths(const char *prefix, const char *tag, char *db, char *log)
+{
+    snprintf(db, 256, "/tmp/%s-%s.db", prefix, tag);
+    snprintf(log, 256, "/tmp/%s-%s.log", prefix, tag);
+    it_rm_db(db);
+    unlink(log);
+}
+
+Test(it, compacted_changelog)
+{
+    char prefix[64], topic[128], stopic[128], db[256], log[256];
+    it_prefix(prefix, sizeof(prefix), "c");
+    snprintf(topic, sizeof(topic), "%s.db1.t", prefix);
+    snprintf(stopic, sizeof(stopic), "%s.schema", prefix);
+    rd_kafka_t *rk = it_producer();
+    it_create_topic(rk, stopic, 1, 1);
+    it_create_topic(rk, topic, 3, 1);
+    model m = {calloc(2000, sizeof(long)), 2000, 0};
+    for (long i = 0; i < m.ids; i++)
+        m.n[i] = -1;
+    put_schema(rk, prefix, false);
+    changelog(rk, topic, &m, 6000, 400, 7);
+    it_flush(rk);
+    /* keep segments rolling (a tombstone of a key that never existed on every
+     * partition) until the cleaner has compacted most of the history away */
+    double deadline = it_now() + 180;
+    long count = 0;
+    for (;;) {
+        for (int p = 0; p < 3; p++)
+            it_produce(rk, topic, p, "{\"id\":-1}", NULL);
+        it_flush(rk);
+        count = it_count_records(topic, 3);
+        if (count < m.produced / 3)
+            break;
+        cr_assert(it_now() < deadline, "compaction did not happen: %ld of %ld records left", count, m.produced);
+        it_nap(500);
+    }
+    cr_log_info("compaction: %ld records produced, %ld left", m.produced, count);
+    paths(prefix, "c", db, log);
+    const char *extra[] = {"--until-caught-up", NULL};
+    cr_assert_eq(it_wait(start_cache(prefix, db, log, extra), 120), 0, "cache failed, see %s", log);
+    char *want = expected_dump(&m), *got = cache_dump(db);
+    cr_expect_str_eq(got, want);
+    cr_expect(strlen(want) > 100);
+    /* cache get: a live key prints its row, a deleted key exits 1 */
+    long live = -1, dead = -1;
+    for (long id = 0; id < 400; id++) {
+        if (m.n[id] >= 0 && live < 0)
+            live = id;
+        if (m.n[id] < 0 && dead < 0)
+            dead = id;
+    }
+    char cmd[1024], out[300], line[512] = "", want_row[256];
+    snprintf(out, sizeof(out), "%s.get", db);
+    snprintf(cmd, sizeof(cmd), "%s/app/tributary cache get --db %s --table db1.t --key '{\"id\":%ld}' > %s",
+             TB_BINARY_DIR, db, live, out);
+    cr_expect_eq(WEXITSTATUS(system(cmd)), 0);
+    FILE *f = fopen(out, "r");
+    cr_assert_not_null(f);
+    cr_assert_not_null(fgets(line, sizeof(line), f));
+    fclose(f);
+    snprintf(want_row, sizeof(want_row), "{\"id\":%ld,\"v\":\"s%ld-%ld\",\"n\":%ld}\n", live, live, m.n[live],
+             m.n[live]);
+    cr_expect_str_eq(line, want_row);
+    snprintf(cmd, sizeof(cmd), "%s/app/tributary cache get --db %s --table db1.t --key '{\"id\":%ld}' 2>/dev/null",
+             TB_BINARY_DIR, db, dead);
+    cr_expect_eq(WEXITSTATUS(system(cmd)), 1);
+    snprintf(cmd, sizeof(cmd), "%s/app/tributary cache status --db %s --brokers %s | grep -q 'caught up with the start watermarks: yes'",
+             TB_BINARY_DIR, db, it_brokers());
+    cr_expect_eq(WEXITSTATUS(system(cmd)), 0);
+    unlink(out);
+    free(want);
+    free(got);
+    free(m.n);
+    rd_kafka_destroy(rk);
+    it_rm_db(db);
+}
+
+Test(it, kill9_resume)
+{
+    char prefix[64], topic[128], stopic[128], dba[256], loga[256], dbb[256], logb[256];
+    it_prefix(prefix, sizeof(prefix), "k");
+    snprintf(topic, sizeof(topic), "%s.db1.t", prefix);
+    snprintf(stopic, sizeof(stopic), "%s.schema", prefix);
+    rd_kafka_t *rk = it_producer();
+    it_create_topic(rk, stopic, 1, 0);
+    it_create_topic(rk, topic, 3, 0);
+    model m = {calloc(40000, sizeof(long)), 40000, 0};
+    for (long i = 0; i < m.ids; i++)
+        m.n[i] = -1;
+    put_schema(rk, prefix, false);
+    changelog(rk, topic, &m, 150000, 30000, 11);
+    it_flush(rk);
+    long long total = m.produced; /* table messages (schema records are not counted) */
+    /* the reference: one uninterrupted replay */
+    paths(prefix, "a", dba, loga);
+    const char *extra[] = {"--until-caught-up", "--set", "cache.batch.size=200", NULL};
+    cr_assert_eq(it_wait(start_cache(prefix, dba, loga, extra), 300), 0, "cache failed, see %s", loga);
+    long long applied_a = it_sql_int(dba, "SELECT value FROM _tributary_state WHERE key='applied'");
+    cr_expect_eq(applied_a, total, "uninterrupted replay applied %lld of %lld", applied_a, total);
+    /* kill -9 in the middle of a replay, then restart */
+    paths(prefix, "b", dbb, logb);
+    pid_t pid = start_cache(prefix, dbb, logb, extra);
+    double deadline = it_now() + 120;
+    long long at_kill;
+    for (;;) {
+        at_kill = it_sql_int(dbb, "SELECT value FROM _tributary_state WHERE key='applied'");
+        if (at_kill > total / 5)
+            break;
+        cr_assert(it_now() < deadline, "the replay did not start (see %s)", logb);
+        it_nap(10);
+    }
+    kill(pid, SIGKILL);
+    cr_assert_eq(it_wait(pid, 30), -SIGKILL);
+    at_kill = it_sql_int(dbb, "SELECT value FROM _tributary_state WHERE key='applied'");
+    cr_log_info("killed after %lld of %lld applications were committed", at_kill, total);
+    cr_assert(at_kill < total, "the replay had finished before the kill: the test proves nothing");
+    cr_assert_eq(it_wait(start_cache(prefix, dbb, logb, extra), 300), 0, "restart failed, see %s", logb);
+    char *a = cache_dump(dba), *b = cache_dump(dbb), *want = expected_dump(&m);
+    cr_expect_str_eq(b, a);
+    cr_expect_str_eq(a, want);
+    long long applied_b = it_sql_int(dbb, "SELECT value FROM _tributary_state WHERE key='applied'");
+    cr_expect_eq(applied_b, total, "committed batches were applied again (or skipped): %lld applications of %lld",
+                 applied_b, total);
+    free(a);
+    free(b);
+    free(want);
+    free(m.n);
+    rd_kafka_destroy(rk);
+    it_rm_db(dba);
+    it_rm_db(dbb);
+}
+
+Test(it, group_split)
+{
+    char prefix[64], topic[128], stopic[128], dba[256], loga[256], dbb[256], logb[256], group[96];
+    it_prefix(prefix, sizeof(prefix), "g");
+    snprintf(topic, sizeof(topic), "%s.db1.t", prefix);
+    snprintf(stopic, sizeof(stopic), "%s.schema", prefix);
+    snprintf(group, sizeof(group), "%s-cache", prefix);
+    rd_kafka_t *rk = it_producer();
+    it_create_topic(rk, stopic, 1, 0);
+    it_create_topic(rk, topic, 4, 0);
+    model m = {calloc(3000, sizeof(long)), 3000, 0};
+    for (long i = 0; i < m.ids; i++)
+        m.n[i] = -1;
+    put_schema(rk, prefix, false);
+    changelog(rk, topic, &m, 5000, 2000, 3);
+    it_flush(rk);
+    long long live = 0, sum = 0;
+    for (long id = 0; id < m.ids; id++)
+        if (m.n[id] >= 0) {
+            live++;
+            sum += id;
+        }
+    paths(prefix, "a", dba, loga);
+    paths(prefix, "b", dbb, logb);
+    const char *extra[] = {"--mode", "group", "--group", group, "--set", "cache.on.revoke=drop", NULL};
+    pid_t a = start_cache(prefix, dba, loga, extra);
+    pid_t b = start_cache(prefix, dbb, logb, extra);
+    double deadline = it_now() + 120;
+    for (;;) {
+        long long ca = it_sql_int(dba, "SELECT count(*) FROM \"db1.t\""),
+                  cb = it_sql_int(dbb, "SELECT count(*) FROM \"db1.t\""),
+                  sa = it_sql_int(dba, "SELECT total(id) FROM \"db1.t\""),
+                  sb = it_sql_int(dbb, "SELECT total(id) FROM \"db1.t\""),
+                  pa = it_sql_int(dba, "SELECT count(*) FROM _tributary_offsets WHERE topic LIKE '%.db1.t'"),
+                  pb = it_sql_int(dbb, "SELECT count(*) FROM _tributary_offsets WHERE topic LIKE '%.db1.t'");
+        if (ca > 0 && cb > 0 && ca + cb == live && sa + sb == sum && pa > 0 && pb > 0 && pa + pb == 4) {
+            cr_log_info("group: instance A holds %lld rows (%lld partitions), B %lld rows (%lld partitions)", ca, pa,
+                        cb, pb);
+            break;
+        }
+        if (it_now() > deadline) {
+            kill(a, SIGKILL);
+            kill(b, SIGKILL);
+            cr_assert_fail("the instances did not split the rows: A %lld rows/%lld parts, B %lld rows/%lld parts, want %lld "
+                     "rows (logs %s %s)",
+                     ca, pa, cb, pb, live, loga, logb);
+        }
+        it_nap(200);
+    }
+    /* every row is in exactly one of them */
+    char *da = it_sql_dump(dba, "SELECT _partition FROM \"db1.t\" GROUP BY _partition");
+    char *db = it_sql_dump(dbb, "SELECT _partition FROM \"db1.t\" GROUP BY _partition");
+    for (char *p = strtok(da, "\n"); p; p = strtok(NULL, "\n")) {
+        char pat[16];
+        snprintf(pat, sizeof(pat), "%s\n", p);
+        cr_expect(!strstr(db, pat), "partition %s in both instances", p);
+    }
+    free(da);
+    free(db);
+    kill(a, SIGTERM);
+    kill(b, SIGTERM);
+    cr_expect_eq(it_wait(a, 60), 0);
+    cr_expect_eq(it_wait(b, 60), 0);
+    free(m.n);
+    rd_kafka_destroy(rk);
+    it_rm_db(dba);
+    it_rm_db(dbb);
+}
+
+Test(it, schema_add_column)
+{
+    char prefix[64], topic[128], stopic[128], db[256], log[256], key[64], val[1024];
+    it_prefix(prefix, sizeof(prefix), "s");
+    snprintf(topic, sizeof(topic), "%s.db1.t", prefix);
+    snprintf(stopic, sizeof(stopic), "%s.schema", prefix);
+    rd_kafka_t *rk = it_producer();
+    it_create_topic(rk, stopic, 1, 0);
+    it_create_topic(rk, topic, 2, 0);
+    put_schema(rk, prefix, false);
+    for (long id = 0; id < 100; id++) {
+        snprintf(key, sizeof(key), "{\"id\":%ld}", id);
+        env_row(val, sizeof(val), "c", id, id, NULL);
+        it_produce(rk, topic, -1, key, val);
+    }
+    it_flush(rk);
+    paths(prefix, "s", db, log);
+    pid_t pid = start_cache(prefix, db, log, NULL);
+    double deadline = it_now() + 60;
+    while (it_sql_int(db, "SELECT count(*) FROM \"db1.t\"") != 100) {
+        cr_assert(it_now() < deadline, "first rows did not arrive (see %s)", log);
+        it_nap(100);
+    }
+    /* version 2 adds "color"; the sink writes the schema record first */
+    put_schema(rk, prefix, true);
+    for (long id = 100; id < 150; id++) {
+        snprintf(key, sizeof(key), "{\"id\":%ld}", id);
+        env_row(val, sizeof(val), "c", id, id, "red");
+        it_produce(rk, topic, -1, key, val);
+    }
+    it_flush(rk);
+    deadline = it_now() + 60;
+    while (it_sql_int(db, "SELECT count(*) FROM \"db1.t\" WHERE color='red'") != 50 ||
+           it_sql_int(db, "SELECT count(*) FROM _tributary_columns WHERE tbl='db1.t' AND name='color' AND "
+                          "type='varchar'") != 1) {
+        cr_assert(it_now() < deadline, "the new column did not arrive (see %s)", log);
+        it_nap(100);
+    }
+    cr_expect_eq(it_sql_int(db, "SELECT count(*) FROM \"db1.t\""), 150);
+    cr_expect_eq(it_sql_int(db, "SELECT count(*) FROM \"db1.t\" WHERE color IS NULL"), 100);
+    kill(pid, SIGTERM);
+    cr_expect_eq(it_wait(pid, 60), 0);
+    FILE *f = fopen(log, "r");
+    char line[1024];
+    bool altered = false;
+    while (f && fgets(line, sizeof(line), f))
+        altered = altered || strstr(line, "added column \"color\"");
+    if (f)
+        fclose(f);
+    cr_expect(altered, "no ALTER TABLE log line in %s", log);
+    rd_kafka_destroy(rk);
+    it_rm_db(db);
+}
