@@ -7,9 +7,13 @@
  *    path (evt_jw_json) writes exactly what the tree path writes;
  *  - the input taken as a byte string survives evt_jw_str -> evt_jv_parse
  *    unchanged (the \udcXX escape for invalid UTF-8);
- *  - evt_decode_msg and evt_position_from_json never crash.
+ *  - evt_decode_msg and evt_position_from_json never crash;
+ *  - the first 8 (4) bytes as a double (float) format to text that reads
+ *    back to the same bits and is valid JSON number text.
  */
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +76,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tb_position_init(&p);
     (void)evt_position_from_json(text, size, &p, NULL);
     tb_position_free(&p);
+
+    if (size >= 8) {
+        double dv;
+        memcpy(&dv, data, 8);
+        char num[32];
+        size_t nn = evt_fmt_double(dv, num);
+        check(nn == strlen(num));
+        if (isfinite(dv)) {
+            double back = strtod(num, NULL);
+            check(memcmp(&back, &dv, 8) == 0);
+            tb_buf_reset(&a);
+            evt_jw_init(&w, &a);
+            evt_jw_raw_number(&w, num, nn);
+            check(evt_jw_finish(&w) == TB_OK);
+        }
+        /* short decimals: m / 10^k exercises the printf-free path */
+        uint64_t m;
+        memcpy(&m, data, 8);
+        double q = (double)(m % 1000000000000000ull) / pow(10, data[0] % 16);
+        evt_fmt_double(q, num);
+        check(strtod(num, NULL) == q);
+        char ref[40];
+        snprintf(ref, sizeof ref, "%.15g", q);
+        if (strtod(ref, NULL) == q && !strchr(ref, 'e'))
+            check(strcmp(ref, num) == 0);
+    }
+    if (size >= 4) {
+        float fv;
+        memcpy(&fv, data, 4);
+        char num[32];
+        evt_fmt_float(fv, num);
+        if (isfinite(fv)) {
+            float back = strtof(num, NULL);
+            check(memcmp(&back, &fv, 4) == 0);
+        }
+    }
 
     tb_buf_free(&a);
     tb_buf_free(&b);

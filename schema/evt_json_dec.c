@@ -241,8 +241,9 @@ tb_code evt_decode_msg(const char *key, size_t klen, const char *value, size_t v
         goto fail;
     }
     const evt_jv *v = out->value_tree;
-    if (evt_jv_type_of(v) == EVT_JV_OBJECT && evt_jv_size(v) == 2 && evt_jv_get(v, "schema") &&
-        evt_jv_get(v, "payload"))
+    const evt_jv *cs = evt_jv_get(v, "schema");
+    if (evt_jv_type_of(v) == EVT_JV_OBJECT && evt_jv_size(v) == 2 && cs && evt_jv_get(v, "payload") &&
+        (evt_jv_type_of(cs) == EVT_JV_NULL || evt_jv_type_of(evt_jv_get(cs, "type")) == EVT_JV_STRING))
         v = evt_jv_get(v, "payload"); /* Kafka Connect JSON */
     if (evt_jv_type_of(v) == EVT_JV_NULL)
         goto tombstone;

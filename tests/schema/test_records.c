@@ -498,6 +498,11 @@ Test(records, decode_messages)
     cr_assert_eq(evt_decode_msg("null", 4, "{\"schema\":null,\"payload\":null}", 30, &d, &err), TB_OK);
     cr_assert(d.tombstone);
     cr_assert_null(d.key);
+    /* a row whose only columns are named schema and payload is not a Connect wrapper */
+    const char *row = "{\"schema\":\"s\",\"payload\":1}";
+    cr_assert_eq(evt_decode_msg("{\"id\":1}", 8, row, strlen(row), &d, &err), TB_OK);
+    cr_assert(d.row_format && !d.tombstone);
+    cr_assert_str_eq(evt_jv_text(evt_jv_get(d.after, "schema"), NULL), "s");
     cr_assert_eq(evt_decode_msg("{\"id\":1}", 8, "{\"op\":\"x\",\"source\":{},\"after\":{}}", 33, &d, &err),
                  TB_ERR_UNSUPPORTED);
     cr_assert_eq(evt_decode_msg("{\"id\":1}", 8, "{\"op\":\"d\",\"source\":{},\"after\":{}}", 33, &d, &err),
