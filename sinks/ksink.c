@@ -636,8 +636,8 @@ tb_code ksink_commit(ksink *ks, tb_error *err)
         return TB_OK;
     if (ks->file_storage)
         rc = ksink_offsets_file_write(cfg_get_str(ks->c, "offsets.file"), &ks->committable, err);
-    else
-        rc = ksink_produce_offsets(ks, &ks->committable, true, err);
+    else /* wait only when nothing else is queued (after a flush): no stall behind a backlog */
+        rc = ksink_produce_offsets(ks, &ks->committable, rd_kafka_outq_len(ks->rk) == 0, err);
     if (rc != TB_OK)
         return rc;
     if ((rc = tb_position_copy(&ks->committed, &ks->committable)) != TB_OK)

@@ -140,7 +140,12 @@ bool ksink_commit_due(const ksink *ks);
 
 /* Write ksink_committable() to the offsets store if it changed since the last
  * write (exactly_once: commit the open Kafka transaction together with the
- * offsets record). Blocks until the offsets record is acknowledged. */
+ * offsets record, blocking). offsets.storage=file: the file is replaced and
+ * fsync'd before the call returns. offsets.storage=kafka: when nothing else
+ * is in flight (as right after ksink_flush) the call waits for the record's
+ * acknowledgement; otherwise it does not wait behind the backlog: the record
+ * is acknowledged in the background, and a failure is recorded like any
+ * delivery failure. So the shutdown sequence flush + commit is synchronous. */
 tb_code ksink_commit(ksink *ks, tb_error *err);
 
 /* Wait until every produced message is acknowledged or timeout_ms passes

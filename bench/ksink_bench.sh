@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# bench/ksink_bench.sh: Kafka sink throughput against kcat on the local broker. Not a test.
+#
+#   bench/ksink_bench.sh [EVENTS] [RUNS]        defaults: 1000000 events, 3 runs
+#
+# Each run: bench_ksink produces EVENTS synthetic change events (about 200 bytes of row data,
+# one source transaction each) through ksink (render + produce + ack tracking + commits) into a
+# fresh compacted topic; then kcat -P produces the same pre-encoded key<TAB>value lines
+# (written once by `bench_ksink dump`) into another fresh compacted topic, with the same
+# producer settings as the sink (idempotence, acks=all, murmur2_random, linger.ms=20,
+# batch.num.messages=100000, lz4). kcat is timed from start to exit (it flushes at the end),
+# ksink from the first event to the acknowledged flush and final offsets commit.
+# Peak RSS: getrusage for ksink (setup included), /usr/bin/time for kcat. CPU seconds too, since
+# the 2 cores are shared with the broker: wall-clock figures move with the machine's load.
+# Prints every run and the medians, and the ratio ksink/kcat in events/s.
+#
+# Uses TRIBUTARY_TEST_KAFKA when set; otherwise starts scripts/testenv and stops it at exit.
+# Builds bench_ksink in build-bench-ksink (Release, no sanitizers).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+events="${1:-1000000}"
+runs="${2:-3}"
+build="${TB_BENCH_BUILD_DIR:-$root/build-bench-ksink}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/ksink-bench.XXXXXX")"
+started_env=""
+
+cleanup() {
+  rm -rf "$work"
+  if [[ -n "$started_env" ]]; then
+    "$root/scripts/testenv" down "$started_env" >/dev/null 2>&1 || true
+  fi
+}
+trap cleanup EXIT
+
+if [[ -z "${TRIBUTARY_TEST_KAFKA:-}" ]]; then
+  "$root/scripts/testenv" up >"$work/env.sh"
+  # shellcheck disable=SC1091
+  . "$work/env.sh"
+  started_env="$TRIBUTARY_TEST_DIR"
+fi
+broker="$TRIBUTARY_TEST_KAFKA"
+
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTB_TESTS=OFF >/dev/null
+cmake --build "$build" -j2 --target bench_ksink >/dev/null
+bin="$build/bench/bench_ksink"
+
+echo "ksink bench: $events events x $runs runs, broker $broker, $(nproc) cores"
+"$bin" dump "$work/lines.txt" "$events"
+echo "payload: $(wc -c <"$work/lines.txt") bytes of key<TAB>value lines"
+
+tag="$(date +%s)_$$"
+declare -a k_eps k_mbs k_rss c_eps c_mbs c_rss
+for ((r = 1; r <= runs; r++)); do
+  line="$("$bin" run "$broker" "kb${tag}_$r" "$events")"
+  eps="$(sed -n 's/.*events_per_s=\([0-9.]*\).*/\1/p' <<<"$line")"
+  mbs="$(sed -n 's/.*mb_per_s=\([0-9.]*\).*/\1/p' <<<"$line")"
+  rss="$(sed -n 's/.*max_rss_kb=\([0-9]*\).*/\1/p' <<<"$line")"
+  k_eps+=("$eps"); k_mbs+=("$mbs"); k_rss+=("$rss")
+  echo "run $r ksink: $line"
+
+  topic="kcat${tag}_$r"
+  "$bin" topic "$broker" "$topic"
+  /usr/bin/time -f "%e %M %U %S" -o "$work/time.txt" \
+    kcat -P -b "$broker" -t "$topic" -K $'\t' -l \
+      -X enable.idempotence=true -X acks=all -X partitioner=murmur2_random \
+      -X linger.ms=20 -X batch.num.messages=100000 -X batch.size=1000000 -X compression.type=lz4 \
+      -X queue.buffering.max.messages=1000000 -X queue.buffering.max.kbytes=1048576 \
+      "$work/lines.txt"
+  read -r secs rss usr sys <"$work/time.txt"
+  bytes="$(awk -F'\t' '{ b += length($0) - 1 } END { printf "%d", b }' "$work/lines.txt")"
+  eps="$(awk -v n="$events" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')"
+  mbs="$(awk -v b="$bytes" -v s="$secs" 'BEGIN { printf "%.1f", b / 1e6 / s }')"
+  c_eps+=("$eps"); c_mbs+=("$mbs"); c_rss+=("$rss")
+  echo "run $r kcat:  events=$events seconds=$secs events_per_s=$eps mb_per_s=$mbs max_rss_kb=$rss cpu_s=$(awk -v u="$usr" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')"
+done
+
+median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+mk_eps="$(median "${k_eps[@]}")"; mc_eps="$(median "${c_eps[@]}")"
+echo "median ksink: events_per_s=$mk_eps mb_per_s=$(median "${k_mbs[@]}") max_rss_kb=$(median "${k_rss[@]}")"
+echo "median kcat:  events_per_s=$mc_eps mb_per_s=$(median "${c_mbs[@]}") max_rss_kb=$(median "${c_rss[@]}")"
+echo "ratio ksink/kcat (events/s): $(awk -v a="$mk_eps" -v b="$mc_eps" 'BEGIN { printf "%.2f", a / b }')"
