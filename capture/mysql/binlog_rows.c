@@ -14,6 +14,7 @@
  *   VARCHAR/VAR_STRING: length in 1 byte (max length < 256) or 2, then bytes
  *   STRING: real type ENUM: index in 1 or 2 bytes (1-based, 0 = ''); SET: bitmask
  *     in `length` bytes; else like VARCHAR with the max length from the metadata
+ *     (BINARY(n) comes without its trailing 0x00 padding; we put it back)
  *   BLOB/TEXT, JSON, GEOMETRY, VECTOR: length in `meta` (1..4) bytes, then bytes;
  *     GEOMETRY = 4-byte SRID + WKB; JSON = MySQL binary JSON; VECTOR = float32s
  *   BIT: (bits + 7) / 8 bytes big-endian
@@ -314,8 +315,16 @@ tb_code bl_row_decode(bl_rowctx *c, const bl_tmap *m, const uint8_t **pp, const 
             size_t l = lb == 2 ? bl_u16(p) : p[0];
             p += lb;
             NEED(l);
-            if (set_text(c, col, e, img, i, p, l) != TB_OK)
+            if (col->type == EVT_MY_STRING && col->csk == EVT_CS_BINARY && l < maxlen) {
+                /* BINARY(n): the server strips the 0x00 padding in the binlog; SELECT returns it */
+                tb_buf_reset(&c->scratch);
+                if (tb_buf_append(&c->scratch, p, l) != TB_OK || tb_buf_reserve(&c->scratch, maxlen - l + 1) != TB_OK)
+                    COLERR(TB_ERR_NOMEM, "out of memory");
+                memset(c->scratch.data + l, 0, maxlen - l);
+                evt_set_bytes(e, img, i, c->scratch.data, maxlen);
+            } else if (set_text(c, col, e, img, i, p, l) != TB_OK) {
                 COLERR(TB_ERR_NOMEM, "out of memory");
+            }
             p += l;
             break;
         }
