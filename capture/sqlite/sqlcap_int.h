@@ -171,6 +171,9 @@ typedef struct sqlcap_schema {
 tb_code sqlcap_schema_load(const sqlcap_view *v, const sqlcap_schema *prev, const char *dbname, int *next_id,
                            sqlite3 *mem, sqlcap_schema *out, sqlcap_u32s *ovfl_pages, tb_error *err);
 void sqlcap_schema_free(sqlcap_schema *s);
+/* Column affinity of a declared type ('I','R','T','B','N') and its evt_type. */
+int sqlcap_affinity(const char *decl);
+evt_type sqlcap_evt_type(int aff, const char *decl);
 /* name\0root\0sql\0 of every table, in b-tree order: cheap change detection. */
 tb_code sqlcap_schema_sig(const sqlcap_view *v, tb_buf *out, sqlcap_u32s *ovfl_pages, tb_error *err);
 sqlcap_tbl *sqlcap_schema_find(const sqlcap_schema *s, const char *name);

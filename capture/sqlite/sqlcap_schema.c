@@ -53,7 +53,7 @@ sqlcap_tbl *sqlcap_schema_find(const sqlcap_schema *s, const char *name)
     return NULL;
 }
 
-static int sqlcap_affinity(const char *decl)
+int sqlcap_affinity(const char *decl)
 {
     if (!decl || !*decl)
         return 'B';
@@ -76,7 +76,7 @@ static int sqlcap_affinity(const char *decl)
     return a;
 }
 
-static evt_type sqlcap_evt_type(int aff, const char *decl)
+evt_type sqlcap_evt_type(int aff, const char *decl)
 {
     switch (aff) {
     case 'I': return EVT_T_SQLITE_INTEGER;

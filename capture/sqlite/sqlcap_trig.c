@@ -1,15 +1,435 @@
-/* trigger mode: see sqlcap_trig.c history */
+/*
+ * sqlcap_trig: trigger mode (sqlite-wal.md section 3), any journal mode.
+ *
+ * INSTALLED OBJECTS (all removed by sqlcap_trigger_uninstall):
+ *   _cdc_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl, op I|U|D, pk, old_pk,
+ *            before, after)   -- pk/old_pk JSON arrays, before/after JSON objects
+ *   per captured table T: triggers _cdc_<T>_ai, _cdc_<T>_au, _cdc_<T>_ad.
+ * VALUE ENCODING in the JSON: v(x) = CASE typeof(x) WHEN 'blob' THEN
+ *   json_object('$b',hex(x)) WHEN 'real' THEN json_object('$f',printf('%!.17g',x))
+ *   ELSE x END (json_object rejects BLOBs and prints REAL with 15 digits).
+ * A rowid table without a primary key gets a synthetic "rowid" key column.
+ *
+ * DRAIN: rows with seq > last in seq order (one writer at a time: seq order is
+ * commit order; a read transaction sees a gap-free prefix). Transaction
+ * boundaries are not available: every event is last_in_tx and carries
+ * position TB_POS_SQLITE_LOG{seq}. sqlcap_ack deletes rows with seq <= ack in
+ * batches of 1000 (write transactions: they contend with the application).
+ * ALTER TABLE: the schema_version is watched and triggers are regenerated
+ * (changes between the ALTER and the regeneration lack new columns).
+ * CAVEAT: INSERT OR REPLACE fires the DELETE trigger only with
+ * recursive_triggers on in the writer, so a replaced row appears as op=c for
+ * an existing key: consumers must treat c as an upsert.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evt_json.h"
 #include "sqlcap_priv.h"
+#include "tb_log.h"
+
+typedef struct sqlcap_ttab {
+    char *name;
+    evt_table *et;
+} sqlcap_ttab;
+
+struct sqlcap_trig {
+    sqlite3 *db;
+    int64_t last_seq;
+    int schema_version;
+    sqlcap_ttab *tabs;
+    size_t ntabs;
+};
+
+static void sqlcap_trig_tabs_free(sqlcap_trig *t)
+{
+    for (size_t i = 0; i < t->ntabs; i++) {
+        free(t->tabs[i].name);
+        evt_table_unref(t->tabs[i].et);
+    }
+    free(t->tabs);
+    t->tabs = NULL;
+    t->ntabs = 0;
+}
+
+static int sqlcap_trig_schema_version(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    int v = -1;
+    if (sqlite3_prepare_v2(db, "PRAGMA schema_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* v(x) as SQL text */
+static void sqlcap_trig_v(sqlite3_str *s, const char *ref, const char *col)
+{
+    sqlite3_str_appendf(s,
+                        "CASE typeof(%s.\"%w\") WHEN 'blob' THEN json_object('$b',hex(%s.\"%w\")) WHEN 'real' THEN "
+                        "json_object('$f',printf('%%!.17g',%s.\"%w\")) ELSE %s.\"%w\" END",
+                        ref, col, ref, col, ref, col, ref, col);
+}
+
+/* (Re)install the triggers of every user table and refresh the descriptors. */
+static tb_code sqlcap_trig_install(sqlcap *c, tb_error *err)
+{
+    sqlcap_trig *t = c->trig;
+    sqlite3_stmt *tl = NULL, *ci = NULL;
+    sqlite3_str *s = sqlite3_str_new(NULL);
+    tb_code rc = TB_OK;
+    sqlcap_trig_tabs_free(t);
+    sqlite3_str_appendall(s, "CREATE TABLE IF NOT EXISTS _cdc_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+                             "tbl TEXT NOT NULL, op TEXT NOT NULL, pk TEXT NOT NULL, old_pk TEXT, before TEXT, after TEXT);");
+    if (sqlite3_prepare_v2(t->db, "SELECT name FROM sqlite_schema WHERE type='table' AND name NOT LIKE 'sqlite_%' "
+                                  "AND name <> '_cdc_log' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name",
+                           -1, &tl, NULL) != SQLITE_OK)
+        goto sqlerr;
+    while (sqlite3_step(tl) == SQLITE_ROW) {
+        const char *tn = (const char *)sqlite3_column_text(tl, 0);
+        char names[256][128];
+        char *decl[256];
+        int pk[256], nn[256];
+        size_t n = 0, npk = 0;
+        if (sqlite3_prepare_v2(t->db, "SELECT name, type, pk, \"notnull\" FROM pragma_table_xinfo(?) WHERE hidden = 0",
+                               -1, &ci, NULL) != SQLITE_OK)
+            goto sqlerr;
+        sqlite3_bind_text(ci, 1, tn, -1, SQLITE_TRANSIENT);
+        while (sqlite3_step(ci) == SQLITE_ROW && n < 255) {
+            snprintf(names[n], sizeof names[n], "%s", sqlite3_column_text(ci, 0));
+            decl[n] = strdup(sqlite3_column_text(ci, 1) ? (const char *)sqlite3_column_text(ci, 1) : "");
+            pk[n] = sqlite3_column_int(ci, 2);
+            nn[n] = sqlite3_column_int(ci, 3);
+            if (pk[n] > 0)
+                npk++;
+            n++;
+        }
+        sqlite3_finalize(ci);
+        ci = NULL;
+        bool synth = npk == 0;
+        size_t ncols = n + (synth ? 1 : 0);
+        size_t keys[256];
+        evt_table *et = evt_table_new(c->dbname, tn, ncols);
+        sqlcap_ttab *nt = realloc(t->tabs, (t->ntabs + 1) * sizeof *nt);
+        if (!et || !nt) {
+            evt_table_unref(et);
+            for (size_t k = 0; k < n; k++)
+                free(decl[k]);
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "trigger mode: out of memory");
+            goto out;
+        }
+        t->tabs = nt;
+        for (size_t k = 0; k < n; k++) {
+            evt_table_set_column(et, k, names[k], sqlcap_evt_type(sqlcap_affinity(decl[k]), decl[k]), decl[k], !nn[k], false);
+            if (pk[k] > 0)
+                keys[pk[k] - 1] = k;
+            free(decl[k]);
+        }
+        if (synth) {
+            evt_table_set_column(et, n, "rowid", EVT_T_SQLITE_INTEGER, "INTEGER", false, false);
+            keys[0] = n;
+            npk = 1;
+        }
+        evt_table_set_pk(et, keys, npk);
+        evt_table_seal(et);
+        t->tabs[t->ntabs].name = strdup(tn);
+        t->tabs[t->ntabs++].et = et;
+        /* triggers */
+        static const char *const kinds[3] = {"ai", "au", "ad"};
+        for (int k = 0; k < 3; k++) {
+            const char *nr = k == 2 ? "OLD" : "NEW";
+            sqlite3_str_appendf(s, "DROP TRIGGER IF EXISTS \"_cdc_%w_%s\";", tn, kinds[k]);
+            sqlite3_str_appendf(s, "CREATE TRIGGER \"_cdc_%w_%s\" AFTER %s ON \"%w\" BEGIN INSERT INTO _cdc_log(tbl,op,pk,old_pk,before,after) VALUES(%Q,'%c',json_array(",
+                                tn, kinds[k], k == 0 ? "INSERT" : k == 1 ? "UPDATE" : "DELETE", tn, tn, "IUD"[k]);
+            for (size_t q = 0; q < npk; q++) {
+                if (q)
+                    sqlite3_str_appendall(s, ",");
+                sqlcap_trig_v(s, nr, synth ? "rowid" : names[keys[q]]);
+            }
+            sqlite3_str_appendall(s, "),");
+            if (k == 1) {
+                sqlite3_str_appendall(s, "json_array(");
+                for (size_t q = 0; q < npk; q++) {
+                    if (q)
+                        sqlite3_str_appendall(s, ",");
+                    sqlcap_trig_v(s, "OLD", synth ? "rowid" : names[keys[q]]);
+                }
+                sqlite3_str_appendall(s, "),");
+            } else {
+                sqlite3_str_appendall(s, "NULL,");
+            }
+            for (int img = 0; img < 2; img++) {
+                const char *ref = img == 0 ? "OLD" : "NEW";
+                bool present = img == 0 ? k != 0 : k != 2;
+                if (!present) {
+                    sqlite3_str_appendall(s, img == 0 ? "NULL," : "NULL");
+                    continue;
+                }
+                sqlite3_str_appendall(s, "json_object(");
+                for (size_t q = 0; q < ncols; q++) {
+                    const char *cn = q < n ? names[q] : "rowid";
+                    sqlite3_str_appendf(s, "%s%Q,", q ? "," : "", cn);
+                    sqlcap_trig_v(s, ref, cn);
+                }
+                sqlite3_str_appendall(s, img == 0 ? ")," : ")");
+            }
+            sqlite3_str_appendall(s, "); END;");
+        }
+    }
+    sqlite3_finalize(tl);
+    tl = NULL;
+    char *sql = sqlite3_str_finish(s);
+    s = NULL;
+    if (!sql) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "trigger mode: out of memory");
+        goto out;
+    }
+    char *full = sqlite3_mprintf("BEGIN IMMEDIATE; %s COMMIT;", sql);
+    sqlite3_free(sql);
+    int r = sqlite3_exec(t->db, full, NULL, NULL, NULL);
+    sqlite3_free(full);
+    if (r != SQLITE_OK) {
+        sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
+        goto sqlerr;
+    }
+    t->schema_version = sqlcap_trig_schema_version(t->db);
+    TB_INFO(SQLCAP_FAC, "%s: trigger mode: change-log triggers installed on %zu tables", c->path, t->ntabs);
+    goto out;
+sqlerr:
+    rc = tb_error_set(err, TB_ERR_SOURCE, true, "%s: trigger mode install: %s", c->path, sqlite3_errmsg(t->db));
+out:
+    sqlite3_finalize(tl);
+    sqlite3_finalize(ci);
+    if (s)
+        sqlite3_free(sqlite3_str_finish(s));
+    return rc;
+}
 
 tb_code sqlcap_trig_open(sqlcap *c, const tb_position *start, tb_error *err)
 {
-    (void)start;
-    return tb_error_set(err, TB_ERR_NOT_IMPLEMENTED, false, "%s: trigger mode is not implemented yet", c->path);
+    c->trig = calloc(1, sizeof *c->trig);
+    if (!c->trig)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    sqlcap_trig *t = c->trig;
+    if (sqlite3_open_v2(c->path, &t->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+        return tb_error_set(err, TB_ERR_SOURCE, false, "%s: open: %s", c->path, sqlite3_errmsg(t->db));
+    sqlite3_busy_timeout(t->db, 30000);
+    tb_code rc = sqlcap_trig_install(c, err);
+    if (rc != TB_OK)
+        return rc;
+    if (start && start->kind == TB_POS_SQLITE_LOG) {
+        t->last_seq = start->seq;
+    } else {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(t->db, "SELECT coalesce(max(seq),0) FROM _cdc_log", -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW)
+            t->last_seq = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    c->pos.kind = TB_POS_SQLITE_LOG;
+    c->pos.seq = t->last_seq;
+    return TB_OK;
 }
-tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err) { (void)c; (void)err; return TB_OK; }
-tb_code sqlcap_trig_ack(sqlcap *c, const tb_position *pos, tb_error *err) { (void)c; (void)pos; (void)err; return TB_OK; }
-void sqlcap_trig_close(sqlcap *c) { (void)c; }
+
+static const evt_table *sqlcap_trig_table(sqlcap_trig *t, const char *name)
+{
+    for (size_t i = 0; i < t->ntabs; i++)
+        if (strcmp(t->tabs[i].name, name) == 0)
+            return t->tabs[i].et;
+    return NULL;
+}
+
+/* Set one image of ev from a JSON object of column -> v(x). */
+static tb_code sqlcap_trig_image(evt_event *ev, evt_image img, const evt_table *et, const char *json, tb_error *err)
+{
+    evt_jv *o = NULL;
+    if (!json)
+        return TB_OK;
+    tb_code rc = evt_jv_parse(json, strlen(json), &o, err);
+    if (rc != TB_OK)
+        return rc;
+    for (size_t c = 0; c < evt_table_ncols(et); c++) {
+        const evt_jv *v = evt_jv_get(o, evt_table_column(et, c)->name);
+        if (!v)
+            continue;
+        size_t len = 0;
+        const char *txt;
+        switch (evt_jv_type_of(v)) {
+        case EVT_JV_NULL: evt_set_null(ev, img, c); break;
+        case EVT_JV_NUMBER:
+            txt = evt_jv_text(v, &len);
+            if (strpbrk(txt, ".eE"))
+                evt_set_double(ev, img, c, strtod(txt, NULL));
+            else
+                evt_set_int(ev, img, c, strtoll(txt, NULL, 10));
+            break;
+        case EVT_JV_STRING:
+            txt = evt_jv_text(v, &len);
+            evt_set_string(ev, img, c, txt, len);
+            break;
+        case EVT_JV_OBJECT: {
+            const evt_jv *b = evt_jv_get(v, "$b"), *f = evt_jv_get(v, "$f");
+            if (f) {
+                evt_set_double(ev, img, c, strtod(evt_jv_text(f, &len), NULL));
+            } else if (b) {
+                txt = evt_jv_text(b, &len);
+                uint8_t *bytes = malloc(len / 2 + 1);
+                for (size_t i = 0; bytes && i < len / 2; i++) {
+                    char h[3] = {txt[2 * i], txt[2 * i + 1], 0};
+                    bytes[i] = (uint8_t)strtoul(h, NULL, 16);
+                }
+                evt_set_bytes(ev, img, c, bytes, len / 2);
+                free(bytes);
+            }
+            break;
+        }
+        default: evt_set_null(ev, img, c); break;
+        }
+    }
+    evt_jv_free(o);
+    return TB_OK;
+}
+
+tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err)
+{
+    sqlcap_trig *t = c->trig;
+    tb_code rc = TB_OK;
+    if (sqlcap_trig_schema_version(t->db) != t->schema_version) {
+        TB_INFO(SQLCAP_FAC, "%s: schema changed: regenerating change-log triggers", c->path);
+        if ((rc = sqlcap_trig_install(c, err)) != TB_OK)
+            return rc;
+    }
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(t->db, "SELECT seq, tbl, op, before, after FROM _cdc_log WHERE seq > ? ORDER BY seq LIMIT 5000",
+                           -1, &st, NULL) != SQLITE_OK)
+        return tb_error_set(err, TB_ERR_SOURCE, true, "%s: _cdc_log: %s", c->path, sqlite3_errmsg(t->db));
+    sqlite3_bind_int64(st, 1, t->last_seq);
+    tb_position pos;
+    tb_position_init(&pos);
+    pos.kind = TB_POS_SQLITE_LOG;
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t seq = sqlite3_column_int64(st, 0);
+        const char *tbl = (const char *)sqlite3_column_text(st, 1);
+        const char *op = (const char *)sqlite3_column_text(st, 2);
+        const evt_table *et = tbl ? sqlcap_trig_table(t, tbl) : NULL;
+        t->last_seq = seq;
+        if (!et || !op) {
+            TB_WARN(SQLCAP_FAC, "%s: _cdc_log seq %lld: unknown table %s, skipped", c->path, (long long)seq, tbl ? tbl : "?");
+            continue;
+        }
+        evt_op eo = op[0] == 'I' ? EVT_OP_CREATE : op[0] == 'U' ? EVT_OP_UPDATE : EVT_OP_DELETE;
+        evt_event *ev = evt_event_new(eo, (evt_table *)et);
+        if (!ev) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            break;
+        }
+        evt_event_set_connector(ev, EVT_CONN_SQLITE);
+        if ((eo != EVT_OP_CREATE && (rc = sqlcap_trig_image(ev, EVT_BEFORE, et, (const char *)sqlite3_column_text(st, 3), err)) != TB_OK) ||
+            (eo != EVT_OP_DELETE && (rc = sqlcap_trig_image(ev, EVT_AFTER, et, (const char *)sqlite3_column_text(st, 4), err)) != TB_OK)) {
+            tb_error_prefix(err, "%s: _cdc_log seq %lld: ", c->path, (long long)seq);
+            evt_event_free(ev);
+            break;
+        }
+        pos.seq = seq;
+        evt_event_set_position(ev, &pos);
+        evt_event_set_last_in_tx(ev, true);
+        if (c->evq.n == c->evq.cap) {
+            size_t nc = c->evq.cap ? c->evq.cap * 2 : 256;
+            evt_event **nv = realloc(c->evq.v, nc * sizeof *nv);
+            if (!nv) {
+                evt_event_free(ev);
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+                break;
+            }
+            c->evq.v = nv;
+            c->evq.cap = nc;
+        }
+        c->evq.v[c->evq.n++] = ev;
+        c->st.events++;
+        c->st.txns++;
+    }
+    if (rc == TB_OK && r != SQLITE_DONE && r != SQLITE_ROW)
+        rc = tb_error_set(err, TB_ERR_SOURCE, true, "%s: _cdc_log: %s", c->path, sqlite3_errmsg(t->db));
+    sqlite3_finalize(st);
+    tb_position_free(&pos);
+    return rc;
+}
+
+tb_code sqlcap_trig_ack(sqlcap *c, const tb_position *pos, tb_error *err)
+{
+    if (pos->kind != TB_POS_SQLITE_LOG)
+        return TB_OK;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(c->trig->db,
+                           "DELETE FROM _cdc_log WHERE seq IN (SELECT seq FROM _cdc_log WHERE seq <= ? ORDER BY seq LIMIT 1000)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return tb_error_set(err, TB_ERR_SOURCE, true, "%s: _cdc_log cleanup: %s", c->path, sqlite3_errmsg(c->trig->db));
+    tb_code rc = TB_OK;
+    for (;;) {
+        sqlite3_bind_int64(st, 1, pos->seq);
+        int r = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (r != SQLITE_DONE) {
+            rc = tb_error_set(err, TB_ERR_SOURCE, true, "%s: _cdc_log cleanup: %s", c->path, sqlite3_errmsg(c->trig->db));
+            break;
+        }
+        if (sqlite3_changes(c->trig->db) < 1000)
+            break;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+void sqlcap_trig_close(sqlcap *c)
+{
+    if (!c->trig)
+        return;
+    sqlcap_trig_tabs_free(c->trig);
+    sqlite3_close(c->trig->db);
+    free(c->trig);
+    c->trig = NULL;
+}
+
 tb_code sqlcap_trigger_uninstall(const char *path, tb_error *err)
 {
-    return tb_error_set(err, TB_ERR_NOT_IMPLEMENTED, false, "%s: trigger mode is not implemented yet", path);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    tb_code rc = TB_OK;
+    sqlite3_str *s = sqlite3_str_new(NULL);
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        rc = tb_error_set(err, TB_ERR_SOURCE, false, "%s: open: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+        goto out;
+    }
+    sqlite3_busy_timeout(db, 30000);
+    sqlite3_str_appendall(s, "BEGIN IMMEDIATE;");
+    if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_schema WHERE type='trigger' AND name LIKE '\\_cdc\\_%' ESCAPE '\\'",
+                           -1, &st, NULL) != SQLITE_OK) {
+        rc = tb_error_set(err, TB_ERR_SOURCE, false, "%s: %s", path, sqlite3_errmsg(db));
+        goto out;
+    }
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        sqlite3_str_appendf(s, "DROP TRIGGER IF EXISTS \"%w\";", sqlite3_column_text(st, 0));
+        n++;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    sqlite3_str_appendall(s, "DROP TABLE IF EXISTS _cdc_log; COMMIT;");
+    char *sql = sqlite3_str_finish(s);
+    s = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+        rc = tb_error_set(err, TB_ERR_SOURCE, false, "%s: uninstall: %s", path, sqlite3_errmsg(db));
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    } else {
+        TB_INFO(SQLCAP_FAC, "%s: removed _cdc_log and %d triggers", path, n);
+    }
+    sqlite3_free(sql);
+out:
+    sqlite3_finalize(st);
+    if (s)
+        sqlite3_free(sqlite3_str_finish(s));
+    sqlite3_close(db);
+    return rc;
 }
