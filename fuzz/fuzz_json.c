@@ -90,6 +90,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             evt_jw_init(&w, &a);
             evt_jw_raw_number(&w, num, nn);
             check(evt_jw_finish(&w) == TB_OK);
+            /* same text as the plain %.15g/%.16g/%.17g loop */
+            if (fabs(dv) >= 2.2250738585072014e-308 && !(dv == floor(dv) && fabs(dv) < 9007199254740992.0)) {
+                char ref[40];
+                for (int prec = 15; prec <= 17; prec++) {
+                    snprintf(ref, sizeof ref, "%.*g", prec, dv);
+                    if (strtod(ref, NULL) == dv)
+                        break;
+                }
+                char *e = strchr(ref, 'e');
+                if (e) {
+                    char *src = e + 1, *dst = e + 1;
+                    if (*src == '+')
+                        src++;
+                    else if (*src == '-')
+                        *dst++ = *src++;
+                    while (*src == '0' && src[1])
+                        src++;
+                    memmove(dst, src, strlen(src) + 1);
+                }
+                check(strcmp(ref, num) == 0);
+            }
         }
         /* short decimals: m / 10^k exercises the printf-free path */
         uint64_t m;

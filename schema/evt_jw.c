@@ -375,6 +375,106 @@ static size_t tidy_exponent(char *s, size_t n)
     return (size_t)(dst - s);
 }
 
+/* Text of a number with significant digits dig[0..n) (no trailing zeros)
+ * and decimal exponent x (value = d.ddd x 10^x), laid out as %.<prec>g
+ * lays it out, exponent tidied. Returns the length. */
+static size_t layout_g(bool neg, const char *dig, int n, int x, int prec, char *out)
+{
+    char *p = out;
+    if (neg)
+        *p++ = '-';
+    if (x < -4 || x >= prec) {
+        *p++ = dig[0];
+        if (n > 1) {
+            *p++ = '.';
+            memcpy(p, dig + 1, (size_t)n - 1);
+            p += n - 1;
+        }
+        *p++ = 'e';
+        unsigned ax = (unsigned)(x < 0 ? -x : x);
+        if (x < 0)
+            *p++ = '-';
+        char tmp[8];
+        char *d = u64_digits(ax, tmp + sizeof(tmp));
+        memcpy(p, d, (size_t)(tmp + sizeof(tmp) - d));
+        p += tmp + sizeof(tmp) - d;
+    } else if (x >= 0) {
+        for (int i = 0; i <= x; i++)
+            *p++ = i < n ? dig[i] : '0';
+        if (n > x + 1) {
+            *p++ = '.';
+            memcpy(p, dig + x + 1, (size_t)(n - x - 1));
+            p += n - x - 1;
+        }
+    } else {
+        *p++ = '0';
+        *p++ = '.';
+        for (int i = 0; i < -x - 1; i++)
+            *p++ = '0';
+        memcpy(p, dig, (size_t)n);
+        p += n;
+    }
+    *p = '\0';
+    return (size_t)(p - out);
+}
+
+/* Shortest round-trip text of a normal double, with one printf: %.16e gives
+ * the correctly rounded 17 significant digits D17; the 15- and 16-digit
+ * candidates are D17 rounded, which equals rounding v itself unless the
+ * dropped digits are exactly half (then printf is asked). Same text as the
+ * %.15g/%.16g/%.17g loop. */
+static size_t fmt_double_normal(double v, char out[32])
+{
+    char e17[40];
+    snprintf(e17, sizeof(e17), "%.16e", v);
+    const char *s = e17;
+    bool neg = *s == '-';
+    if (neg)
+        s++;
+    char d17[17];
+    d17[0] = s[0];
+    memcpy(d17 + 1, s + 2, 16);
+    int x17 = atoi(s + 19);
+    for (int prec = 15; prec <= 17; prec++) {
+        char dig[17];
+        int x = x17;
+        if (prec == 17)
+            memcpy(dig, d17, 17);
+        else {
+            int tail = prec == 15 ? (d17[15] - '0') * 10 + (d17[16] - '0') : d17[16] - '0';
+            int half = prec == 15 ? 50 : 5;
+            if (tail == half) { /* v's own digits decide: ask printf */
+                char ep[40];
+                snprintf(ep, sizeof(ep), "%.*e", prec - 1, v);
+                const char *q = ep + (neg ? 1 : 0);
+                dig[0] = q[0];
+                memcpy(dig + 1, q + 2, (size_t)prec - 1);
+                x = atoi(q + prec + 2);
+            } else {
+                memcpy(dig, d17, (size_t)prec);
+                if (tail > half) {
+                    int i = prec - 1;
+                    while (i >= 0 && dig[i] == '9')
+                        dig[i--] = '0';
+                    if (i >= 0)
+                        dig[i]++;
+                    else { /* 999.. -> 1000.. */
+                        dig[0] = '1';
+                        x++;
+                    }
+                }
+            }
+        }
+        int n = prec;
+        while (n > 1 && dig[n - 1] == '0')
+            n--;
+        size_t len = layout_g(neg, dig, n, x, prec, out);
+        if (prec == 17 || strtod(out, NULL) == v)
+            return len;
+    }
+    return 0; /* not reached */
+}
+
 size_t evt_fmt_double(double v, char out[32])
 {
     if (!isfinite(v)) {
@@ -436,13 +536,16 @@ size_t evt_fmt_double(double v, char out[32])
     /* For normal values %.15g is the shortest whenever it reads back (a
      * shorter text that reads back would print the same at 15 digits).
      * Subnormals have less precision: search from 1 digit. */
-    int n = 0;
-    for (int prec = fabs(v) < DBL_MIN ? 1 : 15; prec <= 17; prec++) {
-        n = snprintf(out, 32, "%.*g", prec, v);
-        if (strtod(out, NULL) == v)
-            break;
+    if (fabs(v) < DBL_MIN) {
+        int n = 0;
+        for (int prec = 1; prec <= 17; prec++) {
+            n = snprintf(out, 32, "%.*g", prec, v);
+            if (strtod(out, NULL) == v)
+                break;
+        }
+        return tidy_exponent(out, (size_t)n);
     }
-    return tidy_exponent(out, (size_t)n);
+    return fmt_double_normal(v, out);
 }
 
 size_t evt_fmt_float(float v, char out[32])

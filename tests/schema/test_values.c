@@ -101,6 +101,52 @@ Test(values, doubles_shortest_round_trip)
     }
 }
 
+/* The reference: the shortest of %.15g, %.16g, %.17g that reads back,
+ * exponent without '+' and leading zeros. */
+static void ref_double(double v, char *out)
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(out, 40, "%.*g", prec, v);
+        if (strtod(out, NULL) == v)
+            break;
+    }
+    char *e = strchr(out, 'e');
+    if (e) {
+        char *src = e + 1, *dst = e + 1;
+        if (*src == '+')
+            src++;
+        else if (*src == '-')
+            *dst++ = *src++;
+        while (*src == '0' && src[1])
+            src++;
+        memmove(dst, src, strlen(src) + 1);
+    }
+}
+
+Test(values, doubles_match_the_printf_reference)
+{
+    uint64_t x = 0x243F6A8885A308D3ull;
+    char want[40], got[32];
+    for (int i = 0; i < 300000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double d;
+        if (i % 3 == 0) {
+            memcpy(&d, &x, sizeof d); /* any bits */
+        } else {
+            /* values near decimal rounding boundaries: 17-digit decimals ending in ...50, ...5 */
+            char txt[40];
+            snprintf(txt, sizeof txt, "%llu%se%d", (unsigned long long)(x % 100000000000000000ull),
+                     i % 3 == 1 ? "50" : "5", (int)(x >> 58) - 40);
+            d = strtod(txt, NULL);
+        }
+        if (!isfinite(d) || fabs(d) < DBL_MIN || (d == floor(d) && fabs(d) < 9007199254740992.0))
+            continue;
+        ref_double(d, want);
+        evt_fmt_double(d, got);
+        cr_assert_str_eq(got, want, "bits %016llx", (unsigned long long)x);
+    }
+}
+
 /* Short decimals take a printf-free path: it must agree with %.15g. */
 Test(values, short_decimals_match_printf)
 {
