@@ -1,14 +1,44 @@
-/* tributary sqlite: not implemented yet (lands with its issue). */
+/*
+ * tributary sqlite uninstall --config F [--set k=v]: remove everything trigger
+ * mode installed in source.path (_cdc_log and every _cdc_* trigger).
+ */
 #include <stdio.h>
+#include <string.h>
 
 #include "app.h"
+#include "sqlcap.h"
+
+static void cmd_sqlite_usage(void)
+{
+    printf("usage: tributary sqlite uninstall --config FILE [--set key=value]...\n"
+           "Remove the change-log table _cdc_log and the _cdc_* triggers that source.sqlite.mode=trigger\n"
+           "installed in the database named by source.path.\n");
+}
 
 int cmd_sqlite(int argc, char **argv)
 {
     if (app_wants_help(argc, argv)) {
-        printf("usage: tributary sqlite [options]\n(not implemented yet)\n");
+        cmd_sqlite_usage();
         return 0;
     }
-    fprintf(stderr, "tributary sqlite: not implemented yet\n");
-    return 3;
+    tb_error err;
+    tb_error_clear(&err);
+    cfg *c = NULL;
+    if (app_load_config(&argc, argv, &c, &err) != TB_OK)
+        return app_fail("sqlite", &err);
+    int status = 0;
+    const char *path = cfg_get_str(c, "source.path");
+    if (argc < 2 || strcmp(argv[1], "uninstall") != 0) {
+        tb_error_set(&err, TB_ERR_CONFIG, false, "expected the subcommand `uninstall` (see --help)");
+        status = app_fail("sqlite", &err);
+    } else if (!path) {
+        tb_error_set(&err, TB_ERR_CONFIG, false, "source.path is not set");
+        status = app_fail("sqlite", &err);
+    } else if (sqlcap_trigger_uninstall(path, &err) != TB_OK) {
+        status = app_fail("sqlite", &err);
+    } else {
+        printf("removed the tributary change-log table and triggers from %s\n", path);
+    }
+    cfg_free(c);
+    return status;
 }
