@@ -719,3 +719,108 @@ Test(sqlcap, trigger_mode_rollback_journal)
     sqlite3_close(h);
     rm_tmpdir();
 }
+
+/* Run SQL in a separate process; close_db=false leaves without closing (no checkpoint). */
+static void child_sql(const char *db, const char *sql, bool close_db)
+{
+    pid_t p = fork();
+    if (p == 0) {
+        sqlite3 *h;
+        if (sqlite3_open(db, &h) != SQLITE_OK || sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK) {
+            fprintf(stderr, "child_sql: %s\n", sqlite3_errmsg(h));
+            _exit(1);
+        }
+        if (close_db)
+            sqlite3_close(h);
+        _exit(0);
+    }
+    cr_assert_eq(wait_status(p), 0, "child_sql failed: %s", sql);
+}
+
+/* Offline decoding (decode --wal): transactions in a WAL that was not checkpointed. */
+Test(sqlcap, offline_decode)
+{
+    mk_tmpdir();
+    char db[300];
+    snprintf(db, sizeof db, "%s/off.db", tdir);
+    child_sql(db, "PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, r REAL, b BLOB);"
+                  "INSERT INTO t VALUES(1,'a',2,x'00ff'); PRAGMA wal_checkpoint(TRUNCATE);"
+                  "PRAGMA wal_autocheckpoint=0;"
+                  "BEGIN; INSERT INTO t VALUES(2,'b',0.1,NULL); UPDATE t SET v='A' WHERE id=1; COMMIT;"
+                  "DELETE FROM t WHERE id=2;", false);
+    sqlcap_opts o = {.path = db, .offline = true};
+    sqlcap *c = NULL;
+    tb_error err;
+    cr_assert_eq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK, "%s", err.msg);
+    char got[8][64];
+    int n = 0;
+    for (;;) {
+        evt_event *ev;
+        tb_code rc = sqlcap_next(c, 0, &ev, &err);
+        if (rc == TB_ERR_NOT_FOUND)
+            break;
+        cr_assert_eq(rc, TB_OK, "%s", err.msg);
+        cr_assert_not_null(ev);
+        cr_assert_lt(n, 8);
+        const evt_value *id = evt_event_value(ev, evt_event_op(ev) == EVT_OP_DELETE ? EVT_BEFORE : EVT_AFTER, 0);
+        snprintf(got[n++], 64, "%c%lld%s", (char)evt_event_op(ev), (long long)id->v.i, evt_event_last_in_tx(ev) ? "." : "");
+        if (evt_event_op(ev) == EVT_OP_UPDATE) {
+            const evt_value *b = evt_event_value(ev, EVT_BEFORE, 1), *r = evt_event_value(ev, EVT_AFTER, 2);
+            cr_expect_eq(b->kind, EVT_V_STRING);
+            cr_expect(b->v.s.len == 1 && b->v.s.ptr[0] == 'a', "before-image from the database file");
+            cr_expect_eq(r->kind, EVT_V_DOUBLE, "REAL stored as integer comes back as a double");
+            cr_expect_eq(evt_event_value(ev, EVT_AFTER, 3)->kind, EVT_V_BYTES);
+        }
+    }
+    sqlcap_close(c);
+    cr_assert_eq(n, 3);
+    cr_expect_str_eq(got[0], "u1");
+    cr_expect_str_eq(got[1], "c2.");
+    cr_expect_str_eq(got[2], "d2.");
+    rm_tmpdir();
+}
+
+/* Snapshot hand-off: op=r for every row at the read position, then streaming from exactly there. */
+Test(sqlcap, snapshot_then_stream)
+{
+    tb_log_set_level(TB_LOG_WARN);
+    mk_tmpdir();
+    char db[300];
+    snprintf(db, sizeof db, "%s/snap.db", tdir);
+    child_sql(db, "PRAGMA journal_mode=WAL; CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT);"
+                  "CREATE TABLE w(k TEXT PRIMARY KEY, n INT) WITHOUT ROWID;"
+                  "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i<500) "
+                  "INSERT INTO a SELECT i, printf('row%d', i) FROM s;"
+                  "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i<300) "
+                  "INSERT INTO w SELECT printf('k%05d', i), i FROM s;", true);
+    sqlcap_opts o = {.path = db, .shadow = false, .poll_ms = 5};
+    sqlcap *c = NULL;
+    tb_error err;
+    tb_position sp;
+    cr_assert_eq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(sqlcap_snapshot_begin(c, &sp, &err), TB_OK, "%s", err.msg);
+    /* a change after the snapshot position must arrive as a stream event, not in the snapshot */
+    child_sql(db, "UPDATE a SET v='changed' WHERE id=7; DELETE FROM w WHERE k='k00003';", true);
+    int reads = 0, last = 0, stream = 0;
+    while (stream < 2) {
+        evt_event *ev;
+        cr_assert_eq(sqlcap_next(c, 2000, &ev, &err), TB_OK, "%s", err.msg);
+        cr_assert_not_null(ev, "timed out (reads %d, stream %d)", reads, stream);
+        if (evt_event_op(ev) == EVT_OP_READ) {
+            cr_assert_eq(stream, 0, "snapshot row after a stream event");
+            reads++;
+            if (evt_event_snapshot(ev) == EVT_SNAPSHOT_LAST)
+                last++;
+            if (strcmp(evt_table_name(evt_event_table(ev)), "a") == 0 && evt_event_value(ev, EVT_AFTER, 0)->v.i == 7)
+                cr_expect(evt_event_value(ev, EVT_AFTER, 1)->v.s.len == 4, "snapshot shows the row before the change");
+            cr_expect(tb_position_equal(evt_event_position(ev), &sp));
+        } else {
+            stream++;
+        }
+    }
+    cr_expect_eq(reads, 800);
+    cr_expect_eq(last, 1);
+    sqlcap_close(c);
+    tb_position_free(&sp);
+    rm_tmpdir();
+}
