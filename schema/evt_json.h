@@ -54,9 +54,13 @@ void evt_jw_base64(evt_jw *w, const void *data, size_t len);     /* as a JSON st
 /* Embed a complete JSON text, re-serialised canonically (no whitespace);
  * TB_ERR_INVALID if it is not valid JSON. */
 void evt_jw_json(evt_jw *w, const char *json, size_t len);
+/* TB_ERR_INVALID when containers are left open or a key has no value. */
 tb_code evt_jw_finish(evt_jw *w);
+tb_code evt_jw_error(const evt_jw *w); /* the sticky error so far, TB_OK if none */
 
-/* Shortest text for a double/float that reads back to the same value. */
+/* Shortest text for a double/float that reads back to the same value
+ * (exponent as "1e300", "5e-324"); non-finite: "NaN", "Infinity", "-Infinity"
+ * (not JSON numbers: the codec writes them as strings). NUL-terminated. */
 size_t evt_fmt_double(double v, char out[32]);
 size_t evt_fmt_float(float v, char out[32]);
 /* Temporal text per DESIGN 5 ("2024-01-31", "2024-01-31T10:00:00.5", "...Z", "-838:59:59"). */
