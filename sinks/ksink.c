@@ -76,6 +76,8 @@ struct ksink {
 
     bool failed;             /* set by callbacks */
     tb_error fail_err;
+    bool txn_dr_failed;      /* exactly_once: a message of the open Kafka transaction failed */
+    tb_error txn_err;
 
     ksink_oversize oversize;
     long max_bytes;
@@ -84,6 +86,8 @@ struct ksink {
     uint64_t offs_sent, offs_acked;
     ksink_stats st;
 };
+
+static tb_code ksink_eos_abort(ksink *ks, tb_error *err);
 
 /* ------------------------------------------------------------ callbacks */
 
@@ -95,6 +99,17 @@ static void ksink_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     uint64_t seq = (uint64_t)(uintptr_t)m->_private;
     if (seq != KSINK_OPAQUE_OFFSETS && seq < ks->valid_seq)
         return; /* from an aborted Kafka transaction */
+    if (m->err && ks->eos && m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE && m->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT) {
+        /* exactly_once: the Kafka transaction's outcome decides (commit fails, we abort) */
+        if (!ks->txn_dr_failed) {
+            ks->txn_dr_failed = true;
+            tb_error_set(&ks->txn_err, TB_ERR_KAFKA, true, "delivery to topic %s failed: %s",
+                         rd_kafka_topic_name(m->rkt), rd_kafka_err2name(m->err));
+        }
+        return;
+    }
+    if (m->err && ks->eos)
+        return; /* purged by our own abort */
     if (m->err) {
         if (!ks->failed) {
             ks->failed = true;
@@ -460,6 +475,8 @@ tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err)
             if ((rc = ksink_oversized(ks, e, te->topic, m, err)) != TB_OK)
                 return rc;
         } else if (rc != TB_OK) {
+            if (ks->eos && !ks->failed && rd_kafka_fatal_error(ks->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
+                return ksink_eos_abort(ks, err);
             return rc;
         }
     }
@@ -546,6 +563,34 @@ static tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wai
     return TB_OK;
 }
 
+/* exactly_once: abort the open Kafka transaction after an abortable error
+ * (err already filled); the caller resumes from ksink_committable(). */
+static tb_code ksink_eos_abort(ksink *ks, tb_error *err)
+{
+    tb_code rc = TB_ERR_KAFKA; /* one code for "aborted, resume from the committed position" */
+    ks->valid_seq = ks->next_seq; /* ignore reports of the aborted messages */
+    rd_kafka_error_t *aerr = ks->in_txn ? rd_kafka_abort_transaction(ks->rk, ksink_request_timeout_ms(ks->c)) : NULL;
+    ksink_ring_clear(ks);
+    ks->in_txn = false;
+    ks->txn_dr_failed = false;
+    if (aerr) {
+        rc = ksink_kafka_error_obj(err, aerr, "abort Kafka transaction");
+        if (rd_kafka_error_is_fatal(aerr)) {
+            ks->failed = true;
+            ks->fail_err = *err;
+        }
+        rd_kafka_error_destroy(aerr);
+        return rc;
+    }
+    if (err) {
+        tb_error_prefix(err, "Kafka transaction aborted, resume from the committed position: ");
+        err->code = TB_ERR_KAFKA;
+        err->retriable = true;
+    }
+    TB_WARN("ksink", "%s", err ? err->msg : "Kafka transaction aborted");
+    return rc;
+}
+
 static tb_code ksink_commit_eos(ksink *ks, tb_error *err)
 {
     tb_code rc;
@@ -583,6 +628,7 @@ static tb_code ksink_commit_eos(ksink *ks, tb_error *err)
         kerr = NULL;
     }
     if (!kerr) {
+        ks->txn_dr_failed = false;
         tb_position tmp;
         tb_position_init(&tmp);
         if (tb_position_copy(&tmp, target) != TB_OK)
@@ -598,18 +644,12 @@ static tb_code ksink_commit_eos(ksink *ks, tb_error *err)
         return TB_OK;
     }
     if (rd_kafka_error_txn_requires_abort(kerr)) {
-        rc = ksink_kafka_error_obj(err, kerr, "commit Kafka transaction (aborted; resume from the committed position)");
-        err->retriable = true;
+        if (ks->txn_dr_failed)
+            ksink_kafka_error_obj(err, kerr, "commit Kafka transaction (%s)", ks->txn_err.msg);
+        else
+            ksink_kafka_error_obj(err, kerr, "commit Kafka transaction");
         rd_kafka_error_destroy(kerr);
-        ks->valid_seq = ks->next_seq;
-        rd_kafka_error_t *aerr = rd_kafka_abort_transaction(ks->rk, ksink_request_timeout_ms(ks->c));
-        ksink_ring_clear(ks);
-        ks->in_txn = false;
-        if (aerr) {
-            rc = ksink_kafka_error_obj(err, aerr, "abort Kafka transaction");
-            rd_kafka_error_destroy(aerr);
-        }
-        return rc;
+        return ksink_eos_abort(ks, err);
     }
     rc = ksink_kafka_error_obj(err, kerr, "commit Kafka transaction");
     if (rd_kafka_error_is_fatal(kerr)) {

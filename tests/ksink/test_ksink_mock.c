@@ -13,6 +13,8 @@
  *   mock/oversize_fail, oversize_skip, oversize_dlq
  *   mock/offsets_commit_read_back: ksink_commit -> ksink_offsets_read
  *   mock/empty_tx_committable: a transaction without messages advances the position
+ *   mock/exactly_once_abortable_error: abortable error -> abort, retriable error,
+ *     position kept at the last committed Kafka transaction
  */
 #include "ksink_test_util.h"
 
@@ -389,6 +391,46 @@ Test(mock, empty_tx_committable)
     cr_assert_eq(ksink_end_tx(ks, &p, &err), TB_OK);
     cr_assert_eq(ksink_committable(ks)->pos, 31);
     tb_position_free(&p);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+/* exactly_once: a failed produce makes the Kafka transaction abortable; the
+ * commit aborts it, says so (retriable), keeps the last committed position;
+ * a new instance goes on with the next transaction. */
+Test(mock, exactly_once_abortable_error)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    kt_set(c, "exactly_once", "true");
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    evt_event *e = kt_event(t, EVT_OP_CREATE, 0, 1, "a", NULL, 0, 1);
+    tb_error err;
+    kt_send_tx(ks, e, 100);
+    cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(ksink_committable(ks)->pos, 100);
+
+    rd_kafka_mock_push_request_errors(m.mc, 0, 1, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+    kt_send_tx(ks, e, 200);
+    tb_error_clear(&err);
+    tb_code rc = ksink_commit(ks, &err);
+    cr_assert_eq(rc, TB_ERR_KAFKA, "commit after a failed produce: %s", err.msg);
+    cr_assert(err.retriable, "abortable errors are retriable: %s", err.msg);
+    cr_assert(strstr(err.msg, "aborted") != NULL, "%s", err.msg);
+    cr_assert_eq(ksink_committable(ks)->pos, 100, "position passed an aborted transaction");
+
+    /* a new instance (new producer epoch) continues; the mock cluster does not
+     * model the epoch bump that lets the same instance go on after an abort */
+    ksink_close(ks);
+    ks = mock_open(c);
+    kt_send_tx(ks, e, 300);
+    cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(ksink_committable(ks)->pos, 300);
+    evt_event_free(e);
+    evt_table_unref(t);
     ksink_close(ks);
     cfg_free(c);
     mock_down(&m);
