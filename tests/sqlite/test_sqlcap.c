@@ -65,15 +65,42 @@ static int run_writer(char *const argv[])
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-static pid_t spawn_writer(char *const argv[])
+/* The running writer: its stdin (close to let it exit) and stdout ("done"). */
+typedef struct writer_proc {
+    pid_t pid;
+    int to, from;
+} writer_proc;
+
+static writer_proc spawn_writer(char *const argv[])
 {
-    pid_t p = fork();
-    if (p == 0) {
+    int in[2], out[2];
+    cr_assert_eq(pipe(in), 0);
+    cr_assert_eq(pipe(out), 0);
+    writer_proc w;
+    w.pid = fork();
+    if (w.pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[0]), close(in[1]), close(out[0]), close(out[1]);
         execv(SQLCAP_WRITER, argv);
         _exit(127);
     }
-    return p;
+    close(in[0]);
+    close(out[1]);
+    w.to = in[1];
+    w.from = out[0];
+    return w;
 }
+
+/* Wait until the writer finished its workload (it then keeps the database open). */
+static bool writer_done(writer_proc *w)
+{
+    char buf[8] = {0};
+    ssize_t n = read(w->from, buf, 5); /* blocks until "done\n" or the writer died */
+    return n == 5 && memcmp(buf, "done", 4) == 0;
+}
+
+static int writer_finish(writer_proc *w);
 
 static void copy_file(const char *from, const char *to)
 {
@@ -460,6 +487,13 @@ static int wait_status(pid_t p)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
+static int writer_finish(writer_proc *w)
+{
+    close(w->to);
+    close(w->from);
+    return wait_status(w->pid);
+}
+
 /* ---------------------------------------------------------------- checks */
 
 /* Number of rows that differ between the source and the replay database. */
@@ -582,11 +616,14 @@ static run_result run_one(int pagesize, unsigned long long seed, int ntx, int dr
     reader_cfg rc = {db, rep, rlog, -1, drop_nth, shadow, 50, false};
     pid_t rd = spawn_reader(&rc);
     char *run[] = {"sqlcap_writer", "run", db, sd, nt, wlog, NULL};
-    pid_t wr = spawn_writer(run);
+    writer_proc wr = spawn_writer(run);
     run_result res = {0};
-    res.writer_status = wait_status(wr);
+    bool done = writer_done(&wr);
     res.reader_status = wait_status(rd);
     res.diffs = compare_dbs(db, rep);
+    res.writer_status = writer_finish(&wr);
+    if (!done)
+        res.writer_status = res.writer_status ? res.writer_status : 99;
     res.mism = compare_logs(wlog, rlog);
     return res;
 }
@@ -644,17 +681,19 @@ Test(sqlcap, kill9_restart_shadow)
     reader_cfg rc = {db, rep, rlog, -1, 0, true, 50, false};
     pid_t rd = spawn_reader(&rc);
     char *run[] = {"sqlcap_writer", "run", db, sd, "500", wlog, NULL};
-    pid_t wr = spawn_writer(run);
+    writer_proc wr = spawn_writer(run);
     uint64_t x = seed * 7919 + 1;
-    int kills = 0, wst = -1;
-    while (kills < 8) {
+    int kills = 0;
+    fcntl(wr.from, F_SETFL, O_NONBLOCK);
+    bool done = false;
+    while (kills < 8 && !done) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         /* a random moment, not a synchronisation: the point is to hit the reader anywhere */
         struct timespec ts = {0, (long)(20 + x % 300) * 1000000L};
         nanosleep(&ts, NULL);
-        int st;
-        if (waitpid(wr, &st, WNOHANG) == wr) {
-            wst = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+        char buf[8];
+        if (read(wr.from, buf, 5) > 0) {
+            done = true;
             break;
         }
         kill(rd, SIGKILL);
@@ -662,13 +701,16 @@ Test(sqlcap, kill9_restart_shadow)
         kills++;
         rd = spawn_reader(&rc);
     }
-    if (wst < 0)
-        wst = wait_status(wr);
+    if (!done) {
+        fcntl(wr.from, F_SETFL, 0);
+        done = writer_done(&wr);
+    }
     int rst = wait_status(rd);
     fprintf(stderr, "sqlcap kill -9: %d kills\n", kills);
-    cr_expect_eq(wst, 0, "writer failed");
     cr_expect_eq(rst, 0, "reader status %d after %d kills (seed %llu)", rst, kills, seed);
     cr_expect_eq(compare_dbs(db, rep), 0, "final database differs from the replay after kills (seed %llu)", seed);
+    cr_expect_eq(writer_finish(&wr), 0, "writer failed");
+    cr_expect(done, "writer did not finish");
     cr_expect_gt(kills, 0);
     rm_tmpdir();
 }
@@ -692,10 +734,11 @@ Test(sqlcap, trigger_mode_rollback_journal)
     reader_cfg rc = {db, rep, rlog, -1, 0, false, 50, true};
     pid_t rd = spawn_reader(&rc);
     char *run[] = {"sqlcap_writer", "run", db, sd, "300", wlog, "plain", NULL};
-    pid_t wr = spawn_writer(run);
-    cr_expect_eq(wait_status(wr), 0, "writer failed");
+    writer_proc wr = spawn_writer(run);
+    cr_expect(writer_done(&wr), "writer did not finish");
     cr_expect_eq(wait_status(rd), 0, "reader failed (seed %llu)", seed);
     cr_expect_eq(compare_dbs(db, rep), 0, "final database differs from the replay (seed %llu)", seed);
+    cr_expect_eq(writer_finish(&wr), 0, "writer failed");
     /* journal mode untouched, and uninstall removes everything */
     sqlite3 *h;
     sqlite3_stmt *st;
