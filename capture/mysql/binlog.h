@@ -92,6 +92,10 @@ tb_code binlog_dec_next(binlog_dec *d, evt_event **out, tb_error *err);
  * event, e.g. at the end of an unfinished file), else *out = NULL. */
 tb_code binlog_dec_finish(binlog_dec *d, evt_event **out);
 
+/* Forget a transaction in progress (a held event, pending rows): used when a
+ * live connection breaks and the stream resumes at the last commit. */
+void binlog_dec_drop_tx(binlog_dec *d);
+
 /* Position after the last complete transaction (see POSITIONS). */
 const tb_position *binlog_dec_position(const binlog_dec *d);
 /* Set the starting position (GTID state, file name) before feeding. Copied. */

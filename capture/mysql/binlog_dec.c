@@ -281,6 +281,15 @@ static tb_code commit(binlog_dec *d, const uint8_t *hdr)
     return TB_OK;
 }
 
+void binlog_dec_drop_tx(binlog_dec *d)
+{
+    d->held = d->ready = -1;
+    d->rows_active = d->pay_active = d->cur_pending = false;
+    d->in_tx = false;
+    d->gt_kind = 0;
+    d->tx_rows = 0;
+}
+
 tb_code binlog_dec_finish(binlog_dec *d, evt_event **out)
 {
     *out = NULL;
@@ -471,6 +480,7 @@ static tb_code decode_row(binlog_dec *d, tb_error *err)
         evt_event_reset(e, d->rop, m->table);
     }
     tb_code rc;
+    const uint8_t *row_start = d->rp;
     if (d->rop == EVT_OP_CREATE) {
         rc = bl_row_decode(&d->rc, m, &d->rp, d->rend, d->cols1, NULL, e, EVT_AFTER, err);
     } else {
@@ -493,6 +503,9 @@ static tb_code decode_row(binlog_dec *d, tb_error *err)
                 rc = bl_row_decode(&d->rc, m, &d->rp, d->rend, d->cols2, partial, e, EVT_AFTER, err);
         }
     }
+    if (rc == TB_OK && d->rp == row_start) /* no column present: would repeat forever */
+        rc = FAIL(err, TB_ERR_CORRUPT, "rows event for %s.%s with no columns in its images", evt_table_db(m->table),
+                  evt_table_name(m->table));
     if (rc == TB_OK && evt_event_error(e)) {
         const tb_error *be = evt_event_error(e);
         rc = tb_error_set(err, be->code, false, "%s", be->msg);

@@ -133,7 +133,7 @@ static size_t packed_temporal_text(int ftype, int64_t packed, char *out, size_t 
                             (unsigned)((hms >> 6) % 64), (unsigned)(hms % 64), usec);
 }
 
-static jn *parse_value(uint8_t type, const uint8_t *base, size_t len, int depth, tb_error *err);
+static jn *parse_value(uint8_t type, const uint8_t *base, size_t len, int depth, size_t *budget, tb_error *err);
 
 static jn *jerr(tb_error *err, const char *what)
 {
@@ -142,7 +142,8 @@ static jn *jerr(tb_error *err, const char *what)
 }
 
 /* Container at base[0..len) (after its type byte). */
-static jn *parse_container(bool obj, bool large, const uint8_t *base, size_t len, int depth, tb_error *err)
+static jn *parse_container(bool obj, bool large, const uint8_t *base, size_t len, int depth, size_t *budget,
+                          tb_error *err)
 {
     if (depth > JN_MAX_DEPTH)
         return jerr(err, "nested too deep");
@@ -183,14 +184,14 @@ static jn *parse_container(bool obj, bool large, const uint8_t *base, size_t len
         jn *kid = NULL;
         bool inl = vt == 0x04 || vt == 0x05 || vt == 0x06 || (large && (vt == 0x07 || vt == 0x08));
         if (inl) {
-            kid = parse_value(vt, ve + 1, osz, depth + 1, err);
+            kid = parse_value(vt, ve + 1, osz, depth + 1, budget, err);
         } else {
             size_t voff = large ? bl_u32(ve + 1) : bl_u16(ve + 1);
             if (voff >= size) {
                 jn_free(j);
                 return jerr(err, "value offset out of bounds");
             }
-            kid = parse_value(vt, base + voff, size - voff, depth + 1, err);
+            kid = parse_value(vt, base + voff, size - voff, depth + 1, budget, err);
         }
         if (!kid) {
             jn_free(j);
@@ -201,13 +202,19 @@ static jn *parse_container(bool obj, bool large, const uint8_t *base, size_t len
     return j;
 }
 
-static jn *parse_value(uint8_t type, const uint8_t *p, size_t len, int depth, tb_error *err)
+static jn *parse_value(uint8_t type, const uint8_t *p, size_t len, int depth, size_t *budget, tb_error *err)
 {
     jn *j = NULL;
+    /* Offsets may alias (several entries pointing at one value): without a
+     * budget a small input could expand exponentially. A real document has
+     * at most one value per byte. */
+    if (*budget == 0)
+        return jerr(err, "more values than bytes (aliased offsets)");
+    (*budget)--;
     const uint8_t *end = p + len;
     switch (type) {
     case 0x00: case 0x01: case 0x02: case 0x03:
-        return parse_container(type == 0x00 || type == 0x01, type == 0x01 || type == 0x03, p, len, depth, err);
+        return parse_container(type == 0x00 || type == 0x01, type == 0x01 || type == 0x03, p, len, depth, budget, err);
     case 0x04:
         if (len < 1)
             return jerr(err, "literal truncated");
@@ -343,7 +350,8 @@ static jn *parse_doc(const uint8_t *p, size_t len, tb_error *err)
 {
     if (len < 1)
         return jerr(err, "empty value");
-    return parse_value(p[0], p + 1, len - 1, 0, err);
+    size_t budget = len;
+    return parse_value(p[0], p + 1, len - 1, 0, &budget, err);
 }
 
 static tb_code write_doc(const jn *j, tb_buf *out, tb_error *err)

@@ -1,23 +1,414 @@
 /*
- * binlog_live: replication client (not implemented yet).
+ * binlog_live: the replication client, on Connector/C's mariadb_rpl_* API.
+ *
+ * mariadb_rpl_fetch() gives each event's raw bytes (header + body + checksum)
+ * and those go to our own decoder (binlog_dec.c); Connector/C's own body
+ * parsing is not used. Connection sequence:
+ *   mysql_real_connect; flavor from the server version ("MariaDB");
+ *   SET @master_binlog_checksum = @@global.binlog_checksum   (else error 1236)
+ *   SET @master_heartbeat_period = <ns>                       (source.heartbeat.ms)
+ *   MariaDB: SET @mariadb_slave_capability = 4                 (GTID events as such)
+ *   MariaDB GTID start: SET @slave_connect_state = '<gtid list>', file "" at 4
+ *   else COM_BINLOG_DUMP from file + position (mariadb_rpl_open)
+ * The start is, in order: the position given to binlog_open; source.start.gtid;
+ * source.start.file + source.start.position; the server's current position
+ * (SHOW MASTER STATUS). MySQL sources are resumed by file + position only
+ * (COM_BINLOG_DUMP_GTID is not offered by Connector/C).
+ *
+ * Errors and reconnects: a lost connection (or a read timeout of three
+ * heartbeat periods) closes the session; binlog_live_next then reconnects
+ * with exponential backoff (100 ms doubling up to
+ * source.reconnect.backoff.max.ms), resuming from the decoder's position
+ * after the last complete transaction (by GTID on MariaDB when known).
+ * Events of a transaction already handed out before the break are not handed
+ * out again (they are counted and skipped on replay). Authentication errors
+ * and a purged start position (1236) are not retried.
  */
 #include "binlog_live.h"
+#include "binlog_int.h"
+#include "tb_log.h"
+
+#include <mysql.h>
+#include <mariadb_rpl.h>
+#include <ma_pvio.h>
+#include <mysqld_error.h>
+#include <errmsg.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct binlog_live {
+    MYSQL *mysql;
+    MARIADB_RPL *rpl;
+    MARIADB_RPL_EVENT *ev;
+    char *host, *user, *password;
+    unsigned port;
+    uint32_t server_id;
+    int64_t heartbeat_ms, backoff_max_ms, connect_timeout_ms;
+    bool mariadb;
+    tb_position start;     /* where the next connection starts */
+    bool connected;
+    int64_t backoff_ms;
+    int64_t next_attempt_ms;
+    uint64_t last_off;     /* byte offset after the last event */
+    uint64_t delivered_in_tx;  /* events of the open transaction handed out */
+    uint64_t skip;             /* events to drop after a reconnect */
+    bool fed;              /* an event is in the decoder */
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void disconnect(binlog_live *l)
+{
+    if (l->ev) {
+        mariadb_free_rpl_event(l->ev);
+        l->ev = NULL;
+    }
+    if (l->rpl) {
+        mariadb_rpl_close(l->rpl);
+        l->rpl = NULL;
+    }
+    if (l->mysql) {
+        mysql_close(l->mysql);
+        l->mysql = NULL;
+    }
+    l->connected = false;
+}
+
+void binlog_live_free(binlog_live *l)
+{
+    if (!l)
+        return;
+    disconnect(l);
+    free(l->host);
+    free(l->user);
+    if (l->password) {
+        memset(l->password, 0, strlen(l->password));
+        free(l->password);
+    }
+    tb_position_free(&l->start);
+    free(l);
+}
+
+static tb_code sql(binlog_live *l, const char *q, tb_error *err)
+{
+    if (mysql_query(l->mysql, q) != 0)
+        return tb_error_set(err, TB_ERR_SOURCE, true, "%s:%u: %s: %s", l->host, l->port, q, mysql_error(l->mysql));
+    MYSQL_RES *r = mysql_store_result(l->mysql);
+    mysql_free_result(r);
+    return TB_OK;
+}
+
+/* SHOW MASTER STATUS -> file + position. */
+static tb_code current_position(binlog_live *l, tb_position *p, tb_error *err)
+{
+    const char *qs[] = {"SHOW MASTER STATUS", "SHOW BINARY LOG STATUS"};
+    for (int i = 0; i < 2; i++) {
+        if (mysql_query(l->mysql, qs[i]) != 0)
+            continue;
+        MYSQL_RES *r = mysql_store_result(l->mysql);
+        MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+        tb_code rc = TB_OK;
+        if (!row || !row[0] || !row[1])
+            rc = tb_error_set(err, TB_ERR_SOURCE, false, "%s:%u: binary logging is off (SHOW MASTER STATUS is empty)",
+                              l->host, l->port);
+        else if (tb_position_set_file(p, row[0]) != TB_OK)
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        else
+            p->pos = strtoull(row[1], NULL, 10);
+        mysql_free_result(r);
+        return rc;
+    }
+    return tb_error_set(err, TB_ERR_SOURCE, true, "%s:%u: SHOW MASTER STATUS: %s", l->host, l->port,
+                        mysql_error(l->mysql));
+}
+
+static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    char q[4096];
+    l->mysql = mysql_init(NULL);
+    if (!l->mysql)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    unsigned ct = (unsigned)(l->connect_timeout_ms + 999) / 1000;
+    unsigned rt = (unsigned)((l->heartbeat_ms > 0 ? l->heartbeat_ms * 3 : 60000) + 999) / 1000;
+    mysql_optionsv(l->mysql, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
+    mysql_optionsv(l->mysql, MYSQL_OPT_READ_TIMEOUT, &rt);
+    if (!mysql_real_connect(l->mysql, l->host, l->user, l->password, NULL, l->port, NULL, 0)) {
+        unsigned e = mysql_errno(l->mysql);
+        bool fatal = e == ER_ACCESS_DENIED_ERROR || e == ER_DBACCESS_DENIED_ERROR;
+        return tb_error_set(err, TB_ERR_SOURCE, !fatal, "%s:%u: cannot connect: %s", l->host, l->port,
+                            mysql_error(l->mysql));
+    }
+    const char *ver = mysql_get_server_info(l->mysql);
+    l->mariadb = ver && strstr(ver, "MariaDB");
+    if ((rc = sql(l, "SET @master_binlog_checksum = @@global.binlog_checksum", err)) != TB_OK)
+        return rc;
+    if (l->mariadb && (rc = sql(l, "SET @mariadb_slave_capability = 4", err)) != TB_OK)
+        return rc;
+    if (l->heartbeat_ms > 0) {
+        snprintf(q, sizeof(q), "SET @master_heartbeat_period = %lld", (long long)l->heartbeat_ms * 1000000LL);
+        if ((rc = sql(l, q, err)) != TB_OK)
+            return rc;
+    }
+    const char *file = "";
+    unsigned long pos = 4;
+    bool by_gtid = l->mariadb && l->start.gtid_set && l->start.gtid_set[0];
+    if (by_gtid) {
+        char esc[2048];
+        if (strlen(l->start.gtid_set) >= sizeof(esc) / 2)
+            return tb_error_set(err, TB_ERR_CONFIG, false, "GTID set too long");
+        mysql_real_escape_string(l->mysql, esc, l->start.gtid_set, (unsigned long)strlen(l->start.gtid_set));
+        snprintf(q, sizeof(q), "SET @slave_connect_state = '%s'", esc);
+        if ((rc = sql(l, q, err)) != TB_OK)
+            return rc;
+        rc = tb_position_set_file(&l->start, NULL);
+    } else {
+        if (!l->start.file || !l->start.file[0]) {
+            if ((rc = current_position(l, &l->start, err)) != TB_OK)
+                return rc;
+            /* the executed GTID set at that point, so that positions carry a full set */
+            if (mysql_query(l->mysql, l->mariadb ? "SELECT @@global.gtid_binlog_pos" : "SELECT @@global.gtid_executed") == 0) {
+                MYSQL_RES *r = mysql_store_result(l->mysql);
+                MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+                if (row && row[0] && row[0][0] && tb_position_set_gtid(&l->start, row[0]) != TB_OK)
+                    rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+                mysql_free_result(r);
+                if (rc != TB_OK)
+                    return rc;
+            }
+        }
+        file = l->start.file;
+        pos = (unsigned long)(l->start.pos < 4 ? 4 : l->start.pos);
+    }
+    l->rpl = mariadb_rpl_init(l->mysql);
+    if (!l->rpl)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    unsigned int sid = l->server_id;
+    unsigned int flags = 0;
+    mariadb_rpl_optionsv(l->rpl, MARIADB_RPL_SERVER_ID, sid);
+    mariadb_rpl_optionsv(l->rpl, MARIADB_RPL_FILENAME, file, strlen(file));
+    mariadb_rpl_optionsv(l->rpl, MARIADB_RPL_START, pos);
+    mariadb_rpl_optionsv(l->rpl, MARIADB_RPL_FLAGS, flags);
+    if (mariadb_rpl_open(l->rpl) != 0)
+        return tb_error_set(err, TB_ERR_SOURCE, true, "%s:%u: binlog dump from %s:%lu failed: %s", l->host, l->port,
+                            by_gtid ? l->start.gtid_set : file, pos, mysql_error(l->mysql));
+    /* the decoder starts from this position (GTID state, file) */
+    tb_position p;
+    tb_position_init(&p);
+    tb_position_copy(&p, &l->start);
+    p.kind = TB_POS_MYSQL;
+    p.mariadb = l->mariadb;
+    binlog_dec_set_position(dec, &p);
+    tb_position_free(&p);
+    l->last_off = pos;
+    l->connected = true;
+    l->skip = l->delivered_in_tx;
+    TB_INFO("binlog", "%s:%u: streaming from %s%s%s (server %s, replica server_id %u)", l->host, l->port,
+            by_gtid ? "GTID " : "", by_gtid ? l->start.gtid_set : file, by_gtid ? "" : "", ver ? ver : "?",
+            l->server_id);
+    return TB_OK;
+}
 
 tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **out, binlog_dec **dec,
                          tb_error *err)
 {
     *out = NULL;
     *dec = NULL;
-    return tb_error_set(err, TB_ERR_NOT_IMPLEMENTED, false, "live binlog replication is not implemented yet");
+    tb_code rc = TB_OK;
+    binlog_live *l = calloc(1, sizeof(*l));
+    if (!l)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    tb_position_init(&l->start);
+    const char *host = cfg_get_str(c, "source.host"), *user = cfg_get_str(c, "source.user");
+    l->host = strdup(host ? host : "127.0.0.1");
+    l->user = strdup(user ? user : "root");
+    l->port = (unsigned)cfg_get_int(c, "source.port");
+    l->server_id = (uint32_t)cfg_get_int(c, "source.server.id");
+    l->heartbeat_ms = cfg_get_int(c, "source.heartbeat.ms");
+    l->backoff_max_ms = cfg_get_int(c, "source.reconnect.backoff.max.ms");
+    l->connect_timeout_ms = cfg_get_int(c, "source.connect.timeout.ms");
+    if (!l->host || !l->user) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    if ((rc = cfg_get_secret(c, "source.password", &l->password, err)) != TB_OK)
+        goto out;
+    if (start && start->kind == TB_POS_MYSQL) {
+        rc = tb_position_copy(&l->start, start);
+    } else {
+        l->start.kind = TB_POS_MYSQL;
+        if (cfg_is_set(c, "source.start.gtid"))
+            rc = tb_position_set_gtid(&l->start, cfg_get_str(c, "source.start.gtid"));
+        else if (cfg_is_set(c, "source.start.file")) {
+            rc = tb_position_set_file(&l->start, cfg_get_str(c, "source.start.file"));
+            l->start.pos = (uint64_t)cfg_get_int(c, "source.start.position");
+        }
+    }
+    if (rc != TB_OK) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    char label[300];
+    snprintf(label, sizeof(label), "%s:%u", l->host, l->port);
+    binlog_dec_opts o;
+    binlog_dec_opts_init(&o);
+    o.label = label;
+    o.file = l->start.file;
+    *dec = binlog_dec_new(&o);
+    if (!*dec) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    rc = connect_once(l, *dec, err);
+    if (rc != TB_OK) {
+        binlog_dec_free(*dec);
+        *dec = NULL;
+        goto out;
+    }
+    *out = l;
+    l = NULL;
+out:
+    binlog_live_free(l);
+    return rc;
+}
+
+/* Wait until the connection has bytes to read, at most timeout_ms. */
+static bool readable(binlog_live *l, int timeout_ms)
+{
+    MARIADB_PVIO *pvio = l->mysql->net.pvio;
+    if (pvio && pvio->cache && pvio->cache + pvio->cache_size > pvio->cache_pos)
+        return true; /* read-ahead cache holds data */
+    struct pollfd pfd = {.fd = (int)mysql_get_socket(l->mysql), .events = POLLIN};
+    return poll(&pfd, 1, timeout_ms < 0 ? 0 : timeout_ms) > 0;
+}
+
+static tb_code lost(binlog_live *l, binlog_dec *dec, const char *why, tb_error *err)
+{
+    TB_WARN("binlog", "%s:%u: replication connection lost (%s); reconnecting", l->host, l->port, why);
+    disconnect(l);
+    binlog_dec_drop_tx(dec);
+    /* resume after the last complete transaction */
+    const tb_position *p = binlog_dec_position(dec);
+    if (p->kind == TB_POS_MYSQL && ((p->file && p->file[0]) || (p->gtid_set && p->gtid_set[0]))) {
+        if (tb_position_copy(&l->start, p) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    if (l->backoff_ms < 100)
+        l->backoff_ms = 100;
+    l->next_attempt_ms = now_ms() + l->backoff_ms;
+    l->backoff_ms = l->backoff_ms * 2 > l->backoff_max_ms ? l->backoff_max_ms : l->backoff_ms * 2;
+    return TB_OK;
 }
 
 tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_event **ev, tb_error *err)
 {
+    int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     *ev = NULL;
-    return tb_error_set(err, TB_ERR_NOT_IMPLEMENTED, false, "live binlog replication is not implemented yet");
-}
-
-void binlog_live_free(binlog_live *l)
-{
-    (void)l;
+    for (;;) {
+        if (l->fed) {
+            tb_code rc = binlog_dec_next(dec, ev, err);
+            if (rc != TB_OK)
+                return rc;
+            if (*ev) {
+                if (l->skip > 0) { /* re-sent after a reconnect: handed out before */
+                    l->skip--;
+                    if (evt_event_last_in_tx(*ev))
+                        l->skip = 0, l->delivered_in_tx = 0;
+                    *ev = NULL;
+                    continue;
+                }
+                if (evt_event_last_in_tx(*ev))
+                    l->delivered_in_tx = 0;
+                else
+                    l->delivered_in_tx++;
+                return TB_OK;
+            }
+            l->fed = false;
+        }
+        if (!l->connected) {
+            int64_t now = now_ms();
+            if (now < l->next_attempt_ms) {
+                int64_t wait = l->next_attempt_ms - now;
+                if (now + wait > deadline)
+                    wait = deadline - now;
+                if (wait > 0) {
+                    struct timespec ts = {wait / 1000, (wait % 1000) * 1000000};
+                    nanosleep(&ts, NULL);
+                }
+                if (now_ms() >= deadline)
+                    return TB_OK;
+                continue;
+            }
+            tb_error cerr;
+            tb_error_clear(&cerr);
+            tb_code rc = connect_once(l, dec, &cerr);
+            if (rc != TB_OK) {
+                disconnect(l);
+                if (!cerr.retriable) {
+                    if (err)
+                        *err = cerr;
+                    return rc;
+                }
+                TB_WARN("binlog", "%s (retrying in %lld ms)", cerr.msg, (long long)l->backoff_ms);
+                l->next_attempt_ms = now_ms() + l->backoff_ms;
+                l->backoff_ms = l->backoff_ms * 2 > l->backoff_max_ms ? l->backoff_max_ms : l->backoff_ms * 2;
+                if (now_ms() >= deadline)
+                    return TB_OK;
+                continue;
+            }
+        }
+        int left = (int)(deadline - now_ms());
+        if (!readable(l, left))
+            return TB_OK; /* timeout */
+        l->ev = mariadb_rpl_fetch(l->rpl, l->ev);
+        if (!l->ev) {
+            unsigned e = mysql_errno(l->mysql);
+            char why[512];
+            snprintf(why, sizeof(why), "%u %s", e, mysql_error(l->mysql));
+            if (e == ER_MASTER_FATAL_ERROR_READING_BINLOG) {
+                disconnect(l);
+                return tb_error_set(err, TB_ERR_SOURCE, false,
+                                    "%s:%u: the server cannot send the binlog from the requested position: %s",
+                                    l->host, l->port, why);
+            }
+            tb_code rc = lost(l, dec, why, err);
+            if (rc != TB_OK)
+                return rc;
+            continue;
+        }
+        const uint8_t *raw = l->ev->raw_data + l->ev->raw_data_ofs;
+        size_t len = l->ev->raw_data_size - l->ev->raw_data_ofs;
+        if (len < BL_HEADER_LEN || bl_u32(raw + 9) != len) {
+            /* some builds count from the OK byte: find the header by its size field */
+            raw = l->ev->raw_data;
+            len = l->ev->raw_data_size;
+            if (len > BL_HEADER_LEN && bl_u32(raw + 1 + 9) == len - 1) {
+                raw++;
+                len--;
+            }
+        }
+        if (len < BL_HEADER_LEN || bl_u32(raw + 9) != len)
+            return tb_error_set(err, TB_ERR_CORRUPT, false, "%s:%u: event of %zu bytes with a bad header", l->host,
+                                l->port, len);
+        int type = raw[4];
+        uint32_t next = bl_u32(raw + 13);
+        uint64_t off = next >= len ? next - len : l->last_off;
+        if (type == BL_HEARTBEAT || type == BL_HEARTBEAT_V2)
+            return TB_OK; /* heartbeat: nothing to deliver */
+        tb_code rc = binlog_dec_feed(dec, raw, len, off, err);
+        if (rc != TB_OK)
+            return rc;
+        if (next >= len)
+            l->last_off = next;
+        l->fed = true;
+        l->backoff_ms = 100; /* the stream works again */
+    }
 }
