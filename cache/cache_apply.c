@@ -325,20 +325,44 @@ out:
     return rc;
 }
 
-static bool is_envelope(const cj_val *v, cj_val *op, cj_val *after)
+/* The top-level members the decoder looks at, in one pass over the value. */
+typedef struct top_members {
+    cj_val before, after, source, op, schema, payload;
+    bool has_before, has_after, has_source, has_op, has_schema, has_payload;
+    size_t n;
+} top_members;
+
+static void pick(const cj_val *v, top_members *tm)
 {
-    cj_val src;
-    if (!cj_obj_get(v, "op", op) || op->type != CJ_STRING || op->len != 1)
-        return false;
-    if (!cj_obj_get(v, "source", &src) || !cj_obj_get(v, "after", after))
-        return false;
-    return true;
+    cj_iter it;
+    const char *k;
+    size_t kl;
+    cj_val m;
+    memset(tm, 0, sizeof(*tm));
+    cj_obj_begin(v, &it);
+    while (cj_obj_next(&it, &k, &kl, &m)) {
+        tm->n++;
+#define TB_PICK(name)                                                                                                  \
+    if (kl == sizeof(#name) - 1 && memcmp(k, #name, kl) == 0) {                                                        \
+        tm->name = m;                                                                                                  \
+        tm->has_##name = true;                                                                                         \
+        continue;                                                                                                      \
+    }
+        TB_PICK(before)
+        TB_PICK(after)
+        TB_PICK(source)
+        TB_PICK(op)
+        TB_PICK(schema)
+        TB_PICK(payload)
+#undef TB_PICK
+    }
 }
 
 tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, int32_t partition, const char *key,
                         size_t klen, const char *value, size_t vlen, tb_error *err)
 {
-    cj_val kv, vv, row, op, payload;
+    cj_val kv, vv, row;
+    top_members tm;
     tb_code rc;
     bool tombstone = !value || vlen == 0;
     bool del = tombstone;
@@ -346,26 +370,32 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
         return tb_error_set(err, TB_ERR_INVALID, false, "message has no key");
     if ((rc = cj_parse(key, klen, &kv, err)) != TB_OK)
         return tb_error_prefix(err, "key: ");
-    if (kv.type != CJ_OBJECT || cj_count(&kv) == 0)
+    if (kv.type != CJ_OBJECT || kv.len <= 2)
         return tb_error_set(err, TB_ERR_INVALID, false, "key is not a non-empty JSON object");
     if (!tombstone) {
         if ((rc = cj_parse(value, vlen, &vv, err)) != TB_OK)
             return tb_error_prefix(err, "value: ");
-        if (vv.type == CJ_OBJECT && cj_obj_get(&vv, "payload", &payload) && cj_obj_get(&vv, "schema", &row) &&
-            cj_count(&vv) == 2)
-            vv = payload; /* Kafka Connect JSON wrapper */
+        if (vv.type != CJ_OBJECT)
+            return tb_error_set(err, TB_ERR_INVALID, false, "value is not a JSON object");
+        pick(&vv, &tm);
+        if (tm.n == 2 && tm.has_schema && tm.has_payload) { /* Kafka Connect JSON wrapper */
+            vv = tm.payload;
+            if (vv.type == CJ_OBJECT)
+                pick(&vv, &tm);
+        }
         if (vv.type == CJ_NULL) {
             del = true;
         } else if (vv.type != CJ_OBJECT) {
             return tb_error_set(err, TB_ERR_INVALID, false, "value is not a JSON object");
-        } else if (is_envelope(&vv, &op, &row)) {
-            if (op.ptr[0] == 'd')
+        } else if (tm.has_op && tm.has_source && tm.has_after && tm.op.type == CJ_STRING && tm.op.len == 1) {
+            char op = tm.op.ptr[0];
+            row = tm.after;
+            if (op == 'd')
                 del = true;
-            else if (op.ptr[0] != 'c' && op.ptr[0] != 'u' && op.ptr[0] != 'r')
-                return tb_error_set(err, TB_ERR_INVALID, false, "envelope with unknown op \"%.*s\"", (int)op.len,
-                                    op.ptr);
+            else if (op != 'c' && op != 'u' && op != 'r')
+                return tb_error_set(err, TB_ERR_INVALID, false, "envelope with unknown op \"%c\"", op);
             else if (row.type != CJ_OBJECT)
-                return tb_error_set(err, TB_ERR_INVALID, false, "envelope op %c without an after image", op.ptr[0]);
+                return tb_error_set(err, TB_ERR_INVALID, false, "envelope op %c without an after image", op);
         } else {
             row = vv;
         }

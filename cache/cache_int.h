@@ -77,7 +77,7 @@ typedef struct cache_store {
     int64_t applied, skipped, dlq; /* counters (persisted at commit) */
     tb_buf scratch, sql;
     unsigned char *present;   /* per-column scratch */
-    const cj_val **vals;
+    cj_val *vals;             /* per-column scratch */
     size_t cap;
 } cache_store;
 

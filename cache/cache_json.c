@@ -47,6 +47,27 @@ static bool scan_string(cj_scan *s, cj_val *v)
     const char *begin = s->p;
     bool esc = false;
     while (s->p < s->end) {
+        while (s->end - s->p >= 4) { /* fast path: plain bytes */
+            unsigned char a = (unsigned char)s->p[0], b = (unsigned char)s->p[1], d = (unsigned char)s->p[2],
+                          e = (unsigned char)s->p[3];
+            if (a == '"' || a == '\\' || a < 0x20)
+                break;
+            if (b == '"' || b == '\\' || b < 0x20) {
+                s->p += 1;
+                break;
+            }
+            if (d == '"' || d == '\\' || d < 0x20) {
+                s->p += 2;
+                break;
+            }
+            if (e == '"' || e == '\\' || e < 0x20) {
+                s->p += 3;
+                break;
+            }
+            s->p += 4;
+        }
+        if (s->p >= s->end)
+            break;
         unsigned char c = (unsigned char)*s->p;
         if (c == '"') {
             v->type = CJ_STRING;
@@ -215,7 +236,98 @@ tb_code cj_parse(const char *text, size_t len, cj_val *out, tb_error *err)
                         (size_t)(s.bad - s.start), s.why);
 }
 
-/* Iteration over validated text: scan again (cheap, no allocation). */
+/* Iteration over text cj_parse validated: skip values without checking them
+ * again (strings by their quotes, containers by bracket depth). */
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+        p++;
+    return p;
+}
+
+/* p at the opening quote; returns the position after the closing quote. */
+static const char *skip_str(const char *p, const char *end, bool *escaped)
+{
+    p++;
+    for (;;) {
+        const char *q = memchr(p, '"', (size_t)(end - p));
+        if (!q)
+            return end;
+        /* a quote preceded by an odd number of backslashes is escaped */
+        const char *b = q;
+        while (b > p && b[-1] == '\\')
+            b--;
+        if (b != q)
+            *escaped = true;
+        else if (!*escaped && memchr(p, '\\', (size_t)(q - p)))
+            *escaped = true;
+        if (((q - b) & 1) == 0)
+            return q + 1;
+        p = q + 1;
+    }
+}
+
+static const char *fast_value(const char *p, const char *end, cj_val *v)
+{
+    memset(v, 0, sizeof(*v));
+    p = skip_ws(p, end);
+    if (p >= end)
+        return NULL;
+    const char *b = p;
+    switch (*p) {
+    case '"': {
+        bool esc = false;
+        p = skip_str(p, end, &esc);
+        v->type = CJ_STRING;
+        v->ptr = b + 1;
+        v->len = (size_t)(p - b - 2);
+        v->escaped = esc;
+        return p;
+    }
+    case '{':
+    case '[': {
+        int depth = 0;
+        while (p < end) {
+            char c = *p;
+            if (c == '"') {
+                bool esc = false;
+                p = skip_str(p, end, &esc);
+                continue;
+            }
+            if (c == '{' || c == '[')
+                depth++;
+            else if (c == '}' || c == ']') {
+                if (--depth == 0) {
+                    p++;
+                    break;
+                }
+            }
+            p++;
+        }
+        v->type = *b == '{' ? CJ_OBJECT : CJ_ARRAY;
+        v->ptr = b;
+        v->len = (size_t)(p - b);
+        return p;
+    }
+    case 'n': v->type = CJ_NULL; p += 4; break;
+    case 't': v->type = CJ_TRUE; p += 4; break;
+    case 'f': v->type = CJ_FALSE; p += 5; break;
+    default:
+        v->type = CJ_NUMBER;
+        v->is_int = true;
+        while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' && *p != '\t' &&
+               *p != '\r') {
+            if (*p == '.' || *p == 'e' || *p == 'E')
+                v->is_int = false;
+            p++;
+        }
+        break;
+    }
+    v->ptr = b;
+    v->len = (size_t)(p - b);
+    return p;
+}
+
 void cj_obj_begin(const cj_val *obj, cj_iter *it)
 {
     it->p = obj->ptr + 1;
@@ -225,28 +337,25 @@ void cj_obj_begin(const cj_val *obj, cj_iter *it)
 
 bool cj_obj_next(cj_iter *it, const char **key, size_t *klen, cj_val *val)
 {
-    cj_scan s = {it->p, it->p, it->end, NULL, NULL};
-    ws(&s);
+    const char *p = skip_ws(it->p, it->end);
     if (!it->first) {
-        if (s.p >= s.end || *s.p != ',')
+        if (p >= it->end || *p != ',')
             return false;
-        s.p++;
-        ws(&s);
+        p = skip_ws(p + 1, it->end);
     }
-    if (s.p >= s.end || *s.p != '"')
+    if (p >= it->end || *p != '"')
         return false;
     cj_val k;
-    if (!scan_string(&s, &k))
+    p = fast_value(p, it->end, &k);
+    p = skip_ws(p, it->end);
+    if (p >= it->end || *p != ':')
         return false;
-    ws(&s);
-    if (s.p >= s.end || *s.p != ':')
-        return false;
-    s.p++;
-    if (!scan_value(&s, val, 1))
+    p = fast_value(p + 1, it->end, val);
+    if (!p)
         return false;
     *key = k.ptr;
     *klen = k.len;
-    it->p = s.p;
+    it->p = p;
     it->first = false;
     return true;
 }
@@ -258,19 +367,18 @@ void cj_arr_begin(const cj_val *arr, cj_iter *it)
 
 bool cj_arr_next(cj_iter *it, cj_val *val)
 {
-    cj_scan s = {it->p, it->p, it->end, NULL, NULL};
-    ws(&s);
+    const char *p = skip_ws(it->p, it->end);
     if (!it->first) {
-        if (s.p >= s.end || *s.p != ',')
+        if (p >= it->end || *p != ',')
             return false;
-        s.p++;
+        p++;
     }
-    ws(&s);
-    if (s.p >= s.end)
+    p = skip_ws(p, it->end);
+    if (p >= it->end)
         return false;
-    if (!scan_value(&s, val, 1))
+    if (!(p = fast_value(p, it->end, val)))
         return false;
-    it->p = s.p;
+    it->p = p;
     it->first = false;
     return true;
 }

@@ -19,6 +19,7 @@ typedef struct cache_part {
     bool dirty;       /* next changed since the last commit */
     bool schema;      /* a <prefix>.schema partition (read by the schema consumer) */
     bool assigned;
+    bool skip_stale;  /* rewound: ignore the rest of the current fetched batch */
 } cache_part;
 
 /* New librdkafka configuration: bootstrap servers, extra properties, our log

@@ -18,6 +18,7 @@ static tb_code step_fail(cache_store *s, const char *what, tb_error *err)
     return tb_error_set(err, TB_ERR_IO, false, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
 }
 
+/* Room for one value per column (plus the NUL of the presence mask). */
 static tb_code ensure_scratch(cache_store *s, size_t n, tb_error *err)
 {
     if (n + 1 <= s->cap)
@@ -26,7 +27,7 @@ static tb_code ensure_scratch(cache_store *s, size_t n, tb_error *err)
     unsigned char *p = realloc(s->present, cap);
     if (p)
         s->present = p;
-    const cj_val **v = realloc(s->vals, cap * sizeof(*v));
+    cj_val *v = realloc(s->vals, cap * sizeof(*v));
     if (v)
         s->vals = v;
     if (!p || !v)
@@ -113,16 +114,11 @@ tb_code cache_store_upsert(cache_store *s, cache_table *t, const cj_val *row, co
     const char *k;
     size_t klen;
     cj_val v;
-    cj_val *store = NULL;
-    size_t nmem = cj_count(row) + (key ? cj_count(key) : 0);
 
-    if ((rc = ensure_scratch(s, t->ncols + nmem, err)) != TB_OK)
+    if ((rc = ensure_scratch(s, t->ncols, err)) != TB_OK)
         return rc;
-    store = calloc(nmem ? nmem : 1, sizeof(*store));
-    if (!store)
-        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-    memset(s->present, '0', t->ncols + nmem);
-    size_t used = 0, hint = 0;
+    memset(s->present, '0', t->ncols);
+    size_t hint = 0;
     for (int pass = 0; pass < 2; pass++) {
         const cj_val *obj = pass == 0 ? row : key;
         if (!obj)
@@ -131,59 +127,47 @@ tb_code cache_store_upsert(cache_store *s, cache_table *t, const cj_val *row, co
         while (cj_obj_next(&it, &k, &klen, &v)) {
             long ci = find_col(t, k, klen, hint);
             if (ci < 0 && pass == 1)
-                continue; /* key member unknown: the row has it or the table rejects it below */
+                continue; /* key member unknown: the row has it or the check below fails */
             if (ci < 0) {
                 tb_buf_reset(&s->scratch);
-                if ((rc = cj_str_decode(k, klen, &s->scratch)) != TB_OK) {
-                    rc = tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\": bad column name", t->name);
-                    goto out;
-                }
+                if ((rc = cj_str_decode(k, klen, &s->scratch)) != TB_OK)
+                    return tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\": bad column name", t->name);
                 char *name = strdup(tb_buf_cstr(&s->scratch));
-                if (!name) {
-                    rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-                    goto out;
-                }
+                if (!name)
+                    return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
                 TB_WARN("cache", "table \"%s\": column \"%s\" is not in its schema: adding it untyped", t->name, name);
                 rc = cache_store_add_column(s, t, name, "", CC_ANY, err);
                 free(name);
-                if (rc != TB_OK)
-                    goto out;
+                if (rc != TB_OK || (rc = ensure_scratch(s, t->ncols, err)) != TB_OK)
+                    return rc;
                 ci = (long)t->ncols - 1;
                 s->present[ci] = '0';
             }
             if (pass == 1 && s->present[ci] == '1')
                 continue;
-            store[used] = v;
-            s->vals[ci] = &store[used++];
+            s->vals[ci] = v;
             s->present[ci] = '1';
             hint = (size_t)ci + 1;
         }
     }
     s->present[t->ncols] = 0;
     for (size_t kk = 0; kk < t->npk; kk++)
-        if (s->present[t->pk[kk]] != '1') {
-            rc = tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\": row lacks key column \"%s\"", t->name,
-                              t->cols[t->pk[kk]].name);
-            goto out;
-        }
+        if (s->present[t->pk[kk]] != '1')
+            return tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\": row lacks key column \"%s\"", t->name,
+                                t->cols[t->pk[kk]].name);
     sqlite3_stmt *st = upsert_stmt(s, t, (const char *)s->present, err);
-    if (!st) {
-        rc = err ? err->code : TB_ERR_IO;
-        goto out;
-    }
+    if (!st)
+        return err ? err->code : TB_ERR_IO;
     int idx = 1;
     for (size_t i = 0; i < t->ncols; i++)
         if (s->present[i] == '1' &&
-            (rc = cache_bind(st, idx++, t->cols[i].cls, s->vals[i], &s->scratch, t->cols[i].name, err)) != TB_OK)
-            goto out_reset;
+            (rc = cache_bind(st, idx++, t->cols[i].cls, &s->vals[i], &s->scratch, t->cols[i].name, err)) != TB_OK)
+            goto out;
     sqlite3_bind_int(st, idx, partition);
     if (sqlite3_step(st) != SQLITE_DONE)
         rc = tb_error_set(err, TB_ERR_IO, false, "table \"%s\": upsert failed: %s", t->name, sqlite3_errmsg(s->db));
-out_reset:
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
 out:
-    free(store);
+    sqlite3_reset(st);
     return rc;
 }
 

@@ -30,6 +30,7 @@ typedef struct cache_ctx {
     cache_store *s;
     rd_kafka_t *rk;     /* table topics */
     rd_kafka_t *rks;    /* schema topics */
+    rd_kafka_queue_t *q, *qs; /* their consumer queues */
     rd_kafka_t *dlq;    /* producer, policy dlq */
     char *dlq_topic;
     regex_t re;
@@ -305,6 +306,7 @@ static tb_code rewind_topic(const char *topic, void *opaque, tb_error *err)
             continue;
         p->next = -1;
         p->dirty = false;
+        p->skip_stale = true;
         if (p->assigned)
             rd_kafka_topic_partition_list_add(l, topic, p->partition)->offset = RD_KAFKA_OFFSET_BEGINNING;
     }
@@ -426,8 +428,8 @@ static tb_code handle(cache_ctx *c, const rd_kafka_message_t *m, bool from_schem
         return TB_OK;
     }
     cache_part *p = part_find(c, topic, m->partition, false);
-    if (!p || !p->assigned)
-        return TB_OK; /* a message of a partition revoked meanwhile */
+    if (!p || !p->assigned || p->skip_stale)
+        return TB_OK; /* a message of a partition revoked meanwhile, or fetched before a rewind */
     if (p->next >= 0 && m->offset < p->next)
         return TB_OK; /* already applied (refetch after a seek or rebalance) */
     if ((rc = begin(c)) != TB_OK)
@@ -567,15 +569,21 @@ static bool stopping(const cache_ctx *c)
     return c->failed || (c->o->stop && *c->o->stop);
 }
 
-static tb_code poll_one(cache_ctx *c, rd_kafka_t *rk, int timeout_ms, bool schema, bool *got)
+#define CACHE_POLL_MAX 1024
+
+/* Consume up to CACHE_POLL_MAX messages from one consumer and apply them. */
+static void poll_batch(cache_ctx *c, rd_kafka_queue_t *q, int timeout_ms, bool schema, bool *got)
 {
-    rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, timeout_ms);
-    *got = m != NULL;
-    if (!m)
-        return TB_OK;
-    tb_code rc = handle(c, m, schema);
-    rd_kafka_message_destroy(m);
-    return rc;
+    rd_kafka_message_t *msgs[CACHE_POLL_MAX];
+    ssize_t n = rd_kafka_consume_batch_queue(q, timeout_ms, msgs, CACHE_POLL_MAX);
+    *got = n > 0;
+    for (ssize_t i = 0; i < n; i++) {
+        if (!stopping(c))
+            handle(c, msgs[i], schema);
+        rd_kafka_message_destroy(msgs[i]);
+    }
+    for (size_t i = 0; i < c->nparts; i++)
+        c->parts[i].skip_stale = false;
 }
 
 static tb_code run_loop(cache_ctx *c, tb_error *err)
@@ -585,7 +593,7 @@ static tb_code run_loop(cache_ctx *c, tb_error *err)
     /* phase 1: every table descriptor, before any row */
     scan_topics(c, true);
     while (!stopping(c) && !all_caught_up(c, 1)) {
-        poll_one(c, c->rks, 200, true, &got);
+        poll_batch(c, c->qs, 200, true, &got);
         if (!got)
             commit(c);
     }
@@ -612,14 +620,17 @@ static tb_code run_loop(cache_ctx *c, tb_error *err)
         c->assigned_once = true;
     }
     c->last_meta = now_s();
+    double last_schema = 0;
     while (!stopping(c)) {
-        for (int i = 0; i < 1000 && !stopping(c); i++) {
-            poll_one(c, c->rks, 0, true, &got);
-            if (!got)
-                break;
-        }
-        poll_one(c, c->rk, 100, false, &got);
         double t = now_s();
+        if (t - last_schema >= 0.1) { /* schema records are rare: look every 100 ms */
+            last_schema = t;
+            do
+                poll_batch(c, c->qs, 0, true, &got);
+            while (got && !stopping(c));
+        }
+        poll_batch(c, c->q, 100, false, &got);
+        t = now_s();
         if (c->s->in_tx && (!got || t - c->batch_t0 >= 1.0))
             commit(c);
         if (c->o->mode == CACHE_MODE_GLOBAL && t - c->last_meta >= c->o->metadata_refresh_ms / 1000.0) {
@@ -682,6 +693,12 @@ tb_code cache_run(const cache_opts *o, tb_error *err)
     }
     if (o->error_policy == CACHE_ERR_DLQ && (rc = dlq_open(&c, err)) != TB_OK)
         goto out;
+    c.q = rd_kafka_queue_get_consumer(c.rk);
+    c.qs = rd_kafka_queue_get_consumer(c.rks);
+    if (!c.q || !c.qs) {
+        rc = tb_error_set(err, TB_ERR_KAFKA, false, "kafka: no consumer queue");
+        goto out;
+    }
     c.last_progress = c.last_log = now_s();
     c.caught_up = false;
     rc = run_loop(&c, err);
@@ -689,6 +706,10 @@ tb_code cache_run(const cache_opts *o, tb_error *err)
         cache_store_rollback(c.s);
 out:
     c.closing = true;
+    if (c.q)
+        rd_kafka_queue_destroy(c.q);
+    if (c.qs)
+        rd_kafka_queue_destroy(c.qs);
     if (c.rk) {
         rd_kafka_consumer_close(c.rk);
         if (c.s && c.s->in_tx && !c.failed)

@@ -143,14 +143,15 @@ tb_code cache_store_open(const char *path, bool readonly, cache_store **out, tb_
     }
     tb_buf_init(&s->scratch, 0);
     tb_buf_init(&s->sql, 0);
-    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    /* one connection per thread: no per-call connection mutex */
+    int flags = (readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
         rc = sqlite_fail(s, "cannot open the cache file", err);
         goto out;
     }
     sqlite3_busy_timeout(s->db, 5000);
     if (!readonly) {
-        if ((rc = cache_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", err)) != TB_OK ||
+        if ((rc = cache_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-32768;", err)) != TB_OK ||
             (rc = cache_exec(s, META_SQL, err)) != TB_OK)
             goto out;
         if (sqlite3_prepare_v2(s->db,
