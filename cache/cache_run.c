@@ -41,6 +41,7 @@ typedef struct cache_ctx {
     int64_t batch_n;
     double batch_t0;
     bool assigned_once; /* the table consumer got its (first) assignment */
+    bool listed;        /* a topic listing succeeded */
     bool caught_up;
     bool closing;
     bool failed;
@@ -253,7 +254,8 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
     }
 }
 
-/* Global mode: assign every partition of every matching topic not yet assigned. */
+/* Global mode: assign every partition of every matching topic not yet assigned.
+ * Sets c->listed once the broker answered (until then nothing can be caught up). */
 static tb_code scan_topics(cache_ctx *c, bool schema_only)
 {
     const struct rd_kafka_metadata *md = NULL;
@@ -264,6 +266,7 @@ static tb_code scan_topics(cache_ctx *c, bool schema_only)
         TB_WARN("cache", "listing topics: %s", rd_kafka_err2str(ke));
         return TB_OK;
     }
+    c->listed = true;
     rd_kafka_topic_partition_list_t *ls = rd_kafka_topic_partition_list_new(8);
     rd_kafka_topic_partition_list_t *lt = rd_kafka_topic_partition_list_new(8);
     for (int i = 0; i < md->topic_cnt; i++) {
@@ -592,7 +595,11 @@ static tb_code run_loop(cache_ctx *c, tb_error *err)
     bool got;
     /* phase 1: every table descriptor, before any row */
     scan_topics(c, true);
-    while (!stopping(c) && !all_caught_up(c, 1)) {
+    while (!stopping(c) && (!c->listed || !all_caught_up(c, 1))) {
+        if (!c->listed) {
+            scan_topics(c, true);
+            continue;
+        }
         poll_batch(c, c->qs, 200, true, &got);
         if (!got)
             commit(c);
@@ -617,7 +624,7 @@ static tb_code run_loop(cache_ctx *c, tb_error *err)
         TB_INFO("cache", "joined consumer group %s for topics %s", c->o->group_id, c->o->topics);
     } else {
         scan_topics(c, false);
-        c->assigned_once = true;
+        c->assigned_once = true; /* c->listed is true: phase 1 waited for it */
     }
     c->last_meta = now_s();
     double last_schema = 0;
@@ -701,6 +708,10 @@ tb_code cache_run(const cache_opts *o, tb_error *err)
     }
     c.last_progress = c.last_log = now_s();
     c.caught_up = false;
+    /* "caught up" in the state table speaks of the current run */
+    if ((rc = cache_store_begin(c.s, err)) != TB_OK || (rc = cache_store_put_state(c.s, "caught_up", 0, err)) != TB_OK ||
+        (rc = cache_store_commit(c.s, err)) != TB_OK)
+        goto out;
     rc = run_loop(&c, err);
     if (c.s && c.s->in_tx)
         cache_store_rollback(c.s);
