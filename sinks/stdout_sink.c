@@ -191,7 +191,7 @@ tb_code stdout_sink_commit(stdout_sink *s, const tb_position *pos, tb_error *err
 {
     if (fflush(s->fp) != 0 || ferror(s->fp))
         return tb_error_set(err, TB_ERR_IO, false, "stdout sink: flush failed: %s", strerror(errno));
-    if (!s->offsets_file)
+    if (!s->offsets_file || !pos)
         return TB_OK;
     tb_buf text;
     tb_buf_init(&text, 0);

@@ -46,7 +46,7 @@ tb_code stdout_sink_open(const cfg *c, FILE *fp, stdout_sink **out, tb_error *er
 tb_code stdout_sink_send(stdout_sink *s, const evt_event *e, tb_error *err);
 
 /* Flush the output, then store pos (offsets.storage=file). pos must be a
- * transaction boundary whose events were all sent. */
+ * transaction boundary whose events were all sent; NULL = flush only. */
 tb_code stdout_sink_commit(stdout_sink *s, const tb_position *pos, tb_error *err);
 
 /* Lines printed so far (schema records included). */

@@ -242,6 +242,7 @@ Test(ssink, commit_writes_offsets_file)
     cr_assert_eq(tb_position_set_file(&p, "mysql-bin.000003"), TB_OK);
     cr_assert_eq(tb_position_set_gtid(&p, "0-1-7"), TB_OK);
     cr_assert_eq(stdout_sink_commit(s, &p, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(stdout_sink_commit(s, NULL, &err), TB_OK, "NULL: flush only, the file keeps its position");
     p.pos = 5678;
     cr_assert_eq(stdout_sink_commit(s, &p, &err), TB_OK, "%s", err.msg);
 
