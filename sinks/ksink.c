@@ -1,7 +1,8 @@
 /*
  * ksink: the producer, the in-flight transaction tracker and commits.
  * The contract is in ksink.h; topics in ksink_admin.c, the offsets store in
- * ksink_offsets.c, librdkafka configuration in ksink_conf.c.
+ * ksink_offsets.c, librdkafka configuration in ksink_conf.c, exactly_once
+ * commits in ksink_txn.c; the struct is in ksink_int.h.
  *
  * IN-FLIGHT TRACKER
  *  ring[] holds the source transactions that are not committable yet, oldest
@@ -24,70 +25,6 @@
 #include "ksink.h"
 #include "ksink_int.h"
 #include "tb_log.h"
-
-#define KSINK_OPAQUE_OFFSETS 0
-#define KSINK_KEY_SHOW 200 /* bytes of a key quoted in messages */
-
-typedef struct ksink_tx {
-    uint64_t seq;
-    int64_t pending;
-    bool closed;
-    tb_position pos;
-} ksink_tx;
-
-typedef struct ksink_table {
-    char *db, *table;        /* hash key; NULL = empty slot */
-    char *topic;
-    rd_kafka_topic_t *rkt;
-    evt_table *last;         /* reference to the descriptor last seen */
-    bool announced;
-    uint32_t version;        /* schema version announced */
-} ksink_table;
-
-typedef enum { KSINK_OVERSIZE_FAIL, KSINK_OVERSIZE_DLQ, KSINK_OVERSIZE_SKIP } ksink_oversize;
-
-typedef struct ksink_aux_topic {
-    char *name;
-    rd_kafka_topic_t *rkt;
-    bool ensured;
-} ksink_aux_topic;
-
-struct ksink {
-    const cfg *c;
-    rd_kafka_t *rk;
-    evt_codec_opts copts;
-    evt_rendered r;
-    tb_buf scratch, scratch2;
-
-    ksink_table *tabs;       /* open addressing, cap power of two */
-    size_t ntabs, tabcap;
-    ksink_table *last_tab;
-
-    ksink_aux_topic schema, offsets, dlq;
-    tb_buf offsets_key;
-
-    ksink_tx *ring;
-    size_t cap, head, count;
-    uint64_t head_seq, next_seq, valid_seq;
-
-    tb_position committable; /* newest fully acknowledged (non-EOS) / committed (EOS) */
-    tb_position committed;   /* last written to the offsets store */
-    bool committed_valid;
-
-    bool failed;             /* set by callbacks */
-    tb_error fail_err;
-    bool txn_dr_failed;      /* exactly_once: a message of the open Kafka transaction failed */
-    tb_error txn_err;
-
-    ksink_oversize oversize;
-    long max_bytes;
-    bool eos, in_txn, file_storage;
-    int64_t commit_interval_ms, last_commit_ms;
-    uint64_t offs_sent, offs_acked;
-    ksink_stats st;
-};
-
-static tb_code ksink_eos_abort(ksink *ks, tb_error *err);
 
 /* ------------------------------------------------------------ callbacks */
 
@@ -149,7 +86,7 @@ static void ksink_error_cb(rd_kafka_t *rk, int rerr, const char *reason, void *o
 
 /* ------------------------------------------------------------ tracker */
 
-static tb_code ksink_failed(const ksink *ks, tb_error *err)
+tb_code ksink_failed(const ksink *ks, tb_error *err)
 {
     if (!ks->failed)
         return TB_OK;
@@ -158,7 +95,7 @@ static tb_code ksink_failed(const ksink *ks, tb_error *err)
     return ks->fail_err.code;
 }
 
-static ksink_tx *ksink_tail(ksink *ks)
+ksink_tx *ksink_tail(ksink *ks)
 {
     return ks->count ? &ks->ring[(ks->head + ks->count - 1) % ks->cap] : NULL;
 }
@@ -211,7 +148,7 @@ static void ksink_advance(ksink *ks)
     }
 }
 
-static void ksink_ring_clear(ksink *ks)
+void ksink_ring_clear(ksink *ks)
 {
     for (size_t i = 0; i < ks->count; i++)
         tb_position_free(&ks->ring[(ks->head + i) % ks->cap].pos);
@@ -536,7 +473,7 @@ void ksink_get_stats(const ksink *ks, ksink_stats *out)
 }
 
 /* Produce the offsets record of pos (non-transactional path waits for it). */
-static tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wait, tb_error *err)
+tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wait, tb_error *err)
 {
     tb_code rc;
     bool is_null = false;
@@ -561,104 +498,6 @@ static tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wai
         return tb_error_set(err, TB_ERR_KAFKA, true, "offsets record to %s not acknowledged in %d ms",
                             ks->offsets.name, ksink_request_timeout_ms(ks->c));
     return TB_OK;
-}
-
-/* exactly_once: abort the open Kafka transaction after an abortable error
- * (err already filled); the caller resumes from ksink_committable(). */
-static tb_code ksink_eos_abort(ksink *ks, tb_error *err)
-{
-    tb_code rc = TB_ERR_KAFKA; /* one code for "aborted, resume from the committed position" */
-    ks->valid_seq = ks->next_seq; /* ignore reports of the aborted messages */
-    rd_kafka_error_t *aerr = ks->in_txn ? rd_kafka_abort_transaction(ks->rk, ksink_request_timeout_ms(ks->c)) : NULL;
-    ksink_ring_clear(ks);
-    ks->in_txn = false;
-    ks->txn_dr_failed = false;
-    if (aerr) {
-        rc = ksink_kafka_error_obj(err, aerr, "abort Kafka transaction");
-        if (rd_kafka_error_is_fatal(aerr)) {
-            ks->failed = true;
-            ks->fail_err = *err;
-        }
-        rd_kafka_error_destroy(aerr);
-        return rc;
-    }
-    if (err) {
-        tb_error_prefix(err, "Kafka transaction aborted, resume from the committed position: ");
-        err->code = TB_ERR_KAFKA;
-        err->retriable = true;
-    }
-    TB_WARN("ksink", "%s", err ? err->msg : "Kafka transaction aborted");
-    return rc;
-}
-
-static tb_code ksink_commit_eos(ksink *ks, tb_error *err)
-{
-    tb_code rc;
-    ksink_tx *tail = ksink_tail(ks);
-    if (tail && !tail->closed && tail->pending > 0)
-        return tb_error_set(err, TB_ERR_STATE, false,
-                            "exactly_once commit inside a source transaction: call ksink_end_tx() first");
-    const tb_position *target = &ks->committable;
-    for (size_t i = ks->count; i-- > 0;) {
-        ksink_tx *t = &ks->ring[(ks->head + i) % ks->cap];
-        if (t->closed) {
-            target = &t->pos;
-            break;
-        }
-    }
-    if (!ks->in_txn && ks->committed_valid && tb_position_equal(target, &ks->committed))
-        return TB_OK;
-    if (!ks->in_txn) {
-        rd_kafka_error_t *kerr = rd_kafka_begin_transaction(ks->rk);
-        if (kerr) {
-            rc = ksink_kafka_error_obj(err, kerr, "begin Kafka transaction");
-            rd_kafka_error_destroy(kerr);
-            return rc;
-        }
-        ks->in_txn = true;
-    }
-    if ((rc = ksink_produce_offsets(ks, target, false, err)) != TB_OK)
-        return rc;
-    rd_kafka_error_t *kerr = NULL;
-    for (int attempt = 0; attempt < 3; attempt++) {
-        kerr = rd_kafka_commit_transaction(ks->rk, ksink_request_timeout_ms(ks->c));
-        if (!kerr || !rd_kafka_error_is_retriable(kerr))
-            break;
-        rd_kafka_error_destroy(kerr);
-        kerr = NULL;
-    }
-    if (!kerr) {
-        ks->txn_dr_failed = false;
-        tb_position tmp;
-        tb_position_init(&tmp);
-        if (tb_position_copy(&tmp, target) != TB_OK)
-            return tb_error_set(err, TB_ERR_NOMEM, false, "commit: cannot copy the position");
-        ksink_ring_clear(ks);
-        tb_position_free(&ks->committable);
-        ks->committable = tmp;
-        tb_position_free(&ks->committed);
-        tb_position_copy(&ks->committed, &ks->committable);
-        ks->committed_valid = true;
-        ks->in_txn = false;
-        ks->st.commits++;
-        return TB_OK;
-    }
-    if (rd_kafka_error_txn_requires_abort(kerr)) {
-        if (ks->txn_dr_failed)
-            ksink_kafka_error_obj(err, kerr, "commit Kafka transaction (%s)", ks->txn_err.msg);
-        else
-            ksink_kafka_error_obj(err, kerr, "commit Kafka transaction");
-        rd_kafka_error_destroy(kerr);
-        return ksink_eos_abort(ks, err);
-    }
-    rc = ksink_kafka_error_obj(err, kerr, "commit Kafka transaction");
-    if (rd_kafka_error_is_fatal(kerr)) {
-        err->retriable = false;
-        ks->failed = true;
-        ks->fail_err = *err;
-    }
-    rd_kafka_error_destroy(kerr);
-    return rc;
 }
 
 tb_code ksink_commit(ksink *ks, tb_error *err)

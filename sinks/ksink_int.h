@@ -5,6 +5,7 @@
  *   ksink_admin.c    topic creation and the compaction check (Admin API)
  *   ksink_offsets.c  the offsets store (topic or file)
  *   ksink.c          the producer, the in-flight tracker, commits
+ *   ksink_txn.c      exactly_once: Kafka transactions around batches
  */
 #ifndef KSINK_INT_H
 #define KSINK_INT_H
@@ -63,5 +64,85 @@ tb_code ksink_offsets_file_write(const char *path, const tb_position *pos, tb_er
 
 /* Monotonic clock in milliseconds. */
 int64_t ksink_now_ms(void);
+
+/* ------------------------------------------------------------ the sink */
+/* Shared by ksink.c (producer, tracker) and ksink_txn.c (exactly_once). */
+
+#include "evt_json.h"
+#include "ksink.h"
+
+#define KSINK_OPAQUE_OFFSETS 0
+#define KSINK_KEY_SHOW 200 /* bytes of a key quoted in messages */
+
+typedef struct ksink_tx {
+    uint64_t seq;
+    int64_t pending;
+    bool closed;
+    tb_position pos;
+} ksink_tx;
+
+typedef struct ksink_table {
+    char *db, *table;        /* hash key; NULL = empty slot */
+    char *topic;
+    rd_kafka_topic_t *rkt;
+    evt_table *last;         /* reference to the descriptor last seen */
+    bool announced;
+    uint32_t version;        /* schema version announced */
+} ksink_table;
+
+typedef enum { KSINK_OVERSIZE_FAIL, KSINK_OVERSIZE_DLQ, KSINK_OVERSIZE_SKIP } ksink_oversize;
+
+typedef struct ksink_aux_topic {
+    char *name;
+    rd_kafka_topic_t *rkt;
+    bool ensured;
+} ksink_aux_topic;
+
+struct ksink {
+    const cfg *c;
+    rd_kafka_t *rk;
+    evt_codec_opts copts;
+    evt_rendered r;
+    tb_buf scratch, scratch2;
+
+    ksink_table *tabs;       /* open addressing, cap power of two */
+    size_t ntabs, tabcap;
+    ksink_table *last_tab;
+
+    ksink_aux_topic schema, offsets, dlq;
+    tb_buf offsets_key;
+
+    ksink_tx *ring;
+    size_t cap, head, count;
+    uint64_t head_seq, next_seq, valid_seq;
+
+    tb_position committable; /* newest fully acknowledged (non-EOS) / committed (EOS) */
+    tb_position committed;   /* last written to the offsets store */
+    bool committed_valid;
+
+    bool failed;             /* set by callbacks */
+    tb_error fail_err;
+    bool txn_dr_failed;      /* exactly_once: a message of the open Kafka transaction failed */
+    tb_error txn_err;
+
+    ksink_oversize oversize;
+    long max_bytes;
+    bool eos, in_txn, file_storage;
+    int64_t commit_interval_ms, last_commit_ms;
+    uint64_t offs_sent, offs_acked;
+    ksink_stats st;
+};
+
+/* The recorded failure (copied into err) or TB_OK. */
+tb_code ksink_failed(const ksink *ks, tb_error *err);
+/* Newest transaction of the ring, or NULL. */
+ksink_tx *ksink_tail(ksink *ks);
+/* Drop every transaction of the ring (frees their positions). */
+void ksink_ring_clear(ksink *ks);
+/* Produce the offsets record of pos; wait for its acknowledgement when asked. */
+tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wait, tb_error *err);
+/* exactly_once (ksink_txn.c) */
+tb_code ksink_commit_eos(ksink *ks, tb_error *err);
+tb_code ksink_eos_abort(ksink *ks, tb_error *err);
 
 #endif

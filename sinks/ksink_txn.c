@@ -1,0 +1,113 @@
+/*
+ * ksink_txn: exactly_once=true (see EXACTLY ONCE in ksink.h).
+ *
+ * One Kafka transaction holds the messages of the source transactions sent
+ * since the last commit and, last, the offsets record of the newest ended
+ * source transaction; commit_transaction() makes them visible together to
+ * read_committed consumers. An abortable error aborts the Kafka transaction:
+ * the in-flight ring is dropped, delivery reports of its messages are ignored
+ * (sequence numbers below valid_seq), and the caller resumes the source from
+ * ksink_committable(). A fatal error (e.g. fenced by a newer instance with
+ * the same transactional.id) stops the sink.
+ */
+#include "ksink_int.h"
+#include "tb_log.h"
+
+/* exactly_once: abort the open Kafka transaction after an abortable error
+ * (err already filled); the caller resumes from ksink_committable(). */
+tb_code ksink_eos_abort(ksink *ks, tb_error *err)
+{
+    tb_code rc = TB_ERR_KAFKA; /* one code for "aborted, resume from the committed position" */
+    ks->valid_seq = ks->next_seq; /* ignore reports of the aborted messages */
+    rd_kafka_error_t *aerr = ks->in_txn ? rd_kafka_abort_transaction(ks->rk, ksink_request_timeout_ms(ks->c)) : NULL;
+    ksink_ring_clear(ks);
+    ks->in_txn = false;
+    ks->txn_dr_failed = false;
+    if (aerr) {
+        rc = ksink_kafka_error_obj(err, aerr, "abort Kafka transaction");
+        if (rd_kafka_error_is_fatal(aerr)) {
+            ks->failed = true;
+            ks->fail_err = *err;
+        }
+        rd_kafka_error_destroy(aerr);
+        return rc;
+    }
+    if (err) {
+        tb_error_prefix(err, "Kafka transaction aborted, resume from the committed position: ");
+        err->code = TB_ERR_KAFKA;
+        err->retriable = true;
+    }
+    TB_WARN("ksink", "%s", err ? err->msg : "Kafka transaction aborted");
+    return rc;
+}
+
+tb_code ksink_commit_eos(ksink *ks, tb_error *err)
+{
+    tb_code rc;
+    ksink_tx *tail = ksink_tail(ks);
+    if (tail && !tail->closed && tail->pending > 0)
+        return tb_error_set(err, TB_ERR_STATE, false,
+                            "exactly_once commit inside a source transaction: call ksink_end_tx() first");
+    const tb_position *target = &ks->committable;
+    for (size_t i = ks->count; i-- > 0;) {
+        ksink_tx *t = &ks->ring[(ks->head + i) % ks->cap];
+        if (t->closed) {
+            target = &t->pos;
+            break;
+        }
+    }
+    if (!ks->in_txn && ks->committed_valid && tb_position_equal(target, &ks->committed))
+        return TB_OK;
+    if (!ks->in_txn) {
+        rd_kafka_error_t *kerr = rd_kafka_begin_transaction(ks->rk);
+        if (kerr) {
+            rc = ksink_kafka_error_obj(err, kerr, "begin Kafka transaction");
+            rd_kafka_error_destroy(kerr);
+            return rc;
+        }
+        ks->in_txn = true;
+    }
+    if ((rc = ksink_produce_offsets(ks, target, false, err)) != TB_OK)
+        return rc;
+    rd_kafka_error_t *kerr = NULL;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        kerr = rd_kafka_commit_transaction(ks->rk, ksink_request_timeout_ms(ks->c));
+        if (!kerr || !rd_kafka_error_is_retriable(kerr))
+            break;
+        rd_kafka_error_destroy(kerr);
+        kerr = NULL;
+    }
+    if (!kerr) {
+        ks->txn_dr_failed = false;
+        tb_position tmp;
+        tb_position_init(&tmp);
+        if (tb_position_copy(&tmp, target) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "commit: cannot copy the position");
+        ksink_ring_clear(ks);
+        tb_position_free(&ks->committable);
+        ks->committable = tmp;
+        tb_position_free(&ks->committed);
+        tb_position_copy(&ks->committed, &ks->committable);
+        ks->committed_valid = true;
+        ks->in_txn = false;
+        ks->st.commits++;
+        return TB_OK;
+    }
+    if (rd_kafka_error_txn_requires_abort(kerr)) {
+        if (ks->txn_dr_failed)
+            ksink_kafka_error_obj(err, kerr, "commit Kafka transaction (%s)", ks->txn_err.msg);
+        else
+            ksink_kafka_error_obj(err, kerr, "commit Kafka transaction");
+        rd_kafka_error_destroy(kerr);
+        return ksink_eos_abort(ks, err);
+    }
+    rc = ksink_kafka_error_obj(err, kerr, "commit Kafka transaction");
+    if (rd_kafka_error_is_fatal(kerr)) {
+        err->retriable = false;
+        ks->failed = true;
+        ks->fail_err = *err;
+    }
+    rd_kafka_error_destroy(kerr);
+    return rc;
+}
+
