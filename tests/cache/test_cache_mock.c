@@ -16,6 +16,7 @@
 #include <criterion/criterion.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -397,4 +398,75 @@ Test(mock, group_mode)
     cr_assert_eq(run_cache(CACHE_ERR_FAIL, CACHE_MODE_GROUP, &err), TB_OK, "%s", err.msg);
     cr_expect_eq(sql_int("SELECT count(*) FROM \"shop.items\""), 3);
     cr_expect_eq(sql_int("SELECT count(*) FROM _tributary_offsets WHERE topic='p.shop.items'"), 2);
+}
+
+/* ---- following: a topic created while the cache runs is found (global mode) */
+
+typedef struct follow_run {
+    volatile int stop;
+    tb_code rc;
+    tb_error err;
+    int progress_calls, caught_up_calls;
+} follow_run;
+
+static void count_progress(const cache_progress *p, void *opaque)
+{
+    follow_run *f = opaque;
+    f->progress_calls++;
+    if (p->caught_up)
+        f->caught_up_calls++;
+}
+
+static void *follow_thread(void *arg)
+{
+    follow_run *f = arg;
+    cache_opts o;
+    cache_opts_init(&o);
+    o.brokers = bootstrap;
+    o.topics = "^p\\.";
+    o.db_path = dbpath;
+    o.topic_prefix = "p";
+    o.metadata_refresh_ms = 300;
+    o.stop = &f->stop;
+    o.progress = count_progress;
+    o.progress_opaque = f;
+    f->rc = cache_run(&o, &f->err);
+    return NULL;
+}
+
+static bool wait_sql(const char *sql, int64_t want, int seconds)
+{
+    for (int i = 0; i < seconds * 20; i++) {
+        sqlite3 *db = NULL;
+        sqlite3_stmt *st = NULL;
+        int64_t v = -1;
+        if (access(dbpath, F_OK) == 0 && sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+            sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+            v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        if (v == want)
+            return true;
+        usleep(50000);
+    }
+    return false;
+}
+
+Test(mock, follow_new_topic_then_stop)
+{
+    follow_run f = {0};
+    pthread_t th;
+    produce_items_changelog();
+    cr_assert_eq(pthread_create(&th, NULL, follow_thread, &f), 0);
+    cr_expect(wait_sql("SELECT value FROM _tributary_state WHERE key='caught_up'", 1, 30), "never caught up");
+    rd_kafka_mock_cluster_t *mc = (rd_kafka_mock_cluster_t *)rd_kafka_handle_mock_cluster(prod);
+    rd_kafka_mock_topic_create(mc, "p.shop.late", 1, 1);
+    produce("p.shop.late", 0, "{\"id\":1}", "{\"id\":1,\"s\":\"late\"}");
+    flush();
+    cr_expect(wait_sql("SELECT count(*) FROM \"shop.late\"", 1, 30), "the new topic was not picked up");
+    f.stop = 1;
+    pthread_join(th, NULL);
+    cr_expect_eq(f.rc, TB_OK, "%s", f.err.msg);
+    cr_expect_geq(f.caught_up_calls, 1);
+    expect_row("shop.late", "{\"id\":1}", "{\"id\":1,\"s\":\"late\"}");
 }
