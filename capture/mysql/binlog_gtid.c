@@ -154,9 +154,21 @@ static void uuid_text(const uint8_t *u, char out[37])
     out[o] = '\0';
 }
 
+static tb_code format_set(const bl_gtids *g, bool mariadb, tb_buf *out);
+
 tb_code bl_gtids_format(const bl_gtids *g, bool mariadb, tb_buf *out)
 {
     tb_code rc = tb_buf_reserve(out, 1);
+    if (rc == TB_OK)
+        rc = format_set(g, mariadb, out);
+    if (rc == TB_OK)
+        out->data[out->len] = '\0'; /* also when nothing was written */
+    return rc;
+}
+
+static tb_code format_set(const bl_gtids *g, bool mariadb, tb_buf *out)
+{
+    tb_code rc = TB_OK;
     if (mariadb) {
         for (size_t i = 0; i < g->ndoms && rc == TB_OK; i++)
             rc = tb_buf_printf(out, "%s%u-%u-%llu", i ? "," : "", g->doms[i].domain, g->doms[i].server,

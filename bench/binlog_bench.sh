@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# bench/binlog_bench.sh: binlog decode throughput of tributary vs mariadb-binlog -vv.
+#
+#   bench/binlog_bench.sh BUILD_DIR [BINLOG_FILE] [RUNS]
+#
+# Without BINLOG_FILE it starts a throwaway MariaDB (scripts/testenv up), writes
+# 1,000,000 rows (1000-row INSERTs into a 6-column table: INT PK, BIGINT,
+# VARCHAR(32), DECIMAL(10,2), DATETIME, DOUBLE), and uses the binlog file it wrote;
+# then stops it (scripts/testenv down). Each decoder runs RUNS times (default 5) on
+# the same file; the median wall time gives rows/s; peak RSS from GNU time.
+# Build BUILD_DIR without sanitizers (-DCMAKE_BUILD_TYPE=Release) for figures.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${1:?usage: binlog_bench.sh BUILD_DIR [BINLOG_FILE] [RUNS]}"
+file="${2:-}"
+runs="${3:-5}"
+bench="$build/bench/bench_binlog"
+[ -x "$bench" ] || { echo "build $bench first (cmake --build $build --target bench_binlog)" >&2; exit 2; }
+started=0
+if [ -z "$file" ]; then
+  eval "$("$here/scripts/testenv" up)"
+  started=1
+  trap '"$here/scripts/testenv" down >/dev/null 2>&1 || true' EXIT
+  M=(mariadb --no-defaults -h "$TRIBUTARY_TEST_MYSQL_HOST" -P "$TRIBUTARY_TEST_MYSQL_PORT"
+     -u "$TRIBUTARY_TEST_MYSQL_USER" "-p$TRIBUTARY_TEST_MYSQL_PASSWORD")
+  "${M[@]}" -e "FLUSH BINARY LOGS; DROP DATABASE IF EXISTS tbbench; CREATE DATABASE tbbench;
+    CREATE TABLE tbbench.t (id INT PRIMARY KEY, a BIGINT, b VARCHAR(32), c DECIMAL(10,2), d DATETIME, e DOUBLE)"
+  python3 - <<'PY' | "${M[@]}"
+for k in range(1000):
+    vals = ",".join("(%d,%d,'name-%d',%d.%02d,'2024-01-02 03:04:05',%d.5)" % (i, i * 7, i, i % 100000, i % 100, i)
+                    for i in range(k * 1000, (k + 1) * 1000))
+    print("INSERT INTO tbbench.t VALUES %s;" % vals)
+PY
+  base="$("${M[@]}" -N -e "SELECT @@log_bin_basename")"
+  cur="$("${M[@]}" -N -e "SHOW MASTER STATUS" | cut -f1)"
+  "${M[@]}" -e "FLUSH BINARY LOGS"
+  file="$(dirname "$base")/$cur"
+fi
+echo "file: $file ($(stat -c %s "$file") bytes)"
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+run_ours() { # $1 = extra flag
+  for _ in $(seq "$runs"); do "$bench" "$file" $1; done
+}
+ours=$(run_ours "")
+ours_json=$(run_ours --json)
+rows=$(echo "$ours" | head -1 | sed 's/.*rows=\([0-9]*\).*/\1/')
+t_ours=$(echo "$ours" | sed 's/.*seconds=\([0-9.]*\).*/\1/' | median)
+t_json=$(echo "$ours_json" | sed 's/.*seconds=\([0-9.]*\).*/\1/' | median)
+rss_ours=$(echo "$ours" | sed 's/.*maxrss_kb=\([0-9]*\).*/\1/' | sort -n | tail -1)
+rss_json=$(echo "$ours_json" | sed 's/.*maxrss_kb=\([0-9]*\).*/\1/' | sort -n | tail -1)
+ref_times=(); ref_rss=0
+for _ in $(seq "$runs"); do
+  out=$( { /usr/bin/env time -f "%e %M" mariadb-binlog --no-defaults -vv --base64-output=decode-rows "$file" >/dev/null; } 2>&1 | tail -1)
+  ref_times+=("${out% *}"); r="${out#* }"; [ "$r" -gt "$ref_rss" ] && ref_rss=$r
+done
+t_ref=$(printf '%s\n' "${ref_times[@]}" | median)
+awk -v n="$rows" -v a="$t_ours" -v j="$t_json" -v r="$t_ref" -v ra="$rss_ours" -v rj="$rss_json" -v rr="$ref_rss" 'BEGIN {
+  printf "rows: %d (median of runs)\n", n
+  printf "tributary decode only : %8.3f s  %10.0f rows/s  peak RSS %d KB\n", a, n / a, ra
+  printf "tributary decode+JSON : %8.3f s  %10.0f rows/s  peak RSS %d KB\n", j, n / j, rj
+  printf "mariadb-binlog -vv    : %8.3f s  %10.0f rows/s  peak RSS %d KB\n", r, n / r, rr
+  printf "speedup decode only: %.1fx, with JSON: %.1fx\n", r / a, r / j
+}'
