@@ -156,6 +156,17 @@ static const char *app_jv_num_text(const evt_jv *obj, const char *key, char buf[
     return buf;
 }
 
+/* A rate member with one decimal ("1.9"), "-" when missing or null. */
+static const char *app_jv_rate_text(const evt_jv *obj, const char *key, char buf[64])
+{
+    char raw[64];
+    const char *t = app_jv_num_text(obj, key, raw);
+    if (strcmp(t, "-") == 0)
+        return "-";
+    snprintf(buf, 64, "%.1f", strtod(t, NULL));
+    return buf;
+}
+
 /* String member (NULL when missing or not a string); copied into buf. */
 static const char *app_jv_str(const evt_jv *obj, const char *key, char *buf, size_t cap)
 {
@@ -229,7 +240,7 @@ tb_code app_status_format(const char *path, const char *json, size_t len, int64_
                        (long long)pid, alive ? "" : " (not running)", started ? since : "-", when, ago,
                        s_pos ? s_pos : "none (nothing committed yet)", app_jv_num_text(root, "lag_ms", n1),
                        app_jv_num_text(root, "events_behind", n2), app_jv_num_text(root, "events_total", n3),
-                       app_jv_num_text(root, "events_per_sec", n4), s_snap ? s_snap : "none", (long long)rows);
+                       app_jv_rate_text(root, "events_per_sec", n4), s_snap ? s_snap : "none", (long long)rows);
     if (rc == TB_OK && s_err)
         rc = tb_buf_printf(out, "last error:     %s\n", s_err);
     if (rc != TB_OK)

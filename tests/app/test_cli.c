@@ -189,7 +189,7 @@ Test(cli, status_prints_the_file_run_writes)
     cr_assert_eq(tb_position_set_gtid(&p, "0-1-7"), TB_OK);
     app_status st = {
         .name = "shop", .state = "streaming", .position = &p, .lag_ms = 120, .events_behind = 3,
-        .events_total = 4242, .events_per_sec = 1500.5, .snapshot_state = "done", .snapshot_rows = 1000,
+        .events_total = 4242, .events_per_sec = 1500.54, .snapshot_state = "done", .snapshot_rows = 1000,
         .started_ms = app_now_ms() - 60000,
     };
     tb_error err;

@@ -74,6 +74,7 @@ Test(app_status, write_is_atomic_and_formats_back)
     cr_assert_eq(app_status_format(path, json.data, json.len, 63500, &text, &err), TB_OK, "%s", err.msg);
     cr_assert_not_null(strstr(text.data, "position:       sqlite-log;seq=42\n"), "%s", text.data);
     cr_assert_not_null(strstr(text.data, "events total:   10\n"), "%s", text.data);
+    cr_assert_not_null(strstr(text.data, "throughput:     2.5 events/s\n"), "%s", text.data);
     cr_assert_not_null(strstr(text.data, "updated:        1970-01-01T00:01:01.000Z (2.5 s ago)\n"), "%s", text.data);
     cr_assert_not_null(strstr(text.data, "snapshot:       running (5 rows)\n"), "%s", text.data);
     cr_assert_not_null(strstr(text.data, "last error:     source lost\n"), "%s", text.data);
