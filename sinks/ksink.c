@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "evt_json.h"
 #include "ksink.h"
@@ -398,6 +399,9 @@ tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err)
     }
     if ((rc = ksink_prepare_table(ks, evt_event_table(e), &te, err)) != TB_OK)
         return rc;
+    struct timespec ts; /* envelope ts_ms: processing time; the coarse clock is cheap and ms-accurate enough */
+    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+    ks->copts.now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     if ((rc = evt_render(&ks->copts, e, &ks->r, err)) != TB_OK)
         return rc;
     for (size_t i = 0; i < ks->r.n; i++) {
@@ -515,8 +519,8 @@ tb_code ksink_commit(ksink *ks, tb_error *err)
         return TB_OK;
     if (ks->file_storage)
         rc = ksink_offsets_file_write(cfg_get_str(ks->c, "offsets.file"), &ks->committable, err);
-    else /* wait only when nothing else is queued (after a flush): no stall behind a backlog */
-        rc = ksink_produce_offsets(ks, &ks->committable, rd_kafka_outq_len(ks->rk) == 0, err);
+    else /* wait for the acknowledgement: callers act on "stored" (e.g. SQLite trigger-mode cleanup) */
+        rc = ksink_produce_offsets(ks, &ks->committable, true, err);
     if (rc != TB_OK)
         return rc;
     if ((rc = tb_position_copy(&ks->committed, &ks->committable)) != TB_OK)

@@ -140,12 +140,11 @@ bool ksink_commit_due(const ksink *ks);
 
 /* Write ksink_committable() to the offsets store if it changed since the last
  * write (exactly_once: commit the open Kafka transaction together with the
- * offsets record, blocking). offsets.storage=file: the file is replaced and
- * fsync'd before the call returns. offsets.storage=kafka: when nothing else
- * is in flight (as right after ksink_flush) the call waits for the record's
- * acknowledgement; otherwise it does not wait behind the backlog: the record
- * is acknowledged in the background, and a failure is recorded like any
- * delivery failure. So the shutdown sequence flush + commit is synchronous. */
+ * offsets record). Returns when the position is durably stored: the offsets
+ * record acknowledged (acks=all), or the file replaced and fsync'd. So after
+ * TB_OK the caller may act on ksink_committable() being stored (e.g. let the
+ * source drop its change log up to there). With a large backlog the wait can
+ * take as long as the queued batches ahead of the record (tens of ms). */
 tb_code ksink_commit(ksink *ks, tb_error *err);
 
 /* Wait until every produced message is acknowledged or timeout_ms passes
