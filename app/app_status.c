@@ -218,6 +218,7 @@ tb_code app_status_format(const char *path, const char *json, size_t len, int64_
     if (snapshot)
         app_jv_i64(snapshot, "rows", &rows);
 
+    const char *lag = app_jv_num_text(root, "lag_ms", n1);
     bool alive = pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
     char when[40], since[40];
     app_fmt_utc(updated, when);
@@ -230,7 +231,7 @@ tb_code app_status_format(const char *path, const char *json, size_t len, int64_
                        "started:        %s\n"
                        "updated:        %s (%.1f s ago)\n"
                        "position:       %s\n"
-                       "lag:            %s ms\n"
+                       "lag:            %s%s\n"
                        "events behind:  %s\n"
                        "events total:   %s\n"
                        "throughput:     %s events/s\n"
@@ -238,7 +239,7 @@ tb_code app_status_format(const char *path, const char *json, size_t len, int64_
                        s_name ? s_name : "-", s_state ? s_state : "-",
                        (!alive && s_state && strcmp(s_state, "stopped") != 0) ? " (stale: process not running)" : "",
                        (long long)pid, alive ? "" : " (not running)", started ? since : "-", when, ago,
-                       s_pos ? s_pos : "none (nothing committed yet)", app_jv_num_text(root, "lag_ms", n1),
+                       s_pos ? s_pos : "none (nothing committed yet)", lag, strcmp(lag, "-") == 0 ? " (unknown)" : " ms",
                        app_jv_num_text(root, "events_behind", n2), app_jv_num_text(root, "events_total", n3),
                        app_jv_rate_text(root, "events_per_sec", n4), s_snap ? s_snap : "none", (long long)rows);
     if (rc == TB_OK && s_err)
