@@ -239,7 +239,7 @@ tb_code app_status_format(const char *path, const char *json, size_t len, int64_
                        s_name ? s_name : "-", s_state ? s_state : "-",
                        (!alive && s_state && strcmp(s_state, "stopped") != 0) ? " (stale: process not running)" : "",
                        (long long)pid, alive ? "" : " (not running)", started ? since : "-", when, ago,
-                       s_pos ? s_pos : "none (nothing committed yet)", lag, strcmp(lag, "-") == 0 ? " (unknown)" : " ms",
+                       s_pos ? s_pos : "none (nothing committed yet)", strcmp(lag, "-") == 0 ? "unknown" : lag, strcmp(lag, "-") == 0 ? "" : " ms",
                        app_jv_num_text(root, "events_behind", n2), app_jv_num_text(root, "events_total", n3),
                        app_jv_rate_text(root, "events_per_sec", n4), s_snap ? s_snap : "none", (long long)rows);
     if (rc == TB_OK && s_err)
