@@ -63,6 +63,10 @@ int cmd_offsets(int argc, char **argv)
         offsets_usage(stdout);
         return 0;
     }
+    if (argc < 2 || (strcmp(argv[1], "show") != 0 && strcmp(argv[1], "set") != 0)) {
+        offsets_usage(stderr);
+        return 2;
+    }
     if (app_load_config(&argc, argv, &c, &err) != TB_OK) {
         status = app_fail("offsets", &err);
         goto out;
