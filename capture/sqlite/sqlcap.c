@@ -111,8 +111,10 @@ static tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offlin
                     rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
                     goto out;
                 }
-            bool deliver = !(c->skip_to.kind == TB_POS_SQLITE_WAL && c->skip_to.gen_seq == c->gen_seq &&
-                             i <= c->skip_to.frame);
+            /* resume with the shadow behind the durable position: do not deliver again */
+            bool deliver = !(c->skip_to.kind == TB_POS_SQLITE_WAL &&
+                             (c->gen_seq < c->skip_to.gen_seq ||
+                              (c->gen_seq == c->skip_to.gen_seq && i <= c->skip_to.frame)));
             rc = sqlcap_apply_txn(c, &clean, i, f.ck1, f.ck2, f.commit, deliver, err);
             sqlcap_map_free(&clean);
             sqlcap_map_clear(&txn);
@@ -385,13 +387,27 @@ static tb_code sqlcap_gap(sqlcap *c, const sqlcap_shmhdr *h, const sqlcap_walhdr
     c->frame = 0;
     c->ck1 = w->valid ? w->ck1 : 0;
     c->ck2 = w->valid ? w->ck2 : 0;
-    if (w->valid && w->salt1 == h->salt1 && w->salt2 == h->salt2 && h->mxframe > 0) {
+    /* With everything backfilled our read transaction may hold WAL_READ_LOCK(0),
+     * which does not stop a WAL reset: read the database file only, which no
+     * checkpoint can change while we hold the read transaction. */
+    bool db_only = h->nbackfill >= h->mxframe;
+    if (!db_only && w->valid && w->salt1 == h->salt1 && w->salt2 == h->salt2 && h->mxframe > 0) {
         if ((rc = sqlcap_overlay_frames(c, h->mxframe, &cur, &curpages, err)) != TB_OK)
             goto out;
     } else {
         struct stat sb;
-        if (fstat(c->dbfd, &sb) == 0)
+        uint8_t hdr[4];
+        if (pread(c->dbfd, hdr, 4, 28) == 4 && sqlcap_be32(hdr) > 0)
+            curpages = sqlcap_be32(hdr);
+        else if (fstat(c->dbfd, &sb) == 0)
             curpages = (uint32_t)(sb.st_size / c->pg.pgsz);
+        if (db_only && h->mxframe > 0) {
+            sqlcap_frame f;
+            if (sqlcap_frame_hdr(c, h->mxframe, &f, NULL, NULL) == TB_OK) {
+                c->ck1 = f.ck1;
+                c->ck2 = f.ck2;
+            }
+        }
     }
     sqlcap_view vs = {&c->pg, NULL, c->npages};
     for (uint32_t p = 1; p <= curpages; p++) {
@@ -528,7 +544,10 @@ static tb_code sqlcap_attach(sqlcap *c, const tb_position *start, tb_error *err)
         same = w.ck1 == c->ck1 && w.ck2 == c->ck2;
     }
     if (c->o.shadow) {
-        if (same)
+        /* frames after P are safe only if our pin blocks resets (a mark >= 1):
+         * fully backfilled means we may hold lock 0, so take the state from the
+         * database file as a gap instead */
+        if (same && !(h.nbackfill >= h.mxframe && c->frame < h.mxframe))
             return TB_OK;
         return sqlcap_gap(c, &h, &w, err);
     }

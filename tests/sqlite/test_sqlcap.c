@@ -347,7 +347,7 @@ static void apply_event(replay *r, const evt_event *e)
         return;
     }
     sqlite3_stmt *st = select_row(r, e, EVT_BEFORE);
-    if (!st && !(gap && op == EVT_OP_DELETE))
+    if (!st && !gap)
         rp_err(r, "before-image of a missing row:", line, NULL);
     else if (st && !row_equals(st, e, EVT_BEFORE) && !(gap && op == EVT_OP_UPDATE && row_equals(st, e, EVT_AFTER)))
         rp_err(r, "before-image differs from the replayed row:", line, NULL);
