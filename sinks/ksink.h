@@ -8,7 +8,12 @@
  * PRODUCER SETTINGS
  *  Fixed (the contract; a kafka.* key cannot weaken them):
  *    enable.idempotence=true, acks=all, partitioner=murmur2_random
- *    (the Java client's partitioner, so keys co-partition with Kafka Streams).
+ *    (the Java client's partitioner, so keys co-partition with Kafka Streams);
+ *    transactional.id comes from `name` (exactly_once=true only). A kafka.*
+ *    key that contradicts these is refused with TB_ERR_CONFIG.
+ *    kafka.message.timeout.ms (librdkafka default 300000) bounds how long a
+ *    broker outage can last before queued messages fail permanently and the
+ *    sink stops with an error (the position never passes them).
  *  Defaults tuned for throughput, each overridable with kafka.<key>:
  *    linger.ms=20                    wait up to 20 ms to fill a batch
  *    batch.num.messages=100000       messages per MessageSet

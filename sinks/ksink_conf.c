@@ -114,6 +114,10 @@ static bool ksink_conf_fixed(const char *key, const char *value, ksink_role role
         *why = "the sink needs acks=all (DESIGN 6)";
         return true;
     }
+    if (strcmp(key, "transactional.id") == 0) {
+        *why = "the transactional id is the connector name, used when exactly_once=true";
+        return true;
+    }
     if (strcmp(key, "partitioner") == 0 && strcmp(value, "murmur2_random") != 0) {
         *why = "the sink needs partitioner=murmur2_random (DESIGN 4)";
         return true;

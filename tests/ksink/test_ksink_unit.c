@@ -4,7 +4,8 @@
  *     (so the integration test's partition check rests on a verified reference);
  *   offsets/key_is_json_string: the offsets record key is the name as a JSON string;
  *   offsets/file_round_trip, file_none, file_atomic_no_temp_left, file_bad_content;
- *   open/refuses_weakened_producer: kafka.acks=1 / enable.idempotence=false are refused;
+ *   open/refuses_weakened_producer: kafka.acks=1, enable.idempotence=false, another
+ *     partitioner or a transactional.id are refused;
  *   open/eos_needs_kafka_offsets.
  */
 #include <dirent.h>
@@ -164,7 +165,7 @@ Test(offsets, file_bad_content)
 Test(open, refuses_weakened_producer)
 {
     const char *bad[][2] = {{"kafka.acks", "1"}, {"kafka.enable.idempotence", "false"},
-                            {"kafka.partitioner", "consistent_random"}};
+                            {"kafka.partitioner", "consistent_random"}, {"kafka.transactional.id", "x"}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         cfg *c = kt_cfg("127.0.0.1:1", "unit", "p");
         kt_set(c, bad[i][0], bad[i][1]);
