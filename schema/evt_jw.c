@@ -420,31 +420,38 @@ static size_t layout_g(bool neg, const char *dig, int n, int x, int prec, char *
     return (size_t)(p - out);
 }
 
-/* Shortest round-trip text of a normal double, with one printf: %.16e gives
- * the correctly rounded 17 significant digits D17; the 15- and 16-digit
- * candidates are D17 rounded, which equals rounding v itself unless the
+/* Shortest round-trip text of a normal double (lo..hi = 15..17 digits) or
+ * float (6..9, v holding the float exactly), with one printf: "%.<hi-1>e"
+ * gives the correctly rounded hi significant digits; each shorter candidate
+ * is that digit string rounded, which equals rounding v itself unless the
  * dropped digits are exactly half (then printf is asked). Same text as the
- * %.15g/%.16g/%.17g loop. */
-static size_t fmt_double_normal(double v, char out[32])
+ * loop over %.<lo>g..%.<hi>g (for normal values the first precision that
+ * reads back is the shortest: a shorter text that reads back would print
+ * the same, zero-padded, at lo digits). */
+static size_t fmt_shortest(double v, bool is_float, char out[32])
 {
-    char e17[40];
-    snprintf(e17, sizeof(e17), "%.16e", v);
-    const char *s = e17;
+    const int lo = is_float ? 6 : 15, hi = is_float ? 9 : 17;
+    char ehi[40];
+    snprintf(ehi, sizeof(ehi), "%.*e", hi - 1, v);
+    const char *s = ehi;
     bool neg = *s == '-';
     if (neg)
         s++;
-    char d17[17];
-    d17[0] = s[0];
-    memcpy(d17 + 1, s + 2, 16);
-    int x17 = atoi(s + 19);
-    for (int prec = 15; prec <= 17; prec++) {
+    char dhi[17];
+    dhi[0] = s[0];
+    memcpy(dhi + 1, s + 2, (size_t)hi - 1);
+    int xhi = atoi(s + hi + 2);
+    for (int prec = lo; prec <= hi; prec++) {
         char dig[17];
-        int x = x17;
-        if (prec == 17)
-            memcpy(dig, d17, 17);
+        int x = xhi;
+        if (prec == hi)
+            memcpy(dig, dhi, (size_t)hi);
         else {
-            int tail = prec == 15 ? (d17[15] - '0') * 10 + (d17[16] - '0') : d17[16] - '0';
-            int half = prec == 15 ? 50 : 5;
+            long tail = 0, half = 5;
+            for (int i = prec; i < hi; i++)
+                tail = tail * 10 + (dhi[i] - '0');
+            for (int i = prec + 1; i < hi; i++)
+                half *= 10;
             if (tail == half) { /* v's own digits decide: ask printf */
                 char ep[40];
                 snprintf(ep, sizeof(ep), "%.*e", prec - 1, v);
@@ -453,7 +460,7 @@ static size_t fmt_double_normal(double v, char out[32])
                 memcpy(dig + 1, q + 2, (size_t)prec - 1);
                 x = atoi(q + prec + 2);
             } else {
-                memcpy(dig, d17, (size_t)prec);
+                memcpy(dig, dhi, (size_t)prec);
                 if (tail > half) {
                     int i = prec - 1;
                     while (i >= 0 && dig[i] == '9')
@@ -471,7 +478,7 @@ static size_t fmt_double_normal(double v, char out[32])
         while (n > 1 && dig[n - 1] == '0')
             n--;
         size_t len = layout_g(neg, dig, n, x, prec, out);
-        if (prec == 17 || strtod(out, NULL) == v)
+        if (prec == hi || (is_float ? (double)strtof(out, NULL) == v : strtod(out, NULL) == v))
             return len;
     }
     return 0; /* not reached */
@@ -547,15 +554,82 @@ size_t evt_fmt_double(double v, char out[32])
         }
         return tidy_exponent(out, (size_t)n);
     }
-    return fmt_double_normal(v, out);
+    return fmt_shortest(v, false, out);
+}
+
+/* Floats without printf. v (normal, nonzero) is exactly a double; for each
+ * precision p = 6..9: sc = |v| * 10^k (k = p-1-x, 10^|k| exact, so sc is
+ * correctly rounded: absolute error <= 1.2e-7 since sc < 1e9) rounded to
+ * the integer M gives the correctly rounded p-digit decimal of v unless sc
+ * is within 1e-6 of a tie. Whether M * 10^-k reads back as v is decided as
+ * strtof would: the double quotient/product is correctly rounded (Clinger:
+ * M < 2^53, 10^|k| exact), and rounding it to float equals rounding the
+ * exact decimal unless the double sits exactly on a float midpoint.
+ * Returns 0 (caller falls back to printf) whenever unsure or out of range. */
+static size_t fmt_float_fast(float f, char out[32])
+{
+    static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    double v = fabs((double)f);
+    int x = (int)floor(log10(v));
+    for (int p = 6; p <= 9; p++) {
+        double sc = 0;
+        int k = 0;
+        for (int tries = 0; tries < 3; tries++) {
+            k = p - 1 - x;
+            if (k > 22 || k < -22)
+                return 0;
+            sc = k >= 0 ? v * p10[k] : v / p10[-k];
+            if (sc < p10[p - 1])
+                x--;
+            else if (sc >= p10[p])
+                x++;
+            else
+                break;
+        }
+        if (sc < p10[p - 1] || sc >= p10[p])
+            return 0;
+        double fl = floor(sc);
+        if (fabs(sc - fl - 0.5) < 1e-6)
+            return 0; /* too close to a tie to trust */
+        double r = sc - fl > 0.5 ? fl + 1 : fl;
+        int xe = x; /* exponent of the candidate */
+        if (r >= p10[p]) { /* 999999.7 -> 1000000 */
+            r = p10[p - 1];
+            xe = x + 1;
+            k--;
+            if (k < -22)
+                return 0;
+        }
+        double dd = k >= 0 ? r / p10[k] : r * p10[-k];
+        float ff = (float)dd;
+        if ((double)ff != dd) {
+            float other = nextafterf(ff, dd > (double)ff ? INFINITY : 0.0f);
+            if (((double)ff + (double)other) / 2 == dd)
+                return 0; /* double rounding could differ from strtof */
+        }
+        if (ff != fabsf(f))
+            continue;
+        char tmp[24];
+        char *end = tmp + sizeof(tmp), *d = u64_digits((uint64_t)r, end);
+        int n = (int)(end - d);
+        while (n > 1 && d[n - 1] == '0')
+            n--;
+        return layout_g(f < 0, d, n, xe, p, out);
+    }
+    return 0;
 }
 
 size_t evt_fmt_float(float v, char out[32])
 {
     if (!isfinite(v))
         return evt_fmt_double((double)v, out);
-    int n = 0;
-    for (int prec = fabsf(v) < FLT_MIN ? 1 : 6; prec <= 9; prec++) {
+    if (v != 0 && fabsf(v) >= FLT_MIN) {
+        size_t n = fmt_float_fast(v, out);
+        return n ? n : fmt_shortest((double)v, true, out);
+    }
+    int n = 0; /* zero and subnormals: search from 1 digit */
+    for (int prec = 1; prec <= 9; prec++) {
         n = snprintf(out, 32, "%.*g", prec, (double)v);
         if (strtof(out, NULL) == v)
             break;

@@ -168,6 +168,37 @@ Test(values, short_decimals_match_printf)
     }
 }
 
+Test(values, floats_match_the_printf_reference)
+{
+    uint32_t x = 0x9E3779B9u;
+    for (int i = 0; i < 300000; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        float f;
+        memcpy(&f, &x, sizeof f);
+        if (!isfinite(f) || fabsf(f) < FLT_MIN)
+            continue;
+        char want[40], got[32];
+        for (int prec = 6; prec <= 9; prec++) {
+            snprintf(want, sizeof want, "%.*g", prec, (double)f);
+            if (strtof(want, NULL) == f)
+                break;
+        }
+        char *e = strchr(want, 'e');
+        if (e) {
+            char *src = e + 1, *dst = e + 1;
+            if (*src == '+')
+                src++;
+            else if (*src == '-')
+                *dst++ = *src++;
+            while (*src == '0' && src[1])
+                src++;
+            memmove(dst, src, strlen(src) + 1);
+        }
+        evt_fmt_float(f, got);
+        cr_assert_str_eq(got, want, "bits %08x", x);
+    }
+}
+
 Test(values, floats_shortest_as_float)
 {
     struct { float f; const char *want; } cases[] = {
