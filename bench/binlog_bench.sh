@@ -7,7 +7,8 @@
 # 1,000,000 rows (1000-row INSERTs into a 6-column table: INT PK, BIGINT,
 # VARCHAR(32), DECIMAL(10,2), DATETIME, DOUBLE), and uses the binlog file it wrote;
 # then stops it (scripts/testenv down). Each decoder runs RUNS times (default 5) on
-# the same file; the median wall time gives rows/s; peak RSS from GNU time.
+# the same file; the median wall time and the median CPU time (user + sys; steadier
+# on a loaded machine) give rows/s; peak RSS from getrusage / GNU time.
 # Build BUILD_DIR without sanitizers (-DCMAKE_BUILD_TYPE=Release) for figures.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,18 +47,25 @@ ours_json=$(run_ours --json)
 rows=$(echo "$ours" | head -1 | sed 's/.*rows=\([0-9]*\).*/\1/')
 t_ours=$(echo "$ours" | sed 's/.*seconds=\([0-9.]*\).*/\1/' | median)
 t_json=$(echo "$ours_json" | sed 's/.*seconds=\([0-9.]*\).*/\1/' | median)
+c_ours=$(echo "$ours" | sed 's/.*cpu=\([0-9.]*\).*/\1/' | median)
+c_json=$(echo "$ours_json" | sed 's/.*cpu=\([0-9.]*\).*/\1/' | median)
 rss_ours=$(echo "$ours" | sed 's/.*maxrss_kb=\([0-9]*\).*/\1/' | sort -n | tail -1)
 rss_json=$(echo "$ours_json" | sed 's/.*maxrss_kb=\([0-9]*\).*/\1/' | sort -n | tail -1)
-ref_times=(); ref_rss=0
+ref_times=(); ref_cpu=(); ref_rss=0
 for _ in $(seq "$runs"); do
-  out=$( { /usr/bin/env time -f "%e %M" mariadb-binlog --no-defaults -vv --base64-output=decode-rows "$file" >/dev/null; } 2>&1 | tail -1)
-  ref_times+=("${out% *}"); r="${out#* }"; [ "$r" -gt "$ref_rss" ] && ref_rss=$r
+  out=$( { /usr/bin/env time -f "%e %U %S %M" mariadb-binlog --no-defaults -vv --base64-output=decode-rows "$file" >/dev/null; } 2>&1 | tail -1)
+  read -r e u s r <<<"$out"
+  ref_times+=("$e"); ref_cpu+=("$(awk -v u="$u" -v s="$s" 'BEGIN {print u + s}')")
+  [ "$r" -gt "$ref_rss" ] && ref_rss=$r
 done
 t_ref=$(printf '%s\n' "${ref_times[@]}" | median)
-awk -v n="$rows" -v a="$t_ours" -v j="$t_json" -v r="$t_ref" -v ra="$rss_ours" -v rj="$rss_json" -v rr="$ref_rss" 'BEGIN {
-  printf "rows: %d (median of runs)\n", n
-  printf "tributary decode only : %8.3f s  %10.0f rows/s  peak RSS %d KB\n", a, n / a, ra
-  printf "tributary decode+JSON : %8.3f s  %10.0f rows/s  peak RSS %d KB\n", j, n / j, rj
-  printf "mariadb-binlog -vv    : %8.3f s  %10.0f rows/s  peak RSS %d KB\n", r, n / r, rr
-  printf "speedup decode only: %.1fx, with JSON: %.1fx\n", r / a, r / j
+c_ref=$(printf '%s\n' "${ref_cpu[@]}" | median)
+awk -v n="$rows" -v a="$t_ours" -v j="$t_json" -v r="$t_ref" -v ca="$c_ours" -v cj="$c_json" -v cr="$c_ref" \
+    -v ra="$rss_ours" -v rj="$rss_json" -v rr="$ref_rss" 'BEGIN {
+  printf "rows: %d (medians of the runs)\n", n
+  printf "%-22s %8s %12s %8s %12s %12s\n", "", "wall s", "rows/s", "cpu s", "rows/cpu-s", "peak RSS KB"
+  printf "%-22s %8.3f %12.0f %8.3f %12.0f %12d\n", "tributary decode only", a, n / a, ca, n / ca, ra
+  printf "%-22s %8.3f %12.0f %8.3f %12.0f %12d\n", "tributary decode+JSON", j, n / j, cj, n / cj, rj
+  printf "%-22s %8.3f %12.0f %8.3f %12.0f %12d\n", "mariadb-binlog -vv", r, n / r, cr, n / cr, rr
+  printf "speedup (wall) decode only: %.1fx, with JSON: %.1fx; (cpu) %.1fx, %.1fx\n", r / a, r / j, cr / ca, cr / cj
 }'

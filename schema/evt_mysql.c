@@ -235,6 +235,15 @@ size_t evt_mysql_decimal_bin_size(unsigned precision, unsigned scale)
     return (intg / 9) * 4 + dig2bytes[intg % 9] + (scale / 9) * 4 + dig2bytes[scale % 9];
 }
 
+/* The group that holds the first byte: that byte with its sign bit flipped. */
+static uint32_t be_read_first(const uint8_t *p, uint8_t first, unsigned n, uint8_t mask)
+{
+    uint32_t v = (uint8_t)(first ^ mask);
+    for (unsigned i = 1; i < n; i++)
+        v = (v << 8) | (uint8_t)(p[i] ^ mask);
+    return v;
+}
+
 static uint32_t be_read(const uint8_t *p, unsigned n, uint8_t mask)
 {
     uint32_t v = 0;
@@ -243,39 +252,51 @@ static uint32_t be_read(const uint8_t *p, unsigned n, uint8_t mask)
     return v;
 }
 
+/* n digits of v, zero-padded, at o. */
+static void put_digits(char *o, uint32_t v, unsigned n)
+{
+    for (unsigned i = n; i > 0; i--) {
+        o[i - 1] = (char)('0' + v % 10);
+        v /= 10;
+    }
+}
+
+static const uint32_t pow10_tab[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
+                                       1000000000};
+
 size_t evt_mysql_decimal_text(const uint8_t *bin, size_t len, unsigned precision, unsigned scale,
                               char *out, size_t out_size)
 {
     size_t size = evt_mysql_decimal_bin_size(precision, scale);
     if (size == 0 || len < size || out_size < precision + 4)
         return 0;
-    uint8_t buf[40];
-    memcpy(buf, bin, size);
-    bool negative = (buf[0] & 0x80) == 0;
+    bool negative = (bin[0] & 0x80) == 0;
     uint8_t mask = negative ? 0xFF : 0x00;
-    buf[0] ^= 0x80;
+    uint8_t first = (uint8_t)(bin[0] ^ 0x80); /* the sign bit, flipped */
     unsigned intg = precision - scale;
     unsigned intg0 = intg / 9, intg0x = intg % 9, frac0 = scale / 9, frac0x = scale % 9;
-    size_t o = 0, p = 0;
+    size_t p = 0;
     char digits[80];
     size_t nd = 0;
     /* integer digits */
     if (intg0x) {
         unsigned n = dig2bytes[intg0x];
-        uint32_t v = be_read(buf + p, n, mask);
+        uint32_t v = p == 0 ? be_read_first(bin, first, n, mask) : be_read(bin + p, n, mask);
         p += n;
-        if (v >= 1000000000u)
+        if (v >= pow10_tab[intg0x])
             return 0;
-        nd += (size_t)snprintf(digits + nd, sizeof(digits) - nd, "%0*u", (int)intg0x, v);
+        put_digits(digits + nd, v, intg0x);
+        nd += intg0x;
     }
     for (unsigned i = 0; i < intg0; i++) {
-        uint32_t v = be_read(buf + p, 4, mask);
+        uint32_t v = p == 0 ? be_read_first(bin, first, 4, mask) : be_read(bin + p, 4, mask);
         p += 4;
         if (v > 999999999u)
             return 0;
-        nd += (size_t)snprintf(digits + nd, sizeof(digits) - nd, "%09u", v);
+        put_digits(digits + nd, v, 9);
+        nd += 9;
     }
-    size_t skip = 0;
+    size_t skip = 0, o = 0;
     while (skip < nd && digits[skip] == '0')
         skip++;
     if (negative)
@@ -289,26 +310,23 @@ size_t evt_mysql_decimal_text(const uint8_t *bin, size_t len, unsigned precision
     if (scale > 0) {
         out[o++] = '.';
         for (unsigned i = 0; i < frac0; i++) {
-            uint32_t v = be_read(buf + p, 4, mask);
+            uint32_t v = p == 0 ? be_read_first(bin, first, 4, mask) : be_read(bin + p, 4, mask);
             p += 4;
             if (v > 999999999u)
                 return 0;
-            o += (size_t)snprintf(out + o, out_size - o, "%09u", v);
+            put_digits(out + o, v, 9);
+            o += 9;
         }
         if (frac0x) {
             unsigned n = dig2bytes[frac0x];
-            uint32_t v = be_read(buf + p, n, mask);
-            uint32_t lim = 1;
-            for (unsigned i = 0; i < frac0x; i++)
-                lim *= 10;
-            if (v >= lim)
+            uint32_t v = p == 0 ? be_read_first(bin, first, n, mask) : be_read(bin + p, n, mask);
+            if (v >= pow10_tab[frac0x])
                 return 0;
-            o += (size_t)snprintf(out + o, out_size - o, "%0*u", (int)frac0x, v);
+            put_digits(out + o, v, frac0x);
+            o += frac0x;
         }
     }
     out[o] = '\0';
-    /* "-0.00" is printed by the server as "0.00"? No: MySQL keeps the sign only
-     * for non-zero values; a negative zero cannot be stored. Keep as decoded. */
     return o;
 }
 

@@ -28,6 +28,7 @@ struct binlog_reader {
     uint64_t off;
     uint64_t start;
     uint64_t fed_off;
+    uint64_t dropped;      /* bytes of the mapping given back with MADV_DONTNEED */
     bool mapped, at_end, failed;
 };
 
@@ -65,6 +66,7 @@ tb_code binlog_open_file(const char *path, uint64_t start_pos, binlog_reader **o
         }
         r->data = m;
         r->mapped = true;
+        madvise(m, r->size, MADV_SEQUENTIAL);
     }
     if (r->size < 4 || memcmp(r->data, "\xfe" "bin", 4) != 0) {
         rc = tb_error_set(err, TB_ERR_CORRUPT, false, "%s: byte offset 0: not a binlog file (no 0xFE 'bin' magic)",
@@ -125,6 +127,13 @@ static tb_code file_next(binlog_reader *r, evt_event **ev, tb_error *err)
             return tb_error_set(err, TB_ERR_CORRUPT, false,
                                 "%s: byte offset %llu: truncated event (size %u, %zu bytes left in the file)",
                                 r->path, (unsigned long long)r->off, len, left);
+        /* events behind us are never read again: give their pages back so that
+         * the resident set stays small on big files */
+        if (r->mapped && r->off - r->dropped >= ((uint64_t)16 << 20)) {
+            uint64_t upto = r->off & ~(uint64_t)4095;
+            madvise(r->data + r->dropped, (size_t)(upto - r->dropped), MADV_DONTNEED);
+            r->dropped = upto;
+        }
         rc = binlog_dec_feed(r->dec, p, len, r->off, err);
         if (rc != TB_OK)
             return rc;

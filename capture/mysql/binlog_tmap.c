@@ -134,6 +134,11 @@ static bool read_labels(tm_labels *labels, const bl_col *cols, size_t ncols, int
     for (size_t i = 0; i < ncols && p < end; i++) {
         if (cols[i].real != want)
             continue;
+        for (size_t k = 0; k < labels[i].n; k++) /* a repeated TLV replaces the earlier one */
+            free(labels[i].items[k]);
+        free(labels[i].items);
+        labels[i].items = NULL;
+        labels[i].n = 0;
         uint64_t n;
         if (!bl_lenenc(&p, end, &n) || n > (uint64_t)(end - p))
             return false;
@@ -363,7 +368,10 @@ tb_code bl_tmap_parse(const uint8_t *body, size_t len, unsigned id_len, bool mar
         case 10: case 11:
             ok = apply_charsets(m->cols, m->ncols, v, vend, type == 10, mariadb, true, enum_coll);
             break;
-        case 4: /* COLUMN_NAME */
+        case 4: /* COLUMN_NAME (a repeated TLV replaces the earlier one) */
+            for (size_t i = 0; names && i < m->ncols; i++)
+                free(names[i]);
+            free(names);
             names = calloc(m->ncols, sizeof(char *));
             if (!names) {
                 rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
@@ -392,7 +400,7 @@ tb_code bl_tmap_parse(const uint8_t *body, size_t len, unsigned id_len, bool mar
             break;
         case 7:
             for (size_t i = 0; i < m->ncols && v < vend && ok; i++) {
-                uint64_t g;
+                uint64_t g = 0;
                 if (m->cols[i].type != EVT_MY_GEOMETRY)
                     continue;
                 ok = bl_lenenc(&v, vend, &g);
