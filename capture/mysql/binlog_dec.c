@@ -74,65 +74,6 @@
 #include <zlib.h>
 #include <zstd.h>
 
-typedef struct bl_ver {
-    char *key;        /* "db\x01table" */
-    evt_table *table; /* one reference */
-} bl_ver;
-
-struct binlog_dec {
-    binlog_dec_opts o;
-    char *label;
-    char *file;
-    /* FDE */
-    bool have_fde, checksum, mariadb;
-    uint8_t ph[256];
-    char version[64];
-    /* input */
-    const uint8_t *cur;
-    size_t cur_len;
-    uint64_t cur_off;
-    bool cur_pending;
-    uint64_t ev_off;      /* offset of the outer event being processed */
-    uint64_t ev_end;      /* offset after it */
-    /* transaction payload */
-    tb_buf payload;
-    size_t pay_pos;
-    bool pay_active;
-    /* rows */
-    bool rows_active;
-    const uint8_t *rp, *rend;
-    bl_tmap *rtm;
-    evt_op rop;
-    bool rpartial, rupdate;
-    uint8_t cols1[512], cols2[512];
-    uint64_t rows_off;
-    tb_buf unz;
-    /* tables */
-    bl_tmap **maps;
-    size_t nmaps, capmaps;
-    bl_ver *vers;
-    size_t nvers;
-    /* transaction */
-    bool in_tx;
-    char txid[160];
-    int64_t tx_ts_ms;
-    uint64_t tx_rows;
-    int gt_kind; /* 0 none, 1 mysql, 2 mariadb */
-    uint8_t gt_uuid[16];
-    char gt_tag[40];
-    int64_t gt_gno;
-    uint32_t gt_domain, gt_server;
-    uint64_t gt_seq;
-    bl_gtids *gtids;
-    tb_position pos;
-    tb_buf tmp;
-    /* output */
-    evt_event *ev[2];
-    int held, ready;
-    bl_rowctx rc;
-    uint64_t nevents, nrows;
-};
-
 void binlog_dec_opts_init(binlog_dec_opts *o)
 {
     memset(o, 0, sizeof(*o));
@@ -168,7 +109,7 @@ binlog_dec *binlog_dec_new(const binlog_dec_opts *o)
     return d;
 }
 
-static void drop_maps(binlog_dec *d)
+void bl_dec_drop_maps(binlog_dec *d)
 {
     for (size_t i = 0; i < d->nmaps; i++)
         bl_tmap_free(d->maps[i]);
@@ -179,7 +120,7 @@ void binlog_dec_free(binlog_dec *d)
 {
     if (!d)
         return;
-    drop_maps(d);
+    bl_dec_drop_maps(d);
     free(d->maps);
     for (size_t i = 0; i < d->nvers; i++) {
         free(d->vers[i].key);
@@ -230,12 +171,10 @@ tb_code binlog_dec_set_position(binlog_dec *d, const tb_position *p)
 
 /* ------------------------------------------------------------ errors */
 
-#define FAIL(err, code, ...) \
-    tb_error_set(err, code, false, __VA_ARGS__)
 
 /* ------------------------------------------------------------ tx bookkeeping */
 
-static void tx_begin(binlog_dec *d, const uint8_t *hdr)
+void bl_dec_tx_begin(binlog_dec *d, const uint8_t *hdr)
 {
     if (d->in_tx)
         return;
@@ -246,7 +185,7 @@ static void tx_begin(binlog_dec *d, const uint8_t *hdr)
         snprintf(d->txid, sizeof(d->txid), "%s:%llu", d->file, (unsigned long long)d->ev_off);
 }
 
-static tb_code commit(binlog_dec *d, const uint8_t *hdr)
+tb_code bl_dec_commit(binlog_dec *d, const uint8_t *hdr)
 {
     tb_code rc = TB_OK;
     if (d->gt_kind == 1)
@@ -463,7 +402,7 @@ static tb_code on_rows(binlog_dec *d, int type, const uint8_t *hdr, const uint8_
     d->rend = end;
     d->rows_off = d->ev_off;
     d->rows_active = p < end;
-    tx_begin(d, hdr);
+    bl_dec_tx_begin(d, hdr);
     return TB_OK;
 }
 
@@ -535,349 +474,6 @@ static tb_code decode_row(binlog_dec *d, tb_error *err)
     return TB_OK;
 }
 
-/* ------------------------------------------------------------ other events */
-
-static bool version_at_least(const char *v, int a, int b, int c)
-{
-    int x = 0, y = 0, z = 0;
-    sscanf(v, "%d.%d.%d", &x, &y, &z);
-    if (x != a)
-        return x > a;
-    if (y != b)
-        return y > b;
-    return z >= c;
-}
-
-static tb_code on_fde(binlog_dec *d, const uint8_t *ev, size_t len, tb_error *err)
-{
-    const uint8_t *body = ev + BL_HEADER_LEN;
-    size_t blen = len - BL_HEADER_LEN;
-    if (blen < 57)
-        return FAIL(err, TB_ERR_CORRUPT, "FORMAT_DESCRIPTION truncated");
-    memcpy(d->version, body + 2, 50);
-    d->version[50] = '\0';
-    d->mariadb = strstr(d->version, "MariaDB") != NULL;
-    bool capable = d->mariadb ? version_at_least(d->version, 5, 3, 0) : version_at_least(d->version, 5, 6, 1);
-    size_t nph = blen - 57;
-    uint8_t alg = 0;
-    if (capable) {
-        if (nph < 5)
-            return FAIL(err, TB_ERR_CORRUPT, "FORMAT_DESCRIPTION too short for its checksum fields");
-        nph -= 5;
-        alg = body[blen - 5];
-        if (alg == 1 && d->o.verify_checksum) {
-            uint8_t h[BL_HEADER_LEN];
-            memcpy(h, ev, BL_HEADER_LEN);
-            h[17] &= (uint8_t)~BL_FLAG_IN_USE;
-            uLong crc = crc32(0L, h, BL_HEADER_LEN);
-            crc = crc32(crc, body, (uInt)(blen - 4));
-            if ((uint32_t)crc != bl_u32(ev + len - 4))
-                return FAIL(err, TB_ERR_CORRUPT, "FORMAT_DESCRIPTION checksum mismatch");
-        }
-    }
-    memset(d->ph, 0, sizeof(d->ph));
-    memcpy(d->ph, body + 57, nph > 255 ? 255 : nph);
-    d->checksum = alg == 1;
-    d->have_fde = true;
-    d->pos.mariadb = d->mariadb;
-    return TB_OK;
-}
-
-static bool query_is(const char *q, size_t n, const char *word)
-{
-    size_t wl = strlen(word);
-    while (n && (*q == ' ' || *q == '\n' || *q == '\t')) {
-        q++;
-        n--;
-    }
-    return n >= wl && strncasecmp(q, word, wl) == 0 && (n == wl || q[wl] == ' ' || q[wl] == ';' || q[wl] == '\n');
-}
-
-static tb_code on_query(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *body, size_t len,
-                        tb_error *err)
-{
-    unsigned ph = d->ph[BL_QUERY - 1] ? d->ph[BL_QUERY - 1] : 13;
-    if (ph < 11 || len < ph)
-        return FAIL(err, TB_ERR_CORRUPT, "QUERY truncated");
-    size_t dblen = body[8];
-    size_t svlen = ph >= 13 ? bl_u16(body + 11) : 0;
-    if (len < ph + svlen + dblen + 1)
-        return FAIL(err, TB_ERR_CORRUPT, "QUERY truncated");
-    const char *q = (const char *)body + ph + svlen + dblen + 1;
-    size_t qlen = len - (ph + svlen + dblen + 1);
-    if (type == BL_MARIA_QUERY_COMPRESSED) {
-        if (bl_unzip_mariadb((const uint8_t *)q, qlen, &d->unz) != TB_OK)
-            return FAIL(err, TB_ERR_CORRUPT, "compressed QUERY does not decompress");
-        q = d->unz.data ? d->unz.data : "";
-        qlen = d->unz.len;
-    }
-    if (query_is(q, qlen, "BEGIN") || query_is(q, qlen, "XA START")) {
-        tx_begin(d, hdr);
-        return TB_OK;
-    }
-    if (query_is(q, qlen, "COMMIT") || (query_is(q, qlen, "ROLLBACK") && !query_is(q, qlen, "ROLLBACK TO")) ||
-        query_is(q, qlen, "XA END") || query_is(q, qlen, "XA PREPARE") || query_is(q, qlen, "XA COMMIT") ||
-        query_is(q, qlen, "XA ROLLBACK")) {
-        if (query_is(q, qlen, "XA END"))
-            return TB_OK;
-        return commit(d, hdr) == TB_OK ? TB_OK : FAIL(err, TB_ERR_NOMEM, "out of memory");
-    }
-    if (query_is(q, qlen, "SAVEPOINT") || query_is(q, qlen, "ROLLBACK TO"))
-        return TB_OK;
-    /* DDL or a statement: the cached table maps may be stale now */
-    drop_maps(d);
-    if (!d->in_tx) {
-        tx_begin(d, hdr);
-        return commit(d, hdr) == TB_OK ? TB_OK : FAIL(err, TB_ERR_NOMEM, "out of memory");
-    }
-    return TB_OK;
-}
-
-/* MySQL 8.3 serialization varlen integer. */
-static bool svar(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    if (*p >= end)
-        return false;
-    uint8_t b = **p;
-    unsigned n = 1;
-    while (n < 9 && ((b >> (n - 1)) & 1))
-        n++;
-    if ((size_t)(end - *p) < n)
-        return false;
-    if (n == 9) {
-        *v = bl_u64(*p + 1);
-    } else {
-        uint64_t raw = bl_uN(*p, n);
-        *v = raw >> n;
-    }
-    *p += n;
-    return true;
-}
-
-static tb_code on_gtid_tagged(binlog_dec *d, const uint8_t *hdr, const uint8_t *body, size_t len, tb_error *err)
-{
-    const uint8_t *p = body, *end = body + len;
-    uint64_t ver, size, lastid, fid, v;
-    bool have_uuid = false, have_gno = false;
-    d->gt_tag[0] = '\0';
-    if (!svar(&p, end, &ver) || !svar(&p, end, &size) || !svar(&p, end, &lastid))
-        return FAIL(err, TB_ERR_CORRUPT, "GTID_TAGGED_LOG header truncated");
-    if (size < len)
-        end = body + size;
-    int64_t commit_us = -1;
-    while (p < end) {
-        if (!svar(&p, end, &fid))
-            return FAIL(err, TB_ERR_CORRUPT, "GTID_TAGGED_LOG field truncated");
-        if (fid == 1) {
-            for (int i = 0; i < 16; i++) {
-                if (!svar(&p, end, &v))
-                    return FAIL(err, TB_ERR_CORRUPT, "GTID_TAGGED_LOG uuid truncated");
-                d->gt_uuid[i] = (uint8_t)v;
-            }
-            have_uuid = true;
-        } else if (fid == 3) {
-            if (!svar(&p, end, &v) || v >= sizeof(d->gt_tag) || v > (uint64_t)(end - p))
-                return FAIL(err, TB_ERR_CORRUPT, "GTID_TAGGED_LOG tag malformed");
-            memcpy(d->gt_tag, p, v);
-            d->gt_tag[v] = '\0';
-            p += v;
-        } else if (fid <= 11) {
-            if (!svar(&p, end, &v))
-                return FAIL(err, TB_ERR_CORRUPT, "GTID_TAGGED_LOG field %llu truncated", (unsigned long long)fid);
-            if (fid == 2) {
-                d->gt_gno = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
-                have_gno = true;
-            } else if (fid == 6) {
-                commit_us = (int64_t)v;
-            }
-        } else {
-            break; /* a newer field we cannot size: everything we need came before it */
-        }
-    }
-    if (!have_uuid || !have_gno)
-        return FAIL(err, TB_ERR_CORRUPT, "GTID_TAGGED_LOG without uuid or gno");
-    d->gt_kind = 1;
-    tb_buf_reset(&d->tmp);
-    bl_gtids *one = bl_gtids_new();
-    if (!one || bl_gtids_add_mysql(one, d->gt_uuid, d->gt_tag, d->gt_gno, d->gt_gno + 1) != TB_OK ||
-        bl_gtids_format(one, false, &d->tmp) != TB_OK) {
-        bl_gtids_free(one);
-        return FAIL(err, TB_ERR_NOMEM, "out of memory");
-    }
-    bl_gtids_free(one);
-    snprintf(d->txid, sizeof(d->txid), "%s", tb_buf_cstr(&d->tmp));
-    d->in_tx = false;
-    tx_begin(d, hdr);
-    if (commit_us > 0)
-        d->tx_ts_ms = commit_us / 1000;
-    return TB_OK;
-}
-
-static tb_code on_gtid(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *body, size_t len,
-                       tb_error *err)
-{
-    if (len < 25)
-        return FAIL(err, TB_ERR_CORRUPT, "GTID event truncated");
-    int64_t commit_us = -1;
-    if (len >= 42 + 7) {
-        uint64_t ts = bl_uN(body + 42, 7);
-        commit_us = (int64_t)(ts & ~(1ull << 55));
-    }
-    if (type == BL_ANONYMOUS_GTID) {
-        d->gt_kind = 0;
-        d->in_tx = false;
-        tx_begin(d, hdr);
-    } else {
-        d->gt_kind = 1;
-        memcpy(d->gt_uuid, body + 1, 16);
-        d->gt_tag[0] = '\0';
-        d->gt_gno = (int64_t)bl_u64(body + 17);
-        tb_buf_reset(&d->tmp);
-        bl_gtids *one = bl_gtids_new();
-        if (!one || bl_gtids_add_mysql(one, d->gt_uuid, "", d->gt_gno, d->gt_gno + 1) != TB_OK ||
-            bl_gtids_format(one, false, &d->tmp) != TB_OK) {
-            bl_gtids_free(one);
-            return FAIL(err, TB_ERR_NOMEM, "out of memory");
-        }
-        bl_gtids_free(one);
-        snprintf(d->txid, sizeof(d->txid), "%s", tb_buf_cstr(&d->tmp));
-        d->in_tx = false;
-        tx_begin(d, hdr);
-    }
-    if (commit_us > 0)
-        d->tx_ts_ms = commit_us / 1000;
-    return TB_OK;
-}
-
-static tb_code on_previous_gtids(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err)
-{
-    if (!bl_gtids_empty(d->gtids))
-        return TB_OK; /* we know better where we are */
-    const uint8_t *p = body, *end = body + len;
-    if (len < 8)
-        return FAIL(err, TB_ERR_CORRUPT, "PREVIOUS_GTIDS truncated");
-    uint64_t n = bl_u64(p);
-    bool tagged = p[7] == 1;
-    if (tagged)
-        n = (n >> 8) & 0xFFFFFFFFFFFFull;
-    p += 8;
-    for (uint64_t i = 0; i < n; i++) {
-        char tag[40] = "";
-        if ((size_t)(end - p) < 16)
-            return FAIL(err, TB_ERR_CORRUPT, "PREVIOUS_GTIDS truncated");
-        const uint8_t *uuid = p;
-        p += 16;
-        if (tagged) {
-            uint64_t tl;
-            if (!svar(&p, end, &tl) || tl >= sizeof(tag) || tl > (uint64_t)(end - p))
-                return FAIL(err, TB_ERR_CORRUPT, "PREVIOUS_GTIDS tag malformed");
-            memcpy(tag, p, tl);
-            tag[tl] = '\0';
-            p += tl;
-        }
-        if ((size_t)(end - p) < 8)
-            return FAIL(err, TB_ERR_CORRUPT, "PREVIOUS_GTIDS truncated");
-        uint64_t ni = bl_u64(p);
-        p += 8;
-        if (ni > (uint64_t)(end - p) / 16)
-            return FAIL(err, TB_ERR_CORRUPT, "PREVIOUS_GTIDS interval count too large");
-        for (uint64_t k = 0; k < ni; k++, p += 16) {
-            int64_t a = (int64_t)bl_u64(p), b = (int64_t)bl_u64(p + 8);
-            if (b > a && bl_gtids_add_mysql(d->gtids, uuid, tag, a, b) != TB_OK)
-                return FAIL(err, TB_ERR_CORRUPT, "PREVIOUS_GTIDS interval malformed");
-        }
-    }
-    return TB_OK;
-}
-
-static tb_code on_maria_gtid_list(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err)
-{
-    if (len < 4)
-        return FAIL(err, TB_ERR_CORRUPT, "GTID_LIST truncated");
-    uint32_t n = bl_u32(body) & 0x0FFFFFFF;
-    if ((len - 4) / 16 < n)
-        return FAIL(err, TB_ERR_CORRUPT, "GTID_LIST truncated");
-    if (!bl_gtids_empty(d->gtids))
-        return TB_OK;
-    for (uint32_t i = 0; i < n; i++) {
-        const uint8_t *e = body + 4 + 16 * i;
-        if (bl_gtids_set_mariadb(d->gtids, bl_u32(e), bl_u32(e + 4), bl_u64(e + 8)) != TB_OK)
-            return FAIL(err, TB_ERR_NOMEM, "out of memory");
-    }
-    return TB_OK;
-}
-
-static tb_code on_payload(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err)
-{
-    const uint8_t *p = body, *end = body + len;
-    uint64_t comp = 0, usize = 0, psize = 0;
-    bool have_usize = false;
-    for (;;) {
-        uint64_t t, l, v;
-        if (!bl_lenenc(&p, end, &t))
-            return FAIL(err, TB_ERR_CORRUPT, "TRANSACTION_PAYLOAD header truncated");
-        if (t == 0)
-            break;
-        if (!bl_lenenc(&p, end, &l) || l > (uint64_t)(end - p))
-            return FAIL(err, TB_ERR_CORRUPT, "TRANSACTION_PAYLOAD header truncated");
-        const uint8_t *q = p;
-        p += l;
-        if (!bl_lenenc(&q, p, &v))
-            v = 0;
-        if (t == 1) psize = v;
-        else if (t == 2) comp = v;
-        else if (t == 3) { usize = v; have_usize = true; }
-    }
-    size_t avail = (size_t)(end - p);
-    if (psize && psize < avail)
-        avail = (size_t)psize;
-    tb_buf_reset(&d->payload);
-    if (comp == 255) {
-        if (tb_buf_append(&d->payload, p, avail) != TB_OK)
-            return FAIL(err, TB_ERR_NOMEM, "out of memory");
-    } else if (comp == 0) {
-        unsigned long long fsz = ZSTD_getFrameContentSize(p, avail);
-        if (!have_usize && fsz != ZSTD_CONTENTSIZE_UNKNOWN && fsz != ZSTD_CONTENTSIZE_ERROR)
-            usize = fsz;
-        if (usize > ((uint64_t)1 << 32))
-            return FAIL(err, TB_ERR_UNSUPPORTED, "TRANSACTION_PAYLOAD of %llu bytes is too large",
-                        (unsigned long long)usize);
-        /* stream: the declared size may be absent or wrong */
-        ZSTD_DStream *zs = ZSTD_createDStream();
-        if (!zs)
-            return FAIL(err, TB_ERR_NOMEM, "out of memory");
-        ZSTD_initDStream(zs);
-        ZSTD_inBuffer in = {p, avail, 0};
-        tb_code rc = TB_OK;
-        size_t zr = 1;
-        while (rc == TB_OK) {
-            if (tb_buf_reserve(&d->payload, usize > d->payload.len ? (size_t)(usize - d->payload.len) + 1 : 65536) != TB_OK) {
-                rc = FAIL(err, TB_ERR_NOMEM, "TRANSACTION_PAYLOAD too large to decompress");
-                break;
-            }
-            ZSTD_outBuffer o = {d->payload.data, d->payload.cap - 1, d->payload.len};
-            zr = ZSTD_decompressStream(zs, &o, &in);
-            d->payload.len = o.pos;
-            if (ZSTD_isError(zr)) {
-                rc = FAIL(err, TB_ERR_CORRUPT, "TRANSACTION_PAYLOAD does not decompress: %s", ZSTD_getErrorName(zr));
-                break;
-            }
-            if (zr == 0 || (in.pos == in.size && o.pos < o.size))
-                break;
-        }
-        ZSTD_freeDStream(zs);
-        if (rc != TB_OK)
-            return rc;
-        if (zr != 0)
-            return FAIL(err, TB_ERR_CORRUPT, "TRANSACTION_PAYLOAD compressed stream is truncated");
-    } else {
-        return FAIL(err, TB_ERR_UNSUPPORTED, "TRANSACTION_PAYLOAD compression type %llu", (unsigned long long)comp);
-    }
-    d->pay_pos = 0;
-    d->pay_active = d->payload.len > 0;
-    return TB_OK;
-}
-
 static const char *type_name(int t)
 {
     switch (t) {
@@ -912,7 +508,7 @@ static tb_code process_event(binlog_dec *d, const uint8_t *ev, size_t len, bool 
         return FAIL(err, TB_ERR_CORRUPT, "event size %u does not match %zu", bl_u32(ev + 9), len);
     d->nevents++;
     if (type == BL_FDE && !inner)
-        return on_fde(d, ev, len, err);
+        return bl_on_fde(d, ev, len, err);
     size_t blen = len - BL_HEADER_LEN;
     bool strip = !inner && d->checksum;
     if (!inner && !d->have_fde && type == BL_ROTATE && len >= BL_HEADER_LEN + 8 + 4) {
@@ -942,9 +538,9 @@ static tb_code process_event(binlog_dec *d, const uint8_t *ev, size_t len, bool 
         return TB_OK;
     }
     case BL_QUERY: case BL_MARIA_QUERY_COMPRESSED:
-        return on_query(d, type, ev, body, blen, err);
+        return bl_on_query(d, type, ev, body, blen, err);
     case BL_XID: case BL_XA_PREPARE:
-        return commit(d, ev) == TB_OK ? TB_OK : FAIL(err, TB_ERR_NOMEM, "out of memory");
+        return bl_dec_commit(d, ev) == TB_OK ? TB_OK : FAIL(err, TB_ERR_NOMEM, "out of memory");
     case BL_TABLE_MAP:
         return on_table_map(d, body, blen, err);
     case BL_PRE_GA_WRITE_ROWS: case BL_PRE_GA_UPDATE_ROWS: case BL_PRE_GA_DELETE_ROWS:
@@ -955,15 +551,15 @@ static tb_code process_event(binlog_dec *d, const uint8_t *ev, size_t len, bool 
     case BL_MARIA_UPDATE_ROWS_COMPRESSED: case BL_MARIA_DELETE_ROWS_COMPRESSED:
         return on_rows(d, type, ev, body, blen, err);
     case BL_GTID: case BL_ANONYMOUS_GTID:
-        return on_gtid(d, type, ev, body, blen, err);
+        return bl_on_gtid(d, type, ev, body, blen, err);
     case BL_GTID_TAGGED:
-        return on_gtid_tagged(d, ev, body, blen, err);
+        return bl_on_gtid_tagged(d, ev, body, blen, err);
     case BL_PREVIOUS_GTIDS:
-        return on_previous_gtids(d, body, blen, err);
+        return bl_on_previous_gtids(d, body, blen, err);
     case BL_TRANSACTION_PAYLOAD:
         if (inner)
             return FAIL(err, TB_ERR_CORRUPT, "TRANSACTION_PAYLOAD inside a TRANSACTION_PAYLOAD");
-        return on_payload(d, body, blen, err);
+        return bl_on_payload(d, body, blen, err);
     case BL_MARIA_GTID: {
         if (blen < 13)
             return FAIL(err, TB_ERR_CORRUPT, "MariaDB GTID truncated");
@@ -975,11 +571,11 @@ static tb_code process_event(binlog_dec *d, const uint8_t *ev, size_t len, bool 
                  (unsigned long long)d->gt_seq);
         d->in_tx = false;
         if (!(body[12] & 0x01)) /* not standalone: the GTID event is the BEGIN */
-            tx_begin(d, ev);
+            bl_dec_tx_begin(d, ev);
         return TB_OK;
     }
     case BL_MARIA_GTID_LIST:
-        return on_maria_gtid_list(d, body, blen, err);
+        return bl_on_maria_gtid_list(d, body, blen, err);
     case BL_INCIDENT: {
         unsigned code = blen >= 2 ? bl_u16(body) : 0;
         size_t ml = blen >= 3 ? body[2] : 0;

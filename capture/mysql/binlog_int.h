@@ -162,4 +162,78 @@ bool bl_gtids_empty(const bl_gtids *g);
  * length, zlib stream) into out (replaced). */
 tb_code bl_unzip_mariadb(const uint8_t *p, size_t len, tb_buf *out);
 
+/* ------------------------------------------------------------ decoder state */
+/* Shared by binlog_dec.c (input, rows, transactions) and binlog_events.c. */
+typedef struct bl_ver {
+    char *key;        /* "db\x01table" */
+    evt_table *table; /* one reference */
+} bl_ver;
+
+struct binlog_dec {
+    binlog_dec_opts o;
+    char *label;
+    char *file;
+    /* FDE */
+    bool have_fde, checksum, mariadb;
+    uint8_t ph[256];
+    char version[64];
+    /* input */
+    const uint8_t *cur;
+    size_t cur_len;
+    uint64_t cur_off;
+    bool cur_pending;
+    uint64_t ev_off;      /* offset of the outer event being processed */
+    uint64_t ev_end;      /* offset after it */
+    /* transaction payload */
+    tb_buf payload;
+    size_t pay_pos;
+    bool pay_active;
+    /* rows */
+    bool rows_active;
+    const uint8_t *rp, *rend;
+    bl_tmap *rtm;
+    evt_op rop;
+    bool rpartial, rupdate;
+    uint8_t cols1[512], cols2[512];
+    uint64_t rows_off;
+    tb_buf unz;
+    /* tables */
+    bl_tmap **maps;
+    size_t nmaps, capmaps;
+    bl_ver *vers;
+    size_t nvers;
+    /* transaction */
+    bool in_tx;
+    char txid[160];
+    int64_t tx_ts_ms;
+    uint64_t tx_rows;
+    int gt_kind; /* 0 none, 1 mysql, 2 mariadb */
+    uint8_t gt_uuid[16];
+    char gt_tag[40];
+    int64_t gt_gno;
+    uint32_t gt_domain, gt_server;
+    uint64_t gt_seq;
+    bl_gtids *gtids;
+    tb_position pos;
+    tb_buf tmp;
+    /* output */
+    evt_event *ev[2];
+    int held, ready;
+    bl_rowctx rc;
+    uint64_t nevents, nrows;
+};
+
+#define FAIL(err, code, ...) tb_error_set(err, code, false, __VA_ARGS__)
+
+void bl_dec_tx_begin(binlog_dec *d, const uint8_t *hdr);
+tb_code bl_dec_commit(binlog_dec *d, const uint8_t *hdr);
+void bl_dec_drop_maps(binlog_dec *d);
+tb_code bl_on_fde(binlog_dec *d, const uint8_t *ev, size_t len, tb_error *err);
+tb_code bl_on_query(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *body, size_t len, tb_error *err);
+tb_code bl_on_gtid(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *body, size_t len, tb_error *err);
+tb_code bl_on_gtid_tagged(binlog_dec *d, const uint8_t *hdr, const uint8_t *body, size_t len, tb_error *err);
+tb_code bl_on_previous_gtids(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err);
+tb_code bl_on_maria_gtid_list(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err);
+tb_code bl_on_payload(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err);
+
 #endif
