@@ -420,6 +420,27 @@ static size_t layout_g(bool neg, const char *dig, int n, int x, int prec, char *
     return (size_t)(p - out);
 }
 
+/* Does the text (digits dig[0..n), exponent x: d.ddd x 10^x) read back as
+ * v? For doubles with a mantissa below 2^53 and a power of ten up to 10^22
+ * the double division/multiplication is correctly rounded, i.e. it is what
+ * strtod returns (Clinger's fast path); otherwise strtod/strtof decides. */
+static bool reads_back(const char *dig, int n, int x, const char *text, double v, bool is_float)
+{
+    static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    if (is_float)
+        return (double)strtof(text, NULL) == v;
+    uint64_t m = 0;
+    for (int i = 0; i < n; i++)
+        m = m * 10 + (uint64_t)(dig[i] - '0');
+    int k = n - 1 - x; /* value = m / 10^k */
+    if (m < ((uint64_t)1 << 53) && k >= -22 && k <= 22) {
+        double d = k >= 0 ? (double)m / p10[k] : (double)m * p10[-k];
+        return d == fabs(v);
+    }
+    return strtod(text, NULL) == v;
+}
+
 /* Shortest round-trip text of a normal double (lo..hi = 15..17 digits) or
  * float (6..9, v holding the float exactly), with one printf: "%.<hi-1>e"
  * gives the correctly rounded hi significant digits; each shorter candidate
@@ -478,7 +499,7 @@ static size_t fmt_shortest(double v, bool is_float, char out[32])
         while (n > 1 && dig[n - 1] == '0')
             n--;
         size_t len = layout_g(neg, dig, n, x, prec, out);
-        if (prec == hi || (is_float ? (double)strtof(out, NULL) == v : strtod(out, NULL) == v))
+        if (prec == hi || reads_back(dig, n, x, out, v, is_float))
             return len;
     }
     return 0; /* not reached */
