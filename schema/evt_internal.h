@@ -55,6 +55,9 @@ const char *evt_table_key_frag(const evt_table *t, size_t i, size_t *len);
 /* Set the writer's sticky error (no-op when already failed). */
 void evt_jw_fail(evt_jw *w, tb_code code);
 
+/* Decimal digits of v written backwards ending at end; returns the start. */
+char *evt_u64_digits(uint64_t v, char *end);
+
 /* JSON number grammar (RFC 8259 section 6). */
 bool evt_json_number_ok(const char *s, size_t len);
 /* Length of the valid UTF-8 sequence at s (1..4), 0 if s[0] starts no valid sequence. */
