@@ -117,6 +117,11 @@ evt_my_charset_kind evt_mysql_charset_kind(const char *charset)
     }
 }
 
+const char *evt_mysql_charset_static(const char *charset)
+{
+    return cs_table[cs_index(charset)].name;
+}
+
 const char *evt_mysql_charset_iconv_name(const char *charset)
 {
     return cs_table[cs_index(charset)].iconv;

@@ -52,6 +52,8 @@ typedef enum evt_my_charset_kind {
 const char *evt_mysql_collation_charset(uint32_t collation_id);
 /* Kind of a charset name (NULL or unknown name -> EVT_CS_UNKNOWN). */
 evt_my_charset_kind evt_mysql_charset_kind(const char *charset);
+/* The library's own static copy of a charset name (NULL if unknown). */
+const char *evt_mysql_charset_static(const char *charset);
 /* iconv name of a MySQL charset name, NULL if none (utf8/latin1/binary need none). */
 const char *evt_mysql_charset_iconv_name(const char *charset);
 

@@ -42,8 +42,11 @@
  * metadata (binlog_row_metadata=FULL): column names, primary key (incl.
  * prefix keys), signedness, charsets, ENUM/SET labels. Without names the
  * columns are "@1".."@n", evt_table_names_known() is false and the key is
- * null; without signedness integers are read as signed. A descriptor's
- * version goes up when a table's shape changes.
+ * null; without signedness integers are read as signed. Live, a table
+ * without names is looked up in information_schema when its map is first
+ * seen (and again after any DDL), with a warning that a DDL between the
+ * event and the lookup can shift columns. A descriptor's version goes up
+ * when a table's shape changes.
  *
  * Ownership: binlog_dec_new/binlog_open* return objects freed with
  * binlog_dec_free/binlog_close (NULL-safe). Events returned by
@@ -65,11 +68,21 @@
 
 typedef struct binlog_dec binlog_dec;
 
+/* Looks a table up in the source's catalog when a TABLE_MAP carries no column
+ * names (binlog_row_metadata=MINIMAL). *out: a new descriptor with names, key,
+ * signedness, charsets and ENUM/SET labels (types may be EVT_T_UNKNOWN), or
+ * NULL when the table is not found; the decoder drops the reference. The live
+ * reader installs one that reads information_schema. */
+typedef tb_code (*binlog_schema_fn)(void *opaque, const char *db, const char *table, evt_table **out,
+                                    tb_error *err);
+
 typedef struct binlog_dec_opts {
     const char *label;       /* names the input in errors, e.g. the file path or "host:port" */
     const char *file;        /* binlog file name for positions until a ROTATE says otherwise; may be NULL */
     bool verify_checksum;    /* verify CRC32 when the FDE says so (default true via binlog_dec_opts_init) */
     bool incident_is_error;  /* INCIDENT stops with an error (default true) */
+    binlog_schema_fn schema_fn; /* NULL: tables without names stay @1..@n */
+    void *schema_opaque;
 } binlog_dec_opts;
 
 void binlog_dec_opts_init(binlog_dec_opts *o);

@@ -66,6 +66,7 @@
  *     ignorable, otherwise an error.
  */
 #include "binlog_int.h"
+#include "tb_log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,6 +269,23 @@ static tb_code on_table_map(binlog_dec *d, const uint8_t *body, size_t len, tb_e
     tb_code rc = bl_tmap_parse(body, len, id_len, d->mariadb, &m, err);
     if (rc != TB_OK)
         return rc;
+    if (!evt_table_names_known(m->table) && d->o.schema_fn) {
+        evt_table *info = NULL;
+        tb_error serr;
+        tb_error_clear(&serr);
+        rc = d->o.schema_fn(d->o.schema_opaque, evt_table_db(m->table), evt_table_name(m->table), &info, &serr);
+        if (rc == TB_OK && info)
+            rc = bl_tmap_apply_info(m, info, &serr);
+        evt_table_unref(info);
+        if (rc == TB_OK && info)
+            TB_WARN("binlog", "%s.%s: the binlog has no column names (binlog_row_metadata is not FULL); names and "
+                    "key taken from information_schema now: a DDL between the event and now can shift columns",
+                    evt_table_db(m->table), evt_table_name(m->table));
+        else
+            TB_WARN("binlog", "%s.%s: no column names in the binlog and none from information_schema (%s); "
+                    "columns are @1..@n", evt_table_db(m->table), evt_table_name(m->table),
+                    rc == TB_OK ? "table not found" : serr.msg);
+    }
     /* one descriptor per shape: reuse the previous one when nothing changed */
     const char *db = evt_table_db(m->table), *tn = evt_table_name(m->table);
     size_t kl = strlen(db) + strlen(tn) + 2;

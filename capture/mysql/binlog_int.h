@@ -106,6 +106,11 @@ typedef struct bl_tmap {
 tb_code bl_tmap_parse(const uint8_t *body, size_t len, unsigned id_len, bool mariadb, bl_tmap **out,
                       tb_error *err);
 void bl_tmap_free(bl_tmap *m);
+/* Replace the map's descriptor by one named after `info` (a table as
+ * information_schema describes it: names, key, signedness, charsets, labels),
+ * for maps without COLUMN_NAME metadata. TB_ERR_NOT_FOUND when the column
+ * counts differ (the binlog is then decoded with @1..@n). */
+tb_code bl_tmap_apply_info(bl_tmap *m, const evt_table *info, tb_error *err);
 
 /* ------------------------------------------------------------ rows */
 typedef struct bl_rowctx {

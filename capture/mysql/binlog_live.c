@@ -26,6 +26,7 @@
  */
 #include "binlog_live.h"
 #include "binlog_int.h"
+#include "binlog_schema.h"
 #include "tb_log.h"
 
 #include <mysql.h>
@@ -41,6 +42,7 @@
 
 struct binlog_live {
     MYSQL *mysql;
+    MYSQL *meta;           /* second connection for information_schema lookups */
     MARIADB_RPL *rpl;
     MARIADB_RPL_EVENT *ev;
     char *host, *user, *password;
@@ -87,6 +89,8 @@ void binlog_live_free(binlog_live *l)
     if (!l)
         return;
     disconnect(l);
+    if (l->meta)
+        mysql_close(l->meta);
     free(l->host);
     free(l->user);
     if (l->password) {
@@ -217,6 +221,33 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
     return TB_OK;
 }
 
+/* binlog_schema_fn for tables whose TABLE_MAP has no column names. */
+static tb_code live_schema(void *opaque, const char *db, const char *table, evt_table **out, tb_error *err)
+{
+    binlog_live *l = opaque;
+    *out = NULL;
+    if (!l->meta) {
+        l->meta = mysql_init(NULL);
+        if (!l->meta)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        unsigned ct = (unsigned)(l->connect_timeout_ms + 999) / 1000;
+        mysql_optionsv(l->meta, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
+        mysql_optionsv(l->meta, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+        if (!mysql_real_connect(l->meta, l->host, l->user, l->password, NULL, l->port, NULL, 0)) {
+            tb_code rc = tb_error_set(err, TB_ERR_SOURCE, true, "%s:%u: %s", l->host, l->port, mysql_error(l->meta));
+            mysql_close(l->meta);
+            l->meta = NULL;
+            return rc;
+        }
+    }
+    tb_code rc = binlog_schema_lookup(l->meta, db, table, out, err);
+    if (rc != TB_OK) {
+        mysql_close(l->meta); /* reconnect next time */
+        l->meta = NULL;
+    }
+    return rc;
+}
+
 tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **out, binlog_dec **dec,
                          tb_error *err)
 {
@@ -262,6 +293,8 @@ tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **o
     binlog_dec_opts_init(&o);
     o.label = label;
     o.file = l->start.file;
+    o.schema_fn = live_schema;
+    o.schema_opaque = l;
     *dec = binlog_dec_new(&o);
     if (!*dec) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");

@@ -162,7 +162,7 @@ static bool read_labels(tm_labels *labels, const bl_col *cols, size_t ncols, int
 }
 
 static tb_code build_table(bl_tmap *m, const char *db, const char *name, char **names, tm_labels *labels,
-                           uint32_t *enum_coll, const size_t *pk, size_t npk, tb_error *err)
+                           uint32_t *enum_coll, const size_t *pk, size_t npk, const evt_table *info, tb_error *err)
 {
     evt_table *t = evt_table_new(db, name, m->ncols);
     if (!t)
@@ -183,8 +183,11 @@ static tb_code build_table(bl_tmap *m, const char *db, const char *name, char **
             snprintf(placeholder, sizeof(placeholder), "@%zu", i + 1);
             cname = placeholder;
         }
-        rc = evt_table_set_column(t, i, cname, evt_mysql_type_of(c->type, c->meta, binary), tb_buf_cstr(&st),
-                                  c->nullable, c->is_unsigned);
+        const char *stype = tb_buf_cstr(&st);
+        if (info && evt_table_column(info, i)->source_type)
+            stype = evt_table_column(info, i)->source_type; /* the server's own words, e.g. "int(10) unsigned" */
+        rc = evt_table_set_column(t, i, cname, evt_mysql_type_of(c->type, c->meta, binary), stype, c->nullable,
+                                  c->is_unsigned);
         if (rc != TB_OK)
             break;
         uint32_t length = 0, precision = 0, scale = 0;
@@ -440,7 +443,7 @@ tb_code bl_tmap_parse(const uint8_t *body, size_t len, unsigned id_len, bool mar
             c->csk = (uint8_t)evt_mysql_charset_kind(c->charset);
         }
     }
-    rc = build_table(m, db, name, names, labels, enum_coll, pk, npk, err);
+    rc = build_table(m, db, name, names, labels, enum_coll, pk, npk, NULL, err);
     if (rc != TB_OK)
         goto out;
     m->raw = malloc(len ? len : 1);
@@ -462,5 +465,52 @@ out:
     free(enum_coll);
     free(pk);
     bl_tmap_free(m);
+    return rc;
+}
+
+tb_code bl_tmap_apply_info(bl_tmap *m, const evt_table *info, tb_error *err)
+{
+    size_t n = m->ncols;
+    if (evt_table_ncols(info) != n)
+        return tb_error_set(err, TB_ERR_NOT_FOUND, false, "%s.%s has %zu columns in information_schema, %zu in the binlog",
+                            evt_table_db(m->table), evt_table_name(m->table), evt_table_ncols(info), n);
+    tb_code rc = TB_OK;
+    char **names = calloc(n, sizeof(char *));
+    tm_labels *labels = calloc(n, sizeof(tm_labels));
+    uint32_t *enum_coll = calloc(n, sizeof(uint32_t));
+    size_t *pk = calloc(n, sizeof(size_t)), npk = evt_table_npk(info);
+    if (!names || !labels || !enum_coll || !pk) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const evt_column *ic = evt_table_column(info, i);
+        bl_col *c = &m->cols[i];
+        names[i] = (char *)ic->name;
+        if (!m->has_signedness)
+            c->is_unsigned = ic->is_unsigned;
+        if (!c->charset && ic->charset) {
+            c->charset = evt_mysql_charset_static(ic->charset); /* must outlive info */
+            c->csk = (uint8_t)evt_mysql_charset_kind(c->charset);
+        }
+        if (ic->labels && (c->real == EVT_MY_ENUM || c->real == EVT_MY_SET)) {
+            labels[i].items = ic->labels; /* borrowed: build_table copies */
+            labels[i].n = ic->nlabels;
+        }
+    }
+    for (size_t k = 0; k < npk && k < n; k++)
+        pk[k] = evt_table_pk_col(info, k);
+    evt_table *old = m->table;
+    m->table = NULL;
+    rc = build_table(m, evt_table_db(old), evt_table_name(old), names, labels, enum_coll, pk, npk, info, err);
+    if (rc != TB_OK)
+        m->table = old;
+    else
+        evt_table_unref(old);
+out:
+    free(names);
+    free(labels);
+    free(enum_coll);
+    free(pk);
     return rc;
 }

@@ -417,3 +417,27 @@ Test(live, server_restart_mid_stream, .timeout = 180)
     cfg_free(c);
     mysql_close(m);
 }
+
+Test(live, minimal_metadata_names_from_information_schema, .timeout = 120)
+{
+    MYSQL *m = db_connect();
+    exec(m, "DROP DATABASE IF EXISTS tb_live_minimal");
+    exec(m, "CREATE DATABASE tb_live_minimal");
+    exec(m, "CREATE TABLE tb_live_minimal.t (a INT, id INT UNSIGNED NOT NULL, e ENUM('x','y''s'), PRIMARY KEY (id))");
+    cfg *c = make_cfg("4206");
+    binlog_reader *r = NULL;
+    tb_error err;
+    cr_assert_eq(binlog_open(c, NULL, &r, &err), TB_OK, "%s", err.msg);
+    exec(m, "SET GLOBAL binlog_row_metadata=MINIMAL");
+    MYSQL *w = db_connect(); /* a session that sees the new global value */
+    exec(w, "INSERT INTO tb_live_minimal.t VALUES (-1, 4294967295, 'y''s')");
+    mysql_close(w);
+    exec(m, "SET GLOBAL binlog_row_metadata=FULL");
+    got g[1];
+    read_events(r, "tb_live_minimal", g, 1, 30);
+    cr_assert_str_eq(g[0].after, "{\"a\":-1,\"id\":4294967295,\"e\":\"y's\"}");
+    got_free(g, 1);
+    binlog_close(r);
+    cfg_free(c);
+    mysql_close(m);
+}

@@ -1,0 +1,271 @@
+/*
+ * binlog_schema: table descriptors from information_schema, for binlogs
+ * written with binlog_row_metadata=MINIMAL (no column names in TABLE_MAP).
+ * Used by the live reader through binlog_dec_opts.schema_fn, on a second
+ * connection (the first one streams the binlog). Bound parameters only.
+ *
+ *   SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLUMN_KEY
+ *     FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?
+ *     ORDER BY ORDINAL_POSITION
+ *   SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE
+ *     WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND CONSTRAINT_NAME = 'PRIMARY'
+ *     ORDER BY ORDINAL_POSITION
+ * ENUM/SET labels are read from COLUMN_TYPE ("enum('a','b''c')").
+ */
+#include "binlog_schema.h"
+#include "evt_mysql.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SC_TEXT 65536
+
+typedef struct sc_col {
+    char *name, *type, *charset;
+    bool nullable;
+} sc_col;
+
+static tb_code run(MYSQL *m, const char *q, const char *db, const char *table, int nres, char **bufs,
+                   unsigned long *lens, bool *nulls, void (*row_fn)(void *, char **, unsigned long *, bool *),
+                   void *opaque, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    MYSQL_STMT *st = mysql_stmt_init(m);
+    if (!st)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    MYSQL_BIND in[2], out[8];
+    memset(in, 0, sizeof(in));
+    memset(out, 0, sizeof(out));
+    unsigned long dl = (unsigned long)strlen(db), tl = (unsigned long)strlen(table);
+    in[0].buffer_type = MYSQL_TYPE_STRING;
+    in[0].buffer = (void *)db;
+    in[0].buffer_length = dl;
+    in[0].length = &dl;
+    in[1].buffer_type = MYSQL_TYPE_STRING;
+    in[1].buffer = (void *)table;
+    in[1].buffer_length = tl;
+    in[1].length = &tl;
+    my_bool isnull[8];
+    for (int i = 0; i < nres; i++) {
+        out[i].buffer_type = MYSQL_TYPE_STRING;
+        out[i].buffer = bufs[i];
+        out[i].buffer_length = SC_TEXT - 1;
+        out[i].length = &lens[i];
+        out[i].is_null = &isnull[i];
+    }
+    if (mysql_stmt_prepare(st, q, (unsigned long)strlen(q)) || mysql_stmt_bind_param(st, in) ||
+        mysql_stmt_bind_result(st, out) || mysql_stmt_execute(st)) {
+        rc = tb_error_set(err, TB_ERR_SOURCE, true, "information_schema lookup of %s.%s: %s", db, table,
+                          mysql_stmt_error(st));
+        goto out;
+    }
+    for (;;) {
+        int f = mysql_stmt_fetch(st);
+        if (f == MYSQL_NO_DATA)
+            break;
+        if (f == 1) {
+            rc = tb_error_set(err, TB_ERR_SOURCE, true, "information_schema lookup of %s.%s: %s", db, table,
+                              mysql_stmt_error(st));
+            break;
+        }
+        for (int i = 0; i < nres; i++) {
+            if (lens[i] > SC_TEXT - 1)
+                lens[i] = SC_TEXT - 1; /* MYSQL_DATA_TRUNCATED: keep what fits */
+            bufs[i][lens[i]] = '\0';
+            nulls[i] = isnull[i];
+        }
+        row_fn(opaque, bufs, lens, nulls);
+    }
+out:
+    mysql_stmt_close(st);
+    return rc;
+}
+
+typedef struct sc_cols {
+    sc_col *cols;
+    size_t n, cap;
+    bool oom;
+} sc_cols;
+
+static void col_row(void *opaque, char **b, unsigned long *l, bool *nulls)
+{
+    sc_cols *c = opaque;
+    if (c->oom)
+        return;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        sc_col *nc = realloc(c->cols, cap * sizeof(*nc));
+        if (!nc) {
+            c->oom = true;
+            return;
+        }
+        c->cols = nc;
+        c->cap = cap;
+    }
+    sc_col *col = &c->cols[c->n++];
+    col->name = strndup(b[0], l[0]);
+    col->type = strndup(b[1], l[1]);
+    col->nullable = strcmp(b[2], "YES") == 0;
+    col->charset = nulls[3] ? NULL : strndup(b[3], l[3]);
+    if (!col->name || !col->type)
+        c->oom = true;
+}
+
+typedef struct sc_pk {
+    char **names;
+    size_t n, cap;
+    bool oom;
+} sc_pk;
+
+static void pk_row(void *opaque, char **b, unsigned long *l, bool *nulls)
+{
+    sc_pk *p = opaque;
+    if (p->oom || p->n == p->cap) {
+        p->oom = true;
+        return;
+    }
+    p->names[p->n] = strndup(b[0], l[0]);
+    if (!p->names[p->n++])
+        p->oom = true;
+}
+
+/* "enum('a','b''c')" -> labels (caller frees). */
+static char **parse_labels(const char *type, size_t *n)
+{
+    *n = 0;
+    const char *p = strchr(type, '(');
+    if (!p)
+        return NULL;
+    size_t cap = 8;
+    char **out = calloc(cap, sizeof(char *));
+    if (!out)
+        return NULL;
+    p++;
+    while (*p == '\'') {
+        p++;
+        size_t len = 0;
+        char *s = malloc(strlen(p) + 1);
+        if (!s)
+            break;
+        while (*p) {
+            if (*p == '\'' && p[1] == '\'') {
+                s[len++] = '\'';
+                p += 2;
+            } else if (*p == '\'') {
+                break;
+            } else if (*p == '\\' && p[1]) {
+                s[len++] = p[1];
+                p += 2;
+            } else {
+                s[len++] = *p++;
+            }
+        }
+        s[len] = '\0';
+        if (*n == cap) {
+            char **no = realloc(out, cap * 2 * sizeof(char *));
+            if (!no) {
+                free(s);
+                break;
+            }
+            out = no;
+            cap *= 2;
+        }
+        out[(*n)++] = s;
+        if (*p == '\'')
+            p++;
+        if (*p == ',')
+            p++;
+    }
+    return out;
+}
+
+tb_code binlog_schema_lookup(MYSQL *m, const char *db, const char *table, evt_table **out, tb_error *err)
+{
+    *out = NULL;
+    char *bufs[5] = {0};
+    unsigned long lens[5];
+    bool nulls[5];
+    sc_cols cols = {0};
+    sc_pk pk = {0};
+    evt_table *t = NULL;
+    tb_code rc = TB_OK;
+    for (int i = 0; i < 5; i++)
+        if (!(bufs[i] = malloc(SC_TEXT))) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+    rc = run(m,
+             "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLUMN_KEY "
+             "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
+             db, table, 5, bufs, lens, nulls, col_row, &cols, err);
+    if (rc != TB_OK)
+        goto out;
+    if (cols.oom) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    if (cols.n == 0)
+        goto out; /* not found */
+    pk.cap = cols.n;
+    pk.names = calloc(cols.n, sizeof(char *));
+    if (!pk.names) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    rc = run(m,
+             "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = ? AND "
+             "TABLE_NAME = ? AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION",
+             db, table, 1, bufs, lens, nulls, pk_row, &pk, err);
+    if (rc != TB_OK)
+        goto out;
+    t = evt_table_new(db, table, cols.n);
+    if (!t) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < cols.n && rc == TB_OK; i++) {
+        sc_col *c = &cols.cols[i];
+        rc = evt_table_set_column(t, i, c->name, EVT_T_UNKNOWN, c->type, c->nullable, strstr(c->type, "unsigned") != NULL);
+        if (rc == TB_OK)
+            rc = evt_table_set_column_details(t, i, 0, 0, 0, c->charset);
+        if (rc == TB_OK && (strncmp(c->type, "enum(", 5) == 0 || strncmp(c->type, "set(", 4) == 0)) {
+            size_t n = 0;
+            char **labels = parse_labels(c->type, &n);
+            if (labels)
+                rc = evt_table_set_labels(t, i, (const char *const *)labels, n);
+            for (size_t k = 0; k < n; k++)
+                free(labels[k]);
+            free(labels);
+        }
+    }
+    if (rc == TB_OK && pk.n) {
+        size_t idx[4096];
+        size_t np = 0;
+        for (size_t k = 0; k < pk.n && np < 4096; k++)
+            for (size_t i = 0; i < cols.n; i++)
+                if (pk.names[k] && strcmp(pk.names[k], cols.cols[i].name) == 0)
+                    idx[np++] = i;
+        rc = evt_table_set_pk(t, idx, np);
+    }
+    if (rc != TB_OK) {
+        rc = tb_error_set(err, rc, false, "%s.%s: cannot build the descriptor from information_schema", db, table);
+        goto out;
+    }
+    evt_table_set_names_known(t, true);
+    *out = t;
+    t = NULL;
+out:
+    evt_table_unref(t);
+    for (size_t i = 0; i < cols.n; i++) {
+        free(cols.cols[i].name);
+        free(cols.cols[i].type);
+        free(cols.cols[i].charset);
+    }
+    free(cols.cols);
+    for (size_t i = 0; i < pk.n; i++)
+        free(pk.names[i]);
+    free(pk.names);
+    for (int i = 0; i < 5; i++)
+        free(bufs[i]);
+    return rc;
+}
