@@ -13,6 +13,16 @@
 #include "snap.h"
 #include "snap_mysql.h"
 #include "tb_buf.h"
+#include "tb_log.h"
+
+bool st_in_child;
+
+/* Criterion must not be called from a forked helper process (it reports to
+ * the runner by pid): there a failure is logged and ends the process. */
+#define ST_FAIL(...) do { \
+        if (st_in_child) { tb_log(TB_LOG_ERROR, "test-child", __VA_ARGS__); _exit(70); } \
+        cr_assert_fail(__VA_ARGS__); \
+    } while (0)
 
 static const char *env(const char *name)
 {
@@ -34,7 +44,7 @@ static void set(cfg *c, const char *k, const char *v)
 {
     tb_error err;
     if (cfg_set(c, k, v, "test", &err) != TB_OK)
-        cr_assert_fail("cfg_set %s: %s", k, err.msg);
+        ST_FAIL("cfg_set %s: %s", k, err.msg);
 }
 
 cfg *st_cfg(const char *offsets_dir, const char *const *extra)
@@ -423,7 +433,7 @@ static void writer_main(volatile uint64_t *sh, const char *db, const char *table
         if (tx && mysql_query(my, "COMMIT") != 0)
             break;
         sh[0] += 1;
-        struct timespec ts = {0, 300 * 1000}; /* throttle: ~3k ops/s at most */
+        struct timespec ts = {0, 1000 * 1000}; /* throttle: < 1k ops/s */
         nanosleep(&ts, NULL);
     }
     mysql_close(my);
@@ -483,6 +493,52 @@ void st_make_table(MYSQL *my, const char *db, const char *table, int64_t n)
     st_sql(my, "CREATE DATABASE `%s`", db);
     st_sql(my, "CREATE TABLE `%s`.`%s` (id INT NOT NULL PRIMARY KEY, k INT, s VARCHAR(64), n BIGINT) ENGINE=InnoDB",
            db, table);
-    st_sql(my, "INSERT INTO `%s`.`%s` SELECT seq, seq %% 1000, MD5(seq), 0 FROM seq_1_to_%lld", db, table,
-           (long long)n);
+    st_sql(my, "INSERT INTO `%s`.`%s` SELECT seq, seq %% 1000, MD5(seq), 0 FROM `%s`.seq_1_to_%lld", db, table,
+           db, (long long)n);
+}
+
+/* ============================================================ reader */
+
+#include "binlog.h"
+
+struct st_reader {
+    binlog_reader *r;
+    tb_position pos;    /* after the last complete transaction */
+};
+
+st_reader *st_reader_open(const cfg *c, const tb_position *start)
+{
+    st_reader *sr = calloc(1, sizeof(*sr));
+    tb_position_init(&sr->pos);
+    tb_position_copy(&sr->pos, start);
+    tb_error err;
+    if (binlog_open(c, start, &sr->r, &err) != TB_OK)
+        ST_FAIL("binlog_open: %s", err.msg);
+    return sr;
+}
+
+evt_event *st_reader_next(st_reader *sr, int timeout_ms)
+{
+    tb_error err;
+    evt_event *ev = NULL;
+    if (binlog_next(sr->r, timeout_ms, &ev, &err) != TB_OK)
+        ST_FAIL("binlog_next: %s", err.msg);
+    const tb_position *p = binlog_position(sr->r);
+    if (p->kind != TB_POS_NONE)
+        tb_position_copy(&sr->pos, p);
+    return ev;
+}
+
+const tb_position *st_reader_position(const st_reader *sr)
+{
+    return &sr->pos;
+}
+
+void st_reader_close(st_reader *sr)
+{
+    if (!sr)
+        return;
+    binlog_close(sr->r);
+    tb_position_free(&sr->pos);
+    free(sr);
 }

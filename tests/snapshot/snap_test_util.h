@@ -15,7 +15,11 @@
 #include "evt.h"
 #include "tb_position.h"
 
-/* cr_fatal unless the TRIBUTARY_TEST_MYSQL_* variables are set. */
+/* Set in forked helper processes: failures log and _exit(70) instead of
+ * reporting to Criterion. */
+extern bool st_in_child;
+
+/* Fails the test unless the TRIBUTARY_TEST_MYSQL_* variables are set. */
 void st_require_env(void);
 /* A cfg for the testenv MariaDB (sink=stdout, offsets.storage=file in dir),
  * plus extra "key=value" settings (NULL-terminated). Caller frees. */
@@ -61,3 +65,13 @@ uint64_t st_writer_stop(st_writer *w);
 bool st_wait(bool (*fn)(void *), void *arg, int timeout_ms);
 /* Create db.table with n rows (ids 1..n) of the writer's shape. */
 void st_make_table(MYSQL *my, const char *db, const char *table, int64_t n);
+
+/* ---- binlog reader for the tests: live replication (binlog_open) from
+ * `start`, failing the test on errors. Events are borrowed until the next call. */
+typedef struct st_reader st_reader;
+st_reader *st_reader_open(const cfg *c, const tb_position *start);
+/* Next event or NULL after timeout_ms without one. Fails the test on errors. */
+evt_event *st_reader_next(st_reader *r, int timeout_ms);
+/* Position after the last complete transaction returned. */
+const tb_position *st_reader_position(const st_reader *r);
+void st_reader_close(st_reader *r);

@@ -71,12 +71,10 @@ Test(snapshot_handoff, writer_during_snapshot_then_stream, .timeout = 600)
     tb_position end;
     tb_position_init(&end);
     st_current_position(my, &end);
-    binlog_reader *r = NULL;
-    cr_assert_eq(binlog_open(c, &start, &r, &err), TB_OK, "binlog_open: %s", err.msg);
+    st_reader *r = st_reader_open(c, &start);
     uint64_t nstream = 0;
-    for (int idle = 0; !st_pos_ge(binlog_position(r), &end);) {
-        evt_event *ev = NULL;
-        cr_assert_eq(binlog_next(r, 200, &ev, &err), TB_OK, "binlog_next: %s", err.msg);
+    for (int idle = 0; !st_pos_ge(st_reader_position(r), &end);) {
+        evt_event *ev = st_reader_next(r, 200);
         if (!ev) {
             cr_assert_lt(++idle, 300, "streaming did not catch up");
             continue;
@@ -87,7 +85,7 @@ Test(snapshot_handoff, writer_during_snapshot_then_stream, .timeout = 600)
         st_map_apply(m, ev);
         nstream++;
     }
-    binlog_close(r);
+    st_reader_close(r);
     cr_log_info("writer ops %llu; streamed events %llu", (unsigned long long)ops, (unsigned long long)nstream);
     cr_assert_gt(nstream, 0);
 

@@ -73,22 +73,19 @@ Test(snapshot_parity, every_type_snapshot_equals_binlog, .timeout = 300)
     /* from the binlog */
     const char *extra[] = {"source.server.id=7702", NULL};
     cfg *c = st_cfg(NULL, extra);
-    binlog_reader *r = NULL;
-    tb_error err;
-    cr_assert_eq(binlog_open(c, &p0, &r, &err), TB_OK, "binlog_open: %s", err.msg);
+    st_reader *r = st_reader_open(c, &p0);
     st_map *from_log = st_map_new();
     size_t events = 0;
-    for (int spins = 0; !st_pos_ge(binlog_position(r), &p1); spins++) {
+    for (int spins = 0; !st_pos_ge(st_reader_position(r), &p1); spins++) {
         cr_assert_lt(spins, 600, "binlog did not reach the end position");
-        evt_event *ev = NULL;
-        cr_assert_eq(binlog_next(r, 100, &ev, &err), TB_OK, "binlog_next: %s", err.msg);
+        evt_event *ev = st_reader_next(r, 100);
         if (!ev || strcmp(evt_table_name(evt_event_table(ev)), "every") != 0 ||
             strcmp(evt_table_db(evt_event_table(ev)), "par") != 0)
             continue;
         st_map_apply(from_log, ev);
         events++;
     }
-    binlog_close(r);
+    st_reader_close(r);
     cr_assert_eq(events, sizeof(rows) / sizeof(rows[0]));
 
     /* from the snapshot */
