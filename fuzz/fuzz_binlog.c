@@ -1,9 +1,8 @@
 /*
  * libFuzzer target for the binlog decoder (built only with -DTB_FUZZ=ON, clang).
  *
- * The input is a binlog without its 4-byte magic: events back to back (seed
- * the corpus with the fixture files minus their first 4 bytes, see
- * bench/ or the report: `tail -c +5 FILE > corpus/NAME`). Checksums are not
+ * The input is a binlog, with or without its 4-byte magic: events back to
+ * back (seed the corpus with the fixture files). Checksums are not
  * verified, so mutated events reach the event, TABLE_MAP, row image, JSON
  * and payload decoders. Every produced event is rendered to JSON (the
  * envelope and the key), which must succeed: a decoded event is always
@@ -19,6 +18,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    if (size >= 4 && memcmp(data, "\xfe" "bin", 4) == 0) {
+        data += 4;
+        size -= 4;
+    }
     binlog_dec_opts o;
     binlog_dec_opts_init(&o);
     o.label = "fuzz";

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "binlog.h"
 #include "binlog_ref.h"
@@ -285,4 +287,84 @@ Test(fixtures, comparator_detects_a_changed_value)
     tb_buf_free(&why);
     binlog_close(r);
     ref_free(&ref);
+}
+
+/* ------------------------------------------------------------ the command */
+
+static int run_cmd(const char *args, tb_buf *out)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd), "'%s/app/tributary' decode %s 2>&1", TB_BINARY_DIR, args);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+        tb_buf_append(out, buf, n);
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static size_t count_lines(const char *s, const char *prefix)
+{
+    size_t n = 0;
+    for (const char *p = s; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        n += strncmp(p, prefix, strlen(prefix)) == 0;
+    return n;
+}
+
+Test(decode_cmd, prints_json_lines_and_names_the_damage)
+{
+    tb_buf out;
+    tb_buf_init(&out, 0);
+    cr_assert_eq(run_cmd("--binlog " FIX "mysql-8.2.0-integer-types-update.000001 --prefix p", &out), 0);
+    cr_assert_eq(count_lines(tb_buf_cstr(&out), "{\"topic\":\"p.test.int_table\""), 2, "%s", tb_buf_cstr(&out));
+    tb_buf_reset(&out);
+    cr_assert_eq(run_cmd("--binlog " FIX "mysql-8.2.0-integer-types-update.000001 --format row", &out), 0);
+    cr_assert(strstr(tb_buf_cstr(&out), "\"value\":{\"@1\":1,\"@2\":22,\"@3\":222"), "%s", tb_buf_cstr(&out));
+    tb_buf_reset(&out);
+    /* corrupt input: the events before it, then the error with file and offset, exit 1 */
+    char tmp[] = "/tmp/tb-binlog-cut-XXXXXX";
+    int fd = mkstemp(tmp);
+    cr_assert_geq(fd, 0);
+    FILE *in = fopen(FIX "mysql-5.7.40-gtid-rows-emoji.000080", "rb");
+    char buf[4096];
+    size_t n = fread(buf, 1, 1800, in); /* cut in the middle of the events */
+    fclose(in);
+    cr_assert_eq(write(fd, buf, n), (ssize_t)n);
+    close(fd);
+    char args[256];
+    snprintf(args, sizeof(args), "--binlog %s", tmp);
+    int st = run_cmd(args, &out);
+    unlink(tmp);
+    cr_assert_eq(st, 1, "%s", tb_buf_cstr(&out));
+    cr_assert_gt(count_lines(tb_buf_cstr(&out), "{\"topic\""), 0, "%s", tb_buf_cstr(&out));
+    cr_assert(strstr(tb_buf_cstr(&out), tmp) && strstr(tb_buf_cstr(&out), "byte offset"), "%s", tb_buf_cstr(&out));
+    tb_buf_reset(&out);
+    cr_assert_eq(run_cmd("--binlog /nonexistent/file", &out), 1);
+    tb_buf_reset(&out);
+    cr_assert_eq(run_cmd("--format xml --binlog x", &out), 2);
+    tb_buf_free(&out);
+}
+
+Test(decode_cmd, start_position_skips_earlier_transactions)
+{
+    /* integer-types-update: the INSERT transaction, then the UPDATE one; start at the
+     * position after the first (taken from the first event's commit position) */
+    binlog_reader *r = NULL;
+    tb_error err;
+    cr_assert_eq(binlog_open_file(FIX "mysql-8.2.0-integer-types-update.000001", 0, &r, &err), TB_OK);
+    evt_event *e = NULL;
+    cr_assert_eq(binlog_next(r, 0, &e, &err), TB_OK);
+    cr_assert(e && evt_event_last_in_tx(e));
+    uint64_t after_first = evt_event_position(e)->pos;
+    binlog_close(r);
+    cr_assert_eq(binlog_open_file(FIX "mysql-8.2.0-integer-types-update.000001", after_first, &r, &err), TB_OK);
+    cr_assert_eq(binlog_next(r, 0, &e, &err), TB_OK);
+    cr_assert_not_null(e);
+    cr_assert_eq(evt_event_op(e), EVT_OP_UPDATE);
+    cr_assert_eq(binlog_next(r, 0, &e, &err), TB_OK);
+    cr_assert_null(e);
+    cr_assert(binlog_at_end(r));
+    binlog_close(r);
 }
