@@ -186,7 +186,9 @@ static tb_code assign(cache_ctx *c, rd_kafka_t *rk, rd_kafka_topic_partition_lis
     tb_error e;
     for (int i = 0; i < l->cnt; i++) {
         rd_kafka_topic_partition_t *tp = &l->elems[i];
-        if (rk == c->rk && is_schema_topic(c, tp->topic)) { /* group mode: read by the schema consumer */
+        if (rk == c->rk && (is_schema_topic(c, tp->topic) || !wanted_topic(c, tp->topic))) {
+            /* group mode: the schema topic is read by the schema consumer; the regex may also
+             * match <name>.offsets or a DLQ, which are not tables: never read them */
             tp->offset = RD_KAFKA_OFFSET_END;
             continue;
         }

@@ -62,8 +62,8 @@ tb_code cache_status(const char *db_path, const char *brokers, tb_buf *out, tb_e
         rc = tb_error_set(err, TB_ERR_IO, false, "%s: %s", db_path, sqlite3_errmsg(s->db));
         goto out;
     }
-    rc = tb_buf_printf(out, "%-40s %9s %14s %14s%s\n", "topic [partition]", "", "stored offset", "start high",
-                       rk ? "     high now         lag" : "");
+    rc = tb_buf_printf(out, "%-50s %14s %14s%s\n", "topic [partition]", "stored offset", "start high",
+                       rk ? "       high now         lag" : "");
     bool all_current = true;
     while (rc == TB_OK && sqlite3_step(st) == SQLITE_ROW) {
         const char *topic = (const char *)sqlite3_column_text(st, 0);
