@@ -63,7 +63,7 @@ static tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offlin
     if (!page)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     for (uint32_t i = c->frame + 1; i <= upto; i++) {
-        sqlcap_frame f;
+        sqlcap_frame f = {0};
         if ((rc = sqlcap_frame_hdr(c, i, &f, page, err)) != TB_OK)
             goto out;
         uint8_t h8[8];
@@ -259,7 +259,7 @@ static tb_code sqlcap_db_header(sqlcap *c, tb_error *err)
 static tb_code sqlcap_overlay_frames(sqlcap *c, uint32_t upto, sqlcap_map *into, uint32_t *npages, tb_error *err)
 {
     for (uint32_t i = 1; i <= upto; i++) {
-        sqlcap_frame f;
+        sqlcap_frame f = {0};
         tb_code rc = sqlcap_frame_hdr(c, i, &f, NULL, err);
         if (rc != TB_OK)
             return rc;
@@ -402,7 +402,7 @@ static tb_code sqlcap_gap(sqlcap *c, const sqlcap_shmhdr *h, const sqlcap_walhdr
         else if (fstat(c->dbfd, &sb) == 0)
             curpages = (uint32_t)(sb.st_size / c->pg.pgsz);
         if (db_only && h->mxframe > 0) {
-            sqlcap_frame f;
+            sqlcap_frame f = {0};
             if (sqlcap_frame_hdr(c, h->mxframe, &f, NULL, NULL) == TB_OK) {
                 c->ck1 = f.ck1;
                 c->ck2 = f.ck2;
@@ -536,7 +536,7 @@ static tb_code sqlcap_attach(sqlcap *c, const tb_position *start, tb_error *err)
     bool same = w.valid && w.salt1 == c->salt1 && w.salt2 == c->salt2 && h.salt1 == c->salt1 &&
                 h.salt2 == c->salt2 && c->frame <= h.mxframe;
     if (same && c->frame > 0) {
-        sqlcap_frame f;
+        sqlcap_frame f = {0};
         if ((rc = sqlcap_frame_hdr(c, c->frame, &f, NULL, err)) != TB_OK)
             return rc;
         same = f.ck1 == c->ck1 && f.ck2 == c->ck2 && f.commit;

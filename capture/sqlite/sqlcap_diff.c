@@ -324,6 +324,17 @@ static tb_code sqlcap_collect(void *opaque, uint32_t pgno, int64_t rowid, const 
         if ((rc = sqlcap_ov_cell(&o, pgno, rowid, payload, len, ovfl, err)) != TB_OK)
             return rc;
     }
+    if (!x->t->without_rowid && (x->t->ipk >= 0 || x->t->synth_rowid)) {
+        /* key = rowid: encoded exactly as sqlcap_key() encodes an INT, without decoding the row */
+        uint8_t kb[9];
+        uint64_t u = (uint64_t)rowid ^ 0x8000000000000000ull;
+        kb[0] = SQLCAP_INT;
+        for (int i = 0; i < 8; i++)
+            kb[1 + i] = (uint8_t)(u >> (56 - 8 * i));
+        if (sqlcap_rowmap_add(x->map, kb, 9, payload, len, rowid) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory collecting rows", x->t->name);
+        return TB_OK;
+    }
     if ((rc = sqlcap_row_decode(x->t, rowid, payload, len, x->vals, err)) != TB_OK)
         return rc;
     if (sqlcap_key(x->t, x->vals, x->key) != TB_OK ||
@@ -477,13 +488,19 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
         if (!srt)
             goto nomem;
         /* updates and inserts */
+        bool same_schema = t0 == t1 || strcmp(t0->sql, t1->sql) == 0;
         for (size_t i = 0; i < N.n; i++) {
             sqlcap_rowent *ne = &N.e[i];
             const uint8_t *k = (const uint8_t *)N.arena.data + ne->koff;
             long j = sqlcap_rowmap_find(&O, k, ne->klen, ne->h);
+            evt_event *ev = NULL;
+            if (j >= 0 && same_schema && O.e[j].rowid == ne->rowid && O.e[j].plen == ne->plen &&
+                memcmp(O.arena.data + O.e[j].poff, N.arena.data + ne->poff, ne->plen) == 0) {
+                O.e[j].matched = true; /* byte-identical row: no change */
+                continue;
+            }
             if ((rc = sqlcap_row_decode(t1, ne->rowid, (const uint8_t *)N.arena.data + ne->poff, ne->plen, vb, err)) != TB_OK)
                 goto out;
-            evt_event *ev = NULL;
             if (j >= 0) {
                 sqlcap_rowent *oe = &O.e[j];
                 oe->matched = true;

@@ -94,6 +94,7 @@ typedef struct sqlcap_tbl {
     sqlcap_val *dflt;       /* column defaults (owned copies in dflt_buf) */
     uint8_t **dflt_buf;
     long ipk;               /* INTEGER PRIMARY KEY column, or -1 */
+    bool synth_rowid;       /* no declared key: trailing synthetic "rowid" column is the key */
     size_t npk;
     size_t *pk;             /* key columns (table order index), key order */
     size_t *store;          /* WITHOUT ROWID: storage position -> column */

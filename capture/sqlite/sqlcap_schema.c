@@ -261,6 +261,7 @@ static tb_code sqlcap_tbl_derive(sqlite3 *mem, sqlcap_tbl *t, const char *dbname
         t->ncols = ++n;
         t->pk[0] = n - 1;
         t->npk = 1;
+        t->synth_rowid = true;
     }
     t->dflt = calloc(n, sizeof *t->dflt);
     t->dflt_buf = calloc(n, sizeof *t->dflt_buf);

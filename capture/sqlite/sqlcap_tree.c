@@ -356,7 +356,7 @@ tb_code sqlcap_row_decode(const sqlcap_tbl *t, int64_t rowid, const uint8_t *pay
         if (t->ipk >= 0) {
             vals[t->ipk].type = SQLCAP_INT;
             vals[t->ipk].i = rowid;
-        } else if (t->npk == 0) {
+        } else if (t->synth_rowid) {
             /* synthetic trailing rowid column */
             vals[t->ncols - 1].type = SQLCAP_INT;
             vals[t->ncols - 1].i = rowid;

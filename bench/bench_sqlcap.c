@@ -1,0 +1,265 @@
+/*
+ * bench_sqlcap: SQLite capture benchmark (not a test).
+ *
+ *   bench_sqlcap [DIR] [NTX] [RUNS]     defaults: /tmp, 2000, 5
+ *
+ * 1. Writer overhead: the same writer workload (NTX transactions of 10 row
+ *    changes: 60% insert, 25% update, 15% delete; WAL, synchronous=NORMAL,
+ *    autocheckpoint 1000) timed with no reader, with the WAL reader attached
+ *    (separate process, shadow on, acking every 1000 events) and with trigger
+ *    mode (separate process draining and acking), interleaved per run; medians
+ *    and ratios. WAL file size after each writer run = WAL growth.
+ * 2. Capture throughput: the WAL reader attaches and pins, the writer writes
+ *    the whole workload, then the reader drains the backlog: rows/s of
+ *    sqlcap_next (events fully built) in mode B and mode A.
+ */
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sqlcap.h"
+#include "tb_log.h"
+
+static volatile sig_atomic_t stop_flag;
+static void on_term(int sig) { (void)sig; stop_flag = 1; }
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die(sqlite3 *db, const char *what)
+{
+    fprintf(stderr, "bench_sqlcap: %s: %s\n", what, db ? sqlite3_errmsg(db) : "");
+    exit(1);
+}
+
+static void setup_db(const char *path)
+{
+    char buf[512];
+    const char *suffix[] = {"", "-wal", "-shm", ".tbshadow", ".tbshadow.pos", ".tbshadow.redo"};
+    for (size_t i = 0; i < 6; i++) {
+        snprintf(buf, sizeof buf, "%s%s", path, suffix[i]);
+        remove(buf);
+    }
+    sqlite3 *db;
+    if (sqlite3_open(path, &db) != SQLITE_OK ||
+        sqlite3_exec(db, "PRAGMA journal_mode=WAL; CREATE TABLE bench(id INTEGER PRIMARY KEY, a INT, b TEXT, c REAL);"
+                         "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i<10000) "
+                         "INSERT INTO bench SELECT i, i*7, printf('initial row %d', i), i/3.0 FROM s;",
+                     NULL, NULL, NULL) != SQLITE_OK)
+        die(db, "setup");
+    sqlite3_close(db);
+}
+
+static double writer_run(const char *path, int ntx, unsigned seed, long *wal_bytes)
+{
+    sqlite3 *db;
+    sqlite3_stmt *ins, *upd, *del;
+    if (sqlite3_open(path, &db) != SQLITE_OK)
+        die(db, "open");
+    sqlite3_busy_timeout(db, 60000);
+    sqlite3_exec(db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+    sqlite3_prepare_v2(db, "INSERT INTO bench VALUES(?, ?, ?, ?)", -1, &ins, NULL);
+    sqlite3_prepare_v2(db, "UPDATE bench SET a = a + 1, b = ? WHERE id = ?", -1, &upd, NULL);
+    sqlite3_prepare_v2(db, "DELETE FROM bench WHERE id = ?", -1, &del, NULL);
+    srand(seed);
+    long next = 100000;
+    double t0 = now_s();
+    for (int t = 0; t < ntx; t++) {
+        sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        for (int r = 0; r < 10; r++) {
+            int k = rand() % 100;
+            char txt[64];
+            snprintf(txt, sizeof txt, "value %d %d", t, r);
+            sqlite3_stmt *st = k < 60 ? ins : k < 85 ? upd : del;
+            if (st == ins) {
+                sqlite3_bind_int64(ins, 1, next++);
+                sqlite3_bind_int(ins, 2, rand());
+                sqlite3_bind_text(ins, 3, txt, -1, SQLITE_TRANSIENT);
+                sqlite3_bind_double(ins, 4, rand() / 7.0);
+            } else if (st == upd) {
+                sqlite3_bind_text(upd, 1, txt, -1, SQLITE_TRANSIENT);
+                sqlite3_bind_int64(upd, 2, 1 + rand() % 10000);
+            } else {
+                sqlite3_bind_int64(del, 1, 1 + rand() % 10000);
+            }
+            if (sqlite3_step(st) != SQLITE_DONE)
+                die(db, "step");
+            sqlite3_reset(st);
+        }
+        if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+            die(db, "commit");
+    }
+    double dt = now_s() - t0;
+    char wal[512];
+    struct stat sb;
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    *wal_bytes = stat(wal, &sb) == 0 ? (long)sb.st_size : 0;
+    sqlite3_finalize(ins);
+    sqlite3_finalize(upd);
+    sqlite3_finalize(del);
+    sqlite3_close(db);
+    return dt;
+}
+
+/* Reader child: attach, report ready; optionally wait for "go"; consume until
+ * SIGTERM (follow mode) or until caught up (drain mode); report events, seconds. */
+static pid_t spawn_reader(const char *path, bool trigger, bool shadow, bool drain, int *go_fd, int *res_fd)
+{
+    int ready[2], go[2], res[2];
+    if (pipe(ready) || pipe(go) || pipe(res))
+        exit(1);
+    pid_t p = fork();
+    if (p == 0) {
+        signal(SIGTERM, on_term);
+        sqlcap_opts o = {.path = path, .trigger_mode = trigger, .shadow = shadow, .poll_ms = 10};
+        sqlcap *c;
+        tb_error err;
+        if (sqlcap_open_opts(&o, NULL, &c, &err) != TB_OK) {
+            fprintf(stderr, "reader: %s\n", err.msg);
+            _exit(1);
+        }
+        if (write(ready[1], "R", 1) != 1)
+            _exit(1);
+        char ch;
+        if (drain && read(go[0], &ch, 1) != 1)
+            _exit(1);
+        long events = 0;
+        double t0 = now_s(), tl = t0;
+        while (!stop_flag) {
+            evt_event *ev;
+            if (sqlcap_next(c, drain ? 300 : 50, &ev, &err) != TB_OK) {
+                fprintf(stderr, "reader: %s\n", err.msg);
+                _exit(1);
+            }
+            if (!ev) {
+                if (drain)
+                    break;
+                continue;
+            }
+            events++;
+            tl = now_s();
+            if (evt_event_last_in_tx(ev) && events % 1000 < 10) {
+                tb_position p2;
+                tb_position_init(&p2);
+                tb_position_copy(&p2, evt_event_position(ev));
+                sqlcap_ack(c, &p2, &err);
+                tb_position_free(&p2);
+            }
+        }
+        double secs = tl - t0;
+        struct timespec cpu;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+        if (drain && getenv("BENCH_SQLCAP_VERBOSE"))
+            fprintf(stderr, "reader: %ld events in %.3f s wall, process cpu %.3f s\n", events, secs,
+                    cpu.tv_sec + cpu.tv_nsec / 1e9);
+        if (write(res[1], &events, sizeof events) < 0 || write(res[1], &secs, sizeof secs) < 0)
+            _exit(1);
+        sqlcap_close(c);
+        _exit(0);
+    }
+    close(ready[1]);
+    close(go[0]);
+    close(res[1]);
+    char ch;
+    if (read(ready[0], &ch, 1) != 1) {
+        fprintf(stderr, "bench_sqlcap: reader failed to start\n");
+        exit(1);
+    }
+    close(ready[0]);
+    *go_fd = go[1];
+    *res_fd = res[0];
+    return p;
+}
+
+static void reader_result(pid_t p, int go_fd, int res_fd, bool term, long *events, double *secs)
+{
+    if (term)
+        kill(p, SIGTERM);
+    if (go_fd >= 0)
+        close(go_fd);
+    if (read(res_fd, events, sizeof *events) != sizeof *events || read(res_fd, secs, sizeof *secs) != sizeof *secs)
+        *events = 0, *secs = 0;
+    close(res_fd);
+    int st;
+    waitpid(p, &st, 0);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : "/tmp";
+    int ntx = argc > 2 ? atoi(argv[2]) : 2000;
+    int runs = argc > 3 ? atoi(argv[3]) : 5;
+    if (runs > 32)
+        runs = 32;
+    char path[512];
+    snprintf(path, sizeof path, "%s/bench_sqlcap.db", dir);
+    tb_log_set_level(TB_LOG_WARN);
+    double tn[32], tw[32], tt[32];
+    long wal_n = 0, wal_w = 0, wal_t = 0;
+    printf("bench_sqlcap: %d transactions x 10 row changes, %d runs, SQLite %s\n", ntx, runs, sqlite3_libversion());
+    for (int r = 0; r < runs; r++) {
+        int go, res;
+        long ev;
+        double secs;
+        setup_db(path);
+        tn[r] = writer_run(path, ntx, (unsigned)r, &wal_n);
+        setup_db(path);
+        pid_t p = spawn_reader(path, false, true, false, &go, &res);
+        tw[r] = writer_run(path, ntx, (unsigned)r, &wal_w);
+        reader_result(p, go, res, true, &ev, &secs);
+        setup_db(path);
+        p = spawn_reader(path, true, false, false, &go, &res);
+        tt[r] = writer_run(path, ntx, (unsigned)r, &wal_t);
+        reader_result(p, go, res, true, &ev, &secs);
+        printf("run %d: no reader %.3f s, wal reader %.3f s, trigger mode %.3f s\n", r + 1, tn[r], tw[r], tt[r]);
+    }
+    double mn = median(tn, runs), mw = median(tw, runs), mt = median(tt, runs);
+    printf("writer time (median): no reader %.3f s | wal reader %.3f s (x%.3f, %+.1f%%) | trigger %.3f s (x%.3f)\n", mn,
+           mw, mw / mn, (mw / mn - 1) * 100, mt, mt / mn);
+    printf("WAL size after the writer run: no reader %ld bytes | wal reader %ld bytes | trigger %ld bytes\n", wal_n,
+           wal_w, wal_t);
+    for (int mode = 0; mode < 2; mode++) {
+        double rate[32];
+        long evs = 0;
+        for (int r = 0; r < runs; r++) {
+            int go, res;
+            double secs;
+            setup_db(path);
+            pid_t p = spawn_reader(path, false, mode == 0, true, &go, &res);
+            long wb;
+            writer_run(path, ntx, (unsigned)r, &wb);
+            if (write(go, "G", 1) != 1)
+                return 1;
+            reader_result(p, -1, res, false, &evs, &secs);
+            close(go);
+            rate[r] = secs > 0 ? evs / secs : 0;
+        }
+        printf("capture throughput (%s, backlog of %d txns, %ld row events): %.0f rows/s (median of %d)\n",
+               mode == 0 ? "mode B, shadow" : "mode A, no shadow", ntx, evs, median(rate, runs), runs);
+    }
+    setup_db(path);
+    remove(path);
+    return 0;
+}
