@@ -219,7 +219,7 @@ static tb_code put_row(evt_jw *w, const evt_event *e, evt_image img, tb_error *e
             return col_error(w, t, c, err, &inner);
     }
     evt_jw_obj_end(w);
-    return w->err;
+    return TB_OK; /* a writer error here is reported by finish() */
 }
 
 static tb_code put_key(evt_jw *w, const evt_event *e, evt_image img, tb_error *err)
@@ -228,7 +228,7 @@ static tb_code put_key(evt_jw *w, const evt_event *e, evt_image img, tb_error *e
     size_t npk = evt_table_npk(t);
     if (npk == 0) {
         evt_jw_null(w);
-        return w->err;
+        return TB_OK;
     }
     tb_error inner;
     inner.code = TB_OK;
@@ -250,7 +250,7 @@ static tb_code put_key(evt_jw *w, const evt_event *e, evt_image img, tb_error *e
             return col_error(w, t, c, err, &inner);
     }
     evt_jw_obj_end(w);
-    return w->err;
+    return TB_OK;
 }
 
 static tb_code check_event(const evt_event *e, tb_error *err)
@@ -545,7 +545,7 @@ static tb_code put_envelope(evt_jw *w, const evt_codec_opts *o, const evt_event 
     } else
         evt_jw_null(w);
     evt_jw_obj_end(w);
-    return w->err;
+    return TB_OK;
 }
 
 /* The value of one message: envelope (op, images) or row (after image),

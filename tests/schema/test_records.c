@@ -517,3 +517,40 @@ Test(records, decode_messages)
     evt_event_free(e);
     evt_table_unref(t);
 }
+
+/* Every bound below the full size fails cleanly with NOMEM (never a
+ * truncated record, never a crash); the error names the table. */
+Test(records, bounded_buffers_fail_cleanly)
+{
+    evt_table *t = orders();
+    evt_event *e = evt_event_new(EVT_OP_UPDATE, t);
+    mysql_meta(e);
+    set_row(e, EVT_BEFORE, 1, "a\x01\xff", "1.00");
+    set_row(e, EVT_AFTER, 1, "b \xf0\x9f\x98\x80", "2.00");
+    evt_codec_opts wrapped = ENV;
+    wrapped.schemas = true;
+    const evt_codec_opts *opts[] = {&ENV, &ROW, &wrapped};
+    for (size_t oi = 0; oi < 3; oi++) {
+        tb_buf full;
+        tb_buf_init(&full, 0);
+        cr_assert_eq(evt_json_value(opts[oi], e, &full, NULL), TB_OK);
+        for (size_t max = 1; max < full.len; max++) {
+            tb_buf b;
+            tb_buf_init(&b, max);
+            tb_error err;
+            tb_error_clear(&err);
+            tb_code rc = evt_json_value(opts[oi], e, &b, &err);
+            cr_assert_eq(rc, TB_ERR_NOMEM, "bound %zu of %zu", max, full.len);
+            cr_assert(strstr(err.msg, "shop.orders"), "bound %zu: %s", max, err.msg);
+            tb_buf_free(&b);
+        }
+        tb_buf b;
+        tb_buf_init(&b, full.len);
+        cr_assert_eq(evt_json_value(opts[oi], e, &b, NULL), TB_OK);
+        cr_assert_str_eq(b.data, full.data);
+        tb_buf_free(&b);
+        tb_buf_free(&full);
+    }
+    evt_event_free(e);
+    evt_table_unref(t);
+}
