@@ -141,6 +141,11 @@ tb_code binlog_open_file(const char *path, uint64_t start_pos, binlog_reader **o
  * binlog_at_end() then says true. Errors stop the reader. */
 tb_code binlog_next(binlog_reader *r, int timeout_ms, evt_event **ev, tb_error *err);
 bool binlog_at_end(const binlog_reader *r);
+/* Live: true once binlog_next failed because the server cannot send the
+ * binlog from the position asked for (MySQL/MariaDB error 1236: the files or
+ * GTIDs were purged or reset). The position is gone for good: the caller
+ * snapshots again or asks the operator to reset it. False for files. */
+bool binlog_position_gone(const binlog_reader *r);
 const tb_position *binlog_position(const binlog_reader *r);
 /* The decoder underneath (flavor, server version, counters). Borrowed. */
 const binlog_dec *binlog_reader_decoder(const binlog_reader *r);

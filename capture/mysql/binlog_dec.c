@@ -181,9 +181,12 @@ void bl_dec_tx_begin(binlog_dec *d, const uint8_t *hdr)
         return;
     d->in_tx = true;
     d->tx_rows = 0;
-    d->tx_ts_ms = (int64_t)bl_u32(hdr) * 1000;
-    if (d->gt_kind == 0)
-        snprintf(d->txid, sizeof(d->txid), "%s:%llu", d->file, (unsigned long long)d->ev_off);
+    if (!d->tx_ts_set) { /* no GTID event announced this transaction */
+        d->tx_ts_ms = (int64_t)bl_u32(hdr) * 1000;
+        if (d->gt_kind == 0)
+            snprintf(d->txid, sizeof(d->txid), "%s:%llu", d->file, (unsigned long long)d->ev_off);
+    }
+    d->tx_ts_set = false;
 }
 
 tb_code bl_dec_commit(binlog_dec *d, const uint8_t *hdr)
@@ -218,6 +221,7 @@ tb_code bl_dec_commit(binlog_dec *d, const uint8_t *hdr)
     d->in_tx = false;
     d->gt_kind = 0;
     d->tx_rows = 0;
+    d->tx_ts_set = false;
     return TB_OK;
 }
 
@@ -588,6 +592,8 @@ static tb_code process_event(binlog_dec *d, const uint8_t *ev, size_t len, bool 
         snprintf(d->txid, sizeof(d->txid), "%u-%u-%llu", d->gt_domain, d->gt_server,
                  (unsigned long long)d->gt_seq);
         d->in_tx = false;
+        d->tx_ts_ms = (int64_t)bl_u32(ev) * 1000;
+        d->tx_ts_set = true;
         if (!(body[12] & 0x01)) /* not standalone: the GTID event is the BEGIN */
             bl_dec_tx_begin(d, ev);
         return TB_OK;

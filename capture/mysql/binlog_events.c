@@ -110,6 +110,16 @@ tb_code bl_on_query(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *
     return TB_OK;
 }
 
+/* A MySQL GTID event announces the next transaction: its id and commit time.
+ * It does not open it: BEGIN does (DML), or the DDL query is the whole
+ * transaction and commits it. */
+static void gtid_starts_tx(binlog_dec *d, const uint8_t *hdr, int64_t commit_us)
+{
+    d->in_tx = false;
+    d->tx_ts_ms = commit_us > 0 ? commit_us / 1000 : (int64_t)bl_u32(hdr) * 1000;
+    d->tx_ts_set = true;
+}
+
 /* MySQL 8.3 serialization varlen integer. */
 static bool svar(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
@@ -183,10 +193,7 @@ tb_code bl_on_gtid_tagged(binlog_dec *d, const uint8_t *hdr, const uint8_t *body
     }
     bl_gtids_free(one);
     snprintf(d->txid, sizeof(d->txid), "%s", tb_buf_cstr(&d->tmp));
-    d->in_tx = false;
-    bl_dec_tx_begin(d, hdr);
-    if (commit_us > 0)
-        d->tx_ts_ms = commit_us / 1000;
+    gtid_starts_tx(d, hdr, commit_us);
     return TB_OK;
 }
 
@@ -202,8 +209,7 @@ tb_code bl_on_gtid(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *b
     }
     if (type == BL_ANONYMOUS_GTID) {
         d->gt_kind = 0;
-        d->in_tx = false;
-        bl_dec_tx_begin(d, hdr);
+        snprintf(d->txid, sizeof(d->txid), "%s:%llu", d->file, (unsigned long long)d->ev_off);
     } else {
         d->gt_kind = 1;
         memcpy(d->gt_uuid, body + 1, 16);
@@ -218,11 +224,8 @@ tb_code bl_on_gtid(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *b
         }
         bl_gtids_free(one);
         snprintf(d->txid, sizeof(d->txid), "%s", tb_buf_cstr(&d->tmp));
-        d->in_tx = false;
-        bl_dec_tx_begin(d, hdr);
     }
-    if (commit_us > 0)
-        d->tx_ts_ms = commit_us / 1000;
+    gtid_starts_tx(d, hdr, commit_us);
     return TB_OK;
 }
 

@@ -211,6 +211,7 @@ struct binlog_dec {
     bool in_tx;
     char txid[160];
     int64_t tx_ts_ms;
+    bool tx_ts_set;       /* tx_ts_ms and txid come from a GTID event */
     uint64_t tx_rows;
     int gt_kind; /* 0 none, 1 mysql, 2 mariadb */
     uint8_t gt_uuid[16];

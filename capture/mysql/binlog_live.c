@@ -58,6 +58,7 @@ struct binlog_live {
     uint64_t delivered_in_tx;  /* events of the open transaction handed out */
     uint64_t skip;             /* events to drop after a reconnect */
     bool fed;              /* an event is in the decoder */
+    bool position_gone;    /* the server answered 1236: the start position is not in its binlog */
 };
 
 static int64_t now_ms(void)
@@ -407,6 +408,7 @@ tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_ev
             char why[512];
             snprintf(why, sizeof(why), "%u %s", e, mysql_error(l->mysql));
             if (e == ER_MASTER_FATAL_ERROR_READING_BINLOG) {
+                l->position_gone = true;
                 disconnect(l);
                 return tb_error_set(err, TB_ERR_SOURCE, false,
                                     "%s:%u: the server cannot send the binlog from the requested position: %s",
@@ -444,4 +446,9 @@ tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_ev
         l->fed = true;
         l->backoff_ms = 100; /* the stream works again */
     }
+}
+
+bool binlog_live_position_gone(const binlog_live *l)
+{
+    return l && l->position_gone;
 }

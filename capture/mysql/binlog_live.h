@@ -15,5 +15,8 @@ tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **o
 /* Next change event (NULL on timeout or heartbeat); reconnects with backoff. */
 tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_event **ev, tb_error *err);
 void binlog_live_free(binlog_live *l);
+/* True after the server refused to send the binlog from the requested
+ * position (error 1236: purged, reset, or never there). */
+bool binlog_live_position_gone(const binlog_live *l);
 
 #endif

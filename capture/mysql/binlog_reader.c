@@ -153,6 +153,11 @@ tb_code binlog_next(binlog_reader *r, int timeout_ms, evt_event **ev, tb_error *
     return rc;
 }
 
+bool binlog_position_gone(const binlog_reader *r)
+{
+    return r && binlog_live_position_gone(r->live);
+}
+
 bool binlog_at_end(const binlog_reader *r)
 {
     return r->at_end;
