@@ -213,3 +213,62 @@ Test(gtid, mysql_and_mariadb_sets)
     bl_gtids_free(g);
     tb_buf_free(&b);
 }
+
+/* A bare event: 19-byte header (no FDE before it, so no checksum) + body. */
+static size_t make_event(uint8_t *out, int type, uint16_t flags, const void *body, size_t blen)
+{
+    size_t len = 19 + blen;
+    memset(out, 0, 19);
+    out[4] = (uint8_t)type;
+    out[5] = 1; /* server id 1 */
+    out[9] = (uint8_t)len;
+    out[10] = (uint8_t)(len >> 8);
+    out[13] = (uint8_t)(len + 4);
+    out[17] = (uint8_t)flags;
+    out[18] = (uint8_t)(flags >> 8);
+    memcpy(out + 19, body, blen);
+    return len;
+}
+
+static tb_code feed_one(binlog_dec *d, const uint8_t *ev, size_t len, tb_error *err)
+{
+    tb_code rc = binlog_dec_feed(d, ev, len, 4, err);
+    evt_event *e = NULL;
+    while (rc == TB_OK) {
+        rc = binlog_dec_next(d, &e, err);
+        if (!e)
+            break;
+    }
+    return rc;
+}
+
+Test(events, unknown_types_ignorable_incident)
+{
+    binlog_dec_opts o;
+    binlog_dec_opts_init(&o);
+    o.label = "synthetic";
+    binlog_dec *d = binlog_dec_new(&o);
+    uint8_t ev[256];
+    tb_error err;
+    const char body[] = "xyz";
+    size_t n = make_event(ev, 200, 0x0080, body, 3); /* unknown but LOG_EVENT_IGNORABLE_F */
+    cr_assert_eq(feed_one(d, ev, n, &err), TB_OK, "%s", err.msg);
+    n = make_event(ev, 201, 0, body, 3); /* unknown, not ignorable */
+    cr_assert_eq(feed_one(d, ev, n, &err), TB_ERR_UNSUPPORTED);
+    cr_assert(strstr(err.msg, "synthetic: byte offset 4") && strstr(err.msg, "unknown event type 201"), "%s", err.msg);
+    binlog_dec_free(d);
+    d = binlog_dec_new(&o);
+    const uint8_t inc[] = {0x01, 0x00, 0x05, 'l', 'o', 's', 't', '!'};
+    n = make_event(ev, 26, 0, inc, sizeof(inc));
+    cr_assert_eq(feed_one(d, ev, n, &err), TB_ERR_SOURCE);
+    cr_assert(strstr(err.msg, "INCIDENT") && strstr(err.msg, "'lost!'"), "%s", err.msg);
+    binlog_dec_free(d);
+    /* with incident_is_error off it is skipped */
+    o.incident_is_error = false;
+    d = binlog_dec_new(&o);
+    cr_assert_eq(feed_one(d, ev, n, &err), TB_OK);
+    /* an event whose size field disagrees with its length */
+    ev[9] = 99;
+    cr_assert_eq(feed_one(d, ev, n, &err), TB_ERR_CORRUPT);
+    binlog_dec_free(d);
+}
