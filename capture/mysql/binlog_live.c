@@ -176,6 +176,11 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
             return rc;
         rc = tb_position_set_file(&l->start, NULL);
     } else {
+        if (!l->mariadb && (!l->start.file || !l->start.file[0]) && l->start.gtid_set && l->start.gtid_set[0])
+            return tb_error_set(err, TB_ERR_UNSUPPORTED, false,
+                                "%s:%u: MySQL source: resuming by GTID set alone is not supported (no "
+                                "COM_BINLOG_DUMP_GTID in Connector/C); give a binlog file and position",
+                                l->host, l->port);
         if (!l->start.file || !l->start.file[0]) {
             if ((rc = current_position(l, &l->start, err)) != TB_OK)
                 return rc;
