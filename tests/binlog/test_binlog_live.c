@@ -441,3 +441,30 @@ Test(live, minimal_metadata_names_from_information_schema, .timeout = 120)
     cfg_free(c);
     mysql_close(m);
 }
+
+Test(live, a_position_the_server_does_not_have_is_gone, .timeout = 60)
+{
+    cfg *c = make_cfg("4207");
+    tb_position p;
+    tb_position_init(&p);
+    p.kind = TB_POS_MYSQL;
+    p.mariadb = true;
+    p.pos = 4;
+    tb_position_set_file(&p, "mysql-bin.999999");
+    binlog_reader *r = NULL;
+    tb_error err;
+    tb_code rc = binlog_open(c, &p, &r, &err);
+    for (int i = 0; rc == TB_OK && i < 20; i++) {
+        evt_event *e = NULL;
+        rc = binlog_next(r, 500, &e, &err);
+    }
+    cr_assert_neq(rc, TB_OK, "streaming from a file the server does not have must fail");
+    if (r) {
+        cr_assert(binlog_position_gone(r), "%s", err.msg);
+        cr_assert_str_eq(binlog_position(r)->file, "mysql-bin.999999");
+    }
+    cr_assert_not(binlog_position_gone(NULL));
+    binlog_close(r);
+    tb_position_free(&p);
+    cfg_free(c);
+}
