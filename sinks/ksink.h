@@ -166,6 +166,9 @@ typedef struct ksink_stats {
     uint64_t oversized;      /* messages handled by oversize.policy dlq/skip */
     uint64_t tx_open;        /* source transactions not yet committable */
     uint64_t commits;        /* offsets records written */
+    uint64_t aborts;         /* exactly_once: Kafka transactions aborted (each one means: resume the
+                                source from ksink_committable(); a retriable error without a new
+                                abort leaves the transaction open, to be committed again later) */
 } ksink_stats;
 void ksink_get_stats(const ksink *ks, ksink_stats *out);
 
