@@ -273,9 +273,16 @@ tb_code bl_tmap_parse(const uint8_t *body, size_t len, unsigned id_len, bool mar
     memcpy(name, p, tl);
     name[tl] = '\0';
     p += tl + 1;
+    /* names as they appear in error messages: printable ASCII only (a damaged
+     * event would otherwise print garbage); the descriptor gets the real bytes */
+    char sdb[256], sname[256];
+    for (size_t i = 0; i <= dl; i++)
+        sdb[i] = i == dl ? '\0' : (db[i] >= 0x20 && db[i] < 0x7f) ? db[i] : '?';
+    for (size_t i = 0; i <= tl; i++)
+        sname[i] = i == tl ? '\0' : (name[i] >= 0x20 && name[i] < 0x7f) ? name[i] : '?';
     uint64_t ncols;
     if (!bl_lenenc(&p, end, &ncols) || ncols == 0 || ncols > 4096 || ncols > (uint64_t)(end - p)) {
-        rc = tb_error_set(err, TB_ERR_CORRUPT, false, "TABLE_MAP %s.%s: bad column count", db, name);
+        rc = tb_error_set(err, TB_ERR_CORRUPT, false, "TABLE_MAP %s.%s: bad column count", sdb, sname);
         goto out;
     }
     m->ncols = nc = (size_t)ncols;
@@ -291,7 +298,7 @@ tb_code bl_tmap_parse(const uint8_t *body, size_t len, unsigned id_len, bool mar
     p += m->ncols;
     uint64_t mlen;
     if (!bl_lenenc(&p, end, &mlen) || mlen > (uint64_t)(end - p)) {
-        rc = tb_error_set(err, TB_ERR_CORRUPT, false, "TABLE_MAP %s.%s: bad metadata length", db, name);
+        rc = tb_error_set(err, TB_ERR_CORRUPT, false, "TABLE_MAP %s.%s: bad metadata length", sdb, sname);
         goto out;
     }
     const uint8_t *mp = p, *mend = p + mlen;
@@ -313,7 +320,7 @@ tb_code bl_tmap_parse(const uint8_t *body, size_t len, unsigned id_len, bool mar
         }
         if ((size_t)(mend - mp) < n) {
             rc = tb_error_set(err, TB_ERR_CORRUPT, false, "TABLE_MAP %s.%s: column metadata truncated at column %zu",
-                              db, name, i + 1);
+                              sdb, sname, i + 1);
             goto out;
         }
         if (n == 1)
@@ -333,7 +340,7 @@ tb_code bl_tmap_parse(const uint8_t *body, size_t len, unsigned id_len, bool mar
     p = mend;
     size_t nb = (m->ncols + 7) / 8;
     if ((size_t)(end - p) < nb) {
-        rc = tb_error_set(err, TB_ERR_CORRUPT, false, "TABLE_MAP %s.%s: null bitmap truncated", db, name);
+        rc = tb_error_set(err, TB_ERR_CORRUPT, false, "TABLE_MAP %s.%s: null bitmap truncated", sdb, sname);
         goto out;
     }
     for (size_t i = 0; i < m->ncols; i++)
@@ -345,8 +352,8 @@ tb_code bl_tmap_parse(const uint8_t *body, size_t len, unsigned id_len, bool mar
         uint8_t type = *p++;
         uint64_t l;
         if (!bl_lenenc(&p, end, &l) || l > (uint64_t)(end - p)) {
-            rc = tb_error_set(err, TB_ERR_CORRUPT, false, "TABLE_MAP %s.%s: optional metadata %u truncated", db,
-                              name, type);
+            rc = tb_error_set(err, TB_ERR_CORRUPT, false, "TABLE_MAP %s.%s: optional metadata %u truncated", sdb,
+                              sname, type);
             goto out;
         }
         const uint8_t *v = p, *vend = p + l;
@@ -431,8 +438,8 @@ tb_code bl_tmap_parse(const uint8_t *body, size_t len, unsigned id_len, bool mar
             break;
         }
         if (!ok) {
-            rc = tb_error_set(err, TB_ERR_CORRUPT, false, "TABLE_MAP %s.%s: optional metadata %u malformed", db,
-                              name, type);
+            rc = tb_error_set(err, TB_ERR_CORRUPT, false, "TABLE_MAP %s.%s: optional metadata %u malformed", sdb,
+                              sname, type);
             goto out;
         }
     }
