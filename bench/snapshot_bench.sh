@@ -10,6 +10,7 @@
 # Reports (medians of RUNS runs, default 3):
 #  - snapshot of a 1M-row, 5-column table into Kafka (bench_snapshot --sink kafka): rows/s, peak RSS
 #  - the same into the stdout sink writing to /dev/null (--sink null)
+#  - the snapshotter alone: rows read into events, no sink (--sink none)
 #  - reference: mysqldump --single-transaction of the same table to /dev/null
 #  - memory: peak RSS of a 1M-row and a 5M-row snapshot (sink null) and their difference (target < 10%)
 # Targets: >= 200k rows/s, RSS < 64 MB.
@@ -58,6 +59,7 @@ report() { # label lines
 
 kafka_lines=$(run_sink kafka)
 null_lines=$(run_sink null)
+none_lines=$(run_sink none)
 dump_secs=$(for ((i = 0; i < runs; i++)); do
   s=$(date +%s.%N)
   mysqldump --no-defaults -h "$TRIBUTARY_TEST_MYSQL_HOST" -P "$TRIBUTARY_TEST_MYSQL_PORT" \
@@ -75,6 +77,7 @@ my -e "DROP TABLE bench.t5m"
 echo "== snapshot of a 1M-row 5-column table (MariaDB $(my -N -e 'SELECT VERSION()'), $(nproc) cores)"
 report "into Kafka (ksink, acks=all)" "$kafka_lines"
 report "into stdout sink -> /dev/null" "$null_lines"
+report "snapshotter alone (no sink)" "$none_lines"
 awk -v s="$dump_secs" 'BEGIN { printf "%-34s median %8.0f rows/s   (%.2f s)\n", "mysqldump --single-transaction", 1000000 / s, s }'
 awk -v a="$rss1" -v b="$rss5" 'BEGIN { d = (b - a) / a * 100; if (d < 0) d = -d;
   printf "memory: peak RSS 1M rows %.1f MB, 5M rows %.1f MB, difference %.1f%% (%s)\n", a, b, d, d < 10 ? "< 10%: ok" : "OVER 10%" }'
