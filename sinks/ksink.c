@@ -218,9 +218,9 @@ static ksink_table *ksink_tab_get(ksink *ks, evt_table *t, tb_error *err)
 static tb_code ksink_aux_ensure(ksink *ks, ksink_aux_topic *a, int partitions, bool compact, tb_error *err)
 {
     tb_code rc;
-    if (a->ensured)
+    if (a->ensured && a->rkt)
         return TB_OK;
-    if ((rc = ksink_topic_ensure(ks->rk, ks->c, a->name, partitions, compact, err)) != TB_OK)
+    if (!a->ensured && (rc = ksink_topic_ensure(ks->rk, ks->c, a->name, partitions, compact, err)) != TB_OK)
         return rc;
     if (!a->rkt && !(a->rkt = rd_kafka_topic_new(ks->rk, a->name, NULL)))
         return ksink_kafka_error(err, rd_kafka_last_error(), "topic %s", a->name);
@@ -549,10 +549,69 @@ static tb_code ksink_schema_topic_name(const cfg *c, tb_buf *b)
     return evt_json_schema_topic(&o, b);
 }
 
+/* The producer (and, with exactly_once, its transactional id initialised). */
+static tb_code ksink_client_create(ksink *ks, tb_error *err)
+{
+    tb_code rc;
+    rd_kafka_conf_t *conf = NULL;
+    if ((rc = ksink_conf_new(ks->c, ks->eos ? KSINK_ROLE_TXN : KSINK_ROLE_PRODUCER, &conf, err)) != TB_OK)
+        return rc;
+    rd_kafka_conf_set_opaque(conf, ks);
+    rd_kafka_conf_set_dr_msg_cb(conf, ksink_dr_cb);
+    rd_kafka_conf_set_error_cb(conf, ksink_error_cb);
+    if ((rc = ksink_client_new(conf, RD_KAFKA_PRODUCER, &ks->rk, err)) != TB_OK)
+        return rc;
+    if (ks->eos) {
+        rd_kafka_error_t *kerr = rd_kafka_init_transactions(ks->rk, ksink_request_timeout_ms(ks->c));
+        if (kerr) {
+            rc = ksink_kafka_error_obj(err, kerr, "init Kafka transactions (transactional.id=%s)", ks->copts.name);
+            rd_kafka_error_destroy(kerr);
+            return rc;
+        }
+    }
+    return TB_OK;
+}
+
+static void ksink_aux_drop(ksink_aux_topic *a)
+{
+    if (a->rkt)
+        rd_kafka_topic_destroy(a->rkt);
+    a->rkt = NULL;
+}
+
+/* exactly_once, after an abort: a new producer (new epoch, sequence numbers
+ * from zero). librdkafka 2.0.2 keeps the failed batch's sequence numbers
+ * after abort_transaction and the broker then answers OUT_OF_ORDER_SEQUENCE
+ * to the next transaction; a fresh InitProducerId avoids that. Nothing may
+ * be in flight (the transaction was aborted). */
+tb_code ksink_client_reset(ksink *ks, tb_error *err)
+{
+    for (size_t i = 0; i < ks->tabcap; i++)
+        if (ks->tabs[i].rkt) {
+            rd_kafka_topic_destroy(ks->tabs[i].rkt);
+            ks->tabs[i].rkt = NULL;
+        }
+    ksink_aux_drop(&ks->schema);
+    ksink_aux_drop(&ks->offsets);
+    ksink_aux_drop(&ks->dlq);
+    rd_kafka_destroy(ks->rk);
+    ks->rk = NULL;
+    tb_code rc = ksink_client_create(ks, err);
+    if (rc != TB_OK) {
+        ks->failed = true;
+        if (err)
+            ks->fail_err = *err;
+        return rc;
+    }
+    for (size_t i = 0; i < ks->tabcap; i++)
+        if (ks->tabs[i].topic && !(ks->tabs[i].rkt = rd_kafka_topic_new(ks->rk, ks->tabs[i].topic, NULL)))
+            return ksink_kafka_error(err, rd_kafka_last_error(), "topic %s", ks->tabs[i].topic);
+    return TB_OK;
+}
+
 tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
 {
     tb_code rc = TB_OK;
-    rd_kafka_conf_t *conf = NULL;
     ksink *ks = calloc(1, sizeof(*ks));
     *out = NULL;
     if (!ks)
@@ -589,36 +648,18 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "ksink: out of memory");
         goto out;
     }
-    if ((rc = ksink_conf_new(c, ks->eos ? KSINK_ROLE_TXN : KSINK_ROLE_PRODUCER, &conf, err)) != TB_OK)
+    if ((rc = ksink_client_create(ks, err)) != TB_OK)
         goto out;
-    rd_kafka_conf_set_opaque(conf, ks);
-    rd_kafka_conf_set_dr_msg_cb(conf, ksink_dr_cb);
-    rd_kafka_conf_set_error_cb(conf, ksink_error_cb);
-    rc = ksink_client_new(conf, RD_KAFKA_PRODUCER, &ks->rk, err);
-    conf = NULL;
-    if (rc != TB_OK)
-        goto out;
-    if (ks->eos) {
-        rd_kafka_error_t *kerr = rd_kafka_init_transactions(ks->rk, ksink_request_timeout_ms(c));
-        if (kerr) {
-            rc = ksink_kafka_error_obj(err, kerr, "init Kafka transactions (transactional.id=%s)", ks->copts.name);
-            rd_kafka_error_destroy(kerr);
-            goto out;
-        }
-    }
     *out = ks;
     ks = NULL;
 out:
-    if (conf)
-        rd_kafka_conf_destroy(conf);
     ksink_close(ks);
     return rc;
 }
 
 static void ksink_aux_free(ksink_aux_topic *a)
 {
-    if (a->rkt)
-        rd_kafka_topic_destroy(a->rkt);
+    ksink_aux_drop(a);
     free(a->name);
 }
 

@@ -36,8 +36,8 @@
  *
  * TOPICS
  *  Created with cleanup.policy=compact, topic.partitions and
- *  topic.replication.factor. An existing topic whose cleanup.policy does not
- *  contain "compact" is refused (TB_ERR_CONFIG naming the topic) unless
+ *  topic.replication.factor. An existing topic whose cleanup.policy is not
+ *  exactly "compact" ("compact,delete" loses old rows) is refused (TB_ERR_CONFIG naming the topic) unless
  *  topic.check.compact=false. topic.create=false skips the Admin API
  *  entirely (topics must exist or be auto-created by the broker).
  *  <topic.prefix>.schema and <name>.offsets (1 partition) are compacted too;
@@ -81,9 +81,12 @@
  *  commit interval's worth). Requires offsets.storage=kafka. ksink_end_tx()
  *  must have been called for every source transaction sent before
  *  ksink_commit(). On an abortable error the Kafka transaction is aborted and
- *  ksink_commit() returns TB_ERR_KAFKA with retriable=true: the caller must
- *  restart reading the source from ksink_committable() (the last committed
- *  position) and may keep using the sink. A fatal error returns retriable=false.
+ *  ksink_commit() (or ksink_send(), if the producer refuses a message) returns
+ *  TB_ERR_KAFKA with retriable=true: the caller must restart reading the
+ *  source from ksink_committable() (the last committed position) and may keep
+ *  using the sink, which has replaced its producer (new epoch). A fatal error
+ *  (e.g. fenced by a newer instance with the same name) returns
+ *  retriable=false and stops the sink.
  *
  * THREADS
  *  One thread uses a ksink. Callbacks run inside ksink_* calls on that thread
@@ -96,7 +99,7 @@
  *      at the end of each source transaction: ksink_end_tx(ks, &pos_after);
  *      ksink_poll(ks, 0); every offsets.commit.interval.ms: ksink_commit(ks, &err);
  *    at shutdown: ksink_flush(ks, 30000, &err); ksink_commit(ks, &err); ksink_close(ks);
- *  ksink_commit() itself checks the interval only through ksink_commit_due().
+ *  ksink_commit() does not look at the interval; ksink_commit_due() does.
  */
 #ifndef KSINK_H
 #define KSINK_H

@@ -144,5 +144,7 @@ tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wait, tb_e
 /* exactly_once (ksink_txn.c) */
 tb_code ksink_commit_eos(ksink *ks, tb_error *err);
 tb_code ksink_eos_abort(ksink *ks, tb_error *err);
+/* A new producer after an abort (ksink.c); records a failure if it cannot. */
+tb_code ksink_client_reset(ksink *ks, tb_error *err);
 
 #endif

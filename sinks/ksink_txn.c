@@ -33,6 +33,12 @@ tb_code ksink_eos_abort(ksink *ks, tb_error *err)
         rd_kafka_error_destroy(aerr);
         return rc;
     }
+    tb_error rerr;
+    if (ksink_client_reset(ks, &rerr) != TB_OK) {
+        if (err)
+            *err = rerr;
+        return rerr.code;
+    }
     if (err) {
         tb_error_prefix(err, "Kafka transaction aborted, resume from the committed position: ");
         err->code = TB_ERR_KAFKA;

@@ -18,6 +18,8 @@
  *   kafka/offsets_cli_round_trip: `tributary offsets set` then `show`
  *   kafka/exactly_once_commit_and_abort: committed batch visible with its offsets
  *     record; an uncommitted batch is invisible to read_committed after close
+ *   kafka/exactly_once_abort_and_continue: a batch the broker rejects is aborted
+ *     (retriable error, position kept) and the same sink instance goes on
  */
 #include <sys/wait.h>
 
@@ -543,5 +545,64 @@ Test(kafka, exactly_once_commit_and_abort)
     kt_msgs_free(&ms);
     evt_table_unref(t);
     ksink_close(ks);
+    cfg_free(c);
+}
+
+/* exactly_once on the real broker: a message the broker rejects (over the
+ * topic's max.message.bytes) makes the Kafka transaction abortable; the
+ * commit aborts it (retriable), the position stays, the same sink instance
+ * goes on, and read_committed readers never see the aborted batch. */
+Test(kafka, exactly_once_abort_and_continue)
+{
+    kenvx x;
+    kx_init(&x);
+    const char *kv[] = {"cleanup.policy", "compact", "max.message.bytes", "3000", NULL};
+    create_topic(x.bootstrap, x.topic, 1, kv);
+    cfg *c = kt_cfg(x.bootstrap, x.name, x.prefix);
+    kt_set(c, "exactly_once", "true");
+    ksink *ks = open_ok(c);
+    evt_table *t = kt_table("orders", 1);
+    tb_error err;
+    evt_event *small = kt_event(t, EVT_OP_CREATE, 0, 1, "first", NULL, 0, 1);
+    kt_send_tx(ks, small, 100);
+    cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
+
+    char *big = malloc(12000); /* random letters: still ~7 KB after lz4 */
+    uint32_t r = 12345;
+    for (int i = 0; i < 12000; i++) {
+        r = r * 1103515245u + 12345u;
+        big[i] = (char)('a' + (r >> 16) % 26);
+    }
+    evt_event *large = kt_event(t, EVT_OP_CREATE, 0, 2, "rejected", big, 12000, 2);
+    evt_event *mid = kt_event(t, EVT_OP_CREATE, 0, 3, "aborted", NULL, 0, 3);
+    kt_send_tx(ks, mid, 150);
+    kt_send_tx(ks, large, 200);
+    tb_error_clear(&err);
+    cr_assert_eq(ksink_commit(ks, &err), TB_ERR_KAFKA, "commit of a rejected batch: %s", err.msg);
+    cr_assert(err.retriable, "%s", err.msg);
+    cr_assert_eq(ksink_committable(ks)->pos, 100);
+
+    evt_event *next = kt_event(t, EVT_OP_CREATE, 0, 4, "after", NULL, 0, 4);
+    kt_send_tx(ks, next, 300);
+    cr_assert_eq(ksink_commit(ks, &err), TB_OK, "the same instance continues after an abort: %s", err.msg);
+    cr_assert_eq(ksink_committable(ks)->pos, 300);
+    ksink_close(ks);
+
+    kt_msgs ms = kt_read_topic(x.bootstrap, x.topic, 1);
+    cr_assert_eq(ms.n, 2, "read_committed sees %zu messages", ms.n);
+    cr_assert_str_eq(ms.m[0].key, "{\"id\":1}");
+    cr_assert_str_eq(ms.m[1].key, "{\"id\":4}");
+    kt_msgs_free(&ms);
+    tb_position got;
+    tb_position_init(&got);
+    cr_assert_eq(ksink_offsets_read(c, &got, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(got.pos, 300);
+    tb_position_free(&got);
+    free(big);
+    evt_event_free(small);
+    evt_event_free(large);
+    evt_event_free(mid);
+    evt_event_free(next);
+    evt_table_unref(t);
     cfg_free(c);
 }
