@@ -470,3 +470,27 @@ Test(mock, follow_new_topic_then_stop)
     cr_expect_geq(f.caught_up_calls, 1);
     expect_row("shop.late", "{\"id\":1}", "{\"id\":1,\"s\":\"late\"}");
 }
+
+Test(mock, connect_wrapped_values)
+{
+    tb_error err;
+    /* value.schemas=true: {"schema":…,"payload":<envelope>} */
+    produce("p.shop.rows", 0, "{\"k\":\"a\"}",
+            "{\"schema\":{\"type\":\"struct\",\"optional\":false},\"payload\":{\"before\":null,\"after\":"
+            "{\"k\":\"a\",\"n\":1},\"source\":{\"connector\":\"sqlite\"},\"op\":\"c\",\"ts_ms\":1}}");
+    produce("p.shop.rows", 0, "{\"k\":\"b\"}",
+            "{\"schema\":{\"type\":\"struct\"},\"payload\":{\"before\":null,\"after\":{\"k\":\"b\",\"n\":2},"
+            "\"source\":{},\"op\":\"r\",\"ts_ms\":1}}");
+    produce("p.shop.rows", 0, "{\"k\":\"b\"}",
+            "{\"schema\":{\"type\":\"struct\"},\"payload\":{\"before\":{\"k\":\"b\",\"n\":2},\"after\":null,"
+            "\"source\":{},\"op\":\"d\",\"ts_ms\":1}}");
+    produce("p.shop.rows", 0, "{\"k\":\"b\"}", NULL);
+    /* a row-format value wrapped, and a wrapped null payload (delete) */
+    produce("p.shop.rows", 0, "{\"k\":\"c\"}", "{\"schema\":{\"type\":\"struct\"},\"payload\":{\"k\":\"c\",\"n\":3}}");
+    produce("p.shop.rows", 0, "{\"k\":\"a\"}", "{\"schema\":null,\"payload\":null}");
+    flush();
+    cr_assert_eq(run_cache(CACHE_ERR_FAIL, CACHE_MODE_GLOBAL, &err), TB_OK, "%s", err.msg);
+    expect_row("shop.rows", "{\"k\":\"a\"}", NULL);
+    expect_row("shop.rows", "{\"k\":\"b\"}", NULL);
+    expect_row("shop.rows", "{\"k\":\"c\"}", "{\"k\":\"c\",\"n\":3}");
+}
