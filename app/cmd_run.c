@@ -37,6 +37,7 @@
 #define RUN_POLL_MS 200
 #define RUN_FLUSH_MS 60000
 #define RUN_STATUS_EVERY_MS 1000
+#define RUN_STOP_TX_MS 5000
 
 /* ------------------------------------------------------------ the sink */
 
@@ -199,12 +200,56 @@ out:
     return rc;
 }
 
-/* Stream from an open source until stopped or failed. */
+/* After a sink error: true when the Kafka transaction was aborted
+ * (exactly_once) and the source must be re-read from ksink_committable();
+ * sets r->restart. */
+static bool sink_aborted(run_ctx *r)
+{
+    if (!r->use_kafka || !r->ks)
+        return false;
+    ksink_stats st;
+    ksink_get_stats(r->ks, &st);
+    if (st.aborts == r->aborts_seen)
+        return false;
+    r->aborts_seen = st.aborts;
+    r->restart = true;
+    return true;
+}
+
+/* Sorts a sink error: TB_OK to go on (a retriable commit error: the position
+ * is written again at the next commit), else rc (r->restart set when the
+ * source must be re-read). */
+static tb_code sink_error(run_ctx *r, tb_code rc, bool from_commit, tb_error *err)
+{
+    if (rc == TB_OK || sink_aborted(r))
+        return rc;
+    if (from_commit && rc == TB_ERR_KAFKA && err->retriable) {
+        TB_WARN("run", "offsets commit failed, trying again at the next interval: %s", err->msg);
+        tb_error_clear(err);
+        return TB_OK;
+    }
+    return rc;
+}
+
+/* Stream from an open source until stopped or failed. A stop request lets an
+ * unfinished source transaction end first (at most RUN_STOP_TX_MS), so that
+ * the position committed at shutdown covers everything sent. */
 static tb_code run_stream(run_ctx *r, tb_error *err)
 {
     tb_code rc = TB_OK;
+    int64_t stop_deadline = 0;
     r->idle = false;
-    while (!app_stop_requested) {
+    for (;;) {
+        if (app_stop_requested) {
+            if (!r->in_tx)
+                break;
+            if (stop_deadline == 0)
+                stop_deadline = app_now_ms() + RUN_STOP_TX_MS;
+            else if (app_now_ms() >= stop_deadline) {
+                TB_WARN("run", "stopping inside a source transaction; it is sent again after the restart");
+                break;
+            }
+        }
         evt_event *ev = NULL;
         if (r->binlog)
             rc = binlog_next(r->binlog, RUN_POLL_MS, &ev, err);
@@ -218,69 +263,73 @@ static tb_code run_stream(run_ctx *r, tb_error *err)
                 r->snapshot_state = evt_event_snapshot(ev) == EVT_SNAPSHOT_LAST ? "done" : "running";
                 r->snapshot_rows++;
             }
-            if ((rc = sink_send(r, ev, err)) != TB_OK)
+            if ((rc = sink_error(r, sink_send(r, ev, err), false, err)) != TB_OK)
                 return rc;
-            if (evt_event_last_in_tx(ev) && (rc = sink_end_tx(r, evt_event_position(ev), err)) != TB_OK)
+            r->in_tx = !evt_event_last_in_tx(ev);
+            if (!r->in_tx && (rc = sink_error(r, sink_end_tx(r, evt_event_position(ev), err), false, err)) != TB_OK)
                 return rc;
         } else {
             /* Idle: a heartbeat or a skipped transaction may have moved the source. */
             r->idle = true;
             const tb_position *p = r->binlog ? binlog_position(r->binlog) : sqlcap_position(r->sqlite);
-            if (p && p->kind != TB_POS_NONE && !tb_position_equal(p, &r->last_end) &&
-                (rc = sink_end_tx(r, p, err)) != TB_OK)
+            if (!r->in_tx && p && p->kind != TB_POS_NONE && !tb_position_equal(p, &r->last_end) &&
+                (rc = sink_error(r, sink_end_tx(r, p, err), false, err)) != TB_OK)
                 return rc;
         }
-        if ((rc = sink_commit(r, false, err)) != TB_OK)
+        if (!r->in_tx && (rc = sink_error(r, sink_commit(r, false, err), true, err)) != TB_OK)
             return rc;
         write_status(r, "streaming", NULL, false);
     }
     return TB_OK;
 }
 
-/* True when err says the stored binlog position is gone from the server. */
-static bool position_purged(const tb_error *err)
+/* Where to read the source from after an aborted Kafka transaction: the
+ * position the sink committed, else (nothing committed in this run) the one
+ * we started from. Closes the source. */
+static tb_code run_prepare_restart(run_ctx *r, tb_position *resume, tb_error *err)
 {
-    return strstr(err->msg, "1236") != NULL || strstr(err->msg, "purged") != NULL;
+    binlog_close(r->binlog);
+    r->binlog = NULL;
+    sqlcap_close(r->sqlite);
+    r->sqlite = NULL;
+    r->restart = false;
+    r->in_tx = false;
+    r->restarts++;
+    const tb_position *c = ksink_committable(r->ks);
+    if (c->kind != TB_POS_NONE && tb_position_copy(resume, c) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    tb_position_free(&r->last_end);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    if (resume->kind != TB_POS_NONE)
+        tb_position_format(resume, &b);
+    TB_WARN("run", "Kafka transaction aborted (%s); reading the source again from %s", err->msg,
+            resume->kind != TB_POS_NONE ? tb_buf_cstr(&b) : "the start (nothing committed yet)");
+    tb_buf_free(&b);
+    tb_error_clear(err);
+    return TB_OK;
 }
 
-static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
+/* One pass over a MySQL/MariaDB source: snapshot if asked, then stream from
+ * the hand-off position or from resume. */
+static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_snapshot, tb_error *err)
 {
     tb_position start;
     tb_position_init(&start);
     tb_code rc = TB_OK;
-    bool have = stored->kind != TB_POS_NONE;
-    if (have && stored->kind != TB_POS_MYSQL) {
-        rc = tb_error_set(err, TB_ERR_CONFIG, false,
-                          "the stored position is not a MySQL/MariaDB position (source.type changed?); "
-                          "reset it with `tributary offsets set`");
-        goto out;
-    }
-    if (snap_decide(r->cfg, have, true)) {
-        if ((rc = run_mysql_snapshot(r, &start, err)) != TB_OK)
+    bool have = resume->kind != TB_POS_NONE;
+    if (force_snapshot || snap_decide(r->cfg, have, true)) {
+        if ((rc = run_mysql_snapshot(r, &start, err)) != TB_OK) {
+            sink_aborted(r);
             goto out;
+        }
         if (!snap_then_stream(r->cfg))
             goto out;
     } else if (have) {
-        if ((rc = tb_position_copy(&start, stored)) != TB_OK)
+        if ((rc = tb_position_copy(&start, resume)) != TB_OK)
             goto out;
     }
-    rc = binlog_open(r->cfg, &start, &r->binlog, err);
-    if (rc != TB_OK && have && position_purged(err)) {
-        if (strcmp(cfg_get_str(r->cfg, "snapshot.mode"), "when_needed") == 0) {
-            TB_WARN("run", "the stored position %s is gone from the server (%s); snapshotting again "
-                           "(snapshot.mode=when_needed)", stored->file ? stored->file : "", err->msg);
-            tb_position_free(&start);
-            if ((rc = run_mysql_snapshot(r, &start, err)) != TB_OK)
-                goto out;
-            rc = binlog_open(r->cfg, &start, &r->binlog, err);
-        } else {
-            tb_error_prefix(err, "the stored position is no longer on the server (binlog purged); set "
-                                 "snapshot.mode=when_needed to snapshot again, or reset the position with "
-                                 "`tributary offsets set`: ");
-            rc = err->code;
-        }
-    }
-    if (rc != TB_OK)
+    if ((rc = binlog_open(r->cfg, &start, &r->binlog, err)) != TB_OK)
         goto out;
     TB_INFO("run", "streaming from the binlog");
     rc = run_stream(r, err);
@@ -289,11 +338,62 @@ out:
     return rc;
 }
 
-static tb_code run_sqlite(run_ctx *r, const tb_position *stored, tb_error *err)
+static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
 {
-    bool have = stored->kind != TB_POS_NONE;
+    if (stored->kind != TB_POS_NONE && stored->kind != TB_POS_MYSQL)
+        return tb_error_set(err, TB_ERR_CONFIG, false,
+                            "the stored position is not a MySQL/MariaDB position (source.type changed?); "
+                            "reset it with `tributary offsets set`");
+    tb_position resume;
+    tb_position_init(&resume);
+    tb_code rc = tb_position_copy(&resume, stored);
+    bool force_snapshot = false;
+    int resnapshots = 0;
+    while (rc == TB_OK) {
+        rc = run_mysql_pass(r, &resume, force_snapshot, err);
+        force_snapshot = false;
+        if (rc == TB_OK || rc == TB_ERR_STOPPED)
+            break;
+        if (r->restart) {
+            rc = run_prepare_restart(r, &resume, err);
+            continue;
+        }
+        if (!binlog_position_gone(r->binlog))
+            break;
+        /* error 1236: the position asked for is not in the server's binlog */
+        tb_buf b;
+        tb_buf_init(&b, 0);
+        const tb_position *at = binlog_position(r->binlog);
+        tb_position_format(at, &b);
+        if (strcmp(cfg_get_str(r->cfg, "snapshot.mode"), "when_needed") == 0 && resnapshots++ < 3) {
+            TB_WARN("run", "position %s is no longer in the server's binlog (%s); snapshotting again "
+                           "(snapshot.mode=when_needed)", tb_buf_cstr(&b), err->msg);
+            tb_error_clear(err);
+            binlog_close(r->binlog);
+            r->binlog = NULL;
+            r->in_tx = false;
+            tb_position_free(&r->last_end);
+            force_snapshot = true;
+        } else {
+            rc = tb_error_set(err, TB_ERR_SOURCE, false,
+                              "position %s is no longer in the server's binlog (purged or reset; server said: %s). "
+                              "Changes after it are lost to this connector. To recover, snapshot again: set "
+                              "snapshot.mode=when_needed (or reset the position with `tributary offsets set`) "
+                              "and restart",
+                              tb_buf_cstr(&b), err->msg);
+        }
+        tb_buf_free(&b);
+    }
+    tb_position_free(&resume);
+    return rc;
+}
+
+/* One pass over a SQLite source (its snapshot is served by sqlcap itself). */
+static tb_code run_sqlite_pass(run_ctx *r, const tb_position *resume, tb_error *err)
+{
+    bool have = resume->kind != TB_POS_NONE;
     bool snapshot = snap_decide(r->cfg, have, true);
-    tb_code rc = sqlcap_open(r->cfg, snapshot ? NULL : stored, &r->sqlite, err);
+    tb_code rc = sqlcap_open(r->cfg, snapshot ? NULL : resume, &r->sqlite, err);
     if (rc != TB_OK)
         return rc;
     if (snapshot) {
@@ -310,18 +410,33 @@ static tb_code run_sqlite(run_ctx *r, const tb_position *stored, tb_error *err)
                 evt_event *ev = NULL;
                 if ((rc = sqlcap_next(r->sqlite, RUN_POLL_MS, &ev, err)) != TB_OK || !ev)
                     return rc;
-                if ((rc = sink_send(r, ev, err)) != TB_OK)
+                if ((rc = sink_error(r, sink_send(r, ev, err), false, err)) != TB_OK)
                     return rc;
                 r->snapshot_rows++;
                 if (evt_event_snapshot(ev) == EVT_SNAPSHOT_LAST) {
                     r->snapshot_state = "done";
-                    return sink_end_tx(r, evt_event_position(ev), err);
+                    return sink_error(r, sink_end_tx(r, evt_event_position(ev), err), false, err);
                 }
             }
             return TB_OK;
         }
     }
     return run_stream(r, err);
+}
+
+static tb_code run_sqlite(run_ctx *r, const tb_position *stored, tb_error *err)
+{
+    tb_position resume;
+    tb_position_init(&resume);
+    tb_code rc = tb_position_copy(&resume, stored);
+    while (rc == TB_OK) {
+        rc = run_sqlite_pass(r, &resume, err);
+        if (rc == TB_OK || !r->restart)
+            break;
+        rc = run_prepare_restart(r, &resume, err);
+    }
+    tb_position_free(&resume);
+    return rc;
 }
 
 /* ------------------------------------------------------------ command */
