@@ -134,6 +134,8 @@ static pid_t spawn_reader(const char *path, bool trigger, bool shadow, bool drai
         if (drain && read(go[0], &ch, 1) != 1)
             _exit(1);
         long events = 0;
+        struct timespec c0;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
         double t0 = now_s(), tl = t0;
         while (!stop_flag) {
             evt_event *ev;
@@ -159,9 +161,10 @@ static pid_t spawn_reader(const char *path, bool trigger, bool shadow, bool drai
         double secs = tl - t0;
         struct timespec cpu;
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
-        if (drain && getenv("BENCH_SQLCAP_VERBOSE"))
-            fprintf(stderr, "reader: %ld events in %.3f s wall, process cpu %.3f s\n", events, secs,
-                    cpu.tv_sec + cpu.tv_nsec / 1e9);
+        double cpus = (double)(cpu.tv_sec - c0.tv_sec) + (cpu.tv_nsec - c0.tv_nsec) / 1e9;
+        if (drain)
+            fprintf(stderr, "  reader drained %ld events in %.3f s wall, %.3f s cpu (%.0f rows per cpu-second)\n", events,
+                    secs, cpus, cpus > 0 ? events / cpus : 0);
         if (write(res[1], &events, sizeof events) < 0 || write(res[1], &secs, sizeof secs) < 0)
             _exit(1);
         sqlcap_close(c);

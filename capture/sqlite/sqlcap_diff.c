@@ -444,6 +444,7 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
     sqlcap_val *va = NULL, *vb = NULL, *vn = NULL;
     sqlcap_sorted *srt = NULL;
     size_t nsrt = 0;
+    uint8_t *skip0 = NULL, *skip1 = NULL;
     uint32_t own = (uint32_t)id + 2;
     tb_buf_init(&key, 0);
     if (t0 && t0->captured && (rc = sqlcap_tree_pages(v0, t0->root, &in0, &lf0, err)) != TB_OK)
@@ -467,20 +468,35 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
     if (t0 && t0->captured && t1 && t1->captured) {
         sqlcap_rowctx x0 = {e, t0, &O, va, &key, 0};
         sqlcap_rowctx x1 = {e, t1, &N, va, &key, own};
+        /* a page changed in place (in S0 and S1, both candidates): rows whose
+         * cells are byte-identical in both versions are left out of both sides */
+        size_t scap = e->pg->pgsz / 4 + 1;
+        skip0 = malloc(scap);
+        skip1 = malloc(scap);
+        if (!skip0 || !skip1)
+            goto nomem;
         for (int side = 0; side < 2; side++) {
             sqlcap_u32s *lists[2] = {side ? &lf1 : &lf0, side ? &in1 : &in0};
             int nl = (side ? t1 : t0)->without_rowid ? 2 : 1;
             for (int li = 0; li < nl; li++)
                 for (size_t i = 0; i < lists[li]->n; i++) {
                     uint32_t p = lists[li]->v[i];
-                    bool cand = sqlcap_map_get(txn, p, NULL) || e->mforce[p] == e->fstamp;
+                    bool forced = e->mforce[p] == e->fstamp, inc = sqlcap_map_get(txn, p, NULL);
+                    bool both = e->m0[p] == s && e->m1[p] == s && p <= v1->npages;
+                    bool cand = inc || forced;
                     if (side == 0)
                         cand = cand || p > v1->npages || e->m1[p] != s;
                     else
                         cand = cand || e->m0[p] != s;
                     if (!cand)
                         continue;
-                    if ((rc = sqlcap_page_rows(side ? v1 : v0, p, sqlcap_collect, side ? &x1 : &x0, err)) != TB_OK)
+                    size_t n0 = 0, n1 = 0;
+                    /* same page on both sides, candidate on both: filter identical cells */
+                    if (both && !forced &&
+                        (rc = sqlcap_page_same_cells(v0, v1, p, skip0, &n0, skip1, &n1, err)) != TB_OK)
+                        goto out;
+                    if ((rc = sqlcap_page_rows_skip(side ? v1 : v0, p, side ? skip1 : skip0, side ? n1 : n0,
+                                                    sqlcap_collect, side ? &x1 : &x0, err)) != TB_OK)
                         goto out;
                 }
         }
@@ -567,6 +583,8 @@ out:
     for (size_t i = 0; srt && i < nsrt; i++)
         evt_event_free(srt[i].ev);
     free(srt);
+    free(skip0);
+    free(skip1);
     free(va);
     free(vb);
     free(vn);

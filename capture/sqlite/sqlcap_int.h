@@ -149,6 +149,15 @@ typedef tb_code (*sqlcap_cell_fn)(void *opaque, uint32_t pgno, int64_t rowid, co
                                   size_t len, const sqlcap_u32s *ovfl, tb_error *err);
 /* Decode the row cells of one page (table leaf, index leaf or index interior). */
 tb_code sqlcap_page_rows(const sqlcap_view *v, uint32_t pgno, sqlcap_cell_fn fn, void *opaque, tb_error *err);
+/* Same, skipping cells c < nskip with skip[c] != 0. */
+tb_code sqlcap_page_rows_skip(const sqlcap_view *v, uint32_t pgno, const uint8_t *skip, size_t nskip, sqlcap_cell_fn fn,
+                              void *opaque, tb_error *err);
+/* For page pgno in both views: mark cells whose local bytes are identical in
+ * both versions and that do not spill (the same row, unchanged: it can be left
+ * out of both sides of the diff). skip0, skip1 need pgsz/4+1 bytes; n0, n1 receive
+ * the cell counts (0 = no filtering possible). */
+tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uint32_t pgno, uint8_t *skip0,
+                               size_t *n0, uint8_t *skip1, size_t *n1, tb_error *err);
 
 /* Decode a record into vals (ncols_max slots). *ncols = values present. The
  * values borrow from payload. */

@@ -89,6 +89,14 @@ static size_t sqlcap_varint(const uint8_t *p, const uint8_t *end, uint64_t *out)
     return 0;
 }
 
+static uint64_t sqlcap_fnv(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
 /* ---------------------------------------------------------------- tree walk */
 
 static bool sqlcap_is_leaf(uint8_t t) { return t == 10 || t == 13; }
@@ -168,6 +176,12 @@ out:
 
 tb_code sqlcap_page_rows(const sqlcap_view *v, uint32_t pgno, sqlcap_cell_fn fn, void *opaque, tb_error *err)
 {
+    return sqlcap_page_rows_skip(v, pgno, NULL, 0, fn, opaque, err);
+}
+
+tb_code sqlcap_page_rows_skip(const sqlcap_view *v, uint32_t pgno, const uint8_t *skip, size_t nskip, sqlcap_cell_fn fn,
+                              void *opaque, tb_error *err)
+{
     tb_code rc = TB_OK;
     uint32_t pgsz = v->pg->pgsz, U = v->pg->usable;
     uint8_t *buf = malloc(pgsz), *ov = malloc(pgsz);
@@ -192,6 +206,8 @@ tb_code sqlcap_page_rows(const sqlcap_view *v, uint32_t pgno, sqlcap_cell_fn fn,
     size_t ptrs = h + (type == 2 ? 12 : 8);
     const uint8_t *end = buf + U;
     for (unsigned c = 0; c < n; c++) {
+        if (skip && c < nskip && skip[c])
+            continue;
         unsigned off = sqlcap_be16(buf + ptrs + 2 * c);
         if (off >= U) {
             rc = tb_error_set(err, TB_ERR_CORRUPT, false, "page %u: cell %u offset %u out of range", pgno, c, off);
@@ -370,5 +386,111 @@ tb_code sqlcap_row_decode(const sqlcap_tbl *t, int64_t rowid, const uint8_t *pay
 out:
     if (rec != tmp)
         free(rec);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- same cells */
+
+/* Extent of every row cell's local bytes; ovfl[c] when the cell spills. */
+static tb_code sqlcap_cells(const uint8_t *buf, uint32_t pgno, size_t U, unsigned *n, uint16_t *off, uint16_t *len,
+                            uint8_t *ovfl)
+{
+    size_t h = pgno == 1 ? 100 : 0;
+    uint8_t type = buf[h];
+    *n = 0;
+    if (type != 2 && type != 10 && type != 13)
+        return TB_OK;
+    unsigned cnt = sqlcap_be16(buf + h + 3);
+    size_t ptrs = h + (type == 2 ? 12 : 8);
+    const uint8_t *end = buf + U;
+    for (unsigned c = 0; c < cnt; c++) {
+        unsigned o = sqlcap_be16(buf + ptrs + 2 * c);
+        if (o >= U)
+            return TB_ERR_CORRUPT;
+        const uint8_t *p = buf + o + (type == 2 ? 4 : 0);
+        uint64_t P = 0, rowid = 0;
+        size_t k = sqlcap_varint(p, end, &P);
+        if (!k)
+            return TB_ERR_CORRUPT;
+        p += k;
+        if (type == 13) {
+            k = sqlcap_varint(p, end, &rowid);
+            if (!k)
+                return TB_ERR_CORRUPT;
+            p += k;
+        }
+        size_t X = type == 13 ? U - 35 : ((U - 12) * 64 / 255) - 23;
+        size_t M = ((U - 12) * 32 / 255) - 23, local;
+        if (P <= X) {
+            local = (size_t)P;
+        } else {
+            size_t K = M + (size_t)((P - M) % (U - 4));
+            local = K <= X ? K : M;
+        }
+        if (p + local > end)
+            return TB_ERR_CORRUPT;
+        /* index interior cells carry a child pointer that may differ: compare from the payload on */
+        size_t start = o + (type == 2 ? 4 : 0);
+        off[c] = (uint16_t)start;
+        len[c] = (uint16_t)((size_t)(p - buf) + local - start);
+        ovfl[c] = local < P;
+    }
+    *n = cnt;
+    return TB_OK;
+}
+
+tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uint32_t pgno, uint8_t *skip0,
+                               size_t *n0, uint8_t *skip1, size_t *n1, tb_error *err)
+{
+    uint32_t pgsz = v0->pg->pgsz;
+    size_t U = v0->pg->usable, cap = pgsz / 4 + 1;
+    uint8_t *a = malloc(pgsz), *b = malloc(pgsz), *oa = malloc(cap), *ob = malloc(cap);
+    uint16_t *offa = malloc(cap * 2), *lena = malloc(cap * 2), *offb = malloc(cap * 2), *lenb = malloc(cap * 2);
+    size_t hcap = 1;
+    while (hcap < cap * 2)
+        hcap <<= 1;
+    int32_t *ht = malloc(hcap * sizeof *ht);
+    unsigned na = 0, nb = 0;
+    tb_code rc = TB_OK;
+    *n0 = *n1 = 0;
+    if (!a || !b || !oa || !ob || !offa || !lena || !offb || !lenb || !ht) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "page %u: out of memory", pgno);
+        goto out;
+    }
+    if ((rc = sqlcap_view_read(v0, pgno, a, err)) != TB_OK || (rc = sqlcap_view_read(v1, pgno, b, err)) != TB_OK)
+        goto out;
+    if (sqlcap_cells(a, pgno, U, &na, offa, lena, oa) != TB_OK || sqlcap_cells(b, pgno, U, &nb, offb, lenb, ob) != TB_OK ||
+        a[pgno == 1 ? 100 : 0] != b[pgno == 1 ? 100 : 0])
+        goto out; /* no filtering: decode everything */
+    for (size_t i = 0; i < hcap; i++)
+        ht[i] = -1;
+    for (unsigned c = 0; c < na; c++) {
+        if (oa[c])
+            continue;
+        size_t hsh = (size_t)sqlcap_fnv(a + offa[c], lena[c]) & (hcap - 1);
+        while (ht[hsh] >= 0)
+            hsh = (hsh + 1) & (hcap - 1);
+        ht[hsh] = (int32_t)c;
+    }
+    memset(skip0, 0, na);
+    memset(skip1, 0, nb);
+    for (unsigned c = 0; c < nb; c++) {
+        if (ob[c])
+            continue;
+        size_t hsh = (size_t)sqlcap_fnv(b + offb[c], lenb[c]) & (hcap - 1);
+        while (ht[hsh] >= 0) {
+            unsigned o = (unsigned)ht[hsh];
+            if (!skip0[o] && lena[o] == lenb[c] && memcmp(a + offa[o], b + offb[c], lenb[c]) == 0) {
+                skip0[o] = 1;
+                skip1[c] = 1;
+                break;
+            }
+            hsh = (hsh + 1) & (hcap - 1);
+        }
+    }
+    *n0 = na;
+    *n1 = nb;
+out:
+    free(a), free(b), free(oa), free(ob), free(offa), free(lena), free(offb), free(lenb), free(ht);
     return rc;
 }
