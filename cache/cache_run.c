@@ -625,7 +625,7 @@ static tb_code run_loop(cache_ctx *c, tb_error *err)
             rc = tb_error_set(err, TB_ERR_KAFKA, false, "subscribe to %s: %s", c->o->topics, rd_kafka_err2str(ke));
             goto out;
         }
-        TB_INFO("cache", "joined consumer group %s for topics %s", c->o->group_id, c->o->topics);
+        TB_INFO("cache", "joining the consumer group for topics %s", c->o->topics);
     } else {
         scan_topics(c, false);
         c->assigned_once = true; /* c->listed is true: phase 1 waited for it */
@@ -693,6 +693,7 @@ tb_code cache_run(const cache_opts *o, tb_error *err)
         tb_buf_init(&g, 0);
         if (!o->group_id)
             tb_buf_printf(&g, "%s-cache", o->name ? o->name : "tributary");
+        TB_INFO("cache", "group mode: consumer group %s", o->group_id ? o->group_id : tb_buf_cstr(&g));
         c.rk = new_consumer(&c, o->group_id ? o->group_id : tb_buf_cstr(&g), true, err);
         tb_buf_free(&g);
     } else {
