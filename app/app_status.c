@@ -182,12 +182,12 @@ static const char *app_jv_str(const evt_jv *obj, const char *key, char *buf, siz
     return buf;
 }
 
-static void app_fmt_utc(int64_t ms, char out[40])
+static void app_fmt_utc(int64_t ms, char out[80])
 {
     time_t s = (time_t)(ms / 1000);
     struct tm tm;
     gmtime_r(&s, &tm);
-    snprintf(out, 40, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+    snprintf(out, 80, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
              tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
 }
 
@@ -220,7 +220,7 @@ tb_code app_status_format(const char *path, const char *json, size_t len, int64_
 
     const char *lag = app_jv_num_text(root, "lag_ms", n1);
     bool alive = pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
-    char when[40], since[40];
+    char when[80], since[80];
     app_fmt_utc(updated, when);
     app_fmt_utc(started, since);
     double ago = (double)(now_ms - updated) / 1000.0;
