@@ -373,11 +373,19 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
     if (kv.type != CJ_OBJECT || kv.len <= 2)
         return tb_error_set(err, TB_ERR_INVALID, false, "key is not a non-empty JSON object");
     if (!tombstone) {
-        if ((rc = cj_parse(value, vlen, &vv, err)) != TB_OK)
+        static const char *const names[] = {"before", "after", "source", "op", "schema", "payload"};
+        cj_val vals[6] = {{0}};
+        bool found[6];
+        if ((rc = cj_parse_top(value, vlen, &vv, names, 6, vals, found, &tm.n, err)) != TB_OK)
             return tb_error_prefix(err, "value: ");
         if (vv.type != CJ_OBJECT)
             return tb_error_set(err, TB_ERR_INVALID, false, "value is not a JSON object");
-        pick(&vv, &tm);
+        tm.before = vals[0], tm.has_before = found[0];
+        tm.after = vals[1], tm.has_after = found[1];
+        tm.source = vals[2], tm.has_source = found[2];
+        tm.op = vals[3], tm.has_op = found[3];
+        tm.schema = vals[4], tm.has_schema = found[4];
+        tm.payload = vals[5], tm.has_payload = found[5];
         if (tm.n == 2 && tm.has_schema && tm.has_payload) { /* Kafka Connect JSON wrapper */
             vv = tm.payload;
             if (vv.type == CJ_OBJECT)

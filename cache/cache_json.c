@@ -233,6 +233,74 @@ tb_code cj_parse(const char *text, size_t len, cj_val *out, tb_error *err)
                         (size_t)(s.bad - s.start), s.why);
 }
 
+tb_code cj_parse_top(const char *text, size_t len, cj_val *out, const char *const *names, size_t n, cj_val *vals,
+                     bool *found, size_t *count, tb_error *err)
+{
+    cj_scan s = {text, text, text + len, NULL, NULL};
+    for (size_t i = 0; i < n; i++)
+        found[i] = false;
+    *count = 0;
+    if (!text)
+        return tb_error_set(err, TB_ERR_INVALID, false, "JSON: no text");
+    ws(&s);
+    if (s.p >= s.end || *s.p != '{')
+        return cj_parse(text, len, out, err);
+    const char *b = s.p++;
+    ws(&s);
+    if (s.p < s.end && *s.p == '}') {
+        s.p++;
+    } else {
+        for (;;) {
+            cj_val k, m;
+            ws(&s);
+            if (s.p >= s.end || *s.p != '"') {
+                fail(&s, "expected a member name");
+                goto bad;
+            }
+            if (!scan_string(&s, &k))
+                goto bad;
+            ws(&s);
+            if (s.p >= s.end || *s.p != ':') {
+                fail(&s, "expected ':'");
+                goto bad;
+            }
+            s.p++;
+            if (!scan_value(&s, &m, 1))
+                goto bad;
+            (*count)++;
+            for (size_t i = 0; i < n && !k.escaped; i++)
+                if (names[i][0] == k.ptr[0] && strlen(names[i]) == k.len && memcmp(names[i], k.ptr, k.len) == 0) {
+                    vals[i] = m;
+                    found[i] = true;
+                    break;
+                }
+            ws(&s);
+            if (s.p < s.end && *s.p == ',') {
+                s.p++;
+                continue;
+            }
+            if (s.p < s.end && *s.p == '}') {
+                s.p++;
+                break;
+            }
+            fail(&s, "expected ',' or '}'");
+            goto bad;
+        }
+    }
+    ws(&s);
+    if (s.p != s.end) {
+        fail(&s, "trailing characters");
+        goto bad;
+    }
+    memset(out, 0, sizeof(*out));
+    out->type = CJ_OBJECT;
+    out->ptr = b;
+    out->len = (size_t)(s.p - b);
+    return TB_OK;
+bad:
+    return tb_error_set(err, TB_ERR_INVALID, false, "invalid JSON at byte %zu: %s", (size_t)(s.bad - s.start), s.why);
+}
+
 /* Iteration over text cj_parse validated: skip values without checking them
  * again (strings by their quotes, containers by bracket depth). */
 static const char *skip_ws(const char *p, const char *end)

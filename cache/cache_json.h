@@ -46,6 +46,12 @@ typedef struct cj_iter {
  * allowed). TB_ERR_INVALID with the byte offset on bad input. */
 tb_code cj_parse(const char *text, size_t len, cj_val *out, tb_error *err);
 
+/* cj_parse, and when the value is an object also its top-level members named
+ * names[0..n) (plain names) in one pass: vals[i] and found[i]; *count = members.
+ * A name is matched only when its key has no escapes. */
+tb_code cj_parse_top(const char *text, size_t len, cj_val *out, const char *const *names, size_t n, cj_val *vals,
+                     bool *found, size_t *count, tb_error *err);
+
 /* Iterate an OBJECT (already validated by cj_parse). */
 void cj_obj_begin(const cj_val *obj, cj_iter *it);
 /* Next member: key span (raw, between the quotes) and value. False at the end. */
