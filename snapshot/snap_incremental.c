@@ -675,6 +675,16 @@ tb_code snap_inc_poll(snap_inc *si, tb_error *err)
         evt_table_unref(si->t);
         si->t = NULL;
         rc = snap_schema_describe(si->my, si->c, db, table, &si->t, err);
+        if (rc == TB_ERR_CONFIG || rc == TB_ERR_NOT_FOUND) {
+            /* no such table or no key: retrying cannot help */
+            TB_ERROR(FAC, "incremental snapshot of %s dropped: %s", si->queue[0], err ? err->msg : "");
+            queue_pop(si);
+            snap_key_free(&si->key);
+            si->has_key = false;
+            si->chunks = si->rows = si->dropped = 0;
+            rc = TB_OK;
+            goto out;
+        }
         if (rc != TB_OK)
             goto out;
     }

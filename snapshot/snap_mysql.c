@@ -446,3 +446,44 @@ bool snap_then_stream(const cfg *c)
     const char *mode = cfg_get_str(c, "snapshot.mode");
     return !(mode && strcmp(mode, "initial_only") == 0);
 }
+
+/* ============================================================ offsets */
+
+typedef struct logs_ctx {
+    const tb_position *pos;
+    bool found;
+} logs_ctx;
+
+/* SHOW BINARY LOGS: Log_name, File_size */
+static tb_code logs_cb(void *opaque, char **col, unsigned long *len, unsigned ncols, tb_error *err)
+{
+    logs_ctx *l = opaque;
+    (void)len;
+    (void)err;
+    if (ncols >= 2 && col[0] && col[1] && strcmp(col[0], l->pos->file) == 0 &&
+        strtoull(col[1], NULL, 10) >= l->pos->pos)
+        l->found = true;
+    return TB_OK;
+}
+
+tb_code snap_offset_available(const cfg *c, const tb_position *pos, bool *available, tb_error *err)
+{
+    *available = true;
+    if (pos->kind != TB_POS_MYSQL || !pos->file || !*pos->file)
+        return TB_OK;
+    MYSQL *my = NULL;
+    bool mariadb = false;
+    tb_code rc = snap_sql_connect(c, &my, &mariadb, err);
+    logs_ctx l = {.pos = pos};
+    if (rc == TB_OK)
+        rc = snap_sql_query(my, "SHOW BINARY LOGS", NULL, 0, logs_cb, &l, err);
+    if (rc == TB_OK) {
+        *available = l.found;
+        if (!l.found)
+            TB_WARN("snapshot", "stored position %s:%llu is no longer on the server", pos->file,
+                    (unsigned long long)pos->pos);
+    }
+    if (my)
+        mysql_close(my);
+    return rc;
+}
