@@ -27,7 +27,7 @@ struct sqlcap_engine {
     uint32_t npages;
     size_t cap;           /* slots in the arrays below (max pgno + 1) */
     uint32_t *owner, *ovowner, *ovleaf;
-    uint32_t *m0, *m1, *mforce;
+    uint32_t *m0, *m1, *mforce, *mdone;
     uint32_t stamp, fstamp;
     sqlcap_u32s scan_pages; /* sqlcap_engine_scan: pages of the table being scanned */
     int scan_id;
@@ -163,7 +163,7 @@ static tb_code sqlcap_engine_grow(sqlcap_engine *e, uint32_t npages)
     size_t nc = e->cap ? e->cap : 1024;
     while (nc < (size_t)npages + 1)
         nc *= 2;
-    uint32_t **arrs[] = {&e->owner, &e->ovowner, &e->ovleaf, &e->m0, &e->m1, &e->mforce};
+    uint32_t **arrs[] = {&e->owner, &e->ovowner, &e->ovleaf, &e->m0, &e->m1, &e->mforce, &e->mdone};
     for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) {
         uint32_t *n = realloc(*arrs[i], nc * sizeof *n);
         if (!n)
@@ -204,6 +204,7 @@ void sqlcap_engine_free(sqlcap_engine *e)
     free(e->m0);
     free(e->m1);
     free(e->mforce);
+    free(e->mdone);
     sqlcap_u32s_free(&e->scan_pages);
     free(e);
 }
@@ -490,13 +491,25 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
                         cand = cand || e->m0[p] != s;
                     if (!cand)
                         continue;
-                    size_t n0 = 0, n1 = 0;
-                    /* same page on both sides, candidate on both: filter identical cells */
-                    if (both && !forced &&
-                        (rc = sqlcap_page_same_cells(v0, v1, p, skip0, &n0, skip1, &n1, err)) != TB_OK)
-                        goto out;
-                    if ((rc = sqlcap_page_rows_skip(side ? v1 : v0, p, side ? skip1 : skip0, side ? n1 : n0,
-                                                    sqlcap_collect, side ? &x1 : &x0, err)) != TB_OK)
+                    if (both && !forced) {
+                        /* the same page on both sides, changed in place: both versions at
+                         * once (side 0), identical cells filtered out; nothing on side 1 */
+                        if (side == 1) {
+                            if (e->mdone[p] == s)
+                                continue; /* done on side 0 */
+                            if ((rc = sqlcap_page_rows(v1, p, sqlcap_collect, &x1, err)) != TB_OK)
+                                goto out;
+                            continue;
+                        }
+                        e->mdone[p] = s;
+                        size_t n0 = 0, n1 = 0;
+                        if ((rc = sqlcap_page_same_cells(v0, v1, p, skip0, &n0, skip1, &n1, err)) != TB_OK ||
+                            (rc = sqlcap_page_rows_skip(v0, p, skip0, n0, sqlcap_collect, &x0, err)) != TB_OK ||
+                            (rc = sqlcap_page_rows_skip(v1, p, skip1, n1, sqlcap_collect, &x1, err)) != TB_OK)
+                            goto out;
+                        continue;
+                    }
+                    if ((rc = sqlcap_page_rows(side ? v1 : v0, p, sqlcap_collect, side ? &x1 : &x0, err)) != TB_OK)
                         goto out;
                 }
         }

@@ -97,6 +97,12 @@ static uint64_t sqlcap_fnv(const uint8_t *p, size_t n)
     return h;
 }
 
+/* Cheap hash of a cell: its length and first 24 bytes (collisions are resolved by memcmp). */
+static uint64_t sqlcap_cellhash(const uint8_t *p, size_t n)
+{
+    return sqlcap_fnv(p, n < 24 ? n : 24) ^ ((uint64_t)n * 0x9E3779B97F4A7C15ull);
+}
+
 /* ---------------------------------------------------------------- tree walk */
 
 static bool sqlcap_is_leaf(uint8_t t) { return t == 10 || t == 13; }
@@ -449,7 +455,7 @@ tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uin
     size_t hcap = 1;
     while (hcap < cap * 2)
         hcap <<= 1;
-    int32_t *ht = malloc(hcap * sizeof *ht);
+    int32_t *ht = malloc(hcap * sizeof *ht); /* sized for the worst case, used for 2 x cells */
     unsigned na = 0, nb = 0;
     tb_code rc = TB_OK;
     *n0 = *n1 = 0;
@@ -462,12 +468,15 @@ tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uin
     if (sqlcap_cells(a, pgno, U, &na, offa, lena, oa) != TB_OK || sqlcap_cells(b, pgno, U, &nb, offb, lenb, ob) != TB_OK ||
         a[pgno == 1 ? 100 : 0] != b[pgno == 1 ? 100 : 0])
         goto out; /* no filtering: decode everything */
+    hcap = 16;
+    while (hcap < (size_t)na * 2)
+        hcap <<= 1;
     for (size_t i = 0; i < hcap; i++)
         ht[i] = -1;
     for (unsigned c = 0; c < na; c++) {
         if (oa[c])
             continue;
-        size_t hsh = (size_t)sqlcap_fnv(a + offa[c], lena[c]) & (hcap - 1);
+        size_t hsh = (size_t)sqlcap_cellhash(a + offa[c], lena[c]) & (hcap - 1);
         while (ht[hsh] >= 0)
             hsh = (hsh + 1) & (hcap - 1);
         ht[hsh] = (int32_t)c;
@@ -477,7 +486,7 @@ tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uin
     for (unsigned c = 0; c < nb; c++) {
         if (ob[c])
             continue;
-        size_t hsh = (size_t)sqlcap_fnv(b + offb[c], lenb[c]) & (hcap - 1);
+        size_t hsh = (size_t)sqlcap_cellhash(b + offb[c], lenb[c]) & (hcap - 1);
         while (ht[hsh] >= 0) {
             unsigned o = (unsigned)ht[hsh];
             if (!skip0[o] && lena[o] == lenb[c] && memcmp(a + offa[o], b + offb[c], lenb[c]) == 0) {
