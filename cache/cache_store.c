@@ -151,7 +151,13 @@ tb_code cache_store_open(const char *path, bool readonly, cache_store **out, tb_
     }
     sqlite3_busy_timeout(s->db, 5000);
     if (!readonly) {
-        if ((rc = cache_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-32768;", err)) != TB_OK ||
+        /* WAL: readers (cache get, plain SQL) run while the cache writes; synchronous=NORMAL
+         * keeps every commit across a process kill (a power loss may lose the last batches,
+         * together with their offsets: still exact) */
+        if ((rc = cache_exec(s,
+                             "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-32768;"
+                             " PRAGMA wal_autocheckpoint=8192; PRAGMA journal_size_limit=67108864;",
+                             err)) != TB_OK ||
             (rc = cache_exec(s, META_SQL, err)) != TB_OK)
             goto out;
         if (sqlite3_prepare_v2(s->db,
