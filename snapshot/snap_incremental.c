@@ -843,7 +843,7 @@ tb_code snap_inc_next_event(snap_inc *si, evt_event **ev, tb_error *err)
         evt_event_set_position(e, &si->hw);
         evt_event_set_snapshot(e, last ? EVT_SNAPSHOT_LAST : EVT_SNAPSHOT_TRUE);
         evt_event_set_connector(e, si->mariadb ? EVT_CONN_MARIADB : EVT_CONN_MYSQL);
-        evt_event_set_last_in_tx(e, i == si->last_live);
+        evt_event_set_last_in_tx(e, false); /* the high watermark's event ends the transaction */
         si->rows++;
         *ev = e;
         return TB_OK;

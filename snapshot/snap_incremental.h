@@ -30,8 +30,11 @@
  *    version is newer than or equal to the SELECT's;
  *  - the insert of id_hi closes the window: the remaining rows are released
  *    as op=r events (snapshot=true; the table's very last one
- *    snapshot=last), positioned at the high watermark, and the caller must
- *    deliver them (snap_inc_next_event) before the next binlog event.
+ *    snapshot=last; last_in_tx=false), positioned at the high watermark.
+ *    The caller delivers them (snap_inc_next_event) right after observing
+ *    the high watermark's event and BEFORE delivering that event: they
+ *    belong to its transaction, which that event (last_in_tx) ends, so they
+ *    are acknowledged before its position becomes committable.
  *  A chunk with fewer rows than the chunk size ends the table.
  *
  * PROGRESS AND CRASHES
@@ -48,8 +51,9 @@
  *      snap_inc_open(cfg, NULL, &si, &err);
  *      for each binlog event ev (every table, before tables.include filtering):
  *          snap_inc_observe(si, ev, &err);
- *          deliver ev (unless it is filtered out)
  *          while (snap_inc_next_event(si, &out, &err) == TB_OK && out) deliver out;
+ *          deliver ev (unless it is filtered out; its transaction still ends
+ *              at last_in_tx, e.g. ksink_end_tx with its position)
  *          when a position P is committed: snap_inc_committed(si, P, &err);
  *          snap_inc_poll(si, &err);   // may run the next chunk's SQL
  *      snap_inc_close(si);

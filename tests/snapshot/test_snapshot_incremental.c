@@ -8,8 +8,8 @@
  * source table.
  *
  * The connector (a child process) is what the run loop does, reduced to the
- * essentials: binlog_next -> snap_inc_observe -> write the event -> write the
- * released chunk rows -> at each transaction end save the position and call
+ * essentials: binlog_next -> snap_inc_observe -> write the released chunk
+ * rows -> write the event -> at each transaction end save the position and call
  * snap_inc_committed -> snap_inc_poll. Its "sink" is a file of lines
  * "P\t<key>\t<row>" (upsert) / "D\t<key>\t" (delete) / "R\t<key>\t<row>"
  * (snapshot read), each written with one write(2), so a SIGKILL never leaves
@@ -154,8 +154,7 @@ static void connector(const char *dir, const tb_position *start0)
         if (ev) {
             if (snap_inc_observe(si, ev, &err) != TB_OK)
                 DIE(6, "observe: %s", err.msg);
-            if (is_t(ev) && emit(fd, ev, &line) != 0)
-                DIE(7, "emit");
+            /* released chunk rows go before the high watermark's own event */
             evt_event *rowev = NULL;
             bool released = false;
             while (snap_inc_next_event(si, &rowev, &err) == TB_OK && rowev) {
@@ -163,6 +162,8 @@ static void connector(const char *dir, const tb_position *start0)
                 if (emit(fd, rowev, &line) != 0)
                     DIE(7, "emit");
             }
+            if (is_t(ev) && emit(fd, ev, &line) != 0)
+                DIE(7, "emit");
             /* commit like the run loop: every 100 ms, and right after a chunk */
             struct timespec now;
             clock_gettime(CLOCK_MONOTONIC, &now);
