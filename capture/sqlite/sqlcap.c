@@ -560,7 +560,23 @@ static tb_code sqlcap_attach(sqlcap *c, const tb_position *start, tb_error *err)
         return rc;
     c->ck1 = start->cksum1;
     c->ck2 = start->cksum2;
-    return sqlcap_engine_attach(c->eng, c->npages, err);
+    if ((rc = sqlcap_engine_attach(c->eng, c->npages, err)) != TB_OK)
+        return rc;
+    /* Our pin's mark may be above P: a checkpoint may copy frames after P into
+     * the database file while we catch up. Catch up now, then check that no
+     * backfill passed P; otherwise the before-images may be wrong. */
+    bool done = false;
+    uint32_t p0 = c->frame;
+    if ((rc = sqlcap_consume(c, h.mxframe, w.magic & 1, false, &done, err)) != TB_OK)
+        return rc;
+    sqlcap_shmhdr h2;
+    if ((rc = sqlcap_shm(c, &h2, err)) != TB_OK)
+        return rc;
+    if (h2.salt1 != c->salt1 || h2.salt2 != c->salt2 || h2.nbackfill > p0)
+        return tb_error_set(err, TB_ERR_STATE, false,
+                            "%s: a checkpoint ran past frame %u while catching up without a shadow: resnapshot needed",
+                            c->path, p0);
+    return TB_OK;
 }
 
 static char *sqlcap_stem(const char *path)
@@ -647,10 +663,25 @@ tb_code sqlcap_open(const cfg *cf, const tb_position *start, sqlcap **out, tb_er
     const char *sh = cfg_get_str(cf, "source.sqlite.shadow");
     o.shadow = !sh || strcmp(sh, "off") != 0;
     o.shadow_path = cfg_get_str(cf, "source.sqlite.shadow.path");
+    char *dflt_shadow = NULL;
+    if (!o.shadow_path) {
+        /* <offsets dir>/<name>.shadow.db, the offsets dir being that of offsets.file */
+        const char *of = cfg_get_str(cf, "offsets.file"), *nm = cfg_get_str(cf, "name");
+        const char *slash = of ? strrchr(of, '/') : NULL;
+        size_t dl = slash ? (size_t)(slash - of) : 1;
+        size_t n = dl + strlen(nm ? nm : "tributary") + 16;
+        dflt_shadow = malloc(n);
+        if (dflt_shadow) {
+            snprintf(dflt_shadow, n, "%.*s/%s.shadow.db", (int)dl, slash ? of : ".", nm ? nm : "tributary");
+            o.shadow_path = dflt_shadow;
+        }
+    }
     const char *ck = cfg_get_str(cf, "source.sqlite.checkpoint");
     o.checkpoint = ck && strcmp(ck, "on") == 0;
     o.poll_ms = (int)cfg_get_int(cf, "source.sqlite.poll.ms");
-    return sqlcap_open_opts(&o, start, out, err);
+    tb_code rc = sqlcap_open_opts(&o, start, out, err);
+    free(dflt_shadow);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- next */

@@ -867,3 +867,51 @@ Test(sqlcap, snapshot_then_stream)
     tb_position_free(&sp);
     rm_tmpdir();
 }
+
+static int drain_count(sqlcap *c, tb_position *last)
+{
+    int n = 0;
+    tb_error err;
+    for (;;) {
+        evt_event *ev;
+        cr_assert_eq(sqlcap_next(c, 300, &ev, &err), TB_OK, "%s", err.msg);
+        if (!ev)
+            break;
+        cr_expect_eq(evt_event_op(ev), EVT_OP_CREATE);
+        n++;
+    }
+    tb_position_copy(last, sqlcap_position(c));
+    return n;
+}
+
+/* Mode A (no shadow) restart: exact when the WAL still holds everything after
+ * the position; TB_ERR_STATE (resnapshot) once the WAL was checkpointed away. */
+Test(sqlcap, resume_without_shadow)
+{
+    tb_log_set_level(TB_LOG_ERROR);
+    mk_tmpdir();
+    char db[300];
+    snprintf(db, sizeof db, "%s/res.db", tdir);
+    child_sql(db, "PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);", true);
+    sqlcap_opts o = {.path = db, .shadow = false, .poll_ms = 5};
+    sqlcap *c = NULL;
+    tb_error err;
+    tb_position pos;
+    tb_position_init(&pos);
+    cr_assert_eq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK, "%s", err.msg);
+    child_sql(db, "INSERT INTO t VALUES(1,'a'); INSERT INTO t VALUES(2,'b'); INSERT INTO t VALUES(3,'c');", true);
+    cr_expect_eq(drain_count(c, &pos), 3);
+    sqlcap_close(c);
+    child_sql(db, "PRAGMA wal_autocheckpoint=0; INSERT INTO t VALUES(4,'d'); INSERT INTO t VALUES(5,'e');", false);
+    cr_assert_eq(sqlcap_open_opts(&o, &pos, &c, &err), TB_OK, "%s", err.msg);
+    cr_expect_eq(drain_count(c, &pos), 2, "exact continuation after the stored position");
+    sqlcap_close(c);
+    /* last connection closes normally: checkpoint, WAL reset/removed */
+    child_sql(db, "INSERT INTO t VALUES(6,'f');", true);
+    tb_code rc = sqlcap_open_opts(&o, &pos, &c, &err);
+    cr_expect_eq(rc, TB_ERR_STATE, "expected resnapshot needed, got %s: %s", tb_code_name(rc), err.msg);
+    if (rc == TB_OK)
+        sqlcap_close(c);
+    tb_position_free(&pos);
+    rm_tmpdir();
+}
