@@ -13,12 +13,17 @@
  *   mock/oversize_fail, oversize_skip, oversize_dlq
  *   mock/offsets_commit_read_back: ksink_commit -> ksink_offsets_read
  *   mock/empty_tx_committable: a transaction without messages advances the position
+ *   mock/row_format_delete_is_tombstone
+ *   mock/librdkafka_log_routed: librdkafka's log reaches tb_log; kafka.* passes through
  *   mock/exactly_once_abortable_error: abortable error -> abort, retriable error,
  *     position kept at the last committed Kafka transaction
  */
 #include "ksink_test_util.h"
 
 #include <librdkafka/rdkafka_mock.h>
+#include <pthread.h>
+
+#include "tb_log.h"
 
 typedef struct mockenv {
     rd_kafka_t *rk;
@@ -428,6 +433,74 @@ Test(mock, exactly_once_abortable_error)
     evt_event_free(e);
     evt_table_unref(t);
     ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+/* value.format=row: the after image only; a delete is a tombstone alone. */
+Test(mock, row_format_delete_is_tombstone)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    kt_set(c, "value.format", "row");
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    evt_event *e1 = kt_event(t, EVT_OP_CREATE, 0, 7, "seven", NULL, 0, 1);
+    evt_event *e2 = kt_event(t, EVT_OP_DELETE, 7, 0, NULL, NULL, 0, 2);
+    kt_send_tx(ks, e1, 10);
+    kt_send_tx(ks, e2, 20);
+    flush_ok(ks);
+    kt_msgs ms = kt_read_topic(m.bootstrap, m.topic, 1);
+    cr_assert_eq(ms.n, 2);
+    cr_assert_str_eq(ms.m[0].value, "{\"id\":7,\"name\":\"seven\",\"note\":null}");
+    cr_assert_null(ms.m[1].value);
+    cr_assert_str_eq(ms.m[1].key, "{\"id\":7}");
+    kt_msgs_free(&ms);
+    evt_event_free(e1);
+    evt_event_free(e2);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static int log_kafka_lines;
+
+static void log_collect(tb_log_level level, const char *line, void *opaque)
+{
+    (void)level;
+    (void)opaque;
+    pthread_mutex_lock(&log_mu);
+    if (strstr(line, " kafka: ") != NULL)
+        log_kafka_lines++;
+    pthread_mutex_unlock(&log_mu);
+}
+
+/* librdkafka's log reaches tb_log (facility "kafka"), and kafka.* keys reach
+ * librdkafka (kafka.debug makes it log). */
+Test(mock, librdkafka_log_routed)
+{
+    mockenv m;
+    mock_up(&m);
+    tb_log_set_level(TB_LOG_DEBUG);
+    tb_log_set_sink(log_collect, NULL);
+    cfg *c = mock_cfg(&m);
+    kt_set(c, "kafka.debug", "msg");
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    evt_event *e = kt_event(t, EVT_OP_CREATE, 0, 1, "a", NULL, 0, 1);
+    kt_send_tx(ks, e, 10);
+    flush_ok(ks);
+    ksink_close(ks);
+    tb_log_set_sink(NULL, NULL);
+    pthread_mutex_lock(&log_mu);
+    int n = log_kafka_lines;
+    pthread_mutex_unlock(&log_mu);
+    cr_assert_gt(n, 0, "no librdkafka line reached tb_log");
+    evt_event_free(e);
+    evt_table_unref(t);
     cfg_free(c);
     mock_down(&m);
 }
