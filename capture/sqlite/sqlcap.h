@@ -43,6 +43,23 @@
  * is exact only if no frame after the position was checkpointed, else
  * sqlcap_open fails with TB_ERR_STATE ("resnapshot needed").
  *
+ * ACKS ARE REQUIRED in mode B: the page images of every transaction delivered
+ * but not acknowledged are kept in memory until sqlcap_ack covers them.
+ *
+ * SCHEMA CHANGES (wal mode): CREATE TABLE: its rows appear as op=c (diff
+ * against an empty table); ALTER ADD/RENAME/DROP COLUMN: no row events,
+ * later events use a new descriptor (evt_table version+1); DROP TABLE: no
+ * events (logged); ALTER TABLE RENAME: appears as drop + create, i.e. every
+ * row re-emitted as op=c under the new name (not mapped to a rename); VACUUM:
+ * no events (keys are the declared primary key, so renumbered rowids do not
+ * matter unless the table has no primary key). Generated/hidden columns and
+ * UTF-16 databases are refused (table not captured / open fails).
+ *
+ * CHECKPOINTS: never by default. source.sqlite.checkpoint=on runs a PASSIVE
+ * checkpoint at most once a second when caught up and mxFrame >= 1000 (a reset
+ * window, sqlite-wal.md 2.9; minimal, not covered by tests). WAL size, lag
+ * and checksum anomalies are logged every 10 s and in sqlcap_get_stats.
+ *
  * OWNERSHIP. sqlcap_open returns an object freed by sqlcap_close (NULL-safe).
  * Events returned by sqlcap_next are borrowed until the next sqlcap_next or
  * sqlcap_close. sqlcap_position returns a borrowed pointer valid until the
