@@ -1,0 +1,302 @@
+/*
+ * e2e_util.h: helpers of the end-to-end fault tests (tests/e2e/). Header-only,
+ * for one Criterion executable.
+ *
+ *   e2e_mysql()                    a new connection to the testenv MariaDB (caller closes)
+ *   e2e_sql(m, fmt, ...)           run a statement, assert it succeeded
+ *   e2e_query_text(m, sql, &buf)   every row as "c1|c2|..\n" appended to buf (NULL as \N)
+ *   e2e_spawn(argv, log)           fork/exec the built tributary, stdout+stderr appended to log
+ *   e2e_wait(pid, ms)              wait for a child with a deadline; its exit code, -1 if killed,
+ *                                  -2 if still running at the deadline
+ *   e2e_status_gtid(path, out)     the committed GTID set in a status file
+ *   e2e_count_changes(...)         read_committed consumer: change events and duplicates by
+ *                                  source position
+ *
+ * Forked helpers (workload) never call Criterion: they _exit().
+ */
+#ifndef E2E_UTIL_H
+#define E2E_UTIL_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
+#include <mysql.h>
+
+#include "../integration/tb_itest.h"
+#include "tb_buf.h"
+
+#define E2E_BIN TB_BINARY_DIR "/app/tributary"
+
+static MYSQL *e2e_mysql_try(void)
+{
+    MYSQL *m = mysql_init(NULL);
+    if (!m)
+        return NULL;
+    unsigned int t = 5;
+    mysql_optionsv(m, MYSQL_OPT_CONNECT_TIMEOUT, &t);
+    mysql_optionsv(m, MYSQL_OPT_READ_TIMEOUT, &t);
+    mysql_optionsv(m, MYSQL_OPT_WRITE_TIMEOUT, &t);
+    const char *port = getenv("TRIBUTARY_TEST_MYSQL_PORT");
+    if (!mysql_real_connect(m, getenv("TRIBUTARY_TEST_MYSQL_HOST"), getenv("TRIBUTARY_TEST_MYSQL_USER"),
+                            getenv("TRIBUTARY_TEST_MYSQL_PASSWORD"), NULL, port ? (unsigned)atoi(port) : 0, NULL,
+                            0)) {
+        mysql_close(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* Caller closes with mysql_close. Fails the test when it cannot connect. */
+static MYSQL *e2e_mysql(void)
+{
+    tb_itest_env("TRIBUTARY_TEST_MYSQL_HOST");
+    tb_itest_env("TRIBUTARY_TEST_MYSQL_PORT");
+    tb_itest_env("TRIBUTARY_TEST_MYSQL_USER");
+    tb_itest_env("TRIBUTARY_TEST_MYSQL_PASSWORD");
+    MYSQL *m = NULL;
+    long long deadline = tb_itest_now_ms() + 30000;
+    while (!(m = e2e_mysql_try()) && tb_itest_now_ms() < deadline)
+        usleep(200000);
+    cr_assert_not_null(m, "cannot connect to the testenv MariaDB");
+    return m;
+}
+
+static void e2e_sql(MYSQL *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void e2e_sql(MYSQL *m, const char *fmt, ...)
+{
+    char q[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(q, sizeof q, fmt, ap);
+    va_end(ap);
+    cr_assert_eq(mysql_query(m, q), 0, "%s: %s", q, mysql_error(m));
+}
+
+/* Append every row of sql's result as "c1|c2|...\n" to out. */
+static void e2e_query_text(MYSQL *m, const char *sql, tb_buf *out)
+{
+    cr_assert_eq(mysql_query(m, sql), 0, "%s: %s", sql, mysql_error(m));
+    MYSQL_RES *res = mysql_store_result(m);
+    cr_assert_not_null(res, "%s: %s", sql, mysql_error(m));
+    unsigned n = mysql_num_fields(res);
+    MYSQL_ROW row;
+    while ((row = mysql_fetch_row(res))) {
+        for (unsigned i = 0; i < n; i++) {
+            if (i)
+                tb_buf_putc(out, '|');
+            tb_buf_puts(out, row[i] ? row[i] : "\\N");
+        }
+        tb_buf_putc(out, '\n');
+    }
+    mysql_free_result(res);
+}
+
+/* fork/exec tributary with args (NULL-terminated, without argv[0]); stdout
+ * and stderr appended to log_path. Returns the child's pid. */
+static pid_t e2e_spawn(const char *const *args, const char *log_path)
+{
+    char *argv[16];
+    size_t n = 0;
+    argv[n++] = (char *)E2E_BIN;
+    for (; args[n - 1] && n < 15; n++)
+        argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        int nul = open("/dev/null", O_RDONLY);
+        if (nul >= 0)
+            dup2(nul, 0);
+        execv(E2E_BIN, argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Wait up to ms for pid: its exit code, -1 when a signal ended it, -2 when it
+ * still runs at the deadline. */
+static int e2e_wait(pid_t pid, long long ms)
+{
+    long long deadline = tb_itest_now_ms() + ms;
+    for (;;) {
+        int st = 0;
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        if (w < 0)
+            return -1;
+        if (tb_itest_now_ms() >= deadline)
+            return -2;
+        usleep(20000);
+    }
+}
+
+/* Whole file into out (cleared first); false when it cannot be read. */
+static bool e2e_slurp(const char *path, tb_buf *out)
+{
+    tb_buf_reset(out);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        tb_buf_append(out, chunk, n);
+    fclose(f);
+    tb_buf_putc(out, '\0');
+    out->len--;
+    return true;
+}
+
+/* The GTID set of the committed position in a status file, into out (cap
+ * bytes); false when there is none yet. */
+static bool e2e_status_gtid(const char *path, char *out, size_t cap)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    bool ok = false;
+    if (e2e_slurp(path, &b) && b.len > 0) {
+        const char *p = strstr(tb_buf_cstr(&b), "\"position\":{");
+        const char *g = p ? strstr(p, "\"gtid\":\"") : NULL;
+        const char *e = g ? strchr(g + 8, '"') : NULL;
+        if (e && (size_t)(e - (g + 8)) < cap) {
+            memcpy(out, g + 8, (size_t)(e - (g + 8)));
+            out[e - (g + 8)] = '\0';
+            ok = true;
+        }
+    }
+    tb_buf_free(&b);
+    return ok;
+}
+
+/* Copy the text after `field` up to one of the stop characters into out. */
+static void e2e_field(const char *msg, size_t len, const char *field, const char *stops, tb_buf *out)
+{
+    size_t fl = strlen(field);
+    for (size_t i = 0; i + fl <= len; i++) {
+        if (memcmp(msg + i, field, fl) == 0) {
+            size_t j = i + fl;
+            while (j < len && !strchr(stops, msg[j]))
+                j++;
+            tb_buf_append(out, msg + i + fl, j - i - fl);
+            return;
+        }
+    }
+    tb_buf_puts(out, "?");
+}
+
+typedef struct e2e_counts {
+    uint64_t changes;    /* change events (op c/u/d) seen by a read_committed consumer */
+    uint64_t duplicates; /* of them, seen before at the same source position */
+    uint64_t snapshot;   /* snapshot reads (op r), not counted as changes */
+} e2e_counts;
+
+static int e2e_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Consume every partition of the topics (NULL-terminated) from the start to
+ * their end with isolation.level=read_committed; count change events by
+ * source position (transaction id, file, pos, row, op). */
+static e2e_counts e2e_count_changes(const char *brokers, const char *const *topics)
+{
+    e2e_counts c = {0, 0, 0};
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof errstr), RD_KAFKA_CONF_OK);
+    rd_kafka_conf_set(conf, "group.id", "e2e-count", errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "isolation.level", "read_committed", errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "enable.partition.eof", "true", errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "enable.auto.commit", "false", errstr, sizeof errstr);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    cr_assert_not_null(rk, "consumer: %s", errstr);
+    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(8);
+    for (size_t t = 0; topics[t]; t++) {
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topics[t], NULL);
+        const rd_kafka_metadata_t *md = NULL;
+        cr_assert_eq(rd_kafka_metadata(rk, 0, rkt, &md, 10000), RD_KAFKA_RESP_ERR_NO_ERROR, "metadata %s", topics[t]);
+        cr_assert_eq(md->topic_cnt, 1);
+        cr_assert_eq(md->topics[0].err, RD_KAFKA_RESP_ERR_NO_ERROR, "topic %s: %s", topics[t],
+                     rd_kafka_err2str(md->topics[0].err));
+        for (int p = 0; p < md->topics[0].partition_cnt; p++)
+            rd_kafka_topic_partition_list_add(parts, topics[t], md->topics[0].partitions[p].id)->offset =
+                RD_KAFKA_OFFSET_BEGINNING;
+        rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(rkt);
+    }
+    cr_assert_eq(rd_kafka_assign(rk, parts), RD_KAFKA_RESP_ERR_NO_ERROR);
+    int left = parts->cnt;
+    size_t cap = 1 << 16, n = 0;
+    char **keys = malloc(cap * sizeof(char *));
+    cr_assert_not_null(keys);
+    tb_buf k;
+    tb_buf_init(&k, 0);
+    long long deadline = tb_itest_now_ms() + 120000;
+    while (left > 0) {
+        cr_assert(tb_itest_now_ms() < deadline, "consumer did not reach the end of the topics in 120 s");
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 500);
+        if (!m)
+            continue;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            left--;
+        } else if (m->err) {
+            cr_assert_fail("consume: %s", rd_kafka_message_errstr(m));
+        } else if (m->payload && m->len > 0) {
+            const char *v = m->payload;
+            tb_buf_reset(&k);
+            e2e_field(v, m->len, "\"op\":\"", "\"", &k);
+            if (strcmp(tb_buf_cstr(&k), "r") == 0) {
+                c.snapshot++;
+            } else {
+                tb_buf_putc(&k, '|');
+                e2e_field(v, m->len, "\"transaction\":{\"id\":\"", "\"", &k);
+                tb_buf_putc(&k, '|');
+                e2e_field(v, m->len, "\"file\":\"", "\"", &k);
+                tb_buf_putc(&k, '|');
+                e2e_field(v, m->len, "\"pos\":", ",}", &k);
+                tb_buf_putc(&k, '|');
+                e2e_field(v, m->len, "\"row\":", ",}", &k);
+                if (n == cap) {
+                    cap *= 2;
+                    keys = realloc(keys, cap * sizeof(char *));
+                    cr_assert_not_null(keys);
+                }
+                keys[n] = strdup(tb_buf_cstr(&k));
+                cr_assert_not_null(keys[n]);
+                n++;
+            }
+        }
+        rd_kafka_message_destroy(m);
+    }
+    qsort(keys, n, sizeof(char *), e2e_cmp_str);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(keys[i], keys[i - 1]) == 0)
+            c.duplicates++;
+    for (size_t i = 0; i < n; i++)
+        free(keys[i]);
+    c.changes = n;
+    free(keys);
+    tb_buf_free(&k);
+    rd_kafka_topic_partition_list_destroy(parts);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return c;
+}
+
+#endif
