@@ -61,6 +61,7 @@ struct snap_inc {
     size_t rel;           /* next row to release */
     size_t last_live;     /* index of the last row not dropped, SIZE_MAX if none */
     tb_position hw;       /* position of the high watermark */
+    int64_t hw_ts_ms;     /* its commit time */
     tb_buf kbuf;
     /* saves waiting for a commit */
     pending_save *saves;
@@ -747,6 +748,7 @@ static tb_code start_release(snap_inc *si, const evt_event *ev, tb_error *err)
     tb_code rc = tb_position_copy(&si->hw, evt_event_position(ev));
     if (rc != TB_OK)
         return tb_error_set(err, rc, false, "out of memory");
+    si->hw_ts_ms = evt_event_commit_ts_ms(ev);
     si->last_live = SIZE_MAX;
     for (size_t i = si->nrows; i-- > 0;)
         if (si->keys[i]) {
@@ -841,6 +843,7 @@ tb_code snap_inc_next_event(snap_inc *si, evt_event **ev, tb_error *err)
         evt_event *e = si->pool[i];
         bool last = si->chunk_last && i == si->last_live;
         evt_event_set_position(e, &si->hw);
+        evt_event_set_commit_ts_ms(e, si->hw_ts_ms);
         evt_event_set_snapshot(e, last ? EVT_SNAPSHOT_LAST : EVT_SNAPSHOT_TRUE);
         evt_event_set_connector(e, si->mariadb ? EVT_CONN_MARIADB : EVT_CONN_MYSQL);
         evt_event_set_last_in_tx(e, false); /* the high watermark's event ends the transaction */

@@ -30,7 +30,8 @@
  *    version is newer than or equal to the SELECT's;
  *  - the insert of id_hi closes the window: the remaining rows are released
  *    as op=r events (snapshot=true; the table's very last one
- *    snapshot=last; last_in_tx=false), positioned at the high watermark.
+ *    snapshot=last; last_in_tx=false), positioned at the high watermark and
+ *    carrying its commit time.
  *    The caller delivers them (snap_inc_next_event) right after observing
  *    the high watermark's event and BEFORE delivering that event: they
  *    belong to its transaction, which that event (last_in_tx) ends, so they
