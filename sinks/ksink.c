@@ -127,6 +127,7 @@ static ksink_tx *ksink_cur_tx(ksink *ks, tb_error *err)
     ks->count++;
     t->seq = ks->next_seq++;
     t->pending = 0;
+    t->produced = false;
     t->closed = false;
     tb_position_init(&t->pos);
     return t;
@@ -262,8 +263,11 @@ static tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, const cha
         return TB_ERR_NOMEM;
     uint64_t seq = t->seq;
     tb_code rc = ksink_produce(ks, rkt, RD_KAFKA_PARTITION_UA, key, klen, value, vlen, seq, err);
-    if (rc == TB_OK) /* the ring may have moved while polling: find the slot again */
-        ks->ring[(ks->head + (seq - ks->head_seq)) % ks->cap].pending++;
+    if (rc == TB_OK) { /* the ring may have moved while polling: find the slot again */
+        ksink_tx *cur = &ks->ring[(ks->head + (seq - ks->head_seq)) % ks->cap];
+        cur->pending++;
+        cur->produced = true;
+    }
     return rc;
 }
 

@@ -76,7 +76,8 @@ int64_t ksink_now_ms(void);
 
 typedef struct ksink_tx {
     uint64_t seq;
-    int64_t pending;
+    int64_t pending;         /* messages not yet acknowledged */
+    bool produced;           /* at least one message was produced in it */
     bool closed;
     tb_position pos;
 } ksink_tx;

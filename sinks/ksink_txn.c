@@ -52,7 +52,7 @@ tb_code ksink_commit_eos(ksink *ks, tb_error *err)
 {
     tb_code rc;
     ksink_tx *tail = ksink_tail(ks);
-    if (tail && !tail->closed && tail->pending > 0)
+    if (tail && !tail->closed && tail->produced)
         return tb_error_set(err, TB_ERR_STATE, false,
                             "exactly_once commit inside a source transaction: call ksink_end_tx() first");
     const tb_position *target = &ks->committable;

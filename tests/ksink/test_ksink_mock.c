@@ -15,6 +15,7 @@
  *   mock/empty_tx_committable: a transaction without messages advances the position
  *   mock/row_format_delete_is_tombstone
  *   mock/librdkafka_log_routed: librdkafka's log reaches tb_log; kafka.* passes through
+ *   mock/exactly_once_commit_mid_transaction_refused
  *   mock/exactly_once_abortable_error: abortable error -> abort, retriable error,
  *     position kept at the last committed Kafka transaction
  */
@@ -501,6 +502,35 @@ Test(mock, librdkafka_log_routed)
     cr_assert_gt(n, 0, "no librdkafka line reached tb_log");
     evt_event_free(e);
     evt_table_unref(t);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+/* exactly_once: committing in the middle of a source transaction would make
+ * part of it visible without its position; refused even when its messages
+ * are already acknowledged. */
+Test(mock, exactly_once_commit_mid_transaction_refused)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    kt_set(c, "exactly_once", "true");
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    evt_event *e = kt_event(t, EVT_OP_CREATE, 0, 1, "a", NULL, 0, 1);
+    tb_error err;
+    cr_assert_eq(ksink_send(ks, e, &err), TB_OK, "%s", err.msg);
+    flush_ok(ks);
+    cr_assert_eq(ksink_commit(ks, &err), TB_ERR_STATE);
+    tb_position p;
+    kt_pos(&p, 50);
+    cr_assert_eq(ksink_end_tx(ks, &p, &err), TB_OK);
+    cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(ksink_committable(ks)->pos, 50);
+    tb_position_free(&p);
+    evt_event_free(e);
+    evt_table_unref(t);
+    ksink_close(ks);
     cfg_free(c);
     mock_down(&m);
 }
