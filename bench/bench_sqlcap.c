@@ -9,6 +9,9 @@
  *    (separate process, shadow on, acking every 1000 events) and with trigger
  *    mode (separate process draining and acking), interleaved per run; medians
  *    and ratios. WAL file size after each writer run = WAL growth.
+ *    Also "pin only": a process holding one read transaction (no consuming),
+ *    which separates the cost of the pin (WAL growth) from the reader's CPU.
+ *    BENCH_SQLCAP_AUTOCHECKPOINT=N sets the writer's wal_autocheckpoint.
  * 2. Capture throughput: the WAL reader attaches and pins, the writer writes
  *    the whole workload, then the reader drains the backlog: rows/s of
  *    sqlcap_next (events fully built) in mode B and mode A.
@@ -68,6 +71,12 @@ static double writer_run(const char *path, int ntx, unsigned seed, long *wal_byt
         die(db, "open");
     sqlite3_busy_timeout(db, 60000);
     sqlite3_exec(db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+    const char *ac = getenv("BENCH_SQLCAP_AUTOCHECKPOINT"); /* writer's wal_autocheckpoint (default 1000) */
+    if (ac) {
+        char *q = sqlite3_mprintf("PRAGMA wal_autocheckpoint=%d", atoi(ac));
+        sqlite3_exec(db, q, NULL, NULL, NULL);
+        sqlite3_free(q);
+    }
     sqlite3_prepare_v2(db, "INSERT INTO bench VALUES(?, ?, ?, ?)", -1, &ins, NULL);
     sqlite3_prepare_v2(db, "UPDATE bench SET a = a + 1, b = ? WHERE id = ?", -1, &upd, NULL);
     sqlite3_prepare_v2(db, "DELETE FROM bench WHERE id = ?", -1, &del, NULL);
@@ -113,6 +122,31 @@ static double writer_run(const char *path, int ntx, unsigned seed, long *wal_byt
 
 /* Reader child: attach, report ready; optionally wait for "go"; consume until
  * SIGTERM (follow mode) or until caught up (drain mode); report events, seconds. */
+/* A process that only holds one read transaction open (the pure pin, no consuming). */
+static pid_t spawn_pin(const char *path)
+{
+    int ready[2];
+    if (pipe(ready))
+        exit(1);
+    pid_t p = fork();
+    if (p == 0) {
+        sqlite3 *db;
+        if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+            sqlite3_exec(db, "BEGIN; SELECT count(*) FROM bench", NULL, NULL, NULL) != SQLITE_OK)
+            _exit(1);
+        if (write(ready[1], "R", 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    close(ready[1]);
+    char ch;
+    if (read(ready[0], &ch, 1) != 1)
+        exit(1);
+    close(ready[0]);
+    return p;
+}
+
 static pid_t spawn_reader(const char *path, bool trigger, bool shadow, bool drain, int *go_fd, int *res_fd)
 {
     int ready[2], go[2], res[2];
@@ -219,8 +253,8 @@ int main(int argc, char **argv)
     char path[512];
     snprintf(path, sizeof path, "%s/bench_sqlcap.db", dir);
     tb_log_set_level(TB_LOG_WARN);
-    double tn[32], tw[32], tt[32];
-    long wal_n = 0, wal_w = 0, wal_t = 0;
+    double tn[32], tw[32], tt[32], tp[32];
+    long wal_n = 0, wal_w = 0, wal_t = 0, wal_p = 0;
     printf("bench_sqlcap: %d transactions x 10 row changes, %d runs, SQLite %s\n", ntx, runs, sqlite3_libversion());
     for (int r = 0; r < runs; r++) {
         int go, res;
@@ -233,16 +267,23 @@ int main(int argc, char **argv)
         tw[r] = writer_run(path, ntx, (unsigned)r, &wal_w);
         reader_result(p, go, res, true, &ev, &secs);
         setup_db(path);
+        p = spawn_pin(path);
+        tp[r] = writer_run(path, ntx, (unsigned)r, &wal_p);
+        kill(p, SIGKILL);
+        waitpid(p, NULL, 0);
+        setup_db(path);
         p = spawn_reader(path, true, false, false, &go, &res);
         tt[r] = writer_run(path, ntx, (unsigned)r, &wal_t);
         reader_result(p, go, res, true, &ev, &secs);
-        printf("run %d: no reader %.3f s, wal reader %.3f s, trigger mode %.3f s\n", r + 1, tn[r], tw[r], tt[r]);
+        printf("run %d: no reader %.3f s, wal reader %.3f s, pin only %.3f s, trigger mode %.3f s\n", r + 1, tn[r], tw[r],
+               tp[r], tt[r]);
     }
-    double mn = median(tn, runs), mw = median(tw, runs), mt = median(tt, runs);
+    double mn = median(tn, runs), mw = median(tw, runs), mt = median(tt, runs), mp = median(tp, runs);
+    printf("writer time (median): pin only (one held read transaction, no consuming) %.3f s (x%.3f)\n", mp, mp / mn);
     printf("writer time (median): no reader %.3f s | wal reader %.3f s (x%.3f, %+.1f%%) | trigger %.3f s (x%.3f)\n", mn,
            mw, mw / mn, (mw / mn - 1) * 100, mt, mt / mn);
-    printf("WAL size after the writer run: no reader %ld bytes | wal reader %ld bytes | trigger %ld bytes\n", wal_n,
-           wal_w, wal_t);
+    printf("WAL size after the writer run: no reader %ld bytes | wal reader %ld bytes | pin only %ld bytes | trigger %ld bytes\n",
+           wal_n, wal_w, wal_p, wal_t);
     for (int mode = 0; mode < 2; mode++) {
         double rate[32];
         long evs = 0;
