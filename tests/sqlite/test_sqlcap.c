@@ -915,3 +915,36 @@ Test(sqlcap, resume_without_shadow)
     tb_position_free(&pos);
     rm_tmpdir();
 }
+
+/* sqlcap_open from a cfg: source.path, shadow path, database name default = file stem. */
+Test(sqlcap, open_from_config)
+{
+    tb_log_set_level(TB_LOG_ERROR);
+    mk_tmpdir();
+    char db[300], shadow[300];
+    snprintf(db, sizeof db, "%s/cfgdb.sqlite", tdir);
+    snprintf(shadow, sizeof shadow, "%s/my.shadow", tdir);
+    child_sql(db, "PRAGMA journal_mode=WAL; CREATE TABLE t(k TEXT PRIMARY KEY, v REAL);", true);
+    cfg *cf = cfg_new();
+    tb_error err;
+    cr_assert_eq(cfg_set(cf, "source.type", "sqlite", "test", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(cfg_set(cf, "source.path", db, "test", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(cfg_set(cf, "source.sqlite.shadow.path", shadow, "test", &err), TB_OK, "%s", err.msg);
+    sqlcap *c = NULL;
+    cr_assert_eq(sqlcap_open(cf, NULL, &c, &err), TB_OK, "%s", err.msg);
+    struct stat sb;
+    cr_expect_eq(stat(shadow, &sb), 0, "shadow copy created at source.sqlite.shadow.path");
+    child_sql(db, "INSERT INTO t VALUES('x', 1.5);", true);
+    evt_event *ev = NULL;
+    for (int i = 0; i < 50 && !ev; i++)
+        cr_assert_eq(sqlcap_next(c, 100, &ev, &err), TB_OK, "%s", err.msg);
+    cr_assert_not_null(ev);
+    cr_expect_str_eq(evt_table_db(evt_event_table(ev)), "cfgdb");
+    cr_expect_str_eq(evt_table_name(evt_event_table(ev)), "t");
+    cr_expect_eq(evt_event_position(ev)->kind, TB_POS_SQLITE_WAL);
+    cr_expect(evt_event_last_in_tx(ev));
+    cr_expect_eq(evt_table_column(evt_event_table(ev), 1)->type, EVT_T_SQLITE_REAL);
+    sqlcap_close(c);
+    cfg_free(cf);
+    rm_tmpdir();
+}
