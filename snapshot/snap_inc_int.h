@@ -1,0 +1,75 @@
+/*
+ * snap_inc_int: internals shared by snap_incremental.c (chunks, windows) and
+ * snap_inc_state.c (signal rows, state file). Not part of the API.
+ */
+#ifndef SNAP_INC_INT_H
+#define SNAP_INC_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <mysql.h>
+
+#include "snap_inc_key.h"
+#include "snap_incremental.h"
+#include "tb_buf.h"
+
+#define SNAP_INC_FAC "incsnap"
+
+typedef enum snap_inc_phase { PH_IDLE = 0, PH_WAIT_LOW, PH_WINDOW, PH_RELEASE } snap_inc_phase;
+
+typedef struct snap_inc_save {
+    tb_position pos;  /* save once this is committed */
+    char *json;       /* state to write */
+} snap_inc_save;
+
+struct snap_inc {
+    const cfg *c;
+    char *state_path;
+    MYSQL *my;
+    bool mariadb;
+    int64_t chunk_size;
+    /* persistent state (as of the last release, maybe not saved yet) */
+    int64_t last_signal_id;
+    char **queue;
+    size_t nqueue;
+    snap_key key;
+    bool has_key;
+    uint64_t chunks, rows;
+    uint64_t dropped;
+    /* current table */
+    evt_table *t;
+    /* in-flight chunk */
+    snap_inc_phase ph;
+    int64_t id_lo, id_hi;
+    evt_event **pool;     /* pool[0..nrows) hold the chunk rows */
+    size_t npool, nrows;
+    bool chunk_last;      /* fewer rows than the chunk size: the table ends */
+    char **keys;          /* canonical JSON key of each row (NULL when dropped) */
+    size_t *hidx;         /* open addressing: row index + 1, 0 = empty */
+    size_t hcap;
+    size_t rel;           /* next row to release */
+    size_t last_live;     /* index of the last row not dropped, SIZE_MAX if none */
+    tb_position hw;       /* position of the high watermark */
+    int64_t hw_ts_ms;     /* its commit time */
+    tb_buf kbuf;
+    /* saves waiting for a commit */
+    snap_inc_save *saves;
+    size_t nsaves;
+};
+
+/* "db.table" -> malloc'd db and table; false when malformed or out of memory. */
+bool snap_inc_split_table(const char *db_table, char **db, char **table);
+/* CREATE TABLE IF NOT EXISTS `db`.tributary_signal (...). */
+tb_code snap_inc_ensure_signal_table(MYSQL *my, const char *db, tb_error *err);
+/* Insert a signal row; *id = its AUTO_INCREMENT id. */
+tb_code snap_inc_insert_signal(MYSQL *my, const char *db, const char *type, const char *data, int64_t *id,
+                               tb_error *err);
+tb_code snap_inc_queue_push(snap_inc *si, const char *db_table); /* no-op when queued already */
+void snap_inc_queue_pop(snap_inc *si);
+/* Read si->state_path (a missing file is an empty state). */
+tb_code snap_inc_load_state(snap_inc *si, tb_error *err);
+/* Remember the current state, to be written once `pos` is committed. */
+tb_code snap_inc_push_save(snap_inc *si, const tb_position *pos, tb_error *err);
+
+#endif

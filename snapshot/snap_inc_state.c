@@ -1,0 +1,332 @@
+/*
+ * snap_inc_state: the signalling table and the state file of incremental
+ * snapshots (see snap_incremental.h for both).
+ *
+ * STATE FILE (JSON, replaced atomically: temp file, fsync, rename)
+ *   {"last_signal_id":N,"queue":["db.t",...],"chunks":N,"rows":N,"key":KEY|null}
+ *   queue[0] is the table in progress; key is the last primary key of its
+ *   last finished chunk (snap_inc_key.h), null before the first chunk.
+ */
+#include "snap_inc_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "evt_json.h"
+#include "snap_schema.h"
+#include "snap_sql.h"
+#include "tb_log.h"
+
+#define FAC SNAP_INC_FAC
+
+/* ============================================================ helpers */
+
+bool snap_inc_split_table(const char *db_table, char **db, char **table)
+{
+    const char *dot = strchr(db_table, '.');
+    if (!dot || dot == db_table || !dot[1])
+        return false;
+    *db = strndup(db_table, (size_t)(dot - db_table));
+    *table = strdup(dot + 1);
+    return *db && *table;
+}
+
+tb_code snap_inc_ensure_signal_table(MYSQL *my, const char *db, tb_error *err)
+{
+    tb_buf sql;
+    tb_buf_init(&sql, 0);
+    tb_code rc = tb_buf_puts(&sql, "CREATE TABLE IF NOT EXISTS ");
+    if (rc == TB_OK)
+        rc = snap_sql_ident(&sql, db);
+    if (rc == TB_OK)
+        rc = tb_buf_puts(&sql, "." SNAP_SIGNAL_TABLE " (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, "
+                               "type VARCHAR(32) NOT NULL, data VARCHAR(1024) NOT NULL, "
+                               "ts TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=InnoDB");
+    if (rc == TB_OK)
+        rc = snap_sql_exec(my, tb_buf_cstr(&sql), err);
+    else
+        tb_error_set(err, rc, false, "out of memory");
+    tb_buf_free(&sql);
+    return rc;
+}
+
+/* INSERT a signal row; *id = its AUTO_INCREMENT id. */
+tb_code snap_inc_insert_signal(MYSQL *my, const char *db, const char *type, const char *data, int64_t *id,
+                             tb_error *err)
+{
+    tb_buf sql;
+    tb_buf_init(&sql, 0);
+    tb_code rc = tb_buf_puts(&sql, "INSERT INTO ");
+    if (rc == TB_OK)
+        rc = snap_sql_ident(&sql, db);
+    if (rc == TB_OK)
+        rc = tb_buf_puts(&sql, "." SNAP_SIGNAL_TABLE " (type, data) VALUES (?, ?)");
+    MYSQL_STMT *st = mysql_stmt_init(my);
+    if (rc != TB_OK || !st) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    MYSQL_BIND b[2];
+    unsigned long len[2] = {(unsigned long)strlen(type), (unsigned long)strlen(data)};
+    memset(b, 0, sizeof(b));
+    b[0].buffer_type = MYSQL_TYPE_STRING;
+    b[0].buffer = (void *)type;
+    b[0].buffer_length = len[0];
+    b[0].length = &len[0];
+    b[1].buffer_type = MYSQL_TYPE_STRING;
+    b[1].buffer = (void *)data;
+    b[1].buffer_length = len[1];
+    b[1].length = &len[1];
+    if (mysql_stmt_prepare(st, tb_buf_cstr(&sql), sql.len) != 0 || mysql_stmt_bind_param(st, b) != 0 ||
+        mysql_stmt_execute(st) != 0) {
+        rc = snap_sql_stmt_fail(st, err, "writing a signal row");
+        tb_error_prefix(err, "%s." SNAP_SIGNAL_TABLE ": ", db);
+        goto out;
+    }
+    *id = (int64_t)mysql_stmt_insert_id(st);
+out:
+    if (st)
+        mysql_stmt_close(st);
+    tb_buf_free(&sql);
+    return rc;
+}
+
+tb_code snap_inc_signal(const cfg *c, const char *db_table, tb_error *err)
+{
+    char *db = NULL, *table = NULL;
+    MYSQL *my = NULL;
+    bool mariadb = false;
+    evt_table *t = NULL;
+    tb_code rc = TB_OK;
+    if (!snap_inc_split_table(db_table, &db, &table)) {
+        rc = tb_error_set(err, TB_ERR_CONFIG, false, "--table '%s': expected db.table", db_table);
+        goto out;
+    }
+    rc = snap_sql_connect(c, &my, &mariadb, err);
+    if (rc == TB_OK)
+        rc = snap_schema_describe(my, c, db, table, &t, err); /* exists and has a key */
+    if (rc == TB_OK)
+        rc = snap_inc_ensure_signal_table(my, db, err);
+    int64_t id = 0;
+    if (rc == TB_OK)
+        rc = snap_inc_insert_signal(my, db, "execute-snapshot", db_table, &id, err);
+    if (rc == TB_OK)
+        TB_INFO(FAC, "signal %lld: execute-snapshot %s", (long long)id, db_table);
+out:
+    evt_table_unref(t);
+    if (my)
+        mysql_close(my);
+    free(db);
+    free(table);
+    return rc;
+}
+
+bool snap_inc_is_signal_table(const evt_event *ev)
+{
+    const evt_table *t = evt_event_table(ev);
+    return t && strcmp(evt_table_name(t), SNAP_SIGNAL_TABLE) == 0;
+}
+
+/* a <= b for positions of one server (binlog file names sort by number). */
+static bool pos_le(const tb_position *a, const tb_position *b)
+{
+    if (!a->file || !b->file)
+        return true;
+    int c = strcmp(a->file, b->file);
+    if (c != 0)
+        return c < 0;
+    return a->pos <= b->pos;
+}
+
+/* ============================================================ state */
+
+static tb_code state_json(const snap_inc *si, tb_buf *out)
+{
+    evt_jw w;
+    evt_jw_init(&w, out);
+    evt_jw_obj_begin(&w);
+    evt_jw_key(&w, "last_signal_id", (size_t)-1);
+    evt_jw_int(&w, si->last_signal_id);
+    evt_jw_key(&w, "queue", (size_t)-1);
+    evt_jw_arr_begin(&w);
+    for (size_t i = 0; i < si->nqueue; i++)
+        evt_jw_str(&w, si->queue[i], strlen(si->queue[i]));
+    evt_jw_arr_end(&w);
+    evt_jw_key(&w, "chunks", (size_t)-1);
+    evt_jw_uint(&w, si->chunks);
+    evt_jw_key(&w, "rows", (size_t)-1);
+    evt_jw_uint(&w, si->rows);
+    evt_jw_key(&w, "key", (size_t)-1);
+    if (si->has_key)
+        snap_key_to_json(&si->key, &w);
+    else
+        evt_jw_null(&w);
+    evt_jw_obj_end(&w);
+    return evt_jw_finish(&w);
+}
+
+static tb_code write_atomic(const char *path, const char *data, size_t len, tb_error *err)
+{
+    tb_buf tmp;
+    tb_buf_init(&tmp, 0);
+    tb_code rc = tb_buf_printf(&tmp, "%s.tmp", path);
+    int fd = rc == TB_OK ? open(tb_buf_cstr(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    if (fd < 0) {
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", tb_buf_cstr(&tmp), strerror(errno));
+        goto out;
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = write(fd, data + off, len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", tb_buf_cstr(&tmp), strerror(errno));
+            goto out;
+        }
+        off += (size_t)n;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        fd = -1;
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", tb_buf_cstr(&tmp), strerror(errno));
+        goto out;
+    }
+    fd = -1;
+    if (rename(tb_buf_cstr(&tmp), path) != 0)
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", path, strerror(errno));
+out:
+    if (fd >= 0)
+        close(fd);
+    tb_buf_free(&tmp);
+    return rc;
+}
+
+tb_code snap_inc_queue_push(snap_inc *si, const char *db_table)
+{
+    for (size_t i = 0; i < si->nqueue; i++)
+        if (strcmp(si->queue[i], db_table) == 0)
+            return TB_OK;
+    char **q = realloc(si->queue, (si->nqueue + 1) * sizeof(*q));
+    if (!q)
+        return TB_ERR_NOMEM;
+    si->queue = q;
+    si->queue[si->nqueue] = strdup(db_table);
+    if (!si->queue[si->nqueue])
+        return TB_ERR_NOMEM;
+    si->nqueue++;
+    return TB_OK;
+}
+
+void snap_inc_queue_pop(snap_inc *si)
+{
+    if (si->nqueue == 0)
+        return;
+    free(si->queue[0]);
+    memmove(si->queue, si->queue + 1, (si->nqueue - 1) * sizeof(*si->queue));
+    si->nqueue--;
+}
+
+tb_code snap_inc_load_state(snap_inc *si, tb_error *err)
+{
+    FILE *fp = fopen(si->state_path, "rb");
+    if (!fp)
+        return errno == ENOENT ? TB_OK
+                               : tb_error_set(err, TB_ERR_IO, false, "%s: %s", si->state_path, strerror(errno));
+    tb_buf b;
+    tb_buf_init(&b, 1 << 24);
+    char chunk[4096];
+    size_t n;
+    tb_code rc = TB_OK;
+    while (rc == TB_OK && (n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+        rc = tb_buf_append(&b, chunk, n);
+    fclose(fp);
+    evt_jv *root = NULL;
+    if (rc == TB_OK)
+        rc = evt_jv_parse(b.data ? b.data : "", b.len, &root, err);
+    if (rc != TB_OK) {
+        tb_error_prefix(err, "%s: ", si->state_path);
+        goto out;
+    }
+    const evt_jv *v;
+    size_t len;
+    const char *s;
+    if ((v = evt_jv_get(root, "last_signal_id")) && (s = evt_jv_text(v, &len)))
+        si->last_signal_id = strtoll(s, NULL, 10);
+    if ((v = evt_jv_get(root, "chunks")) && (s = evt_jv_text(v, &len)))
+        si->chunks = strtoull(s, NULL, 10);
+    if ((v = evt_jv_get(root, "rows")) && (s = evt_jv_text(v, &len)))
+        si->rows = strtoull(s, NULL, 10);
+    if ((v = evt_jv_get(root, "queue")) && evt_jv_type_of(v) == EVT_JV_ARRAY) {
+        for (size_t i = 0; i < evt_jv_size(v) && rc == TB_OK; i++) {
+            s = evt_jv_text(evt_jv_at(v, i), &len);
+            if (s) {
+                char *q = strndup(s, len);
+                rc = q ? snap_inc_queue_push(si, q) : TB_ERR_NOMEM;
+                free(q);
+            }
+        }
+    }
+    v = evt_jv_get(root, "key");
+    if (rc == TB_OK && v && evt_jv_type_of(v) == EVT_JV_ARRAY) {
+        rc = snap_key_from_json(&si->key, v, err);
+        if (rc != TB_OK)
+            tb_error_prefix(err, "%s: ", si->state_path);
+        si->has_key = rc == TB_OK;
+    }
+    if (rc == TB_OK && si->nqueue > 0)
+        TB_INFO(FAC, "resuming incremental snapshot of %s after %llu chunk(s), %llu row(s)", si->queue[0],
+                (unsigned long long)si->chunks, (unsigned long long)si->rows);
+out:
+    evt_jv_free(root);
+    tb_buf_free(&b);
+    if (rc != TB_OK && err && err->code == TB_OK)
+        tb_error_set(err, rc, false, "%s: cannot load", si->state_path);
+    return rc;
+}
+
+/* Remember the current state, to be saved once `pos` is committed. */
+tb_code snap_inc_push_save(snap_inc *si, const tb_position *pos, tb_error *err)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_code rc = state_json(si, &b);
+    snap_inc_save *v = rc == TB_OK ? realloc(si->saves, (si->nsaves + 1) * sizeof(*v)) : NULL;
+    if (!v) {
+        tb_buf_free(&b);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    si->saves = v;
+    snap_inc_save *ps = &si->saves[si->nsaves];
+    tb_position_init(&ps->pos);
+    if (tb_position_copy(&ps->pos, pos) != TB_OK) {
+        tb_buf_free(&b);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    ps->json = tb_buf_detach(&b, NULL);
+    si->nsaves++;
+    return TB_OK;
+}
+
+tb_code snap_inc_committed(snap_inc *si, const tb_position *p, tb_error *err)
+{
+    size_t k = 0;
+    while (k < si->nsaves && pos_le(&si->saves[k].pos, p))
+        k++;
+    if (k == 0)
+        return TB_OK;
+    tb_code rc = write_atomic(si->state_path, si->saves[k - 1].json, strlen(si->saves[k - 1].json), err);
+    if (rc != TB_OK)
+        return rc;
+    for (size_t i = 0; i < k; i++) {
+        tb_position_free(&si->saves[i].pos);
+        free(si->saves[i].json);
+    }
+    memmove(si->saves, si->saves + k, (si->nsaves - k) * sizeof(*si->saves));
+    si->nsaves -= k;
+    return TB_OK;
+}
+
