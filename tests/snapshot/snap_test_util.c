@@ -61,7 +61,10 @@ cfg *st_cfg(const char *offsets_dir, const char *const *extra)
     char path[4096];
     snprintf(path, sizeof(path), "%s/offsets", offsets_dir ? offsets_dir : "/tmp");
     set(c, "offsets.file", path);
-    set(c, "source.server.id", "7701");
+    /* a replica server id of this process: concurrent tests must not share one */
+    char sid[32];
+    snprintf(sid, sizeof(sid), "%ld", 1000000L + (long)getpid() % 1000000L);
+    set(c, "source.server.id", sid);
     for (size_t i = 0; extra && extra[i]; i++) {
         const char *eq = strchr(extra[i], '=');
         cr_assert_not_null(eq, "bad extra setting %s", extra[i]);

@@ -113,7 +113,7 @@ static bool load_pos(const char *dir, tb_position *p)
 static bool is_t(const evt_event *ev)
 {
     const evt_table *t = evt_event_table(ev);
-    return strcmp(evt_table_db(t), "inc") == 0 && strcmp(evt_table_name(t), "t") == 0;
+    return strcmp(evt_table_db(t), "snaptest_inc") == 0 && strcmp(evt_table_name(t), "t") == 0;
 }
 
 #define DIE(code, ...) do { tb_log(TB_LOG_ERROR, "connector", __VA_ARGS__); _exit(code); } while (0)
@@ -125,7 +125,7 @@ static void connector(const char *dir, const tb_position *start0)
     snprintf(out, sizeof(out), "%s/out", dir);
     char chunk[64];
     snprintf(chunk, sizeof(chunk), "snapshot.chunk.size=%d", CHUNK);
-    const char *extra[] = {chunk, "source.server.id=7705", NULL};
+    const char *extra[] = {chunk, NULL};
     cfg *c = st_cfg(dir, extra);
     tb_error err;
     snap_inc *si = NULL;
@@ -302,21 +302,21 @@ static st_map *replay(const char *dir, uint64_t *reads)
 Test(snapshot_incremental, kill9_in_the_middle_then_resume, .timeout = 900)
 {
     MYSQL *my = st_connect();
-    st_make_table(my, "inc", "t", NROWS);
+    st_make_table(my, "snaptest_inc", "t", NROWS);
     char *dir = st_tmpdir();
     tb_position start0, target;
     tb_position_init(&start0);
     tb_position_init(&target);
     st_current_position(my, &start0);
 
-    st_writer *wr = st_writer_start("inc", "t", NROWS, NROWS + 1);
+    st_writer *wr = st_writer_start("snaptest_inc", "t", NROWS, NROWS + 1);
     watch w = {.dir = dir};
     w.pid = start_connector(dir, &start0);
 
     const char *extra[] = {NULL};
     cfg *c = st_cfg(dir, extra);
     tb_error err;
-    cr_assert_eq(snap_inc_signal(c, "inc.t", &err), TB_OK, "signal: %s", err.msg);
+    cr_assert_eq(snap_inc_signal(c, "snaptest_inc.t", &err), TB_OK, "signal: %s", err.msg);
 
     cr_assert(st_wait(chunks_reached, &w, 300000), "the incremental snapshot did not reach 10 chunks");
     long chunks_at_kill = w.chunks;
@@ -340,8 +340,8 @@ Test(snapshot_incremental, kill9_in_the_middle_then_resume, .timeout = 900)
 
     uint64_t reads = 0;
     st_map *m = replay(dir, &reads);
-    int64_t count = st_sql_int(my, "SELECT COUNT(*) FROM inc.t");
-    int64_t maxid = st_sql_int(my, "SELECT MAX(id) FROM inc.t");
+    int64_t count = st_sql_int(my, "SELECT COUNT(*) FROM snaptest_inc.t");
+    int64_t maxid = st_sql_int(my, "SELECT MAX(id) FROM snaptest_inc.t");
     cr_log_info("writer ops %llu; snapshot rows written %llu; table rows %lld", (unsigned long long)ops,
                 (unsigned long long)reads, (long long)count);
     /* Resumed, not restarted: at most one chunk is read twice (plus rows the
@@ -349,7 +349,7 @@ Test(snapshot_incremental, kill9_in_the_middle_then_resume, .timeout = 900)
     cr_assert_lt(reads, (uint64_t)maxid + 2 * CHUNK, "too many snapshot rows: the snapshot restarted?");
     cr_assert_gt(reads, (uint64_t)NROWS / 2);
 
-    st_map *truth = st_map_from_snapshot("inc", "t");
+    st_map *truth = st_map_from_snapshot("snaptest_inc", "t");
     cr_assert_eq(st_map_size(truth), (size_t)count);
     cr_assert_eq(st_map_diff(m, truth, "rebuilt vs source"), 0, "the rebuilt table differs from the source");
 

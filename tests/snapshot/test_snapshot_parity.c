@@ -13,7 +13,7 @@
 #include "snap_test_util.h"
 
 static const char *const ddl =
-    "CREATE TABLE par.every ("
+    "CREATE TABLE snaptest_par.every ("
     " id INT NOT NULL PRIMARY KEY,"
     " ti TINYINT, tiu TINYINT UNSIGNED, si SMALLINT, siu SMALLINT UNSIGNED,"
     " mi MEDIUMINT, miu MEDIUMINT UNSIGNED, i INT, iu INT UNSIGNED, bi BIGINT, biu BIGINT UNSIGNED,"
@@ -60,19 +60,19 @@ static const char *const rows[] = {
 Test(snapshot_parity, every_type_snapshot_equals_binlog, .timeout = 300)
 {
     MYSQL *my = st_connect();
-    st_sql(my, "DROP DATABASE IF EXISTS par");
-    st_sql(my, "CREATE DATABASE par");
+    st_sql(my, "DROP DATABASE IF EXISTS snaptest_par");
+    st_sql(my, "CREATE DATABASE snaptest_par");
     st_sql(my, "%s", ddl);
     tb_position p0, p1;
     tb_position_init(&p0);
     tb_position_init(&p1);
     st_current_position(my, &p0);
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-        st_sql(my, "INSERT INTO par.every VALUES %s", rows[i]);
+        st_sql(my, "INSERT INTO snaptest_par.every VALUES %s", rows[i]);
     st_current_position(my, &p1);
 
     /* from the binlog */
-    const char *extra[] = {"source.server.id=7702", NULL};
+    const char *extra[] = {NULL};
     cfg *c = st_cfg(NULL, extra);
     st_reader *r = st_reader_open(c, &p0);
     st_map *from_log = st_map_new();
@@ -81,7 +81,7 @@ Test(snapshot_parity, every_type_snapshot_equals_binlog, .timeout = 300)
         cr_assert_lt(spins, 600, "binlog did not reach the end position");
         evt_event *ev = st_reader_next(r, 100);
         if (!ev || strcmp(evt_table_name(evt_event_table(ev)), "every") != 0 ||
-            strcmp(evt_table_db(evt_event_table(ev)), "par") != 0)
+            strcmp(evt_table_db(evt_event_table(ev)), "snaptest_par") != 0)
             continue;
         st_map_apply(from_log, ev);
         events++;
@@ -90,7 +90,7 @@ Test(snapshot_parity, every_type_snapshot_equals_binlog, .timeout = 300)
     cr_assert_eq(events, sizeof(rows) / sizeof(rows[0]));
 
     /* from the snapshot */
-    st_map *from_snap = st_map_from_snapshot("par", "every");
+    st_map *from_snap = st_map_from_snapshot("snaptest_par", "every");
     cr_assert_eq(st_map_size(from_snap), sizeof(rows) / sizeof(rows[0]));
     cr_assert_eq(st_map_diff(from_log, from_snap, "binlog vs snapshot"), 0, "rows differ (see the log)");
 
