@@ -333,3 +333,45 @@ Test(events, vector_geometry_json_rows)
     tb_buf_free(&b);
     binlog_dec_free(d);
 }
+
+/* Regressions of fuzz findings. */
+Test(fuzz_regressions, aliased_json_offsets_do_not_explode)
+{
+    /* a small array whose two entries both point back at the array itself */
+    const uint8_t bomb[] = {0x02, 0x02, 0x00, 0x0a, 0x00, 0x02, 0x00, 0x00, 0x02, 0x00, 0x00};
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_error err;
+    cr_assert_neq(bl_json_to_text(bomb, sizeof(bomb), &b, &err), TB_OK);
+    tb_buf_free(&b);
+}
+
+Test(fuzz_regressions, rows_without_columns_and_repeated_tlvs)
+{
+    binlog_dec_opts o;
+    binlog_dec_opts_init(&o);
+    binlog_dec *d = binlog_dec_new(&o);
+    uint8_t ev[256];
+    tb_error err;
+    /* COLUMN_NAME given twice: the second wins, nothing leaks */
+    const uint8_t tmap[] = {2, 0, 0, 0, 0, 0, 0, 0, 1, 'd', 0, 1, 't', 0, 1, 0x03, 0, 0x00,
+                            4, 2, 1, 'a', 4, 2, 1, 'b'};
+    size_t n = make_event(ev, 19, 0, tmap, sizeof(tmap));
+    cr_assert_eq(feed_one(d, ev, n, &err), TB_OK, "%s", err.msg);
+    /* a WRITE_ROWS whose image has no column: must stop, not loop forever */
+    const uint8_t rows[] = {2, 0, 0, 0, 0, 0, 1, 0, 1, 0x00, 0x00};
+    n = make_event(ev, 23, 0, rows, sizeof(rows));
+    cr_assert_eq(feed_one(d, ev, n, &err), TB_ERR_CORRUPT);
+    cr_assert(strstr(err.msg, "no columns"), "%s", err.msg);
+    binlog_dec_free(d);
+    /* a MariaDB GTID set printed in MySQL form (and back) is always a C string */
+    bl_gtids *g = bl_gtids_new();
+    uint8_t u[16] = {1};
+    bl_gtids_add_mysql(g, u, "", 1, 2);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert_eq(bl_gtids_format(g, true, &b), TB_OK);
+    cr_assert_str_eq(tb_buf_cstr(&b), "");
+    tb_buf_free(&b);
+    bl_gtids_free(g);
+}
