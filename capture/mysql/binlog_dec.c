@@ -423,6 +423,7 @@ static tb_code on_rows(binlog_dec *d, int type, const uint8_t *hdr, const uint8_
     d->rp = p;
     d->rend = end;
     d->rows_off = d->ev_off;
+    d->rows_server_id = bl_u32(hdr + 5);
     d->rows_active = p < end;
     bl_dec_tx_begin(d, hdr);
     return TB_OK;
@@ -481,7 +482,7 @@ static tb_code decode_row(binlog_dec *d, tb_error *err)
     tb_position rp = {0};
     rp.kind = TB_POS_MYSQL;
     rp.mariadb = d->mariadb;
-    rp.server_id = d->pos.server_id;
+    rp.server_id = d->rows_server_id;
     rp.file = d->file;
     rp.pos = d->rows_off;
     rp.row = d->tx_rows;
