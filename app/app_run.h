@@ -9,6 +9,7 @@
 #include "binlog.h"
 #include "cfg.h"
 #include "ksink.h"
+#include "snap_schema.h"
 #include "sqlcap.h"
 #include "stdout_sink.h"
 #include "tb_buf.h"
@@ -39,6 +40,15 @@ typedef struct run_ctx {
                                       source from ksink_committable() */
     uint64_t aborts_seen;          /* ksink_stats.aborts already acted on */
     uint64_t restarts;             /* source re-reads after aborted Kafka transactions */
+    snap_filter filter;            /* tables.include / tables.exclude (owned) */
+    bool filter_ok;
+    struct {
+        const evt_table *t;        /* not dereferenced; names checked too (addresses get reused) */
+        char name[264];            /* "db" NUL "table" */
+        bool keep;
+    } filter_cache[8];
+    unsigned filter_next;
+    uint64_t events_filtered;
 } run_ctx;
 
 #endif

@@ -231,6 +231,34 @@ static tb_code sink_error(run_ctx *r, tb_code rc, bool from_commit, tb_error *er
     return rc;
 }
 
+/* tables.include / tables.exclude (and never the system schemas or the
+ * signalling table): whether ev's table is captured. The source readers
+ * deliver every table; the filter applies here, per table descriptor. */
+static bool run_keep(run_ctx *r, const evt_event *ev)
+{
+    const evt_table *t = evt_event_table(ev);
+    if (!t)
+        return true;
+    const char *db = evt_table_db(t), *name = evt_table_name(t);
+    size_t dl = strlen(db), nl = strlen(name);
+    size_t n = sizeof(r->filter_cache) / sizeof(r->filter_cache[0]);
+    bool cacheable = dl + nl + 2 <= sizeof(r->filter_cache[0].name);
+    for (size_t i = 0; cacheable && i < n; i++) {
+        const char *c = r->filter_cache[i].name;
+        if (r->filter_cache[i].t == t && strcmp(c, db) == 0 && strcmp(c + dl + 1, name) == 0)
+            return r->filter_cache[i].keep;
+    }
+    bool keep = snap_filter_match(&r->filter, db, name);
+    if (cacheable) {
+        size_t slot = r->filter_next++ % n;
+        r->filter_cache[slot].t = t;
+        memcpy(r->filter_cache[slot].name, db, dl + 1);
+        memcpy(r->filter_cache[slot].name + dl + 1, name, nl + 1);
+        r->filter_cache[slot].keep = keep;
+    }
+    return keep;
+}
+
 /* Stream from an open source until stopped or failed. A stop request lets an
  * unfinished source transaction end first (at most RUN_STOP_TX_MS), so that
  * the position committed at shutdown covers everything sent. */
@@ -263,7 +291,9 @@ static tb_code run_stream(run_ctx *r, tb_error *err)
                 r->snapshot_state = evt_event_snapshot(ev) == EVT_SNAPSHOT_LAST ? "done" : "running";
                 r->snapshot_rows++;
             }
-            if ((rc = sink_error(r, sink_send(r, ev, err), false, err)) != TB_OK)
+            if (!run_keep(r, ev))
+                r->events_filtered++;
+            else if ((rc = sink_error(r, sink_send(r, ev, err), false, err)) != TB_OK)
                 return rc;
             r->in_tx = !evt_event_last_in_tx(ev);
             if (!r->in_tx && (rc = sink_error(r, sink_end_tx(r, evt_event_position(ev), err), false, err)) != TB_OK)
@@ -361,26 +391,31 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
         if (!binlog_position_gone(r->binlog))
             break;
         /* error 1236: the position asked for is not in the server's binlog */
+        char why[TB_ERROR_MSG_MAX];
+        snprintf(why, sizeof why, "%s", err->msg);
+        const tb_position *at = binlog_position(r->binlog);
+        if (!at || at->kind == TB_POS_NONE || !at->file || !*at->file)
+            at = &resume;
         tb_buf b;
         tb_buf_init(&b, 0);
-        const tb_position *at = binlog_position(r->binlog);
         tb_position_format(at, &b);
         if (strcmp(cfg_get_str(r->cfg, "snapshot.mode"), "when_needed") == 0 && resnapshots++ < 3) {
             TB_WARN("run", "position %s is no longer in the server's binlog (%s); snapshotting again "
-                           "(snapshot.mode=when_needed)", tb_buf_cstr(&b), err->msg);
+                           "(snapshot.mode=when_needed)", tb_buf_cstr(&b), why);
             tb_error_clear(err);
             binlog_close(r->binlog);
             r->binlog = NULL;
             r->in_tx = false;
             tb_position_free(&r->last_end);
             force_snapshot = true;
+            rc = TB_OK;
         } else {
             rc = tb_error_set(err, TB_ERR_SOURCE, false,
-                              "position %s is no longer in the server's binlog (purged or reset; server said: %s). "
+                              "position %s is no longer in the server's binlog (purged or reset; %s). "
                               "Changes after it are lost to this connector. To recover, snapshot again: set "
                               "snapshot.mode=when_needed (or reset the position with `tributary offsets set`) "
                               "and restart",
-                              tb_buf_cstr(&b), err->msg);
+                              tb_buf_cstr(&b), why);
         }
         tb_buf_free(&b);
     }
@@ -410,7 +445,7 @@ static tb_code run_sqlite_pass(run_ctx *r, const tb_position *resume, tb_error *
                 evt_event *ev = NULL;
                 if ((rc = sqlcap_next(r->sqlite, RUN_POLL_MS, &ev, err)) != TB_OK || !ev)
                     return rc;
-                if ((rc = sink_error(r, sink_send(r, ev, err), false, err)) != TB_OK)
+                if (run_keep(r, ev) && (rc = sink_error(r, sink_send(r, ev, err), false, err)) != TB_OK)
                     return rc;
                 r->snapshot_rows++;
                 if (evt_event_snapshot(ev) == EVT_SNAPSHOT_LAST) {
@@ -483,6 +518,9 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     write_status(&r, "starting", NULL, true);
+    if ((rc = snap_filter_init(&r.filter, r.cfg, &err)) != TB_OK)
+        goto out;
+    r.filter_ok = true;
     if ((rc = sink_open(&r, &err)) != TB_OK)
         goto out;
     if ((rc = ksink_offsets_read(r.cfg, &stored, &err)) != TB_OK)
@@ -534,6 +572,8 @@ out:
     tb_position_free(&r.last_end);
     tb_position_free(&r.stdout_committable);
     tb_buf_free(&r.status_path);
+    if (r.filter_ok)
+        snap_filter_free(&r.filter);
     cfg_free(r.cfg);
     if (rc != TB_OK)
         return app_fail("run", &err);

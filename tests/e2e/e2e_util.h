@@ -36,7 +36,7 @@
 
 #define E2E_BIN TB_BINARY_DIR "/app/tributary"
 
-static MYSQL *e2e_mysql_try(void)
+static inline MYSQL *e2e_mysql_try(void)
 {
     MYSQL *m = mysql_init(NULL);
     if (!m)
@@ -56,7 +56,7 @@ static MYSQL *e2e_mysql_try(void)
 }
 
 /* Caller closes with mysql_close. Fails the test when it cannot connect. */
-static MYSQL *e2e_mysql(void)
+static inline MYSQL *e2e_mysql(void)
 {
     tb_itest_env("TRIBUTARY_TEST_MYSQL_HOST");
     tb_itest_env("TRIBUTARY_TEST_MYSQL_PORT");
@@ -70,8 +70,8 @@ static MYSQL *e2e_mysql(void)
     return m;
 }
 
-static void e2e_sql(MYSQL *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void e2e_sql(MYSQL *m, const char *fmt, ...)
+static inline void e2e_sql(MYSQL *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void e2e_sql(MYSQL *m, const char *fmt, ...)
 {
     char q[4096];
     va_list ap;
@@ -82,7 +82,7 @@ static void e2e_sql(MYSQL *m, const char *fmt, ...)
 }
 
 /* Append every row of sql's result as "c1|c2|...\n" to out. */
-static void e2e_query_text(MYSQL *m, const char *sql, tb_buf *out)
+static inline void e2e_query_text(MYSQL *m, const char *sql, tb_buf *out)
 {
     cr_assert_eq(mysql_query(m, sql), 0, "%s: %s", sql, mysql_error(m));
     MYSQL_RES *res = mysql_store_result(m);
@@ -100,9 +100,30 @@ static void e2e_query_text(MYSQL *m, const char *sql, tb_buf *out)
     mysql_free_result(res);
 }
 
+/* Children started by e2e_spawn/e2e_track, killed by e2e_kill_children()
+ * (the .fini of every test), so a failed test leaves nothing running. */
+static pid_t e2e_children[256];
+static size_t e2e_nchildren;
+
+static inline void e2e_track(pid_t pid)
+{
+    if (e2e_nchildren < sizeof e2e_children / sizeof e2e_children[0])
+        e2e_children[e2e_nchildren++] = pid;
+}
+
+static inline void e2e_kill_children(void)
+{
+    for (size_t i = 0; i < e2e_nchildren; i++)
+        if (waitpid(e2e_children[i], NULL, WNOHANG) == 0) {
+            kill(e2e_children[i], SIGKILL);
+            waitpid(e2e_children[i], NULL, 0);
+        }
+    e2e_nchildren = 0;
+}
+
 /* fork/exec tributary with args (NULL-terminated, without argv[0]); stdout
  * and stderr appended to log_path. Returns the child's pid. */
-static pid_t e2e_spawn(const char *const *args, const char *log_path)
+static inline pid_t e2e_spawn(const char *const *args, const char *log_path)
 {
     char *argv[16];
     size_t n = 0;
@@ -125,12 +146,13 @@ static pid_t e2e_spawn(const char *const *args, const char *log_path)
         execv(E2E_BIN, argv);
         _exit(127);
     }
+    e2e_track(pid);
     return pid;
 }
 
 /* Wait up to ms for pid: its exit code, -1 when a signal ended it, -2 when it
  * still runs at the deadline. */
-static int e2e_wait(pid_t pid, long long ms)
+static inline int e2e_wait(pid_t pid, long long ms)
 {
     long long deadline = tb_itest_now_ms() + ms;
     for (;;) {
@@ -147,7 +169,7 @@ static int e2e_wait(pid_t pid, long long ms)
 }
 
 /* Whole file into out (cleared first); false when it cannot be read. */
-static bool e2e_slurp(const char *path, tb_buf *out)
+static inline bool e2e_slurp(const char *path, tb_buf *out)
 {
     tb_buf_reset(out);
     FILE *f = fopen(path, "rb");
@@ -165,7 +187,7 @@ static bool e2e_slurp(const char *path, tb_buf *out)
 
 /* The GTID set of the committed position in a status file, into out (cap
  * bytes); false when there is none yet. */
-static bool e2e_status_gtid(const char *path, char *out, size_t cap)
+static inline bool e2e_status_gtid(const char *path, char *out, size_t cap)
 {
     tb_buf b;
     tb_buf_init(&b, 0);
@@ -185,7 +207,7 @@ static bool e2e_status_gtid(const char *path, char *out, size_t cap)
 }
 
 /* Copy the text after `field` up to one of the stop characters into out. */
-static void e2e_field(const char *msg, size_t len, const char *field, const char *stops, tb_buf *out)
+static inline void e2e_field(const char *msg, size_t len, const char *field, const char *stops, tb_buf *out)
 {
     size_t fl = strlen(field);
     for (size_t i = 0; i + fl <= len; i++) {
@@ -206,7 +228,7 @@ typedef struct e2e_counts {
     uint64_t snapshot;   /* snapshot reads (op r), not counted as changes */
 } e2e_counts;
 
-static int e2e_cmp_str(const void *a, const void *b)
+static inline int e2e_cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -214,7 +236,7 @@ static int e2e_cmp_str(const void *a, const void *b)
 /* Consume every partition of the topics (NULL-terminated) from the start to
  * their end with isolation.level=read_committed; count change events by
  * source position (transaction id, file, pos, row, op). */
-static e2e_counts e2e_count_changes(const char *brokers, const char *const *topics)
+static inline e2e_counts e2e_count_changes(const char *brokers, const char *const *topics)
 {
     e2e_counts c = {0, 0, 0};
     char errstr[512];

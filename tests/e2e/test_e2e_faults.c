@@ -283,6 +283,7 @@ static void e2e_scenario(bool exactly_once)
         workload(r.db, r.seed + 1, stats);
         _exit(0);
     }
+    e2e_track(r.wl);
     e2e_start_connector(&r);
 
     /* (a) SIGKILL at random moments, restart each time */
@@ -377,12 +378,12 @@ static void e2e_scenario(bool exactly_once)
     cr_expect_eq(r.own_exits, 0, "the connector stopped by itself %d times (see %s)", r.own_exits, r.log);
 }
 
-Test(e2e, faults_at_least_once, .timeout = 400)
+Test(e2e, faults_at_least_once, .timeout = 400, .fini = e2e_kill_children)
 {
     e2e_scenario(false);
 }
 
-Test(e2e, faults_exactly_once, .timeout = 400)
+Test(e2e, faults_exactly_once, .timeout = 400, .fini = e2e_kill_children)
 {
     e2e_scenario(true);
 }
