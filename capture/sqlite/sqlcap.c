@@ -224,6 +224,10 @@ finish:
     if (done) {
         sqlcap_end(c, c->protector);
         c->protector = i;
+        if (c->o.test_no_pin) {
+            sqlcap_end(c, i);
+            c->protector = -1;
+        }
         sqlcap_maybe_checkpoint(c, &h);
         return TB_OK;
     }

@@ -92,6 +92,8 @@ typedef struct sqlcap_opts {
     bool checkpoint;          /* PASSIVE reset windows (2.9) */
     int poll_ms;              /* sleep between polls (default 50) */
     bool offline;             /* decode --wal: no pinning, frames validated by checksum */
+    bool test_no_pin;         /* TESTS ONLY (negative control): drop the read transaction after
+                               * each poll, breaking the pinning invariant */
 } sqlcap_opts;
 
 /* Open from the configuration (source.path, source.sqlite.*, source.database.name).

@@ -386,6 +386,7 @@ typedef struct reader_cfg {
     bool shadow;
     int timeout_s;
     bool trigger;
+    bool no_pin; /* negative control */
 } reader_cfg;
 
 /* The reader process: returns its exit status (0 ok, 1 capture error, 2 replay errors, 3 timeout). */
@@ -406,7 +407,8 @@ static int reader_main(const reader_cfg *rc)
         tb_position_parse((const char *)sqlite3_column_text(st, 0), &start, &err);
     sqlite3_finalize(st);
     r.txlog = fopen(rc->txlog, "a");
-    sqlcap_opts o = {.path = rc->db, .shadow = rc->shadow, .poll_ms = 5, .trigger_mode = rc->trigger};
+    sqlcap_opts o = {.path = rc->db, .shadow = rc->shadow, .poll_ms = rc->no_pin ? 50 : 5, .trigger_mode = rc->trigger,
+                     .test_no_pin = rc->no_pin};
     sqlcap *c = NULL;
     if (sqlcap_open_opts(&o, &start, &c, &err) != TB_OK) {
         fprintf(stderr, "reader: open: %s\n", err.msg);
@@ -599,7 +601,7 @@ typedef struct run_result {
     int reader_status, writer_status, diffs, mism;
 } run_result;
 
-static run_result run_one(int pagesize, unsigned long long seed, int ntx, int drop_nth, bool shadow)
+static run_result run_one(int pagesize, unsigned long long seed, int ntx, int drop_nth, bool shadow, bool no_pin)
 {
     char db[300], rep[300], wlog[300], rlog[300], ps[16], sd[32], nt[16];
     snprintf(db, sizeof db, "%s/src.db", tdir);
@@ -613,7 +615,7 @@ static run_result run_one(int pagesize, unsigned long long seed, int ntx, int dr
     cr_assert_eq(run_writer(init), 0, "writer init failed");
     copy_file(db, rep);
     /* the writer's run connection keeps the WAL; a first connection recreates it */
-    reader_cfg rc = {db, rep, rlog, -1, drop_nth, shadow, 50, false};
+    reader_cfg rc = {db, rep, rlog, -1, drop_nth, shadow, 50, false, no_pin};
     pid_t rd = spawn_reader(&rc);
     char *run[] = {"sqlcap_writer", "run", db, sd, nt, wlog, NULL};
     writer_proc wr = spawn_writer(run);
@@ -638,7 +640,7 @@ static void replay_test(int pagesize, int ntx, bool shadow)
     fprintf(stderr, "sqlcap replay: page size %d, seed %llu (SQLCAP_SEED=%llu to reproduce), shadow %d\n", pagesize,
             seed, seed, shadow);
     mk_tmpdir();
-    run_result r = run_one(pagesize, seed, ntx, 0, shadow);
+    run_result r = run_one(pagesize, seed, ntx, 0, shadow, false);
     cr_expect_eq(r.writer_status, 0, "writer failed");
     cr_expect_eq(r.reader_status, 0, "reader status %d (2 = before-image/replay errors)", r.reader_status);
     cr_expect_eq(r.diffs, 0, "final database differs from the replay (seed %llu)", seed);
@@ -656,7 +658,7 @@ Test(sqlcap, negative_control_dropped_event)
     unsigned long long seed = test_seed();
     fprintf(stderr, "sqlcap negative control: seed %llu\n", seed);
     mk_tmpdir();
-    run_result r = run_one(4096, seed, 150, 40, false);
+    run_result r = run_one(4096, seed, 150, 40, false, false);
     cr_expect(r.diffs > 0 || r.reader_status != 0, "a dropped event went unnoticed (seed %llu)", seed);
     rm_tmpdir();
 }
@@ -678,7 +680,7 @@ Test(sqlcap, kill9_restart_shadow)
     char *init[] = {"sqlcap_writer", "init", db, "4096", "WAL", NULL};
     cr_assert_eq(run_writer(init), 0);
     copy_file(db, rep);
-    reader_cfg rc = {db, rep, rlog, -1, 0, true, 50, false};
+    reader_cfg rc = {db, rep, rlog, -1, 0, true, 50, false, false};
     pid_t rd = spawn_reader(&rc);
     char *run[] = {"sqlcap_writer", "run", db, sd, "500", wlog, NULL};
     writer_proc wr = spawn_writer(run);
@@ -731,7 +733,7 @@ Test(sqlcap, trigger_mode_rollback_journal)
     char *init[] = {"sqlcap_writer", "init", db, "4096", "DELETE", NULL};
     cr_assert_eq(run_writer(init), 0);
     copy_file(db, rep);
-    reader_cfg rc = {db, rep, rlog, -1, 0, false, 50, true};
+    reader_cfg rc = {db, rep, rlog, -1, 0, false, 50, true, false};
     pid_t rd = spawn_reader(&rc);
     char *run[] = {"sqlcap_writer", "run", db, sd, "300", wlog, "plain", NULL};
     writer_proc wr = spawn_writer(run);
@@ -946,5 +948,20 @@ Test(sqlcap, open_from_config)
     cr_expect_eq(evt_table_column(evt_event_table(ev), 1)->type, EVT_T_SQLITE_REAL);
     sqlcap_close(c);
     cfg_free(cf);
+    rm_tmpdir();
+}
+
+/* Negative control: the same reader without holding a read mark between polls
+ * (mode A) must be caught: lost commits or wrong before-images. */
+Test(sqlcap, negative_control_no_read_mark)
+{
+    unsigned long long seed = test_seed();
+    fprintf(stderr, "sqlcap negative control (no read mark): seed %llu\n", seed);
+    mk_tmpdir();
+    run_result r = run_one(1024, seed, 300, 0, false, true);
+    fprintf(stderr, "no read mark: reader status %d, %d row differences, %d change-set mismatches\n", r.reader_status,
+            r.diffs, r.mism);
+    cr_expect(r.diffs > 0 || r.reader_status != 0 || r.mism > 0,
+              "a reader without a read mark went unnoticed (seed %llu)", seed);
     rm_tmpdir();
 }
