@@ -14,6 +14,8 @@
  *       cache.on.revoke=drop) split the partitions and together hold every row
  *   it/schema_add_column: a running cache gets schema version 2 (a new
  *       column) mid-stream: ALTER TABLE, old rows kept, new rows typed
+ *   it/schema_incompatible_rebuilds: a type change mid-stream drops the table
+ *       and replays its topic, with a WARN line naming the column
  */
 #include "it_util.h"
 
@@ -386,6 +388,64 @@ Test(it, schema_add_column)
     if (f)
         fclose(f);
     cr_expect(altered, "no ALTER TABLE log line in %s", log);
+    rd_kafka_destroy(rk);
+    it_rm_db(db);
+}
+
+/* it/schema_incompatible_rebuilds: a running cache gets a schema record that changes a column's
+ * type: the table is dropped and replayed from its topic, with a WARN line saying why. */
+Test(it, schema_incompatible_rebuilds)
+{
+    char prefix[64], topic[128], stopic[128], db[256], log[256], key[64], val[2048];
+    it_prefix(prefix, sizeof(prefix), "r");
+    snprintf(topic, sizeof(topic), "%s.db1.t", prefix);
+    snprintf(stopic, sizeof(stopic), "%s.schema", prefix);
+    rd_kafka_t *rk = it_producer();
+    it_create_topic(rk, stopic, 1, 0);
+    it_create_topic(rk, topic, 2, 0);
+    put_schema(rk, prefix, false);
+    for (long id = 0; id < 200; id++) {
+        snprintf(key, sizeof(key), "{\"id\":%ld}", id);
+        env_row(val, sizeof(val), "c", id, id, NULL);
+        it_produce(rk, topic, -1, key, val);
+    }
+    it_flush(rk);
+    paths(prefix, "r", db, log);
+    pid_t pid = start_cache(prefix, db, log, NULL);
+    double deadline = it_now() + 60;
+    while (it_sql_int(db, "SELECT value FROM _tributary_state WHERE key='applied'") != 200) {
+        cr_assert(it_now() < deadline, "first rows did not arrive (see %s)", log);
+        it_nap(100);
+    }
+    /* version 2: "n" becomes a bigint */
+    snprintf(val, sizeof(val), SCHEMA_V1, "");
+    char *p = strstr(val, "\"version\":1");
+    p[10] = '2';
+    p = strstr(val, "\"type\":\"int\"");
+    cr_assert_not_null(p);
+    memmove(p + 11, p + 8, strlen(p + 8) + 1);
+    memcpy(p + 8, "bigint", 6);
+    it_produce(rk, stopic, 0, "{\"db\":\"db1\",\"table\":\"t\"}", val);
+    it_flush(rk);
+    deadline = it_now() + 60;
+    while (it_sql_int(db, "SELECT value FROM _tributary_state WHERE key='applied'") != 400 ||
+           it_sql_int(db, "SELECT count(*) FROM _tributary_columns WHERE tbl='db1.t' AND name='n' AND type='bigint'") !=
+               1) {
+        cr_assert(it_now() < deadline, "the table was not rebuilt (see %s)", log);
+        it_nap(100);
+    }
+    cr_expect_eq(it_sql_int(db, "SELECT count(*) FROM \"db1.t\""), 200);
+    kill(pid, SIGTERM);
+    cr_expect_eq(it_wait(pid, 60), 0);
+    FILE *f = fopen(log, "r");
+    char line[1024];
+    bool said = false;
+    while (f && fgets(line, sizeof(line), f))
+        said = said || (strstr(line, "WARN") && strstr(line, "rebuilding it from topic") &&
+                        strstr(line, "column \"n\" changed type from int to bigint"));
+    if (f)
+        fclose(f);
+    cr_expect(said, "no rebuild log line in %s", log);
     rd_kafka_destroy(rk);
     it_rm_db(db);
 }
