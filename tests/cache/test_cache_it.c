@@ -212,6 +212,7 @@ Test(it, compacted_changelog)
     free(m.n);
     rd_kafka_destroy(rk);
     it_rm_db(db);
+    unlink(log); /* kept when a test fails (its messages name it) */
 }
 
 Test(it, kill9_resume)
@@ -267,6 +268,8 @@ Test(it, kill9_resume)
     rd_kafka_destroy(rk);
     it_rm_db(dba);
     it_rm_db(dbb);
+    unlink(loga); /* kept when a test fails (its messages name them) */
+    unlink(logb);
 }
 
 Test(it, group_split)
@@ -336,6 +339,8 @@ Test(it, group_split)
     rd_kafka_destroy(rk);
     it_rm_db(dba);
     it_rm_db(dbb);
+    unlink(loga); /* kept when a test fails (its messages name them) */
+    unlink(logb);
 }
 
 Test(it, schema_add_column)
@@ -390,6 +395,7 @@ Test(it, schema_add_column)
     cr_expect(altered, "no ALTER TABLE log line in %s", log);
     rd_kafka_destroy(rk);
     it_rm_db(db);
+    unlink(log); /* kept when a test fails (its messages name it) */
 }
 
 /* it/schema_incompatible_rebuilds: a running cache gets a schema record that changes a column's
@@ -448,4 +454,5 @@ Test(it, schema_incompatible_rebuilds)
     cr_expect(said, "no rebuild log line in %s", log);
     rd_kafka_destroy(rk);
     it_rm_db(db);
+    unlink(log); /* kept when a test fails (its messages name it) */
 }
