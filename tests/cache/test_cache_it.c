@@ -212,7 +212,7 @@ Test(it, compacted_changelog)
     free(m.n);
     rd_kafka_destroy(rk);
     it_rm_db(db);
-    unlink(log); /* kept when a test fails (its messages name it) */
+    unlink(log); /* kept when an assertion stops the test (its message names it) */
 }
 
 Test(it, kill9_resume)
@@ -268,7 +268,7 @@ Test(it, kill9_resume)
     rd_kafka_destroy(rk);
     it_rm_db(dba);
     it_rm_db(dbb);
-    unlink(loga); /* kept when a test fails (its messages name them) */
+    unlink(loga); /* kept when an assertion stops the test (its message names them) */
     unlink(logb);
 }
 
@@ -339,7 +339,7 @@ Test(it, group_split)
     rd_kafka_destroy(rk);
     it_rm_db(dba);
     it_rm_db(dbb);
-    unlink(loga); /* kept when a test fails (its messages name them) */
+    unlink(loga); /* kept when an assertion stops the test (its message names them) */
     unlink(logb);
 }
 
@@ -395,7 +395,7 @@ Test(it, schema_add_column)
     cr_expect(altered, "no ALTER TABLE log line in %s", log);
     rd_kafka_destroy(rk);
     it_rm_db(db);
-    unlink(log); /* kept when a test fails (its messages name it) */
+    unlink(log); /* kept when an assertion stops the test (its message names it) */
 }
 
 /* it/schema_incompatible_rebuilds: a running cache gets a schema record that changes a column's
@@ -454,5 +454,5 @@ Test(it, schema_incompatible_rebuilds)
     cr_expect(said, "no rebuild log line in %s", log);
     rd_kafka_destroy(rk);
     it_rm_db(db);
-    unlink(log); /* kept when a test fails (its messages name it) */
+    unlink(log); /* kept when an assertion stops the test (its message names it) */
 }
