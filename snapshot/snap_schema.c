@@ -114,7 +114,7 @@ tb_code snap_schema_list(MYSQL *my, const snap_filter *f, snap_tinfo **out, size
     list_ctx l = {.f = f};
     tb_code rc = snap_sql_query(my,
                                 "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_ROWS, ENGINE FROM information_schema.TABLES "
-                                "WHERE TABLE_TYPE='BASE TABLE' ORDER BY TABLE_SCHEMA, TABLE_NAME",
+                                "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') ORDER BY TABLE_SCHEMA, TABLE_NAME",
                                 NULL, 0, list_row, &l, err);
     if (rc != TB_OK) {
         snap_tinfo_free_all(l.v, l.n);
