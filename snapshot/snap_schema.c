@@ -376,7 +376,17 @@ tb_code snap_schema_describe(MYSQL *my, const cfg *c, const char *db, const char
         if (ty == EVT_T_UNKNOWN)
             TB_WARN("snapshot", "table %s.%s column %s: type '%s' read as text", db, table, r->name, r->data_type);
         bool is_uns = strstr(r->column_type, "unsigned") != NULL;
-        rc = evt_table_set_column(t, i, r->name, ty, r->column_type, r->nullable, is_uns);
+        /* Integer display widths ("int(11)") are not in the binlog's table map;
+         * drop them so the schema record reads the same from both paths. */
+        char int_type[32];
+        const char *stype = r->column_type;
+        if ((ty == EVT_T_TINYINT || ty == EVT_T_SMALLINT || ty == EVT_T_MEDIUMINT || ty == EVT_T_INT ||
+             ty == EVT_T_BIGINT) &&
+            strlen(r->data_type) < 20) {
+            snprintf(int_type, sizeof(int_type), "%s%s", r->data_type, is_uns ? " unsigned" : "");
+            stype = int_type;
+        }
+        rc = evt_table_set_column(t, i, r->name, ty, stype, r->nullable, is_uns);
         uint32_t length = 0, prec = 0, scale = 0;
         if (ty == EVT_T_BIT)
             length = (uint32_t)r->num_prec;
