@@ -5,6 +5,7 @@
 #include "snap_schema.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "snap_sql.h"
