@@ -24,21 +24,24 @@ typedef struct sqlcap_frame {
 
 static tb_code sqlcap_frame_hdr(sqlcap *c, uint32_t i, sqlcap_frame *f, uint8_t *page, tb_error *err)
 {
-    uint8_t h[24];
+    uint8_t hb[24], *h = hb;
     off_t off = 32 + (off_t)(i - 1) * (c->pg.pgsz + 24);
-    if (pread(c->walfd, h, 24, off) != 24)
+    if (page) {
+        /* header and page in one read: page points 24 bytes into a pgsz+24 buffer */
+        h = page - 24;
+        if (pread(c->walfd, h, c->pg.pgsz + 24, off) != (ssize_t)c->pg.pgsz + 24)
+            return tb_error_set(err, TB_ERR_IO, true, "%s-wal: read frame %u at offset %lld", c->path, i,
+                                (long long)off);
+    } else if (pread(c->walfd, h, 24, off) != 24) {
         return tb_error_set(err, TB_ERR_IO, true, "%s-wal: read frame %u header at offset %lld", c->path, i,
                             (long long)off);
+    }
     f->pgno = sqlcap_be32(h);
     f->commit = sqlcap_be32(h + 4);
     f->salt1 = sqlcap_be32(h + 8);
     f->salt2 = sqlcap_be32(h + 12);
     f->ck1 = sqlcap_be32(h + 16);
     f->ck2 = sqlcap_be32(h + 20);
-    if (page) {
-        if (pread(c->walfd, page, c->pg.pgsz, off + 24) != (ssize_t)c->pg.pgsz)
-            return tb_error_set(err, TB_ERR_IO, true, "%s-wal: read frame %u page", c->path, i);
-    }
     return TB_OK;
 }
 
@@ -56,7 +59,9 @@ static tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offlin
 {
     tb_code rc = TB_OK;
     sqlcap_map txn = {0};
-    uint8_t *page = malloc(c->pg.pgsz);
+    uint8_t *fbuf = malloc(c->pg.pgsz + 24), *page = fbuf ? fbuf + 24 : NULL;
+    uint8_t *pgnos = malloc(32768);
+    uint32_t pgblock = UINT32_MAX; /* -shm hash block cached in pgnos */
     uint32_t s0 = c->ck1, s1 = c->ck2;
     uint32_t start = c->frame;
     *done = false;
@@ -86,8 +91,17 @@ static tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offlin
         /* chain from the stored checksum so one bad frame stays local */
         s0 = f.ck1;
         s1 = f.ck2;
-        if (!offline) {
-            uint32_t ip = sqlcap_shm_pgno(c->shmfd, i);
+        if (!offline && pgnos) {
+            /* aPgno[] of frame i, from the cached 32 KiB hash block */
+            uint32_t blk = i <= 4062 ? 0 : 1 + (i - 4063) / 4096;
+            size_t at = i <= 4062 ? 136 + (size_t)(i - 1) * 4 : (size_t)((i - 4063) % 4096) * 4;
+            if (blk != pgblock) {
+                ssize_t r = pread(c->shmfd, pgnos, 32768, (off_t)blk * 32768);
+                pgblock = r == 32768 ? blk : UINT32_MAX;
+            }
+            uint32_t ip = 0;
+            if (pgblock == blk)
+                memcpy(&ip, pgnos + at, 4);
             if (ip && ip != f.pgno) {
                 rc = tb_error_set(err, TB_ERR_CORRUPT, true, "%s-wal: frame %u holds page %u but the wal-index says %u",
                                   c->path, i, f.pgno, ip);
@@ -129,7 +143,8 @@ static tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offlin
 out:
     (void)start;
     sqlcap_map_free(&txn);
-    free(page);
+    free(fbuf);
+    free(pgnos);
     return rc;
 }
 

@@ -445,7 +445,7 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
     sqlcap_val *va = NULL, *vb = NULL, *vn = NULL;
     sqlcap_sorted *srt = NULL;
     size_t nsrt = 0;
-    uint8_t *skip0 = NULL, *skip1 = NULL;
+    uint8_t *skip0 = NULL, *skip1 = NULL, *pga = NULL, *pgb = NULL;
     uint32_t own = (uint32_t)id + 2;
     tb_buf_init(&key, 0);
     if (t0 && t0->captured && (rc = sqlcap_tree_pages(v0, t0->root, &in0, &lf0, err)) != TB_OK)
@@ -474,7 +474,9 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
         size_t scap = e->pg->pgsz / 4 + 1;
         skip0 = malloc(scap);
         skip1 = malloc(scap);
-        if (!skip0 || !skip1)
+        pga = malloc(e->pg->pgsz);
+        pgb = malloc(e->pg->pgsz);
+        if (!skip0 || !skip1 || !pga || !pgb)
             goto nomem;
         for (int side = 0; side < 2; side++) {
             sqlcap_u32s *lists[2] = {side ? &lf1 : &lf0, side ? &in1 : &in0};
@@ -503,9 +505,9 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
                         }
                         e->mdone[p] = s;
                         size_t n0 = 0, n1 = 0;
-                        if ((rc = sqlcap_page_same_cells(v0, v1, p, skip0, &n0, skip1, &n1, err)) != TB_OK ||
-                            (rc = sqlcap_page_rows_skip(v0, p, skip0, n0, sqlcap_collect, &x0, err)) != TB_OK ||
-                            (rc = sqlcap_page_rows_skip(v1, p, skip1, n1, sqlcap_collect, &x1, err)) != TB_OK)
+                        if ((rc = sqlcap_page_same_cells(v0, v1, p, pga, pgb, skip0, &n0, skip1, &n1, err)) != TB_OK ||
+                            (rc = sqlcap_page_rows_img(v0, p, pga, skip0, n0, sqlcap_collect, &x0, err)) != TB_OK ||
+                            (rc = sqlcap_page_rows_img(v1, p, pgb, skip1, n1, sqlcap_collect, &x1, err)) != TB_OK)
                             goto out;
                         continue;
                     }
@@ -598,6 +600,8 @@ out:
     free(srt);
     free(skip0);
     free(skip1);
+    free(pga);
+    free(pgb);
     free(va);
     free(vb);
     free(vn);

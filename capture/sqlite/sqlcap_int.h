@@ -154,10 +154,14 @@ tb_code sqlcap_page_rows_skip(const sqlcap_view *v, uint32_t pgno, const uint8_t
                               void *opaque, tb_error *err);
 /* For page pgno in both views: mark cells whose local bytes are identical in
  * both versions and that do not spill (the same row, unchanged: it can be left
- * out of both sides of the diff). skip0, skip1 need pgsz/4+1 bytes; n0, n1 receive
+ * out of both sides of the diff). a and b (pgsz bytes each) receive the two page
+ * images. skip0, skip1 need pgsz/4+1 bytes; n0, n1 receive
  * the cell counts (0 = no filtering possible). */
-tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uint32_t pgno, uint8_t *skip0,
-                               size_t *n0, uint8_t *skip1, size_t *n1, tb_error *err);
+tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uint32_t pgno, uint8_t *a, uint8_t *b,
+                               uint8_t *skip0, size_t *n0, uint8_t *skip1, size_t *n1, tb_error *err);
+/* sqlcap_page_rows_skip on a page image already read (img, pgsz bytes; NULL = read it). */
+tb_code sqlcap_page_rows_img(const sqlcap_view *v, uint32_t pgno, const uint8_t *img, const uint8_t *skip, size_t nskip,
+                             sqlcap_cell_fn fn, void *opaque, tb_error *err);
 
 /* Decode a record into vals (ncols_max slots). *ncols = values present. The
  * values borrow from payload. */

@@ -188,6 +188,12 @@ tb_code sqlcap_page_rows(const sqlcap_view *v, uint32_t pgno, sqlcap_cell_fn fn,
 tb_code sqlcap_page_rows_skip(const sqlcap_view *v, uint32_t pgno, const uint8_t *skip, size_t nskip, sqlcap_cell_fn fn,
                               void *opaque, tb_error *err)
 {
+    return sqlcap_page_rows_img(v, pgno, NULL, skip, nskip, fn, opaque, err);
+}
+
+tb_code sqlcap_page_rows_img(const sqlcap_view *v, uint32_t pgno, const uint8_t *img, const uint8_t *skip, size_t nskip,
+                             sqlcap_cell_fn fn, void *opaque, tb_error *err)
+{
     tb_code rc = TB_OK;
     uint32_t pgsz = v->pg->pgsz, U = v->pg->usable;
     uint8_t *buf = malloc(pgsz), *ov = malloc(pgsz);
@@ -198,7 +204,9 @@ tb_code sqlcap_page_rows_skip(const sqlcap_view *v, uint32_t pgno, const uint8_t
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "page %u: out of memory", pgno);
         goto out;
     }
-    if ((rc = sqlcap_view_read(v, pgno, buf, err)) != TB_OK)
+    if (img)
+        memcpy(buf, img, pgsz);
+    else if ((rc = sqlcap_view_read(v, pgno, buf, err)) != TB_OK)
         goto out;
     size_t h = pgno == 1 ? 100 : 0;
     uint8_t type = buf[h];
@@ -445,12 +453,12 @@ static tb_code sqlcap_cells(const uint8_t *buf, uint32_t pgno, size_t U, unsigne
     return TB_OK;
 }
 
-tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uint32_t pgno, uint8_t *skip0,
-                               size_t *n0, uint8_t *skip1, size_t *n1, tb_error *err)
+tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uint32_t pgno, uint8_t *a, uint8_t *b,
+                               uint8_t *skip0, size_t *n0, uint8_t *skip1, size_t *n1, tb_error *err)
 {
     uint32_t pgsz = v0->pg->pgsz;
     size_t U = v0->pg->usable, cap = pgsz / 4 + 1;
-    uint8_t *a = malloc(pgsz), *b = malloc(pgsz), *oa = malloc(cap), *ob = malloc(cap);
+    uint8_t *oa = malloc(cap), *ob = malloc(cap);
     uint16_t *offa = malloc(cap * 2), *lena = malloc(cap * 2), *offb = malloc(cap * 2), *lenb = malloc(cap * 2);
     size_t hcap = 1;
     while (hcap < cap * 2)
@@ -459,7 +467,7 @@ tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uin
     unsigned na = 0, nb = 0;
     tb_code rc = TB_OK;
     *n0 = *n1 = 0;
-    if (!a || !b || !oa || !ob || !offa || !lena || !offb || !lenb || !ht) {
+    if (!oa || !ob || !offa || !lena || !offb || !lenb || !ht) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "page %u: out of memory", pgno);
         goto out;
     }
@@ -500,6 +508,6 @@ tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uin
     *n0 = na;
     *n1 = nb;
 out:
-    free(a), free(b), free(oa), free(ob), free(offa), free(lena), free(offb), free(lenb), free(ht);
+    free(oa), free(ob), free(offa), free(lena), free(offb), free(lenb), free(ht);
     return rc;
 }
