@@ -11,7 +11,9 @@
  *    and ratios. WAL file size after each writer run = WAL growth.
  *    Also "pin only": a process holding one read transaction (no consuming),
  *    which separates the cost of the pin (WAL growth) from the reader's CPU.
- *    BENCH_SQLCAP_AUTOCHECKPOINT=N sets the writer's wal_autocheckpoint.
+ *    BENCH_SQLCAP_AUTOCHECKPOINT=N sets the writer's wal_autocheckpoint;
+ *    BENCH_SQLCAP_READER_CHECKPOINT=1 turns on the reader's reset windows
+ *    (source.sqlite.checkpoint=on).
  * 2. Capture throughput: the WAL reader attaches and pins, the writer writes
  *    the whole workload, then the reader drains the backlog: rows/s of
  *    sqlcap_next (events fully built) in mode B and mode A.
@@ -155,7 +157,8 @@ static pid_t spawn_reader(const char *path, bool trigger, bool shadow, bool drai
     pid_t p = fork();
     if (p == 0) {
         signal(SIGTERM, on_term);
-        sqlcap_opts o = {.path = path, .trigger_mode = trigger, .shadow = shadow, .poll_ms = 10};
+        sqlcap_opts o = {.path = path, .trigger_mode = trigger, .shadow = shadow, .poll_ms = 10,
+                         .checkpoint = getenv("BENCH_SQLCAP_READER_CHECKPOINT") != NULL};
         sqlcap *c;
         tb_error err;
         if (sqlcap_open_opts(&o, NULL, &c, &err) != TB_OK) {

@@ -187,7 +187,7 @@ static void sqlcap_maybe_checkpoint(sqlcap *c, const sqlcap_shmhdr *h)
     if (!c->o.checkpoint || h->mxframe < 1000 || c->frame != h->mxframe)
         return;
     int64_t now = sqlcap_now_ms();
-    if (now - c->last_ckpt_ms < 1000)
+    if (now - c->last_ckpt_ms < 100)
         return;
     c->last_ckpt_ms = now;
     if (!c->K) {
@@ -198,6 +198,23 @@ static void sqlcap_maybe_checkpoint(sqlcap *c, const sqlcap_shmhdr *h)
     int log = 0, ck = 0;
     sqlite3_wal_checkpoint_v2(c->K, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &ck);
     TB_DEBUG(SQLCAP_FAC, "%s: PASSIVE checkpoint log=%d checkpointed=%d", c->path, log, ck);
+    if (log <= 0 || log != ck || c->protector < 0)
+        return;
+    /* Everything is backfilled: leapfrog now, so the new read transaction takes
+     * WAL_READ_LOCK(0) and the writer's next commit can rewind the WAL. The
+     * old pin is released only if no frame was appended meanwhile (else the
+     * new mark could be above P). */
+    int j = 1 - c->protector;
+    sqlcap_shmhdr h2;
+    if (sqlcap_begin(c, j, NULL) != TB_OK)
+        return;
+    if (sqlcap_shm(c, &h2, NULL) == TB_OK && h2.mxframe == c->frame && h2.salt1 == c->salt1 &&
+        h2.salt2 == c->salt2) {
+        sqlcap_end(c, c->protector);
+        c->protector = j;
+    } else {
+        sqlcap_end(c, j);
+    }
 }
 
 /* One leapfrog step: begin the other read transaction, consume up to the

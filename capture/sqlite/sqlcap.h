@@ -56,8 +56,10 @@
  * UTF-16 databases are refused (table not captured / open fails).
  *
  * CHECKPOINTS: never by default. source.sqlite.checkpoint=on runs a PASSIVE
- * checkpoint at most once a second when caught up and mxFrame >= 1000 (a reset
- * window, sqlite-wal.md 2.9; minimal, not covered by tests). WAL size, lag
+ * checkpoint at most every 100 ms when caught up and mxFrame >= 1000 (a reset
+ * window, sqlite-wal.md 2.9: after a full backfill it leapfrogs at once so the
+ * new read transaction holds lock 0). Not covered by tests; in bench_sqlcap
+ * (continuous small commits) the window never opened and the WAL still grew. WAL size, lag
  * and checksum anomalies are logged every 10 s and in sqlcap_get_stats.
  *
  * OWNERSHIP. sqlcap_open returns an object freed by sqlcap_close (NULL-safe).
