@@ -13,9 +13,10 @@
  *  The text is what the plain loop "first of %.15g, %.16g, %.17g that
  *  strtod reads back" (floats: %.6g..%.9g, strtof) gives, exponent tidied,
  *  but found mostly without printf: short decimals and floats by exact
- *  Clinger-style checks, full-precision doubles with one printf; printf is
- *  asked whenever a decision would be unsure (near ties). Tests and the
- *  fuzz target compare with that loop.
+ *  Clinger-style checks, full-precision doubles from their exact 17-digit
+ *  decimal (128-bit integer arithmetic, exact_digits; one printf outside
+ *  about 1e-6..2^53); printf is asked whenever a decision would be unsure
+ *  (near ties). Tests and the fuzz target compare with that loop.
  */
 #include "evt_internal.h"
 
@@ -131,9 +132,89 @@ static bool reads_back(const char *dig, int n, int x, const char *text, double v
     return strtod(text, NULL) == v;
 }
 
+/* The correctly rounded prec-digit decimal of av (positive, normal), as
+ * "%.<prec-1>e" gives it, without printf: av = m * 2^-s exactly (m < 2^53),
+ * so av * 10^k = m * 10^k / 2^s, with m * 10^k < 2^53 * 10^22 < 2^127 in
+ * 128-bit integers: quotient and remainder are exact, and rounding is
+ * glibc's round-half-even on an exact tie. Digits into dig[0..prec),
+ * decimal exponent into *x. Returns false (the caller asks printf) outside
+ * 0 <= k <= 22, 0 < s <= 127, i.e. roughly outside 1e-6 <= av < 2^53. */
+static bool exact_digits(double av, int prec, char *dig, int *x)
+{
+    static const uint64_t p10u[] = {1ull,
+                                    10ull,
+                                    100ull,
+                                    1000ull,
+                                    10000ull,
+                                    100000ull,
+                                    1000000ull,
+                                    10000000ull,
+                                    100000000ull,
+                                    1000000000ull,
+                                    10000000000ull,
+                                    100000000000ull,
+                                    1000000000000ull,
+                                    10000000000000ull,
+                                    100000000000000ull,
+                                    1000000000000000ull,
+                                    10000000000000000ull,
+                                    100000000000000000ull,
+                                    1000000000000000000ull,
+                                    10000000000000000000ull};
+    typedef unsigned __int128 u128;
+    int ex;
+    double f = frexp(av, &ex); /* av = f * 2^ex, 0.5 <= f < 1 */
+    uint64_t m = (uint64_t)ldexp(f, 53);
+    int s = 53 - ex;
+    if (s <= 0 || s > 127 || prec > 17)
+        return false;
+    int xe = (int)floor(log10(av));
+    for (int tries = 0; tries < 3; tries++) {
+        int k = prec - 1 - xe;
+        if (k < 0 || k > 22)
+            return false;
+        u128 p10k = k <= 19 ? (u128)p10u[k] : (u128)p10u[19] * p10u[k - 19];
+        u128 n = (u128)m * p10k;
+        u128 q = n >> s, r = n - (q << s), half = (u128)1 << (s - 1);
+        uint64_t lo = p10u[prec - 1], hi = p10u[prec];
+        if (q < lo) {
+            xe--;
+            continue;
+        }
+        if (q >= hi) {
+            xe++;
+            continue;
+        }
+        uint64_t d = (uint64_t)q;
+        if (r > half || (r == half && (d & 1)))
+            d++;
+        if (d == hi) {
+            d = lo;
+            xe++;
+        }
+        char tmp[24];
+        char *end = tmp + sizeof(tmp);
+        memcpy(dig, evt_u64_digits(d, end), (size_t)prec);
+        *x = xe;
+        return true;
+    }
+    return false;
+}
+
+/* printf's "%.<prec-1>e" digits of v (sign dropped) and exponent. */
+static void printf_digits(double v, int prec, char *dig, int *x)
+{
+    char ep[40];
+    snprintf(ep, sizeof(ep), "%.*e", prec - 1, v);
+    const char *q = ep + (ep[0] == '-' ? 1 : 0);
+    dig[0] = q[0];
+    memcpy(dig + 1, q + 2, (size_t)prec - 1);
+    *x = atoi(q + prec + 2);
+}
+
 /* Shortest round-trip text of a normal double (lo..hi = 15..17 digits) or
- * float (6..9, v holding the float exactly), with one printf: "%.<hi-1>e"
- * gives the correctly rounded hi significant digits; each shorter candidate
+ * float (6..9, v holding the float exactly): "%.<hi-1>e" (exact_digits, or
+ * printf out of its range) gives the correctly rounded hi significant digits; each shorter candidate
  * is that digit string rounded, which equals rounding v itself unless the
  * dropped digits are exactly half (then printf is asked). Same text as the
  * loop over %.<lo>g..%.<hi>g (for normal values the first precision that
@@ -142,16 +223,11 @@ static bool reads_back(const char *dig, int n, int x, const char *text, double v
 static size_t fmt_shortest(double v, bool is_float, char out[32])
 {
     const int lo = is_float ? 6 : 15, hi = is_float ? 9 : 17;
-    char ehi[40];
-    snprintf(ehi, sizeof(ehi), "%.*e", hi - 1, v);
-    const char *s = ehi;
-    bool neg = *s == '-';
-    if (neg)
-        s++;
+    bool neg = v < 0;
     char dhi[17];
-    dhi[0] = s[0];
-    memcpy(dhi + 1, s + 2, (size_t)hi - 1);
-    int xhi = atoi(s + hi + 2);
+    int xhi;
+    if (!exact_digits(fabs(v), hi, dhi, &xhi))
+        printf_digits(v, hi, dhi, &xhi);
     for (int prec = lo; prec <= hi; prec++) {
         char dig[17];
         int x = xhi;
@@ -163,13 +239,9 @@ static size_t fmt_shortest(double v, bool is_float, char out[32])
                 tail = tail * 10 + (dhi[i] - '0');
             for (int i = prec + 1; i < hi; i++)
                 half *= 10;
-            if (tail == half) { /* v's own digits decide: ask printf */
-                char ep[40];
-                snprintf(ep, sizeof(ep), "%.*e", prec - 1, v);
-                const char *q = ep + (neg ? 1 : 0);
-                dig[0] = q[0];
-                memcpy(dig + 1, q + 2, (size_t)prec - 1);
-                x = atoi(q + prec + 2);
+            if (tail == half) { /* v's own digits decide */
+                if (!exact_digits(fabs(v), prec, dig, &x))
+                    printf_digits(v, prec, dig, &x);
             } else {
                 memcpy(dig, dhi, (size_t)prec);
                 if (tail > half) {

@@ -147,6 +147,40 @@ Test(values, doubles_match_the_printf_reference)
     }
 }
 
+/* Full-precision doubles between about 1e-6 and 2^53 get their digits from
+ * 128-bit integer arithmetic (evt_fmt.c exact_digits), not printf: random
+ * mantissas over that range and around its edges, and binary fractions
+ * whose exact decimal expansion ties at the 16th or 17th digit (printf
+ * rounds those half to even), must give the printf reference text. */
+Test(values, doubles_exact_digits_match_the_printf_reference)
+{
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    char want[40], got[32];
+    int ties = 0;
+    for (int i = 0; i < 400000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double d;
+        if (i % 2 == 0) { /* 53 random mantissa bits, binary exponent over [-26, 56) */
+            d = ldexp((double)((x >> 11) | (1ull << 52)), (int)(x % 82) - 26 - 52);
+        } else { /* n + j/2^b near 2^50..2^53: few fraction bits, exact ties likely */
+            int b = 1 + (int)(x % 3);
+            uint64_t n = (1ull << (50 + (x >> 3) % 3)) + ((x >> 8) & 0xFFFFFFFFFFFull);
+            d = (double)n + (double)((x >> 60) % (1u << b)) / (double)(1u << b);
+        }
+        if (x & 0x100)
+            d = -d;
+        if (!isfinite(d) || (d == floor(d) && fabs(d) < 9007199254740992.0))
+            continue;
+        snprintf(want, sizeof want, "%.20e", fabs(d));
+        if (want[18] == '5' && strncmp(want + 19, "000", 3) == 0)
+            ties++; /* 18th significant digit 5, then zeros: a tie at 17 digits */
+        ref_double(d, want);
+        evt_fmt_double(d, got);
+        cr_assert_str_eq(got, want, "value %.20e", d);
+    }
+    cr_assert_gt(ties, 1000, "only %d exact ties tried", ties);
+}
+
 /* Short decimals take a printf-free path: it must agree with %.15g. */
 Test(values, short_decimals_match_printf)
 {
