@@ -743,6 +743,7 @@ static tb_code sqlcap_snap_step(sqlcap *c, tb_error *err)
     for (size_t i = 0; i < c->evq.n; i++) {
         evt_event_set_position(c->evq.v[i], &p);
         evt_event_set_snapshot(c->evq.v[i], EVT_SNAPSHOT_TRUE);
+        evt_event_set_commit_ts_ms(c->evq.v[i], c->seen_ms ? c->seen_ms : sqlcap_wall_ms());
         c->snap_any = true;
     }
     tb_position_free(&p);

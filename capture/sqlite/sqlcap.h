@@ -49,11 +49,24 @@
  * SCHEMA CHANGES (wal mode): CREATE TABLE: its rows appear as op=c (diff
  * against an empty table); ALTER ADD/RENAME/DROP COLUMN: no row events,
  * later events use a new descriptor (evt_table version+1); DROP TABLE: no
- * events (logged); ALTER TABLE RENAME: appears as drop + create, i.e. every
- * row re-emitted as op=c under the new name (not mapped to a rename); VACUUM:
+ * events, a WARN log line (as Debezium: consumers keep the rows; there is no
+ * DDL event in the stream); ALTER TABLE RENAME: recognised (same root page,
+ * same column definitions), no row events, INFO log line; later changes
+ * (including those in the renaming transaction) carry the new name, and the
+ * new name's descriptor starts at version 1; VACUUM:
  * no events (keys are the declared primary key, so renumbered rowids do not
  * matter unless the table has no primary key). Generated/hidden columns and
  * UTF-16 databases are refused (table not captured / open fails).
+ *
+ * VALUES (both modes, DESIGN 5 "SQLite dynamic typing"): TEXT and BLOB values
+ * follow the declared type, not the value's class: bytes (EVT_V_BYTES) in a
+ * BLOB-declared column, a string of the same bytes (EVT_V_STRING) in any other
+ * column. INTEGER and REAL values are numbers in every column.
+ *
+ * COMMIT TIME: SQLite records none. evt_event_commit_ts_ms is the wall-clock
+ * time at which the reader read the wal-index header that first showed the
+ * commit (trigger mode: the drain), shared by the commits of one poll,
+ * never going back (sqlite-wal.md 2.12).
  *
  * CHECKPOINTS: never by default. source.sqlite.checkpoint=on runs a PASSIVE
  * checkpoint at most every 100 ms when caught up and mxFrame >= 1000 (a reset

@@ -373,6 +373,23 @@ static void sqlcap_normalise(const sqlcap_tbl *t0, const sqlcap_val *v0, const s
     }
 }
 
+void sqlcap_set_val(evt_event *ev, evt_image img, size_t c, bool blob_col, const sqlcap_val *v)
+{
+    switch (v->type) {
+    case SQLCAP_NULL: evt_set_null(ev, img, c); break;
+    case SQLCAP_INT: evt_set_int(ev, img, c, v->i); break;
+    case SQLCAP_REAL: evt_set_double(ev, img, c, v->d); break;
+    default:
+        /* TEXT and BLOB by the declared type (DESIGN 5, SQLite dynamic typing):
+         * bytes in a BLOB-declared column, a string of the same bytes elsewhere */
+        if (blob_col)
+            evt_set_bytes(ev, img, c, v->p, v->n);
+        else
+            evt_set_string(ev, img, c, (const char *)v->p, v->n);
+        break;
+    }
+}
+
 evt_event *sqlcap_make_event(const sqlcap_tbl *t, evt_op op, const sqlcap_val *before, const sqlcap_val *after)
 {
     evt_event *ev = evt_event_new(op, t->et);
@@ -383,15 +400,8 @@ evt_event *sqlcap_make_event(const sqlcap_tbl *t, evt_op op, const sqlcap_val *b
         const sqlcap_val *v = img == 0 ? before : after;
         if (!v)
             continue;
-        for (size_t c = 0; c < t->ncols; c++) {
-            switch (v[c].type) {
-            case SQLCAP_NULL: evt_set_null(ev, (evt_image)img, c); break;
-            case SQLCAP_INT: evt_set_int(ev, (evt_image)img, c, v[c].i); break;
-            case SQLCAP_REAL: evt_set_double(ev, (evt_image)img, c, v[c].d); break;
-            case SQLCAP_TEXT: evt_set_string(ev, (evt_image)img, c, (const char *)v[c].p, v[c].n); break;
-            default: evt_set_bytes(ev, (evt_image)img, c, v[c].p, v[c].n); break;
-            }
-        }
+        for (size_t c = 0; c < t->ncols; c++)
+            sqlcap_set_val(ev, (evt_image)img, c, evt_table_column(t->et, c)->type == EVT_T_SQLITE_BLOB, &v[c]);
     }
     return ev;
 }
@@ -557,7 +567,13 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
                 continue;
             if ((rc = sqlcap_row_decode(t0, oe->rowid, (const uint8_t *)O.arena.data + oe->poff, oe->plen, va, err)) != TB_OK)
                 goto out;
-            evt_event *ev = sqlcap_make_event(t0, EVT_OP_DELETE, va, NULL);
+            evt_event *ev;
+            if (strcmp(t0->name, t1->name) != 0) { /* renamed: the row leaves the table under its new name */
+                sqlcap_normalise(t0, va, t1, vn);
+                ev = sqlcap_make_event(t1, EVT_OP_DELETE, vn, NULL);
+            } else {
+                ev = sqlcap_make_event(t0, EVT_OP_DELETE, va, NULL);
+            }
             if (!ev)
                 goto nomem;
             srt[nsrt++] = (sqlcap_sorted){(const uint8_t *)O.arena.data + oe->koff, oe->klen, ev};
@@ -687,7 +703,35 @@ tb_code sqlcap_engine_txn(sqlcap_engine *e, const sqlcap_map *txn, uint32_t new_
             sovfl.n = 0;
             if ((rc = sqlcap_schema_load(&v1, &e->schema, e->dbname, &e->next_id, e->mem, &s1, &sovfl, err)) != TB_OK)
                 goto out;
+            /* ALTER TABLE RENAME: a new name on the root page of a vanished name, with
+             * the same column definitions (the CREATE text after the name): the same
+             * table (its id, hence its pages' owner, is kept); rows changed in the
+             * same transaction are diffed as usual. A DROP + CREATE of an identical
+             * definition that reuses the root page in one transaction is read as a
+             * rename too; the row diff is exact either way. */
             for (size_t i = 0; i < s1.n; i++) {
+                sqlcap_tbl *t1 = s1.tbls[i];
+                if (!t1->captured || sqlcap_schema_find(&e->schema, t1->name))
+                    continue;
+                const char *d1 = strchr(t1->sql, '(');
+                for (size_t k = 0; d1 && k < e->schema.n; k++) {
+                    sqlcap_tbl *t0 = e->schema.tbls[k];
+                    const char *d0 = strchr(t0->sql, '(');
+                    if (t0->root == t1->root && t0->without_rowid == t1->without_rowid && t0->captured && d0 &&
+                        strcmp(d0, d1) == 0 && !sqlcap_schema_find(&s1, t0->name)) {
+                        TB_INFO(SQLCAP_FAC, "schema: table %s renamed to %s (root page %u): no row events, later "
+                                "changes carry the new name", t0->name, t1->name, t1->root);
+                        t1->id = t0->id;
+                        break;
+                    }
+                }
+            }
+            for (size_t i = 0; i < s1.n; i++) {
+                sqlcap_tbl *r0 = sqlcap_by_id(&e->schema, s1.tbls[i]->id);
+                if (r0 && strcmp(r0->name, s1.tbls[i]->name) != 0) {
+                    SQLCAP_TOUCH((uint32_t)s1.tbls[i]->id + 2);
+                    continue;
+                }
                 sqlcap_tbl *t0 = sqlcap_schema_find(&e->schema, s1.tbls[i]->name);
                 if (!t0 || t0->root != s1.tbls[i]->root || strcmp(t0->sql, s1.tbls[i]->sql) != 0) {
                     SQLCAP_TOUCH((uint32_t)s1.tbls[i]->id + 2);
@@ -696,9 +740,9 @@ tb_code sqlcap_engine_txn(sqlcap_engine *e, const sqlcap_map *txn, uint32_t new_
                 }
             }
             for (size_t i = 0; i < e->schema.n; i++)
-                if (!sqlcap_schema_find(&s1, e->schema.tbls[i]->name)) {
+                if (!sqlcap_schema_find(&s1, e->schema.tbls[i]->name) && !sqlcap_by_id(&s1, e->schema.tbls[i]->id)) {
                     SQLCAP_TOUCH((uint32_t)e->schema.tbls[i]->id + 2);
-                    TB_INFO(SQLCAP_FAC, "schema: table %s dropped", e->schema.tbls[i]->name);
+                    TB_WARN(SQLCAP_FAC, "schema: table %s dropped: no events for its rows (as Debezium: consumers keep them)", e->schema.tbls[i]->name);
                 }
         }
         if ((rc = sqlcap_set_schema_owners(e, &v1, &sovfl, err)) != TB_OK)

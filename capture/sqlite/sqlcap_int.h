@@ -219,6 +219,10 @@ const sqlcap_schema *sqlcap_engine_schema(const sqlcap_engine *e);
 tb_code sqlcap_engine_scan(sqlcap_engine *e, const sqlcap_tbl *t, size_t *cursor, sqlcap_evlist *out,
                            tb_error *err);
 
+/* Set column c of image img from a value of any storage class. TEXT and BLOB
+ * follow the declared type (blob_col: the column is declared BLOB): bytes in a
+ * BLOB column, a string of the same bytes in any other column (DESIGN 5). */
+void sqlcap_set_val(evt_event *ev, evt_image img, size_t c, bool blob_col, const sqlcap_val *v);
 /* Build an event for table t from decoded rows (NULL image = absent). */
 evt_event *sqlcap_make_event(const sqlcap_tbl *t, evt_op op, const sqlcap_val *before, const sqlcap_val *after);
 

@@ -50,9 +50,14 @@ struct sqlcap {
     bool snap_any;
     bool gap;                   /* the next applied transaction is a gap net diff */
     sqlcap_stats st;
+    /* observation time (wall clock, ms) of the newest wal-index header that showed
+     * new commits: the commit time of the events (SQLite records none) */
+    int64_t seen_ms;
+    uint32_t seen_mx, seen_salt1, seen_salt2;
 };
 
 int64_t sqlcap_now_ms(void);
+int64_t sqlcap_wall_ms(void); /* CLOCK_REALTIME in ms */
 void sqlcap_sleep_ms(int ms);
 tb_code sqlcap_open_reader(sqlcap *c, sqlite3 **db, tb_error *err);
 tb_code sqlcap_begin(sqlcap *c, int i, tb_error *err);

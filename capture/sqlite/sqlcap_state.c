@@ -31,6 +31,13 @@ int64_t sqlcap_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t sqlcap_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 void sqlcap_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -77,6 +84,14 @@ tb_code sqlcap_shm(sqlcap *c, sqlcap_shmhdr *h, tb_error *err)
     tb_code rc = TB_OK;
     for (int attempt = 0; attempt < 1000; attempt++) {
         rc = sqlcap_shm_read(c->shmfd, h, err);
+        if (rc == TB_OK && (h->mxframe != c->seen_mx || h->salt1 != c->seen_salt1 || h->salt2 != c->seen_salt2)) {
+            /* new commits became visible now: their observation time (sqlite-wal.md 2.12) */
+            int64_t now = sqlcap_wall_ms();
+            c->seen_ms = now > c->seen_ms ? now : c->seen_ms;
+            c->seen_mx = h->mxframe;
+            c->seen_salt1 = h->salt1;
+            c->seen_salt2 = h->salt2;
+        }
         if (rc == TB_OK || rc != TB_ERR_CORRUPT)
             return rc;
         sqlcap_sleep_ms(1);
@@ -368,6 +383,7 @@ tb_code sqlcap_apply_txn(sqlcap *c, sqlcap_map *txn, uint32_t frame, uint32_t ck
     for (size_t i = 0; i < tmp.n; i++) {
         evt_event_set_position(tmp.v[i], &pos);
         evt_event_set_last_in_tx(tmp.v[i], i + 1 == tmp.n);
+        evt_event_set_commit_ts_ms(tmp.v[i], c->seen_ms ? c->seen_ms : sqlcap_wall_ms());
         if (c->gap)
             evt_event_set_txid(tmp.v[i], "gap");
     }

@@ -255,6 +255,7 @@ static tb_code sqlcap_trig_image(evt_event *ev, evt_image img, const evt_table *
             continue;
         size_t len = 0;
         const char *txt;
+        bool blob_col = evt_table_column(et, c)->type == EVT_T_SQLITE_BLOB;
         switch (evt_jv_type_of(v)) {
         case EVT_JV_NULL: evt_set_null(ev, img, c); break;
         case EVT_JV_NUMBER:
@@ -264,10 +265,14 @@ static tb_code sqlcap_trig_image(evt_event *ev, evt_image img, const evt_table *
             else
                 evt_set_int(ev, img, c, strtoll(txt, NULL, 10));
             break;
-        case EVT_JV_STRING:
+        case EVT_JV_STRING: {
+            sqlcap_val sv = {.type = SQLCAP_TEXT};
             txt = evt_jv_text(v, &len);
-            evt_set_string(ev, img, c, txt, len);
+            sv.p = (const uint8_t *)txt;
+            sv.n = len;
+            sqlcap_set_val(ev, img, c, blob_col, &sv);
             break;
+        }
         case EVT_JV_OBJECT: {
             const evt_jv *b = evt_jv_get(v, "$b"), *f = evt_jv_get(v, "$f");
             if (f) {
@@ -279,7 +284,8 @@ static tb_code sqlcap_trig_image(evt_event *ev, evt_image img, const evt_table *
                     char h[3] = {txt[2 * i], txt[2 * i + 1], 0};
                     bytes[i] = (uint8_t)strtoul(h, NULL, 16);
                 }
-                evt_set_bytes(ev, img, c, bytes, len / 2);
+                sqlcap_val sv = {.type = SQLCAP_BLOB, .p = bytes, .n = bytes ? len / 2 : 0};
+                sqlcap_set_val(ev, img, c, blob_col, &sv);
                 free(bytes);
             }
             break;
@@ -308,6 +314,7 @@ tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err)
     tb_position pos;
     tb_position_init(&pos);
     pos.kind = TB_POS_SQLITE_LOG;
+    int64_t seen_ms = sqlcap_wall_ms(); /* observation time: SQLite records no commit time */
     int r;
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t seq = sqlite3_column_int64(st, 0);
@@ -335,6 +342,7 @@ tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err)
         pos.seq = seq;
         evt_event_set_position(ev, &pos);
         evt_event_set_last_in_tx(ev, true);
+        evt_event_set_commit_ts_ms(ev, seen_ms);
         if (c->evq.n == c->evq.cap) {
             size_t nc = c->evq.cap ? c->evq.cap * 2 : 256;
             evt_event **nv = realloc(c->evq.v, nc * sizeof *nv);
