@@ -17,6 +17,16 @@
  * backslash occurs, so callers can bind the span directly when it is false.
  * A lone \udcXX escape turns back into the raw byte 0xXX (DESIGN 5, as the
  * writer evt_jw_str encodes invalid UTF-8).
+ *
+ * Why not schema/evt_jv.c: evt_jv is the reader for everything else (records,
+ * `offsets show`, re-serialising JSON columns through evt_jw); it builds a
+ * tree in an arena and decodes every string into a copy. The cache needs the
+ * opposite: no allocation and no copy per message (spans bound straight into
+ * SQLite when unescaped), which is this scanner. Making evt_jv serve both
+ * means giving it a span/iterator mode, i.e. moving this scanner into
+ * schema/ behind evt_jv's API; not done yet (the two share no code beyond
+ * the RFC 8259 grammar, and the \udcXX rule, which both implement as
+ * documented in evt_jw.c).
  */
 #ifndef CACHE_JSON_H
 #define CACHE_JSON_H

@@ -23,6 +23,8 @@ struct evt_table {
     bool sealed;
     char *keyfrag;   /* set by seal: each column name as JSON key text */
     size_t *keyoff;  /* ncols + 1 offsets into keyfrag */
+    char *srcfrag;   /* set by seal: "\"db\":\"<db>\",\"table\":\"<name>\"" (source block members) */
+    size_t srcfrag_len;
 };
 
 /* ------------------------------------------------------------ arena
@@ -50,6 +52,9 @@ tb_code evt_jw_json_ex(evt_jw *w, const char *json, size_t len, tb_error *err);
  * ("\"id\":"), with the usual comma logic. EVT_JW_KEY for literals. */
 void evt_jw_key_lit(evt_jw *w, const char *frag, size_t n);
 #define EVT_JW_KEY(w, lit) evt_jw_key_lit((w), "\"" lit "\":", sizeof("\"" lit "\":") - 1)
+/* Write complete object members given as their final text ("\"a\":1,\"b\":2"),
+ * with the usual comma logic before them. */
+void evt_jw_members_lit(evt_jw *w, const char *frag, size_t n);
 /* A sealed table's column name as key text ("\"name\":"), or NULL. Borrowed. */
 const char *evt_table_key_frag(const evt_table *t, size_t i, size_t *len);
 /* Set the writer's sticky error (no-op when already failed). */

@@ -475,19 +475,32 @@ static void put_u(evt_jw *w, const char *key, size_t klen, uint64_t v)
 
 static void put_source(evt_jw *w, const evt_codec_opts *o, const evt_event *e)
 {
-    static const char *const snap[] = {"false", "true", "last"};
+    /* constant members as precomputed text (same bytes as put_cstr would write) */
+#define SNAP_LIT(v) {"\"snapshot\":\"" v "\"", sizeof("\"snapshot\":\"" v "\"") - 1}
+    static const struct {
+        const char *text;
+        size_t len;
+    } snap[] = {SNAP_LIT("false"), SNAP_LIT("true"), SNAP_LIT("last")};
+#undef SNAP_LIT
     const evt_table *t = evt_event_table(e);
     evt_snapshot_flag sf = evt_event_snapshot(e);
     EVT_JW_KEY(w, "source");
     evt_jw_obj_begin(w);
-    put_cstr(w, EVT_JW_KEY_ARGS("version"), EVT_SOURCE_VERSION);
-    put_cstr(w, EVT_JW_KEY_ARGS("connector"), evt_connector_name(evt_event_connector(e)));
+    /* "version" member and the "connector" key in one fragment */
+    evt_jw_key_lit(w, EVT_JW_KEY_ARGS("version\":\"" EVT_SOURCE_VERSION "\",\"connector"));
+    const char *conn = evt_connector_name(evt_event_connector(e));
+    evt_jw_str(w, conn, strlen(conn));
     put_cstr(w, EVT_JW_KEY_ARGS("name"), o && o->name ? o->name : "");
     EVT_JW_KEY(w, "ts_ms");
     evt_jw_int(w, evt_event_commit_ts_ms(e));
-    put_cstr(w, EVT_JW_KEY_ARGS("snapshot"), snap[(unsigned)sf <= 2 ? sf : 0]);
-    put_cstr(w, EVT_JW_KEY_ARGS("db"), evt_table_db(t));
-    put_cstr(w, EVT_JW_KEY_ARGS("table"), evt_table_name(t));
+    unsigned si = (unsigned)sf <= 2 ? (unsigned)sf : 0;
+    evt_jw_members_lit(w, snap[si].text, snap[si].len);
+    if (t->srcfrag)
+        evt_jw_members_lit(w, t->srcfrag, t->srcfrag_len);
+    else {
+        put_cstr(w, EVT_JW_KEY_ARGS("db"), evt_table_db(t));
+        put_cstr(w, EVT_JW_KEY_ARGS("table"), evt_table_name(t));
+    }
     const tb_position *p = evt_event_position(e);
     switch (p->kind) {
     case TB_POS_MYSQL:

@@ -309,6 +309,8 @@ static void put_lit(evt_jw *w, const char *s, size_t n)
     commit(w, p + n);
 }
 
+void evt_jw_members_lit(evt_jw *w, const char *frag, size_t n) { put_lit(w, frag, n); }
+
 void evt_jw_null(evt_jw *w) { put_lit(w, "null", 4); }
 void evt_jw_bool(evt_jw *w, bool b) { b ? put_lit(w, "true", 4) : put_lit(w, "false", 5); }
 

@@ -100,6 +100,7 @@ static void table_destroy(evt_table *t)
     free(t->cols);
     free(t->pk);
     free(t->keyfrag);
+    free(t->srcfrag);
     free(t->keyoff);
     free(t->db);
     free(t->name);
@@ -301,11 +302,35 @@ static void build_keyfrags(evt_table *t)
     t->keyoff = t->keyfrag ? off : (free(off), NULL);
 }
 
+/* Precompute the table's members of the envelope's source block
+ * ("\"db\":\"shop\",\"table\":\"orders\""). On failure the codec writes them itself. */
+static void build_srcfrag(evt_table *t)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    evt_jw w;
+    evt_jw_init(&w, &b);
+    evt_jw_obj_begin(&w);
+    EVT_JW_KEY(&w, "db");
+    evt_jw_str(&w, t->db, strlen(t->db));
+    EVT_JW_KEY(&w, "table");
+    evt_jw_str(&w, t->name, strlen(t->name));
+    evt_jw_obj_end(&w);
+    if (evt_jw_finish(&w) == TB_OK && b.len >= 2) { /* drop the braces */
+        memmove(b.data, b.data + 1, b.len - 2);
+        b.len -= 2;
+        b.data[b.len] = '\0';
+        t->srcfrag = tb_buf_detach(&b, &t->srcfrag_len);
+    }
+    tb_buf_free(&b);
+}
+
 void evt_table_seal(evt_table *t)
 {
     if (!t || t->sealed)
         return;
     build_keyfrags(t);
+    build_srcfrag(t);
     t->sealed = true;
 }
 

@@ -116,6 +116,10 @@ static ksink_tx *ksink_cur_tx(ksink *ks, tb_error *err)
         }
         for (size_t i = 0; i < ks->count; i++)
             nr[i] = ks->ring[(ks->head + i) % ks->cap];
+        for (size_t i = ks->count; i < ks->cap; i++) /* free slots keep string buffers for reuse */
+            tb_position_free(&ks->ring[(ks->head + i) % ks->cap].pos);
+        for (size_t i = ks->count; i < ncap; i++)
+            tb_position_init(&nr[i].pos);
         free(ks->ring);
         ks->ring = nr;
         ks->cap = ncap;
@@ -128,8 +132,7 @@ static ksink_tx *ksink_cur_tx(ksink *ks, tb_error *err)
     t->seq = ks->next_seq++;
     t->pending = 0;
     t->produced = false;
-    t->closed = false;
-    tb_position_init(&t->pos);
+    t->closed = false; /* t->pos: the previous occupant's, overwritten by ksink_end_tx */
     return t;
 }
 
@@ -141,9 +144,9 @@ static void ksink_advance(ksink *ks)
         ksink_tx *t = &ks->ring[ks->head];
         if (!t->closed || t->pending != 0)
             break;
-        tb_position_free(&ks->committable);
-        ks->committable = t->pos; /* moved */
-        tb_position_init(&t->pos);
+        tb_position old = ks->committable; /* swapped: the slot keeps the old strings for reuse */
+        ks->committable = t->pos;
+        t->pos = old;
         ks->head = (ks->head + 1) % ks->cap;
         ks->count--;
         ks->head_seq++;
@@ -152,8 +155,8 @@ static void ksink_advance(ksink *ks)
 
 void ksink_ring_clear(ksink *ks)
 {
-    for (size_t i = 0; i < ks->count; i++)
-        tb_position_free(&ks->ring[(ks->head + i) % ks->cap].pos);
+    for (size_t i = 0; i < ks->cap; i++) /* free slots hold string buffers too */
+        tb_position_free(&ks->ring[i].pos);
     ks->head = ks->count = 0;
     ks->head_seq = ks->next_seq;
 }
@@ -429,6 +432,41 @@ tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err)
     return TB_OK;
 }
 
+/* s into *buf, reusing *buf's memory when it is long enough (every buffer
+ * here was allocated for at least its string's length + 1). */
+static tb_code ksink_str_assign(char **buf, const char *s)
+{
+    if (!s) {
+        free(*buf);
+        *buf = NULL;
+        return TB_OK;
+    }
+    size_t n = strlen(s);
+    if (!*buf || strlen(*buf) < n) {
+        char *nb = realloc(*buf, n + 1);
+        if (!nb)
+            return TB_ERR_NOMEM;
+        *buf = nb;
+    }
+    memcpy(*buf, s, n + 1);
+    return TB_OK;
+}
+
+/* tb_position_copy without an allocation per transaction: dst's strings are
+ * reused (the tracker's slots cycle through the ring). On failure dst is
+ * left a valid position. */
+static tb_code ksink_pos_assign(tb_position *dst, const tb_position *src)
+{
+    char *file = dst->file, *gtid = dst->gtid_set;
+    tb_code rc = ksink_str_assign(&file, src->file);
+    if (rc == TB_OK)
+        rc = ksink_str_assign(&gtid, src->gtid_set);
+    *dst = *src;
+    dst->file = file;
+    dst->gtid_set = gtid;
+    return rc;
+}
+
 tb_code ksink_end_tx(ksink *ks, const tb_position *pos_after_tx, tb_error *err)
 {
     tb_code rc;
@@ -437,7 +475,7 @@ tb_code ksink_end_tx(ksink *ks, const tb_position *pos_after_tx, tb_error *err)
     ksink_tx *t = ksink_cur_tx(ks, err);
     if (!t)
         return TB_ERR_NOMEM;
-    if ((rc = tb_position_copy(&t->pos, pos_after_tx)) != TB_OK)
+    if ((rc = ksink_pos_assign(&t->pos, pos_after_tx)) != TB_OK)
         return tb_error_set(err, rc, false, "in-flight tracker: cannot copy the position");
     t->closed = true;
     ksink_advance(ks);
