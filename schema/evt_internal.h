@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "evt_json.h"
 
 /* ------------------------------------------------------------ tables */
@@ -48,17 +49,84 @@ void evt_arena_free(evt_arena *a);             /* a may hold nothing; leaves it 
 void evt_jw_raw_json(evt_jw *w, const char *json, size_t len);
 /* evt_jw_json with an error message giving the byte offset. */
 tb_code evt_jw_json_ex(evt_jw *w, const char *json, size_t len, tb_error *err);
-/* Write a key given as its final text, quotes and colon included
- * ("\"id\":"), with the usual comma logic. EVT_JW_KEY for literals. */
-void evt_jw_key_lit(evt_jw *w, const char *frag, size_t n);
-#define EVT_JW_KEY(w, lit) evt_jw_key_lit((w), "\"" lit "\":", sizeof("\"" lit "\":") - 1)
-/* Write complete object members given as their final text ("\"a\":1,\"b\":2"),
- * with the usual comma logic before them. */
-void evt_jw_members_lit(evt_jw *w, const char *frag, size_t n);
-/* A sealed table's column name as key text ("\"name\":"), or NULL. Borrowed. */
-const char *evt_table_key_frag(const evt_table *t, size_t i, size_t *len);
 /* Set the writer's sticky error (no-op when already failed). */
 void evt_jw_fail(evt_jw *w, tb_code code);
+
+/* ---- writer primitives, inline for the codec's hot path (evt_jw.c) */
+/* Room for n more bytes; NULL (and sticky error) when the buffer cannot grow. */
+static inline char *jw_room(evt_jw *w, size_t n)
+{
+    tb_buf *b = w->out;
+    if ((b->cap - b->len <= n || n > b->max - b->len) && tb_buf_reserve(b, n) != TB_OK) {
+        evt_jw_fail(w, TB_ERR_NOMEM);
+        return NULL;
+    }
+    return w->out->data + w->out->len;
+}
+
+static inline void jw_commit(evt_jw *w, char *end)
+{
+    w->out->len = (size_t)(end - w->out->data);
+    *end = '\0';
+}
+
+static inline bool jw_comma_bit(const evt_jw *w)
+{
+    return w->depth < 64 ? (w->need_comma >> w->depth) & 1 : (w->need_comma_hi >> (w->depth - 64)) & 1;
+}
+
+static inline void jw_comma_set(evt_jw *w, bool on)
+{
+    uint64_t *word = w->depth < 64 ? &w->need_comma : &w->need_comma_hi;
+    uint64_t bit = (uint64_t)1 << (w->depth & 63);
+    *word = on ? *word | bit : *word & ~bit;
+}
+
+/* Called before every value and key: returns where to write, with the comma
+ * already written if one is due. extra = bytes the caller will write. */
+static inline char *jw_pre(evt_jw *w, size_t extra)
+{
+    if (w->err)
+        return NULL;
+    char *p = jw_room(w, extra + 1);
+    if (!p)
+        return NULL;
+    if (w->after_key)
+        w->after_key = false;
+    else {
+        if (jw_comma_bit(w)) {
+            *p++ = ',';
+            jw_commit(w, p);
+        }
+        jw_comma_set(w, true);
+    }
+    return p;
+}
+
+/* Write a key given as its final text, quotes and colon included
+ * ("\"id\":"), with the usual comma logic. EVT_JW_KEY for literals. */
+static inline void evt_jw_key_lit(evt_jw *w, const char *frag, size_t n)
+{
+    char *p = jw_pre(w, n);
+    if (!p)
+        return;
+    memcpy(p, frag, n);
+    jw_commit(w, p + n);
+    w->after_key = true;
+}
+#define EVT_JW_KEY(w, lit) evt_jw_key_lit((w), "\"" lit "\":", sizeof("\"" lit "\":") - 1)
+/* Write complete object members given as their final text ("\"a\":1,\"b\":2"),
+ * with the usual comma logic before them (also: any scalar's final text). */
+static inline void evt_jw_members_lit(evt_jw *w, const char *frag, size_t n)
+{
+    char *p = jw_pre(w, n);
+    if (!p)
+        return;
+    memcpy(p, frag, n);
+    jw_commit(w, p + n);
+}
+/* A sealed table's column name as key text ("\"name\":"), or NULL. Borrowed. */
+const char *evt_table_key_frag(const evt_table *t, size_t i, size_t *len);
 
 /* Decimal digits of v written backwards ending at end; returns the start. */
 char *evt_u64_digits(uint64_t v, char *end);

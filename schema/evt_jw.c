@@ -48,59 +48,9 @@ void evt_jw_fail(evt_jw *w, tb_code code)
         w->err = code;
 }
 
-/* Room for n more bytes; NULL (and sticky error) when the buffer cannot grow. */
-static inline char *room(evt_jw *w, size_t n)
-{
-    tb_buf *b = w->out;
-    if ((b->cap - b->len <= n || n > b->max - b->len) && tb_buf_reserve(b, n) != TB_OK) {
-        evt_jw_fail(w, TB_ERR_NOMEM);
-        return NULL;
-    }
-    return w->out->data + w->out->len;
-}
-
-static inline void commit(evt_jw *w, char *end)
-{
-    w->out->len = (size_t)(end - w->out->data);
-    *end = '\0';
-}
-
-static inline bool comma_bit(const evt_jw *w)
-{
-    return w->depth < 64 ? (w->need_comma >> w->depth) & 1 : (w->need_comma_hi >> (w->depth - 64)) & 1;
-}
-
-static inline void comma_set(evt_jw *w, bool on)
-{
-    uint64_t *word = w->depth < 64 ? &w->need_comma : &w->need_comma_hi;
-    uint64_t bit = (uint64_t)1 << (w->depth & 63);
-    *word = on ? *word | bit : *word & ~bit;
-}
-
-/* Called before every value and key: returns where to write, with the comma
- * already written if one is due. extra = bytes the caller will write. */
-static inline char *pre(evt_jw *w, size_t extra)
-{
-    if (w->err)
-        return NULL;
-    char *p = room(w, extra + 1);
-    if (!p)
-        return NULL;
-    if (w->after_key)
-        w->after_key = false;
-    else {
-        if (comma_bit(w)) {
-            *p++ = ',';
-            commit(w, p);
-        }
-        comma_set(w, true);
-    }
-    return p;
-}
-
 static void open_c(evt_jw *w, char c)
 {
-    char *p = pre(w, 1);
+    char *p = jw_pre(w, 1);
     if (!p)
         return;
     if (w->depth >= JW_MAX_DEPTH) {
@@ -108,9 +58,9 @@ static void open_c(evt_jw *w, char c)
         return;
     }
     *p++ = c;
-    commit(w, p);
+    jw_commit(w, p);
     w->depth++;
-    comma_set(w, false);
+    jw_comma_set(w, false);
 }
 
 static void close_c(evt_jw *w, char c)
@@ -121,11 +71,11 @@ static void close_c(evt_jw *w, char c)
         evt_jw_fail(w, TB_ERR_INVALID);
         return;
     }
-    char *p = room(w, 1);
+    char *p = jw_room(w, 1);
     if (!p)
         return;
     *p++ = c;
-    commit(w, p);
+    jw_commit(w, p);
     w->depth--;
 }
 
@@ -199,7 +149,7 @@ static inline uint64_t needs_attention(uint64_t x)
 static void put_str(evt_jw *w, const char *str, size_t len)
 {
     const unsigned char *s = (const unsigned char *)str;
-    char *p = room(w, len + 2);
+    char *p = jw_room(w, len + 2);
     if (!p)
         return;
     *p++ = '"';
@@ -226,8 +176,8 @@ static void put_str(evt_jw *w, const char *str, size_t len)
         }
         /* flush the run s[st..i), then the escape (at most 6 bytes) */
         size_t run = i - st;
-        commit(w, p);
-        p = room(w, run + 6 + (len - i) + 1);
+        jw_commit(w, p);
+        p = jw_room(w, run + 6 + (len - i) + 1);
         if (!p)
             return;
         memcpy(p, s + st, run);
@@ -261,14 +211,14 @@ static void put_str(evt_jw *w, const char *str, size_t len)
     memcpy(p, s + st, run); /* room reserved: run <= remaining len */
     p += run;
     *p++ = '"';
-    commit(w, p);
+    jw_commit(w, p);
 }
 
 void evt_jw_str(evt_jw *w, const char *s, size_t len)
 {
     if (!s)
         len = 0;
-    if (!pre(w, 0))
+    if (!jw_pre(w, 0))
         return;
     put_str(w, s ? s : "", len);
 }
@@ -277,39 +227,20 @@ void evt_jw_key(evt_jw *w, const char *key, size_t len)
 {
     if (len == (size_t)-1)
         len = key ? strlen(key) : 0;
-    if (!pre(w, 0))
+    if (!jw_pre(w, 0))
         return;
     put_str(w, key ? key : "", len);
-    char *p = w->err ? NULL : room(w, 1);
+    char *p = w->err ? NULL : jw_room(w, 1);
     if (!p)
         return;
     *p++ = ':';
-    commit(w, p);
-    w->after_key = true;
-}
-
-void evt_jw_key_lit(evt_jw *w, const char *frag, size_t n)
-{
-    char *p = pre(w, n);
-    if (!p)
-        return;
-    memcpy(p, frag, n);
-    commit(w, p + n);
+    jw_commit(w, p);
     w->after_key = true;
 }
 
 /* ============================================================ scalars */
 
-static void put_lit(evt_jw *w, const char *s, size_t n)
-{
-    char *p = pre(w, n);
-    if (!p)
-        return;
-    memcpy(p, s, n);
-    commit(w, p + n);
-}
-
-void evt_jw_members_lit(evt_jw *w, const char *frag, size_t n) { put_lit(w, frag, n); }
+static void put_lit(evt_jw *w, const char *s, size_t n) { evt_jw_members_lit(w, s, n); }
 
 void evt_jw_null(evt_jw *w) { put_lit(w, "null", 4); }
 void evt_jw_bool(evt_jw *w, bool b) { b ? put_lit(w, "true", 4) : put_lit(w, "false", 5); }
@@ -411,20 +342,20 @@ void evt_jw_raw_json(evt_jw *w, const char *json, size_t len)
 
 void evt_jw_base64(evt_jw *w, const void *data, size_t len)
 {
-    char *p = pre(w, 1);
+    char *p = jw_pre(w, 1);
     if (!p)
         return;
     *p++ = '"';
-    commit(w, p);
+    jw_commit(w, p);
     if (tb_buf_base64(w->out, data, len) != TB_OK) {
         evt_jw_fail(w, TB_ERR_NOMEM);
         return;
     }
-    p = room(w, 1);
+    p = jw_room(w, 1);
     if (!p)
         return;
     *p++ = '"';
-    commit(w, p);
+    jw_commit(w, p);
 }
 
 void evt_jw_json(evt_jw *w, const char *json, size_t len) { (void)evt_jw_json_ex(w, json, len, NULL); }
