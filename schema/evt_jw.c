@@ -27,6 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define JW_MAX_DEPTH 127
 
@@ -145,6 +148,19 @@ static inline uint64_t needs_attention(uint64_t x)
     return (ctl | q | b | x) & high;
 }
 
+#ifdef __SSE2__
+/* Bit k set when byte k of the 16 needs a look: control (< 0x20), '"', '\\'
+ * or non-ASCII (>= 0x80, negative as a signed byte). Exact, unlike the
+ * 8-byte test. */
+static inline unsigned plain16(const unsigned char *s)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)s);
+    __m128i hit = _mm_or_si128(_mm_cmplt_epi8(x, _mm_set1_epi8(0x20)),
+                               _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))));
+    return (unsigned)_mm_movemask_epi8(hit);
+}
+#endif
+
 /* Append the quoted, escaped string (no comma logic). */
 static void put_str(evt_jw *w, const char *str, size_t len)
 {
@@ -155,6 +171,16 @@ static void put_str(evt_jw *w, const char *str, size_t len)
     *p++ = '"';
     size_t i = 0, st = 0;
     while (i < len) {
+#ifdef __SSE2__
+        if (i + 16 <= len) { /* 16 bytes at a time; land on the first one that needs a look */
+            unsigned m = plain16(s + i);
+            if (!m) {
+                i += 16;
+                continue;
+            }
+            i += (size_t)__builtin_ctz(m);
+        } else
+#endif
         if (i + 8 <= len) { /* 8 plain ASCII bytes at a time */
             uint64_t x;
             memcpy(&x, s + i, 8);

@@ -89,6 +89,35 @@ Test(jw, invalid_utf8_is_surrogate_escaped)
     }
 }
 
+/* The string scanner skips 16 (SSE2) or 8 plain bytes at a time: one byte
+ * that needs care, at every position of strings of every length up to 40,
+ * must come out exactly as the byte-by-byte rules say. */
+Test(jw, one_special_byte_at_every_position)
+{
+    static const struct {
+        const char *in, *out;
+    } sp[] = {{"\"", "\\\""}, {"\\", "\\\\"}, {"\n", "\\n"}, {"\x01", "\\u0001"}, {"\x1f", "\\u001f"},
+              {"\xc3\xa9", "\xc3\xa9"}, {"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80"}, {"\xff", "\\udcff"},
+              {"\xc3", "\\udcc3"}, {"\x7f", "\x7f"}};
+    for (size_t k = 0; k < sizeof sp / sizeof sp[0]; k++)
+        for (size_t len = 0; len <= 40; len++)
+            for (size_t pos = 0; pos <= len; pos++) {
+                char in[64], want[80];
+                size_t sl = strlen(sp[k].in), ol = strlen(sp[k].out);
+                memset(in, 'a', pos);
+                memcpy(in + pos, sp[k].in, sl);
+                memset(in + pos + sl, 'b', len - pos);
+                want[0] = '"';
+                memset(want + 1, 'a', pos);
+                memcpy(want + 1 + pos, sp[k].out, ol);
+                memset(want + 1 + pos + ol, 'b', len - pos);
+                memcpy(want + 1 + pos + ol + len - pos, "\"", 2);
+                char *got = str_json(in, len + sl);
+                cr_assert_str_eq(got, want, "special %zu, length %zu, position %zu", k, len, pos);
+                free(got);
+            }
+}
+
 Test(jw, any_bytes_round_trip_losslessly)
 {
     /* every byte value alone, then random byte strings */
