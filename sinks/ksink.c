@@ -546,7 +546,19 @@ tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wait, tb_e
     return TB_OK;
 }
 
+static tb_code ksink_commit_impl(ksink *ks, bool wait, tb_error *err);
+
 tb_code ksink_commit(ksink *ks, tb_error *err)
+{
+    return ksink_commit_impl(ks, true, err);
+}
+
+tb_code ksink_commit_nowait(ksink *ks, tb_error *err)
+{
+    return ksink_commit_impl(ks, false, err);
+}
+
+static tb_code ksink_commit_impl(ksink *ks, bool wait, tb_error *err)
 {
     tb_code rc;
     ks->last_commit_ms = ksink_now_ms();
@@ -562,7 +574,7 @@ tb_code ksink_commit(ksink *ks, tb_error *err)
     if (ks->file_storage)
         rc = ksink_offsets_file_write(cfg_get_str(ks->c, "offsets.file"), &ks->committable, err);
     else /* wait for the acknowledgement: callers act on "stored" (e.g. SQLite trigger-mode cleanup) */
-        rc = ksink_produce_offsets(ks, &ks->committable, true, err);
+        rc = ksink_produce_offsets(ks, &ks->committable, wait, err);
     if (rc != TB_OK)
         return rc;
     if ((rc = tb_position_copy(&ks->committed, &ks->committable)) != TB_OK)

@@ -155,6 +155,14 @@ bool ksink_commit_due(const ksink *ks);
  * take as long as the queued batches ahead of the record (tens of ms). */
 tb_code ksink_commit(ksink *ks, tb_error *err);
 
+/* As ksink_commit(), but with offsets.storage=kafka and exactly_once=false
+ * the offsets record is only produced, not waited for, so a streaming loop
+ * does not stall behind the queued batches: the position is stored once
+ * Kafka acknowledges the record (a failure is reported by a later call, like
+ * any delivery failure). For callers that do not act on "stored" (binlog
+ * sources); use ksink_commit() at shutdown and where the source must know. */
+tb_code ksink_commit_nowait(ksink *ks, tb_error *err);
+
 /* Wait until every produced message is acknowledged or timeout_ms passes
  * (TB_ERR_KAFKA, retriable, when messages remain). Returns a recorded
  * delivery error if there is one. */
