@@ -6,6 +6,8 @@
  *       escaped quotes and backslashes inside strings
  *   cj/string_decode: escapes, surrogate pairs, \udcXX -> raw byte (DESIGN 5)
  *   cj/int64_bounds: INT64_MIN/MAX fit, one beyond does not
+ *   cj/one_special_byte_at_every_position: the 16/8-byte string scanners
+ *       stop exactly where a byte-by-byte scan would
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -129,4 +131,53 @@ Test(cj, parse_top_picks_members)
     /* not an object: plain parse */
     cr_expect_eq(cj_parse_top("[1]", 3, &v, names, 3, vals, found, &n, &e), TB_OK);
     cr_expect_eq(v.type, CJ_ARRAY);
+}
+
+/* Strings are scanned 16 (SSE2) or 8 bytes at a time: one byte that ends a
+ * plain run (an escape, an escaped quote, a control character) or a
+ * non-ASCII byte, at every position of strings up to 40 bytes, inside an
+ * object that is then iterated (fast skipping of validated text). */
+Test(cj, one_special_byte_at_every_position)
+{
+    static const struct {
+        const char *text;
+        bool valid, escaped;
+    } sp[] = {{"\\\"", true, true}, {"\\\\", true, true}, {"\\n", true, true}, {"\\u00e9", true, true},
+              {"\xc3\xa9", true, false}, {"\x7f", true, false}, {"\x01", false, false}, {"\x1f", false, false}};
+    for (size_t k = 0; k < sizeof sp / sizeof sp[0]; k++)
+        for (size_t len = 0; len <= 40; len++)
+            for (size_t pos = 0; pos <= len; pos++) {
+                char text[96];
+                size_t sl = strlen(sp[k].text), n = 0;
+                memcpy(text, "{\"k\":\"", 6);
+                n = 6;
+                memset(text + n, 'a', pos);
+                n += pos;
+                memcpy(text + n, sp[k].text, sl);
+                n += sl;
+                memset(text + n, 'b', len - pos);
+                n += len - pos;
+                memcpy(text + n, "\",\"z\":1}", 8);
+                n += 8;
+                cj_val v, m;
+                tb_error e;
+                tb_code rc = cj_parse(text, n, &v, &e);
+                cr_assert_eq(rc, sp[k].valid ? TB_OK : TB_ERR_INVALID, "special %zu, length %zu, position %zu", k,
+                             len, pos);
+                if (!sp[k].valid) {
+                    cr_assert(strstr(e.msg, "control character") != NULL, "%s", e.msg);
+                    continue;
+                }
+                cj_iter it;
+                const char *key;
+                size_t klen;
+                cj_obj_begin(&v, &it);
+                cr_assert(cj_obj_next(&it, &key, &klen, &m));
+                cr_assert_eq(m.type, CJ_STRING);
+                cr_assert_eq(m.len, len + sl, "special %zu, length %zu, position %zu", k, len, pos);
+                cr_assert_eq(m.escaped, sp[k].escaped);
+                cr_assert(cj_obj_next(&it, &key, &klen, &m));
+                cr_assert(klen == 1 && key[0] == 'z' && m.type == CJ_NUMBER);
+                cr_assert(!cj_obj_next(&it, &key, &klen, &m));
+            }
 }
