@@ -49,6 +49,7 @@ typedef struct run_ctx {
     } filter_cache[8];
     unsigned filter_next;
     uint64_t events_filtered;
+    int64_t last_heartbeat_ms;     /* wall time the idle position last went to the sink */
 } run_ctx;
 
 #endif

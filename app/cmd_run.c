@@ -6,11 +6,17 @@
  *   2. Decide on a snapshot (snap_decide). MySQL/MariaDB: snapshot/ reads a
  *      consistent view and gives the hand-off position; SQLite: capture/sqlite
  *      serves the snapshot rows from its read transaction, then streams.
- *   3. Stream: every event goes to the sink; the event flagged last_in_tx
- *      closes a source transaction (sink end_tx with the position after it).
- *      When the source is idle (timeout or heartbeat) and its position moved,
- *      an empty transaction carries the new position, so it advances on idle
- *      tables too.
+ *   3. Stream: every event of a table that passes tables.include/exclude
+ *      goes to the sink; the event flagged last_in_tx closes a source
+ *      transaction (sink end_tx with the position after it; also for a
+ *      transaction whose tables were all filtered out). When the source is
+ *      idle (timeout or server heartbeat) and its position moved, an empty
+ *      transaction carries the new position every heartbeat.interval.ms, so
+ *      it advances on idle tables too.
+ *      exactly_once: an aborted Kafka transaction (ksink_stats.aborts) closes
+ *      the source and reads it again from ksink_committable().
+ *      A binlog the server no longer has (error 1236, binlog_position_gone):
+ *      snapshot.mode=when_needed snapshots again, other modes stop.
  *   4. Positions are committed only once Kafka acknowledged everything before
  *      them (the sink's tracker), every offsets.commit.interval.ms and at
  *      shutdown. SQLite capture is told (sqlcap_ack) after each commit.
@@ -90,7 +96,11 @@ static tb_code sink_commit(run_ctx *r, bool force, tb_error *err)
         ksink_poll(r->ks, 0);
         if (!force && !ksink_commit_due(r->ks))
             return TB_OK;
-        rc = ksink_commit(r->ks, err);
+        /* While streaming a binlog, do not wait for the offsets record's
+         * acknowledgement (the loop would stall behind the queued batches);
+         * SQLite capture must know the position is stored (sqlcap_ack), and
+         * a forced commit (shutdown) waits. */
+        rc = force || r->sqlite ? ksink_commit(r->ks, err) : ksink_commit_nowait(r->ks, err);
     } else {
         if (!force && now - r->last_commit_ms < cfg_get_int(r->cfg, "offsets.commit.interval.ms"))
             return TB_OK;
@@ -299,12 +309,18 @@ static tb_code run_stream(run_ctx *r, tb_error *err)
             if (!r->in_tx && (rc = sink_error(r, sink_end_tx(r, evt_event_position(ev), err), false, err)) != TB_OK)
                 return rc;
         } else {
-            /* Idle: a heartbeat or a skipped transaction may have moved the source. */
+            /* Idle: a heartbeat or a skipped transaction may have moved the
+             * source; every heartbeat.interval.ms (0 = never) that position
+             * goes to the sink as an empty transaction, to be committed. */
             r->idle = true;
+            int64_t hb = cfg_get_int(r->cfg, "heartbeat.interval.ms"), now = app_now_ms();
             const tb_position *p = r->binlog ? binlog_position(r->binlog) : sqlcap_position(r->sqlite);
-            if (!r->in_tx && p && p->kind != TB_POS_NONE && !tb_position_equal(p, &r->last_end) &&
-                (rc = sink_error(r, sink_end_tx(r, p, err), false, err)) != TB_OK)
-                return rc;
+            if (hb > 0 && now - r->last_heartbeat_ms >= hb && !r->in_tx && p && p->kind != TB_POS_NONE &&
+                !tb_position_equal(p, &r->last_end)) {
+                r->last_heartbeat_ms = now;
+                if ((rc = sink_error(r, sink_end_tx(r, p, err), false, err)) != TB_OK)
+                    return rc;
+            }
         }
         if (!r->in_tx && (rc = sink_error(r, sink_commit(r, false, err), true, err)) != TB_OK)
             return rc;

@@ -176,7 +176,7 @@ static void e2e_setup(e2e_run *r, bool exactly_once)
     cr_assert_not_null(f);
     fprintf(f,
             "name=%s\nsource.type=mysql\nsource.host=%s\nsource.port=%s\nsource.user=%s\nsource.password=%s\n"
-            "source.server.id=%u\nsource.heartbeat.ms=1000\nsource.reconnect.backoff.max.ms=1000\n"
+            "source.server.id=%u\nsource.heartbeat.ms=1000\nheartbeat.interval.ms=500\nsource.reconnect.backoff.max.ms=1000\n"
             "tables.include=%s[.].*\ntopic.prefix=%s\nkafka.bootstrap.servers=%s\noffsets.storage=kafka\n"
             "offsets.commit.interval.ms=300\nstatus.file=%s\ncache.path=%s\nsnapshot.mode=initial\n"
             "exactly_once=%s\nlog.level=info\n",

@@ -42,7 +42,7 @@ static void pos_setup(pos_env *e, const char *prefix)
     cr_assert_not_null(f);
     fprintf(f,
             "name=%s\nsource.type=mysql\nsource.host=%s\nsource.port=%s\nsource.user=%s\nsource.password=%s\n"
-            "source.server.id=%u\nsource.heartbeat.ms=500\ntables.include=%s[.]t\ntopic.prefix=%s\n"
+            "source.server.id=%u\nsource.heartbeat.ms=500\nheartbeat.interval.ms=500\ntables.include=%s[.]t\ntopic.prefix=%s\n"
             "sink=stdout\noffsets.storage=file\noffsets.file=%s\noffsets.commit.interval.ms=200\n"
             "status.file=%s\nsnapshot.mode=initial\n",
             e->db, tb_itest_env("TRIBUTARY_TEST_MYSQL_HOST"), tb_itest_env("TRIBUTARY_TEST_MYSQL_PORT"),

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# bench/e2e_bench.sh: `tributary run` end to end, MariaDB -> Kafka (issue 8). Not a test.
+#
+#   bench/e2e_bench.sh [RUNS]        (default 3; medians are printed at the end)
+#
+# Uses the testenv in the environment (eval "$(scripts/testenv up)") or starts its own.
+# Builds a Release tree in build-e2e-rel. Per run, with a fresh database and connector name:
+#  1. catch-up: the connector takes its (empty) snapshot and stops; 1M rows of a 5-column table
+#     are written (1000-row INSERTs, one transaction each) while it is stopped; it is started
+#     under /usr/bin/time and stopped once its committed GTID (status file) equals
+#     @@gtid_binlog_pos. rows/s = rows / (broker append time of the last message - start time);
+#     also rows / (last - first append time) (the streaming rate without start-up).
+#     Peak RSS = "Maximum resident set size" of /usr/bin/time.
+#  2. latency: with the connector running, rows are written at a steady RATE rows/s
+#     (BATCH rows per transaction), each with ts = wall clock ms at the INSERT; the table's
+#     topic is pre-created with message.timestamp.type=LogAppendTime, so each message carries
+#     the broker's append time. latency = append time - ts (commit-to-Kafka, same clock).
+# Environment: TB_E2E_ROWS (1000000), TB_E2E_RATE (10000), TB_E2E_SECONDS (20), TB_E2E_BATCH (10),
+#              TB_E2E_KAFKA_PROPS (extra properties for the connector, e.g. "kafka.linger.ms=5").
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+runs=${1:-3}
+rows=${TB_E2E_ROWS:-1000000}
+rate=${TB_E2E_RATE:-10000}
+seconds=${TB_E2E_SECONDS:-20}
+batch=${TB_E2E_BATCH:-10}
+build=$root/build-e2e-rel
+
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTB_TESTS=OFF >/dev/null
+cmake --build "$build" -j2 --target tributary e2e_load >/dev/null
+tb=$build/app/tributary
+load=$build/bench/e2e_load
+
+own_env=
+if [ -z "${TRIBUTARY_TEST_DIR:-}" ]; then
+    eval "$("$root/scripts/testenv" up)"
+    own_env=1
+fi
+work=$(mktemp -d /tmp/tributary-e2e-bench.XXXXXX)
+run_pid=
+done_ok=
+cleanup() {
+    set +e
+    [ -n "$run_pid" ] && stop_run 2>/dev/null
+    [ -n "$own_env" ] && "$root/scripts/testenv" down >/dev/null 2>&1
+    if [ -n "$done_ok" ]; then rm -rf "$work"; else echo "kept $work (logs)" >&2; fi
+}
+trap cleanup EXIT
+
+mysql_q() {
+    mariadb -N -B -h "$TRIBUTARY_TEST_MYSQL_HOST" -P "$TRIBUTARY_TEST_MYSQL_PORT" -u "$TRIBUTARY_TEST_MYSQL_USER" \
+        -p"$TRIBUTARY_TEST_MYSQL_PASSWORD" -e "$1"
+}
+now_ms() { date +%s%3N; }
+status_gtid() { python3 -c 'import json,sys
+try:
+    p = json.load(open(sys.argv[1])).get("position") or {}
+    print(p.get("gtid") or "")
+except Exception:
+    print("")' "$1"; }
+
+# wait until the committed GTID in status file $1 equals the server's (deadline $2 s)
+wait_caught_up() {
+    local want deadline=$((SECONDS + $2))
+    want=$(mysql_q "SELECT @@global.gtid_binlog_pos")
+    until [ "$(status_gtid "$1")" = "$want" ]; do
+        if [ $SECONDS -ge $deadline ]; then echo "not caught up: $(status_gtid "$1") vs $want" >&2; return 1; fi
+        if ! kill -0 "$run_pid" 2>/dev/null; then echo "tributary run stopped early" >&2; return 1; fi
+        sleep 0.05
+    done
+}
+
+# run_pid may be /usr/bin/time, which does not pass SIGTERM on: signal its child
+stop_run() { local child; child=$(pgrep -P "$run_pid" || true); kill -TERM "${child:-$run_pid}"; wait "$run_pid" || { echo "tributary run failed" >&2; return 1; }; run_pid=; }
+
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+: > "$work/results"
+for i in $(seq 1 "$runs"); do
+    name=e2eb_$$_$i
+    cfg=$work/$name.properties
+    cat > "$cfg" <<PROPS
+name=$name
+source.type=mysql
+source.host=$TRIBUTARY_TEST_MYSQL_HOST
+source.port=$TRIBUTARY_TEST_MYSQL_PORT
+source.user=$TRIBUTARY_TEST_MYSQL_USER
+source.password=$TRIBUTARY_TEST_MYSQL_PASSWORD
+source.server.id=$((7000 + i))
+tables.include=^$name[.]
+topic.prefix=$name
+kafka.bootstrap.servers=$TRIBUTARY_TEST_KAFKA
+offsets.storage=kafka
+status.file=$work/$name.status.json
+snapshot.mode=initial
+log.level=warn
+PROPS
+    for kv in ${TB_E2E_KAFKA_PROPS:-}; do echo "$kv" >> "$cfg"; done
+    "$load" topic "$TRIBUTARY_TEST_KAFKA" "$name.$name.bulk"
+    "$load" topic "$TRIBUTARY_TEST_KAFKA" "$name.$name.steady"
+    mysql_q "CREATE DATABASE $name"
+    "$load" bulk "$name" bulk 0 1 >/dev/null
+    "$load" bulk "$name" steady 0 1 >/dev/null
+
+    # 1. catch-up of $rows rows written while the connector is stopped
+    "$tb" run --config "$cfg" 2>>"$work/$name.log" & run_pid=$!
+    wait_caught_up "$work/$name.status.json" 60
+    stop_run
+    "$load" bulk "$name" bulk "$rows" 1000 >&2
+    t0=$(now_ms)
+    /usr/bin/time -v -o "$work/$name.time" "$tb" run --config "$cfg" 2>>"$work/$name.log" & run_pid=$!
+    wait_caught_up "$work/$name.status.json" 600
+    t_seen=$(now_ms)
+    stop_run
+    lat=$("$load" latency "$TRIBUTARY_TEST_KAFKA" "$name.$name.bulk")
+    rss_kb=$(awk -F: '/Maximum resident set size/ { gsub(/ /, "", $2); print $2 }' "$work/$name.time")
+    first=$(sed -E 's/.*first_append_ms=([0-9]+).*/\1/' <<<"$lat")
+    last=$(sed -E 's/.*last_append_ms=([0-9]+).*/\1/' <<<"$lat")
+    count=$(sed -E 's/.*count=([0-9]+).*/\1/' <<<"$lat")
+    [ "$count" = "$rows" ] || { echo "run $i: $count messages on the topic, want $rows" >&2; exit 1; }
+    rps=$(awk -v r="$rows" -v a="$t0" -v b="$last" 'BEGIN { printf "%.0f", r / ((b - a) / 1000) }')
+    rps_stream=$(awk -v r="$rows" -v a="$first" -v b="$last" 'BEGIN { printf "%.0f", r / ((b - a) / 1000) }')
+    echo "run $i catch-up: $rows rows, start->last append $((last - t0)) ms ($rps rows/s), first->last append $((last - first)) ms ($rps_stream rows/s), status saw it after $((t_seen - t0)) ms, peak RSS $((rss_kb / 1024)) MB" >&2
+
+    # 2. latency at a steady rate
+    "$tb" run --config "$cfg" 2>>"$work/$name.log" & run_pid=$!
+    wait_caught_up "$work/$name.status.json" 60
+    "$load" steady "$name" steady "$rate" "$seconds" "$batch" >&2
+    wait_caught_up "$work/$name.status.json" 60
+    stop_run
+    lat2=$("$load" latency "$TRIBUTARY_TEST_KAFKA" "$name.$name.steady")
+    echo "run $i steady: $lat2" >&2
+    p50=$(sed -E 's/.*p50=([0-9-]+).*/\1/' <<<"$lat2")
+    p99=$(sed -E 's/.*p99=([0-9-]+).*/\1/' <<<"$lat2")
+    echo "$rps $rps_stream $rss_kb $p50 $p99" >> "$work/results"
+    if grep -qE "ERROR|WARN" "$work/$name.log"; then echo "run $i log:" >&2; grep -E "ERROR|WARN" "$work/$name.log" | head -5 >&2; fi
+done
+
+echo "== tributary run, MariaDB -> Kafka, medians of $runs runs (rows=$rows; steady $rate rows/s, $batch rows/transaction, ${seconds}s)"
+echo "catch-up rows/s (start to last append):   $(awk '{ print $1 }' "$work/results" | median)   (target >= 250000)"
+echo "catch-up rows/s (first to last append):   $(awk '{ print $2 }' "$work/results" | median)"
+echo "peak RSS MB:                              $(awk '{ printf "%.1f\n", $3 / 1024 }' "$work/results" | median)   (target < 64)"
+echo "commit-to-Kafka latency p50 ms:           $(awk '{ print $4 }' "$work/results" | median)"
+echo "commit-to-Kafka latency p99 ms:           $(awk '{ print $5 }' "$work/results" | median)   (target < 20)"
+done_ok=1
