@@ -14,6 +14,7 @@
  *    BENCH_SQLCAP_AUTOCHECKPOINT=N sets the writer's wal_autocheckpoint;
  *    BENCH_SQLCAP_READER_CHECKPOINT=1 turns on the reader's reset windows
  *    (source.sqlite.checkpoint=on).
+ *    BENCH_SQLCAP_ONLY=overhead or =throughput runs only part 1 or part 2.
  * 2. Capture throughput: the WAL reader attaches and pins, the writer writes
  *    the whole workload, then the reader drains the backlog: rows/s of
  *    sqlcap_next (events fully built) in mode B and mode A.
@@ -259,7 +260,10 @@ int main(int argc, char **argv)
     double tn[32], tw[32], tt[32], tp[32];
     long wal_n = 0, wal_w = 0, wal_t = 0, wal_p = 0;
     printf("bench_sqlcap: %d transactions x 10 row changes, %d runs, SQLite %s\n", ntx, runs, sqlite3_libversion());
-    for (int r = 0; r < runs; r++) {
+    /* BENCH_SQLCAP_ONLY=throughput: part 2 only (profiling); =overhead: part 1 only */
+    const char *only = getenv("BENCH_SQLCAP_ONLY");
+    bool part1 = !only || strcmp(only, "overhead") == 0, part2 = !only || strcmp(only, "throughput") == 0;
+    for (int r = 0; part1 && r < runs; r++) {
         int go, res;
         long ev;
         double secs;
@@ -281,13 +285,16 @@ int main(int argc, char **argv)
         printf("run %d: no reader %.3f s, wal reader %.3f s, pin only %.3f s, trigger mode %.3f s\n", r + 1, tn[r], tw[r],
                tp[r], tt[r]);
     }
+    if (!part1)
+        goto throughput;
     double mn = median(tn, runs), mw = median(tw, runs), mt = median(tt, runs), mp = median(tp, runs);
     printf("writer time (median): pin only (one held read transaction, no consuming) %.3f s (x%.3f)\n", mp, mp / mn);
     printf("writer time (median): no reader %.3f s | wal reader %.3f s (x%.3f, %+.1f%%) | trigger %.3f s (x%.3f)\n", mn,
            mw, mw / mn, (mw / mn - 1) * 100, mt, mt / mn);
     printf("WAL size after the writer run: no reader %ld bytes | wal reader %ld bytes | pin only %ld bytes | trigger %ld bytes\n",
            wal_n, wal_w, wal_p, wal_t);
-    for (int mode = 0; mode < 2; mode++) {
+throughput:
+    for (int mode = 0; part2 && mode < 2; mode++) {
         double rate[32];
         long evs = 0;
         for (int r = 0; r < runs; r++) {

@@ -31,6 +31,9 @@ struct sqlcap_engine {
     uint32_t stamp, fstamp;
     sqlcap_u32s scan_pages; /* sqlcap_engine_scan: pages of the table being scanned */
     int scan_id;
+    /* per-table diff scratch, reused across transactions (freed with the engine) */
+    uint8_t *skip0, *skip1, *pga, *pgb, *cellscr;
+    struct sqlcap_rowmap *O, *N;
 };
 
 /* ---------------------------------------------------------------- row maps */
@@ -65,6 +68,19 @@ static void sqlcap_rowmap_free(sqlcap_rowmap *m)
     free(m->bucket);
     tb_buf_free(&m->arena);
     memset(m, 0, sizeof *m);
+}
+
+/* Empty the map, keeping its memory. */
+static void sqlcap_rowmap_reset(sqlcap_rowmap *m)
+{
+    if (m->nb > 65536 || m->arena.cap > (1u << 24)) { /* after a huge transaction: give it back */
+        sqlcap_rowmap_free(m);
+        return;
+    }
+    m->n = 0;
+    for (size_t i = 0; i < m->nb; i++)
+        m->bucket[i] = -1;
+    tb_buf_reset(&m->arena);
 }
 
 static long sqlcap_rowmap_find(const sqlcap_rowmap *m, const uint8_t *k, size_t kn, uint64_t h)
@@ -206,6 +222,17 @@ void sqlcap_engine_free(sqlcap_engine *e)
     free(e->mforce);
     free(e->mdone);
     sqlcap_u32s_free(&e->scan_pages);
+    free(e->skip0);
+    free(e->skip1);
+    free(e->pga);
+    free(e->pgb);
+    free(e->cellscr);
+    if (e->O)
+        sqlcap_rowmap_free(e->O);
+    if (e->N)
+        sqlcap_rowmap_free(e->N);
+    free(e->O);
+    free(e->N);
     free(e);
 }
 
@@ -450,7 +477,7 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
 {
     tb_code rc = TB_OK;
     sqlcap_u32s in0 = {0}, lf0 = {0}, in1 = {0}, lf1 = {0};
-    sqlcap_rowmap O = {0}, N = {0};
+    sqlcap_rowmap O, N; /* moved out of e->O, e->N for the call, moved back at the end */
     tb_buf key;
     sqlcap_val *va = NULL, *vb = NULL, *vn = NULL;
     sqlcap_sorted *srt = NULL;
@@ -458,6 +485,14 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
     uint8_t *skip0 = NULL, *skip1 = NULL, *pga = NULL, *pgb = NULL;
     uint32_t own = (uint32_t)id + 2;
     tb_buf_init(&key, 0);
+    memset(&O, 0, sizeof O);
+    memset(&N, 0, sizeof N);
+    if (e->O) {
+        O = *e->O;
+        N = *e->N;
+        sqlcap_rowmap_reset(&O);
+        sqlcap_rowmap_reset(&N);
+    }
     if (t0 && t0->captured && (rc = sqlcap_tree_pages(v0, t0->root, &in0, &lf0, err)) != TB_OK)
         goto out;
     if (t1 && t1->captured && (rc = sqlcap_tree_pages(v1, t1->root, &in1, &lf1, err)) != TB_OK)
@@ -482,10 +517,16 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
         /* a page changed in place (in S0 and S1, both candidates): rows whose
          * cells are byte-identical in both versions are left out of both sides */
         size_t scap = e->pg->pgsz / 4 + 1;
-        skip0 = malloc(scap);
-        skip1 = malloc(scap);
-        pga = malloc(e->pg->pgsz);
-        pgb = malloc(e->pg->pgsz);
+        if (!e->skip0) {
+            e->skip0 = malloc(scap);
+            e->skip1 = malloc(scap);
+            e->pga = malloc(e->pg->pgsz);
+            e->pgb = malloc(e->pg->pgsz);
+            e->cellscr = calloc(1, sqlcap_same_cells_scratch(e->pg->pgsz)); /* the start bitmap must begin empty */
+        }
+        skip0 = e->skip0, skip1 = e->skip1, pga = e->pga, pgb = e->pgb;
+        if (!e->cellscr)
+            goto nomem;
         if (!skip0 || !skip1 || !pga || !pgb)
             goto nomem;
         for (int side = 0; side < 2; side++) {
@@ -515,7 +556,7 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
                         }
                         e->mdone[p] = s;
                         size_t n0 = 0, n1 = 0;
-                        if ((rc = sqlcap_page_same_cells(v0, v1, p, pga, pgb, skip0, &n0, skip1, &n1, err)) != TB_OK ||
+                        if ((rc = sqlcap_page_same_cells(v0, v1, p, pga, pgb, skip0, &n0, skip1, &n1, e->cellscr, err)) != TB_OK ||
                             (rc = sqlcap_page_rows_img(v0, p, pga, skip0, n0, sqlcap_collect, &x0, err)) != TB_OK ||
                             (rc = sqlcap_page_rows_img(v1, p, pgb, skip1, n1, sqlcap_collect, &x1, err)) != TB_OK)
                             goto out;
@@ -614,16 +655,22 @@ out:
     for (size_t i = 0; srt && i < nsrt; i++)
         evt_event_free(srt[i].ev);
     free(srt);
-    free(skip0);
-    free(skip1);
-    free(pga);
-    free(pgb);
+
     free(va);
     free(vb);
     free(vn);
     tb_buf_free(&key);
-    sqlcap_rowmap_free(&O);
-    sqlcap_rowmap_free(&N);
+    if (!e->O) {
+        e->O = calloc(1, sizeof *e->O);
+        e->N = calloc(1, sizeof *e->N);
+    }
+    if (e->O && e->N) {
+        *e->O = O;
+        *e->N = N;
+    } else {
+        sqlcap_rowmap_free(&O);
+        sqlcap_rowmap_free(&N);
+    }
     sqlcap_u32s_free(&in0);
     sqlcap_u32s_free(&lf0);
     sqlcap_u32s_free(&in1);

@@ -134,7 +134,7 @@ void sqlcap_map_free(sqlcap_map *m)
     memset(m, 0, sizeof *m);
 }
 
-tb_code sqlcap_u32s_push(sqlcap_u32s *l, uint32_t x)
+tb_code sqlcap_u32s_grow(sqlcap_u32s *l, uint32_t x)
 {
     if (l->n == l->cap) {
         size_t ncap = l->cap ? l->cap * 2 : 16;
@@ -161,19 +161,25 @@ void sqlcap_u32s_free(sqlcap_u32s *l)
 void sqlcap_cksum(bool bigend, const uint8_t *data, size_t len, uint32_t *s0, uint32_t *s1)
 {
     uint32_t a = *s0, b = *s1;
-    for (size_t i = 0; i + 8 <= len; i += 8) {
-        uint32_t x0, x1;
-        if (bigend) {
-            x0 = sqlcap_be32(data + i);
-            x1 = sqlcap_be32(data + i + 4);
-        } else {
-            x0 = (uint32_t)data[i] | ((uint32_t)data[i + 1] << 8) | ((uint32_t)data[i + 2] << 16) |
-                 ((uint32_t)data[i + 3] << 24);
-            x1 = (uint32_t)data[i + 4] | ((uint32_t)data[i + 5] << 8) | ((uint32_t)data[i + 6] << 16) |
-                 ((uint32_t)data[i + 7] << 24);
+    /* words in the byte order of the magic: native loads, swapped when that
+     * order is not the host's (the loop is one dependency chain: keep it lean) */
+    uint16_t probe = 1;
+    bool host_le = *(const uint8_t *)&probe == 1;
+    bool swap = bigend == host_le;
+    if (swap) {
+        for (size_t i = 0; i + 8 <= len; i += 8) {
+            uint32_t x[2];
+            memcpy(x, data + i, 8);
+            a += __builtin_bswap32(x[0]) + b;
+            b += __builtin_bswap32(x[1]) + a;
         }
-        a += x0 + b;
-        b += x1 + a;
+    } else {
+        for (size_t i = 0; i + 8 <= len; i += 8) {
+            uint32_t x[2];
+            memcpy(x, data + i, 8);
+            a += x[0] + b;
+            b += x[1] + a;
+        }
     }
     *s0 = a;
     *s1 = b;

@@ -135,7 +135,16 @@ typedef struct sqlcap_u32s {
     uint32_t *v;
     size_t n, cap;
 } sqlcap_u32s;
-tb_code sqlcap_u32s_push(sqlcap_u32s *l, uint32_t x);
+/* Append x (the slow path grows the array). */
+tb_code sqlcap_u32s_grow(sqlcap_u32s *l, uint32_t x);
+static inline tb_code sqlcap_u32s_push(sqlcap_u32s *l, uint32_t x)
+{
+    if (l->n < l->cap) {
+        l->v[l->n++] = x;
+        return TB_OK;
+    }
+    return sqlcap_u32s_grow(l, x);
+}
 void sqlcap_u32s_free(sqlcap_u32s *l);
 
 /* All b-tree pages (interior and leaves) of the tree at root, in view v.
@@ -158,7 +167,10 @@ tb_code sqlcap_page_rows_skip(const sqlcap_view *v, uint32_t pgno, const uint8_t
  * images. skip0, skip1 need pgsz/4+1 bytes; n0, n1 receive
  * the cell counts (0 = no filtering possible). */
 tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uint32_t pgno, uint8_t *a, uint8_t *b,
-                               uint8_t *skip0, size_t *n0, uint8_t *skip1, size_t *n1, tb_error *err);
+                               uint8_t *skip0, size_t *n0, uint8_t *skip1, size_t *n1, void *scratch, tb_error *err);
+/* Bytes of scratch sqlcap_page_same_cells needs for page size pgsz (caller-owned,
+ * reusable; zeroed before its first use: calloc). */
+size_t sqlcap_same_cells_scratch(uint32_t pgsz);
 /* sqlcap_page_rows_skip on a page image already read (img, pgsz bytes; NULL = read it). */
 tb_code sqlcap_page_rows_img(const sqlcap_view *v, uint32_t pgno, const uint8_t *img, const uint8_t *skip, size_t nskip,
                              sqlcap_cell_fn fn, void *opaque, tb_error *err);

@@ -196,18 +196,20 @@ tb_code sqlcap_page_rows_img(const sqlcap_view *v, uint32_t pgno, const uint8_t 
 {
     tb_code rc = TB_OK;
     uint32_t pgsz = v->pg->pgsz, U = v->pg->usable;
-    uint8_t *buf = malloc(pgsz), *ov = malloc(pgsz);
+    uint8_t *rbuf = NULL, *ov = NULL; /* ov: overflow page, allocated on first use */
+    const uint8_t *buf = img;
     tb_buf pay;
     sqlcap_u32s ovfl = {0};
     tb_buf_init(&pay, 0);
-    if (!buf || !ov) {
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "page %u: out of memory", pgno);
-        goto out;
+    if (!buf) {
+        if (!(rbuf = malloc(pgsz))) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "page %u: out of memory", pgno);
+            goto out;
+        }
+        if ((rc = sqlcap_view_read(v, pgno, rbuf, err)) != TB_OK)
+            goto out;
+        buf = rbuf;
     }
-    if (img)
-        memcpy(buf, img, pgsz);
-    else if ((rc = sqlcap_view_read(v, pgno, buf, err)) != TB_OK)
-        goto out;
     size_t h = pgno == 1 ? 100 : 0;
     uint8_t type = buf[h];
     if (type == 5)
@@ -219,6 +221,8 @@ tb_code sqlcap_page_rows_img(const sqlcap_view *v, uint32_t pgno, const uint8_t 
     unsigned n = sqlcap_be16(buf + h + 3);
     size_t ptrs = h + (type == 2 ? 12 : 8);
     const uint8_t *end = buf + U;
+    size_t X = type == 13 ? U - 35 : ((U - 12) * 64 / 255) - 23;
+    size_t M = ((U - 12) * 32 / 255) - 23;
     for (unsigned c = 0; c < n; c++) {
         if (skip && c < nskip && skip[c])
             continue;
@@ -241,8 +245,6 @@ tb_code sqlcap_page_rows_img(const sqlcap_view *v, uint32_t pgno, const uint8_t 
                 goto bad;
             p += k;
         }
-        size_t X = type == 13 ? U - 35 : ((U - 12) * 64 / 255) - 23;
-        size_t M = ((U - 12) * 32 / 255) - 23;
         size_t local;
         if (P <= X) {
             local = (size_t)P;
@@ -252,8 +254,17 @@ tb_code sqlcap_page_rows_img(const sqlcap_view *v, uint32_t pgno, const uint8_t 
         }
         if (p + local > end || P > (1u << 31))
             goto bad;
-        tb_buf_reset(&pay);
         ovfl.n = 0;
+        if (local == P) { /* the whole payload is on the page: no copy */
+            if ((rc = fn(opaque, pgno, (int64_t)rowid, p, local, &ovfl, err)) != TB_OK)
+                goto out;
+            continue;
+        }
+        if (!ov && !(ov = malloc(pgsz))) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "page %u: out of memory", pgno);
+            goto out;
+        }
+        tb_buf_reset(&pay);
         if (tb_buf_append(&pay, p, local) != TB_OK) {
             rc = tb_error_set(err, TB_ERR_NOMEM, false, "page %u: out of memory", pgno);
             goto out;
@@ -289,7 +300,7 @@ tb_code sqlcap_page_rows_img(const sqlcap_view *v, uint32_t pgno, const uint8_t 
         goto out;
     }
 out:
-    free(buf);
+    free(rbuf);
     free(ov);
     tb_buf_free(&pay);
     sqlcap_u32s_free(&ovfl);
@@ -405,94 +416,214 @@ out:
 
 /* ---------------------------------------------------------------- same cells */
 
-/* Extent of every row cell's local bytes; ovfl[c] when the cell spills. */
-static tb_code sqlcap_cells(const uint8_t *buf, uint32_t pgno, size_t U, unsigned *n, uint16_t *off, uint16_t *len,
-                            uint8_t *ovfl)
+/* The row cells of one page image, their extents computed on demand. */
+typedef struct sqlcap_cellv {
+    const uint8_t *buf;
+    uint8_t type;
+    unsigned n;
+    size_t ptrs, U, X, M;
+    uint16_t *off, *len; /* len 0: not computed yet */
+    uint8_t *ovfl;
+} sqlcap_cellv;
+
+/* Set up the cell list of a page image (no cell is parsed yet). Returns false
+ * when the page is not a row page or a cell pointer is out of range. */
+static bool sqlcap_cellv_init(sqlcap_cellv *cv, const uint8_t *buf, uint32_t pgno, size_t U)
 {
     size_t h = pgno == 1 ? 100 : 0;
-    uint8_t type = buf[h];
-    *n = 0;
-    if (type != 2 && type != 10 && type != 13)
-        return TB_OK;
+    cv->buf = buf;
+    cv->type = buf[h];
+    cv->n = 0;
+    if (cv->type != 2 && cv->type != 10 && cv->type != 13)
+        return false;
+    cv->U = U;
+    cv->X = cv->type == 13 ? U - 35 : ((U - 12) * 64 / 255) - 23;
+    cv->M = ((U - 12) * 32 / 255) - 23;
+    cv->ptrs = h + (cv->type == 2 ? 12 : 8);
     unsigned cnt = sqlcap_be16(buf + h + 3);
-    size_t ptrs = h + (type == 2 ? 12 : 8);
-    const uint8_t *end = buf + U;
+    if (cv->ptrs + 2 * (size_t)cnt > U)
+        return false;
     for (unsigned c = 0; c < cnt; c++) {
-        unsigned o = sqlcap_be16(buf + ptrs + 2 * c);
-        if (o >= U)
-            return TB_ERR_CORRUPT;
-        const uint8_t *p = buf + o + (type == 2 ? 4 : 0);
-        uint64_t P = 0, rowid = 0;
-        size_t k = sqlcap_varint(p, end, &P);
-        if (!k)
-            return TB_ERR_CORRUPT;
-        p += k;
-        if (type == 13) {
-            k = sqlcap_varint(p, end, &rowid);
-            if (!k)
-                return TB_ERR_CORRUPT;
-            p += k;
-        }
-        size_t X = type == 13 ? U - 35 : ((U - 12) * 64 / 255) - 23;
-        size_t M = ((U - 12) * 32 / 255) - 23, local;
-        if (P <= X) {
-            local = (size_t)P;
-        } else {
-            size_t K = M + (size_t)((P - M) % (U - 4));
-            local = K <= X ? K : M;
-        }
-        if (p + local > end)
-            return TB_ERR_CORRUPT;
+        unsigned o = sqlcap_be16(buf + cv->ptrs + 2 * c);
+        if (o >= U || (cv->type == 2 && o + 4 >= U))
+            return false;
         /* index interior cells carry a child pointer that may differ: compare from the payload on */
-        size_t start = o + (type == 2 ? 4 : 0);
-        off[c] = (uint16_t)start;
-        len[c] = (uint16_t)((size_t)(p - buf) + local - start);
-        ovfl[c] = local < P;
+        cv->off[c] = (uint16_t)(o + (cv->type == 2 ? 4 : 0));
+        cv->len[c] = 0;
     }
-    *n = cnt;
-    return TB_OK;
+    cv->n = cnt;
+    return true;
 }
 
-tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uint32_t pgno, uint8_t *a, uint8_t *b,
-                               uint8_t *skip0, size_t *n0, uint8_t *skip1, size_t *n1, tb_error *err)
+/* Extent of the local bytes of cell c (len[c], ovfl[c] when it spills); false when corrupt. */
+static inline bool sqlcap_cellv_extent(sqlcap_cellv *cv, unsigned c)
 {
-    uint32_t pgsz = v0->pg->pgsz;
-    size_t U = v0->pg->usable, cap = pgsz / 4 + 1;
-    uint8_t *oa = malloc(cap), *ob = malloc(cap);
-    uint16_t *offa = malloc(cap * 2), *lena = malloc(cap * 2), *offb = malloc(cap * 2), *lenb = malloc(cap * 2);
+    if (cv->len[c])
+        return true;
+    const uint8_t *buf = cv->buf, *end = buf + cv->U, *p = buf + cv->off[c];
+    uint64_t P = 0, rowid = 0;
+    size_t k;
+    if (p < end && p[0] < 0x80) { /* one-byte payload size: the common case */
+        P = p[0];
+        k = 1;
+    } else if (!(k = sqlcap_varint(p, end, &P))) {
+        return false;
+    }
+    p += k;
+    if (cv->type == 13) {
+        /* the rowid is skipped, not decoded: its bytes end at the first byte < 0x80 (9 at most) */
+        size_t i = 0;
+        while (i < 8 && p + i < end && (p[i] & 0x80))
+            i++;
+        if (p + i >= end)
+            return false;
+        (void)rowid;
+        p += i + 1;
+    }
+    size_t local;
+    if (P <= cv->X) {
+        local = (size_t)P;
+    } else {
+        size_t K = cv->M + (size_t)((P - cv->M) % (cv->U - 4));
+        local = K <= cv->X ? K : cv->M;
+    }
+    if (local > (size_t)(end - p))
+        return false;
+    cv->len[c] = (uint16_t)((size_t)(p - buf) + local - cv->off[c]);
+    cv->ovfl[c] = local < P;
+    return true;
+}
+
+/* Scratch layout: ht[hcap] int32, offa, lena, offb, lenb [cap] u16, oa, ob [cap] u8. */
+static size_t sqlcap_sc_hcap(size_t cap)
+{
     size_t hcap = 1;
     while (hcap < cap * 2)
         hcap <<= 1;
-    int32_t *ht = malloc(hcap * sizeof *ht); /* sized for the worst case, used for 2 x cells */
-    unsigned na = 0, nb = 0;
+    return hcap;
+}
+
+size_t sqlcap_same_cells_scratch(uint32_t pgsz)
+{
+    size_t cap = pgsz / 4 + 1;
+    return sqlcap_sc_hcap(cap) * sizeof(int32_t) + 4 * cap * sizeof(uint16_t) + 2 * cap + 8 +
+           (pgsz / 64 + 1) * sizeof(uint64_t) + (pgsz / 4096 + 1) * sizeof(uint64_t);
+}
+
+/* No bit of dm (one bit per 64-byte block) set for bytes [lo, hi). */
+static inline bool sqlcap_range_clean(const uint64_t *dm, size_t lo, size_t hi)
+{
+    for (size_t b = lo >> 6; b <= (hi - 1) >> 6; b++)
+        if ((dm[b >> 6] >> (b & 63)) & 1)
+            return false;
+    return true;
+}
+
+/* The smallest set bit of sb (one bit per byte offset) above off, or U. */
+static inline size_t sqlcap_next_start(const uint64_t *sb, size_t off, size_t U)
+{
+    size_t i = off + 1;
+    while (i < U) {
+        uint64_t w = sb[i >> 6] >> (i & 63);
+        if (w)
+            return i + (size_t)__builtin_ctzll(w) < U ? i + (size_t)__builtin_ctzll(w) : U;
+        i = (i | 63) + 1;
+    }
+    return U;
+}
+
+tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uint32_t pgno, uint8_t *a, uint8_t *b,
+                               uint8_t *skip0, size_t *n0, uint8_t *skip1, size_t *n1, void *scratch, tb_error *err)
+{
+    uint32_t pgsz = v0->pg->pgsz;
+    size_t U = v0->pg->usable, cap = pgsz / 4 + 1;
+    size_t hcap = sqlcap_sc_hcap(cap); /* sized for the worst case, used for 2 x cells */
+    int32_t *ht = scratch;
+    uint16_t *offa = (uint16_t *)(ht + hcap), *lena = offa + cap, *offb = lena + cap, *lenb = offb + cap;
+    uint8_t *oa = (uint8_t *)(lenb + cap), *ob = oa + cap;
+    uint64_t *sb = (uint64_t *)(((uintptr_t)(ob + cap) + 7) & ~(uintptr_t)7); /* cell starts of a */
+    uint64_t *dm = sb + pgsz / 64 + 1;                                       /* 64-byte blocks a != b */
+    sqlcap_cellv A = {.off = offa, .len = lena, .ovfl = oa}, B = {.off = offb, .len = lenb, .ovfl = ob};
     tb_code rc = TB_OK;
     *n0 = *n1 = 0;
-    if (!oa || !ob || !offa || !lena || !offb || !lenb || !ht) {
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "page %u: out of memory", pgno);
-        goto out;
-    }
     if ((rc = sqlcap_view_read(v0, pgno, a, err)) != TB_OK || (rc = sqlcap_view_read(v1, pgno, b, err)) != TB_OK)
         goto out;
-    if (sqlcap_cells(a, pgno, U, &na, offa, lena, oa) != TB_OK || sqlcap_cells(b, pgno, U, &nb, offb, lenb, ob) != TB_OK ||
-        a[pgno == 1 ? 100 : 0] != b[pgno == 1 ? 100 : 0])
+    if (!sqlcap_cellv_init(&A, a, pgno, U) || !sqlcap_cellv_init(&B, b, pgno, U) || A.type != B.type)
         goto out; /* no filtering: decode everything */
+    unsigned na = A.n, nb = B.n;
+    memset(skip0, 0, na);
+    memset(skip1, 0, nb);
+    /* which 64-byte blocks differ, and where a's cells start: a cell whose bytes up
+     * to the next cell start lie in unchanged blocks is unchanged, without parsing it */
+    size_t hb = A.type == 2 ? 4 : 0;
+    memset(dm, 0, (pgsz / 4096 + 1) * sizeof *dm);
+    for (size_t k = 0; k < pgsz / 64; k++)
+        if (memcmp(a + 64 * k, b + 64 * k, 64) != 0)
+            dm[k >> 6] |= 1ull << (k & 63);
+    for (unsigned c = 0; c < na; c++) {
+        size_t st = offa[c] - hb;
+        sb[st >> 6] |= 1ull << (st & 63);
+    }
+    /* fast pass: cells are in key order in both versions and an unchanged cell
+     * usually keeps its place in the content area, so walk both lists together,
+     * looking a few cells ahead in the old list (deleted cells), and compare a
+     * cell only with one at the same offset, parsing it once (same bytes, same
+     * extent); equality is checked byte for byte */
+    for (unsigned c = 0, i = 0; c < nb; c++) {
+        for (unsigned d = 0; d < 3 && i + d < na; d++) {
+            unsigned o = i + d;
+            if (offa[o] != offb[c])
+                continue;
+            size_t st = offa[o] - hb;
+            bool same;
+            if (sqlcap_range_clean(dm, st, sqlcap_next_start(sb, st, U)) && a[offa[o]] < 0x80 && a[offa[o]] <= A.X) {
+                same = true; /* identical bytes, payload size < 128 that stays on the page */
+            } else {
+                if (!sqlcap_cellv_extent(&A, o))
+                    goto clear;
+                same = !oa[o] && memcmp(a + offa[o], b + offb[c], lena[o]) == 0;
+            }
+            if (same) {
+                skip0[o] = 1;
+                skip1[c] = 1;
+                i = o + 1;
+            }
+            break;
+        }
+    }
+    for (unsigned c = 0; c < na; c++) { /* leave the start bitmap empty for the next page */
+        size_t st = offa[c] - hb;
+        sb[st >> 6] = 0;
+    }
+    unsigned left0 = 0, left1 = 0;
+    for (unsigned c = 0; c < na; c++)
+        left0 += !skip0[c];
+    for (unsigned c = 0; c < nb; c++)
+        left1 += !skip1[c];
+    if (!left0 || !left1)
+        goto done; /* nothing left to pair */
+    /* the rest (cells that moved within the page): pair by hash */
+    for (unsigned c = 0; c < na; c++)
+        if (!skip0[c] && !sqlcap_cellv_extent(&A, c))
+            goto out;
+    for (unsigned c = 0; c < nb; c++)
+        if (!skip1[c] && !sqlcap_cellv_extent(&B, c))
+            goto out;
     hcap = 16;
     while (hcap < (size_t)na * 2)
         hcap <<= 1;
     for (size_t i = 0; i < hcap; i++)
         ht[i] = -1;
     for (unsigned c = 0; c < na; c++) {
-        if (oa[c])
+        if (skip0[c] || oa[c])
             continue;
         size_t hsh = (size_t)sqlcap_cellhash(a + offa[c], lena[c]) & (hcap - 1);
         while (ht[hsh] >= 0)
             hsh = (hsh + 1) & (hcap - 1);
         ht[hsh] = (int32_t)c;
     }
-    memset(skip0, 0, na);
-    memset(skip1, 0, nb);
     for (unsigned c = 0; c < nb; c++) {
-        if (ob[c])
+        if (skip1[c] || ob[c])
             continue;
         size_t hsh = (size_t)sqlcap_cellhash(b + offb[c], lenb[c]) & (hcap - 1);
         while (ht[hsh] >= 0) {
@@ -505,9 +636,15 @@ tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uin
             hsh = (hsh + 1) & (hcap - 1);
         }
     }
+done:
     *n0 = na;
     *n1 = nb;
 out:
-    free(oa), free(ob), free(offa), free(lena), free(offb), free(lenb), free(ht);
+    return rc;
+clear:
+    for (unsigned c = 0; c < na; c++) {
+        size_t st = offa[c] - hb;
+        sb[st >> 6] = 0;
+    }
     return rc;
 }
