@@ -68,6 +68,14 @@
  * commit (trigger mode: the drain), shared by the commits of one poll,
  * never going back (sqlite-wal.md 2.12).
  *
+ * PIN: two leapfrogging read transactions (sqlite-wal.md 2.2). While the
+ * writer keeps committing, the pin is advanced at most every 500 ms (lazy
+ * leapfrog; any pin at or below the consumed position is safe): each advance
+ * lets the application's autocheckpoint backfill new frames, which costs the
+ * writer a wal-index sort and fsyncs, so advancing after every commit would
+ * make every commit pay it. When idle, it advances at every poll (keeps the
+ * lock-0 reset windows).
+ *
  * CHECKPOINTS: never by default. source.sqlite.checkpoint=on runs a PASSIVE
  * checkpoint at most every 100 ms when caught up and mxFrame >= 1000 (a reset
  * window, sqlite-wal.md 2.9: after a full backfill it leapfrogs at once so the

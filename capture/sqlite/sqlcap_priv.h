@@ -28,6 +28,7 @@ struct sqlcap {
     int protector;              /* index of the pinning read transaction, -1 none */
     sqlite3 *K;                 /* PASSIVE checkpoints (optional) */
     int64_t last_ckpt_ms, last_log_ms;
+    int64_t last_pin_ms;        /* monotonic time of the last leapfrog (lazy leapfrog) */
     sqlcap_pages pg;
     sqlcap_map overlay;
     sqlcap_engine *eng;
