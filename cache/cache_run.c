@@ -554,11 +554,11 @@ static rd_kafka_t *new_consumer(cache_ctx *c, const char *group, bool group_mode
 {
     char errstr[512], refresh[24];
     /* librdkafka's prefetch dominates the peak RSS. Fetch size: with the default 1 MiB per
-     * partition and request, a replay of a large topic stalls: the fetcher (librdkafka 2.0)
-     * pauses a partition whose local queue is over queued.min.messages/kbytes and is slow to
-     * resume once the loop has drained it; 4 MiB fetches keep the loop fed (1M rows of ~200
-     * bytes on 3 partitions: 9.4 s -> 5.3 s wall, same CPU) for about 100 MiB more peak RSS.
-     * kafka.fetch.message.max.bytes=1048576 trades that back; smaller
+     * partition and request, a replay of a large topic waits for data about two thirds of the
+     * time (librdkafka 2.0; apparently its fetcher resumes a partition late once the loop has
+     * drained the queue below queued.min.messages/kbytes). 4 MiB fetches keep the loop fed (1M
+     * rows of ~200 bytes on 3 partitions: 9.4 s -> 5.3 s wall, same CPU) for about 120 MiB more
+     * peak RSS (docs/cache.md). kafka.fetch.message.max.bytes=1048576 trades that back; a smaller
      * kafka.queued.max.messages.kbytes starves the loop (measured: slower, barely smaller). */
     rd_kafka_conf_t *conf = cache_kafka_conf(c->o->brokers, c->o->kafka_props, err);
     if (!conf)
