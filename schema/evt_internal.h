@@ -103,18 +103,6 @@ static inline char *jw_pre(evt_jw *w, size_t extra)
     return p;
 }
 
-/* Write a key given as its final text, quotes and colon included
- * ("\"id\":"), with the usual comma logic. EVT_JW_KEY for literals. */
-static inline void evt_jw_key_lit(evt_jw *w, const char *frag, size_t n)
-{
-    char *p = jw_pre(w, n);
-    if (!p)
-        return;
-    memcpy(p, frag, n);
-    jw_commit(w, p + n);
-    w->after_key = true;
-}
-#define EVT_JW_KEY(w, lit) evt_jw_key_lit((w), "\"" lit "\":", sizeof("\"" lit "\":") - 1)
 /* Write complete object members given as their final text ("\"a\":1,\"b\":2"),
  * with the usual comma logic before them (also: any scalar's final text). */
 static inline void evt_jw_members_lit(evt_jw *w, const char *frag, size_t n)
@@ -125,6 +113,15 @@ static inline void evt_jw_members_lit(evt_jw *w, const char *frag, size_t n)
     memcpy(p, frag, n);
     jw_commit(w, p + n);
 }
+/* Write a key given as its final text, quotes and colon included
+ * ("\"id\":"), with the usual comma logic. EVT_JW_KEY for literals. */
+static inline void evt_jw_key_lit(evt_jw *w, const char *frag, size_t n)
+{
+    evt_jw_members_lit(w, frag, n);
+    if (w->err == TB_OK)
+        w->after_key = true;
+}
+#define EVT_JW_KEY(w, lit) evt_jw_key_lit((w), "\"" lit "\":", sizeof("\"" lit "\":") - 1)
 /* A sealed table's column name as key text ("\"name\":"), or NULL. Borrowed. */
 const char *evt_table_key_frag(const evt_table *t, size_t i, size_t *len);
 
