@@ -140,6 +140,24 @@ static void e2e_check_connector(e2e_run *r)
     e2e_start_connector(r);
 }
 
+/* Poll until the running connector (this pid) says "streaming" in its status
+ * file, so that a server fault hits the stream, not the start-up. */
+static void e2e_wait_streaming(e2e_run *r)
+{
+    char want[64];
+    snprintf(want, sizeof want, "\"pid\":%ld,\"state\":\"streaming\"", (long)r->connector);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    long long deadline = tb_itest_now_ms() + 60000;
+    while (!(e2e_slurp(r->status, &b) && strstr(tb_buf_cstr(&b), want))) {
+        cr_assert(tb_itest_now_ms() < deadline, "the connector is not streaming after 60 s; see %s", r->log);
+        e2e_check_connector(r);
+        snprintf(want, sizeof want, "\"pid\":%ld,\"state\":\"streaming\"", (long)r->connector);
+        usleep(50000);
+    }
+    tb_buf_free(&b);
+}
+
 static void e2e_sleep_ms(long ms)
 {
     /* fault timing (how long a fault lasts or when it strikes), not synchronization */
@@ -298,14 +316,14 @@ static void e2e_scenario(bool exactly_once)
     e2e_sleep_ms(2000);
 
     /* (b) Kafka stopped and started mid-stream */
-    e2e_check_connector(&r);
+    e2e_wait_streaming(&r);
     tb_itest_testenv("stop-kafka");
     e2e_sleep_ms(2000);
     tb_itest_testenv("start-kafka");
     e2e_sleep_ms(3000);
 
     /* (c) MariaDB restarted mid-stream */
-    e2e_check_connector(&r);
+    e2e_wait_streaming(&r);
     tb_itest_testenv("stop-mysql");
     e2e_sleep_ms(1000);
     tb_itest_testenv("start-mysql");
