@@ -119,6 +119,7 @@ Test(e2e_position, idle_tables_advance_the_position, .timeout = 120, .fini = e2e
     cr_assert(e2e_status_gtid(e.status, got, sizeof got));
     cr_assert_str_eq(got, want);
     cr_assert_eq(count_in(e.log, "\"table\":\"other\""), 0, "events of an excluded table were sent");
+    e2e_rmtree(e.dir);
 }
 
 Test(e2e_position, purged_binlog, .timeout = 180, .fini = e2e_kill_children)
@@ -191,4 +192,5 @@ Test(e2e_position, purged_binlog, .timeout = 180, .fini = e2e_kill_children)
     cr_assert_eq(snap2, 5, "second snapshot: %zu rows, want 5 (ids 1-5)", snap2);
     cr_assert_eq(count_in(wlog, "\"op\":\"c\""), 1, "the insert after the new snapshot was not streamed");
     cr_assert_geq(count_in(wlog, "snapshotting again"), 1, "no warning about the new snapshot");
+    e2e_rmtree(e.dir);
 }
