@@ -179,6 +179,7 @@ static tb_code run_mysql_snapshot(run_ctx *r, tb_position *hand_off, tb_error *e
     if (rc != TB_OK)
         goto out;
     r->snapshot_state = "running";
+    r->in_tx = true; /* the snapshot's rows end with the hand-off position */
     TB_INFO("run", "snapshot started");
     for (;;) {
         evt_event *ev = NULL;
@@ -201,6 +202,7 @@ static tb_code run_mysql_snapshot(run_ctx *r, tb_position *hand_off, tb_error *e
     if ((rc = tb_position_copy(hand_off, snap_position(s))) != TB_OK)
         goto out;
     rc = sink_end_tx(r, hand_off, err);
+    r->in_tx = false;
     r->snapshot_state = "done";
     TB_INFO("run", "snapshot done: %" PRIu64 " rows", r->snapshot_rows);
 out:
@@ -565,7 +567,11 @@ int cmd_run(int argc, char **argv)
         tb_code frc = TB_OK;
         if (r.use_kafka && r.ks)
             frc = ksink_flush(r.ks, RUN_FLUSH_MS, &ferr);
-        if ((r.ks || r.ss) && (frc == TB_OK || rc != TB_OK)) {
+        bool eos_open = r.in_tx && r.use_kafka && cfg_get_bool(r.cfg, "exactly_once");
+        if (eos_open)
+            TB_INFO("run", "stopped inside a source transaction: exactly_once keeps the last committed "
+                           "position (the open Kafka transaction is aborted)");
+        if ((r.ks || r.ss) && !eos_open && (frc == TB_OK || rc != TB_OK)) {
             tb_code crc = sink_commit(&r, true, &ferr);
             if (frc == TB_OK)
                 frc = crc;
