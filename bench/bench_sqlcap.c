@@ -15,6 +15,7 @@
  *    BENCH_SQLCAP_READER_CHECKPOINT=1 turns on the reader's reset windows
  *    (source.sqlite.checkpoint=on).
  *    BENCH_SQLCAP_ONLY=overhead or =throughput runs only part 1 or part 2.
+ *    BENCH_SQLCAP_REPIN_MS=N sets sqlcap_opts.repin_ms (-1: leapfrog at every poll).
  * 2. Capture throughput: the WAL reader attaches and pins, the writer writes
  *    the whole workload, then the reader drains the backlog: rows/s of
  *    sqlcap_next (events fully built) in mode B and mode A.
@@ -66,6 +67,15 @@ static void setup_db(const char *path)
     sqlite3_close(db);
 }
 
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double last_writer_cpu; /* CPU seconds (user+sys) of the last writer_run: less sensitive to other load */
+
 static double writer_run(const char *path, int ntx, unsigned seed, long *wal_bytes)
 {
     sqlite3 *db;
@@ -85,7 +95,7 @@ static double writer_run(const char *path, int ntx, unsigned seed, long *wal_byt
     sqlite3_prepare_v2(db, "DELETE FROM bench WHERE id = ?", -1, &del, NULL);
     srand(seed);
     long next = 100000;
-    double t0 = now_s();
+    double t0 = now_s(), c0 = cpu_s();
     for (int t = 0; t < ntx; t++) {
         sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
         for (int r = 0; r < 10; r++) {
@@ -112,6 +122,7 @@ static double writer_run(const char *path, int ntx, unsigned seed, long *wal_byt
             die(db, "commit");
     }
     double dt = now_s() - t0;
+    last_writer_cpu = cpu_s() - c0;
     char wal[512];
     struct stat sb;
     snprintf(wal, sizeof wal, "%s-wal", path);
@@ -159,7 +170,8 @@ static pid_t spawn_reader(const char *path, bool trigger, bool shadow, bool drai
     if (p == 0) {
         signal(SIGTERM, on_term);
         sqlcap_opts o = {.path = path, .trigger_mode = trigger, .shadow = shadow, .poll_ms = 10,
-                         .checkpoint = getenv("BENCH_SQLCAP_READER_CHECKPOINT") != NULL};
+                         .checkpoint = getenv("BENCH_SQLCAP_READER_CHECKPOINT") != NULL,
+                         .repin_ms = getenv("BENCH_SQLCAP_REPIN_MS") ? atoi(getenv("BENCH_SQLCAP_REPIN_MS")) : 0};
         sqlcap *c;
         tb_error err;
         if (sqlcap_open_opts(&o, NULL, &c, &err) != TB_OK) {
@@ -257,7 +269,7 @@ int main(int argc, char **argv)
     char path[512];
     snprintf(path, sizeof path, "%s/bench_sqlcap.db", dir);
     tb_log_set_level(TB_LOG_WARN);
-    double tn[32], tw[32], tt[32], tp[32];
+    double tn[32], tw[32], tt[32], tp[32], cn[32], cw[32], ct[32], cp[32];
     long wal_n = 0, wal_w = 0, wal_t = 0, wal_p = 0;
     printf("bench_sqlcap: %d transactions x 10 row changes, %d runs, SQLite %s\n", ntx, runs, sqlite3_libversion());
     /* BENCH_SQLCAP_ONLY=throughput: part 2 only (profiling); =overhead: part 1 only */
@@ -269,18 +281,22 @@ int main(int argc, char **argv)
         double secs;
         setup_db(path);
         tn[r] = writer_run(path, ntx, (unsigned)r, &wal_n);
+        cn[r] = last_writer_cpu;
         setup_db(path);
         pid_t p = spawn_reader(path, false, true, false, &go, &res);
         tw[r] = writer_run(path, ntx, (unsigned)r, &wal_w);
+        cw[r] = last_writer_cpu;
         reader_result(p, go, res, true, &ev, &secs);
         setup_db(path);
         p = spawn_pin(path);
         tp[r] = writer_run(path, ntx, (unsigned)r, &wal_p);
+        cp[r] = last_writer_cpu;
         kill(p, SIGKILL);
         waitpid(p, NULL, 0);
         setup_db(path);
         p = spawn_reader(path, true, false, false, &go, &res);
         tt[r] = writer_run(path, ntx, (unsigned)r, &wal_t);
+        ct[r] = last_writer_cpu;
         reader_result(p, go, res, true, &ev, &secs);
         printf("run %d: no reader %.3f s, wal reader %.3f s, pin only %.3f s, trigger mode %.3f s\n", r + 1, tn[r], tw[r],
                tp[r], tt[r]);
@@ -291,6 +307,9 @@ int main(int argc, char **argv)
     printf("writer time (median): pin only (one held read transaction, no consuming) %.3f s (x%.3f)\n", mp, mp / mn);
     printf("writer time (median): no reader %.3f s | wal reader %.3f s (x%.3f, %+.1f%%) | trigger %.3f s (x%.3f)\n", mn,
            mw, mw / mn, (mw / mn - 1) * 100, mt, mt / mn);
+    double qn = median(cn, runs), qw = median(cw, runs), qt = median(ct, runs), qp = median(cp, runs);
+    printf("writer CPU (median): no reader %.3f s | wal reader %.3f s (x%.3f, %+.1f%%) | pin only %.3f s (x%.3f) | "
+           "trigger %.3f s (x%.3f)\n", qn, qw, qw / qn, (qw / qn - 1) * 100, qp, qp / qn, qt, qt / qn);
     printf("WAL size after the writer run: no reader %ld bytes | wal reader %ld bytes | pin only %ld bytes | trigger %ld bytes\n",
            wal_n, wal_w, wal_p, wal_t);
 throughput:

@@ -15,7 +15,7 @@
 #include "tb_log.h"
 
 #define SQLCAP_BATCH_EVENTS 20000
-#define SQLCAP_REPIN_MS 500 /* lazy leapfrog: advance the pin at most this often while busy */
+#define SQLCAP_REPIN_MS 500 /* lazy leapfrog: advance the pin at most this often while busy (default) */
 
 /* ---------------------------------------------------------------- frames */
 
@@ -228,7 +228,8 @@ static tb_code sqlcap_poll(sqlcap *c, tb_error *err)
     sqlcap_walhdr w;
     bool done = false;
     int64_t now = sqlcap_now_ms();
-    if (c->protector >= 0 && !c->o.test_no_pin && now - c->last_pin_ms < SQLCAP_REPIN_MS) {
+    int repin = c->o.repin_ms ? c->o.repin_ms : SQLCAP_REPIN_MS;
+    if (c->protector >= 0 && !c->o.test_no_pin && repin > 0 && now - c->last_pin_ms < repin) {
         /* Lazy leapfrog: while the writer keeps committing, keep the pin we hold
          * (its mark m <= P, or lock 0, stays below every frame we consume) and
          * consume what the wal-index shows. The mark advances at most every
@@ -277,7 +278,9 @@ finish:
     if (done) {
         sqlcap_end(c, c->protector);
         c->protector = i;
-        c->last_pin_ms = now;
+        /* a pin begun on a fully backfilled WAL probably holds lock 0, which makes
+         * every application checkpoint build its frame index and fail: not lazy then */
+        c->last_pin_ms = h.nbackfill >= h.mxframe ? 0 : now;
         if (c->o.test_no_pin) {
             sqlcap_end(c, i);
             c->protector = -1;

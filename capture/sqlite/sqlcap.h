@@ -115,6 +115,7 @@ typedef struct sqlcap_opts {
     bool checkpoint;          /* PASSIVE reset windows (2.9) */
     int poll_ms;              /* sleep between polls (default 50) */
     bool offline;             /* decode --wal: no pinning, frames validated by checksum */
+    int repin_ms;             /* lazy leapfrog interval while busy: 0 = default (500), < 0 = every poll */
     bool test_no_pin;         /* TESTS ONLY (negative control): drop the read transaction after
                                * each poll, breaking the pinning invariant */
 } sqlcap_opts;
