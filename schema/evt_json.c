@@ -708,26 +708,39 @@ void evt_rendered_free(evt_rendered *r)
         return;
     free(r->topic);
     r->topic = NULL;
+    evt_table_unref(r->topic_table);
+    r->topic_table = NULL;
+    free(r->topic_prefix);
+    r->topic_prefix = NULL;
     for (int k = 0; k < 4; k++)
         tb_buf_free(&r->bufs[k]);
     r->n = 0;
 }
 
-/* Keep r->topic when it already names this table (no allocation per event). */
+/* Keep r->topic when it was built for this very table (a reference is held,
+ * so the pointer cannot name another table) and prefix: no work per event. */
 static tb_code render_topic(const evt_codec_opts *o, const evt_table *t, evt_rendered *r)
 {
+    const char *prefix = o && o->topic_prefix ? o->topic_prefix : "";
+    if (r->topic && r->topic_table == t && r->topic_prefix && strcmp(r->topic_prefix, prefix) == 0)
+        return TB_OK;
     tb_buf *b = &r->bufs[3]; /* free until the messages are built */
     tb_buf_reset(b);
     tb_code rc = evt_json_topic(o, t, b);
     if (rc != TB_OK)
         return rc;
-    if (r->topic && strcmp(r->topic, tb_buf_cstr(b)) == 0)
-        return TB_OK;
-    char *copy = strdup(tb_buf_cstr(b));
-    if (!copy)
+    char *copy = strdup(tb_buf_cstr(b)), *pcopy = strdup(prefix);
+    if (!copy || !pcopy) {
+        free(copy);
+        free(pcopy);
         return TB_ERR_NOMEM;
+    }
     free(r->topic);
     r->topic = copy;
+    free(r->topic_prefix);
+    r->topic_prefix = pcopy;
+    evt_table_unref(r->topic_table);
+    r->topic_table = evt_table_ref((evt_table *)t); /* the count is atomic; the table itself stays const */
     return TB_OK;
 }
 

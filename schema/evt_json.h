@@ -114,6 +114,8 @@ typedef struct evt_rendered {
     evt_msg msgs[3];
     size_t n;
     tb_buf bufs[4];     /* storage for keys and values */
+    evt_table *topic_table; /* a reference: the table topic was built for (no rebuild per event) */
+    char *topic_prefix;     /* owned: the topic.prefix it was built with */
 } evt_rendered;
 
 void evt_rendered_init(evt_rendered *r);
