@@ -34,6 +34,7 @@ struct sqlcap_engine {
     /* per-table diff scratch, reused across transactions (freed with the engine) */
     uint8_t *skip0, *skip1, *pga, *pgb, *cellscr;
     struct sqlcap_rowmap *O, *N;
+    sqlcap_u32s in0, lf0, in1, lf1; /* tree pages of the table being diffed, V0 and V1 */
 };
 
 /* ---------------------------------------------------------------- row maps */
@@ -222,6 +223,10 @@ void sqlcap_engine_free(sqlcap_engine *e)
     free(e->mforce);
     free(e->mdone);
     sqlcap_u32s_free(&e->scan_pages);
+    sqlcap_u32s_free(&e->in0);
+    sqlcap_u32s_free(&e->lf0);
+    sqlcap_u32s_free(&e->in1);
+    sqlcap_u32s_free(&e->lf1);
     free(e->skip0);
     free(e->skip1);
     free(e->pga);
@@ -476,7 +481,8 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
                                  int id, const sqlcap_tbl *t0, const sqlcap_tbl *t1, sqlcap_evlist *out, tb_error *err)
 {
     tb_code rc = TB_OK;
-    sqlcap_u32s in0 = {0}, lf0 = {0}, in1 = {0}, lf1 = {0};
+    sqlcap_u32s in0 = e->in0, lf0 = e->lf0, in1 = e->in1, lf1 = e->lf1; /* moved back at the end */
+    in0.n = lf0.n = in1.n = lf1.n = 0;
     sqlcap_rowmap O, N; /* moved out of e->O, e->N for the call, moved back at the end */
     tb_buf key;
     sqlcap_val *va = NULL, *vb = NULL, *vn = NULL;
@@ -671,10 +677,10 @@ out:
         sqlcap_rowmap_free(&O);
         sqlcap_rowmap_free(&N);
     }
-    sqlcap_u32s_free(&in0);
-    sqlcap_u32s_free(&lf0);
-    sqlcap_u32s_free(&in1);
-    sqlcap_u32s_free(&lf1);
+    e->in0 = in0;
+    e->lf0 = lf0;
+    e->in1 = in1;
+    e->lf1 = lf1;
     return rc;
 }
 

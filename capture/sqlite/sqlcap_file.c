@@ -148,6 +148,21 @@ tb_code sqlcap_u32s_grow(sqlcap_u32s *l, uint32_t x)
     return TB_OK;
 }
 
+tb_code sqlcap_u32s_reserve(sqlcap_u32s *l, size_t extra)
+{
+    if (l->n + extra <= l->cap)
+        return TB_OK;
+    size_t ncap = l->cap ? l->cap : 16;
+    while (ncap < l->n + extra)
+        ncap *= 2;
+    uint32_t *nv = realloc(l->v, ncap * sizeof *nv);
+    if (!nv)
+        return TB_ERR_NOMEM;
+    l->v = nv;
+    l->cap = ncap;
+    return TB_OK;
+}
+
 void sqlcap_u32s_free(sqlcap_u32s *l)
 {
     if (!l)

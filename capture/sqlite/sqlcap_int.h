@@ -135,6 +135,8 @@ typedef struct sqlcap_u32s {
     uint32_t *v;
     size_t n, cap;
 } sqlcap_u32s;
+/* Room for extra more entries. */
+tb_code sqlcap_u32s_reserve(sqlcap_u32s *l, size_t extra);
 /* Append x (the slow path grows the array). */
 tb_code sqlcap_u32s_grow(sqlcap_u32s *l, uint32_t x);
 static inline tb_code sqlcap_u32s_push(sqlcap_u32s *l, uint32_t x)

@@ -128,11 +128,12 @@ tb_code sqlcap_tree_pages(const sqlcap_view *v, uint32_t root, sqlcap_u32s *inne
             goto out;
         uint8_t t0 = buf[level.v[0] == 1 ? 100 : 0];
         if (sqlcap_is_leaf(t0)) {
-            for (size_t i = 0; i < level.n; i++)
-                if (sqlcap_u32s_push(leaves, level.v[i]) != TB_OK) {
-                    rc = tb_error_set(err, TB_ERR_NOMEM, false, "tree walk: out of memory");
-                    goto out;
-                }
+            if (sqlcap_u32s_reserve(leaves, level.n) != TB_OK) {
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "tree walk: out of memory");
+                goto out;
+            }
+            memcpy(leaves->v + leaves->n, level.v, level.n * sizeof *level.v);
+            leaves->n += level.n;
             break;
         }
         next.n = 0;
@@ -151,6 +152,10 @@ tb_code sqlcap_tree_pages(const sqlcap_view *v, uint32_t root, sqlcap_u32s *inne
                 goto out;
             }
             unsigned n = sqlcap_be16(buf + h + 3);
+            if (sqlcap_u32s_reserve(&next, (size_t)n + 1) != TB_OK) {
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "tree walk: out of memory");
+                goto out;
+            }
             for (unsigned c = 0; c < n; c++) {
                 unsigned off = sqlcap_be16(buf + h + 12 + 2 * c);
                 if (off + 4 > pgsz) {
