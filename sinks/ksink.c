@@ -603,6 +603,33 @@ static tb_code ksink_schema_topic_name(const cfg *c, tb_buf *b)
     return evt_json_schema_topic(&o, b);
 }
 
+static tb_code ksink_txmeta_topic_name(const cfg *c, tb_buf *b)
+{
+    return tb_buf_printf(b, "%s.transaction", cfg_get_str(c, "topic.prefix"));
+}
+
+tb_code ksink_send_txmeta(ksink *ks, const char *key, size_t klen, const char *value, size_t vlen, tb_error *err)
+{
+    tb_code rc;
+    if ((rc = ksink_failed(ks, err)) != TB_OK)
+        return rc;
+    if (ks->eos && !ks->in_txn) {
+        rd_kafka_error_t *kerr = rd_kafka_begin_transaction(ks->rk);
+        if (kerr) {
+            rc = ksink_kafka_error_obj(err, kerr, "begin Kafka transaction");
+            rd_kafka_error_destroy(kerr);
+            return rc;
+        }
+        ks->in_txn = true;
+    }
+    if ((rc = ksink_aux_ensure(ks, &ks->txmeta, 0, false, err)) != TB_OK)
+        return rc;
+    rc = ksink_produce_tracked(ks, ks->txmeta.rkt, key, klen, value, vlen, err);
+    if (rc != TB_OK && ks->eos && !ks->failed && rd_kafka_fatal_error(ks->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return ksink_eos_abort(ks, err);
+    return rc;
+}
+
 /* The producer (and, with exactly_once, its transactional id initialised). */
 static tb_code ksink_client_create(ksink *ks, tb_error *err)
 {
@@ -648,6 +675,7 @@ tb_code ksink_client_reset(ksink *ks, tb_error *err)
     ksink_aux_drop(&ks->schema);
     ksink_aux_drop(&ks->offsets);
     ksink_aux_drop(&ks->dlq);
+    ksink_aux_drop(&ks->txmeta);
     rd_kafka_destroy(ks->rk);
     ks->rk = NULL;
     tb_code rc = ksink_client_create(ks, err);
@@ -698,6 +726,7 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
     if (ksink_aux_init(&ks->schema, ksink_schema_topic_name, c) != TB_OK ||
         ksink_aux_init(&ks->offsets, ksink_offsets_topic, c) != TB_OK ||
         ksink_aux_init(&ks->dlq, ksink_dlq_topic, c) != TB_OK ||
+        ksink_aux_init(&ks->txmeta, ksink_txmeta_topic_name, c) != TB_OK ||
         ksink_offsets_key(ks->copts.name, &ks->offsets_key) != TB_OK) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "ksink: out of memory");
         goto out;
@@ -745,6 +774,7 @@ void ksink_close(ksink *ks)
     ksink_aux_free(&ks->schema);
     ksink_aux_free(&ks->offsets);
     ksink_aux_free(&ks->dlq);
+    ksink_aux_free(&ks->txmeta);
     if (ks->rk)
         rd_kafka_destroy(ks->rk);
     ksink_ring_clear(ks);

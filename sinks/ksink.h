@@ -127,6 +127,13 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err);
  * first if there is one. */
 tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err);
 
+/* transaction.topic=true: one transaction-metadata record (BEGIN or END,
+ * Debezium-style, built by the caller) to <topic.prefix>.transaction
+ * (created on first use, delete policy), tracked with the current source
+ * transaction like its change messages (exactly_once: in the same Kafka
+ * transaction). key and value are borrowed for the call. */
+tb_code ksink_send_txmeta(ksink *ks, const char *key, size_t klen, const char *value, size_t vlen, tb_error *err);
+
 /* The current source transaction ends; pos_after_tx (copied) is the position
  * to resume from once it is acknowledged. A transaction with no messages is
  * allowed (heartbeats, skipped tables): its position is committable as soon

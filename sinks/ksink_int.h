@@ -110,7 +110,7 @@ struct ksink {
     size_t ntabs, tabcap;
     ksink_table *last_tab;
 
-    ksink_aux_topic schema, offsets, dlq;
+    ksink_aux_topic schema, offsets, dlq, txmeta; /* txmeta: <topic.prefix>.transaction */
     tb_buf offsets_key;
 
     ksink_tx *ring;
