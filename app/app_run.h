@@ -50,6 +50,21 @@ typedef struct run_ctx {
     unsigned filter_next;
     uint64_t events_filtered;
     int64_t last_heartbeat_ms;     /* wall time the idle position last went to the sink */
+    /* transaction.topic (run_txmeta.c) */
+    bool txmeta;                   /* transaction.topic=true and sink=kafka */
+    bool txm_open;                 /* BEGIN sent, END not yet */
+    char txm_id[256];
+    int64_t txm_ts;
+    struct { char *name; uint64_t count; } *txm; /* owned: per-table counts of the open transaction */
+    size_t txm_n, txm_cap;
 } run_ctx;
+
+/* run_txmeta.c: a captured change ev is about to be sent (BEGIN first if
+ * its transaction has none yet; counts it). */
+tb_code run_txmeta_event(run_ctx *r, const evt_event *ev, tb_error *err);
+/* The source transaction ends: END, if a BEGIN was sent. Call before the
+ * sink's end of transaction. */
+tb_code run_txmeta_end(run_ctx *r, tb_error *err);
+void run_txmeta_free(run_ctx *r);
 
 #endif

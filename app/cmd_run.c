@@ -303,12 +303,17 @@ static tb_code run_stream(run_ctx *r, tb_error *err)
                 r->snapshot_state = evt_event_snapshot(ev) == EVT_SNAPSHOT_LAST ? "done" : "running";
                 r->snapshot_rows++;
             }
-            if (!run_keep(r, ev))
+            if (!run_keep(r, ev)) {
                 r->events_filtered++;
-            else if ((rc = sink_error(r, sink_send(r, ev, err), false, err)) != TB_OK)
-                return rc;
+            } else {
+                if ((rc = sink_error(r, run_txmeta_event(r, ev, err), false, err)) != TB_OK)
+                    return rc;
+                if ((rc = sink_error(r, sink_send(r, ev, err), false, err)) != TB_OK)
+                    return rc;
+            }
             r->in_tx = !evt_event_last_in_tx(ev);
-            if (!r->in_tx && (rc = sink_error(r, sink_end_tx(r, evt_event_position(ev), err), false, err)) != TB_OK)
+            if (!r->in_tx && ((rc = sink_error(r, run_txmeta_end(r, err), false, err)) != TB_OK ||
+                              (rc = sink_error(r, sink_end_tx(r, evt_event_position(ev), err), false, err)) != TB_OK))
                 return rc;
         } else {
             /* Idle: a heartbeat or a skipped transaction may have moved the
@@ -342,6 +347,7 @@ static tb_code run_prepare_restart(run_ctx *r, tb_position *resume, tb_error *er
     r->sqlite = NULL;
     r->restart = false;
     r->in_tx = false;
+    r->txm_open = false;
     r->restarts++;
     const tb_position *c = ksink_committable(r->ks);
     if (c->kind != TB_POS_NONE && tb_position_copy(resume, c) != TB_OK)
@@ -424,6 +430,7 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
             binlog_close(r->binlog);
             r->binlog = NULL;
             r->in_tx = false;
+            r->txm_open = false;
             tb_position_free(&r->last_end);
             force_snapshot = true;
             rc = TB_OK;
@@ -541,6 +548,9 @@ int cmd_run(int argc, char **argv)
     r.filter_ok = true;
     if ((rc = sink_open(&r, &err)) != TB_OK)
         goto out;
+    r.txmeta = r.use_kafka && cfg_get_bool(r.cfg, "transaction.topic");
+    if (!r.use_kafka && cfg_get_bool(r.cfg, "transaction.topic"))
+        TB_WARN("run", "transaction.topic=true needs sink=kafka; no transaction records are written");
     if ((rc = ksink_offsets_read(r.cfg, &stored, &err)) != TB_OK)
         goto out;
     if (stored.kind != TB_POS_NONE) {
@@ -596,6 +606,7 @@ out:
     tb_buf_free(&r.status_path);
     if (r.filter_ok)
         snap_filter_free(&r.filter);
+    run_txmeta_free(&r);
     cfg_free(r.cfg);
     if (rc != TB_OK)
         return app_fail("run", &err);
