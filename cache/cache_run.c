@@ -85,6 +85,11 @@ static bool wanted_topic(const cache_ctx *c, const char *topic)
         if (n == nl + 8 && strncmp(topic, c->o->name, nl) == 0 && strcmp(topic + nl, ".offsets") == 0)
             return false;
     }
+    if (c->o->topic_prefix && *c->o->topic_prefix) { /* transaction metadata (transaction.topic), not a table */
+        size_t pl = strlen(c->o->topic_prefix);
+        if (n == pl + 12 && strncmp(topic, c->o->topic_prefix, pl) == 0 && strcmp(topic + pl, ".transaction") == 0)
+            return false;
+    }
     return c->re_ok && regexec(&c->re, topic, 0, NULL, 0) == 0;
 }
 
