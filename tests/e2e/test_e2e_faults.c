@@ -8,6 +8,7 @@
  *       restarted each time;
  *   (b) the Kafka broker is stopped and started;
  *   (c) MariaDB is stopped and started.
+ * The exactly_once run also writes transaction metadata (transaction.topic).
  * Then the workload stops, the connector catches up (its committed GTID, read
  * from the status file, equals @@gtid_binlog_pos), stops cleanly (SIGTERM,
  * exit 0), `tributary cache --until-caught-up` rebuilds the tables from the
@@ -197,10 +198,11 @@ static void e2e_setup(e2e_run *r, bool exactly_once)
             "source.server.id=%u\nsource.heartbeat.ms=1000\nheartbeat.interval.ms=500\nsource.reconnect.backoff.max.ms=1000\n"
             "tables.include=%s[.].*\ntopic.prefix=%s\nkafka.bootstrap.servers=%s\noffsets.storage=kafka\n"
             "offsets.commit.interval.ms=300\nstatus.file=%s\ncache.path=%s\nsnapshot.mode=initial\n"
-            "exactly_once=%s\nlog.level=info\n",
+            "exactly_once=%s\ntransaction.topic=%s\nlog.level=info\n",
             r->db, getenv("TRIBUTARY_TEST_MYSQL_HOST"), getenv("TRIBUTARY_TEST_MYSQL_PORT"),
             getenv("TRIBUTARY_TEST_MYSQL_USER"), getenv("TRIBUTARY_TEST_MYSQL_PASSWORD"), 5000 + r->seed % 1000,
-            r->db, r->db, brokers, r->status, r->cache, exactly_once ? "true" : "false");
+            r->db, r->db, brokers, r->status, r->cache, exactly_once ? "true" : "false",
+            exactly_once ? "true" : "false");
     fclose(f);
 }
 
