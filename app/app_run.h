@@ -9,6 +9,7 @@
 #include "binlog.h"
 #include "cfg.h"
 #include "ksink.h"
+#include "snap_incremental.h"
 #include "snap_schema.h"
 #include "sqlcap.h"
 #include "stdout_sink.h"
@@ -49,6 +50,7 @@ typedef struct run_ctx {
     } filter_cache[8];
     unsigned filter_next;
     uint64_t events_filtered;
+    snap_inc *inc;                 /* owned: incremental snapshots signalled through the binlog */
     int64_t last_heartbeat_ms;     /* wall time the idle position last went to the sink */
     /* transaction.topic (run_txmeta.c) */
     bool txmeta;                   /* transaction.topic=true and sink=kafka */

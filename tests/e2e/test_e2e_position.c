@@ -194,3 +194,38 @@ Test(e2e_position, purged_binlog, .timeout = 180, .fini = e2e_kill_children)
     cr_assert_geq(count_in(wlog, "snapshotting again"), 1, "no warning about the new snapshot");
     e2e_rmtree(e.dir);
 }
+
+/* `tributary snapshot --incremental` signals a running `tributary run`,
+ * which snapshots the table in chunks while streaming (docs/snapshot.md). */
+Test(e2e_position, incremental_snapshot_through_run, .timeout = 120, .fini = e2e_kill_children)
+{
+    pos_env e;
+    pos_setup(&e, "e2einc");
+    MYSQL *m = e2e_mysql();
+    for (int i = 10; i < 260; i++)
+        e2e_sql(m, "INSERT INTO %s.t VALUES (%d, %d)", e.db, i, i);
+    mysql_close(m);
+    const char *args[] = {"run", "--config", e.cfg, "--set", "snapshot.mode=never", "--set",
+                          "snapshot.chunk.size=100", NULL};
+    pid_t pid = e2e_spawn(args, e.log);
+    wait_gtid(&e, pid, 30000);
+    char slog[400];
+    snprintf(slog, sizeof slog, "%s/signal.log", e.dir);
+    char table[128];
+    snprintf(table, sizeof table, "%s.t", e.db);
+    const char *sargs[] = {"snapshot", "--incremental", "--table", table, "--config", e.cfg, NULL};
+    int rc = e2e_wait(e2e_spawn(sargs, slog), 30000);
+    cr_assert_eq(rc, 0, "tributary snapshot --incremental failed (%d); see %s", rc, slog);
+    long long deadline = tb_itest_now_ms() + 60000;
+    size_t rows = 0;
+    while ((rows = count_in(e.log, "\"op\":\"r\"")) < 253) {
+        cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped early; see %s", e.log);
+        cr_assert(tb_itest_now_ms() < deadline, "%zu of 253 rows snapshotted in 60 s; see %s", rows, e.log);
+        usleep(100000);
+    }
+    wait_gtid(&e, pid, 30000);
+    stop(pid, e.log);
+    cr_assert_eq(count_in(e.log, "\"op\":\"r\""), 253, "rows read twice or more");
+    cr_assert_eq(count_in(e.log, "\"snapshot\":\"last\""), 1);
+    e2e_rmtree(e.dir);
+}
