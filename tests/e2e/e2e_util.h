@@ -195,6 +195,23 @@ static inline bool e2e_slurp(const char *path, tb_buf *out)
     return true;
 }
 
+/* Fail when a tributary log holds a sanitizer report (the binary is built
+ * with the test tree's sanitizers; its stderr goes to the log, not to ctest). */
+static inline void e2e_assert_clean_log(const char *path)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    if (e2e_slurp(path, &b)) {
+        const char *s = tb_buf_cstr(&b);
+        const char *bad[] = {"ERROR: LeakSanitizer", "ERROR: AddressSanitizer", "runtime error: "};
+        for (size_t i = 0; i < 3; i++) {
+            const char *hit = strstr(s, bad[i]);
+            cr_assert_null(hit, "%s: sanitizer report:\n%.2000s", path, hit);
+        }
+    }
+    tb_buf_free(&b);
+}
+
 /* The GTID set of the committed position in a status file, into out (cap
  * bytes); false when there is none yet. */
 static inline bool e2e_status_gtid(const char *path, char *out, size_t cap)

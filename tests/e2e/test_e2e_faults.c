@@ -344,6 +344,8 @@ static void e2e_scenario(bool exactly_once)
     pid_t cp = e2e_spawn(cargs, clog);
     rc = e2e_wait(cp, 120000);
     cr_assert_eq(rc, 0, "tributary cache --until-caught-up failed (status %d); see %s", rc, clog);
+    e2e_assert_clean_log(r.log);
+    e2e_assert_clean_log(clog);
 
     MYSQL *m = e2e_mysql();
     size_t rows = 0;

@@ -81,6 +81,7 @@ static void stop(pid_t pid, const char *log)
     kill(pid, SIGTERM);
     int rc = e2e_wait(pid, 30000);
     cr_assert_eq(rc, 0, "tributary run did not stop cleanly (status %d); see %s", rc, log);
+    e2e_assert_clean_log(log);
 }
 
 /* Occurrences of needle in the file at path. */

@@ -104,6 +104,7 @@ static void txmeta_case(bool exactly_once)
     mysql_close(m);
     kill(pid, SIGTERM);
     cr_assert_eq(e2e_wait(pid, 30000), 0, "tributary run did not stop cleanly; see %s", log);
+    e2e_assert_clean_log(log);
 
     char topic[160];
     snprintf(topic, sizeof topic, "%s.transaction", db);
