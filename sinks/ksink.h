@@ -15,7 +15,9 @@
  *    broker outage can last before queued messages fail permanently and the
  *    sink stops with an error (the position never passes them).
  *  Defaults tuned for throughput, each overridable with kafka.<key>:
- *    linger.ms=20                    wait up to 20 ms to fill a batch
+ *    linger.ms=5                     wait up to 5 ms to fill a batch (p99
+ *                                    commit-to-Kafka < 20 ms; 20 gains ~3%
+ *                                    throughput at p99 ~21-53 ms)
  *    batch.num.messages=100000       messages per MessageSet
  *    batch.size=1000000              bytes per MessageSet (a batch must stay
  *                                    under the broker's max.message.bytes)
