@@ -393,6 +393,7 @@ static tb_code sqlcap_shadow_create(sqlcap *c, tb_error *err)
     if (!buf)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     unlink(c->shadow_redo_path);
+    unlink(c->shadow_pend_path);
     if (ftruncate(c->shadowfd, 0) != 0) {
         rc = tb_error_set(err, TB_ERR_IO, false, "%s: truncate: %s", c->shadow_path, strerror(errno));
         goto out;
@@ -446,7 +447,18 @@ static tb_code sqlcap_gap(sqlcap *c, const sqlcap_shmhdr *h, const sqlcap_walhdr
     }
     c->salt1 = h->salt1;
     c->salt2 = h->salt2;
+    /* The shadow may be behind the durable resume position (the consumer
+     * stored it, then died before sqlcap_ack advanced the shadow), and that
+     * position may already carry a later gen_seq (a generation switch or an
+     * earlier gap). Numbering this gap from the shadow's gen_seq could reuse
+     * the resume position's gen_seq for a different WAL generation, and the
+     * frames of the new generation up to the old resume frame would then be
+     * skipped as "already delivered". The gap covers everything up to now,
+     * so it gets a gen_seq above both, and nothing after it is skipped. */
+    if (c->skip_to.kind == TB_POS_SQLITE_WAL && c->skip_to.gen_seq > c->gen_seq)
+        c->gen_seq = c->skip_to.gen_seq;
     c->gen_seq++;
+    tb_position_free(&c->skip_to);
     c->frame = 0;
     c->ck1 = w->valid ? w->ck1 : 0;
     c->ck2 = w->valid ? w->ck2 : 0;
@@ -566,6 +578,11 @@ static tb_code sqlcap_attach(sqlcap *c, const tb_position *start, tb_error *err)
         if (rc == TB_OK)
             rc = tb_position_parse(tb_buf_cstr(&t), &sp, err);
         tb_buf_free(&t);
+        /* roll the shadow forward to the consumer's durable position (.pend, see sqlcap_pend_log) */
+        if (rc == TB_OK && (rc = sqlcap_pend_replay(c, &sp, start, err)) != TB_OK) {
+            tb_position_free(&sp);
+            return rc;
+        }
         if (rc != TB_OK) {
             tb_position_free(&sp);
             return tb_error_set(err, TB_ERR_STATE, false, "%s: no usable shadow position (%s): resnapshot needed",
@@ -657,7 +674,7 @@ tb_code sqlcap_open_opts(const sqlcap_opts *o, const tb_position *start, sqlcap 
     if (!c)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     c->o = *o;
-    c->dbfd = c->walfd = c->shmfd = c->shadowfd = -1;
+    c->dbfd = c->walfd = c->shmfd = c->shadowfd = c->pendfd = -1;
     c->protector = -1;
     tb_position_init(&c->pos);
     tb_position_init(&c->skip_to);
@@ -685,7 +702,8 @@ tb_code sqlcap_open_opts(const sqlcap_opts *o, const tb_position *start, sqlcap 
             goto nomem;
         c->shadow_pos_path = sqlcap_strcat3(c->shadow_path, ".pos");
         c->shadow_redo_path = sqlcap_strcat3(c->shadow_path, ".redo");
-        if (!c->shadow_pos_path || !c->shadow_redo_path)
+        c->shadow_pend_path = sqlcap_strcat3(c->shadow_path, ".pend");
+        if (!c->shadow_pos_path || !c->shadow_redo_path || !c->shadow_pend_path)
             goto nomem;
         c->shadowfd = open(c->shadow_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (c->shadowfd < 0) {
@@ -794,6 +812,13 @@ tb_code sqlcap_next(sqlcap *c, int timeout_ms, evt_event **ev, tb_error *err)
     }
     for (;;) {
         if (c->evq.next < c->evq.n) {
+            /* the end of a transaction may be stored as durable by the consumer
+             * as soon as it has it: its pages must be durable first (.pend) */
+            if (evt_event_last_in_tx(c->evq.v[c->evq.next]) && !c->trig) {
+                tb_code prc = sqlcap_pend_log(c, err);
+                if (prc != TB_OK)
+                    return prc;
+            }
             evt_event *e = c->evq.v[c->evq.next++];
             if (evt_event_last_in_tx(e) && evt_event_position(e))
                 (void)tb_position_copy(&c->pos, evt_event_position(e));
@@ -827,8 +852,12 @@ tb_code sqlcap_next(sqlcap *c, int timeout_ms, evt_event **ev, tb_error *err)
             return rc;
         if (c->evq.n)
             continue;
-        if (!c->trig)
+        if (!c->trig) {
+            /* sqlcap_position() moves past transactions without events: same rule */
+            if ((rc = sqlcap_pend_log(c, err)) != TB_OK)
+                return rc;
             sqlcap_pos_make(c, c->frame, c->ck1, c->ck2, c->npages, &c->pos);
+        }
         int64_t now = sqlcap_now_ms();
         if (now >= deadline)
             return TB_OK;
@@ -885,6 +914,8 @@ void sqlcap_close(sqlcap *c)
         close(c->dbfd);
     if (c->shadowfd >= 0)
         close(c->shadowfd);
+    if (c->pendfd >= 0)
+        close(c->pendfd);
     sqlcap_engine_free(c->eng);
     for (size_t i = c->evq.next > 0 ? c->evq.next - 1 : 0; i < c->evq.n; i++)
         evt_event_free(c->evq.v[i]);
@@ -905,5 +936,6 @@ void sqlcap_close(sqlcap *c)
     free(c->shadow_path);
     free(c->shadow_pos_path);
     free(c->shadow_redo_path);
+    free(c->shadow_pend_path);
     free(c);
 }

@@ -10,6 +10,9 @@
  *
  * USAGE (pipeline)
  *   sqlcap *c; sqlcap_open(cfg, &start, &c, &err);   // start: TB_POS_NONE = now
+ *   ... with start NONE, store sqlcap_position(c) durably before consuming:
+ *       a crash before the first stored position restarts at "now" again and
+ *       the changes in between are never delivered
  *   for (;;) {
  *       evt_event *ev;
  *       sqlcap_next(c, 100, &ev, &err);              // ev NULL on timeout
@@ -37,8 +40,13 @@
  * writer's checkpoints. On restart from a durable position equal to the
  * shadow's, in the same WAL generation: exact continuation. If the WAL was
  * reset meanwhile: one "gap" transaction = exact net diff shadow -> current
- * (its events have txid "gap"; consumers should apply them as upserts, since
- * changes after the shadow position that were already delivered reappear).
+ * (its events have txid "gap"; consumers should apply them as upserts).
+ * Before the last event of a transaction is returned, the pages of every
+ * delivered, unacknowledged transaction are made durable in <shadow>.pend;
+ * on restart the shadow is rolled forward through them to the resume
+ * position, so a crash between storing a position and sqlcap_ack does not
+ * make the gap start before the consumer's state (costs one fsync per batch
+ * of delivered transactions).
  * With shadow=off (mode A) before-images come from the live file; a restart
  * is exact only if no frame after the position was checkpointed, else
  * sqlcap_open fails with TB_ERR_STATE ("resnapshot needed").

@@ -21,6 +21,10 @@ struct sqlcap {
     sqlcap_opts o;
     char *path, *dbname;
     char *shadow_path, *shadow_pos_path, *shadow_redo_path;
+    char *shadow_pend_path;     /* <shadow>.pend: delivered, unacknowledged transactions (mode B) */
+    int pendfd;                 /* -1 until first written */
+    size_t pend_logged;         /* un[0 .. pend_logged) are durable in the .pend file */
+    uint64_t pend_bytes;        /* size of the .pend file */
     sqlcap_trig *trig;          /* trigger mode */
     /* files: never closed while running (sqlite-wal.md 1.8) */
     int dbfd, walfd, shmfd, shadowfd;
@@ -71,6 +75,12 @@ char *sqlcap_strcat3(const char *a, const char *b);
 tb_code sqlcap_shadow_meta(sqlcap *c, const tb_position *pos, tb_error *err);
 tb_code sqlcap_redo_apply(sqlcap *c, const uint8_t *b, size_t n, tb_position *pos, tb_error *err);
 tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err);
+/* Make every queued unacknowledged transaction durable in <shadow>.pend (one
+ * fsync). Called before a transaction's end can reach the consumer. */
+tb_code sqlcap_pend_log(sqlcap *c, tb_error *err);
+/* Resume: bring the shadow (at *sp) forward through the .pend records up to
+ * and including start, then empty the .pend file. *sp is updated. */
+tb_code sqlcap_pend_replay(sqlcap *c, tb_position *sp, const tb_position *start, tb_error *err);
 /* deliver=false: events are dropped and (mode B) the shadow advances at once. */
 tb_code sqlcap_apply_txn(sqlcap *c, sqlcap_map *txn, uint32_t frame, uint32_t ck1, uint32_t ck2, uint32_t npages,
                          bool deliver, tb_error *err);

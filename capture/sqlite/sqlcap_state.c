@@ -10,6 +10,9 @@
  *   count x (u32 pgno, page) then "END!".
  * Written and fsynced first, then applied to <shadow>, fsynced, .pos renamed
  * into place, .redo unlinked. A complete .redo found at open is re-applied.
+ * <shadow>.pend: delivered but unacknowledged transactions, appended before
+ * their end reaches the consumer, each as u32 length + a one-transaction redo;
+ * replayed up to the resume position on open (see sqlcap_pend_log).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -223,12 +226,56 @@ tb_code sqlcap_redo_apply(sqlcap *c, const uint8_t *b, size_t n, tb_position *po
     return TB_OK;
 }
 
+static tb_code sqlcap_pend_compact(sqlcap *c, tb_error *err);
+
 static void sqlcap_put_be32(uint8_t *b, uint32_t v)
 {
     b[0] = (uint8_t)(v >> 24);
     b[1] = (uint8_t)(v >> 16);
     b[2] = (uint8_t)(v >> 8);
     b[3] = (uint8_t)v;
+}
+
+/* Redo buffer (format in the file comment) for the unacked transactions
+ * un[k0 .. k1): the newest image of each page, the position and size of
+ * un[k1-1]. Appends to out. */
+static tb_code sqlcap_redo_build(sqlcap *c, size_t k0, size_t k1, tb_buf *out, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    sqlcap_map last = {0};
+    for (size_t t = k0; t < k1; t++)
+        for (size_t i = 0; i < c->un[t].n; i++)
+            if (sqlcap_map_put(&last, c->un[t].pgno[i], (uint64_t)(uintptr_t)c->un[t].img[i]) != TB_OK)
+                goto nomem;
+    uint32_t npages = c->un[k1 - 1].npages, count = 0;
+    uint8_t hdr[8];
+    sqlcap_put_be32(hdr, npages);
+    sqlcap_put_be32(hdr + 4, 0);
+    if (tb_buf_puts(out, "SQLCAPREDO1\n") != TB_OK || tb_position_format(&c->un[k1 - 1].pos, out) != TB_OK ||
+        tb_buf_putc(out, '\n') != TB_OK)
+        goto nomem;
+    size_t count_off = out->len + 4;
+    if (tb_buf_append(out, hdr, 8) != TB_OK)
+        goto nomem;
+    for (size_t i = 0; i < last.cap; i++) {
+        if (!last.keys[i] || last.keys[i] > npages)
+            continue;
+        uint8_t pb[4];
+        sqlcap_put_be32(pb, last.keys[i]);
+        if (tb_buf_append(out, pb, 4) != TB_OK ||
+            tb_buf_append(out, (const void *)(uintptr_t)last.vals[i], c->pg.pgsz) != TB_OK)
+            goto nomem;
+        count++;
+    }
+    sqlcap_put_be32((uint8_t *)out->data + count_off, count);
+    if (tb_buf_append(out, "END!", 4) != TB_OK)
+        goto nomem;
+    goto out;
+nomem:
+    rc = tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
+out:
+    sqlcap_map_free(&last);
+    return rc;
 }
 
 /* Advance the shadow by the unacked transactions up to and including pos. */
@@ -239,44 +286,12 @@ tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err)
         k++;
     if (k == 0)
         return TB_OK;
-    tb_code rc = TB_OK;
-    tb_buf redo, pt;
+    tb_code rc;
+    tb_buf redo;
     tb_buf_init(&redo, 0);
-    tb_buf_init(&pt, 0);
-    /* the newest image of each page among the k transactions */
-    sqlcap_map last = {0};
-    uint32_t count = 0;
-    for (size_t t = 0; t < k; t++)
-        for (size_t i = 0; i < c->un[t].n; i++) {
-            if (!sqlcap_map_get(&last, c->un[t].pgno[i], NULL))
-                count++;
-            if (sqlcap_map_put(&last, c->un[t].pgno[i], (uint64_t)(uintptr_t)c->un[t].img[i]) != TB_OK)
-                goto nomem;
-        }
     uint32_t npages = c->un[k - 1].npages;
-    uint8_t hdr[8];
-    sqlcap_put_be32(hdr, npages);
-    sqlcap_put_be32(hdr + 4, 0);
-    if (tb_buf_puts(&redo, "SQLCAPREDO1\n") != TB_OK || tb_position_format(&c->un[k - 1].pos, &redo) != TB_OK ||
-        tb_buf_putc(&redo, '\n') != TB_OK)
-        goto nomem;
-    size_t count_off = redo.len + 4;
-    if (tb_buf_append(&redo, hdr, 8) != TB_OK)
-        goto nomem;
-    count = 0;
-    for (size_t i = 0; i < last.cap; i++) {
-        if (!last.keys[i] || last.keys[i] > npages)
-            continue;
-        uint8_t pb[4];
-        sqlcap_put_be32(pb, last.keys[i]);
-        if (tb_buf_append(&redo, pb, 4) != TB_OK ||
-            tb_buf_append(&redo, (const void *)(uintptr_t)last.vals[i], c->pg.pgsz) != TB_OK)
-            goto nomem;
-        count++;
-    }
-    sqlcap_put_be32((uint8_t *)redo.data + count_off, count);
-    if (tb_buf_append(&redo, "END!", 4) != TB_OK)
-        goto nomem;
+    if ((rc = sqlcap_redo_build(c, 0, k, &redo, err)) != TB_OK)
+        goto out;
     int fd = open(c->shadow_redo_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", c->shadow_redo_path, strerror(errno));
@@ -308,13 +323,150 @@ tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err)
     memmove(c->un, c->un + k, (c->nun - k) * sizeof *c->un);
     c->nun -= k;
     c->shadow_pages = npages;
-    goto out;
-nomem:
-    rc = tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
+    /* .pend records at or below the shadow position are dead (skipped on resume) */
+    c->pend_logged = c->pend_logged > k ? c->pend_logged - k : 0;
+    if (c->pend_logged == 0 && c->pend_bytes > 0 && c->pendfd >= 0 && ftruncate(c->pendfd, 0) == 0)
+        c->pend_bytes = 0;
+    else if (c->pend_bytes > ((uint64_t)64 << 20))
+        rc = sqlcap_pend_compact(c, err);
 out:
-    sqlcap_map_free(&last);
     tb_buf_free(&redo);
-    tb_buf_free(&pt);
+    return rc;
+}
+
+/* Append records for un[from .. to) (u32 length + one-transaction redo each) to fd. */
+static tb_code sqlcap_pend_write(sqlcap *c, int fd, size_t from, size_t to, uint64_t *bytes, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    for (size_t t = from; t < to && rc == TB_OK; t++) {
+        size_t at = b.len;
+        uint8_t lb[4] = {0};
+        if (tb_buf_append(&b, lb, 4) != TB_OK)
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
+        else if ((rc = sqlcap_redo_build(c, t, t + 1, &b, err)) == TB_OK)
+            sqlcap_put_be32((uint8_t *)b.data + at, (uint32_t)(b.len - at - 4));
+    }
+    if (rc == TB_OK && b.len)
+        rc = sqlcap_write_all(fd, b.data, b.len, c->shadow_pend_path, err);
+    if (rc == TB_OK && b.len && fsync(fd) != 0)
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: fsync: %s", c->shadow_pend_path, strerror(errno));
+    if (rc == TB_OK)
+        *bytes += b.len;
+    tb_buf_free(&b);
+    return rc;
+}
+
+/* Rewrite .pend with the live records only (tmp file, fsync, rename). */
+static tb_code sqlcap_pend_compact(sqlcap *c, tb_error *err)
+{
+    char *tmp = sqlcap_strcat3(c->shadow_pend_path, ".tmp");
+    uint64_t bytes = 0;
+    tb_code rc = TB_OK;
+    if (!tmp)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    rc = sqlcap_pend_write(c, fd, 0, c->pend_logged, &bytes, err);
+    if (rc == TB_OK && rename(tmp, c->shadow_pend_path) != 0)
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: rename: %s", c->shadow_pend_path, strerror(errno));
+    if (rc != TB_OK) {
+        close(fd);
+        unlink(tmp);
+        goto out;
+    }
+    if (c->pendfd >= 0)
+        close(c->pendfd);
+    c->pendfd = fd;
+    c->pend_bytes = bytes;
+out:
+    free(tmp);
+    return rc;
+}
+
+/*
+ * WHY .pend EXISTS (the kill9_restart_shadow race). The consumer stores a
+ * position P durably and only then calls sqlcap_ack(P), which advances the
+ * shadow. A crash between the two leaves the shadow behind the durable
+ * position, and the page images of (shadow, P] were only in memory. If the
+ * WAL is then reset while the reader is down, those frames are gone too, and
+ * the gap (net diff shadow -> now) was computed against a state the consumer
+ * had already left: changes it had applied came again with stale
+ * before-images, and a row inserted after the shadow and deleted before the
+ * restart produced no event at all, so the consumer kept it forever. So
+ * before the end of a transaction can reach the consumer, its pages are made
+ * durable here; on resume the shadow is rolled forward through them to
+ * exactly the consumer's position (sqlcap_pend_replay).
+ */
+tb_code sqlcap_pend_log(sqlcap *c, tb_error *err)
+{
+    if (!c->o.shadow || !c->shadow_pend_path || c->trig || c->pend_logged >= c->nun)
+        return TB_OK;
+    if (c->pendfd < 0) {
+        c->pendfd = open(c->shadow_pend_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (c->pendfd < 0)
+            return tb_error_set(err, TB_ERR_IO, true, "%s: %s", c->shadow_pend_path, strerror(errno));
+    }
+    tb_code rc = sqlcap_pend_write(c, c->pendfd, c->pend_logged, c->nun, &c->pend_bytes, err);
+    if (rc == TB_OK)
+        c->pend_logged = c->nun;
+    return rc;
+}
+
+tb_code sqlcap_pend_replay(sqlcap *c, tb_position *sp, const tb_position *start, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    tb_buf t;
+    tb_buf_init(&t, 0);
+    FILE *f = fopen(c->shadow_pend_path, "rb");
+    if (f) {
+        char tmp[65536];
+        size_t n;
+        while (rc == TB_OK && (n = fread(tmp, 1, sizeof tmp, f)) > 0)
+            if (tb_buf_append(&t, tmp, n) != TB_OK)
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
+        fclose(f);
+    }
+    const uint8_t *p = (const uint8_t *)t.data, *end = p + t.len;
+    const size_t ml = strlen("SQLCAPREDO1\n");
+    while (rc == TB_OK && start && start->kind == TB_POS_SQLITE_WAL && end - p >= 4) {
+        uint32_t len = sqlcap_be32(p);
+        if ((size_t)(end - p - 4) < len || len < ml + 12)
+            break; /* torn tail: never fsynced, so never handed to the consumer */
+        const uint8_t *rec = p + 4, *nl = memchr(rec + ml, '\n', len - ml);
+        p += 4 + (size_t)len;
+        if (!nl)
+            break;
+        tb_position rp;
+        tb_position_init(&rp);
+        char *txt = strndup((const char *)rec + ml, (size_t)(nl - (rec + ml)));
+        if (!txt || tb_position_parse(txt, &rp, NULL) != TB_OK) {
+            free(txt);
+            break;
+        }
+        free(txt);
+        bool apply = !sqlcap_pos_le(&rp, sp) && sqlcap_pos_le(&rp, start);
+        bool past = !sqlcap_pos_le(&rp, start);
+        tb_position_free(&rp);
+        if (past)
+            break;
+        if (!apply)
+            continue;
+        /* redo_apply writes the pages, fsyncs, then the .pos: a crash in
+         * between re-applies this record (whole page images) next time */
+        if ((rc = sqlcap_redo_apply(c, rec, len, &rp, err)) == TB_OK)
+            rc = tb_position_copy(sp, &rp) == TB_OK ? TB_OK
+                                                    : tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        tb_position_free(&rp);
+    }
+    tb_buf_free(&t);
+    /* records past start were never durable downstream: they are re-read from the WAL or come in the gap */
+    if (rc == TB_OK)
+        unlink(c->shadow_pend_path);
     return rc;
 }
 

@@ -41,6 +41,10 @@ static void mk_tmpdir(void)
 
 static void rm_tmpdir(void)
 {
+    if (getenv("SQLCAP_KEEP")) { /* debugging: keep the files of a failed run */
+        fprintf(stderr, "kept %s\n", tdir);
+        return;
+    }
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tdir);
     if (system(cmd) != 0)
@@ -358,7 +362,8 @@ static void apply_event(replay *r, const evt_event *e)
         write_row(r, e, true);
 }
 
-static void commit_tx(replay *r, const tb_position *pos)
+/* Store pos as the replay's durable position (inside the open transaction, if any). */
+static void store_pos(replay *r, const tb_position *pos)
 {
     tb_buf b;
     tb_buf_init(&b, 0);
@@ -367,6 +372,11 @@ static void commit_tx(replay *r, const tb_position *pos)
     rp_exec(r, sql);
     sqlite3_free(sql);
     tb_buf_free(&b);
+}
+
+static void commit_tx(replay *r, const tb_position *pos)
+{
+    store_pos(r, pos);
     rp_exec(r, "COMMIT");
     r->in_tx = false;
     qsort(r->lines, r->nlines, sizeof *r->lines, cmp_str);
@@ -416,6 +426,13 @@ static int reader_main(const reader_cfg *rc)
     if (sqlcap_open_opts(&o, &start, &c, &err) != TB_OK) {
         fprintf(stderr, "reader: open: %s\n", err.msg);
         return 1;
+    }
+    if (start.kind == TB_POS_NONE && !rc->trigger) {
+        /* A consumer that starts "now" must make that start position durable
+         * before it consumes anything: otherwise a crash before its first
+         * commit restarts with TB_POS_NONE again, i.e. at the state of the
+         * restart, and every change in between is lost (sqlcap.h USAGE). */
+        store_pos(&r, sqlcap_position(c));
     }
     if (rc->ready_fd >= 0) {
         if (write(rc->ready_fd, "R", 1) != 1)
@@ -918,6 +935,78 @@ Test(sqlcap, resume_without_shadow)
     if (rc == TB_OK)
         sqlcap_close(c);
     tb_position_free(&pos);
+    rm_tmpdir();
+}
+
+/* "op id before.v after.v" of every event up to the end of one transaction. */
+static int drain_tx(sqlcap *c, char lines[][64], int max, tb_position *last)
+{
+    int n = 0;
+    tb_error err;
+    for (;;) {
+        evt_event *ev;
+        cr_assert_eq(sqlcap_next(c, 2000, &ev, &err), TB_OK, "%s", err.msg);
+        cr_assert_not_null(ev, "no transaction end within 2 s");
+        evt_op op = evt_event_op(ev);
+        evt_image k = op == EVT_OP_CREATE ? EVT_AFTER : EVT_BEFORE;
+        const evt_value *id = evt_event_value(ev, k, 0);
+        const evt_value *b = evt_event_value(ev, EVT_BEFORE, 1), *a = evt_event_value(ev, EVT_AFTER, 1);
+        if (n < max)
+            snprintf(lines[n], 64, "%c %lld %.*s %.*s", (char)op, (long long)id->v.i,
+                     op != EVT_OP_CREATE && b->kind == EVT_V_STRING ? (int)b->v.s.len : 1,
+                     op != EVT_OP_CREATE && b->kind == EVT_V_STRING ? b->v.s.ptr : "-",
+                     op != EVT_OP_DELETE && a->kind == EVT_V_STRING ? (int)a->v.s.len : 1,
+                     op != EVT_OP_DELETE && a->kind == EVT_V_STRING ? a->v.s.ptr : "-");
+        n++;
+        if (evt_event_last_in_tx(ev)) {
+            tb_position_copy(last, evt_event_position(ev));
+            return n;
+        }
+    }
+}
+
+/* Regression (kill9_restart_shadow flake): the consumer stored the position of
+ * a delivered transaction, then died before sqlcap_ack advanced the shadow,
+ * and the WAL was reset while it was down. The gap must be the net change from
+ * the consumer's position, not from the older shadow: row 1 (inserted by the
+ * unacknowledged transaction, deleted later) must be deleted, and row 2's
+ * before-image must be the value the consumer has ('b', not 'a'). */
+Test(sqlcap, gap_after_unacked_delivery)
+{
+    tb_log_set_level(TB_LOG_ERROR);
+    mk_tmpdir();
+    char db[300], shadow[300];
+    snprintf(db, sizeof db, "%s/gap.db", tdir);
+    snprintf(shadow, sizeof shadow, "%s/gap.shadow", tdir);
+    child_sql(db, "PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);"
+                  "INSERT INTO t VALUES(2,'a');", true);
+    sqlcap_opts o = {.path = db, .shadow = true, .shadow_path = shadow, .poll_ms = 5};
+    sqlcap *c = NULL;
+    tb_error err;
+    tb_position p1;
+    tb_position_init(&p1);
+    cr_assert_eq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK, "%s", err.msg);
+    child_sql(db, "PRAGMA wal_autocheckpoint=0; BEGIN; INSERT INTO t VALUES(1,'x'); UPDATE t SET v='b' WHERE id=2; COMMIT;",
+              false);
+    char l[8][64];
+    cr_assert_eq(drain_tx(c, l, 8, &p1), 2);
+    cr_expect_str_eq(l[0], "c 1 - x");
+    cr_expect_str_eq(l[1], "u 2 a b");
+    /* p1 is now durable downstream; the reader dies before sqlcap_ack(p1) */
+    sqlcap_close(c);
+    /* while it is down: more changes, then the last connection closes (checkpoint, WAL removed) */
+    child_sql(db, "DELETE FROM t WHERE id=1; UPDATE t SET v='c' WHERE id=2;", true);
+    cr_assert_eq(sqlcap_open_opts(&o, &p1, &c, &err), TB_OK, "%s", err.msg);
+    tb_position p2;
+    tb_position_init(&p2);
+    memset(l, 0, sizeof l);
+    int n = drain_tx(c, l, 8, &p2);
+    cr_expect_eq(n, 2, "gap: expected a delete of row 1 and an update of row 2, got %d events", n);
+    cr_expect_str_eq(l[0], "d 1 x -");
+    cr_expect_str_eq(l[1], "u 2 b c");
+    sqlcap_close(c);
+    tb_position_free(&p1);
+    tb_position_free(&p2);
     rm_tmpdir();
 }
 
