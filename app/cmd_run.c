@@ -291,6 +291,21 @@ static tb_code run_incremental(run_ctx *r, const evt_event *ev, tb_error *err)
     return rc;
 }
 
+/* Starting "now" (nothing stored, no snapshot): store the source's start
+ * position before reading anything, so that a crash before the first commit
+ * resumes from there instead of from a later "now" (which would lose the
+ * changes in between). */
+static tb_code run_pin_start(run_ctx *r, tb_error *err)
+{
+    const tb_position *p = r->binlog ? binlog_position(r->binlog) : sqlcap_position(r->sqlite);
+    if (!p || p->kind == TB_POS_NONE)
+        return TB_OK;
+    tb_code rc = sink_error(r, sink_end_tx(r, p, err), false, err);
+    if (rc == TB_OK)
+        rc = sink_error(r, sink_commit(r, true, err), true, err);
+    return rc;
+}
+
 /* Stream from an open source until stopped or failed. A stop request lets an
  * unfinished source transaction end first (at most RUN_STOP_TX_MS), so that
  * the position committed at shutdown covers everything sent. */
@@ -413,6 +428,8 @@ static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_
     }
     if ((rc = binlog_open(r->cfg, &start, &r->binlog, err)) != TB_OK)
         goto out;
+    if (start.kind == TB_POS_NONE && (rc = run_pin_start(r, err)) != TB_OK)
+        goto out;
     if (!r->inc && (rc = snap_inc_open(r->cfg, NULL, &r->inc, err)) != TB_OK)
         goto out;
     TB_INFO("run", "streaming from the binlog");
@@ -511,6 +528,8 @@ static tb_code run_sqlite_pass(run_ctx *r, const tb_position *resume, tb_error *
             return TB_OK;
         }
     }
+    if (!snapshot && !have && (rc = run_pin_start(r, err)) != TB_OK)
+        return rc;
     return run_stream(r, err);
 }
 
