@@ -18,28 +18,11 @@
 # Builds in build-bench-cache (Release, no sanitizers).
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 msgs="${1:-1000000}"
 runs="${2:-3}"
-build="${TB_BENCH_BUILD_DIR:-$root/build-bench-cache}"
-work="$(mktemp -d "${TMPDIR:-/tmp}/cache-bench.XXXXXX")"
-started_env=""
-
-cleanup() {
-  rm -rf "$work"
-  if [[ -n "$started_env" ]]; then
-    "$root/scripts/testenv" down "$started_env" >/dev/null 2>&1 || true
-  fi
-}
-trap cleanup EXIT
-
-if [[ -z "${TRIBUTARY_TEST_KAFKA:-}" ]]; then
-  "$root/scripts/testenv" up >"$work/env.sh"
-  # shellcheck disable=SC1091
-  . "$work/env.sh"
-  started_env="$TRIBUTARY_TEST_DIR"
-fi
-brokers="$TRIBUTARY_TEST_KAFKA"
+# shellcheck disable=SC1091
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_setup cache
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTB_TESTS=OFF >/dev/null
 cmake --build "$build" -j2 --target tributary bench_cache_produce >/dev/null

@@ -18,28 +18,12 @@
 # Builds bench_ksink in build-bench-ksink (Release, no sanitizers).
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 events="${1:-1000000}"
 runs="${2:-3}"
-build="${TB_BENCH_BUILD_DIR:-$root/build-bench-ksink}"
-work="$(mktemp -d "${TMPDIR:-/tmp}/ksink-bench.XXXXXX")"
-started_env=""
-
-cleanup() {
-  rm -rf "$work"
-  if [[ -n "$started_env" ]]; then
-    "$root/scripts/testenv" down "$started_env" >/dev/null 2>&1 || true
-  fi
-}
-trap cleanup EXIT
-
-if [[ -z "${TRIBUTARY_TEST_KAFKA:-}" ]]; then
-  "$root/scripts/testenv" up >"$work/env.sh"
-  # shellcheck disable=SC1091
-  . "$work/env.sh"
-  started_env="$TRIBUTARY_TEST_DIR"
-fi
-broker="$TRIBUTARY_TEST_KAFKA"
+# shellcheck disable=SC1091
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_setup ksink
+broker="$brokers"
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTB_TESTS=OFF >/dev/null
 cmake --build "$build" -j2 --target bench_ksink >/dev/null
