@@ -5,9 +5,13 @@
  * (evt_event_reset), ksink_send + ksink_end_tx per event, ksink_commit when
  * due, then ksink_flush + ksink_commit. Not a test; run by bench/ksink_bench.sh.
  *
- *   bench_ksink run  BOOTSTRAP PREFIX N      produce; prints one "result" line
- *   bench_ksink dump FILE N                  write the same messages as
+ *   bench_ksink run  BOOTSTRAP PREFIX N [KEY=VALUE...]
+ *                                            produce; prints one "result" line
+ *                                            (KEY=VALUE: configuration overrides)
+ *   bench_ksink dump FILE N [NAME]           write the same messages as
  *                                            "key<TAB>value" lines for kcat -P -K
+ *                                            (NAME: the connector name in them;
+ *                                            the run's is PREFIX-conn)
  *   bench_ksink topic BOOTSTRAP TOPIC        create TOPIC (compacted, 1 partition)
  *
  * result line: events=N seconds=S events_per_s=E mb_per_s=M bytes=B max_rss_kb=R commits=C
@@ -94,7 +98,7 @@ static void bench_row(evt_event *e, evt_table *t, long i, tb_position *pos)
     evt_event_set_txid(e, NULL);
 }
 
-static int bench_run(const char *bootstrap, const char *prefix, long n)
+static int bench_run(const char *bootstrap, const char *prefix, long n, char **sets, int nsets)
 {
     int status = 1;
     tb_error err;
@@ -114,6 +118,16 @@ static int bench_run(const char *bootstrap, const char *prefix, long n)
         cfg_set(c, "kafka.bootstrap.servers", bootstrap, "bench", &err) ||
         cfg_set(c, "offsets.commit.interval.ms", "1000", "bench", &err))
         goto out;
+    for (int i = 0; i < nsets; i++) {
+        char *eq = strchr(sets[i], '=');
+        if (!eq) {
+            tb_error_set(&err, TB_ERR_CONFIG, false, "%s: expected KEY=VALUE", sets[i]);
+            goto out;
+        }
+        *eq = '\0';
+        if (cfg_set(c, sets[i], eq + 1, "bench", &err) != TB_OK)
+            goto out;
+    }
     if (ksink_open(c, &ks, &err) != TB_OK)
         goto out;
     /* topic creation and the schema record are not part of the timing */
@@ -173,7 +187,7 @@ out:
     return status;
 }
 
-static int bench_dump(const char *file, long n)
+static int bench_dump(const char *file, long n, const char *name)
 {
     int status = 1;
     tb_error err;
@@ -183,7 +197,7 @@ static int bench_dump(const char *file, long n)
     evt_event *e = evt_event_new(EVT_OP_CREATE, t);
     evt_rendered r;
     evt_rendered_init(&r);
-    evt_codec_opts o = {.topic_prefix = "bench", .name = "bench-conn"};
+    evt_codec_opts o = {.topic_prefix = "bench", .name = name};
     tb_position pos;
     tb_position_init(&pos);
     pos.kind = TB_POS_MYSQL;
@@ -241,12 +255,12 @@ int main(int argc, char **argv)
 {
     tb_log_set_level(TB_LOG_WARN);
     bench_pool_init();
-    if (argc == 5 && strcmp(argv[1], "run") == 0)
-        return bench_run(argv[2], argv[3], atol(argv[4]));
-    if (argc == 4 && strcmp(argv[1], "dump") == 0)
-        return bench_dump(argv[2], atol(argv[3]));
+    if (argc >= 5 && strcmp(argv[1], "run") == 0)
+        return bench_run(argv[2], argv[3], atol(argv[4]), argv + 5, argc - 5);
+    if ((argc == 4 || argc == 5) && strcmp(argv[1], "dump") == 0)
+        return bench_dump(argv[2], atol(argv[3]), argc == 5 ? argv[4] : "bench-conn");
     if (argc == 4 && strcmp(argv[1], "topic") == 0)
         return bench_topic(argv[2], argv[3]);
-    fprintf(stderr, "usage: bench_ksink run BOOTSTRAP PREFIX N | dump FILE N | topic BOOTSTRAP TOPIC\n");
+    fprintf(stderr, "usage: bench_ksink run BOOTSTRAP PREFIX N [KEY=VALUE...] | dump FILE N [NAME] | topic BOOTSTRAP TOPIC\n");
     return 2;
 }

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # bench/ksink_bench.sh: Kafka sink throughput against kcat on the local broker. Not a test.
 #
-#   bench/ksink_bench.sh [EVENTS] [RUNS]        defaults: 1000000 events, 3 runs
+#   bench/ksink_bench.sh [EVENTS] [RUNS] [KEY=VALUE...]   defaults: 1000000 events, 3 runs
+#                                    (KEY=VALUE: sink configuration overrides, e.g.
+#                                    kafka.linger.ms=20; kafka.* ones go to kcat too)
 #
 # Each run: bench_ksink produces EVENTS synthetic change events (about 200 bytes of row data,
 # one source transaction each) through ksink (render + produce + ack tracking + commits) into a
 # fresh compacted topic; then kcat -P produces the same pre-encoded key<TAB>value lines
-# (written once by `bench_ksink dump`) into another fresh compacted topic, with the same
-# producer settings as the sink (idempotence, acks=all, murmur2_random, linger.ms=20,
-# batch.num.messages=100000, lz4). kcat is timed from start to exit (it flushes at the end),
+# (written once by `bench_ksink dump`, with a connector name of the same length, so both
+# send the same number of bytes) into another fresh compacted topic, with the same
+# producer settings as the sink's defaults (idempotence, acks=all, murmur2_random,
+# linger.ms=5, batch.num.messages=100000, batch.size=1000000, lz4, queue limits).
+# kcat is timed from start to exit (it flushes at the end),
 # ksink from the first event to the acknowledged flush and final offsets commit.
 # Peak RSS: getrusage for ksink (setup included), /usr/bin/time for kcat. CPU seconds too, since
 # the 2 cores are shared with the broker: wall-clock figures move with the machine's load.
@@ -20,6 +24,11 @@ set -euo pipefail
 
 events="${1:-1000000}"
 runs="${2:-3}"
+sets=("${@:3}")
+kcat_sets=()
+for s in "${sets[@]}"; do
+  if [[ "$s" == kafka.* ]]; then kcat_sets+=(-X "${s#kafka.}"); fi
+done
 # shellcheck disable=SC1091
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_setup ksink
@@ -29,14 +38,14 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTB_TESTS=OFF >/dev/nul
 cmake --build "$build" -j2 --target bench_ksink >/dev/null
 bin="$build/bench/bench_ksink"
 
-echo "ksink bench: $events events x $runs runs, broker $broker, $(nproc) cores"
-"$bin" dump "$work/lines.txt" "$events"
+tag="$(date +%s)_$$"
+echo "ksink bench: $events events x $runs runs, broker $broker, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)${sets[*]:+, overrides: ${sets[*]}}"
+"$bin" dump "$work/lines.txt" "$events" "kb${tag}_1-conn"
 echo "payload: $(wc -c <"$work/lines.txt") bytes of key<TAB>value lines"
 
-tag="$(date +%s)_$$"
 declare -a k_eps k_mbs k_rss c_eps c_mbs c_rss
 for ((r = 1; r <= runs; r++)); do
-  line="$("$bin" run "$broker" "kb${tag}_$r" "$events")"
+  line="$("$bin" run "$broker" "kb${tag}_$r" "$events" "${sets[@]}")"
   eps="$(sed -n 's/.*events_per_s=\([0-9.]*\).*/\1/p' <<<"$line")"
   mbs="$(sed -n 's/.*mb_per_s=\([0-9.]*\).*/\1/p' <<<"$line")"
   rss="$(sed -n 's/.*max_rss_kb=\([0-9]*\).*/\1/p' <<<"$line")"
@@ -48,8 +57,8 @@ for ((r = 1; r <= runs; r++)); do
   /usr/bin/time -f "%e %M %U %S" -o "$work/time.txt" \
     kcat -P -b "$broker" -t "$topic" -K $'\t' -l \
       -X enable.idempotence=true -X acks=all -X partitioner=murmur2_random \
-      -X linger.ms=20 -X batch.num.messages=100000 -X batch.size=1000000 -X compression.type=lz4 \
-      -X queue.buffering.max.messages=1000000 -X queue.buffering.max.kbytes=1048576 \
+      -X linger.ms=5 -X batch.num.messages=100000 -X batch.size=1000000 -X compression.type=lz4 \
+      -X queue.buffering.max.messages=1000000 -X queue.buffering.max.kbytes=1048576 "${kcat_sets[@]}" \
       "$work/lines.txt"
   read -r secs rss usr sys <"$work/time.txt"
   bytes="$(awk -F'\t' '{ b += length($0) - 1 } END { printf "%d", b }' "$work/lines.txt")"
