@@ -16,6 +16,8 @@
  *    (source.sqlite.checkpoint=on).
  *    BENCH_SQLCAP_ONLY=overhead or =throughput runs only part 1 or part 2.
  *    BENCH_SQLCAP_REPIN_MS=N sets sqlcap_opts.repin_ms (-1: leapfrog at every poll).
+ *    BENCH_SQLCAP_PHASES=letters picks runs (n no reader, w WAL reader, p pin
+ *    only, t trigger; B, A: capture mode B, mode A), e.g. to profile one.
  * 2. Capture throughput: the WAL reader attaches and pins, the writer writes
  *    the whole workload, then the reader drains the backlog: rows/s of
  *    sqlcap_next (events fully built) in mode B and mode A.
@@ -275,29 +277,44 @@ int main(int argc, char **argv)
     /* BENCH_SQLCAP_ONLY=throughput: part 2 only (profiling); =overhead: part 1 only */
     const char *only = getenv("BENCH_SQLCAP_ONLY");
     bool part1 = !only || strcmp(only, "overhead") == 0, part2 = !only || strcmp(only, "throughput") == 0;
+    /* BENCH_SQLCAP_PHASES: letters of the runs to do (writer runs: n no reader,
+     * w WAL reader, p pin only, t trigger mode; capture: B mode B, A mode A;
+     * default all), e.g. for profiling one */
+    const char *phases = getenv("BENCH_SQLCAP_PHASES") ? getenv("BENCH_SQLCAP_PHASES") : "nwptBA";
+    memset(tn, 0, sizeof tn), memset(tw, 0, sizeof tw), memset(tp, 0, sizeof tp), memset(tt, 0, sizeof tt);
+    memset(cn, 0, sizeof cn), memset(cw, 0, sizeof cw), memset(cp, 0, sizeof cp), memset(ct, 0, sizeof ct);
     for (int r = 0; part1 && r < runs; r++) {
         int go, res;
         long ev;
         double secs;
-        setup_db(path);
-        tn[r] = writer_run(path, ntx, (unsigned)r, &wal_n);
-        cn[r] = last_writer_cpu;
-        setup_db(path);
-        pid_t p = spawn_reader(path, false, true, false, &go, &res);
-        tw[r] = writer_run(path, ntx, (unsigned)r, &wal_w);
-        cw[r] = last_writer_cpu;
-        reader_result(p, go, res, true, &ev, &secs);
-        setup_db(path);
-        p = spawn_pin(path);
-        tp[r] = writer_run(path, ntx, (unsigned)r, &wal_p);
-        cp[r] = last_writer_cpu;
-        kill(p, SIGKILL);
-        waitpid(p, NULL, 0);
-        setup_db(path);
-        p = spawn_reader(path, true, false, false, &go, &res);
-        tt[r] = writer_run(path, ntx, (unsigned)r, &wal_t);
-        ct[r] = last_writer_cpu;
-        reader_result(p, go, res, true, &ev, &secs);
+        pid_t p;
+        if (strchr(phases, 'n')) {
+            setup_db(path);
+            tn[r] = writer_run(path, ntx, (unsigned)r, &wal_n);
+            cn[r] = last_writer_cpu;
+        }
+        if (strchr(phases, 'w')) {
+            setup_db(path);
+            p = spawn_reader(path, false, true, false, &go, &res);
+            tw[r] = writer_run(path, ntx, (unsigned)r, &wal_w);
+            cw[r] = last_writer_cpu;
+            reader_result(p, go, res, true, &ev, &secs);
+        }
+        if (strchr(phases, 'p')) {
+            setup_db(path);
+            p = spawn_pin(path);
+            tp[r] = writer_run(path, ntx, (unsigned)r, &wal_p);
+            cp[r] = last_writer_cpu;
+            kill(p, SIGKILL);
+            waitpid(p, NULL, 0);
+        }
+        if (strchr(phases, 't')) {
+            setup_db(path);
+            p = spawn_reader(path, true, false, false, &go, &res);
+            tt[r] = writer_run(path, ntx, (unsigned)r, &wal_t);
+            ct[r] = last_writer_cpu;
+            reader_result(p, go, res, true, &ev, &secs);
+        }
         printf("run %d: no reader %.3f s, wal reader %.3f s, pin only %.3f s, trigger mode %.3f s\n", r + 1, tn[r], tw[r],
                tp[r], tt[r]);
     }
@@ -314,6 +331,8 @@ int main(int argc, char **argv)
            wal_n, wal_w, wal_p, wal_t);
 throughput:
     for (int mode = 0; part2 && mode < 2; mode++) {
+        if (!strchr(phases, mode == 0 ? 'B' : 'A'))
+            continue;
         double rate[32];
         long evs = 0;
         for (int r = 0; r < runs; r++) {

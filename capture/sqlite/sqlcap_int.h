@@ -5,7 +5,9 @@
  *   sqlcap_file.c   WAL header/frame and -shm header parsing, checksums, u32 map
  *   sqlcap_tree.c   page views, b-tree walks, cells, records, schema decoding
  *   sqlcap_diff.c   row diff of one transaction (sqlite-wal.md 2.5-2.7) -> events
- *   sqlcap.c        lifecycle, pinning (leapfrog), polling, shadow copy, API
+ *   sqlcap.c        lifecycle, resume and gap, delivery, API
+ *   sqlcap_poll.c   reading committed frames, polling under the leapfrog pin
+ *   sqlcap_state.c  pinning primitives, positions, shadow copy, .pend
  *   sqlcap_trig.c   trigger mode (sqlite-wal.md 3)
  */
 #ifndef SQLCAP_INT_H

@@ -6,6 +6,10 @@
 
 #include "sqlcap_int.h"
 
+#define SQLCAP_IOBUF (1u << 20)          /* .pend writes in chunks of about 1 MiB */
+#define SQLCAP_SHADOW_MS 1000            /* shadow advances at most this often ... */
+#define SQLCAP_SHADOW_BYTES (32u << 20)  /* ... unless this much acknowledged data waits */
+
 /* One consumed, not yet acknowledged transaction (mode B): its page images. */
 typedef struct sqlcap_untx {
     tb_position pos;
@@ -25,6 +29,10 @@ struct sqlcap {
     int pendfd;                 /* -1 until first written */
     size_t pend_logged;         /* un[0 .. pend_logged) are durable in the .pend file */
     uint64_t pend_bytes;        /* size of the .pend file */
+    tb_buf iobuf;               /* .pend write buffer, reused (SQLCAP_IOBUF chunks) */
+    tb_position acked;          /* newest acknowledged position (mode B), applied to the
+                                 * shadow in groups by sqlcap_shadow_flush */
+    int64_t shadow_ms;          /* monotonic time of the last shadow advance */
     sqlcap_trig *trig;          /* trigger mode */
     /* files: never closed while running (sqlite-wal.md 1.8) */
     int dbfd, walfd, shmfd, shadowfd;
@@ -75,12 +83,32 @@ char *sqlcap_strcat3(const char *a, const char *b);
 tb_code sqlcap_shadow_meta(sqlcap *c, const tb_position *pos, tb_error *err);
 tb_code sqlcap_redo_apply(sqlcap *c, const uint8_t *b, size_t n, tb_position *pos, tb_error *err);
 tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err);
+/* Advance the shadow to c->acked when due: force, or SQLCAP_SHADOW_MS since the
+ * last advance, or SQLCAP_SHADOW_BYTES of acknowledged page images waiting.
+ * Until then those pages are durable in .pend (replayed on resume), so a
+ * crash in between loses nothing; grouping saves fsyncs and rewrites of hot pages. */
+tb_code sqlcap_shadow_flush(sqlcap *c, bool force, tb_error *err);
 /* Make every queued unacknowledged transaction durable in <shadow>.pend (one
  * fsync). Called before a transaction's end can reach the consumer. */
 tb_code sqlcap_pend_log(sqlcap *c, tb_error *err);
 /* Resume: bring the shadow (at *sp) forward through the .pend records up to
  * and including start, then empty the .pend file. *sp is updated. */
 tb_code sqlcap_pend_replay(sqlcap *c, tb_position *sp, const tb_position *start, tb_error *err);
+/* polling (sqlcap_poll.c) */
+typedef struct sqlcap_frame {
+    uint32_t pgno, commit, salt1, salt2, ck1, ck2;
+} sqlcap_frame;
+/* Header of WAL frame i (1-based) into f; with page (pgsz bytes, preceded by 24
+ * bytes of room that receive the header) also its page, in one read. */
+tb_code sqlcap_frame_hdr(sqlcap *c, uint32_t i, sqlcap_frame *f, uint8_t *page, tb_error *err);
+/* Consume committed frames c->frame+1 .. upto (at most one batch of events).
+ * Offline: stop at the first frame whose salts or checksum chain fail.
+ * *done = consumed everything. */
+tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offline, bool *done, tb_error *err);
+/* One leapfrog step: begin the other read transaction, consume up to the
+ * mxFrame read after it, release the old one only when all was consumed. */
+tb_code sqlcap_poll(sqlcap *c, tb_error *err);
+
 /* deliver=false: events are dropped and (mode B) the shadow advances at once. */
 tb_code sqlcap_apply_txn(sqlcap *c, sqlcap_map *txn, uint32_t frame, uint32_t ck1, uint32_t ck2, uint32_t npages,
                          bool deliver, tb_error *err);

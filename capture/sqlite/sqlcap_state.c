@@ -251,7 +251,9 @@ static tb_code sqlcap_redo_build(sqlcap *c, size_t k0, size_t k1, tb_buf *out, t
     uint8_t hdr[8];
     sqlcap_put_be32(hdr, npages);
     sqlcap_put_be32(hdr + 4, 0);
-    if (tb_buf_puts(out, "SQLCAPREDO1\n") != TB_OK || tb_position_format(&c->un[k1 - 1].pos, out) != TB_OK ||
+    /* one allocation for the whole record (128: magic, position text, header, trailer) */
+    if (tb_buf_reserve(out, 128 + last.n * (4 + (size_t)c->pg.pgsz)) != TB_OK ||
+        tb_buf_puts(out, "SQLCAPREDO1\n") != TB_OK || tb_position_format(&c->un[k1 - 1].pos, out) != TB_OK ||
         tb_buf_putc(out, '\n') != TB_OK)
         goto nomem;
     size_t count_off = out->len + 4;
@@ -278,6 +280,41 @@ out:
     return rc;
 }
 
+/* Write the newest image of every page of un[0 .. k) into the shadow, then its
+ * size, fsync, and the position of un[k-1] (.pos). Only for transactions that
+ * are durable in .pend: a crash in the middle leaves .pos at the old position
+ * and resume replays .pend from there (whole pages), so no .redo is needed. */
+static tb_code sqlcap_shadow_direct(sqlcap *c, size_t k, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    sqlcap_map last = {0};
+    uint32_t npages = c->un[k - 1].npages;
+    for (size_t t = 0; t < k; t++)
+        for (size_t i = 0; i < c->un[t].n; i++)
+            if (sqlcap_map_put(&last, c->un[t].pgno[i], (uint64_t)(uintptr_t)c->un[t].img[i]) != TB_OK) {
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
+                goto out;
+            }
+    for (size_t i = 0; i < last.cap; i++) {
+        uint32_t pgno = last.keys[i];
+        if (!pgno || pgno > npages)
+            continue;
+        if (pwrite(c->shadowfd, (const void *)(uintptr_t)last.vals[i], c->pg.pgsz, (off_t)(pgno - 1) * c->pg.pgsz) !=
+            (ssize_t)c->pg.pgsz) {
+            rc = tb_error_set(err, TB_ERR_IO, true, "%s: write page %u: %s", c->shadow_path, pgno, strerror(errno));
+            goto out;
+        }
+    }
+    if (ftruncate(c->shadowfd, (off_t)npages * c->pg.pgsz) != 0 || fsync(c->shadowfd) != 0) {
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: truncate/fsync: %s", c->shadow_path, strerror(errno));
+        goto out;
+    }
+    rc = sqlcap_shadow_meta(c, &c->un[k - 1].pos, err);
+out:
+    sqlcap_map_free(&last);
+    return rc;
+}
+
 /* Advance the shadow by the unacked transactions up to and including pos. */
 tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err)
 {
@@ -290,6 +327,12 @@ tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err)
     tb_buf redo;
     tb_buf_init(&redo, 0);
     uint32_t npages = c->un[k - 1].npages;
+    if (k <= c->pend_logged) {
+        if ((rc = sqlcap_shadow_direct(c, k, err)) != TB_OK)
+            goto out;
+        goto applied;
+    }
+    /* not (all) in .pend (transactions skipped on resume): through <shadow>.redo */
     if ((rc = sqlcap_redo_build(c, 0, k, &redo, err)) != TB_OK)
         goto out;
     int fd = open(c->shadow_redo_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -308,6 +351,7 @@ tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err)
     tb_position_free(&rp);
     if (rc != TB_OK)
         goto out;
+applied:
     /* drop the applied transactions and their overlay entries */
     for (size_t t = 0; t < k; t++) {
         for (size_t i = 0; i < c->un[t].n; i++) {
@@ -334,27 +378,50 @@ out:
     return rc;
 }
 
+tb_code sqlcap_shadow_flush(sqlcap *c, bool force, tb_error *err)
+{
+    if (!c->o.shadow || c->acked.kind != TB_POS_SQLITE_WAL)
+        return TB_OK;
+    size_t k = 0;
+    uint64_t bytes = 0;
+    while (k < c->nun && sqlcap_pos_le(&c->un[k].pos, &c->acked))
+        bytes += (uint64_t)c->un[k++].n * c->pg.pgsz;
+    if (k == 0)
+        return TB_OK;
+    int64_t now = sqlcap_now_ms();
+    if (!force && bytes < SQLCAP_SHADOW_BYTES && now - c->shadow_ms < SQLCAP_SHADOW_MS)
+        return TB_OK;
+    c->shadow_ms = now;
+    return sqlcap_shadow_advance(c, &c->acked, err);
+}
+
 /* Append records for un[from .. to) (u32 length + one-transaction redo each) to fd. */
 static tb_code sqlcap_pend_write(sqlcap *c, int fd, size_t from, size_t to, uint64_t *bytes, tb_error *err)
 {
     tb_code rc = TB_OK;
-    tb_buf b;
-    tb_buf_init(&b, 0);
+    tb_buf *b = &c->iobuf; /* kept across calls: no allocation (and page faults) per batch */
+    uint64_t total = 0;
+    tb_buf_reset(b);
     for (size_t t = from; t < to && rc == TB_OK; t++) {
-        size_t at = b.len;
+        size_t at = b->len;
         uint8_t lb[4] = {0};
-        if (tb_buf_append(&b, lb, 4) != TB_OK)
+        if (tb_buf_append(b, lb, 4) != TB_OK)
             rc = tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
-        else if ((rc = sqlcap_redo_build(c, t, t + 1, &b, err)) == TB_OK)
-            sqlcap_put_be32((uint8_t *)b.data + at, (uint32_t)(b.len - at - 4));
+        else if ((rc = sqlcap_redo_build(c, t, t + 1, b, err)) == TB_OK)
+            sqlcap_put_be32((uint8_t *)b->data + at, (uint32_t)(b->len - at - 4));
+        /* written in chunks of about SQLCAP_IOBUF bytes; durable only with the fsync below */
+        if (rc == TB_OK && (b->len >= SQLCAP_IOBUF || t + 1 == to)) {
+            rc = sqlcap_write_all(fd, b->data, b->len, c->shadow_pend_path, err);
+            total += b->len;
+            tb_buf_reset(b);
+        }
     }
-    if (rc == TB_OK && b.len)
-        rc = sqlcap_write_all(fd, b.data, b.len, c->shadow_pend_path, err);
-    if (rc == TB_OK && b.len && fsync(fd) != 0)
+    if (rc == TB_OK && total && fsync(fd) != 0)
         rc = tb_error_set(err, TB_ERR_IO, true, "%s: fsync: %s", c->shadow_pend_path, strerror(errno));
     if (rc == TB_OK)
-        *bytes += b.len;
-    tb_buf_free(&b);
+        *bytes += total;
+    if (b->cap > 2 * (size_t)SQLCAP_IOBUF)
+        tb_buf_free(b); /* one huge transaction: do not keep its size */
     return rc;
 }
 
