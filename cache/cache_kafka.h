@@ -28,4 +28,14 @@ rd_kafka_conf_t *cache_kafka_conf(const char *brokers, const char *const *props,
 /* Route librdkafka's log lines into tb_log. */
 void cache_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
 
+/* cache_nudge.c: a thread that wakes librdkafka's broker thread of a partition
+ * (a watermark query) so a fetcher paused by a full queue resumes without
+ * waiting for its one-second tick. Start: *out owned by the caller, freed by
+ * cache_nudge_stop (NULL-safe, joins the thread). rk is borrowed and must
+ * outlive the nudge. poke never blocks; topic is copied. */
+typedef struct cache_nudge cache_nudge;
+tb_code cache_nudge_start(rd_kafka_t *rk, cache_nudge **out, tb_error *err);
+void cache_nudge_poke(cache_nudge *n, const char *topic, int32_t partition);
+void cache_nudge_stop(cache_nudge *n);
+
 #endif

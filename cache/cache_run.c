@@ -49,6 +49,10 @@ typedef struct cache_ctx {
     int64_t msgs, last_msgs;
     double last_progress, last_log, last_meta;
     int dlq_pending, dlq_failed;
+    cache_nudge *nudge; /* wakes the table consumer's fetcher (cache_nudge.c) */
+    int64_t low_water;  /* the table consumer's queued.min.messages */
+    double last_nudge;
+    size_t nudge_next;  /* round robin over the assigned partitions */
 } cache_ctx;
 
 static double now_s(void)
@@ -208,7 +212,10 @@ static tb_code assign(cache_ctx *c, rd_kafka_t *rk, rd_kafka_topic_partition_lis
         p->high = ke ? -1 : hi;
         p->assigned = true;
         p->dirty = p->next >= 0;
-        tp->offset = p->next >= 0 ? p->next : RD_KAFKA_OFFSET_BEGINNING;
+        /* from the beginning: start at the low watermark just read, a concrete offset (librdkafka
+         * resolves a logical BEGINNING of a partition it has just learnt about by a query it
+         * retries 500 ms later; a log start that moved meanwhile is reset to the earliest) */
+        tp->offset = p->next >= 0 ? p->next : !ke && lo >= 0 ? lo : RD_KAFKA_OFFSET_BEGINNING;
         TB_INFO("cache", "%s [%d]: assigned at %s%lld (high watermark %lld)", tp->topic, (int)tp->partition,
                 p->next >= 0 ? "offset " : "the beginning, ", (long long)(p->next >= 0 ? p->next : lo),
                 (long long)p->high);
@@ -262,13 +269,16 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
 }
 
 /* Global mode: assign every partition of every matching topic not yet assigned.
- * Sets c->listed once the broker answered (until then nothing can be caught up). */
-static tb_code scan_topics(cache_ctx *c, bool schema_only)
+ * Sets c->listed once the broker answered (until then nothing can be caught up).
+ * The listing goes through `via`: a consumer whose connection has no fetch
+ * waiting at the end of a partition answers at once (the broker answers a
+ * connection's requests in order, a waiting fetch after fetch.wait.max.ms). */
+static tb_code scan_topics(cache_ctx *c, rd_kafka_t *via, bool schema_only)
 {
     const struct rd_kafka_metadata *md = NULL;
     tb_error e;
     tb_code rc = TB_OK;
-    rd_kafka_resp_err_t ke = rd_kafka_metadata(c->rks, 1, NULL, &md, 10000);
+    rd_kafka_resp_err_t ke = rd_kafka_metadata(via, 1, NULL, &md, 10000);
     if (ke) {
         TB_WARN("cache", "listing topics: %s", rd_kafka_err2str(ke));
         return TB_OK;
@@ -604,11 +614,16 @@ static bool stopping(const cache_ctx *c)
 
 #define CACHE_POLL_MAX 1024
 
-/* Consume up to CACHE_POLL_MAX messages from one consumer and apply them. */
+/* Consume up to CACHE_POLL_MAX messages from one consumer and apply them.
+ * rd_kafka_consume_batch_queue waits until the array is full or the timeout
+ * passed, so it only takes what is queued (timeout 0); when nothing is, one
+ * message is awaited for up to timeout_ms: no batch waits for stragglers. */
 static void poll_batch(cache_ctx *c, rd_kafka_queue_t *q, int timeout_ms, bool schema, bool *got)
 {
     rd_kafka_message_t *msgs[CACHE_POLL_MAX];
-    ssize_t n = rd_kafka_consume_batch_queue(q, timeout_ms, msgs, CACHE_POLL_MAX);
+    ssize_t n = rd_kafka_consume_batch_queue(q, 0, msgs, CACHE_POLL_MAX);
+    if (n == 0 && timeout_ms > 0 && (msgs[0] = rd_kafka_consume_queue(q, timeout_ms)) != NULL)
+        n = 1;
     *got = n > 0;
     for (ssize_t i = 0; i < n; i++) {
         if (!stopping(c))
@@ -619,15 +634,33 @@ static void poll_batch(cache_ctx *c, rd_kafka_queue_t *q, int timeout_ms, bool s
         c->parts[i].skip_stale = false;
 }
 
+/* After a busy poll: when the table consumer's queue fell below the level at
+ * which librdkafka resumes fetching, wake its broker thread (cache_nudge.c),
+ * at most every 10 ms, one assigned partition after the other. */
+static void nudge_fetcher(cache_ctx *c, double t)
+{
+    if (!c->nudge || t - c->last_nudge < 0.01 || (int64_t)rd_kafka_queue_length(c->q) >= c->low_water)
+        return;
+    for (size_t k = 0; k < c->nparts; k++) {
+        const cache_part *p = &c->parts[(c->nudge_next + k) % c->nparts];
+        if (p->assigned && !p->schema) {
+            c->nudge_next = (c->nudge_next + k + 1) % c->nparts;
+            c->last_nudge = t;
+            cache_nudge_poke(c->nudge, p->topic, p->partition);
+            return;
+        }
+    }
+}
+
 static tb_code run_loop(cache_ctx *c, tb_error *err)
 {
     tb_code rc = TB_OK;
     bool got;
     /* phase 1: every table descriptor, before any row */
-    scan_topics(c, true);
+    scan_topics(c, c->rks, true);
     while (!stopping(c) && (!c->listed || !all_caught_up(c, 1))) {
         if (!c->listed) {
-            scan_topics(c, true);
+            scan_topics(c, c->rks, true);
             continue;
         }
         poll_batch(c, c->qs, 200, true, &got);
@@ -653,7 +686,7 @@ static tb_code run_loop(cache_ctx *c, tb_error *err)
         }
         TB_INFO("cache", "joining the consumer group for topics %s", c->o->topics);
     } else {
-        scan_topics(c, false);
+        scan_topics(c, c->rk, false); /* c->rk fetches nothing yet */
         c->assigned_once = true; /* c->listed is true: phase 1 waited for it */
     }
     c->last_meta = now_s();
@@ -668,11 +701,13 @@ static tb_code run_loop(cache_ctx *c, tb_error *err)
         }
         poll_batch(c, c->q, 100, false, &got);
         t = now_s();
+        if (got)
+            nudge_fetcher(c, t);
         if (c->s->in_tx && (!got || t - c->batch_t0 >= 1.0))
             commit(c);
         if (c->o->mode == CACHE_MODE_GLOBAL && t - c->last_meta >= c->o->metadata_refresh_ms / 1000.0) {
             c->last_meta = t;
-            scan_topics(c, false);
+            scan_topics(c, c->rks, false);
         }
         if (!c->s->in_tx)
             check_caught_up(c);
@@ -731,6 +766,15 @@ tb_code cache_run(const cache_opts *o, tb_error *err)
     }
     if (o->error_policy == CACHE_ERR_DLQ && (rc = dlq_open(&c, err)) != TB_OK)
         goto out;
+    {
+        char v[32];
+        size_t vn = sizeof(v);
+        c.low_water = rd_kafka_conf_get(rd_kafka_conf(c.rk), "queued.min.messages", v, &vn) == RD_KAFKA_CONF_OK
+                          ? atoll(v)
+                          : 100000;
+    }
+    if ((rc = cache_nudge_start(c.rk, &c.nudge, err)) != TB_OK)
+        goto out;
     c.q = rd_kafka_queue_get_consumer(c.rk);
     c.qs = rd_kafka_queue_get_consumer(c.rks);
     if (!c.q || !c.qs) {
@@ -748,6 +792,7 @@ tb_code cache_run(const cache_opts *o, tb_error *err)
         cache_store_rollback(c.s);
 out:
     c.closing = true;
+    cache_nudge_stop(c.nudge);
     if (c.q)
         rd_kafka_queue_destroy(c.q);
     if (c.qs)
