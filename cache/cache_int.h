@@ -65,8 +65,11 @@ typedef struct cache_table {
     sqlite3_stmt *del_part;
 } cache_table;
 
+typedef struct cache_ckpt cache_ckpt;
+
 typedef struct cache_store {
     sqlite3 *db;
+    cache_ckpt *ckpt;         /* background checkpoints (writer only), cache_ckpt.c */
     char *path;
     cache_table **tables;
     size_t ntables;
@@ -113,6 +116,12 @@ tb_code cache_store_del_offsets(cache_store *s, const char *topic, tb_error *err
 int64_t cache_store_get_offset(cache_store *s, const char *topic, int32_t partition);
 tb_code cache_store_put_state(cache_store *s, const char *key, int64_t v, tb_error *err);
 int64_t cache_store_get_state(cache_store *s, const char *key, int64_t dflt);
+
+/* ---- cache_ckpt.c: WAL checkpoints on a thread of their own (writer only).
+ * start: a second connection and a thread, owned by s (s->ckpt); stop: joins
+ * and frees them, NULL-safe, called by cache_store_close before the close. */
+tb_code cache_ckpt_start(cache_store *s, tb_error *err);
+void cache_ckpt_stop(cache_store *s);
 
 void cache_table_free(cache_table *t); /* NULL-safe */
 /* Quoted SQL identifier appended to b. */

@@ -156,7 +156,7 @@ tb_code cache_store_open(const char *path, bool readonly, cache_store **out, tb_
          * together with their offsets: still exact) */
         if ((rc = cache_exec(s,
                              "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-32768;"
-                             " PRAGMA wal_autocheckpoint=8192; PRAGMA journal_size_limit=67108864;",
+                             " PRAGMA journal_size_limit=67108864;", /* checkpoints: cache_ckpt.c */
                              err)) != TB_OK ||
             (rc = cache_exec(s, META_SQL, err)) != TB_OK)
             goto out;
@@ -175,7 +175,7 @@ tb_code cache_store_open(const char *path, bool readonly, cache_store **out, tb_
             goto out;
         }
     }
-    if ((rc = load_tables(s, err)) != TB_OK)
+    if ((rc = load_tables(s, err)) != TB_OK || (!readonly && (rc = cache_ckpt_start(s, err)) != TB_OK))
         goto out;
     s->applied = cache_store_get_state(s, "applied", 0);
     s->skipped = cache_store_get_state(s, "skipped", 0);
@@ -194,6 +194,7 @@ void cache_store_close(cache_store *s)
         return;
     if (s->in_tx)
         cache_store_rollback(s);
+    cache_ckpt_stop(s);
     for (size_t i = 0; i < s->ntables; i++)
         cache_table_free(s->tables[i]);
     free(s->tables);

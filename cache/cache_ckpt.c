@@ -1,0 +1,131 @@
+/*
+ * cache_ckpt: WAL checkpoints of the cache file on a thread of their own.
+ *
+ * In WAL mode with synchronous=NORMAL a commit does not fsync; the fsyncs
+ * happen at checkpoints (the WAL before its pages are copied into the
+ * database file, the database file after). SQLite's automatic checkpoint runs
+ * them inside the commit that crossed wal_autocheckpoint, on the applying
+ * thread: during a replay that thread waited on the disk for about a tenth
+ * of its time. Here the commit's WAL hook only signals a second connection,
+ * owned by a thread of its own, which runs PASSIVE checkpoints (they never
+ * block the writer). Nothing changes in what is durable when: the same
+ * checkpoints, with the same fsyncs, copy the same committed transactions;
+ * only the waiting moved off the applying thread.
+ *
+ * Bounds: the writer starts the WAL over from its beginning once a checkpoint
+ * copied all of it. Should the thread fall far behind (or fail), the commit
+ * that finds the WAL over CKPT_HARD frames checkpoints inline, as SQLite's
+ * automatic checkpoint would, so the WAL cannot grow without bound.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "cache_int.h"
+#include "tb_log.h"
+
+#define CKPT_SOFT 4096   /* WAL frames (pages) that wake the checkpoint thread */
+#define CKPT_HARD 32768  /* WAL frames at which the committing thread checkpoints itself */
+
+struct cache_ckpt {
+    sqlite3 *db;       /* the thread's own connection */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool pending, stop;
+    int64_t runs;
+};
+
+static void *ckpt_main(void *arg)
+{
+    cache_ckpt *k = arg;
+    pthread_mutex_lock(&k->mu);
+    for (;;) {
+        while (!k->pending && !k->stop)
+            pthread_cond_wait(&k->cv, &k->mu);
+        if (k->stop)
+            break;
+        k->pending = false;
+        pthread_mutex_unlock(&k->mu);
+        int log = 0, done = 0;
+        int rc = sqlite3_wal_checkpoint_v2(k->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+        if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+            TB_WARN("cache", "background checkpoint: %s", sqlite3_errmsg(k->db));
+        pthread_mutex_lock(&k->mu);
+        k->runs++;
+    }
+    pthread_mutex_unlock(&k->mu);
+    return NULL;
+}
+
+/* sqlite3_wal_hook: after every commit of the writer, on its thread. */
+static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+    cache_ckpt *k = arg;
+    if (frames >= CKPT_HARD) {
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    } else if (frames >= CKPT_SOFT) {
+        pthread_mutex_lock(&k->mu);
+        if (!k->pending) {
+            k->pending = true;
+            pthread_cond_signal(&k->cv);
+        }
+        pthread_mutex_unlock(&k->mu);
+    }
+    return SQLITE_OK;
+}
+
+tb_code cache_ckpt_start(cache_store *s, tb_error *err)
+{
+    cache_ckpt *k = calloc(1, sizeof(*k));
+    if (!k)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    if (sqlite3_open_v2(s->path, &k->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        tb_error_set(err, TB_ERR_IO, false, "%s: opening the checkpoint connection: %s", s->path,
+                     k->db ? sqlite3_errmsg(k->db) : "out of memory");
+        sqlite3_close(k->db);
+        free(k);
+        return TB_ERR_IO;
+    }
+    sqlite3_busy_timeout(k->db, 1000);
+    sqlite3_wal_autocheckpoint(k->db, 0);
+    if (pthread_mutex_init(&k->mu, NULL) != 0) {
+        sqlite3_close(k->db);
+        free(k);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "checkpoint thread: no mutex");
+    }
+    if (pthread_cond_init(&k->cv, NULL) != 0) {
+        pthread_mutex_destroy(&k->mu);
+        sqlite3_close(k->db);
+        free(k);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "checkpoint thread: no condition variable");
+    }
+    if (pthread_create(&k->thread, NULL, ckpt_main, k) != 0) {
+        pthread_cond_destroy(&k->cv);
+        pthread_mutex_destroy(&k->mu);
+        sqlite3_close(k->db);
+        free(k);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "cannot start the checkpoint thread");
+    }
+    s->ckpt = k;
+    sqlite3_wal_hook(s->db, ckpt_hook, k); /* replaces the automatic checkpoint */
+    return TB_OK;
+}
+
+void cache_ckpt_stop(cache_store *s)
+{
+    cache_ckpt *k = s ? s->ckpt : NULL;
+    if (!k)
+        return;
+    sqlite3_wal_hook(s->db, NULL, NULL);
+    pthread_mutex_lock(&k->mu);
+    k->stop = true;
+    pthread_cond_signal(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    pthread_join(k->thread, NULL);
+    TB_DEBUG("cache", "%s: %lld background checkpoints", s->path, (long long)k->runs);
+    sqlite3_close(k->db);
+    pthread_cond_destroy(&k->cv);
+    pthread_mutex_destroy(&k->mu);
+    free(k);
+    s->ckpt = NULL;
+}
