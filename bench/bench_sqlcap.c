@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -214,9 +215,13 @@ static pid_t spawn_reader(const char *path, bool trigger, bool shadow, bool drai
         struct timespec cpu;
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
         double cpus = (double)(cpu.tv_sec - c0.tv_sec) + (cpu.tv_nsec - c0.tv_nsec) / 1e9;
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
         if (drain)
-            fprintf(stderr, "  reader drained %ld events in %.3f s wall, %.3f s cpu (%.0f rows per cpu-second)\n", events,
-                    secs, cpus, cpus > 0 ? events / cpus : 0);
+            fprintf(stderr, "  reader drained %ld events in %.3f s wall, %.3f s cpu (%.0f rows per cpu-second), "
+                    "%.3f s user, %.3f s sys, %ld minor faults (whole process)\n", events, secs, cpus,
+                    cpus > 0 ? events / cpus : 0, ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+                    ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, ru.ru_minflt);
         if (write(res[1], &events, sizeof events) < 0 || write(res[1], &secs, sizeof secs) < 0)
             _exit(1);
         sqlcap_close(c);
