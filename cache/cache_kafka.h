@@ -32,10 +32,11 @@ void cache_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const 
  * (a watermark query) so a fetcher paused by a full queue resumes without
  * waiting for its one-second tick. Start: *out owned by the caller, freed by
  * cache_nudge_stop (NULL-safe, joins the thread). rk is borrowed and must
- * outlive the nudge. poke never blocks; topic is copied. */
+ * outlive the nudge. check: call after a poll that returned messages; it
+ * never blocks (parts borrowed for the call, topic names copied). */
 typedef struct cache_nudge cache_nudge;
 tb_code cache_nudge_start(rd_kafka_t *rk, cache_nudge **out, tb_error *err);
-void cache_nudge_poke(cache_nudge *n, const char *topic, int32_t partition);
+void cache_nudge_check(cache_nudge *n, rd_kafka_queue_t *q, const cache_part *parts, size_t nparts);
 void cache_nudge_stop(cache_nudge *n);
 
 #endif

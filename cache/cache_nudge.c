@@ -12,17 +12,21 @@
  * loop was idle about 40% of a 1M-message replay). librdkafka 2.0 has no
  * setting for this (fetch.queue.backoff.ms came later).
  *
- * What: when the cache has drained its queue below queued.min.messages it
- * pokes this thread, which asks the partition's leader for its watermarks
- * (rd_kafka_query_watermark_offsets, two small ListOffsets requests). Sending
- * a request wakes that broker's thread, which re-decides its fetches right
- * away. The poke never blocks the cache's thread; pokes that arrive while a
- * query runs collapse into one. Only the wake-up matters, the answer is
- * dropped: nothing here touches offsets, so exact resume does not depend on it.
+ * What: when the cache has drained its queue from near queued.min.messages
+ * to below it, it pokes this thread, which asks a partition's leader for its
+ * watermarks (rd_kafka_query_watermark_offsets, two small ListOffsets
+ * requests). Sending a request wakes that broker's thread, which re-decides
+ * its fetches right away. Pokes: at most every 10 ms, only after the queue was
+ * near the threshold (so never while following a quiet topic), the assigned
+ * table partitions in turn (several leaders: each is woken in its turn). The
+ * poke never blocks the cache's thread; pokes that arrive while a query runs
+ * collapse into one. Only the wake-up matters, the answer is dropped: nothing
+ * here touches offsets, so exact resume does not depend on it.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cache_kafka.h"
 #include "tb_log.h"
@@ -36,6 +40,11 @@ struct cache_nudge {
     char topic[256];  /* Kafka topic names have at most 249 bytes */
     int32_t partition;
     int64_t sent;     /* queries made (for the debug line at stop) */
+    /* the cache's thread only: */
+    int64_t low_water; /* rk's queued.min.messages */
+    bool armed;        /* the queue was near low_water since the last poke */
+    double last;       /* time of the last poke */
+    size_t next;       /* round robin over the partitions */
 };
 
 static void *nudge_main(void *arg)
@@ -70,6 +79,11 @@ tb_code cache_nudge_start(rd_kafka_t *rk, cache_nudge **out, tb_error *err)
     if (!n)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     n->rk = rk;
+    char v[32];
+    size_t vn = sizeof(v);
+    n->low_water = rd_kafka_conf_get(rd_kafka_conf(rk), "queued.min.messages", v, &vn) == RD_KAFKA_CONF_OK
+                       ? atoll(v)
+                       : 100000;
     if (pthread_mutex_init(&n->mu, NULL) != 0) {
         free(n);
         return tb_error_set(err, TB_ERR_NOMEM, false, "fetch nudge: no mutex");
@@ -89,10 +103,10 @@ tb_code cache_nudge_start(rd_kafka_t *rk, cache_nudge **out, tb_error *err)
     return TB_OK;
 }
 
-void cache_nudge_poke(cache_nudge *n, const char *topic, int32_t partition)
+static void poke(cache_nudge *n, const char *topic, int32_t partition)
 {
     size_t len = strlen(topic);
-    if (!n || len >= sizeof(n->topic))
+    if (len >= sizeof(n->topic))
         return;
     pthread_mutex_lock(&n->mu);
     if (!n->pending) {
@@ -102,6 +116,32 @@ void cache_nudge_poke(cache_nudge *n, const char *topic, int32_t partition)
         pthread_cond_signal(&n->cv);
     }
     pthread_mutex_unlock(&n->mu);
+}
+
+void cache_nudge_check(cache_nudge *n, rd_kafka_queue_t *q, const cache_part *parts, size_t nparts)
+{
+    if (!n || n->low_water <= 0)
+        return;
+    int64_t len = (int64_t)rd_kafka_queue_length(q);
+    if (len >= n->low_water - n->low_water / 4) /* the fetcher may pause from here on */
+        n->armed = true;
+    if (!n->armed || len >= n->low_water)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double t = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    if (t - n->last < 0.01)
+        return;
+    for (size_t k = 0; k < nparts; k++) {
+        const cache_part *p = &parts[(n->next + k) % nparts];
+        if (p->assigned && !p->schema) {
+            n->next = (n->next + k + 1) % nparts;
+            n->last = t;
+            n->armed = false;
+            poke(n, p->topic, p->partition);
+            return;
+        }
+    }
 }
 
 void cache_nudge_stop(cache_nudge *n)

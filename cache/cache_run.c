@@ -50,9 +50,6 @@ typedef struct cache_ctx {
     double last_progress, last_log, last_meta;
     int dlq_pending, dlq_failed;
     cache_nudge *nudge; /* wakes the table consumer's fetcher (cache_nudge.c) */
-    int64_t low_water;  /* the table consumer's queued.min.messages */
-    double last_nudge;
-    size_t nudge_next;  /* round robin over the assigned partitions */
 } cache_ctx;
 
 static double now_s(void)
@@ -556,35 +553,17 @@ void cache_opts_init(cache_opts *o)
     o->name = "tributary";
 }
 
-/* Did the user set this kafka.* property? */
-static bool user_prop(const char *const *props, const char *key)
-{
-    for (size_t i = 0; props && props[i] && props[i + 1]; i += 2)
-        if (strcmp(props[i], key) == 0)
-            return true;
-    return false;
-}
-
 static rd_kafka_t *new_consumer(cache_ctx *c, const char *group, bool group_mode, tb_error *err)
 {
     char errstr[512], refresh[24];
-    /* librdkafka's prefetch dominates the peak RSS. Fetch size: with the default 1 MiB per
-     * partition and request, a replay of a large topic waits for data about two thirds of the
-     * time (librdkafka 2.0; apparently its fetcher resumes a partition late once the loop has
-     * drained the queue below queued.min.messages/kbytes). 4 MiB fetches keep the loop fed (1M
-     * rows of ~200 bytes on 3 partitions: 9.4 s -> 5.3 s wall, same CPU) for about 120 MiB more
-     * peak RSS (docs/cache.md). kafka.fetch.message.max.bytes=1048576 trades that back; a smaller
-     * kafka.queued.max.messages.kbytes starves the loop (measured: slower, barely smaller). */
+    /* librdkafka's prefetch dominates the peak RSS: its defaults (1 MiB per partition and fetch,
+     * fetching until queued.min.messages are queued) keep the loop fed now that cache_nudge.c
+     * wakes the fetcher; the 4 MiB fetches that used to hide the fetcher's one-second tick cost
+     * about 130 MiB more peak RSS and were slower (1M replay: 2.8 s / 182 MiB vs 3.0 s / 315 MiB,
+     * docs/cache.md). */
     rd_kafka_conf_t *conf = cache_kafka_conf(c->o->brokers, c->o->kafka_props, err);
     if (!conf)
         return NULL;
-    if (!user_prop(c->o->kafka_props, "fetch.message.max.bytes") &&
-        !user_prop(c->o->kafka_props, "max.partition.fetch.bytes") &&
-        rd_kafka_conf_set(conf, "fetch.message.max.bytes", "4194304", errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) {
-        rd_kafka_conf_destroy(conf);
-        tb_error_set(err, TB_ERR_CONFIG, false, "kafka configuration: %s", errstr);
-        return NULL;
-    }
     snprintf(refresh, sizeof(refresh), "%d", c->o->metadata_refresh_ms > 0 ? c->o->metadata_refresh_ms : 5000);
     const char *kv[] = {"group.id", group, "enable.auto.commit", "false", "enable.auto.offset.store", "false",
                         "enable.partition.eof", "true", "auto.offset.reset", "earliest",
@@ -632,24 +611,6 @@ static void poll_batch(cache_ctx *c, rd_kafka_queue_t *q, int timeout_ms, bool s
     }
     for (size_t i = 0; i < c->nparts; i++)
         c->parts[i].skip_stale = false;
-}
-
-/* After a busy poll: when the table consumer's queue fell below the level at
- * which librdkafka resumes fetching, wake its broker thread (cache_nudge.c),
- * at most every 10 ms, one assigned partition after the other. */
-static void nudge_fetcher(cache_ctx *c, double t)
-{
-    if (!c->nudge || t - c->last_nudge < 0.01 || (int64_t)rd_kafka_queue_length(c->q) >= c->low_water)
-        return;
-    for (size_t k = 0; k < c->nparts; k++) {
-        const cache_part *p = &c->parts[(c->nudge_next + k) % c->nparts];
-        if (p->assigned && !p->schema) {
-            c->nudge_next = (c->nudge_next + k + 1) % c->nparts;
-            c->last_nudge = t;
-            cache_nudge_poke(c->nudge, p->topic, p->partition);
-            return;
-        }
-    }
 }
 
 static tb_code run_loop(cache_ctx *c, tb_error *err)
@@ -702,7 +663,7 @@ static tb_code run_loop(cache_ctx *c, tb_error *err)
         poll_batch(c, c->q, 100, false, &got);
         t = now_s();
         if (got)
-            nudge_fetcher(c, t);
+            cache_nudge_check(c->nudge, c->q, c->parts, c->nparts);
         if (c->s->in_tx && (!got || t - c->batch_t0 >= 1.0))
             commit(c);
         if (c->o->mode == CACHE_MODE_GLOBAL && t - c->last_meta >= c->o->metadata_refresh_ms / 1000.0) {
@@ -766,13 +727,6 @@ tb_code cache_run(const cache_opts *o, tb_error *err)
     }
     if (o->error_policy == CACHE_ERR_DLQ && (rc = dlq_open(&c, err)) != TB_OK)
         goto out;
-    {
-        char v[32];
-        size_t vn = sizeof(v);
-        c.low_water = rd_kafka_conf_get(rd_kafka_conf(c.rk), "queued.min.messages", v, &vn) == RD_KAFKA_CONF_OK
-                          ? atoll(v)
-                          : 100000;
-    }
     if ((rc = cache_nudge_start(c.rk, &c.nudge, err)) != TB_OK)
         goto out;
     c.q = rd_kafka_queue_get_consumer(c.rk);

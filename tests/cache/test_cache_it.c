@@ -16,6 +16,11 @@
  *       column) mid-stream: ALTER TABLE, old rows kept, new rows typed
  *   it/schema_incompatible_rebuilds: a type change mid-stream drops the table
  *       and replays its topic, with a WARN line naming the column
+ *   it/replay_keeps_fetching: a replay through a consumer queue that fills up
+ *       after every fetch (kafka.queued.min.messages=300, 16 KiB fetches) ends
+ *       in seconds: librdkafka 2.0 alone resumes such a paused fetcher on its
+ *       broker thread's one-second tick (this replay of 60000 messages then
+ *       takes over 20 s); cache/cache_nudge.c wakes it as soon as the queue drained
  */
 #include "it_util.h"
 
@@ -455,4 +460,38 @@ Test(it, schema_incompatible_rebuilds)
     rd_kafka_destroy(rk);
     it_rm_db(db);
     unlink(log); /* kept when an assertion stops the test (its message names it) */
+}
+
+Test(it, replay_keeps_fetching)
+{
+    char prefix[64], topic[128], stopic[128], db[256], log[256];
+    it_prefix(prefix, sizeof(prefix), "f");
+    snprintf(topic, sizeof(topic), "%s.db1.t", prefix);
+    snprintf(stopic, sizeof(stopic), "%s.schema", prefix);
+    rd_kafka_t *rk = it_producer();
+    it_create_topic(rk, stopic, 1, 0);
+    it_create_topic(rk, topic, 3, 0);
+    model m = {calloc(20000, sizeof(long)), 20000, 0};
+    for (long i = 0; i < m.ids; i++)
+        m.n[i] = -1;
+    put_schema(rk, prefix, false);
+    for (long i = 0; i < 60000; i++)
+        upsert(rk, topic, &m, i % m.ids, i);
+    it_flush(rk);
+    paths(prefix, "a", db, log);
+    const char *extra[] = {"--until-caught-up", "--set", "kafka.queued.min.messages=300", "--set",
+                           "kafka.fetch.message.max.bytes=16384", NULL};
+    double t0 = it_now();
+    cr_assert_eq(it_wait(start_cache(prefix, db, log, extra), 300), 0, "cache failed, see %s", log);
+    double secs = it_now() - t0;
+    cr_log_info("60000 messages through a 300-message queue in %.2f s", secs);
+    char *got = cache_dump(db), *want = expected_dump(&m);
+    cr_expect_str_eq(got, want);
+    cr_expect(secs < 12, "the replay took %.1f s: the fetcher waited for its one-second tick (see %s)", secs, log);
+    free(got);
+    free(want);
+    free(m.n);
+    rd_kafka_destroy(rk);
+    it_rm_db(db);
+    unlink(log);
 }
