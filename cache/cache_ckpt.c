@@ -12,10 +12,14 @@
  * checkpoints, with the same fsyncs, copy the same committed transactions;
  * only the waiting moved off the applying thread.
  *
- * Bounds: the writer starts the WAL over from its beginning once a checkpoint
- * copied all of it. Should the thread fall far behind (or fail), the commit
- * that finds the WAL over CKPT_HARD frames checkpoints inline, as SQLite's
- * automatic checkpoint would, so the WAL cannot grow without bound.
+ * Bounds: the writer starts the WAL over from its beginning only when a
+ * checkpoint copied all of it before the writer's next transaction began,
+ * which a thread running beside the writer rarely manages. So the thread
+ * copies every CKPT_SOFT new frames, and the commit that finds the WAL at
+ * CKPT_HARD frames (with the thread idle, or at twice that in any case)
+ * checkpoints inline, as SQLite's automatic checkpoint would: it only has the
+ * frames the thread has not copied yet, and the next transaction restarts the
+ * WAL. The WAL cannot grow without bound.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -23,16 +27,17 @@
 #include "cache_int.h"
 #include "tb_log.h"
 
-#define CKPT_SOFT 4096   /* WAL frames (pages) that wake the checkpoint thread */
-#define CKPT_HARD 32768  /* WAL frames at which the committing thread checkpoints itself */
+#define CKPT_SOFT 4096   /* new WAL frames (pages) that wake the checkpoint thread */
+#define CKPT_HARD 16384  /* WAL frames at which the committing thread checkpoints (and restarts the WAL) */
 
 struct cache_ckpt {
     sqlite3 *db;       /* the thread's own connection */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool pending, stop;
+    bool pending, stop, busy;
     int64_t runs;
+    int mark; /* writer only: WAL frames when the thread was last woken */
 };
 
 static void *ckpt_main(void *arg)
@@ -45,12 +50,15 @@ static void *ckpt_main(void *arg)
         if (k->stop)
             break;
         k->pending = false;
+        k->busy = true;
         pthread_mutex_unlock(&k->mu);
         int log = 0, done = 0;
         int rc = sqlite3_wal_checkpoint_v2(k->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
         if (rc != SQLITE_OK && rc != SQLITE_BUSY)
             TB_WARN("cache", "background checkpoint: %s", sqlite3_errmsg(k->db));
+        TB_DEBUG("cache", "background checkpoint: rc %d, %d of %d WAL frames copied", rc, done, log);
         pthread_mutex_lock(&k->mu);
+        k->busy = false;
         k->runs++;
     }
     pthread_mutex_unlock(&k->mu);
@@ -61,15 +69,21 @@ static void *ckpt_main(void *arg)
 static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
     cache_ckpt *k = arg;
-    if (frames >= CKPT_HARD) {
-        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-    } else if (frames >= CKPT_SOFT) {
-        pthread_mutex_lock(&k->mu);
-        if (!k->pending) {
-            k->pending = true;
-            pthread_cond_signal(&k->cv);
-        }
-        pthread_mutex_unlock(&k->mu);
+    if (frames < k->mark) /* the WAL restarted */
+        k->mark = 0;
+    pthread_mutex_lock(&k->mu);
+    bool idle = !k->busy && !k->pending;
+    if (frames < CKPT_HARD && frames - k->mark >= CKPT_SOFT && !k->pending) {
+        k->mark = frames;
+        k->pending = true;
+        pthread_cond_signal(&k->cv);
+    }
+    pthread_mutex_unlock(&k->mu);
+    if (frames >= 2 * CKPT_HARD || (frames >= CKPT_HARD && idle)) {
+        int log = 0, done = 0;
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+        TB_DEBUG("cache", "inline checkpoint at %d WAL frames: %d copied", frames, done);
+        k->mark = 0;
     }
     return SQLITE_OK;
 }
@@ -88,6 +102,14 @@ tb_code cache_ckpt_start(cache_store *s, tb_error *err)
     }
     sqlite3_busy_timeout(k->db, 1000);
     sqlite3_wal_autocheckpoint(k->db, 0);
+    /* a connection opens the WAL at its first read: until then a checkpoint is a no-op */
+    if (sqlite3_exec(k->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) != SQLITE_OK) {
+        tb_error_set(err, TB_ERR_IO, false, "%s: the checkpoint connection cannot read: %s", s->path,
+                     sqlite3_errmsg(k->db));
+        sqlite3_close(k->db);
+        free(k);
+        return TB_ERR_IO;
+    }
     if (pthread_mutex_init(&k->mu, NULL) != 0) {
         sqlite3_close(k->db);
         free(k);
