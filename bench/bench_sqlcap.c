@@ -98,6 +98,8 @@ static double writer_run(const char *path, int ntx, unsigned seed, long *wal_byt
     sqlite3_prepare_v2(db, "DELETE FROM bench WHERE id = ?", -1, &del, NULL);
     srand(seed);
     long next = 100000;
+    /* BENCH_SQLCAP_PACE_US=N: sleep N us after each commit (a writer the reader can keep up with) */
+    long pace_us = getenv("BENCH_SQLCAP_PACE_US") ? atol(getenv("BENCH_SQLCAP_PACE_US")) : 0;
     double t0 = now_s(), c0 = cpu_s();
     for (int t = 0; t < ntx; t++) {
         sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
@@ -123,6 +125,10 @@ static double writer_run(const char *path, int ntx, unsigned seed, long *wal_byt
         }
         if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
             die(db, "commit");
+        if (pace_us > 0) {
+            struct timespec ps = {0, pace_us * 1000L};
+            nanosleep(&ps, NULL);
+        }
     }
     double dt = now_s() - t0;
     last_writer_cpu = cpu_s() - c0;
@@ -174,6 +180,8 @@ static pid_t spawn_reader(const char *path, bool trigger, bool shadow, bool drai
         signal(SIGTERM, on_term);
         sqlcap_opts o = {.path = path, .trigger_mode = trigger, .shadow = shadow, .poll_ms = 10,
                          .checkpoint = getenv("BENCH_SQLCAP_READER_CHECKPOINT") != NULL,
+                         .checkpoint_barrier = getenv("BENCH_SQLCAP_READER_CHECKPOINT") &&
+                                               strcmp(getenv("BENCH_SQLCAP_READER_CHECKPOINT"), "barrier") == 0,
                          .repin_ms = getenv("BENCH_SQLCAP_REPIN_MS") ? atoi(getenv("BENCH_SQLCAP_REPIN_MS")) : 0};
         sqlcap *c;
         tb_error err;
@@ -217,6 +225,11 @@ static pid_t spawn_reader(const char *path, bool trigger, bool shadow, bool drai
         double cpus = (double)(cpu.tv_sec - c0.tv_sec) + (cpu.tv_nsec - c0.tv_nsec) / 1e9;
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
+        sqlcap_stats cs;
+        sqlcap_get_stats(c, &cs);
+        if (!drain && !trigger)
+            fprintf(stderr, "  wal reader at SIGTERM: lag %llu frames, %llu WAL generations seen, %llu events\n",
+                    (unsigned long long)cs.lag_frames, (unsigned long long)cs.generations, (unsigned long long)events);
         if (drain)
             fprintf(stderr, "  reader drained %ld events in %.3f s wall, %.3f s cpu (%.0f rows per cpu-second), "
                     "%.3f s user, %.3f s sys, %ld minor faults (whole process)\n", events, secs, cpus,
@@ -275,7 +288,7 @@ int main(int argc, char **argv)
         runs = 32;
     char path[512];
     snprintf(path, sizeof path, "%s/bench_sqlcap.db", dir);
-    tb_log_set_level(TB_LOG_WARN);
+    tb_log_set_level(getenv("BENCH_SQLCAP_DEBUG") ? TB_LOG_DEBUG : TB_LOG_WARN);
     double tn[32], tw[32], tt[32], tp[32], cn[32], cw[32], ct[32], cp[32];
     long wal_n = 0, wal_w = 0, wal_t = 0, wal_p = 0;
     printf("bench_sqlcap: %d transactions x 10 row changes, %d runs, SQLite %s\n", ntx, runs, sqlite3_libversion());

@@ -633,6 +633,9 @@ void sqlcap_close(sqlcap *c)
         sqlcap_end(c, i);
         sqlite3_close(c->R[i]);
     }
+    if (c->W)
+        sqlite3_exec(c->W, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(c->W);
     sqlite3_close(c->K);
     if (c->shmfd >= 0)
         close(c->shmfd);

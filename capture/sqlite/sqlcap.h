@@ -87,9 +87,18 @@
  * CHECKPOINTS: never by default. source.sqlite.checkpoint=on runs a PASSIVE
  * checkpoint at most every 100 ms when caught up and mxFrame >= 1000 (a reset
  * window, sqlite-wal.md 2.9: after a full backfill it leapfrogs at once so the
- * new read transaction holds lock 0). Not covered by tests; in bench_sqlcap
- * (continuous small commits) the window never opened and the WAL still grew. WAL size, lag
- * and checksum anomalies are logged every 10 s and in sqlcap_get_stats.
+ * new read transaction holds lock 0). Under continuous commits a commit lands
+ * between the checkpoint and the leapfrog and the window rarely opens.
+ * sqlcap_opts.checkpoint_barrier (no cfg key yet) also holds BEGIN IMMEDIATE on
+ * a connection of its own (W, never writes) while it consumes the last frames,
+ * checkpoints them and leapfrogs (2.9 option 3): the application's next commit
+ * then rewinds the WAL. Costs: application writers wait (busy timeout) for
+ * about 1-3 ms per window; a deferred application transaction that has read
+ * and then writes gets SQLITE_BUSY at once while it is held; a tailer
+ * checkpoint on SQLite < 3.51.3 (sqlite-wal.md 1.10). A window opens only
+ * when the reader has caught up. Tests: SQLCAP_CHECKPOINT=on|barrier runs the
+ * tests' readers with it. WAL size, lag and checksum anomalies are logged every
+ * 10 s and in sqlcap_get_stats.
  *
  * OWNERSHIP. sqlcap_open returns an object freed by sqlcap_close (NULL-safe).
  * Events returned by sqlcap_next are borrowed until the next sqlcap_next or
@@ -121,6 +130,10 @@ typedef struct sqlcap_opts {
     bool shadow;              /* mode B */
     const char *shadow_path;  /* NULL = <path>.tbshadow */
     bool checkpoint;          /* PASSIVE reset windows (2.9) */
+    bool checkpoint_barrier;  /* with checkpoint: hold BEGIN IMMEDIATE on a connection of its
+                               * own around the window (2.9 option 3): the window opens under
+                               * continuous commits; application transactions that read and
+                               * then write get SQLITE_BUSY while it is held */
     int poll_ms;              /* sleep between polls (default 50) */
     bool offline;             /* decode --wal: no pinning, frames validated by checksum */
     int repin_ms;             /* lazy leapfrog interval while busy, ms; 0 (default) or < 0 = every poll */

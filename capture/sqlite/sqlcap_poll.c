@@ -181,24 +181,69 @@ static void sqlcap_report(sqlcap *c, const sqlcap_shmhdr *h)
     }
 }
 
+static sqlite3 *sqlcap_rw_conn(sqlcap *c)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(c->path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return NULL;
+    }
+    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+    /* a connection learns the database is in WAL mode only when it first reads
+     * it: until then sqlite3_wal_checkpoint_v2 does nothing (log = -1) */
+    sqlite3_busy_timeout(db, 1000);
+    sqlite3_exec(db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL, NULL);
+    return db;
+}
+
 static void sqlcap_maybe_checkpoint(sqlcap *c, const sqlcap_shmhdr *h)
 {
-    if (!c->o.checkpoint || h->mxframe < 1000 || c->frame != h->mxframe)
+    bool barrier = c->o.checkpoint_barrier, held = false;
+    if (!c->o.checkpoint || c->in_window || h->mxframe < 1000 || (!barrier && c->frame != h->mxframe))
         return;
     int64_t now = sqlcap_now_ms();
     if (now - c->last_ckpt_ms < 100)
         return;
     c->last_ckpt_ms = now;
-    if (!c->K) {
-        if (sqlite3_open_v2(c->path, &c->K, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
-            return;
-        sqlite3_db_config(c->K, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
-    }
+    if ((!c->K && !(c->K = sqlcap_rw_conn(c))) || (barrier && !c->W && !(c->W = sqlcap_rw_conn(c))))
+        return;
+    if (barrier)
+        sqlite3_busy_timeout(c->W, 200); /* queue for the write lock a little (a busy writer rarely lets go) */
     int log = 0, ck = 0;
     sqlite3_wal_checkpoint_v2(c->K, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &ck);
     TB_DEBUG(SQLCAP_FAC, "%s: PASSIVE checkpoint log=%d checkpointed=%d", c->path, log, ck);
+    if (barrier) {
+        /* Most frames are backfilled now, up to our pin. Hold the write lock
+         * (busy timeout 0: if the application holds it, try later), consume
+         * what was committed before it, and checkpoint the rest: nothing can
+         * commit in between, so the window cannot be missed. */
+        if (sqlite3_exec(c->W, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+            sqlite3_exec(c->W, "ROLLBACK", NULL, NULL, NULL);
+            return;
+        }
+        held = true;
+        tb_error e;
+        sqlcap_shmhdr hb;
+        c->in_window = true;
+        tb_code rc = sqlcap_poll(c, &e); /* an error here comes again at the next poll */
+        c->in_window = false;
+        if (rc != TB_OK || sqlcap_shm(c, &hb, NULL) != TB_OK || hb.mxframe != c->frame || hb.salt1 != c->salt1 ||
+            hb.salt2 != c->salt2)
+            goto out;
+        /* the application's own checkpoint after its last commit may still hold
+         * the checkpoint lock (PASSIVE never waits): retry briefly */
+        int r = SQLITE_BUSY;
+        for (int k = 0; k < 20 && r == SQLITE_BUSY; k++) {
+            if (k)
+                sqlcap_sleep_ms(1);
+            log = ck = 0;
+            r = sqlite3_wal_checkpoint_v2(c->K, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &ck);
+        }
+        TB_DEBUG(SQLCAP_FAC, "%s: PASSIVE checkpoint under the barrier: %s, log=%d checkpointed=%d", c->path,
+                 sqlite3_errstr(r), log, ck);
+    }
     if (log <= 0 || log != ck || c->protector < 0)
-        return;
+        goto out;
     /* Everything is backfilled: leapfrog now, so the new read transaction takes
      * WAL_READ_LOCK(0) and the writer's next commit can rewind the WAL. The
      * old pin is released only if no frame was appended meanwhile (else the
@@ -206,7 +251,7 @@ static void sqlcap_maybe_checkpoint(sqlcap *c, const sqlcap_shmhdr *h)
     int j = 1 - c->protector;
     sqlcap_shmhdr h2;
     if (sqlcap_begin(c, j, NULL) != TB_OK)
-        return;
+        goto out;
     if (sqlcap_shm(c, &h2, NULL) == TB_OK && h2.mxframe == c->frame && h2.salt1 == c->salt1 &&
         h2.salt2 == c->salt2) {
         sqlcap_end(c, c->protector);
@@ -214,6 +259,9 @@ static void sqlcap_maybe_checkpoint(sqlcap *c, const sqlcap_shmhdr *h)
     } else {
         sqlcap_end(c, j);
     }
+out:
+    if (held)
+        sqlite3_exec(c->W, "ROLLBACK", NULL, NULL, NULL);
 }
 
 /* One leapfrog step: begin the other read transaction, consume up to the

@@ -39,6 +39,8 @@ struct sqlcap {
     sqlite3 *R[2];
     int protector;              /* index of the pinning read transaction, -1 none */
     sqlite3 *K;                 /* PASSIVE checkpoints (optional) */
+    sqlite3 *W;                 /* write barrier (checkpoint_barrier), never writes */
+    bool in_window;             /* inside a barrier window: no nested window */
     int64_t last_ckpt_ms, last_log_ms;
     int64_t last_pin_ms;        /* monotonic time of the last leapfrog (lazy leapfrog) */
     sqlcap_pages pg;

@@ -11,7 +11,8 @@
  * its own per-commit change sets. Then: writer log == reader log, and every
  * table of the final source database equals the replay database.
  * The seed is printed; set SQLCAP_SEED to reproduce. SQLCAP_REPIN_MS=N runs the
- * readers with the lazy leapfrog option (sqlcap_opts.repin_ms).
+ * readers with the lazy leapfrog option (sqlcap_opts.repin_ms); SQLCAP_CHECKPOINT=on
+ * or =barrier with the reader's reset windows (sqlcap_opts.checkpoint, _barrier).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -421,7 +422,9 @@ static int reader_main(const reader_cfg *rc)
     sqlcap_opts o = {.path = rc->db, .shadow = rc->shadow, .poll_ms = rc->no_pin ? 50 : 5, .trigger_mode = rc->trigger,
                      .test_no_pin = rc->no_pin,
                      /* SQLCAP_REPIN_MS=N runs the readers with the lazy leapfrog option */
-                     .repin_ms = getenv("SQLCAP_REPIN_MS") ? atoi(getenv("SQLCAP_REPIN_MS")) : 0};
+                     .repin_ms = getenv("SQLCAP_REPIN_MS") ? atoi(getenv("SQLCAP_REPIN_MS")) : 0,
+                     .checkpoint = getenv("SQLCAP_CHECKPOINT") != NULL,
+                     .checkpoint_barrier = getenv("SQLCAP_CHECKPOINT") && strcmp(getenv("SQLCAP_CHECKPOINT"), "barrier") == 0};
     sqlcap *c = NULL;
     if (sqlcap_open_opts(&o, &start, &c, &err) != TB_OK) {
         fprintf(stderr, "reader: open: %s\n", err.msg);
