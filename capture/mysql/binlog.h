@@ -105,6 +105,14 @@ tb_code binlog_dec_next(binlog_dec *d, evt_event **out, tb_error *err);
  * event, e.g. at the end of an unfinished file), else *out = NULL. */
 tb_code binlog_dec_finish(binlog_dec *d, evt_event **out);
 
+/* on: a transaction whose MySQL GTID is already in the decoder's executed set
+ * (the one binlog_dec_set_position gave it) is decoded but not emitted; its
+ * commit still moves the position. For a stream started from a GTID set at a
+ * binlog file that begins before it (see binlog_live.c). */
+void binlog_dec_skip_executed(binlog_dec *d, bool on);
+/* Transactions skipped that way so far. */
+uint64_t binlog_dec_skipped(const binlog_dec *d);
+
 /* Forget a transaction in progress (a held event, pending rows): used when a
  * live connection breaks and the stream resumes at the last commit. */
 void binlog_dec_drop_tx(binlog_dec *d);

@@ -146,6 +146,8 @@ const char *binlog_dec_server_version(const binlog_dec *d) { return d->version; 
 bool binlog_dec_is_mariadb(const binlog_dec *d) { return d->mariadb; }
 uint64_t binlog_dec_events(const binlog_dec *d) { return d->nevents; }
 uint64_t binlog_dec_rows(const binlog_dec *d) { return d->nrows; }
+uint64_t binlog_dec_skipped(const binlog_dec *d) { return d->tx_skipped; }
+void binlog_dec_skip_executed(binlog_dec *d, bool on) { d->skip_executed = on; }
 
 static tb_code set_file(binlog_dec *d, const char *name, size_t len)
 {
@@ -222,6 +224,7 @@ tb_code bl_dec_commit(binlog_dec *d, const uint8_t *hdr)
     d->gt_kind = 0;
     d->tx_rows = 0;
     d->tx_ts_set = false;
+    d->tx_skip = false;
     return TB_OK;
 }
 
@@ -232,6 +235,7 @@ void binlog_dec_drop_tx(binlog_dec *d)
     d->in_tx = false;
     d->gt_kind = 0;
     d->tx_rows = 0;
+    d->tx_skip = false;
 }
 
 tb_code binlog_dec_finish(binlog_dec *d, evt_event **out)
@@ -477,6 +481,8 @@ static tb_code decode_row(binlog_dec *d, tb_error *err)
         return rc;
     }
     d->rows_active = d->rp < d->rend;
+    if (d->tx_skip)
+        return TB_OK; /* executed before the start GTID set: decoded to move on, not emitted */
     d->nrows++;
     d->tx_rows++;
     tb_position rp = {0};

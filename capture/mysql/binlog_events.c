@@ -118,6 +118,24 @@ static void gtid_starts_tx(binlog_dec *d, const uint8_t *hdr, int64_t commit_us)
     d->in_tx = false;
     d->tx_ts_ms = commit_us > 0 ? commit_us / 1000 : (int64_t)bl_u32(hdr) * 1000;
     d->tx_ts_set = true;
+    d->tx_skip = d->skip_executed && d->gt_kind == 1 &&
+                 bl_gtids_contains_mysql(d->gtids, d->gt_uuid, d->gt_tag, d->gt_gno);
+    d->tx_skipped += d->tx_skip;
+}
+
+/* The transaction id of a MySQL GTID: its own text form ("uuid[:tag]:gno"). */
+static tb_code mysql_gtid_txid(binlog_dec *d, tb_error *err)
+{
+    tb_buf_reset(&d->tmp);
+    bl_gtids *one = bl_gtids_new();
+    if (!one || bl_gtids_add_mysql(one, d->gt_uuid, d->gt_tag, d->gt_gno, d->gt_gno + 1) != TB_OK ||
+        bl_gtids_format(one, false, &d->tmp) != TB_OK) {
+        bl_gtids_free(one);
+        return FAIL(err, TB_ERR_NOMEM, "out of memory");
+    }
+    bl_gtids_free(one);
+    snprintf(d->txid, sizeof(d->txid), "%s", tb_buf_cstr(&d->tmp));
+    return TB_OK;
 }
 
 /* MySQL 8.3 serialization varlen integer. */
@@ -184,15 +202,8 @@ tb_code bl_on_gtid_tagged(binlog_dec *d, const uint8_t *hdr, const uint8_t *body
     if (!have_uuid || !have_gno)
         return FAIL(err, TB_ERR_CORRUPT, "GTID_TAGGED_LOG without uuid or gno");
     d->gt_kind = 1;
-    tb_buf_reset(&d->tmp);
-    bl_gtids *one = bl_gtids_new();
-    if (!one || bl_gtids_add_mysql(one, d->gt_uuid, d->gt_tag, d->gt_gno, d->gt_gno + 1) != TB_OK ||
-        bl_gtids_format(one, false, &d->tmp) != TB_OK) {
-        bl_gtids_free(one);
-        return FAIL(err, TB_ERR_NOMEM, "out of memory");
-    }
-    bl_gtids_free(one);
-    snprintf(d->txid, sizeof(d->txid), "%s", tb_buf_cstr(&d->tmp));
+    if (mysql_gtid_txid(d, err) != TB_OK)
+        return TB_ERR_NOMEM;
     gtid_starts_tx(d, hdr, commit_us);
     return TB_OK;
 }
@@ -215,15 +226,8 @@ tb_code bl_on_gtid(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *b
         memcpy(d->gt_uuid, body + 1, 16);
         d->gt_tag[0] = '\0';
         d->gt_gno = (int64_t)bl_u64(body + 17);
-        tb_buf_reset(&d->tmp);
-        bl_gtids *one = bl_gtids_new();
-        if (!one || bl_gtids_add_mysql(one, d->gt_uuid, "", d->gt_gno, d->gt_gno + 1) != TB_OK ||
-            bl_gtids_format(one, false, &d->tmp) != TB_OK) {
-            bl_gtids_free(one);
-            return FAIL(err, TB_ERR_NOMEM, "out of memory");
-        }
-        bl_gtids_free(one);
-        snprintf(d->txid, sizeof(d->txid), "%s", tb_buf_cstr(&d->tmp));
+        if (mysql_gtid_txid(d, err) != TB_OK)
+            return TB_ERR_NOMEM;
     }
     gtid_starts_tx(d, hdr, commit_us);
     return TB_OK;

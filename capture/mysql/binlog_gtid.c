@@ -267,6 +267,80 @@ tb_code bl_gtids_parse(bl_gtids *g, const char *text, bool mariadb, tb_error *er
     return rc;
 }
 
+static const gt_sid *sid_find(const bl_gtids *g, const uint8_t *uuid, const char *tag)
+{
+    for (size_t i = 0; i < g->nsids; i++)
+        if (sid_cmp(&g->sids[i], uuid, tag) == 0)
+            return &g->sids[i];
+    return NULL;
+}
+
+/* The interval of s holding [start, end) whole, or NULL (intervals are
+ * sorted, disjoint and merged, so one interval must hold it). */
+static const gt_ival *ival_cover(const gt_sid *s, int64_t start, int64_t end)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) { /* first interval whose end is past start */
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->iv[mid].end <= start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->n && s->iv[lo].start <= start && end <= s->iv[lo].end ? &s->iv[lo] : NULL;
+}
+
+bool bl_gtids_contains_mysql(const bl_gtids *g, const uint8_t uuid[16], const char *tag, int64_t gno)
+{
+    const gt_sid *s = g ? sid_find(g, uuid, tag) : NULL;
+    return s && ival_cover(s, gno, gno + 1);
+}
+
+bool bl_gtids_subset_mysql(const bl_gtids *a, const bl_gtids *b)
+{
+    for (size_t i = 0; i < a->nsids; i++) {
+        const gt_sid *sa = &a->sids[i], *sb = sid_find(b, sa->uuid, sa->tag);
+        for (size_t k = 0; k < sa->n; k++)
+            if (!sb || !ival_cover(sb, sa->iv[k].start, sa->iv[k].end))
+                return false;
+    }
+    return true;
+}
+
+tb_code bl_gtid_start_file(const char *const *files, const char *const *previous, size_t n, const char *start,
+                           size_t *pick, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    bl_gtids *want = bl_gtids_new(), *prev = bl_gtids_new();
+    if (!want || !prev) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    if ((rc = bl_gtids_parse(want, start, false, err)) != TB_OK)
+        goto out;
+    for (size_t i = n; i-- > 0;) {
+        if ((rc = bl_gtids_parse(prev, previous[i], false, err)) != TB_OK) {
+            rc = tb_error_set(err, TB_ERR_SOURCE, false, "binlog %s: Previous_gtids: %s", files[i], err->msg);
+            goto out;
+        }
+        if (bl_gtids_subset_mysql(prev, want)) {
+            *pick = i;
+            goto out;
+        }
+    }
+    if (n == 0)
+        rc = tb_error_set(err, TB_ERR_NOT_FOUND, false, "GTID set %s: the server lists no binlog", start);
+    else
+        rc = tb_error_set(err, TB_ERR_NOT_FOUND, false,
+                          "GTID set %s: even the oldest binlog, %s, comes after transactions the set lacks "
+                          "(purged from the server)",
+                          start, files[0]);
+out:
+    bl_gtids_free(want);
+    bl_gtids_free(prev);
+    return rc;
+}
+
 /* ------------------------------------------------------------ MariaDB compression */
 #include <zlib.h>
 

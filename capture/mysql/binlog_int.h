@@ -162,6 +162,19 @@ tb_code bl_gtids_parse(bl_gtids *g, const char *text, bool mariadb, tb_error *er
 /* Text form appended to out ("" when empty). */
 tb_code bl_gtids_format(const bl_gtids *g, bool mariadb, tb_buf *out);
 bool bl_gtids_empty(const bl_gtids *g);
+/* MySQL: gno of uuid/tag is in g (g may be NULL: false). */
+bool bl_gtids_contains_mysql(const bl_gtids *g, const uint8_t uuid[16], const char *tag, int64_t gno);
+/* MySQL: every GTID of a is in b. */
+bool bl_gtids_subset_mysql(const bl_gtids *a, const bl_gtids *b);
+/* Starting a MySQL stream from GTID set start without COM_BINLOG_DUMP_GTID:
+ * files[0..n) are the server's binlogs oldest first (SHOW BINARY LOGS),
+ * previous[i] the text of files[i]'s Previous_gtids event ("" or NULL:
+ * empty). *pick = the newest file whose Previous_gtids is inside start:
+ * everything before it was executed, and from it on the decoder skips what
+ * start holds (binlog_dec_skip_executed). No such file: TB_ERR_NOT_FOUND, the
+ * transactions after start were purged (the error names the oldest file). */
+tb_code bl_gtid_start_file(const char *const *files, const char *const *previous, size_t n, const char *start,
+                           size_t *pick, tb_error *err);
 
 /* Unpack a MariaDB compressed buffer (1 header byte 0x80|n, n bytes big-endian
  * length, zlib stream) into out (replaced). */
@@ -221,6 +234,9 @@ struct binlog_dec {
     uint32_t gt_domain, gt_server;
     uint64_t gt_seq;
     bl_gtids *gtids;
+    bool skip_executed;   /* MySQL GTID start: transactions already in gtids are decoded, not emitted */
+    bool tx_skip;         /* the open transaction is one of those */
+    uint64_t tx_skipped;
     tb_position pos;
     tb_buf tmp;
     /* output */

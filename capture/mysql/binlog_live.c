@@ -12,8 +12,12 @@
  *   else COM_BINLOG_DUMP from file + position (mariadb_rpl_open)
  * The start is, in order: the position given to binlog_open; source.start.gtid;
  * source.start.file + source.start.position; the server's current position
- * (SHOW MASTER STATUS). MySQL sources are resumed by file + position only
- * (COM_BINLOG_DUMP_GTID is not offered by Connector/C).
+ * (SHOW MASTER STATUS). A MySQL source given a GTID set without a file
+ * (Connector/C offers no COM_BINLOG_DUMP_GTID): SHOW BINARY LOGS, then each
+ * file's Previous_gtids event (SHOW BINLOG EVENTS IN f LIMIT 4), newest
+ * first; the stream starts at 4 in the newest file whose Previous_gtids lies
+ * inside the set (bl_gtid_start_file), and the decoder skips the transactions
+ * the set already holds (binlog_dec_skip_executed).
  *
  * Errors and reconnects: a lost connection (or a read timeout of three
  * heartbeat periods) closes the session; binlog_live_next then reconnects
@@ -135,6 +139,73 @@ static tb_code current_position(binlog_live *l, tb_position *p, tb_error *err)
                         mysql_error(l->mysql));
 }
 
+/* MySQL, start = GTID set only: the binlog file to stream from (module comment). */
+static tb_code mysql_gtid_start(binlog_live *l, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    char **files = NULL, **prev = NULL;
+    size_t n = 0, cap = 0, pick = 0;
+    if (mysql_query(l->mysql, "SHOW BINARY LOGS") != 0)
+        return tb_error_set(err, TB_ERR_SOURCE, true, "%s:%u: SHOW BINARY LOGS: %s", l->host, l->port,
+                            mysql_error(l->mysql));
+    MYSQL_RES *r = mysql_store_result(l->mysql);
+    for (MYSQL_ROW row; r && (row = mysql_fetch_row(r)) && rc == TB_OK;) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nf = realloc(files, cap * sizeof(*nf)), **np = nf ? realloc(prev, cap * sizeof(*np)) : NULL;
+            files = nf ? nf : files;
+            prev = np ? np : prev;
+            if (!nf || !np) {
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+                break;
+            }
+        }
+        prev[n] = NULL;
+        if (!(files[n++] = strdup(row[0] ? row[0] : "")))
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    mysql_free_result(r);
+    for (size_t i = 0; i < n && rc == TB_OK; i++) {
+        char esc[1024], q[1200];
+        if (strlen(files[i]) >= sizeof(esc) / 2) {
+            rc = tb_error_set(err, TB_ERR_SOURCE, false, "%s:%u: binlog name too long: %s", l->host, l->port, files[i]);
+            break;
+        }
+        mysql_real_escape_string(l->mysql, esc, files[i], (unsigned long)strlen(files[i]));
+        snprintf(q, sizeof(q), "SHOW BINLOG EVENTS IN '%s' LIMIT 4", esc);
+        if (mysql_query(l->mysql, q) != 0) {
+            rc = tb_error_set(err, TB_ERR_SOURCE, true, "%s:%u: %s: %s", l->host, l->port, q, mysql_error(l->mysql));
+            break;
+        }
+        MYSQL_RES *er = mysql_store_result(l->mysql); /* Log_name, Pos, Event_type, Server_id, End_log_pos, Info */
+        for (MYSQL_ROW row; er && mysql_num_fields(er) >= 6 && (row = mysql_fetch_row(er));)
+            if (row[2] && strcmp(row[2], "Previous_gtids") == 0) {
+                if (!(prev[i] = strdup(row[5] ? row[5] : "")))
+                    rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+                break;
+            }
+        mysql_free_result(er);
+    }
+    if (rc == TB_OK &&
+        (rc = bl_gtid_start_file((const char *const *)files, (const char *const *)prev, n, l->start.gtid_set, &pick,
+                                 err)) != TB_OK)
+        l->position_gone = rc == TB_ERR_NOT_FOUND; /* purged, like error 1236: not retried */
+    if (rc == TB_OK) {
+        if (tb_position_set_file(&l->start, files[pick]) != TB_OK)
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        l->start.pos = 4;
+        TB_INFO("binlog", "%s:%u: GTID set %s starts in %s (its Previous_gtids: %s); executed transactions are skipped",
+                l->host, l->port, l->start.gtid_set, files[pick], prev[pick] && *prev[pick] ? prev[pick] : "empty");
+    }
+    for (size_t i = 0; i < n; i++) {
+        free(files[i]);
+        free(prev[i]);
+    }
+    free(files);
+    free(prev);
+    return rc;
+}
+
 static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
 {
     tb_code rc = TB_OK;
@@ -176,11 +247,11 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
             return rc;
         rc = tb_position_set_file(&l->start, NULL);
     } else {
-        if (!l->mariadb && (!l->start.file || !l->start.file[0]) && l->start.gtid_set && l->start.gtid_set[0])
-            return tb_error_set(err, TB_ERR_UNSUPPORTED, false,
-                                "%s:%u: MySQL source: resuming by GTID set alone is not supported (no "
-                                "COM_BINLOG_DUMP_GTID in Connector/C); give a binlog file and position",
-                                l->host, l->port);
+        if (!l->mariadb && (!l->start.file || !l->start.file[0]) && l->start.gtid_set && l->start.gtid_set[0]) {
+            if ((rc = mysql_gtid_start(l, err)) != TB_OK)
+                return rc;
+            binlog_dec_skip_executed(dec, true);
+        }
         if (!l->start.file || !l->start.file[0]) {
             if ((rc = current_position(l, &l->start, err)) != TB_OK)
                 return rc;
