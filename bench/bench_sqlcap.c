@@ -267,6 +267,21 @@ static void reader_result(pid_t p, int go_fd, int res_fd, bool term, long *event
     waitpid(p, &st, 0);
 }
 
+/* One writer run on a fresh database with a follow-mode reader attached (WAL
+ * reader with shadow, or trigger mode): wall seconds; *cpu, *wal as writer_run. */
+static double writer_with_reader(const char *path, int ntx, int r, bool trigger, double *cpu, long *wal)
+{
+    int go, res;
+    long ev;
+    double secs;
+    setup_db(path);
+    pid_t p = spawn_reader(path, trigger, !trigger, false, &go, &res);
+    double t = writer_run(path, ntx, (unsigned)r, wal);
+    *cpu = last_writer_cpu;
+    reader_result(p, go, res, true, &ev, &secs);
+    return t;
+}
+
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -302,22 +317,14 @@ int main(int argc, char **argv)
     memset(tn, 0, sizeof tn), memset(tw, 0, sizeof tw), memset(tp, 0, sizeof tp), memset(tt, 0, sizeof tt);
     memset(cn, 0, sizeof cn), memset(cw, 0, sizeof cw), memset(cp, 0, sizeof cp), memset(ct, 0, sizeof ct);
     for (int r = 0; part1 && r < runs; r++) {
-        int go, res;
-        long ev;
-        double secs;
         pid_t p;
         if (strchr(phases, 'n')) {
             setup_db(path);
             tn[r] = writer_run(path, ntx, (unsigned)r, &wal_n);
             cn[r] = last_writer_cpu;
         }
-        if (strchr(phases, 'w')) {
-            setup_db(path);
-            p = spawn_reader(path, false, true, false, &go, &res);
-            tw[r] = writer_run(path, ntx, (unsigned)r, &wal_w);
-            cw[r] = last_writer_cpu;
-            reader_result(p, go, res, true, &ev, &secs);
-        }
+        if (strchr(phases, 'w'))
+            tw[r] = writer_with_reader(path, ntx, r, false, &cw[r], &wal_w);
         if (strchr(phases, 'p')) {
             setup_db(path);
             p = spawn_pin(path);
@@ -326,13 +333,8 @@ int main(int argc, char **argv)
             kill(p, SIGKILL);
             waitpid(p, NULL, 0);
         }
-        if (strchr(phases, 't')) {
-            setup_db(path);
-            p = spawn_reader(path, true, false, false, &go, &res);
-            tt[r] = writer_run(path, ntx, (unsigned)r, &wal_t);
-            ct[r] = last_writer_cpu;
-            reader_result(p, go, res, true, &ev, &secs);
-        }
+        if (strchr(phases, 't'))
+            tt[r] = writer_with_reader(path, ntx, r, true, &ct[r], &wal_t);
         printf("run %d: no reader %.3f s, wal reader %.3f s, pin only %.3f s, trigger mode %.3f s\n", r + 1, tn[r], tw[r],
                tp[r], tt[r]);
     }
