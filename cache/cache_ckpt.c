@@ -21,7 +21,6 @@
  * frames the thread has not copied yet, and the next transaction restarts the
  * WAL. The WAL cannot grow without bound.
  */
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "cache_int.h"
@@ -31,38 +30,20 @@
 #define CKPT_HARD 16384  /* WAL frames at which the committing thread checkpoints (and restarts the WAL) */
 
 struct cache_ckpt {
-    sqlite3 *db;       /* the thread's own connection */
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool pending, stop, busy;
-    int64_t runs;
-    int mark; /* writer only: WAL frames when the thread was last woken */
+    sqlite3 *db; /* the thread's own connection */
+    cache_worker *w;
+    int mark;    /* writer only: WAL frames when the thread was last woken */
 };
 
-static void *ckpt_main(void *arg)
+/* The worker's job: copy what the WAL holds now. */
+static void ckpt_run(void *arg)
 {
     cache_ckpt *k = arg;
-    pthread_mutex_lock(&k->mu);
-    for (;;) {
-        while (!k->pending && !k->stop)
-            pthread_cond_wait(&k->cv, &k->mu);
-        if (k->stop)
-            break;
-        k->pending = false;
-        k->busy = true;
-        pthread_mutex_unlock(&k->mu);
-        int log = 0, done = 0;
-        int rc = sqlite3_wal_checkpoint_v2(k->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
-        if (rc != SQLITE_OK && rc != SQLITE_BUSY)
-            TB_WARN("cache", "background checkpoint: %s", sqlite3_errmsg(k->db));
-        TB_DEBUG("cache", "background checkpoint: rc %d, %d of %d WAL frames copied", rc, done, log);
-        pthread_mutex_lock(&k->mu);
-        k->busy = false;
-        k->runs++;
-    }
-    pthread_mutex_unlock(&k->mu);
-    return NULL;
+    int log = 0, done = 0;
+    int rc = sqlite3_wal_checkpoint_v2(k->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+        TB_WARN("cache", "background checkpoint: %s", sqlite3_errmsg(k->db));
+    TB_DEBUG("cache", "background checkpoint: rc %d, %d of %d WAL frames copied", rc, done, log);
 }
 
 /* sqlite3_wal_hook: after every commit of the writer, on its thread. */
@@ -71,14 +52,9 @@ static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int frames)
     cache_ckpt *k = arg;
     if (frames < k->mark) /* the WAL restarted */
         k->mark = 0;
-    pthread_mutex_lock(&k->mu);
-    bool idle = !k->busy && !k->pending;
-    if (frames < CKPT_HARD && frames - k->mark >= CKPT_SOFT && !k->pending) {
+    bool idle = cache_worker_idle(k->w);
+    if (frames < CKPT_HARD && frames - k->mark >= CKPT_SOFT && cache_worker_signal(k->w))
         k->mark = frames;
-        k->pending = true;
-        pthread_cond_signal(&k->cv);
-    }
-    pthread_mutex_unlock(&k->mu);
     if (frames >= 2 * CKPT_HARD || (frames >= CKPT_HARD && idle)) {
         int log = 0, done = 0;
         sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
@@ -90,47 +66,32 @@ static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int frames)
 
 tb_code cache_ckpt_start(cache_store *s, tb_error *err)
 {
+    tb_code rc;
     cache_ckpt *k = calloc(1, sizeof(*k));
     if (!k)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     if (sqlite3_open_v2(s->path, &k->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-        tb_error_set(err, TB_ERR_IO, false, "%s: opening the checkpoint connection: %s", s->path,
-                     k->db ? sqlite3_errmsg(k->db) : "out of memory");
-        sqlite3_close(k->db);
-        free(k);
-        return TB_ERR_IO;
+        rc = tb_error_set(err, TB_ERR_IO, false, "%s: opening the checkpoint connection: %s", s->path,
+                          k->db ? sqlite3_errmsg(k->db) : "out of memory");
+        goto fail;
     }
     sqlite3_busy_timeout(k->db, 1000);
     sqlite3_wal_autocheckpoint(k->db, 0);
     /* a connection opens the WAL at its first read: until then a checkpoint is a no-op */
     if (sqlite3_exec(k->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) != SQLITE_OK) {
-        tb_error_set(err, TB_ERR_IO, false, "%s: the checkpoint connection cannot read: %s", s->path,
-                     sqlite3_errmsg(k->db));
-        sqlite3_close(k->db);
-        free(k);
-        return TB_ERR_IO;
+        rc = tb_error_set(err, TB_ERR_IO, false, "%s: the checkpoint connection cannot read: %s", s->path,
+                          sqlite3_errmsg(k->db));
+        goto fail;
     }
-    if (pthread_mutex_init(&k->mu, NULL) != 0) {
-        sqlite3_close(k->db);
-        free(k);
-        return tb_error_set(err, TB_ERR_NOMEM, false, "checkpoint thread: no mutex");
-    }
-    if (pthread_cond_init(&k->cv, NULL) != 0) {
-        pthread_mutex_destroy(&k->mu);
-        sqlite3_close(k->db);
-        free(k);
-        return tb_error_set(err, TB_ERR_NOMEM, false, "checkpoint thread: no condition variable");
-    }
-    if (pthread_create(&k->thread, NULL, ckpt_main, k) != 0) {
-        pthread_cond_destroy(&k->cv);
-        pthread_mutex_destroy(&k->mu);
-        sqlite3_close(k->db);
-        free(k);
-        return tb_error_set(err, TB_ERR_NOMEM, false, "cannot start the checkpoint thread");
-    }
+    if ((rc = cache_worker_start(ckpt_run, k, &k->w, err)) != TB_OK)
+        goto fail;
     s->ckpt = k;
     sqlite3_wal_hook(s->db, ckpt_hook, k); /* replaces the automatic checkpoint */
     return TB_OK;
+fail:
+    sqlite3_close(k->db);
+    free(k);
+    return rc;
 }
 
 void cache_ckpt_stop(cache_store *s)
@@ -139,15 +100,9 @@ void cache_ckpt_stop(cache_store *s)
     if (!k)
         return;
     sqlite3_wal_hook(s->db, NULL, NULL);
-    pthread_mutex_lock(&k->mu);
-    k->stop = true;
-    pthread_cond_signal(&k->cv);
-    pthread_mutex_unlock(&k->mu);
-    pthread_join(k->thread, NULL);
-    TB_DEBUG("cache", "%s: %lld background checkpoints", s->path, (long long)k->runs);
+    int64_t runs = cache_worker_stop(k->w);
+    TB_DEBUG("cache", "%s: %lld background checkpoints", s->path, (long long)runs);
     sqlite3_close(k->db);
-    pthread_cond_destroy(&k->cv);
-    pthread_mutex_destroy(&k->mu);
     free(k);
     s->ckpt = NULL;
 }

@@ -10,7 +10,8 @@
  * cache then waits for data (seen with kafka.debug=fetch: "not fetchable:
  * queued.min.messages exceeded", then a fetch exactly one second later; the
  * loop was idle about 40% of a 1M-message replay). librdkafka 2.0 has no
- * setting for this (fetch.queue.backoff.ms came later).
+ * setting for this (fetch.queue.backoff.ms came with 2.2.0; Debian 12 has
+ * 2.0.2).
  *
  * What: when the cache has drained its queue from near queued.min.messages
  * to below it, it pokes this thread, which asks a partition's leader for its
@@ -21,9 +22,11 @@
  * table partitions in turn (several leaders: each is woken in its turn). The
  * poke never blocks the cache's thread; pokes that arrive while a query runs
  * collapse into one. Only the wake-up matters, the answer is dropped: nothing
- * here touches offsets, so exact resume does not depend on it.
+ * here touches offsets, so exact resume does not depend on it. Stopping joins
+ * the thread, so it waits for a query in flight (answered in a millisecond or
+ * two; a broker that stops answering without closing the connection holds it
+ * for up to socket.timeout.ms).
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,14 +35,11 @@
 #include "tb_log.h"
 
 struct cache_nudge {
-    rd_kafka_t *rk; /* borrowed */
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool pending, stop;
+    rd_kafka_t *rk;   /* borrowed */
+    cache_worker *w;
+    /* written by the cache's thread while the worker is idle, read by the worker's job */
     char topic[256];  /* Kafka topic names have at most 249 bytes */
     int32_t partition;
-    int64_t sent;     /* queries made (for the debug line at stop) */
     /* the cache's thread only: */
     int64_t low_water; /* rk's queued.min.messages */
     bool armed;        /* the queue was near low_water since the last poke */
@@ -47,33 +47,19 @@ struct cache_nudge {
     size_t next;       /* round robin over the partitions */
 };
 
-static void *nudge_main(void *arg)
+/* The worker's job: one watermark query (its answer is not needed). */
+static void nudge_run(void *arg)
 {
     cache_nudge *n = arg;
-    char topic[sizeof(n->topic)];
-    pthread_mutex_lock(&n->mu);
-    for (;;) {
-        while (!n->pending && !n->stop)
-            pthread_cond_wait(&n->cv, &n->mu);
-        if (n->stop)
-            break;
-        memcpy(topic, n->topic, sizeof(topic));
-        int32_t partition = n->partition;
-        n->pending = false;
-        pthread_mutex_unlock(&n->mu);
-        int64_t lo, hi;
-        rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(n->rk, topic, partition, &lo, &hi, 1000);
-        if (e)
-            TB_DEBUG("cache", "fetch nudge on %s [%d]: %s", topic, (int)partition, rd_kafka_err2str(e));
-        pthread_mutex_lock(&n->mu);
-        n->sent++;
-    }
-    pthread_mutex_unlock(&n->mu);
-    return NULL;
+    int64_t lo, hi;
+    rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(n->rk, n->topic, n->partition, &lo, &hi, 1000);
+    if (e)
+        TB_DEBUG("cache", "fetch nudge on %s [%d]: %s", n->topic, (int)n->partition, rd_kafka_err2str(e));
 }
 
 tb_code cache_nudge_start(rd_kafka_t *rk, cache_nudge **out, tb_error *err)
 {
+    tb_code rc;
     cache_nudge *n = calloc(1, sizeof(*n));
     *out = NULL;
     if (!n)
@@ -84,38 +70,12 @@ tb_code cache_nudge_start(rd_kafka_t *rk, cache_nudge **out, tb_error *err)
     n->low_water = rd_kafka_conf_get(rd_kafka_conf(rk), "queued.min.messages", v, &vn) == RD_KAFKA_CONF_OK
                        ? atoll(v)
                        : 100000;
-    if (pthread_mutex_init(&n->mu, NULL) != 0) {
+    if ((rc = cache_worker_start(nudge_run, n, &n->w, err)) != TB_OK) {
         free(n);
-        return tb_error_set(err, TB_ERR_NOMEM, false, "fetch nudge: no mutex");
-    }
-    if (pthread_cond_init(&n->cv, NULL) != 0) {
-        pthread_mutex_destroy(&n->mu);
-        free(n);
-        return tb_error_set(err, TB_ERR_NOMEM, false, "fetch nudge: no condition variable");
-    }
-    if (pthread_create(&n->thread, NULL, nudge_main, n) != 0) {
-        pthread_cond_destroy(&n->cv);
-        pthread_mutex_destroy(&n->mu);
-        free(n);
-        return tb_error_set(err, TB_ERR_NOMEM, false, "fetch nudge: cannot start a thread");
+        return rc;
     }
     *out = n;
     return TB_OK;
-}
-
-static void poke(cache_nudge *n, const char *topic, int32_t partition)
-{
-    size_t len = strlen(topic);
-    if (len >= sizeof(n->topic))
-        return;
-    pthread_mutex_lock(&n->mu);
-    if (!n->pending) {
-        memcpy(n->topic, topic, len + 1);
-        n->partition = partition;
-        n->pending = true;
-        pthread_cond_signal(&n->cv);
-    }
-    pthread_mutex_unlock(&n->mu);
 }
 
 void cache_nudge_check(cache_nudge *n, rd_kafka_queue_t *q, const cache_part *parts, size_t nparts)
@@ -130,15 +90,18 @@ void cache_nudge_check(cache_nudge *n, rd_kafka_queue_t *q, const cache_part *pa
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     double t = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-    if (t - n->last < 0.01)
+    if (t - n->last < 0.01 || !cache_worker_idle(n->w)) /* a query in flight wakes the broker anyway */
         return;
     for (size_t k = 0; k < nparts; k++) {
         const cache_part *p = &parts[(n->next + k) % nparts];
-        if (p->assigned && !p->schema) {
+        size_t len_topic = strlen(p->topic);
+        if (p->assigned && !p->schema && len_topic < sizeof(n->topic)) {
+            memcpy(n->topic, p->topic, len_topic + 1);
+            n->partition = p->partition;
             n->next = (n->next + k + 1) % nparts;
             n->last = t;
             n->armed = false;
-            poke(n, p->topic, p->partition);
+            cache_worker_signal(n->w);
             return;
         }
     }
@@ -148,13 +111,7 @@ void cache_nudge_stop(cache_nudge *n)
 {
     if (!n)
         return;
-    pthread_mutex_lock(&n->mu);
-    n->stop = true;
-    pthread_cond_signal(&n->cv);
-    pthread_mutex_unlock(&n->mu);
-    pthread_join(n->thread, NULL);
-    TB_DEBUG("cache", "fetch nudges sent: %lld", (long long)n->sent);
-    pthread_cond_destroy(&n->cv);
-    pthread_mutex_destroy(&n->mu);
+    int64_t runs = cache_worker_stop(n->w);
+    TB_DEBUG("cache", "fetch nudges sent: %lld", (long long)runs);
     free(n);
 }

@@ -559,7 +559,7 @@ static rd_kafka_t *new_consumer(cache_ctx *c, const char *group, bool group_mode
     /* librdkafka's prefetch dominates the peak RSS: its defaults (1 MiB per partition and fetch,
      * fetching until queued.min.messages are queued) keep the loop fed now that cache_nudge.c
      * wakes the fetcher; the 4 MiB fetches that used to hide the fetcher's one-second tick cost
-     * about 130 MiB more peak RSS and were slower (1M replay: 2.8 s / 182 MiB vs 3.0 s / 315 MiB,
+     * about 130 MiB more peak RSS and were slower (1M replay: 2.8 s / 176 MiB vs 3.0 s / 308 MiB,
      * docs/cache.md). */
     rd_kafka_conf_t *conf = cache_kafka_conf(c->o->brokers, c->o->kafka_props, err);
     if (!conf)

@@ -36,14 +36,14 @@ static void tmp_path(char *out, size_t n, const char *what)
     snprintf(out, n, "/tmp/cache-ckpt-%s-%ld.db", what, (long)getpid());
 }
 
+/* The file with its -wal and -shm companions. */
 static void rm_db(const char *db)
 {
+    static const char *const suffix[] = {"", "-wal", "-shm"};
     char p[300];
-    unlink(db);
-    snprintf(p, sizeof(p), "%s-wal", db);
-    unlink(p);
-    snprintf(p, sizeof(p), "%s-shm", db);
-    unlink(p);
+    for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++)
+        if (snprintf(p, sizeof(p), "%s%s", db, suffix[i]) < (int)sizeof(p))
+            unlink(p);
 }
 
 /* One transaction of about 500 new 4 KiB pages. */

@@ -149,19 +149,39 @@ static void paths(const char *prefix, const char *tag, char *db, char *log)
     unlink(log);
 }
 
+/* A test's topics: <prefix>.schema (1 partition, schema version 1 written) and
+ * <prefix>.db1.t (parts partitions, aggressive compaction when asked). Fills
+ * prefix[64], topic[128] and, when not NULL, stopic[128]; returns the producer
+ * (the caller destroys it). */
+static rd_kafka_t *setup_topics(const char *what, int parts, int aggressive, char *prefix, char *topic, char *stopic)
+{
+    char st[128];
+    it_prefix(prefix, 64, what);
+    snprintf(topic, 128, "%s.db1.t", prefix);
+    snprintf(st, sizeof(st), "%s.schema", prefix);
+    if (stopic)
+        memcpy(stopic, st, sizeof(st));
+    rd_kafka_t *rk = it_producer();
+    it_create_topic(rk, st, 1, aggressive);
+    it_create_topic(rk, topic, parts, aggressive);
+    put_schema(rk, prefix, false);
+    return rk;
+}
+
+/* A model of ids keys, none with a row yet (the caller frees m.n). */
+static model new_model(long ids)
+{
+    model m = {calloc((size_t)ids, sizeof(long)), ids, 0};
+    for (long i = 0; i < ids; i++)
+        m.n[i] = -1;
+    return m;
+}
+
 Test(it, compacted_changelog)
 {
-    char prefix[64], topic[128], stopic[128], db[256], log[256];
-    it_prefix(prefix, sizeof(prefix), "c");
-    snprintf(topic, sizeof(topic), "%s.db1.t", prefix);
-    snprintf(stopic, sizeof(stopic), "%s.schema", prefix);
-    rd_kafka_t *rk = it_producer();
-    it_create_topic(rk, stopic, 1, 1);
-    it_create_topic(rk, topic, 3, 1);
-    model m = {calloc(2000, sizeof(long)), 2000, 0};
-    for (long i = 0; i < m.ids; i++)
-        m.n[i] = -1;
-    put_schema(rk, prefix, false);
+    char prefix[64], topic[128], db[256], log[256];
+    rd_kafka_t *rk = setup_topics("c", 3, 1, prefix, topic, NULL);
+    model m = new_model(2000);
     changelog(rk, topic, &m, 6000, 400, 7);
     it_flush(rk);
     /* keep segments rolling (a tombstone of a key that never existed on every
@@ -222,17 +242,9 @@ Test(it, compacted_changelog)
 
 Test(it, kill9_resume)
 {
-    char prefix[64], topic[128], stopic[128], dba[256], loga[256], dbb[256], logb[256];
-    it_prefix(prefix, sizeof(prefix), "k");
-    snprintf(topic, sizeof(topic), "%s.db1.t", prefix);
-    snprintf(stopic, sizeof(stopic), "%s.schema", prefix);
-    rd_kafka_t *rk = it_producer();
-    it_create_topic(rk, stopic, 1, 0);
-    it_create_topic(rk, topic, 3, 0);
-    model m = {calloc(40000, sizeof(long)), 40000, 0};
-    for (long i = 0; i < m.ids; i++)
-        m.n[i] = -1;
-    put_schema(rk, prefix, false);
+    char prefix[64], topic[128], dba[256], loga[256], dbb[256], logb[256];
+    rd_kafka_t *rk = setup_topics("k", 3, 0, prefix, topic, NULL);
+    model m = new_model(40000);
     changelog(rk, topic, &m, 150000, 30000, 11);
     it_flush(rk);
     long long total = m.produced; /* table messages (schema records are not counted) */
@@ -279,18 +291,10 @@ Test(it, kill9_resume)
 
 Test(it, group_split)
 {
-    char prefix[64], topic[128], stopic[128], dba[256], loga[256], dbb[256], logb[256], group[96];
-    it_prefix(prefix, sizeof(prefix), "g");
-    snprintf(topic, sizeof(topic), "%s.db1.t", prefix);
-    snprintf(stopic, sizeof(stopic), "%s.schema", prefix);
+    char prefix[64], topic[128], dba[256], loga[256], dbb[256], logb[256], group[96];
+    rd_kafka_t *rk = setup_topics("g", 4, 0, prefix, topic, NULL);
     snprintf(group, sizeof(group), "%s-cache", prefix);
-    rd_kafka_t *rk = it_producer();
-    it_create_topic(rk, stopic, 1, 0);
-    it_create_topic(rk, topic, 4, 0);
-    model m = {calloc(3000, sizeof(long)), 3000, 0};
-    for (long i = 0; i < m.ids; i++)
-        m.n[i] = -1;
-    put_schema(rk, prefix, false);
+    model m = new_model(3000);
     changelog(rk, topic, &m, 5000, 2000, 3);
     it_flush(rk);
     long long live = 0, sum = 0;
@@ -350,14 +354,8 @@ Test(it, group_split)
 
 Test(it, schema_add_column)
 {
-    char prefix[64], topic[128], stopic[128], db[256], log[256], key[64], val[1024];
-    it_prefix(prefix, sizeof(prefix), "s");
-    snprintf(topic, sizeof(topic), "%s.db1.t", prefix);
-    snprintf(stopic, sizeof(stopic), "%s.schema", prefix);
-    rd_kafka_t *rk = it_producer();
-    it_create_topic(rk, stopic, 1, 0);
-    it_create_topic(rk, topic, 2, 0);
-    put_schema(rk, prefix, false);
+    char prefix[64], topic[128], db[256], log[256], key[64], val[1024];
+    rd_kafka_t *rk = setup_topics("s", 2, 0, prefix, topic, NULL);
     for (long id = 0; id < 100; id++) {
         snprintf(key, sizeof(key), "{\"id\":%ld}", id);
         env_row(val, sizeof(val), "c", id, id, NULL);
@@ -408,13 +406,7 @@ Test(it, schema_add_column)
 Test(it, schema_incompatible_rebuilds)
 {
     char prefix[64], topic[128], stopic[128], db[256], log[256], key[64], val[2048];
-    it_prefix(prefix, sizeof(prefix), "r");
-    snprintf(topic, sizeof(topic), "%s.db1.t", prefix);
-    snprintf(stopic, sizeof(stopic), "%s.schema", prefix);
-    rd_kafka_t *rk = it_producer();
-    it_create_topic(rk, stopic, 1, 0);
-    it_create_topic(rk, topic, 2, 0);
-    put_schema(rk, prefix, false);
+    rd_kafka_t *rk = setup_topics("r", 2, 0, prefix, topic, stopic);
     for (long id = 0; id < 200; id++) {
         snprintf(key, sizeof(key), "{\"id\":%ld}", id);
         env_row(val, sizeof(val), "c", id, id, NULL);
@@ -464,17 +456,9 @@ Test(it, schema_incompatible_rebuilds)
 
 Test(it, replay_keeps_fetching)
 {
-    char prefix[64], topic[128], stopic[128], db[256], log[256];
-    it_prefix(prefix, sizeof(prefix), "f");
-    snprintf(topic, sizeof(topic), "%s.db1.t", prefix);
-    snprintf(stopic, sizeof(stopic), "%s.schema", prefix);
-    rd_kafka_t *rk = it_producer();
-    it_create_topic(rk, stopic, 1, 0);
-    it_create_topic(rk, topic, 3, 0);
-    model m = {calloc(20000, sizeof(long)), 20000, 0};
-    for (long i = 0; i < m.ids; i++)
-        m.n[i] = -1;
-    put_schema(rk, prefix, false);
+    char prefix[64], topic[128], db[256], log[256];
+    rd_kafka_t *rk = setup_topics("f", 3, 0, prefix, topic, NULL);
+    model m = new_model(20000);
     for (long i = 0; i < 60000; i++)
         upsert(rk, topic, &m, i % m.ids, i);
     it_flush(rk);
