@@ -68,7 +68,7 @@ static bool scan_string(cj_scan *s, cj_val *v)
             unsigned m = stop16(s->p, true);
             if (m) {
                 s->p += __builtin_ctz(m);
-                break;
+                goto stop; /* s->p is at that byte: no need for the slower scans below */
             }
             s->p += 16;
         }
@@ -91,6 +91,9 @@ static bool scan_string(cj_scan *s, cj_val *v)
         }
         if (s->p >= s->end)
             break;
+#ifdef __SSE2__
+    stop:;
+#endif
         unsigned char c = (unsigned char)*s->p;
         if (c == '"') {
             v->type = CJ_STRING;
