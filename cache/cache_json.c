@@ -17,10 +17,17 @@ typedef struct cj_scan {
     const char *why;
 } cj_scan;
 
-static void ws(cj_scan *s)
+static void ws_skip(cj_scan *s)
 {
     while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
         s->p++;
+}
+
+/* Skip whitespace; compact JSON has none, so the usual case is one comparison. */
+static inline void ws(cj_scan *s)
+{
+    if (s->p < s->end && (unsigned char)*s->p <= ' ')
+        ws_skip(s);
 }
 
 static bool fail(cj_scan *s, const char *why)
