@@ -399,6 +399,8 @@ typedef struct reader_cfg {
     int timeout_s;
     bool trigger;
     bool no_pin; /* negative control */
+    bool barrier;        /* reset windows under a write barrier (sqlcap_opts.checkpoint_barrier) */
+    int min_generations; /* exit status 4 when fewer WAL generations were seen */
 } reader_cfg;
 
 /* The reader process: returns its exit status (0 ok, 1 capture error, 2 replay errors, 3 timeout). */
@@ -423,8 +425,9 @@ static int reader_main(const reader_cfg *rc)
                      .test_no_pin = rc->no_pin,
                      /* SQLCAP_REPIN_MS=N runs the readers with the lazy leapfrog option */
                      .repin_ms = getenv("SQLCAP_REPIN_MS") ? atoi(getenv("SQLCAP_REPIN_MS")) : 0,
-                     .checkpoint = getenv("SQLCAP_CHECKPOINT") != NULL,
-                     .checkpoint_barrier = getenv("SQLCAP_CHECKPOINT") && strcmp(getenv("SQLCAP_CHECKPOINT"), "barrier") == 0};
+                     .checkpoint = rc->barrier || getenv("SQLCAP_CHECKPOINT") != NULL,
+                     .checkpoint_barrier = rc->barrier || (getenv("SQLCAP_CHECKPOINT") &&
+                                                           strcmp(getenv("SQLCAP_CHECKPOINT"), "barrier") == 0)};
     sqlcap *c = NULL;
     if (sqlcap_open_opts(&o, &start, &c, &err) != TB_OK) {
         fprintf(stderr, "reader: open: %s\n", err.msg);
@@ -484,6 +487,8 @@ static int reader_main(const reader_cfg *rc)
     tb_position_free(&start);
     if (status == 0 && r.errors)
         status = 2;
+    if (status == 0 && stt.generations < (uint64_t)rc->min_generations)
+        status = 4;
     return status;
 }
 
@@ -624,7 +629,8 @@ typedef struct run_result {
     int reader_status, writer_status, diffs, mism;
 } run_result;
 
-static run_result run_one(int pagesize, unsigned long long seed, int ntx, int drop_nth, bool shadow, bool no_pin)
+static run_result run_one_cfg(int pagesize, unsigned long long seed, int ntx, int drop_nth, bool shadow, bool no_pin,
+                              bool barrier, int min_generations)
 {
     char db[300], rep[300], wlog[300], rlog[300], ps[16], sd[32], nt[16];
     snprintf(db, sizeof db, "%s/src.db", tdir);
@@ -638,7 +644,7 @@ static run_result run_one(int pagesize, unsigned long long seed, int ntx, int dr
     cr_assert_eq(run_writer(init), 0, "writer init failed");
     copy_file(db, rep);
     /* the writer's run connection keeps the WAL; a first connection recreates it */
-    reader_cfg rc = {db, rep, rlog, -1, drop_nth, shadow, 50, false, no_pin};
+    reader_cfg rc = {db, rep, rlog, -1, drop_nth, shadow, 50, false, no_pin, barrier, min_generations};
     pid_t rd = spawn_reader(&rc);
     char *run[] = {"sqlcap_writer", "run", db, sd, nt, wlog, NULL};
     writer_proc wr = spawn_writer(run);
@@ -651,6 +657,11 @@ static run_result run_one(int pagesize, unsigned long long seed, int ntx, int dr
         res.writer_status = res.writer_status ? res.writer_status : 99;
     res.mism = compare_logs(wlog, rlog);
     return res;
+}
+
+static run_result run_one(int pagesize, unsigned long long seed, int ntx, int drop_nth, bool shadow, bool no_pin)
+{
+    return run_one_cfg(pagesize, seed, ntx, drop_nth, shadow, no_pin, false, 0);
 }
 
 static void quiet_logs(void) { tb_log_set_level(TB_LOG_WARN); }
@@ -672,6 +683,23 @@ static void replay_test(int pagesize, int ntx, bool shadow)
 }
 
 Test(sqlcap, replay_page_4k_shadow) { replay_test(4096, 400, true); }
+
+/* Barrier reset windows (sqlcap_opts.checkpoint_barrier): the WAL is rewound
+ * under the reader (at least one generation after the first)
+ * and the replay is still exact. */
+Test(sqlcap, replay_barrier_windows)
+{
+    unsigned long long seed = test_seed();
+    fprintf(stderr, "sqlcap barrier windows: seed %llu (SQLCAP_SEED=%llu to reproduce)\n", seed, seed);
+    mk_tmpdir();
+    run_result r = run_one_cfg(4096, seed, 600, 0, true, false, true, 2);
+    cr_expect_eq(r.writer_status, 0, "writer failed (a barrier must not make it fail: it uses BEGIN IMMEDIATE)");
+    cr_expect_eq(r.reader_status, 0, "reader status %d (2 = replay errors, 4 = no WAL reset seen)",
+                 r.reader_status);
+    cr_expect_eq(r.diffs, 0, "final database differs from the replay (seed %llu)", seed);
+    cr_expect_eq(r.mism, 0, "per-commit change sets differ from the writer's log (seed %llu)", seed);
+    rm_tmpdir();
+}
 Test(sqlcap, replay_page_1k_shadow) { replay_test(1024, 300, true); }
 Test(sqlcap, replay_page_64k_no_shadow) { replay_test(65536, 200, false); }
 
@@ -703,7 +731,7 @@ Test(sqlcap, kill9_restart_shadow)
     char *init[] = {"sqlcap_writer", "init", db, "4096", "WAL", NULL};
     cr_assert_eq(run_writer(init), 0);
     copy_file(db, rep);
-    reader_cfg rc = {db, rep, rlog, -1, 0, true, 50, false, false};
+    reader_cfg rc = {db, rep, rlog, -1, 0, true, 50, false, false, false, 0};
     pid_t rd = spawn_reader(&rc);
     char *run[] = {"sqlcap_writer", "run", db, sd, "500", wlog, NULL};
     writer_proc wr = spawn_writer(run);
@@ -756,7 +784,7 @@ Test(sqlcap, trigger_mode_rollback_journal)
     char *init[] = {"sqlcap_writer", "init", db, "4096", "DELETE", NULL};
     cr_assert_eq(run_writer(init), 0);
     copy_file(db, rep);
-    reader_cfg rc = {db, rep, rlog, -1, 0, false, 50, true, false};
+    reader_cfg rc = {db, rep, rlog, -1, 0, false, 50, true, false, false, 0};
     pid_t rd = spawn_reader(&rc);
     char *run[] = {"sqlcap_writer", "run", db, sd, "300", wlog, "plain", NULL};
     writer_proc wr = spawn_writer(run);
