@@ -96,8 +96,8 @@
  * about 1-3 ms per window; a deferred application transaction that has read
  * and then writes gets SQLITE_BUSY at once while it is held; a tailer
  * checkpoint on SQLite < 3.51.3 (sqlite-wal.md 1.10). A window opens only
- * when the reader has caught up. Tests: SQLCAP_CHECKPOINT=on|barrier runs the
- * tests' readers with it. WAL size, lag and checksum anomalies are logged every
+ * when the reader has caught up. Tests: replay_barrier_windows; also
+ * SQLCAP_CHECKPOINT=on|barrier runs every test reader with it. WAL size, lag and checksum anomalies are logged every
  * 10 s and in sqlcap_get_stats.
  *
  * OWNERSHIP. sqlcap_open returns an object freed by sqlcap_close (NULL-safe).
