@@ -664,6 +664,7 @@ void sqlcap_close(sqlcap *c)
     tb_position_free(&c->skip_to);
     tb_position_free(&c->acked);
     tb_buf_free(&c->iobuf);
+    free(c->fslab);
     free(c->path);
     free(c->dbname);
     free(c->shadow_path);

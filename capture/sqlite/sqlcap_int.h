@@ -119,6 +119,8 @@ typedef struct sqlcap_pages {
     uint32_t usable;     /* page size minus reserved bytes */
     sqlcap_map *overlay; /* pgno -> WAL frame (mode A) or image pointer (mode B) */
     bool overlay_images;
+    const sqlcap_map *fcache; /* WAL frame -> page image (pgsz bytes) of the transaction being
+                               * applied, read once by sqlcap_consume; NULL otherwise */
 } sqlcap_pages;
 
 typedef struct sqlcap_view {

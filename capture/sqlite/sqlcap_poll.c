@@ -57,17 +57,25 @@ static void sqlcap_frame_cksum(sqlcap *c, const uint8_t *hdr8, const uint8_t *pa
 tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offline, bool *done, tb_error *err)
 {
     tb_code rc = TB_OK;
-    sqlcap_map txn = {0};
-    uint8_t *fbuf = malloc(c->pg.pgsz + 24), *page = fbuf ? fbuf + 24 : NULL;
+    sqlcap_map txn = {0}, fc = {0};
+    uint8_t *fbuf = malloc(c->pg.pgsz + 24), *page = NULL;
     uint8_t *pgnos = malloc(32768);
     uint32_t pgblock = UINT32_MAX; /* -shm hash block cached in pgnos */
     uint32_t s0 = c->ck1, s1 = c->ck2;
     uint32_t start = c->frame;
+    /* frames of the current transaction are read into slots of c->fslab (the
+     * page images the diff and the shadow queue use: fc maps frame -> image);
+     * a transaction larger than the slab reads the rest into fbuf again */
+    size_t slot = (size_t)c->pg.pgsz + 24, nslots = SQLCAP_FCACHE / slot, used = 0;
     *done = false;
-    if (!page)
+    if (!fbuf)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    if (!c->fslab && nslots)
+        c->fslab = malloc(nslots * slot); /* NULL: no cache, every read from the WAL */
     for (uint32_t i = c->frame + 1; i <= upto; i++) {
         sqlcap_frame f = {0};
+        bool cached = c->fslab && used < nslots;
+        page = (cached ? c->fslab + used * slot : fbuf) + 24;
         if ((rc = sqlcap_frame_hdr(c, i, &f, page, err)) != TB_OK)
             goto out;
         uint8_t h8[8];
@@ -112,10 +120,12 @@ tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offline, bool
             rc = tb_error_set(err, TB_ERR_CORRUPT, false, "%s-wal: frame %u has page number 0", c->path, i);
             goto out;
         }
-        if (sqlcap_map_put(&txn, f.pgno, i) != TB_OK) {
+        if (sqlcap_map_put(&txn, f.pgno, i) != TB_OK ||
+            (cached && sqlcap_map_put(&fc, i, (uint64_t)(uintptr_t)page) != TB_OK)) {
             rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
             goto out;
         }
+        used += cached;
         if (f.commit) {
             sqlcap_map clean = {0}; /* pages past the commit size are truncated away */
             for (size_t k = 0; k < txn.cap; k++)
@@ -128,9 +138,13 @@ tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offline, bool
             bool deliver = !(c->skip_to.kind == TB_POS_SQLITE_WAL &&
                              (c->gen_seq < c->skip_to.gen_seq ||
                               (c->gen_seq == c->skip_to.gen_seq && i <= c->skip_to.frame)));
+            c->pg.fcache = &fc;
             rc = sqlcap_apply_txn(c, &clean, i, f.ck1, f.ck2, f.commit, deliver, err);
+            c->pg.fcache = NULL;
             sqlcap_map_free(&clean);
             sqlcap_map_clear(&txn);
+            sqlcap_map_clear(&fc);
+            used = 0;
             if (rc != TB_OK)
                 goto out;
             start = i;
@@ -141,6 +155,8 @@ tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offline, bool
     *done = c->frame == upto;
 out:
     (void)start;
+    c->pg.fcache = NULL;
+    sqlcap_map_free(&fc);
     sqlcap_map_free(&txn);
     free(fbuf);
     free(pgnos);

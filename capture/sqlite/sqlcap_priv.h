@@ -7,6 +7,7 @@
 #include "sqlcap_int.h"
 
 #define SQLCAP_IOBUF (1u << 20)          /* .pend writes in chunks of about 1 MiB */
+#define SQLCAP_FCACHE (8u << 20)         /* frames of one transaction kept in memory */
 #define SQLCAP_SHADOW_MS 1000            /* shadow advances at most this often ... */
 #define SQLCAP_SHADOW_BYTES (32u << 20)  /* ... unless this much acknowledged data waits */
 
@@ -41,6 +42,9 @@ struct sqlcap {
     sqlite3 *K;                 /* PASSIVE checkpoints (optional) */
     sqlite3 *W;                 /* write barrier (checkpoint_barrier), never writes */
     bool in_window;             /* inside a barrier window: no nested window */
+    uint8_t *fslab;             /* sqlcap_consume: frames (header + page) of the current
+                                 * transaction, up to SQLCAP_FCACHE bytes, so the diff and
+                                 * the shadow queue do not read them from the WAL again */
     int64_t last_ckpt_ms, last_log_ms;
     int64_t last_pin_ms;        /* monotonic time of the last leapfrog (lazy leapfrog) */
     sqlcap_pages pg;

@@ -55,6 +55,11 @@ tb_code sqlcap_view_read(const sqlcap_view *v, uint32_t pgno, uint8_t *buf, tb_e
     if (v->txn && sqlcap_map_get(v->txn, pgno, &src)) {
         if (src == SQLCAP_FROM_DB)
             return sqlcap_pread_page(pg->dbfd, pg->pgsz, pgno, buf, "database", err);
+        uint64_t img;
+        if (pg->fcache && sqlcap_map_get(pg->fcache, (uint32_t)src, &img)) {
+            memcpy(buf, (const void *)(uintptr_t)img, pg->pgsz);
+            return TB_OK;
+        }
         return sqlcap_wal_read_page(pg->walfd, pg->pgsz, (uint32_t)src, buf, err);
     }
     if (pg->overlay && sqlcap_map_get(pg->overlay, pgno, &src)) {
