@@ -48,6 +48,7 @@ typedef struct cache_col {
 } cache_col;
 
 #define CACHE_STMT_SLOTS 4
+#define CACHE_UPSERT_ROWS 16 /* rows per upsert statement (cache_rows.c) */
 
 typedef struct cache_table {
     char *name;      /* "<db>.<table>" */
@@ -58,8 +59,9 @@ typedef struct cache_table {
     size_t npk;
     bool inferred;
     int64_t version;
-    /* prepared statements: upserts per presence mask, one delete */
-    struct { char *mask; sqlite3_stmt *st; } up[CACHE_STMT_SLOTS];
+    /* prepared statements: upserts per presence mask (`rows` rows of `nparam`
+     * parameters each), one delete */
+    struct { char *mask; sqlite3_stmt *st; int rows, nparam; } up[CACHE_STMT_SLOTS];
     unsigned up_next;
     sqlite3_stmt *del;
     sqlite3_stmt *del_part;
@@ -81,7 +83,15 @@ typedef struct cache_store {
     tb_buf scratch, sql;
     unsigned char *present;   /* per-column scratch */
     cj_val *vals;             /* per-column scratch */
+    cj_val *last;             /* the last pending row's values (cache_rows.c) */
     size_t cap;
+    /* upserts bound but not run yet (cache_rows.c): pend_n rows of the statement
+     * in pend_t->up[pend_slot]; their values point into the messages, which the
+     * caller keeps until cache_store_flush */
+    cache_table *pend_t;
+    unsigned pend_slot;
+    int pend_n;
+    int32_t pend_part;
 } cache_store;
 
 /* ---- cache_store.c: the SQLite side */
@@ -103,9 +113,16 @@ tb_code cache_store_update_column(cache_store *s, cache_table *t, size_t i, cons
 tb_code cache_store_set_topic(cache_store *s, cache_table *t, const char *topic, tb_error *err);
 /* Upsert the row object `row` (partition p); unknown members make new (untyped)
  * columns; key columns absent from a partial row image are taken from `key`
- * (the message key object, may be NULL). */
+ * (the message key object, may be NULL). The row may only be bound to a
+ * multi-row statement that runs later: the text of row and key must stay valid
+ * until cache_store_flush (every other cache_store call that writes flushes
+ * first, and a rollback drops what is pending). */
 tb_code cache_store_upsert(cache_store *s, cache_table *t, const cj_val *row, const cj_val *key, int32_t partition,
                            tb_error *err);
+/* Run the pending upserts (see cache_store_upsert). */
+tb_code cache_store_flush(cache_store *s, tb_error *err);
+/* Drop the pending upserts (a rollback). */
+void cache_store_discard(cache_store *s);
 /* Delete by key object. */
 tb_code cache_store_delete(cache_store *s, cache_table *t, const cj_val *key, tb_error *err);
 tb_code cache_store_drop_partition(cache_store *s, const char *topic, int32_t partition, tb_error *err);

@@ -6,6 +6,16 @@
  *   INSERT INTO "db.t"("a","b","_partition") VALUES(?1,?2,?3)
  *   ON CONFLICT("a") DO UPDATE SET "b"=excluded."b","_partition"=excluded."_partition"
  * Statements are cached per table and presence mask (CACHE_STMT_SLOTS of them).
+ *
+ * One statement upserts CACHE_UPSERT_ROWS rows (VALUES(...),(...),...): SQLite
+ * applies them in order, exactly as one statement per row would, for about a
+ * third less CPU per row. Each row is bound when its message is applied (so a
+ * value that cannot be bound is reported with that message), and the statement
+ * runs when it is full, when a row for another table or mask comes, and before
+ * anything else touches the file (cache_store_flush; commit, delete, schema
+ * changes, offsets all flush first). A flush of fewer rows fills the remaining
+ * ones with the last row again: upserting a row a second time with the same
+ * values changes nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,20 +40,33 @@ static tb_code ensure_scratch(cache_store *s, size_t n, tb_error *err)
     cj_val *v = realloc(s->vals, cap * sizeof(*v));
     if (v)
         s->vals = v;
-    if (!p || !v)
+    cj_val *l = realloc(s->last, cap * sizeof(*l));
+    if (l)
+        s->last = l;
+    if (!p || !v || !l)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     s->cap = cap;
     return TB_OK;
 }
 
-static sqlite3_stmt *upsert_stmt(cache_store *s, cache_table *t, const char *mask, tb_error *err)
+/* The slot of t's upsert statement for this presence mask, prepared when
+ * missing (evicting the oldest of CACHE_STMT_SLOTS); -1 with err set. */
+static int upsert_slot(cache_store *s, cache_table *t, const char *mask, tb_error *err)
 {
     for (int i = 0; i < CACHE_STMT_SLOTS; i++)
         if (t->up[i].mask && strcmp(t->up[i].mask, mask) == 0)
-            return t->up[i].st;
+            return i;
     tb_buf *q = &s->sql;
     tb_code rc;
-    int nparam = 0;
+    int nparam = 1; /* the columns present, and _partition */
+    for (size_t i = 0; i < t->ncols; i++)
+        nparam += mask[i] == '1';
+    int limit = sqlite3_limit(s->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
+    int rows = limit / nparam < CACHE_UPSERT_ROWS ? limit / nparam : CACHE_UPSERT_ROWS;
+    if (rows < 1) {
+        tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\": %d columns are more than SQLite binds", t->name, nparam);
+        return -1;
+    }
     tb_buf_reset(q);
     rc = tb_buf_puts(q, "INSERT INTO ");
     rc = rc ? rc : cache_quote_ident(q, t->name);
@@ -52,12 +75,15 @@ static sqlite3_stmt *upsert_stmt(cache_store *s, cache_table *t, const char *mas
         if (mask[i] == '1') {
             rc = cache_quote_ident(q, t->cols[i].name);
             rc = rc ? rc : tb_buf_putc(q, ',');
-            nparam++;
         }
-    rc = rc ? rc : tb_buf_puts(q, "\"_partition\") VALUES(");
-    for (int i = 1; rc == TB_OK && i <= nparam + 1; i++)
-        rc = tb_buf_printf(q, i > 1 ? ",?%d" : "?%d", i);
-    rc = rc ? rc : tb_buf_puts(q, ") ON CONFLICT(");
+    rc = rc ? rc : tb_buf_puts(q, "\"_partition\") VALUES");
+    for (int r = 0; rc == TB_OK && r < rows; r++) { /* row r, parameter j: ?(r * nparam + j) */
+        rc = tb_buf_puts(q, r ? ",(" : "(");
+        for (int j = 1; rc == TB_OK && j <= nparam; j++)
+            rc = tb_buf_printf(q, j > 1 ? ",?%d" : "?%d", r * nparam + j);
+        rc = rc ? rc : tb_buf_putc(q, ')');
+    }
+    rc = rc ? rc : tb_buf_puts(q, " ON CONFLICT(");
     for (size_t k = 0; rc == TB_OK && k < t->npk; k++) {
         if (k)
             rc = tb_buf_putc(q, ',');
@@ -74,25 +100,69 @@ static sqlite3_stmt *upsert_stmt(cache_store *s, cache_table *t, const char *mas
     rc = rc ? rc : tb_buf_puts(q, "\"_partition\"=excluded.\"_partition\"");
     if (rc != TB_OK) {
         tb_error_set(err, rc, false, "out of memory");
-        return NULL;
+        return -1;
     }
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, tb_buf_cstr(q), (int)q->len, &st, NULL) != SQLITE_OK) {
         tb_error_set(err, TB_ERR_IO, false, "table \"%s\": preparing an upsert: %s", t->name, sqlite3_errmsg(s->db));
-        return NULL;
+        return -1;
     }
-    unsigned slot = t->up_next++ % CACHE_STMT_SLOTS;
+    char *m = strdup(mask);
+    if (!m) {
+        sqlite3_finalize(st);
+        tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        return -1;
+    }
+    int slot = (int)(t->up_next++ % CACHE_STMT_SLOTS); /* the caller flushed: nothing of it is pending */
     sqlite3_finalize(t->up[slot].st);
     free(t->up[slot].mask);
     t->up[slot].st = st;
-    t->up[slot].mask = strdup(mask);
-    if (!t->up[slot].mask) {
-        sqlite3_finalize(st);
-        t->up[slot].st = NULL;
-        tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-        return NULL;
-    }
-    return st;
+    t->up[slot].mask = m;
+    t->up[slot].rows = rows;
+    t->up[slot].nparam = nparam;
+    return slot;
+}
+
+/* Bind row r of t's upsert statement in slot from vals/mask (column values) and partition. */
+static tb_code bind_row(cache_store *s, cache_table *t, int slot, int r, const cj_val *vals, int32_t partition,
+                        tb_error *err)
+{
+    sqlite3_stmt *st = t->up[slot].st;
+    const char *mask = t->up[slot].mask;
+    int idx = r * t->up[slot].nparam + 1;
+    tb_code rc;
+    for (size_t i = 0; i < t->ncols; i++)
+        if (mask[i] == '1' &&
+            (rc = cache_bind(st, idx++, t->cols[i].cls, &vals[i], &s->scratch, t->cols[i].name, err)) != TB_OK)
+            return rc;
+    sqlite3_bind_int(st, idx, partition);
+    return TB_OK;
+}
+
+tb_code cache_store_flush(cache_store *s, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    cache_table *t = s->pend_t;
+    if (!t || s->pend_n == 0)
+        return TB_OK;
+    int slot = (int)s->pend_slot;
+    /* the rest of the rows: the last one again (it succeeded once, with the same values) */
+    for (int r = s->pend_n; rc == TB_OK && r < t->up[slot].rows; r++)
+        rc = bind_row(s, t, slot, r, s->last, s->pend_part, err);
+    if (rc == TB_OK && sqlite3_step(t->up[slot].st) != SQLITE_DONE)
+        rc = tb_error_set(err, TB_ERR_IO, false, "table \"%s\": upsert failed: %s", t->name, sqlite3_errmsg(s->db));
+    sqlite3_reset(t->up[slot].st);
+    s->pend_n = 0;
+    s->pend_t = NULL;
+    return rc;
+}
+
+void cache_store_discard(cache_store *s)
+{
+    if (s->pend_t && s->pend_n)
+        sqlite3_reset(s->pend_t->up[s->pend_slot].st);
+    s->pend_n = 0;
+    s->pend_t = NULL;
 }
 
 /* Column index of a member name; hint is the expected index (members usually come in table order). */
@@ -155,25 +225,29 @@ tb_code cache_store_upsert(cache_store *s, cache_table *t, const cj_val *row, co
         if (s->present[t->pk[kk]] != '1')
             return tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\": row lacks key column \"%s\"", t->name,
                                 t->cols[t->pk[kk]].name);
-    sqlite3_stmt *st = upsert_stmt(s, t, (const char *)s->present, err);
-    if (!st)
+    const char *mask = (const char *)s->present;
+    if (s->pend_n && (s->pend_t != t || strcmp(t->up[s->pend_slot].mask, mask) != 0) &&
+        (rc = cache_store_flush(s, err)) != TB_OK)
+        return rc;
+    int slot = upsert_slot(s, t, mask, err);
+    if (slot < 0)
         return err ? err->code : TB_ERR_IO;
-    int idx = 1;
-    for (size_t i = 0; i < t->ncols; i++)
-        if (s->present[i] == '1' &&
-            (rc = cache_bind(st, idx++, t->cols[i].cls, &s->vals[i], &s->scratch, t->cols[i].name, err)) != TB_OK)
-            goto out;
-    sqlite3_bind_int(st, idx, partition);
-    if (sqlite3_step(st) != SQLITE_DONE)
-        rc = tb_error_set(err, TB_ERR_IO, false, "table \"%s\": upsert failed: %s", t->name, sqlite3_errmsg(s->db));
-out:
-    sqlite3_reset(st);
-    return rc;
+    if ((rc = bind_row(s, t, slot, s->pend_n, s->vals, partition, err)) != TB_OK)
+        return rc; /* this row is not pending: its slots are bound again by the next row or the flush */
+    memcpy(s->last, s->vals, t->ncols * sizeof(*s->vals));
+    s->pend_t = t;
+    s->pend_slot = (unsigned)slot;
+    s->pend_part = partition;
+    if (++s->pend_n == t->up[slot].rows)
+        return cache_store_flush(s, err);
+    return TB_OK;
 }
 
 tb_code cache_store_delete(cache_store *s, cache_table *t, const cj_val *key, tb_error *err)
 {
-    tb_code rc = TB_OK;
+    tb_code rc = cache_store_flush(s, err);
+    if (rc != TB_OK)
+        return rc;
     if (!t->del) {
         tb_buf *q = &s->sql;
         tb_buf_reset(q);
@@ -210,8 +284,8 @@ tb_code cache_store_delete(cache_store *s, cache_table *t, const cj_val *key, tb
 tb_code cache_store_drop_partition(cache_store *s, const char *topic, int32_t partition, tb_error *err)
 {
     cache_table *t = cache_store_find_topic(s, topic);
-    tb_code rc = TB_OK;
-    if (t) {
+    tb_code rc = cache_store_flush(s, err);
+    if (rc == TB_OK && t) {
         sqlite3_stmt *st = NULL;
         tb_buf_reset(&s->sql);
         rc = tb_buf_puts(&s->sql, "DELETE FROM ");
@@ -246,6 +320,9 @@ tb_code cache_store_put_offset(cache_store *s, const char *topic, int32_t partit
                                tb_error *err)
 {
     sqlite3_stmt *st = s->st_offset;
+    tb_code frc = cache_store_flush(s, err);
+    if (frc != TB_OK)
+        return frc;
     sqlite3_bind_text(st, 1, topic, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 2, partition);
     sqlite3_bind_int64(st, 3, next);
@@ -258,7 +335,9 @@ tb_code cache_store_put_offset(cache_store *s, const char *topic, int32_t partit
 tb_code cache_store_del_offsets(cache_store *s, const char *topic, tb_error *err)
 {
     sqlite3_stmt *st = NULL;
-    tb_code rc = TB_OK;
+    tb_code rc = cache_store_flush(s, err);
+    if (rc != TB_OK)
+        return rc;
     if (sqlite3_prepare_v2(s->db, "DELETE FROM _tributary_offsets WHERE topic=?1", -1, &st, NULL) != SQLITE_OK)
         return step_fail(s, "forgetting offsets", err);
     sqlite3_bind_text(st, 1, topic, -1, SQLITE_STATIC);
@@ -286,6 +365,9 @@ int64_t cache_store_get_offset(cache_store *s, const char *topic, int32_t partit
 tb_code cache_store_put_state(cache_store *s, const char *key, int64_t v, tb_error *err)
 {
     sqlite3_stmt *st = s->st_state;
+    tb_code frc = cache_store_flush(s, err);
+    if (frc != TB_OK)
+        return frc;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, v);
     tb_code rc = sqlite3_step(st) == SQLITE_DONE ? TB_OK : step_fail(s, "storing state", err);

@@ -604,11 +604,16 @@ static void poll_batch(cache_ctx *c, rd_kafka_queue_t *q, int timeout_ms, bool s
     if (n == 0 && timeout_ms > 0 && (msgs[0] = rd_kafka_consume_queue(q, timeout_ms)) != NULL)
         n = 1;
     *got = n > 0;
-    for (ssize_t i = 0; i < n; i++) {
+    for (ssize_t i = 0; i < n; i++)
         if (!stopping(c))
             handle(c, msgs[i], schema);
-        rd_kafka_message_destroy(msgs[i]);
+    tb_error e;
+    if (!stopping(c) && cache_store_flush(c->s, &e) != TB_OK) { /* pending upserts point into msgs */
+        cache_store_rollback(c->s);
+        set_fatal(c, &e);
     }
+    for (ssize_t i = 0; i < n; i++)
+        rd_kafka_message_destroy(msgs[i]);
     for (size_t i = 0; i < c->nparts; i++)
         c->parts[i].skip_stale = false;
 }

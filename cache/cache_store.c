@@ -26,6 +26,8 @@ static tb_code sqlite_fail(cache_store *s, const char *what, tb_error *err)
 tb_code cache_exec(cache_store *s, const char *sql, tb_error *err)
 {
     char *msg = NULL;
+    if (cache_store_flush(s, err) != TB_OK)
+        return err ? err->code : TB_ERR_IO;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
         tb_error_set(err, TB_ERR_IO, false, "%s: %s", s->path, msg ? msg : "SQL error");
         sqlite3_free(msg);
@@ -205,6 +207,7 @@ void cache_store_close(cache_store *s)
     tb_buf_free(&s->sql);
     free(s->present);
     free(s->vals);
+    free(s->last);
     free(s->path);
     free(s);
 }
@@ -234,6 +237,7 @@ tb_code cache_store_commit(cache_store *s, tb_error *err)
 
 void cache_store_rollback(cache_store *s)
 {
+    cache_store_discard(s);
     if (s->in_tx) {
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         s->in_tx = false;
@@ -264,7 +268,9 @@ cache_table *cache_store_find_topic(cache_store *s, const char *topic)
 static tb_code save_column(cache_store *s, cache_table *t, size_t i, tb_error *err)
 {
     sqlite3_stmt *st = NULL;
-    tb_code rc = TB_OK;
+    tb_code rc = cache_store_flush(s, err);
+    if (rc != TB_OK)
+        return rc;
     if (sqlite3_prepare_v2(s->db,
                            "INSERT OR REPLACE INTO _tributary_columns(tbl, ord, name, type, cls, pk)"
                            " VALUES(?1,?2,?3,?4,?5,?6)",
@@ -285,7 +291,9 @@ static tb_code save_column(cache_store *s, cache_table *t, size_t i, tb_error *e
 static tb_code save_table(cache_store *s, cache_table *t, tb_error *err)
 {
     sqlite3_stmt *st = NULL;
-    tb_code rc = TB_OK;
+    tb_code rc = cache_store_flush(s, err);
+    if (rc != TB_OK)
+        return rc;
     if (sqlite3_prepare_v2(s->db,
                            "INSERT OR REPLACE INTO _tributary_tables(tbl, topic, inferred, version) VALUES(?1,?2,?3,?4)",
                            -1, &st, NULL) != SQLITE_OK)
@@ -314,8 +322,12 @@ tb_code cache_store_set_topic(cache_store *s, cache_table *t, const char *topic,
 
 tb_code cache_store_create(cache_store *s, cache_table *t, tb_error *err)
 {
-    tb_code rc;
+    tb_code rc = cache_store_flush(s, err);
     tb_buf *q = &s->sql;
+    if (rc != TB_OK) {
+        cache_table_free(t);
+        return rc;
+    }
     tb_buf_reset(q);
     rc = tb_buf_puts(q, "CREATE TABLE ");
     rc = rc ? rc : cache_quote_ident(q, t->name);
@@ -357,7 +369,9 @@ tb_code cache_store_create(cache_store *s, cache_table *t, tb_error *err)
 static tb_code exec_bound_name(cache_store *s, const char *sql, const char *name, tb_error *err)
 {
     sqlite3_stmt *st = NULL;
-    tb_code rc = TB_OK;
+    tb_code rc = cache_store_flush(s, err);
+    if (rc != TB_OK)
+        return rc;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
         return sqlite_fail(s, sql, err);
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
@@ -370,6 +384,8 @@ static tb_code exec_bound_name(cache_store *s, const char *sql, const char *name
 tb_code cache_store_drop(cache_store *s, cache_table *t, tb_error *err)
 {
     tb_code rc;
+    if ((rc = cache_store_flush(s, err)) != TB_OK) /* before its statements go */
+        return rc;
     table_reset_stmts(t);
     tb_buf_reset(&s->sql);
     if ((rc = tb_buf_puts(&s->sql, "DROP TABLE IF EXISTS ")) != TB_OK ||
@@ -394,6 +410,8 @@ tb_code cache_store_add_column(cache_store *s, cache_table *t, const char *name,
                                cache_class cls, tb_error *err)
 {
     tb_code rc;
+    if ((rc = cache_store_flush(s, err)) != TB_OK) /* pending rows: bound for the columns as they were */
+        return rc;
     cache_col *nc = realloc(t->cols, (t->ncols + 1) * sizeof(*nc));
     if (!nc)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
@@ -428,6 +446,8 @@ tb_code cache_store_add_column(cache_store *s, cache_table *t, const char *name,
 tb_code cache_store_update_column(cache_store *s, cache_table *t, size_t i, const char *type,
                                   cache_class cls, tb_error *err)
 {
+    if (cache_store_flush(s, err) != TB_OK) /* pending rows: bound with the column's class as it was */
+        return err ? err->code : TB_ERR_IO;
     char *dup = strdup(type ? type : "");
     if (!dup)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");

@@ -12,6 +12,10 @@
  *   mock/bad_input_fail|skip|dlq: cache.error.policy
  *   mock/schema_add_column, mock/schema_incompatible_rebuilds
  *   mock/group_mode: cooperative group consumer gets every partition
+ *   mock/upsert_batches_keep_order: rows go to SQLite several per statement
+ *       (cache_rows.c); full and partial images, the same key twice, a delete
+ *       and a re-create, and a value that cannot be bound (skipped) in between
+ *       end exactly as one message after the other would
  */
 #include <criterion/criterion.h>
 #include <librdkafka/rdkafka.h>
@@ -79,7 +83,8 @@ static void flush(void)
     cr_assert_eq(rd_kafka_flush(prod, 10000), 0);
 }
 
-static tb_code run_cache(cache_error_policy pol, cache_mode mode, tb_error *err)
+/* Replay until caught up, `batch` messages per transaction. */
+static tb_code run_cache_batch(cache_error_policy pol, cache_mode mode, int batch, tb_error *err)
 {
     cache_opts o;
     cache_opts_init(&o);
@@ -91,8 +96,13 @@ static tb_code run_cache(cache_error_policy pol, cache_mode mode, tb_error *err)
     o.error_policy = pol;
     o.mode = mode;
     o.group_id = "test-cache-group";
-    o.batch_size = 3;
+    o.batch_size = batch;
     return cache_run(&o, err);
+}
+
+static tb_code run_cache(cache_error_policy pol, cache_mode mode, tb_error *err)
+{
+    return run_cache_batch(pol, mode, 3, err);
 }
 
 static char *get_row(const char *table, const char *key)
@@ -493,4 +503,44 @@ Test(mock, connect_wrapped_values)
     expect_row("shop.rows", "{\"k\":\"a\"}", NULL);
     expect_row("shop.rows", "{\"k\":\"b\"}", NULL);
     expect_row("shop.rows", "{\"k\":\"c\"}", "{\"k\":\"c\",\"n\":3}");
+}
+
+Test(mock, upsert_batches_keep_order)
+{
+    char key[64], val[256], want[4096];
+    size_t wl = 0;
+    for (int i = 0; i < 36; i++) {
+        snprintf(key, sizeof(key), "{\"k\":\"r%02d\"}", i);
+        snprintf(val, sizeof(val), "{\"k\":\"r%02d\",\"n\":%d,\"s\":\"x\"}", i, i);
+        produce("p.shop.rows", 0, key, val);
+        if (i != 15)
+            continue;
+        /* after one full statement of 16 rows: an update whose statement runs with 15 unused rows */
+        produce("p.shop.rows", 0, "{\"k\":\"r10\"}", "{\"k\":\"r10\",\"n\":1010,\"s\":\"x\"}");
+        produce("p.shop.rows", 0, "{\"k\":\"r01\"}", "{\"k\":\"r01\",\"n\":100}"); /* partial images */
+        produce("p.shop.rows", 0, "{\"k\":\"r01\"}", "{\"k\":\"r01\",\"s\":\"y\"}");
+        produce("p.shop.rows", 0, "{\"k\":\"r02\"}", "{\"k\":\"r02\",\"n\":201,\"s\":\"z\"}");
+        produce("p.shop.rows", 0, "{\"k\":\"r02\"}", "{\"k\":\"r02\",\"n\":202,\"s\":\"z\"}");
+        produce("p.shop.rows", 0, "{\"k\":\"r03\"}", NULL); /* tombstone, then the key again */
+        produce("p.shop.rows", 0, "{\"k\":\"r03\"}", "{\"k\":\"r03\",\"n\":300,\"s\":\"back\"}");
+        produce("p.shop.rows", 0, "{\"k\":\"r04\"}", /* a number too long to bind: skipped */
+                "{\"k\":\"r04\",\"n\":1.00000000000000000000000000000000000000000000000000000000000000001,"
+                "\"s\":\"bad\"}");
+        produce("p.shop.rows", 0, "{\"k\":\"r05\"}", "{\"k\":\"r05\",\"n\":5000,\"s\":\"after\"}");
+    }
+    flush();
+    tb_error err;
+    cr_assert_eq(run_cache_batch(CACHE_ERR_SKIP, CACHE_MODE_GLOBAL, 1000, &err), TB_OK, "%s", err.msg);
+    for (int i = 0; i < 36; i++) {
+        int n = i == 1 ? 100 : i == 2 ? 202 : i == 3 ? 300 : i == 5 ? 5000 : i == 10 ? 1010 : i;
+        const char *sv = i == 1 ? "y" : i == 2 ? "z" : i == 3 ? "back" : i == 5 ? "after" : "x";
+        wl += (size_t)snprintf(want + wl, sizeof(want) - wl, "%sr%02d:%d:%s", i ? "," : "", i, n, sv);
+    }
+    char *got = sql_text("SELECT group_concat(k || ':' || n || ':' || s, ',') FROM (SELECT * FROM \"shop.rows\" ORDER BY k)");
+    cr_assert_not_null(got);
+    cr_expect_str_eq(got, want);
+    free(got);
+    cr_expect_eq(sql_int("SELECT count(*) FROM \"shop.rows\""), 36);
+    cr_expect_eq(sql_int("SELECT value FROM _tributary_state WHERE key='skipped'"), 1);
+    cr_expect_eq(sql_int("SELECT value FROM _tributary_state WHERE key='applied'"), 44);
 }
