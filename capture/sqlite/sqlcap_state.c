@@ -243,29 +243,33 @@ static tb_code sqlcap_redo_build(sqlcap *c, size_t k0, size_t k1, tb_buf *out, t
 {
     tb_code rc = TB_OK;
     sqlcap_map last = {0};
-    for (size_t t = k0; t < k1; t++)
+    /* one transaction (each .pend record): its pages are distinct already */
+    const sqlcap_untx *one = k1 == k0 + 1 ? &c->un[k0] : NULL;
+    for (size_t t = k0; !one && t < k1; t++)
         for (size_t i = 0; i < c->un[t].n; i++)
             if (sqlcap_map_put(&last, c->un[t].pgno[i], (uint64_t)(uintptr_t)c->un[t].img[i]) != TB_OK)
                 goto nomem;
     uint32_t npages = c->un[k1 - 1].npages, count = 0;
+    size_t npg = one ? one->n : last.cap;
     uint8_t hdr[8];
     sqlcap_put_be32(hdr, npages);
     sqlcap_put_be32(hdr + 4, 0);
     /* one allocation for the whole record (128: magic, position text, header, trailer) */
-    if (tb_buf_reserve(out, 128 + last.n * (4 + (size_t)c->pg.pgsz)) != TB_OK ||
+    if (tb_buf_reserve(out, 128 + (one ? one->n : last.n) * (4 + (size_t)c->pg.pgsz)) != TB_OK ||
         tb_buf_puts(out, "SQLCAPREDO1\n") != TB_OK || tb_position_format(&c->un[k1 - 1].pos, out) != TB_OK ||
         tb_buf_putc(out, '\n') != TB_OK)
         goto nomem;
     size_t count_off = out->len + 4;
     if (tb_buf_append(out, hdr, 8) != TB_OK)
         goto nomem;
-    for (size_t i = 0; i < last.cap; i++) {
-        if (!last.keys[i] || last.keys[i] > npages)
+    for (size_t i = 0; i < npg; i++) {
+        uint32_t pgno = one ? one->pgno[i] : last.keys[i];
+        const void *img = one ? (const void *)one->img[i] : (const void *)(uintptr_t)last.vals[i];
+        if (!pgno || pgno > npages)
             continue;
         uint8_t pb[4];
-        sqlcap_put_be32(pb, last.keys[i]);
-        if (tb_buf_append(out, pb, 4) != TB_OK ||
-            tb_buf_append(out, (const void *)(uintptr_t)last.vals[i], c->pg.pgsz) != TB_OK)
+        sqlcap_put_be32(pb, pgno);
+        if (tb_buf_append(out, pb, 4) != TB_OK || tb_buf_append(out, img, c->pg.pgsz) != TB_OK)
             goto nomem;
         count++;
     }
