@@ -607,8 +607,9 @@ static void poll_batch(cache_ctx *c, rd_kafka_queue_t *q, int timeout_ms, bool s
     for (ssize_t i = 0; i < n; i++)
         if (!stopping(c))
             handle(c, msgs[i], schema);
-    tb_error e;
-    if (!stopping(c) && cache_store_flush(c->s, &e) != TB_OK) { /* pending upserts point into msgs */
+    tb_error e; /* pending upserts point into msgs: run them first, also when stopping (a rollback
+                 * after a failure has dropped them already) */
+    if (cache_store_flush(c->s, &e) != TB_OK) {
         cache_store_rollback(c->s);
         set_fatal(c, &e);
     }
