@@ -20,12 +20,12 @@
  * its fetches right away. Pokes: at most every 10 ms, only after the queue was
  * near the threshold (so never while following a quiet topic), the assigned
  * table partitions in turn (several leaders: each is woken in its turn). The
- * poke never blocks the cache's thread; pokes that arrive while a query runs
- * collapse into one. Only the wake-up matters, the answer is dropped: nothing
- * here touches offsets, so exact resume does not depend on it. Stopping joins
- * the thread, so it waits for a query in flight (answered in a millisecond or
- * two; a broker that stops answering without closing the connection holds it
- * for up to socket.timeout.ms).
+ * poke never blocks the cache's thread; none is made while a query is in
+ * flight (that one wakes the broker). Only the wake-up matters, the answer is
+ * dropped: nothing here touches offsets, so exact resume does not depend on
+ * it. Stopping joins the thread, so it waits for a query in flight (answered
+ * in a millisecond or two; a broker that stops answering without closing the
+ * connection holds it for up to socket.timeout.ms).
  */
 #include <stdlib.h>
 #include <string.h>
