@@ -29,6 +29,7 @@ struct sqlcap {
     char *shadow_pend_path;     /* <shadow>.pend: delivered, unacknowledged transactions (mode B) */
     int pendfd;                 /* -1 until first written */
     size_t pend_logged;         /* un[0 .. pend_logged) are durable in the .pend file */
+    size_t pend_written;        /* un[0 .. pend_written) are written ahead (file or iobuf) */
     uint64_t pend_bytes;        /* size of the .pend file */
     tb_buf iobuf;               /* .pend write buffer, reused (SQLCAP_IOBUF chunks) */
     tb_position acked;          /* newest acknowledged position (mode B), applied to the
@@ -97,6 +98,11 @@ tb_code sqlcap_shadow_flush(sqlcap *c, bool force, tb_error *err);
 /* Make every queued unacknowledged transaction durable in <shadow>.pend (one
  * fsync). Called before a transaction's end can reach the consumer. */
 tb_code sqlcap_pend_log(sqlcap *c, tb_error *err);
+/* Write ahead: append the .pend records of the queued transactions not written
+ * yet to c->iobuf and, once it holds SQLCAP_IOBUF bytes, write it and start its
+ * writeback, so the fsync of sqlcap_pend_log finds little left. Durable only
+ * after sqlcap_pend_log. */
+tb_code sqlcap_pend_ahead(sqlcap *c, tb_error *err);
 /* Resume: bring the shadow (at *sp) forward through the .pend records up to
  * and including start, then empty the .pend file. *sp is updated. */
 tb_code sqlcap_pend_replay(sqlcap *c, tb_position *sp, const tb_position *start, tb_error *err);

@@ -373,10 +373,14 @@ applied:
     c->shadow_pages = npages;
     /* .pend records at or below the shadow position are dead (skipped on resume) */
     c->pend_logged = c->pend_logged > k ? c->pend_logged - k : 0;
-    if (c->pend_logged == 0 && c->pend_bytes > 0 && c->pendfd >= 0 && ftruncate(c->pendfd, 0) == 0)
+    c->pend_written = c->pend_written > k ? c->pend_written - k : 0;
+    if (c->pend_logged == 0 && c->pend_bytes > 0 && c->pendfd >= 0 && ftruncate(c->pendfd, 0) == 0) {
         c->pend_bytes = 0;
-    else if (c->pend_bytes > ((uint64_t)64 << 20))
+        c->pend_written = 0; /* records written ahead are gone: written again */
+        tb_buf_reset(&c->iobuf);
+    } else if (c->pend_bytes > ((uint64_t)64 << 20)) {
         rc = sqlcap_pend_compact(c, err);
+    }
 out:
     tb_buf_free(&redo);
     return rc;
@@ -454,6 +458,7 @@ static tb_code sqlcap_pend_compact(sqlcap *c, tb_error *err)
         close(c->pendfd);
     c->pendfd = fd;
     c->pend_bytes = bytes;
+    c->pend_written = c->pend_logged; /* iobuf was reused: records written ahead come again */
 out:
     free(tmp);
     return rc;
@@ -473,16 +478,53 @@ out:
  * durable here; on resume the shadow is rolled forward through them to
  * exactly the consumer's position (sqlcap_pend_replay).
  */
-tb_code sqlcap_pend_log(sqlcap *c, tb_error *err)
+static tb_code sqlcap_pend_more(sqlcap *c, bool flush, tb_error *err)
 {
-    if (!c->o.shadow || !c->shadow_pend_path || c->trig || c->pend_logged >= c->nun)
-        return TB_OK;
+    tb_buf *b = &c->iobuf;
+    tb_code rc = TB_OK;
     if (c->pendfd < 0) {
         c->pendfd = open(c->shadow_pend_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
         if (c->pendfd < 0)
             return tb_error_set(err, TB_ERR_IO, true, "%s: %s", c->shadow_pend_path, strerror(errno));
     }
-    tb_code rc = sqlcap_pend_write(c, c->pendfd, c->pend_logged, c->nun, &c->pend_bytes, err);
+    for (; c->pend_written < c->nun; c->pend_written++) {
+        size_t at = b->len;
+        uint8_t lb[4] = {0};
+        if (tb_buf_append(b, lb, 4) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
+        if ((rc = sqlcap_redo_build(c, c->pend_written, c->pend_written + 1, b, err)) != TB_OK) {
+            b->len = at;
+            return rc;
+        }
+        sqlcap_put_be32((uint8_t *)b->data + at, (uint32_t)(b->len - at - 4));
+    }
+    if (b->len && (flush || b->len >= SQLCAP_IOBUF)) {
+        if ((rc = sqlcap_write_all(c->pendfd, b->data, b->len, c->shadow_pend_path, err)) != TB_OK)
+            return rc; /* what is in the file is only a torn tail for pend_replay */
+        /* start the writeback now (advisory): the fsync before delivery waits less */
+        (void)sync_file_range(c->pendfd, (off_t)c->pend_bytes, (off_t)b->len, SYNC_FILE_RANGE_WRITE);
+        c->pend_bytes += b->len;
+        tb_buf_reset(b);
+        if (b->cap > 2 * (size_t)SQLCAP_IOBUF)
+            tb_buf_free(b); /* one huge transaction: do not keep its size */
+    }
+    return TB_OK;
+}
+
+tb_code sqlcap_pend_ahead(sqlcap *c, tb_error *err)
+{
+    if (!c->o.shadow || !c->shadow_pend_path || c->trig)
+        return TB_OK;
+    return sqlcap_pend_more(c, false, err);
+}
+
+tb_code sqlcap_pend_log(sqlcap *c, tb_error *err)
+{
+    if (!c->o.shadow || !c->shadow_pend_path || c->trig || c->pend_logged >= c->nun)
+        return TB_OK;
+    tb_code rc = sqlcap_pend_more(c, true, err);
+    if (rc == TB_OK && fsync(c->pendfd) != 0)
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: fsync: %s", c->shadow_pend_path, strerror(errno));
     if (rc == TB_OK)
         c->pend_logged = c->nun;
     return rc;
@@ -624,6 +666,8 @@ tb_code sqlcap_apply_txn(sqlcap *c, sqlcap_map *txn, uint32_t frame, uint32_t ck
             rc = sqlcap_shadow_advance(c, &pos, err);
         goto out;
     }
+    if ((rc = sqlcap_pend_ahead(c, err)) != TB_OK)
+        goto out;
     for (size_t i = 0; i < tmp.n; i++) {
         if (c->evq.n == c->evq.cap) {
             size_t nc = c->evq.cap ? c->evq.cap * 2 : 256;
