@@ -17,8 +17,8 @@
  * to below it, it pokes this thread, which asks a partition's leader for its
  * watermarks (rd_kafka_query_watermark_offsets, two small ListOffsets
  * requests). Sending a request wakes that broker's thread, which re-decides
- * its fetches right away. Pokes: at most every 10 ms, only after the queue was
- * near the threshold (so never while following a quiet topic), the assigned
+ * its fetches right away. Pokes: one each time the queue went from near the
+ * threshold to below it (so never while following a quiet topic), the assigned
  * table partitions in turn (several leaders: each is woken in its turn). The
  * poke never blocks the cache's thread; none is made while a query is in
  * flight (that one wakes the broker). Only the wake-up matters, the answer is
@@ -29,7 +29,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cache_kafka.h"
 #include "tb_log.h"
@@ -43,7 +42,6 @@ struct cache_nudge {
     /* the cache's thread only: */
     int64_t low_water; /* rk's queued.min.messages */
     bool armed;        /* the queue was near low_water since the last poke */
-    double last;       /* time of the last poke */
     size_t next;       /* round robin over the partitions */
 };
 
@@ -87,10 +85,8 @@ void cache_nudge_check(cache_nudge *n, rd_kafka_queue_t *q, const cache_part *pa
         n->armed = true;
     if (!n->armed || len >= n->low_water)
         return;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double t = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-    if (t - n->last < 0.01 || !cache_worker_idle(n->w)) /* a query in flight wakes the broker anyway */
+    /* a query in flight was sent below low_water too: it wakes the broker anyway */
+    if (!cache_worker_idle(n->w))
         return;
     for (size_t k = 0; k < nparts; k++) {
         const cache_part *p = &parts[(n->next + k) % nparts];
@@ -99,7 +95,6 @@ void cache_nudge_check(cache_nudge *n, rd_kafka_queue_t *q, const cache_part *pa
             memcpy(n->topic, p->topic, len_topic + 1);
             n->partition = p->partition;
             n->next = (n->next + k + 1) % nparts;
-            n->last = t;
             n->armed = false;
             cache_worker_signal(n->w);
             return;
