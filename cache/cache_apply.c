@@ -358,12 +358,18 @@ static void pick(const cj_val *v, top_members *tm)
     }
 }
 
+/* Members of an envelope's after image taken while the value is validated (up to this many). */
+#define CACHE_ROW_MEMBERS 64
+
 tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, int32_t partition, const char *key,
                         size_t klen, const char *value, size_t vlen, tb_error *err)
 {
     cj_val kv, vv, row;
     top_members tm;
     tb_code rc;
+    cj_member mem[CACHE_ROW_MEMBERS];
+    size_t nmem = 0;
+    const cj_member *row_mem = NULL; /* row's members, when the scan took them all */
     bool tombstone = !value || vlen == 0;
     bool del = tombstone;
     if (!key || klen == 0)
@@ -376,7 +382,8 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
         static const char *const names[] = {"before", "after", "source", "op", "schema", "payload"};
         cj_val vals[6] = {{0}};
         bool found[6];
-        if ((rc = cj_parse_top(value, vlen, &vv, names, 6, vals, found, &tm.n, err)) != TB_OK)
+        if ((rc = cj_parse_top_members(value, vlen, &vv, names, 6, vals, found, &tm.n, 1, mem, CACHE_ROW_MEMBERS,
+                                       &nmem, err)) != TB_OK)
             return tb_error_prefix(err, "value: ");
         if (vv.type != CJ_OBJECT)
             return tb_error_set(err, TB_ERR_INVALID, false, "value is not a JSON object");
@@ -386,7 +393,8 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
         tm.op = vals[3], tm.has_op = found[3];
         tm.schema = vals[4], tm.has_schema = found[4];
         tm.payload = vals[5], tm.has_payload = found[5];
-        if (tm.n == 2 && tm.has_schema && tm.has_payload) { /* Kafka Connect JSON wrapper */
+        bool wrapped = tm.n == 2 && tm.has_schema && tm.has_payload;
+        if (wrapped) { /* Kafka Connect JSON wrapper */
             vv = tm.payload;
             if (vv.type == CJ_OBJECT)
                 pick(&vv, &tm);
@@ -404,6 +412,8 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
                 return tb_error_set(err, TB_ERR_INVALID, false, "envelope with unknown op \"%c\"", op);
             else if (row.type != CJ_OBJECT)
                 return tb_error_set(err, TB_ERR_INVALID, false, "envelope op %c without an after image", op);
+            else if (!wrapped && nmem <= CACHE_ROW_MEMBERS)
+                row_mem = mem; /* the top-level after: its members were taken by the scan */
         } else {
             row = vv;
         }
@@ -428,7 +438,7 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
         if (rc != TB_OK)
             return rc;
     }
-    rc = cache_store_upsert(s, t, &row, &kv, partition, err);
+    rc = cache_store_upsert(s, t, &row, row_mem, nmem, &kv, partition, err);
     if (rc == TB_OK)
         s->applied++;
     return rc;

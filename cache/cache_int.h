@@ -111,14 +111,15 @@ tb_code cache_store_add_column(cache_store *s, cache_table *t, const char *name,
 tb_code cache_store_update_column(cache_store *s, cache_table *t, size_t i, const char *type,
                                   cache_class cls, tb_error *err);
 tb_code cache_store_set_topic(cache_store *s, cache_table *t, const char *topic, tb_error *err);
-/* Upsert the row object `row` (partition p); unknown members make new (untyped)
- * columns; key columns absent from a partial row image are taken from `key`
- * (the message key object, may be NULL). The row may only be bound to a
+/* Upsert the row object `row` (partition p), or when mem is not NULL its
+ * members mem[0..nmem) (cj_parse_top_members: row is then not read); unknown
+ * members make new (untyped) columns; key columns absent from a partial row
+ * image are taken from `key` (the message key object, may be NULL). The row may only be bound to a
  * multi-row statement that runs later: the text of row and key must stay valid
  * until cache_store_flush (every other cache_store call that writes flushes
  * first, and a rollback drops what is pending). */
-tb_code cache_store_upsert(cache_store *s, cache_table *t, const cj_val *row, const cj_val *key, int32_t partition,
-                           tb_error *err);
+tb_code cache_store_upsert(cache_store *s, cache_table *t, const cj_val *row, const cj_member *mem, size_t nmem,
+                           const cj_val *key, int32_t partition, tb_error *err);
 /* Run the pending upserts (see cache_store_upsert). */
 tb_code cache_store_flush(cache_store *s, tb_error *err);
 /* Drop the pending upserts (a rollback). */

@@ -188,7 +188,14 @@ static bool scan_lit(cj_scan *s, const char *lit, cj_type t, cj_val *v)
     return true;
 }
 
-static bool scan_value(cj_scan *s, cj_val *v, int depth)
+static bool scan_value(cj_scan *s, cj_val *v, int depth);
+
+/* One value at s->p into v. mem != NULL: the members of an object are also
+ * stored into mem[0..cap), *nmem counting them all (cj_parse_top_members).
+ * Always inlined into its two callers, so the usual one (scan_value) has no
+ * trace of mem. */
+static inline __attribute__((always_inline)) bool scan_value_in(cj_scan *s, cj_val *v, int depth, cj_member *mem,
+                                                                 size_t cap, size_t *nmem)
 {
     ws(s);
     if (s->p >= s->end)
@@ -217,12 +224,16 @@ static bool scan_value(cj_scan *s, cj_val *v, int depth)
         } else {
             for (;;) {
                 cj_val m;
+                const char *key = NULL;
+                size_t klen = 0;
                 if (obj) {
                     ws(s);
                     if (s->p >= s->end || *s->p != '"')
                         return fail(s, "expected a member name");
                     if (!scan_string(s, &m))
                         return false;
+                    key = m.ptr;
+                    klen = m.len;
                     ws(s);
                     if (s->p >= s->end || *s->p != ':')
                         return fail(s, "expected ':'");
@@ -230,6 +241,11 @@ static bool scan_value(cj_scan *s, cj_val *v, int depth)
                 }
                 if (!scan_value(s, &m, depth + 1))
                     return false;
+                if (mem) {
+                    if (*nmem < cap)
+                        mem[*nmem] = (cj_member){key, klen, m};
+                    (*nmem)++;
+                }
                 ws(s);
                 if (s->p < s->end && *s->p == ',') {
                     s->p++;
@@ -254,6 +270,17 @@ static bool scan_value(cj_scan *s, cj_val *v, int depth)
     }
 }
 
+static bool scan_value(cj_scan *s, cj_val *v, int depth)
+{
+    return scan_value_in(s, v, depth, NULL, 0, NULL);
+}
+
+/* scan_value, taking the members of an object into mem (cj_parse_top_members). */
+static bool scan_value_members(cj_scan *s, cj_val *v, cj_member *mem, size_t cap, size_t *nmem)
+{
+    return scan_value_in(s, v, 1, mem, cap, nmem);
+}
+
 tb_code cj_parse(const char *text, size_t len, cj_val *out, tb_error *err)
 {
     cj_scan s = {text, text, text + len, NULL, NULL};
@@ -272,10 +299,19 @@ tb_code cj_parse(const char *text, size_t len, cj_val *out, tb_error *err)
 tb_code cj_parse_top(const char *text, size_t len, cj_val *out, const char *const *names, size_t n, cj_val *vals,
                      bool *found, size_t *count, tb_error *err)
 {
+    size_t nmem;
+    return cj_parse_top_members(text, len, out, names, n, vals, found, count, n, NULL, 0, &nmem, err);
+}
+
+tb_code cj_parse_top_members(const char *text, size_t len, cj_val *out, const char *const *names, size_t n,
+                             cj_val *vals, bool *found, size_t *count, size_t collect, cj_member *mem, size_t cap,
+                             size_t *nmem, tb_error *err)
+{
     cj_scan s = {text, text, text + len, NULL, NULL};
     for (size_t i = 0; i < n; i++)
         found[i] = false;
     *count = 0;
+    *nmem = 0;
     if (!text)
         return tb_error_set(err, TB_ERR_INVALID, false, "JSON: no text");
     ws(&s);
@@ -301,8 +337,16 @@ tb_code cj_parse_top(const char *text, size_t len, cj_val *out, const char *cons
                 goto bad;
             }
             s.p++;
-            if (!scan_value(&s, &m, 1))
+            /* the member to collect: its members while it is scanned (when an object) */
+            bool is_collect = mem && collect < n && !k.escaped && k.len == strlen(names[collect]) &&
+                              memcmp(names[collect], k.ptr, k.len) == 0;
+            ws(&s);
+            bool take = is_collect && s.p < s.end && *s.p == '{';
+            size_t got = 0;
+            if (!(take ? scan_value_members(&s, &m, mem, cap, &got) : scan_value(&s, &m, 1)))
                 goto bad;
+            if (is_collect)
+                *nmem = got; /* 0 when not an object (the last occurrence counts) */
             (*count)++;
             for (size_t i = 0; i < n && !k.escaped; i++)
                 if (names[i][0] == k.ptr[0] && strlen(names[i]) == k.len && memcmp(names[i], k.ptr, k.len) == 0) {

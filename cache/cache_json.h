@@ -62,6 +62,22 @@ tb_code cj_parse(const char *text, size_t len, cj_val *out, tb_error *err);
 tb_code cj_parse_top(const char *text, size_t len, cj_val *out, const char *const *names, size_t n, cj_val *vals,
                      bool *found, size_t *count, tb_error *err);
 
+/* One member of an object: key span (raw, between the quotes) and value. */
+typedef struct cj_member {
+    const char *key;
+    size_t klen;
+    cj_val val;
+} cj_member;
+
+/* cj_parse_top, and also the members of the top-level member names[collect]
+ * when it is an object (its last occurrence): mem[0..*nmem) in order, when
+ * *nmem <= cap; a larger *nmem says how many there are, and only the first cap
+ * were stored (iterate the object instead). *nmem = 0 when that member is
+ * absent or not an object. Saves iterating the object again. */
+tb_code cj_parse_top_members(const char *text, size_t len, cj_val *out, const char *const *names, size_t n,
+                             cj_val *vals, bool *found, size_t *count, size_t collect, cj_member *mem, size_t cap,
+                             size_t *nmem, tb_error *err);
+
 /* Iterate an OBJECT (already validated by cj_parse). */
 void cj_obj_begin(const cj_val *obj, cj_iter *it);
 /* Next member: key span (raw, between the quotes) and value. False at the end. */

@@ -176,8 +176,40 @@ static long find_col(const cache_table *t, const char *k, size_t klen, size_t hi
     return -1;
 }
 
-tb_code cache_store_upsert(cache_store *s, cache_table *t, const cj_val *row, const cj_val *key, int32_t partition,
-                           tb_error *err)
+/* One member of the row (pass 0) or of the message key (pass 1) into s->vals/present;
+ * an unknown row member becomes a new untyped column. hint: the column expected next. */
+static tb_code take_member(cache_store *s, cache_table *t, int pass, const char *k, size_t klen, const cj_val *v,
+                           size_t *hint, tb_error *err)
+{
+    tb_code rc;
+    long ci = find_col(t, k, klen, *hint);
+    if (ci < 0 && pass == 1)
+        return TB_OK; /* key member unknown: the row has it or the check after fails */
+    if (ci < 0) {
+        tb_buf_reset(&s->scratch);
+        if ((rc = cj_str_decode(k, klen, &s->scratch)) != TB_OK)
+            return tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\": bad column name", t->name);
+        char *name = strdup(tb_buf_cstr(&s->scratch));
+        if (!name)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        TB_WARN("cache", "table \"%s\": column \"%s\" is not in its schema: adding it untyped", t->name, name);
+        rc = cache_store_add_column(s, t, name, "", CC_ANY, err);
+        free(name);
+        if (rc != TB_OK || (rc = ensure_scratch(s, t->ncols, err)) != TB_OK)
+            return rc;
+        ci = (long)t->ncols - 1;
+        s->present[ci] = '0';
+    }
+    if (pass == 1 && s->present[ci] == '1')
+        return TB_OK;
+    s->vals[ci] = *v;
+    s->present[ci] = '1';
+    *hint = (size_t)ci + 1;
+    return TB_OK;
+}
+
+tb_code cache_store_upsert(cache_store *s, cache_table *t, const cj_val *row, const cj_member *mem, size_t nmem,
+                           const cj_val *key, int32_t partition, tb_error *err)
 {
     tb_code rc;
     cj_iter it;
@@ -189,36 +221,17 @@ tb_code cache_store_upsert(cache_store *s, cache_table *t, const cj_val *row, co
         return rc;
     memset(s->present, '0', t->ncols);
     size_t hint = 0;
-    for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; mem && i < nmem; i++)
+        if ((rc = take_member(s, t, 0, mem[i].key, mem[i].klen, &mem[i].val, &hint, err)) != TB_OK)
+            return rc;
+    for (int pass = mem ? 1 : 0; pass < 2; pass++) {
         const cj_val *obj = pass == 0 ? row : key;
         if (!obj)
             continue;
         cj_obj_begin(obj, &it);
-        while (cj_obj_next(&it, &k, &klen, &v)) {
-            long ci = find_col(t, k, klen, hint);
-            if (ci < 0 && pass == 1)
-                continue; /* key member unknown: the row has it or the check below fails */
-            if (ci < 0) {
-                tb_buf_reset(&s->scratch);
-                if ((rc = cj_str_decode(k, klen, &s->scratch)) != TB_OK)
-                    return tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\": bad column name", t->name);
-                char *name = strdup(tb_buf_cstr(&s->scratch));
-                if (!name)
-                    return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-                TB_WARN("cache", "table \"%s\": column \"%s\" is not in its schema: adding it untyped", t->name, name);
-                rc = cache_store_add_column(s, t, name, "", CC_ANY, err);
-                free(name);
-                if (rc != TB_OK || (rc = ensure_scratch(s, t->ncols, err)) != TB_OK)
-                    return rc;
-                ci = (long)t->ncols - 1;
-                s->present[ci] = '0';
-            }
-            if (pass == 1 && s->present[ci] == '1')
-                continue;
-            s->vals[ci] = v;
-            s->present[ci] = '1';
-            hint = (size_t)ci + 1;
-        }
+        while (cj_obj_next(&it, &k, &klen, &v))
+            if ((rc = take_member(s, t, pass, k, klen, &v, &hint, err)) != TB_OK)
+                return rc;
     }
     s->present[t->ncols] = 0;
     for (size_t kk = 0; kk < t->npk; kk++)

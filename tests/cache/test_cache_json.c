@@ -6,6 +6,9 @@
  *       escaped quotes and backslashes inside strings
  *   cj/string_decode: escapes, surrogate pairs, \udcXX -> raw byte (DESIGN 5)
  *   cj/int64_bounds: INT64_MIN/MAX fit, one beyond does not
+ *   cj/parse_top_members_takes_the_row: the members of one top-level object
+ *       (raw keys, whole nested values), the count beyond the room, null /
+ *       absent / repeated members, errors inside it
  *   cj/one_special_byte_at_every_position: the 16/8-byte string scanners
  *       stop exactly where a byte-by-byte scan would
  */
@@ -131,6 +134,42 @@ Test(cj, parse_top_picks_members)
     /* not an object: plain parse */
     cr_expect_eq(cj_parse_top("[1]", 3, &v, names, 3, vals, found, &n, &e), TB_OK);
     cr_expect_eq(v.type, CJ_ARRAY);
+}
+
+Test(cj, parse_top_members_takes_the_row)
+{
+    const char *names[] = {"before", "after", "op"};
+    cj_val vals[3], v;
+    bool found[3];
+    size_t n, nmem;
+    cj_member mem[3];
+    tb_error e;
+    const char *t = "{\"before\":{\"x\":0},\"after\":{\"id\":7,\"n\\u0061me\":\"a\\\"b\",\"o\":{\"p\":[1,{}]}},\"op\":\"u\"}";
+    cr_assert_eq(cj_parse_top_members(t, strlen(t), &v, names, 3, vals, found, &n, 1, mem, 3, &nmem, &e), TB_OK, "%s",
+                 e.msg);
+    cr_assert_eq(nmem, 3);
+    cr_expect(mem[0].klen == 2 && memcmp(mem[0].key, "id", 2) == 0 && mem[0].val.type == CJ_NUMBER &&
+              mem[0].val.len == 1 && mem[0].val.ptr[0] == '7');
+    cr_expect(cj_key_eq(mem[1].key, mem[1].klen, "name"), "escaped key kept raw"); /* \u0061 = a */
+    cr_expect(mem[1].val.type == CJ_STRING && mem[1].val.escaped && mem[1].val.len == 4);
+    cr_expect(mem[2].val.type == CJ_OBJECT && mem[2].val.len == 12, "nested values whole");
+    cr_expect(found[1] && vals[1].type == CJ_OBJECT);
+    /* more members than room: the count says so */
+    cr_assert_eq(cj_parse_top_members(t, strlen(t), &v, names, 3, vals, found, &n, 1, mem, 2, &nmem, &e), TB_OK);
+    cr_expect_eq(nmem, 3);
+    /* not an object, absent, or the last of two occurrences */
+    const char *u = "{\"after\":null,\"op\":\"d\"}";
+    cr_assert_eq(cj_parse_top_members(u, strlen(u), &v, names, 3, vals, found, &n, 1, mem, 3, &nmem, &e), TB_OK);
+    cr_expect_eq(nmem, 0);
+    cr_assert_eq(cj_parse_top_members("{\"op\":1}", 8, &v, names, 3, vals, found, &n, 1, mem, 3, &nmem, &e), TB_OK);
+    cr_expect_eq(nmem, 0);
+    const char *w = "{\"after\":{\"a\":1,\"b\":2},\"after\":{\"c\":3}}";
+    cr_assert_eq(cj_parse_top_members(w, strlen(w), &v, names, 3, vals, found, &n, 1, mem, 3, &nmem, &e), TB_OK);
+    cr_expect(nmem == 1 && mem[0].key[0] == 'c');
+    /* a bad value inside the row is still an error with its offset */
+    const char *bad = "{\"after\":{\"id\":01}}";
+    cr_expect_eq(cj_parse_top_members(bad, strlen(bad), &v, names, 3, vals, found, &n, 1, mem, 3, &nmem, &e),
+                 TB_ERR_INVALID);
 }
 
 /* Strings are scanned 16 (SSE2) or 8 bytes at a time: one byte that ends a
