@@ -14,6 +14,7 @@
 static const char *const v_source_type[] = {"mysql", "sqlite", NULL};
 static const char *const v_sqlite_mode[] = {"wal", "trigger", NULL};
 static const char *const v_onoff[] = {"on", "off", NULL};
+static const char *const v_sqlite_checkpoint[] = {"off", "on", "barrier", NULL};
 static const char *const v_value_format[] = {"envelope", "row", NULL};
 static const char *const v_snapshot_mode[] = {"initial", "initial_only", "never", "when_needed", NULL};
 static const char *const v_snapshot_locking[] = {"minimal", "none", NULL};
@@ -62,8 +63,8 @@ static const cfg_prop props[] = {
     {"source.sqlite.shadow", CFG_ENUM, "on", 0, 0, v_onoff,
      "Keep a shadow copy of the database at the committed position (exact before-images and restarts).", false, "source"},
     {"source.sqlite.shadow.path", CFG_PATH, NULL, 0, 0, NULL, "Shadow copy location (default: <offsets dir>/<name>.shadow.db).", false, "source"},
-    {"source.sqlite.checkpoint", CFG_ENUM, "off", 0, 0, v_onoff,
-     "Run PASSIVE checkpoints as WAL reset windows (off by default: WAL-reset bug before SQLite 3.51.3).", false, "source"},
+    {"source.sqlite.checkpoint", CFG_ENUM, "off", 0, 0, v_sqlite_checkpoint,
+     "WAL reset windows: `on` runs PASSIVE checkpoints when caught up; `barrier` also holds the write lock for the few ms of a window, so the WAL resets under continuous commits (writers wait, a read-then-write transaction gets SQLITE_BUSY meanwhile). Off by default: WAL-reset bug before SQLite 3.51.3 (docs/sqlite-wal.md 2.9).", false, "source"},
     {"source.sqlite.poll.ms", CFG_MS, "50", 1, I64MAX, NULL, "How often the SQLite reader looks for new commits.", false, "source"},
     {"source.database.name", CFG_STRING, NULL, 0, 0, NULL, "The <db> part of SQLite topic names (default: file name without extension).", false, "source"},
     {"tables.include", CFG_REGEX, NULL, 0, 0, NULL, "Regex over db.table: capture only matching tables (default: all).", false, "source"},

@@ -479,7 +479,8 @@ tb_code sqlcap_open(const cfg *cf, const tb_position *start, sqlcap **out, tb_er
         }
     }
     const char *ck = cfg_get_str(cf, "source.sqlite.checkpoint");
-    o.checkpoint = ck && strcmp(ck, "on") == 0;
+    o.checkpoint = ck && (strcmp(ck, "on") == 0 || strcmp(ck, "barrier") == 0);
+    o.checkpoint_barrier = ck && strcmp(ck, "barrier") == 0;
     o.poll_ms = (int)cfg_get_int(cf, "source.sqlite.poll.ms");
     tb_code rc = sqlcap_open_opts(&o, start, out, err);
     free(dflt_shadow);

@@ -89,7 +89,7 @@
  * window, sqlite-wal.md 2.9: after a full backfill it leapfrogs at once so the
  * new read transaction holds lock 0). Under continuous commits a commit lands
  * between the checkpoint and the leapfrog and the window rarely opens.
- * sqlcap_opts.checkpoint_barrier (no cfg key yet) also holds BEGIN IMMEDIATE on
+ * source.sqlite.checkpoint=barrier (sqlcap_opts.checkpoint_barrier) also holds BEGIN IMMEDIATE on
  * a connection of its own (W, never writes) while it consumes the last frames,
  * checkpoints them and leapfrogs (2.9 option 3): the application's next commit
  * then rewinds the WAL. Costs: application writers wait (busy timeout) for
