@@ -7,6 +7,8 @@
  * and payload decoders. Every produced event is rendered to JSON (the
  * envelope and the key), which must succeed: a decoded event is always
  * well formed. The decoder must never crash, leak or read out of bounds.
+ * Inputs of odd length run with binlog_dec_skip_executed on (transactions
+ * whose GTID a PREVIOUS_GTIDS event already holds are decoded, not emitted).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,6 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     binlog_dec *d = binlog_dec_new(&o);
     if (!d)
         return 0;
+    binlog_dec_skip_executed(d, size & 1);
     evt_codec_opts co = {.topic_prefix = "f", .name = "f"};
     evt_rendered r;
     evt_rendered_init(&r);

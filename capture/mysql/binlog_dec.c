@@ -555,7 +555,7 @@ static tb_code process_event(binlog_dec *d, const uint8_t *ev, size_t len, bool 
     switch (type) {
     case BL_ROTATE: {
         unsigned ph = d->ph[BL_ROTATE - 1] ? d->ph[BL_ROTATE - 1] : 8;
-        if (blen < ph)
+        if (blen < ph || blen < 8) /* the position is 8 bytes whatever the FDE claims */
             return FAIL(err, TB_ERR_CORRUPT, "ROTATE truncated");
         if (set_file(d, (const char *)body + ph, blen - ph) != TB_OK)
             return FAIL(err, TB_ERR_NOMEM, "out of memory");

@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <string.h>
+#include <stdlib.h>
 
 #include "binlog_int.h"
 #include "evt_json.h"
@@ -344,6 +345,31 @@ Test(fuzz_regressions, aliased_json_offsets_do_not_explode)
     tb_error err;
     cr_assert_neq(bl_json_to_text(bomb, sizeof(bomb), &b, &err), TB_OK);
     tb_buf_free(&b);
+}
+
+Test(fuzz_regressions, rotate_shorter_than_its_position)
+{
+    binlog_dec_opts o;
+    binlog_dec_opts_init(&o);
+    binlog_dec *d = binlog_dec_new(&o);
+    uint8_t ev[256];
+    tb_error err;
+    /* an FDE (server 5.0: no checksum) claiming a 1-byte ROTATE post-header */
+    uint8_t fde[57 + 40] = {4, 0, '5', '.', '0', '.', '9', '5'};
+    fde[56] = 19;                 /* header length */
+    memset(fde + 57, 0, 40);
+    fde[57 + 4 - 1] = 1;          /* ROTATE (type 4) post-header: 1 byte */
+    size_t n = make_event(ev, 15, 0, fde, sizeof(fde));
+    cr_assert_eq(feed_one(d, ev, n, &err), TB_OK, "%s", err.msg);
+    /* a 3-byte ROTATE: its 8-byte position must not be read past the event */
+    const uint8_t rot[] = {4, 0, 'x'};
+    n = make_event(ev, 4, 0, rot, sizeof(rot));
+    uint8_t *exact = malloc(n); /* so that ASan sees a read past the event */
+    memcpy(exact, ev, n);
+    cr_assert_eq(feed_one(d, exact, n, &err), TB_ERR_CORRUPT);
+    cr_assert(strstr(err.msg, "ROTATE truncated"), "%s", err.msg);
+    free(exact);
+    binlog_dec_free(d);
 }
 
 Test(fuzz_regressions, rows_without_columns_and_repeated_tlvs)
