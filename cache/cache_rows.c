@@ -150,7 +150,10 @@ tb_code cache_store_flush(cache_store *s, tb_error *err)
     for (int r = s->pend_n; rc == TB_OK && r < t->up[slot].rows; r++)
         rc = bind_row(s, t, slot, r, s->last, s->pend_part, err);
     if (rc == TB_OK && sqlite3_step(t->up[slot].st) != SQLITE_DONE)
-        rc = tb_error_set(err, TB_ERR_IO, false, "table \"%s\": upsert failed: %s", t->name, sqlite3_errmsg(s->db));
+        rc = tb_error_set(err, TB_ERR_IO, false,
+                          "table \"%s\": upsert of a batch of %d rows (the latest message and the %d before it "
+                          "for this table) failed: %s",
+                          t->name, s->pend_n, s->pend_n - 1, sqlite3_errmsg(s->db));
     sqlite3_reset(t->up[slot].st);
     s->pend_n = 0;
     s->pend_t = NULL;
