@@ -403,6 +403,23 @@ tb_code sqlcap_shadow_flush(sqlcap *c, bool force, tb_error *err)
     return sqlcap_shadow_advance(c, &c->acked, err);
 }
 
+/* Append the .pend record of un[t] to b: u32 length, then that transaction's
+ * redo. On failure b is as it was. */
+static tb_code sqlcap_pend_record(sqlcap *c, size_t t, tb_buf *b, tb_error *err)
+{
+    size_t at = b->len;
+    uint8_t lb[4] = {0};
+    if (tb_buf_append(b, lb, 4) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
+    tb_code rc = sqlcap_redo_build(c, t, t + 1, b, err);
+    if (rc != TB_OK) {
+        b->len = at;
+        return rc;
+    }
+    sqlcap_put_be32((uint8_t *)b->data + at, (uint32_t)(b->len - at - 4));
+    return TB_OK;
+}
+
 /* Append records for un[from .. to) (u32 length + one-transaction redo each) to fd. */
 static tb_code sqlcap_pend_write(sqlcap *c, int fd, size_t from, size_t to, uint64_t *bytes, tb_error *err)
 {
@@ -411,12 +428,7 @@ static tb_code sqlcap_pend_write(sqlcap *c, int fd, size_t from, size_t to, uint
     uint64_t total = 0;
     tb_buf_reset(b);
     for (size_t t = from; t < to && rc == TB_OK; t++) {
-        size_t at = b->len;
-        uint8_t lb[4] = {0};
-        if (tb_buf_append(b, lb, 4) != TB_OK)
-            rc = tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
-        else if ((rc = sqlcap_redo_build(c, t, t + 1, b, err)) == TB_OK)
-            sqlcap_put_be32((uint8_t *)b->data + at, (uint32_t)(b->len - at - 4));
+        rc = sqlcap_pend_record(c, t, b, err);
         /* written in chunks of about SQLCAP_IOBUF bytes; durable only with the fsync below */
         if (rc == TB_OK && (b->len >= SQLCAP_IOBUF || t + 1 == to)) {
             rc = sqlcap_write_all(fd, b->data, b->len, c->shadow_pend_path, err);
@@ -487,17 +499,9 @@ static tb_code sqlcap_pend_more(sqlcap *c, bool flush, tb_error *err)
         if (c->pendfd < 0)
             return tb_error_set(err, TB_ERR_IO, true, "%s: %s", c->shadow_pend_path, strerror(errno));
     }
-    for (; c->pend_written < c->nun; c->pend_written++) {
-        size_t at = b->len;
-        uint8_t lb[4] = {0};
-        if (tb_buf_append(b, lb, 4) != TB_OK)
-            return tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
-        if ((rc = sqlcap_redo_build(c, c->pend_written, c->pend_written + 1, b, err)) != TB_OK) {
-            b->len = at;
+    for (; c->pend_written < c->nun; c->pend_written++)
+        if ((rc = sqlcap_pend_record(c, c->pend_written, b, err)) != TB_OK)
             return rc;
-        }
-        sqlcap_put_be32((uint8_t *)b->data + at, (uint32_t)(b->len - at - 4));
-    }
     if (b->len && (flush || b->len >= SQLCAP_IOBUF)) {
         if ((rc = sqlcap_write_all(c->pendfd, b->data, b->len, c->shadow_pend_path, err)) != TB_OK)
             return rc; /* what is in the file is only a torn tail for pend_replay */
