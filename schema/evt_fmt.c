@@ -31,21 +31,34 @@ static const char digit_pairs[201] = "000102030405060708091011121314151617181920
                                      "50515253545556575859606162636465666768697071727374"
                                      "75767778798081828384858687888990919293949596979899";
 
-/* Decimal digits of v written backwards ending at end; returns the start. */
+/* Decimal digits of v written backwards ending at end; returns the start.
+ * Eight digits per 64-bit division, the rest in 32-bit arithmetic. */
 char *evt_u64_digits(uint64_t v, char *end)
 {
     char *p = end;
-    while (v >= 100) {
-        unsigned r = (unsigned)(v % 100);
-        v /= 100;
+    while (v >= 100000000u) {
+        uint64_t q = v / 100000000u;
+        uint32_t r = (uint32_t)(v - q * 100000000u);
+        v = q;
+        uint32_t hi = r / 10000, lo = r % 10000;
+        p -= 8;
+        memcpy(p, digit_pairs + 2 * (hi / 100), 2);
+        memcpy(p + 2, digit_pairs + 2 * (hi % 100), 2);
+        memcpy(p + 4, digit_pairs + 2 * (lo / 100), 2);
+        memcpy(p + 6, digit_pairs + 2 * (lo % 100), 2);
+    }
+    uint32_t w = (uint32_t)v;
+    while (w >= 100) {
+        uint32_t r = w % 100;
+        w /= 100;
         p -= 2;
         memcpy(p, digit_pairs + 2 * r, 2);
     }
-    if (v >= 10) {
+    if (w >= 10) {
         p -= 2;
-        memcpy(p, digit_pairs + 2 * v, 2);
+        memcpy(p, digit_pairs + 2 * w, 2);
     } else
-        *--p = (char)('0' + v);
+        *--p = (char)('0' + w);
     return p;
 }
 

@@ -128,6 +128,88 @@ const char *evt_table_key_frag(const evt_table *t, size_t i, size_t *len);
 /* Decimal digits of v written backwards ending at end; returns the start. */
 char *evt_u64_digits(uint64_t v, char *end);
 
+/* ---- raw writing, for the codec's hot path: reserve the worst case with
+ * jw_room/jw_pre once, write bytes through the pointer, jw_commit the end.
+ * The JSON structure written this way is the caller's to keep right. */
+
+/* Room evt_jw_esc_raw needs for len input bytes (6 per byte for \u00XX,
+ * plus the 16 it may store ahead). */
+#define EVT_JW_ESC_ROOM(len) (6 * (len) + 16)
+/* Escape (no quotes) s[0, len) into p; returns the end (evt_jw.c). */
+char *evt_jw_esc_raw(char *p, const char *s, size_t len);
+/* The quoted, escaped string, no comma logic (long strings in pieces). */
+void evt_jw_put_str(evt_jw *w, const char *s, size_t len);
+
+/* Where to write at most need raw bytes: w's buffer, or *spill (initialised
+ * by the caller with tb_buf_init(spill, 0)) when w's buffer is bounded below
+ * the worst case; jw_raw_done then copies what was really written, failing
+ * with NOMEM only if that does not fit. NULL (sticky error) on failure. */
+static inline char *jw_raw_room(evt_jw *w, size_t need, tb_buf *spill)
+{
+    if (w->err)
+        return NULL;
+    tb_buf *b = w->out;
+    if (need < b->max - b->len)
+        return jw_room(w, need);
+    if (tb_buf_reserve(spill, need) != TB_OK) {
+        evt_jw_fail(w, TB_ERR_NOMEM);
+        return NULL;
+    }
+    return spill->data;
+}
+
+/* End a raw write begun with jw_raw_room at end; frees *spill. */
+static inline void jw_raw_done(evt_jw *w, char *end, tb_buf *spill)
+{
+    if (!spill->data) {
+        jw_commit(w, end);
+        return;
+    }
+    size_t n = (size_t)(end - spill->data);
+    char *p = jw_room(w, n);
+    if (p) {
+        memcpy(p, spill->data, n);
+        jw_commit(w, p + n);
+    }
+    tb_buf_free(spill);
+}
+
+/* Quoted, escaped string at p (room: EVT_JW_ESC_ROOM(len) + 2). */
+static inline char *jw_str_raw(char *p, const char *s, size_t len)
+{
+    *p++ = '"';
+    p = evt_jw_esc_raw(p, s, len);
+    *p++ = '"';
+    return p;
+}
+
+/* Decimal digits of v at p, forwards (room: 20); returns the end. */
+static inline char *jw_u64_raw(char *p, uint64_t v)
+{
+    static const uint64_t pow10[20] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
+                                       10000000ull, 100000000ull, 1000000000ull, 10000000000ull,
+                                       100000000000ull, 1000000000000ull, 10000000000000ull,
+                                       100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+                                       100000000000000000ull, 1000000000000000000ull,
+                                       10000000000000000000ull};
+    unsigned t = ((unsigned)(64 - __builtin_clzll(v | 1)) * 1233u) >> 12; /* about log10(2^bits) */
+    unsigned n = t + (v >= pow10[t]);
+    if (n == 0)
+        n = 1;
+    evt_u64_digits(v, p + n);
+    return p + n;
+}
+
+/* Signed decimal at p (room: 21). */
+static inline char *jw_i64_raw(char *p, int64_t v)
+{
+    if (v < 0) {
+        *p++ = '-';
+        return jw_u64_raw(p, (uint64_t)0 - (uint64_t)v);
+    }
+    return jw_u64_raw(p, (uint64_t)v);
+}
+
 /* JSON number grammar (RFC 8259 section 6). */
 bool evt_json_number_ok(const char *s, size_t len);
 /* Length of the valid UTF-8 sequence at s (1..4), 0 if s[0] starts no valid sequence. */

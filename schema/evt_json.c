@@ -181,6 +181,69 @@ static void put_value(evt_jw *w, const evt_value *v, tb_error *err)
     evt_jw_fail(w, TB_ERR_INVALID);
 }
 
+/* Raw text helpers for the envelope's fixed members (room reserved by the caller). */
+static inline char *raw_lit(char *p, const char *s, size_t n)
+{
+    memcpy(p, s, n);
+    return p + n;
+}
+#define RAW_LIT(p, lit) raw_lit((p), lit, sizeof(lit) - 1)
+
+/* One member "<col>":VALUE of a row or key object, comma first unless it is
+ * the object's first. Common kinds are written raw, in one reservation;
+ * the others through put_value. On failure the writer's error is set and
+ * inner may say why. */
+static void put_member(evt_jw *w, const evt_table *t, size_t i, const evt_value *v, bool first, tb_error *inner)
+{
+    size_t fl;
+    const char *frag = evt_table_key_frag(t, i, &fl);
+    if (!frag) { /* not sealed: the generic writer does the key */
+        evt_jw_key(w, evt_table_column(t, i)->name, (size_t)-1);
+        put_value(w, v, inner);
+        return;
+    }
+    size_t vlen = v->kind == EVT_V_STRING || v->kind == EVT_V_DECIMAL ? v->v.s.len : 0;
+    bool long_text = vlen > 4096; /* the key here, the string in pieces */
+    tb_buf spill;
+    tb_buf_init(&spill, 0);
+    char *p = jw_raw_room(w, 1 + fl + 50 + (long_text ? 0 : EVT_JW_ESC_ROOM(vlen) + 2), &spill);
+    if (!p)
+        return;
+    if (!first)
+        *p++ = ',';
+    memcpy(p, frag, fl);
+    p += fl;
+    bool generic = false;
+    switch (v->kind) {
+    case EVT_V_ABSENT:
+    case EVT_V_NULL: p = raw_lit(p, "null", 4); break;
+    case EVT_V_INT: p = jw_i64_raw(p, v->v.i); break;
+    case EVT_V_UINT: p = jw_u64_raw(p, v->v.u); break;
+    case EVT_V_BOOL: p = v->v.b ? raw_lit(p, "true", 4) : raw_lit(p, "false", 5); break;
+    case EVT_V_DECIMAL:
+    case EVT_V_STRING:
+        if (long_text)
+            generic = true;
+        else
+            p = jw_str_raw(p, v->v.s.ptr, vlen);
+        break;
+    case EVT_V_DATE:
+    case EVT_V_DATETIME:
+    case EVT_V_TIMESTAMP:
+    case EVT_V_TIME: /* digits and separators only: nothing to escape */
+        *p++ = '"';
+        p += evt_fmt_temporal(v->kind, &v->v.t, p);
+        *p++ = '"';
+        break;
+    default: generic = true; break;
+    }
+    jw_raw_done(w, p, &spill);
+    if (generic && !w->err) { /* the value through the writer, as that of the key just written */
+        w->after_key = true;
+        put_value(w, v, inner);
+    }
+}
+
 /* The writer failed inside column c: name table and column in err. */
 static tb_code col_error(evt_jw *w, const evt_table *t, const evt_column *c, tb_error *err, tb_error *inner)
 {
@@ -191,33 +254,24 @@ static tb_code col_error(evt_jw *w, const evt_table *t, const evt_column *c, tb_
                         evt_table_name(t), c->name, tb_code_name(w->err));
 }
 
-static inline void put_col_key(evt_jw *w, const evt_table *t, size_t i, const evt_column *c)
-{
-    size_t n;
-    const char *frag = evt_table_key_frag(t, i, &n);
-    if (frag)
-        evt_jw_key_lit(w, frag, n);
-    else
-        evt_jw_key(w, c->name, (size_t)-1);
-}
-
 static tb_code put_row(evt_jw *w, const evt_event *e, evt_image img, tb_error *err)
 {
     const evt_table *t = evt_event_table(e);
     size_t n = evt_table_ncols(t);
     tb_error inner;
     inner.code = TB_OK;
+    bool first = true;
     evt_jw_obj_begin(w);
     for (size_t i = 0; i < n; i++) {
         const evt_value *v = evt_event_value(e, img, i);
         if (v->kind == EVT_V_ABSENT)
             continue;
-        const evt_column *c = evt_table_column(t, i);
-        put_col_key(w, t, i, c);
-        put_value(w, v, &inner);
+        put_member(w, t, i, v, first, &inner);
+        first = false;
         if (w->err)
-            return col_error(w, t, c, err, &inner);
+            return col_error(w, t, evt_table_column(t, i), err, &inner);
     }
+    jw_comma_set(w, !first);
     evt_jw_obj_end(w);
     return TB_OK; /* a writer error here is reported by finish() */
 }
@@ -244,11 +298,11 @@ static tb_code put_key(evt_jw *w, const evt_event *e, evt_image img, tb_error *e
             return tb_error_set(err, TB_ERR_INVALID, false, "%s.%s key column %s: absent from the row images",
                                 evt_table_db(t), evt_table_name(t), c->name);
         }
-        put_col_key(w, t, col, c);
-        put_value(w, v, &inner);
+        put_member(w, t, col, v, k == 0, &inner);
         if (w->err)
             return col_error(w, t, c, err, &inner);
     }
+    jw_comma_set(w, true);
     evt_jw_obj_end(w);
     return TB_OK;
 }
@@ -473,56 +527,103 @@ static void put_u(evt_jw *w, const char *key, size_t klen, uint64_t v)
     evt_jw_uint(w, v);
 }
 
-static void put_source(evt_jw *w, const evt_codec_opts *o, const evt_event *e)
+/* key text then the string, or null for NULL */
+static inline char *raw_cstr(char *p, const char *s, size_t n)
 {
-    /* constant members as precomputed text (same bytes as put_cstr would write) */
-#define SNAP_LIT(v) {"\"snapshot\":\"" v "\"", sizeof("\"snapshot\":\"" v "\"") - 1}
+    return s ? jw_str_raw(p, s, n) : RAW_LIT(p, "null");
+}
+
+static inline size_t opt_len(const char *s) { return s ? strlen(s) : 0; }
+
+/* "source":{...},"op":"c","ts_ms":N,"transaction":... : everything after the
+ * row images, written raw in one reservation (the members never change
+ * shape, only their values). The caller closes the envelope. */
+static void put_source_tail(evt_jw *w, const evt_codec_opts *o, const evt_event *e, evt_op op)
+{
+    /* constant members as precomputed text */
+#define SNAP_LIT(v) {",\"snapshot\":\"" v "\"", sizeof(",\"snapshot\":\"" v "\"") - 1}
     static const struct {
         const char *text;
         size_t len;
     } snap[] = {SNAP_LIT("false"), SNAP_LIT("true"), SNAP_LIT("last")};
 #undef SNAP_LIT
     const evt_table *t = evt_event_table(e);
-    evt_snapshot_flag sf = evt_event_snapshot(e);
-    EVT_JW_KEY(w, "source");
-    evt_jw_obj_begin(w);
-    /* "version" member and the "connector" key in one fragment */
-    evt_jw_key_lit(w, EVT_JW_KEY_ARGS("version\":\"" EVT_SOURCE_VERSION "\",\"connector"));
+    const tb_position *pos = evt_event_position(e);
     const char *conn = evt_connector_name(evt_event_connector(e));
-    evt_jw_str(w, conn, strlen(conn));
-    put_cstr(w, EVT_JW_KEY_ARGS("name"), o && o->name ? o->name : "");
-    EVT_JW_KEY(w, "ts_ms");
-    evt_jw_int(w, evt_event_commit_ts_ms(e));
-    unsigned si = (unsigned)sf <= 2 ? (unsigned)sf : 0;
-    evt_jw_members_lit(w, snap[si].text, snap[si].len);
+    const char *name = o && o->name ? o->name : "";
+    const char *file = pos->kind == TB_POS_MYSQL ? (pos->file ? pos->file : "") : NULL;
+    const char *gtid = pos->kind == TB_POS_MYSQL && pos->gtid_set && *pos->gtid_set ? pos->gtid_set : NULL;
+    const char *tx = evt_event_txid(e);
+    const char *db = t->srcfrag ? NULL : evt_table_db(t), *table = t->srcfrag ? NULL : evt_table_name(t);
+    size_t conn_len = strlen(conn), name_len = strlen(name), file_len = opt_len(file), gtid_len = opt_len(gtid),
+           tx_len = opt_len(tx), db_len = opt_len(db), table_len = opt_len(table);
+    size_t need = 256 + t->srcfrag_len + 6 * 24 + conn_len +
+                  EVT_JW_ESC_ROOM(name_len + file_len + gtid_len + tx_len + db_len + table_len) + 6 * 16;
+    if (!jw_pre(w, 0)) /* the comma before "source" */
+        return;
+    tb_buf spill;
+    tb_buf_init(&spill, 0);
+    char *p = jw_raw_room(w, need, &spill);
+    if (!p)
+        return;
+    p = RAW_LIT(p, "\"source\":{\"version\":\"" EVT_SOURCE_VERSION "\",\"connector\":\"");
+    p = raw_lit(p, conn, conn_len); /* a fixed lowercase name */
+    p = RAW_LIT(p, "\",\"name\":");
+    p = jw_str_raw(p, name, name_len);
+    p = RAW_LIT(p, ",\"ts_ms\":");
+    p = jw_i64_raw(p, evt_event_commit_ts_ms(e));
+    unsigned si = (unsigned)evt_event_snapshot(e) <= 2 ? (unsigned)evt_event_snapshot(e) : 0;
+    p = raw_lit(p, snap[si].text, snap[si].len);
+    *p++ = ',';
     if (t->srcfrag)
-        evt_jw_members_lit(w, t->srcfrag, t->srcfrag_len);
+        p = raw_lit(p, t->srcfrag, t->srcfrag_len);
     else {
-        put_cstr(w, EVT_JW_KEY_ARGS("db"), evt_table_db(t));
-        put_cstr(w, EVT_JW_KEY_ARGS("table"), evt_table_name(t));
+        p = RAW_LIT(p, "\"db\":");
+        p = raw_cstr(p, db, db_len);
+        p = RAW_LIT(p, ",\"table\":");
+        p = raw_cstr(p, table, table_len);
     }
-    const tb_position *p = evt_event_position(e);
-    switch (p->kind) {
+    switch (pos->kind) {
     case TB_POS_MYSQL:
-        put_u(w, EVT_JW_KEY_ARGS("server_id"), p->server_id);
-        put_cstr(w, EVT_JW_KEY_ARGS("file"), p->file ? p->file : "");
-        put_u(w, EVT_JW_KEY_ARGS("pos"), p->pos);
-        put_u(w, EVT_JW_KEY_ARGS("row"), p->row);
-        put_cstr(w, EVT_JW_KEY_ARGS("gtid"), p->gtid_set && *p->gtid_set ? p->gtid_set : NULL);
+        p = RAW_LIT(p, ",\"server_id\":");
+        p = jw_u64_raw(p, pos->server_id);
+        p = RAW_LIT(p, ",\"file\":");
+        p = jw_str_raw(p, file, file_len);
+        p = RAW_LIT(p, ",\"pos\":");
+        p = jw_u64_raw(p, pos->pos);
+        p = RAW_LIT(p, ",\"row\":");
+        p = jw_u64_raw(p, pos->row);
+        p = RAW_LIT(p, ",\"gtid\":");
+        p = raw_cstr(p, gtid, gtid_len);
         break;
     case TB_POS_SQLITE_WAL:
-        put_u(w, EVT_JW_KEY_ARGS("salt1"), p->salt1);
-        put_u(w, EVT_JW_KEY_ARGS("salt2"), p->salt2);
-        put_u(w, EVT_JW_KEY_ARGS("frame"), p->frame);
-        put_u(w, EVT_JW_KEY_ARGS("gen_seq"), p->gen_seq);
+        p = RAW_LIT(p, ",\"salt1\":");
+        p = jw_u64_raw(p, pos->salt1);
+        p = RAW_LIT(p, ",\"salt2\":");
+        p = jw_u64_raw(p, pos->salt2);
+        p = RAW_LIT(p, ",\"frame\":");
+        p = jw_u64_raw(p, pos->frame);
+        p = RAW_LIT(p, ",\"gen_seq\":");
+        p = jw_u64_raw(p, pos->gen_seq);
         break;
     case TB_POS_SQLITE_LOG:
-        EVT_JW_KEY(w, "seq");
-        evt_jw_int(w, p->seq);
+        p = RAW_LIT(p, ",\"seq\":");
+        p = jw_i64_raw(p, pos->seq);
         break;
     case TB_POS_NONE: break;
     }
-    evt_jw_obj_end(w);
+    p = RAW_LIT(p, "},\"op\":\"");
+    *p++ = (char)op;
+    p = RAW_LIT(p, "\",\"ts_ms\":");
+    p = jw_i64_raw(p, now_ms(o));
+    p = RAW_LIT(p, ",\"transaction\":");
+    if (tx) {
+        p = RAW_LIT(p, "{\"id\":");
+        p = jw_str_raw(p, tx, tx_len);
+        *p++ = '}';
+    } else
+        p = RAW_LIT(p, "null");
+    jw_raw_done(w, p, &spill);
 }
 
 /* Envelope with the given op; before/after written when requested and present. */
@@ -543,20 +644,7 @@ static tb_code put_envelope(evt_jw *w, const evt_codec_opts *o, const evt_event 
         evt_jw_null(w);
     if (rc != TB_OK)
         return rc;
-    put_source(w, o, e);
-    char opc = (char)op;
-    EVT_JW_KEY(w, "op");
-    evt_jw_str(w, &opc, 1);
-    EVT_JW_KEY(w, "ts_ms");
-    evt_jw_int(w, now_ms(o));
-    const char *tx = evt_event_txid(e);
-    EVT_JW_KEY(w, "transaction");
-    if (tx) {
-        evt_jw_obj_begin(w);
-        put_cstr(w, EVT_JW_KEY_ARGS("id"), tx);
-        evt_jw_obj_end(w);
-    } else
-        evt_jw_null(w);
+    put_source_tail(w, o, e, op);
     evt_jw_obj_end(w);
     return TB_OK;
 }

@@ -161,53 +161,53 @@ static inline unsigned plain16(const unsigned char *s)
 }
 #endif
 
-/* Append the quoted, escaped string (no comma logic). */
-static void put_str(evt_jw *w, const char *str, size_t len)
+/* Escape s[0, len) into p, copying while scanning: plain runs move 16 (or 8)
+ * bytes at a time, stored before they are checked, so p needs
+ * EVT_JW_ESC_ROOM(len) bytes of room. Returns the end of what was written. */
+char *evt_jw_esc_raw(char *p, const char *str, size_t len)
 {
     const unsigned char *s = (const unsigned char *)str;
-    char *p = jw_room(w, len + 2);
-    if (!p)
-        return;
-    *p++ = '"';
-    size_t i = 0, st = 0;
+    size_t i = 0;
     while (i < len) {
 #ifdef __SSE2__
         if (i + 16 <= len) { /* 16 bytes at a time; land on the first one that needs a look */
+            __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+            _mm_storeu_si128((__m128i *)(void *)p, x);
             unsigned m = plain16(s + i);
             if (!m) {
                 i += 16;
+                p += 16;
                 continue;
             }
-            i += (size_t)__builtin_ctz(m);
+            size_t z = (size_t)__builtin_ctz(m);
+            i += z;
+            p += z;
         } else
 #endif
         if (i + 8 <= len) { /* 8 plain ASCII bytes at a time */
             uint64_t x;
             memcpy(&x, s + i, 8);
+            memcpy(p, &x, 8);
             if (!needs_attention(x)) {
                 i += 8;
+                p += 8;
                 continue;
             }
         }
         unsigned char c = s[i];
         unsigned char k = str_class[c];
         if (k == 0) {
+            *p++ = (char)c;
             i++;
             continue;
         }
         size_t n = 0;
         if (k == 2 && (n = evt_utf8_seq(s + i, len - i)) != 0) {
+            memcpy(p, s + i, n);
+            p += n;
             i += n;
             continue;
         }
-        /* flush the run s[st..i), then the escape (at most 6 bytes) */
-        size_t run = i - st;
-        jw_commit(w, p);
-        p = jw_room(w, run + 6 + (len - i) + 1);
-        if (!p)
-            return;
-        memcpy(p, s + st, run);
-        p += run;
         *p++ = '\\';
         if (k == 2) {
             memcpy(p, "udc", 3);
@@ -231,11 +231,40 @@ static void put_str(evt_jw *w, const char *str, size_t len)
             }
         }
         i++;
-        st = i;
     }
-    size_t run = i - st;
-    memcpy(p, s + st, run); /* room reserved: run <= remaining len */
-    p += run;
+    return p;
+}
+
+/* Input bytes escaped per reservation: a long string goes in pieces, so
+ * the buffer never needs 6x its length at once. */
+#define JW_ESC_CHUNK 16384
+
+/* Append the quoted, escaped string (no comma logic). */
+void evt_jw_put_str(evt_jw *w, const char *str, size_t len)
+{
+    char *p = jw_room(w, EVT_JW_ESC_ROOM(len < JW_ESC_CHUNK ? len : JW_ESC_CHUNK) + 2);
+    if (!p)
+        return;
+    *p++ = '"';
+    while (len > JW_ESC_CHUNK) {
+        /* cut before a byte that is not a UTF-8 continuation byte; if the
+         * four bytes before that point are all continuation bytes, none of
+         * the three before the chunk end can start a sequence, so cut there.
+         * No valid sequence spans the cut: the escaping is the same as in
+         * one piece. */
+        size_t n = JW_ESC_CHUNK;
+        while (n > JW_ESC_CHUNK - 3 && ((unsigned char)str[n] & 0xC0) == 0x80)
+            n--;
+        if (((unsigned char)str[n] & 0xC0) == 0x80)
+            n = JW_ESC_CHUNK;
+        p = evt_jw_esc_raw(p, str, n);
+        jw_commit(w, p);
+        str += n;
+        len -= n;
+        if (!(p = jw_room(w, EVT_JW_ESC_ROOM(len < JW_ESC_CHUNK ? len : JW_ESC_CHUNK) + 1)))
+            return;
+    }
+    p = evt_jw_esc_raw(p, str, len);
     *p++ = '"';
     jw_commit(w, p);
 }
@@ -246,7 +275,7 @@ void evt_jw_str(evt_jw *w, const char *s, size_t len)
         len = 0;
     if (!jw_pre(w, 0))
         return;
-    put_str(w, s ? s : "", len);
+    evt_jw_put_str(w, s ? s : "", len);
 }
 
 void evt_jw_key(evt_jw *w, const char *key, size_t len)
@@ -255,7 +284,7 @@ void evt_jw_key(evt_jw *w, const char *key, size_t len)
         len = key ? strlen(key) : 0;
     if (!jw_pre(w, 0))
         return;
-    put_str(w, key ? key : "", len);
+    evt_jw_put_str(w, key ? key : "", len);
     char *p = w->err ? NULL : jw_room(w, 1);
     if (!p)
         return;

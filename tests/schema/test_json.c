@@ -147,6 +147,98 @@ Test(jw, any_bytes_round_trip_losslessly)
     }
 }
 
+/* A byte-at-a-time escaper written from the rules in evt_jw.c's header,
+ * for comparing long strings (the writer escapes those in 16 KiB pieces,
+ * 16 bytes at a time). */
+static size_t ref_utf8(const unsigned char *s, size_t avail)
+{
+    unsigned char c = s[0];
+    size_t n = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xF0 && c < 0xF5 ? 4 : 0;
+    if (n == 0 || n > avail)
+        return 0;
+    for (size_t k = 1; k < n; k++)
+        if ((s[k] & 0xC0) != 0x80)
+            return 0;
+    unsigned cp = n == 1 ? c : n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
+    for (size_t k = 1; k < n; k++)
+        cp = cp << 6 | (s[k] & 0x3F);
+    static const unsigned min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n;
+}
+
+static char *ref_escape(const unsigned char *s, size_t len)
+{
+    char *out = malloc(6 * len + 3), *p = out;
+    *p++ = '"';
+    for (size_t i = 0; i < len;) {
+        unsigned char c = s[i];
+        size_t n;
+        if (c == '"' || c == '\\') {
+            *p++ = '\\';
+            *p++ = (char)c;
+            i++;
+        } else if (c < 0x20) {
+            static const char *named = "\b\f\n\r\t", *letter = "bfnrt";
+            const char *k = c ? strchr(named, c) : NULL;
+            p += k ? sprintf(p, "\\%c", letter[k - named]) : sprintf(p, "\\u%04x", c);
+            i++;
+        } else if ((n = ref_utf8(s + i, len - i)) != 0) {
+            memcpy(p, s + i, n);
+            p += n;
+            i += n;
+        } else {
+            p += sprintf(p, "\\udc%02x", c);
+            i++;
+        }
+    }
+    *p++ = '"';
+    *p = '\0';
+    return out;
+}
+
+Test(jw, long_strings_escape_as_one_piece)
+{
+    /* sequences and runs of continuation bytes across the 16 KiB piece
+     * boundary, at every offset around it, then random long strings */
+    static const char *across[] = {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\x80\x80\x80\x80\x80",
+                                   "\xf0\x80\x80\x80\x80", "\xe2\x82", "\"\\\n", "\xf4\x90\x80\x80"};
+    size_t cap = 3 * 16384 + 64;
+    unsigned char *in = malloc(cap);
+    for (size_t k = 0; k < sizeof across / sizeof across[0]; k++)
+        for (size_t at = 16384 - 6; at <= 16384 + 2; at++)
+            for (size_t len = 16384 + 1; len <= 16384 + 12; len += 11) {
+                if (at >= len)
+                    continue;
+                memset(in, 'x', len);
+                size_t sl = strlen(across[k]);
+                memcpy(in + at, across[k], at + sl <= len ? sl : len - at);
+                char *got = str_json((const char *)in, len), *want = ref_escape(in, len);
+                cr_assert_str_eq(got, want, "sequence %zu at %zu, length %zu", k, at, len);
+                free(got);
+                free(want);
+            }
+    uint32_t x = 777;
+    for (int iter = 0; iter < 40; iter++) {
+        size_t len = 16000 + (size_t)iter * 800 % (cap - 16000);
+        for (size_t i = 0; i < len; i++) {
+            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+            unsigned r = x % 100;
+            in[i] = (unsigned char)(r < 80 ? 'a' + r % 26 : r < 90 ? 0x80 + (x >> 8) % 0x80 : r < 95 ? 0xC0 + (x >> 8) % 0x38 : (x >> 8) % 0x24);
+        }
+        char *got = str_json((const char *)in, len), *want = ref_escape(in, len);
+        cr_assert_str_eq(got, want, "random string %d, length %zu", iter, len);
+        size_t n;
+        char *back = str_back(got, &n);
+        cr_assert(n == len && memcmp(back, in, len) == 0, "random string %d does not read back", iter);
+        free(back);
+        free(got);
+        free(want);
+    }
+    free(in);
+}
+
 Test(jw, structure_commas_and_numbers)
 {
     tb_buf b;

@@ -47,6 +47,17 @@ Test(values, integers_exact)
             expect(EVT_T_BIGINT, &v, want);
         }
     }
+    /* random magnitudes: every digit count, both signs */
+    uint64_t x = 88172645463325252ull;
+    for (int iter = 0; iter < 2000; iter++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        u.v.u = x >> (iter % 64);
+        snprintf(want, sizeof want, "%llu", (unsigned long long)u.v.u);
+        expect(EVT_T_BIGINT, &u, want);
+        v.v.i = (int64_t)u.v.u;
+        snprintf(want, sizeof want, "%lld", (long long)v.v.i);
+        expect(EVT_T_BIGINT, &v, want);
+    }
 }
 
 Test(values, year_is_a_number)
