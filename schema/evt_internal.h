@@ -22,11 +22,13 @@ struct evt_table {
     uint32_t version;
     bool names_known;
     bool sealed;
-    char *keyfrag;   /* set by seal: each column name as JSON key text */
+    char *keyfrag;   /* set by seal: each column name as JSON key text, then EVT_KEYFRAG_PAD bytes */
     size_t *keyoff;  /* ncols + 1 offsets into keyfrag */
     char *srcfrag;   /* set by seal: "\"db\":\"<db>\",\"table\":\"<name>\"" (source block members) */
     size_t srcfrag_len;
 };
+
+#define EVT_KEYFRAG_PAD 16
 
 /* ------------------------------------------------------------ arena
  * A chunked bump allocator. Pointers it returns never move; they stay valid
@@ -140,8 +142,8 @@ char *evt_jw_esc_raw(char *p, const char *s, size_t len);
 /* The quoted, escaped string, no comma logic (long strings in pieces). */
 void evt_jw_put_str(evt_jw *w, const char *s, size_t len);
 
-/* Where to write at most need raw bytes: w's buffer, or *spill (initialised
- * by the caller with tb_buf_init(spill, 0)) when w's buffer is bounded below
+/* Where to write at most need raw bytes: w's buffer, or *spill (zeroed by
+ * the caller: tb_buf spill = {0}) when w's buffer is bounded below
  * the worst case; jw_raw_done then copies what was really written, failing
  * with NOMEM only if that does not fit. NULL (sticky error) on failure. */
 static inline char *jw_raw_room(evt_jw *w, size_t need, tb_buf *spill)

@@ -195,23 +195,25 @@ static inline char *raw_lit(char *p, const char *s, size_t n)
  * inner may say why. */
 static void put_member(evt_jw *w, const evt_table *t, size_t i, const evt_value *v, bool first, tb_error *inner)
 {
-    size_t fl;
-    const char *frag = evt_table_key_frag(t, i, &fl);
-    if (!frag) { /* not sealed: the generic writer does the key */
+    if (!t->keyoff || i >= t->ncols) { /* not sealed: the generic writer does the key */
         evt_jw_key(w, evt_table_column(t, i)->name, (size_t)-1);
         put_value(w, v, inner);
         return;
     }
     size_t vlen = v->kind == EVT_V_STRING || v->kind == EVT_V_DECIMAL ? v->v.s.len : 0;
     bool long_text = vlen > 4096; /* the key here, the string in pieces */
-    tb_buf spill;
-    tb_buf_init(&spill, 0);
-    char *p = jw_raw_room(w, 1 + fl + 50 + (long_text ? 0 : EVT_JW_ESC_ROOM(vlen) + 2), &spill);
+    const char *frag = t->keyfrag + t->keyoff[i];
+    size_t fl = t->keyoff[i + 1] - t->keyoff[i];
+    tb_buf spill = {0}; /* used only when w's buffer is bounded (jw_raw_room) */
+    char *p = jw_raw_room(w, 1 + fl + EVT_KEYFRAG_PAD + 50 + (long_text ? 0 : EVT_JW_ESC_ROOM(vlen) + 2), &spill);
     if (!p)
         return;
     if (!first)
         *p++ = ',';
-    memcpy(p, frag, fl);
+    if (fl <= EVT_KEYFRAG_PAD)
+        memcpy(p, frag, EVT_KEYFRAG_PAD); /* padded: one move; the bytes past fl are overwritten next */
+    else
+        memcpy(p, frag, fl);
     p += fl;
     bool generic = false;
     switch (v->kind) {
@@ -561,8 +563,7 @@ static void put_source_tail(evt_jw *w, const evt_codec_opts *o, const evt_event 
                   EVT_JW_ESC_ROOM(name_len + file_len + gtid_len + tx_len + db_len + table_len) + 6 * 16;
     if (!jw_pre(w, 0)) /* the comma before "source" */
         return;
-    tb_buf spill;
-    tb_buf_init(&spill, 0);
+    tb_buf spill = {0}; /* used only when w's buffer is bounded (jw_raw_room) */
     char *p = jw_raw_room(w, need, &spill);
     if (!p)
         return;

@@ -182,6 +182,10 @@ char *evt_jw_esc_raw(char *p, const char *str, size_t len)
             size_t z = (size_t)__builtin_ctz(m);
             i += z;
             p += z;
+        } else if (len >= 16 && !(plain16(s + len - 16) >> (16 - (len - i)))) {
+            /* a plain tail of fewer than 16 bytes: one look at the string's last 16 */
+            memcpy(p, s + i, len - i);
+            return p + (len - i);
         } else
 #endif
         if (i + 8 <= len) { /* 8 plain ASCII bytes at a time */

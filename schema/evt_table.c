@@ -298,6 +298,13 @@ static void build_keyfrags(evt_table *t)
         return;
     }
     off[t->ncols] = b.len;
+    /* 16 bytes of padding: the codec copies a short key with one 16-byte move */
+    if (tb_buf_reserve(&b, EVT_KEYFRAG_PAD) != TB_OK) {
+        free(off);
+        tb_buf_free(&b);
+        return;
+    }
+    memset(b.data + b.len, 0, EVT_KEYFRAG_PAD);
     t->keyfrag = tb_buf_detach(&b, NULL);
     t->keyoff = t->keyfrag ? off : (free(off), NULL);
 }

@@ -242,7 +242,7 @@ static tb_code ksink_produce(ksink *ks, rd_kafka_topic_t *rkt, int32_t partition
         rd_kafka_resp_err_t rerr = rd_kafka_producev(
             ks->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(partition),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_VALUE((void *)value, vlen),
-            RD_KAFKA_V_OPAQUE((void *)(uintptr_t)seq), RD_KAFKA_V_END);
+            RD_KAFKA_V_OPAQUE((void *)(uintptr_t)seq), RD_KAFKA_V_TIMESTAMP(ks->msg_ts_ms), RD_KAFKA_V_END);
         if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR)
             break;
         if (rerr != RD_KAFKA_RESP_ERR__QUEUE_FULL)
@@ -387,6 +387,8 @@ out:
     return rc;
 }
 
+static tb_code ksink_send_rendered(ksink *ks, const evt_event *e, ksink_table *te, tb_error *err);
+
 tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err)
 {
     tb_code rc;
@@ -411,6 +413,18 @@ tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err)
     ks->copts.now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     if ((rc = evt_render(&ks->copts, e, &ks->r, err)) != TB_OK)
         return rc;
+    ks->msg_ts_ms = ks->copts.now_ms; /* the Kafka timestamp is the envelope's ts_ms (librdkafka reads no clock) */
+    rc = ksink_send_rendered(ks, e, te, err);
+    ks->msg_ts_ms = 0;
+    if (rc == TB_OK)
+        ks->st.events++;
+    return rc;
+}
+
+/* The messages of ks->r, rendered from e, to te's topic. */
+static tb_code ksink_send_rendered(ksink *ks, const evt_event *e, ksink_table *te, tb_error *err)
+{
+    tb_code rc;
     for (size_t i = 0; i < ks->r.n; i++) {
         const evt_msg *m = &ks->r.msgs[i];
         if (m->key_len + m->value_len > (size_t)ks->max_bytes) {
@@ -428,7 +442,6 @@ tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err)
             return rc;
         }
     }
-    ks->st.events++;
     return TB_OK;
 }
 

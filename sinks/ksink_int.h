@@ -103,6 +103,7 @@ struct ksink {
     const cfg *c;
     rd_kafka_t *rk;
     evt_codec_opts copts;
+    int64_t msg_ts_ms;      /* Kafka timestamp of the messages being produced; 0: librdkafka's clock */
     evt_rendered r;
     tb_buf scratch, scratch2;
 
