@@ -134,6 +134,7 @@ typedef struct kt_msg {
     size_t value_len;
     int32_t partition;
     int64_t offset;
+    int64_t timestamp; /* Kafka CreateTime, ms */
 } kt_msg;
 
 typedef struct kt_msgs {
@@ -205,6 +206,7 @@ KT_FN kt_msgs kt_read_topic(const char *bootstrap, const char *topic, int nparts
             k->value_len = m->len;
             k->partition = m->partition;
             k->offset = m->offset;
+            k->timestamp = rd_kafka_message_timestamp(m, NULL);
         }
         rd_kafka_message_destroy(m);
     }

@@ -126,6 +126,16 @@ Test(mock, messages_in_order)
     cr_expect(strstr(ms.m[2].value, "\"op\":\"d\"") != NULL, "%s", ms.m[2].value);
     cr_expect(strstr(ms.m[4].value, "\"op\":\"c\"") != NULL, "%s", ms.m[4].value);
     cr_expect(strstr(ms.m[5].value, "\"op\":\"d\"") != NULL, "%s", ms.m[5].value);
+    /* the Kafka timestamp of a message is its envelope's ts_ms (processing time, ms) */
+    for (size_t i = 0; i < ms.n; i++) {
+        if (!ms.m[i].value)
+            continue;
+        const char *ts = strstr(ms.m[i].value, "\"op\":");
+        ts = ts ? strstr(ts, "\"ts_ms\":") : NULL;
+        cr_assert_not_null(ts, "%s", ms.m[i].value);
+        cr_expect_eq(ms.m[i].timestamp, atoll(ts + 8), "message %zu: timestamp %lld, envelope %s", i,
+                     (long long)ms.m[i].timestamp, ms.m[i].value);
+    }
     kt_msgs_free(&ms);
 
     evt_event_free(e1);
