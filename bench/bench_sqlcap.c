@@ -15,13 +15,19 @@
  *    BENCH_SQLCAP_READER_CHECKPOINT=1 turns on the reader's reset windows
  *    (source.sqlite.checkpoint=on).
  *    BENCH_SQLCAP_ONLY=overhead or =throughput runs only part 1 or part 2.
- *    BENCH_SQLCAP_REPIN_MS=N sets sqlcap_opts.repin_ms (-1: leapfrog at every poll).
+ *    BENCH_SQLCAP_REPIN_MS=N sets sqlcap_opts.repin_ms (0: the default coarse
+ *    pin, -1: leapfrog at every poll, the behaviour before the coarse pin).
+ *    BENCH_SQLCAP_PACE_US=N: the writer sleeps N us after each commit (a writer
+ *    the reader keeps up with; part 1 only).
+ *    BENCH_SQLCAP_CPU_SPLIT=1: writer on CPU 0, reader process on CPU 1
+ *    (sched_setaffinity), to tell CPU contention from protocol cost.
  *    BENCH_SQLCAP_PHASES=letters picks runs (n no reader, w WAL reader, p pin
  *    only, t trigger; B, A: capture mode B, mode A), e.g. to profile one.
  * 2. Capture throughput: the WAL reader attaches and pins, the writer writes
  *    the whole workload, then the reader drains the backlog: rows/s of
  *    sqlcap_next (events fully built) in mode B and mode A.
  */
+#include <sched.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -37,6 +43,19 @@
 #include "tb_log.h"
 
 static volatile sig_atomic_t stop_flag;
+
+/* BENCH_SQLCAP_CPU_SPLIT=1: pin the calling process to one CPU (writer 0, reader 1) */
+static void bench_cpu(int cpu)
+{
+    const char *e = getenv("BENCH_SQLCAP_CPU_SPLIT");
+    if (!e || atoi(e) != 1)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        fprintf(stderr, "bench_sqlcap: sched_setaffinity(cpu %d) failed\n", cpu);
+}
 static void on_term(int sig) { (void)sig; stop_flag = 1; }
 
 static double now_s(void)
@@ -178,6 +197,7 @@ static pid_t spawn_reader(const char *path, bool trigger, bool shadow, bool drai
     pid_t p = fork();
     if (p == 0) {
         signal(SIGTERM, on_term);
+        bench_cpu(1);
         sqlcap_opts o = {.path = path, .trigger_mode = trigger, .shadow = shadow, .poll_ms = 10,
                          .checkpoint = getenv("BENCH_SQLCAP_READER_CHECKPOINT") != NULL,
                          .checkpoint_barrier = getenv("BENCH_SQLCAP_READER_CHECKPOINT") &&
@@ -304,6 +324,7 @@ int main(int argc, char **argv)
     char path[512];
     snprintf(path, sizeof path, "%s/bench_sqlcap.db", dir);
     tb_log_set_level(getenv("BENCH_SQLCAP_DEBUG") ? TB_LOG_DEBUG : TB_LOG_WARN);
+    bench_cpu(0);
     double tn[32], tw[32], tt[32], tp[32], cn[32], cw[32], ct[32], cp[32];
     long wal_n = 0, wal_w = 0, wal_t = 0, wal_p = 0;
     printf("bench_sqlcap: %d transactions x 10 row changes, %d runs, SQLite %s\n", ntx, runs, sqlite3_libversion());

@@ -15,9 +15,13 @@
 /* events per consumed batch: 2000 keeps the queued events' memory small enough
  * to be reused (20000: 4x the page faults, mode A 170-196k vs 245k rows/CPU-s) */
 #define SQLCAP_BATCH_EVENTS 2000
-/* lazy leapfrog interval by default: off (leapfrog at every poll). 500 ms measured
- * no better for the writer in bench_sqlcap (writer CPU +22% vs +24%, median of 5) */
-#define SQLCAP_REPIN_MS 0
+/* coarse pin by default: the pin advances at most every SQLCAP_REPIN_MS while no
+ * reset window is possible (sqlite-wal.md 5 "Coarse pin"). Each advance lets the
+ * application's next autocheckpoint backfill (walIteratorInit over the
+ * un-backfilled hash segments, a copy, an fdatasync of the WAL): with a writer
+ * the reader keeps up with, advancing at every poll made that happen at almost
+ * every commit (writer fdatasync 494 vs 90 without a reader, 6000 commits) */
+#define SQLCAP_REPIN_MS 1000
 
 /* ---------------------------------------------------------------- frames */
 
@@ -294,17 +298,25 @@ tb_code sqlcap_poll(sqlcap *c, tb_error *err)
     sqlcap_walhdr w;
     bool done = false;
     int64_t now = sqlcap_now_ms();
-    int repin = c->o.repin_ms ? c->o.repin_ms : SQLCAP_REPIN_MS; /* <= 0: leapfrog at every poll */
-    if (c->protector >= 0 && !c->o.test_no_pin && repin > 0 && now - c->last_pin_ms < repin) {
-        /* Lazy leapfrog: while the writer keeps committing, keep the pin we hold
-         * (its mark m <= P, or lock 0, stays below every frame we consume) and
-         * consume what the wal-index shows. The mark advances at most every
-         * SQLCAP_REPIN_MS, so the application's autocheckpoint finds new frames
-         * to backfill (a segment sort and two fsyncs in the writer) that often,
-         * not after every commit. Idle or across generations: the full step. */
+    int repin = c->o.repin_ms ? c->o.repin_ms : SQLCAP_REPIN_MS; /* < 0: leapfrog at every poll */
+    if (c->protector >= 0 && !c->o.test_no_pin && !c->o.checkpoint && repin > 0 && now - c->last_pin_ms < repin) {
+        /* Coarse pin: keep the pin we hold (its mark m <= P, or lock 0, stays
+         * below every frame we consume: nothing we consume can be backfilled or
+         * reset) and consume what the wal-index shows. The mark advances at most
+         * every repin ms, so the application's autocheckpoint finds new frames
+         * to backfill that often, not after every commit. The full step at once
+         * when a lock-0 window is possible (everything backfilled: the new read
+         * transaction takes lock 0 and the writer may rewind the WAL), across
+         * generations, and with the checkpoint options (their windows need a
+         * pin at mxFrame). */
         if ((rc = sqlcap_shm(c, &h, err)) != TB_OK)
             return rc;
-        if (h.mxframe > c->frame && h.salt1 == c->salt1 && h.salt2 == c->salt2 && h.pgsz == c->pg.pgsz) {
+        if (h.mxframe >= c->frame && h.nbackfill < h.mxframe && h.salt1 == c->salt1 && h.salt2 == c->salt2 &&
+            h.pgsz == c->pg.pgsz) {
+            if (h.mxframe == c->frame) {
+                sqlcap_report(c, &h);
+                return TB_OK; /* caught up: nothing to consume, the pin stays */
+            }
             if ((rc = sqlcap_walhdr_read(c, &w, err)) != TB_OK)
                 return rc;
             if (w.valid && w.salt1 == c->salt1 && w.salt2 == c->salt2) {

@@ -11,7 +11,7 @@
  * its own per-commit change sets. Then: writer log == reader log, and every
  * table of the final source database equals the replay database.
  * The seed is printed; set SQLCAP_SEED to reproduce. SQLCAP_REPIN_MS=N runs the
- * readers with the lazy leapfrog option (sqlcap_opts.repin_ms); SQLCAP_CHECKPOINT=on
+ * readers with that coarse-pin interval (sqlcap_opts.repin_ms, -1: every poll); SQLCAP_CHECKPOINT=on
  * or =barrier with the reader's reset windows (sqlcap_opts.checkpoint, _barrier).
  */
 #include <criterion/criterion.h>
@@ -423,7 +423,7 @@ static int reader_main(const reader_cfg *rc)
     r.txlog = fopen(rc->txlog, "a");
     sqlcap_opts o = {.path = rc->db, .shadow = rc->shadow, .poll_ms = rc->no_pin ? 50 : 5, .trigger_mode = rc->trigger,
                      .test_no_pin = rc->no_pin,
-                     /* SQLCAP_REPIN_MS=N runs the readers with the lazy leapfrog option */
+                     /* SQLCAP_REPIN_MS=N: coarse-pin interval (-1: leapfrog at every poll) */
                      .repin_ms = getenv("SQLCAP_REPIN_MS") ? atoi(getenv("SQLCAP_REPIN_MS")) : 0,
                      .checkpoint = rc->barrier || getenv("SQLCAP_CHECKPOINT") != NULL,
                      .checkpoint_barrier = rc->barrier || (getenv("SQLCAP_CHECKPOINT") &&
