@@ -44,10 +44,11 @@ struct evt_event {
     tb_error err;
 };
 
-static void event_prepare(evt_event *e, evt_op op, evt_table *t)
+/* e->t must hold no reference (or, from reset, the one it holds is t's). */
+static void event_prepare(evt_event *e, evt_op op, evt_table *t, bool holds_t)
 {
     e->op = op;
-    e->t = evt_table_ref(t);
+    e->t = holds_t ? t : evt_table_ref(t);
     e->has[EVT_BEFORE] = op == EVT_OP_UPDATE || op == EVT_OP_DELETE;
     e->has[EVT_AFTER] = op == EVT_OP_CREATE || op == EVT_OP_UPDATE || op == EVT_OP_READ;
     e->failed = false;
@@ -87,7 +88,7 @@ evt_event *evt_event_new(evt_op op, evt_table *t)
     evt_event *e = calloc(1, sizeof(*e));
     if (!e)
         return NULL;
-    event_prepare(e, op, t);
+    event_prepare(e, op, t, false);
     if (e->failed && e->err.code == TB_ERR_NOMEM) {
         evt_event_free(e);
         return NULL;
@@ -111,8 +112,10 @@ void evt_event_reset(evt_event *e, evt_op op, evt_table *t)
     evt_table *old = e->t;
     e->t = NULL;
     evt_arena_reset(&e->mem);
-    event_prepare(e, op, t);
-    evt_table_unref(old);
+    bool same = old && old == t; /* keep the reference held: no atomic pair per event */
+    event_prepare(e, op, t, same);
+    if (!same)
+        evt_table_unref(old);
 }
 
 void evt_event_fail(evt_event *e, tb_code code, const char *fmt, ...)

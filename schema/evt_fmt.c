@@ -445,11 +445,10 @@ static char *put_frac(char *p, uint32_t usec, unsigned fsp)
 {
     if (fsp == 0)
         return p;
-    char d[6];
-    for (int k = 5; k >= 0; k--) {
-        d[k] = (char)('0' + usec % 10);
-        usec /= 10;
-    }
+    char d[6]; /* all six digits, two at a time (usec <= 999999) */
+    put2(d, usec / 10000);
+    put2(d + 2, usec / 100 % 100);
+    put2(d + 4, usec % 100);
     *p++ = '.';
     memcpy(p, d, fsp);
     return p + fsp;
