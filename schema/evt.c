@@ -460,6 +460,13 @@ const evt_value *evt_event_value(const evt_event *e, evt_image img, size_t col)
     return &e->img[img][col];
 }
 
+const evt_value *evt_event_values(const evt_event *e, evt_image img)
+{
+    if (!e->t || (img != EVT_BEFORE && img != EVT_AFTER) || !e->has[img])
+        return NULL;
+    return e->img[img];
+}
+
 /* ------------------------------------------------------------ equality */
 
 bool evt_value_equal(const evt_value *a, const evt_value *b)

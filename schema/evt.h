@@ -218,6 +218,10 @@ evt_op evt_event_op(const evt_event *e);
 evt_table *evt_event_table(const evt_event *e);               /* borrowed */
 bool evt_event_has_image(const evt_event *e, evt_image img);
 const evt_value *evt_event_value(const evt_event *e, evt_image img, size_t col); /* never NULL for valid col */
+/* All values of image img, indexed by column (evt_table_ncols of the event's
+ * table), or NULL when the event has no such image. Borrowed, like
+ * evt_event_value's; for loops over every column. */
+const evt_value *evt_event_values(const evt_event *e, evt_image img);
 /* Borrowed, valid until reset/free: its file/gtid_set point into the event;
  * never tb_position_free() it (tb_position_copy() it to keep it). */
 const tb_position *evt_event_position(const evt_event *e);

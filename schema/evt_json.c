@@ -263,9 +263,12 @@ static tb_code put_row(evt_jw *w, const evt_event *e, evt_image img, tb_error *e
     tb_error inner;
     inner.code = TB_OK;
     bool first = true;
+    const evt_value *vals = evt_event_values(e, img);
+    if (!vals)
+        n = 0; /* no such image: {} (callers check evt_event_has_image first) */
     evt_jw_obj_begin(w);
     for (size_t i = 0; i < n; i++) {
-        const evt_value *v = evt_event_value(e, img, i);
+        const evt_value *v = &vals[i];
         if (v->kind == EVT_V_ABSENT)
             continue;
         put_member(w, t, i, v, first, &inner);
