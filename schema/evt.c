@@ -134,31 +134,41 @@ static const char *col_name(const evt_event *e, size_t col)
     return e->t && col < e->t->ncols ? e->t->cols[col].name : "?";
 }
 
+/* Why slot() refused col of img (kept out of line: slot is on every set). */
+__attribute__((cold, noinline)) static void slot_fail(evt_event *e, evt_image img, size_t col)
+{
+    const char *db = e->t->db, *tn = e->t->name;
+    if (col >= e->t->ncols)
+        evt_event_fail(e, TB_ERR_INVALID, "%s.%s: column index %zu out of range (%zu columns)", db, tn, col,
+                       e->t->ncols);
+    else
+        evt_event_fail(e, TB_ERR_INVALID, "%s.%s column %s: op '%c' has no %s image", db, tn, col_name(e, col),
+                       (char)e->op, img == EVT_BEFORE ? "before" : "after");
+}
+
 /* The slot to write, or NULL (and the sticky error set). */
-static evt_value *slot(evt_event *e, evt_image img, size_t col)
+static inline evt_value *slot(evt_event *e, evt_image img, size_t col)
 {
     if (!e || e->failed)
         return NULL;
-    const char *db = e->t->db, *tn = e->t->name;
-    if (col >= e->t->ncols) {
-        evt_event_fail(e, TB_ERR_INVALID, "%s.%s: column index %zu out of range (%zu columns)", db, tn, col,
-                       e->t->ncols);
-        return NULL;
-    }
-    if ((img != EVT_BEFORE && img != EVT_AFTER) || !e->has[img]) {
-        evt_event_fail(e, TB_ERR_INVALID, "%s.%s column %s: op '%c' has no %s image", db, tn, col_name(e, col),
-                       (char)e->op, img == EVT_BEFORE ? "before" : "after");
+    if (col >= e->t->ncols || (img != EVT_BEFORE && img != EVT_AFTER) || !e->has[img]) {
+        slot_fail(e, img, col);
         return NULL;
     }
     return &e->img[img][col];
 }
 
-static void *copy_in(evt_event *e, size_t col, const void *data, size_t len)
+__attribute__((cold, noinline)) static void copy_in_fail(evt_event *e, size_t col, size_t len)
+{
+    evt_event_fail(e, TB_ERR_NOMEM, "%s.%s column %s: out of memory for %zu bytes", e->t->db, e->t->name,
+                   col_name(e, col), len);
+}
+
+static inline void *copy_in(evt_event *e, size_t col, const void *data, size_t len)
 {
     void *p = evt_arena_alloc(&e->mem, len + 1);
     if (!p) {
-        evt_event_fail(e, TB_ERR_NOMEM, "%s.%s column %s: out of memory for %zu bytes", e->t->db, e->t->name,
-                       col_name(e, col), len);
+        copy_in_fail(e, col, len);
         return NULL;
     }
     if (len)
