@@ -66,7 +66,7 @@ static void ksink_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         return;
     }
     if (seq >= ks->head_seq && seq - ks->head_seq < ks->count)
-        ks->ring[(ks->head + (seq - ks->head_seq)) % ks->cap].pending--;
+        ks->ring[(ks->head + (seq - ks->head_seq)) & (ks->cap - 1)].pending--;
 }
 
 static void ksink_error_cb(rd_kafka_t *rk, int rerr, const char *reason, void *opaque)
@@ -98,7 +98,7 @@ tb_code ksink_failed(const ksink *ks, tb_error *err)
 
 ksink_tx *ksink_tail(ksink *ks)
 {
-    return ks->count ? &ks->ring[(ks->head + ks->count - 1) % ks->cap] : NULL;
+    return ks->count ? &ks->ring[(ks->head + ks->count - 1) & (ks->cap - 1)] : NULL;
 }
 
 /* The open transaction, starting one when the last one is closed. */
@@ -115,9 +115,9 @@ static ksink_tx *ksink_cur_tx(ksink *ks, tb_error *err)
             return NULL;
         }
         for (size_t i = 0; i < ks->count; i++)
-            nr[i] = ks->ring[(ks->head + i) % ks->cap];
+            nr[i] = ks->ring[(ks->head + i) & (ks->cap - 1)];
         for (size_t i = ks->count; i < ks->cap; i++) /* free slots keep string buffers for reuse */
-            tb_position_free(&ks->ring[(ks->head + i) % ks->cap].pos);
+            tb_position_free(&ks->ring[(ks->head + i) & (ks->cap - 1)].pos);
         for (size_t i = ks->count; i < ncap; i++)
             tb_position_init(&nr[i].pos);
         free(ks->ring);
@@ -127,7 +127,7 @@ static ksink_tx *ksink_cur_tx(ksink *ks, tb_error *err)
     }
     if (ks->count == 0)
         ks->head_seq = ks->next_seq;
-    t = &ks->ring[(ks->head + ks->count) % ks->cap];
+    t = &ks->ring[(ks->head + ks->count) & (ks->cap - 1)];
     ks->count++;
     t->seq = ks->next_seq++;
     t->pending = 0;
@@ -147,7 +147,7 @@ static void ksink_advance(ksink *ks)
         tb_position old = ks->committable; /* swapped: the slot keeps the old strings for reuse */
         ks->committable = t->pos;
         t->pos = old;
-        ks->head = (ks->head + 1) % ks->cap;
+        ks->head = (ks->head + 1) & (ks->cap - 1);
         ks->count--;
         ks->head_seq++;
     }
@@ -267,7 +267,7 @@ static tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, const cha
     uint64_t seq = t->seq;
     tb_code rc = ksink_produce(ks, rkt, RD_KAFKA_PARTITION_UA, key, klen, value, vlen, seq, err);
     if (rc == TB_OK) { /* the ring may have moved while polling: find the slot again */
-        ksink_tx *cur = &ks->ring[(ks->head + (seq - ks->head_seq)) % ks->cap];
+        ksink_tx *cur = &ks->ring[(ks->head + (seq - ks->head_seq)) & (ks->cap - 1)];
         cur->pending++;
         cur->produced = true;
     }

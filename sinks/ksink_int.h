@@ -115,7 +115,7 @@ struct ksink {
     tb_buf offsets_key;
 
     ksink_tx *ring;
-    size_t cap, head, count;
+    size_t cap, head, count; /* cap: 0 or a power of two (ring indices are masked) */
     uint64_t head_seq, next_seq, valid_seq;
 
     tb_position committable; /* newest fully acknowledged (non-EOS) / committed (EOS) */

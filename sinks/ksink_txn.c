@@ -57,7 +57,7 @@ tb_code ksink_commit_eos(ksink *ks, tb_error *err)
                             "exactly_once commit inside a source transaction: call ksink_end_tx() first");
     const tb_position *target = &ks->committable;
     for (size_t i = ks->count; i-- > 0;) {
-        ksink_tx *t = &ks->ring[(ks->head + i) % ks->cap];
+        ksink_tx *t = &ks->ring[(ks->head + i) & (ks->cap - 1)];
         if (t->closed) {
             target = &t->pos;
             break;
