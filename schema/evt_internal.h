@@ -188,6 +188,10 @@ static inline char *jw_str_raw(char *p, const char *s, size_t len)
 /* Decimal digits of v at p, forwards (room: 20); returns the end. */
 static inline char *jw_u64_raw(char *p, uint64_t v)
 {
+    if (v < 10) { /* row numbers, server ids, flags: no call */
+        *p = (char)('0' + v);
+        return p + 1;
+    }
     static const uint64_t pow10[20] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
                                        10000000ull, 100000000ull, 1000000000ull, 10000000000ull,
                                        100000000000ull, 1000000000000ull, 10000000000000ull,
