@@ -248,8 +248,9 @@ static pid_t spawn_reader(const char *path, bool trigger, bool shadow, bool drai
         sqlcap_stats cs;
         sqlcap_get_stats(c, &cs);
         if (!drain && !trigger)
-            fprintf(stderr, "  wal reader at SIGTERM: lag %llu frames, %llu WAL generations seen, %llu events\n",
-                    (unsigned long long)cs.lag_frames, (unsigned long long)cs.generations, (unsigned long long)events);
+            fprintf(stderr, "  wal reader at SIGTERM: lag %llu frames, %llu WAL generations seen, %llu events, "
+                    "%llu pin moves\n", (unsigned long long)cs.lag_frames, (unsigned long long)cs.generations,
+                    (unsigned long long)events, (unsigned long long)cs.pin_moves);
         if (drain)
             fprintf(stderr, "  reader drained %ld events in %.3f s wall, %.3f s cpu (%.0f rows per cpu-second), "
                     "%.3f s user, %.3f s sys, %ld minor faults (whole process)\n", events, secs, cpus,

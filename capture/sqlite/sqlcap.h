@@ -174,6 +174,7 @@ tb_code sqlcap_snapshot_begin(sqlcap *c, tb_position *pos, tb_error *err);
 /* Statistics for logs and status. */
 typedef struct sqlcap_stats {
     uint64_t txns, events, frames, cksum_mismatch, wal_bytes, lag_frames, generations;
+    uint64_t pin_moves;       /* leapfrogs (the read mark advanced) */
 } sqlcap_stats;
 void sqlcap_get_stats(const sqlcap *c, sqlcap_stats *st);
 

@@ -356,6 +356,7 @@ finish:
     if (done) {
         sqlcap_end(c, c->protector);
         c->protector = i;
+        c->st.pin_moves++;
         /* a pin begun on a fully backfilled WAL probably holds lock 0, which makes
          * every application checkpoint build its frame index and fail: not lazy then */
         c->last_pin_ms = h.nbackfill >= h.mxframe ? 0 : now;
