@@ -211,6 +211,62 @@ static tb_code take_member(cache_store *s, cache_table *t, int pass, const char 
     return TB_OK;
 }
 
+/* Upsert of a row whose key holds a NULL (a nullable key.columns column, or
+ * an SQLite primary key, which allows NULL): ON CONFLICT never fires for it
+ * (NULLs are distinct in a unique index), so update the row whose key IS
+ * these values, and insert only when there is none. Rare: prepared per row. */
+static tb_code null_key_upsert(cache_store *s, cache_table *t, const char *mask, const cj_val *vals,
+                               int32_t partition, tb_error *err)
+{
+    tb_buf *q = &s->sql;
+    tb_code rc = TB_OK;
+    sqlite3_stmt *st = NULL;
+    for (int step = 0; step < 2 && rc == TB_OK; step++) { /* 0: UPDATE ... WHERE key IS; 1: INSERT */
+        tb_buf_reset(q);
+        rc = tb_buf_puts(q, step ? "INSERT INTO " : "UPDATE ");
+        rc = rc ? rc : cache_quote_ident(q, t->name);
+        rc = rc ? rc : tb_buf_puts(q, step ? "(" : " SET ");
+        int n = 0; /* parameters: the present columns (step 0: not the key), _partition, then the key */
+        for (size_t i = 0; rc == TB_OK && i < t->ncols; i++)
+            if (mask[i] == '1' && (step || t->cols[i].pk == 0)) {
+                rc = cache_quote_ident(q, t->cols[i].name);
+                rc = rc ? rc : tb_buf_printf(q, step ? "," : "=?%d,", ++n);
+            }
+        rc = rc ? rc : tb_buf_printf(q, step ? "\"_partition\") VALUES(" : "\"_partition\"=?%d WHERE ", ++n);
+        for (int j = 1; rc == TB_OK && step && j <= n; j++)
+            rc = tb_buf_printf(q, j > 1 ? ",?%d" : "?%d", j);
+        for (size_t k = 0; rc == TB_OK && !step && k < t->npk; k++) {
+            rc = tb_buf_puts(q, k ? " AND " : "");
+            rc = rc ? rc : cache_quote_ident(q, t->cols[t->pk[k]].name);
+            rc = rc ? rc : tb_buf_printf(q, " IS ?%d", n + 1 + (int)k);
+        }
+        rc = rc ? rc : tb_buf_puts(q, step ? ")" : "");
+        if (rc != TB_OK)
+            return tb_error_set(err, rc, false, "out of memory");
+        if (sqlite3_prepare_v2(s->db, tb_buf_cstr(q), (int)q->len, &st, NULL) != SQLITE_OK)
+            return tb_error_set(err, TB_ERR_IO, false, "table \"%s\": preparing a NULL-key upsert: %s", t->name,
+                                sqlite3_errmsg(s->db));
+        int idx = 1;
+        for (size_t i = 0; rc == TB_OK && i < t->ncols; i++)
+            if (mask[i] == '1' && (step || t->cols[i].pk == 0))
+                rc = cache_bind(st, idx++, t->cols[i].cls, &vals[i], &s->scratch, t->cols[i].name, err);
+        if (rc == TB_OK)
+            sqlite3_bind_int(st, idx++, partition);
+        for (size_t k = 0; rc == TB_OK && !step && k < t->npk; k++) {
+            const cache_col *c = &t->cols[t->pk[k]];
+            rc = cache_bind(st, idx++, c->cls, &vals[t->pk[k]], &s->scratch, c->name, err);
+        }
+        if (rc == TB_OK && sqlite3_step(st) != SQLITE_DONE)
+            rc = tb_error_set(err, TB_ERR_IO, false, "table \"%s\": upsert of a row with a NULL key value: %s",
+                              t->name, sqlite3_errmsg(s->db));
+        sqlite3_finalize(st);
+        st = NULL;
+        if (rc == TB_OK && step == 0 && sqlite3_changes(s->db) > 0)
+            break; /* updated: no insert */
+    }
+    return rc;
+}
+
 tb_code cache_store_upsert(cache_store *s, cache_table *t, const cj_val *row, const cj_member *mem, size_t nmem,
                            const cj_val *key, int32_t partition, tb_error *err)
 {
@@ -242,6 +298,12 @@ tb_code cache_store_upsert(cache_store *s, cache_table *t, const cj_val *row, co
             return tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\": row lacks key column \"%s\"", t->name,
                                 t->cols[t->pk[kk]].name);
     const char *mask = (const char *)s->present;
+    for (size_t kk = 0; kk < t->npk; kk++)
+        if (s->vals[t->pk[kk]].type == CJ_NULL) {
+            if ((rc = cache_store_flush(s, err)) != TB_OK)
+                return rc;
+            return null_key_upsert(s, t, mask, s->vals, partition, err);
+        }
     if (s->pend_n && (s->pend_t != t || strcmp(t->up[s->pend_slot].mask, mask) != 0) &&
         (rc = cache_store_flush(s, err)) != TB_OK)
         return rc;
@@ -274,7 +336,7 @@ tb_code cache_store_delete(cache_store *s, cache_table *t, const cj_val *key, tb
             if (k)
                 rc = tb_buf_puts(q, " AND ");
             rc = rc ? rc : cache_quote_ident(q, t->cols[t->pk[k]].name);
-            rc = rc ? rc : tb_buf_printf(q, "=?%zu", k + 1);
+            rc = rc ? rc : tb_buf_printf(q, " IS ?%zu", k + 1); /* IS: a NULL key value matches too */
         }
         if (rc != TB_OK)
             return tb_error_set(err, rc, false, "out of memory");

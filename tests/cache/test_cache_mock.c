@@ -544,3 +544,28 @@ Test(mock, upsert_batches_keep_order)
     cr_expect_eq(sql_int("SELECT value FROM _tributary_state WHERE key='skipped'"), 1);
     cr_expect_eq(sql_int("SELECT value FROM _tributary_state WHERE key='applied'"), 44);
 }
+
+/* A key value may be NULL (a nullable key.columns column, an SQLite primary
+ * key): NULLs never conflict in a unique index, so such rows must be updated
+ * and deleted by IS, not duplicated (row format, composite key, a partial
+ * image, a tombstone, rows with ordinary keys in between). */
+Test(mock, null_key_values_update_in_place)
+{
+    produce("p.shop.nk", 0, "{\"a\":\"x\",\"b\":1}", "{\"a\":\"x\",\"b\":1,\"n\":5,\"s\":\"q\"}");
+    produce("p.shop.nk", 0, "{\"a\":null,\"b\":1}", "{\"a\":null,\"b\":1,\"n\":1,\"s\":\"o\"}");
+    produce("p.shop.nk", 0, "{\"a\":null,\"b\":1}", "{\"a\":null,\"b\":1,\"n\":2,\"s\":\"o\"}");
+    produce("p.shop.nk", 0, "{\"a\":\"x\",\"b\":2}", "{\"a\":\"x\",\"b\":2,\"n\":7,\"s\":\"q\"}");
+    produce("p.shop.nk", 0, "{\"a\":null,\"b\":1}", "{\"a\":null,\"b\":1,\"s\":\"p\"}"); /* partial image */
+    produce("p.shop.nk", 0, "{\"a\":null,\"b\":2}", "{\"a\":null,\"b\":2,\"n\":20,\"s\":\"gone\"}");
+    produce("p.shop.nk", 0, "{\"a\":null,\"b\":2}", NULL); /* tombstone */
+    produce("p.shop.nk", 0, "{\"a\":\"x\",\"b\":1}", "{\"a\":\"x\",\"b\":1,\"n\":6,\"s\":\"q\"}");
+    flush();
+    tb_error err;
+    cr_assert_eq(run_cache_batch(CACHE_ERR_FAIL, CACHE_MODE_GLOBAL, 1000, &err), TB_OK, "%s", err.msg);
+    cr_expect_eq(sql_int("SELECT count(*) FROM \"shop.nk\""), 3);
+    char *got = sql_text("SELECT group_concat(coalesce(a, 'NULL') || ':' || b || ':' || n || ':' || s, ',') FROM "
+                         "(SELECT * FROM \"shop.nk\" ORDER BY a IS NOT NULL, a, b)");
+    cr_assert_not_null(got);
+    cr_expect_str_eq(got, "NULL:1:2:p,x:1:6:q,x:2:7:q");
+    free(got);
+}
