@@ -8,6 +8,8 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* Canonical typed text of the current row of st: "i:5|r:0x1.8p+1|t:616263|b:00|n" (sqlite3_free). */
 static inline char *sqlcap_test_row_text(sqlite3_stmt *st)
@@ -37,6 +39,33 @@ static inline char *sqlcap_test_row_text(sqlite3_stmt *st)
         }
     }
     return sqlite3_str_finish(s);
+}
+
+/* Exit status of child p (128 + signal when killed). */
+static inline int sqlcap_test_wait(pid_t p)
+{
+    int st = 0;
+    waitpid(p, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* Run sql on db in a child process (its own locks, as an application's
+ * connection): its exit status, 0 on success. close_db: close the connection
+ * (else the child exits with it open). */
+static inline int sqlcap_test_sql_child(const char *db, const char *sql, int close_db)
+{
+    pid_t p = fork();
+    if (p == 0) {
+        sqlite3 *h;
+        if (sqlite3_open(db, &h) != SQLITE_OK || sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK) {
+            fprintf(stderr, "sql child: %s\n", sqlite3_errmsg(h));
+            _exit(1);
+        }
+        if (close_db)
+            sqlite3_close(h);
+        _exit(0);
+    }
+    return p < 0 ? -1 : sqlcap_test_wait(p);
 }
 
 #endif

@@ -510,12 +510,7 @@ static pid_t spawn_reader(reader_cfg *rc)
     return p;
 }
 
-static int wait_status(pid_t p)
-{
-    int st = 0;
-    waitpid(p, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-}
+static int wait_status(pid_t p) { return sqlcap_test_wait(p); }
 
 static int writer_finish(writer_proc *w)
 {
@@ -819,18 +814,7 @@ Test(sqlcap, trigger_mode_rollback_journal)
 /* Run SQL in a separate process; close_db=false leaves without closing (no checkpoint). */
 static void child_sql(const char *db, const char *sql, bool close_db)
 {
-    pid_t p = fork();
-    if (p == 0) {
-        sqlite3 *h;
-        if (sqlite3_open(db, &h) != SQLITE_OK || sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK) {
-            fprintf(stderr, "child_sql: %s\n", sqlite3_errmsg(h));
-            _exit(1);
-        }
-        if (close_db)
-            sqlite3_close(h);
-        _exit(0);
-    }
-    cr_assert_eq(wait_status(p), 0, "child_sql failed: %s", sql);
+    cr_assert_eq(sqlcap_test_sql_child(db, sql, close_db), 0, "child_sql failed: %s", sql);
 }
 
 /* Offline decoding (decode --wal): transactions in a WAL that was not checkpointed. */
