@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "sqlcap.h"
+#include "sqlcap_test_util.h"
 #include "tb_log.h"
 
 static char tdir[256];
@@ -42,19 +43,7 @@ static int64_t wall_ms(void)
 /* Run SQL in a separate process (an application connection). */
 static void child_sql(const char *db, const char *sql)
 {
-    pid_t p = fork();
-    if (p == 0) {
-        sqlite3 *h;
-        if (sqlite3_open(db, &h) != SQLITE_OK || sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK) {
-            fprintf(stderr, "child_sql: %s\n", sqlite3_errmsg(h));
-            _exit(1);
-        }
-        sqlite3_close(h);
-        _exit(0);
-    }
-    int st = 0;
-    cr_assert_eq(waitpid(p, &st, 0), p);
-    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child_sql failed: %s", sql);
+    cr_assert_eq(sqlcap_test_sql_child(db, sql, 1), 0, "child_sql failed: %s", sql);
 }
 
 /* One event summarised: "c b 4" (op, table, first key column as integer). */
