@@ -8,16 +8,9 @@
 
 #define ARENA_CHUNK 4096
 #define ARENA_KEEP ((size_t)1 << 20)
-#define ARENA_ALIGN 8
+#define ARENA_ALIGN EVT_ARENA_ALIGN
 
-struct evt_arena_chunk {
-    evt_arena_chunk *next;
-    size_t size; /* usable bytes in data */
-    size_t used;
-    _Alignas(16) unsigned char data[];
-};
-
-void *evt_arena_alloc(evt_arena *a, size_t n)
+void *evt_arena_alloc_slow(evt_arena *a, size_t n)
 {
     if (n > SIZE_MAX - 64)
         return NULL;

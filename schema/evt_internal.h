@@ -40,7 +40,28 @@ typedef struct evt_arena {
     evt_arena_chunk *cur;
 } evt_arena;
 
-void *evt_arena_alloc(evt_arena *a, size_t n); /* NULL on allocation failure */
+#define EVT_ARENA_ALIGN 8
+struct evt_arena_chunk {
+    evt_arena_chunk *next;
+    size_t size; /* usable bytes in data */
+    size_t used;
+    _Alignas(16) unsigned char data[];
+};
+
+void *evt_arena_alloc_slow(evt_arena *a, size_t n); /* any n; NULL on allocation failure */
+/* n bytes, 8-aligned; NULL on allocation failure. The bump is inline, the
+ * rest (next chunk, new chunk, size limits) evt_arena_alloc_slow's. */
+static inline void *evt_arena_alloc(evt_arena *a, size_t n)
+{
+    evt_arena_chunk *c = a->cur;
+    size_t r = (n + EVT_ARENA_ALIGN - 1) & ~(size_t)(EVT_ARENA_ALIGN - 1);
+    if (c && n != 0 && n <= 4096 && c->size - c->used >= r) {
+        void *p = c->data + c->used;
+        c->used += r;
+        return p;
+    }
+    return evt_arena_alloc_slow(a, n);
+}
 void evt_arena_reset(evt_arena *a);
 void evt_arena_free(evt_arena *a);             /* a may hold nothing; leaves it empty */
 

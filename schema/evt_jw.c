@@ -167,6 +167,27 @@ static inline unsigned plain16(const unsigned char *s)
 char *evt_jw_esc_raw(char *p, const char *str, size_t len)
 {
     const unsigned char *s = (const unsigned char *)str;
+    if (len >= 4 && len < 16) { /* short and plain (names, numbers as text): two overlapping words */
+        uint64_t a, b;
+        if (len >= 8) {
+            memcpy(&a, s, 8);
+            memcpy(&b, s + len - 8, 8);
+            if (!needs_attention(a) && !needs_attention(b)) {
+                memcpy(p, &a, 8);
+                memcpy(p + len - 8, &b, 8);
+                return p + len;
+            }
+        } else {
+            uint32_t a4, b4;
+            memcpy(&a4, s, 4);
+            memcpy(&b4, s + len - 4, 4);
+            if (!needs_attention((uint64_t)a4 | (uint64_t)b4 << 32)) {
+                memcpy(p, &a4, 4);
+                memcpy(p + len - 4, &b4, 4);
+                return p + len;
+            }
+        }
+    }
     size_t i = 0;
     while (i < len) {
 #ifdef __SSE2__
