@@ -193,7 +193,9 @@ static inline char *raw_lit(char *p, const char *s, size_t n)
  * the object's first. Common kinds are written raw, in one reservation;
  * the others through put_value. On failure the writer's error is set and
  * inner may say why. */
-static void put_member(evt_jw *w, const evt_table *t, size_t i, const evt_value *v, bool first, tb_error *inner)
+/* inlined into the row and key loops: a call per column cost a fifth of it */
+static inline __attribute__((always_inline)) void put_member(evt_jw *w, const evt_table *t, size_t i,
+                                                             const evt_value *v, bool first, tb_error *inner)
 {
     if (!t->keyoff || i >= t->ncols) { /* not sealed: the generic writer does the key */
         evt_jw_key(w, evt_table_column(t, i)->name, (size_t)-1);
