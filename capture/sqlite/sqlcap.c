@@ -660,11 +660,15 @@ void sqlcap_close(sqlcap *c)
         tb_position_free(&c->un[t].pos);
     }
     free(c->un);
+    for (size_t i = 0; i < c->nimgfree; i++)
+        free(c->imgfree[i]);
+    free(c->imgfree);
     sqlcap_map_free(&c->overlay);
     tb_position_free(&c->pos);
     tb_position_free(&c->skip_to);
     tb_position_free(&c->acked);
     tb_buf_free(&c->iobuf);
+    free(c->pieces);
     free(c->fslab);
     free(c->path);
     free(c->dbname);

@@ -203,6 +203,27 @@ static inline uint32_t sqlcap_word(const uint8_t *p, bool swap)
     return swap ? __builtin_bswap32(x) : x;
 }
 
+/* q steps from (0, 0) on each of the four quarters at p, p+s, p+2s, p+3s
+ * (s = 8q bytes). swap is a constant at each call: no test in the loop. */
+static inline __attribute__((always_inline)) void sqlcap_lanes4(const uint8_t *p, size_t q, bool swap, uint32_t ca[4],
+                                                                uint32_t cb[4])
+{
+    size_t s = q * 8;
+    uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+    for (const uint8_t *e = p + s; p < e; p += 8) {
+        a0 += sqlcap_word(p, swap) + b0;
+        a1 += sqlcap_word(p + s, swap) + b1;
+        a2 += sqlcap_word(p + 2 * s, swap) + b2;
+        a3 += sqlcap_word(p + 3 * s, swap) + b3;
+        b0 += sqlcap_word(p + 4, swap) + a0;
+        b1 += sqlcap_word(p + s + 4, swap) + a1;
+        b2 += sqlcap_word(p + 2 * s + 4, swap) + a2;
+        b3 += sqlcap_word(p + 3 * s + 4, swap) + a3;
+    }
+    ca[0] = a0, ca[1] = a1, ca[2] = a2, ca[3] = a3;
+    cb[0] = b0, cb[1] = b1, cb[2] = b2, cb[3] = b3;
+}
+
 void sqlcap_cksum(bool bigend, const uint8_t *data, size_t len, uint32_t *s0, uint32_t *s1)
 {
     uint32_t a = *s0, b = *s1;
@@ -213,13 +234,11 @@ void sqlcap_cksum(bool bigend, const uint8_t *data, size_t len, uint32_t *s0, ui
     bool swap = bigend == host_le;
     size_t steps = len / 8, q = steps >= 64 ? steps / 4 : 0, i = 0;
     if (q) {
-        uint32_t ca[4] = {0}, cb[4] = {0}, mq[4];
-        const uint8_t *p[4] = {data, data + q * 8, data + 2 * q * 8, data + 3 * q * 8};
-        for (size_t k = 0; k < q * 8; k += 8)
-            for (int j = 0; j < 4; j++) {
-                ca[j] += sqlcap_word(p[j] + k, swap) + cb[j];
-                cb[j] += sqlcap_word(p[j] + k + 4, swap) + ca[j];
-            }
+        uint32_t ca[4], cb[4], mq[4];
+        if (swap)
+            sqlcap_lanes4(data, q, true, ca, cb);
+        else
+            sqlcap_lanes4(data, q, false, ca, cb);
         sqlcap_mat_pow(q, mq);
         for (int j = 0; j < 4; j++) {
             uint32_t na = mq[0] * a + mq[1] * b + ca[j], nb = mq[2] * a + mq[3] * b + cb[j];

@@ -48,6 +48,13 @@ static inline uint32_t sqlcap_be32(const uint8_t *p)
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
 static inline uint16_t sqlcap_be16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
+static inline void sqlcap_put_be32(uint8_t *b, uint32_t v)
+{
+    b[0] = (uint8_t)(v >> 24);
+    b[1] = (uint8_t)(v >> 16);
+    b[2] = (uint8_t)(v >> 8);
+    b[3] = (uint8_t)v;
+}
 
 typedef struct sqlcap_walhdr {
     uint32_t magic, version, pgsz, ckpt_seq, salt1, salt2, ck1, ck2;

@@ -10,6 +10,7 @@
 #define SQLCAP_FCACHE (8u << 20)         /* frames of one transaction kept in memory */
 #define SQLCAP_SHADOW_MS 1000            /* shadow advances at most this often ... */
 #define SQLCAP_SHADOW_BYTES (32u << 20)  /* ... unless this much acknowledged data waits */
+#define SQLCAP_IMGPOOL_BYTES (48u << 20) /* page image buffers kept for reuse after a shadow advance */
 
 /* One consumed, not yet acknowledged transaction (mode B): its page images. */
 typedef struct sqlcap_untx {
@@ -32,6 +33,11 @@ struct sqlcap {
     size_t pend_written;        /* un[0 .. pend_written) are written ahead (file or iobuf) */
     uint64_t pend_bytes;        /* size of the .pend file */
     tb_buf iobuf;               /* .pend write buffer, reused (SQLCAP_IOBUF chunks) */
+    struct sqlcap_piece *pieces; /* queued .pend bytes (sqlcap_pend.c), owned */
+    size_t npieces, cappieces;
+    uint64_t piece_bytes;       /* bytes the queued pieces hold */
+    uint8_t **imgfree;          /* page image buffers (pgsz bytes) free for reuse, owned */
+    size_t nimgfree, capimgfree;
     tb_position acked;          /* newest acknowledged position (mode B), applied to the
                                  * shadow in groups by sqlcap_shadow_flush */
     int64_t shadow_ms;          /* monotonic time of the last shadow advance */
@@ -95,6 +101,23 @@ tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err);
  * Until then those pages are durable in .pend (replayed on resume), so a
  * crash in between loses nothing; grouping saves fsyncs and rewrites of hot pages. */
 tb_code sqlcap_shadow_flush(sqlcap *c, bool force, tb_error *err);
+/* write(2) all n bytes (retrying short writes); what names the file in errors. */
+tb_code sqlcap_write_all(int fd, const void *p, size_t n, const char *what, tb_error *err);
+/* .pend write-ahead (sqlcap_pend.c). Queue the record of un[t] (u32 length,
+ * then its one-transaction redo): headers and page numbers in c->iobuf, page
+ * images by reference (they must stay allocated until the pieces are written). */
+tb_code sqlcap_pend_queue(sqlcap *c, size_t t, tb_error *err);
+/* Write the queued pieces to c->pendfd (writev), start their writeback, add
+ * them to pend_bytes, then empty the queue and c->iobuf. Not durable by itself. */
+tb_code sqlcap_pend_pieces_write(sqlcap *c, tb_error *err);
+/* Forget the queued pieces and empty c->iobuf (their records are written again). */
+void sqlcap_pend_pieces_drop(sqlcap *c);
+/* A page image buffer (pgsz bytes, contents undefined) from the free list, or
+ * malloc'd; NULL when out of memory. The caller owns it until sqlcap_img_put. */
+uint8_t *sqlcap_img_get(sqlcap *c);
+/* Give an image buffer back: kept for reuse up to SQLCAP_IMGPOOL_BYTES, else
+ * freed. img may be NULL. */
+void sqlcap_img_put(sqlcap *c, uint8_t *img);
 /* Make every queued unacknowledged transaction durable in <shadow>.pend (one
  * fsync). Called before a transaction's end can reach the consumer. */
 tb_code sqlcap_pend_log(sqlcap *c, tb_error *err);

@@ -150,7 +150,7 @@ char *sqlcap_strcat3(const char *a, const char *b)
     return s;
 }
 
-static tb_code sqlcap_write_all(int fd, const void *p, size_t n, const char *what, tb_error *err)
+tb_code sqlcap_write_all(int fd, const void *p, size_t n, const char *what, tb_error *err)
 {
     const uint8_t *b = p;
     while (n) {
@@ -228,13 +228,6 @@ tb_code sqlcap_redo_apply(sqlcap *c, const uint8_t *b, size_t n, tb_position *po
 
 static tb_code sqlcap_pend_compact(sqlcap *c, tb_error *err);
 
-static void sqlcap_put_be32(uint8_t *b, uint32_t v)
-{
-    b[0] = (uint8_t)(v >> 24);
-    b[1] = (uint8_t)(v >> 16);
-    b[2] = (uint8_t)(v >> 8);
-    b[3] = (uint8_t)v;
-}
 
 /* Redo buffer (format in the file comment) for the unacked transactions
  * un[k0 .. k1): the newest image of each page, the position and size of
@@ -356,13 +349,17 @@ tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err)
     if (rc != TB_OK)
         goto out;
 applied:
+    /* queued .pend pieces point at page images: write them before any is
+     * freed (records of delivered transactions are written already) */
+    if (c->npieces && (rc = sqlcap_pend_pieces_write(c, err)) != TB_OK)
+        goto out;
     /* drop the applied transactions and their overlay entries */
     for (size_t t = 0; t < k; t++) {
         for (size_t i = 0; i < c->un[t].n; i++) {
             uint64_t v;
             if (sqlcap_map_get(&c->overlay, c->un[t].pgno[i], &v) && v == (uint64_t)(uintptr_t)c->un[t].img[i])
                 sqlcap_map_del(&c->overlay, c->un[t].pgno[i]);
-            free(c->un[t].img[i]);
+            sqlcap_img_put(c, c->un[t].img[i]);
         }
         free(c->un[t].img);
         free(c->un[t].pgno);
@@ -377,7 +374,7 @@ applied:
     if (c->pend_logged == 0 && c->pend_bytes > 0 && c->pendfd >= 0 && ftruncate(c->pendfd, 0) == 0) {
         c->pend_bytes = 0;
         c->pend_written = 0; /* records written ahead are gone: written again */
-        tb_buf_reset(&c->iobuf);
+        sqlcap_pend_pieces_drop(c);
     } else if (c->pend_bytes > ((uint64_t)64 << 20)) {
         rc = sqlcap_pend_compact(c, err);
     }
@@ -458,6 +455,7 @@ static tb_code sqlcap_pend_compact(sqlcap *c, tb_error *err)
         rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", tmp, strerror(errno));
         goto out;
     }
+    sqlcap_pend_pieces_drop(c); /* iobuf is reused below; pend_written goes back to pend_logged */
     rc = sqlcap_pend_write(c, fd, 0, c->pend_logged, &bytes, err);
     if (rc == TB_OK && rename(tmp, c->shadow_pend_path) != 0)
         rc = tb_error_set(err, TB_ERR_IO, true, "%s: rename: %s", c->shadow_pend_path, strerror(errno));
@@ -492,7 +490,6 @@ out:
  */
 static tb_code sqlcap_pend_more(sqlcap *c, bool flush, tb_error *err)
 {
-    tb_buf *b = &c->iobuf;
     tb_code rc = TB_OK;
     if (c->pendfd < 0) {
         c->pendfd = open(c->shadow_pend_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -500,19 +497,11 @@ static tb_code sqlcap_pend_more(sqlcap *c, bool flush, tb_error *err)
             return tb_error_set(err, TB_ERR_IO, true, "%s: %s", c->shadow_pend_path, strerror(errno));
     }
     for (; c->pend_written < c->nun; c->pend_written++)
-        if ((rc = sqlcap_pend_record(c, c->pend_written, b, err)) != TB_OK)
+        if ((rc = sqlcap_pend_queue(c, c->pend_written, err)) != TB_OK)
             return rc;
-    if (b->len && (flush || b->len >= SQLCAP_IOBUF)) {
-        if ((rc = sqlcap_write_all(c->pendfd, b->data, b->len, c->shadow_pend_path, err)) != TB_OK)
-            return rc; /* what is in the file is only a torn tail for pend_replay */
-        /* start the writeback now (advisory): the fsync before delivery waits less */
-        (void)sync_file_range(c->pendfd, (off_t)c->pend_bytes, (off_t)b->len, SYNC_FILE_RANGE_WRITE);
-        c->pend_bytes += b->len;
-        tb_buf_reset(b);
-        if (b->cap > 2 * (size_t)SQLCAP_IOBUF)
-            tb_buf_free(b); /* one huge transaction: do not keep its size */
-    }
-    return TB_OK;
+    if (c->piece_bytes && (flush || c->piece_bytes >= SQLCAP_IOBUF))
+        rc = sqlcap_pend_pieces_write(c, err); /* on failure what is in the file is only a torn tail */
+    return rc;
 }
 
 tb_code sqlcap_pend_ahead(sqlcap *c, tb_error *err)
@@ -587,6 +576,34 @@ tb_code sqlcap_pend_replay(sqlcap *c, tb_position *sp, const tb_position *start,
     return rc;
 }
 
+uint8_t *sqlcap_img_get(sqlcap *c)
+{
+    /* reused buffers: a malloc and free per page of every transaction (and the
+     * page faults after glibc gave a freed group back) were ~20% of a mode B drain */
+    return c->nimgfree ? c->imgfree[--c->nimgfree] : malloc(c->pg.pgsz);
+}
+
+void sqlcap_img_put(sqlcap *c, uint8_t *img)
+{
+    if (!img)
+        return;
+    if ((uint64_t)(c->nimgfree + 1) * c->pg.pgsz > SQLCAP_IMGPOOL_BYTES) {
+        free(img);
+        return;
+    }
+    if (c->nimgfree == c->capimgfree) {
+        size_t nc = c->capimgfree ? c->capimgfree * 2 : 256;
+        uint8_t **nv = realloc(c->imgfree, nc * sizeof *nv);
+        if (!nv) {
+            free(img);
+            return;
+        }
+        c->imgfree = nv;
+        c->capimgfree = nc;
+    }
+    c->imgfree[c->nimgfree++] = img;
+}
+
 /* Record a consumed transaction's pages (mode B) or frames (mode A) in the overlay. */
 static tb_code sqlcap_overlay_txn(sqlcap *c, const sqlcap_map *txn, uint32_t npages, const tb_position *pos,
                                   tb_error *err)
@@ -617,7 +634,7 @@ static tb_code sqlcap_overlay_txn(sqlcap *c, const sqlcap_map *txn, uint32_t npa
     for (size_t i = 0; i < txn->cap; i++) {
         if (!txn->keys[i] || txn->keys[i] > npages)
             continue;
-        uint8_t *img = malloc(c->pg.pgsz);
+        uint8_t *img = sqlcap_img_get(c);
         if (!img)
             goto nomem;
         u->pgno[u->n] = txn->keys[i];
