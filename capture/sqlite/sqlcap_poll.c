@@ -22,6 +22,11 @@
  * the reader keeps up with, advancing at every poll made that happen at almost
  * every commit (writer fdatasync 494 vs 90 without a reader, 6000 commits) */
 #define SQLCAP_REPIN_MS 1000
+/* ... but once the writer has been idle this long, the pin moves up to mxFrame
+ * at once (if it is not there), so an application checkpoint can then backfill
+ * everything: a FULL/RESTART/TRUNCATE checkpoint waits (busy handler) for read
+ * marks below mxFrame, and a lock-0 reset window needs a full backfill */
+#define SQLCAP_IDLE_REPIN_MS 100
 
 /* ---------------------------------------------------------------- frames */
 
@@ -307,12 +312,16 @@ tb_code sqlcap_poll(sqlcap *c, tb_error *err)
          * to backfill that often, not after every commit. The full step at once
          * when a lock-0 window is possible (everything backfilled: the new read
          * transaction takes lock 0 and the writer may rewind the WAL), across
-         * generations, and with the checkpoint options (their windows need a
-         * pin at mxFrame). */
+         * generations, with the checkpoint options (their windows need a pin
+         * at mxFrame), and when caught up with an idle writer while the pin is
+         * below mxFrame (SQLCAP_IDLE_REPIN_MS). */
         if ((rc = sqlcap_shm(c, &h, err)) != TB_OK)
             return rc;
-        if (h.mxframe >= c->frame && h.nbackfill < h.mxframe && h.salt1 == c->salt1 && h.salt2 == c->salt2 &&
-            h.pgsz == c->pg.pgsz) {
+        if (h.mxframe > c->frame)
+            c->last_new_ms = now;
+        bool idle = h.mxframe == c->frame && c->pin_frame != h.mxframe && now - c->last_new_ms >= SQLCAP_IDLE_REPIN_MS;
+        if (!idle && h.mxframe >= c->frame && h.nbackfill < h.mxframe && h.salt1 == c->salt1 &&
+            h.salt2 == c->salt2 && h.pgsz == c->pg.pgsz) {
             if (h.mxframe == c->frame) {
                 sqlcap_report(c, &h);
                 return TB_OK; /* caught up: nothing to consume, the pin stays */
@@ -330,6 +339,8 @@ tb_code sqlcap_poll(sqlcap *c, tb_error *err)
         return rc;
     if ((rc = sqlcap_shm(c, &h, err)) != TB_OK || (rc = sqlcap_walhdr_read(c, &w, err)) != TB_OK)
         goto release_new;
+    if (h.mxframe > c->frame)
+        c->last_new_ms = now;
     if (h.pgsz != c->pg.pgsz && h.mxframe) {
         rc = tb_error_set(err, TB_ERR_UNSUPPORTED, false, "%s: page size changed (%u -> %u)", c->path, c->pg.pgsz,
                           h.pgsz);
@@ -357,6 +368,7 @@ finish:
         sqlcap_end(c, c->protector);
         c->protector = i;
         c->st.pin_moves++;
+        c->pin_frame = h.mxframe;
         /* a pin begun on a fully backfilled WAL probably holds lock 0, which makes
          * every application checkpoint build its frame index and fail: not lazy then */
         c->last_pin_ms = h.nbackfill >= h.mxframe ? 0 : now;

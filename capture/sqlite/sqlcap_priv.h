@@ -53,7 +53,9 @@ struct sqlcap {
                                  * transaction, up to SQLCAP_FCACHE bytes, so the diff and
                                  * the shadow queue do not read them from the WAL again */
     int64_t last_ckpt_ms, last_log_ms;
-    int64_t last_pin_ms;        /* monotonic time of the last leapfrog (lazy leapfrog) */
+    int64_t last_pin_ms;        /* monotonic time of the last leapfrog (coarse pin) */
+    int64_t last_new_ms;        /* monotonic time a poll last saw frames not consumed yet */
+    uint32_t pin_frame;         /* mxFrame read after the newest pin began (its mark is <= this) */
     sqlcap_pages pg;
     sqlcap_map overlay;
     sqlcap_engine *eng;

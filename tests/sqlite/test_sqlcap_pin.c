@@ -56,7 +56,9 @@ static int drain(sqlcap *c, int quiet_ms)
     }
 }
 
-static void rewind_under_coarse_pin(bool shadow)
+/* repin_ms 0: the default interval; a huge one leaves only the idle rule to
+ * move the pin up to mxFrame before the application's checkpoint */
+static void rewind_under_coarse_pin(bool shadow, int repin_ms)
 {
     tb_log_set_level(TB_LOG_WARN);
     char dir[] = "/tmp/sqlcap_pin_XXXXXX", db[300];
@@ -64,10 +66,18 @@ static void rewind_under_coarse_pin(bool shadow)
     snprintf(db, sizeof db, "%s/pin.db", dir);
     cr_assert_eq(sqlcap_test_sql_child(db, "PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);", 1),
                  0);
-    sqlcap_opts o = {.path = db, .shadow = shadow, .poll_ms = 5}; /* repin_ms 0: the default coarse pin */
+    sqlcap_opts o = {.path = db, .shadow = shadow, .poll_ms = 5, .repin_ms = repin_ms};
     sqlcap *c = NULL;
     tb_error err;
     cr_assert_eq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK, "%s", err.msg);
+    /* a few commits first, consumed: the pin is then a read-mark slot near
+     * the start of the WAL (on an empty WAL it would be lock 0, never kept) */
+    cr_assert_eq(sqlcap_test_sql_child(db,
+                                       "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i<10) "
+                                       "INSERT INTO t SELECT 10000 + i, 'first' FROM s;",
+                                       1),
+                 0);
+    cr_assert_eq(drain(c, 50), 10);
     /* the application commits 500 transactions of one 3000-byte row each
      * (more than 1000 frames: its autocheckpoint then runs after every commit
      * and is held back by the pin) */
@@ -81,8 +91,9 @@ static void rewind_under_coarse_pin(bool shadow)
     sqlcap_stats st;
     sqlcap_get_stats(c, &st);
     uint64_t gens = st.generations;
-    /* caught up. Within one repin interval the pin moves to mxFrame; then an
-     * application checkpoint backfills everything (retried until it does) */
+    /* caught up. Once the writer is idle (100 ms) or within one repin interval
+     * the pin moves to mxFrame; then an application checkpoint backfills
+     * everything (retried until it does) */
     int64_t deadline = mono_ms() + 15000;
     int full = 3;
     while ((full = checkpoint_child(db)) == 3 && mono_ms() < deadline)
@@ -113,5 +124,9 @@ static void rewind_under_coarse_pin(bool shadow)
     cr_expect_eq(system(cmd), 0);
 }
 
-Test(sqlcap_pin, rewind_under_coarse_pin_mode_a) { rewind_under_coarse_pin(false); }
-Test(sqlcap_pin, rewind_under_coarse_pin_mode_b) { rewind_under_coarse_pin(true); }
+Test(sqlcap_pin, rewind_under_coarse_pin_mode_a) { rewind_under_coarse_pin(false, 0); }
+Test(sqlcap_pin, rewind_under_coarse_pin_mode_b) { rewind_under_coarse_pin(true, 0); }
+/* the pin stays where the first poll put it while the 500 commits are
+ * consumed; only the idle rule (writer idle 100 ms) moves it to mxFrame within
+ * the 15 s deadline */
+Test(sqlcap_pin, idle_writer_pin_moves_up) { rewind_under_coarse_pin(true, 3600 * 1000); }
