@@ -542,6 +542,27 @@ static inline char *raw_cstr(char *p, const char *s, size_t n)
 
 static inline size_t opt_len(const char *s) { return s ? strlen(s) : 0; }
 
+/* A millisecond time as text, remembered per thread and slot: the processing
+ * time (coarse clock) and a binlog commit time (whole seconds) repeat for
+ * thousands of events in a row. */
+enum { TS_NOW, TS_COMMIT };
+static char *ts_raw(char *p, int slot, int64_t v)
+{
+    static _Thread_local struct {
+        int64_t v;
+        uint8_t n;
+        char text[23];
+    } last[2] = {{-1, 0, {0}}, {-1, 0, {0}}};
+    if (v != last[slot].v || last[slot].n == 0) {
+        last[slot].n = (uint8_t)(jw_i64_raw(last[slot].text, v) - last[slot].text);
+        last[slot].v = v;
+    }
+    memcpy(p, last[slot].text, 16);
+    if (last[slot].n > 16)
+        memcpy(p + 16, last[slot].text + 16, (size_t)last[slot].n - 16);
+    return p + last[slot].n;
+}
+
 /* "source":{...},"op":"c","ts_ms":N,"transaction":... : everything after the
  * row images, written raw in one reservation (the members never change
  * shape, only their values). The caller closes the envelope. */
@@ -577,7 +598,7 @@ static void put_source_tail(evt_jw *w, const evt_codec_opts *o, const evt_event 
     p = RAW_LIT(p, "\",\"name\":");
     p = jw_str_raw(p, name, name_len);
     p = RAW_LIT(p, ",\"ts_ms\":");
-    p = jw_i64_raw(p, evt_event_commit_ts_ms(e));
+    p = ts_raw(p, TS_COMMIT, evt_event_commit_ts_ms(e));
     unsigned si = (unsigned)evt_event_snapshot(e) <= 2 ? (unsigned)evt_event_snapshot(e) : 0;
     p = raw_lit(p, snap[si].text, snap[si].len);
     *p++ = ',';
@@ -621,7 +642,7 @@ static void put_source_tail(evt_jw *w, const evt_codec_opts *o, const evt_event 
     p = RAW_LIT(p, "},\"op\":\"");
     *p++ = (char)op;
     p = RAW_LIT(p, "\",\"ts_ms\":");
-    p = jw_i64_raw(p, now_ms(o));
+    p = ts_raw(p, TS_NOW, now_ms(o));
     p = RAW_LIT(p, ",\"transaction\":");
     if (tx) {
         p = RAW_LIT(p, "{\"id\":");
