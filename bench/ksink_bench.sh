@@ -7,11 +7,12 @@
 #
 # Each run: bench_ksink produces EVENTS synthetic change events (about 200 bytes of row data,
 # one source transaction each) through ksink (render + produce + ack tracking + commits) into a
-# fresh compacted topic; then kcat -P produces the same pre-encoded key<TAB>value lines
+# fresh compacted topic; kcat -P produces the same pre-encoded key<TAB>value lines
 # (written once by `bench_ksink dump`, with a connector name of the same length, so both
 # send the same number of bytes) into another fresh compacted topic, with the same
 # producer settings as the sink's defaults (idempotence, acks=all, murmur2_random,
 # linger.ms=5, batch.num.messages=100000, batch.size=1000000, lz4, queue limits).
+# A warm-up run (not counted) first; then the two alternate which goes first.
 # kcat is timed from start to exit (it flushes at the end),
 # ksink from the first event to the acknowledged flush and final offsets commit.
 # Peak RSS: getrusage for ksink (setup included), /usr/bin/time for kcat. CPU seconds too, since
@@ -43,16 +44,18 @@ echo "ksink bench: $events events x $runs runs, broker $broker, $(nproc) cores, 
 "$bin" dump "$work/lines.txt" "$events" "kb${tag}_1-conn"
 echo "payload: $(wc -c <"$work/lines.txt") bytes of key<TAB>value lines"
 
-declare -a k_eps k_mbs k_rss c_eps c_mbs c_rss
-for ((r = 1; r <= runs; r++)); do
-  line="$("$bin" run "$broker" "kb${tag}_$r" "$events" "${sets[@]}")"
+run_ksink() { # run number
+  local line eps mbs rss
+  line="$("$bin" run "$broker" "kb${tag}_$1" "$events" "${sets[@]}")"
   eps="$(sed -n 's/.*events_per_s=\([0-9.]*\).*/\1/p' <<<"$line")"
   mbs="$(sed -n 's/.*mb_per_s=\([0-9.]*\).*/\1/p' <<<"$line")"
   rss="$(sed -n 's/.*max_rss_kb=\([0-9]*\).*/\1/p' <<<"$line")"
   k_eps+=("$eps"); k_mbs+=("$mbs"); k_rss+=("$rss")
-  echo "run $r ksink: $line"
+  echo "run $1 ksink: $line"
+}
 
-  topic="kcat${tag}_$r"
+run_kcat() { # run number
+  local topic="kcat${tag}_$1" secs rss usr sys bytes eps mbs
   "$bin" topic "$broker" "$topic"
   /usr/bin/time -f "%e %M %U %S" -o "$work/time.txt" \
     kcat -P -b "$broker" -t "$topic" -K $'\t' -l \
@@ -65,7 +68,21 @@ for ((r = 1; r <= runs; r++)); do
   eps="$(awk -v n="$events" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')"
   mbs="$(awk -v b="$bytes" -v s="$secs" 'BEGIN { printf "%.1f", b / 1e6 / s }')"
   c_eps+=("$eps"); c_mbs+=("$mbs"); c_rss+=("$rss")
-  echo "run $r kcat:  events=$events seconds=$secs events_per_s=$eps mb_per_s=$mbs max_rss_kb=$rss cpu_s=$(awk -v u="$usr" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')"
+  echo "run $1 kcat:  events=$events seconds=$secs events_per_s=$eps mb_per_s=$mbs max_rss_kb=$rss cpu_s=$(awk -v u="$usr" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')"
+}
+
+# Warm-up, not counted: a fresh broker's JVM compiles its produce path during the
+# first hundreds of MB, which would slow whichever producer comes first.
+"$bin" run "$broker" "kb${tag}_warm" "$events" "${sets[@]}" >/dev/null
+echo "warm-up: $events events produced (not counted)"
+
+declare -a k_eps k_mbs k_rss c_eps c_mbs c_rss
+for ((r = 1; r <= runs; r++)); do
+  if ((r % 2)); then # the order alternates, so neither always follows the other
+    run_ksink "$r"; run_kcat "$r"
+  else
+    run_kcat "$r"; run_ksink "$r"
+  fi
 done
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
