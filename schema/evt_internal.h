@@ -145,8 +145,6 @@ static inline void evt_jw_key_lit(evt_jw *w, const char *frag, size_t n)
         w->after_key = true;
 }
 #define EVT_JW_KEY(w, lit) evt_jw_key_lit((w), "\"" lit "\":", sizeof("\"" lit "\":") - 1)
-/* A sealed table's column name as key text ("\"name\":"), or NULL. Borrowed. */
-const char *evt_table_key_frag(const evt_table *t, size_t i, size_t *len);
 
 /* Decimal digits of v written backwards ending at end; returns the start. */
 char *evt_u64_digits(uint64_t v, char *end);

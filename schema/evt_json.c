@@ -192,8 +192,8 @@ static inline char *raw_lit(char *p, const char *s, size_t n)
 /* One member "<col>":VALUE of a row or key object, comma first unless it is
  * the object's first. Common kinds are written raw, in one reservation;
  * the others through put_value. On failure the writer's error is set and
- * inner may say why. */
-/* inlined into the row and key loops: a call per column cost a fifth of it */
+ * inner may say why. Inlined into the row and key loops (a call per column
+ * cost a fifth of it). */
 static inline __attribute__((always_inline)) void put_member(evt_jw *w, const evt_table *t, size_t i,
                                                              const evt_value *v, bool first, tb_error *inner)
 {

@@ -341,14 +341,6 @@ void evt_table_seal(evt_table *t)
     t->sealed = true;
 }
 
-const char *evt_table_key_frag(const evt_table *t, size_t i, size_t *len)
-{
-    if (!t->keyoff || i >= t->ncols)
-        return NULL;
-    *len = t->keyoff[i + 1] - t->keyoff[i];
-    return t->keyfrag + t->keyoff[i];
-}
-
 bool evt_table_sealed(const evt_table *t) { return t && t->sealed; }
 const char *evt_table_db(const evt_table *t) { return t->db; }
 const char *evt_table_name(const evt_table *t) { return t->name; }
