@@ -27,6 +27,7 @@ struct sqlcap_engine {
     uint32_t npages;
     size_t cap;           /* slots in the arrays below (max pgno + 1) */
     uint32_t *owner, *ovowner, *ovleaf;
+    uint32_t *inner;      /* inner[p] == owner[p]: p is an interior page of that tree at P */
     uint32_t *m0, *m1, *mforce, *mdone;
     uint32_t stamp, fstamp;
     sqlcap_u32s scan_pages; /* sqlcap_engine_scan: pages of the table being scanned */
@@ -35,6 +36,7 @@ struct sqlcap_engine {
     uint8_t *skip0, *skip1, *pga, *pgb, *cellscr;
     struct sqlcap_rowmap *O, *N;
     sqlcap_u32s in0, lf0, in1, lf1; /* tree pages of the table being diffed, V0 and V1 */
+    sqlcap_u32s cands;              /* candidate pages of the fast path (sqlcap_fast_cands) */
 };
 
 /* ---------------------------------------------------------------- row maps */
@@ -180,7 +182,7 @@ static tb_code sqlcap_engine_grow(sqlcap_engine *e, uint32_t npages)
     size_t nc = e->cap ? e->cap : 1024;
     while (nc < (size_t)npages + 1)
         nc *= 2;
-    uint32_t **arrs[] = {&e->owner, &e->ovowner, &e->ovleaf, &e->m0, &e->m1, &e->mforce, &e->mdone};
+    uint32_t **arrs[] = {&e->owner, &e->ovowner, &e->ovleaf, &e->m0, &e->m1, &e->mforce, &e->mdone, &e->inner};
     for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) {
         uint32_t *n = realloc(*arrs[i], nc * sizeof *n);
         if (!n)
@@ -222,11 +224,13 @@ void sqlcap_engine_free(sqlcap_engine *e)
     free(e->m1);
     free(e->mforce);
     free(e->mdone);
+    free(e->inner);
     sqlcap_u32s_free(&e->scan_pages);
     sqlcap_u32s_free(&e->in0);
     sqlcap_u32s_free(&e->lf0);
     sqlcap_u32s_free(&e->in1);
     sqlcap_u32s_free(&e->lf1);
+    sqlcap_u32s_free(&e->cands);
     free(e->skip0);
     free(e->skip1);
     free(e->pga);
@@ -304,6 +308,7 @@ tb_code sqlcap_engine_attach(sqlcap_engine *e, uint32_t npages, tb_error *err)
         return tb_error_set(err, TB_ERR_NOMEM, false, "page maps: out of memory (%u pages)", npages);
     memset(e->owner, 0, e->cap * sizeof *e->owner);
     memset(e->ovowner, 0, e->cap * sizeof *e->ovowner);
+    memset(e->inner, 0, e->cap * sizeof *e->inner);
     if ((rc = sqlcap_schema_load(&v, NULL, e->dbname, &e->next_id, e->mem, &e->schema, &sovfl, err)) != TB_OK)
         goto out;
     if ((rc = sqlcap_schema_sig(&v, &e->sig, NULL, err)) != TB_OK)
@@ -320,6 +325,7 @@ tb_code sqlcap_engine_attach(sqlcap_engine *e, uint32_t npages, tb_error *err)
         sqlcap_ovctx x = {e, (uint32_t)t->id + 2};
         for (size_t k = 0; k < inner.n; k++) {
             e->owner[inner.v[k]] = x.owner;
+            e->inner[inner.v[k]] = x.owner;
             if (t->without_rowid && (rc = sqlcap_page_rows(&v, inner.v[k], sqlcap_ov_cell, &x, err)) != TB_OK)
                 goto out;
         }
@@ -477,6 +483,58 @@ static int sqlcap_sorted_cmp(const void *a, const void *b)
     return c ? c : (x->kn > y->kn) - (x->kn < y->kn);
 }
 
+/*
+ * Fast path: when no interior page of the table's tree at P is in the
+ * transaction, its interior pages are byte-identical in V0 and V1, so both
+ * walks reach the same pages (S0 = S1) provided every changed page of the tree
+ * is still a leaf in V1 (checked here; the walk classifies a level by its
+ * pages' type). Then the candidates of both sides are the tree's pages in C
+ * plus the holders of changed overflow pages (forced), and the owners do not
+ * change: the two tree walks (every interior page read and every leaf looked
+ * up in the transaction, per transaction) are not needed. *fast = true with
+ * e->cands filled, false when the general path must run. buf receives page
+ * images (pgsz bytes).
+ */
+static tb_code sqlcap_fast_cands(sqlcap_engine *e, const sqlcap_view *v0, const sqlcap_view *v1, const sqlcap_map *txn,
+                                 uint32_t own, uint8_t *buf, bool *fast, tb_error *err)
+{
+    uint32_t s = ++e->stamp; /* mdone: already a candidate */
+    e->cands.n = 0;
+    *fast = false;
+    if (v1->npages < v0->npages)
+        return TB_OK; /* pages truncated away: the general path */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < txn->cap; i++) {
+            uint32_t p = txn->keys[i];
+            if (!p || p > v1->npages)
+                continue;
+            if (pass == 1) {
+                if (!e->ovowner[p])
+                    continue;
+                p = e->ovleaf[p]; /* the page holding the changed overflow chain's cell: forced */
+                if (!p || p >= e->cap)
+                    continue;
+            }
+            if (e->owner[p] != own || e->mdone[p] == s)
+                continue;
+            if (e->inner[p] == own)
+                return TB_OK;
+            if (pass == 0) {
+                tb_code rc = sqlcap_view_read(v1, p, buf, err);
+                if (rc != TB_OK)
+                    return rc;
+                uint8_t ty = buf[p == 1 ? 100 : 0];
+                if (ty != 13 && ty != 10)
+                    return TB_OK; /* no longer a leaf (the tree grew a level) */
+            }
+            e->mdone[p] = s;
+            if (sqlcap_u32s_push(&e->cands, p) != TB_OK)
+                return tb_error_set(err, TB_ERR_NOMEM, false, "diff: out of memory");
+        }
+    *fast = true;
+    return TB_OK;
+}
+
 static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const sqlcap_view *v1, const sqlcap_map *txn,
                                  int id, const sqlcap_tbl *t0, const sqlcap_tbl *t1, sqlcap_evlist *out, tb_error *err)
 {
@@ -499,13 +557,20 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
         sqlcap_rowmap_reset(&O);
         sqlcap_rowmap_reset(&N);
     }
-    if (t0 && t0->captured && (rc = sqlcap_tree_pages(v0, t0->root, &in0, &lf0, err)) != TB_OK)
-        goto out;
-    if (t1 && t1->captured && (rc = sqlcap_tree_pages(v1, t1->root, &in1, &lf1, err)) != TB_OK)
-        goto out;
     uint32_t maxp = v0->npages > v1->npages ? v0->npages : v1->npages;
     if (sqlcap_engine_grow(e, maxp) != TB_OK)
         goto nomem;
+    bool fast = false;
+    if (t0 && t0 == t1 && t0->captured) {
+        if (!e->pgb && !(e->pgb = malloc(e->pg->pgsz)))
+            goto nomem;
+        if ((rc = sqlcap_fast_cands(e, v0, v1, txn, own, e->pgb, &fast, err)) != TB_OK)
+            goto out;
+    }
+    if (!fast && t0 && t0->captured && (rc = sqlcap_tree_pages(v0, t0->root, &in0, &lf0, err)) != TB_OK)
+        goto out;
+    if (!fast && t1 && t1->captured && (rc = sqlcap_tree_pages(v1, t1->root, &in1, &lf1, err)) != TB_OK)
+        goto out;
     uint32_t s = ++e->stamp;
     for (size_t i = 0; i < in0.n; i++) e->m0[in0.v[i]] = s;
     for (size_t i = 0; i < lf0.n; i++) e->m0[lf0.v[i]] = s;
@@ -527,15 +592,31 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
             e->skip0 = malloc(scap);
             e->skip1 = malloc(scap);
             e->pga = malloc(e->pg->pgsz);
-            e->pgb = malloc(e->pg->pgsz);
-            e->cellscr = calloc(1, sqlcap_same_cells_scratch(e->pg->pgsz)); /* the start bitmap must begin empty */
+            if (!e->pgb)
+                e->pgb = malloc(e->pg->pgsz);
+            e->cellscr = calloc(1, sqlcap_same_cells_scratch(e->pg->pgsz)); /* its offset map must begin empty */
         }
         skip0 = e->skip0, skip1 = e->skip1, pga = e->pga, pgb = e->pgb;
         if (!e->cellscr)
             goto nomem;
         if (!skip0 || !skip1 || !pga || !pgb)
             goto nomem;
-        for (int side = 0; side < 2; side++) {
+        for (size_t i = 0; fast && i < e->cands.n; i++) {
+            /* S0 = S1: every candidate is on both sides (the general path's "both") */
+            uint32_t p = e->cands.v[i];
+            if (e->mforce[p] == e->fstamp) {
+                if ((rc = sqlcap_page_rows(v0, p, sqlcap_collect, &x0, err)) != TB_OK ||
+                    (rc = sqlcap_page_rows(v1, p, sqlcap_collect, &x1, err)) != TB_OK)
+                    goto out;
+                continue;
+            }
+            size_t n0 = 0, n1 = 0;
+            if ((rc = sqlcap_page_same_cells(v0, v1, p, pga, pgb, skip0, &n0, skip1, &n1, e->cellscr, err)) != TB_OK ||
+                (rc = sqlcap_page_rows_img(v0, p, pga, skip0, n0, sqlcap_collect, &x0, err)) != TB_OK ||
+                (rc = sqlcap_page_rows_img(v1, p, pgb, skip1, n1, sqlcap_collect, &x1, err)) != TB_OK)
+                goto out;
+        }
+        for (int side = 0; !fast && side < 2; side++) {
             sqlcap_u32s *lists[2] = {side ? &lf1 : &lf0, side ? &in1 : &in0};
             int nl = (side ? t1 : t0)->without_rowid ? 2 : 1;
             for (int li = 0; li < nl; li++)
@@ -650,10 +731,18 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
         }
     }
     /* owners now describe V1 */
-    for (size_t i = 0; i < in0.n; i++) if (e->owner[in0.v[i]] == own) e->owner[in0.v[i]] = 0;
-    for (size_t i = 0; i < lf0.n; i++) if (e->owner[lf0.v[i]] == own) e->owner[lf0.v[i]] = 0;
-    for (size_t i = 0; i < in1.n; i++) e->owner[in1.v[i]] = own;
-    for (size_t i = 0; i < lf1.n; i++) e->owner[lf1.v[i]] = own;
+    for (size_t i = 0; !fast && i < in0.n; i++) {
+        if (e->owner[in0.v[i]] == own)
+            e->owner[in0.v[i]] = 0;
+        if (e->inner[in0.v[i]] == own)
+            e->inner[in0.v[i]] = 0;
+    }
+    for (size_t i = 0; !fast && i < lf0.n; i++) if (e->owner[lf0.v[i]] == own) e->owner[lf0.v[i]] = 0;
+    for (size_t i = 0; !fast && i < in1.n; i++) e->owner[in1.v[i]] = e->inner[in1.v[i]] = own;
+    for (size_t i = 0; !fast && i < lf1.n; i++) {
+        e->owner[lf1.v[i]] = own;
+        e->inner[lf1.v[i]] = 0;
+    }
     goto out;
 nomem:
     rc = tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory in diff", t1 ? t1->name : t0->name);
@@ -839,7 +928,7 @@ tb_code sqlcap_engine_txn(sqlcap_engine *e, const sqlcap_map *txn, uint32_t new_
     }
     /* pages truncated away lose their owners */
     for (uint32_t p = new_npages + 1; p <= e->npages && p < e->cap; p++)
-        e->owner[p] = e->ovowner[p] = 0;
+        e->owner[p] = e->ovowner[p] = e->inner[p] = 0;
     e->npages = new_npages;
 out:
     sqlcap_schema_free(&s1);

@@ -234,8 +234,13 @@ tb_code sqlcap_page_rows_img(const sqlcap_view *v, uint32_t pgno, const uint8_t 
     size_t X = type == 13 ? U - 35 : ((U - 12) * 64 / 255) - 23;
     size_t M = ((U - 12) * 32 / 255) - 23;
     for (unsigned c = 0; c < n; c++) {
-        if (skip && c < nskip && skip[c])
+        if (skip && c < nskip && skip[c]) {
+            /* most cells of a page changed in place are skipped: eight at a time */
+            uint64_t w;
+            while (c + 9 <= nskip && c + 9 <= n && (memcpy(&w, skip + c + 1, 8), w == 0x0101010101010101ull))
+                c += 8;
             continue;
+        }
         unsigned off = sqlcap_be16(buf + ptrs + 2 * c);
         if (off >= U) {
             rc = tb_error_set(err, TB_ERR_CORRUPT, false, "page %u: cell %u offset %u out of range", pgno, c, off);
@@ -459,8 +464,8 @@ static bool sqlcap_cellv_init(sqlcap_cellv *cv, const uint8_t *buf, uint32_t pgn
             return false;
         /* index interior cells carry a child pointer that may differ: compare from the payload on */
         cv->off[c] = (uint16_t)(o + (cv->type == 2 ? 4 : 0));
-        cv->len[c] = 0;
     }
+    memset(cv->len, 0, cnt * sizeof *cv->len);
     cv->n = cnt;
     return true;
 }
@@ -471,6 +476,18 @@ static inline bool sqlcap_cellv_extent(sqlcap_cellv *cv, unsigned c)
     if (cv->len[c])
         return true;
     const uint8_t *buf = cv->buf, *end = buf + cv->U, *p = buf + cv->off[c];
+    if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && cv->type == 13 && p[0] < 0x80 && end - p >= 9 + 128) {
+        /* the common table-leaf cell: a one-byte payload size (< 128 <= X: it
+         * does not spill), then the rowid varint, whose last byte is the first
+         * one below 0x80 (the 9th at most) */
+        uint64_t w;
+        memcpy(&w, p + 1, 8);
+        uint64_t stop = ~w & 0x8080808080808080ull;
+        size_t k = stop ? (size_t)__builtin_ctzll(stop) / 8 + 1 : 9;
+        cv->len[c] = (uint16_t)(1 + k + p[0]);
+        cv->ovfl[c] = 0;
+        return true;
+    }
     uint64_t P = 0, rowid = 0;
     size_t k;
     if (p < end && p[0] < 0x80) { /* one-byte payload size: the common case */
@@ -504,7 +521,8 @@ static inline bool sqlcap_cellv_extent(sqlcap_cellv *cv, unsigned c)
     return true;
 }
 
-/* Scratch layout: ht[hcap] int32, offa, lena, offb, lenb [cap] u16, oa, ob [cap] u8. */
+/* Scratch layout: ht[hcap] int32, offa, lena, offb, lenb [cap] u16, oa, ob [cap] u8,
+ * then (8-aligned) posa[pgsz] u16 (all zero between calls). */
 static size_t sqlcap_sc_hcap(size_t cap)
 {
     size_t hcap = 1;
@@ -517,29 +535,7 @@ size_t sqlcap_same_cells_scratch(uint32_t pgsz)
 {
     size_t cap = pgsz / 4 + 1;
     return sqlcap_sc_hcap(cap) * sizeof(int32_t) + 4 * cap * sizeof(uint16_t) + 2 * cap + 8 +
-           (pgsz / 64 + 1) * sizeof(uint64_t) + (pgsz / 4096 + 1) * sizeof(uint64_t);
-}
-
-/* No bit of dm (one bit per 64-byte block) set for bytes [lo, hi). */
-static inline bool sqlcap_range_clean(const uint64_t *dm, size_t lo, size_t hi)
-{
-    for (size_t b = lo >> 6; b <= (hi - 1) >> 6; b++)
-        if ((dm[b >> 6] >> (b & 63)) & 1)
-            return false;
-    return true;
-}
-
-/* The smallest set bit of sb (one bit per byte offset) above off, or U. */
-static inline size_t sqlcap_next_start(const uint64_t *sb, size_t off, size_t U)
-{
-    size_t i = off + 1;
-    while (i < U) {
-        uint64_t w = sb[i >> 6] >> (i & 63);
-        if (w)
-            return i + (size_t)__builtin_ctzll(w) < U ? i + (size_t)__builtin_ctzll(w) : U;
-        i = (i | 63) + 1;
-    }
-    return U;
+           (size_t)pgsz * sizeof(uint16_t);
 }
 
 tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uint32_t pgno, uint8_t *a, uint8_t *b,
@@ -551,8 +547,7 @@ tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uin
     int32_t *ht = scratch;
     uint16_t *offa = (uint16_t *)(ht + hcap), *lena = offa + cap, *offb = lena + cap, *lenb = offb + cap;
     uint8_t *oa = (uint8_t *)(lenb + cap), *ob = oa + cap;
-    uint64_t *sb = (uint64_t *)(((uintptr_t)(ob + cap) + 7) & ~(uintptr_t)7); /* cell starts of a */
-    uint64_t *dm = sb + pgsz / 64 + 1;                                       /* 64-byte blocks a != b */
+    uint16_t *posa = (uint16_t *)(((uintptr_t)(ob + cap) + 7) & ~(uintptr_t)7); /* a's cell offset -> index + 1 */
     sqlcap_cellv A = {.off = offa, .len = lena, .ovfl = oa}, B = {.off = offb, .len = lenb, .ovfl = ob};
     tb_code rc = TB_OK;
     *n0 = *n1 = 0;
@@ -563,48 +558,29 @@ tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uin
     unsigned na = A.n, nb = B.n;
     memset(skip0, 0, na);
     memset(skip1, 0, nb);
-    /* which 64-byte blocks differ, and where a's cells start: a cell whose bytes up
-     * to the next cell start lie in unchanged blocks is unchanged, without parsing it */
-    size_t hb = A.type == 2 ? 4 : 0;
-    memset(dm, 0, (pgsz / 4096 + 1) * sizeof *dm);
-    for (size_t k = 0; k < pgsz / 64; k++)
-        if (memcmp(a + 64 * k, b + 64 * k, 64) != 0)
-            dm[k >> 6] |= 1ull << (k & 63);
-    for (unsigned c = 0; c < na; c++) {
-        size_t st = offa[c] - hb;
-        sb[st >> 6] |= 1ull << (st & 63);
-    }
-    /* fast pass: cells are in key order in both versions and an unchanged cell
-     * usually keeps its place in the content area, so walk both lists together,
-     * looking a few cells ahead in the old list (deleted cells), and compare a
-     * cell only with one at the same offset, parsing it once (same bytes, same
-     * extent); equality is checked byte for byte */
-    for (unsigned c = 0, i = 0; c < nb; c++) {
-        for (unsigned d = 0; d < 3 && i + d < na; d++) {
-            unsigned o = i + d;
-            if (offa[o] != offb[c])
-                continue;
-            size_t st = offa[o] - hb;
-            bool same;
-            if (sqlcap_range_clean(dm, st, sqlcap_next_start(sb, st, U)) && a[offa[o]] < 0x80 && a[offa[o]] <= A.X) {
-                same = true; /* identical bytes, payload size < 128 that stays on the page */
-            } else {
-                if (!sqlcap_cellv_extent(&A, o))
-                    goto clear;
-                same = !oa[o] && memcmp(a + offa[o], b + offb[c], lena[o]) == 0;
-            }
-            if (same) {
-                skip0[o] = 1;
-                skip1[c] = 1;
-                i = o + 1;
-            }
-            break;
+    /* fast pass: an unchanged cell usually keeps its place in the content area,
+     * so each cell of b is compared byte for byte with the cell of a at the same
+     * offset (if any; posa maps a's offsets to cells), parsed once (same bytes,
+     * same extent). Identical bytes are the same row on both sides, whatever
+     * the cells' order. */
+    for (unsigned c = 0; c < na; c++)
+        posa[offa[c]] = (uint16_t)(c + 1);
+    for (unsigned c = 0; c < nb; c++) {
+        unsigned o = posa[offb[c]];
+        if (!o || skip0[o - 1])
+            continue;
+        o--;
+        if (!sqlcap_cellv_extent(&A, o))
+            goto clear;
+        if (oa[o])
+            continue; /* spills: its overflow pages may differ */
+        if (memcmp(a + offa[o], b + offb[c], lena[o]) == 0) {
+            skip0[o] = 1;
+            skip1[c] = 1;
         }
     }
-    for (unsigned c = 0; c < na; c++) { /* leave the start bitmap empty for the next page */
-        size_t st = offa[c] - hb;
-        sb[st >> 6] = 0;
-    }
+    for (unsigned c = 0; c < na; c++) /* leave posa empty for the next page */
+        posa[offa[c]] = 0;
     unsigned left0 = 0, left1 = 0;
     for (unsigned c = 0; c < na; c++)
         left0 += !skip0[c];
@@ -652,9 +628,7 @@ done:
 out:
     return rc;
 clear:
-    for (unsigned c = 0; c < na; c++) {
-        size_t st = offa[c] - hb;
-        sb[st >> 6] = 0;
-    }
+    for (unsigned c = 0; c < na; c++)
+        posa[offa[c]] = 0;
     return rc;
 }
