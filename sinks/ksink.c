@@ -10,9 +10,19 @@
  *  is ring[(head + s - head_seq) % cap]. Each message's delivery opaque is
  *  its transaction's seq (0 = offsets record, not tracked). The delivery
  *  callback decrements `pending`; ksink_advance() pops closed transactions
- *  with pending == 0 from the head and moves their position into
- *  `committable`. A failed delivery leaves pending raised forever, so the
- *  position cannot pass it, and records the error for the next call.
+ *  with pending == 0 from the head, and `committable` becomes the position of
+ *  the newest popped one that has a position kept. A failed delivery leaves
+ *  pending raised forever, so the position cannot pass it, and records the
+ *  error for the next call.
+ *  Positions are kept apart from the 16-byte slots: `last_pos` always holds
+ *  the newest closed transaction's, and marks[] (a FIFO in seq order) those
+ *  of every transaction closed while at most KSINK_MARK_EVERY were in flight,
+ *  else of one in KSINK_MARK_EVERY. So committable is exact whenever the
+ *  acknowledgements catch up with the newest closed transaction (always at a
+ *  flush) or few transactions are in flight, and otherwise lags by fewer than
+ *  KSINK_MARK_EVERY transactions, far less than offsets.commit.interval.ms
+ *  lets a restart repeat anyway. No allocation per transaction: the position
+ *  buffers are reused.
  *  After an aborted Kafka transaction (exactly_once) reports for sequence
  *  numbers below `valid_seq` are ignored.
  */
@@ -26,6 +36,8 @@
 #include "ksink.h"
 #include "ksink_int.h"
 #include "tb_log.h"
+
+#define KSINK_MARK_EVERY 64
 
 /* ------------------------------------------------------------ callbacks */
 
@@ -101,64 +113,152 @@ ksink_tx *ksink_tail(ksink *ks)
     return ks->count ? &ks->ring[(ks->head + ks->count - 1) & (ks->cap - 1)] : NULL;
 }
 
+/* Doubles a ring of cap elements of elem bytes (cap 0: initial), oldest at
+ * *head, unwrapped to index 0; the new slots are zeroed. All cap old slots
+ * move (free ones may hold reusable buffers). NULL-safe on failure: the old
+ * ring is kept. */
+static bool ksink_ring_grow(void **ring, size_t elem, size_t *cap, size_t *head, size_t initial)
+{
+    size_t ncap = *cap ? *cap * 2 : initial;
+    char *nr = malloc(ncap * elem), *old = *ring;
+    if (!nr)
+        return false;
+    size_t first = *cap - *head; /* slots from head to the end of the old ring */
+    if (*cap) {
+        memcpy(nr, old + *head * elem, first * elem);
+        memcpy(nr + first * elem, old, *head * elem);
+    }
+    memset(nr + *cap * elem, 0, (ncap - *cap) * elem);
+    free(old);
+    *ring = nr;
+    *cap = ncap;
+    *head = 0;
+    return true;
+}
+
 /* The open transaction, starting one when the last one is closed. */
 static ksink_tx *ksink_cur_tx(ksink *ks, tb_error *err)
 {
     ksink_tx *t = ksink_tail(ks);
     if (t && !t->closed)
         return t;
-    if (ks->count == ks->cap) {
-        size_t ncap = ks->cap ? ks->cap * 2 : 1024;
-        ksink_tx *nr = malloc(ncap * sizeof(*nr));
-        if (!nr) {
-            tb_error_set(err, TB_ERR_NOMEM, false, "in-flight tracker: out of memory (%zu transactions)", ks->count);
-            return NULL;
-        }
-        for (size_t i = 0; i < ks->count; i++)
-            nr[i] = ks->ring[(ks->head + i) & (ks->cap - 1)];
-        for (size_t i = ks->count; i < ks->cap; i++) /* free slots keep string buffers for reuse */
-            tb_position_free(&ks->ring[(ks->head + i) & (ks->cap - 1)].pos);
-        for (size_t i = ks->count; i < ncap; i++)
-            tb_position_init(&nr[i].pos);
-        free(ks->ring);
-        ks->ring = nr;
-        ks->cap = ncap;
-        ks->head = 0;
+    if (ks->count == ks->cap && !ksink_ring_grow((void **)&ks->ring, sizeof(*ks->ring), &ks->cap, &ks->head, 1024)) {
+        tb_error_set(err, TB_ERR_NOMEM, false, "in-flight tracker: out of memory (%zu transactions)", ks->count);
+        return NULL;
     }
     if (ks->count == 0)
         ks->head_seq = ks->next_seq;
     t = &ks->ring[(ks->head + ks->count) & (ks->cap - 1)];
     ks->count++;
-    t->seq = ks->next_seq++;
+    ks->next_seq++;
     t->pending = 0;
     t->produced = false;
-    t->closed = false; /* t->pos: the previous occupant's, overwritten by ksink_end_tx */
+    t->closed = false;
     return t;
+}
+
+/* s into *buf, reusing *buf's memory when it is long enough (every buffer
+ * here was allocated for at least its string's length + 1). */
+static tb_code ksink_str_assign(char **buf, const char *s)
+{
+    if (!s) {
+        free(*buf);
+        *buf = NULL;
+        return TB_OK;
+    }
+    if (*buf && strcmp(*buf, s) == 0)
+        return TB_OK;
+    size_t n = strlen(s);
+    if (!*buf || strlen(*buf) < n) {
+        char *nb = realloc(*buf, n + 1);
+        if (!nb)
+            return TB_ERR_NOMEM;
+        *buf = nb;
+    }
+    memcpy(*buf, s, n + 1);
+    return TB_OK;
+}
+
+/* tb_position_copy without an allocation per transaction: dst's strings are
+ * reused. On failure dst is left a valid position. */
+static tb_code ksink_pos_assign(tb_position *dst, const tb_position *src)
+{
+    char *file = dst->file, *gtid = dst->gtid_set;
+    tb_code rc = ksink_str_assign(&file, src->file);
+    if (rc == TB_OK)
+        rc = ksink_str_assign(&gtid, src->gtid_set);
+    *dst = *src;
+    dst->file = file;
+    dst->gtid_set = gtid;
+    return rc;
+}
+
+/* Keep pos as the position of closed transaction seq (see IN-FLIGHT TRACKER). */
+static tb_code ksink_keep_pos(ksink *ks, uint64_t seq, const tb_position *pos)
+{
+    tb_code rc;
+    if ((rc = ksink_pos_assign(&ks->last_pos, pos)) != TB_OK)
+        return rc;
+    ks->last_seq = seq;
+    if (ks->count > KSINK_MARK_EVERY && ks->mcount &&
+        seq - ks->marks[(ks->mhead + ks->mcount - 1) & (ks->mcap - 1)].seq < KSINK_MARK_EVERY)
+        return TB_OK;
+    if (ks->mcount == ks->mcap && !ksink_ring_grow((void **)&ks->marks, sizeof(*ks->marks), &ks->mcap, &ks->mhead, 64))
+        return TB_ERR_NOMEM;
+    ksink_mark *m = &ks->marks[(ks->mhead + ks->mcount) & (ks->mcap - 1)];
+    if ((rc = ksink_pos_assign(&m->pos, pos)) != TB_OK)
+        return rc;
+    m->seq = seq;
+    ks->mcount++;
+    return TB_OK;
 }
 
 static void ksink_advance(ksink *ks)
 {
     if (ks->eos)
         return; /* positions move only at commit_transaction */
+    uint64_t from = ks->head_seq;
     while (ks->count > 0) {
         ksink_tx *t = &ks->ring[ks->head];
         if (!t->closed || t->pending != 0)
             break;
-        tb_position old = ks->committable; /* swapped: the slot keeps the old strings for reuse */
-        ks->committable = t->pos;
-        t->pos = old;
         ks->head = (ks->head + 1) & (ks->cap - 1);
         ks->count--;
         ks->head_seq++;
+    }
+    if (ks->head_seq == from)
+        return;
+    uint64_t popped = ks->head_seq - 1; /* newest transaction now fully acknowledged */
+    ksink_mark *newest = NULL;
+    while (ks->mcount > 0 && ks->marks[ks->mhead].seq <= popped) {
+        newest = &ks->marks[ks->mhead];
+        ks->mhead = (ks->mhead + 1) & (ks->mcap - 1);
+        ks->mcount--;
+    }
+    if (popped == ks->last_seq) {
+        /* exact; on a failed copy the previous committable stays (it is older, so still safe) */
+        (void)ksink_pos_assign(&ks->committable, &ks->last_pos);
+    } else if (newest) {
+        tb_position old = ks->committable; /* swapped: the mark keeps the old strings for reuse */
+        ks->committable = newest->pos;
+        newest->pos = old;
     }
 }
 
 void ksink_ring_clear(ksink *ks)
 {
-    for (size_t i = 0; i < ks->cap; i++) /* free slots hold string buffers too */
-        tb_position_free(&ks->ring[i].pos);
     ks->head = ks->count = 0;
     ks->head_seq = ks->next_seq;
+    ks->mhead = ks->mcount = 0;
+}
+
+static void ksink_ring_free(ksink *ks)
+{
+    for (size_t i = 0; i < ks->mcap; i++) /* free slots hold string buffers too */
+        tb_position_free(&ks->marks[i].pos);
+    free(ks->marks);
+    free(ks->ring);
+    tb_position_free(&ks->last_pos);
 }
 
 /* ------------------------------------------------------------ topics */
@@ -264,7 +364,7 @@ static tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, const cha
     ksink_tx *t = ksink_cur_tx(ks, err);
     if (!t)
         return TB_ERR_NOMEM;
-    uint64_t seq = t->seq;
+    uint64_t seq = ks->next_seq - 1; /* t is the newest slot */
     tb_code rc = ksink_produce(ks, rkt, RD_KAFKA_PARTITION_UA, key, klen, value, vlen, seq, err);
     if (rc == TB_OK) { /* the ring may have moved while polling: find the slot again */
         ksink_tx *cur = &ks->ring[(ks->head + (seq - ks->head_seq)) & (ks->cap - 1)];
@@ -445,41 +545,6 @@ static tb_code ksink_send_rendered(ksink *ks, const evt_event *e, ksink_table *t
     return TB_OK;
 }
 
-/* s into *buf, reusing *buf's memory when it is long enough (every buffer
- * here was allocated for at least its string's length + 1). */
-static tb_code ksink_str_assign(char **buf, const char *s)
-{
-    if (!s) {
-        free(*buf);
-        *buf = NULL;
-        return TB_OK;
-    }
-    size_t n = strlen(s);
-    if (!*buf || strlen(*buf) < n) {
-        char *nb = realloc(*buf, n + 1);
-        if (!nb)
-            return TB_ERR_NOMEM;
-        *buf = nb;
-    }
-    memcpy(*buf, s, n + 1);
-    return TB_OK;
-}
-
-/* tb_position_copy without an allocation per transaction: dst's strings are
- * reused (the tracker's slots cycle through the ring). On failure dst is
- * left a valid position. */
-static tb_code ksink_pos_assign(tb_position *dst, const tb_position *src)
-{
-    char *file = dst->file, *gtid = dst->gtid_set;
-    tb_code rc = ksink_str_assign(&file, src->file);
-    if (rc == TB_OK)
-        rc = ksink_str_assign(&gtid, src->gtid_set);
-    *dst = *src;
-    dst->file = file;
-    dst->gtid_set = gtid;
-    return rc;
-}
-
 tb_code ksink_end_tx(ksink *ks, const tb_position *pos_after_tx, tb_error *err)
 {
     tb_code rc;
@@ -488,7 +553,7 @@ tb_code ksink_end_tx(ksink *ks, const tb_position *pos_after_tx, tb_error *err)
     ksink_tx *t = ksink_cur_tx(ks, err);
     if (!t)
         return TB_ERR_NOMEM;
-    if ((rc = ksink_pos_assign(&t->pos, pos_after_tx)) != TB_OK)
+    if ((rc = ksink_keep_pos(ks, ks->next_seq - 1, pos_after_tx)) != TB_OK)
         return tb_error_set(err, rc, false, "in-flight tracker: cannot copy the position");
     t->closed = true;
     ksink_advance(ks);
@@ -790,8 +855,7 @@ void ksink_close(ksink *ks)
     ksink_aux_free(&ks->txmeta);
     if (ks->rk)
         rd_kafka_destroy(ks->rk);
-    ksink_ring_clear(ks);
-    free(ks->ring);
+    ksink_ring_free(ks);
     evt_rendered_free(&ks->r);
     tb_buf_free(&ks->scratch);
     tb_buf_free(&ks->scratch2);

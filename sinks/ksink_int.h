@@ -74,13 +74,20 @@ int64_t ksink_now_ms(void);
 #define KSINK_OPAQUE_OFFSETS 0
 #define KSINK_KEY_SHOW 200 /* bytes of a key quoted in messages */
 
+/* One source transaction in flight (16 bytes: the ring is walked once per
+ * message and per delivery report). Its sequence number is implicit: the
+ * slot of seq s is ring[(head + s - head_seq) & (cap - 1)]. */
 typedef struct ksink_tx {
-    uint64_t seq;
     int64_t pending;         /* messages not yet acknowledged */
     bool produced;           /* at least one message was produced in it */
     bool closed;
-    tb_position pos;
 } ksink_tx;
+
+/* A position kept for a closed transaction (see KSINK_MARK_EVERY in ksink.c). */
+typedef struct ksink_mark {
+    uint64_t seq;
+    tb_position pos;
+} ksink_mark;
 
 typedef struct ksink_table {
     char *db, *table;        /* hash key; NULL = empty slot */
@@ -117,6 +124,10 @@ struct ksink {
     ksink_tx *ring;
     size_t cap, head, count; /* cap: 0 or a power of two (ring indices are masked) */
     uint64_t head_seq, next_seq, valid_seq;
+    ksink_mark *marks;       /* kept positions of closed transactions in the ring, oldest first */
+    size_t mcap, mhead, mcount; /* like cap, head, count; free slots keep their strings for reuse */
+    tb_position last_pos;    /* position of the newest closed transaction, seq last_seq (0: none) */
+    uint64_t last_seq;
 
     tb_position committable; /* newest fully acknowledged (non-EOS) / committed (EOS) */
     tb_position committed;   /* last written to the offsets store */

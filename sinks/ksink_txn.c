@@ -55,14 +55,8 @@ tb_code ksink_commit_eos(ksink *ks, tb_error *err)
     if (tail && !tail->closed && tail->produced)
         return tb_error_set(err, TB_ERR_STATE, false,
                             "exactly_once commit inside a source transaction: call ksink_end_tx() first");
-    const tb_position *target = &ks->committable;
-    for (size_t i = ks->count; i-- > 0;) {
-        ksink_tx *t = &ks->ring[(ks->head + i) & (ks->cap - 1)];
-        if (t->closed) {
-            target = &t->pos;
-            break;
-        }
-    }
+    /* the newest closed source transaction still in the ring, else the committed position */
+    const tb_position *target = ks->last_seq >= ks->head_seq ? &ks->last_pos : &ks->committable;
     if (!ks->in_txn && ks->committed_valid && tb_position_equal(target, &ks->committed))
         return TB_OK;
     if (!ks->in_txn) {
