@@ -49,8 +49,12 @@
  *  The sink keeps a ring of source transactions with a count of messages not
  *  yet acknowledged. A message's delivery-report opaque is the sequence number
  *  of its transaction (never a pointer). ksink_end_tx() closes the current
- *  transaction with its position; a position becomes committable when its
- *  transaction and every earlier one have no message in flight. A permanent
+ *  transaction with its position; a position becomes committable only when its
+ *  transaction and every earlier one have no message in flight. The newest
+ *  closed transaction's position is always kept, and every one while at most
+ *  64 transactions are in flight, else one in 64: ksink_committable() is exact
+ *  once the acknowledgements catch up (always after a successful flush) and
+ *  otherwise lags by fewer than 64 transactions. A permanent
  *  delivery failure (librdkafka retries transient ones itself) is recorded by
  *  the delivery callback as a flag and a copy of the error; the failed
  *  transaction never becomes committable, and the next ksink_* call that
