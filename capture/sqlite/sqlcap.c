@@ -395,6 +395,7 @@ tb_code sqlcap_open_opts(const sqlcap_opts *o, const tb_position *start, sqlcap 
     c->o = *o;
     c->dbfd = c->walfd = c->shmfd = c->shadowfd = c->pendfd = -1;
     c->protector = -1;
+    c->ahead_base = SIZE_MAX;
     tb_position_init(&c->pos);
     tb_position_init(&c->skip_to);
     tb_position_init(&c->acked);
@@ -524,6 +525,39 @@ static tb_code sqlcap_snap_step(sqlcap *c, tb_error *err)
     return TB_OK;
 }
 
+/*
+ * Make the transaction ending with ev durable in .pend before ev is handed out
+ * (see sqlcap_pend_log). Its fsync runs in the helper thread; meanwhile, when
+ * a full batch is queued, the next batch is consumed (read ahead: its records
+ * are written, not yet synced, and its events queue behind this batch's), so
+ * the wait overlaps work. Nothing read ahead is handed out before its own
+ * fsync, and the position handed out is unchanged.
+ */
+static tb_code sqlcap_pend_durable(sqlcap *c, const evt_event *ev, tb_error *err)
+{
+    const tb_position *ep = evt_event_position(ev);
+    /* un[] is in stream order and un[0 .. pend_logged) are durable */
+#define SQLCAP_PENDING(c, ep) ((c)->pend_logged < (c)->nun && sqlcap_pos_le(&(c)->un[(c)->pend_logged].pos, (ep)))
+    if (!c->o.shadow || !c->shadow_pend_path || !ep || !SQLCAP_PENDING(c, ep))
+        return TB_OK;
+    tb_code rc = TB_OK;
+    if (!c->sync_inflight && (rc = sqlcap_sync_start(c, err)) != TB_OK)
+        return rc;
+    if (c->sync_inflight && !c->o.offline && !c->snapping && c->evq.n - c->evq.next >= SQLCAP_BATCH_EVENTS / 2 &&
+        c->evq.n - c->evq.next < 2 * SQLCAP_BATCH_EVENTS) {
+        c->ahead_base = c->evq.n;
+        rc = sqlcap_poll(c, err);
+        c->ahead_base = SIZE_MAX;
+    }
+    tb_code wrc = sqlcap_sync_wait(c, err);
+    if (rc != TB_OK)
+        return rc;
+    if (wrc != TB_OK)
+        return wrc;
+    return SQLCAP_PENDING(c, ep) ? sqlcap_pend_log(c, err) : TB_OK;
+#undef SQLCAP_PENDING
+}
+
 tb_code sqlcap_next(sqlcap *c, int timeout_ms, evt_event **ev, tb_error *err)
 {
     int64_t deadline = sqlcap_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
@@ -537,7 +571,7 @@ tb_code sqlcap_next(sqlcap *c, int timeout_ms, evt_event **ev, tb_error *err)
             /* the end of a transaction may be stored as durable by the consumer
              * as soon as it has it: its pages must be durable first (.pend) */
             if (evt_event_last_in_tx(c->evq.v[c->evq.next]) && !c->trig) {
-                tb_code prc = sqlcap_pend_log(c, err);
+                tb_code prc = sqlcap_pend_durable(c, c->evq.v[c->evq.next], err);
                 if (prc != TB_OK)
                     return prc;
             }
@@ -629,6 +663,9 @@ void sqlcap_close(sqlcap *c)
     tb_error ferr;
     if (sqlcap_shadow_flush(c, true, &ferr) != TB_OK) /* best effort: .pend covers it on resume */
         TB_WARN(SQLCAP_FAC, "%s: shadow not advanced at close: %s", c->path, ferr.msg);
+    if (sqlcap_sync_wait(c, &ferr) != TB_OK)
+        TB_WARN(SQLCAP_FAC, "%s: %s", c->path, ferr.msg);
+    sqlcap_sync_stop(c);
     /* SQLite connections first (they hold the POSIX locks), then our descriptors */
     for (int i = 0; i < 2; i++) {
         sqlcap_end(c, i);

@@ -77,6 +77,11 @@ tb_code sqlcap_shm_read(int shmfd, sqlcap_shmhdr *h, tb_error *err);
 /* aPgno[] entry of frame i (1-based) from the -shm; 0 when not readable. */
 uint32_t sqlcap_shm_pgno(int shmfd, uint32_t frame);
 
+/* Append the text form of a TB_POS_SQLITE_WAL position to out: the same bytes
+ * as tb_position_format, without printf (one per .pend record). Other kinds
+ * go to tb_position_format. */
+tb_code sqlcap_pos_text(const tb_position *p, tb_buf *out);
+
 /* ------------------------------------------------------------ values, tables */
 
 enum { SQLCAP_NULL = 0, SQLCAP_INT, SQLCAP_REAL, SQLCAP_TEXT, SQLCAP_BLOB };

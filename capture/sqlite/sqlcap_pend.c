@@ -3,10 +3,13 @@
  * file comment) without copying the page images: each record is a list of
  * pieces, its header and page numbers in c->iobuf (by offset: iobuf may grow)
  * and its page images by reference, written with writev in chunks of about
- * SQLCAP_IOBUF bytes. Durability is sqlcap_pend_log's fsync, as before.
+ * SQLCAP_IOBUF bytes. Durability is an fsync: sqlcap_pend_log's, or one run
+ * by the helper thread below (sqlcap_sync_start / sqlcap_sync_wait) while the
+ * reader consumes the next batch.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +17,38 @@
 #include <unistd.h>
 
 #include "sqlcap_priv.h"
+
+/* Decimal digits of v at the end of b[0..20); returns the first digit. */
+static char *sqlcap_u64_dec(uint64_t v, char *end)
+{
+    char *p = end;
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return p;
+}
+
+tb_code sqlcap_pos_text(const tb_position *p, tb_buf *out)
+{
+    if (p->kind != TB_POS_SQLITE_WAL)
+        return tb_position_format(p, out);
+    static const char *const keys[8] = {"sqlite-wal;salt1=", ";salt2=", ";frame=", ";cksum1=",
+                                        ";cksum2=", ";db_pages=", ";gen_seq=", ";inode="};
+    const uint64_t vals[8] = {p->salt1, p->salt2, p->frame, p->cksum1, p->cksum2, p->db_pages, p->gen_seq, p->inode};
+    char b[256], num[20];
+    size_t n = 0;
+    for (int i = 0; i < 8; i++) {
+        size_t kl = strlen(keys[i]);
+        memcpy(b + n, keys[i], kl);
+        n += kl;
+        char *d = sqlcap_u64_dec(vals[i], num + sizeof num);
+        size_t dl = (size_t)(num + sizeof num - d);
+        memcpy(b + n, d, dl);
+        n += dl;
+    }
+    return tb_buf_append(out, b, n);
+}
 
 /* ptr NULL: len bytes of c->iobuf at off; else len bytes at ptr (not owned). */
 typedef struct sqlcap_piece {
@@ -55,7 +90,7 @@ tb_code sqlcap_pend_queue(sqlcap *c, size_t t, tb_error *err)
     sqlcap_put_be32(hdr, u->npages);
     sqlcap_put_be32(hdr + 4, count);
     if (tb_buf_append(b, lb, 4) != TB_OK || tb_buf_puts(b, "SQLCAPREDO1\n") != TB_OK ||
-        tb_position_format(&u->pos, b) != TB_OK || tb_buf_putc(b, '\n') != TB_OK || tb_buf_append(b, hdr, 8) != TB_OK)
+        sqlcap_pos_text(&u->pos, b) != TB_OK || tb_buf_putc(b, '\n') != TB_OK || tb_buf_append(b, hdr, 8) != TB_OK)
         goto nomem;
     size_t len = b->len - at - 4 + (size_t)count * (4 + c->pg.pgsz) + 4;
     sqlcap_put_be32((uint8_t *)b->data + at, (uint32_t)len);
@@ -130,4 +165,91 @@ tb_code sqlcap_pend_pieces_write(sqlcap *c, tb_error *err)
     c->pend_bytes += total;
     sqlcap_pend_pieces_drop(c);
     return TB_OK;
+}
+
+/* ---------------------------------------------------------------- fsync thread */
+
+static void *sqlcap_syncer_main(void *arg)
+{
+    sqlcap *c = arg;
+    pthread_mutex_lock(&c->sync_mu);
+    for (;;) {
+        while (!c->sync_busy && !c->sync_quit)
+            pthread_cond_wait(&c->sync_cv, &c->sync_mu);
+        if (!c->sync_busy)
+            break; /* quit, nothing pending */
+        int fd = c->pendfd; /* not changed while sync_busy */
+        pthread_mutex_unlock(&c->sync_mu);
+        int e = fsync(fd) == 0 ? 0 : errno;
+        pthread_mutex_lock(&c->sync_mu);
+        c->sync_errno = e;
+        c->sync_busy = false;
+        pthread_cond_broadcast(&c->sync_cv);
+    }
+    pthread_mutex_unlock(&c->sync_mu);
+    return NULL;
+}
+
+tb_code sqlcap_sync_start(sqlcap *c, tb_error *err)
+{
+    tb_code rc = sqlcap_pend_ahead(c, err);
+    if (rc == TB_OK && c->piece_bytes)
+        rc = sqlcap_pend_pieces_write(c, err);
+    if (rc != TB_OK || c->pendfd < 0)
+        return rc;
+    if (!c->syncer_up) {
+        if (pthread_mutex_init(&c->sync_mu, NULL) != 0)
+            return sqlcap_pend_log(c, err); /* no thread: synchronously */
+        if (pthread_cond_init(&c->sync_cv, NULL) != 0) {
+            pthread_mutex_destroy(&c->sync_mu);
+            return sqlcap_pend_log(c, err);
+        }
+        c->sync_busy = c->sync_quit = false;
+        if (pthread_create(&c->syncer, NULL, sqlcap_syncer_main, c) != 0) {
+            pthread_cond_destroy(&c->sync_cv);
+            pthread_mutex_destroy(&c->sync_mu);
+            return sqlcap_pend_log(c, err);
+        }
+        c->syncer_up = true;
+    }
+    pthread_mutex_lock(&c->sync_mu);
+    c->sync_target = c->nun;
+    c->sync_busy = true;
+    c->sync_inflight = true;
+    pthread_cond_broadcast(&c->sync_cv);
+    pthread_mutex_unlock(&c->sync_mu);
+    return TB_OK;
+}
+
+tb_code sqlcap_sync_wait(sqlcap *c, tb_error *err)
+{
+    if (!c->sync_inflight)
+        return TB_OK;
+    pthread_mutex_lock(&c->sync_mu);
+    while (c->sync_busy)
+        pthread_cond_wait(&c->sync_cv, &c->sync_mu);
+    int e = c->sync_errno;
+    size_t target = c->sync_target;
+    c->sync_errno = 0;
+    pthread_mutex_unlock(&c->sync_mu);
+    c->sync_inflight = false;
+    if (e)
+        return tb_error_set(err, TB_ERR_IO, true, "%s: fsync: %s", c->shadow_pend_path, strerror(e));
+    if (target > c->pend_logged)
+        c->pend_logged = target;
+    return TB_OK;
+}
+
+void sqlcap_sync_stop(sqlcap *c)
+{
+    if (!c->syncer_up)
+        return;
+    pthread_mutex_lock(&c->sync_mu);
+    c->sync_quit = true;
+    pthread_cond_broadcast(&c->sync_cv);
+    pthread_mutex_unlock(&c->sync_mu);
+    pthread_join(c->syncer, NULL);
+    pthread_cond_destroy(&c->sync_cv);
+    pthread_mutex_destroy(&c->sync_mu);
+    c->syncer_up = false;
 }

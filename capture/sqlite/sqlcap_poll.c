@@ -6,15 +6,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "sqlcap_priv.h"
 #include "tb_log.h"
 
-/* events per consumed batch: 2000 keeps the queued events' memory small enough
- * to be reused (20000: 4x the page faults, mode A 170-196k vs 245k rows/CPU-s) */
-#define SQLCAP_BATCH_EVENTS 2000
 /* coarse pin by default: the pin advances at most every SQLCAP_REPIN_MS while no
  * reset window is possible (sqlite-wal.md 5 "Coarse pin"). Each advance lets the
  * application's next autocheckpoint backfill (walIteratorInit over the
@@ -28,7 +26,20 @@
  * marks below mxFrame, and a lock-0 reset window needs a full backfill */
 #define SQLCAP_IDLE_REPIN_MS 100
 
+/* frames of one sqlcap_consume read through a mapping of the WAL of at most this size */
+#define SQLCAP_WALMAP_BYTES ((size_t)256 << 20)
+
 /* ---------------------------------------------------------------- frames */
+
+static void sqlcap_frame_parse(const uint8_t *h, sqlcap_frame *f)
+{
+    f->pgno = sqlcap_be32(h);
+    f->commit = sqlcap_be32(h + 4);
+    f->salt1 = sqlcap_be32(h + 8);
+    f->salt2 = sqlcap_be32(h + 12);
+    f->ck1 = sqlcap_be32(h + 16);
+    f->ck2 = sqlcap_be32(h + 20);
+}
 
 tb_code sqlcap_frame_hdr(sqlcap *c, uint32_t i, sqlcap_frame *f, uint8_t *page, tb_error *err)
 {
@@ -44,13 +55,54 @@ tb_code sqlcap_frame_hdr(sqlcap *c, uint32_t i, sqlcap_frame *f, uint8_t *page, 
         return tb_error_set(err, TB_ERR_IO, true, "%s-wal: read frame %u header at offset %lld", c->path, i,
                             (long long)off);
     }
-    f->pgno = sqlcap_be32(h);
-    f->commit = sqlcap_be32(h + 4);
-    f->salt1 = sqlcap_be32(h + 8);
-    f->salt2 = sqlcap_be32(h + 12);
-    f->ck1 = sqlcap_be32(h + 16);
-    f->ck2 = sqlcap_be32(h + 20);
+    sqlcap_frame_parse(h, f);
     return TB_OK;
+}
+
+/*
+ * The WAL bytes of frames from+1 .. upto, mapped read-only (as far as the file
+ * and SQLCAP_WALMAP_BYTES reach), so sqlcap_consume reads frames without a
+ * pread copy each. Only under the pin: frames after the consumed position
+ * cannot be backfilled, so no reset or truncation can shrink the file under
+ * them while they are read (sqlite-wal.md 2.2; a truncation under a mapping
+ * would be SIGBUS). *m receives the mapping, or NULL (then pread).
+ */
+typedef struct sqlcap_walmap {
+    uint8_t *base;
+    size_t len;
+    off_t off;
+} sqlcap_walmap;
+
+static void sqlcap_walmap_open(sqlcap *c, uint32_t from, uint32_t upto, sqlcap_walmap *m)
+{
+    struct stat sb;
+    long ps = sysconf(_SC_PAGESIZE);
+    off_t lo = 32 + (off_t)from * (c->pg.pgsz + 24), hi = 32 + (off_t)upto * (c->pg.pgsz + 24);
+    memset(m, 0, sizeof *m);
+    if (ps <= 0 || upto <= from || fstat(c->walfd, &sb) != 0)
+        return;
+    if (hi > sb.st_size)
+        hi = sb.st_size;
+    m->off = lo & ~(off_t)(ps - 1);
+    if (hi <= m->off)
+        return;
+    m->len = (size_t)(hi - m->off) < SQLCAP_WALMAP_BYTES ? (size_t)(hi - m->off) : SQLCAP_WALMAP_BYTES;
+    void *p = mmap(NULL, m->len, PROT_READ, MAP_SHARED, c->walfd, m->off);
+    if (p == MAP_FAILED) {
+        memset(m, 0, sizeof *m);
+        return;
+    }
+    (void)madvise(p, m->len, MADV_SEQUENTIAL);
+    m->base = p;
+}
+
+/* Frame i (header then page) inside the mapping, or NULL. */
+static const uint8_t *sqlcap_walmap_frame(const sqlcap *c, const sqlcap_walmap *m, uint32_t i)
+{
+    off_t off = 32 + (off_t)(i - 1) * (c->pg.pgsz + 24);
+    if (!m->base || off < m->off || off + (off_t)c->pg.pgsz + 24 > m->off + (off_t)m->len)
+        return NULL;
+    return m->base + (off - m->off);
 }
 
 /* Checksum of frame i given the previous checksum (diagnostic, 2.3). */
@@ -76,17 +128,27 @@ tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offline, bool
      * page images the diff and the shadow queue use: fc maps frame -> image);
      * a transaction larger than the slab reads the rest into fbuf again */
     size_t slot = (size_t)c->pg.pgsz + 24, nslots = SQLCAP_FCACHE / slot, used = 0;
+    sqlcap_walmap wm = {0};
     *done = false;
     if (!fbuf)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-    if (!c->fslab && nslots)
+    if (!offline && !c->o.test_no_pin)
+        sqlcap_walmap_open(c, c->frame, upto, &wm);
+    if (!wm.base && !c->fslab && nslots)
         c->fslab = malloc(nslots * slot); /* NULL: no cache, every read from the WAL */
     for (uint32_t i = c->frame + 1; i <= upto; i++) {
         sqlcap_frame f = {0};
-        bool cached = c->fslab && used < nslots;
-        page = (cached ? c->fslab + used * slot : fbuf) + 24;
-        if ((rc = sqlcap_frame_hdr(c, i, &f, page, err)) != TB_OK)
-            goto out;
+        const uint8_t *mf = sqlcap_walmap_frame(c, &wm, i);
+        bool cached = mf || (c->fslab && used < nslots);
+        if (mf) {
+            /* mapped: the page is used in place (it stays mapped until the end of this call) */
+            sqlcap_frame_parse(mf, &f);
+            page = (uint8_t *)(uintptr_t)(mf + 24);
+        } else {
+            page = (cached ? c->fslab + used * slot : fbuf) + 24;
+            if ((rc = sqlcap_frame_hdr(c, i, &f, page, err)) != TB_OK)
+                goto out;
+        }
         uint8_t h8[8];
         uint32_t be[2] = {f.pgno, f.commit};
         for (int k = 0; k < 2; k++) {
@@ -134,7 +196,7 @@ tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offline, bool
             rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
             goto out;
         }
-        used += cached;
+        used += cached && !mf;
         if (f.commit) {
             sqlcap_map clean = {0}; /* pages past the commit size are truncated away */
             for (size_t k = 0; k < txn.cap; k++)
@@ -157,13 +219,15 @@ tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offline, bool
             if (rc != TB_OK)
                 goto out;
             start = i;
-            if (c->evq.n - c->evq.next >= SQLCAP_BATCH_EVENTS)
+            if (c->evq.n - (c->ahead_base == SIZE_MAX ? c->evq.next : c->ahead_base) >= SQLCAP_BATCH_EVENTS)
                 break;
         }
     }
     *done = c->frame == upto;
 out:
     (void)start;
+    if (wm.base)
+        munmap(wm.base, wm.len);
     c->pg.fcache = NULL;
     sqlcap_map_free(&fc);
     sqlcap_map_free(&txn);

@@ -320,7 +320,10 @@ tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err)
         k++;
     if (k == 0)
         return TB_OK;
-    tb_code rc;
+    /* the .pend fsync running in the helper thread first: un[] and the file change below */
+    tb_code rc = sqlcap_sync_wait(c, err);
+    if (rc != TB_OK)
+        return rc;
     tb_buf redo;
     tb_buf_init(&redo, 0);
     uint32_t npages = c->un[k - 1].npages;
@@ -513,9 +516,12 @@ tb_code sqlcap_pend_ahead(sqlcap *c, tb_error *err)
 
 tb_code sqlcap_pend_log(sqlcap *c, tb_error *err)
 {
-    if (!c->o.shadow || !c->shadow_pend_path || c->trig || c->pend_logged >= c->nun)
+    if (!c->o.shadow || !c->shadow_pend_path || c->trig)
         return TB_OK;
-    tb_code rc = sqlcap_pend_more(c, true, err);
+    tb_code rc = sqlcap_sync_wait(c, err);
+    if (rc != TB_OK || c->pend_logged >= c->nun)
+        return rc;
+    rc = sqlcap_pend_more(c, true, err);
     if (rc == TB_OK && fsync(c->pendfd) != 0)
         rc = tb_error_set(err, TB_ERR_IO, true, "%s: fsync: %s", c->shadow_pend_path, strerror(errno));
     if (rc == TB_OK)
