@@ -563,7 +563,7 @@ tb_code sqlcap_next(sqlcap *c, int timeout_ms, evt_event **ev, tb_error *err)
     int64_t deadline = sqlcap_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     *ev = NULL;
     if (c->evq.next > 0) {
-        evt_event_free(c->evq.v[c->evq.next - 1]);
+        sqlcap_engine_recycle(c->eng, c->evq.v[c->evq.next - 1]);
         c->evq.v[c->evq.next - 1] = NULL;
     }
     for (;;) {
@@ -663,6 +663,9 @@ void sqlcap_close(sqlcap *c)
     tb_error ferr;
     if (sqlcap_shadow_flush(c, true, &ferr) != TB_OK) /* best effort: .pend covers it on resume */
         TB_WARN(SQLCAP_FAC, "%s: shadow not advanced at close: %s", c->path, ferr.msg);
+    if (sqlcap_shadow_bg_finish(c, true, &ferr) != TB_OK)
+        TB_WARN(SQLCAP_FAC, "%s: shadow: %s", c->path, ferr.msg);
+    sqlcap_shadow_bg_stop(c);
     if (sqlcap_sync_wait(c, &ferr) != TB_OK)
         TB_WARN(SQLCAP_FAC, "%s: %s", c->path, ferr.msg);
     sqlcap_sync_stop(c);
@@ -691,15 +694,13 @@ void sqlcap_close(sqlcap *c)
     free(c->evq.v);
     for (size_t t = 0; t < c->nun; t++) {
         for (size_t i = 0; i < c->un[t].n; i++)
-            free(c->un[t].img[i]);
+            sqlcap_img_put(c, c->un[t].img[i]);
         free(c->un[t].img);
         free(c->un[t].pgno);
         tb_position_free(&c->un[t].pos);
     }
     free(c->un);
-    for (size_t i = 0; i < c->nimgfree; i++)
-        free(c->imgfree[i]);
-    free(c->imgfree);
+    sqlcap_img_free_all(c);
     sqlcap_map_free(&c->overlay);
     tb_position_free(&c->pos);
     tb_position_free(&c->skip_to);

@@ -37,6 +37,8 @@ struct sqlcap_engine {
     struct sqlcap_rowmap *O, *N;
     sqlcap_u32s in0, lf0, in1, lf1; /* tree pages of the table being diffed, V0 and V1 */
     sqlcap_u32s cands;              /* candidate pages of the fast path (sqlcap_fast_cands) */
+    evt_event **pool;               /* delivered events kept for reuse (sqlcap_engine_recycle) */
+    size_t npool, cappool;
 };
 
 /* ---------------------------------------------------------------- row maps */
@@ -81,8 +83,8 @@ static void sqlcap_rowmap_reset(sqlcap_rowmap *m)
         return;
     }
     m->n = 0;
-    for (size_t i = 0; i < m->nb; i++)
-        m->bucket[i] = -1;
+    if (m->nb)
+        memset(m->bucket, 0xff, m->nb * sizeof *m->bucket); /* every bucket -1 */
     tb_buf_reset(&m->arena);
 }
 
@@ -231,6 +233,9 @@ void sqlcap_engine_free(sqlcap_engine *e)
     sqlcap_u32s_free(&e->in1);
     sqlcap_u32s_free(&e->lf1);
     sqlcap_u32s_free(&e->cands);
+    for (size_t i = 0; i < e->npool; i++)
+        evt_event_free(e->pool[i]);
+    free(e->pool);
     free(e->skip0);
     free(e->skip1);
     free(e->pga);
@@ -428,11 +433,47 @@ void sqlcap_set_val(evt_event *ev, evt_image img, size_t c, bool blob_col, const
     }
 }
 
-evt_event *sqlcap_make_event(const sqlcap_tbl *t, evt_op op, const sqlcap_val *before, const sqlcap_val *after)
+/* events kept for reuse: about two batches are queued at a time (read ahead) */
+#define SQLCAP_EVPOOL 4096
+
+void sqlcap_engine_recycle(sqlcap_engine *e, evt_event *ev)
 {
-    evt_event *ev = evt_event_new(op, t->et);
     if (!ev)
+        return;
+    if (!e || e->npool >= SQLCAP_EVPOOL) {
+        evt_event_free(ev);
+        return;
+    }
+    if (e->npool == e->cappool) {
+        size_t nc = e->cappool ? e->cappool * 2 : 256;
+        evt_event **nv = realloc(e->pool, nc * sizeof *nv);
+        if (!nv) {
+            evt_event_free(ev);
+            return;
+        }
+        e->pool = nv;
+        e->cappool = nc;
+    }
+    e->pool[e->npool++] = ev;
+}
+
+evt_event *sqlcap_make_event(sqlcap_engine *e, const sqlcap_tbl *t, evt_op op, const sqlcap_val *before,
+                             const sqlcap_val *after)
+{
+    evt_event *ev;
+    if (e && e->npool) {
+        /* a recycled event: its memory (images, arena) is reused, and with the same
+         * table its reference is kept (no malloc/free and atomic pair per event) */
+        ev = e->pool[--e->npool];
+        evt_event_reset(ev, op, t->et);
+        const tb_error *fe = evt_event_error(ev);
+        if (fe && fe->code == TB_ERR_NOMEM) { /* as evt_event_new */
+            evt_event_free(ev);
+            return NULL;
+        }
+    } else if (!(ev = evt_event_new(op, t->et))) {
         return NULL;
+    }
     evt_event_set_connector(ev, EVT_CONN_SQLITE);
     for (int img = 0; img < 2; img++) {
         const sqlcap_val *v = img == 0 ? before : after;
@@ -681,9 +722,9 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
                     same = sqlcap_val_eq(&vn[c], &vb[c]);
                 if (same)
                     continue;
-                ev = sqlcap_make_event(t1, EVT_OP_UPDATE, vn, vb);
+                ev = sqlcap_make_event(e, t1, EVT_OP_UPDATE, vn, vb);
             } else {
-                ev = sqlcap_make_event(t1, EVT_OP_CREATE, NULL, vb);
+                ev = sqlcap_make_event(e, t1, EVT_OP_CREATE, NULL, vb);
             }
             if (!ev)
                 goto nomem;
@@ -698,9 +739,9 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
             evt_event *ev;
             if (strcmp(t0->name, t1->name) != 0) { /* renamed: the row leaves the table under its new name */
                 sqlcap_normalise(t0, va, t1, vn);
-                ev = sqlcap_make_event(t1, EVT_OP_DELETE, vn, NULL);
+                ev = sqlcap_make_event(e, t1, EVT_OP_DELETE, vn, NULL);
             } else {
-                ev = sqlcap_make_event(t0, EVT_OP_DELETE, va, NULL);
+                ev = sqlcap_make_event(e, t0, EVT_OP_DELETE, va, NULL);
             }
             if (!ev)
                 goto nomem;
@@ -726,7 +767,7 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
             sqlcap_rowent *ne = &N.e[i];
             if ((rc = sqlcap_row_decode(t1, ne->rowid, (const uint8_t *)N.arena.data + ne->poff, ne->plen, vb, err)) != TB_OK)
                 goto out;
-            if (sqlcap_evpush(out, sqlcap_make_event(t1, EVT_OP_CREATE, NULL, vb)) != TB_OK)
+            if (sqlcap_evpush(out, sqlcap_make_event(e, t1, EVT_OP_CREATE, NULL, vb)) != TB_OK)
                 goto nomem;
         }
     }
@@ -941,6 +982,7 @@ out:
 /* ---------------------------------------------------------------- scan */
 
 typedef struct sqlcap_scanctx {
+    sqlcap_engine *e;
     const sqlcap_tbl *t;
     sqlcap_val *vals;
     sqlcap_evlist *out;
@@ -954,7 +996,7 @@ static tb_code sqlcap_scan_cell(void *opaque, uint32_t pgno, int64_t rowid, cons
     (void)pgno, (void)ovfl;
     if ((rc = sqlcap_row_decode(x->t, rowid, payload, len, x->vals, err)) != TB_OK)
         return rc;
-    if (sqlcap_evpush(x->out, sqlcap_make_event(x->t, EVT_OP_READ, NULL, x->vals)) != TB_OK)
+    if (sqlcap_evpush(x->out, sqlcap_make_event(x->e, x->t, EVT_OP_READ, NULL, x->vals)) != TB_OK)
         return tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory", x->t->name);
     return TB_OK;
 }
@@ -976,7 +1018,7 @@ tb_code sqlcap_engine_scan(sqlcap_engine *e, const sqlcap_tbl *t, size_t *cursor
     sqlcap_val *vals = calloc(t->ncols + 1, sizeof *vals);
     if (!vals)
         return tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory", t->name);
-    sqlcap_scanctx x = {t, vals, out};
+    sqlcap_scanctx x = {e, t, vals, out};
     if (*cursor < e->scan_pages.n)
         rc = sqlcap_page_rows(&v, e->scan_pages.v[*cursor], sqlcap_scan_cell, &x, err);
     free(vals);

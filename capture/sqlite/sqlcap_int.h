@@ -253,7 +253,12 @@ tb_code sqlcap_engine_scan(sqlcap_engine *e, const sqlcap_tbl *t, size_t *cursor
  * follow the declared type (blob_col: the column is declared BLOB): bytes in a
  * BLOB column, a string of the same bytes in any other column (DESIGN 5). */
 void sqlcap_set_val(evt_event *ev, evt_image img, size_t c, bool blob_col, const sqlcap_val *v);
-/* Build an event for table t from decoded rows (NULL image = absent). */
-evt_event *sqlcap_make_event(const sqlcap_tbl *t, evt_op op, const sqlcap_val *before, const sqlcap_val *after);
+/* Build an event for table t from decoded rows (NULL image = absent), reusing
+ * a recycled event of e when there is one (e may be NULL). The caller owns it. */
+evt_event *sqlcap_make_event(sqlcap_engine *e, const sqlcap_tbl *t, evt_op op, const sqlcap_val *before,
+                             const sqlcap_val *after);
+/* Give a finished event (any origin) back to e for reuse (kept up to a limit,
+ * else freed); e NULL: freed. Takes ownership; ev may be NULL. */
+void sqlcap_engine_recycle(sqlcap_engine *e, evt_event *ev);
 
 #endif

@@ -12,7 +12,8 @@
 #define SQLCAP_FCACHE (8u << 20)         /* frames of one transaction kept in memory */
 #define SQLCAP_SHADOW_MS 1000            /* shadow advances at most this often ... */
 #define SQLCAP_SHADOW_BYTES (32u << 20)  /* ... unless this much acknowledged data waits */
-#define SQLCAP_IMGPOOL_BYTES (48u << 20) /* page image buffers kept for reuse after a shadow advance */
+#define SQLCAP_IMGSLAB (2u << 20)        /* page image buffers come from slabs of this size ... */
+#define SQLCAP_IMGSLABS 24               /* ... up to this many (48 MiB), then from malloc */
 /* events per consumed batch: 2000 keeps the queued events' memory small enough
  * to be reused (20000: 4x the page faults, mode A 170-196k vs 245k rows/CPU-s) */
 #define SQLCAP_BATCH_EVENTS 2000
@@ -49,12 +50,30 @@ struct sqlcap {
     size_t sync_target;         /* un[0 .. sync_target) are durable when the running request ends */
     size_t ahead_base;          /* sqlcap_consume's batch limit counts events queued from here;
                                  * SIZE_MAX: from evq.next (all undelivered events) */
+    /* shadow advance in a second helper thread (sqlcap_shadow_bg.c): it writes
+     * the newest images of un[0 .. shw_k) (shw_last) to the shadow, fsyncs,
+     * writes .pos; the main thread keeps those un[] entries until it retires
+     * them (sqlcap_shadow_bg_finish) */
+    pthread_t shw;
+    bool shw_up, shw_busy, shw_quit;
+    bool shw_inflight;          /* main thread: started and not finished */
+    pthread_mutex_t shw_mu;
+    pthread_cond_t shw_cv;
+    sqlcap_map shw_last;        /* pgno -> image of the running advance */
+    uint32_t shw_npages;
+    tb_position shw_pos;
+    size_t shw_k;
+    tb_code shw_rc;
+    tb_error shw_err;
     tb_buf iobuf;               /* .pend write buffer, reused (SQLCAP_IOBUF chunks) */
     struct sqlcap_piece *pieces; /* queued .pend bytes (sqlcap_pend.c), owned */
     size_t npieces, cappieces;
     uint64_t piece_bytes;       /* bytes the queued pieces hold */
-    uint8_t **imgfree;          /* page image buffers (pgsz bytes) free for reuse, owned */
+    uint8_t **imgfree;          /* page image buffers (pgsz bytes) free for reuse: pieces of
+                                 * imgslab[], never malloc'd ones */
     size_t nimgfree, capimgfree;
+    uint8_t *imgslab[SQLCAP_IMGSLABS]; /* mmap'd, SQLCAP_IMGSLAB bytes each, owned */
+    int nimgslab;
     tb_position acked;          /* newest acknowledged position (mode B), applied to the
                                  * shadow in groups by sqlcap_shadow_flush */
     int64_t shadow_ms;          /* monotonic time of the last shadow advance */
@@ -115,6 +134,24 @@ char *sqlcap_strcat3(const char *a, const char *b);
 tb_code sqlcap_shadow_meta(sqlcap *c, const tb_position *pos, tb_error *err);
 tb_code sqlcap_redo_apply(sqlcap *c, const uint8_t *b, size_t n, tb_position *pos, tb_error *err);
 tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err);
+/* The newest image of every page of un[0 .. k) into last (pgno -> image, borrowed). */
+tb_code sqlcap_shadow_last(sqlcap *c, size_t k, sqlcap_map *last, tb_error *err);
+/* Write the images of last (pages <= npages) into the shadow, size it to
+ * npages, fsync, then .pos = pos. Touches only the shadow files: safe in the
+ * helper thread while the main thread runs (pages it writes are all in the
+ * overlay, so no view reads them from the file meanwhile). */
+tb_code sqlcap_shadow_write(sqlcap *c, const sqlcap_map *last, uint32_t npages, const tb_position *pos, tb_error *err);
+/* After the shadow reached un[k-1]: drop un[0 .. k), their overlay entries and
+ * images, the .pend records below the shadow (truncate or compact). */
+tb_code sqlcap_shadow_retire(sqlcap *c, size_t k, uint32_t npages, tb_error *err);
+/* Start advancing the shadow through un[0 .. k) (all durable in .pend) in the
+ * helper thread; none may be running. Without a thread: at once. */
+tb_code sqlcap_shadow_bg_start(sqlcap *c, size_t k, tb_error *err);
+/* If a background advance was started: when it has ended (or wait: once it
+ * ends) retire its transactions and clear shw_inflight; else leave it running. */
+tb_code sqlcap_shadow_bg_finish(sqlcap *c, bool wait, tb_error *err);
+/* Join the helper thread (at close, after sqlcap_shadow_bg_finish). */
+void sqlcap_shadow_bg_stop(sqlcap *c);
 /* Advance the shadow to c->acked when due: force, or SQLCAP_SHADOW_MS since the
  * last advance, or SQLCAP_SHADOW_BYTES of acknowledged page images waiting.
  * Until then those pages are durable in .pend (replayed on resume), so a
@@ -140,12 +177,15 @@ tb_code sqlcap_sync_start(sqlcap *c, tb_error *err);
 tb_code sqlcap_sync_wait(sqlcap *c, tb_error *err);
 /* Stop and join the helper thread (NULL-safe fields; at close). */
 void sqlcap_sync_stop(sqlcap *c);
-/* A page image buffer (pgsz bytes, contents undefined) from the free list, or
- * malloc'd; NULL when out of memory. The caller owns it until sqlcap_img_put. */
+/* A page image buffer (pgsz bytes, contents undefined) from the free list (a
+ * new slab when it is empty), or malloc'd; NULL when out of memory. The caller
+ * owns it until sqlcap_img_put. */
 uint8_t *sqlcap_img_get(sqlcap *c);
-/* Give an image buffer back: kept for reuse up to SQLCAP_IMGPOOL_BYTES, else
- * freed. img may be NULL. */
+/* Give an image buffer back: a slab piece goes back to the free list, a
+ * malloc'd one is freed. img may be NULL. */
 void sqlcap_img_put(sqlcap *c, uint8_t *img);
+/* Unmap the slabs, free the list (at close, after every image was put back). */
+void sqlcap_img_free_all(sqlcap *c);
 /* Make every queued unacknowledged transaction durable in <shadow>.pend (one
  * fsync). Called before a transaction's end can reach the consumer. */
 tb_code sqlcap_pend_log(sqlcap *c, tb_error *err);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -281,33 +282,36 @@ out:
  * size, fsync, and the position of un[k-1] (.pos). Only for transactions that
  * are durable in .pend: a crash in the middle leaves .pos at the old position
  * and resume replays .pend from there (whole pages), so no .redo is needed. */
-static tb_code sqlcap_shadow_direct(sqlcap *c, size_t k, tb_error *err)
+tb_code sqlcap_shadow_last(sqlcap *c, size_t k, sqlcap_map *last, tb_error *err)
 {
-    tb_code rc = TB_OK;
-    sqlcap_map last = {0};
-    uint32_t npages = c->un[k - 1].npages;
     for (size_t t = 0; t < k; t++)
         for (size_t i = 0; i < c->un[t].n; i++)
-            if (sqlcap_map_put(&last, c->un[t].pgno[i], (uint64_t)(uintptr_t)c->un[t].img[i]) != TB_OK) {
-                rc = tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
-                goto out;
-            }
-    for (size_t i = 0; i < last.cap; i++) {
-        uint32_t pgno = last.keys[i];
+            if (sqlcap_map_put(last, c->un[t].pgno[i], (uint64_t)(uintptr_t)c->un[t].img[i]) != TB_OK)
+                return tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
+    return TB_OK;
+}
+
+tb_code sqlcap_shadow_write(sqlcap *c, const sqlcap_map *last, uint32_t npages, const tb_position *pos, tb_error *err)
+{
+    for (size_t i = 0; i < last->cap; i++) {
+        uint32_t pgno = last->keys[i];
         if (!pgno || pgno > npages)
             continue;
-        if (pwrite(c->shadowfd, (const void *)(uintptr_t)last.vals[i], c->pg.pgsz, (off_t)(pgno - 1) * c->pg.pgsz) !=
-            (ssize_t)c->pg.pgsz) {
-            rc = tb_error_set(err, TB_ERR_IO, true, "%s: write page %u: %s", c->shadow_path, pgno, strerror(errno));
-            goto out;
-        }
+        if (pwrite(c->shadowfd, (const void *)(uintptr_t)last->vals[i], c->pg.pgsz, (off_t)(pgno - 1) * c->pg.pgsz) !=
+            (ssize_t)c->pg.pgsz)
+            return tb_error_set(err, TB_ERR_IO, true, "%s: write page %u: %s", c->shadow_path, pgno, strerror(errno));
     }
-    if (ftruncate(c->shadowfd, (off_t)npages * c->pg.pgsz) != 0 || fsync(c->shadowfd) != 0) {
-        rc = tb_error_set(err, TB_ERR_IO, true, "%s: truncate/fsync: %s", c->shadow_path, strerror(errno));
-        goto out;
-    }
-    rc = sqlcap_shadow_meta(c, &c->un[k - 1].pos, err);
-out:
+    if (ftruncate(c->shadowfd, (off_t)npages * c->pg.pgsz) != 0 || fsync(c->shadowfd) != 0)
+        return tb_error_set(err, TB_ERR_IO, true, "%s: truncate/fsync: %s", c->shadow_path, strerror(errno));
+    return sqlcap_shadow_meta(c, pos, err);
+}
+
+static tb_code sqlcap_shadow_direct(sqlcap *c, size_t k, tb_error *err)
+{
+    sqlcap_map last = {0};
+    tb_code rc = sqlcap_shadow_last(c, k, &last, err);
+    if (rc == TB_OK)
+        rc = sqlcap_shadow_write(c, &last, c->un[k - 1].npages, &c->un[k - 1].pos, err);
     sqlcap_map_free(&last);
     return rc;
 }
@@ -315,15 +319,14 @@ out:
 /* Advance the shadow by the unacked transactions up to and including pos. */
 tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err)
 {
+    tb_code rc = sqlcap_shadow_bg_finish(c, true, err); /* a background advance first */
+    if (rc != TB_OK)
+        return rc;
     size_t k = 0;
     while (k < c->nun && sqlcap_pos_le(&c->un[k].pos, pos))
         k++;
     if (k == 0)
         return TB_OK;
-    /* the .pend fsync running in the helper thread first: un[] and the file change below */
-    tb_code rc = sqlcap_sync_wait(c, err);
-    if (rc != TB_OK)
-        return rc;
     tb_buf redo;
     tb_buf_init(&redo, 0);
     uint32_t npages = c->un[k - 1].npages;
@@ -352,10 +355,22 @@ tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err)
     if (rc != TB_OK)
         goto out;
 applied:
+    rc = sqlcap_shadow_retire(c, k, npages, err);
+out:
+    tb_buf_free(&redo);
+    return rc;
+}
+
+tb_code sqlcap_shadow_retire(sqlcap *c, size_t k, uint32_t npages, tb_error *err)
+{
+    /* the .pend fsync running in the helper thread first: un[] and the file change below */
+    tb_code rc = sqlcap_sync_wait(c, err);
+    if (rc != TB_OK)
+        return rc;
     /* queued .pend pieces point at page images: write them before any is
      * freed (records of delivered transactions are written already) */
     if (c->npieces && (rc = sqlcap_pend_pieces_write(c, err)) != TB_OK)
-        goto out;
+        return rc;
     /* drop the applied transactions and their overlay entries */
     for (size_t t = 0; t < k; t++) {
         for (size_t i = 0; i < c->un[t].n; i++) {
@@ -381,8 +396,6 @@ applied:
     } else if (c->pend_bytes > ((uint64_t)64 << 20)) {
         rc = sqlcap_pend_compact(c, err);
     }
-out:
-    tb_buf_free(&redo);
     return rc;
 }
 
@@ -390,6 +403,9 @@ tb_code sqlcap_shadow_flush(sqlcap *c, bool force, tb_error *err)
 {
     if (!c->o.shadow || c->acked.kind != TB_POS_SQLITE_WAL)
         return TB_OK;
+    tb_code rc = sqlcap_shadow_bg_finish(c, force, err);
+    if (rc != TB_OK || c->shw_inflight)
+        return rc; /* an advance still runs in the background: later */
     size_t k = 0;
     uint64_t bytes = 0;
     while (k < c->nun && sqlcap_pos_le(&c->un[k].pos, &c->acked))
@@ -400,6 +416,10 @@ tb_code sqlcap_shadow_flush(sqlcap *c, bool force, tb_error *err)
     if (!force && bytes < SQLCAP_SHADOW_BYTES && now - c->shadow_ms < SQLCAP_SHADOW_MS)
         return TB_OK;
     c->shadow_ms = now;
+    /* in the background when all of it is in .pend (a crash meanwhile replays
+     * .pend from the old .pos); otherwise (.redo) here */
+    if (!force && k <= c->pend_logged)
+        return sqlcap_shadow_bg_start(c, k, err);
     return sqlcap_shadow_advance(c, &c->acked, err);
 }
 
@@ -582,10 +602,59 @@ tb_code sqlcap_pend_replay(sqlcap *c, tb_position *sp, const tb_position *start,
     return rc;
 }
 
+/* The slab holding img, or -1 (malloc'd). Slabs are SQLCAP_IMGSLAB-aligned. */
+static int sqlcap_img_slab(const sqlcap *c, const uint8_t *img)
+{
+    uintptr_t base = (uintptr_t)img & ~(uintptr_t)(SQLCAP_IMGSLAB - 1);
+    for (int i = 0; i < c->nimgslab; i++)
+        if ((uintptr_t)c->imgslab[i] == base)
+            return i;
+    return -1;
+}
+
+static bool sqlcap_img_push(sqlcap *c, uint8_t *img)
+{
+    if (c->nimgfree == c->capimgfree) {
+        size_t nc = c->capimgfree ? c->capimgfree * 2 : 512;
+        uint8_t **nv = realloc(c->imgfree, nc * sizeof *nv);
+        if (!nv)
+            return false;
+        c->imgfree = nv;
+        c->capimgfree = nc;
+    }
+    c->imgfree[c->nimgfree++] = img;
+    return true;
+}
+
+/* One more slab of image buffers onto the free list: SQLCAP_IMGSLAB bytes,
+ * aligned so the kernel can back it with one huge page (a first touch of 512
+ * separately malloc'd 4 KiB buffers is 512 page faults). */
+static void sqlcap_img_slab_new(sqlcap *c)
+{
+    size_t sz = SQLCAP_IMGSLAB;
+    if (c->nimgslab >= SQLCAP_IMGSLABS || c->pg.pgsz > sz)
+        return;
+    uint8_t *p = mmap(NULL, 2 * sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return;
+    uint8_t *a = (uint8_t *)(((uintptr_t)p + sz - 1) & ~(uintptr_t)(sz - 1));
+    if (a > p)
+        munmap(p, (size_t)(a - p));
+    if (a + sz < p + 2 * sz)
+        munmap(a + sz, (size_t)(p + 2 * sz - (a + sz)));
+    (void)madvise(a, sz, MADV_HUGEPAGE);
+    c->imgslab[c->nimgslab++] = a;
+    for (size_t off = sz; off >= c->pg.pgsz; off -= c->pg.pgsz)
+        if (!sqlcap_img_push(c, a + off - c->pg.pgsz))
+            break; /* the rest of the slab stays unused */
+}
+
 uint8_t *sqlcap_img_get(sqlcap *c)
 {
     /* reused buffers: a malloc and free per page of every transaction (and the
      * page faults after glibc gave a freed group back) were ~20% of a mode B drain */
+    if (!c->nimgfree)
+        sqlcap_img_slab_new(c);
     return c->nimgfree ? c->imgfree[--c->nimgfree] : malloc(c->pg.pgsz);
 }
 
@@ -593,21 +662,18 @@ void sqlcap_img_put(sqlcap *c, uint8_t *img)
 {
     if (!img)
         return;
-    if ((uint64_t)(c->nimgfree + 1) * c->pg.pgsz > SQLCAP_IMGPOOL_BYTES) {
-        free(img);
-        return;
-    }
-    if (c->nimgfree == c->capimgfree) {
-        size_t nc = c->capimgfree ? c->capimgfree * 2 : 256;
-        uint8_t **nv = realloc(c->imgfree, nc * sizeof *nv);
-        if (!nv) {
-            free(img);
-            return;
-        }
-        c->imgfree = nv;
-        c->capimgfree = nc;
-    }
-    c->imgfree[c->nimgfree++] = img;
+    if (sqlcap_img_slab(c, img) < 0 || !sqlcap_img_push(c, img))
+        free(img); /* malloc'd (all slabs in use), or no room in the list: a slab piece is then unused */
+}
+
+void sqlcap_img_free_all(sqlcap *c)
+{
+    for (int i = 0; i < c->nimgslab; i++)
+        munmap(c->imgslab[i], SQLCAP_IMGSLAB);
+    c->nimgslab = 0;
+    free(c->imgfree);
+    c->imgfree = NULL;
+    c->nimgfree = c->capimgfree = 0;
 }
 
 /* Record a consumed transaction's pages (mode B) or frames (mode A) in the overlay. */
