@@ -549,7 +549,7 @@ static tb_code sqlcap_pend_durable(sqlcap *c, const evt_event *ev, tb_error *err
         rc = sqlcap_poll(c, err);
         c->ahead_base = SIZE_MAX;
     }
-    tb_code wrc = sqlcap_sync_wait(c, err);
+    tb_code wrc = sqlcap_sync_wait_fsync(c, err);
     if (rc != TB_OK)
         return rc;
     if (wrc != TB_OK)

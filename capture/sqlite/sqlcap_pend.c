@@ -3,9 +3,11 @@
  * file comment) without copying the page images: each record is a list of
  * pieces, its header and page numbers in c->iobuf (by offset: iobuf may grow)
  * and its page images by reference, written with writev in chunks of about
- * SQLCAP_IOBUF bytes. Durability is an fsync: sqlcap_pend_log's, or one run
- * by the helper thread below (sqlcap_sync_start / sqlcap_sync_wait) while the
- * reader consumes the next batch.
+ * SQLCAP_IOBUF bytes. The writes (and their sync_file_range) and the fsyncs
+ * run in a writer thread, in order, from a small queue of jobs: the main
+ * thread goes on consuming meanwhile (sqlcap_sync_start / sqlcap_sync_wait);
+ * without a thread they run here. Page images referenced by queued pieces are
+ * freed only after sqlcap_sync_wait (sqlcap_shadow_retire).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -124,42 +126,163 @@ void sqlcap_pend_pieces_drop(sqlcap *c)
         tb_buf_free(&c->iobuf); /* one huge transaction: do not keep its size */
 }
 
-tb_code sqlcap_pend_pieces_write(sqlcap *c, tb_error *err)
+/* Write pieces[0 .. n) (iobuf bytes from buf) to fd with writev, completing
+ * short writes. Returns 0 or an errno. */
+static int sqlcap_pieces_out(int fd, const sqlcap_piece *pieces, size_t npieces, const tb_buf *buf)
 {
     enum { NIOV = IOV_MAX < 512 ? IOV_MAX : 512 };
     struct iovec iov[NIOV];
-    tb_code rc = TB_OK;
-    uint64_t total = c->piece_bytes;
-    for (size_t i = 0; i < c->npieces && rc == TB_OK;) {
+    for (size_t i = 0; i < npieces;) {
         int n = 0;
-        for (; i + (size_t)n < c->npieces && n < NIOV; n++) {
-            const sqlcap_piece *p = &c->pieces[i + (size_t)n];
-            iov[n].iov_base = p->ptr ? (void *)(uintptr_t)p->ptr : c->iobuf.data + p->off;
+        for (; i + (size_t)n < npieces && n < NIOV; n++) {
+            const sqlcap_piece *p = &pieces[i + (size_t)n];
+            iov[n].iov_base = p->ptr ? (void *)(uintptr_t)p->ptr : buf->data + p->off;
             iov[n].iov_len = p->len;
         }
-        ssize_t w = writev(c->pendfd, iov, n);
+        ssize_t w = writev(fd, iov, n);
         if (w < 0 && errno == EINTR)
             continue;
-        if (w < 0) {
-            rc = tb_error_set(err, TB_ERR_IO, true, "%s: write: %s", c->shadow_pend_path, strerror(errno));
-            break;
-        }
+        if (w < 0)
+            return errno;
         /* a short write: the rest of these pieces one by one */
         size_t done = (size_t)w;
-        for (int k = 0; k < n && rc == TB_OK; k++) {
+        for (int k = 0; k < n; k++) {
             size_t l = iov[k].iov_len;
-            if (done >= l) {
-                done -= l;
-                continue;
+            const uint8_t *b = (const uint8_t *)iov[k].iov_base;
+            for (; done < l;) {
+                ssize_t r = write(fd, b + done, l - done);
+                if (r < 0 && errno == EINTR)
+                    continue;
+                if (r <= 0)
+                    return r < 0 ? errno : EIO;
+                done += (size_t)r;
             }
-            rc = sqlcap_write_all(c->pendfd, (const uint8_t *)iov[k].iov_base + done, l - done, c->shadow_pend_path,
-                                  err);
-            done = 0;
+            done -= l;
         }
         i += (size_t)n;
     }
-    if (rc != TB_OK)
-        return rc; /* what is in the file is only a torn tail for pend_replay */
+    return 0;
+}
+
+/* ---------------------------------------------------------------- writer thread */
+
+/* One job of the .pend writer thread: pieces to write (with the iobuf they
+ * point into), then optionally an fsync that makes un[0 .. target) durable.
+ * A slot's buffers are swapped with the main thread's at each use. */
+struct sqlcap_pjob {
+    sqlcap_piece *pieces;
+    size_t npieces, cappieces;
+    tb_buf buf;
+    uint64_t off, total; /* file offset and size of the pieces */
+    bool sync;
+    size_t target;
+};
+
+static void *sqlcap_pw_main(void *arg)
+{
+    sqlcap *c = arg;
+    pthread_mutex_lock(&c->pw_mu);
+    for (;;) {
+        while (c->pj_head == c->pj_tail && !c->pw_quit)
+            pthread_cond_wait(&c->pw_cv, &c->pw_mu);
+        if (c->pj_head == c->pj_tail)
+            break; /* quit, nothing queued */
+        struct sqlcap_pjob *j = &c->pj[c->pj_head % SQLCAP_PJOBS];
+        int fd = c->pendfd; /* not changed while jobs are queued */
+        pthread_mutex_unlock(&c->pw_mu);
+        int e = sqlcap_pieces_out(fd, j->pieces, j->npieces, &j->buf);
+        bool fs = false;
+        if (!e && j->total) /* start the writeback now (advisory): the fsync waits less */
+            (void)sync_file_range(fd, (off_t)j->off, (off_t)j->total, SYNC_FILE_RANGE_WRITE);
+        if (!e && j->sync && fsync(fd) != 0)
+            e = errno, fs = true;
+        pthread_mutex_lock(&c->pw_mu);
+        if (e && !c->pw_errno) {
+            c->pw_errno = e;
+            c->pw_fsync = fs;
+        }
+        if (!e && j->sync)
+            c->pw_synced = j->target;
+        c->pj_head++;
+        pthread_cond_broadcast(&c->pw_cv);
+    }
+    pthread_mutex_unlock(&c->pw_mu);
+    return NULL;
+}
+
+/* The writer thread, started on first use; false: none (write here). */
+static bool sqlcap_pw_up(sqlcap *c)
+{
+    if (c->pw_up)
+        return true;
+    if (c->pw_failed)
+        return false;
+    c->pw_failed = true; /* unless everything below works */
+    if (!(c->pj = calloc(SQLCAP_PJOBS, sizeof *c->pj)))
+        return false;
+    if (pthread_mutex_init(&c->pw_mu, NULL) != 0)
+        goto no_mu;
+    if (pthread_cond_init(&c->pw_cv, NULL) != 0)
+        goto no_cv;
+    c->pj_head = c->pj_tail = 0;
+    c->pw_quit = false;
+    if (pthread_create(&c->pw, NULL, sqlcap_pw_main, c) != 0)
+        goto no_thread;
+    c->pw_up = true;
+    c->pw_failed = false;
+    return true;
+no_thread:
+    pthread_cond_destroy(&c->pw_cv);
+no_cv:
+    pthread_mutex_destroy(&c->pw_mu);
+no_mu:
+    free(c->pj);
+    c->pj = NULL;
+    return false;
+}
+
+/* Queue the current pieces (may be none) and optionally an fsync up to target;
+ * the main thread continues with the slot's old, written buffers. */
+static void sqlcap_pw_push(sqlcap *c, bool sync, size_t target)
+{
+    uint64_t total = c->piece_bytes;
+    pthread_mutex_lock(&c->pw_mu);
+    while (c->pj_tail - c->pj_head >= SQLCAP_PJOBS)
+        pthread_cond_wait(&c->pw_cv, &c->pw_mu);
+    struct sqlcap_pjob *j = &c->pj[c->pj_tail % SQLCAP_PJOBS];
+    sqlcap_piece *tp = j->pieces;
+    size_t tc = j->cappieces;
+    tb_buf tbuf = j->buf;
+    j->pieces = c->pieces;
+    j->npieces = c->npieces;
+    j->cappieces = c->cappieces;
+    j->buf = c->iobuf;
+    j->off = c->pend_bytes;
+    j->total = total;
+    j->sync = sync;
+    j->target = target;
+    c->pj_tail++;
+    pthread_cond_broadcast(&c->pw_cv);
+    pthread_mutex_unlock(&c->pw_mu);
+    c->pieces = tp;
+    c->cappieces = tc;
+    c->iobuf = tbuf;
+    c->pend_bytes += total;
+    sqlcap_pend_pieces_drop(c);
+}
+
+tb_code sqlcap_pend_pieces_write(sqlcap *c, tb_error *err)
+{
+    if (!c->npieces)
+        return TB_OK;
+    if (sqlcap_pw_up(c)) {
+        sqlcap_pw_push(c, false, 0);
+        return TB_OK;
+    }
+    uint64_t total = c->piece_bytes;
+    int e = sqlcap_pieces_out(c->pendfd, c->pieces, c->npieces, &c->iobuf);
+    if (e) /* what is in the file is only a torn tail for pend_replay */
+        return tb_error_set(err, TB_ERR_IO, true, "%s: write: %s", c->shadow_pend_path, strerror(e));
     /* start the writeback now (advisory): the fsync before delivery waits less */
     (void)sync_file_range(c->pendfd, (off_t)c->pend_bytes, (off_t)total, SYNC_FILE_RANGE_WRITE);
     c->pend_bytes += total;
@@ -167,89 +290,81 @@ tb_code sqlcap_pend_pieces_write(sqlcap *c, tb_error *err)
     return TB_OK;
 }
 
-/* ---------------------------------------------------------------- fsync thread */
-
-static void *sqlcap_syncer_main(void *arg)
-{
-    sqlcap *c = arg;
-    pthread_mutex_lock(&c->sync_mu);
-    for (;;) {
-        while (!c->sync_busy && !c->sync_quit)
-            pthread_cond_wait(&c->sync_cv, &c->sync_mu);
-        if (!c->sync_busy)
-            break; /* quit, nothing pending */
-        int fd = c->pendfd; /* not changed while sync_busy */
-        pthread_mutex_unlock(&c->sync_mu);
-        int e = fsync(fd) == 0 ? 0 : errno;
-        pthread_mutex_lock(&c->sync_mu);
-        c->sync_errno = e;
-        c->sync_busy = false;
-        pthread_cond_broadcast(&c->sync_cv);
-    }
-    pthread_mutex_unlock(&c->sync_mu);
-    return NULL;
-}
-
 tb_code sqlcap_sync_start(sqlcap *c, tb_error *err)
 {
     tb_code rc = sqlcap_pend_ahead(c, err);
-    if (rc == TB_OK && c->piece_bytes)
-        rc = sqlcap_pend_pieces_write(c, err);
     if (rc != TB_OK || c->pendfd < 0)
         return rc;
-    if (!c->syncer_up) {
-        if (pthread_mutex_init(&c->sync_mu, NULL) != 0)
-            return sqlcap_pend_log(c, err); /* no thread: synchronously */
-        if (pthread_cond_init(&c->sync_cv, NULL) != 0) {
-            pthread_mutex_destroy(&c->sync_mu);
-            return sqlcap_pend_log(c, err);
-        }
-        c->sync_busy = c->sync_quit = false;
-        if (pthread_create(&c->syncer, NULL, sqlcap_syncer_main, c) != 0) {
-            pthread_cond_destroy(&c->sync_cv);
-            pthread_mutex_destroy(&c->sync_mu);
-            return sqlcap_pend_log(c, err);
-        }
-        c->syncer_up = true;
-    }
-    pthread_mutex_lock(&c->sync_mu);
-    c->sync_target = c->nun;
-    c->sync_busy = true;
+    if (!sqlcap_pw_up(c))
+        return sqlcap_pend_log(c, err); /* no thread: synchronously */
+    sqlcap_pw_push(c, true, c->nun); /* with the pieces not written yet */
     c->sync_inflight = true;
-    pthread_cond_broadcast(&c->sync_cv);
-    pthread_mutex_unlock(&c->sync_mu);
+    c->sync_seq = c->pj_tail;
+    return TB_OK;
+}
+
+tb_code sqlcap_pend_fsync(sqlcap *c, tb_error *err)
+{
+    if (c->pw_up) {
+        sqlcap_pw_push(c, true, c->nun);
+        c->sync_inflight = true;
+        return sqlcap_sync_wait(c, err);
+    }
+    if (c->pendfd >= 0 && fsync(c->pendfd) != 0)
+        return tb_error_set(err, TB_ERR_IO, true, "%s: fsync: %s", c->shadow_pend_path, strerror(errno));
+    return TB_OK;
+}
+
+/* Wait until the jobs before upto are done (the errors of jobs after it
+ * come later), then as sqlcap_sync_wait. */
+static tb_code sqlcap_sync_wait_upto(sqlcap *c, size_t upto, tb_error *err)
+{
+    if (!c->pw_up)
+        return TB_OK;
+    pthread_mutex_lock(&c->pw_mu);
+    while (c->pj_head < upto)
+        pthread_cond_wait(&c->pw_cv, &c->pw_mu);
+    int e = c->pw_errno;
+    bool fs = c->pw_fsync;
+    size_t synced = c->pw_synced;
+    c->pw_errno = 0;
+    pthread_mutex_unlock(&c->pw_mu);
+    bool inflight = c->sync_inflight;
+    c->sync_inflight = false;
+    if (e)
+        return tb_error_set(err, TB_ERR_IO, true, "%s: %s: %s", c->shadow_pend_path, fs ? "fsync" : "write",
+                            strerror(e));
+    if (inflight && synced > c->pend_logged)
+        c->pend_logged = synced;
     return TB_OK;
 }
 
 tb_code sqlcap_sync_wait(sqlcap *c, tb_error *err)
 {
-    if (!c->sync_inflight)
-        return TB_OK;
-    pthread_mutex_lock(&c->sync_mu);
-    while (c->sync_busy)
-        pthread_cond_wait(&c->sync_cv, &c->sync_mu);
-    int e = c->sync_errno;
-    size_t target = c->sync_target;
-    c->sync_errno = 0;
-    pthread_mutex_unlock(&c->sync_mu);
-    c->sync_inflight = false;
-    if (e)
-        return tb_error_set(err, TB_ERR_IO, true, "%s: fsync: %s", c->shadow_pend_path, strerror(e));
-    if (target > c->pend_logged)
-        c->pend_logged = target;
-    return TB_OK;
+    return sqlcap_sync_wait_upto(c, c->pw_up ? c->pj_tail : 0, err);
+}
+
+tb_code sqlcap_sync_wait_fsync(sqlcap *c, tb_error *err)
+{
+    return sqlcap_sync_wait_upto(c, c->pw_up && c->sync_inflight ? c->sync_seq : 0, err);
 }
 
 void sqlcap_sync_stop(sqlcap *c)
 {
-    if (!c->syncer_up)
+    if (!c->pw_up)
         return;
-    pthread_mutex_lock(&c->sync_mu);
-    c->sync_quit = true;
-    pthread_cond_broadcast(&c->sync_cv);
-    pthread_mutex_unlock(&c->sync_mu);
-    pthread_join(c->syncer, NULL);
-    pthread_cond_destroy(&c->sync_cv);
-    pthread_mutex_destroy(&c->sync_mu);
-    c->syncer_up = false;
+    pthread_mutex_lock(&c->pw_mu);
+    c->pw_quit = true;
+    pthread_cond_broadcast(&c->pw_cv);
+    pthread_mutex_unlock(&c->pw_mu);
+    pthread_join(c->pw, NULL);
+    pthread_cond_destroy(&c->pw_cv);
+    pthread_mutex_destroy(&c->pw_mu);
+    for (size_t i = 0; i < SQLCAP_PJOBS; i++) {
+        free(c->pj[i].pieces);
+        tb_buf_free(&c->pj[i].buf);
+    }
+    free(c->pj);
+    c->pj = NULL;
+    c->pw_up = false;
 }

@@ -9,6 +9,7 @@
 #include "sqlcap_int.h"
 
 #define SQLCAP_IOBUF (1u << 20)          /* .pend writes in chunks of about 1 MiB */
+#define SQLCAP_PJOBS 8                   /* ... at most this many queued for the writer thread */
 #define SQLCAP_FCACHE (8u << 20)         /* frames of one transaction kept in memory */
 #define SQLCAP_SHADOW_MS 1000            /* shadow advances at most this often ... */
 #define SQLCAP_SHADOW_BYTES (32u << 20)  /* ... unless this much acknowledged data waits */
@@ -38,16 +39,20 @@ struct sqlcap {
     size_t pend_logged;         /* un[0 .. pend_logged) are durable in the .pend file */
     size_t pend_written;        /* un[0 .. pend_written) are written ahead (file or iobuf) */
     uint64_t pend_bytes;        /* size of the .pend file */
-    /* .pend fsync in a helper thread (sqlcap_pend.c), so that its wait overlaps
-     * consuming the next batch; pendfd is not closed, truncated or replaced
-     * while a request runs (sqlcap_sync_wait first) */
-    pthread_t syncer;
-    bool syncer_up, sync_busy, sync_quit;
-    bool sync_inflight;         /* main thread: a request was started and not waited for */
-    pthread_mutex_t sync_mu;
-    pthread_cond_t sync_cv;
-    int sync_errno;             /* of the last finished request, 0 = ok */
-    size_t sync_target;         /* un[0 .. sync_target) are durable when the running request ends */
+    /* .pend writes and fsyncs in a writer thread (sqlcap_pend.c), so that they
+     * overlap consuming; pendfd is not closed, truncated or replaced while
+     * jobs are queued (sqlcap_sync_wait first) */
+    pthread_t pw;
+    bool pw_up, pw_quit, pw_failed;
+    pthread_mutex_t pw_mu;
+    pthread_cond_t pw_cv;
+    struct sqlcap_pjob *pj;     /* ring of SQLCAP_PJOBS jobs, owned */
+    size_t pj_head, pj_tail;    /* jobs [head, tail) queued or running */
+    int pw_errno;               /* first failure since the last wait, 0 = ok */
+    bool pw_fsync;              /* ... it was the fsync (else a write) */
+    size_t pw_synced;           /* target of the newest fsync done */
+    bool sync_inflight;         /* main thread: an fsync was queued and not waited for */
+    size_t sync_seq;            /* ... it is done once pj_head reaches this */
     size_t ahead_base;          /* sqlcap_consume's batch limit counts events queued from here;
                                  * SIZE_MAX: from evq.next (all undelivered events) */
     /* shadow advance in a second helper thread (sqlcap_shadow_bg.c): it writes
@@ -163,19 +168,27 @@ tb_code sqlcap_write_all(int fd, const void *p, size_t n, const char *what, tb_e
  * then its one-transaction redo): headers and page numbers in c->iobuf, page
  * images by reference (they must stay allocated until the pieces are written). */
 tb_code sqlcap_pend_queue(sqlcap *c, size_t t, tb_error *err);
-/* Write the queued pieces to c->pendfd (writev), start their writeback, add
- * them to pend_bytes, then empty the queue and c->iobuf. Not durable by itself. */
+/* Write the queued pieces to c->pendfd (writev) and start their writeback, in
+ * the writer thread (queued; errors come at sqlcap_sync_wait) or here; add them
+ * to pend_bytes, then empty the queue and c->iobuf. Not durable by itself. */
 tb_code sqlcap_pend_pieces_write(sqlcap *c, tb_error *err);
+/* fsync .pend after everything written or queued so far (through the writer
+ * thread when it runs, waiting for it). */
+tb_code sqlcap_pend_fsync(sqlcap *c, tb_error *err);
 /* Forget the queued pieces and empty c->iobuf (their records are written again). */
 void sqlcap_pend_pieces_drop(sqlcap *c);
-/* Write every queued record of un[pend_written .. nun) and start an fsync of
- * .pend in the helper thread (started on first use), covering un[0 .. nun).
- * No request may be running. Durable only after sqlcap_sync_wait. */
+/* Queue the records of un[pend_written .. nun) and an fsync of .pend covering
+ * un[0 .. nun) for the writer thread (started on first use; without it, all
+ * here and now). Durable only after sqlcap_sync_wait. */
 tb_code sqlcap_sync_start(sqlcap *c, tb_error *err);
-/* Wait for the running fsync request (if any); on success pend_logged covers
- * its target. TB_ERR_IO when the fsync failed. */
+/* Wait until the writer thread has done every queued job; then pend_logged
+ * covers the fsync queued by sqlcap_sync_start. TB_ERR_IO when a write or
+ * fsync failed. */
 tb_code sqlcap_sync_wait(sqlcap *c, tb_error *err);
-/* Stop and join the helper thread (NULL-safe fields; at close). */
+/* Wait only for the jobs up to the fsync queued by sqlcap_sync_start (writes
+ * queued after it, such as a read-ahead batch's, go on). */
+tb_code sqlcap_sync_wait_fsync(sqlcap *c, tb_error *err);
+/* Stop and join the writer thread, free its jobs (at close, after a wait). */
 void sqlcap_sync_stop(sqlcap *c);
 /* A page image buffer (pgsz bytes, contents undefined) from the free list (a
  * new slab when it is empty), or malloc'd; NULL when out of memory. The caller

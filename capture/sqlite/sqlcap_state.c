@@ -363,13 +363,13 @@ out:
 
 tb_code sqlcap_shadow_retire(sqlcap *c, size_t k, uint32_t npages, tb_error *err)
 {
-    /* the .pend fsync running in the helper thread first: un[] and the file change below */
-    tb_code rc = sqlcap_sync_wait(c, err);
-    if (rc != TB_OK)
-        return rc;
     /* queued .pend pieces point at page images: write them before any is
-     * freed (records of delivered transactions are written already) */
-    if (c->npieces && (rc = sqlcap_pend_pieces_write(c, err)) != TB_OK)
+     * freed (records of delivered transactions are written already), and let
+     * the writer thread finish: un[] and the file change below */
+    tb_code rc = c->npieces ? sqlcap_pend_pieces_write(c, err) : TB_OK;
+    if (rc == TB_OK)
+        rc = sqlcap_sync_wait(c, err);
+    if (rc != TB_OK)
         return rc;
     /* drop the applied transactions and their overlay entries */
     for (size_t t = 0; t < k; t++) {
@@ -542,8 +542,8 @@ tb_code sqlcap_pend_log(sqlcap *c, tb_error *err)
     if (rc != TB_OK || c->pend_logged >= c->nun)
         return rc;
     rc = sqlcap_pend_more(c, true, err);
-    if (rc == TB_OK && fsync(c->pendfd) != 0)
-        rc = tb_error_set(err, TB_ERR_IO, true, "%s: fsync: %s", c->shadow_pend_path, strerror(errno));
+    if (rc == TB_OK)
+        rc = sqlcap_pend_fsync(c, err);
     if (rc == TB_OK)
         c->pend_logged = c->nun;
     return rc;
