@@ -17,7 +17,9 @@
 # ksink from the first event to the acknowledged flush and final offsets commit.
 # Peak RSS: getrusage for ksink (setup included), /usr/bin/time for kcat. CPU seconds too, since
 # the 2 cores are shared with the broker: wall-clock figures move with the machine's load.
-# Prints every run and the medians, and the ratio ksink/kcat in events/s.
+# Prints every run and the medians, and the ratio ksink/kcat in events/s: of the medians, and
+# the median of the per-pair ratios (a pair runs back to back, so it sees about the same load;
+# on a shared machine the load drifts between pairs more than the two producers differ).
 #
 # Uses TRIBUTARY_TEST_KAFKA when set; otherwise starts scripts/testenv and stops it at exit.
 # Builds bench_ksink in build-bench-ksink (Release, no sanitizers).
@@ -45,17 +47,18 @@ echo "ksink bench: $events events x $runs runs, broker $broker, $(nproc) cores, 
 echo "payload: $(wc -c <"$work/lines.txt") bytes of key<TAB>value lines"
 
 run_ksink() { # run number
-  local line eps mbs rss
+  local line eps mbs rss cpu
   line="$("$bin" run "$broker" "kb${tag}_$1" "$events" "${sets[@]}")"
   eps="$(sed -n 's/.*events_per_s=\([0-9.]*\).*/\1/p' <<<"$line")"
   mbs="$(sed -n 's/.*mb_per_s=\([0-9.]*\).*/\1/p' <<<"$line")"
   rss="$(sed -n 's/.*max_rss_kb=\([0-9]*\).*/\1/p' <<<"$line")"
-  k_eps+=("$eps"); k_mbs+=("$mbs"); k_rss+=("$rss")
+  cpu="$(sed -n 's/.* cpu_s=\([0-9.]*\).*/\1/p' <<<"$line")"
+  k_eps+=("$eps"); k_mbs+=("$mbs"); k_rss+=("$rss"); k_cpu+=("$cpu")
   echo "run $1 ksink: $line"
 }
 
 run_kcat() { # run number
-  local topic="kcat${tag}_$1" secs rss usr sys bytes eps mbs
+  local topic="kcat${tag}_$1" secs rss usr sys bytes eps mbs cpu
   "$bin" topic "$broker" "$topic"
   /usr/bin/time -f "%e %M %U %S" -o "$work/time.txt" \
     kcat -P -b "$broker" -t "$topic" -K $'\t' -l \
@@ -67,8 +70,9 @@ run_kcat() { # run number
   bytes="$(awk -F'\t' '{ b += length($0) - 1 } END { printf "%d", b }' "$work/lines.txt")"
   eps="$(awk -v n="$events" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')"
   mbs="$(awk -v b="$bytes" -v s="$secs" 'BEGIN { printf "%.1f", b / 1e6 / s }')"
-  c_eps+=("$eps"); c_mbs+=("$mbs"); c_rss+=("$rss")
-  echo "run $1 kcat:  events=$events seconds=$secs events_per_s=$eps mb_per_s=$mbs max_rss_kb=$rss cpu_s=$(awk -v u="$usr" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')"
+  cpu="$(awk -v u="$usr" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')"
+  c_eps+=("$eps"); c_mbs+=("$mbs"); c_rss+=("$rss"); c_cpu+=("$cpu")
+  echo "run $1 kcat:  events=$events seconds=$secs events_per_s=$eps mb_per_s=$mbs max_rss_kb=$rss cpu_s=$cpu"
 }
 
 # Warm-up, not counted: a fresh broker's JVM compiles its produce path during the
@@ -76,17 +80,22 @@ run_kcat() { # run number
 "$bin" run "$broker" "kb${tag}_warm" "$events" "${sets[@]}" >/dev/null
 echo "warm-up: $events events produced (not counted)"
 
-declare -a k_eps k_mbs k_rss c_eps c_mbs c_rss
+declare -a k_eps k_mbs k_rss k_cpu c_eps c_mbs c_rss c_cpu pair
 for ((r = 1; r <= runs; r++)); do
   if ((r % 2)); then # the order alternates, so neither always follows the other
     run_ksink "$r"; run_kcat "$r"
   else
     run_kcat "$r"; run_ksink "$r"
   fi
+  # the two runs of a pair follow each other, so the machine's load drifts less between them
+  pair+=("$(awk -v a="${k_eps[-1]}" -v b="${c_eps[-1]}" 'BEGIN { printf "%.3f", a / b }')")
+  echo "run $r ratio ksink/kcat (events/s): ${pair[-1]}"
 done
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 mk_eps="$(median "${k_eps[@]}")"; mc_eps="$(median "${c_eps[@]}")"
 echo "median ksink: events_per_s=$mk_eps mb_per_s=$(median "${k_mbs[@]}") max_rss_kb=$(median "${k_rss[@]}")"
 echo "median kcat:  events_per_s=$mc_eps mb_per_s=$(median "${c_mbs[@]}") max_rss_kb=$(median "${c_rss[@]}")"
-echo "ratio ksink/kcat (events/s): $(awk -v a="$mk_eps" -v b="$mc_eps" 'BEGIN { printf "%.2f", a / b }')"
+echo "ratio ksink/kcat (events/s): $(awk -v a="$mk_eps" -v b="$mc_eps" 'BEGIN { printf "%.2f", a / b }') (ratio of the medians)"
+echo "median of the per-pair ratios: $(median "${pair[@]}")"
+echo "median CPU seconds: ksink $(median "${k_cpu[@]}"), kcat $(median "${c_cpu[@]}")"
