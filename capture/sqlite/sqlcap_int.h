@@ -8,6 +8,8 @@
  *   sqlcap.c        lifecycle, resume and gap, delivery, API
  *   sqlcap_poll.c   reading committed frames, polling under the leapfrog pin
  *   sqlcap_state.c  pinning primitives, positions, shadow copy, .pend
+ *   sqlcap_pend.c   .pend records, their writer thread (writes, fsyncs), position text
+ *   sqlcap_shadow_bg.c  group shadow advances in a helper thread; the worker helpers
  *   sqlcap_trig.c   trigger mode (sqlite-wal.md 3)
  */
 #ifndef SQLCAP_INT_H

@@ -181,22 +181,22 @@ struct sqlcap_pjob {
 static void *sqlcap_pw_main(void *arg)
 {
     sqlcap *c = arg;
-    pthread_mutex_lock(&c->pw_mu);
+    pthread_mutex_lock(&c->pw.mu);
     for (;;) {
-        while (c->pj_head == c->pj_tail && !c->pw_quit)
-            pthread_cond_wait(&c->pw_cv, &c->pw_mu);
+        while (c->pj_head == c->pj_tail && !c->pw.quit)
+            pthread_cond_wait(&c->pw.cv, &c->pw.mu);
         if (c->pj_head == c->pj_tail)
             break; /* quit, nothing queued */
         struct sqlcap_pjob *j = &c->pj[c->pj_head % SQLCAP_PJOBS];
         int fd = c->pendfd; /* not changed while jobs are queued */
-        pthread_mutex_unlock(&c->pw_mu);
+        pthread_mutex_unlock(&c->pw.mu);
         int e = sqlcap_pieces_out(fd, j->pieces, j->npieces, &j->buf);
         bool fs = false;
         if (!e && j->total) /* start the writeback now (advisory): the fsync waits less */
             (void)sync_file_range(fd, (off_t)j->off, (off_t)j->total, SYNC_FILE_RANGE_WRITE);
         if (!e && j->sync && fsync(fd) != 0)
             e = errno, fs = true;
-        pthread_mutex_lock(&c->pw_mu);
+        pthread_mutex_lock(&c->pw.mu);
         if (e && !c->pw_errno) {
             c->pw_errno = e;
             c->pw_fsync = fs;
@@ -204,41 +204,30 @@ static void *sqlcap_pw_main(void *arg)
         if (!e && j->sync)
             c->pw_synced = j->target;
         c->pj_head++;
-        pthread_cond_broadcast(&c->pw_cv);
+        pthread_cond_broadcast(&c->pw.cv);
     }
-    pthread_mutex_unlock(&c->pw_mu);
+    pthread_mutex_unlock(&c->pw.mu);
     return NULL;
 }
 
 /* The writer thread, started on first use; false: none (write here). */
 static bool sqlcap_pw_up(sqlcap *c)
 {
-    if (c->pw_up)
+    if (c->pw.up)
         return true;
     if (c->pw_failed)
         return false;
     c->pw_failed = true; /* unless everything below works */
     if (!(c->pj = calloc(SQLCAP_PJOBS, sizeof *c->pj)))
         return false;
-    if (pthread_mutex_init(&c->pw_mu, NULL) != 0)
-        goto no_mu;
-    if (pthread_cond_init(&c->pw_cv, NULL) != 0)
-        goto no_cv;
     c->pj_head = c->pj_tail = 0;
-    c->pw_quit = false;
-    if (pthread_create(&c->pw, NULL, sqlcap_pw_main, c) != 0)
-        goto no_thread;
-    c->pw_up = true;
+    if (!sqlcap_worker_start(&c->pw, sqlcap_pw_main, c)) {
+        free(c->pj);
+        c->pj = NULL;
+        return false;
+    }
     c->pw_failed = false;
     return true;
-no_thread:
-    pthread_cond_destroy(&c->pw_cv);
-no_cv:
-    pthread_mutex_destroy(&c->pw_mu);
-no_mu:
-    free(c->pj);
-    c->pj = NULL;
-    return false;
 }
 
 /* Queue the current pieces (may be none) and optionally an fsync up to target;
@@ -246,9 +235,9 @@ no_mu:
 static void sqlcap_pw_push(sqlcap *c, bool sync, size_t target)
 {
     uint64_t total = c->piece_bytes;
-    pthread_mutex_lock(&c->pw_mu);
+    pthread_mutex_lock(&c->pw.mu);
     while (c->pj_tail - c->pj_head >= SQLCAP_PJOBS)
-        pthread_cond_wait(&c->pw_cv, &c->pw_mu);
+        pthread_cond_wait(&c->pw.cv, &c->pw.mu);
     struct sqlcap_pjob *j = &c->pj[c->pj_tail % SQLCAP_PJOBS];
     sqlcap_piece *tp = j->pieces;
     size_t tc = j->cappieces;
@@ -262,8 +251,8 @@ static void sqlcap_pw_push(sqlcap *c, bool sync, size_t target)
     j->sync = sync;
     j->target = target;
     c->pj_tail++;
-    pthread_cond_broadcast(&c->pw_cv);
-    pthread_mutex_unlock(&c->pw_mu);
+    pthread_cond_broadcast(&c->pw.cv);
+    pthread_mutex_unlock(&c->pw.mu);
     c->pieces = tp;
     c->cappieces = tc;
     c->iobuf = tbuf;
@@ -275,7 +264,7 @@ tb_code sqlcap_pend_pieces_write(sqlcap *c, tb_error *err)
 {
     if (!c->npieces)
         return TB_OK;
-    if (sqlcap_pw_up(c)) {
+    if (!c->pw_direct && sqlcap_pw_up(c)) {
         sqlcap_pw_push(c, false, 0);
         return TB_OK;
     }
@@ -305,7 +294,7 @@ tb_code sqlcap_sync_start(sqlcap *c, tb_error *err)
 
 tb_code sqlcap_pend_fsync(sqlcap *c, tb_error *err)
 {
-    if (c->pw_up) {
+    if (c->pw.up && !c->pw_direct) {
         sqlcap_pw_push(c, true, c->nun);
         c->sync_inflight = true;
         return sqlcap_sync_wait(c, err);
@@ -319,16 +308,16 @@ tb_code sqlcap_pend_fsync(sqlcap *c, tb_error *err)
  * come later), then as sqlcap_sync_wait. */
 static tb_code sqlcap_sync_wait_upto(sqlcap *c, size_t upto, tb_error *err)
 {
-    if (!c->pw_up)
+    if (!c->pw.up)
         return TB_OK;
-    pthread_mutex_lock(&c->pw_mu);
+    pthread_mutex_lock(&c->pw.mu);
     while (c->pj_head < upto)
-        pthread_cond_wait(&c->pw_cv, &c->pw_mu);
+        pthread_cond_wait(&c->pw.cv, &c->pw.mu);
     int e = c->pw_errno;
     bool fs = c->pw_fsync;
     size_t synced = c->pw_synced;
     c->pw_errno = 0;
-    pthread_mutex_unlock(&c->pw_mu);
+    pthread_mutex_unlock(&c->pw.mu);
     bool inflight = c->sync_inflight;
     c->sync_inflight = false;
     if (e)
@@ -341,30 +330,23 @@ static tb_code sqlcap_sync_wait_upto(sqlcap *c, size_t upto, tb_error *err)
 
 tb_code sqlcap_sync_wait(sqlcap *c, tb_error *err)
 {
-    return sqlcap_sync_wait_upto(c, c->pw_up ? c->pj_tail : 0, err);
+    return sqlcap_sync_wait_upto(c, c->pw.up ? c->pj_tail : 0, err);
 }
 
 tb_code sqlcap_sync_wait_fsync(sqlcap *c, tb_error *err)
 {
-    return sqlcap_sync_wait_upto(c, c->pw_up && c->sync_inflight ? c->sync_seq : 0, err);
+    return sqlcap_sync_wait_upto(c, c->pw.up && c->sync_inflight ? c->sync_seq : 0, err);
 }
 
 void sqlcap_sync_stop(sqlcap *c)
 {
-    if (!c->pw_up)
+    if (!c->pw.up)
         return;
-    pthread_mutex_lock(&c->pw_mu);
-    c->pw_quit = true;
-    pthread_cond_broadcast(&c->pw_cv);
-    pthread_mutex_unlock(&c->pw_mu);
-    pthread_join(c->pw, NULL);
-    pthread_cond_destroy(&c->pw_cv);
-    pthread_mutex_destroy(&c->pw_mu);
+    sqlcap_worker_stop(&c->pw);
     for (size_t i = 0; i < SQLCAP_PJOBS; i++) {
         free(c->pj[i].pieces);
         tb_buf_free(&c->pj[i].buf);
     }
     free(c->pj);
     c->pj = NULL;
-    c->pw_up = false;
 }

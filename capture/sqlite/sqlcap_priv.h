@@ -19,6 +19,20 @@
  * to be reused (20000: 4x the page faults, mode A 170-196k vs 245k rows/CPU-s) */
 #define SQLCAP_BATCH_EVENTS 2000
 
+/* A helper thread with its lock and condition (sqlcap_worker_start/stop). */
+typedef struct sqlcap_worker {
+    pthread_t t;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool up, quit;
+} sqlcap_worker;
+
+/* Start w running fn(arg) (mu, cv ready, quit false). false: no thread (w is
+ * as before: up false). */
+bool sqlcap_worker_start(sqlcap_worker *w, void *(*fn)(void *), void *arg);
+/* Set quit, wake and join the thread, destroy mu and cv; no-op unless up. */
+void sqlcap_worker_stop(sqlcap_worker *w);
+
 /* One consumed, not yet acknowledged transaction (mode B): its page images. */
 typedef struct sqlcap_untx {
     tb_position pos;
@@ -42,10 +56,9 @@ struct sqlcap {
     /* .pend writes and fsyncs in a writer thread (sqlcap_pend.c), so that they
      * overlap consuming; pendfd is not closed, truncated or replaced while
      * jobs are queued (sqlcap_sync_wait first) */
-    pthread_t pw;
-    bool pw_up, pw_quit, pw_failed;
-    pthread_mutex_t pw_mu;
-    pthread_cond_t pw_cv;
+    sqlcap_worker pw;
+    bool pw_failed;             /* the thread could not be started: all here */
+    bool pw_direct;             /* write and fsync here even when the thread runs */
     struct sqlcap_pjob *pj;     /* ring of SQLCAP_PJOBS jobs, owned */
     size_t pj_head, pj_tail;    /* jobs [head, tail) queued or running */
     int pw_errno;               /* first failure since the last wait, 0 = ok */
@@ -59,11 +72,9 @@ struct sqlcap {
      * the newest images of un[0 .. shw_k) (shw_last) to the shadow, fsyncs,
      * writes .pos; the main thread keeps those un[] entries until it retires
      * them (sqlcap_shadow_bg_finish) */
-    pthread_t shw;
-    bool shw_up, shw_busy, shw_quit;
+    sqlcap_worker shw;
+    bool shw_busy;              /* the thread has a job */
     bool shw_inflight;          /* main thread: started and not finished */
-    pthread_mutex_t shw_mu;
-    pthread_cond_t shw_cv;
     sqlcap_map shw_last;        /* pgno -> image of the running advance */
     uint32_t shw_npages;
     tb_position shw_pos;
