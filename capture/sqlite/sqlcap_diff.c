@@ -561,10 +561,11 @@ static tb_code sqlcap_fast_cands(sqlcap_engine *e, const sqlcap_view *v0, const 
             if (e->inner[p] == own)
                 return TB_OK;
             if (pass == 0) {
-                tb_code rc = sqlcap_view_read(v1, p, buf, err);
+                const uint8_t *img;
+                tb_code rc = sqlcap_view_ptr(v1, p, buf, &img, err);
                 if (rc != TB_OK)
                     return rc;
-                uint8_t ty = buf[p == 1 ? 100 : 0];
+                uint8_t ty = img[p == 1 ? 100 : 0];
                 if (ty != 13 && ty != 10)
                     return TB_OK; /* no longer a leaf (the tree grew a level) */
             }
@@ -652,9 +653,11 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
                 continue;
             }
             size_t n0 = 0, n1 = 0;
-            if ((rc = sqlcap_page_same_cells(v0, v1, p, pga, pgb, skip0, &n0, skip1, &n1, e->cellscr, err)) != TB_OK ||
-                (rc = sqlcap_page_rows_img(v0, p, pga, skip0, n0, sqlcap_collect, &x0, err)) != TB_OK ||
-                (rc = sqlcap_page_rows_img(v1, p, pgb, skip1, n1, sqlcap_collect, &x1, err)) != TB_OK)
+            const uint8_t *ia, *ib;
+            if ((rc = sqlcap_page_same_cells(v0, v1, p, pga, pgb, &ia, &ib, skip0, &n0, skip1, &n1, e->cellscr, err)) !=
+                    TB_OK ||
+                (rc = sqlcap_page_rows_img(v0, p, ia, skip0, n0, sqlcap_collect, &x0, err)) != TB_OK ||
+                (rc = sqlcap_page_rows_img(v1, p, ib, skip1, n1, sqlcap_collect, &x1, err)) != TB_OK)
                 goto out;
         }
         for (int side = 0; !fast && side < 2; side++) {
@@ -684,9 +687,11 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
                         }
                         e->mdone[p] = s;
                         size_t n0 = 0, n1 = 0;
-                        if ((rc = sqlcap_page_same_cells(v0, v1, p, pga, pgb, skip0, &n0, skip1, &n1, e->cellscr, err)) != TB_OK ||
-                            (rc = sqlcap_page_rows_img(v0, p, pga, skip0, n0, sqlcap_collect, &x0, err)) != TB_OK ||
-                            (rc = sqlcap_page_rows_img(v1, p, pgb, skip1, n1, sqlcap_collect, &x1, err)) != TB_OK)
+                        const uint8_t *ia, *ib;
+                        if ((rc = sqlcap_page_same_cells(v0, v1, p, pga, pgb, &ia, &ib, skip0, &n0, skip1, &n1,
+                                                         e->cellscr, err)) != TB_OK ||
+                            (rc = sqlcap_page_rows_img(v0, p, ia, skip0, n0, sqlcap_collect, &x0, err)) != TB_OK ||
+                            (rc = sqlcap_page_rows_img(v1, p, ib, skip1, n1, sqlcap_collect, &x1, err)) != TB_OK)
                             goto out;
                         continue;
                     }

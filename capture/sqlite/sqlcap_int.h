@@ -147,6 +147,10 @@ typedef struct sqlcap_view {
  * the end of the file read as zeros. */
 tb_code sqlcap_view_read(const sqlcap_view *v, uint32_t pgno, uint8_t *buf, tb_error *err);
 tb_code sqlcap_wal_read_page(int walfd, uint32_t pgsz, uint32_t frame, uint8_t *buf, tb_error *err);
+/* Page pgno of the view without a copy when it is in memory (the transaction's
+ * frames, mode B overlay images): *out points there (borrowed, valid while
+ * that source is), else the page is read into buf (pgsz bytes) and *out = buf. */
+tb_code sqlcap_view_ptr(const sqlcap_view *v, uint32_t pgno, uint8_t *buf, const uint8_t **out, tb_error *err);
 
 /* A growable list of page numbers. */
 typedef struct sqlcap_u32s {
@@ -183,11 +187,13 @@ tb_code sqlcap_page_rows_skip(const sqlcap_view *v, uint32_t pgno, const uint8_t
                               void *opaque, tb_error *err);
 /* For page pgno in both views: mark cells whose local bytes are identical in
  * both versions and that do not spill (the same row, unchanged: it can be left
- * out of both sides of the diff). a and b (pgsz bytes each) receive the two page
- * images. skip0, skip1 need pgsz/4+1 bytes; n0, n1 receive
- * the cell counts (0 = no filtering possible). */
-tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uint32_t pgno, uint8_t *a, uint8_t *b,
-                               uint8_t *skip0, size_t *n0, uint8_t *skip1, size_t *n1, void *scratch, tb_error *err);
+ * out of both sides of the diff). *pa, *pb receive the two page images: in
+ * memory where the views have them (valid while the views' sources are), else
+ * read into abuf, bbuf (pgsz bytes each). skip0, skip1 need pgsz/4+1 bytes; n0,
+ * n1 receive the cell counts (0 = no filtering possible). */
+tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uint32_t pgno, uint8_t *abuf, uint8_t *bbuf,
+                               const uint8_t **pa, const uint8_t **pb, uint8_t *skip0, size_t *n0, uint8_t *skip1,
+                               size_t *n1, void *scratch, tb_error *err);
 /* Bytes of scratch sqlcap_page_same_cells needs for page size pgsz (caller-owned,
  * reusable; zeroed before its first use: calloc). */
 size_t sqlcap_same_cells_scratch(uint32_t pgsz);

@@ -72,6 +72,28 @@ tb_code sqlcap_view_read(const sqlcap_view *v, uint32_t pgno, uint8_t *buf, tb_e
     return sqlcap_pread_page(pg->basefd, pg->pgsz, pgno, buf, pg->basefd == pg->dbfd ? "database" : "shadow", err);
 }
 
+tb_code sqlcap_view_ptr(const sqlcap_view *v, uint32_t pgno, uint8_t *buf, const uint8_t **out, tb_error *err)
+{
+    const sqlcap_pages *pg = v->pg;
+    uint64_t src;
+    *out = buf;
+    if (pgno == 0 || pgno > v->npages)
+        return sqlcap_view_read(v, pgno, buf, err);
+    if (v->txn && sqlcap_map_get(v->txn, pgno, &src)) {
+        uint64_t img;
+        if (src != SQLCAP_FROM_DB && pg->fcache && sqlcap_map_get(pg->fcache, (uint32_t)src, &img)) {
+            *out = (const uint8_t *)(uintptr_t)img;
+            return TB_OK;
+        }
+        return sqlcap_view_read(v, pgno, buf, err);
+    }
+    if (pg->overlay && pg->overlay_images && sqlcap_map_get(pg->overlay, pgno, &src)) {
+        *out = (const uint8_t *)(uintptr_t)src;
+        return TB_OK;
+    }
+    return sqlcap_view_read(v, pgno, buf, err);
+}
+
 /* ---------------------------------------------------------------- varints */
 
 static size_t sqlcap_varint(const uint8_t *p, const uint8_t *end, uint64_t *out)
@@ -538,9 +560,11 @@ size_t sqlcap_same_cells_scratch(uint32_t pgsz)
            (size_t)pgsz * sizeof(uint16_t);
 }
 
-tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uint32_t pgno, uint8_t *a, uint8_t *b,
-                               uint8_t *skip0, size_t *n0, uint8_t *skip1, size_t *n1, void *scratch, tb_error *err)
+tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uint32_t pgno, uint8_t *abuf, uint8_t *bbuf,
+                               const uint8_t **pa, const uint8_t **pb, uint8_t *skip0, size_t *n0, uint8_t *skip1,
+                               size_t *n1, void *scratch, tb_error *err)
 {
+    const uint8_t *a = abuf, *b = bbuf;
     uint32_t pgsz = v0->pg->pgsz;
     size_t U = v0->pg->usable, cap = pgsz / 4 + 1;
     size_t hcap = sqlcap_sc_hcap(cap); /* sized for the worst case, used for 2 x cells */
@@ -551,8 +575,12 @@ tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uin
     sqlcap_cellv A = {.off = offa, .len = lena, .ovfl = oa}, B = {.off = offb, .len = lenb, .ovfl = ob};
     tb_code rc = TB_OK;
     *n0 = *n1 = 0;
-    if ((rc = sqlcap_view_read(v0, pgno, a, err)) != TB_OK || (rc = sqlcap_view_read(v1, pgno, b, err)) != TB_OK)
+    *pa = abuf;
+    *pb = bbuf;
+    if ((rc = sqlcap_view_ptr(v0, pgno, abuf, pa, err)) != TB_OK || (rc = sqlcap_view_ptr(v1, pgno, bbuf, pb, err)) != TB_OK)
         goto out;
+    a = *pa;
+    b = *pb;
     if (!sqlcap_cellv_init(&A, a, pgno, U) || !sqlcap_cellv_init(&B, b, pgno, U) || A.type != B.type)
         goto out; /* no filtering: decode everything */
     unsigned na = A.n, nb = B.n;
