@@ -12,7 +12,7 @@
 #define SQLCAP_PJOBS 8                   /* ... at most this many queued for the writer thread */
 #define SQLCAP_FCACHE (8u << 20)         /* frames of one transaction kept in memory */
 #define SQLCAP_SHADOW_MS 1000            /* shadow advances at most this often ... */
-#define SQLCAP_SHADOW_BYTES (32u << 20)  /* ... unless this much acknowledged data waits */
+#define SQLCAP_SHADOW_BYTES (8u << 20)   /* ... unless this much acknowledged data waits */
 #define SQLCAP_IMGSLAB (2u << 20)        /* page image buffers come from slabs of this size ... */
 #define SQLCAP_IMGSLABS 24               /* ... up to this many (48 MiB), then from malloc */
 /* events per consumed batch: 2000 keeps the queued events' memory small enough
