@@ -5,6 +5,7 @@
  *   sqlcap_file.c   WAL header/frame and -shm header parsing, checksums, u32 map
  *   sqlcap_tree.c   page views, b-tree walks, cells, records, schema decoding
  *   sqlcap_diff.c   row diff of one transaction (sqlite-wal.md 2.5-2.7) -> events
+ *   sqlcap_rows.c   row maps of a table diff, event building, recycled events
  *   sqlcap.c        lifecycle, resume and gap, delivery, API
  *   sqlcap_poll.c   reading committed frames, polling under the leapfrog pin
  *   sqlcap_state.c  pinning primitives, positions, shadow copy, .pend
@@ -257,13 +258,54 @@ const sqlcap_schema *sqlcap_engine_schema(const sqlcap_engine *e);
 tb_code sqlcap_engine_scan(sqlcap_engine *e, const sqlcap_tbl *t, size_t *cursor, sqlcap_evlist *out,
                            tb_error *err);
 
+/* ------------------------------------------------------------ row maps, events (sqlcap_rows.c) */
+
+/* Rows of one side of a table diff, by canonical key; key and payload bytes in arena. */
+typedef struct sqlcap_rowent {
+    uint64_t h;
+    size_t koff, klen, poff, plen;
+    int64_t rowid;
+    long next;
+    bool matched;
+} sqlcap_rowent;
+
+typedef struct sqlcap_rowmap {
+    sqlcap_rowent *e;
+    size_t n, cap;
+    long *bucket;
+    size_t nb;
+    tb_buf arena;
+} sqlcap_rowmap;
+
+/* Free / empty (keeping memory, unless huge) a row map. */
+void sqlcap_rowmap_free(sqlcap_rowmap *m);
+void sqlcap_rowmap_reset(sqlcap_rowmap *m);
+/* Index of the entry with key k (hash h), or -1. */
+long sqlcap_rowmap_find(const sqlcap_rowmap *m, const uint8_t *k, size_t kn, uint64_t h);
+/* Add a row (key and payload copied into the arena). TB_ERR_NOMEM on failure. */
+tb_code sqlcap_rowmap_add(sqlcap_rowmap *m, const uint8_t *k, size_t kn, const uint8_t *p, size_t pn, int64_t rowid);
+/* Canonical key bytes of a decoded row (t->pk columns) into out (reset first). */
+tb_code sqlcap_key(const sqlcap_tbl *t, const sqlcap_val *vals, tb_buf *out);
+
+/* Delivered events kept for reuse by sqlcap_make_event. */
+typedef struct sqlcap_evpool {
+    evt_event **v;
+    size_t n, cap;
+} sqlcap_evpool;
+/* Keep ev for reuse (up to a limit, else freed); takes ownership; ev may be NULL. */
+void sqlcap_evpool_put(sqlcap_evpool *p, evt_event *ev);
+/* Free the kept events and the pool's array. */
+void sqlcap_evpool_free(sqlcap_evpool *p);
+/* Append ev to l (l owns it); TB_ERR_NOMEM (ev freed) or when ev is NULL. */
+tb_code sqlcap_evpush(sqlcap_evlist *l, evt_event *ev);
+
 /* Set column c of image img from a value of any storage class. TEXT and BLOB
  * follow the declared type (blob_col: the column is declared BLOB): bytes in a
  * BLOB column, a string of the same bytes in any other column (DESIGN 5). */
 void sqlcap_set_val(evt_event *ev, evt_image img, size_t c, bool blob_col, const sqlcap_val *v);
 /* Build an event for table t from decoded rows (NULL image = absent), reusing
- * a recycled event of e when there is one (e may be NULL). The caller owns it. */
-evt_event *sqlcap_make_event(sqlcap_engine *e, const sqlcap_tbl *t, evt_op op, const sqlcap_val *before,
+ * an event of pool p when there is one (p may be NULL). The caller owns it. */
+evt_event *sqlcap_make_event(sqlcap_evpool *p, const sqlcap_tbl *t, evt_op op, const sqlcap_val *before,
                              const sqlcap_val *after);
 /* Give a finished event (any origin) back to e for reuse (kept up to a limit,
  * else freed); e NULL: freed. Takes ownership; ev may be NULL. */

@@ -1,0 +1,230 @@
+/*
+ * sqlcap_rows: the keyed row maps of one side of a table diff (sqlcap_diff.c)
+ * and event building (values by declared type, recycled events).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sqlcap_int.h"
+
+/* ---------------------------------------------------------------- row maps */
+
+static uint64_t sqlcap_hash(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+void sqlcap_rowmap_free(sqlcap_rowmap *m)
+{
+    free(m->e);
+    free(m->bucket);
+    tb_buf_free(&m->arena);
+    memset(m, 0, sizeof *m);
+}
+
+/* Empty the map, keeping its memory. */
+void sqlcap_rowmap_reset(sqlcap_rowmap *m)
+{
+    if (m->nb > 65536 || m->arena.cap > (1u << 24)) { /* after a huge transaction: give it back */
+        sqlcap_rowmap_free(m);
+        return;
+    }
+    m->n = 0;
+    if (m->nb)
+        memset(m->bucket, 0xff, m->nb * sizeof *m->bucket); /* every bucket -1 */
+    tb_buf_reset(&m->arena);
+}
+
+long sqlcap_rowmap_find(const sqlcap_rowmap *m, const uint8_t *k, size_t kn, uint64_t h)
+{
+    if (!m->nb)
+        return -1;
+    for (long i = m->bucket[h & (m->nb - 1)]; i >= 0; i = m->e[i].next)
+        if (m->e[i].h == h && m->e[i].klen == kn && memcmp(m->arena.data + m->e[i].koff, k, kn) == 0)
+            return i;
+    return -1;
+}
+
+tb_code sqlcap_rowmap_add(sqlcap_rowmap *m, const uint8_t *k, size_t kn, const uint8_t *p, size_t pn,
+                                 int64_t rowid)
+{
+    if (m->n + 1 > m->nb) {
+        size_t nb = m->nb ? m->nb * 2 : 256;
+        long *b = malloc(nb * sizeof *b);
+        if (!b)
+            return TB_ERR_NOMEM;
+        for (size_t i = 0; i < nb; i++)
+            b[i] = -1;
+        for (size_t i = 0; i < m->n; i++) {
+            size_t s = m->e[i].h & (nb - 1);
+            m->e[i].next = b[s];
+            b[s] = (long)i;
+        }
+        free(m->bucket);
+        m->bucket = b;
+        m->nb = nb;
+    }
+    if (m->n == m->cap) {
+        size_t nc = m->cap ? m->cap * 2 : 256;
+        sqlcap_rowent *ne = realloc(m->e, nc * sizeof *ne);
+        if (!ne)
+            return TB_ERR_NOMEM;
+        m->e = ne;
+        m->cap = nc;
+    }
+    uint64_t h = sqlcap_hash(k, kn);
+    sqlcap_rowent *e = &m->e[m->n];
+    e->h = h;
+    e->koff = m->arena.len;
+    e->klen = kn;
+    if (tb_buf_append(&m->arena, k, kn) != TB_OK)
+        return TB_ERR_NOMEM;
+    e->poff = m->arena.len;
+    e->plen = pn;
+    if (pn && tb_buf_append(&m->arena, p, pn) != TB_OK)
+        return TB_ERR_NOMEM;
+    e->rowid = rowid;
+    e->matched = false;
+    size_t s = h & (m->nb - 1);
+    e->next = m->bucket[s];
+    m->bucket[s] = (long)m->n;
+    m->n++;
+    return TB_OK;
+}
+
+/* Canonical key bytes of a decoded row (t->pk columns). */
+tb_code sqlcap_key(const sqlcap_tbl *t, const sqlcap_val *vals, tb_buf *out)
+{
+    tb_buf_reset(out);
+    for (size_t k = 0; k < t->npk; k++) {
+        const sqlcap_val *v = &vals[t->pk[k]];
+        uint8_t tag = (uint8_t)v->type, b[8];
+        if (tb_buf_append(out, &tag, 1) != TB_OK)
+            return TB_ERR_NOMEM;
+        if (v->type == SQLCAP_INT || v->type == SQLCAP_REAL) {
+            uint64_t u;
+            if (v->type == SQLCAP_INT)
+                u = (uint64_t)v->i ^ 0x8000000000000000ull;
+            else
+                memcpy(&u, &v->d, 8);
+            for (int i = 0; i < 8; i++)
+                b[i] = (uint8_t)(u >> (56 - 8 * i));
+            if (tb_buf_append(out, b, 8) != TB_OK)
+                return TB_ERR_NOMEM;
+        } else if (v->type == SQLCAP_TEXT || v->type == SQLCAP_BLOB) {
+            uint32_t n = (uint32_t)v->n;
+            for (int i = 0; i < 4; i++)
+                b[i] = (uint8_t)(n >> (24 - 8 * i));
+            if (tb_buf_append(out, b, 4) != TB_OK || (v->n && tb_buf_append(out, v->p, v->n) != TB_OK))
+                return TB_ERR_NOMEM;
+        }
+    }
+    return TB_OK;
+}
+
+/* ---------------------------------------------------------------- events */
+
+void sqlcap_set_val(evt_event *ev, evt_image img, size_t c, bool blob_col, const sqlcap_val *v)
+{
+    switch (v->type) {
+    case SQLCAP_NULL: evt_set_null(ev, img, c); break;
+    case SQLCAP_INT: evt_set_int(ev, img, c, v->i); break;
+    case SQLCAP_REAL: evt_set_double(ev, img, c, v->d); break;
+    default:
+        /* TEXT and BLOB by the declared type (DESIGN 5, SQLite dynamic typing):
+         * bytes in a BLOB-declared column, a string of the same bytes elsewhere */
+        if (blob_col)
+            evt_set_bytes(ev, img, c, v->p, v->n);
+        else
+            evt_set_string(ev, img, c, (const char *)v->p, v->n);
+        break;
+    }
+}
+
+/* events kept for reuse: about two batches are queued at a time (read ahead) */
+#define SQLCAP_EVPOOL 4096
+
+void sqlcap_evpool_put(sqlcap_evpool *p, evt_event *ev)
+{
+    if (!ev)
+        return;
+    if (p->n >= SQLCAP_EVPOOL) {
+        evt_event_free(ev);
+        return;
+    }
+    if (p->n == p->cap) {
+        size_t nc = p->cap ? p->cap * 2 : 256;
+        evt_event **nv = realloc(p->v, nc * sizeof *nv);
+        if (!nv) {
+            evt_event_free(ev);
+            return;
+        }
+        p->v = nv;
+        p->cap = nc;
+    }
+    p->v[p->n++] = ev;
+}
+
+void sqlcap_evpool_free(sqlcap_evpool *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        evt_event_free(p->v[i]);
+    free(p->v);
+    memset(p, 0, sizeof *p);
+}
+
+evt_event *sqlcap_make_event(sqlcap_evpool *p, const sqlcap_tbl *t, evt_op op, const sqlcap_val *before,
+                             const sqlcap_val *after)
+{
+    evt_event *ev;
+    if (p && p->n) {
+        /* a recycled event: its memory (images, arena) is reused, and with the same
+         * table its reference is kept (no malloc/free and atomic pair per event) */
+        ev = p->v[--p->n];
+        evt_event_reset(ev, op, t->et);
+        const tb_error *fe = evt_event_error(ev);
+        if (fe && fe->code == TB_ERR_NOMEM) { /* as evt_event_new */
+            evt_event_free(ev);
+            return NULL;
+        }
+    } else if (!(ev = evt_event_new(op, t->et))) {
+        return NULL;
+    }
+    evt_event_set_connector(ev, EVT_CONN_SQLITE);
+    for (int img = 0; img < 2; img++) {
+        const sqlcap_val *v = img == 0 ? before : after;
+        if (!v)
+            continue;
+        for (size_t c = 0; c < t->ncols; c++)
+            sqlcap_set_val(ev, (evt_image)img, c, evt_table_column(t->et, c)->type == EVT_T_SQLITE_BLOB, &v[c]);
+    }
+    return ev;
+}
+
+tb_code sqlcap_evpush(sqlcap_evlist *l, evt_event *ev)
+{
+    if (!ev)
+        return TB_ERR_NOMEM;
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 64;
+        evt_event **nv = realloc(l->v, nc * sizeof *nv);
+        if (!nv) {
+            evt_event_free(ev);
+            return TB_ERR_NOMEM;
+        }
+        l->v = nv;
+        l->cap = nc;
+    }
+    l->v[l->n++] = ev;
+    return TB_OK;
+}
+
+void sqlcap_evlist_clear(sqlcap_evlist *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        evt_event_free(l->v[i]);
+    l->n = l->next = 0;
+}
