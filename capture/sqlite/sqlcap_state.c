@@ -627,8 +627,11 @@ static bool sqlcap_img_push(sqlcap *c, uint8_t *img)
 }
 
 /* One more slab of image buffers onto the free list: SQLCAP_IMGSLAB bytes,
- * aligned so the kernel can back it with one huge page (a first touch of 512
- * separately malloc'd 4 KiB buffers is 512 page faults). */
+ * aligned so sqlcap_img_slab finds a buffer's slab by masking its address.
+ * Not MADV_HUGEPAGE: with this machine's defrag=madvise each huge-page fault
+ * compacts and zeroes 2 MiB synchronously; that cost a mode B drain ~25% of
+ * its wall time and made it vary (drains 0.18-0.30 s vs 0.17-0.21 s without,
+ * 7.8k vs 12.5k minor faults; bench_sqlcap mode B 201k-208k vs 269k-291k). */
 static void sqlcap_img_slab_new(sqlcap *c)
 {
     size_t sz = SQLCAP_IMGSLAB;
@@ -642,7 +645,6 @@ static void sqlcap_img_slab_new(sqlcap *c)
         munmap(p, (size_t)(a - p));
     if (a + sz < p + 2 * sz)
         munmap(a + sz, (size_t)(p + 2 * sz - (a + sz)));
-    (void)madvise(a, sz, MADV_HUGEPAGE);
     c->imgslab[c->nimgslab++] = a;
     for (size_t off = sz; off >= c->pg.pgsz; off -= c->pg.pgsz)
         if (!sqlcap_img_push(c, a + off - c->pg.pgsz))
