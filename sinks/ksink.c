@@ -113,16 +113,17 @@ ksink_tx *ksink_tail(ksink *ks)
     return ks->count ? &ks->ring[(ks->head + ks->count - 1) & (ks->cap - 1)] : NULL;
 }
 
-/* Doubles a ring of cap elements of elem bytes (cap 0: initial), oldest at
- * *head, unwrapped to index 0; the new slots are zeroed. All cap old slots
- * move (free ones may hold reusable buffers). NULL-safe on failure: the old
- * ring is kept. */
-static bool ksink_ring_grow(void **ring, size_t elem, size_t *cap, size_t *head, size_t initial)
+/* ring (cap elements of elem bytes, the oldest at *head) doubled (cap 0: to
+ * initial) and unwrapped so the oldest is at index 0; the new slots are
+ * zeroed. All cap old slots move (free ones may hold reusable buffers).
+ * Returns the new ring (ring freed, *cap and *head updated), or NULL when out
+ * of memory (ring, *cap and *head unchanged). */
+static void *ksink_ring_grow(void *ring, size_t elem, size_t *cap, size_t *head, size_t initial)
 {
     size_t ncap = *cap ? *cap * 2 : initial;
-    char *nr = malloc(ncap * elem), *old = *ring;
+    char *nr = malloc(ncap * elem), *old = ring;
     if (!nr)
-        return false;
+        return NULL;
     size_t first = *cap - *head; /* slots from head to the end of the old ring */
     if (*cap) {
         memcpy(nr, old + *head * elem, first * elem);
@@ -130,10 +131,9 @@ static bool ksink_ring_grow(void **ring, size_t elem, size_t *cap, size_t *head,
     }
     memset(nr + *cap * elem, 0, (ncap - *cap) * elem);
     free(old);
-    *ring = nr;
     *cap = ncap;
     *head = 0;
-    return true;
+    return nr;
 }
 
 /* The open transaction, starting one when the last one is closed. */
@@ -142,9 +142,13 @@ static ksink_tx *ksink_cur_tx(ksink *ks, tb_error *err)
     ksink_tx *t = ksink_tail(ks);
     if (t && !t->closed)
         return t;
-    if (ks->count == ks->cap && !ksink_ring_grow((void **)&ks->ring, sizeof(*ks->ring), &ks->cap, &ks->head, 1024)) {
-        tb_error_set(err, TB_ERR_NOMEM, false, "in-flight tracker: out of memory (%zu transactions)", ks->count);
-        return NULL;
+    if (ks->count == ks->cap) {
+        ksink_tx *nr = ksink_ring_grow(ks->ring, sizeof(*ks->ring), &ks->cap, &ks->head, 1024);
+        if (!nr) {
+            tb_error_set(err, TB_ERR_NOMEM, false, "in-flight tracker: out of memory (%zu transactions)", ks->count);
+            return NULL;
+        }
+        ks->ring = nr;
     }
     if (ks->count == 0)
         ks->head_seq = ks->next_seq;
@@ -180,7 +184,8 @@ static tb_code ksink_str_assign(char **buf, const char *s)
 }
 
 /* tb_position_copy without an allocation per transaction: dst's strings are
- * reused. On failure dst is left a valid position. */
+ * reused. On failure dst is left kind NONE (never half old, half new), still
+ * owning its buffers. */
 static tb_code ksink_pos_assign(tb_position *dst, const tb_position *src)
 {
     char *file = dst->file, *gtid = dst->gtid_set;
@@ -190,6 +195,8 @@ static tb_code ksink_pos_assign(tb_position *dst, const tb_position *src)
     *dst = *src;
     dst->file = file;
     dst->gtid_set = gtid;
+    if (rc != TB_OK)
+        dst->kind = TB_POS_NONE;
     return rc;
 }
 
@@ -203,8 +210,12 @@ static tb_code ksink_keep_pos(ksink *ks, uint64_t seq, const tb_position *pos)
     if (ks->count > KSINK_MARK_EVERY && ks->mcount &&
         seq - ks->marks[(ks->mhead + ks->mcount - 1) & (ks->mcap - 1)].seq < KSINK_MARK_EVERY)
         return TB_OK;
-    if (ks->mcount == ks->mcap && !ksink_ring_grow((void **)&ks->marks, sizeof(*ks->marks), &ks->mcap, &ks->mhead, 64))
-        return TB_ERR_NOMEM;
+    if (ks->mcount == ks->mcap) {
+        ksink_mark *nm = ksink_ring_grow(ks->marks, sizeof(*ks->marks), &ks->mcap, &ks->mhead, 64);
+        if (!nm)
+            return TB_ERR_NOMEM;
+        ks->marks = nm;
+    }
     ksink_mark *m = &ks->marks[(ks->mhead + ks->mcount) & (ks->mcap - 1)];
     if ((rc = ksink_pos_assign(&m->pos, pos)) != TB_OK)
         return rc;
@@ -236,7 +247,8 @@ static void ksink_advance(ksink *ks)
         ks->mcount--;
     }
     if (popped == ks->last_seq) {
-        /* exact; on a failed copy the previous committable stays (it is older, so still safe) */
+        /* exact; on a failed copy committable is NONE until the next advance, so no
+         * commit happens meanwhile (the stored position stays behind, which is safe) */
         (void)ksink_pos_assign(&ks->committable, &ks->last_pos);
     } else if (newest) {
         tb_position old = ks->committable; /* swapped: the mark keeps the old strings for reuse */

@@ -134,16 +134,23 @@ void sqlcap_map_free(sqlcap_map *m)
     memset(m, 0, sizeof *m);
 }
 
+void *sqlcap_grow(void *v, size_t n, size_t *cap, size_t elem, size_t first)
+{
+    if (n < *cap)
+        return v;
+    size_t nc = *cap ? *cap * 2 : first;
+    void *nv = realloc(v, nc * elem);
+    if (nv)
+        *cap = nc;
+    return nv;
+}
+
 tb_code sqlcap_u32s_grow(sqlcap_u32s *l, uint32_t x)
 {
-    if (l->n == l->cap) {
-        size_t ncap = l->cap ? l->cap * 2 : 16;
-        uint32_t *nv = realloc(l->v, ncap * sizeof *nv);
-        if (!nv)
-            return TB_ERR_NOMEM;
-        l->v = nv;
-        l->cap = ncap;
-    }
+    uint32_t *nv = sqlcap_grow(l->v, l->n, &l->cap, sizeof *nv, 16);
+    if (!nv)
+        return TB_ERR_NOMEM;
+    l->v = nv;
     l->v[l->n++] = x;
     return TB_OK;
 }

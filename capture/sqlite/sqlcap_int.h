@@ -153,6 +153,11 @@ tb_code sqlcap_wal_read_page(int walfd, uint32_t pgsz, uint32_t frame, uint8_t *
  * that source is), else the page is read into buf (pgsz bytes) and *out = buf. */
 tb_code sqlcap_view_ptr(const sqlcap_view *v, uint32_t pgno, uint8_t *buf, const uint8_t **out, tb_error *err);
 
+/* The array v (n elements of elem bytes, capacity *cap) with room for one
+ * more: v itself, or v moved to twice the capacity (first when *cap is 0),
+ * *cap updated. NULL when out of memory: v and *cap are left as they were. */
+void *sqlcap_grow(void *v, size_t n, size_t *cap, size_t elem, size_t first);
+
 /* A growable list of page numbers. */
 typedef struct sqlcap_u32s {
     uint32_t *v;

@@ -67,14 +67,10 @@ static tb_code sqlcap_piece_add(sqlcap *c, size_t off, const void *ptr, size_t l
         last->len += len; /* adjacent iobuf bytes: one piece */
         return TB_OK;
     }
-    if (c->npieces == c->cappieces) {
-        size_t nc = c->cappieces ? c->cappieces * 2 : 1024;
-        sqlcap_piece *nv = realloc(c->pieces, nc * sizeof *nv);
-        if (!nv)
-            return TB_ERR_NOMEM;
-        c->pieces = nv;
-        c->cappieces = nc;
-    }
+    sqlcap_piece *nv = sqlcap_grow(c->pieces, c->npieces, &c->cappieces, sizeof *nv, 1024);
+    if (!nv)
+        return TB_ERR_NOMEM;
+    c->pieces = nv;
     c->pieces[c->npieces++] = (sqlcap_piece){off, ptr, len};
     return TB_OK;
 }

@@ -67,14 +67,10 @@ tb_code sqlcap_rowmap_add(sqlcap_rowmap *m, const uint8_t *k, size_t kn, const u
         m->bucket = b;
         m->nb = nb;
     }
-    if (m->n == m->cap) {
-        size_t nc = m->cap ? m->cap * 2 : 256;
-        sqlcap_rowent *ne = realloc(m->e, nc * sizeof *ne);
-        if (!ne)
-            return TB_ERR_NOMEM;
-        m->e = ne;
-        m->cap = nc;
-    }
+    sqlcap_rowent *ne = sqlcap_grow(m->e, m->n, &m->cap, sizeof *ne, 256);
+    if (!ne)
+        return TB_ERR_NOMEM;
+    m->e = ne;
     uint64_t h = sqlcap_hash(k, kn);
     sqlcap_rowent *e = &m->e[m->n];
     e->h = h;
@@ -155,16 +151,12 @@ void sqlcap_evpool_put(sqlcap_evpool *p, evt_event *ev)
         evt_event_free(ev);
         return;
     }
-    if (p->n == p->cap) {
-        size_t nc = p->cap ? p->cap * 2 : 256;
-        evt_event **nv = realloc(p->v, nc * sizeof *nv);
-        if (!nv) {
-            evt_event_free(ev);
-            return;
-        }
-        p->v = nv;
-        p->cap = nc;
+    evt_event **nv = sqlcap_grow(p->v, p->n, &p->cap, sizeof *nv, 256);
+    if (!nv) {
+        evt_event_free(ev);
+        return;
     }
+    p->v = nv;
     p->v[p->n++] = ev;
 }
 
@@ -208,16 +200,12 @@ tb_code sqlcap_evpush(sqlcap_evlist *l, evt_event *ev)
 {
     if (!ev)
         return TB_ERR_NOMEM;
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 64;
-        evt_event **nv = realloc(l->v, nc * sizeof *nv);
-        if (!nv) {
-            evt_event_free(ev);
-            return TB_ERR_NOMEM;
-        }
-        l->v = nv;
-        l->cap = nc;
+    evt_event **nv = sqlcap_grow(l->v, l->n, &l->cap, sizeof *nv, 64);
+    if (!nv) {
+        evt_event_free(ev);
+        return TB_ERR_NOMEM;
     }
+    l->v = nv;
     l->v[l->n++] = ev;
     return TB_OK;
 }

@@ -358,16 +358,12 @@ static tb_code sqlcap_schema_row(void *opaque, uint32_t pgno, int64_t rowid, con
         sqlcap_tbl_free(t);
         return tb_error_set(err, TB_ERR_NOMEM, false, "sqlite_schema: out of memory");
     }
-    if (x->out->n == x->out->cap) {
-        size_t nc = x->out->cap ? x->out->cap * 2 : 8;
-        sqlcap_tbl **nt = realloc(x->out->tbls, nc * sizeof *nt);
-        if (!nt) {
-            sqlcap_tbl_free(t);
-            return tb_error_set(err, TB_ERR_NOMEM, false, "sqlite_schema: out of memory");
-        }
-        x->out->tbls = nt;
-        x->out->cap = nc;
+    sqlcap_tbl **nt = sqlcap_grow(x->out->tbls, x->out->n, &x->out->cap, sizeof *nt, 8);
+    if (!nt) {
+        sqlcap_tbl_free(t);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "sqlite_schema: out of memory");
     }
+    x->out->tbls = nt;
     x->out->tbls[x->out->n++] = t;
     const sqlcap_tbl *prev = sqlcap_schema_find(x->prev, t->name);
     t->id = prev ? prev->id : (*x->next_id)++;

@@ -614,14 +614,10 @@ static int sqlcap_img_slab(const sqlcap *c, const uint8_t *img)
 
 static bool sqlcap_img_push(sqlcap *c, uint8_t *img)
 {
-    if (c->nimgfree == c->capimgfree) {
-        size_t nc = c->capimgfree ? c->capimgfree * 2 : 512;
-        uint8_t **nv = realloc(c->imgfree, nc * sizeof *nv);
-        if (!nv)
-            return false;
-        c->imgfree = nv;
-        c->capimgfree = nc;
-    }
+    uint8_t **nv = sqlcap_grow(c->imgfree, c->nimgfree, &c->capimgfree, sizeof *nv, 512);
+    if (!nv)
+        return false;
+    c->imgfree = nv;
     c->imgfree[c->nimgfree++] = img;
     return true;
 }
@@ -688,14 +684,10 @@ static tb_code sqlcap_overlay_txn(sqlcap *c, const sqlcap_map *txn, uint32_t npa
                 return tb_error_set(err, TB_ERR_NOMEM, false, "overlay: out of memory");
         return TB_OK;
     }
-    if (c->nun == c->capun) {
-        size_t nc = c->capun ? c->capun * 2 : 64;
-        sqlcap_untx *nu = realloc(c->un, nc * sizeof *nu);
-        if (!nu)
-            return tb_error_set(err, TB_ERR_NOMEM, false, "shadow queue: out of memory");
-        c->un = nu;
-        c->capun = nc;
-    }
+    sqlcap_untx *nu = sqlcap_grow(c->un, c->nun, &c->capun, sizeof *nu, 64);
+    if (!nu)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "shadow queue: out of memory");
+    c->un = nu;
     sqlcap_untx *u = &c->un[c->nun];
     memset(u, 0, sizeof *u);
     tb_position_init(&u->pos);
@@ -764,16 +756,12 @@ tb_code sqlcap_apply_txn(sqlcap *c, sqlcap_map *txn, uint32_t frame, uint32_t ck
     if ((rc = sqlcap_pend_ahead(c, err)) != TB_OK)
         goto out;
     for (size_t i = 0; i < tmp.n; i++) {
-        if (c->evq.n == c->evq.cap) {
-            size_t nc = c->evq.cap ? c->evq.cap * 2 : 256;
-            evt_event **nv = realloc(c->evq.v, nc * sizeof *nv);
-            if (!nv) {
-                rc = tb_error_set(err, TB_ERR_NOMEM, false, "event queue: out of memory");
-                goto out;
-            }
-            c->evq.v = nv;
-            c->evq.cap = nc;
+        evt_event **nv = sqlcap_grow(c->evq.v, c->evq.n, &c->evq.cap, sizeof *nv, 256);
+        if (!nv) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "event queue: out of memory");
+            goto out;
         }
+        c->evq.v = nv;
         c->evq.v[c->evq.n++] = tmp.v[i];
         tmp.v[i] = NULL;
         c->st.events++;

@@ -343,17 +343,13 @@ tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err)
         evt_event_set_position(ev, &pos);
         evt_event_set_last_in_tx(ev, true);
         evt_event_set_commit_ts_ms(ev, seen_ms);
-        if (c->evq.n == c->evq.cap) {
-            size_t nc = c->evq.cap ? c->evq.cap * 2 : 256;
-            evt_event **nv = realloc(c->evq.v, nc * sizeof *nv);
-            if (!nv) {
-                evt_event_free(ev);
-                rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-                break;
-            }
-            c->evq.v = nv;
-            c->evq.cap = nc;
+        evt_event **nv = sqlcap_grow(c->evq.v, c->evq.n, &c->evq.cap, sizeof *nv, 256);
+        if (!nv) {
+            evt_event_free(ev);
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            break;
         }
+        c->evq.v = nv;
         c->evq.v[c->evq.n++] = ev;
         c->st.events++;
         c->st.txns++;
