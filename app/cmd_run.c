@@ -306,6 +306,11 @@ static tb_code run_pin_start(run_ctx *r, tb_error *err)
     return rc;
 }
 
+static tb_code run_source_next(run_ctx *r, int timeout_ms, evt_event **ev, tb_error *err)
+{
+    return r->binlog ? binlog_next(r->binlog, timeout_ms, ev, err) : sqlcap_next(r->sqlite, timeout_ms, ev, err);
+}
+
 /* Stream from an open source until stopped or failed. A stop request lets an
  * unfinished source transaction end first (at most RUN_STOP_TX_MS), so that
  * the position committed at shutdown covers everything sent. */
@@ -326,10 +331,14 @@ static tb_code run_stream(run_ctx *r, tb_error *err)
             }
         }
         evt_event *ev = NULL;
-        if (r->binlog)
-            rc = binlog_next(r->binlog, RUN_POLL_MS, &ev, err);
-        else
-            rc = sqlcap_next(r->sqlite, RUN_POLL_MS, &ev, err);
+        /* Messages staged in the sink go to Kafka before waiting for the
+         * source: first ask it without waiting, then hand them over. */
+        bool staged = r->use_kafka && ksink_staged(r->ks) > 0;
+        rc = run_source_next(r, staged ? 0 : RUN_POLL_MS, &ev, err);
+        if (rc == TB_OK && !ev && staged) {
+            ksink_kick(r->ks);
+            rc = run_source_next(r, RUN_POLL_MS, &ev, err);
+        }
         if (rc != TB_OK)
             return rc;
         if (ev && r->inc && (rc = run_incremental(r, ev, err)) != TB_OK)

@@ -224,7 +224,7 @@ static tb_code ksink_keep_pos(ksink *ks, uint64_t seq, const tb_position *pos)
     return TB_OK;
 }
 
-static void ksink_advance(ksink *ks)
+void ksink_advance(ksink *ks)
 {
     if (ks->eos)
         return; /* positions move only at commit_transaction */
@@ -346,30 +346,6 @@ static tb_code ksink_aux_ensure(ksink *ks, ksink_aux_topic *a, int partitions, b
 
 /* ------------------------------------------------------------ produce */
 
-/* Hand one message to librdkafka, polling while the queue is full. */
-static tb_code ksink_produce(ksink *ks, rd_kafka_topic_t *rkt, int32_t partition, const char *key, size_t klen,
-                             const char *value, size_t vlen, uint64_t seq, tb_error *err)
-{
-    for (;;) {
-        rd_kafka_resp_err_t rerr = rd_kafka_producev(
-            ks->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(partition),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_VALUE((void *)value, vlen),
-            RD_KAFKA_V_OPAQUE((void *)(uintptr_t)seq), RD_KAFKA_V_TIMESTAMP(ks->msg_ts_ms), RD_KAFKA_V_END);
-        if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR)
-            break;
-        if (rerr != RD_KAFKA_RESP_ERR__QUEUE_FULL)
-            return ksink_kafka_error(err, rerr, "produce to topic %s, key %.*s", rd_kafka_topic_name(rkt),
-                                     (int)(klen > KSINK_KEY_SHOW ? KSINK_KEY_SHOW : klen), key);
-        rd_kafka_poll(ks->rk, 10); /* backpressure: serve delivery reports, never drop */
-        ksink_advance(ks);
-        if (ks->failed)
-            return ksink_failed(ks, err);
-    }
-    ks->st.messages++;
-    ks->st.bytes += klen + vlen;
-    return TB_OK;
-}
-
 static tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_t klen,
                                      const char *value, size_t vlen, tb_error *err)
 {
@@ -377,7 +353,7 @@ static tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, const cha
     if (!t)
         return TB_ERR_NOMEM;
     uint64_t seq = ks->next_seq - 1; /* t is the newest slot */
-    tb_code rc = ksink_produce(ks, rkt, RD_KAFKA_PARTITION_UA, key, klen, value, vlen, seq, err);
+    tb_code rc = ksink_stage_add(ks, rkt, key, klen, value, vlen, seq, err);
     if (rc == TB_OK) { /* the ring may have moved while polling: find the slot again */
         ksink_tx *cur = &ks->ring[(ks->head + (seq - ks->head_seq)) & (ks->cap - 1)];
         cur->pending++;
@@ -441,7 +417,7 @@ static tb_code ksink_prepare_table(ksink *ks, evt_table *t, ksink_table **out, t
 static tb_code ksink_oversized(ksink *ks, const evt_event *e, const char *topic, const evt_msg *m, tb_error *err)
 {
     tb_code rc = TB_OK;
-    size_t size = m->key_len + m->value_len;
+    size_t size = m->key_len + m->value_len, framed = size + KSINK_RECORD_OVERHEAD; /* as librdkafka counts */
     tb_buf pos, rec;
     tb_buf_init(&pos, 0);
     tb_buf_init(&rec, 0);
@@ -449,10 +425,10 @@ static tb_code ksink_oversized(ksink *ks, const evt_event *e, const char *topic,
     tb_position_format(evt_event_position(e), &pos);
     if (ks->oversize == KSINK_OVERSIZE_FAIL) {
         rc = tb_error_set(err, TB_ERR_INVALID, false,
-                          "message for topic %s, key %.*s at position %s is %zu bytes, over message.max.bytes=%ld "
-                          "(oversize.policy=fail; use dlq or skip, or raise kafka.message.max.bytes and the topic's "
-                          "max.message.bytes)",
-                          topic, kshow, m->key, tb_buf_cstr(&pos), size, ks->max_bytes);
+                          "message for topic %s, key %.*s at position %s is %zu bytes with its record framing, over "
+                          "message.max.bytes=%ld (oversize.policy=fail; use dlq or skip, or raise "
+                          "kafka.message.max.bytes and the topic's max.message.bytes)",
+                          topic, kshow, m->key, tb_buf_cstr(&pos), framed, ks->max_bytes);
         goto out;
     }
     if (ks->oversize == KSINK_OVERSIZE_DLQ) {
@@ -479,19 +455,21 @@ static tb_code ksink_oversized(ksink *ks, const evt_event *e, const char *topic,
                               kshow, m->key);
             goto out;
         }
-        if (m->key_len + rec.len > (size_t)ks->max_bytes) {
+        if (m->key_len + rec.len + KSINK_RECORD_OVERHEAD > (size_t)ks->max_bytes) {
             rc = tb_error_set(err, TB_ERR_INVALID, false,
-                              "message for topic %s, key %.*s at position %s is %zu bytes and even its dead-letter "
-                              "record is over message.max.bytes=%ld",
-                              topic, kshow, m->key, tb_buf_cstr(&pos), size, ks->max_bytes);
+                              "message for topic %s, key %.*s at position %s is %zu bytes with its record framing "
+                              "and even its dead-letter record is over message.max.bytes=%ld",
+                              topic, kshow, m->key, tb_buf_cstr(&pos), framed, ks->max_bytes);
             goto out;
         }
         if ((rc = ksink_produce_tracked(ks, ks->dlq.rkt, m->key, m->key_len, rec.data, rec.len, err)) != TB_OK)
             goto out;
     }
     ks->st.oversized++;
-    TB_WARN("ksink", "message for topic %s, key %.*s at position %s is %zu bytes, over message.max.bytes=%ld: %s",
-            topic, kshow, m->key, tb_buf_cstr(&pos), size, ks->max_bytes,
+    TB_WARN("ksink",
+            "message for topic %s, key %.*s at position %s is %zu bytes with its record framing, over "
+            "message.max.bytes=%ld: %s",
+            topic, kshow, m->key, tb_buf_cstr(&pos), framed, ks->max_bytes,
             ks->oversize == KSINK_OVERSIZE_DLQ ? "written to the dead-letter topic instead" : "skipped");
 out:
     tb_buf_free(&pos);
@@ -525,9 +503,7 @@ tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err)
     ks->copts.now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     if ((rc = evt_render(&ks->copts, e, &ks->r, err)) != TB_OK)
         return rc;
-    ks->msg_ts_ms = ks->copts.now_ms; /* the Kafka timestamp is the envelope's ts_ms (librdkafka reads no clock) */
     rc = ksink_send_rendered(ks, e, te, err);
-    ks->msg_ts_ms = 0;
     if (rc == TB_OK)
         ks->st.events++;
     return rc;
@@ -539,7 +515,7 @@ static tb_code ksink_send_rendered(ksink *ks, const evt_event *e, ksink_table *t
     tb_code rc;
     for (size_t i = 0; i < ks->r.n; i++) {
         const evt_msg *m = &ks->r.msgs[i];
-        if (m->key_len + m->value_len > (size_t)ks->max_bytes) {
+        if (m->key_len + m->value_len + KSINK_RECORD_OVERHEAD > (size_t)ks->max_bytes) {
             if ((rc = ksink_oversized(ks, e, te->topic, m, err)) != TB_OK)
                 return rc;
             continue;
@@ -572,8 +548,21 @@ tb_code ksink_end_tx(ksink *ks, const tb_position *pos_after_tx, tb_error *err)
     return TB_OK;
 }
 
+void ksink_kick(ksink *ks)
+{
+    if (ks->stage.n > 0)
+        ksink_stage_flush(ks);
+}
+
+size_t ksink_staged(const ksink *ks)
+{
+    return ks->stage.n;
+}
+
 void ksink_poll(ksink *ks, int timeout_ms)
 {
+    if (timeout_ms > 0)
+        ksink_kick(ks);
     rd_kafka_poll(ks->rk, timeout_ms);
     ksink_advance(ks);
 }
@@ -590,6 +579,7 @@ bool ksink_commit_due(const ksink *ks)
 
 tb_code ksink_flush(ksink *ks, int timeout_ms, tb_error *err)
 {
+    ksink_kick(ks);
     rd_kafka_flush(ks->rk, timeout_ms);
     ksink_advance(ks);
     tb_code rc = ksink_failed(ks, err);
@@ -656,6 +646,9 @@ static tb_code ksink_commit_impl(ksink *ks, bool wait, tb_error *err)
         return rc;
     if (ks->eos)
         return ksink_commit_eos(ks, err);
+    ksink_kick(ks);
+    if ((rc = ksink_failed(ks, err)) != TB_OK)
+        return rc;
     rd_kafka_poll(ks->rk, 0);
     ksink_advance(ks);
     if (ks->committable.kind == TB_POS_NONE ||
@@ -868,6 +861,7 @@ void ksink_close(ksink *ks)
     if (ks->rk)
         rd_kafka_destroy(ks->rk);
     ksink_ring_free(ks);
+    ksink_stage_free(&ks->stage);
     evt_rendered_free(&ks->r);
     tb_buf_free(&ks->scratch);
     tb_buf_free(&ks->scratch2);

@@ -60,9 +60,22 @@
  *  transaction never becomes committable, and the next ksink_* call that
  *  returns a tb_code returns that error (TB_ERR_KAFKA, naming topic and key).
  *  Queue full: the sink polls and retries; it never drops a message.
+ *  Hand-over: a non-transactional sink stages the messages of one topic (up
+ *  to 256 messages or 256 KiB) and hands them to librdkafka in one call
+ *  (rd_kafka_produce_batch: one clock read, state check and topic lock per
+ *  batch, not per message). A staged message counts as produced: the position
+ *  cannot pass it until it is acknowledged. The stage goes out when full, on
+ *  a message for another topic, and in ksink_kick(), ksink_poll() with a
+ *  wait, ksink_flush() and the commits; a caller about to wait for its source
+ *  calls ksink_kick() first (ksink_poll(ks, 0) does not hand it over, so a
+ *  loop that polls after every source transaction still batches). A message
+ *  librdkafka refuses at hand-over is reported like a failed delivery.
+ *  Record timestamp (Kafka CreateTime): the time the message was handed to
+ *  librdkafka, at or after the envelope's ts_ms (DESIGN 4, amended).
  *
  * OVERSIZED MESSAGES
- *  A message whose key + value exceed message.max.bytes (librdkafka's, default
+ *  A message whose key + value + record framing (36 bytes at most, as
+ *  librdkafka counts it) exceed message.max.bytes (librdkafka's, default
  *  1000000, i.e. kafka.message.max.bytes) follows oversize.policy:
  *    fail: ksink_send() returns TB_ERR_INVALID naming topic, key and position;
  *    dlq:  a record {"topic","key","position","size"} goes to <name>.dlq
@@ -104,6 +117,7 @@
  *    for each event e:  ksink_send(ks, e, &err);
  *      at the end of each source transaction: ksink_end_tx(ks, &pos_after);
  *      ksink_poll(ks, 0); every offsets.commit.interval.ms: ksink_commit(ks, &err);
+ *      before waiting for the source: ksink_kick(ks);
  *    at shutdown: ksink_flush(ks, 30000, &err); ksink_commit(ks, &err); ksink_close(ks);
  *  ksink_commit() does not look at the interval; ksink_commit_due() does.
  */
@@ -111,6 +125,7 @@
 #define KSINK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "cfg.h"
 #include "evt.h"
@@ -147,8 +162,17 @@ tb_code ksink_send_txmeta(ksink *ks, const char *key, size_t klen, const char *v
  * TB_ERR_NOMEM. */
 tb_code ksink_end_tx(ksink *ks, const tb_position *pos_after_tx, tb_error *err);
 
-/* Serve delivery reports and errors, waiting up to timeout_ms (0 = no wait). */
+/* Serve delivery reports and errors, waiting up to timeout_ms (0 = no wait;
+ * a wait hands the staged messages over first, as ksink_kick()). */
 void ksink_poll(ksink *ks, int timeout_ms);
+
+/* Hand the staged messages to librdkafka now (see DELIVERY AND POSITIONS);
+ * call it before waiting for the source, so they do not wait with it.
+ * A refusal is recorded and returned by the next call that returns a code. */
+void ksink_kick(ksink *ks);
+
+/* Messages staged and not yet handed to librdkafka. */
+size_t ksink_staged(const ksink *ks);
 
 /* The newest position whose transaction and all earlier ones are fully
  * acknowledged (exactly_once: the position of the last committed Kafka
@@ -184,7 +208,7 @@ tb_code ksink_flush(ksink *ks, int timeout_ms, tb_error *err);
 /* Counters for status and tests. */
 typedef struct ksink_stats {
     uint64_t events;         /* ksink_send calls that succeeded */
-    uint64_t messages;       /* messages handed to librdkafka (incl. schema, dlq) */
+    uint64_t messages;       /* messages handed to librdkafka or staged (incl. schema, dlq) */
     uint64_t acked;          /* messages acknowledged */
     uint64_t bytes;          /* key + value bytes handed to librdkafka */
     uint64_t oversized;      /* messages handled by oversize.policy dlq/skip */

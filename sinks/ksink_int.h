@@ -106,12 +106,20 @@ typedef struct ksink_aux_topic {
     bool ensured;
 } ksink_aux_topic;
 
+/* Messages of one topic waiting to be handed to librdkafka together (ksink_produce.c). */
+typedef struct ksink_stage {
+    rd_kafka_topic_t *rkt;   /* their topic (borrowed) */
+    rd_kafka_message_t *msgs; /* KSINK_STAGE_MSGS slots, allocated on first use */
+    char *bytes;             /* their keys and values, KSINK_STAGE_BYTES */
+    size_t n, used;
+} ksink_stage;
+
 struct ksink {
     const cfg *c;
     rd_kafka_t *rk;
     evt_codec_opts copts;
-    int64_t msg_ts_ms;      /* Kafka timestamp of the messages being produced; 0: librdkafka's clock */
     evt_rendered r;
+    ksink_stage stage;
     tb_buf scratch, scratch2;
 
     ksink_table *tabs;       /* open addressing, cap power of two */
@@ -145,6 +153,24 @@ struct ksink {
     uint64_t offs_sent, offs_acked;
     ksink_stats st;
 };
+
+/* Hand one message to librdkafka now (after the staged ones), polling while
+ * the queue is full. seq: the delivery opaque. */
+tb_code ksink_produce(ksink *ks, rd_kafka_topic_t *rkt, int32_t partition, const char *key, size_t klen,
+                      const char *value, size_t vlen, uint64_t seq, tb_error *err);
+/* Stage one message for rkt (partitioned by librdkafka); produced directly
+ * with exactly_once and when large. Copies key and value. */
+tb_code ksink_stage_add(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_t klen, const char *value,
+                        size_t vlen, uint64_t seq, tb_error *err);
+/* Hand the staged messages over; a refused one records the sink's failure. */
+void ksink_stage_flush(ksink *ks);
+void ksink_stage_free(ksink_stage *s);
+/* Pop the acknowledged transactions; move committable (ksink.c). */
+void ksink_advance(ksink *ks);
+/* librdkafka's largest framing of one record besides key and value
+ * (RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD: seven varints and the attributes byte):
+ * it refuses a message when key + value + this exceeds message.max.bytes. */
+#define KSINK_RECORD_OVERHEAD 36
 
 /* The recorded failure (copied into err) or TB_OK. */
 tb_code ksink_failed(const ksink *ks, tb_error *err);

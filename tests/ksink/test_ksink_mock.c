@@ -23,6 +23,7 @@
 
 #include <librdkafka/rdkafka_mock.h>
 #include <pthread.h>
+#include <time.h>
 
 #include "tb_log.h"
 
@@ -101,7 +102,12 @@ Test(mock, messages_in_order)
     kt_send_tx(ks, e2, 250);
     kt_send_tx(ks, e3, 350);
     kt_send_tx(ks, e4, 450);
+    cr_assert_gt(ksink_staged(ks), 0, "messages of one topic are staged");
     flush_ok(ks);
+    struct timespec after;
+    clock_gettime(CLOCK_REALTIME, &after);
+    int64_t after_ms = (int64_t)after.tv_sec * 1000 + after.tv_nsec / 1000000;
+    cr_assert_eq(ksink_staged(ks), 0, "a flush hands the stage over");
     const tb_position *p = ksink_committable(ks);
     cr_assert_eq(p->kind, TB_POS_MYSQL);
     cr_assert_eq(p->pos, 450);
@@ -126,15 +132,19 @@ Test(mock, messages_in_order)
     cr_expect(strstr(ms.m[2].value, "\"op\":\"d\"") != NULL, "%s", ms.m[2].value);
     cr_expect(strstr(ms.m[4].value, "\"op\":\"c\"") != NULL, "%s", ms.m[4].value);
     cr_expect(strstr(ms.m[5].value, "\"op\":\"d\"") != NULL, "%s", ms.m[5].value);
-    /* the Kafka timestamp of a message is its envelope's ts_ms (processing time, ms) */
+    /* the Kafka timestamp of a message is the time it was handed to librdkafka:
+     * not before its envelope's ts_ms (read from the coarse clock, which never
+     * runs ahead of the precise one), not after the flush returned */
     for (size_t i = 0; i < ms.n; i++) {
         if (!ms.m[i].value)
             continue;
         const char *ts = strstr(ms.m[i].value, "\"op\":");
         ts = ts ? strstr(ts, "\"ts_ms\":") : NULL;
         cr_assert_not_null(ts, "%s", ms.m[i].value);
-        cr_expect_eq(ms.m[i].timestamp, atoll(ts + 8), "message %zu: timestamp %lld, envelope %s", i,
-                     (long long)ms.m[i].timestamp, ms.m[i].value);
+        cr_expect_geq(ms.m[i].timestamp, atoll(ts + 8), "message %zu: timestamp %lld, envelope %s", i,
+                      (long long)ms.m[i].timestamp, ms.m[i].value);
+        cr_expect_leq(ms.m[i].timestamp, after_ms, "message %zu: timestamp %lld after the flush (%lld)", i,
+                      (long long)ms.m[i].timestamp, (long long)after_ms);
     }
     kt_msgs_free(&ms);
 
@@ -355,6 +365,57 @@ static void oversize_run(const char *policy, tb_code want_send, size_t want_topi
     free(big);
     evt_event_free(small);
     evt_event_free(large);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+/* Messages just under message.max.bytes but over it with librdkafka's record
+ * framing: ksink_send() must apply the policy at once, never stage a message
+ * that librdkafka then refuses at hand-over (which would stop the sink). */
+Test(mock, oversize_framing_boundary)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    kt_set(c, "oversize.policy", "fail");
+    kt_set(c, "kafka.message.max.bytes", "2000");
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    char note[2000];
+    memset(note, 'x', sizeof note);
+    size_t accepted = 0, refused = 0;
+    for (size_t len = 1300; len < sizeof note; len++) {
+        evt_event *e = kt_event(t, EVT_OP_CREATE, 0, (int64_t)len, "edge", note, len, len);
+        tb_error err;
+        tb_error_clear(&err);
+        tb_code rc = ksink_send(ks, e, &err);
+        evt_event_free(e);
+        if (rc == TB_OK) {
+            cr_assert_eq(refused, 0, "note of %zu bytes accepted after a shorter one was refused", len);
+            accepted++;
+        } else {
+            cr_assert_eq(rc, TB_ERR_INVALID, "note of %zu bytes: %s", len, err.msg);
+            cr_assert(strstr(err.msg, "with its record framing") != NULL, "%s", err.msg);
+            refused++;
+        }
+    }
+    tb_position p;
+    kt_pos(&p, 5);
+    tb_error err;
+    cr_assert_eq(ksink_end_tx(ks, &p, &err), TB_OK, "%s", err.msg);
+    tb_position_free(&p);
+    cr_assert_gt(accepted, 0);
+    cr_assert_gt(refused, 0);
+    flush_ok(ks); /* no message refused at hand-over */
+    kt_msgs ms = kt_read_topic(m.bootstrap, m.topic, 1);
+    cr_assert_eq(ms.n, accepted);
+    for (size_t i = 0; i < ms.n; i++)
+        cr_assert_leq(strlen(ms.m[i].key) + strlen(ms.m[i].value) + 36, 2000, "message %zu", i);
+    cr_assert_eq(strlen(ms.m[ms.n - 1].key) + strlen(ms.m[ms.n - 1].value) + 36, 2000,
+                 "the largest accepted message is exactly at the limit");
+    kt_msgs_free(&ms);
     evt_table_unref(t);
     ksink_close(ks);
     cfg_free(c);

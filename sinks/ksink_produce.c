@@ -1,0 +1,143 @@
+/*
+ * ksink_produce.c: handing messages to librdkafka.
+ *
+ * ksink_produce() hands one message over at once (rd_kafka_producev). The
+ * stage gathers the messages of a non-transactional sink, up to
+ * KSINK_STAGE_MSGS messages or KSINK_STAGE_BYTES bytes of one topic, and
+ * hands them over in one rd_kafka_produce_batch() call: librdkafka then reads
+ * its clock, checks the producer's state and takes the topic's lock once per
+ * batch instead of once per message (15% of the thread that renders and
+ * produces, bench/ksink_bench.sh). Hand-over order is kept: anything produced
+ * directly, or to another topic, flushes the stage first.
+ *
+ * A staged message counts as produced (ksink_stats.messages, its
+ * transaction's pending count) from ksink_stage_add() on, so the position
+ * cannot pass it before it is acknowledged. The stage is flushed when full,
+ * by ksink_kick(), ksink_poll() with a wait, ksink_flush() and the commits;
+ * a caller about to wait for its source calls ksink_kick() (ksink.h).
+ * A message librdkafka refuses at flush time (other than "queue full", which
+ * polls and retries) records the sink's failure, like a failed delivery: the
+ * next ksink_* call returns it and the position stays before the message.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ksink_int.h"
+
+#define KSINK_STAGE_MSGS 256
+#define KSINK_STAGE_BYTES (256 * 1024)
+#define KSINK_STAGE_BIG (16 * 1024) /* larger messages go over directly */
+
+tb_code ksink_produce(ksink *ks, rd_kafka_topic_t *rkt, int32_t partition, const char *key, size_t klen,
+                      const char *value, size_t vlen, uint64_t seq, tb_error *err)
+{
+    if (ks->stage.n > 0) {
+        ksink_stage_flush(ks);
+        if (ks->failed)
+            return ksink_failed(ks, err);
+    }
+    for (;;) {
+        rd_kafka_resp_err_t rerr = rd_kafka_producev(
+            ks->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(partition),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_VALUE((void *)value, vlen),
+            RD_KAFKA_V_OPAQUE((void *)(uintptr_t)seq), RD_KAFKA_V_END);
+        if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR)
+            break;
+        if (rerr != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            return ksink_kafka_error(err, rerr, "produce to topic %s, key %.*s", rd_kafka_topic_name(rkt),
+                                     (int)(klen > KSINK_KEY_SHOW ? KSINK_KEY_SHOW : klen), key);
+        rd_kafka_poll(ks->rk, 10); /* backpressure: serve delivery reports, never drop */
+        ksink_advance(ks);
+        if (ks->failed)
+            return ksink_failed(ks, err);
+    }
+    ks->st.messages++;
+    ks->st.bytes += klen + vlen;
+    return TB_OK;
+}
+
+tb_code ksink_stage_add(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_t klen, const char *value,
+                        size_t vlen, uint64_t seq, tb_error *err)
+{
+    ksink_stage *s = &ks->stage;
+    if (ks->eos || klen + vlen > KSINK_STAGE_BIG) /* a Kafka transaction reports errors at once */
+        return ksink_produce(ks, rkt, RD_KAFKA_PARTITION_UA, key, klen, value, vlen, seq, err);
+    if (!s->msgs) {
+        s->msgs = calloc(KSINK_STAGE_MSGS, sizeof(*s->msgs));
+        s->bytes = malloc(KSINK_STAGE_BYTES);
+        if (!s->msgs || !s->bytes) {
+            free(s->msgs);
+            free(s->bytes);
+            s->msgs = NULL;
+            s->bytes = NULL;
+            return tb_error_set(err, TB_ERR_NOMEM, false, "produce to topic %s: out of memory",
+                                rd_kafka_topic_name(rkt));
+        }
+    }
+    if (s->n > 0 && (s->rkt != rkt || s->n == KSINK_STAGE_MSGS || s->used + klen + vlen > KSINK_STAGE_BYTES)) {
+        ksink_stage_flush(ks);
+        if (ks->failed)
+            return ksink_failed(ks, err);
+    }
+    rd_kafka_message_t *m = &s->msgs[s->n++];
+    memset(m, 0, sizeof(*m));
+    m->partition = RD_KAFKA_PARTITION_UA;
+    m->key = s->bytes + s->used;
+    m->key_len = klen;
+    if (klen)
+        memcpy(m->key, key, klen);
+    s->used += klen;
+    if (value) { /* NULL: a tombstone */
+        m->payload = s->bytes + s->used;
+        m->len = vlen;
+        memcpy(m->payload, value, vlen);
+        s->used += vlen;
+    }
+    m->_private = (void *)(uintptr_t)seq;
+    s->rkt = rkt;
+    ks->st.messages++;
+    ks->st.bytes += klen + vlen;
+    return TB_OK;
+}
+
+/* Record the first refused message as the sink's failure. */
+static void ksink_stage_refused(ksink *ks, const rd_kafka_message_t *m)
+{
+    if (ks->failed)
+        return;
+    ks->failed = true;
+    ksink_kafka_error(&ks->fail_err, m->err, "produce to topic %s, key %.*s", rd_kafka_topic_name(ks->stage.rkt),
+                      (int)(m->key_len > KSINK_KEY_SHOW ? KSINK_KEY_SHOW : m->key_len), (const char *)m->key);
+}
+
+void ksink_stage_flush(ksink *ks)
+{
+    ksink_stage *s = &ks->stage;
+    size_t done = 0;
+    while (done < s->n) {
+        rd_kafka_produce_batch(s->rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, s->msgs + done,
+                               (int)(s->n - done));
+        for (; done < s->n; done++) {
+            rd_kafka_resp_err_t e = s->msgs[done].err;
+            if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                break; /* this one and every later one: wait for room */
+            if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+                ksink_stage_refused(ks, &s->msgs[done]);
+        }
+        if (done < s->n) {
+            rd_kafka_poll(ks->rk, 10); /* backpressure: serve delivery reports, never drop */
+            ksink_advance(ks);
+            if (ks->failed)
+                break; /* the rest is never acknowledged: the position stays before it */
+        }
+    }
+    s->n = 0;
+    s->used = 0;
+}
+
+void ksink_stage_free(ksink_stage *s)
+{
+    free(s->msgs);
+    free(s->bytes);
+    memset(s, 0, sizeof(*s));
+}
