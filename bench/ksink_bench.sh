@@ -64,7 +64,7 @@ run_kcat() { # run number
     kcat -P -b "$broker" -t "$topic" -K $'\t' -l \
       -X enable.idempotence=true -X acks=all -X partitioner=murmur2_random \
       -X linger.ms=5 -X batch.num.messages=100000 -X batch.size=1000000 -X compression.type=lz4 \
-      -X queue.buffering.max.messages=1000000 -X queue.buffering.max.kbytes=1048576 "${kcat_sets[@]}" \
+      -X queue.buffering.max.messages=1000000 -X queue.buffering.max.kbytes=32768 "${kcat_sets[@]}" \
       "$work/lines.txt"
   read -r secs rss usr sys <"$work/time.txt"
   bytes="$(awk -F'\t' '{ b += length($0) - 1 } END { printf "%d", b }' "$work/lines.txt")"

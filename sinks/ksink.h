@@ -23,7 +23,9 @@
  *                                    under the broker's max.message.bytes)
  *    compression.type=lz4            cheap CPU, about 3x on JSON
  *    queue.buffering.max.messages=1000000
- *    queue.buffering.max.kbytes=1048576 (1 GiB local queue before backpressure)
+ *    queue.buffering.max.kbytes=32768 (32 MiB of queued messages before
+ *                                    backpressure: bounds memory; 1 GiB was
+ *                                    no faster, bench/ksink_bench.sh)
  *    client.id=<name>
  *  Every other kafka.* key is passed to librdkafka as is (e.g.
  *  kafka.bootstrap.servers, kafka.security.protocol). librdkafka's log goes

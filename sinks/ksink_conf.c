@@ -166,7 +166,7 @@ tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_
         {"batch.size", "1000000"},
         {"compression.type", "lz4"},
         {"queue.buffering.max.messages", "1000000"},
-        {"queue.buffering.max.kbytes", "1048576"},
+        {"queue.buffering.max.kbytes", "32768"},
     };
     struct { const char *k, *v; } defs_consumer[] = {
         {"client.id", client_id},
