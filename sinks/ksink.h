@@ -68,9 +68,11 @@
  *  batch, not per message). A staged message counts as produced: the position
  *  cannot pass it until it is acknowledged. The stage goes out when full, on
  *  a message for another topic, and in ksink_kick(), ksink_poll() with a
- *  wait, ksink_flush() and the commits; a caller about to wait for its source
- *  calls ksink_kick() first (ksink_poll(ks, 0) does not hand it over, so a
- *  loop that polls after every source transaction still batches). A message
+ *  wait, ksink_flush() and the commits; ksink_poll(ks, 0) hands it over only
+ *  once its first message is 1 ms old (so a loop that polls after every
+ *  source transaction still batches, and a source busy with events that
+ *  produce nothing cannot hold it); a caller about to wait for its source
+ *  calls ksink_kick() first. A message
  *  librdkafka refuses at hand-over is reported like a failed delivery.
  *  Record timestamp (Kafka CreateTime): the time the message was handed to
  *  librdkafka, at or after the envelope's ts_ms (DESIGN 4, amended).
@@ -164,8 +166,9 @@ tb_code ksink_send_txmeta(ksink *ks, const char *key, size_t klen, const char *v
  * TB_ERR_NOMEM. */
 tb_code ksink_end_tx(ksink *ks, const tb_position *pos_after_tx, tb_error *err);
 
-/* Serve delivery reports and errors, waiting up to timeout_ms (0 = no wait;
- * a wait hands the staged messages over first, as ksink_kick()). */
+/* Serve delivery reports and errors, waiting up to timeout_ms (0 = no wait).
+ * Hands the staged messages over first when it waits or when the first of
+ * them is 1 ms old. */
 void ksink_poll(ksink *ks, int timeout_ms);
 
 /* Hand the staged messages to librdkafka now (see DELIVERY AND POSITIONS);

@@ -112,6 +112,7 @@ typedef struct ksink_stage {
     rd_kafka_message_t *msgs; /* KSINK_STAGE_MSGS slots, allocated on first use */
     char *bytes;             /* their keys and values, KSINK_STAGE_BYTES */
     size_t n, used;
+    int64_t t0_ms;           /* ksink_now_ms() when the first of them was staged */
 } ksink_stage;
 
 struct ksink {
@@ -167,6 +168,9 @@ void ksink_stage_flush(ksink *ks);
 void ksink_stage_free(ksink_stage *s);
 /* Pop the acknowledged transactions; move committable (ksink.c). */
 void ksink_advance(ksink *ks);
+/* ksink_poll(ks, 0) hands the stage over once its first message is this old
+ * (a source busy with events that produce nothing must not hold it). */
+#define KSINK_STAGE_MAX_MS 1
 /* librdkafka's largest framing of one record besides key and value
  * (RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD: seven varints and the attributes byte):
  * it refuses a message when key + value + this exceeds message.max.bytes. */

@@ -13,8 +13,9 @@
  * A staged message counts as produced (ksink_stats.messages, its
  * transaction's pending count) from ksink_stage_add() on, so the position
  * cannot pass it before it is acknowledged. The stage is flushed when full,
- * by ksink_kick(), ksink_poll() with a wait, ksink_flush() and the commits;
- * a caller about to wait for its source calls ksink_kick() (ksink.h).
+ * by ksink_kick(), ksink_poll() with a wait or once the first staged message
+ * is KSINK_STAGE_MAX_MS old, ksink_flush() and the commits; a caller about to
+ * wait for its source calls ksink_kick() (ksink.h).
  * A message librdkafka refuses at flush time (other than "queue full", which
  * polls and retries) records the sink's failure, like a failed delivery: the
  * next ksink_* call returns it and the position stays before the message.
@@ -79,6 +80,8 @@ tb_code ksink_stage_add(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_
         if (ks->failed)
             return ksink_failed(ks, err);
     }
+    if (s->n == 0)
+        s->t0_ms = ksink_now_ms();
     rd_kafka_message_t *m = &s->msgs[s->n++];
     memset(m, 0, sizeof(*m));
     m->partition = RD_KAFKA_PARTITION_UA;

@@ -371,6 +371,34 @@ static void oversize_run(const char *policy, tb_code want_send, size_t want_topi
     mock_down(&m);
 }
 
+/* A staged message does not wait for the stage to fill: ksink_poll(ks, 0),
+ * which the run loop calls after every source transaction, hands it over once
+ * it is 1 ms old, with no ksink_kick() or flush. */
+Test(mock, stage_handed_over_by_age)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    evt_event *e = kt_event(t, EVT_OP_CREATE, 0, 1, "one", NULL, 0, 1);
+    kt_send_tx(ks, e, 10);
+    cr_assert_gt(ksink_staged(ks), 0);
+    long long deadline = kt_now_ms() + 5000;
+    while (ksink_staged(ks) > 0 && kt_now_ms() < deadline)
+        ksink_poll(ks, 0);
+    cr_assert_eq(ksink_staged(ks), 0, "still staged after 5 s of ksink_poll(ks, 0)");
+    deadline = kt_now_ms() + KT_TIMEOUT_MS;
+    while (ksink_committable(ks)->pos != 10 && kt_now_ms() < deadline)
+        ksink_poll(ks, 0);
+    cr_assert_eq(ksink_committable(ks)->pos, 10, "acknowledged without a flush");
+    evt_event_free(e);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
 /* Messages just under message.max.bytes but over it with librdkafka's record
  * framing: ksink_send() must apply the policy at once, never stage a message
  * that librdkafka then refuses at hand-over (which would stop the sink). */
