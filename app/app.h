@@ -16,6 +16,8 @@
 int cmd_run(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
+/* cache publish: the topics rebuilt from the cache (app/cmd_cache_publish.c), called by cmd_cache. */
+int cmd_cache_publish(int argc, char **argv);
 int cmd_offsets(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_decode(int argc, char **argv);

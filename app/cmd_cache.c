@@ -19,6 +19,7 @@ static void usage(FILE *out)
             "usage: tributary cache [--config FILE] [--set key=value]... [options]\n"
             "       tributary cache get --db PATH --table DB.TABLE --key JSON\n"
             "       tributary cache status --db PATH [--brokers HOST:PORT]\n"
+            "       tributary cache publish --db PATH --brokers HOST:PORT [--prefix P] [--tables REGEX]\n"
             "\n"
             "Consumes the matching compacted topics from the beginning (then keeps following) and\n"
             "keeps one SQLite table per topic: \"<db>.<table>\". Each batch and the consumed offsets\n"
@@ -34,7 +35,8 @@ static void usage(FILE *out)
             "  --until-caught-up    exit 0 once every partition reached the high watermark seen at start\n"
             "\n"
             "get: print the row with that key as JSON (exit 1 when there is none).\n"
-            "status: stored offset vs high watermark per partition, and whether the cache caught up.\n");
+            "status: stored offset vs high watermark per partition, and whether the cache caught up.\n"
+            "publish: the other direction: the topics rebuilt from the cache (see cache publish --help).\n");
 }
 
 /* The options above as --set overrides, so the configuration sees them. */
@@ -134,6 +136,8 @@ int cmd_cache(int argc, char **argv)
         return cmd_get(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "status") == 0)
         return cmd_status_sub(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "publish") == 0)
+        return cmd_cache_publish(argc - 1, argv + 1);
     if (app_wants_help(argc, argv)) {
         usage(stdout);
         return 0;

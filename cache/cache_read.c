@@ -196,3 +196,40 @@ tb_code cache_iter(cache_db *db, const char *table, cache_row_fn fn, void *opaqu
     sqlite3_finalize(st);
     return rc;
 }
+
+size_t cache_db_ntables(const cache_db *db)
+{
+    return db ? db->s->ntables : 0;
+}
+
+tb_code cache_db_table(const cache_db *db, size_t i, cache_table_info *out)
+{
+    if (!db || i >= db->s->ntables)
+        return TB_ERR_NOT_FOUND;
+    const cache_table *t = db->s->tables[i];
+    out->name = t->name;
+    out->topic = t->topic;
+    out->inferred = t->inferred;
+    out->version = (long long)t->version;
+    out->ncols = t->ncols;
+    out->npk = t->npk;
+    return TB_OK;
+}
+
+tb_code cache_db_column(const cache_db *db, size_t i, size_t col, cache_column_info *out)
+{
+    if (!db || i >= db->s->ntables || col >= db->s->tables[i]->ncols)
+        return TB_ERR_NOT_FOUND;
+    const cache_col *c = &db->s->tables[i]->cols[col];
+    out->name = c->name;
+    out->type = c->type ? c->type : "";
+    out->pk = c->pk;
+    out->is_unsigned = c->cls == CC_UINT64;
+    out->is_bool = c->cls == CC_BOOL;
+    return TB_OK;
+}
+
+const char *cache_db_path(const cache_db *db)
+{
+    return db ? db->s->path : NULL;
+}

@@ -22,6 +22,7 @@
 #ifndef CACHE_READ_H
 #define CACHE_READ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "tb_buf.h"
 #include "tb_error.h"
@@ -43,5 +44,35 @@ typedef int (*cache_row_fn)(const char *row_json, size_t len, void *opaque);
 
 /* Every row of `table` in key order. TB_ERR_NOT_FOUND for an unknown table. */
 tb_code cache_iter(cache_db *db, const char *table, cache_row_fn fn, void *opaque, tb_error *err);
+
+/* ---- table definitions (for `tributary cache publish`) */
+
+/* One cache table as the metadata tables record it. Borrowed from the handle:
+ * valid until cache_db_close. */
+typedef struct cache_table_info {
+    const char *name;  /* "<db>.<table>" */
+    const char *topic; /* "<prefix>.<db>.<table>" it was replayed from; NULL if none recorded */
+    bool inferred;     /* columns inferred from rows (no schema record was seen): types are "" */
+    long long version; /* schema version recorded from the schema record */
+    size_t ncols;
+    size_t npk;
+} cache_table_info;
+
+typedef struct cache_column_info {
+    const char *name;
+    const char *type;  /* evt type name from the schema record ("bigint", ...); "" when inferred */
+    int pk;            /* 1-based position in the key, 0 = not a key column */
+    bool is_unsigned;  /* stored as BIGINT UNSIGNED (exact digits above 2^63) */
+    bool is_bool;      /* BIT(1): read back as true/false */
+} cache_column_info;
+
+/* Number of tables (read at open), in name order. */
+size_t cache_db_ntables(const cache_db *db);
+/* Table i (0 <= i < cache_db_ntables) into *out; TB_ERR_NOT_FOUND past the end. */
+tb_code cache_db_table(const cache_db *db, size_t i, cache_table_info *out);
+/* Column col (table order) of table i into *out; TB_ERR_NOT_FOUND past the end. */
+tb_code cache_db_column(const cache_db *db, size_t i, size_t col, cache_column_info *out);
+/* The path the handle was opened with (borrowed). */
+const char *cache_db_path(const cache_db *db);
 
 #endif

@@ -170,8 +170,9 @@ typedef enum evt_image { EVT_BEFORE = 0, EVT_AFTER = 1 } evt_image;
 
 typedef enum evt_snapshot_flag { EVT_SNAPSHOT_FALSE = 0, EVT_SNAPSHOT_TRUE, EVT_SNAPSHOT_LAST } evt_snapshot_flag;
 
-typedef enum evt_connector { EVT_CONN_MYSQL = 0, EVT_CONN_MARIADB, EVT_CONN_SQLITE } evt_connector;
-const char *evt_connector_name(evt_connector c); /* "mysql" | "mariadb" | "sqlite" */
+/* EVT_CONN_CACHE: events rebuilt from the table cache (`tributary cache publish`). */
+typedef enum evt_connector { EVT_CONN_MYSQL = 0, EVT_CONN_MARIADB, EVT_CONN_SQLITE, EVT_CONN_CACHE } evt_connector;
+const char *evt_connector_name(evt_connector c); /* "mysql" | "mariadb" | "sqlite" | "cache" */
 
 typedef struct evt_event evt_event;
 

@@ -70,6 +70,7 @@ const char *evt_connector_name(evt_connector c)
     case EVT_CONN_MYSQL: return "mysql";
     case EVT_CONN_MARIADB: return "mariadb";
     case EVT_CONN_SQLITE: return "sqlite";
+    case EVT_CONN_CACHE: return "cache";
     }
     return "mysql";
 }

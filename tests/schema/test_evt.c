@@ -32,6 +32,7 @@ Test(evt, type_names_round_trip)
     cr_assert_str_eq(evt_type_name((evt_type)999), "unknown");
     cr_assert_str_eq(evt_connector_name(EVT_CONN_MARIADB), "mariadb");
     cr_assert_str_eq(evt_connector_name(EVT_CONN_SQLITE), "sqlite");
+    cr_assert_str_eq(evt_connector_name(EVT_CONN_CACHE), "cache");
 }
 
 Test(evt, table_descriptor)

@@ -1,0 +1,591 @@
+/*
+ * Integration tests of `tributary cache publish` (the topics rebuilt from the
+ * cache, DESIGN 9) against the testenv broker (TRIBUTARY_TEST_KAFKA; FAILS
+ * without it). Topic prefixes are unique per run.
+ *
+ *   publish/round_trip: two tables produced through ksink (envelope): every
+ *     value kind (int, BIGINT UNSIGNED above 2^63, DECIMAL, DATETIME(3),
+ *     TIMESTAMP, BLOB, VARBINARY, JSON, DOUBLE, BIT(1), NULLs), a deleted row,
+ *     a primary-key change, a composite key. Replayed into cache A, published
+ *     to a new prefix, replayed into cache B: every table of A equals B row
+ *     for row (cache_iter JSON) with the same column types; the published
+ *     keys are byte-identical to the live keys of the original topics and land
+ *     on the same partitions; the new table topics and the schema topic are
+ *     compacted; the schema records' column names, types and keys equal the
+ *     original's; values are op "r", connector "cache", the last one
+ *     snapshot "last"; no <name>.offsets topic was created.
+ *   publish/tables_filter: a table whose columns the cache inferred is refused
+ *     (naming it) before anything is sent; a regex matching no table fails
+ *     naming it and the file; --tables publishes only the matching table;
+ *     without --prefix, the table's recorded topic gets the rows again.
+ *   publish/bad_input: missing --db, a path that is not a cache, a regex
+ *     matching no table: non-zero exit and a message naming the input.
+ */
+#include <criterion/criterion.h>
+
+#include "cache_read.h"
+#include "cfg.h"
+#include "evt.h"
+#include "evt_json.h"
+#pragma GCC diagnostic ignored "-Wunused-function" /* it_util.h: helpers this file does not use */
+#include "it_util.h"
+#include "ksink.h"
+
+#define PUB_PARTS "3"
+
+/* ---------------------------------------------------------------- produce */
+
+static void set_ok(cfg *c, const char *k, const char *v)
+{
+    tb_error err;
+    cr_assert_eq(cfg_set(c, k, v, "test", &err), TB_OK, "%s", err.msg);
+}
+
+static evt_table *items_table(void)
+{
+    static const struct { const char *name; evt_type t; const char *st; bool uns; } cols[] = {
+        {"id", EVT_T_BIGINT, "bigint", false},         {"u", EVT_T_BIGINT, "bigint unsigned", true},
+        {"d", EVT_T_DECIMAL, "decimal(10,2)", false},  {"dt", EVT_T_DATETIME, "datetime(3)", false},
+        {"ts", EVT_T_TIMESTAMP, "timestamp", false},   {"b", EVT_T_BLOB, "blob", false},
+        {"vb", EVT_T_VARBINARY, "varbinary(16)", false}, {"j", EVT_T_JSON, "json", false},
+        {"f", EVT_T_DOUBLE, "double", false},          {"flag", EVT_T_BIT, "bit(1)", false},
+        {"s", EVT_T_VARCHAR, "varchar(32)", false},
+    };
+    size_t n = sizeof(cols) / sizeof(cols[0]);
+    evt_table *t = evt_table_new("shop", "items", n);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(evt_table_set_column(t, i, cols[i].name, cols[i].t, cols[i].st, i != 0, cols[i].uns), TB_OK);
+    cr_assert_eq(evt_table_set_column_details(t, 9, 1, 0, 0, NULL), TB_OK);
+    cr_assert_eq(evt_table_set_column_details(t, 2, 0, 10, 2, NULL), TB_OK);
+    size_t pk = 0;
+    cr_assert_eq(evt_table_set_pk(t, &pk, 1), TB_OK);
+    evt_table_set_version(t, 1);
+    evt_table_seal(t);
+    return t;
+}
+
+static evt_table *lines_table(void)
+{
+    evt_table *t = evt_table_new("shop", "lines", 3);
+    cr_assert_eq(evt_table_set_column(t, 0, "what", EVT_T_VARCHAR, "varchar(20)", true, false), TB_OK);
+    cr_assert_eq(evt_table_set_column(t, 1, "order_id", EVT_T_INT, "int", false, false), TB_OK);
+    cr_assert_eq(evt_table_set_column(t, 2, "line", EVT_T_SMALLINT, "smallint", false, false), TB_OK);
+    size_t pk[2] = {1, 2};
+    cr_assert_eq(evt_table_set_pk(t, pk, 2), TB_OK);
+    evt_table_set_version(t, 1);
+    evt_table_seal(t);
+    return t;
+}
+
+/* A full items row (id, with values varied by id; nulls when id is even) into image img. */
+static void items_row(evt_event *e, evt_image img, int64_t id)
+{
+    evt_set_int(e, img, 0, id);
+    if (id % 2 == 0) {
+        for (size_t c = 1; c < 11; c++)
+            evt_set_null(e, img, c);
+        return;
+    }
+    evt_set_uint(e, img, 1, UINT64_C(18446744073709551000) + (uint64_t)id);
+    char dec[32];
+    int n = snprintf(dec, sizeof dec, "-%lld.50", (long long)id * 1000);
+    evt_set_decimal(e, img, 2, dec, (size_t)n);
+    evt_temporal dt = {.year = 2026, .month = 11, .day = 30, .hour = 4, .minute = 5, .second = 6, .usec = 789000,
+                       .fsp = 3};
+    evt_set_temporal(e, img, 3, EVT_V_DATETIME, &dt);
+    evt_temporal ts = {.year = 1999, .month = 12, .day = 31, .hour = 23, .minute = 59, .second = 59};
+    evt_set_temporal(e, img, 4, EVT_V_TIMESTAMP, &ts);
+    const unsigned char blob[] = {0, 1, 2, 0xff, 0xfe, (unsigned char)id};
+    evt_set_bytes(e, img, 5, blob, sizeof blob);
+    evt_set_bytes(e, img, 6, "\x80\x81zz", 4);
+    const char *j = "{\"a\":[1,2.50,\"x\"],\"big\":123456789012345678901234567890,\"u\":\"\\u00e9\"}";
+    evt_set_json(e, img, 7, j, strlen(j));
+    evt_set_double(e, img, 8, 0.1 * (double)id);
+    evt_set_bool(e, img, 9, true);
+    evt_set_string(e, img, 10, "h\xc3\xa9llo \"q\"", strlen("h\xc3\xa9llo \"q\""));
+}
+
+static void send_ok(ksink *ks, evt_event *e)
+{
+    tb_error err;
+    cr_assert_null(evt_event_error(e), "%s", evt_event_error(e) ? evt_event_error(e)->msg : "");
+    cr_assert_eq(ksink_send(ks, e, &err), TB_OK, "%s", err.msg);
+    tb_position none;
+    tb_position_init(&none);
+    cr_assert_eq(ksink_end_tx(ks, &none, &err), TB_OK, "%s", err.msg);
+    evt_event_free(e);
+}
+
+static evt_event *row_event(evt_op op, evt_table *t)
+{
+    evt_event *e = evt_event_new(op, t);
+    cr_assert_not_null(e);
+    evt_event_set_connector(e, EVT_CONN_MARIADB);
+    evt_event_set_commit_ts_ms(e, 1764475200000);
+    return e;
+}
+
+static void lines_row(evt_event *e, evt_image img, int o, int l, const char *what)
+{
+    evt_set_int(e, img, 1, o);
+    evt_set_int(e, img, 2, l);
+    if (what)
+        evt_set_string(e, img, 0, what, strlen(what));
+    else
+        evt_set_null(e, img, 0);
+}
+
+/* The original topics <prefix>.shop.items and <prefix>.shop.lines. */
+static void produce_original(const char *prefix)
+{
+    cfg *c = cfg_new();
+    char name[200];
+    snprintf(name, sizeof name, "%sconn", prefix);
+    set_ok(c, "name", name);
+    set_ok(c, "topic.prefix", prefix);
+    set_ok(c, "kafka.bootstrap.servers", it_brokers());
+    set_ok(c, "topic.partitions", PUB_PARTS);
+    ksink *ks = NULL;
+    tb_error err;
+    cr_assert_eq(ksink_open(c, &ks, &err), TB_OK, "%s", err.msg);
+    evt_table *it = items_table(), *lt = lines_table();
+    for (int64_t id = 1; id <= 6; id++) { /* 1..6 */
+        evt_event *e = row_event(EVT_OP_CREATE, it);
+        items_row(e, EVT_AFTER, id);
+        send_ok(ks, e);
+    }
+    evt_event *e = row_event(EVT_OP_DELETE, it); /* row 3 deleted */
+    items_row(e, EVT_BEFORE, 3);
+    send_ok(ks, e);
+    e = row_event(EVT_OP_UPDATE, it); /* key change 4 -> 40 */
+    items_row(e, EVT_BEFORE, 4);
+    items_row(e, EVT_AFTER, 4);
+    evt_set_int(e, EVT_AFTER, 0, 40);
+    send_ok(ks, e);
+    e = row_event(EVT_OP_UPDATE, it); /* 5: new values (odd id: the full row) */
+    items_row(e, EVT_BEFORE, 5);
+    items_row(e, EVT_AFTER, 7);
+    evt_set_int(e, EVT_AFTER, 0, 5);
+    send_ok(ks, e);
+    static const struct { int o, l; const char *w; } lines[] = {{1, 1, "apple"}, {1, 2, "pear"}, {2, 1, NULL},
+                                                                {2, 2, "plum"}};
+    for (size_t i = 0; i < 4; i++) {
+        e = row_event(EVT_OP_CREATE, lt);
+        lines_row(e, EVT_AFTER, lines[i].o, lines[i].l, lines[i].w);
+        send_ok(ks, e);
+    }
+    e = row_event(EVT_OP_DELETE, lt);
+    lines_row(e, EVT_BEFORE, 1, 2, "pear");
+    send_ok(ks, e);
+    cr_assert_eq(ksink_flush(ks, 60000, &err), TB_OK, "%s", err.msg);
+    ksink_close(ks);
+    evt_table_unref(it);
+    evt_table_unref(lt);
+    cfg_free(c);
+}
+
+/* ---------------------------------------------------------------- consume */
+
+typedef struct msg {
+    char *key, *value; /* value NULL: tombstone */
+    int partition;
+} msg;
+
+typedef struct msgs {
+    msg *m;
+    size_t n;
+} msgs;
+
+static void msgs_free(msgs *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->m[i].key);
+        free(l->m[i].value);
+    }
+    free(l->m);
+    l->m = NULL;
+    l->n = 0;
+}
+
+static char *dup_n(const void *p, size_t n)
+{
+    char *s = malloc(n + 1);
+    memcpy(s, p, n);
+    s[n] = 0;
+    return s;
+}
+
+/* Every record of topic (all its partitions, from the beginning) in partition order. */
+static msgs consume_all(const char *topic)
+{
+    char errstr[512];
+    msgs out = {0};
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", it_brokers(), errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "group.id", "pub-reader", errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "enable.partition.eof", "true", errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "enable.auto.commit", "false", errstr, sizeof errstr);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    cr_assert_not_null(rk, "%s", errstr);
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    cr_assert_eq(rd_kafka_metadata(rk, 0, rkt, &md, 10000), 0);
+    cr_assert_eq(md->topics[0].err, 0, "%s: %s", topic, rd_kafka_err2str(md->topics[0].err));
+    int parts = md->topics[0].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(parts);
+    for (int p = 0; p < parts; p++)
+        rd_kafka_topic_partition_list_add(l, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_assign(rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    int eofs = 0;
+    double deadline = it_now() + 60;
+    while (eofs < parts && it_now() < deadline) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 500);
+        if (!m)
+            continue;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            eofs++;
+        else if (!m->err) {
+            out.m = realloc(out.m, (out.n + 1) * sizeof(*out.m));
+            msg *x = &out.m[out.n++];
+            x->key = dup_n(m->key, m->key_len);
+            x->value = m->payload ? dup_n(m->payload, m->len) : NULL;
+            x->partition = m->partition;
+        }
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    cr_assert_eq(eofs, parts, "reading %s timed out", topic);
+    return out;
+}
+
+/* Live keys (latest record per key is a value) as sorted lines "partition key". */
+static char *live_keys(const msgs *l)
+{
+    size_t cap = 1 << 14, len = 0;
+    char *out = calloc(1, cap);
+    char **lines = calloc(l->n + 1, sizeof(char *));
+    size_t nl = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        bool later = false;
+        for (size_t k = i + 1; k < l->n && !later; k++)
+            later = strcmp(l->m[k].key, l->m[i].key) == 0;
+        if (later || !l->m[i].value)
+            continue;
+        cr_assert(asprintf(&lines[nl++], "%d %s", l->m[i].partition, l->m[i].key) > 0);
+    }
+    for (size_t i = 0; i < nl; i++) /* insertion sort: a handful of lines */
+        for (size_t k = i; k > 0 && strcmp(lines[k - 1], lines[k]) > 0; k--) {
+            char *t = lines[k];
+            lines[k] = lines[k - 1];
+            lines[k - 1] = t;
+        }
+    for (size_t i = 0; i < nl; i++) {
+        len += (size_t)snprintf(out + len, cap - len, "%s\n", lines[i]);
+        free(lines[i]);
+    }
+    free(lines);
+    return out;
+}
+
+static bool topic_exists(const char *topic)
+{
+    rd_kafka_t *rk = it_producer();
+    const struct rd_kafka_metadata *md = NULL;
+    cr_assert_eq(rd_kafka_metadata(rk, 1, NULL, &md, 10000), 0);
+    bool found = false;
+    for (int i = 0; i < md->topic_cnt; i++)
+        found = found || strcmp(md->topics[i].topic, topic) == 0;
+    rd_kafka_metadata_destroy(md);
+    rd_kafka_destroy(rk);
+    return found;
+}
+
+static void expect_compacted(const char *topic)
+{
+    rd_kafka_t *rk = it_producer();
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    rd_kafka_DescribeConfigs(rk, &res, 1, NULL, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+    cr_assert_not_null(ev, "DescribeConfigs %s timed out", topic);
+    size_t n = 0, ne = 0;
+    const rd_kafka_ConfigResource_t **rs =
+        rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(rd_kafka_ConfigResource_error(rs[0]), 0, "%s: %s", topic, rd_kafka_ConfigResource_error_string(rs[0]));
+    const rd_kafka_ConfigEntry_t **es = rd_kafka_ConfigResource_configs(rs[0], &ne);
+    const char *v = NULL;
+    for (size_t i = 0; i < ne; i++)
+        if (strcmp(rd_kafka_ConfigEntry_name(es[i]), "cleanup.policy") == 0)
+            v = rd_kafka_ConfigEntry_value(es[i]);
+    cr_expect_str_eq(v ? v : "(none)", "compact", "topic %s", topic);
+    rd_kafka_event_destroy(ev);
+    rd_kafka_ConfigResource_destroy(res);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+}
+
+/* ---------------------------------------------------------------- caches */
+
+static void replay(const char *prefix, const char *db, const char *log)
+{
+    it_rm_db(db);
+    const char *args[] = {"--brokers", it_brokers(), "--prefix", prefix, "--db", db, "--until-caught-up", NULL};
+    cr_assert_eq(it_wait(it_spawn(log, args), 120), 0, "cache of %s failed, see %s", prefix, log);
+}
+
+static int append_row(const char *row, size_t len, void *opaque)
+{
+    tb_buf_append(opaque, row, len);
+    tb_buf_putc(opaque, '\n');
+    return 0;
+}
+
+/* Tables, column types and rows of a cache as one text (caller frees). */
+static char *cache_text(const char *path)
+{
+    cache_db *db = NULL;
+    tb_error err;
+    tb_buf out;
+    tb_buf_init(&out, 0);
+    cr_assert_eq(cache_db_open(path, &db, &err), TB_OK, "%s", err.msg);
+    for (size_t i = 0; i < cache_db_ntables(db); i++) {
+        cache_table_info ti;
+        cr_assert_eq(cache_db_table(db, i, &ti), TB_OK);
+        cr_assert_not(ti.inferred, "%s: table %s inferred", path, ti.name);
+        tb_buf_printf(&out, "table %s:", ti.name);
+        for (size_t c = 0; c < ti.ncols; c++) {
+            cache_column_info ci;
+            cr_assert_eq(cache_db_column(db, i, c, &ci), TB_OK);
+            tb_buf_printf(&out, " %s/%s/%d/%d/%d", ci.name, ci.type, ci.pk, ci.is_unsigned, ci.is_bool);
+        }
+        tb_buf_putc(&out, '\n');
+        cr_assert_eq(cache_iter(db, ti.name, append_row, &out, &err), TB_OK, "%s", err.msg);
+    }
+    cache_db_close(db);
+    return tb_buf_detach(&out, NULL);
+}
+
+/* Run `tributary cache publish ARGS` and return its exit status; stderr to log. */
+static int publish(const char *log, const char *const *args)
+{
+    const char *a[32] = {"publish"};
+    int n = 1;
+    for (int i = 0; args[i]; i++)
+        a[n++] = args[i];
+    a[n] = NULL;
+    return it_wait(it_spawn(log, a), 120);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    char *s = calloc(1, 1 << 16);
+    size_t n = fread(s, 1, (1 << 16) - 1, f);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* "name:type" of every column and the primary key of a schema record value. */
+static char *schema_shape(const msgs *l, const char *table)
+{
+    const char *val = NULL;
+    char key[100];
+    snprintf(key, sizeof key, "{\"db\":\"shop\",\"table\":\"%s\"}", table);
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->m[i].key, key) == 0)
+            val = l->m[i].value;
+    cr_assert_not_null(val, "no schema record %s", key);
+    evt_jv *v = NULL;
+    tb_error err;
+    cr_assert_eq(evt_jv_parse(val, strlen(val), &v, &err), TB_OK, "%s", err.msg);
+    tb_buf out;
+    tb_buf_init(&out, 0);
+    const evt_jv *cols = evt_jv_get(v, "columns"), *pk = evt_jv_get(v, "primary_key");
+    for (size_t i = 0; i < evt_jv_size(cols); i++) {
+        const evt_jv *c = evt_jv_at(cols, i);
+        tb_buf_printf(&out, "%s:%s:%d ", evt_jv_text(evt_jv_get(c, "name"), NULL),
+                      evt_jv_text(evt_jv_get(c, "type"), NULL), evt_jv_bool(evt_jv_get(c, "unsigned")));
+    }
+    for (size_t i = 0; i < evt_jv_size(pk); i++)
+        tb_buf_printf(&out, "pk:%s ", evt_jv_text(evt_jv_at(pk, i), NULL));
+    evt_jv_free(v);
+    return tb_buf_detach(&out, NULL);
+}
+
+/* ---------------------------------------------------------------- tests */
+
+Test(publish, round_trip, .timeout = 600)
+{
+    char p1[64], p2[80], dir[] = "/tmp/tbpubXXXXXX", dba[128], dbb[128], loga[128], logb[128], logp[128], name[100];
+    it_prefix(p1, sizeof p1, "pa");
+    snprintf(p2, sizeof p2, "%sre", p1);
+    snprintf(name, sizeof name, "%spub", p1);
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(dba, sizeof dba, "%s/a.db", dir);
+    snprintf(dbb, sizeof dbb, "%s/b.db", dir);
+    snprintf(loga, sizeof loga, "%s/a.log", dir);
+    snprintf(logb, sizeof logb, "%s/b.log", dir);
+    snprintf(logp, sizeof logp, "%s/pub.log", dir);
+    produce_original(p1);
+    replay(p1, dba, loga);
+    const char *args[] = {"--db", dba, "--brokers", it_brokers(), "--prefix", p2, "--set", "name=", "--set",
+                          "topic.partitions=" PUB_PARTS, NULL};
+    char nameset[160];
+    snprintf(nameset, sizeof nameset, "name=%s", name);
+    args[7] = nameset;
+    cr_assert_eq(publish(logp, args), 0, "publish failed, see %s", logp);
+    char *log = slurp(logp);
+    cr_expect(strstr(log, "shop.items: 5 rows -> ") && strstr(log, "shop.lines: 3 rows -> "), "summary: %s", log);
+    free(log);
+    replay(p2, dbb, logb);
+
+    /* cache A == cache B, row for row, types included */
+    char *ta = cache_text(dba), *tb = cache_text(dbb);
+    cr_assert(strstr(ta, "table shop.items:") && strstr(ta, "table shop.lines:"), "%s", ta);
+    cr_assert(strstr(ta, "18446744073709551001") && strstr(ta, "\"id\":40") && !strstr(ta, "\"id\":3,"), "%s", ta);
+    cr_assert_str_eq(ta, tb);
+    free(ta);
+    free(tb);
+
+    /* keys byte-identical to the live keys of the original, same partitions; values r/cache/last */
+    static const char *const tables[] = {"items", "lines"};
+    for (size_t i = 0; i < 2; i++) {
+        char t1[200], t2[200];
+        snprintf(t1, sizeof t1, "%s.shop.%s", p1, tables[i]);
+        snprintf(t2, sizeof t2, "%s.shop.%s", p2, tables[i]);
+        msgs a = consume_all(t1), b = consume_all(t2);
+        char *ka = live_keys(&a), *kb = live_keys(&b);
+        cr_assert_str_eq(ka, kb, "%s vs %s", t1, t2);
+        for (size_t k = 0; k < b.n; k++) {
+            cr_assert_not_null(b.m[k].value, "no tombstones in a publish");
+            cr_expect(strstr(b.m[k].value, "\"connector\":\"cache\"") && strstr(b.m[k].value, "\"op\":\"r\""),
+                      "%s", b.m[k].value);
+        }
+        cr_expect_eq(b.n, i == 0 ? 5u : 3u);
+        free(ka);
+        free(kb);
+        msgs_free(&a);
+        msgs_free(&b);
+        expect_compacted(t2);
+    }
+    /* the very last row (shop.lines is published after shop.items) says snapshot "last" */
+    char t2[200];
+    snprintf(t2, sizeof t2, "%s.shop.lines", p2);
+    msgs b = consume_all(t2);
+    size_t nlast = 0;
+    for (size_t k = 0; k < b.n; k++)
+        nlast += strstr(b.m[k].value, "\"snapshot\":\"last\"") != NULL;
+    cr_expect_eq(nlast, 1u);
+    msgs_free(&b);
+
+    /* schema topic: compacted, same column names, types and keys */
+    char s1[200], s2[200], off[200];
+    snprintf(s1, sizeof s1, "%s.schema", p1);
+    snprintf(s2, sizeof s2, "%s.schema", p2);
+    expect_compacted(s2);
+    msgs sa = consume_all(s1), sb = consume_all(s2);
+    for (size_t i = 0; i < 2; i++) {
+        char *x = schema_shape(&sa, tables[i]), *y = schema_shape(&sb, tables[i]);
+        cr_expect_str_eq(x, y, "schema of %s", tables[i]);
+        free(x);
+        free(y);
+    }
+    msgs_free(&sa);
+    msgs_free(&sb);
+    /* no offsets record: the publish's connector name has no offsets topic */
+    snprintf(off, sizeof off, "%s.offsets", name);
+    cr_expect_not(topic_exists(off), "%s exists", off);
+    it_rm_db(dba);
+    it_rm_db(dbb);
+}
+
+Test(publish, tables_filter, .timeout = 600)
+{
+    char p1[64], p2[80], dir[] = "/tmp/tbpubXXXXXX", dba[128], loga[128], logp[128], t[200];
+    it_prefix(p1, sizeof p1, "pf");
+    snprintf(p2, sizeof p2, "%sre", p1);
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(dba, sizeof dba, "%s/a.db", dir);
+    snprintf(loga, sizeof loga, "%s/a.log", dir);
+    snprintf(logp, sizeof logp, "%s/pub.log", dir);
+    produce_original(p1);
+    /* a table without a schema record: the cache infers its columns */
+    rd_kafka_t *rk = it_producer();
+    snprintf(t, sizeof t, "%s.shop.raw", p1);
+    it_create_topic(rk, t, 1, 0);
+    it_produce(rk, t, 0, "{\"k\":1}", "{\"k\":1,\"v\":\"x\"}");
+    it_flush(rk);
+    rd_kafka_destroy(rk);
+    replay(p1, dba, loga);
+    /* all tables: refused before anything is sent, naming the inferred table */
+    const char *all[] = {"--db", dba, "--brokers", it_brokers(), "--prefix", p2, NULL};
+    cr_assert_neq(publish(logp, all), 0);
+    char *s = slurp(logp);
+    cr_expect(strstr(s, "shop.raw") && strstr(s, "inferred"), "%s", s);
+    free(s);
+    unlink(logp);
+    snprintf(t, sizeof t, "%s.schema", p2);
+    cr_expect_not(topic_exists(t), "%s was written", t);
+    /* a regex matching no table */
+    const char *none[] = {"--db", dba, "--brokers", it_brokers(), "--tables", "^nomatch$", NULL};
+    cr_assert_neq(publish(logp, none), 0);
+    s = slurp(logp);
+    cr_expect(strstr(s, "^nomatch$") && strstr(s, dba), "%s", s);
+    free(s);
+    unlink(logp);
+    const char *args[] = {"--db", dba, "--brokers", it_brokers(), "--prefix", p2, "--tables", "^shop\\.lin", NULL};
+    cr_assert_eq(publish(logp, args), 0, "publish failed, see %s", logp);
+    snprintf(t, sizeof t, "%s.shop.lines", p2);
+    msgs b = consume_all(t);
+    cr_expect_eq(b.n, 3u);
+    msgs_free(&b);
+    snprintf(t, sizeof t, "%s.shop.items", p2);
+    cr_expect_not(topic_exists(t), "%s was published", t);
+    /* default prefix: the recorded topic's; the same rows again, keys unchanged */
+    const char *args2[] = {"--db", dba, "--brokers", it_brokers(), "--tables", "lines$", NULL};
+    cr_assert_eq(publish(logp, args2), 0, "publish failed, see %s", logp);
+    snprintf(t, sizeof t, "%s.shop.lines", p1);
+    b = consume_all(t);
+    cr_expect_eq(b.n, 6u + 3u, "4 creates, delete, tombstone, then 3 republished rows: %zu", b.n);
+    msgs_free(&b);
+    it_rm_db(dba);
+}
+
+Test(publish, bad_input, .timeout = 120)
+{
+    char dir[] = "/tmp/tbpubXXXXXX", log[128], notdb[128], empty[128];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(log, sizeof log, "%s/pub.log", dir);
+    snprintf(notdb, sizeof notdb, "%s/not-a-cache.db", dir);
+    snprintf(empty, sizeof empty, "%s/missing.db", dir);
+    FILE *f = fopen(notdb, "w");
+    fputs("hello, not sqlite\n", f);
+    fclose(f);
+    const char *no_db[] = {"--brokers", it_brokers(), NULL};
+    cr_expect_eq(publish(log, no_db), 2);
+    char *s = slurp(log);
+    cr_expect(strstr(s, "--db") != NULL, "%s", s);
+    free(s);
+    unlink(log);
+    const char *bad[] = {"--db", notdb, "--brokers", it_brokers(), NULL};
+    cr_expect_neq(publish(log, bad), 0);
+    s = slurp(log);
+    cr_expect(strstr(s, notdb) != NULL, "%s", s);
+    free(s);
+    unlink(log);
+    const char *missing[] = {"--db", empty, "--brokers", it_brokers(), NULL};
+    cr_expect_neq(publish(log, missing), 0);
+    s = slurp(log);
+    cr_expect(strstr(s, empty) != NULL, "%s", s);
+    free(s);
+    unlink(log);
+    cr_expect_neq(access(empty, F_OK), 0, "a missing cache file is not created");
+    unlink(notdb);
+}
