@@ -12,11 +12,13 @@
 #include "binlog_ref.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "evt_json.h"
 #include "evt_mysql.h"
@@ -40,16 +42,44 @@ static void add_val(ref_row *r, int img, int col, const char *text)
     v->text = text ? strdup(text) : NULL;
 }
 
+/* Remove dir and the files in it (LOAD DATA temporaries of mariadb-binlog). */
+static void rm_flat_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *de;
+        char p[4096];
+        while ((de = readdir(d)) != NULL) {
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                continue;
+            snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+            unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
 bool ref_run(const char *path, ref_rows *out)
 {
     memset(out, 0, sizeof(*out));
-    char cmd[4096];
-    snprintf(cmd, sizeof(cmd),
-             "mariadb-binlog --no-defaults -vv --base64-output=decode-rows --print-table-metadata '%s' 2>/dev/null",
-             path);
-    FILE *f = popen(cmd, "r");
-    if (!f)
+    /* binlogs with LOAD DATA events make mariadb-binlog write SQL_LOAD_MB-*
+     * files; keep them in a directory of our own instead of /tmp */
+    const char *tmp = getenv("TMPDIR");
+    char load_dir[4096];
+    snprintf(load_dir, sizeof(load_dir), "%s/tb-binlog-ref.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(load_dir))
         return false;
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd),
+             "mariadb-binlog --no-defaults -vv --base64-output=decode-rows --print-table-metadata --local-load='%s' "
+             "'%s' 2>/dev/null",
+             load_dir, path);
+    FILE *f = popen(cmd, "r");
+    if (!f) {
+        rm_flat_dir(load_dir);
+        return false;
+    }
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -106,6 +136,7 @@ bool ref_run(const char *path, ref_rows *out)
     free(line);
     int st = pclose(f);
     out->exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    rm_flat_dir(load_dir);
     return true;
 }
 
