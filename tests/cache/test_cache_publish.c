@@ -393,6 +393,23 @@ static char *slurp(const char *path)
     return s;
 }
 
+/* Publish with args must fail (exit status `status`, -1: any non-zero) with a
+ * message holding need1 and need2 (NULL: not checked). Removes the log. */
+static void expect_failure(const char *log, const char *const *args, int status, const char *need1,
+                           const char *need2)
+{
+    int got = publish(log, args);
+    if (status < 0)
+        cr_expect_neq(got, 0, "publish succeeded (wanted a failure naming %s)", need1);
+    else
+        cr_expect_eq(got, status, "exit status (wanted a failure naming %s)", need1);
+    char *s = slurp(log);
+    cr_expect(strstr(s, need1) && (!need2 || strstr(s, need2)), "message lacks %s / %s: %s", need1,
+              need2 ? need2 : "", s);
+    free(s);
+    unlink(log);
+}
+
 /* "name:type" of every column and the primary key of a schema record value. */
 static char *schema_shape(const msgs *l, const char *table)
 {
@@ -548,20 +565,12 @@ Test(publish, tables_filter, .timeout = 600)
     replay(p1, dba, loga);
     /* all tables: refused before anything is sent, naming the inferred table */
     const char *all[] = {"--db", dba, "--brokers", it_brokers(), "--prefix", p2, NULL};
-    cr_assert_neq(publish(logp, all), 0);
-    char *s = slurp(logp);
-    cr_expect(strstr(s, "shop.raw") && strstr(s, "inferred"), "%s", s);
-    free(s);
-    unlink(logp);
+    expect_failure(logp, all, -1, "shop.raw", "inferred");
     snprintf(t, sizeof t, "%s.schema", p2);
     cr_expect_not(topic_exists(t), "%s was written", t);
     /* a regex matching no table */
     const char *none[] = {"--db", dba, "--brokers", it_brokers(), "--tables", "^nomatch$", NULL};
-    cr_assert_neq(publish(logp, none), 0);
-    s = slurp(logp);
-    cr_expect(strstr(s, "^nomatch$") && strstr(s, dba), "%s", s);
-    free(s);
-    unlink(logp);
+    expect_failure(logp, none, -1, "^nomatch$", dba);
     const char *args[] = {"--db", dba, "--brokers", it_brokers(), "--prefix", p2, "--tables", "^shop\\.lin", NULL};
     cr_assert_eq(publish(logp, args), 0, "publish failed, see %s", logp);
     snprintf(t, sizeof t, "%s.shop.lines", p2);
@@ -591,23 +600,11 @@ Test(publish, bad_input, .timeout = 120)
     fputs("hello, not sqlite\n", f);
     fclose(f);
     const char *no_db[] = {"--brokers", it_brokers(), NULL};
-    cr_expect_eq(publish(log, no_db), 2);
-    char *s = slurp(log);
-    cr_expect(strstr(s, "--db") != NULL, "%s", s);
-    free(s);
-    unlink(log);
+    expect_failure(log, no_db, 2, "--db", NULL);
     const char *bad[] = {"--db", notdb, "--brokers", it_brokers(), NULL};
-    cr_expect_neq(publish(log, bad), 0);
-    s = slurp(log);
-    cr_expect(strstr(s, notdb) != NULL, "%s", s);
-    free(s);
-    unlink(log);
+    expect_failure(log, bad, -1, notdb, NULL);
     const char *missing[] = {"--db", empty, "--brokers", it_brokers(), NULL};
-    cr_expect_neq(publish(log, missing), 0);
-    s = slurp(log);
-    cr_expect(strstr(s, empty) != NULL, "%s", s);
-    free(s);
-    unlink(log);
+    expect_failure(log, missing, -1, empty, NULL);
     cr_expect_neq(access(empty, F_OK), 0, "a missing cache file is not created");
     unlink(notdb);
 }
