@@ -3,7 +3,8 @@
  * cache, DESIGN 9) against the testenv broker (TRIBUTARY_TEST_KAFKA; FAILS
  * without it). Topic prefixes are unique per run.
  *
- *   publish/round_trip: two tables produced through ksink (envelope): every
+ *   publish/round_trip (publish runs while a `tributary cache` keeps writing
+ *     cache A): two tables produced through ksink (envelope): every
  *     value kind (int, BIGINT UNSIGNED above 2^63, DECIMAL, DATETIME(3),
  *     TIMESTAMP, BLOB, VARBINARY, JSON, DOUBLE, BIT(1), NULLs), a deleted row,
  *     a primary-key change, a composite key. Replayed into cache A, published
@@ -23,6 +24,7 @@
  *     matching no table: non-zero exit and a message naming the input.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 
 #include "cache_read.h"
 #include "cfg.h"
@@ -447,6 +449,23 @@ static char *after_image(const char *envelope)
     return dup_n(a, (size_t)(e - a));
 }
 
+/* Remove the test's temporary folder and the files in it. */
+static void rm_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char p[600];
+    while (d && (de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        unlink(p);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
 /* ---------------------------------------------------------------- tests */
 
 Test(publish, round_trip, .timeout = 600)
@@ -463,12 +482,28 @@ Test(publish, round_trip, .timeout = 600)
     snprintf(logp, sizeof logp, "%s/pub.log", dir);
     produce_original(p1);
     replay(p1, dba, loga);
+    /* a running `tributary cache` keeps following A (writer) while publish reads it */
+    const char *follow[] = {"--brokers", it_brokers(), "--prefix", p1, "--db", dba, NULL};
+    char logw[140];
+    snprintf(logw, sizeof logw, "%s/writer.log", dir);
+    pid_t writer = it_spawn(logw, follow);
+    for (double deadline = it_now() + 60;; it_nap(50)) { /* it has the file open and wrote its state */
+        char *w = access(logw, F_OK) == 0 ? slurp(logw) : calloc(1, 1);
+        bool up = strstr(w, "caught up with the high watermarks") != NULL;
+        free(w);
+        if (up)
+            break;
+        cr_assert(it_now() < deadline, "the following cache did not catch up, see %s", logw);
+    }
     const char *args[] = {"--db", dba, "--brokers", it_brokers(), "--prefix", p2, "--set", "name=", "--set",
                           "topic.partitions=" PUB_PARTS, NULL};
     char nameset[160];
     snprintf(nameset, sizeof nameset, "name=%s", name);
     args[7] = nameset;
-    cr_assert_eq(publish(logp, args), 0, "publish failed, see %s", logp);
+    int pub_rc = publish(logp, args);
+    kill(writer, SIGTERM);
+    cr_assert_eq(it_wait(writer, 60), 0, "the following cache failed, see %s", logw);
+    cr_assert_eq(pub_rc, 0, "publish failed, see %s", logp);
     char *log = slurp(logp);
     cr_expect(strstr(log, "shop.items: 5 rows -> ") && strstr(log, "shop.lines: 3 rows -> "), "summary: %s", log);
     free(log);
@@ -541,8 +576,7 @@ Test(publish, round_trip, .timeout = 600)
     /* no offsets record: the publish's connector name has no offsets topic */
     snprintf(off, sizeof off, "%s.offsets", name);
     cr_expect_not(topic_exists(off), "%s exists", off);
-    it_rm_db(dba);
-    it_rm_db(dbb);
+    rm_dir(dir);
 }
 
 Test(publish, tables_filter, .timeout = 600)
@@ -586,7 +620,7 @@ Test(publish, tables_filter, .timeout = 600)
     b = consume_all(t);
     cr_expect_eq(b.n, 6u + 3u, "4 creates, delete, tombstone, then 3 republished rows: %zu", b.n);
     msgs_free(&b);
-    it_rm_db(dba);
+    rm_dir(dir);
 }
 
 Test(publish, bad_input, .timeout = 120)
@@ -606,5 +640,5 @@ Test(publish, bad_input, .timeout = 120)
     const char *missing[] = {"--db", empty, "--brokers", it_brokers(), NULL};
     expect_failure(log, missing, -1, empty, NULL);
     cr_expect_neq(access(empty, F_OK), 0, "a missing cache file is not created");
-    unlink(notdb);
+    rm_dir(dir);
 }
