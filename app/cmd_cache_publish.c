@@ -217,13 +217,13 @@ out:
     return rc;
 }
 
-/* The topic prefix of table ti: --prefix, else its recorded topic minus ".<db>.<table>".
- * Appended to out. */
-static tb_code table_prefix(const cfg *c, const cache_table_info *ti, tb_buf *out, tb_error *err)
+/* The topic prefix of table ti into out: fixed (--prefix / topic.prefix) when
+ * not NULL, else its recorded topic minus ".<db>.<table>". */
+static tb_code table_prefix(const char *fixed, const cache_table_info *ti, tb_buf *out, tb_error *err)
 {
     tb_buf_reset(out);
-    if (cfg_is_set(c, "topic.prefix"))
-        return tb_buf_puts(out, cfg_get_str(c, "topic.prefix"));
+    if (fixed)
+        return tb_buf_puts(out, fixed);
     size_t tl = ti->topic ? strlen(ti->topic) : 0, nl = strlen(ti->name);
     if (tl < nl + 2 || strcmp(ti->topic + tl - nl, ti->name) != 0 || ti->topic[tl - nl - 1] != '.')
         return tb_error_set(err, TB_ERR_CONFIG, false,
@@ -233,9 +233,10 @@ static tb_code table_prefix(const cfg *c, const cache_table_info *ti, tb_buf *ou
 }
 
 /* Publish table i through a sink for its prefix (opened, or reopened when the
- * prefix changes: the sink reads topic.prefix at open). */
-static tb_code publish_table(cfg *c, cache_db *db, size_t i, bool last_table, ksink **ks, tb_buf *cur_prefix,
-                             int64_t now_ms, tb_error *err)
+ * prefix changes: the sink reads topic.prefix at open, so c's topic.prefix is
+ * set here). fixed: the prefix the user gave, NULL for each table's own. */
+static tb_code publish_table(cfg *c, const char *fixed, cache_db *db, size_t i, bool last_table, ksink **ks,
+                             tb_buf *cur_prefix, int64_t now_ms, tb_error *err)
 {
     cache_table_info ti;
     pub_ctx x = {.err = err, .now_ms = now_ms};
@@ -246,7 +247,7 @@ static tb_code publish_table(cfg *c, cache_db *db, size_t i, bool last_table, ks
     tb_buf_init(&x.scratch, 0);
     cache_db_table(db, i, &ti);
     x.name = ti.name;
-    if ((rc = build_table(db, i, &ti, &x.t, err)) != TB_OK || (rc = table_prefix(c, &ti, &pfx, err)) != TB_OK)
+    if ((rc = build_table(db, i, &ti, &x.t, err)) != TB_OK || (rc = table_prefix(fixed, &ti, &pfx, err)) != TB_OK)
         goto out;
     if (!*ks || strcmp(tb_buf_cstr(&pfx), tb_buf_cstr(cur_prefix)) != 0) {
         if (*ks && (rc = ksink_flush(*ks, PUB_FLUSH_MS, err)) != TB_OK)
@@ -289,11 +290,14 @@ out:
 }
 
 /* Which tables to publish: selected[i] for every table matching re; refuses
- * inferred and keyless tables among them before anything is sent. *last: the
- * last selected table that has a row (SIZE_MAX when none). */
-static tb_code select_tables(cache_db *db, const char *re_text, bool *selected, size_t *nsel, size_t *last,
-                             tb_error *err)
+ * inferred and keyless tables, and tables without a prefix (fixed NULL and no
+ * recorded topic), before anything is sent. *last: the last selected table
+ * that has a row (SIZE_MAX when none). */
+static tb_code select_tables(cache_db *db, const char *re_text, const char *fixed, bool *selected, size_t *nsel,
+                             size_t *last, tb_error *err)
 {
+    tb_buf pfx;
+    tb_buf_init(&pfx, 0);
     regex_t re;
     int rerr = regcomp(&re, re_text, REG_EXTENDED | REG_NOSUB);
     tb_code rc = TB_OK;
@@ -318,10 +322,12 @@ static tb_code select_tables(cache_db *db, const char *re_text, bool *selected, 
                               ti.name);
         else if (ti.npk == 0)
             rc = tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\": no key columns recorded", ti.name);
-        else if ((rc = cache_iter(db, ti.name, has_a_row, &any, err)) == TB_OK && any)
+        else if ((rc = table_prefix(fixed, &ti, &pfx, err)) == TB_OK &&
+                 (rc = cache_iter(db, ti.name, has_a_row, &any, err)) == TB_OK && any)
             *last = i;
     }
     regfree(&re);
+    tb_buf_free(&pfx);
     if (rc == TB_OK && *nsel == 0)
         rc = tb_error_set(err, TB_ERR_NOT_FOUND, false, "%s: no table matches --tables '%s' (%zu tables)",
                           cache_db_path(db), re_text, cache_db_ntables(db));
@@ -341,6 +347,7 @@ int cmd_cache_publish(int argc, char **argv)
     ksink *ks = NULL;
     bool *selected = NULL;
     const char *db_path = NULL, *tables = ".*";
+    char *fixed = NULL; /* --prefix / topic.prefix as given (publish_table sets topic.prefix per table) */
     tb_buf sets[2], cur_prefix;
     int nargc = 0;
     char **nargv = calloc((size_t)argc + 5, sizeof(*nargv));
@@ -406,19 +413,24 @@ int cmd_cache_publish(int argc, char **argv)
         rc = tb_error_set(&err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
     }
-    if ((rc = select_tables(db, tables, selected, &nsel, &last, &err)) != TB_OK)
+    if (cfg_is_set(c, "topic.prefix") && !(fixed = strdup(cfg_get_str(c, "topic.prefix")))) {
+        rc = tb_error_set(&err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    if ((rc = select_tables(db, tables, fixed, selected, &nsel, &last, &err)) != TB_OK)
         goto out;
     app_install_signals();
     int64_t now = wall_ms();
     for (size_t i = 0; rc == TB_OK && i < cache_db_ntables(db); i++)
         if (selected[i])
-            rc = publish_table(c, db, i, i == last, &ks, &cur_prefix, now, &err);
+            rc = publish_table(c, fixed, db, i, i == last, &ks, &cur_prefix, now, &err);
 out:;
     int ret = rc == TB_OK ? 0 : app_fail("cache publish", &err);
     ksink_close(ks);
     cache_db_close(db);
     cfg_free(c);
     free(selected);
+    free(fixed);
     free(nargv);
     for (int k = 0; k < 2; k++)
         tb_buf_free(&sets[k]);

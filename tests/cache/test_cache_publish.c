@@ -20,6 +20,8 @@
  *     (naming it) before anything is sent; a regex matching no table fails
  *     naming it and the file; --tables publishes only the matching table;
  *     without --prefix, the table's recorded topic gets the rows again.
+ *   publish/own_prefixes: a cache replayed from two prefixes, published without
+ *     --prefix: each table's rows go back to its own prefix's topic.
  *   publish/bad_input: missing --db, a path that is not a cache, a regex
  *     matching no table: non-zero exit and a message naming the input.
  */
@@ -44,7 +46,7 @@ static void set_ok(cfg *c, const char *k, const char *v)
     cr_assert_eq(cfg_set(c, k, v, "test", &err), TB_OK, "%s", err.msg);
 }
 
-static evt_table *items_table(void)
+static evt_table *items_table(const char *db)
 {
     static const struct { const char *name; evt_type t; const char *st; bool uns; } cols[] = {
         {"id", EVT_T_BIGINT, "bigint", false},         {"u", EVT_T_BIGINT, "bigint unsigned", true},
@@ -55,7 +57,7 @@ static evt_table *items_table(void)
         {"s", EVT_T_VARCHAR, "varchar(32)", false},
     };
     size_t n = sizeof(cols) / sizeof(cols[0]);
-    evt_table *t = evt_table_new("shop", "items", n);
+    evt_table *t = evt_table_new(db, "items", n);
     for (size_t i = 0; i < n; i++)
         cr_assert_eq(evt_table_set_column(t, i, cols[i].name, cols[i].t, cols[i].st, i != 0, cols[i].uns), TB_OK);
     cr_assert_eq(evt_table_set_column_details(t, 9, 1, 0, 0, NULL), TB_OK);
@@ -67,9 +69,9 @@ static evt_table *items_table(void)
     return t;
 }
 
-static evt_table *lines_table(void)
+static evt_table *lines_table(const char *db)
 {
-    evt_table *t = evt_table_new("shop", "lines", 3);
+    evt_table *t = evt_table_new(db, "lines", 3);
     cr_assert_eq(evt_table_set_column(t, 0, "what", EVT_T_VARCHAR, "varchar(20)", true, false), TB_OK);
     cr_assert_eq(evt_table_set_column(t, 1, "order_id", EVT_T_INT, "int", false, false), TB_OK);
     cr_assert_eq(evt_table_set_column(t, 2, "line", EVT_T_SMALLINT, "smallint", false, false), TB_OK);
@@ -138,8 +140,8 @@ static void lines_row(evt_event *e, evt_image img, int o, int l, const char *wha
         evt_set_null(e, img, 0);
 }
 
-/* The original topics <prefix>.shop.items and <prefix>.shop.lines. */
-static void produce_original(const char *prefix)
+/* The original topics <prefix>.<db>.items and <prefix>.<db>.lines. */
+static void produce_original(const char *prefix, const char *db)
 {
     cfg *c = cfg_new();
     char name[200];
@@ -151,7 +153,7 @@ static void produce_original(const char *prefix)
     ksink *ks = NULL;
     tb_error err;
     cr_assert_eq(ksink_open(c, &ks, &err), TB_OK, "%s", err.msg);
-    evt_table *it = items_table(), *lt = lines_table();
+    evt_table *it = items_table(db), *lt = lines_table(db);
     for (int64_t id = 1; id <= 6; id++) { /* 1..6 */
         evt_event *e = row_event(EVT_OP_CREATE, it);
         items_row(e, EVT_AFTER, id);
@@ -480,7 +482,7 @@ Test(publish, round_trip, .timeout = 600)
     snprintf(loga, sizeof loga, "%s/a.log", dir);
     snprintf(logb, sizeof logb, "%s/b.log", dir);
     snprintf(logp, sizeof logp, "%s/pub.log", dir);
-    produce_original(p1);
+    produce_original(p1, "shop");
     replay(p1, dba, loga);
     /* a running `tributary cache` keeps following A (writer) while publish reads it */
     const char *follow[] = {"--brokers", it_brokers(), "--prefix", p1, "--db", dba, NULL};
@@ -588,7 +590,7 @@ Test(publish, tables_filter, .timeout = 600)
     snprintf(dba, sizeof dba, "%s/a.db", dir);
     snprintf(loga, sizeof loga, "%s/a.log", dir);
     snprintf(logp, sizeof logp, "%s/pub.log", dir);
-    produce_original(p1);
+    produce_original(p1, "shop");
     /* a table without a schema record: the cache infers its columns */
     rd_kafka_t *rk = it_producer();
     snprintf(t, sizeof t, "%s.shop.raw", p1);
@@ -620,6 +622,42 @@ Test(publish, tables_filter, .timeout = 600)
     b = consume_all(t);
     cr_expect_eq(b.n, 6u + 3u, "4 creates, delete, tombstone, then 3 republished rows: %zu", b.n);
     msgs_free(&b);
+    rm_dir(dir);
+}
+
+/* Records now in topic (every partition). */
+static size_t topic_count(const char *topic)
+{
+    msgs l = consume_all(topic);
+    size_t n = l.n;
+    msgs_free(&l);
+    return n;
+}
+
+Test(publish, own_prefixes, .timeout = 600)
+{
+    char p1[64], p2[80], dir[] = "/tmp/tbpubXXXXXX", dba[128], loga[128], logp[128], re[200], t1[200], t2[200];
+    it_prefix(p1, sizeof p1, "po");
+    snprintf(p2, sizeof p2, "%sb", p1);
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(dba, sizeof dba, "%s/a.db", dir);
+    snprintf(loga, sizeof loga, "%s/a.log", dir);
+    snprintf(logp, sizeof logp, "%s/pub.log", dir);
+    produce_original(p1, "shop");
+    produce_original(p2, "shop2");
+    snprintf(re, sizeof re, "^(%s|%s)\\.", p1, p2);
+    const char *args[] = {"--brokers", it_brokers(), "--topics", re, "--db", dba, "--until-caught-up", NULL};
+    cr_assert_eq(it_wait(it_spawn(loga, args), 120), 0, "cache failed, see %s", loga);
+    snprintf(t1, sizeof t1, "%s.shop.items", p1);
+    snprintf(t2, sizeof t2, "%s.shop2.items", p2);
+    size_t n1 = topic_count(t1), n2 = topic_count(t2);
+    const char *pub[] = {"--db", dba, "--brokers", it_brokers(), "--tables", "items$", NULL};
+    cr_assert_eq(publish(logp, pub), 0, "publish failed, see %s", logp);
+    cr_expect_eq(topic_count(t1), n1 + 5);
+    cr_expect_eq(topic_count(t2), n2 + 5);
+    char *s = slurp(logp);
+    cr_expect(strstr(s, t1) && strstr(s, t2), "%s", s);
+    free(s);
     rm_dir(dir);
 }
 
