@@ -470,18 +470,33 @@ static void rm_dir(const char *dir)
 
 /* ---------------------------------------------------------------- tests */
 
+/* The names one test uses: prefixes p1 (original) and p2 (p1 + suffix), a
+ * temporary folder with caches a.db / b.db and logs. */
+typedef struct penv {
+    char p1[64], p2[80], dir[32], dba[128], dbb[128], loga[128], logb[128], logp[128];
+} penv;
+
+static void penv_init(penv *e, const char *what, const char *suffix)
+{
+    it_prefix(e->p1, sizeof e->p1, what);
+    snprintf(e->p2, sizeof e->p2, "%s%s", e->p1, suffix);
+    snprintf(e->dir, sizeof e->dir, "/tmp/tbpubXXXXXX");
+    cr_assert_not_null(mkdtemp(e->dir));
+    snprintf(e->dba, sizeof e->dba, "%s/a.db", e->dir);
+    snprintf(e->dbb, sizeof e->dbb, "%s/b.db", e->dir);
+    snprintf(e->loga, sizeof e->loga, "%s/a.log", e->dir);
+    snprintf(e->logb, sizeof e->logb, "%s/b.log", e->dir);
+    snprintf(e->logp, sizeof e->logp, "%s/pub.log", e->dir);
+}
+
+
 Test(publish, round_trip, .timeout = 600)
 {
-    char p1[64], p2[80], dir[] = "/tmp/tbpubXXXXXX", dba[128], dbb[128], loga[128], logb[128], logp[128], name[100];
-    it_prefix(p1, sizeof p1, "pa");
-    snprintf(p2, sizeof p2, "%sre", p1);
+    penv e;
+    penv_init(&e, "pa", "re");
+    char *p1 = e.p1, *p2 = e.p2, *dir = e.dir, *dba = e.dba, *dbb = e.dbb, *loga = e.loga, *logb = e.logb,
+         *logp = e.logp, name[100];
     snprintf(name, sizeof name, "%spub", p1);
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(dba, sizeof dba, "%s/a.db", dir);
-    snprintf(dbb, sizeof dbb, "%s/b.db", dir);
-    snprintf(loga, sizeof loga, "%s/a.log", dir);
-    snprintf(logb, sizeof logb, "%s/b.log", dir);
-    snprintf(logp, sizeof logp, "%s/pub.log", dir);
     produce_original(p1, "shop");
     replay(p1, dba, loga);
     /* a running `tributary cache` keeps following A (writer) while publish reads it */
@@ -583,13 +598,9 @@ Test(publish, round_trip, .timeout = 600)
 
 Test(publish, tables_filter, .timeout = 600)
 {
-    char p1[64], p2[80], dir[] = "/tmp/tbpubXXXXXX", dba[128], loga[128], logp[128], t[200];
-    it_prefix(p1, sizeof p1, "pf");
-    snprintf(p2, sizeof p2, "%sre", p1);
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(dba, sizeof dba, "%s/a.db", dir);
-    snprintf(loga, sizeof loga, "%s/a.log", dir);
-    snprintf(logp, sizeof logp, "%s/pub.log", dir);
+    penv e;
+    penv_init(&e, "pf", "re");
+    char *p1 = e.p1, *p2 = e.p2, *dir = e.dir, *dba = e.dba, *loga = e.loga, *logp = e.logp, t[200];
     produce_original(p1, "shop");
     /* a table without a schema record: the cache infers its columns */
     rd_kafka_t *rk = it_producer();
@@ -636,13 +647,10 @@ static size_t topic_count(const char *topic)
 
 Test(publish, own_prefixes, .timeout = 600)
 {
-    char p1[64], p2[80], dir[] = "/tmp/tbpubXXXXXX", dba[128], loga[128], logp[128], re[200], t1[200], t2[200];
-    it_prefix(p1, sizeof p1, "po");
-    snprintf(p2, sizeof p2, "%sb", p1);
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(dba, sizeof dba, "%s/a.db", dir);
-    snprintf(loga, sizeof loga, "%s/a.log", dir);
-    snprintf(logp, sizeof logp, "%s/pub.log", dir);
+    penv e;
+    penv_init(&e, "po", "b");
+    char *p1 = e.p1, *p2 = e.p2, *dir = e.dir, *dba = e.dba, *loga = e.loga, *logp = e.logp, re[200], t1[200],
+         t2[200];
     produce_original(p1, "shop");
     produce_original(p2, "shop2");
     snprintf(re, sizeof re, "^(%s|%s)\\.", p1, p2);
