@@ -15,7 +15,7 @@ typedef struct app_cmd {
 static const app_cmd commands[] = {
     {"run", cmd_run, "snapshot (per snapshot.mode) then stream changes to the sink"},
     {"snapshot", cmd_snapshot, "run an initial snapshot alone, or signal an incremental one"},
-    {"cache", cmd_cache, "replay compacted topics into a local SQLite table cache (also: get, status)"},
+    {"cache", cmd_cache, "replay compacted topics into a local SQLite table cache (also: get, status, publish)"},
     {"offsets", cmd_offsets, "show or set the stored source position"},
     {"status", cmd_status, "show position, lag, throughput and snapshot state of a connector"},
     {"decode", cmd_decode, "print the events of a binlog file or SQLite WAL as JSON lines, offline"},

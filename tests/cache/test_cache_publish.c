@@ -19,7 +19,8 @@
  *   publish/tables_filter: a table whose columns the cache inferred is refused
  *     (naming it) before anything is sent; a regex matching no table fails
  *     naming it and the file; --tables publishes only the matching table;
- *     without --prefix, the table's recorded topic gets the rows again.
+ *     without --prefix, the table's recorded topic gets the rows again
+ *     (value.format=row: the values are the rows).
  *   publish/own_prefixes: a cache replayed from two prefixes, published without
  *     --prefix: each table's rows go back to its own prefix's topic.
  *   publish/bad_input: missing --db, a path that is not a cache, a regex
@@ -627,11 +628,16 @@ Test(publish, tables_filter, .timeout = 600)
     snprintf(t, sizeof t, "%s.shop.items", p2);
     cr_expect_not(topic_exists(t), "%s was published", t);
     /* default prefix: the recorded topic's; the same rows again, keys unchanged */
-    const char *args2[] = {"--db", dba, "--brokers", it_brokers(), "--tables", "lines$", NULL};
+    const char *args2[] = {"--db", dba, "--brokers", it_brokers(), "--tables", "lines$", "--set", "value.format=row",
+                           NULL};
     cr_assert_eq(publish(logp, args2), 0, "publish failed, see %s", logp);
     snprintf(t, sizeof t, "%s.shop.lines", p1);
     b = consume_all(t);
     cr_expect_eq(b.n, 6u + 3u, "4 creates, delete, tombstone, then 3 republished rows: %zu", b.n);
+    size_t nrow = 0; /* value.format=row: the republished values are the rows themselves */
+    for (size_t k = 0; k < b.n; k++)
+        nrow += b.m[k].value && strncmp(b.m[k].value, "{\"what\":", 8) == 0;
+    cr_expect_eq(nrow, 3u);
     msgs_free(&b);
     rm_dir(dir);
 }
