@@ -561,8 +561,8 @@ size_t ksink_staged(const ksink *ks)
 
 void ksink_poll(ksink *ks, int timeout_ms)
 {
-    if (ks->stage.n > 0 && (timeout_ms > 0 || ksink_now_ms() - ks->stage.t0_ms >= KSINK_STAGE_MAX_MS))
-        ksink_stage_flush(ks);
+    if (timeout_ms > 0 || (ks->stage.n > 0 && ksink_now_ms() - ks->stage.t0_ms >= KSINK_STAGE_MAX_MS))
+        ksink_kick(ks);
     rd_kafka_poll(ks->rk, timeout_ms);
     ksink_advance(ks);
 }
