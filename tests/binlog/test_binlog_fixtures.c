@@ -15,7 +15,7 @@
 #include "binlog_ref.h"
 #include "evt_json.h"
 
-#define FIX TB_SHARED_DIR "/fixtures/binlog/"
+#define FIX TB_FIXTURES_DIR "/binlog/"
 
 typedef struct negative {
     const char *name;

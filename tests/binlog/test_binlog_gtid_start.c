@@ -2,7 +2,7 @@
  * Starting a MySQL stream from a GTID set without COM_BINLOG_DUMP_GTID
  * (binlog_live.c): the choice of the binlog file from the Previous_gtids
  * events, and the decoder skipping the transactions the set already holds,
- * checked on real MySQL binlogs from the shared fixtures.
+ * checked on real MySQL binlogs from the fixtures (tests/fixtures/binlog).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@
 #include "binlog.h"
 #include "binlog_int.h"
 
-#define FIX TB_SHARED_DIR "/fixtures/binlog/"
+#define FIX TB_FIXTURES_DIR "/binlog/"
 
 /* ------------------------------------------------------------ set operations */
 
