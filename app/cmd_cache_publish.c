@@ -85,7 +85,7 @@ static tb_code send_pending(pub_ctx *x, evt_snapshot_flag flag, bool last_in_tx)
     evt_event_set_last_in_tx(x->pend, last_in_tx);
     tb_code rc = ksink_send(x->ks, x->pend, x->err);
     if (rc != TB_OK)
-        return tb_error_prefix(x->err, "table \"%s\", key %s: ", x->name, event_key(x, x->pend));
+        return tb_error_prefix(x->err, rc, "table \"%s\", key %s: ", x->name, event_key(x, x->pend));
     x->have_pend = false;
     x->rows++;
     return TB_OK;
@@ -100,7 +100,7 @@ static tb_code build_row(pub_ctx *x, const char *row, size_t len)
     evt_jw w;
     tb_code rc = evt_jv_parse(row, len, &v, x->err);
     if (rc != TB_OK)
-        return tb_error_prefix(x->err, "table \"%s\": unreadable row %.200s: ", x->name, row);
+        return tb_error_prefix(x->err, rc, "table \"%s\": unreadable row %.200s: ", x->name, row);
     evt_event_reset(x->cur, EVT_OP_READ, x->t);
     for (size_t i = 0; rc == TB_OK && i < evt_jv_size(v); i++) {
         size_t kl;
@@ -405,7 +405,7 @@ int cmd_cache_publish(int argc, char **argv)
         (rc = cfg_set(c, "exactly_once", "false", "cache publish", &err)) != TB_OK) /* no offsets record to join */
         goto out;
     if ((rc = cache_db_open(db_path, &db, &err)) != TB_OK) {
-        tb_error_prefix(&err, "%s: not a readable cache file: ", db_path);
+        tb_error_prefix(&err, rc, "%s: not a readable cache file: ", db_path);
         goto out;
     }
     size_t nsel, last;

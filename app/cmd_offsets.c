@@ -90,8 +90,7 @@ int cmd_offsets(int argc, char **argv)
         status = offsets_print(&pos);
     } else if (!bad && strcmp(action, "set") == 0 && text != NULL) {
         if (tb_position_parse(text, &pos, &err) != TB_OK) {
-            tb_error_prefix(&err, "--position '%s': ", text);
-            err.code = TB_ERR_CONFIG;
+            tb_error_prefix(&err, TB_ERR_CONFIG, "--position '%s': ", text);
             status = app_fail("offsets", &err);
             goto out;
         }

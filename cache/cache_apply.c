@@ -202,7 +202,7 @@ tb_code cache_apply_schema(cache_store *s, const char *prefix, const char *key, 
     if (!value || vlen == 0)
         return TB_OK; /* a table's descriptor removed: keep the cache table as it is */
     if ((rc = cj_parse(value, vlen, &v, err)) != TB_OK)
-        return tb_error_prefix(err, "schema record: ");
+        return tb_error_prefix(err, rc, "schema record: ");
     if ((rc = parse_descriptor(&v, &nt, err)) != TB_OK)
         return rc;
     tb_buf_init(&why, 0);
@@ -375,7 +375,7 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
     if (!key || klen == 0)
         return tb_error_set(err, TB_ERR_INVALID, false, "message has no key");
     if ((rc = cj_parse(key, klen, &kv, err)) != TB_OK)
-        return tb_error_prefix(err, "key: ");
+        return tb_error_prefix(err, rc, "key: ");
     if (kv.type != CJ_OBJECT || kv.len <= 2)
         return tb_error_set(err, TB_ERR_INVALID, false, "key is not a non-empty JSON object");
     if (!tombstone) {
@@ -384,7 +384,7 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
         bool found[6];
         if ((rc = cj_parse_top_members(value, vlen, &vv, names, 6, vals, found, &tm.n, 1, mem, CACHE_ROW_MEMBERS,
                                        &nmem, err)) != TB_OK)
-            return tb_error_prefix(err, "value: ");
+            return tb_error_prefix(err, rc, "value: ");
         if (vv.type != CJ_OBJECT)
             return tb_error_set(err, TB_ERR_INVALID, false, "value is not a JSON object");
         tm.before = vals[0], tm.has_before = found[0];

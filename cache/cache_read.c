@@ -146,7 +146,7 @@ tb_code cache_get(cache_db *db, const char *table, const char *key_json, tb_buf 
     cj_val key, v;
     tb_code rc;
     if ((rc = cj_parse(key_json, strlen(key_json), &key, err)) != TB_OK)
-        return tb_error_prefix(err, "key: ");
+        return tb_error_prefix(err, rc, "key: ");
     if (key.type != CJ_OBJECT)
         return tb_error_set(err, TB_ERR_INVALID, false, "key is not a JSON object: %s", key_json);
     if ((rc = prepare(db, table, true, &t, &st, err)) != TB_OK)

@@ -468,7 +468,7 @@ static tb_code handle(cache_ctx *c, const rd_kafka_message_t *m, bool from_schem
         }
         rc = bad_message(c, m, &e);
     } else if (rc != TB_OK) {
-        tb_error_prefix(&e, "%s [%d] offset %lld: ", topic, (int)m->partition, (long long)m->offset);
+        tb_error_prefix(&e, rc, "%s [%d] offset %lld: ", topic, (int)m->partition, (long long)m->offset);
         cache_store_rollback(c->s);
         return set_fatal(c, &e);
     }

@@ -358,7 +358,7 @@ tb_code cache_store_create(cache_store *s, cache_table *t, tb_error *err)
     s->tables = nt;
     s->tables[s->ntables++] = t;
     if ((rc = cache_exec(s, tb_buf_cstr(q), err)) != TB_OK)
-        return tb_error_prefix(err, "table \"%s\": ", t->name);
+        return tb_error_prefix(err, rc, "table \"%s\": ", t->name);
     if ((rc = save_table(s, t, err)) != TB_OK)
         return rc;
     for (size_t i = 0; rc == TB_OK && i < t->ncols; i++)
@@ -438,7 +438,7 @@ tb_code cache_store_add_column(cache_store *s, cache_table *t, const char *name,
     if (rc != TB_OK)
         return tb_error_set(err, rc, false, "out of memory");
     if ((rc = cache_exec(s, tb_buf_cstr(&s->sql), err)) != TB_OK)
-        return tb_error_prefix(err, "table \"%s\": adding column \"%s\": ", t->name, name);
+        return tb_error_prefix(err, rc, "table \"%s\": adding column \"%s\": ", t->name, name);
     TB_INFO("cache", "table \"%s\": added column \"%s\" %s", t->name, name, *c->type ? c->type : "(untyped)");
     return save_column(s, t, t->ncols - 1, err);
 }

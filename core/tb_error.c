@@ -31,10 +31,11 @@ tb_code tb_error_set(tb_error *err, tb_code code, bool retriable, const char *fm
     return code;
 }
 
-tb_code tb_error_prefix(tb_error *err, const char *fmt, ...)
+tb_code tb_error_prefix(tb_error *err, tb_code code, const char *fmt, ...)
 {
     if (!err)
-        return TB_ERR_INVALID;
+        return code;
+    err->code = code;
     char prefix[TB_ERROR_MSG_MAX];
     char old[TB_ERROR_MSG_MAX];
     va_list ap;
@@ -51,7 +52,7 @@ tb_code tb_error_prefix(tb_error *err, const char *fmt, ...)
     memcpy(err->msg, prefix, plen);
     memcpy(err->msg + plen, old, olen);
     err->msg[plen + olen] = '\0';
-    return err->code;
+    return code;
 }
 
 const char *tb_code_name(tb_code code)
@@ -69,7 +70,6 @@ const char *tb_code_name(tb_code code)
     case TB_ERR_NOT_FOUND: return "not_found";
     case TB_ERR_STATE: return "state";
     case TB_ERR_STOPPED: return "stopped";
-    case TB_ERR_NOT_IMPLEMENTED: return "not_implemented";
     }
     return "unknown";
 }
@@ -79,7 +79,6 @@ int tb_code_exit_status(tb_code code)
     switch (code) {
     case TB_OK: return 0;
     case TB_ERR_CONFIG: return 2;
-    case TB_ERR_NOT_IMPLEMENTED: return 3;
     default: return 1;
     }
 }

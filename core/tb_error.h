@@ -5,7 +5,8 @@
  * non-NULL tb_error *, fills it once, at the place where the context (file,
  * offset, key, column) is known. The message is a fixed buffer inside the
  * struct: no allocation, nothing to free. Callers that add context use
- * tb_error_prefix(), which keeps the code and the retriable flag.
+ * tb_error_prefix(), which keeps the retriable flag and returns the code it
+ * is given, so `return tb_error_prefix(err, rc, ...)` is right with err NULL.
  *
  * Each library's own error codes (rd_kafka_resp_err_t, mysql_errno, sqlite3
  * extended codes) are translated into a tb_code in exactly one place, in the
@@ -30,7 +31,6 @@ typedef enum tb_code {
     TB_ERR_NOT_FOUND,   /* a looked-up thing does not exist */
     TB_ERR_STATE,       /* called in the wrong state */
     TB_ERR_STOPPED,     /* stop requested (signal) */
-    TB_ERR_NOT_IMPLEMENTED,
 } tb_code;
 
 #define TB_ERROR_MSG_MAX 1024
@@ -49,13 +49,14 @@ tb_code tb_error_set(tb_error *err, tb_code code, bool retriable, const char *fm
     __attribute__((format(printf, 4, 5)));
 tb_code tb_error_vset(tb_error *err, tb_code code, bool retriable, const char *fmt, va_list ap);
 
-/* Prepend context ("file.cnf:12: ") to an already-set message; returns err->code. */
-tb_code tb_error_prefix(tb_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prepend context ("file.cnf:12: ") to an already-set message and set its code
+ * to `code` (the code the failed call returned). Returns `code`, err NULL or not. */
+tb_code tb_error_prefix(tb_error *err, tb_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Stable lower-case name of a code, e.g. "corrupt". Never NULL. */
 const char *tb_code_name(tb_code code);
 
-/* Process exit code for an error: 0 ok, 2 config/usage, 3 not implemented, 1 otherwise. */
+/* Process exit code for an error: 0 ok, 2 config/usage, 1 otherwise (DESIGN 10). */
 int tb_code_exit_status(tb_code code);
 
 #endif

@@ -138,7 +138,7 @@ tb_code evt_position_from_json(const char *json, size_t len, tb_position *p, tb_
     tb_position_init(&tmp);
     tb_code rc = evt_jv_parse(json, len, &root, err);
     if (rc != TB_OK) {
-        tb_error_prefix(err, "position: ");
+        tb_error_prefix(err, rc, "position: ");
         goto out;
     }
     const evt_jv *k = evt_jv_get(root, "kind");
@@ -228,7 +228,7 @@ tb_code evt_decode_msg(const char *key, size_t klen, const char *value, size_t v
     tb_code rc = TB_OK;
     if (key && klen) {
         if ((rc = evt_jv_parse(key, klen, &out->key_tree, err)) != TB_OK) {
-            tb_error_prefix(err, "message key: ");
+            tb_error_prefix(err, rc, "message key: ");
             goto fail;
         }
         if (evt_jv_type_of(out->key_tree) != EVT_JV_NULL)
@@ -237,7 +237,7 @@ tb_code evt_decode_msg(const char *key, size_t klen, const char *value, size_t v
     if (!value || vlen == 0)
         goto tombstone;
     if ((rc = evt_jv_parse(value, vlen, &out->value_tree, err)) != TB_OK) {
-        tb_error_prefix(err, "message value: ");
+        tb_error_prefix(err, rc, "message value: ");
         goto fail;
     }
     const evt_jv *v = out->value_tree;

@@ -140,7 +140,7 @@ static tb_code ksink_offsets_file_read(const char *path, tb_position *out, tb_er
                             text.data[text.len - 1] == ' '))
         text.data[--text.len] = '\0';
     if ((rc = tb_position_parse(tb_buf_cstr(&text), out, err)) != TB_OK)
-        tb_error_prefix(err, "offsets file %s: ", path);
+        tb_error_prefix(err, rc, "offsets file %s: ", path);
 out:
     if (f)
         fclose(f);
@@ -238,7 +238,7 @@ static tb_code ksink_offsets_kafka_read(const cfg *c, tb_position *out, tb_error
 done:
     if (have_value) {
         if ((rc = evt_position_from_json(value.data, value.len, out, err)) != TB_OK)
-            tb_error_prefix(err, "offsets topic %s, key %s: ", topic.data, key.data);
+            tb_error_prefix(err, rc, "offsets topic %s, key %s: ", topic.data, key.data);
     } else {
         tb_position_free(out);
     }

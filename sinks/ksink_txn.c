@@ -40,8 +40,7 @@ tb_code ksink_eos_abort(ksink *ks, tb_error *err)
         return rerr.code;
     }
     if (err) {
-        tb_error_prefix(err, "Kafka transaction aborted, resume from the committed position: ");
-        err->code = TB_ERR_KAFKA;
+        tb_error_prefix(err, TB_ERR_KAFKA, "Kafka transaction aborted, resume from the committed position: ");
         err->retriable = true;
     }
     TB_WARN("ksink", "%s", err ? err->msg : "Kafka transaction aborted");

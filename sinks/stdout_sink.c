@@ -201,7 +201,7 @@ tb_code stdout_sink_commit(stdout_sink *s, const tb_position *pos, tb_error *err
     if (rc == TB_OK)
         rc = cfg_file_write_atomic(s->offsets_file, text.data, text.len, err);
     if (rc != TB_OK)
-        tb_error_prefix(err, "offsets file: ");
+        tb_error_prefix(err, rc, "offsets file: ");
     else
         TB_DEBUG("stdout", "committed %s", text.data);
     tb_buf_free(&text);

@@ -84,7 +84,7 @@ tb_code snap_inc_insert_signal(MYSQL *my, const char *db, const char *type, cons
     if (mysql_stmt_prepare(st, tb_buf_cstr(&sql), sql.len) != 0 || mysql_stmt_bind_param(st, b) != 0 ||
         mysql_stmt_execute(st) != 0) {
         rc = snap_sql_stmt_fail(st, err, "writing a signal row");
-        tb_error_prefix(err, "%s." SNAP_SIGNAL_TABLE ": ", db);
+        tb_error_prefix(err, rc, "%s." SNAP_SIGNAL_TABLE ": ", db);
         goto out;
     }
     *id = (int64_t)mysql_stmt_insert_id(st);
@@ -248,7 +248,7 @@ tb_code snap_inc_load_state(snap_inc *si, tb_error *err)
     if (rc == TB_OK)
         rc = evt_jv_parse(b.data ? b.data : "", b.len, &root, err);
     if (rc != TB_OK) {
-        tb_error_prefix(err, "%s: ", si->state_path);
+        tb_error_prefix(err, rc, "%s: ", si->state_path);
         goto out;
     }
     const evt_jv *v;
@@ -274,7 +274,7 @@ tb_code snap_inc_load_state(snap_inc *si, tb_error *err)
     if (rc == TB_OK && v && evt_jv_type_of(v) == EVT_JV_ARRAY) {
         rc = snap_key_from_json(&si->key, v, err);
         if (rc != TB_OK)
-            tb_error_prefix(err, "%s: ", si->state_path);
+            tb_error_prefix(err, rc, "%s: ", si->state_path);
         si->has_key = rc == TB_OK;
     }
     if (rc == TB_OK && si->nqueue > 0)

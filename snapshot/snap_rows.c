@@ -101,7 +101,7 @@ tb_code snap_rows_open(MYSQL *my, evt_table *t, const char *sql, MYSQL_BIND *par
     r = NULL;
 out:
     if (rc != TB_OK)
-        tb_error_prefix(err, "table %s.%s: ", evt_table_db(t), evt_table_name(t));
+        tb_error_prefix(err, rc, "table %s.%s: ", evt_table_db(t), evt_table_name(t));
     snap_rows_close(r);
     return rc;
 }
@@ -113,8 +113,8 @@ tb_code snap_rows_next(snap_rows *r, evt_event *ev, bool *got, tb_error *err)
     if (f == MYSQL_NO_DATA)
         return TB_OK;
     if (f == 1) {
-        snap_sql_stmt_fail(r->st, err, "fetch");
-        return tb_error_prefix(err, "table %s.%s: ", evt_table_db(r->t), evt_table_name(r->t));
+        tb_code rc = snap_sql_stmt_fail(r->st, err, "fetch");
+        return tb_error_prefix(err, rc, "table %s.%s: ", evt_table_db(r->t), evt_table_name(r->t));
     }
     bool rebind = false;
     for (size_t i = 0; i < r->ncols; i++) {
@@ -122,11 +122,11 @@ tb_code snap_rows_next(snap_rows *r, evt_event *ev, bool *got, tb_error *err)
         if (cb->as == SNAP_AS_BYTES && !cb->is_null && cb->len > cb->cap) {
             tb_code rc = snap_colbuf_grow(cb, &r->bind[i], err);
             if (rc != TB_OK)
-                return tb_error_prefix(err, "table %s.%s column %s: ", evt_table_db(r->t), evt_table_name(r->t),
+                return tb_error_prefix(err, rc, "table %s.%s column %s: ", evt_table_db(r->t), evt_table_name(r->t),
                                        evt_table_column(r->t, i)->name);
             if (mysql_stmt_fetch_column(r->st, &r->bind[i], (unsigned)i, 0) != 0) {
-                snap_sql_stmt_fail(r->st, err, "fetch column");
-                return tb_error_prefix(err, "table %s.%s column %s: ", evt_table_db(r->t), evt_table_name(r->t),
+                rc = snap_sql_stmt_fail(r->st, err, "fetch column");
+                return tb_error_prefix(err, rc, "table %s.%s column %s: ", evt_table_db(r->t), evt_table_name(r->t),
                                        evt_table_column(r->t, i)->name);
             }
             rebind = true;

@@ -119,7 +119,7 @@ tb_code snap_schema_list(MYSQL *my, const snap_filter *f, snap_tinfo **out, size
                                 NULL, 0, list_row, &l, err);
     if (rc != TB_OK) {
         snap_tinfo_free_all(l.v, l.n);
-        return tb_error_prefix(err, "listing tables: ");
+        return tb_error_prefix(err, rc, "listing tables: ");
     }
     *out = l.v;
     *n = l.n;

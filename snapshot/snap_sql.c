@@ -64,7 +64,7 @@ tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err
     unsigned port = (unsigned)cfg_get_int(c, "source.port");
     if (!mysql_real_connect(my, host, user, password, NULL, port, NULL, 0)) {
         rc = snap_sql_fail(my, err, "connect");
-        tb_error_prefix(err, "source %s:%u: ", host ? host : "", port);
+        tb_error_prefix(err, rc, "source %s:%u: ", host ? host : "", port);
         goto out;
     }
     const char *ver = mysql_get_server_info(my);

@@ -640,9 +640,9 @@ static tb_code prefix_err(binlog_dec *d, tb_code rc, uint64_t off, const uint8_t
         return rc;
     int type = len >= 5 ? ev[4] : -1;
     if (inner)
-        return tb_error_prefix(err, "%s: byte offset %llu (%s event inside the TRANSACTION_PAYLOAD there): ",
+        return tb_error_prefix(err, rc, "%s: byte offset %llu (%s event inside the TRANSACTION_PAYLOAD there): ",
                                d->label, (unsigned long long)off, type_name(type));
-    return tb_error_prefix(err, "%s: byte offset %llu (%s, type %d): ", d->label, (unsigned long long)off,
+    return tb_error_prefix(err, rc, "%s: byte offset %llu (%s, type %d): ", d->label, (unsigned long long)off,
                            type_name(type), type);
 }
 

@@ -367,7 +367,7 @@ tb_code bl_row_decode(bl_rowctx *c, const bl_tmap *m, const uint8_t **pp, const 
                     rc = bl_json_to_text(p, l, &c->json, err);
                 }
                 if (rc != TB_OK)
-                    return tb_error_prefix(err, "table %s.%s column %s (%zu): ", evt_table_db(m->table),
+                    return tb_error_prefix(err, rc, "table %s.%s column %s (%zu): ", evt_table_db(m->table),
                                            evt_table_name(m->table), evt_table_column(m->table, i)->name, i + 1);
                 evt_set_json(e, img, i, c->json.data, c->json.len);
             } else if (col->type == EVT_MY_GEOMETRY) {

@@ -335,7 +335,7 @@ tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err)
         evt_event_set_connector(ev, EVT_CONN_SQLITE);
         if ((eo != EVT_OP_CREATE && (rc = sqlcap_trig_image(ev, EVT_BEFORE, et, (const char *)sqlite3_column_text(st, 3), err)) != TB_OK) ||
             (eo != EVT_OP_DELETE && (rc = sqlcap_trig_image(ev, EVT_AFTER, et, (const char *)sqlite3_column_text(st, 4), err)) != TB_OK)) {
-            tb_error_prefix(err, "%s: _cdc_log seq %lld: ", c->path, (long long)seq);
+            tb_error_prefix(err, rc, "%s: _cdc_log seq %lld: ", c->path, (long long)seq);
             evt_event_free(ev);
             break;
         }

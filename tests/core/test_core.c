@@ -57,14 +57,29 @@ Test(error, set_prefix_and_exit_codes)
     tb_error err;
     tb_error_clear(&err);
     cr_assert_eq(tb_error_set(&err, TB_ERR_CORRUPT, false, "bad event at offset %d", 120), TB_ERR_CORRUPT);
-    tb_error_prefix(&err, "%s: ", "file.000001");
+    tb_error_prefix(&err, TB_ERR_CORRUPT, "%s: ", "file.000001");
     cr_assert_str_eq(err.msg, "file.000001: bad event at offset 120");
     cr_assert_eq(err.code, TB_ERR_CORRUPT);
     cr_assert_eq(tb_code_exit_status(TB_ERR_CONFIG), 2);
-    cr_assert_eq(tb_code_exit_status(TB_ERR_NOT_IMPLEMENTED), 3);
+    cr_assert_eq(tb_code_exit_status(TB_ERR_UNSUPPORTED), 1);
     cr_assert_eq(tb_code_exit_status(TB_ERR_KAFKA), 1);
     cr_assert_eq(tb_code_exit_status(TB_OK), 0);
     cr_assert_eq(tb_error_set(NULL, TB_ERR_IO, true, "x"), TB_ERR_IO);
+}
+
+/* `return tb_error_prefix(err, rc, ...)` returns the failed call's code whether
+ * or not the caller passed an error struct, and keeps the retriable flag. */
+Test(error, prefix_returns_the_given_code)
+{
+    cr_assert_eq(tb_error_prefix(NULL, TB_ERR_SOURCE, "ctx: "), TB_ERR_SOURCE);
+    cr_assert_eq(tb_error_prefix(NULL, TB_ERR_NOMEM, "ctx: "), TB_ERR_NOMEM);
+    tb_error err;
+    tb_error_set(&err, TB_ERR_IO, true, "read failed");
+    cr_assert_eq(tb_error_prefix(&err, TB_ERR_IO, "%s: ", "f.db"), TB_ERR_IO);
+    cr_assert_str_eq(err.msg, "f.db: read failed");
+    cr_assert(err.retriable);
+    cr_assert_eq(tb_error_prefix(&err, TB_ERR_CONFIG, "--x: "), TB_ERR_CONFIG);
+    cr_assert_eq(err.code, TB_ERR_CONFIG);
 }
 
 static char captured[4096];
