@@ -425,6 +425,10 @@ static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_
     tb_code rc = TB_OK;
     bool have = resume->kind != TB_POS_NONE;
     if (force_snapshot || snap_decide(r->cfg, have, true)) {
+        /* settings and grants before the snapshot; binlog_open checks them
+         * again on each connection of the stream */
+        if ((rc = binlog_preflight(r->cfg, err)) != TB_OK)
+            goto out;
         if ((rc = run_mysql_snapshot(r, &start, err)) != TB_OK) {
             sink_aborted(r);
             goto out;

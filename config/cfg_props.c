@@ -24,6 +24,7 @@ static const char *const v_cache_mode[] = {"global", "group", NULL};
 static const char *const v_error_policy[] = {"fail", "skip", "dlq", NULL};
 static const char *const v_log_level[] = {"error", "warn", "info", "debug", "trace", NULL};
 static const char *const v_revoke[] = {"drop", "keep", NULL};
+static const char *const v_row_image_policy[] = {"fail", "warn", NULL};
 
 #define I64MAX INT64_MAX
 
@@ -48,7 +49,7 @@ static const cfg_prop props[] = {
     {"source.type", CFG_ENUM, "mysql", 0, 0, v_source_type, "Source database: `mysql` (also MariaDB) or `sqlite`.", false, "source"},
     {"source.host", CFG_STRING, "127.0.0.1", 0, 0, NULL, "MySQL/MariaDB host.", false, "source"},
     {"source.port", CFG_INT, "3306", 1, 65535, NULL, "MySQL/MariaDB port.", false, "source"},
-    {"source.user", CFG_STRING, "root", 0, 0, NULL, "MySQL/MariaDB user (needs REPLICATION SLAVE, BINLOG MONITOR, SELECT, RELOAD).", false, "source"},
+    {"source.user", CFG_STRING, "root", 0, 0, NULL, "MySQL/MariaDB user; its grants are checked at start (README: server settings and grants).", false, "source"},
     {"source.password", CFG_STRING, NULL, 0, 0, NULL, "MySQL/MariaDB password. Prefer source.password.file or TRIBUTARY_SOURCE_PASSWORD.", true, "source"},
     {"source.password.file", CFG_PATH, NULL, 0, 0, NULL, "File holding the MySQL/MariaDB password.", false, "source"},
     {"source.server.id", CFG_INT, "5401", 1, 4294967295LL, NULL, "Server id this replica announces; unique among the source's replicas.", false, "source"},
@@ -57,6 +58,8 @@ static const cfg_prop props[] = {
     {"source.start.gtid", CFG_STRING, NULL, 0, 0, NULL, "GTID set to start after when no offset is stored (MySQL uuid:1-n or MariaDB d-s-n list).", false, "source"},
     {"source.connect.timeout.ms", CFG_MS, "10000", 0, I64MAX, NULL, "Connect timeout to the source.", false, "source"},
     {"source.reconnect.backoff.max.ms", CFG_MS, "30000", 0, I64MAX, NULL, "Upper bound of the exponential reconnect backoff.", false, "source"},
+    {"source.row.image.policy", CFG_ENUM, "fail", 0, 0, v_row_image_policy,
+     "binlog_row_image other than FULL (MINIMAL, NOBLOB): refuse to start (`fail`), or `warn` and capture partial row images (absent columns are left out of before/after).", false, "source"},
     {"source.heartbeat.ms", CFG_MS, "5000", 0, I64MAX, NULL, "Heartbeat period the binlog server is asked for (0 = none).", false, "source"},
     {"source.path", CFG_PATH, NULL, 0, 0, NULL, "SQLite database file.", false, "source"},
     {"source.sqlite.mode", CFG_ENUM, "wal", 0, 0, v_sqlite_mode, "SQLite capture: `wal` (read the write-ahead log) or `trigger` (change-log table).", false, "source"},

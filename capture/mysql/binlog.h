@@ -140,6 +140,16 @@ typedef struct binlog_reader binlog_reader;
  * file + pos. */
 tb_code binlog_open(const cfg *c, const tb_position *start, binlog_reader **out, tb_error *err);
 
+/* Checks that the source in cfg can be captured without losing data: log_bin
+ * ON, binlog_format ROW, binlog_row_image FULL (source.row.image.policy),
+ * binlog_row_metadata FULL (else a warning) and the grants the configured
+ * features need (binlog_preflight.h lists them). Each problem is logged as one
+ * line naming the setting or privilege, its value, what is needed and the
+ * statement that fixes it; the result is then TB_ERR_CONFIG (exit code 2).
+ * A connection failure is TB_ERR_SOURCE. binlog_open checks the same on every
+ * (re)connection of the replication client; run calls this before a snapshot. */
+tb_code binlog_preflight(const cfg *c, tb_error *err);
+
 /* Offline: a binlog file. start_pos 0 or 4 = from the beginning; otherwise
  * events before start_pos are read for their FORMAT_DESCRIPTION and
  * TABLE_MAP state only, and no change event before it is returned. */

@@ -19,6 +19,9 @@
  * inside the set (bl_gtid_start_file), and the decoder skips the transactions
  * the set already holds (binlog_dec_skip_executed).
  *
+ * Every connection first checks the server's binlog settings and the user's
+ * grants (binlog_preflight.c); a problem stops the reader (TB_ERR_CONFIG).
+ *
  * Errors and reconnects: a lost connection (or a read timeout of three
  * heartbeat periods) closes the session; binlog_live_next then reconnects
  * with exponential backoff (100 ms doubling up to
@@ -30,6 +33,7 @@
  */
 #include "binlog_live.h"
 #include "binlog_int.h"
+#include "binlog_preflight.h"
 #include "binlog_schema.h"
 #include "tb_log.h"
 
@@ -63,6 +67,8 @@ struct binlog_live {
     uint64_t skip;             /* events to drop after a reconnect */
     bool fed;              /* an event is in the decoder */
     bool position_gone;    /* the server answered 1236: the start position is not in its binlog */
+    bl_preflight_opts preflight;
+    bool preflight_warned; /* warnings of the checks are logged on the first connection only */
 };
 
 static int64_t now_ms(void)
@@ -225,6 +231,14 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
     }
     const char *ver = mysql_get_server_info(l->mysql);
     l->mariadb = ver && strstr(ver, "MariaDB");
+    /* settings and grants, on every connection: a server changed to
+     * binlog_format=STATEMENT while we were away would lose changes silently */
+    char label[300];
+    snprintf(label, sizeof(label), "%s:%u", l->host, l->port);
+    rc = bl_preflight_conn(l->mysql, &l->preflight, label, l->preflight_warned, err);
+    l->preflight_warned = true;
+    if (rc != TB_OK)
+        return rc;
     if ((rc = sql(l, "SET @master_binlog_checksum = @@global.binlog_checksum", err)) != TB_OK)
         return rc;
     if (l->mariadb && (rc = sql(l, "SET @mariadb_slave_capability = 4", err)) != TB_OK)
@@ -343,6 +357,7 @@ tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **o
     l->heartbeat_ms = cfg_get_int(c, "source.heartbeat.ms");
     l->backoff_max_ms = cfg_get_int(c, "source.reconnect.backoff.max.ms");
     l->connect_timeout_ms = cfg_get_int(c, "source.connect.timeout.ms");
+    bl_preflight_opts_from_cfg(c, &l->preflight);
     if (!l->host || !l->user) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
