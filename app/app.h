@@ -9,6 +9,7 @@
 #ifndef APP_H
 #define APP_H
 
+#include <signal.h>
 #include <stdio.h>
 #include "cfg.h"
 #include "tb_error.h"
@@ -38,7 +39,7 @@ int app_fail(const char *cmd, const tb_error *err);
 int app_wants_help(int argc, char **argv);
 
 /* Set once by the SIGINT/SIGTERM handler installed by app_install_signals(). */
-extern volatile int app_stop_requested;
+extern volatile sig_atomic_t app_stop_requested;
 void app_install_signals(void);
 
 #endif

@@ -11,7 +11,7 @@
 
 extern char **environ;
 
-volatile int app_stop_requested;
+volatile sig_atomic_t app_stop_requested;
 
 int app_wants_help(int argc, char **argv)
 {

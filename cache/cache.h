@@ -17,6 +17,7 @@
 #ifndef CACHE_H
 #define CACHE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -52,7 +53,7 @@ typedef struct cache_opts {
     int metadata_refresh_ms;      /* global mode: look for new topics (default 5000) */
     bool until_caught_up;         /* return once every partition reached its start watermark */
     const char *const *kafka_props; /* extra librdkafka properties: key, value, key, value, ..., NULL */
-    volatile int *stop;           /* non-NULL: stop when it becomes non-zero (signal handler) */
+    volatile sig_atomic_t *stop;  /* non-NULL: stop when it becomes non-zero (signal handler) */
     cache_progress_fn progress;   /* optional */
     void *progress_opaque;
 } cache_opts;

@@ -413,7 +413,7 @@ Test(mock, group_mode)
 /* ---- following: a topic created while the cache runs is found (global mode) */
 
 typedef struct follow_run {
-    volatile int stop;
+    volatile sig_atomic_t stop;
     tb_code rc;
     tb_error err;
     int progress_calls, caught_up_calls;
