@@ -306,7 +306,7 @@ tb_code bl_preflight_conn(MYSQL *m, const bl_preflight_opts *o, const char *labe
     if (rc == TB_OK)
         rc = query_col(m, q, 1, &vals, err);
     if (rc != TB_OK) {
-        tb_error_prefix(err, "source %s: reading the binlog settings: ", label);
+        tb_error_prefix(err, rc, "source %s: reading the binlog settings: ", label);
         goto out;
     }
     for (size_t i = 0; i < names.n && i < vals.n; i++) {
