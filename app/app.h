@@ -3,13 +3,14 @@
  * subcommand, each in its own file (cmd_run.c, cmd_decode.c, ...).
  *
  * Every command: returns the process exit code (0 ok, 1 runtime failure,
- * 2 bad configuration or usage, 3 not implemented yet), prints `--help` to
+ * 2 bad configuration or usage), prints `--help` to
  * stdout, prints errors as one line on stderr via app_fail().
  */
 #ifndef APP_H
 #define APP_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include "cfg.h"
 #include "tb_error.h"
@@ -37,6 +38,18 @@ int app_fail(const char *cmd, const tb_error *err);
 
 /* True if argv[1..] contains -h or --help. */
 int app_wants_help(int argc, char **argv);
+
+/* One option of a subcommand: "--name VALUE" or "--name=VALUE" stores VALUE in
+ * *value (borrowed from argv); with value NULL it is a flag that sets *flag. */
+typedef struct app_optspec {
+    const char *name;
+    const char **value;
+    bool *flag;
+} app_optspec;
+
+/* Parse argv[first..] against spec[0..n). TB_ERR_CONFIG naming the argument for
+ * an unknown option, a value option without a value, or a stray argument. */
+tb_code app_parse_opts(int argc, char **argv, int first, const app_optspec *spec, size_t n, tb_error *err);
 
 /* Set once by the SIGINT/SIGTERM handler installed by app_install_signals(). */
 extern volatile sig_atomic_t app_stop_requested;

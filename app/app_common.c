@@ -21,6 +21,33 @@ int app_wants_help(int argc, char **argv)
     return 0;
 }
 
+tb_code app_parse_opts(int argc, char **argv, int first, const app_optspec *spec, size_t n, tb_error *err)
+{
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        size_t k = 0;
+        for (; k < n; k++) {
+            size_t len = strlen(spec[k].name);
+            if (strncmp(a, spec[k].name, len) != 0 || (a[len] != '\0' && (a[len] != '=' || !spec[k].value)))
+                continue;
+            if (!spec[k].value) {
+                *spec[k].flag = true;
+            } else if (a[len] == '=') {
+                *spec[k].value = a + len + 1;
+            } else if (i + 1 < argc) {
+                *spec[k].value = argv[++i];
+            } else {
+                return tb_error_set(err, TB_ERR_CONFIG, false, "%s needs a value (see --help)", a);
+            }
+            break;
+        }
+        if (k == n)
+            return tb_error_set(err, TB_ERR_CONFIG, false, "%s '%s' (see --help)",
+                                a[0] == '-' ? "unknown option" : "unexpected argument", a);
+    }
+    return TB_OK;
+}
+
 int app_fail(const char *cmd, const tb_error *err)
 {
     /* One line, whatever the message holds. */
@@ -147,8 +174,12 @@ tb_code app_load_config(int *argc, char **argv, cfg **out, tb_error *err)
         if (rc != TB_OK)
             goto out;
     }
-    if ((rc = cfg_validate(c, err)) != TB_OK)
+    if ((rc = cfg_validate(c, err)) != TB_OK) {
+        if (nfiles == 0)
+            tb_error_prefix(err, rc, "no --config FILE given, and the environment and --set do not make a complete "
+                                     "configuration: ");
         goto out;
+    }
 
     tb_log_level level;
     if (tb_log_parse_level(cfg_get_str(c, "log.level"), &level))

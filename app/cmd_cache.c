@@ -81,21 +81,21 @@ static void on_progress(const cache_progress *p, void *opaque)
     fflush(stderr);
 }
 
-static const char *arg_value(int argc, char **argv, const char *name)
-{
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], name) == 0)
-            return argv[i + 1];
-    return NULL;
-}
-
 static int cmd_get(int argc, char **argv)
 {
-    const char *db_path = arg_value(argc, argv, "--db"), *table = arg_value(argc, argv, "--table"),
-               *key = arg_value(argc, argv, "--key");
+    const char *db_path = NULL, *table = NULL, *key = NULL;
     tb_error err;
     cache_db *db = NULL;
     tb_buf row;
+    if (app_wants_help(argc, argv)) {
+        printf("usage: tributary cache get --db PATH --table DB.TABLE --key JSON\n"
+               "Print the cached row whose key is JSON (e.g. '{\"id\":42}') as one JSON object;\n"
+               "exit 1 when there is no such row.\n");
+        return 0;
+    }
+    const app_optspec spec[] = {{"--db", &db_path, NULL}, {"--table", &table, NULL}, {"--key", &key, NULL}};
+    if (app_parse_opts(argc, argv, 1, spec, sizeof(spec) / sizeof(spec[0]), &err) != TB_OK)
+        return app_fail("cache get", &err);
     if (!db_path || !table || !key) {
         fprintf(stderr, "tributary cache get: needs --db PATH --table DB.TABLE --key JSON\n");
         return 2;
@@ -115,9 +115,18 @@ static int cmd_get(int argc, char **argv)
 
 static int cmd_status_sub(int argc, char **argv)
 {
-    const char *db_path = arg_value(argc, argv, "--db"), *brokers = arg_value(argc, argv, "--brokers");
+    const char *db_path = NULL, *brokers = NULL;
     tb_error err;
     tb_buf out;
+    if (app_wants_help(argc, argv)) {
+        printf("usage: tributary cache status --db PATH [--brokers HOST:PORT]\n"
+               "Per partition: the offset the cache has applied and, with --brokers, the high watermark,\n"
+               "and whether the cache has caught up.\n");
+        return 0;
+    }
+    const app_optspec spec[] = {{"--db", &db_path, NULL}, {"--brokers", &brokers, NULL}};
+    if (app_parse_opts(argc, argv, 1, spec, sizeof(spec) / sizeof(spec[0]), &err) != TB_OK)
+        return app_fail("cache status", &err);
     if (!db_path) {
         fprintf(stderr, "tributary cache status: needs --db PATH\n");
         return 2;

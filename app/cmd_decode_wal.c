@@ -19,21 +19,16 @@
 int cmd_decode_wal(int argc, char **argv)
 {
     const char *path = NULL, *prefix = "tributary", *name = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--wal") == 0 && i + 1 < argc)
-            path = argv[++i];
-        else if (strcmp(argv[i], "--prefix") == 0 && i + 1 < argc)
-            prefix = argv[++i];
-        else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
-            name = argv[++i];
-        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf("usage: tributary decode --wal DBFILE [--prefix P] [--name DB]\n"
-                   "Print the committed transactions in DBFILE-wal as JSON lines {topic,key,value}.\n");
-            return 0;
-        }
+    if (app_wants_help(argc, argv)) {
+        printf("usage: tributary decode --wal DBFILE [--prefix P] [--name DB]\n"
+               "Print the committed transactions in DBFILE-wal as JSON lines {topic,key,value}.\n");
+        return 0;
     }
     tb_error err;
     tb_error_clear(&err);
+    const app_optspec spec[] = {{"--wal", &path, NULL}, {"--prefix", &prefix, NULL}, {"--name", &name, NULL}};
+    if (app_parse_opts(argc, argv, 1, spec, sizeof(spec) / sizeof(spec[0]), &err) != TB_OK)
+        return app_fail("decode", &err);
     if (!path) {
         tb_error_set(&err, TB_ERR_CONFIG, false, "--wal DBFILE is required");
         return app_fail("decode", &err);

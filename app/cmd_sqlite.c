@@ -34,10 +34,16 @@ int cmd_sqlite(int argc, char **argv)
     } else if (!path) {
         tb_error_set(&err, TB_ERR_CONFIG, false, "source.path is not set");
         status = app_fail("sqlite", &err);
-    } else if (sqlcap_trigger_uninstall(path, &err) != TB_OK) {
-        status = app_fail("sqlite", &err);
     } else {
-        printf("removed the tributary change-log table and triggers from %s\n", path);
+        int ntrig = 0;
+        bool had_log = false;
+        if (sqlcap_trigger_uninstall(path, &ntrig, &had_log, &err) != TB_OK)
+            status = app_fail("sqlite", &err);
+        else if (ntrig == 0 && !had_log)
+            printf("%s: no tributary change-log table or triggers; nothing to remove\n", path);
+        else
+            printf("%s: removed %s%d trigger%s\n", path, had_log ? "the change-log table _cdc_log and " : "", ntrig,
+                   ntrig == 1 ? "" : "s");
     }
     cfg_free(c);
     return status;

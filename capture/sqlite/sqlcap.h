@@ -183,7 +183,9 @@ void sqlcap_get_stats(const sqlcap *c, sqlcap_stats *st);
 
 void sqlcap_close(sqlcap *c);
 
-/* Trigger mode: remove _cdc_log and every _cdc_* trigger from the database. */
-tb_code sqlcap_trigger_uninstall(const char *path, tb_error *err);
+/* Trigger mode: remove _cdc_log and every _cdc_* trigger from the database.
+ * *ntriggers (may be NULL) gets the number of triggers removed, *had_log
+ * (may be NULL) whether a _cdc_log table was there. */
+tb_code sqlcap_trigger_uninstall(const char *path, int *ntriggers, bool *had_log, tb_error *err);
 
 #endif

@@ -396,11 +396,13 @@ void sqlcap_trig_close(sqlcap *c)
     c->trig = NULL;
 }
 
-tb_code sqlcap_trigger_uninstall(const char *path, tb_error *err)
+tb_code sqlcap_trigger_uninstall(const char *path, int *ntriggers, bool *had_log, tb_error *err)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     tb_code rc = TB_OK;
+    int n = 0;
+    bool log_table = false;
     sqlite3_str *s = sqlite3_str_new(NULL);
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
         rc = tb_error_set(err, TB_ERR_SOURCE, false, "%s: open: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
@@ -413,13 +415,30 @@ tb_code sqlcap_trigger_uninstall(const char *path, tb_error *err)
         rc = tb_error_set(err, TB_ERR_SOURCE, false, "%s: %s", path, sqlite3_errmsg(db));
         goto out;
     }
-    int n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         sqlite3_str_appendf(s, "DROP TRIGGER IF EXISTS \"%w\";", sqlite3_column_text(st, 0));
         n++;
     }
     sqlite3_finalize(st);
     st = NULL;
+    if (step != SQLITE_DONE) {
+        rc = tb_error_set(err, TB_ERR_SOURCE, false, "%s: listing triggers: %s", path, sqlite3_errmsg(db));
+        goto out;
+    }
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_schema WHERE type='table' AND name='_cdc_log'", -1, &st, NULL) !=
+        SQLITE_OK) {
+        rc = tb_error_set(err, TB_ERR_SOURCE, false, "%s: %s", path, sqlite3_errmsg(db));
+        goto out;
+    }
+    step = sqlite3_step(st);
+    log_table = step == SQLITE_ROW;
+    sqlite3_finalize(st);
+    st = NULL;
+    if (step != SQLITE_ROW && step != SQLITE_DONE) {
+        rc = tb_error_set(err, TB_ERR_SOURCE, false, "%s: %s", path, sqlite3_errmsg(db));
+        goto out;
+    }
     sqlite3_str_appendall(s, "DROP TABLE IF EXISTS _cdc_log; COMMIT;");
     char *sql = sqlite3_str_finish(s);
     s = NULL;
@@ -427,7 +446,11 @@ tb_code sqlcap_trigger_uninstall(const char *path, tb_error *err)
         rc = tb_error_set(err, TB_ERR_SOURCE, false, "%s: uninstall: %s", path, sqlite3_errmsg(db));
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     } else {
-        TB_INFO(SQLCAP_FAC, "%s: removed _cdc_log and %d triggers", path, n);
+        TB_INFO(SQLCAP_FAC, "%s: removed %s%d triggers", path, log_table ? "_cdc_log and " : "", n);
+        if (ntriggers)
+            *ntriggers = n;
+        if (had_log)
+            *had_log = log_table;
     }
     sqlite3_free(sql);
 out:

@@ -90,6 +90,55 @@ Test(cli, every_subcommand_answers_help)
     }
 }
 
+/* Nested subcommands answer --help too, and --help is never taken for a value. */
+Test(cli, nested_subcommands_answer_help)
+{
+    const char *const *const argvs[] = {
+        (const char *[]){"decode", "--wal", "--help", NULL},
+        (const char *[]){"cache", "get", "--help", NULL},
+        (const char *[]){"cache", "status", "--help", NULL},
+        (const char *[]){"cache", "publish", "--help", NULL},
+        (const char *[]){"sqlite", "uninstall", "--help", NULL},
+    };
+    for (size_t i = 0; i < sizeof(argvs) / sizeof(argvs[0]); i++) {
+        run_result r = run_tributary(argvs[i], NULL);
+        cr_assert_eq(r.status, 0, "%s %s --help: exit %d, stderr: %s", argvs[i][0], argvs[i][1], r.status, r.err.data);
+        cr_assert_not_null(strstr(r.out.data, "usage: tributary"), "%s %s: %s", argvs[i][0], argvs[i][1], r.out.data);
+        cr_assert_eq(r.err.len, 0, "stderr: %s", r.err.data);
+        run_result_free(&r);
+    }
+}
+
+/* Unknown options and options without their value are usage errors (exit 2) naming them. */
+Test(cli, unknown_options_are_refused)
+{
+    static const struct {
+        const char *argv[6];
+        const char *says;
+    } cases[] = {
+        {{"decode", "--wal", "x.db", "--frobnicate", NULL}, "unknown option '--frobnicate'"},
+        {{"decode", "--wal", "x.db", "stray", NULL}, "unexpected argument 'stray'"},
+        {{"decode", "--wal", NULL}, "--wal needs a value"},
+        {{"cache", "get", "--db", "c.db", "--tabel", NULL}, "unknown option '--tabel'"},
+        {{"cache", "status", "--db", "c.db", "--broker=x", NULL}, "unknown option '--broker=x'"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        run_result r = run_tributary(cases[i].argv, NULL);
+        cr_assert_eq(r.status, 2, "case %zu: exit %d, stderr: %s", i, r.status, r.err.data);
+        cr_assert_not_null(strstr(r.err.data, cases[i].says), "case %zu: stderr: %s", i, r.err.data);
+        run_result_free(&r);
+    }
+}
+
+/* A command that needs a configuration and got no --config says so first. */
+Test(cli, missing_config_is_named)
+{
+    run_result r = run_tributary((const char *[]){"run", NULL}, NULL);
+    cr_assert_eq(r.status, 2, "stderr: %s", r.err.data);
+    cr_assert_not_null(strstr(r.err.data, "no --config FILE given"), "stderr: %s", r.err.data);
+    run_result_free(&r);
+}
+
 Test(cli, unknown_command_exits_2)
 {
     run_result r = run_tributary((const char *[]){"frobnicate", NULL}, NULL);
@@ -136,7 +185,8 @@ Test(cli, bad_values_from_each_origin)
 
     r = run_tributary((const char *[]){"status", NULL}, NULL);
     cr_assert_eq(r.status, 2, "missing kafka.bootstrap.servers for the default sink");
-    cr_assert_str_eq(r.err.data, "tributary status: sink=kafka (the default) needs kafka.bootstrap.servers\n");
+    cr_assert_str_eq(r.err.data, "tributary status: no --config FILE given, and the environment and --set do not make "
+                                 "a complete configuration: sink=kafka (the default) needs kafka.bootstrap.servers\n");
     run_result_free(&r);
 }
 

@@ -801,7 +801,15 @@ Test(sqlcap, trigger_mode_rollback_journal)
     sqlite3_finalize(st);
     sqlite3_close(h);
     tb_error err;
-    cr_assert_eq(sqlcap_trigger_uninstall(db, &err), TB_OK, "%s", err.msg);
+    int ntrig = -1;
+    bool had_log = false;
+    cr_assert_eq(sqlcap_trigger_uninstall(db, &ntrig, &had_log, &err), TB_OK, "%s", err.msg);
+    cr_expect_gt(ntrig, 2, "removed the triggers");
+    cr_expect(had_log, "removed _cdc_log");
+    /* A second uninstall finds nothing and says so. */
+    cr_assert_eq(sqlcap_trigger_uninstall(db, &ntrig, &had_log, &err), TB_OK, "%s", err.msg);
+    cr_expect_eq(ntrig, 0);
+    cr_expect(!had_log);
     cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
     sqlite3_prepare_v2(h, "SELECT count(*) FROM sqlite_schema WHERE name LIKE '_cdc%'", -1, &st, NULL);
     sqlite3_step(st);
