@@ -69,4 +69,8 @@ tb_code run_txmeta_event(run_ctx *r, const evt_event *ev, tb_error *err);
 tb_code run_txmeta_end(run_ctx *r, tb_error *err);
 void run_txmeta_free(run_ctx *r);
 
+/* run_stmt.c: the binlog statement callback (binlog_set_stmt_fn), opaque =
+ * the run_ctx. Stops on DML logged as a statement on a captured table. */
+tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err);
+
 #endif

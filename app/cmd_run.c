@@ -441,6 +441,7 @@ static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_
     }
     if ((rc = binlog_open(r->cfg, &start, &r->binlog, err)) != TB_OK)
         goto out;
+    binlog_set_stmt_fn(r->binlog, run_on_stmt, r);
     if (start.kind == TB_POS_NONE && (rc = run_pin_start(r, err)) != TB_OK)
         goto out;
     if (!r->inc && (rc = snap_inc_open(r->cfg, NULL, &r->inc, err)) != TB_OK)

@@ -64,6 +64,70 @@
 #include "tb_error.h"
 #include "tb_position.h"
 
+/* ============================================================ statements */
+
+/* STATEMENTS. A QUERY event carries SQL text: transaction control (BEGIN,
+ * COMMIT, ...), DDL, and, when a session logs with binlog_format=STATEMENT
+ * (or MIXED picked it), DML whose changed rows the binlog does not hold.
+ * binlog_stmt_classify() (binlog_query.c) says what a statement is and
+ * which tables it changes; the decoder uses it for every QUERY event and
+ * hands every statement that is not transaction control to the statement
+ * callback (binlog_dec_opts.stmt_fn, binlog_set_stmt_fn). */
+typedef enum binlog_stmt_kind {
+    BINLOG_STMT_OTHER = 0,     /* changes no table rows we know of (SET, GRANT, CREATE VIEW, ...) */
+    BINLOG_STMT_BEGIN,         /* BEGIN, XA START */
+    BINLOG_STMT_COMMIT,        /* COMMIT, ROLLBACK, XA PREPARE / COMMIT / ROLLBACK */
+    BINLOG_STMT_TX_OTHER,      /* SAVEPOINT, RELEASE SAVEPOINT, ROLLBACK TO, XA END */
+    BINLOG_STMT_DML,           /* INSERT, REPLACE, UPDATE, DELETE, LOAD DATA/XML as a statement */
+    BINLOG_STMT_TRUNCATE,      /* TRUNCATE [TABLE] */
+    BINLOG_STMT_ALTER,         /* ALTER TABLE without RENAME */
+    BINLOG_STMT_RENAME,        /* RENAME TABLE, ALTER TABLE ... RENAME: tables in (old, new) pairs */
+    BINLOG_STMT_DROP,          /* DROP [TEMPORARY] TABLE */
+    BINLOG_STMT_CREATE,        /* CREATE [OR REPLACE] [TEMPORARY] TABLE */
+    BINLOG_STMT_MAINT,         /* OPTIMIZE, REPAIR, ANALYZE, CHECK TABLE */
+    BINLOG_STMT_DROP_DATABASE, /* tables[0].db is the database, tables[0].table "" */
+} binlog_stmt_kind;
+
+typedef struct binlog_stmt_table {
+    char *db;    /* the statement's, else the event's default database ("" when none) */
+    char *table;
+} binlog_stmt_table;
+
+typedef struct binlog_stmt {
+    binlog_stmt_kind kind;
+    const char *verb;          /* static, upper case: "INSERT", "TRUNCATE TABLE", ...; "" unknown */
+    binlog_stmt_table *tables; /* owned: the tables the statement changes (see binlog_query.c) */
+    size_t ntables, cap;
+    bool temporary;            /* DROP / CREATE TEMPORARY TABLE */
+    bool or_replace;           /* CREATE OR REPLACE TABLE: an existing table is dropped first */
+    bool alters;               /* ALTER TABLE ... RENAME that also changes the table */
+    /* Filled by the decoder before the callback; borrowed for its duration. */
+    const char *text;          /* the statement (not NUL-terminated) */
+    size_t text_len;
+    const char *file;          /* binlog file of the QUERY event */
+    uint64_t pos;              /* its offset */
+    uint64_t end_pos;          /* the offset after it */
+    const char *gtid;          /* its transaction's GTID ("0-1-7", "uuid:5"), NULL without GTIDs */
+    bool in_tx;                /* inside a BEGIN ... COMMIT (DML), else a transaction of its own (DDL) */
+    int64_t ts_ms;             /* the transaction's commit time */
+} binlog_stmt;
+
+void binlog_stmt_init(binlog_stmt *st);
+/* Frees the tables; NULL-safe. */
+void binlog_stmt_free(binlog_stmt *st);
+/* Classify q[0..n) (replacing st's previous content). defdb[0..deflen):
+ * the event's default database, for names without one (may be NULL).
+ * TB_ERR_NOMEM only: text that is not understood is BINLOG_STMT_OTHER. */
+tb_code binlog_stmt_classify(binlog_stmt *st, const char *q, size_t n, const char *defdb, size_t deflen);
+/* "dml", "truncate", ... (static). */
+const char *binlog_stmt_kind_name(binlog_stmt_kind k);
+
+/* Called by the decoder for each statement that is not transaction control,
+ * before the statement's transaction commits. An error stops the decoder
+ * (binlog_dec_next / binlog_next return it, prefixed with the input and the
+ * event's offset) and the position stays before the statement. */
+typedef tb_code (*binlog_stmt_fn)(void *opaque, const binlog_stmt *st, tb_error *err);
+
 /* ============================================================ decoder */
 
 typedef struct binlog_dec binlog_dec;
@@ -83,6 +147,8 @@ typedef struct binlog_dec_opts {
     bool incident_is_error;  /* INCIDENT stops with an error (default true) */
     binlog_schema_fn schema_fn; /* NULL: tables without names stay @1..@n */
     void *schema_opaque;
+    binlog_stmt_fn stmt_fn;     /* NULL: statements only drop the cached table maps */
+    void *stmt_opaque;
 } binlog_dec_opts;
 
 void binlog_dec_opts_init(binlog_dec_opts *o);
@@ -112,6 +178,9 @@ tb_code binlog_dec_finish(binlog_dec *d, evt_event **out);
 void binlog_dec_skip_executed(binlog_dec *d, bool on);
 /* Transactions skipped that way so far. */
 uint64_t binlog_dec_skipped(const binlog_dec *d);
+
+/* Install (or, fn NULL, remove) the statement callback. */
+void binlog_dec_set_stmt_fn(binlog_dec *d, binlog_stmt_fn fn, void *opaque);
 
 /* Forget a transaction in progress (a held event, pending rows): used when a
  * live connection breaks and the stream resumes at the last commit. */
@@ -167,6 +236,8 @@ bool binlog_position_gone(const binlog_reader *r);
 const tb_position *binlog_position(const binlog_reader *r);
 /* The decoder underneath (flavor, server version, counters). Borrowed. */
 const binlog_dec *binlog_reader_decoder(const binlog_reader *r);
+/* The statement callback of the reader's decoder (see binlog_dec_set_stmt_fn). */
+void binlog_set_stmt_fn(binlog_reader *r, binlog_stmt_fn fn, void *opaque);
 void binlog_close(binlog_reader *r);
 
 #endif

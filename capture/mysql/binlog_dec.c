@@ -20,10 +20,11 @@
  *     4-byte checksum (always present on the FDE itself).
  *   ROTATE (4): position 8, next file name (rest).
  *   QUERY (2): thread_id 4, exec_time 4, db_len 1, error_code 2,
- *     status_vars_len 2; status vars; db; NUL; query text (rest). "BEGIN"
- *     opens a transaction, "COMMIT" / "ROLLBACK" close it; anything else
- *     outside a transaction is a transaction of its own (DDL) and drops the
- *     cached table maps. MariaDB QUERY_COMPRESSED (165): the query text is
+ *     status_vars_len 2; status vars; db; NUL; query text (rest). The text
+ *     is classified (binlog_query.c): BEGIN opens a transaction, COMMIT /
+ *     ROLLBACK close it; any other statement goes to the statement callback,
+ *     drops the cached table maps and, outside a transaction, is a
+ *     transaction of its own (DDL). MariaDB QUERY_COMPRESSED (165): the query text is
  *     compressed (1 byte 0x80|n, n bytes big-endian length, zlib stream).
  *   XID (16): xid 8. Commits.  XA_PREPARE (38): commits the prepared part.
  *   TABLE_MAP (19): see binlog_tmap.c.
@@ -135,6 +136,7 @@ void binlog_dec_free(binlog_dec *d)
     tb_buf_free(&d->payload);
     tb_buf_free(&d->unz);
     tb_buf_free(&d->tmp);
+    binlog_stmt_free(&d->stmt);
     tb_position_free(&d->pos);
     free(d->label);
     free(d->file);
@@ -148,6 +150,12 @@ uint64_t binlog_dec_events(const binlog_dec *d) { return d->nevents; }
 uint64_t binlog_dec_rows(const binlog_dec *d) { return d->nrows; }
 uint64_t binlog_dec_skipped(const binlog_dec *d) { return d->tx_skipped; }
 void binlog_dec_skip_executed(binlog_dec *d, bool on) { d->skip_executed = on; }
+
+void binlog_dec_set_stmt_fn(binlog_dec *d, binlog_stmt_fn fn, void *opaque)
+{
+    d->o.stmt_fn = fn;
+    d->o.stmt_opaque = opaque;
+}
 
 static tb_code set_file(binlog_dec *d, const char *name, size_t len)
 {

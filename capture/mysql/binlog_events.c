@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -60,16 +59,6 @@ tb_code bl_on_fde(binlog_dec *d, const uint8_t *ev, size_t len, tb_error *err)
     return TB_OK;
 }
 
-static bool query_is(const char *q, size_t n, const char *word)
-{
-    size_t wl = strlen(word);
-    while (n && (*q == ' ' || *q == '\n' || *q == '\t')) {
-        q++;
-        n--;
-    }
-    return n >= wl && strncasecmp(q, word, wl) == 0 && (n == wl || q[wl] == ' ' || q[wl] == ';' || q[wl] == '\n');
-}
-
 tb_code bl_on_query(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *body, size_t len,
                         tb_error *err)
 {
@@ -80,7 +69,8 @@ tb_code bl_on_query(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *
     size_t svlen = ph >= 13 ? bl_u16(body + 11) : 0;
     if (len < ph + svlen + dblen + 1)
         return FAIL(err, TB_ERR_CORRUPT, "QUERY truncated");
-    const char *q = (const char *)body + ph + svlen + dblen + 1;
+    const char *db = (const char *)body + ph + svlen;
+    const char *q = db + dblen + 1;
     size_t qlen = len - (ph + svlen + dblen + 1);
     if (type == BL_MARIA_QUERY_COMPRESSED) {
         if (bl_unzip_mariadb((const uint8_t *)q, qlen, &d->unz) != TB_OK)
@@ -88,19 +78,33 @@ tb_code bl_on_query(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *
         q = d->unz.data ? d->unz.data : "";
         qlen = d->unz.len;
     }
-    if (query_is(q, qlen, "BEGIN") || query_is(q, qlen, "XA START")) {
+    binlog_stmt *st = &d->stmt;
+    if (binlog_stmt_classify(st, q, qlen, db, dblen) != TB_OK)
+        return FAIL(err, TB_ERR_NOMEM, "out of memory");
+    switch (st->kind) {
+    case BINLOG_STMT_BEGIN:
         bl_dec_tx_begin(d, hdr);
         return TB_OK;
-    }
-    if (query_is(q, qlen, "COMMIT") || (query_is(q, qlen, "ROLLBACK") && !query_is(q, qlen, "ROLLBACK TO")) ||
-        query_is(q, qlen, "XA END") || query_is(q, qlen, "XA PREPARE") || query_is(q, qlen, "XA COMMIT") ||
-        query_is(q, qlen, "XA ROLLBACK")) {
-        if (query_is(q, qlen, "XA END"))
-            return TB_OK;
+    case BINLOG_STMT_COMMIT:
         return bl_dec_commit(d, hdr) == TB_OK ? TB_OK : FAIL(err, TB_ERR_NOMEM, "out of memory");
-    }
-    if (query_is(q, qlen, "SAVEPOINT") || query_is(q, qlen, "ROLLBACK TO"))
+    case BINLOG_STMT_TX_OTHER:
         return TB_OK;
+    default:
+        break;
+    }
+    if (d->o.stmt_fn && !d->tx_skip) {
+        st->text = q;
+        st->text_len = qlen;
+        st->file = d->file;
+        st->pos = d->ev_off;
+        st->end_pos = d->ev_end;
+        st->gtid = d->gt_kind ? d->txid : NULL;
+        st->in_tx = d->in_tx;
+        st->ts_ms = d->tx_ts_set || d->in_tx ? d->tx_ts_ms : (int64_t)bl_u32(hdr) * 1000;
+        tb_code rc = d->o.stmt_fn(d->o.stmt_opaque, st, err);
+        if (rc != TB_OK)
+            return rc;
+    }
     /* DDL or a statement: the cached table maps may be stale now */
     bl_dec_drop_maps(d);
     if (!d->in_tx) {

@@ -239,6 +239,7 @@ struct binlog_dec {
     uint64_t tx_skipped;
     tb_position pos;
     tb_buf tmp;
+    binlog_stmt stmt;     /* the last QUERY event's statement (binlog_query.c) */
     /* output */
     evt_event *ev[2];
     int held, ready;

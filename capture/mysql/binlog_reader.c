@@ -173,6 +173,11 @@ const binlog_dec *binlog_reader_decoder(const binlog_reader *r)
     return r->dec;
 }
 
+void binlog_set_stmt_fn(binlog_reader *r, binlog_stmt_fn fn, void *opaque)
+{
+    binlog_dec_set_stmt_fn(r->dec, fn, opaque);
+}
+
 void binlog_close(binlog_reader *r)
 {
     if (!r)
