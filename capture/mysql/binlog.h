@@ -219,6 +219,15 @@ tb_code binlog_open(const cfg *c, const tb_position *start, binlog_reader **out,
  * (re)connection of the replication client; run calls this before a snapshot. */
 tb_code binlog_preflight(const cfg *c, tb_error *err);
 
+/* The replica server id for c: source.server.id when set, else derived
+ * from `name`: 2^30 + (FNV-1a 32 of the name mod 2^30), i.e. in
+ * 1073741824 .. 2147483647, away from the small ids servers are usually
+ * given and within a signed 32-bit value. Stable across runs and hosts, so
+ * every instance of one connector announces the same id and connectors
+ * with different names announce different ones (barring a hash collision).
+ * *derived (may be NULL) says which. */
+uint32_t binlog_server_id(const cfg *c, bool *derived);
+
 /* Offline: a binlog file. start_pos 0 or 4 = from the beginning; otherwise
  * events before start_pos are read for their FORMAT_DESCRIPTION and
  * TABLE_MAP state only, and no change event before it is returned. */

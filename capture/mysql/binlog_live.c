@@ -22,6 +22,12 @@
  * Every connection first checks the server's binlog settings and the user's
  * grants (binlog_preflight.c); a problem stops the reader (TB_ERR_CONFIG).
  *
+ * Server id: binlog_server_id(). Another replica connecting with the same
+ * id makes the server end this one's dump (MariaDB error 4052; MySQL 1236
+ * with "same server_uuid/server_id"): that stops the reader with an error
+ * naming source.server.id, never a reconnect (two replicas with one id
+ * would evict each other forever).
+ *
  * Errors and reconnects: a lost connection (or a read timeout of three
  * heartbeat periods) closes the session; binlog_live_next then reconnects
  * with exponential backoff (100 ms doubling up to
@@ -353,7 +359,11 @@ tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **o
     l->host = strdup(host ? host : "127.0.0.1");
     l->user = strdup(user ? user : "root");
     l->port = (unsigned)cfg_get_int(c, "source.port");
-    l->server_id = (uint32_t)cfg_get_int(c, "source.server.id");
+    bool derived = false;
+    l->server_id = binlog_server_id(c, &derived);
+    if (derived)
+        TB_INFO("binlog", "source.server.id is not set: announcing replica server id %u, derived from name \"%s\"",
+                l->server_id, cfg_get_str(c, "name"));
     l->heartbeat_ms = cfg_get_int(c, "source.heartbeat.ms");
     l->backoff_max_ms = cfg_get_int(c, "source.reconnect.backoff.max.ms");
     l->connect_timeout_ms = cfg_get_int(c, "source.connect.timeout.ms");
@@ -498,6 +508,16 @@ tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_ev
             unsigned e = mysql_errno(l->mysql);
             char why[512];
             snprintf(why, sizeof(why), "%u %s", e, mysql_error(l->mysql));
+            if (e == ER_SLAVE_SAME_ID ||
+                (e == ER_MASTER_FATAL_ERROR_READING_BINLOG && strstr(why, "same server_uuid/server_id"))) {
+                disconnect(l);
+                return tb_error_set(err, TB_ERR_SOURCE, false,
+                                    "%s:%u: another replica connected with the same server id %u, and the server "
+                                    "ended this one's binlog stream (%s). Each connector needs its own "
+                                    "source.server.id: set a unique source.server.id, or leave it unset and give each "
+                                    "connector its own name (the default id is derived from it)",
+                                    l->host, l->port, l->server_id, why);
+            }
             if (e == ER_MASTER_FATAL_ERROR_READING_BINLOG) {
                 l->position_gone = true;
                 disconnect(l);
@@ -537,6 +557,22 @@ tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_ev
         l->fed = true;
         l->backoff_ms = 100; /* the stream works again */
     }
+}
+
+uint32_t binlog_server_id(const cfg *c, bool *derived)
+{
+    bool d = !cfg_is_set(c, "source.server.id");
+    if (derived)
+        *derived = d;
+    if (!d)
+        return (uint32_t)cfg_get_int(c, "source.server.id");
+    const char *name = cfg_get_str(c, "name");
+    uint32_t h = 2166136261u; /* FNV-1a, 32 bits */
+    for (const unsigned char *p = (const unsigned char *)(name ? name : ""); *p; p++) {
+        h ^= *p;
+        h *= 16777619u;
+    }
+    return (1u << 30) + (h & ((1u << 30) - 1));
 }
 
 bool binlog_live_position_gone(const binlog_live *l)

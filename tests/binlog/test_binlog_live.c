@@ -100,6 +100,7 @@ static void run_sql_file(MYSQL *m, const char *path, const char *db)
     tb_buf_free(&stmt);
 }
 
+/* server_id NULL: source.server.id stays unset (derived from name). */
 static cfg *make_cfg(const char *server_id)
 {
     cfg *c = cfg_new();
@@ -109,7 +110,8 @@ static cfg *make_cfg(const char *server_id)
     cr_assert_eq(cfg_set(c, "source.user", env("TRIBUTARY_TEST_MYSQL_USER"), "test", &err), TB_OK, "%s", err.msg);
     cr_assert_eq(cfg_set(c, "source.password", env("TRIBUTARY_TEST_MYSQL_PASSWORD"), "test", &err), TB_OK, "%s",
                  err.msg);
-    cr_assert_eq(cfg_set(c, "source.server.id", server_id, "test", &err), TB_OK, "%s", err.msg);
+    if (server_id)
+        cr_assert_eq(cfg_set(c, "source.server.id", server_id, "test", &err), TB_OK, "%s", err.msg);
     cr_assert_eq(cfg_set(c, "source.heartbeat.ms", "1000", "test", &err), TB_OK, "%s", err.msg);
     cr_assert_eq(cfg_set(c, "source.reconnect.backoff.max.ms", "1000", "test", &err), TB_OK, "%s", err.msg);
     return c;
@@ -467,4 +469,104 @@ Test(live, a_position_the_server_does_not_have_is_gone, .timeout = 60)
     binlog_close(r);
     tb_position_free(&p);
     cfg_free(c);
+}
+
+/* The documented derivation, 2^30 + (FNV-1a 32 of the name mod 2^30); the
+ * values were computed independently (Python, from the formula). */
+Test(live, server_id_derived_from_the_name, .timeout = 60)
+{
+    cfg *c = make_cfg(NULL);
+    tb_error err;
+    bool derived = false;
+    cr_assert_eq(binlog_server_id(c, &derived), 1728862233u); /* name "tributary" (the default) */
+    cr_assert(derived);
+    cr_assert_eq(cfg_set(c, "name", "shop", "test", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(binlog_server_id(c, NULL), 1749541033u);
+    cr_assert_eq(cfg_set(c, "name", "orders", "test", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(binlog_server_id(c, NULL), 1918801644u);
+    cr_assert_eq(cfg_set(c, "source.server.id", "77", "test", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(binlog_server_id(c, &derived), 77u);
+    cr_assert_not(derived);
+    cfg_free(c);
+}
+
+/* Two connectors with different names and no source.server.id stream from
+ * one server at the same time: both see every change (no eviction). */
+Test(live, two_names_without_a_server_id_stream_side_by_side, .timeout = 120)
+{
+    MYSQL *m = db_connect();
+    exec(m, "DROP DATABASE IF EXISTS tb_live_names");
+    exec(m, "CREATE DATABASE tb_live_names");
+    exec(m, "CREATE TABLE tb_live_names.t (id INT PRIMARY KEY)");
+    cfg *c1 = make_cfg(NULL), *c2 = make_cfg(NULL);
+    tb_error err;
+    cr_assert_eq(cfg_set(c1, "name", "live_names_one", "test", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(cfg_set(c2, "name", "live_names_two", "test", &err), TB_OK, "%s", err.msg);
+    binlog_reader *r1 = NULL, *r2 = NULL;
+    cr_assert_eq(binlog_open(c1, NULL, &r1, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(binlog_open(c2, NULL, &r2, &err), TB_OK, "%s", err.msg);
+    for (int i = 1; i <= 20; i++) {
+        char q[100];
+        snprintf(q, sizeof q, "INSERT INTO tb_live_names.t VALUES (%d)", i);
+        exec(m, q);
+    }
+    got g1[20], g2[20];
+    read_events(r1, "tb_live_names", g1, 20, 30);
+    read_events(r2, "tb_live_names", g2, 20, 30);
+    for (int i = 0; i < 20; i++) {
+        char want[40];
+        snprintf(want, sizeof want, "{\"id\":%d}", i + 1);
+        cr_assert_str_eq(g1[i].after, want);
+        cr_assert_str_eq(g2[i].after, want);
+    }
+    got_free(g1, 20);
+    got_free(g2, 20);
+    binlog_close(r1);
+    binlog_close(r2);
+    cfg_free(c1);
+    cfg_free(c2);
+    mysql_close(m);
+}
+
+/* A second replica with the same server id: the server ends the first one's
+ * stream (error 4052), which then stops with an error naming
+ * source.server.id instead of reconnecting (and evicting the other). */
+Test(live, same_server_id_stops_instead_of_reconnecting, .timeout = 120)
+{
+    MYSQL *m = db_connect();
+    exec(m, "DROP DATABASE IF EXISTS tb_live_sameid");
+    exec(m, "CREATE DATABASE tb_live_sameid");
+    exec(m, "CREATE TABLE tb_live_sameid.t (id INT PRIMARY KEY)");
+    cfg *c = make_cfg("4211");
+    binlog_reader *r1 = NULL, *r2 = NULL;
+    tb_error err;
+    cr_assert_eq(binlog_open(c, NULL, &r1, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(binlog_open(c, NULL, &r2, &err), TB_OK, "%s", err.msg);
+    exec(m, "INSERT INTO tb_live_sameid.t VALUES (1)");
+    /* the first reader fails within the deadline, and stays failed */
+    time_t deadline = time(NULL) + 30;
+    tb_code rc = TB_OK;
+    while (rc == TB_OK) {
+        cr_assert(time(NULL) <= deadline, "the evicted reader did not stop within 30 s");
+        evt_event *e = NULL;
+        tb_error_clear(&err);
+        rc = binlog_next(r1, 500, &e, &err);
+    }
+    cr_assert_eq(rc, TB_ERR_SOURCE);
+    cr_assert_not(err.retriable);
+    cr_assert(strstr(err.msg, "source.server.id"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "4052"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "4211"), "%s", err.msg);
+    cr_assert_not(binlog_position_gone(r1));
+    /* the second one streams undisturbed */
+    exec(m, "INSERT INTO tb_live_sameid.t VALUES (2)");
+    got g[2];
+    read_events(r2, "tb_live_sameid", g, 2, 30);
+    cr_assert_str_eq(g[0].after, "{\"id\":1}");
+    cr_assert_str_eq(g[1].after, "{\"id\":2}");
+    got_free(g, 2);
+    binlog_close(r1);
+    binlog_close(r2);
+    cfg_free(c);
+    mysql_close(m);
 }
