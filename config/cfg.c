@@ -31,6 +31,8 @@ typedef struct cfg_entry {
 struct cfg {
     cfg_entry *v; /* sorted by key */
     size_t n, cap;
+    char *base_dir;       /* absolute folder of the last configuration file loaded; NULL = none */
+    char **path_defaults; /* per property row: its relative CFG_PATH default under base_dir, or NULL */
 };
 
 #define CFG_MASK "********"
@@ -153,7 +155,69 @@ void cfg_free(cfg *c)
         free(c->v[i].origin);
     }
     free(c->v);
+    cfg_set_base_dir(c, NULL);
     free(c);
+}
+
+/* Forget the base folder and the defaults resolved under it. */
+static void cfg_base_clear(cfg *c)
+{
+    size_t n;
+    cfg_props(&n);
+    for (size_t i = 0; c->path_defaults && i < n; i++)
+        free(c->path_defaults[i]);
+    free(c->path_defaults);
+    c->path_defaults = NULL;
+    free(c->base_dir);
+    c->base_dir = NULL;
+}
+
+tb_code cfg_set_base_dir(cfg *c, const char *dir)
+{
+    cfg_base_clear(c);
+    if (!dir)
+        return TB_OK;
+    size_t n;
+    const cfg_prop *props = cfg_props(&n);
+    c->base_dir = strdup(dir);
+    c->path_defaults = calloc(n, sizeof(*c->path_defaults));
+    if (!c->base_dir || !c->path_defaults) {
+        cfg_base_clear(c);
+        return TB_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (props[i].type != CFG_PATH || !props[i].def || !*props[i].def || props[i].def[0] == '/')
+            continue;
+        tb_buf b;
+        tb_buf_init(&b, 0);
+        if (cfg_path_join(dir, props[i].def, &b) != TB_OK || !(c->path_defaults[i] = tb_buf_detach(&b, NULL))) {
+            tb_buf_free(&b);
+            cfg_base_clear(c);
+            return TB_ERR_NOMEM;
+        }
+        tb_buf_free(&b);
+    }
+    return TB_OK;
+}
+
+const char *cfg_base_dir(const cfg *c)
+{
+    return c ? c->base_dir : NULL;
+}
+
+tb_code cfg_path_join(const char *dir, const char *path, tb_buf *out)
+{
+    if (!dir || !*dir || path[0] == '/')
+        return tb_buf_puts(out, path);
+    while (path[0] == '.' && path[1] == '/')
+        path += 2;
+    size_t dl = strlen(dir);
+    tb_code rc = tb_buf_append(out, dir, dl);
+    if (rc == TB_OK && dir[dl - 1] != '/')
+        rc = tb_buf_putc(out, '/');
+    if (rc == TB_OK)
+        rc = tb_buf_puts(out, path);
+    return rc;
 }
 
 /* Index of key, or the insertion point with *found = false. */
@@ -395,6 +459,12 @@ const char *cfg_get_str(const cfg *c, const char *key)
         return e->value;
     const cfg_prop *p = cfg_prop_find(key);
     assert(p && "cfg_get_str: key not in the property table");
+    if (p && c && c->path_defaults) {
+        size_t n;
+        const cfg_prop *props = cfg_props(&n);
+        if (c->path_defaults[p - props])
+            return c->path_defaults[p - props];
+    }
     return p ? p->def : NULL;
 }
 

@@ -62,7 +62,22 @@ typedef struct cfg cfg;
 cfg *cfg_new(void);
 void cfg_free(cfg *c);
 
+/* Load a properties file. RELATIVE PATHS: a relative value of a `path` key
+ * in the file is taken relative to the file's folder (made absolute), not
+ * to the working directory; so are the relative defaults of `path` keys
+ * (offsets.file, cache.path) once a file is loaded (the last file's folder
+ * counts). Values from the environment and --set stay as given (relative
+ * to the working directory). */
 tb_code cfg_load_file(cfg *c, const char *path, tb_error *err);
+/* The folder relative `path` defaults resolve against (cfg_load_file sets
+ * it to the file's absolute folder); NULL = the working directory. Returns
+ * TB_ERR_NOMEM on allocation failure. dir is copied. */
+tb_code cfg_set_base_dir(cfg *c, const char *dir);
+/* The base folder set by cfg_load_file/cfg_set_base_dir, or NULL. Borrowed. */
+const char *cfg_base_dir(const cfg *c);
+/* dir + "/" + path into out (path as is when absolute or dir is NULL/empty;
+ * a leading "./" is dropped). */
+tb_code cfg_path_join(const char *dir, const char *path, tb_buf *out);
 /* envp: NULL-terminated "NAME=value" strings (environ). Only TRIBUTARY_* are read;
  * TRIBUTARY_TEST_* are ignored (they belong to the test harness). */
 tb_code cfg_load_env(cfg *c, char *const *envp, tb_error *err);

@@ -92,7 +92,8 @@ tb_code cfg_help_text(tb_buf *out)
     tb_code rc = tb_buf_puts(out, "Configuration keys. Set them in a properties file (--config FILE, key=value),\n"
                                   "as TRIBUTARY_<KEY> environment variables (dots as underscores, upper case),\n"
                                   "or with --set key=value; later sources override earlier ones.\n"
-                                  "Unknown keys are errors. kafka.* keys pass through to librdkafka.\n");
+                                  "Unknown keys are errors. kafka.* keys pass through to librdkafka.\n"
+                                  "Relative paths in a file are relative to that file's folder.\n");
     for (size_t g = 0; g < ng && rc == TB_OK; g++) {
         rc = tb_buf_printf(out, "\n[%s]\n", groups[g]);
         for (size_t i = 0; i < n && rc == TB_OK; i++) {
@@ -166,7 +167,19 @@ tb_code cfg_help_markdown(tb_buf *out)
         "Secrets (`source.password` and every key ending in `.password`) are never logged and are\n"
         "shown as `********` in a configuration dump; prefer `source.password.file` or the\n"
         "environment. A pass-through secret can come from a file too: `kafka.sasl.password.file=F`\n"
-        "reads F when the configuration is loaded and sets `kafka.sasl.password`.\n");
+        "reads F when the configuration is loaded and sets `kafka.sasl.password`.\n"
+        "\n"
+        "Relative paths: a relative value of a `path` key in a properties file is taken relative to\n"
+        "that file's folder, not to the working directory, and so are the relative defaults\n"
+        "(`offsets.file`, `cache.path`, hence the status file) once a file is given; so `tributary\n"
+        "status --config /etc/tributary/shop.properties` finds the status file from any directory.\n"
+        "Paths from `TRIBUTARY_*` variables and `--set` are taken as given (relative to the working\n"
+        "directory); `kafka.*` pass-through paths (`kafka.ssl.ca.location`) go to librdkafka as\n"
+        "written. Upgrading from a version that took every path relative to the working directory:\n"
+        "a connector started from its configuration's folder sees no change; one started elsewhere\n"
+        "with relative paths must move its offsets file, status file and cache file next to the\n"
+        "configuration (or make those keys absolute) before the first run, or it starts without its\n"
+        "stored position.\n");
     for (size_t g = 0; g < ng && rc == TB_OK; g++) {
         rc = tb_buf_printf(out, "\n## %s\n\n| key | type | default | allowed values | description |\n"
                                 "|---|---|---|---|---|\n",

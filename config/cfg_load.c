@@ -65,8 +65,9 @@ static bool cfg_chop(char *line)
     return false;
 }
 
-/* Parse one logical entry (already joined). */
-static tb_code cfg_load_entry(cfg *c, char *text, const char *origin, tb_error *err)
+/* Parse one logical entry (already joined). dir: the file's absolute
+ * folder, against which a relative value of a `path` key is resolved. */
+static tb_code cfg_load_entry(cfg *c, char *text, const char *dir, const char *origin, tb_error *err)
 {
     char *s = cfg_trim(text);
     if (*s == '\0' || *s == '#' || *s == '!')
@@ -82,6 +83,16 @@ static tb_code cfg_load_entry(cfg *c, char *text, const char *origin, tb_error *
     char *value = cfg_trim(eq + 1);
     if (*key == '\0')
         return tb_error_set(err, TB_ERR_CONFIG, false, "%s: empty key before '='", origin);
+    const cfg_prop *p = cfg_prop_find(key);
+    if (p && p->type == CFG_PATH && *value && value[0] != '/' && dir) {
+        tb_buf b;
+        tb_buf_init(&b, 0);
+        tb_code rc = cfg_path_join(dir, value, &b);
+        rc = rc == TB_OK ? cfg_set(c, key, tb_buf_cstr(&b), origin, err)
+                         : tb_error_set(err, TB_ERR_NOMEM, false, "%s: out of memory", origin);
+        tb_buf_free(&b);
+        return rc;
+    }
     return cfg_set(c, key, value, origin, err);
 }
 
@@ -92,9 +103,25 @@ tb_code cfg_load_file(cfg *c, const char *path, tb_error *err)
     size_t cap = 0;
     tb_buf entry;
     tb_buf_init(&entry, CFG_LINE_MAX);
+    char *dir = NULL;
     FILE *f = fopen(path, "r");
     if (!f)
         return tb_error_set(err, TB_ERR_CONFIG, false, "%s: cannot open configuration: %s", path, strerror(errno));
+    /* The file's absolute folder: relative paths in it (and the relative
+     * defaults of path keys) are taken from there, not from the working
+     * directory. */
+    char *abs = realpath(path, NULL);
+    if (abs) {
+        char *slash = strrchr(abs, '/');
+        if (slash)
+            slash[slash == abs ? 1 : 0] = '\0';
+        dir = abs;
+    }
+    if (!dir || cfg_set_base_dir(c, dir) != TB_OK) {
+        rc = tb_error_set(err, TB_ERR_CONFIG, false, "%s: cannot resolve the configuration's folder: %s", path,
+                          dir ? "out of memory" : strerror(errno));
+        goto out;
+    }
 
     long lineno = 0, start = 0;
     bool cont = false;
@@ -132,7 +159,7 @@ tb_code cfg_load_file(cfg *c, const char *path, tb_error *err)
         snprintf(origin, sizeof(origin), "%s:%ld", path, start);
         if (entry.len == 0)
             continue;
-        rc = cfg_load_entry(c, entry.data, origin, err);
+        rc = cfg_load_entry(c, entry.data, dir, origin, err);
         if (rc != TB_OK)
             goto out;
     }
@@ -143,10 +170,11 @@ tb_code cfg_load_file(cfg *c, const char *path, tb_error *err)
     if (cont && entry.len > 0) { /* continuation at end of file: take what we have */
         char origin[4096 + 32];
         snprintf(origin, sizeof(origin), "%s:%ld", path, start);
-        rc = cfg_load_entry(c, entry.data, origin, err);
+        rc = cfg_load_entry(c, entry.data, dir, origin, err);
     }
 out:
     free(line);
+    free(dir);
     tb_buf_free(&entry);
     fclose(f);
     return rc;

@@ -479,3 +479,36 @@ Test(cfg, random_files_never_crash_and_errors_are_one_line)
     cr_assert_gt(ok, 0);
     cr_assert_gt(bad, 0);
 }
+
+Test(cfg, relative_paths_follow_the_config_file)
+{
+    /* tmpdir may itself sit behind a symbolic link: compare with its real path. */
+    char *real = realpath(tmpdir, NULL);
+    cr_assert_not_null(real);
+    cfg *c = cfg_new();
+    tb_error err;
+    cr_assert_null(cfg_base_dir(c));
+    cr_assert_str_eq(cfg_get_str(c, "offsets.file"), "tributary.offsets", "no file: relative to the working dir");
+    cr_assert_eq(load_text(c,
+                           "offsets.file=state/off\nsource.path=./shop.db\nstatus.file=/abs/s.json\n"
+                           "source.host=rel/not/a/path\n",
+                           &err),
+                 TB_OK, "%s", err.msg);
+    cr_assert_str_eq(cfg_base_dir(c), real);
+    char want[600];
+    snprintf(want, sizeof want, "%s/state/off", real);
+    cr_assert_str_eq(cfg_get_str(c, "offsets.file"), want);
+    snprintf(want, sizeof want, "%s/shop.db", real);
+    cr_assert_str_eq(cfg_get_str(c, "source.path"), want);
+    cr_assert_str_eq(cfg_get_str(c, "status.file"), "/abs/s.json", "absolute paths stay");
+    cr_assert_str_eq(cfg_get_str(c, "source.host"), "rel/not/a/path", "only path keys");
+    /* a relative default follows the file too, without counting as set */
+    snprintf(want, sizeof want, "%s/tributary-cache.db", real);
+    cr_assert_str_eq(cfg_get_str(c, "cache.path"), want);
+    cr_assert(!cfg_is_set(c, "cache.path"));
+    /* --set and the environment stay relative to the working directory */
+    cr_assert_eq(cfg_set(c, "offsets.file", "cli/off", "--set", &err), TB_OK);
+    cr_assert_str_eq(cfg_get_str(c, "offsets.file"), "cli/off");
+    cfg_free(c);
+    free(real);
+}
