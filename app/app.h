@@ -53,6 +53,9 @@ tb_code app_parse_opts(int argc, char **argv, int first, const app_optspec *spec
 
 /* Set once by the SIGINT/SIGTERM handler installed by app_install_signals(). */
 extern volatile sig_atomic_t app_stop_requested;
+/* Called by the handler of a second SIGINT/SIGTERM just before the process
+ * dies by the signal; must be async-signal-safe. NULL = nothing. */
+extern void (*volatile app_on_second_signal)(void);
 void app_install_signals(void);
 
 #endif

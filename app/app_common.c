@@ -12,6 +12,7 @@
 extern char **environ;
 
 volatile sig_atomic_t app_stop_requested;
+void (*volatile app_on_second_signal)(void);
 
 int app_wants_help(int argc, char **argv)
 {
@@ -61,10 +62,14 @@ int app_fail(const char *cmd, const tb_error *err)
 /* First SIGINT/SIGTERM: ask for a clean stop (the loops poll
  * app_stop_requested). A second one: die by the signal at once (nothing is
  * committed that Kafka has not acknowledged, so this is safe, only slower to
- * resume). Only async-signal-safe calls here. */
+ * resume); app_on_second_signal, when set, runs first (the status file's
+ * last record). Only async-signal-safe calls here. */
 static void on_signal(int sig)
 {
     if (app_stop_requested) {
+        void (*last)(void) = app_on_second_signal;
+        if (last)
+            last();
         signal(sig, SIG_DFL);
         raise(sig);
         return;

@@ -33,6 +33,10 @@ typedef struct run_ctx {
     int64_t last_status_ms;
     uint64_t status_acked;
     bool idle;
+    const char *status_state;      /* state last written to the status file (static string) */
+    int64_t caught_up_ms;          /* wall time the source was last seen connected, idle, all acked */
+    int64_t progress_ms;           /* wall time of the last progress line (binlog) */
+    uint64_t progress_sent;        /* events_sent at that line */
     const char *snapshot_state;    /* static string */
     uint64_t snapshot_rows;
     tb_buf status_path;

@@ -2,6 +2,8 @@
 #include "app_status.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -81,6 +83,7 @@ tb_code app_status_json(const app_status *st, tb_buf *out, tb_error *err)
     evt_jw_uint(&w, st->snapshot_rows);
     evt_jw_obj_end(&w);
     app_jw_opt_str(&w, "error", st->error);
+    app_jw_opt_int(&w, "source_down_since_ms", st->source_down_since_ms > 0 ? st->source_down_since_ms : -1);
     evt_jw_obj_end(&w);
     if ((rc = evt_jw_finish(&w)) != TB_OK)
         rc = tb_error_set(err, rc, false, "status: cannot encode the status record");
@@ -249,4 +252,115 @@ tb_code app_status_format(const char *path, const char *json, size_t len, int64_
 out:
     evt_jv_free(root);
     return rc;
+}
+
+/* ------------------------------------------------------------ health */
+
+int app_status_health(const char *json, size_t len, int64_t now_ms, const char **why)
+{
+    const char *dummy;
+    if (!why)
+        why = &dummy;
+    evt_jv *root = NULL;
+    tb_error perr;
+    int code = 3;
+    *why = "not a status file";
+    int64_t updated = 0, pid = 0;
+    if (evt_jv_parse(json, len, &root, &perr) != TB_OK || evt_jv_type_of(root) != EVT_JV_OBJECT ||
+        !app_jv_i64(root, "updated_ms", &updated)) {
+        code = 1;
+        goto out;
+    }
+    app_jv_i64(root, "pid", &pid);
+    char state[64];
+    const char *s = app_jv_str(root, "state", state, sizeof(state));
+    bool alive = pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+    if (s && strcmp(s, "failed") == 0) {
+        code = 1;
+        *why = "failed";
+    } else if (!alive) {
+        *why = "not running";
+    } else if (!s || strcmp(s, "stopped") == 0 || strcmp(s, "stopping") == 0) {
+        *why = "stopping";
+    } else if (now_ms - updated > APP_STATUS_STALE_MS) {
+        *why = "stale: the status file is not being updated";
+    } else if (strcmp(s, "reconnecting") == 0) {
+        code = 1;
+        *why = "source down";
+    } else if (strcmp(s, "starting") == 0 || strcmp(s, "snapshot") == 0 || strcmp(s, "streaming") == 0 ||
+               strcmp(s, "standby") == 0) {
+        code = 0;
+        *why = strcmp(s, "standby") == 0 ? "standby" : "healthy";
+    } else {
+        code = 1;
+        *why = "unknown state";
+    }
+out:
+    evt_jv_free(root);
+    return code;
+}
+
+/* ------------------------------------------------------------ last words */
+
+/* Two buffers: the loop fills the one not published, then publishes it, so
+ * a handler always reads a complete record. */
+static struct {
+    char *data;
+    size_t len, cap;
+} app_lw_buf[2];
+static char *app_lw_path, *app_lw_tmp;
+static _Atomic int app_lw_cur = -1;
+
+void app_status_arm_last_words(const char *path, const char *json, size_t len)
+{
+    if (!app_lw_path) {
+        size_t pl = strlen(path);
+        app_lw_path = strdup(path);
+        app_lw_tmp = malloc(pl + 8);
+        if (!app_lw_path || !app_lw_tmp) {
+            free(app_lw_path);
+            free(app_lw_tmp);
+            app_lw_path = app_lw_tmp = NULL;
+            return;
+        }
+        memcpy(app_lw_tmp, path, pl);
+        memcpy(app_lw_tmp + pl, ".lw.tmp", 8);
+    }
+    int next = atomic_load(&app_lw_cur) == 0 ? 1 : 0;
+    if (app_lw_buf[next].cap < len + 1) {
+        char *d = realloc(app_lw_buf[next].data, len + 1);
+        if (!d)
+            return;
+        app_lw_buf[next].data = d;
+        app_lw_buf[next].cap = len + 1;
+    }
+    memcpy(app_lw_buf[next].data, json, len);
+    app_lw_buf[next].data[len] = '\n';
+    app_lw_buf[next].len = len + 1;
+    atomic_store(&app_lw_cur, next);
+}
+
+void app_status_last_words(void)
+{
+    int cur = atomic_load(&app_lw_cur);
+    if (cur < 0 || !app_lw_path)
+        return;
+    int fd = open(app_lw_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    const char *p = app_lw_buf[cur].data;
+    size_t left = app_lw_buf[cur].len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w <= 0)
+            break;
+        p += w;
+        left -= (size_t)w;
+    }
+    fsync(fd);
+    close(fd);
+    if (left == 0)
+        rename(app_lw_tmp, app_lw_path);
+    else
+        unlink(app_lw_tmp);
 }

@@ -11,6 +11,20 @@
  *    "snapshot":{"state":"done","rows":1000},"error":null}
  * "position" and "position_text" are null before the first commit; lag_ms
  * and events_behind are null when unknown (-1 in app_status).
+ * "source_down_since_ms" (Unix ms, or null) is set while the source
+ * connection is down (state "reconnecting").
+ *
+ * WHEN: about once a second while the loop turns, at once on every change
+ * of state, at exit ("stopped" or "failed"), and, when a second
+ * SIGINT/SIGTERM ends the process before its final flush, from the signal
+ * handler: the last record armed with app_status_arm_last_words() (state
+ * "failed", error naming the signal), written with async-signal-safe calls.
+ *
+ * HEALTH (app_status_health, the exit code of `tributary status`):
+ *   0 active and healthy: starting, snapshot, streaming, standby
+ *   1 unhealthy or failed: reconnecting, failed
+ *   3 not running or stale: stopping/stopped, a process that is gone, or a
+ *     file not rewritten for APP_STATUS_STALE_MS (the run loop is stuck)
  *
  * LOCATION: the key status.file, else "<dir of offsets.file>/<name>.status.json".
  */
@@ -25,7 +39,8 @@
 
 typedef struct app_status {
     const char *name;            /* connector name (cfg "name") */
-    const char *state;           /* "starting" | "snapshot" | "streaming" | "stopping" | "stopped" | "failed" */
+    const char *state;           /* "starting" | "snapshot" | "streaming" | "reconnecting" | "standby" |
+                                    "stopping" | "stopped" | "failed" */
     const tb_position *position; /* last committed position; NULL = none yet */
     int64_t lag_ms;              /* now - commit time of the last committed event; -1 = unknown */
     int64_t events_behind;       /* events read but not yet acknowledged; -1 = unknown */
@@ -34,6 +49,7 @@ typedef struct app_status {
     const char *snapshot_state;  /* "none" | "running" | "done" | "failed"; NULL = "none" */
     uint64_t snapshot_rows;      /* rows read by the snapshot so far */
     const char *error;           /* last error message, NULL = none (never a secret) */
+    int64_t source_down_since_ms; /* Unix ms the source connection went down; 0 = up */
     int64_t started_ms;          /* process start, Unix ms */
     int64_t updated_ms;          /* 0 = now */
 } app_status;
@@ -52,6 +68,20 @@ tb_code app_status_path(const cfg *c, tb_buf *out);
  * the JSON does not parse or is not a status object. */
 tb_code app_status_format(const char *path, const char *json, size_t len, int64_t now_ms, tb_buf *out,
                           tb_error *err);
+
+#define APP_STATUS_STALE_MS 60000
+
+/* The health verdict of a status file's JSON at now_ms (see HEALTH): 0, 1
+ * or 3; *why (may be NULL) gets a static phrase saying why ("source down",
+ * "not running", ...). A file that does not parse: 1. */
+int app_status_health(const char *json, size_t len, int64_t now_ms, const char **why);
+
+/* Second-signal path: keep a copy of json (a rendered status record) for
+ * app_status_last_words(). Called from the loop, never from a handler. */
+void app_status_arm_last_words(const char *path, const char *json, size_t len);
+/* Write the armed record to its path (temp file, fsync, rename): only
+ * async-signal-safe calls, for a signal handler. No-op when nothing is armed. */
+void app_status_last_words(void);
 
 /* Current wall-clock time in Unix milliseconds. */
 int64_t app_now_ms(void);

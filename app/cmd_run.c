@@ -142,14 +142,46 @@ static void sink_counts(run_ctx *r, uint64_t *acked, uint64_t *in_flight)
 
 /* ------------------------------------------------------------ status */
 
+/* Every 10 s while a binlog source streams events: one INFO line with the
+ * rate, the position and the lag (silent while idle). */
+static void run_progress(run_ctx *r, int64_t now, int64_t lag_ms)
+{
+    if (!r->binlog || now - r->progress_ms < 10000)
+        return;
+    uint64_t n = r->events_sent - r->progress_sent;
+    if (n > 0 && r->progress_ms > 0) {
+        tb_buf b;
+        tb_buf_init(&b, 0);
+        const tb_position *p = binlog_position(r->binlog);
+        if (p && p->kind != TB_POS_NONE)
+            tb_position_format(p, &b);
+        TB_INFO("run", "binlog: %" PRIu64 " events in %.1f s (%.0f events/s), position %s, lag %s%" PRId64 " ms", n,
+                (double)(now - r->progress_ms) / 1000.0, (double)n * 1000.0 / (double)(now - r->progress_ms),
+                b.len ? tb_buf_cstr(&b) : "-", lag_ms < 0 ? "unknown " : "", lag_ms < 0 ? (int64_t)0 : lag_ms);
+        tb_buf_free(&b);
+    }
+    r->progress_ms = now;
+    r->progress_sent = r->events_sent;
+}
+
+/* The status file: rewritten every RUN_STATUS_EVERY_MS, and at once when the
+ * state changes. A streaming binlog source whose connection is down is
+ * "reconnecting", its lag counted from the newest event sent or the last
+ * moment it was known caught up, so it grows while the source is away. */
 static void write_status(run_ctx *r, const char *state, const char *error, bool force)
 {
+    int64_t down_since = 0;
+    if (r->binlog && strcmp(state, "streaming") == 0 && !binlog_connected(r->binlog, &down_since))
+        state = "reconnecting";
+    if (state != r->status_state && (!r->status_state || strcmp(state, r->status_state) != 0))
+        force = true;
     int64_t now = app_now_ms();
     if (!force && now - r->last_status_ms < RUN_STATUS_EVERY_MS)
         return;
     double secs = (double)(now - r->last_status_ms) / 1000.0;
     uint64_t acked, in_flight;
     sink_counts(r, &acked, &in_flight);
+    bool down = down_since > 0;
     app_status st = {
         .name = cfg_get_str(r->cfg, "name"),
         .state = state,
@@ -161,15 +193,35 @@ static void write_status(run_ctx *r, const char *state, const char *error, bool 
         .snapshot_state = r->snapshot_state,
         .snapshot_rows = r->snapshot_rows,
         .error = error,
+        .source_down_since_ms = down_since,
         .started_ms = r->started_ms,
     };
-    if (r->last_commit_ts_ms > 0 && st.events_behind == 0 && r->idle)
-        st.lag_ms = 0;
+    if (!down && r->idle && st.events_behind == 0) {
+        r->caught_up_ms = now;
+        if (r->last_commit_ts_ms > 0)
+            st.lag_ms = 0;
+    }
+    if (down) {
+        int64_t since = r->last_commit_ts_ms > r->caught_up_ms ? r->last_commit_ts_ms : r->caught_up_ms;
+        st.lag_ms = since > 0 ? now - since : -1;
+    }
     tb_error err;
     if (app_status_write(tb_buf_cstr(&r->status_path), &st, &err) != TB_OK)
         TB_WARN("run", "status file: %s", err.msg);
+    /* What a second SIGINT/SIGTERM leaves behind (app_status_last_words). */
+    tb_buf lw;
+    tb_buf_init(&lw, 0);
+    st.state = "failed";
+    st.error = "ended by a second SIGINT/SIGTERM before the final flush (what Kafka acknowledged is committed; "
+               "the rest is sent again after a restart)";
+    if (app_status_json(&st, &lw, &err) == TB_OK)
+        app_status_arm_last_words(tb_buf_cstr(&r->status_path), lw.data, lw.len);
+    tb_buf_free(&lw);
+    r->status_state = state;
     r->last_status_ms = now;
     r->status_acked = acked;
+    if (strcmp(state, "streaming") == 0)
+        run_progress(r, now, st.lag_ms);
 }
 
 /* ------------------------------------------------------------ phases */
@@ -605,6 +657,7 @@ int cmd_run(int argc, char **argv)
         tb_error_set(&err, rc, false, "out of memory");
         goto out;
     }
+    app_on_second_signal = app_status_last_words;
     write_status(&r, "starting", NULL, true);
     if ((rc = snap_filter_init(&r.filter, r.cfg, &err)) != TB_OK)
         goto out;
@@ -658,6 +711,9 @@ int cmd_run(int argc, char **argv)
     if (rc == TB_OK)
         TB_INFO("run", "stopped cleanly");
 out:
+    if (rc != TB_OK && rc != TB_ERR_STOPPED && r.status_state && strcmp(r.status_state, "failed") != 0)
+        write_status(&r, "failed", err.msg, true);
+    app_on_second_signal = NULL;
     binlog_close(r.binlog);
     sqlcap_close(r.sqlite);
     ksink_close(r.ks);

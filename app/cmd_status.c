@@ -22,7 +22,12 @@ static void status_usage(void)
            "  --file PATH     read this status file instead of status.file (default:\n"
            "                  <dir of offsets.file>/<name>.status.json)\n"
            "\n"
-           "exit codes: 0 ok, 1 no status file or unreadable, 2 bad configuration or usage\n");
+           "exit codes (usable as a health check):\n"
+           "  0  running and healthy: starting, snapshot, streaming, or standby\n"
+           "  1  unhealthy or failed: reconnecting (source down), failed, unreadable status file\n"
+           "  2  bad configuration or usage\n"
+           "  3  not running: no status file, stopped, the process is gone (killed), or the file\n"
+           "     has not been rewritten for 60 s (stale)\n");
 }
 
 int cmd_status(int argc, char **argv)
@@ -67,7 +72,8 @@ int cmd_status(int argc, char **argv)
         tb_error_set(&err, TB_ERR_NOT_FOUND, false,
                      "no status file %s (has `tributary run` been started with this configuration?)",
                      tb_buf_cstr(&path));
-        rc = app_fail("status", &err);
+        app_fail("status", &err);
+        rc = 3;
         goto out;
     }
     if (code != TB_OK) {
@@ -86,6 +92,10 @@ int cmd_status(int argc, char **argv)
         }
         fwrite(text.data, 1, text.len, stdout);
     }
+    const char *why = NULL;
+    rc = app_status_health(tb_buf_cstr(&json), json.len, app_now_ms(), &why);
+    if (!raw)
+        printf("health:         %s (exit %d)\n", why, rc);
     if (fflush(stdout) != 0)
         rc = 1;
 out:

@@ -243,6 +243,15 @@ bool binlog_at_end(const binlog_reader *r);
  * snapshots again or asks the operator to reset it. False for files. */
 bool binlog_position_gone(const binlog_reader *r);
 const tb_position *binlog_position(const binlog_reader *r);
+/* Live: whether the replication connection is up (false while it
+ * reconnects); *down_since_ms (may be NULL) = wall time (Unix ms) it went
+ * down, 0 while up. Files: always true. */
+bool binlog_connected(const binlog_reader *r, int64_t *down_since_ms);
+/* Bytes of binlog not yet read: live, the server's binlog after
+ * binlog_position() (SHOW BINARY LOGS on a second connection: a round trip,
+ * call it every few seconds, not per event; -1 while disconnected); files,
+ * the bytes left in the file. */
+tb_code binlog_behind_bytes(binlog_reader *r, int64_t *bytes, tb_error *err);
 /* The decoder underneath (flavor, server version, counters). Borrowed. */
 const binlog_dec *binlog_reader_decoder(const binlog_reader *r);
 /* The statement callback of the reader's decoder (see binlog_dec_set_stmt_fn). */

@@ -75,7 +75,15 @@ struct binlog_live {
     bool position_gone;    /* the server answered 1236: the start position is not in its binlog */
     bl_preflight_opts preflight;
     bool preflight_warned; /* warnings of the checks are logged on the first connection only */
+    int64_t down_since_ms; /* wall time (Unix ms) the connection was lost or first failed; 0 = up */
 };
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static int64_t now_ms(void)
 {
@@ -98,6 +106,8 @@ static void disconnect(binlog_live *l)
         mysql_close(l->mysql);
         l->mysql = NULL;
     }
+    if (l->connected || !l->down_since_ms)
+        l->down_since_ms = wall_ms();
     l->connected = false;
 }
 
@@ -311,10 +321,33 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
     tb_position_free(&p);
     l->last_off = pos;
     l->connected = true;
+    l->down_since_ms = 0;
     l->skip = l->delivered_in_tx;
     TB_INFO("binlog", "%s:%u: streaming from %s%s%s (server %s, replica server_id %u)", l->host, l->port,
             by_gtid ? "GTID " : "", by_gtid ? l->start.gtid_set : file, by_gtid ? "" : "", ver ? ver : "?",
             l->server_id);
+    return TB_OK;
+}
+
+/* The second connection (information_schema lookups, SHOW BINARY LOGS),
+ * opened on first use. */
+static tb_code meta_connect(binlog_live *l, tb_error *err)
+{
+    if (l->meta)
+        return TB_OK;
+    l->meta = mysql_init(NULL);
+    if (!l->meta)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    unsigned ct = (unsigned)(l->connect_timeout_ms + 999) / 1000;
+    mysql_optionsv(l->meta, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
+    mysql_optionsv(l->meta, MYSQL_OPT_READ_TIMEOUT, &ct);
+    mysql_optionsv(l->meta, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    if (!mysql_real_connect(l->meta, l->host, l->user, l->password, NULL, l->port, NULL, 0)) {
+        tb_code rc = tb_error_set(err, TB_ERR_SOURCE, true, "%s:%u: %s", l->host, l->port, mysql_error(l->meta));
+        mysql_close(l->meta);
+        l->meta = NULL;
+        return rc;
+    }
     return TB_OK;
 }
 
@@ -323,21 +356,10 @@ static tb_code live_schema(void *opaque, const char *db, const char *table, evt_
 {
     binlog_live *l = opaque;
     *out = NULL;
-    if (!l->meta) {
-        l->meta = mysql_init(NULL);
-        if (!l->meta)
-            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-        unsigned ct = (unsigned)(l->connect_timeout_ms + 999) / 1000;
-        mysql_optionsv(l->meta, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
-        mysql_optionsv(l->meta, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-        if (!mysql_real_connect(l->meta, l->host, l->user, l->password, NULL, l->port, NULL, 0)) {
-            tb_code rc = tb_error_set(err, TB_ERR_SOURCE, true, "%s:%u: %s", l->host, l->port, mysql_error(l->meta));
-            mysql_close(l->meta);
-            l->meta = NULL;
-            return rc;
-        }
-    }
-    tb_code rc = binlog_schema_lookup(l->meta, db, table, out, err);
+    tb_code rc = meta_connect(l, err);
+    if (rc != TB_OK)
+        return rc;
+    rc = binlog_schema_lookup(l->meta, db, table, out, err);
     if (rc != TB_OK) {
         mysql_close(l->meta); /* reconnect next time */
         l->meta = NULL;
@@ -573,6 +595,53 @@ uint32_t binlog_server_id(const cfg *c, bool *derived)
         h *= 16777619u;
     }
     return (1u << 30) + (h & ((1u << 30) - 1));
+}
+
+bool binlog_live_connected(const binlog_live *l, int64_t *down_since_ms)
+{
+    if (down_since_ms)
+        *down_since_ms = l && !l->connected ? l->down_since_ms : 0;
+    return l && l->connected;
+}
+
+tb_code binlog_live_behind(binlog_live *l, const binlog_dec *dec, int64_t *bytes, tb_error *err)
+{
+    *bytes = -1;
+    const tb_position *p = binlog_dec_position(dec);
+    if (!l->connected || !p || !p->file || !p->file[0])
+        return TB_OK;
+    tb_code rc = meta_connect(l, err);
+    if (rc != TB_OK)
+        return rc;
+    if (mysql_query(l->meta, "SHOW BINARY LOGS") != 0) {
+        rc = tb_error_set(err, TB_ERR_SOURCE, true, "%s:%u: SHOW BINARY LOGS: %s", l->host, l->port,
+                          mysql_error(l->meta));
+        mysql_close(l->meta);
+        l->meta = NULL;
+        return rc;
+    }
+    MYSQL_RES *res = mysql_store_result(l->meta);
+    if (!res)
+        return TB_OK;
+    int64_t sum = 0;
+    bool seen = false;
+    MYSQL_ROW row;
+    while ((row = mysql_fetch_row(res))) {
+        if (!row[0] || !row[1])
+            continue;
+        int c = strcmp(row[0], p->file);
+        int64_t size = strtoll(row[1], NULL, 10);
+        if (c == 0) {
+            seen = true;
+            sum += size > (int64_t)p->pos ? size - (int64_t)p->pos : 0;
+        } else if (c > 0) {
+            sum += size;
+        }
+    }
+    mysql_free_result(res);
+    if (seen)
+        *bytes = sum;
+    return TB_OK;
 }
 
 bool binlog_live_position_gone(const binlog_live *l)

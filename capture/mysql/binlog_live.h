@@ -19,4 +19,12 @@ void binlog_live_free(binlog_live *l);
  * position (error 1236: purged, reset, or never there). */
 bool binlog_live_position_gone(const binlog_live *l);
 
+/* Whether the replication connection is up; *down_since_ms (may be NULL):
+ * wall time (Unix ms) it was lost or first failed, 0 while up. */
+bool binlog_live_connected(const binlog_live *l, int64_t *down_since_ms);
+/* Bytes of binlog on the server after the decoder's position (SHOW BINARY
+ * LOGS on the second connection); *bytes = -1 when unknown (disconnected,
+ * no file position yet). */
+tb_code binlog_live_behind(binlog_live *l, const binlog_dec *dec, int64_t *bytes, tb_error *err);
+
 #endif

@@ -158,6 +158,28 @@ bool binlog_position_gone(const binlog_reader *r)
     return r && binlog_live_position_gone(r->live);
 }
 
+bool binlog_connected(const binlog_reader *r, int64_t *down_since_ms)
+{
+    if (r && !r->live) {
+        if (down_since_ms)
+            *down_since_ms = 0;
+        return true;
+    }
+    return binlog_live_connected(r ? r->live : NULL, down_since_ms);
+}
+
+tb_code binlog_behind_bytes(binlog_reader *r, int64_t *bytes, tb_error *err)
+{
+    *bytes = -1;
+    if (!r)
+        return TB_OK;
+    if (!r->live) {
+        *bytes = (int64_t)(r->size - r->off);
+        return TB_OK;
+    }
+    return binlog_live_behind(r->live, r->dec, bytes, err);
+}
+
 bool binlog_at_end(const binlog_reader *r)
 {
     return r->at_end;

@@ -198,7 +198,7 @@ Test(cli, set_overrides_env_overrides_file)
     snprintf(off, sizeof(off), "offsets.file=%s/offsets", dir);
     run_result r = run_tributary((const char *[]){"status", "--config", path, "--set", off, NULL},
                                  (const char *[]){"TRIBUTARY_NAME=from_env", NULL});
-    cr_assert_eq(r.status, 1);
+    cr_assert_eq(r.status, 3, "no status file: not running");
     cr_assert_not_null(strstr(r.err.data, "/from_env.status.json"), "%s", r.err.data);
     run_result_free(&r);
     r = run_tributary((const char *[]){"status", "--config", path, "--set", off, "--set", "name=from_set", NULL},
@@ -207,14 +207,14 @@ Test(cli, set_overrides_env_overrides_file)
     run_result_free(&r);
 }
 
-Test(cli, status_without_file_exits_1)
+Test(cli, status_without_file_exits_3)
 {
     char set_file[160];
     snprintf(set_file, sizeof(set_file), "status.file=%s/none.json", dir);
     run_result r = run_tributary((const char *[]){"status", "--set", "sink=stdout", "--set", "offsets.storage=file",
                                                   "--set", set_file, NULL},
                                  NULL);
-    cr_assert_eq(r.status, 1);
+    cr_assert_eq(r.status, 3);
     char want[400];
     snprintf(want, sizeof(want),
              "tributary status: no status file %s/none.json (has `tributary run` been started with this "

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "app_status.h"
@@ -22,7 +23,7 @@ Test(app_status, json_has_every_field_and_nulls_for_unknowns)
     snprintf(want, sizeof(want),
              "{\"name\":\"n\",\"pid\":%ld,\"state\":\"starting\",\"started_ms\":5,\"updated_ms\":7,\"position\":null,"
              "\"position_text\":null,\"lag_ms\":null,\"events_behind\":null,\"events_total\":0,\"events_per_sec\":0,"
-             "\"snapshot\":{\"state\":\"none\",\"rows\":0},\"error\":null}",
+             "\"snapshot\":{\"state\":\"none\",\"rows\":0},\"error\":null,\"source_down_since_ms\":null}",
              (long)getpid());
     cr_assert_str_eq(b.data, want);
     tb_buf text;
@@ -95,4 +96,76 @@ Test(app_status, write_is_atomic_and_formats_back)
     char cmd[160];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
+}
+
+/* A status record as run writes it, with a chosen pid and updated_ms. */
+static void health_json(tb_buf *b, const char *state, long pid, int64_t updated_ms)
+{
+    tb_buf_reset(b);
+    tb_buf_printf(b, "{\"name\":\"n\",\"pid\":%ld,\"state\":\"%s\",\"started_ms\":1,\"updated_ms\":%lld}", pid, state,
+                  (long long)updated_ms);
+}
+
+Test(app_status, health_verdicts)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    int64_t now = app_now_ms();
+    long me = (long)getpid();
+    /* a pid that is surely gone: a child that exited and was reaped */
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0)
+        _exit(0);
+    waitpid(child, NULL, 0);
+    struct {
+        const char *state;
+        long pid;
+        int64_t age_ms;
+        int want;
+        const char *why;
+    } cases[] = {
+        {"streaming", me, 0, 0, "healthy"},
+        {"snapshot", me, 0, 0, "healthy"},
+        {"starting", me, 0, 0, "healthy"},
+        {"standby", me, 0, 0, "standby"},
+        {"reconnecting", me, 0, 1, "source down"},
+        {"failed", me, 0, 1, "failed"},
+        {"failed", (long)child, 0, 1, "failed"},
+        {"stopped", me, 0, 3, "stopping"},
+        {"streaming", (long)child, 0, 3, "not running"},
+        {"streaming", me, APP_STATUS_STALE_MS + 1000, 3, "stale: the status file is not being updated"},
+        {"reconnecting", (long)child, 0, 3, "not running"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        health_json(&b, cases[i].state, cases[i].pid, now - cases[i].age_ms);
+        const char *why = NULL;
+        int got = app_status_health(b.data, b.len, now, &why);
+        cr_assert_eq(got, cases[i].want, "%s pid %ld age %lld: %d (%s)", cases[i].state, cases[i].pid,
+                     (long long)cases[i].age_ms, got, why);
+        cr_assert_str_eq(why, cases[i].why);
+    }
+    cr_assert_eq(app_status_health("{not json", 9, now, NULL), 1);
+    tb_buf_free(&b);
+}
+
+Test(app_status, last_words_replace_the_file)
+{
+    char dir[] = "/tmp/tb_status_lw_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/s.json", dir);
+    app_status_last_words(); /* nothing armed: no file */
+    cr_assert_neq(access(path, F_OK), 0);
+    app_status_arm_last_words(path, "{\"a\":1}", 7);
+    app_status_arm_last_words(path, "{\"a\":2}", 7);
+    app_status_last_words();
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_error err;
+    cr_assert_eq(cfg_file_read(path, 0, &b, &err), TB_OK, "%s", err.msg);
+    cr_assert_str_eq(tb_buf_cstr(&b), "{\"a\":2}\n");
+    tb_buf_free(&b);
+    unlink(path);
+    rmdir(dir);
 }
