@@ -73,6 +73,13 @@ tb_code run_txmeta_event(run_ctx *r, const evt_event *ev, tb_error *err);
 tb_code run_txmeta_end(run_ctx *r, tb_error *err);
 void run_txmeta_free(run_ctx *r);
 
+/* cmd_run.c: send a captured event from outside the stream loop (a
+ * statement's events): transaction metadata, then the sink; and end the
+ * source transaction at pos. Sink errors as in the loop (r->restart set
+ * after an aborted Kafka transaction). */
+tb_code run_send(run_ctx *r, const evt_event *e, tb_error *err);
+tb_code run_end_tx(run_ctx *r, const tb_position *pos, tb_error *err);
+
 /* run_stmt.c: the binlog statement callback (binlog_set_stmt_fn), opaque =
  * the run_ctx. Stops on DML logged as a statement on a captured table. */
 tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err);

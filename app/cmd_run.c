@@ -298,6 +298,18 @@ static tb_code sink_error(run_ctx *r, tb_code rc, bool from_commit, tb_error *er
     return rc;
 }
 
+tb_code run_send(run_ctx *r, const evt_event *e, tb_error *err)
+{
+    tb_code rc = sink_error(r, run_txmeta_event(r, e, err), false, err);
+    return rc != TB_OK ? rc : sink_error(r, sink_send(r, e, err), false, err);
+}
+
+tb_code run_end_tx(run_ctx *r, const tb_position *pos, tb_error *err)
+{
+    tb_code rc = sink_error(r, run_txmeta_end(r, err), false, err);
+    return rc != TB_OK ? rc : sink_error(r, sink_end_tx(r, pos, err), false, err);
+}
+
 /* tables.include / tables.exclude (and never the system schemas or the
  * signalling table): whether ev's table is captured. The source readers
  * deliver every table; the filter applies here, per table descriptor. */

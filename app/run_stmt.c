@@ -10,14 +10,26 @@
  *    change cannot be captured. The run stops with an error naming the
  *    table, the GTID and binlog position, and the statement's first 200
  *    bytes; the position stays before it, never past a change not sent.
- *  - TRUNCATE, ALTER, RENAME, DROP, CREATE OR REPLACE, OPTIMIZE/REPAIR and
- *    DROP DATABASE: a WARN naming the table, the statement and what the
- *    topic does not reflect; never silent.
+ *  - TRUNCATE (ddl.truncate.policy=tombstone, sink=kafka): every key the
+ *    table's topic holds (ksink_topic_keys: the topic read to its end after
+ *    a flush) gets a delete event (its before image: the key columns) and a
+ *    tombstone, at the statement's position, as one source transaction that
+ *    ends at the position after the statement: that position is committed
+ *    only once they are acknowledged. A crash before that reads the
+ *    TRUNCATE again and deletes the keys the topic still holds then.
+ *    ddl.truncate.policy=fail stops naming the table and the position.
+ *  - ALTER, RENAME, DROP, CREATE OR REPLACE, OPTIMIZE/REPAIR and DROP
+ *    DATABASE: a WARN naming the table, the statement and what the topic
+ *    does not reflect; never silent.
  * Statements on tables that are not captured are ignored.
  */
+#include <inttypes.h>
 #include <string.h>
 
 #include "app_run.h"
+#include "evt_json.h"
+#include "snap_schema.h"
+#include "snap_sql.h"
 #include "tb_buf.h"
 #include "tb_log.h"
 
@@ -81,7 +93,7 @@ static const char *stmt_effect(const binlog_stmt *st)
 {
     switch (st->kind) {
     case BINLOG_STMT_TRUNCATE:
-        return "the rows it removed are still in the topic (no row events)";
+        return "the rows it removed are still in the topic (sink=stdout: no topic to read the keys from)";
     case BINLOG_STMT_ALTER:
         return "values it gave existing rows (a new column's default, a changed type) reach the topic only "
                "when each row next changes";
@@ -117,9 +129,166 @@ static void stmt_warn(const binlog_stmt *st, const binlog_stmt_table *t)
     tb_buf_free(&text);
 }
 
+/* ------------------------------------------------------------ TRUNCATE */
+
+typedef struct trunc_ctx {
+    run_ctx *r;
+    const binlog_stmt *st;
+    evt_table *t;
+    evt_event *e;
+    tb_buf scratch;
+    tb_position pos;
+    uint64_t n;
+} trunc_ctx;
+
+/* One key the topic holds: a delete event with the key columns as its before image. */
+static tb_code trunc_key(void *opaque, const char *key, size_t klen, tb_error *err)
+{
+    trunc_ctx *x = opaque;
+    const evt_table *t = x->t;
+    evt_jv *v = NULL;
+    tb_code rc = evt_jv_parse(key, klen, &v, err);
+    if (rc != TB_OK)
+        return tb_error_prefix(err, rc, "%s.%s: TRUNCATE: unreadable key %.*s in its topic: ", evt_table_db(t),
+                               evt_table_name(t), (int)(klen > 200 ? 200 : klen), key);
+    const evt_jv *obj = v;
+    if (evt_jv_type_of(v) == EVT_JV_OBJECT && evt_jv_get(v, "schema") && evt_jv_get(v, "payload"))
+        obj = evt_jv_get(v, "payload"); /* value.schemas=true: Kafka Connect JSON */
+    size_t found = 0;
+    if (evt_jv_type_of(obj) != EVT_JV_OBJECT) {
+        rc = TB_ERR_INVALID;
+    } else {
+        evt_event_reset(x->e, EVT_OP_DELETE, x->t);
+        for (size_t i = 0; rc == TB_OK && i < evt_jv_size(obj); i++) {
+            size_t kl;
+            const char *k = evt_jv_key_at(obj, i, &kl);
+            long col = evt_table_find(t, k);
+            if (col < 0 || evt_table_column(t, (size_t)col)->pk_ordinal == 0) {
+                rc = TB_ERR_INVALID;
+                break;
+            }
+            found++;
+            const evt_jv *m = evt_jv_at(obj, i);
+            if (evt_jv_type_of(m) == EVT_JV_NULL) {
+                evt_set_null(x->e, EVT_BEFORE, (size_t)col);
+                continue;
+            }
+            evt_jw w;
+            tb_buf_reset(&x->scratch);
+            evt_jw_init(&w, &x->scratch);
+            if (evt_jv_write(m, &w) != TB_OK || evt_jw_finish(&w) != TB_OK)
+                rc = TB_ERR_NOMEM;
+            else
+                evt_set_json(x->e, EVT_BEFORE, (size_t)col, x->scratch.data, x->scratch.len);
+        }
+    }
+    evt_jv_free(v);
+    if (rc == TB_OK && found != evt_table_npk(t))
+        rc = TB_ERR_INVALID;
+    if (rc != TB_OK)
+        return tb_error_set(err, rc, false,
+                            "%s.%s: TRUNCATE: key %.*s in its topic does not match the table's key columns (the "
+                            "key changed?); the topic cannot be emptied key by key: delete the topic and snapshot "
+                            "the table again, or set ddl.truncate.policy=fail",
+                            evt_table_db(t), evt_table_name(t), (int)(klen > 200 ? 200 : klen), key);
+    if (evt_event_error(x->e))
+        return tb_error_set(err, evt_event_error(x->e)->code, false, "%s.%s: TRUNCATE: %s", evt_table_db(t),
+                            evt_table_name(t), evt_event_error(x->e)->msg);
+    x->pos.row = ++x->n;
+    evt_event_set_position(x->e, &x->pos);
+    evt_event_set_connector(x->e, binlog_dec_is_mariadb(binlog_reader_decoder(x->r->binlog)) ? EVT_CONN_MARIADB
+                                                                                             : EVT_CONN_MYSQL);
+    evt_event_set_txid(x->e, x->st->gtid);
+    evt_event_set_commit_ts_ms(x->e, x->st->ts_ms);
+    evt_event_set_last_in_tx(x->e, false);
+    return run_send(x->r, x->e, err);
+}
+
+/* The table's descriptor: the decoder's (what the sink announced), else
+ * the catalog's. One reference for the caller. */
+static tb_code trunc_table(run_ctx *r, const binlog_stmt_table *bt, evt_table **out, tb_error *err)
+{
+    evt_table *t = binlog_dec_table(binlog_reader_decoder(r->binlog), bt->db, bt->table);
+    if (t) {
+        *out = evt_table_ref(t);
+        return TB_OK;
+    }
+    MYSQL *my = NULL;
+    bool mariadb = false;
+    tb_code rc = snap_sql_connect(r->cfg, &my, &mariadb, err);
+    if (rc == TB_OK)
+        rc = snap_schema_describe(my, r->cfg, bt->db, bt->table, out, err);
+    if (my)
+        mysql_close(my);
+    return rc == TB_OK ? TB_OK : tb_error_prefix(err, rc, "%s.%s: TRUNCATE: its key columns: ", bt->db, bt->table);
+}
+
+/* ddl.truncate.policy=tombstone: delete every key the table's topic holds.
+ * *sent: events sent. */
+static tb_code stmt_truncate(run_ctx *r, const binlog_stmt *st, const binlog_stmt_table *bt, uint64_t *sent,
+                             tb_error *err)
+{
+    trunc_ctx x;
+    memset(&x, 0, sizeof(x));
+    x.r = r;
+    x.st = st;
+    tb_buf_init(&x.scratch, 0);
+    tb_position_init(&x.pos);
+    x.pos.kind = TB_POS_MYSQL;
+    x.pos.mariadb = st->after ? st->after->mariadb : false;
+    x.pos.server_id = st->after ? st->after->server_id : 0;
+    x.pos.pos = st->pos;
+    tb_code rc = tb_position_set_file(&x.pos, st->file);
+    if (rc != TB_OK) {
+        rc = tb_error_set(err, rc, false, "out of memory");
+        goto out;
+    }
+    if ((rc = trunc_table(r, bt, &x.t, err)) != TB_OK)
+        goto out;
+    if (!(x.e = evt_event_new(EVT_OP_DELETE, x.t))) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    rc = ksink_topic_keys(r->ks, x.t, trunc_key, &x, err);
+    if (rc == TB_OK) {
+        tb_buf where;
+        tb_buf_init(&where, 0);
+        stmt_where(st, &where);
+        TB_INFO("run", "%s.%s: TRUNCATE at %s: %" PRIu64 " keys of its topic deleted (delete event and tombstone each)",
+                bt->db, bt->table, tb_buf_cstr(&where), x.n);
+        tb_buf_free(&where);
+    }
+    *sent += x.n;
+out:
+    evt_event_free(x.e);
+    evt_table_unref(x.t);
+    tb_buf_free(&x.scratch);
+    tb_position_free(&x.pos);
+    return rc;
+}
+
+static tb_code stmt_truncate_fail(const binlog_stmt *st, const binlog_stmt_table *t, tb_error *err)
+{
+    tb_buf where, text;
+    tb_buf_init(&where, 0);
+    tb_buf_init(&text, 0);
+    stmt_where(st, &where);
+    stmt_text(st, &text);
+    tb_code rc = tb_error_set(err, TB_ERR_SOURCE, false,
+                              "%s.%s is captured and was truncated (%s; ddl.truncate.policy=fail): its topic still "
+                              "holds the removed rows. Statement: '%s'. Stopping before it; set "
+                              "ddl.truncate.policy=tombstone to delete them in the topic",
+                              t->db, t->table, tb_buf_cstr(&where), tb_buf_cstr(&text));
+    tb_buf_free(&where);
+    tb_buf_free(&text);
+    return rc;
+}
+
 tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
 {
     run_ctx *r = opaque;
+    tb_code rc = TB_OK;
+    uint64_t sent = 0;
     if (st->kind == BINLOG_STMT_OTHER || (st->temporary && st->kind != BINLOG_STMT_DML))
         return TB_OK; /* temporary tables are never captured */
     if (st->kind == BINLOG_STMT_CREATE && !st->or_replace)
@@ -134,7 +303,17 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
             continue;
         if (st->kind == BINLOG_STMT_DML)
             return stmt_dml(st, t, err);
+        if (st->kind == BINLOG_STMT_TRUNCATE && st->after) {
+            if (strcmp(cfg_get_str(r->cfg, "ddl.truncate.policy"), "fail") == 0)
+                return stmt_truncate_fail(st, t, err);
+            if (r->use_kafka) {
+                if ((rc = stmt_truncate(r, st, t, &sent, err)) != TB_OK)
+                    return rc;
+                continue;
+            }
+        }
         stmt_warn(st, t);
     }
-    return TB_OK;
+    /* the statement's events are one source transaction, ending after it */
+    return sent > 0 ? run_end_tx(r, st->after, err) : TB_OK;
 }

@@ -25,6 +25,7 @@ static const char *const v_error_policy[] = {"fail", "skip", "dlq", NULL};
 static const char *const v_log_level[] = {"error", "warn", "info", "debug", "trace", NULL};
 static const char *const v_revoke[] = {"drop", "keep", NULL};
 static const char *const v_row_image_policy[] = {"fail", "warn", NULL};
+static const char *const v_truncate_policy[] = {"tombstone", "fail", NULL};
 
 #define I64MAX INT64_MAX
 
@@ -75,6 +76,8 @@ static const cfg_prop props[] = {
     {"tables.exclude", CFG_REGEX, NULL, 0, 0, NULL, "Regex over db.table: never capture matching tables.", false, "source"},
     {"key.columns.*", CFG_STRING, NULL, 0, 0, NULL,
      "key.columns.<db>.<table>=c1,c2: key columns for a table without a primary key.", false, "source"},
+    {"ddl.truncate.policy", CFG_ENUM, "tombstone", 0, 0, v_truncate_policy,
+     "TRUNCATE TABLE on a captured table (MySQL/MariaDB): `tombstone` sends a delete and a tombstone for every key its topic holds (read from the topic), at the statement's position; `fail` stops naming the table and position (docs/statements.md).", false, "source"},
 
     /* ---- snapshot */
     {"snapshot.mode", CFG_ENUM, "initial", 0, 0, v_snapshot_mode, "When to snapshot (DESIGN 7).", false, "snapshot"},

@@ -210,6 +210,17 @@ tb_code ksink_commit_nowait(ksink *ks, tb_error *err);
  * delivery error if there is one. */
 tb_code ksink_flush(ksink *ks, int timeout_ms, tb_error *err);
 
+/* Calls fn once for each key that the topic of table t holds: its latest
+ * record is not a tombstone. Flushes the sink first, then reads every
+ * partition from its beginning to its high watermark at the start of the
+ * read (read_uncommitted). A topic that does not exist holds no keys. The
+ * key bytes are borrowed for the call. A non-OK return of fn stops and is
+ * returned. For statements that remove rows without row events (TRUNCATE,
+ * DROP TABLE with ddl.drop.policy=tombstone): the topic's own keys are the
+ * rows a consumer holds. */
+typedef tb_code (*ksink_key_fn)(void *opaque, const char *key, size_t klen, tb_error *err);
+tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *opaque, tb_error *err);
+
 /* Counters for status and tests. */
 typedef struct ksink_stats {
     uint64_t events;         /* ksink_send calls that succeeded */

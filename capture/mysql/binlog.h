@@ -109,6 +109,8 @@ typedef struct binlog_stmt {
     uint64_t end_pos;          /* the offset after it */
     const char *gtid;          /* its transaction's GTID ("0-1-7", "uuid:5"), NULL without GTIDs */
     bool in_tx;                /* inside a BEGIN ... COMMIT (DML), else a transaction of its own (DDL) */
+    const tb_position *after;  /* !in_tx: the resume point after the statement (it is committed in the
+                                  decoder before the callback; binlog_position() is there too) */
     int64_t ts_ms;             /* the transaction's commit time */
 } binlog_stmt;
 
@@ -178,6 +180,11 @@ tb_code binlog_dec_finish(binlog_dec *d, evt_event **out);
 void binlog_dec_skip_executed(binlog_dec *d, bool on);
 /* Transactions skipped that way so far. */
 uint64_t binlog_dec_skipped(const binlog_dec *d);
+
+/* The newest descriptor the decoder built for db.table (from its TABLE_MAP
+ * events), or NULL when none was seen. Borrowed: valid while the decoder
+ * lives (take a reference to keep it). */
+evt_table *binlog_dec_table(const binlog_dec *d, const char *db, const char *table);
 
 /* Install (or, fn NULL, remove) the statement callback. */
 void binlog_dec_set_stmt_fn(binlog_dec *d, binlog_stmt_fn fn, void *opaque);

@@ -151,6 +151,17 @@ uint64_t binlog_dec_rows(const binlog_dec *d) { return d->nrows; }
 uint64_t binlog_dec_skipped(const binlog_dec *d) { return d->tx_skipped; }
 void binlog_dec_skip_executed(binlog_dec *d, bool on) { d->skip_executed = on; }
 
+evt_table *binlog_dec_table(const binlog_dec *d, const char *db, const char *table)
+{
+    size_t dl = strlen(db);
+    for (size_t i = 0; i < d->nvers; i++) {
+        const char *k = d->vers[i].key;
+        if (strncmp(k, db, dl) == 0 && k[dl] == 1 && strcmp(k + dl + 1, table) == 0)
+            return d->vers[i].table;
+    }
+    return NULL;
+}
+
 void binlog_dec_set_stmt_fn(binlog_dec *d, binlog_stmt_fn fn, void *opaque)
 {
     d->o.stmt_fn = fn;

@@ -92,24 +92,26 @@ tb_code bl_on_query(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *
     default:
         break;
     }
-    if (d->o.stmt_fn && !d->tx_skip) {
+    /* DDL or a statement: the cached table maps may be stale now */
+    bl_dec_drop_maps(d);
+    bool standalone = !d->in_tx, skip = d->tx_skip;
+    int gt_kind = d->gt_kind;
+    if (standalone) { /* a transaction of its own: committed here, so the callback knows where it ends */
+        bl_dec_tx_begin(d, hdr);
+        if (bl_dec_commit(d, hdr) != TB_OK)
+            return FAIL(err, TB_ERR_NOMEM, "out of memory");
+    }
+    if (d->o.stmt_fn && !skip) {
         st->text = q;
         st->text_len = qlen;
         st->file = d->file;
         st->pos = d->ev_off;
         st->end_pos = d->ev_end;
-        st->gtid = d->gt_kind ? d->txid : NULL;
-        st->in_tx = d->in_tx;
-        st->ts_ms = d->tx_ts_set || d->in_tx ? d->tx_ts_ms : (int64_t)bl_u32(hdr) * 1000;
-        tb_code rc = d->o.stmt_fn(d->o.stmt_opaque, st, err);
-        if (rc != TB_OK)
-            return rc;
-    }
-    /* DDL or a statement: the cached table maps may be stale now */
-    bl_dec_drop_maps(d);
-    if (!d->in_tx) {
-        bl_dec_tx_begin(d, hdr);
-        return bl_dec_commit(d, hdr) == TB_OK ? TB_OK : FAIL(err, TB_ERR_NOMEM, "out of memory");
+        st->gtid = gt_kind ? d->txid : NULL;
+        st->in_tx = !standalone;
+        st->after = standalone ? &d->pos : NULL;
+        st->ts_ms = d->tx_ts_ms;
+        return d->o.stmt_fn(d->o.stmt_opaque, st, err);
     }
     return TB_OK;
 }
