@@ -327,8 +327,8 @@ out:
 
 /* The top-level members the decoder looks at, in one pass over the value. */
 typedef struct top_members {
-    cj_val before, after, source, op, schema, payload;
-    bool has_before, has_after, has_source, has_op, has_schema, has_payload;
+    cj_val before, after, source, op, schema, payload, ddl;
+    bool has_before, has_after, has_source, has_op, has_schema, has_payload, has_ddl;
     size_t n;
 } top_members;
 
@@ -354,6 +354,7 @@ static void pick(const cj_val *v, top_members *tm)
         TB_PICK(op)
         TB_PICK(schema)
         TB_PICK(payload)
+        TB_PICK(ddl)
 #undef TB_PICK
     }
 }
@@ -361,28 +362,52 @@ static void pick(const cj_val *v, top_members *tm)
 /* Members of an envelope's after image taken while the value is validated (up to this many). */
 #define CACHE_ROW_MEMBERS 64
 
+/* The table of a topic: known by topic, or described by a schema record before its topic was seen. */
+static tb_code table_of(cache_store *s, const char *topic, const char *prefix, cache_table **out, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    cache_table *t = cache_store_find_topic(s, topic);
+    if (!t) {
+        tb_buf name;
+        tb_buf_init(&name, 0);
+        rc = cache_table_name_of(topic, prefix, &name);
+        t = rc == TB_OK ? cache_store_find(s, tb_buf_cstr(&name)) : NULL;
+        tb_buf_free(&name);
+        if (t && !t->topic)
+            rc = cache_store_set_topic(s, t, topic, err);
+        else if (t && strcmp(t->topic, topic) != 0)
+            t = NULL; /* the name is another topic's table: the caller reports it */
+    }
+    *out = t;
+    return rc;
+}
+
 tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, int32_t partition, const char *key,
                         size_t klen, const char *value, size_t vlen, tb_error *err)
 {
-    cj_val kv, vv, row;
+    cj_val kv, vv, row, ks = {0}, vs = {0}, payload;
     top_members tm;
     tb_code rc;
     cj_member mem[CACHE_ROW_MEMBERS];
     size_t nmem = 0;
     const cj_member *row_mem = NULL; /* row's members, when the scan took them all */
     bool tombstone = !value || vlen == 0;
-    bool del = tombstone;
-    if (!key || klen == 0)
-        return tb_error_set(err, TB_ERR_INVALID, false, "message has no key");
-    if ((rc = cj_parse(key, klen, &kv, err)) != TB_OK)
-        return tb_error_prefix(err, rc, "key: ");
-    if (kv.type != CJ_OBJECT || kv.len <= 2)
-        return tb_error_set(err, TB_ERR_INVALID, false, "key is not a non-empty JSON object");
+    bool del = tombstone, has_ks = false, has_vs = false;
+    bool has_key = key && klen > 0;
+    char op = 0;
+    if (has_key) {
+        if ((rc = cj_parse(key, klen, &kv, err)) != TB_OK)
+            return tb_error_prefix(err, rc, "key: ");
+        if (cache_cx_unwrap(&kv, &ks, &payload)) { /* Kafka Connect JSON key */
+            kv = payload;
+            has_ks = ks.type == CJ_OBJECT;
+        }
+    }
     if (!tombstone) {
-        static const char *const names[] = {"before", "after", "source", "op", "schema", "payload"};
-        cj_val vals[6] = {{0}};
-        bool found[6];
-        if ((rc = cj_parse_top_members(value, vlen, &vv, names, 6, vals, found, &tm.n, 1, mem, CACHE_ROW_MEMBERS,
+        static const char *const names[] = {"before", "after", "source", "op", "schema", "payload", "ddl"};
+        cj_val vals[7] = {{0}};
+        bool found[7];
+        if ((rc = cj_parse_top_members(value, vlen, &vv, names, 7, vals, found, &tm.n, 1, mem, CACHE_ROW_MEMBERS,
                                        &nmem, err)) != TB_OK)
             return tb_error_prefix(err, rc, "value: ");
         if (vv.type != CJ_OBJECT)
@@ -393,9 +418,12 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
         tm.op = vals[3], tm.has_op = found[3];
         tm.schema = vals[4], tm.has_schema = found[4];
         tm.payload = vals[5], tm.has_payload = found[5];
+        tm.ddl = vals[6], tm.has_ddl = found[6];
         bool wrapped = tm.n == 2 && tm.has_schema && tm.has_payload;
         if (wrapped) { /* Kafka Connect JSON wrapper */
             vv = tm.payload;
+            vs = tm.schema;
+            has_vs = vs.type == CJ_OBJECT;
             if (vv.type == CJ_OBJECT)
                 pick(&vv, &tm);
         }
@@ -404,21 +432,51 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
         } else if (vv.type != CJ_OBJECT) {
             return tb_error_set(err, TB_ERR_INVALID, false, "value is not a JSON object");
         } else if (tm.has_op && tm.has_source && tm.has_after && tm.op.type == CJ_STRING && tm.op.len == 1) {
-            char op = tm.op.ptr[0];
+            op = tm.op.ptr[0];
             row = tm.after;
             if (op == 'd')
                 del = true;
+            else if (op == 't' || op == 'm')
+                ; /* truncate (below); a logical decoding message: no row */
             else if (op != 'c' && op != 'u' && op != 'r')
                 return tb_error_set(err, TB_ERR_INVALID, false, "envelope with unknown op \"%c\"", op);
             else if (row.type != CJ_OBJECT)
                 return tb_error_set(err, TB_ERR_INVALID, false, "envelope op %c without an after image", op);
             else if (!wrapped && nmem <= CACHE_ROW_MEMBERS)
                 row_mem = mem; /* the top-level after: its members were taken by the scan */
+        } else if (tm.has_ddl && tm.has_source && !tm.has_op) {
+            s->applied++; /* a Debezium schema change event (<topic.prefix> topic): not a table */
+            return TB_OK;
         } else {
             row = vv;
         }
     }
+    if (op == 'm') {
+        s->applied++;
+        return TB_OK;
+    }
+    if (op == 't') { /* truncate: the table is emptied (the key is null) */
+        cache_table *t;
+        if ((rc = table_of(s, topic, prefix, &t, err)) == TB_OK && t)
+            rc = cache_store_truncate(s, t, err);
+        if (rc == TB_OK)
+            s->applied++;
+        return rc;
+    }
+    if (!has_key)
+        return tb_error_set(err, TB_ERR_INVALID, false, "message has no key");
+    if (kv.type != CJ_OBJECT || kv.len <= 2)
+        return tb_error_set(err, TB_ERR_INVALID, false, "key is not a non-empty JSON object");
     cache_table *t = cache_store_find_topic(s, topic);
+    if (has_ks || has_vs) { /* typed by the message's Connect schemas */
+        if (!t && (rc = table_of(s, topic, prefix, &t, err)) != TB_OK)
+            return rc;
+        if ((rc = cache_cx_table(s, topic, prefix, has_ks ? &ks : NULL, has_vs ? &vs : NULL, &kv, &t,
+                                 err)) != TB_OK)
+            return rc;
+    }
+    if (t && t->cx_conv && (rc = cache_cx_key(s, t, &kv, &kv, err)) != TB_OK)
+        return rc;
     if (del) {
         rc = t ? cache_store_delete(s, t, &kv, err) : TB_OK; /* nothing cached for an unknown table */
         if (rc == TB_OK)
@@ -437,6 +495,12 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
             rc = infer_table(s, topic, prefix, &row, &kv, &t, err);
         if (rc != TB_OK)
             return rc;
+    }
+    if (t->cx_conv) {
+        cj_member *cm;
+        if ((rc = cache_cx_row(s, t, &row, &cm, &nmem, err)) != TB_OK)
+            return rc;
+        row_mem = cm;
     }
     rc = cache_store_upsert(s, t, &row, row_mem, nmem, &kv, partition, err);
     if (rc == TB_OK)

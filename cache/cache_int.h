@@ -32,7 +32,7 @@
 typedef enum cache_class {
     CC_ANY = 0, /* no affinity: int64 -> INTEGER, bigger -> TEXT, float -> REAL, string -> TEXT, obj/arr -> JSON TEXT */
     CC_INT,     /* integer types: as CC_ANY, read back as a number */
-    CC_UINT64,  /* BIGINT UNSIGNED: as CC_INT, declared without affinity so big values stay TEXT */
+    CC_UINT64,  /* BIGINT UNSIGNED, BIT(n>1): as CC_INT, declared without affinity so big values stay TEXT */
     CC_REAL,    /* float, double */
     CC_TEXT,    /* strings, decimals, temporals, enums */
     CC_BLOB,    /* base64 in JSON, BLOB in SQLite */
@@ -40,11 +40,36 @@ typedef enum cache_class {
     CC_BOOL,    /* BIT(1): true/false as 1/0 */
 } cache_class;
 
+/* How a value written by Debezium (or any Kafka Connect producer) becomes the
+ * value the tributary encoding writes for the column (cache_connect.c). */
+typedef enum cache_dz {
+    DZ_NONE = 0,  /* as it is */
+    DZ_DEC_BYTES, /* Decimal: base64 of the unscaled two's complement, big-endian (or a JSON
+                   * number, decimal.format=NUMERIC); arg = scale */
+    DZ_DATE,      /* days since 1970-01-01 */
+    DZ_TIME_MS,   /* TIME as milliseconds (connect Time) */
+    DZ_TIME_US,   /* MicroTime */
+    DZ_TIME_NS,   /* NanoTime */
+    DZ_TS_MS,     /* DATETIME as milliseconds since the epoch (Timestamp, connect Timestamp) */
+    DZ_TS_US,     /* MicroTimestamp */
+    DZ_TS_NS,     /* NanoTimestamp */
+    DZ_SET,       /* EnumSet "a,b" -> ["a","b"] */
+    DZ_BITS,      /* Bits: bytes, least significant first -> unsigned number */
+    DZ_JSON,      /* Json: a string holding a document -> the document, compact */
+    DZ_GEOM,      /* Geometry/Point struct {wkb, srid} -> {"srid":N,"wkb":"..."} */
+    DZ_FLOAT32,   /* float: Java's float text -> the shortest float32 text */
+    DZ_B64URL,    /* bytes as base64-url-safe text */
+    DZ_HEX,       /* bytes as hex text */
+    DZ_U64,       /* BIGINT UNSIGNED written as a wrapped int64 (-1 = 2^64-1) */
+} cache_dz;
+
 typedef struct cache_col {
     char *name;
     char *type;      /* evt type name from the schema record; "" when inferred */
     cache_class cls;
     int pk;          /* 1-based position in the key, 0 = not a key column */
+    uint8_t dz;      /* cache_dz: set from the message's Connect schema (not stored in the file) */
+    int8_t dz_arg;   /* DECIMAL scale; fraction digits of a temporal (-1: unknown, shortest exact) */
 } cache_col;
 
 #define CACHE_STMT_SLOTS 4
@@ -59,6 +84,13 @@ typedef struct cache_table {
     size_t npk;
     bool inferred;
     int64_t version;
+    /* Kafka Connect schemas (cache_connect.c): the last key and value schema
+     * texts the columns were typed from (a message with the same bytes needs
+     * no parsing), and whether values need decoding (cx_conv) */
+    char *cx_kschema, *cx_vschema;
+    size_t cx_klen, cx_vlen;
+    bool cx_conv;
+    bool cx_warned;  /* the losses of this table's encoding were logged */
     /* prepared statements: upserts per presence mask (`rows` rows of `nparam`
      * parameters each), one delete */
     struct { char *mask; sqlite3_stmt *st; int rows, nparam; } up[CACHE_STMT_SLOTS];
@@ -92,6 +124,11 @@ typedef struct cache_store {
     unsigned pend_slot;
     int pend_n;
     int32_t pend_part;
+    /* values decoded from Debezium's encodings (cache_connect.c): bound like the
+     * message text, so they live as long: until cache_store_release */
+    struct cache_arena *arena;
+    cj_member *cx_mem;        /* decoded row members */
+    size_t cx_cap;
 } cache_store;
 
 /* ---- cache_store.c: the SQLite side */
@@ -135,6 +172,30 @@ int64_t cache_store_get_offset(cache_store *s, const char *topic, int32_t partit
 tb_code cache_store_put_state(cache_store *s, const char *key, int64_t v, tb_error *err);
 int64_t cache_store_get_state(cache_store *s, const char *key, int64_t dflt);
 
+/* Memory for n bytes that stays valid until cache_store_release (NULL: out of memory). */
+char *cache_store_alloc(cache_store *s, size_t n);
+/* The messages applied so far were flushed and are about to be freed: drop
+ * what cache_store_alloc handed out for them. */
+void cache_store_release(cache_store *s);
+/* Delete every row of t (a truncate event). */
+tb_code cache_store_truncate(cache_store *s, cache_table *t, tb_error *err);
+
+/* ---- cache_connect.c: Kafka Connect JSON (Debezium) keys and values */
+/* v is {"schema":S,"payload":P} (exactly these members): S and P. */
+bool cache_cx_unwrap(const cj_val *v, cj_val *schema, cj_val *payload);
+/* Type the table of `topic` from a message's Connect schemas (key schema and
+ * value schema, each NULL when absent): create it, or add columns and set
+ * the columns' decoders. *t: the table (NULL when not known yet). */
+tb_code cache_cx_table(cache_store *s, const char *topic, const char *prefix, const cj_val *kschema,
+                       const cj_val *vschema, const cj_val *key, cache_table **t, tb_error *err);
+/* The members of row image `row` decoded for t's columns (an unavailable
+ * value, __debezium_unavailable_value, is left out like a column absent from
+ * a partial image): *out borrows s (valid until cache_store_release). */
+tb_code cache_cx_row(cache_store *s, const cache_table *t, const cj_val *row, cj_member **out, size_t *nout,
+                     tb_error *err);
+/* The key object decoded for t's key columns into *out (text in the arena). */
+tb_code cache_cx_key(cache_store *s, const cache_table *t, const cj_val *key, cj_val *out, tb_error *err);
+
 /* ---- cache_worker.c: a thread running fn(arg) once per request (requests made
  * while one is pending collapse). start: *out freed by stop (NULL-safe, joins,
  * returns the number of runs). signal: false when a run was already pending.
@@ -154,6 +215,9 @@ tb_code cache_ckpt_start(cache_store *s, tb_error *err);
 void cache_ckpt_stop(cache_store *s);
 
 void cache_table_free(cache_table *t); /* NULL-safe */
+/* Column index of a member name (raw key span); hint: the index expected (members usually
+ * come in table order). -1 when t has no such column. */
+long cache_col_find(const cache_table *t, const char *k, size_t klen, size_t hint);
 /* Quoted SQL identifier appended to b. */
 tb_code cache_quote_ident(tb_buf *b, const char *name);
 /* Class of an evt type name (with the column's source type for BIT(1), unsigned). */

@@ -168,8 +168,7 @@ void cache_store_discard(cache_store *s)
     s->pend_t = NULL;
 }
 
-/* Column index of a member name; hint is the expected index (members usually come in table order). */
-static long find_col(const cache_table *t, const char *k, size_t klen, size_t hint)
+long cache_col_find(const cache_table *t, const char *k, size_t klen, size_t hint)
 {
     if (hint < t->ncols && cj_key_eq(k, klen, t->cols[hint].name))
         return (long)hint;
@@ -185,7 +184,7 @@ static tb_code take_member(cache_store *s, cache_table *t, int pass, const char 
                            size_t *hint, tb_error *err)
 {
     tb_code rc;
-    long ci = find_col(t, k, klen, *hint);
+    long ci = cache_col_find(t, k, klen, *hint);
     if (ci < 0 && pass == 1)
         return TB_OK; /* key member unknown: the row has it or the check after fails */
     if (ci < 0) {
@@ -357,6 +356,22 @@ tb_code cache_store_delete(cache_store *s, cache_table *t, const cj_val *key, tb
     sqlite3_reset(t->del);
     sqlite3_clear_bindings(t->del);
     return rc;
+}
+
+tb_code cache_store_truncate(cache_store *s, cache_table *t, tb_error *err)
+{
+    tb_code rc = cache_store_flush(s, err);
+    if (rc != TB_OK)
+        return rc;
+    tb_buf_reset(&s->sql);
+    rc = tb_buf_puts(&s->sql, "DELETE FROM ");
+    rc = rc ? rc : cache_quote_ident(&s->sql, t->name);
+    if (rc != TB_OK)
+        return tb_error_set(err, rc, false, "out of memory");
+    if ((rc = cache_exec(s, tb_buf_cstr(&s->sql), err)) != TB_OK)
+        return tb_error_prefix(err, rc, "table \"%s\": truncate: ", t->name);
+    TB_INFO("cache", "table \"%s\": truncated (%d rows deleted)", t->name, sqlite3_changes(s->db));
+    return TB_OK;
 }
 
 tb_code cache_store_drop_partition(cache_store *s, const char *topic, int32_t partition, tb_error *err)

@@ -615,6 +615,7 @@ static void poll_batch(cache_ctx *c, rd_kafka_queue_t *q, int timeout_ms, bool s
     }
     for (ssize_t i = 0; i < n; i++)
         rd_kafka_message_destroy(msgs[i]);
+    cache_store_release(c->s); /* values decoded from those messages */
     for (size_t i = 0; i < c->nparts; i++)
         c->parts[i].skip_stale = false;
 }

@@ -62,7 +62,52 @@ void cache_table_free(cache_table *t)
     free(t->pk);
     free(t->name);
     free(t->topic);
+    free(t->cx_kschema);
+    free(t->cx_vschema);
     free(t);
+}
+
+/* ------------------------------------------------------------- the arena */
+
+/* Blocks of memory handed out by cache_store_alloc, newest first. */
+typedef struct cache_arena {
+    struct cache_arena *next;
+    size_t used, cap;
+    char data[];
+} cache_arena;
+
+#define CACHE_ARENA_BLOCK 65536
+
+char *cache_store_alloc(cache_store *s, size_t n)
+{
+    cache_arena *a = s->arena;
+    n = (n + 7) & ~(size_t)7;
+    if (!a || a->cap - a->used < n) {
+        size_t cap = n > CACHE_ARENA_BLOCK ? n : CACHE_ARENA_BLOCK;
+        cache_arena *b = malloc(sizeof(*b) + cap);
+        if (!b)
+            return NULL;
+        b->next = a;
+        b->used = 0;
+        b->cap = cap;
+        s->arena = a = b;
+    }
+    char *p = a->data + a->used;
+    a->used += n;
+    return p;
+}
+
+void cache_store_release(cache_store *s)
+{
+    cache_arena *a = s->arena;
+    if (!a)
+        return;
+    while (a->next) { /* keep one block */
+        cache_arena *n = a->next;
+        a->next = n->next;
+        free(n);
+    }
+    a->used = 0;
 }
 
 static void table_reset_stmts(cache_table *t)
@@ -208,6 +253,12 @@ void cache_store_close(cache_store *s)
     free(s->present);
     free(s->vals);
     free(s->last);
+    free(s->cx_mem);
+    while (s->arena) {
+        cache_arena *n = s->arena->next;
+        free(s->arena);
+        s->arena = n;
+    }
     free(s->path);
     free(s);
 }

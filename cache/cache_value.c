@@ -102,7 +102,7 @@ cache_class cache_class_of(const char *type, const char *source_type, bool is_un
     if (strcmp(type, "bit") == 0) {
         if (source_type && (strcmp(source_type, "bit(1)") == 0 || strcmp(source_type, "bit") == 0))
             return CC_BOOL;
-        return CC_INT;
+        return CC_UINT64; /* BIT(64) reaches 2^64-1: no INTEGER affinity, which would make it a REAL */
     }
     if (strcmp(type, "bigint") == 0 && is_unsigned)
         return CC_UINT64;

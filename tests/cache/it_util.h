@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *it_brokers(void)
+static inline const char *it_brokers(void)
 {
     const char *b = getenv("TRIBUTARY_TEST_KAFKA");
     if (!b || !*b)
@@ -26,26 +26,26 @@ static const char *it_brokers(void)
     return b;
 }
 
-static double it_now(void)
+static inline double it_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void it_nap(int ms)
+static inline void it_nap(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
 /* A unique topic prefix per test run. */
-static void it_prefix(char *out, size_t n, const char *what)
+static inline void it_prefix(char *out, size_t n, const char *what)
 {
     snprintf(out, n, "it%d%s%ld", (int)getpid(), what, (long)(it_now() * 1000) % 100000);
 }
 
-static rd_kafka_t *it_producer(void)
+static inline rd_kafka_t *it_producer(void)
 {
     char errstr[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -59,7 +59,7 @@ static rd_kafka_t *it_producer(void)
 }
 
 /* Create a compacted topic; aggressive: the cleaner runs almost at once (segments roll every 100 ms). */
-static void it_create_topic(rd_kafka_t *rk, const char *topic, int partitions, int aggressive)
+static inline void it_create_topic(rd_kafka_t *rk, const char *topic, int partitions, int aggressive)
 {
     char errstr[512];
     rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, 1, errstr, sizeof(errstr));
@@ -101,7 +101,7 @@ static void it_create_topic(rd_kafka_t *rk, const char *topic, int partitions, i
     }
 }
 
-static void it_produce(rd_kafka_t *rk, const char *topic, int partition, const char *key, const char *value)
+static inline void it_produce(rd_kafka_t *rk, const char *topic, int partition, const char *key, const char *value)
 {
     for (;;) {
         rd_kafka_resp_err_t e = rd_kafka_producev(
@@ -117,13 +117,13 @@ static void it_produce(rd_kafka_t *rk, const char *topic, int partition, const c
     }
 }
 
-static void it_flush(rd_kafka_t *rk)
+static inline void it_flush(rd_kafka_t *rk)
 {
     cr_assert_eq(rd_kafka_flush(rk, 60000), 0, "flush timed out");
 }
 
 /* Count records now in a topic (all partitions, from the beginning). */
-static long it_count_records(const char *topic, int partitions)
+static inline long it_count_records(const char *topic, int partitions)
 {
     char errstr[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -158,7 +158,7 @@ static long it_count_records(const char *topic, int partitions)
 }
 
 /* Start `tributary cache ARGS...` (NULL-terminated), stderr to logpath. */
-static pid_t it_spawn(const char *logpath, const char *const *args)
+static inline pid_t it_spawn(const char *logpath, const char *const *args)
 {
     char bin[512];
     snprintf(bin, sizeof(bin), "%s/app/tributary", TB_BINARY_DIR);
@@ -181,7 +181,7 @@ static pid_t it_spawn(const char *logpath, const char *const *args)
 }
 
 /* Wait for a child with a deadline; returns its exit status (or -signal), fails on timeout. */
-static int it_wait(pid_t pid, int seconds)
+static inline int it_wait(pid_t pid, int seconds)
 {
     double deadline = it_now() + seconds;
     int st;
@@ -199,7 +199,7 @@ static int it_wait(pid_t pid, int seconds)
 }
 
 /* One integer from the cache file (-1 when no row, or the file/table is not there yet). */
-static long long it_sql_int(const char *db, const char *sql)
+static inline long long it_sql_int(const char *db, const char *sql)
 {
     sqlite3 *h = NULL;
     sqlite3_stmt *st = NULL;
@@ -217,7 +217,7 @@ static long long it_sql_int(const char *db, const char *sql)
 }
 
 /* All rows of a query as one text, lines "c1|c2|..." (caller frees). */
-static char *it_sql_dump(const char *db, const char *sql)
+static inline char *it_sql_dump(const char *db, const char *sql)
 {
     sqlite3 *h = NULL;
     sqlite3_stmt *st = NULL;
@@ -245,7 +245,7 @@ static char *it_sql_dump(const char *db, const char *sql)
     return out;
 }
 
-static void it_rm_db(const char *db)
+static inline void it_rm_db(const char *db)
 {
     char p[600];
     unlink(db);
