@@ -16,6 +16,11 @@ static const char *const v_sqlite_mode[] = {"wal", "trigger", NULL};
 static const char *const v_onoff[] = {"on", "off", NULL};
 static const char *const v_sqlite_checkpoint[] = {"off", "on", "barrier", NULL};
 static const char *const v_value_format[] = {"envelope", "row", NULL};
+static const char *const v_value_encoding[] = {"tributary", "debezium", NULL};
+static const char *const v_dbz_decimal[] = {"precise", "string", "double", NULL};
+static const char *const v_dbz_bigint[] = {"long", "precise", NULL};
+static const char *const v_dbz_time[] = {"adaptive_time_microseconds", "connect", NULL};
+static const char *const v_dbz_binary[] = {"bytes", "base64", "base64-url-safe", "hex", NULL};
 static const char *const v_snapshot_mode[] = {"initial", "initial_only", "never", "when_needed", NULL};
 static const char *const v_snapshot_locking[] = {"minimal", "none", NULL};
 static const char *const v_offsets_storage[] = {"kafka", "file", NULL};
@@ -95,6 +100,16 @@ static const cfg_prop props[] = {
      "Create missing topics and check existing ones through the Kafka Admin API (false: topics must exist or be auto-created).", false, "topics"},
     {"value.format", CFG_ENUM, "envelope", 0, 0, v_value_format, "Message value format (DESIGN 4).", false, "topics"},
     {"value.schemas", CFG_BOOL, "false", 0, 0, NULL, "Wrap values as Kafka Connect JSON (schema + payload).", false, "topics"},
+    {"value.encoding", CFG_ENUM, "tributary", 0, 0, v_value_encoding,
+     "Column values and envelope: `tributary` (lossless, readable: DESIGN 5) or `debezium` (what Debezium 3.6's MySQL/MariaDB connector writes, with the debezium.* options: DESIGN 5a).", false, "topics"},
+    {"debezium.decimal.handling.mode", CFG_ENUM, "precise", 0, 0, v_dbz_decimal,
+     "value.encoding=debezium: DECIMAL as Connect Decimal bytes (`precise`), `string` or `double`.", false, "topics"},
+    {"debezium.bigint.unsigned.handling.mode", CFG_ENUM, "long", 0, 0, v_dbz_bigint,
+     "value.encoding=debezium: BIGINT UNSIGNED as int64 (`long`, wraps above 2^63-1: a WARN per column) or Connect Decimal (`precise`).", false, "topics"},
+    {"debezium.time.precision.mode", CFG_ENUM, "adaptive_time_microseconds", 0, 0, v_dbz_time,
+     "value.encoding=debezium: TIME as microseconds and DATETIME by precision (`adaptive_time_microseconds`), or Kafka Connect's millisecond types (`connect`).", false, "topics"},
+    {"debezium.binary.handling.mode", CFG_ENUM, "bytes", 0, 0, v_dbz_binary,
+     "value.encoding=debezium: binary columns as `bytes` (base64 in JSON), `base64`, `base64-url-safe` or `hex` strings.", false, "topics"},
     {"oversize.policy", CFG_ENUM, "fail", 0, 0, v_error_policy,
      "A message over message.max.bytes: stop (`fail`), write key and position to <name>.dlq (`dlq`), or log and `skip`.", false, "topics"},
 

@@ -39,6 +39,11 @@ struct evt_event {
     int64_t commit_ts_ms;
     bool last_in_tx;
     evt_snapshot_flag snapshot;
+    unsigned snap_edges;
+    bool has_src;      /* src_pos/src_row set */
+    bool txid_gtid;    /* txid is the transaction's GTID */
+    uint32_t src_row;
+    uint64_t src_pos;
     evt_connector connector;
     bool failed;
     tb_error err;
@@ -60,6 +65,8 @@ static void event_prepare(evt_event *e, evt_op op, evt_table *t, bool holds_t)
     e->commit_ts_ms = 0;
     e->last_in_tx = false;
     e->snapshot = EVT_SNAPSHOT_FALSE;
+    e->snap_edges = 0;
+    e->has_src = false;
     e->connector = EVT_CONN_MYSQL;
     if (op != EVT_OP_CREATE && op != EVT_OP_UPDATE && op != EVT_OP_DELETE && op != EVT_OP_READ)
         evt_event_fail(e, TB_ERR_INVALID, "invalid op %d", (int)op);
@@ -445,6 +452,7 @@ void evt_event_set_txid(evt_event *e, const char *txid)
 void evt_event_set_commit_ts_ms(evt_event *e, int64_t ts_ms) { if (e) e->commit_ts_ms = ts_ms; }
 void evt_event_set_last_in_tx(evt_event *e, bool last) { if (e) e->last_in_tx = last; }
 void evt_event_set_snapshot(evt_event *e, evt_snapshot_flag flag) { if (e) e->snapshot = flag; }
+void evt_event_set_snapshot_edges(evt_event *e, unsigned edges) { if (e) e->snap_edges = edges; }
 void evt_event_set_connector(evt_event *e, evt_connector c) { if (e) e->connector = c; }
 
 const tb_error *evt_event_error(const evt_event *e) { return e->failed ? &e->err : NULL; }
@@ -455,6 +463,28 @@ const char *evt_event_txid(const evt_event *e) { return e->txid; }
 int64_t evt_event_commit_ts_ms(const evt_event *e) { return e->commit_ts_ms; }
 bool evt_event_last_in_tx(const evt_event *e) { return e->last_in_tx; }
 evt_snapshot_flag evt_event_snapshot(const evt_event *e) { return e->snapshot; }
+unsigned evt_event_snapshot_edges(const evt_event *e) { return e->snap_edges; }
+
+void evt_event_set_source_row(evt_event *e, uint64_t pos, uint32_t row, bool txid_is_gtid)
+{
+    if (!e)
+        return;
+    e->has_src = true;
+    e->txid_gtid = txid_is_gtid;
+    e->src_pos = pos;
+    e->src_row = row;
+}
+
+bool evt_event_txid_is_gtid(const evt_event *e) { return e->has_src && e->txid_gtid; }
+
+bool evt_event_source_row(const evt_event *e, uint64_t *pos, uint32_t *row)
+{
+    if (!e->has_src)
+        return false;
+    *pos = e->src_pos;
+    *row = e->src_row;
+    return true;
+}
 evt_connector evt_event_connector(const evt_event *e) { return e->connector; }
 
 bool evt_event_has_image(const evt_event *e, evt_image img)

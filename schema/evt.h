@@ -210,7 +210,24 @@ void evt_event_set_txid(evt_event *e, const char *txid);          /* copied; NUL
 void evt_event_set_commit_ts_ms(evt_event *e, int64_t ts_ms);
 void evt_event_set_last_in_tx(evt_event *e, bool last);
 void evt_event_set_snapshot(evt_event *e, evt_snapshot_flag flag);
+/* Where a snapshot read sits (bits): the first row of the whole snapshot, the
+ * first and the last row of its table. Debezium's source.snapshot tells them
+ * apart ("first", "first_in_data_collection", "last_in_data_collection");
+ * the tributary encoding does not. 0 after reset. */
+enum { EVT_SNAP_FIRST = 1, EVT_SNAP_FIRST_IN_TABLE = 2, EVT_SNAP_LAST_IN_TABLE = 4 };
+void evt_event_set_snapshot_edges(evt_event *e, unsigned edges);
 void evt_event_set_connector(evt_event *e, evt_connector c);
+
+/* The change's own place in the source log, beside the resume position
+ * (evt_event_set_position, which on the last event of a transaction is the
+ * commit's): the binlog offset of the rows event that holds the row and the
+ * row's index in it. The codec writes them as source.pos and source.row, and
+ * the transaction id as source.gtid when txid_is_gtid (the transaction has a
+ * GTID; else source.gtid is null). */
+void evt_event_set_source_row(evt_event *e, uint64_t pos, uint32_t row, bool txid_is_gtid);
+bool evt_event_txid_is_gtid(const evt_event *e);
+/* false when not set (snapshot reads, SQLite); then *pos and *row are untouched. */
+bool evt_event_source_row(const evt_event *e, uint64_t *pos, uint32_t *row);
 
 /* The sticky error, or NULL when the event is well formed. Borrowed. */
 const tb_error *evt_event_error(const evt_event *e);
@@ -230,6 +247,7 @@ const char *evt_event_txid(const evt_event *e);               /* NULL if none */
 int64_t evt_event_commit_ts_ms(const evt_event *e);
 bool evt_event_last_in_tx(const evt_event *e);
 evt_snapshot_flag evt_event_snapshot(const evt_event *e);
+unsigned evt_event_snapshot_edges(const evt_event *e);
 evt_connector evt_event_connector(const evt_event *e);
 
 /* Value equality as the JSON would show it: same kind and content (floats

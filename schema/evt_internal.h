@@ -235,6 +235,15 @@ static inline char *jw_i64_raw(char *p, int64_t v)
     return jw_u64_raw(p, (uint64_t)v);
 }
 
+/* ---- value.encoding=debezium (evt_dbz.c) */
+/* One value as Debezium writes it for column c; snapshot: the event is a
+ * snapshot read (Debezium's snapshot and binlog paths differ for FLOAT and
+ * TIMESTAMP text). On failure the writer's error is set and err says why. */
+void evt_dbz_value(evt_jw *w, const evt_codec_opts *o, const evt_column *c, const evt_value *v, bool snapshot,
+                   tb_error *err);
+/* Days from 1970-01-01 (proleptic Gregorian). */
+int64_t evt_dbz_days(int64_t y, unsigned m, unsigned d);
+
 /* JSON number grammar (RFC 8259 section 6). */
 bool evt_json_number_ok(const char *s, size_t len);
 /* Length of the valid UTF-8 sequence at s (1..4), 0 if s[0] starts no valid sequence. */

@@ -25,7 +25,10 @@
  *    "transaction":null|{"id":"<txid>"}}
  *   POSITION by tb_position kind:
  *     MySQL/MariaDB  "server_id":N,"file":"<binlog file or empty>","pos":N,
- *                    "row":N,"gtid":"<executed GTID set>"|null
+ *                    "row":N,"gtid":G|null
+ *                    binlog rows: pos = offset of the rows event, row = index
+ *                    in it, G = the transaction's GTID (evt_event_source_row);
+ *                    snapshot reads: the snapshot position, G = executed set
  *     SQLite WAL     "salt1":N,"salt2":N,"frame":N,"gen_seq":N
  *     SQLite trigger "seq":N
  *     none           (nothing)
@@ -79,6 +82,9 @@
  *   text; known limitation), SQLite INTEGER int64, REAL/NUMERIC float64,
  *   BLOB bytes, everything else string. optional = the column is nullable.
  *   Keys are never wrapped.
+ *
+ * value.encoding=debezium: values per evt_dbz.c, keys too; the envelope and
+ * source block in Debezium's layout (put_source_tail_dbz, DESIGN 4).
  *
  * Schema record (topic "<prefix>.schema"):
  *   key   {"db":D,"table":T}
@@ -258,7 +264,17 @@ static tb_code col_error(evt_jw *w, const evt_table *t, const evt_column *c, tb_
                         evt_table_name(t), c->name, tb_code_name(w->err));
 }
 
-static tb_code put_row(evt_jw *w, const evt_event *e, evt_image img, tb_error *err)
+static bool dbz(const evt_codec_opts *o) { return o && o->encoding == EVT_ENC_DEBEZIUM; }
+
+/* One member "<col>":VALUE in Debezium's encoding (no raw fast path). */
+static void put_member_dbz(evt_jw *w, const evt_codec_opts *o, const evt_event *e, const evt_column *c,
+                           const evt_value *v, tb_error *inner)
+{
+    evt_jw_key(w, c->name, (size_t)-1);
+    evt_dbz_value(w, o, c, v, evt_event_snapshot(e) != EVT_SNAPSHOT_FALSE, inner);
+}
+
+static tb_code put_row(evt_jw *w, const evt_codec_opts *o, const evt_event *e, evt_image img, tb_error *err)
 {
     const evt_table *t = evt_event_table(e);
     size_t n = evt_table_ncols(t);
@@ -269,6 +285,17 @@ static tb_code put_row(evt_jw *w, const evt_event *e, evt_image img, tb_error *e
     if (!vals)
         n = 0; /* no such image: {} (callers check evt_event_has_image first) */
     evt_jw_obj_begin(w);
+    if (dbz(o)) {
+        for (size_t i = 0; i < n; i++) {
+            if (vals[i].kind == EVT_V_ABSENT)
+                continue;
+            put_member_dbz(w, o, e, evt_table_column(t, i), &vals[i], &inner);
+            if (w->err)
+                return col_error(w, t, evt_table_column(t, i), err, &inner);
+        }
+        evt_jw_obj_end(w);
+        return TB_OK;
+    }
     for (size_t i = 0; i < n; i++) {
         const evt_value *v = &vals[i];
         if (v->kind == EVT_V_ABSENT)
@@ -283,7 +310,7 @@ static tb_code put_row(evt_jw *w, const evt_event *e, evt_image img, tb_error *e
     return TB_OK; /* a writer error here is reported by finish() */
 }
 
-static tb_code put_key(evt_jw *w, const evt_event *e, evt_image img, tb_error *err)
+static tb_code put_key(evt_jw *w, const evt_codec_opts *o, const evt_event *e, evt_image img, tb_error *err)
 {
     const evt_table *t = evt_event_table(e);
     size_t npk = evt_table_npk(t);
@@ -305,11 +332,15 @@ static tb_code put_key(evt_jw *w, const evt_event *e, evt_image img, tb_error *e
             return tb_error_set(err, TB_ERR_INVALID, false, "%s.%s key column %s: absent from the row images",
                                 evt_table_db(t), evt_table_name(t), c->name);
         }
-        put_member(w, t, col, v, k == 0, &inner);
+        if (dbz(o))
+            put_member_dbz(w, o, e, c, v, &inner);
+        else
+            put_member(w, t, col, v, k == 0, &inner);
         if (w->err)
             return col_error(w, t, c, err, &inner);
     }
-    jw_comma_set(w, true);
+    if (!dbz(o))
+        jw_comma_set(w, true);
     evt_jw_obj_end(w);
     return TB_OK;
 }
@@ -338,14 +369,19 @@ static tb_code finish(evt_jw *w, const evt_event *e, tb_code rc, tb_error *err)
     return rc;
 }
 
-tb_code evt_json_key(const evt_event *e, evt_image img, tb_buf *out, tb_error *err)
+static tb_code key_into(const evt_codec_opts *o, const evt_event *e, evt_image img, tb_buf *out, tb_error *err)
 {
     tb_code rc = check_event(e, err);
     if (rc != TB_OK)
         return rc;
     evt_jw w;
     evt_jw_init(&w, out);
-    return finish(&w, e, put_key(&w, e, img, err), err);
+    return finish(&w, e, put_key(&w, o, e, img, err), err);
+}
+
+tb_code evt_json_key(const evt_event *e, evt_image img, tb_buf *out, tb_error *err)
+{
+    return key_into(NULL, e, img, out, err);
 }
 
 tb_code evt_json_row(const evt_event *e, evt_image img, tb_buf *out, tb_error *err)
@@ -358,7 +394,7 @@ tb_code evt_json_row(const evt_event *e, evt_image img, tb_buf *out, tb_error *e
     if (!evt_event_has_image(e, img))
         evt_jw_null(&w);
     else
-        rc = put_row(&w, e, img, err);
+        rc = put_row(&w, NULL, e, img, err);
     return finish(&w, e, rc, err);
 }
 
@@ -580,8 +616,15 @@ static void put_source_tail(evt_jw *w, const evt_codec_opts *o, const evt_event 
     const char *conn = evt_connector_name(evt_event_connector(e));
     const char *name = o && o->name ? o->name : "";
     const char *file = pos->kind == TB_POS_MYSQL ? (pos->file ? pos->file : "") : NULL;
-    const char *gtid = pos->kind == TB_POS_MYSQL && pos->gtid_set && *pos->gtid_set ? pos->gtid_set : NULL;
     const char *tx = evt_event_txid(e);
+    const char *gtid;
+    uint64_t at_pos = pos->pos, at_row = pos->row;
+    uint32_t srow;
+    if (evt_event_source_row(e, &at_pos, &srow)) { /* a binlog row: its own place and its transaction's GTID */
+        at_row = srow;
+        gtid = evt_event_txid_is_gtid(e) ? tx : NULL;
+    } else
+        gtid = pos->kind == TB_POS_MYSQL && pos->gtid_set && *pos->gtid_set ? pos->gtid_set : NULL;
     const char *db = t->srcfrag ? NULL : evt_table_db(t), *table = t->srcfrag ? NULL : evt_table_name(t);
     size_t conn_len = strlen(conn), name_len = strlen(name), file_len = opt_len(file), gtid_len = opt_len(gtid),
            tx_len = opt_len(tx), db_len = opt_len(db), table_len = opt_len(table);
@@ -617,9 +660,9 @@ static void put_source_tail(evt_jw *w, const evt_codec_opts *o, const evt_event 
         p = RAW_LIT(p, ",\"file\":");
         p = jw_str_raw(p, file, file_len);
         p = RAW_LIT(p, ",\"pos\":");
-        p = jw_u64_raw(p, pos->pos);
+        p = jw_u64_raw(p, at_pos);
         p = RAW_LIT(p, ",\"row\":");
-        p = jw_u64_raw(p, pos->row);
+        p = jw_u64_raw(p, at_row);
         p = RAW_LIT(p, ",\"gtid\":");
         p = raw_cstr(p, gtid, gtid_len);
         break;
@@ -653,6 +696,92 @@ static void put_source_tail(evt_jw *w, const evt_codec_opts *o, const evt_event 
     jw_raw_done(w, p, &spill);
 }
 
+/* Debezium's snapshot marker: "first", "first_in_data_collection",
+ * "last_in_data_collection", "last", "true" or "false". */
+static const char *dbz_snapshot(const evt_event *e)
+{
+    evt_snapshot_flag f = evt_event_snapshot(e);
+    unsigned edges = evt_event_snapshot_edges(e);
+    if (f == EVT_SNAPSHOT_FALSE)
+        return "false";
+    if (edges & EVT_SNAP_FIRST)
+        return "first";
+    if (f == EVT_SNAPSHOT_LAST)
+        return "last";
+    if (edges & EVT_SNAP_FIRST_IN_TABLE)
+        return "first_in_data_collection";
+    if (edges & EVT_SNAP_LAST_IN_TABLE)
+        return "last_in_data_collection";
+    return "true";
+}
+
+static void put_i(evt_jw *w, const char *key, size_t klen, int64_t v)
+{
+    evt_jw_key_lit(w, key, klen);
+    evt_jw_int(w, v);
+}
+
+/* The envelope's members after the row images in Debezium's layout:
+ * "source":{version, connector, name, ts_ms, snapshot, db, sequence, ts_us,
+ * ts_ns, table, server_id, gtid, file, pos, row, thread, query},
+ * "transaction", "op", "ts_ms", "ts_us", "ts_ns". Snapshot reads carry
+ * server_id 0 and gtid null, as Debezium's do. */
+static void put_source_tail_dbz(evt_jw *w, const evt_codec_opts *o, const evt_event *e, evt_op op)
+{
+    const evt_table *t = evt_event_table(e);
+    const tb_position *pos = evt_event_position(e);
+    bool snap = evt_event_snapshot(e) != EVT_SNAPSHOT_FALSE;
+    int64_t cts = evt_event_commit_ts_ms(e), now = now_ms(o);
+    EVT_JW_KEY(w, "source");
+    evt_jw_obj_begin(w);
+    put_cstr(w, EVT_JW_KEY_ARGS("version"), EVT_SOURCE_VERSION);
+    put_cstr(w, EVT_JW_KEY_ARGS("connector"), evt_connector_name(evt_event_connector(e)));
+    put_cstr(w, EVT_JW_KEY_ARGS("name"), o && o->name ? o->name : "");
+    put_i(w, EVT_JW_KEY_ARGS("ts_ms"), cts);
+    put_cstr(w, EVT_JW_KEY_ARGS("snapshot"), dbz_snapshot(e));
+    put_cstr(w, EVT_JW_KEY_ARGS("db"), evt_table_db(t));
+    put_cstr(w, EVT_JW_KEY_ARGS("sequence"), NULL);
+    put_i(w, EVT_JW_KEY_ARGS("ts_us"), cts * 1000);
+    put_i(w, EVT_JW_KEY_ARGS("ts_ns"), cts * 1000000);
+    put_cstr(w, EVT_JW_KEY_ARGS("table"), evt_table_name(t));
+    uint64_t at_pos = pos->pos, at_row = pos->row;
+    uint32_t srow;
+    const char *gtid = NULL;
+    if (evt_event_source_row(e, &at_pos, &srow)) {
+        at_row = srow;
+        gtid = evt_event_txid_is_gtid(e) ? evt_event_txid(e) : NULL;
+    } else if (!snap && pos->gtid_set && *pos->gtid_set)
+        gtid = pos->gtid_set;
+    switch (pos->kind) {
+    case TB_POS_MYSQL:
+        put_u(w, EVT_JW_KEY_ARGS("server_id"), snap ? 0 : pos->server_id);
+        put_cstr(w, EVT_JW_KEY_ARGS("gtid"), gtid);
+        put_cstr(w, EVT_JW_KEY_ARGS("file"), pos->file ? pos->file : "");
+        put_u(w, EVT_JW_KEY_ARGS("pos"), at_pos);
+        put_u(w, EVT_JW_KEY_ARGS("row"), at_row);
+        put_cstr(w, EVT_JW_KEY_ARGS("thread"), NULL);
+        put_cstr(w, EVT_JW_KEY_ARGS("query"), NULL);
+        break;
+    case TB_POS_SQLITE_WAL:
+        put_u(w, EVT_JW_KEY_ARGS("salt1"), pos->salt1);
+        put_u(w, EVT_JW_KEY_ARGS("salt2"), pos->salt2);
+        put_u(w, EVT_JW_KEY_ARGS("frame"), pos->frame);
+        put_u(w, EVT_JW_KEY_ARGS("gen_seq"), pos->gen_seq);
+        break;
+    case TB_POS_SQLITE_LOG: put_i(w, EVT_JW_KEY_ARGS("seq"), pos->seq); break;
+    case TB_POS_NONE: break;
+    }
+    evt_jw_obj_end(w);
+    EVT_JW_KEY(w, "transaction"); /* Debezium's default: provide.transaction.metadata=false */
+    evt_jw_null(w);
+    char opc[1] = {(char)op};
+    EVT_JW_KEY(w, "op");
+    evt_jw_str(w, opc, 1);
+    put_i(w, EVT_JW_KEY_ARGS("ts_ms"), now);
+    put_i(w, EVT_JW_KEY_ARGS("ts_us"), now * 1000);
+    put_i(w, EVT_JW_KEY_ARGS("ts_ns"), now * 1000000);
+}
+
 /* Envelope with the given op; before/after written when requested and present. */
 static tb_code put_envelope(evt_jw *w, const evt_codec_opts *o, const evt_event *e, evt_op op, bool before,
                             bool after, tb_error *err)
@@ -661,17 +790,20 @@ static tb_code put_envelope(evt_jw *w, const evt_codec_opts *o, const evt_event 
     evt_jw_obj_begin(w);
     EVT_JW_KEY(w, "before");
     if (before && evt_event_has_image(e, EVT_BEFORE))
-        rc = put_row(w, e, EVT_BEFORE, err);
+        rc = put_row(w, o, e, EVT_BEFORE, err);
     else
         evt_jw_null(w);
     EVT_JW_KEY(w, "after");
     if (rc == TB_OK && after && evt_event_has_image(e, EVT_AFTER))
-        rc = put_row(w, e, EVT_AFTER, err);
+        rc = put_row(w, o, e, EVT_AFTER, err);
     else
         evt_jw_null(w);
     if (rc != TB_OK)
         return rc;
-    put_source_tail(w, o, e, op);
+    if (dbz(o))
+        put_source_tail_dbz(w, o, e, op);
+    else
+        put_source_tail(w, o, e, op);
     evt_jw_obj_end(w);
     return TB_OK;
 }
@@ -703,7 +835,7 @@ static tb_code put_message_value(const evt_codec_opts *o, const evt_event *e, ev
     }
     if (w.err == TB_OK) {
         if (row)
-            rc = put_row(&w, e, EVT_AFTER, err);
+            rc = put_row(&w, o, e, EVT_AFTER, err);
         else
             rc = put_envelope(&w, o, e, op, before, after, err);
     }
@@ -884,7 +1016,7 @@ tb_code evt_render(const evt_codec_opts *o, const evt_event *e, evt_rendered *r,
     bool row = o && o->row_format;
     evt_op op = evt_event_op(e);
     if (op == EVT_OP_DELETE) {
-        if ((rc = evt_json_key(e, EVT_BEFORE, k0, err)) != TB_OK)
+        if ((rc = key_into(o, e, EVT_BEFORE, k0, err)) != TB_OK)
             return rc;
         if (!row) {
             if ((rc = put_message_value(o, e, op, true, false, v0, err)) != TB_OK)
@@ -895,14 +1027,14 @@ tb_code evt_render(const evt_codec_opts *o, const evt_event *e, evt_rendered *r,
         return TB_OK;
     }
     if (op != EVT_OP_UPDATE || evt_event_key_unchanged(e)) {
-        if ((rc = evt_json_key(e, EVT_AFTER, k0, err)) != TB_OK ||
+        if ((rc = key_into(o, e, EVT_AFTER, k0, err)) != TB_OK ||
             (rc = put_message_value(o, e, op, true, true, v0, err)) != TB_OK)
             return rc;
         msg(r, k0, v0);
         return TB_OK;
     }
     /* primary-key change: delete (+ tombstone) the old key, create the new one */
-    if ((rc = evt_json_key(e, EVT_BEFORE, k0, err)) != TB_OK || (rc = evt_json_key(e, EVT_AFTER, k1, err)) != TB_OK)
+    if ((rc = key_into(o, e, EVT_BEFORE, k0, err)) != TB_OK || (rc = key_into(o, e, EVT_AFTER, k1, err)) != TB_OK)
         return rc;
     if (!row) {
         if ((rc = put_message_value(o, e, EVT_OP_DELETE, true, false, v0, err)) != TB_OK)

@@ -68,13 +68,38 @@ size_t evt_fmt_temporal(evt_kind kind, const evt_temporal *t, char out[48]);
 
 /* ------------------------------------------------------------ records */
 
+/* value.encoding: tributary's own lossless values (DESIGN 5), or what
+ * Debezium 3.6's MySQL/MariaDB connector writes (evt_dbz.c, DESIGN 5a). */
+typedef enum evt_encoding { EVT_ENC_TRIBUTARY = 0, EVT_ENC_DEBEZIUM } evt_encoding;
+/* Debezium's options, under debezium.* (same names and values as Debezium's). */
+typedef enum evt_dbz_decimal { EVT_DBZ_DEC_PRECISE = 0, EVT_DBZ_DEC_STRING, EVT_DBZ_DEC_DOUBLE } evt_dbz_decimal;
+typedef enum evt_dbz_binary {
+    EVT_DBZ_BIN_BYTES = 0, EVT_DBZ_BIN_BASE64, EVT_DBZ_BIN_BASE64_URL, EVT_DBZ_BIN_HEX
+} evt_dbz_binary;
+typedef struct evt_dbz_opts {
+    evt_dbz_decimal decimal;    /* decimal.handling.mode */
+    bool bigint_precise;        /* bigint.unsigned.handling.mode=precise (else long: wraps) */
+    bool time_connect;          /* time.precision.mode=connect (else adaptive_time_microseconds) */
+    evt_dbz_binary binary;      /* binary.handling.mode */
+} evt_dbz_opts;
+
 typedef struct evt_codec_opts {
     const char *topic_prefix;   /* topic.prefix */
     const char *name;           /* connector name (source.name) */
     bool row_format;            /* value.format=row */
     bool schemas;               /* value.schemas=true: Kafka Connect JSON wrapper */
     int64_t now_ms;             /* envelope ts_ms (processing time); 0 = read the clock */
+    evt_encoding encoding;      /* value.encoding */
+    evt_dbz_opts dbz;           /* debezium.* (encoding debezium only) */
 } evt_codec_opts;
+
+struct cfg;
+/* Fill encoding and dbz of o from value.encoding and debezium.* of c. */
+void evt_codec_opts_encoding(evt_codec_opts *o, const struct cfg *c);
+/* Log a WARN for each column of t whose values the configured encoding
+ * cannot carry exactly (Debezium's bigint.unsigned.handling.mode=long wraps
+ * BIGINT UNSIGNED above 2^63-1). Callers call it once per table version. */
+void evt_codec_warn_lossy(const evt_codec_opts *o, const evt_table *t);
 
 /* "<prefix>.<db>.<table>" */
 tb_code evt_json_topic(const evt_codec_opts *o, const evt_table *t, tb_buf *out);

@@ -403,6 +403,7 @@ static tb_code ksink_prepare_table(ksink *ks, evt_table *t, ksink_table **out, t
             return ksink_kafka_error(err, rd_kafka_last_error(), "topic %s", ks->scratch.data);
         if (!(te->topic = strdup(ks->scratch.data)))
             return tb_error_set(err, TB_ERR_NOMEM, false, "topic %s: out of memory", ks->scratch.data);
+        evt_codec_warn_lossy(&ks->copts, t); /* once per table and run */
     }
     if (!te->announced || te->version != evt_table_version(t) || !te->last || !evt_table_same_shape(te->last, t))
         if ((rc = ksink_announce(ks, te, t, err)) != TB_OK)
@@ -793,6 +794,7 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
     ks->copts.name = cfg_get_str(c, "name");
     ks->copts.row_format = strcmp(cfg_get_str(c, "value.format"), "row") == 0;
     ks->copts.schemas = cfg_get_bool(c, "value.schemas");
+    evt_codec_opts_encoding(&ks->copts, c);
     const char *pol = cfg_get_str(c, "oversize.policy");
     ks->oversize = strcmp(pol, "dlq") == 0 ? KSINK_OVERSIZE_DLQ
                    : strcmp(pol, "skip") == 0 ? KSINK_OVERSIZE_SKIP : KSINK_OVERSIZE_FAIL;

@@ -105,6 +105,7 @@ tb_code stdout_sink_open(const cfg *c, FILE *fp, stdout_sink **out, tb_error *er
     s->opts.name = s->name;
     s->opts.row_format = fmt && strcmp(fmt, "row") == 0;
     s->opts.schemas = cfg_get_bool(c, "value.schemas");
+    evt_codec_opts_encoding(&s->opts, c);
     *out = s;
     return TB_OK;
 nomem:
@@ -157,6 +158,7 @@ static tb_code ssink_announce(stdout_sink *s, const evt_table *t, tb_error *err)
         if (!slot->key)
             return tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
         s->used++;
+        evt_codec_warn_lossy(&s->opts, t); /* once per table and run */
     }
     slot->version = version;
     return TB_OK;

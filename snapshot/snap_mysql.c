@@ -33,6 +33,7 @@ struct snap {
     int which;              /* ev[which] holds the lookahead row */
     bool have_ahead;
     bool started, done;
+    const evt_table *prev_table; /* table of the last row handed out (snapshot edges) */
     uint64_t total;
 };
 
@@ -418,6 +419,11 @@ tb_code snap_next(snap *s, evt_event **ev, tb_error *err)
     evt_event_set_commit_ts_ms(cur, s->started_wall_ms);
     evt_event_set_connector(cur, s->mariadb ? EVT_CONN_MARIADB : EVT_CONN_MYSQL);
     evt_event_set_snapshot(cur, got ? EVT_SNAPSHOT_TRUE : EVT_SNAPSHOT_LAST);
+    const evt_table *ct = evt_event_table(cur);
+    unsigned edges = (s->total == 0 ? EVT_SNAP_FIRST : 0) | (s->prev_table != ct ? EVT_SNAP_FIRST_IN_TABLE : 0) |
+                     (!got || evt_event_table(s->ev[s->which]) != ct ? EVT_SNAP_LAST_IN_TABLE : 0);
+    evt_event_set_snapshot_edges(cur, edges);
+    s->prev_table = ct;
     evt_event_set_last_in_tx(cur, !got);
     s->total++;
     *ev = cur;

@@ -446,6 +446,7 @@ static tb_code on_rows(binlog_dec *d, int type, const uint8_t *hdr, const uint8_
     d->rp = p;
     d->rend = end;
     d->rows_off = d->ev_off;
+    d->rows_index = 0;
     d->rows_server_id = bl_u32(hdr + 5);
     d->rows_active = p < end;
     bl_dec_tx_begin(d, hdr);
@@ -500,6 +501,7 @@ static tb_code decode_row(binlog_dec *d, tb_error *err)
         return rc;
     }
     d->rows_active = d->rp < d->rend;
+    uint32_t index = d->rows_index++; /* the row's place in its rows event */
     if (d->tx_skip)
         return TB_OK; /* executed before the start GTID set: decoded to move on, not emitted */
     d->nrows++;
@@ -512,6 +514,7 @@ static tb_code decode_row(binlog_dec *d, tb_error *err)
     rp.pos = d->rows_off;
     rp.row = d->tx_rows;
     evt_event_set_position(e, &rp);
+    evt_event_set_source_row(e, d->rows_off, index, d->gt_kind != 0);
     evt_event_set_connector(e, d->mariadb ? EVT_CONN_MARIADB : EVT_CONN_MYSQL);
     evt_event_set_txid(e, d->txid);
     evt_event_set_commit_ts_ms(e, d->tx_ts_ms);

@@ -214,6 +214,7 @@ struct binlog_dec {
     bool rpartial, rupdate;
     uint8_t cols1[512], cols2[512];
     uint64_t rows_off;
+    uint32_t rows_index;     /* rows of the current rows event decoded so far */
     uint32_t rows_server_id;
     tb_buf unz;
     /* tables */

@@ -1,0 +1,289 @@
+/* value.encoding=debezium (DESIGN 5a): each column type under each Debezium
+ * option, against the values Debezium 3.6.1 wrote for the same source values
+ * (tests/fixtures/debezium/MANIFEST.md, "Encoding per column"), compared as
+ * JSON values with Jansson. */
+#include <jansson.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "test_util.h"
+
+typedef struct col_spec {
+    evt_type type;
+    bool is_unsigned;
+    uint32_t length, precision, scale;
+} col_spec;
+
+/* The JSON text of column "v" of the after image of an event in Debezium's
+ * encoding; snapshot: the event is a snapshot read. Returns a Jansson value. */
+static json_t *dbz_after(col_spec cs, const evt_value *v, const evt_dbz_opts *d, bool snapshot, json_t **source)
+{
+    evt_table *t = evt_table_new("db", "t", 2);
+    cr_assert_eq(evt_table_set_column(t, 0, "id", EVT_T_INT, "int", false, false), TB_OK);
+    cr_assert_eq(evt_table_set_column(t, 1, "v", cs.type, NULL, true, cs.is_unsigned), TB_OK);
+    cr_assert_eq(evt_table_set_column_details(t, 1, cs.length, cs.precision, cs.scale, NULL), TB_OK);
+    size_t pk = 0;
+    cr_assert_eq(evt_table_set_pk(t, &pk, 1), TB_OK);
+    evt_table_seal(t);
+    evt_event *e = evt_event_new(snapshot ? EVT_OP_READ : EVT_OP_CREATE, t);
+    evt_table_unref(t);
+    evt_set_int(e, EVT_AFTER, 0, 7);
+    evt_set_value(e, EVT_AFTER, 1, v);
+    if (snapshot)
+        evt_event_set_snapshot(e, EVT_SNAPSHOT_TRUE);
+    evt_event_set_connector(e, EVT_CONN_MARIADB);
+    tb_position p;
+    tb_position_init(&p);
+    p.kind = TB_POS_MYSQL;
+    p.mariadb = true;
+    p.server_id = 1;
+    p.pos = 1234;
+    cr_assert_eq(tb_position_set_file(&p, "binlog.000001"), TB_OK);
+    cr_assert_eq(tb_position_set_gtid(&p, "0-1-8"), TB_OK);
+    evt_event_set_position(e, &p);
+    tb_position_free(&p);
+    evt_event_set_commit_ts_ms(e, 1700000000000);
+    evt_codec_opts o = {.topic_prefix = "p", .name = "n", .now_ms = 1700000000123, .encoding = EVT_ENC_DEBEZIUM};
+    if (d)
+        o.dbz = *d;
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_error err;
+    tb_code rc = evt_json_value(&o, e, &b, &err);
+    cr_assert_eq(rc, TB_OK, "%s", err.msg);
+    json_error_t je;
+    json_t *root = json_loads(tb_buf_cstr(&b), 0, &je);
+    cr_assert_not_null(root, "%s: %s", je.text, tb_buf_cstr(&b));
+    json_t *val = json_incref(json_object_get(json_object_get(root, "after"), "v"));
+    cr_assert_not_null(val, "%s", tb_buf_cstr(&b));
+    if (source)
+        *source = json_incref(root);
+    json_decref(root);
+    tb_buf_free(&b);
+    evt_event_free(e);
+    return val;
+}
+
+static void expect_opts(col_spec cs, const evt_value *v, const evt_dbz_opts *d, bool snapshot, const char *want)
+{
+    json_t *got = dbz_after(cs, v, d, snapshot, NULL);
+    json_error_t je;
+    json_t *w = json_loads(want, JSON_DECODE_ANY, &je);
+    cr_assert_not_null(w, "bad expectation %s", want);
+    char *gs = json_dumps(got, JSON_ENCODE_ANY);
+    cr_expect(json_equal(got, w), "type %s: got %s want %s", evt_type_name(cs.type), gs, want);
+    free(gs);
+    json_decref(got);
+    json_decref(w);
+}
+
+static void expect(col_spec cs, const evt_value *v, const char *want) { expect_opts(cs, v, NULL, false, want); }
+
+static evt_value dec(const char *s) { return (evt_value){.kind = EVT_V_DECIMAL, .v.s = {s, strlen(s)}}; }
+static evt_value ival(int64_t i) { return (evt_value){.kind = EVT_V_INT, .v.i = i}; }
+static evt_value uval(uint64_t u) { return (evt_value){.kind = EVT_V_UINT, .v.u = u}; }
+
+Test(dbz, integers_and_bigint_unsigned)
+{
+    evt_value v = ival(-128);
+    expect((col_spec){EVT_T_TINYINT, false, 0, 0, 0}, &v, "-128");
+    v = uval(4294967295u);
+    expect((col_spec){EVT_T_INT, true, 0, 0, 0}, &v, "4294967295");
+    v = ival(INT64_MIN);
+    expect((col_spec){EVT_T_BIGINT, false, 0, 0, 0}, &v, "-9223372036854775808");
+    /* long (default): wraps */
+    col_spec bu = {EVT_T_BIGINT, true, 0, 20, 0};
+    v = uval(UINT64_MAX);
+    expect(bu, &v, "-1");
+    v = uval(9223372036854775808ull);
+    expect(bu, &v, "-9223372036854775808");
+    v = uval(1);
+    expect(bu, &v, "1");
+    /* precise: Connect Decimal bytes, scale 0 */
+    evt_dbz_opts d = {.bigint_precise = true};
+    v = uval(UINT64_MAX);
+    expect_opts(bu, &v, &d, false, "\"AP//////////\"");
+    v = uval(0);
+    expect_opts(bu, &v, &d, false, "\"AA==\"");
+    v = uval(1);
+    expect_opts(bu, &v, &d, false, "\"AQ==\"");
+}
+
+Test(dbz, decimal_modes)
+{
+    col_spec d10 = {EVT_T_DECIMAL, false, 0, 10, 2}, d65 = {EVT_T_DECIMAL, false, 0, 65, 30},
+             d5 = {EVT_T_DECIMAL, false, 0, 5, 0};
+    evt_value v = dec("-99999999.99");
+    expect(d10, &v, "\"/av0HAE=\"");
+    v = dec("99999999.99");
+    expect(d10, &v, "\"AlQL4/8=\"");
+    v = dec("-99999999999999999999999999999999999.999999999999999999999999999999");
+    expect(d65, &v, "\"/wzp2OOAPG91dBC5sca6EIXayfYAAAAAAAAAAQ==\"");
+    v = dec("99999999999999999999999999999999999.999999999999999999999999999999");
+    expect(d65, &v, "\"APMWJxx/w5CKi+9GTjlF73olNgn//////////w==\"");
+    v = dec("-99999");
+    expect(d5, &v, "\"/nlh\"");
+    v = dec("99999");
+    expect(d5, &v, "\"AYaf\"");
+    v = dec("0");
+    expect(d5, &v, "\"AA==\"");
+    v = dec("12.5"); /* fewer decimals than the scale: 1250 */
+    expect(d10, &v, "\"BOI=\"");
+    v = dec("-0.01"); /* -1 */
+    expect(d10, &v, "\"/w==\"");
+    v = dec("128"); /* 0x0080: a leading zero byte keeps it positive */
+    expect(d5, &v, "\"AIA=\"");
+    v = dec("-128"); /* 0x80 */
+    expect(d5, &v, "\"gA==\"");
+    evt_dbz_opts s = {.decimal = EVT_DBZ_DEC_STRING};
+    v = dec("-99999999.99");
+    expect_opts(d10, &v, &s, false, "\"-99999999.99\"");
+    evt_dbz_opts dd = {.decimal = EVT_DBZ_DEC_DOUBLE};
+    v = dec("12.50");
+    expect_opts(d10, &v, &dd, false, "12.5");
+}
+
+Test(dbz, floats)
+{
+    evt_value v = {.kind = EVT_V_FLOAT, .v.f = -3.40282347e38f};
+    col_spec f = {EVT_T_FLOAT, false, 0, 0, 0};
+    expect(f, &v, "-3.4028235E38");
+    expect_opts(f, &v, NULL, true, "-3.40282E38"); /* the snapshot reads the server's text */
+    v.v.f = 3.14f;
+    expect(f, &v, "3.14");
+    evt_value dv = {.kind = EVT_V_DOUBLE, .v.d = 1.7976931348623157e308};
+    expect((col_spec){EVT_T_DOUBLE, false, 0, 0, 0}, &dv, "1.7976931348623157E308");
+    dv.v.d = 5e-324;
+    expect((col_spec){EVT_T_DOUBLE, false, 0, 0, 0}, &dv, "4.9E-324");
+}
+
+static evt_value tv(evt_kind k, int y, int mo, int d, unsigned h, int mi, int s, unsigned us, int fsp, bool neg)
+{
+    evt_value v = {.kind = k};
+    v.v.t = (evt_temporal){.year = y, .month = (uint8_t)mo, .day = (uint8_t)d, .hour = h, .minute = (uint8_t)mi,
+                           .second = (uint8_t)s, .usec = us, .fsp = (uint8_t)fsp, .negative = neg};
+    return v;
+}
+
+Test(dbz, temporal_adaptive)
+{
+    col_spec date = {EVT_T_DATE, false, 0, 0, 0};
+    evt_value v = tv(EVT_V_DATE, 1000, 1, 1, 0, 0, 0, 0, 0, false);
+    expect(date, &v, "-354285");
+    v = tv(EVT_V_DATE, 9999, 12, 31, 0, 0, 0, 0, 0, false);
+    expect(date, &v, "2932896");
+    v = tv(EVT_V_DATE, 1969, 12, 31, 0, 0, 0, 0, 0, false);
+    expect(date, &v, "-1");
+    v = tv(EVT_V_DATE, 2024, 2, 29, 0, 0, 0, 0, 0, false);
+    expect(date, &v, "19782");
+    v = tv(EVT_V_DATE, 0, 0, 0, 0, 0, 0, 0, 0, false);
+    expect(date, &v, "null");
+
+    col_spec t0 = {EVT_T_TIME, false, 0, 0, 0}, t6 = {EVT_T_TIME, false, 0, 0, 6};
+    v = tv(EVT_V_TIME, 0, 0, 0, 838, 59, 59, 0, 0, true);
+    expect(t0, &v, "-3020399000000");
+    v = tv(EVT_V_TIME, 0, 0, 0, 838, 59, 59, 999999, 6, false);
+    expect(t6, &v, "3020399999999");
+    v = tv(EVT_V_TIME, 0, 0, 0, 0, 0, 0, 1, 6, true);
+    expect(t6, &v, "-1");
+
+    col_spec dt0 = {EVT_T_DATETIME, false, 0, 0, 0}, dt3 = {EVT_T_DATETIME, false, 0, 0, 3},
+             dt6 = {EVT_T_DATETIME, false, 0, 0, 6};
+    v = tv(EVT_V_DATETIME, 1000, 1, 1, 0, 0, 0, 0, 0, false);
+    expect(dt0, &v, "-30610224000000");
+    v = tv(EVT_V_DATETIME, 9999, 12, 31, 23, 59, 59, 999000, 3, false);
+    expect(dt3, &v, "253402300799999");
+    v = tv(EVT_V_DATETIME, 9999, 12, 31, 23, 59, 59, 999999, 6, false);
+    expect(dt6, &v, "253402300799999999");
+    v = tv(EVT_V_DATETIME, 1969, 12, 31, 23, 59, 59, 999999, 6, false);
+    expect(dt6, &v, "-1");
+
+    col_spec ts0 = {EVT_T_TIMESTAMP, false, 0, 0, 0}, ts6 = {EVT_T_TIMESTAMP, false, 0, 0, 6};
+    v = tv(EVT_V_TIMESTAMP, 1970, 1, 1, 0, 0, 1, 0, 0, false);
+    expect(ts0, &v, "\"1970-01-01T00:00:01Z\"");
+    v = tv(EVT_V_TIMESTAMP, 1970, 1, 1, 0, 0, 1, 0, 6, false);
+    expect(ts6, &v, "\"1970-01-01T00:00:01.000000Z\"");
+    expect_opts(ts6, &v, NULL, true, "\"1970-01-01T00:00:01Z\"");
+    v = tv(EVT_V_TIMESTAMP, 1999, 12, 31, 23, 59, 59, 500000, 6, false);
+    expect(ts6, &v, "\"1999-12-31T23:59:59.500000Z\"");
+    expect_opts(ts6, &v, NULL, true, "\"1999-12-31T23:59:59.5Z\"");
+    v = tv(EVT_V_TIMESTAMP, 2038, 1, 19, 3, 14, 7, 999999, 6, false);
+    expect_opts(ts6, &v, NULL, true, "\"2038-01-19T03:14:07.999999Z\"");
+}
+
+Test(dbz, temporal_connect)
+{
+    evt_dbz_opts c = {.time_connect = true};
+    col_spec t6 = {EVT_T_TIME, false, 0, 0, 6}, dt6 = {EVT_T_DATETIME, false, 0, 0, 6};
+    evt_value v = tv(EVT_V_TIME, 0, 0, 0, 23, 59, 59, 999999, 6, false);
+    expect_opts(t6, &v, &c, false, "86399999");
+    v = tv(EVT_V_TIME, 0, 0, 0, 12, 34, 56, 789000, 3, false);
+    expect_opts(t6, &v, &c, false, "45296789");
+    v = tv(EVT_V_TIME, 0, 0, 0, 838, 59, 59, 0, 0, false); /* not a time of day */
+    expect_opts(t6, &v, &c, false, "null");
+    v = tv(EVT_V_TIME, 0, 0, 0, 0, 0, 1, 0, 0, true);
+    expect_opts(t6, &v, &c, false, "null");
+    v = tv(EVT_V_DATETIME, 9999, 12, 31, 23, 59, 59, 999999, 6, false);
+    expect_opts(dt6, &v, &c, false, "253402300799999");
+    v = tv(EVT_V_DATETIME, 1969, 12, 31, 23, 59, 59, 999999, 6, false);
+    expect_opts(dt6, &v, &c, false, "-1");
+}
+
+Test(dbz, binary_modes_bits_sets)
+{
+    col_spec bin = {EVT_T_VARBINARY, false, 16, 0, 0};
+    static const unsigned char bytes[] = {0x00, 0xff, 0x10, 0xfb, 0xef};
+    evt_value v = {.kind = EVT_V_BYTES, .v.s = {(const char *)bytes, sizeof bytes}};
+    expect(bin, &v, "\"AP8Q++8=\"");
+    evt_dbz_opts b64 = {.binary = EVT_DBZ_BIN_BASE64}, url = {.binary = EVT_DBZ_BIN_BASE64_URL},
+                 hex = {.binary = EVT_DBZ_BIN_HEX};
+    expect_opts(bin, &v, &b64, false, "\"AP8Q++8=\"");
+    expect_opts(bin, &v, &url, false, "\"AP8Q--8=\"");
+    expect_opts(bin, &v, &hex, false, "\"00ff10fbef\"");
+    evt_value empty = {.kind = EVT_V_BYTES, .v.s = {"", 0}};
+    expect_opts(bin, &empty, &hex, false, "\"\"");
+
+    evt_value b = {.kind = EVT_V_BOOL, .v.b = true};
+    expect((col_spec){EVT_T_BIT, false, 1, 0, 0}, &b, "true");
+    evt_value bits = uval(0x7f);
+    expect((col_spec){EVT_T_BIT, false, 7, 0, 0}, &bits, "\"fw==\"");
+    bits = uval(UINT64_MAX);
+    expect((col_spec){EVT_T_BIT, false, 64, 0, 0}, &bits, "\"//////////8=\"");
+    bits = uval(0x8000000000000001ull);
+    expect((col_spec){EVT_T_BIT, false, 64, 0, 0}, &bits, "\"AQAAAAAAAIA=\"");
+    expect_opts((col_spec){EVT_T_BIT, false, 64, 0, 0}, &bits, &hex, false, "\"AQAAAAAAAIA=\""); /* Bits, not binary */
+
+    const char *items[] = {"a", "c"};
+    size_t lens[] = {1, 1};
+    evt_value set = {.kind = EVT_V_SET, .v.set = {items, lens, 2}};
+    expect((col_spec){EVT_T_SET, false, 0, 0, 0}, &set, "\"a,c\"");
+    evt_value none = {.kind = EVT_V_SET, .v.set = {items, lens, 0}};
+    expect((col_spec){EVT_T_SET, false, 0, 0, 0}, &none, "\"\"");
+    const char *doc = "{\"a\": [1, 2.5]}";
+    evt_value js = {.kind = EVT_V_JSON, .v.s = {doc, strlen(doc)}};
+    expect((col_spec){EVT_T_JSON, false, 0, 0, 0}, &js, "\"{\\\"a\\\": [1, 2.5]}\"");
+}
+
+Test(dbz, envelope_and_source)
+{
+    evt_value v = ival(1);
+    json_t *root = NULL;
+    json_t *val = dbz_after((col_spec){EVT_T_INT, false, 0, 0, 0}, &v, NULL, false, &root);
+    json_decref(val);
+    json_error_t je;
+    json_t *want = json_loads("{\"before\":null,\"after\":{\"id\":7,\"v\":1},"
+                              "\"source\":{\"version\":\"0.1.0\",\"connector\":\"mariadb\",\"name\":\"n\","
+                              "\"ts_ms\":1700000000000,\"snapshot\":\"false\",\"db\":\"db\",\"sequence\":null,"
+                              "\"ts_us\":1700000000000000,\"ts_ns\":1700000000000000000,\"table\":\"t\","
+                              "\"server_id\":1,\"gtid\":\"0-1-8\",\"file\":\"binlog.000001\",\"pos\":1234,"
+                              "\"row\":0,\"thread\":null,\"query\":null},"
+                              "\"transaction\":null,\"op\":\"c\",\"ts_ms\":1700000000123,"
+                              "\"ts_us\":1700000000123000,\"ts_ns\":1700000000123000000}",
+                              0, &je);
+    cr_assert_not_null(want, "%s", je.text);
+    char *gs = json_dumps(root, JSON_COMPACT);
+    cr_expect(json_equal(root, want), "got %s", gs);
+    free(gs);
+    json_decref(root);
+    json_decref(want);
+}
