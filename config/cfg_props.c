@@ -31,6 +31,7 @@ static const char *const v_log_level[] = {"error", "warn", "info", "debug", "tra
 static const char *const v_revoke[] = {"drop", "keep", NULL};
 static const char *const v_row_image_policy[] = {"fail", "warn", NULL};
 static const char *const v_truncate_policy[] = {"tombstone", "fail", NULL};
+static const char *const v_ssl_mode[] = {"disabled", "preferred", "required", "verify_ca", "verify_identity", NULL};
 
 #define I64MAX INT64_MAX
 
@@ -58,6 +59,15 @@ static const cfg_prop props[] = {
     {"source.user", CFG_STRING, "root", 0, 0, NULL, "MySQL/MariaDB user; its grants are checked at start (README: server settings and grants).", false, "source"},
     {"source.password", CFG_STRING, NULL, 0, 0, NULL, "MySQL/MariaDB password. Prefer source.password.file or TRIBUTARY_SOURCE_PASSWORD.", true, "source"},
     {"source.password.file", CFG_PATH, NULL, 0, 0, NULL, "File holding the MySQL/MariaDB password.", false, "source"},
+    {"source.ssl.mode", CFG_ENUM, "preferred", 0, 0, v_ssl_mode,
+     "TLS to MySQL/MariaDB, for the replication and every snapshot connection: `disabled`; `preferred` (TLS when the server offers it); `required` (TLS, certificate not checked); `verify_ca` (the certificate must chain to source.ssl.ca/capath); `verify_identity` (and name source.host). With source.ssl.ca or capath set, preferred and required check the chain too.", false, "source"},
+    {"source.ssl.ca", CFG_PATH, NULL, 0, 0, NULL, "PEM file of the CA certificates that may sign the server certificate.", false, "source"},
+    {"source.ssl.capath", CFG_PATH, NULL, 0, 0, NULL, "Folder of hashed CA certificates (openssl rehash), instead of or beside source.ssl.ca.", false, "source"},
+    {"source.ssl.cert", CFG_PATH, NULL, 0, 0, NULL, "Client certificate (PEM), for accounts that REQUIRE X509.", false, "source"},
+    {"source.ssl.key", CFG_PATH, NULL, 0, 0, NULL, "Private key (PEM) of source.ssl.cert.", false, "source"},
+    {"source.ssl.crl", CFG_PATH, NULL, 0, 0, NULL, "Certificate revocation list (PEM) checked against the server certificate.", false, "source"},
+    {"source.ssl.cipher", CFG_STRING, NULL, 0, 0, NULL, "Allowed ciphers (OpenSSL cipher list; TLSv1.3 suites too), e.g. `ECDHE-ECDSA-AES256-GCM-SHA384`.", false, "source"},
+    {"source.ssl.tls.version", CFG_STRING, NULL, 0, 0, NULL, "Allowed TLS versions, comma-separated, e.g. `TLSv1.2,TLSv1.3` (default: the TLS library's).", false, "source"},
     {"source.server.id", CFG_INT, NULL, 1, 4294967295LL, NULL,
      "Server id this replica announces; unique among the source's replicas. Default: derived from `name` (stable, 1073741824 .. 2147483647, printed at start), so connectors with different names never collide.", false, "source"},
     {"source.start.file", CFG_STRING, NULL, 0, 0, NULL, "Binlog file to start from when no offset is stored (default: current position).", false, "source"},

@@ -94,6 +94,17 @@ static void ksink_error_cb(rd_kafka_t *rk, int rerr, const char *reason, void *o
         }
         return;
     }
+    /* A refused login or a broker certificate that does not verify does not heal by retrying,
+     * and librdkafka would retry for ever: the sink fails with the broker's reason. */
+    bool auth = rerr == RD_KAFKA_RESP_ERR__AUTHENTICATION;
+    bool cert = rerr == RD_KAFKA_RESP_ERR__SSL && reason && strstr(reason, "certificate verify failed");
+    if ((auth || cert) && !ks->failed) {
+        ks->failed = true;
+        tb_error_set(&ks->fail_err, TB_ERR_KAFKA, false, "Kafka %s: %s (check %s)",
+                     auth ? "authentication failed" : "TLS certificate verification failed", reason,
+                     auth ? "kafka.sasl.username, kafka.sasl.password(.file) and kafka.sasl.mechanisms"
+                          : "kafka.ssl.ca.location");
+    }
     TB_WARN("ksink", "%s (%s)", reason, rd_kafka_err2name((rd_kafka_resp_err_t)rerr));
 }
 
@@ -331,12 +342,22 @@ static ksink_table *ksink_tab_get(ksink *ks, evt_table *t, tb_error *err)
     return e;
 }
 
+/* ksink_topic_ensure for this sink: a failure the error callback recorded meanwhile (a refused
+ * login) is the error reported, not the timeout it caused. */
+static tb_code ksink_ensure(ksink *ks, const char *topic, int partitions, bool compact, tb_error *err)
+{
+    tb_code rc = ksink_topic_ensure_until(ks->rk, ks->c, topic, partitions, compact, &ks->failed, err);
+    if (rc != TB_OK && ks->failed)
+        return ksink_failed(ks, err);
+    return rc;
+}
+
 static tb_code ksink_aux_ensure(ksink *ks, ksink_aux_topic *a, int partitions, bool compact, tb_error *err)
 {
     tb_code rc;
     if (a->ensured && a->rkt)
         return TB_OK;
-    if (!a->ensured && (rc = ksink_topic_ensure(ks->rk, ks->c, a->name, partitions, compact, err)) != TB_OK)
+    if (!a->ensured && (rc = ksink_ensure(ks, a->name, partitions, compact, err)) != TB_OK)
         return rc;
     if (!a->rkt && !(a->rkt = rd_kafka_topic_new(ks->rk, a->name, NULL)))
         return ksink_kafka_error(err, rd_kafka_last_error(), "topic %s", a->name);
@@ -397,7 +418,7 @@ static tb_code ksink_prepare_table(ksink *ks, evt_table *t, ksink_table **out, t
         tb_buf_reset(&ks->scratch);
         if ((rc = evt_json_topic(&ks->copts, t, &ks->scratch)) != TB_OK)
             return tb_error_set(err, rc, false, "topic name of %s.%s", evt_table_db(t), evt_table_name(t));
-        if ((rc = ksink_topic_ensure(ks->rk, ks->c, ks->scratch.data, 0, true, err)) != TB_OK)
+        if ((rc = ksink_ensure(ks, ks->scratch.data, 0, true, err)) != TB_OK)
             return rc;
         if (!(te->rkt = rd_kafka_topic_new(ks->rk, ks->scratch.data, NULL)))
             return ksink_kafka_error(err, rd_kafka_last_error(), "topic %s", ks->scratch.data);

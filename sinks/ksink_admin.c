@@ -14,22 +14,31 @@
 #include "ksink_int.h"
 #include "tb_log.h"
 
-/* Wait for the admin result event of type `type` on q. */
-static rd_kafka_event_t *ksink_admin_wait(rd_kafka_queue_t *q, int timeout_ms)
+/* Wait for the admin result event on q. With stop, the client's callbacks are served every
+ * 100 ms meanwhile (rd_kafka_poll: its error callback may find a refused login) and the wait
+ * ends early, NULL, once *stop is set. */
+static rd_kafka_event_t *ksink_admin_wait(rd_kafka_t *rk, rd_kafka_queue_t *q, int timeout_ms, const bool *stop)
 {
     int64_t deadline = ksink_now_ms() + timeout_ms;
     for (;;) {
         int64_t left = deadline - ksink_now_ms();
         if (left <= 0)
             return NULL;
+        if (stop && left > 100)
+            left = 100;
         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, (int)left);
         if (ev)
             return ev;
+        if (stop) {
+            rd_kafka_poll(rk, 0);
+            if (*stop)
+                return NULL;
+        }
     }
 }
 
 static tb_code ksink_check_compact(rd_kafka_t *rk, rd_kafka_queue_t *q, const char *topic, int timeout_ms,
-                                   tb_error *err)
+                                   const bool *stop, tb_error *err)
 {
     tb_code rc = TB_OK;
     char errstr[512];
@@ -42,7 +51,7 @@ static tb_code ksink_check_compact(rd_kafka_t *rk, rd_kafka_queue_t *q, const ch
     }
     rd_kafka_AdminOptions_set_request_timeout(opt, timeout_ms, errstr, sizeof(errstr));
     rd_kafka_DescribeConfigs(rk, &res, 1, opt, q);
-    if (!(ev = ksink_admin_wait(q, timeout_ms + 1000))) {
+    if (!(ev = ksink_admin_wait(rk, q, timeout_ms + 1000, stop))) {
         rc = tb_error_set(err, TB_ERR_KAFKA, true, "topic %s: DescribeConfigs timed out after %d ms", topic,
                           timeout_ms);
         goto out;
@@ -85,6 +94,12 @@ out:
 tb_code ksink_topic_ensure(rd_kafka_t *rk, const cfg *c, const char *topic, int partitions, bool compact,
                            tb_error *err)
 {
+    return ksink_topic_ensure_until(rk, c, topic, partitions, compact, NULL, err);
+}
+
+tb_code ksink_topic_ensure_until(rd_kafka_t *rk, const cfg *c, const char *topic, int partitions, bool compact,
+                                 const bool *stop, tb_error *err)
+{
     tb_code rc = TB_OK;
     char errstr[512];
     rd_kafka_queue_t *q = NULL;
@@ -117,7 +132,7 @@ tb_code ksink_topic_ensure(rd_kafka_t *rk, const cfg *c, const char *topic, int 
     rd_kafka_AdminOptions_set_request_timeout(opt, timeout_ms, errstr, sizeof(errstr));
     rd_kafka_AdminOptions_set_operation_timeout(opt, timeout_ms, errstr, sizeof(errstr));
     rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
-    if (!(ev = ksink_admin_wait(q, timeout_ms + 1000))) {
+    if (!(ev = ksink_admin_wait(rk, q, timeout_ms + 1000, stop))) {
         rc = tb_error_set(err, TB_ERR_KAFKA, true, "topic %s: CreateTopics timed out after %d ms", topic, timeout_ms);
         goto out;
     }
@@ -134,7 +149,7 @@ tb_code ksink_topic_ensure(rd_kafka_t *rk, const cfg *c, const char *topic, int 
                 compact ? ", compacted" : "");
     } else if (terr == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
         if (compact && cfg_get_bool(c, "topic.check.compact"))
-            rc = ksink_check_compact(rk, q, topic, timeout_ms, err);
+            rc = ksink_check_compact(rk, q, topic, timeout_ms, stop, err);
     } else {
         const char *detail = nres == 1 ? rd_kafka_topic_result_error_string(trs[0]) : NULL;
         rc = ksink_kafka_error(err, terr, "topic %s: CreateTopics%s%s", topic, detail ? ": " : "",

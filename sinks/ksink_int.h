@@ -51,6 +51,10 @@ int ksink_request_timeout_ms(const cfg *c);
  * partitions <= 0 means topic.partitions. Honors topic.create=false. */
 tb_code ksink_topic_ensure(rd_kafka_t *rk, const cfg *c, const char *topic, int partitions,
                            bool compact, tb_error *err);
+/* The same, serving rk's callbacks while it waits and giving up once *stop is set (the sink's
+ * failed flag: a refused login seen by its error callback). */
+tb_code ksink_topic_ensure_until(rd_kafka_t *rk, const cfg *c, const char *topic, int partitions,
+                                 bool compact, const bool *stop, tb_error *err);
 
 /* "<name>.offsets", "<name>.dlq" appended to out. */
 tb_code ksink_offsets_topic(const cfg *c, tb_buf *out);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "myconn.h"
 #include "tb_log.h"
 
 tb_code snap_sql_fail(MYSQL *my, tb_error *err, const char *what)
@@ -40,33 +41,17 @@ tb_code snap_sql_exec(MYSQL *my, const char *sql, tb_error *err)
 tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err)
 {
     tb_code rc = TB_OK;
-    char *password = NULL;
+    myconn *mc = NULL;
     MYSQL *my = NULL;
     *out = NULL;
 
-    if (cfg_is_set(c, "source.password") || cfg_is_set(c, "source.password.file")) {
-        rc = cfg_get_secret(c, "source.password", &password, err);
-        if (rc != TB_OK)
-            goto out;
-    }
-    my = mysql_init(NULL);
-    if (!my) {
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "mysql_init failed");
+    if ((rc = myconn_new(c, &mc, err)) != TB_OK)
         goto out;
-    }
-    unsigned timeout = (unsigned)(cfg_get_int(c, "source.connect.timeout.ms") / 1000);
-    if (timeout == 0)
-        timeout = 1;
-    mysql_optionsv(my, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
-    mysql_optionsv(my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-    const char *host = cfg_get_str(c, "source.host");
-    const char *user = cfg_get_str(c, "source.user");
-    unsigned port = (unsigned)cfg_get_int(c, "source.port");
-    if (!mysql_real_connect(my, host, user, password, NULL, port, NULL, 0)) {
-        rc = snap_sql_fail(my, err, "connect");
-        tb_error_prefix(err, rc, "source %s:%u: ", host ? host : "", port);
+    myconn_opts o = {.purpose = "snapshot", .charset = "utf8mb4"};
+    if ((rc = myconn_connect(mc, &o, &my, err)) != TB_OK)
         goto out;
-    }
+    const char *host = myconn_host(mc);
+    unsigned port = myconn_port(mc);
     const char *ver = mysql_get_server_info(my);
     *mariadb = ver && strstr(ver, "MariaDB") != NULL;
     /* Values as the binlog has them: UTC timestamps, utf8mb4 text, and long
@@ -83,10 +68,7 @@ tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err
 out:
     if (my)
         mysql_close(my);
-    if (password) {
-        memset(password, 0, strlen(password));
-        free(password);
-    }
+    myconn_free(mc);
     return rc;
 }
 

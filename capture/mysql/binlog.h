@@ -249,6 +249,9 @@ bool binlog_at_end(const binlog_reader *r);
  * GTIDs were purged or reset). The position is gone for good: the caller
  * snapshots again or asks the operator to reset it. False for files. */
 bool binlog_position_gone(const binlog_reader *r);
+/* True while a live reader's replication connection is up and encrypted with TLS
+ * (source.ssl.mode); false for files and while disconnected. */
+bool binlog_encrypted(const binlog_reader *r);
 const tb_position *binlog_position(const binlog_reader *r);
 /* Live: whether the replication connection is up (false while it
  * reconnects); *down_since_ms (may be NULL) = wall time (Unix ms) it went

@@ -41,6 +41,7 @@
 #include "binlog_int.h"
 #include "binlog_preflight.h"
 #include "binlog_schema.h"
+#include "myconn.h"
 #include "tb_log.h"
 
 #include <mysql.h>
@@ -59,7 +60,8 @@ struct binlog_live {
     MYSQL *meta;           /* second connection for information_schema lookups */
     MARIADB_RPL *rpl;
     MARIADB_RPL_EVENT *ev;
-    char *host, *user, *password;
+    myconn *mc;            /* host, user, password, TLS: every connection is opened by myconn */
+    const char *host;      /* borrowed from mc, for messages */
     unsigned port;
     uint32_t server_id;
     int64_t heartbeat_ms, backoff_max_ms, connect_timeout_ms;
@@ -76,6 +78,8 @@ struct binlog_live {
     bl_preflight_opts preflight;
     bool preflight_warned; /* warnings of the checks are logged on the first connection only */
     int64_t down_since_ms; /* wall time (Unix ms) the connection was lost or first failed; 0 = up */
+    bool encrypted;        /* the replication connection uses TLS */
+    bool tls_logged;
 };
 
 static int64_t wall_ms(void)
@@ -118,12 +122,7 @@ void binlog_live_free(binlog_live *l)
     disconnect(l);
     if (l->meta)
         mysql_close(l->meta);
-    free(l->host);
-    free(l->user);
-    if (l->password) {
-        memset(l->password, 0, strlen(l->password));
-        free(l->password);
-    }
+    myconn_free(l->mc);
     tb_position_free(&l->start);
     free(l);
 }
@@ -232,19 +231,13 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
 {
     tb_code rc = TB_OK;
     char q[4096];
-    l->mysql = mysql_init(NULL);
-    if (!l->mysql)
-        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-    unsigned ct = (unsigned)(l->connect_timeout_ms + 999) / 1000;
-    unsigned rt = (unsigned)((l->heartbeat_ms > 0 ? l->heartbeat_ms * 3 : 60000) + 999) / 1000;
-    mysql_optionsv(l->mysql, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
-    mysql_optionsv(l->mysql, MYSQL_OPT_READ_TIMEOUT, &rt);
-    if (!mysql_real_connect(l->mysql, l->host, l->user, l->password, NULL, l->port, NULL, 0)) {
-        unsigned e = mysql_errno(l->mysql);
-        bool fatal = e == ER_ACCESS_DENIED_ERROR || e == ER_DBACCESS_DENIED_ERROR;
-        return tb_error_set(err, TB_ERR_SOURCE, !fatal, "%s:%u: cannot connect: %s", l->host, l->port,
-                            mysql_error(l->mysql));
-    }
+    /* the TLS line at INFO on the first connection, at DEBUG on reconnects */
+    myconn_opts o = {.purpose = "replication", .read_timeout_ms = l->heartbeat_ms > 0 ? l->heartbeat_ms * 3 : 60000,
+                     .quiet = l->tls_logged};
+    if ((rc = myconn_connect(l->mc, &o, &l->mysql, err)) != TB_OK)
+        return rc;
+    l->tls_logged = true;
+    l->encrypted = myconn_encrypted(l->mysql);
     const char *ver = mysql_get_server_info(l->mysql);
     l->mariadb = ver && strstr(ver, "MariaDB");
     /* settings and grants, on every connection: a server changed to
@@ -335,20 +328,9 @@ static tb_code meta_connect(binlog_live *l, tb_error *err)
 {
     if (l->meta)
         return TB_OK;
-    l->meta = mysql_init(NULL);
-    if (!l->meta)
-        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-    unsigned ct = (unsigned)(l->connect_timeout_ms + 999) / 1000;
-    mysql_optionsv(l->meta, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
-    mysql_optionsv(l->meta, MYSQL_OPT_READ_TIMEOUT, &ct);
-    mysql_optionsv(l->meta, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-    if (!mysql_real_connect(l->meta, l->host, l->user, l->password, NULL, l->port, NULL, 0)) {
-        tb_code rc = tb_error_set(err, TB_ERR_SOURCE, true, "%s:%u: %s", l->host, l->port, mysql_error(l->meta));
-        mysql_close(l->meta);
-        l->meta = NULL;
-        return rc;
-    }
-    return TB_OK;
+    myconn_opts o = {.purpose = "metadata", .read_timeout_ms = l->connect_timeout_ms, .charset = "utf8mb4",
+                     .quiet = true};
+    return myconn_connect(l->mc, &o, &l->meta, err);
 }
 
 /* binlog_schema_fn for tables whose TABLE_MAP has no column names. */
@@ -377,10 +359,10 @@ tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **o
     if (!l)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     tb_position_init(&l->start);
-    const char *host = cfg_get_str(c, "source.host"), *user = cfg_get_str(c, "source.user");
-    l->host = strdup(host ? host : "127.0.0.1");
-    l->user = strdup(user ? user : "root");
-    l->port = (unsigned)cfg_get_int(c, "source.port");
+    if ((rc = myconn_new(c, &l->mc, err)) != TB_OK)
+        goto out;
+    l->host = myconn_host(l->mc);
+    l->port = myconn_port(l->mc);
     bool derived = false;
     l->server_id = binlog_server_id(c, &derived);
     if (derived)
@@ -390,12 +372,6 @@ tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **o
     l->backoff_max_ms = cfg_get_int(c, "source.reconnect.backoff.max.ms");
     l->connect_timeout_ms = cfg_get_int(c, "source.connect.timeout.ms");
     bl_preflight_opts_from_cfg(c, &l->preflight);
-    if (!l->host || !l->user) {
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-        goto out;
-    }
-    if ((rc = cfg_get_secret(c, "source.password", &l->password, err)) != TB_OK)
-        goto out;
     if (start && start->kind == TB_POS_MYSQL) {
         rc = tb_position_copy(&l->start, start);
     } else {
@@ -642,6 +618,11 @@ tb_code binlog_live_behind(binlog_live *l, const binlog_dec *dec, int64_t *bytes
     if (seen)
         *bytes = sum;
     return TB_OK;
+}
+
+bool binlog_live_encrypted(const binlog_live *l)
+{
+    return l && l->connected && l->encrypted;
 }
 
 bool binlog_live_position_gone(const binlog_live *l)

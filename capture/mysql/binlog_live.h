@@ -18,6 +18,8 @@ void binlog_live_free(binlog_live *l);
 /* True after the server refused to send the binlog from the requested
  * position (error 1236: purged, reset, or never there). */
 bool binlog_live_position_gone(const binlog_live *l);
+/* True while the replication connection is up and uses TLS. */
+bool binlog_live_encrypted(const binlog_live *l);
 
 /* Whether the replication connection is up; *down_since_ms (may be NULL):
  * wall time (Unix ms) it was lost or first failed, 0 while up. */

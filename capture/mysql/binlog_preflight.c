@@ -3,6 +3,7 @@
  */
 #include "binlog_preflight.h"
 #include "binlog.h"
+#include "myconn.h"
 #include "tb_log.h"
 
 #include <mysqld_error.h>
@@ -346,36 +347,22 @@ out:
 
 tb_code binlog_preflight(const cfg *c, tb_error *err)
 {
-    const char *host = cfg_get_str(c, "source.host"), *user = cfg_get_str(c, "source.user");
-    unsigned port = (unsigned)cfg_get_int(c, "source.port");
-    char label[300];
-    snprintf(label, sizeof label, "%s:%u", host ? host : "127.0.0.1", port);
-    char *password = NULL;
-    tb_code rc = cfg_get_secret(c, "source.password", &password, err);
+    myconn *mc = NULL;
+    MYSQL *m = NULL;
+    tb_code rc = myconn_new(c, &mc, err);
     if (rc != TB_OK)
         return rc;
-    MYSQL *m = mysql_init(NULL);
-    if (!m) {
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    char label[300];
+    snprintf(label, sizeof label, "%s:%u", myconn_host(mc), myconn_port(mc));
+    myconn_opts co = {.purpose = "preflight", .quiet = true};
+    if ((rc = myconn_connect(mc, &co, &m, err)) != TB_OK)
         goto out;
-    }
-    unsigned ct = (unsigned)((cfg_get_int(c, "source.connect.timeout.ms") + 999) / 1000);
-    mysql_optionsv(m, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
-    if (!mysql_real_connect(m, host ? host : "127.0.0.1", user ? user : "root", password, NULL, port, NULL, 0)) {
-        unsigned e = mysql_errno(m);
-        rc = tb_error_set(err, TB_ERR_SOURCE, e != ER_ACCESS_DENIED_ERROR && e != ER_DBACCESS_DENIED_ERROR, "%s: cannot connect: %s", label,
-                          mysql_error(m));
-        goto out;
-    }
     bl_preflight_opts o;
     bl_preflight_opts_from_cfg(c, &o);
     rc = bl_preflight_conn(m, &o, label, false, err);
 out:
     if (m)
         mysql_close(m);
-    if (password) {
-        memset(password, 0, strlen(password));
-        free(password);
-    }
+    myconn_free(mc);
     return rc;
 }

@@ -180,6 +180,11 @@ tb_code binlog_behind_bytes(binlog_reader *r, int64_t *bytes, tb_error *err)
     return binlog_live_behind(r->live, r->dec, bytes, err);
 }
 
+bool binlog_encrypted(const binlog_reader *r)
+{
+    return r && binlog_live_encrypted(r->live);
+}
+
 bool binlog_at_end(const binlog_reader *r)
 {
     return r->at_end;

@@ -1,0 +1,60 @@
+/*
+ * myconn: the one place tributary opens a connection to a MySQL/MariaDB source.
+ *
+ * The replication connection (capture/mysql), its schema-lookup connection, every snapshot
+ * connection (snapshot/) and the signal writer of `tributary snapshot --incremental` all connect
+ * here, so host, port, user, password and TLS (source.ssl.*) are applied the same way everywhere.
+ *
+ * TLS, by source.ssl.mode (the names and meanings of the MySQL clients' --ssl-mode):
+ *   disabled         plaintext; no TLS option is given to Connector/C
+ *   preferred        TLS when the server offers it, else plaintext (the default)
+ *   required         TLS or no connection; the certificate is not checked
+ *   verify_ca        TLS, and the server certificate must chain to source.ssl.ca/capath
+ *   verify_identity  as verify_ca, and the certificate must name source.host
+ * With source.ssl.ca or capath set, preferred and required verify the chain too (a CA given is a
+ * CA used). Client certificate (cert, key), CRL, cipher list and TLS versions go to Connector/C
+ * as they are. After a TLS connect the negotiated version and cipher are logged at INFO.
+ *
+ * Ownership: myconn_new copies what it needs from the configuration (the password included,
+ * wiped on free); the cfg may be freed afterwards. A MYSQL handle from myconn_connect belongs to
+ * the caller (mysql_close). Thread use: a myconn is read-only after myconn_new; connections may
+ * be opened from several threads at once.
+ */
+#ifndef MYCONN_H
+#define MYCONN_H
+
+#include <mysql.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cfg.h"
+#include "tb_error.h"
+
+typedef struct myconn myconn;
+
+typedef struct myconn_opts {
+    const char *purpose;     /* what the connection is for, in log lines ("replication") */
+    int64_t read_timeout_ms; /* 0: Connector/C's default */
+    const char *charset;     /* NULL: Connector/C's default */
+    bool quiet;              /* log the TLS line at DEBUG, not INFO (connections opened often) */
+} myconn_opts;
+
+/* Read source.host/port/user/password(.file)/connect.timeout.ms and source.ssl.*; the password
+ * file is read now. Errors: TB_ERR_CONFIG (unreadable password file, verify_* without a CA). */
+tb_code myconn_new(const cfg *c, myconn **out, tb_error *err);
+void myconn_free(myconn *mc);
+
+/* Open a connection. On failure *out is NULL and err says, in one line, which host:port, and
+ * why; a failed certificate check reads "TLS certificate verification failed: <reason>".
+ * Retriable: network errors; not retriable: access denied and TLS failures. */
+tb_code myconn_connect(const myconn *mc, const myconn_opts *o, MYSQL **out, tb_error *err);
+
+const char *myconn_host(const myconn *mc);
+unsigned myconn_port(const myconn *mc);
+/* source.ssl.mode as configured ("preferred" by default). */
+const char *myconn_ssl_mode(const myconn *mc);
+
+/* Is this connection encrypted (TLS)? */
+bool myconn_encrypted(MYSQL *my);
+
+#endif

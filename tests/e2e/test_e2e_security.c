@@ -1,0 +1,238 @@
+/*
+ * End-to-end security tests against the testenv servers (DESIGN 11: TLS on MariaDB, a REQUIRE SSL
+ * user, the broker's SASL_SSL listener). They run the built tributary.
+ *
+ *   security/tls_and_sasl_ssl: `tributary run` reads MariaDB over TLS with verify_identity (the
+ *     testenv CA) as the REQUIRE SSL user and produces over SASL_SSL (password from
+ *     kafka.sasl.password.file); `tributary cache` replays the topics over SASL_SSL; the cache
+ *     table equals the source table (the source database is the oracle) after a snapshot and
+ *     streamed inserts, updates and deletes. The log says TLS version and cipher, verified.
+ *   security/refusals: each refused with exit 1 and a one-line reason: ssl.mode=disabled for
+ *     the REQUIRE SSL user; verify_ca against a foreign CA; verify_identity for a host name the
+ *     certificate does not hold (127.1 reaches 127.0.0.1); a wrong SASL password; a broker
+ *     certificate that does not chain to kafka.ssl.ca.location. Each within seconds: a refused
+ *     Kafka login is not retried.
+ */
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include "e2e_util.h"
+
+static void sec_fini(void)
+{
+    e2e_kill_children();
+}
+
+TestSuite(security, .fini = sec_fini);
+
+typedef struct sec_env {
+    char dir[128], cfg[192], log[192], db[96], prefix[96], name[96];
+} sec_env;
+
+static void sec_write(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A temp folder, a database with table t, and the password files. */
+static void sec_setup(sec_env *e, MYSQL *m)
+{
+    snprintf(e->dir, sizeof e->dir, "/tmp/e2e-sec-XXXXXX");
+    cr_assert_not_null(mkdtemp(e->dir));
+    tb_itest_unique(e->db, sizeof e->db, "sec");
+    snprintf(e->prefix, sizeof e->prefix, "%s", e->db);
+    snprintf(e->name, sizeof e->name, "%s", e->db);
+    e2e_sql(m, "CREATE DATABASE `%s`", e->db);
+    e2e_sql(m, "CREATE TABLE `%s`.t (id INT PRIMARY KEY, v VARCHAR(40))", e->db);
+    char p[256], text[256];
+    snprintf(p, sizeof p, "%s/mysql.password", e->dir);
+    snprintf(text, sizeof text, "%s\n", tb_itest_env("TRIBUTARY_TEST_MYSQL_PASSWORD"));
+    sec_write(p, text);
+    snprintf(p, sizeof p, "%s/kafka.password", e->dir);
+    snprintf(text, sizeof text, "%s\n", tb_itest_env("TRIBUTARY_TEST_KAFKA_SASL_PASSWORD"));
+    sec_write(p, text);
+    snprintf(p, sizeof p, "%s/wrong.password", e->dir);
+    sec_write(p, "not-the-password\n");
+}
+
+/* The configuration: TLS to MariaDB as the REQUIRE SSL user, SASL_SSL to Kafka, then `extra`
+ * (later keys win). */
+static void sec_config(sec_env *e, const char *file, const char *extra)
+{
+    snprintf(e->cfg, sizeof e->cfg, "%s/%s", e->dir, file);
+    FILE *f = fopen(e->cfg, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "name=%s\ntopic.prefix=%s\ntables.include=%s\\..*\n"
+            "source.host=%s\nsource.port=%s\nsource.user=%s\nsource.password.file=%s/mysql.password\n"
+            "source.ssl.mode=verify_identity\nsource.ssl.ca=%s\n"
+            "kafka.bootstrap.servers=%s\nkafka.security.protocol=SASL_SSL\nkafka.sasl.mechanisms=%s\n"
+            "kafka.sasl.username=%s\nkafka.sasl.password.file=%s/kafka.password\nkafka.ssl.ca.location=%s\n"
+            "offsets.storage=file\noffsets.file=%s/offsets\nstatus.file=%s/status.json\nheartbeat.interval.ms=500\n%s",
+            e->name, e->prefix, e->db, tb_itest_env("TRIBUTARY_TEST_MYSQL_HOST"),
+            tb_itest_env("TRIBUTARY_TEST_MYSQL_PORT"), tb_itest_env("TRIBUTARY_TEST_MYSQL_TLS_USER"), e->dir,
+            tb_itest_env("TRIBUTARY_TEST_MYSQL_SSL_CA"), tb_itest_env("TRIBUTARY_TEST_KAFKA_SASL_SSL"),
+            tb_itest_env("TRIBUTARY_TEST_KAFKA_SASL_MECHANISM"), tb_itest_env("TRIBUTARY_TEST_KAFKA_SASL_USER"),
+            e->dir, tb_itest_env("TRIBUTARY_TEST_KAFKA_SSL_CA"), e->dir, e->dir, extra);
+    fclose(f);
+}
+
+/* Wait until the log holds needle (fails after ms, or when pid exited). */
+static void sec_wait_log(const char *log, const char *needle, pid_t pid, long long ms)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    long long deadline = tb_itest_now_ms() + ms;
+    for (;;) {
+        if (e2e_slurp(log, &b) && strstr(tb_buf_cstr(&b), needle))
+            break;
+        cr_assert(pid <= 0 || waitpid(pid, NULL, WNOHANG) == 0, "tributary exited before '%s'; log:\n%.4000s",
+                  needle, tb_buf_cstr(&b));
+        cr_assert(tb_itest_now_ms() < deadline, "no '%s' in %s within %lld ms:\n%.4000s", needle, log, ms,
+                  tb_buf_cstr(&b));
+        usleep(50000);
+    }
+    tb_buf_free(&b);
+}
+
+/* Rows of table t in the cache file, as "id|v\n" lines in id order (empty when absent). */
+static void sec_cache_rows(const char *path, const char *db, tb_buf *out)
+{
+    tb_buf_reset(out);
+    sqlite3 *s = NULL;
+    if (sqlite3_open_v2(path, &s, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        sqlite3_close(s);
+        return;
+    }
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT id, v FROM \"%s.t\" ORDER BY id", db);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s, sql, -1, &st, NULL) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            const unsigned char *v = sqlite3_column_text(st, 1);
+            tb_buf_printf(out, "%lld|%s\n", (long long)sqlite3_column_int64(st, 0), v ? (const char *)v : "\\N");
+        }
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(s);
+}
+
+Test(security, tls_and_sasl_ssl, .timeout = 300)
+{
+    MYSQL *m = e2e_mysql();
+    sec_env e;
+    sec_setup(&e, m);
+    sec_config(&e, "run.properties", "");
+    e2e_sql(m, "INSERT INTO `%s`.t VALUES (1, 'one'), (2, 'two'), (3, 'three')", e.db);
+
+    snprintf(e.log, sizeof e.log, "%s/run.log", e.dir);
+    const char *run[] = {"run", "--config", e.cfg, NULL};
+    pid_t pid = e2e_spawn(run, e.log);
+    sec_wait_log(e.log, "(replication): TLS TLSv1.", pid, 60000);
+    e2e_sql(m, "INSERT INTO `%s`.t VALUES (4, 'four'), (5, 'five')", e.db);
+    e2e_sql(m, "UPDATE `%s`.t SET v = 'TWO' WHERE id = 2", e.db);
+    e2e_sql(m, "DELETE FROM `%s`.t WHERE id = 3", e.db);
+
+    tb_buf want, got, logb;
+    tb_buf_init(&want, 0);
+    tb_buf_init(&got, 0);
+    tb_buf_init(&logb, 0);
+    char q[256];
+    snprintf(q, sizeof q, "SELECT id, v FROM `%s`.t ORDER BY id", e.db);
+    e2e_query_text(m, q, &want);
+
+    /* the cache over SASL_SSL, run until caught up, again until it holds what the source holds */
+    char cache[256], clog[256];
+    snprintf(cache, sizeof cache, "%s/cache.db", e.dir);
+    snprintf(clog, sizeof clog, "%s/cache.log", e.dir);
+    long long deadline = tb_itest_now_ms() + 120000;
+    for (;;) {
+        const char *args[] = {"cache", "--config", e.cfg, "--db", cache, "--until-caught-up", NULL};
+        int rc = e2e_wait(e2e_spawn(args, clog), 60000);
+        e2e_slurp(clog, &logb);
+        cr_assert_eq(rc, 0, "tributary cache failed (%d):\n%.4000s", rc, tb_buf_cstr(&logb));
+        sec_cache_rows(cache, e.db, &got);
+        if (strcmp(tb_buf_cstr(&got), tb_buf_cstr(&want)) == 0)
+            break;
+        cr_assert(tb_itest_now_ms() < deadline, "the cache never equalled the source:\nsource:\n%s\ncache:\n%s",
+                  tb_buf_cstr(&want), tb_buf_cstr(&got));
+        usleep(300000);
+    }
+
+    kill(pid, SIGTERM);
+    int rc = e2e_wait(pid, 30000);
+    e2e_slurp(e.log, &logb);
+    cr_assert_eq(rc, 0, "run exit %d:\n%.4000s", rc, tb_buf_cstr(&logb));
+    const char *l = tb_buf_cstr(&logb);
+    cr_expect(strstr(l, "(snapshot): TLS TLSv1.") && strstr(l, "certificate and host name verified"),
+              "no TLS line for the snapshot connection:\n%.4000s", l);
+    cr_expect(strstr(l, ", cipher ") != NULL, "no cipher in the log:\n%.4000s", l);
+    e2e_assert_clean_log(e.log);
+    e2e_assert_clean_log(clog);
+    tb_buf_free(&want);
+    tb_buf_free(&got);
+    tb_buf_free(&logb);
+    e2e_sql(m, "DROP DATABASE `%s`", e.db);
+    mysql_close(m);
+    e2e_rmtree(e.dir);
+}
+
+/* Run with the configuration plus extra; expect exit 1 and a first error line holding every
+ * needle (NULL-terminated). */
+static void sec_refused(sec_env *e, const char *what, const char *extra, const char *const *needles)
+{
+    char file[64];
+    snprintf(file, sizeof file, "%s.properties", what);
+    sec_config(e, file, extra);
+    snprintf(e->log, sizeof e->log, "%s/%s.log", e->dir, what);
+    const char *run[] = {"run", "--config", e->cfg, NULL};
+    int rc = e2e_wait(e2e_spawn(run, e->log), 120000);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    e2e_slurp(e->log, &b);
+    cr_assert_eq(rc, 1, "%s: exit %d, want 1:\n%.4000s", what, rc, tb_buf_cstr(&b));
+    const char *line = strstr(tb_buf_cstr(&b), "tributary run: ");
+    cr_assert_not_null(line, "%s: no error line:\n%.4000s", what, tb_buf_cstr(&b));
+    const char *eol = strchr(line, '\n');
+    size_t len = eol ? (size_t)(eol - line) : strlen(line);
+    for (size_t i = 0; needles[i]; i++)
+        cr_expect(memmem(line, len, needles[i], strlen(needles[i])) != NULL, "%s: '%s' not in: %.*s", what,
+                  needles[i], (int)len, line);
+    e2e_assert_clean_log(e->log);
+    tb_buf_free(&b);
+}
+
+Test(security, refusals, .timeout = 300)
+{
+    MYSQL *m = e2e_mysql();
+    sec_env e;
+    sec_setup(&e, m);
+    char extra[512];
+
+    const char *disabled[] = {"Access denied", "source.ssl.mode=disabled", "REQUIRE SSL", NULL};
+    sec_refused(&e, "disabled", "source.ssl.mode=disabled\n", disabled);
+
+    snprintf(extra, sizeof extra, "source.ssl.mode=verify_ca\nsource.ssl.ca=%s/tls/foreign-ca.pem\n",
+             tb_itest_env("TRIBUTARY_TEST_DIR"));
+    const char *foreign[] = {"TLS certificate verification failed", "certificate", "foreign-ca.pem", NULL};
+    sec_refused(&e, "foreign_ca", extra, foreign);
+
+    const char *name[] = {"source 127.1:", "TLS certificate verification failed", "does not name host '127.1'",
+                          NULL};
+    sec_refused(&e, "host_name", "source.host=127.1\n", name);
+
+    snprintf(extra, sizeof extra, "kafka.sasl.password.file=%s/wrong.password\n", e.dir);
+    const char *sasl[] = {"Kafka authentication failed", "kafka.sasl.password", NULL};
+    sec_refused(&e, "sasl_password", extra, sasl);
+
+    snprintf(extra, sizeof extra, "kafka.ssl.ca.location=%s/tls/foreign-ca.pem\n", tb_itest_env("TRIBUTARY_TEST_DIR"));
+    const char *kca[] = {"Kafka TLS certificate verification failed", "certificate verify failed", NULL};
+    sec_refused(&e, "kafka_foreign_ca", extra, kca);
+
+    e2e_sql(m, "DROP DATABASE `%s`", e.db);
+    mysql_close(m);
+    e2e_rmtree(e.dir);
+}
