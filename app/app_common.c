@@ -3,6 +3,7 @@
  * environment, one-line failures, signal handling.
  */
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,6 +176,13 @@ tb_code app_load_config(int *argc, char **argv, cfg **out, tb_error *err)
             goto out;
         }
         rc = cfg_set(c, key, eq + 1, "--set", err);
+        /* A secret given on the command line is readable by every local user in ps and
+         * /proc/PID/cmdline: once stored, its characters in the argument are overwritten, as the
+         * mysql client does (the argument strings are the process's own, writable memory). */
+        if (rc == TB_OK && cfg_key_is_secret(key)) {
+            char *value = (char *)eq + 1;
+            memset(value, 'x', strlen(value));
+        }
         free(key);
         if (rc != TB_OK)
             goto out;
@@ -185,6 +193,14 @@ tb_code app_load_config(int *argc, char **argv, cfg **out, tb_error *err)
                                      "configuration: ");
         goto out;
     }
+
+    /* Private files whatever the caller's umask: the cache holds a copy of the source rows,
+     * offsets and status name its positions. file.mode (default 0600) becomes the umask, the
+     * read bits also granting search on folders; files are created 0666 and SQLite's 0644
+     * (its -wal/-shm copy the database's mode), so they come out as file.mode allows. */
+    unsigned fmode = 0600;
+    cfg_file_mode(c, &fmode);
+    umask((mode_t)(0777 & ~(fmode | ((fmode & 0444) >> 2))));
 
     tb_log_level level;
     if (tb_log_parse_level(cfg_get_str(c, "log.level"), &level))

@@ -61,10 +61,16 @@ static bool cfg_ends_with(const char *s, const char *suffix)
 
 bool cfg_key_is_secret(const char *key)
 {
+    static const char *const words[] = {"password", "secret", "key.pem", "sasl.oauthbearer", "ssl.key", "token"};
     const cfg_prop *p = cfg_prop_find(key);
     if (p && p->secret)
         return true;
-    return strcmp(key, "password") == 0 || cfg_ends_with(key, ".password") || cfg_ends_with(key, ".secret");
+    if (cfg_ends_with(key, ".file"))
+        return false; /* where a secret is read from, not the secret */
+    for (size_t i = 0; i < sizeof(words) / sizeof(*words); i++)
+        if (strstr(key, words[i]))
+            return true;
+    return false;
 }
 
 unsigned cfg_edit_distance(const char *a, const char *b)
@@ -538,6 +544,18 @@ void cfg_each_prefixed(const cfg *c, const char *prefix, cfg_each_fn fn, void *o
 
 /* ------------------------------------------------------------ validate */
 
+bool cfg_file_mode(const cfg *c, unsigned *mode)
+{
+    const char *s = cfg_get_str(c, "file.mode");
+    char *end = NULL;
+    errno = 0;
+    long v = s && *s >= '0' && *s <= '7' ? strtol(s, &end, 8) : -1;
+    if (errno || !end || *end || v < 0 || v > 0777 || (v & 0600) != 0600)
+        return false;
+    *mode = (unsigned)v;
+    return true;
+}
+
 /* "<origin>: " for a set key, or "" for a default, into buf. */
 static const char *cfg_where(const cfg *c, const char *key, char *buf, size_t len)
 {
@@ -584,6 +602,13 @@ tb_code cfg_validate(const cfg *c, tb_error *err)
         return tb_error_set(err, TB_ERR_CONFIG, false,
                             "%ssource.password.file: set either source.password or source.password.file, not both",
                             cfg_where(c, "source.password.file", w, sizeof(w)));
+
+    unsigned mode;
+    if (!cfg_file_mode(c, &mode))
+        return tb_error_set(err, TB_ERR_CONFIG, false,
+                            "%sfile.mode: '%s' is not an octal mode between 0600 and 0777 that keeps 0600 (the owner "
+                            "reads and writes its files), e.g. 0600 or 0640",
+                            cfg_where(c, "file.mode", w, sizeof(w)), cfg_get_str(c, "file.mode"));
 
     if (cfg_is_set(c, "source.start.position") && !cfg_is_set(c, "source.start.file"))
         return tb_error_set(err, TB_ERR_CONFIG, false, "%ssource.start.position needs source.start.file",

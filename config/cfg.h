@@ -13,7 +13,7 @@
  * `kafka.*` keys pass through to librdkafka unchanged (minus the prefix).
  * Keys that end in a pattern (`key.columns.<db>.<table>`) are declared with a
  * trailing '*' in the table. Unknown keys are errors naming file:line.
- * Secrets (`secret` rows, and any `*.password` key) never appear in logs or
+ * Secrets (cfg_key_is_secret: `secret` rows and keys named like secrets) never appear in logs or
  * in cfg_dump(); `<key>.file` variants read the secret from a file
  * (cfg_get_secret; for pattern keys such as kafka.sasl.password.file the file
  * is read when the key is set and stored as kafka.sasl.password).
@@ -100,6 +100,17 @@ tb_code cfg_get_secret(const cfg *c, const char *key, char **out, tb_error *err)
  * prefix removed, in key order. */
 typedef void (*cfg_each_fn)(const char *key_rest, const char *value, void *opaque);
 void cfg_each_prefixed(const cfg *c, const char *prefix, cfg_each_fn fn, void *opaque);
+
+/* True for keys whose value must never be printed or left in the process's
+ * arguments: secret rows, and any key whose name holds "password", "secret",
+ * "key.pem", "sasl.oauthbearer", "ssl.key" or "token" (kafka.sasl.password,
+ * kafka.ssl.key.pem, kafka.sasl.oauthbearer.config, ...), except the `*.file`
+ * keys that name the file a secret is read from. */
+bool cfg_key_is_secret(const char *key);
+
+/* file.mode as a number (0600..0777, keeping 0600); false when it is not one (cfg_validate
+ * refuses such a configuration). */
+bool cfg_file_mode(const cfg *c, unsigned *mode);
 
 /* The effective configuration as key=value lines, secrets as "********". */
 tb_code cfg_dump(const cfg *c, tb_buf *out);

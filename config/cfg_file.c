@@ -58,7 +58,7 @@ tb_code cfg_file_write_atomic(const char *path, const void *data, size_t len, tb
     if (n < 0 || (size_t)n >= sizeof(tmp))
         return tb_error_set(err, TB_ERR_INVALID, false, "%s: path too long", path);
 
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) {
         rc = tb_error_set(err, TB_ERR_IO, false, "%s: cannot create: %s", tmp, strerror(errno));
         goto out;

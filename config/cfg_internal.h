@@ -12,10 +12,6 @@
 /* "string", "int", "bool", "enum", "regex", "path", "ms". */
 const char *cfg_type_name(cfg_type t);
 
-/* True for keys whose value must never be printed: secret rows and any key
- * ending in ".password" (kafka.sasl.password, kafka.ssl.key.password, ...). */
-bool cfg_key_is_secret(const char *key);
-
 /* The known key closest to `key` by edit distance when it is close enough to
  * be a likely typo, else NULL. Borrowed from the property table. Pattern rows
  * are offered with their prefix ("kafka."). */

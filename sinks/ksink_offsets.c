@@ -74,7 +74,7 @@ tb_code ksink_offsets_file_write(const char *path, const tb_position *pos, tb_er
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "offsets file %s: out of memory", path);
         goto out;
     }
-    fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) {
         rc = tb_error_set(err, TB_ERR_IO, false, "offsets file %s: cannot create: %s", tmp.data, strerror(errno));
         goto out;

@@ -35,6 +35,13 @@ bool snap_inc_split_table(const char *db_table, char **db, char **table)
     return *db && *table;
 }
 
+static tb_code has_row(void *opaque, char **col, unsigned long *len, unsigned ncols, tb_error *err)
+{
+    (void)col, (void)len, (void)ncols, (void)err;
+    *(bool *)opaque = true;
+    return TB_OK;
+}
+
 tb_code snap_inc_ensure_signal_table(MYSQL *my, const char *db, tb_error *err)
 {
     tb_buf sql;
@@ -45,18 +52,39 @@ tb_code snap_inc_ensure_signal_table(MYSQL *my, const char *db, tb_error *err)
     if (rc == TB_OK)
         rc = tb_buf_puts(&sql, "." SNAP_SIGNAL_TABLE " (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, "
                                "type VARCHAR(32) NOT NULL, data VARCHAR(1024) NOT NULL, "
-                               "ts TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=InnoDB");
+                               "ts TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), "
+                               "connector VARCHAR(255) NOT NULL DEFAULT '') ENGINE=InnoDB");
     if (rc == TB_OK)
         rc = snap_sql_exec(my, tb_buf_cstr(&sql), err);
     else
         tb_error_set(err, rc, false, "out of memory");
+    /* a table from before signals named their connector: add the column */
+    bool has = false;
+    const char *params[] = {db};
+    if (rc == TB_OK)
+        rc = snap_sql_query(my,
+                            "SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = '"
+                            SNAP_SIGNAL_TABLE "' AND COLUMN_NAME = 'connector'",
+                            params, 1, has_row, &has, err);
+    if (rc == TB_OK && !has) {
+        tb_buf_reset(&sql);
+        rc = tb_buf_puts(&sql, "ALTER TABLE ");
+        if (rc == TB_OK)
+            rc = snap_sql_ident(&sql, db);
+        if (rc == TB_OK)
+            rc = tb_buf_puts(&sql, "." SNAP_SIGNAL_TABLE " ADD COLUMN connector VARCHAR(255) NOT NULL DEFAULT ''");
+        if (rc == TB_OK)
+            rc = snap_sql_exec(my, tb_buf_cstr(&sql), err);
+        else
+            tb_error_set(err, rc, false, "out of memory");
+    }
     tb_buf_free(&sql);
     return rc;
 }
 
 /* INSERT a signal row; *id = its AUTO_INCREMENT id. */
-tb_code snap_inc_insert_signal(MYSQL *my, const char *db, const char *type, const char *data, int64_t *id,
-                             tb_error *err)
+tb_code snap_inc_insert_signal(MYSQL *my, const char *db, const char *connector, const char *type, const char *data,
+                               int64_t *id, tb_error *err)
 {
     tb_buf sql;
     tb_buf_init(&sql, 0);
@@ -64,14 +92,14 @@ tb_code snap_inc_insert_signal(MYSQL *my, const char *db, const char *type, cons
     if (rc == TB_OK)
         rc = snap_sql_ident(&sql, db);
     if (rc == TB_OK)
-        rc = tb_buf_puts(&sql, "." SNAP_SIGNAL_TABLE " (type, data) VALUES (?, ?)");
+        rc = tb_buf_puts(&sql, "." SNAP_SIGNAL_TABLE " (type, data, connector) VALUES (?, ?, ?)");
     MYSQL_STMT *st = mysql_stmt_init(my);
     if (rc != TB_OK || !st) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
     }
-    MYSQL_BIND b[2];
-    unsigned long len[2] = {(unsigned long)strlen(type), (unsigned long)strlen(data)};
+    MYSQL_BIND b[3];
+    unsigned long len[3] = {(unsigned long)strlen(type), (unsigned long)strlen(data), (unsigned long)strlen(connector)};
     memset(b, 0, sizeof(b));
     b[0].buffer_type = MYSQL_TYPE_STRING;
     b[0].buffer = (void *)type;
@@ -81,6 +109,10 @@ tb_code snap_inc_insert_signal(MYSQL *my, const char *db, const char *type, cons
     b[1].buffer = (void *)data;
     b[1].buffer_length = len[1];
     b[1].length = &len[1];
+    b[2].buffer_type = MYSQL_TYPE_STRING;
+    b[2].buffer = (void *)connector;
+    b[2].buffer_length = len[2];
+    b[2].length = &len[2];
     if (mysql_stmt_prepare(st, tb_buf_cstr(&sql), sql.len) != 0 || mysql_stmt_bind_param(st, b) != 0 ||
         mysql_stmt_execute(st) != 0) {
         rc = snap_sql_stmt_fail(st, err, "writing a signal row");
@@ -113,9 +145,10 @@ tb_code snap_inc_signal(const cfg *c, const char *db_table, tb_error *err)
         rc = snap_inc_ensure_signal_table(my, db, err);
     int64_t id = 0;
     if (rc == TB_OK)
-        rc = snap_inc_insert_signal(my, db, "execute-snapshot", db_table, &id, err);
+        rc = snap_inc_insert_signal(my, db, cfg_get_str(c, "name"), "execute-snapshot", db_table, &id, err);
     if (rc == TB_OK)
-        TB_INFO(FAC, "signal %lld: execute-snapshot %s", (long long)id, db_table);
+        TB_INFO(FAC, "signal %lld: execute-snapshot %s for connector '%s'", (long long)id, db_table,
+                cfg_get_str(c, "name"));
 out:
     evt_table_unref(t);
     if (my)
@@ -174,7 +207,7 @@ static tb_code write_atomic(const char *path, const char *data, size_t len, tb_e
     tb_buf tmp;
     tb_buf_init(&tmp, 0);
     tb_code rc = tb_buf_printf(&tmp, "%s.tmp", path);
-    int fd = rc == TB_OK ? open(tb_buf_cstr(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    int fd = rc == TB_OK ? open(tb_buf_cstr(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : -1;
     if (fd < 0) {
         rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", tb_buf_cstr(&tmp), strerror(errno));
         goto out;

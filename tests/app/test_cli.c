@@ -285,3 +285,38 @@ Test(cli, status_of_corrupt_file_exits_1)
     cr_assert_not_null(strstr(r.err.data, "not a status file"), "%s", r.err.data);
     run_result_free(&r);
 }
+
+/* Files tributary creates are private whatever the caller's umask (here 022): the offsets file
+ * of `offsets set` is 0600; file.mode=0640 widens it on purpose; a mode without 0600 is refused. */
+Test(cli, created_files_are_private_under_umask_022)
+{
+    mode_t old = umask(022);
+    char off[160], off2[160], set1[200], set2[200];
+    snprintf(off, sizeof off, "%s/private.offsets", dir);
+    snprintf(off2, sizeof off2, "%s/group.offsets", dir);
+    snprintf(set1, sizeof set1, "offsets.file=%s", off);
+    snprintf(set2, sizeof set2, "offsets.file=%s", off2);
+    const char *pos = "mariadb;server_id=1;file=binlog.000001;pos=4;row=0;gtid=0-1-1";
+    run_result r = run_tributary((const char *[]){"offsets", "set", "--position", pos, "--set", "sink=stdout",
+                                                  "--set", "offsets.storage=file", "--set", set1, NULL},
+                                 NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err.data);
+    run_result_free(&r);
+    struct stat st;
+    cr_assert_eq(stat(off, &st), 0);
+    cr_expect_eq(st.st_mode & 0777, 0600, "offsets file mode %o under umask 022", st.st_mode & 0777);
+    r = run_tributary((const char *[]){"offsets", "set", "--position", pos, "--set", "sink=stdout", "--set",
+                                       "offsets.storage=file", "--set", set2, "--set", "file.mode=0640", NULL},
+                      NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err.data);
+    run_result_free(&r);
+    cr_assert_eq(stat(off2, &st), 0);
+    cr_expect_eq(st.st_mode & 0777, 0640, "file.mode=0640 gives %o", st.st_mode & 0777);
+    r = run_tributary((const char *[]){"offsets", "show", "--set", "sink=stdout", "--set", "offsets.storage=file",
+                                       "--set", set1, "--set", "file.mode=0444", NULL},
+                      NULL);
+    cr_expect_eq(r.status, 2);
+    cr_expect_not_null(strstr(r.err.data, "file.mode: '0444'"), "%s", r.err.data);
+    run_result_free(&r);
+    umask(old);
+}

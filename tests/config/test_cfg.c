@@ -326,6 +326,25 @@ Test(cfg, secrets_masked_in_dump)
     cr_assert(cfg_key_is_secret("source.password"));
     cr_assert(cfg_key_is_secret("kafka.sasl.password"));
     cr_assert_not(cfg_key_is_secret("source.password.file"));
+    static const char *const secret[] = {"kafka.ssl.key.pem", "kafka.sasl.oauthbearer.config",
+                                         "kafka.sasl.oauthbearer.client.secret", "kafka.ssl.key.location",
+                                         "kafka.ssl_key.pem", "kafka.sasl.oauthbearer.token.endpoint.url",
+                                         "source.ssl.key", "password", "kafka.ssl.keystore.password"};
+    for (size_t i = 0; i < sizeof secret / sizeof *secret; i++)
+        cr_expect(cfg_key_is_secret(secret[i]), "%s is a secret", secret[i]);
+    static const char *const plain[] = {"kafka.sasl.username", "kafka.ssl.ca.location", "source.ssl.ca",
+                                        "kafka.sasl.mechanisms", "kafka.sasl.password.file", "source.user"};
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+        cr_expect_not(cfg_key_is_secret(plain[i]), "%s is not a secret", plain[i]);
+    /* an inline key and an OAUTHBEARER config: masked in the dump */
+    cr_assert_eq(cfg_set(c, "kafka.ssl.key.pem", "-----BEGIN PRIVATE KEY-----xyz", "--set", &err), TB_OK);
+    cr_assert_eq(cfg_set(c, "kafka.sasl.oauthbearer.config", "principal=p extension_x=tok3n", "--set", &err), TB_OK);
+    tb_buf_init(&b, 0);
+    cr_assert_eq(cfg_dump(c, &b), TB_OK);
+    cr_assert_null(strstr(tb_buf_cstr(&b), "PRIVATE KEY"));
+    cr_assert_null(strstr(tb_buf_cstr(&b), "tok3n"));
+    cr_assert_not_null(strstr(tb_buf_cstr(&b), "kafka.ssl.key.pem=********\n"));
+    tb_buf_free(&b);
     cfg_free(c);
 }
 
@@ -364,6 +383,10 @@ Test(cfg, pass_through_secret_file_is_read_at_set)
     cr_assert_eq(cfg_dump(c, &b), TB_OK);
     cr_assert_null(strstr(tb_buf_cstr(&b), "t0ps3cret"));
     tb_buf_free(&b);
+    const char *k = write_file("keypw", "k3ypass\n");
+    cr_assert_eq(cfg_set(c, "kafka.ssl.key.password.file", k, "f:2", &err), TB_OK, "%s", err.msg);
+    cr_assert_not(cfg_is_set(c, "kafka.ssl.key.password.file"));
+    cr_assert_str_eq(cfg_get_str(c, "kafka.ssl.key.password"), "k3ypass");
     cr_assert_eq(cfg_set(c, "kafka.ssl.key.password.file", "/nonexistent/k", "f:2", &err), TB_ERR_CONFIG);
     cr_assert_str_eq(err.msg, "f:2: kafka.ssl.key.password.file: /nonexistent/k: no such file");
     cfg_free(c);
