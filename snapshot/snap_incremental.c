@@ -334,11 +334,11 @@ tb_code snap_inc_poll(snap_inc *si, tb_error *err)
     }
     rc = snap_inc_ensure_signal_table(si->my, db, err);
     if (rc == TB_OK)
-        rc = snap_inc_insert_signal(si->my, db, "snapshot-window-open", si->queue[0], &si->id_lo, err);
+        rc = snap_inc_insert_signal(si->my, db, cfg_get_str(si->c, "name"), "snapshot-window-open", si->queue[0], &si->id_lo, err);
     if (rc == TB_OK)
         rc = read_chunk(si, err);
     if (rc == TB_OK)
-        rc = snap_inc_insert_signal(si->my, db, "snapshot-window-close", si->queue[0], &si->id_hi, err);
+        rc = snap_inc_insert_signal(si->my, db, cfg_get_str(si->c, "name"), "snapshot-window-close", si->queue[0], &si->id_hi, err);
     if (rc != TB_OK) {
         chunk_clear(si);
         goto out;
@@ -441,6 +441,15 @@ tb_code snap_inc_observe(snap_inc *si, const evt_event *ev, tb_error *err)
         const char *data = str_col(ev, "data", &dl);
         if (!type || !data || !int_col(ev, "id", &id))
             return TB_OK;
+        /* every connector on the server sees every signal: only those naming this one count */
+        size_t cl = 0;
+        const char *conn = str_col(ev, "connector", &cl);
+        const char *self = cfg_get_str(si->c, "name");
+        if (!conn || cl != strlen(self) || memcmp(conn, self, cl) != 0) {
+            TB_DEBUG(FAC, "signal %lld (%.*s %.*s) is for connector '%.*s', not '%s': left alone", (long long)id,
+                     (int)tl, type, (int)dl, data, conn ? (int)cl : 4, conn ? conn : "none", self);
+            return TB_OK;
+        }
         if (is_type(type, tl, "execute-snapshot") && id > si->last_signal_id) {
             si->last_signal_id = id;
             char *name = strndup(data, dl);

@@ -7,6 +7,8 @@
  *     kafka.sasl.password.file); `tributary cache` replays the topics over SASL_SSL; the cache
  *     table equals the source table (the source database is the oracle) after a snapshot and
  *     streamed inserts, updates and deletes. The log says TLS version and cipher, verified.
+ *     The MySQL password, given with --set, is overwritten in /proc/PID/cmdline once parsed.
+ *     Under umask 022, offsets, status and cache files (and -wal/-shm) are created 0600.
  *   security/refusals: each refused with exit 1 and a one-line reason: ssl.mode=disabled for
  *     the REQUIRE SSL user; verify_ca against a foreign CA; verify_identity for a host name the
  *     certificate does not hold (127.1 reaches 127.0.0.1); a wrong SASL password; a broker
@@ -58,22 +60,23 @@ static void sec_setup(sec_env *e, MYSQL *m)
     sec_write(p, "not-the-password\n");
 }
 
-/* The configuration: TLS to MariaDB as the REQUIRE SSL user, SASL_SSL to Kafka, then `extra`
- * (later keys win). */
-static void sec_config(sec_env *e, const char *file, const char *extra)
+/* The configuration: TLS to MariaDB as the REQUIRE SSL user (its password from a file, or
+ * from the command line when !pw_file), SASL_SSL to Kafka, then `extra` (later keys win). */
+static void sec_config(sec_env *e, const char *file, bool pw_file, const char *extra)
 {
     snprintf(e->cfg, sizeof e->cfg, "%s/%s", e->dir, file);
     FILE *f = fopen(e->cfg, "w");
     cr_assert_not_null(f);
     fprintf(f,
             "name=%s\ntopic.prefix=%s\ntables.include=%s\\..*\n"
-            "source.host=%s\nsource.port=%s\nsource.user=%s\nsource.password.file=%s/mysql.password\n"
+            "source.host=%s\nsource.port=%s\nsource.user=%s\n%s%s%s"
             "source.ssl.mode=verify_identity\nsource.ssl.ca=%s\n"
             "kafka.bootstrap.servers=%s\nkafka.security.protocol=SASL_SSL\nkafka.sasl.mechanisms=%s\n"
             "kafka.sasl.username=%s\nkafka.sasl.password.file=%s/kafka.password\nkafka.ssl.ca.location=%s\n"
             "offsets.storage=file\noffsets.file=%s/offsets\nstatus.file=%s/status.json\nheartbeat.interval.ms=500\n%s",
             e->name, e->prefix, e->db, tb_itest_env("TRIBUTARY_TEST_MYSQL_HOST"),
-            tb_itest_env("TRIBUTARY_TEST_MYSQL_PORT"), tb_itest_env("TRIBUTARY_TEST_MYSQL_TLS_USER"), e->dir,
+            tb_itest_env("TRIBUTARY_TEST_MYSQL_PORT"), tb_itest_env("TRIBUTARY_TEST_MYSQL_TLS_USER"),
+            pw_file ? "source.password.file=" : "", pw_file ? e->dir : "", pw_file ? "/mysql.password\n" : "",
             tb_itest_env("TRIBUTARY_TEST_MYSQL_SSL_CA"), tb_itest_env("TRIBUTARY_TEST_KAFKA_SASL_SSL"),
             tb_itest_env("TRIBUTARY_TEST_KAFKA_SASL_MECHANISM"), tb_itest_env("TRIBUTARY_TEST_KAFKA_SASL_USER"),
             e->dir, tb_itest_env("TRIBUTARY_TEST_KAFKA_SSL_CA"), e->dir, e->dir, extra);
@@ -120,18 +123,47 @@ static void sec_cache_rows(const char *path, const char *db, tb_buf *out)
     sqlite3_close(s);
 }
 
+/* Assert path (when it exists, or always when must) has mode 0600. */
+static void sec_private(const char *path, bool must)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        cr_assert(!must, "%s: %s", path, strerror(errno));
+        return;
+    }
+    cr_expect_eq(st.st_mode & 0777, 0600, "%s has mode %o, want 0600", path, (unsigned)(st.st_mode & 0777));
+}
+
 Test(security, tls_and_sasl_ssl, .timeout = 300)
 {
+    umask(022); /* the usual umask: the files tributary creates must still be private */
     MYSQL *m = e2e_mysql();
     sec_env e;
     sec_setup(&e, m);
-    sec_config(&e, "run.properties", "");
+    sec_config(&e, "run.properties", false, "");
     e2e_sql(m, "INSERT INTO `%s`.t VALUES (1, 'one'), (2, 'two'), (3, 'three')", e.db);
 
     snprintf(e.log, sizeof e.log, "%s/run.log", e.dir);
-    const char *run[] = {"run", "--config", e.cfg, NULL};
+    /* the MySQL password on the command line: gone from /proc/PID/cmdline once parsed */
+    char pwarg[160];
+    snprintf(pwarg, sizeof pwarg, "source.password=%s", tb_itest_env("TRIBUTARY_TEST_MYSQL_PASSWORD"));
+    const char *run[] = {"run", "--config", e.cfg, "--set", pwarg, NULL};
     pid_t pid = e2e_spawn(run, e.log);
     sec_wait_log(e.log, "(replication): TLS TLSv1.", pid, 60000);
+    char cmdpath[64];
+    snprintf(cmdpath, sizeof cmdpath, "/proc/%d/cmdline", (int)pid);
+    tb_buf cmdline;
+    tb_buf_init(&cmdline, 0);
+    cr_assert(e2e_slurp(cmdpath, &cmdline));
+    for (size_t i = 0; i < cmdline.len; i++)
+        if (cmdline.data[i] == '\0')
+            cmdline.data[i] = ' ';
+    const char *pw = tb_itest_env("TRIBUTARY_TEST_MYSQL_PASSWORD");
+    cr_expect_null(strstr(tb_buf_cstr(&cmdline), pw), "the password is readable in %s: %s", cmdpath,
+                   tb_buf_cstr(&cmdline));
+    cr_expect_not_null(strstr(tb_buf_cstr(&cmdline), "source.password=xxxxxxxx"), "%s: %s", cmdpath,
+                       tb_buf_cstr(&cmdline));
+    tb_buf_free(&cmdline);
     e2e_sql(m, "INSERT INTO `%s`.t VALUES (4, 'four'), (5, 'five')", e.db);
     e2e_sql(m, "UPDATE `%s`.t SET v = 'TWO' WHERE id = 2", e.db);
     e2e_sql(m, "DELETE FROM `%s`.t WHERE id = 3", e.db);
@@ -172,6 +204,16 @@ Test(security, tls_and_sasl_ssl, .timeout = 300)
     cr_expect(strstr(l, ", cipher ") != NULL, "no cipher in the log:\n%.4000s", l);
     e2e_assert_clean_log(e.log);
     e2e_assert_clean_log(clog);
+    char f[300];
+    snprintf(f, sizeof f, "%s/offsets", e.dir);
+    sec_private(f, true);
+    snprintf(f, sizeof f, "%s/status.json", e.dir);
+    sec_private(f, true);
+    sec_private(cache, true);
+    snprintf(f, sizeof f, "%s-wal", cache);
+    sec_private(f, false);
+    snprintf(f, sizeof f, "%s-shm", cache);
+    sec_private(f, false);
     tb_buf_free(&want);
     tb_buf_free(&got);
     tb_buf_free(&logb);
@@ -186,7 +228,7 @@ static void sec_refused(sec_env *e, const char *what, const char *extra, const c
 {
     char file[64];
     snprintf(file, sizeof file, "%s.properties", what);
-    sec_config(e, file, extra);
+    sec_config(e, file, true, extra);
     snprintf(e->log, sizeof e->log, "%s/%s.log", e->dir, what);
     const char *run[] = {"run", "--config", e->cfg, NULL};
     int rc = e2e_wait(e2e_spawn(run, e->log), 120000);
@@ -232,6 +274,56 @@ Test(security, refusals, .timeout = 300)
     const char *kca[] = {"Kafka TLS certificate verification failed", "certificate verify failed", NULL};
     sec_refused(&e, "kafka_foreign_ca", extra, kca);
 
+    e2e_sql(m, "DROP DATABASE `%s`", e.db);
+    mysql_close(m);
+    e2e_rmtree(e.dir);
+}
+
+/* Incremental-snapshot signals are scoped to their connector: a signal written for connector
+ * "<name>_other" is left alone by the running connector <name> (a DEBUG line says so, nothing is
+ * queued); a signal for <name> itself is executed. */
+Test(security, signals_scoped_to_their_connector, .timeout = 300)
+{
+    MYSQL *m = e2e_mysql();
+    sec_env e;
+    sec_setup(&e, m);
+    e2e_sql(m, "INSERT INTO `%s`.t VALUES (1, 'one'), (2, 'two'), (3, 'three')", e.db);
+    sec_config(&e, "run.properties", true, "sink=stdout\nsnapshot.mode=never\nlog.level=debug\n");
+    snprintf(e.log, sizeof e.log, "%s/run.log", e.dir);
+    const char *run[] = {"run", "--config", e.cfg, NULL};
+    pid_t pid = e2e_spawn(run, e.log);
+    sec_wait_log(e.log, "run: streaming from the binlog", pid, 60000);
+
+    char table[160], other[160], slog[256];
+    snprintf(table, sizeof table, "%s.t", e.db);
+    snprintf(other, sizeof other, "name=%s_other", e.name);
+    snprintf(slog, sizeof slog, "%s/signal.log", e.dir);
+    const char *sig_other[] = {"snapshot", "--incremental", "--table", table, "--config", e.cfg, "--set", other, NULL};
+    cr_assert_eq(e2e_wait(e2e_spawn(sig_other, slog), 60000), 0, "signal for the other connector failed");
+    char needle[300];
+    snprintf(needle, sizeof needle, "is for connector '%s_other', not '%s': left alone", e.name, e.name);
+    sec_wait_log(e.log, needle, pid, 60000);
+
+    const char *sig_own[] = {"snapshot", "--incremental", "--table", table, "--config", e.cfg, NULL};
+    cr_assert_eq(e2e_wait(e2e_spawn(sig_own, slog), 60000), 0, "signal for the connector failed");
+    snprintf(needle, sizeof needle, "incremental snapshot of %s done", table);
+    sec_wait_log(e.log, needle, pid, 60000);
+
+    kill(pid, SIGTERM);
+    cr_assert_eq(e2e_wait(pid, 30000), 0);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    e2e_slurp(e.log, &b);
+    const char *l = tb_buf_cstr(&b);
+    /* one snapshot, the connector's own: queued once */
+    const char *q = strstr(l, "incremental snapshot of");
+    cr_assert_not_null(q);
+    snprintf(needle, sizeof needle, "incremental snapshot of %s queued", table);
+    const char *first = strstr(l, needle);
+    cr_assert_not_null(first, "%.4000s", l);
+    cr_expect_null(strstr(first + 1, needle), "queued twice:\n%.4000s", l);
+    e2e_assert_clean_log(e.log);
+    tb_buf_free(&b);
     e2e_sql(m, "DROP DATABASE `%s`", e.db);
     mysql_close(m);
     e2e_rmtree(e.dir);
