@@ -58,15 +58,16 @@ static inline rd_kafka_t *it_producer(void)
     return rk;
 }
 
-/* Create a compacted topic; aggressive: the cleaner runs almost at once (segments roll every 100 ms). */
+/* Create a compacted topic; aggressive > 0: the cleaner runs almost at once (segments roll every 100 ms);
+ * aggressive < 0: cleanup.policy=delete (a topic that takes messages without a key). */
 static inline void it_create_topic(rd_kafka_t *rk, const char *topic, int partitions, int aggressive)
 {
     char errstr[512];
     rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, 1, errstr, sizeof(errstr));
     cr_assert_not_null(nt, "%s", errstr);
-    const char *cfg[] = {"cleanup.policy", "compact", "segment.ms", "100", "min.cleanable.dirty.ratio", "0.01",
+    const char *cfg[] = {"cleanup.policy", aggressive < 0 ? "delete" : "compact", "segment.ms", "100", "min.cleanable.dirty.ratio", "0.01",
                          "delete.retention.ms", "100", "min.compaction.lag.ms", "0", NULL};
-    for (int i = 0; cfg[i] && (aggressive || i == 0); i += 2)
+    for (int i = 0; cfg[i] && (aggressive > 0 || i == 0); i += 2)
         cr_assert_eq(rd_kafka_NewTopic_set_config(nt, cfg[i], cfg[i + 1]), 0);
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
     rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);

@@ -394,3 +394,113 @@ Test(debezium, golden_variants_equal_tributary, .timeout = 600, .fini = e2e_kill
     cr_assert_eq(bad, 0, "%d cells differ from the tributary cache (see above)", bad);
     e2e_rmtree(dir);
 }
+
+/* Debezium's topic conventions, with Connect schemas: truncate (op t, a null
+ * key), logical messages (op m), schema change events, the unavailable-value
+ * placeholder, a key change as d + tombstone + c, and a value the cache cannot
+ * decode (skipped by cache.error.policy=skip, named by topic, partition,
+ * offset and column). */
+Test(debezium, conventions, .timeout = 180, .fini = e2e_kill_children)
+{
+    char dir[128], prefix[64], db[200], clog[200], tt[160], tu[160];
+    it_prefix(prefix, sizeof prefix, "dbc");
+    snprintf(dir, sizeof dir, "/tmp/e2e-%s", prefix);
+    cr_assert_eq(mkdir(dir, 0700), 0, "mkdir %s: %s", dir, strerror(errno));
+    snprintf(db, sizeof db, "%s/c.db", dir);
+    snprintf(clog, sizeof clog, "%s/cache.log", dir);
+    snprintf(tt, sizeof tt, "%s.db.t", prefix);
+    snprintf(tu, sizeof tu, "%s.db.u", prefix);
+    rd_kafka_t *rk = it_producer();
+    it_create_topic(rk, tt, 1, -1); /* the truncate event has no key: a compacted topic refuses it */
+    it_create_topic(rk, tu, 1, 0);
+    it_create_topic(rk, prefix, 1, 0);
+    const char *ks = "{\"type\":\"struct\",\"fields\":[{\"type\":\"int32\",\"optional\":false,\"field\":\"id\"}],"
+                     "\"optional\":false,\"name\":\"k.Key\"}";
+    const char *rowf = "[{\"type\":\"int32\",\"optional\":false,\"field\":\"id\"},"
+                       "{\"type\":\"string\",\"optional\":true,\"field\":\"note\"},"
+                       "{\"type\":\"bytes\",\"optional\":true,\"name\":\"org.apache.kafka.connect.data.Decimal\","
+                       "\"version\":1,\"parameters\":{\"scale\":\"2\",\"connect.decimal.precision\":\"10\"},"
+                       "\"field\":\"d\"}]";
+    char vs[2048];
+    snprintf(vs, sizeof vs,
+             "{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"fields\":%s,\"optional\":true,\"name\":\"v.Value\","
+             "\"field\":\"before\"},{\"type\":\"struct\",\"fields\":%s,\"optional\":true,\"name\":\"v.Value\","
+             "\"field\":\"after\"},{\"type\":\"struct\",\"fields\":[{\"type\":\"string\",\"optional\":false,"
+             "\"field\":\"connector\"}],\"optional\":false,\"name\":\"io.debezium.connector.mysql.Source\","
+             "\"field\":\"source\"},{\"type\":\"string\",\"optional\":false,\"field\":\"op\"}],\"optional\":false,"
+             "\"name\":\"v.Envelope\"}",
+             rowf, rowf);
+#define KEY(id) "{\"schema\":%s,\"payload\":{\"id\":" #id "}}"
+    char k[1024], v[4096];
+#define SEND(topic, keyfmt, payload)                                                                                   \
+    do {                                                                                                               \
+        snprintf(k, sizeof k, keyfmt, ks);                                                                             \
+        snprintf(v, sizeof v, "{\"schema\":%s,\"payload\":%s}", vs, payload);                                          \
+        it_produce(rk, topic, 0, k, v);                                                                                \
+    } while (0)
+    /* table u: the placeholder, a bad Decimal, a delete */
+    SEND(tu, KEY(1), "{\"before\":null,\"after\":{\"id\":1,\"note\":\"a\",\"d\":\"AMg=\"},\"source\":{\"connector\":"
+                     "\"mysql\"},\"op\":\"c\"}");
+    SEND(tu, KEY(1), "{\"before\":null,\"after\":{\"id\":1,\"note\":\"__debezium_unavailable_value\",\"d\":\"ASw=\"},"
+                     "\"source\":{\"connector\":\"mysql\"},\"op\":\"u\"}");
+    SEND(tu, KEY(2), "{\"before\":null,\"after\":{\"id\":2,\"note\":\"b\",\"d\":\"!!\"},\"source\":{\"connector\":"
+                     "\"mysql\"},\"op\":\"c\"}");
+    SEND(tu, KEY(3), "{\"before\":null,\"after\":{\"id\":3,\"note\":\"c\",\"d\":null},\"source\":{\"connector\":"
+                     "\"mysql\"},\"op\":\"c\"}");
+    SEND(tu, KEY(3), "{\"before\":{\"id\":3,\"note\":\"c\",\"d\":null},\"after\":null,\"source\":{\"connector\":"
+                     "\"mysql\"},\"op\":\"d\"}");
+    snprintf(k, sizeof k, KEY(3), ks);
+    it_produce(rk, tu, 0, k, NULL);
+    /* a key change: d, tombstone, c */
+    SEND(tu, KEY(1), "{\"before\":{\"id\":1,\"note\":\"a\",\"d\":\"ASw=\"},\"after\":null,\"source\":{\"connector\":"
+                     "\"mysql\"},\"op\":\"d\"}");
+    snprintf(k, sizeof k, KEY(1), ks);
+    it_produce(rk, tu, 0, k, NULL);
+    SEND(tu, KEY(10), "{\"before\":{\"id\":1,\"note\":\"a\",\"d\":\"ASw=\"},\"after\":{\"id\":10,\"note\":\"a\",\"d\":"
+                      "\"/zg=\"},\"source\":{\"connector\":\"mysql\"},\"op\":\"c\"}");
+    /* table t: rows, a logical message, a truncate, a row after it */
+    SEND(tt, KEY(1), "{\"before\":null,\"after\":{\"id\":1,\"note\":\"x\",\"d\":\"AA==\"},\"source\":{\"connector\":"
+                     "\"mysql\"},\"op\":\"r\"}");
+    SEND(tt, KEY(2), "{\"before\":null,\"after\":{\"id\":2,\"note\":\"y\",\"d\":\"AA==\"},\"source\":{\"connector\":"
+                     "\"mysql\"},\"op\":\"c\"}");
+    SEND(tt, KEY(2), "{\"before\":null,\"after\":null,\"source\":{\"connector\":\"mysql\"},\"op\":\"m\"}");
+    snprintf(v, sizeof v, "{\"schema\":%s,\"payload\":{\"before\":null,\"after\":null,\"source\":{\"connector\":"
+                          "\"mysql\"},\"op\":\"t\"}}", vs);
+    cr_assert_eq(rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(tt), RD_KAFKA_V_PARTITION(0),
+                                   RD_KAFKA_V_VALUE(v, strlen(v)), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                   RD_KAFKA_V_END), 0);
+    SEND(tt, KEY(3), "{\"before\":null,\"after\":{\"id\":3,\"note\":\"z\",\"d\":\"AA==\"},\"source\":{\"connector\":"
+                     "\"mysql\"},\"op\":\"c\"}");
+    /* the schema change topic (<topic.prefix>): not a table */
+    it_produce(rk, prefix, 0, "{\"databaseName\":\"db\"}",
+               "{\"source\":{\"connector\":\"mysql\"},\"ts_ms\":1,\"databaseName\":\"db\",\"schemaName\":null,"
+               "\"ddl\":\"CREATE TABLE t (id INT PRIMARY KEY)\",\"tableChanges\":[]}");
+    it_flush(rk);
+    rd_kafka_destroy(rk);
+#undef SEND
+#undef KEY
+    char topics[200];
+    snprintf(topics, sizeof topics, "^%s", prefix);
+    const char *args[] = {"cache", "--brokers", it_brokers(), "--topics", topics, "--db", db, "--until-caught-up",
+                          "--set", "cache.error.policy=skip", NULL};
+    pid_t pid = e2e_spawn(args, clog);
+    int rc = e2e_wait(pid, 120000);
+    cr_assert_eq(rc, 0, "tributary cache exited %d; see %s", rc, clog);
+    e2e_assert_clean_log(clog);
+    char *u = it_sql_dump(db, "SELECT id, note, d, typeof(d) FROM \"db.u\" ORDER BY id");
+    char *t = it_sql_dump(db, "SELECT id, note FROM \"db.t\" ORDER BY id");
+    bool uok = strcmp(u, "10|a|-2.00|text\n") == 0, tok = strcmp(t, "3|z\n") == 0;
+    cr_assert(uok && tok, "table u:\n%s\ntable t after the truncate:\n%s", u, t);
+    free(u);
+    free(t);
+    cr_assert_eq(it_sql_int(db, "SELECT count(*) FROM _tributary_tables"), 2, "the schema change topic became a table");
+    tb_buf lg;
+    tb_buf_init(&lg, 0);
+    cr_assert(e2e_slurp(clog, &lg));
+    char want[256];
+    snprintf(want, sizeof want, "%s [0] offset 2: skipped (cache.error.policy=skip): column \"d\"", tu);
+    cr_assert_not_null(strstr(tb_buf_cstr(&lg), want), "the log does not name the bad message (%s):\n%s", want,
+                       tb_buf_cstr(&lg));
+    tb_buf_free(&lg);
+    e2e_rmtree(dir);
+}
