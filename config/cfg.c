@@ -656,3 +656,53 @@ tb_code cfg_dump(const cfg *c, tb_buf *out)
     }
     return TB_OK;
 }
+
+/* ============================================================ key.columns */
+
+void cfg_list_free(char **list, size_t n)
+{
+    if (!list)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+}
+
+tb_code cfg_key_columns(const cfg *c, const char *db, const char *table, char ***cols, size_t *n)
+{
+    *cols = NULL;
+    *n = 0;
+    tb_buf key;
+    tb_buf_init(&key, 0);
+    tb_code rc = tb_buf_printf(&key, "key.columns.%s.%s", db, table);
+    const char *list = rc == TB_OK && cfg_is_set(c, tb_buf_cstr(&key)) ? cfg_get_str(c, tb_buf_cstr(&key)) : NULL;
+    char **v = NULL;
+    size_t cnt = 0;
+    for (const char *p = list; rc == TB_OK && p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        while (len > 0 && (*p == ' ' || *p == '\t'))
+            p++, len--;
+        while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        if (len > 0) {
+            char **nv = realloc(v, (cnt + 1) * sizeof(*nv));
+            char *s = nv ? strndup(p, len) : NULL;
+            if (nv)
+                v = nv;
+            if (!s)
+                rc = TB_ERR_NOMEM;
+            else
+                v[cnt++] = s;
+        }
+        p = e ? e + 1 : NULL;
+    }
+    tb_buf_free(&key);
+    if (rc != TB_OK) {
+        cfg_list_free(v, cnt);
+        return rc;
+    }
+    *cols = v;
+    *n = cnt;
+    return TB_OK;
+}

@@ -96,6 +96,12 @@ bool cfg_is_set(const cfg *c, const char *key);
  * content of the file named by "<key>.file" (trailing newline stripped). */
 tb_code cfg_get_secret(const cfg *c, const char *key, char **out, tb_error *err); /* caller frees *out */
 
+/* key.columns.<db>.<table> split at commas, blanks around each name dropped:
+ * *cols (caller frees with cfg_list_free) and *n; *cols NULL and *n 0 when the
+ * key is not set. TB_ERR_NOMEM only. */
+tb_code cfg_key_columns(const cfg *c, const char *db, const char *table, char ***cols, size_t *n);
+void cfg_list_free(char **list, size_t n);
+
 /* Call fn for every set key starting with prefix (e.g. "kafka."), with the
  * prefix removed, in key order. */
 typedef void (*cfg_each_fn)(const char *key_rest, const char *value, void *opaque);

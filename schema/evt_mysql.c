@@ -122,6 +122,16 @@ const char *evt_mysql_charset_static(const char *charset)
     return cs_table[cs_index(charset)].name;
 }
 
+unsigned evt_mysql_charset_mbmaxlen(const char *charset)
+{
+    switch (cs_index(charset)) {
+    case CS_UTF8MB4: case CS_UTF16: case CS_UTF16LE: case CS_UTF32: case CS_GB18030: return 4;
+    case CS_UTF8MB3: case CS_UJIS: case CS_EUCJPMS: return 3;
+    case CS_UCS2: case CS_BIG5: case CS_CP932: case CS_EUCKR: case CS_GB2312: case CS_GBK: case CS_SJIS: return 2;
+    default: return 1;
+    }
+}
+
 const char *evt_mysql_charset_iconv_name(const char *charset)
 {
     return cs_table[cs_index(charset)].iconv;

@@ -54,6 +54,10 @@ const char *evt_mysql_collation_charset(uint32_t collation_id);
 evt_my_charset_kind evt_mysql_charset_kind(const char *charset);
 /* The library's own static copy of a charset name (NULL if unknown). */
 const char *evt_mysql_charset_static(const char *charset);
+/* Most bytes one character takes in the charset (utf8mb4 4, utf8mb3 3, ucs2
+ * 2, latin1 1, ...); 1 for NULL or an unknown name. Turns the byte lengths of
+ * the binlog's column metadata into the character lengths of CHAR(n). */
+unsigned evt_mysql_charset_mbmaxlen(const char *charset);
 /* iconv name of a MySQL charset name, NULL if none (utf8/latin1/binary need none). */
 const char *evt_mysql_charset_iconv_name(const char *charset);
 

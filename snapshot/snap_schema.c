@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "snap_sql.h"
 #include "snap_values.h"
@@ -283,41 +284,29 @@ static tb_code pk_cb(void *opaque, char **col, unsigned long *len, unsigned ncol
 /* key.columns.<db>.<table>=c1,c2 */
 static tb_code key_columns(const cfg *c, const char *db, const char *table, desc_ctx *d, tb_error *err)
 {
-    tb_buf key;
-    tb_buf_init(&key, 0);
-    tb_code rc = tb_buf_printf(&key, "key.columns.%s.%s", db, table);
-    if (rc != TB_OK || !cfg_is_set(c, tb_buf_cstr(&key)))
-        goto out;
-    const char *list = cfg_get_str(c, tb_buf_cstr(&key));
-    const char *p = list;
-    while (p && *p) {
-        const char *e = strchr(p, ',');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        while (n > 0 && (*p == ' ')) {
-            p++;
-            n--;
+    if (cfg_key_columns(c, db, table, &d->pk, &d->npk) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    return TB_OK;
+}
+
+/* The byte limit of a TEXT or BLOB type (tinytext 255, text 65535,
+ * mediumtext 16777215, longtext 4294967295; the same for BLOBs), which the
+ * binlog path reads from the length-field size. false for other types. */
+static bool lob_length(const char *data_type, uint32_t *length)
+{
+    static const struct {
+        const char *name;
+        uint32_t len;
+    } lobs[] = {
+        {"tinytext", 255u}, {"text", 65535u}, {"mediumtext", 16777215u}, {"longtext", 4294967295u},
+        {"tinyblob", 255u}, {"blob", 65535u}, {"mediumblob", 16777215u}, {"longblob", 4294967295u},
+    };
+    for (size_t i = 0; i < sizeof(lobs) / sizeof(lobs[0]); i++)
+        if (strcasecmp(data_type, lobs[i].name) == 0) {
+            *length = lobs[i].len;
+            return true;
         }
-        while (n > 0 && p[n - 1] == ' ')
-            n--;
-        if (n > 0) {
-            char **v = realloc(d->pk, (d->npk + 1) * sizeof(*v));
-            if (!v) {
-                rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-                goto out;
-            }
-            d->pk = v;
-            d->pk[d->npk] = strndup(p, n);
-            if (!d->pk[d->npk]) {
-                rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-                goto out;
-            }
-            d->npk++;
-        }
-        p = e ? e + 1 : NULL;
-    }
-out:
-    tb_buf_free(&key);
-    return rc;
+    return false;
 }
 
 static bool is_binary_type(evt_type t)
@@ -387,10 +376,14 @@ tb_code snap_schema_describe(MYSQL *my, const cfg *c, const char *db, const char
             snprintf(int_type, sizeof(int_type), "%s%s", r->data_type, is_uns ? " unsigned" : "");
             stype = int_type;
         }
+        if (ty == EVT_T_YEAR) /* MariaDB says "year(4)"; the binlog knows no width */
+            stype = "year";
         rc = evt_table_set_column(t, i, r->name, ty, stype, r->nullable, is_uns);
         uint32_t length = 0, prec = 0, scale = 0;
         if (ty == EVT_T_BIT)
             length = (uint32_t)r->num_prec;
+        else if (lob_length(r->data_type, &length))
+            ; /* TEXT/BLOB: the type's byte limit, as the binlog path reads it */
         else if (r->char_len)
             length = (uint32_t)r->char_len;
         if (ty == EVT_T_DECIMAL) {

@@ -151,6 +151,8 @@ typedef struct binlog_dec_opts {
     void *schema_opaque;
     binlog_stmt_fn stmt_fn;     /* NULL: statements only drop the cached table maps */
     void *stmt_opaque;
+    const cfg *keys;         /* key.columns.<db>.<table> for tables without a primary key; borrowed, must
+                              * outlive the decoder; NULL: such tables have no key */
 } binlog_dec_opts;
 
 void binlog_dec_opts_init(binlog_dec_opts *o);
@@ -239,6 +241,11 @@ uint32_t binlog_server_id(const cfg *c, bool *derived);
  * events before start_pos are read for their FORMAT_DESCRIPTION and
  * TABLE_MAP state only, and no change event before it is returned. */
 tb_code binlog_open_file(const char *path, uint64_t start_pos, binlog_reader **out, tb_error *err);
+
+/* Files: take key.columns.<db>.<table> from keys (borrowed, must outlive r)
+ * for tables without a primary key, as binlog_open does from its cfg. Call
+ * before the first binlog_next. */
+void binlog_set_keys(binlog_reader *r, const cfg *keys);
 
 /* Next change event. *ev = NULL on timeout, heartbeat, or (files) at the end:
  * binlog_at_end() then says true. Errors stop the reader. */

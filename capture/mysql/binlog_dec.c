@@ -283,6 +283,38 @@ static bl_tmap *find_map(binlog_dec *d, uint64_t id)
     return NULL;
 }
 
+/* A table without a primary key: key.columns.<db>.<table> from the decoder's
+ * config, as the snapshot reads it (snap_schema.c), so that both paths key
+ * its rows alike. Needs column names; a named column the table lacks is a
+ * configuration error. */
+static tb_code apply_key_columns(binlog_dec *d, bl_tmap *m, tb_error *err)
+{
+    evt_table *t = m->table;
+    if (!d->o.keys || evt_table_npk(t) > 0 || !evt_table_names_known(t))
+        return TB_OK;
+    char **cols = NULL;
+    size_t n = 0;
+    if (cfg_key_columns(d->o.keys, evt_table_db(t), evt_table_name(t), &cols, &n) != TB_OK)
+        return FAIL(err, TB_ERR_NOMEM, "out of memory");
+    tb_code rc = TB_OK;
+    size_t *idx = n ? calloc(n, sizeof(*idx)) : NULL;
+    if (n && !idx)
+        rc = FAIL(err, TB_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; k < n && rc == TB_OK; k++) {
+        long ix = evt_table_find(t, cols[k]);
+        if (ix < 0)
+            rc = FAIL(err, TB_ERR_CONFIG, "table %s.%s: key.columns.%s.%s names column '%s', which the table does not have",
+                      evt_table_db(t), evt_table_name(t), evt_table_db(t), evt_table_name(t), cols[k]);
+        else
+            idx[k] = (size_t)ix;
+    }
+    if (rc == TB_OK && n && evt_table_set_pk(t, idx, n) != TB_OK)
+        rc = FAIL(err, TB_ERR_NOMEM, "out of memory");
+    free(idx);
+    cfg_list_free(cols, n);
+    return rc;
+}
+
 static tb_code on_table_map(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err)
 {
     unsigned id_len = d->ph[BL_TABLE_MAP - 1] == 6 ? 4 : 6;
@@ -312,6 +344,10 @@ static tb_code on_table_map(binlog_dec *d, const uint8_t *body, size_t len, tb_e
             TB_WARN("binlog", "%s.%s: no column names in the binlog and none from information_schema (%s); "
                     "columns are @1..@n", evt_table_db(m->table), evt_table_name(m->table),
                     rc == TB_OK ? "table not found" : serr.msg);
+    }
+    if ((rc = apply_key_columns(d, m, err)) != TB_OK) {
+        bl_tmap_free(m);
+        return rc;
     }
     /* one descriptor per shape: reuse the previous one when nothing changed */
     const char *db = evt_table_db(m->table), *tn = evt_table_name(m->table);

@@ -395,6 +395,7 @@ tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **o
     o.file = l->start.file;
     o.schema_fn = live_schema;
     o.schema_opaque = l;
+    o.keys = c;
     *dec = binlog_dec_new(&o);
     if (!*dec) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");

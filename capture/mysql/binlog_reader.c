@@ -153,6 +153,12 @@ tb_code binlog_next(binlog_reader *r, int timeout_ms, evt_event **ev, tb_error *
     return rc;
 }
 
+void binlog_set_keys(binlog_reader *r, const cfg *keys)
+{
+    if (r && r->dec)
+        r->dec->o.keys = keys;
+}
+
 bool binlog_position_gone(const binlog_reader *r)
 {
     return r && binlog_live_position_gone(r->live);

@@ -161,6 +161,62 @@ static bool read_labels(tm_labels *labels, const bl_col *cols, size_t ncols, int
     return true;
 }
 
+/* Labels are in the ENUM/SET charset (collation coll): turn them into UTF-8
+ * in place. st is scratch. */
+static tb_code labels_to_utf8(char **items, size_t n, uint32_t coll, evt_mysql_conv **conv, tb_buf *st)
+{
+    const char *cs = coll ? evt_mysql_collation_charset(coll) : NULL;
+    evt_my_charset_kind k = evt_mysql_charset_kind(cs);
+    if (k != EVT_CS_LATIN1 && k != EVT_CS_ICONV)
+        return TB_OK;
+    if (!*conv && !(*conv = evt_mysql_conv_new()))
+        return TB_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        tb_buf_reset(st);
+        tb_code rc = evt_mysql_to_utf8(*conv, cs, items[i], strlen(items[i]), st);
+        if (rc != TB_OK)
+            return rc;
+        char *u = strdup(tb_buf_cstr(st));
+        if (!u)
+            return TB_ERR_NOMEM;
+        free(items[i]);
+        items[i] = u;
+    }
+    return TB_OK;
+}
+
+static uint32_t utf8_chars(const char *s)
+{
+    uint32_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+/* "enum('a','b''c')" / "set(...)" as information_schema.COLUMNS.COLUMN_TYPE
+ * spells it (a quote doubled), into st (replaced); *length = the longest
+ * label (ENUM) or all labels and their commas (SET), in characters, as its
+ * CHARACTER_MAXIMUM_LENGTH. */
+static tb_code enum_type_text(bool is_enum, char *const *items, size_t n, tb_buf *st, uint32_t *length)
+{
+    tb_buf_reset(st);
+    tb_code rc = tb_buf_puts(st, is_enum ? "enum(" : "set(");
+    uint32_t len = 0;
+    for (size_t i = 0; i < n && rc == TB_OK; i++) {
+        uint32_t l = utf8_chars(items[i]);
+        len = is_enum ? (l > len ? l : len) : len + l + (i > 0);
+        rc = tb_buf_puts(st, i ? ",'" : "'");
+        for (const char *p = items[i]; *p && rc == TB_OK; p++)
+            rc = *p == '\'' ? tb_buf_puts(st, "''") : tb_buf_putc(st, *p);
+        if (rc == TB_OK)
+            rc = tb_buf_putc(st, '\'');
+    }
+    if (rc == TB_OK)
+        rc = tb_buf_putc(st, ')');
+    *length = len;
+    return rc;
+}
+
 static tb_code build_table(bl_tmap *m, const char *db, const char *name, char **names, tm_labels *labels,
                            uint32_t *enum_coll, const size_t *pk, size_t npk, const evt_table *info, tb_error *err)
 {
@@ -183,49 +239,54 @@ static tb_code build_table(bl_tmap *m, const char *db, const char *name, char **
             snprintf(placeholder, sizeof(placeholder), "@%zu", i + 1);
             cname = placeholder;
         }
-        const char *stype = tb_buf_cstr(&st);
-        if (info && evt_table_column(info, i)->source_type)
-            stype = evt_table_column(info, i)->source_type; /* the server's own words, e.g. "int(10) unsigned" */
-        rc = evt_table_set_column(t, i, cname, evt_mysql_type_of(c->type, c->meta, binary), stype, c->nullable,
-                                  c->is_unsigned);
-        if (rc != TB_OK)
-            break;
         uint32_t length = 0, precision = 0, scale = 0;
+        /* character columns: the metadata counts bytes, the schema characters */
+        unsigned mb = binary ? 1 : evt_mysql_charset_mbmaxlen(c->charset);
         switch (c->type) {
-        case EVT_MY_VARCHAR: case EVT_MY_VAR_STRING: length = c->meta; break;
-        case EVT_MY_STRING: length = c->max_len; break;
+        case EVT_MY_VARCHAR: case EVT_MY_VAR_STRING: length = c->meta / mb; break;
+        case EVT_MY_STRING: length = c->max_len / mb; break;
         case EVT_MY_BIT: length = (c->meta & 0xFF) * 8u + (c->meta >> 8); break;
         case EVT_MY_NEWDECIMAL: precision = c->meta >> 8; scale = c->meta & 0xFF; break;
         case EVT_MY_TIME2: case EVT_MY_DATETIME2: case EVT_MY_TIMESTAMP2: scale = c->meta; break;
+        case EVT_MY_BLOB: case EVT_MY_TINY_BLOB: case EVT_MY_MEDIUM_BLOB: case EVT_MY_LONG_BLOB:
+            length = c->meta >= 1 && c->meta <= 4 ? (uint32_t)((1ull << (8 * c->meta)) - 1) : 0;
+            break;
         default: break;
         }
-        rc = evt_table_set_column_details(t, i, length, precision, scale, c->charset);
-        if (rc == TB_OK && labels && labels[i].n) {
-            /* labels are in the ENUM/SET charset: store them as UTF-8 */
-            const char *cs = enum_coll[i] ? evt_mysql_collation_charset(enum_coll[i]) : NULL;
-            evt_my_charset_kind k = evt_mysql_charset_kind(cs);
-            if (k == EVT_CS_LATIN1 || k == EVT_CS_ICONV) {
-                if (!conv && !(conv = evt_mysql_conv_new())) {
-                    rc = TB_ERR_NOMEM;
-                    break;
-                }
-                for (size_t n = 0; n < labels[i].n && rc == TB_OK; n++) {
-                    tb_buf_reset(&st);
-                    rc = evt_mysql_to_utf8(conv, cs, labels[i].items[n], strlen(labels[i].items[n]), &st);
-                    if (rc == TB_OK) {
-                        char *u = strdup(tb_buf_cstr(&st));
-                        if (!u) {
-                            rc = TB_ERR_NOMEM;
-                            break;
-                        }
-                        free(labels[i].items[n]);
-                        labels[i].items[n] = u;
-                    }
-                }
-            }
-            if (rc == TB_OK)
-                rc = evt_table_set_labels(t, i, (const char *const *)labels[i].items, labels[i].n);
+        if (!binary && mb > 1 && (c->type == EVT_MY_VARCHAR || c->type == EVT_MY_VAR_STRING ||
+                                  (c->type == EVT_MY_STRING && c->real == EVT_MY_STRING))) {
+            tb_buf_reset(&st);
+            rc = tb_buf_printf(&st, "%s(%u)", c->type == EVT_MY_STRING ? "char" : "varchar", length);
         }
+        const char *cs = c->charset;
+        bool is_year = c->type == EVT_MY_YEAR;
+        if (rc == TB_OK && labels && labels[i].n && (c->real == EVT_MY_ENUM || c->real == EVT_MY_SET)) {
+            /* the labels (UTF-8 by now, see below) spell the type as information_schema does */
+            rc = labels_to_utf8(labels[i].items, labels[i].n, enum_coll[i], &conv, &st);
+            if (rc == TB_OK)
+                rc = enum_type_text(c->real == EVT_MY_ENUM, labels[i].items, labels[i].n, &st, &length);
+            if (enum_coll[i])
+                cs = evt_mysql_collation_charset(enum_coll[i]);
+        }
+        if (rc == TB_OK && c->type == EVT_MY_GEOMETRY && c->geom_type > 0 && c->geom_type <= 7) {
+            static const char *const geom[] = {"geometry", "point", "linestring", "polygon", "multipoint",
+                                               "multilinestring", "multipolygon", "geometrycollection"};
+            tb_buf_reset(&st);
+            rc = tb_buf_puts(&st, geom[c->geom_type]);
+        }
+        if (rc != TB_OK)
+            break;
+        const char *stype = tb_buf_cstr(&st);
+        if (info && evt_table_column(info, i)->source_type)
+            stype = evt_table_column(info, i)->source_type; /* the server's own words, e.g. "int(10) unsigned" */
+        /* YEAR is flagged unsigned in MariaDB's signedness map; it is a year, not an unsigned number */
+        rc = evt_table_set_column(t, i, cname, evt_mysql_type_of(c->type, c->meta, binary), stype, c->nullable,
+                                  c->is_unsigned && !is_year);
+        if (rc != TB_OK)
+            break;
+        rc = evt_table_set_column_details(t, i, length, precision, scale, cs);
+        if (rc == TB_OK && labels && labels[i].n)
+            rc = evt_table_set_labels(t, i, (const char *const *)labels[i].items, labels[i].n);
     }
     if (rc == TB_OK && npk)
         rc = evt_table_set_pk(t, pk, npk);

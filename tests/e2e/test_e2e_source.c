@@ -42,11 +42,13 @@ static void src_setup(src_env *e, const char *prefix, const char *extra)
     fprintf(f,
             "name=%s\nsource.type=mysql\nsource.host=%s\nsource.port=%s\nsource.user=%s\nsource.password=%s\n"
             "source.server.id=%u\nsource.heartbeat.ms=500\nheartbeat.interval.ms=500\ntables.include=%s[.].*\n"
-            "topic.prefix=%s\nsink=stdout\noffsets.storage=file\noffsets.file=%s\noffsets.commit.interval.ms=200\n"
+            "topic.prefix=%s\n%s%s\noffsets.commit.interval.ms=200\n"
             "status.file=%s\nsource.reconnect.backoff.max.ms=500\n%s",
             e->db, tb_itest_env("TRIBUTARY_TEST_MYSQL_HOST"), tb_itest_env("TRIBUTARY_TEST_MYSQL_PORT"),
             tb_itest_env("TRIBUTARY_TEST_MYSQL_USER"), tb_itest_env("TRIBUTARY_TEST_MYSQL_PASSWORD"),
-            7000 + (unsigned)getpid() % 1000, e->db, e->db, e->offsets, e->status, extra ? extra : "");
+            7000 + (unsigned)getpid() % 1000, e->db, e->db,
+            extra && strstr(extra, "sink=kafka") ? "" : "sink=stdout\noffsets.storage=file\noffsets.file=",
+            extra && strstr(extra, "sink=kafka") ? "" : e->offsets, e->status, extra ? extra : "");
     fclose(f);
 }
 
@@ -183,5 +185,162 @@ Test(e2e_source, missing_grants_named, .timeout = 120, .fini = drop_user)
     cr_assert(log_has(e.log, "\"op\":\"r\""), "no snapshot rows; see %s", e.log);
     cr_assert_not(log_has(e.log, "lacks the"), "see %s", e.log);
     e2e_assert_clean_log(e.log);
+    e2e_rmtree(e.dir);
+}
+
+/* ------------------------------------------------------------ key.columns through Kafka and the cache */
+
+#include <sqlite3.h>
+
+/* The server's executed GTID set. */
+static void server_gtid(char *out, size_t cap)
+{
+    MYSQL *m = e2e_mysql();
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    e2e_query_text(m, "SELECT @@global.gtid_binlog_pos", &b);
+    mysql_close(m);
+    snprintf(out, cap, "%.*s", (int)(b.len ? b.len - 1 : 0), tb_buf_cstr(&b));
+    tb_buf_free(&b);
+}
+
+static void wait_committed(const src_env *e, pid_t pid)
+{
+    char want[256], got[256] = "";
+    server_gtid(want, sizeof want);
+    long long deadline = tb_itest_now_ms() + 60000;
+    while (!(e2e_status_gtid(e->status, got, sizeof got) && strcmp(got, want) == 0)) {
+        cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped early; see %s", e->log);
+        cr_assert(tb_itest_now_ms() < deadline, "committed %s, server %s; see %s", got, want, e->log);
+        usleep(50000);
+    }
+}
+
+/* Every record of topic (one partition) as "key=value-or-null\n". */
+static void topic_records(const char *brokers, const char *topic, tb_buf *out)
+{
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof errstr), RD_KAFKA_CONF_OK);
+    rd_kafka_conf_set(conf, "enable.partition.eof", "true", errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "group.id", "e2e-source", errstr, sizeof errstr);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    cr_assert_not_null(rk, "%s", errstr);
+    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(parts, topic, 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    cr_assert_eq(rd_kafka_assign(rk, parts), RD_KAFKA_RESP_ERR_NO_ERROR);
+    long long deadline = tb_itest_now_ms() + 60000;
+    for (bool eof = false; !eof;) {
+        cr_assert(tb_itest_now_ms() < deadline, "topic %s not read to its end in 60 s", topic);
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 500);
+        if (!m)
+            continue;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            eof = true;
+        else if (m->err)
+            cr_assert_fail("%s: %s", topic, rd_kafka_message_errstr(m));
+        else {
+            tb_buf_append(out, m->key, m->key_len);
+            tb_buf_putc(out, '=');
+            if (m->payload)
+                tb_buf_append(out, m->payload, m->len);
+            else
+                tb_buf_puts(out, "null");
+            tb_buf_putc(out, '\n');
+        }
+        rd_kafka_message_destroy(m);
+    }
+    tb_buf_putc(out, '\0');
+    out->len--;
+    rd_kafka_topic_partition_list_destroy(parts);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+}
+
+/* A table without a primary key, keyed by key.columns: snapshot rows and
+ * streamed changes carry the same keys, no key is null, a delete leaves a
+ * tombstone for its key, a key change retires the old key, and the cache
+ * replays the topic into the table the source holds. */
+Test(e2e_source, key_columns_without_primary_key, .timeout = 240, .fini = e2e_kill_children)
+{
+    src_env e;
+    char extra[1024];
+    snprintf(extra, sizeof extra, "sink=kafka\noffsets.storage=kafka\nkafka.bootstrap.servers=%s\n",
+             tb_itest_env("TRIBUTARY_TEST_KAFKA"));
+    src_setup(&e, "e2ekey", extra);
+    char cache[400];
+    snprintf(cache, sizeof cache, "%s/cache.db", e.dir);
+    FILE *f = fopen(e.cfg, "a");
+    cr_assert_not_null(f);
+    fprintf(f, "key.columns.%s.nopk=code\ncache.path=%s\n", e.db, cache);
+    fclose(f);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE TABLE %s.nopk (v INT NOT NULL, code VARCHAR(10) NOT NULL)", e.db);
+    e2e_sql(m, "INSERT INTO %s.nopk VALUES (1, 'a'), (2, 'b'), (3, 'c')", e.db);
+    mysql_close(m);
+
+    const char *args[] = {"run", "--config", e.cfg, NULL};
+    pid_t pid = e2e_spawn(args, e.log);
+    wait_committed(&e, pid);
+    m = e2e_mysql();
+    e2e_sql(m, "INSERT INTO %s.nopk VALUES (4, 'd')", e.db);
+    e2e_sql(m, "UPDATE %s.nopk SET v = 10 WHERE code = 'a'", e.db);
+    e2e_sql(m, "UPDATE %s.nopk SET code = 'bb' WHERE code = 'b'", e.db);
+    e2e_sql(m, "DELETE FROM %s.nopk WHERE code = 'c'", e.db);
+    mysql_close(m);
+    wait_committed(&e, pid);
+    kill(pid, SIGTERM);
+    cr_assert_eq(e2e_wait(pid, 60000), 0, "see %s", e.log);
+    e2e_assert_clean_log(e.log);
+
+    char topic[300];
+    snprintf(topic, sizeof topic, "%s.%s.nopk", e.db, e.db);
+    tb_buf recs;
+    tb_buf_init(&recs, 0);
+    topic_records(tb_itest_env("TRIBUTARY_TEST_KAFKA"), topic, &recs);
+    const char *r = tb_buf_cstr(&recs);
+    cr_assert_null(strstr(r, "\nnull="), "a null key:\n%s", r);
+    cr_assert(strncmp(r, "null=", 5) != 0, "a null key:\n%s", r);
+    /* snapshot and stream key the same row alike */
+    const char *a_snap = strstr(r, "{\"code\":\"a\"}={\"before\":null,\"after\":{\"v\":1,\"code\":\"a\"}");
+    cr_assert_not_null(a_snap, "no snapshot record keyed {\"code\":\"a\"}:\n%s", r);
+    cr_assert_not_null(strstr(r, "{\"code\":\"a\"}={\"before\":{\"v\":1,\"code\":\"a\"},\"after\":{\"v\":10,"),
+                       "no update keyed {\"code\":\"a\"}:\n%s", r);
+    cr_assert_not_null(strstr(r, "{\"code\":\"c\"}=null\n"), "no tombstone for the deleted key:\n%s", r);
+    cr_assert_not_null(strstr(r, "{\"code\":\"b\"}=null\n"), "no tombstone for the changed key:\n%s", r);
+    cr_assert_not_null(strstr(r, "{\"code\":\"bb\"}={"), "no record for the new key:\n%s", r);
+    tb_buf_free(&recs);
+
+    /* the cache replays it */
+    const char *cargs[] = {"cache", "--config", e.cfg, "--until-caught-up", NULL};
+    char clog[400];
+    snprintf(clog, sizeof clog, "%s/cache.log", e.dir);
+    int rc = e2e_wait(e2e_spawn(cargs, clog), 120000);
+    cr_assert_eq(rc, 0, "tributary cache failed (%d); see %s", rc, clog);
+    e2e_assert_clean_log(clog);
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open_v2(cache, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK, "%s", cache);
+    char q[256];
+    snprintf(q, sizeof q, "SELECT code, v FROM \"%s.nopk\" ORDER BY code", e.db);
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK, "%s: %s", q, sqlite3_errmsg(db));
+    tb_buf got, want;
+    tb_buf_init(&got, 0);
+    tb_buf_init(&want, 0);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        tb_buf_printf(&got, "%s|%s\n", (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    m = e2e_mysql();
+    char sq[256];
+    snprintf(sq, sizeof sq, "SELECT code, v FROM %s.nopk ORDER BY code", e.db);
+    e2e_query_text(m, sq, &want);
+    mysql_close(m);
+    tb_buf_putc(&got, '\0');
+    tb_buf_putc(&want, '\0');
+    cr_assert_str_eq(tb_buf_cstr(&got), tb_buf_cstr(&want), "cache vs source");
+    cr_assert_str_eq(tb_buf_cstr(&want), "a|10\nbb|2\nd|4\n");
+    tb_buf_free(&got);
+    tb_buf_free(&want);
     e2e_rmtree(e.dir);
 }

@@ -1,14 +1,20 @@
 /*
  * Parity (integration): for a table with every type of DESIGN 5, each row's
- * JSON from the snapshot equals its JSON from the binlog.
- * Insert rows, capture them from the binlog, snapshot the table, compare
- * evt_json_row of each key (op and source are not compared).
+ * JSON from the snapshot equals its JSON from the binlog, and so does the
+ * table's schema record. Insert rows, capture them from the binlog, snapshot
+ * the table, compare evt_json_row of each key (op and source are not
+ * compared) and evt_json_schema_value of both descriptors.
+ * A table without a primary key and key.columns.<db>.<table>: the same key
+ * bytes and schema record from both paths, no null key in the stream, a key
+ * change seen as one (old and new key).
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "binlog.h"
+#include "evt_json.h"
 #include "snap.h"
 #include "snap_test_util.h"
 
@@ -57,6 +63,49 @@ static const char *const rows[] = {
     " '\"just a string\"', ST_GeomFromText('MULTIPOINT(1 1, 2 2)', 3857), ST_GeomFromText('POINT(-1 1e10)', 0))",
 };
 
+/* Snapshot of db.table with the extra settings: rows into *rows (may be NULL)
+ * and the schema record of its descriptor into schema. */
+static void snapshot_of(const char *db, const char *table, const char *const *extra, st_map *rows, tb_buf *schema)
+{
+    char inc[512];
+    snprintf(inc, sizeof(inc), "tables.include=^%s\\.%s$", db, table);
+    const char *all[8] = {inc};
+    size_t n = 1;
+    for (size_t i = 0; extra && extra[i] && n < 7; i++)
+        all[n++] = extra[i];
+    all[n] = NULL;
+    cfg *c = st_cfg(NULL, all);
+    snap *s = NULL;
+    tb_error err;
+    cr_assert_eq(snap_open(c, &s, &err), TB_OK, "snap_open: %s", err.msg);
+    for (;;) {
+        evt_event *ev = NULL;
+        cr_assert_eq(snap_next(s, &ev, &err), TB_OK, "snap_next: %s", err.msg);
+        if (!ev)
+            break;
+        if (schema->len == 0)
+            cr_assert_eq(evt_json_schema_value(evt_event_table(ev), schema), TB_OK);
+        if (rows)
+            st_map_apply(rows, ev);
+    }
+    snap_close(s);
+    cfg_free(c);
+}
+
+/* Both schema records, key by key (cr_log_error names the first difference). */
+static void assert_same_schema(const char *from_log, const char *from_snap)
+{
+    if (strcmp(from_log, from_snap) == 0)
+        return;
+
+    size_t i = 0;
+    while (from_log[i] && from_log[i] == from_snap[i])
+        i++;
+    size_t back = i > 80 ? i - 80 : 0;
+    cr_assert_fail("schema records differ at byte %zu:\nbinlog:   ...%.300s\nsnapshot: ...%.300s", i, from_log + back,
+                   from_snap + back);
+}
+
 Test(snapshot_parity, every_type_snapshot_equals_binlog, .timeout = 300)
 {
     MYSQL *my = st_connect();
@@ -77,6 +126,9 @@ Test(snapshot_parity, every_type_snapshot_equals_binlog, .timeout = 300)
     st_reader *r = st_reader_open(c, &p0);
     st_map *from_log = st_map_new();
     size_t events = 0;
+    tb_buf log_schema, snap_schema;
+    tb_buf_init(&log_schema, 0);
+    tb_buf_init(&snap_schema, 0);
     for (int spins = 0; !st_pos_ge(st_reader_position(r), &p1); spins++) {
         cr_assert_lt(spins, 600, "binlog did not reach the end position");
         evt_event *ev = st_reader_next(r, 100);
@@ -84,6 +136,8 @@ Test(snapshot_parity, every_type_snapshot_equals_binlog, .timeout = 300)
             strcmp(evt_table_db(evt_event_table(ev)), "snaptest_par") != 0)
             continue;
         st_map_apply(from_log, ev);
+        if (log_schema.len == 0)
+            cr_assert_eq(evt_json_schema_value(evt_event_table(ev), &log_schema), TB_OK);
         events++;
     }
     st_reader_close(r);
@@ -93,7 +147,11 @@ Test(snapshot_parity, every_type_snapshot_equals_binlog, .timeout = 300)
     st_map *from_snap = st_map_from_snapshot("snaptest_par", "every");
     cr_assert_eq(st_map_size(from_snap), sizeof(rows) / sizeof(rows[0]));
     cr_assert_eq(st_map_diff(from_log, from_snap, "binlog vs snapshot"), 0, "rows differ (see the log)");
+    snapshot_of("snaptest_par", "every", NULL, NULL, &snap_schema);
+    assert_same_schema(tb_buf_cstr(&log_schema), tb_buf_cstr(&snap_schema));
 
+    tb_buf_free(&log_schema);
+    tb_buf_free(&snap_schema);
     st_map_free(from_log);
     st_map_free(from_snap);
     tb_position_free(&p0);
@@ -122,6 +180,99 @@ Test(snapshot_parity, offset_available, .timeout = 60)
     cr_assert_eq(snap_offset_available(c, &p, &ok, &err), TB_OK, "%s", err.msg);
     cr_assert_not(ok, "a file that is not on the server");
     tb_position_free(&p);
+    cfg_free(c);
+    mysql_close(my);
+}
+
+/* A table without a primary key, keyed by key.columns: the binlog path keys
+ * it as the snapshot does (it used to write null keys and "primary_key":[]). */
+Test(snapshot_parity, key_columns_without_primary_key, .timeout = 120)
+{
+    MYSQL *my = st_connect();
+    st_sql(my, "DROP DATABASE IF EXISTS snaptest_nopk");
+    st_sql(my, "CREATE DATABASE snaptest_nopk");
+    st_sql(my, "CREATE TABLE snaptest_nopk.t (v INT NOT NULL, code VARCHAR(10) NOT NULL, note VARCHAR(20))");
+    tb_position p0, p1;
+    tb_position_init(&p0);
+    tb_position_init(&p1);
+    st_current_position(my, &p0);
+    st_sql(my, "INSERT INTO snaptest_nopk.t VALUES (1, 'a', 'x'), (2, 'b', NULL), (3, 'c', 'y')");
+    st_sql(my, "UPDATE snaptest_nopk.t SET v = 10 WHERE code = 'a'");
+    st_sql(my, "UPDATE snaptest_nopk.t SET code = 'bb' WHERE code = 'b'");
+    st_sql(my, "DELETE FROM snaptest_nopk.t WHERE code = 'c'");
+    st_current_position(my, &p1);
+
+    const char *keys[] = {"key.columns.snaptest_nopk.t=code", NULL};
+    cfg *c = st_cfg(NULL, keys);
+    st_reader *r = st_reader_open(c, &p0);
+    st_map *from_log = st_map_new();
+    tb_buf log_schema, snap_schema, k, seen;
+    tb_buf_init(&log_schema, 0);
+    tb_buf_init(&snap_schema, 0);
+    tb_buf_init(&k, 0);
+    tb_buf_init(&seen, 0);
+    tb_error err;
+    for (int spins = 0; !st_pos_ge(st_reader_position(r), &p1); spins++) {
+        cr_assert_lt(spins, 600, "binlog did not reach the end position");
+        evt_event *ev = st_reader_next(r, 100);
+        if (!ev || strcmp(evt_table_db(evt_event_table(ev)), "snaptest_nopk") != 0)
+            continue;
+        st_map_apply(from_log, ev);
+        if (log_schema.len == 0)
+            cr_assert_eq(evt_json_schema_value(evt_event_table(ev), &log_schema), TB_OK);
+        /* every key of the stream, as op:before-key>after-key */
+        evt_op op = evt_event_op(ev);
+        tb_buf_putc(&seen, "rcud"[op == EVT_OP_CREATE ? 1 : op == EVT_OP_UPDATE ? 2 : op == EVT_OP_DELETE ? 3 : 0]);
+        tb_buf_putc(&seen, ':');
+        if (op != EVT_OP_CREATE) {
+            tb_buf_reset(&k);
+            cr_assert_eq(evt_json_key(ev, EVT_BEFORE, &k, &err), TB_OK, "%s", err.msg);
+            tb_buf_append(&seen, k.data, k.len);
+        }
+        tb_buf_putc(&seen, '>');
+        if (op != EVT_OP_DELETE) {
+            tb_buf_reset(&k);
+            cr_assert_eq(evt_json_key(ev, EVT_AFTER, &k, &err), TB_OK, "%s", err.msg);
+            tb_buf_append(&seen, k.data, k.len);
+        }
+        tb_buf_putc(&seen, ' ');
+    }
+    st_reader_close(r);
+    cr_assert_str_eq(tb_buf_cstr(&seen),
+                     "c:>{\"code\":\"a\"} c:>{\"code\":\"b\"} c:>{\"code\":\"c\"} "
+                     "u:{\"code\":\"a\"}>{\"code\":\"a\"} u:{\"code\":\"b\"}>{\"code\":\"bb\"} "
+                     "d:{\"code\":\"c\"}> ");
+    cr_assert(strstr(tb_buf_cstr(&log_schema), "\"primary_key\":[\"code\"]"), "%s", tb_buf_cstr(&log_schema));
+
+    st_map *from_snap = st_map_new();
+    snapshot_of("snaptest_nopk", "t", keys, from_snap, &snap_schema);
+    cr_assert_eq(st_map_size(from_snap), 2);
+    cr_assert_eq(st_map_diff(from_log, from_snap, "binlog vs snapshot"), 0, "rows or keys differ (see the log)");
+    assert_same_schema(tb_buf_cstr(&log_schema), tb_buf_cstr(&snap_schema));
+
+    /* a key column the table lacks stops the stream as a configuration error */
+    const char *bad[] = {"key.columns.snaptest_nopk.t=nope", NULL};
+    cfg *cb = st_cfg(NULL, bad);
+    binlog_reader *br = NULL;
+    cr_assert_eq(binlog_open(cb, &p0, &br, &err), TB_OK, "%s", err.msg);
+    tb_code rc = TB_OK;
+    for (int spins = 0; rc == TB_OK && spins < 600; spins++) {
+        evt_event *ev = NULL;
+        rc = binlog_next(br, 100, &ev, &err);
+    }
+    cr_assert_eq(rc, TB_ERR_CONFIG, "%s", err.msg);
+    cr_assert(strstr(err.msg, "key.columns.snaptest_nopk.t names column 'nope'"), "%s", err.msg);
+    binlog_close(br);
+    cfg_free(cb);
+
+    st_map_free(from_log);
+    st_map_free(from_snap);
+    tb_buf_free(&log_schema);
+    tb_buf_free(&snap_schema);
+    tb_buf_free(&k);
+    tb_buf_free(&seen);
+    tb_position_free(&p0);
+    tb_position_free(&p1);
     cfg_free(c);
     mysql_close(my);
 }
