@@ -18,6 +18,9 @@
  *    only once they are acknowledged. A crash before that reads the
  *    TRUNCATE again and deletes the keys the topic still holds then.
  *    ddl.truncate.policy=fail stops naming the table and the position.
+ *  - DROP TABLE with ddl.drop.policy=tombstone: the same as TRUNCATE, with
+ *    the descriptor the decoder last built (a table not seen since the run
+ *    started cannot be keyed: WARN).
  *  - ALTER, RENAME, DROP, CREATE OR REPLACE, OPTIMIZE/REPAIR and DROP
  *    DATABASE: a WARN naming the table, the statement and what the topic
  *    does not reflect; never silent.
@@ -100,7 +103,8 @@ static const char *stmt_effect(const binlog_stmt *st)
     case BINLOG_STMT_RENAME:
         return "later changes go to the new name's topic; the old topic keeps the rows";
     case BINLOG_STMT_DROP:
-        return "the topic is left as it is, with every row the table had";
+        return "its topic is left as it is, with every row the table had (ddl.drop.policy=warn; `tombstone` "
+               "deletes them)";
     case BINLOG_STMT_CREATE:
         return "the table it replaced was dropped without row events; the topic keeps the old rows";
     case BINLOG_STMT_MAINT:
@@ -205,14 +209,15 @@ static tb_code trunc_key(void *opaque, const char *key, size_t klen, tb_error *e
 }
 
 /* The table's descriptor: the decoder's (what the sink announced), else
- * the catalog's. One reference for the caller. */
-static tb_code trunc_table(run_ctx *r, const binlog_stmt_table *bt, evt_table **out, tb_error *err)
+ * the catalog's (not for a dropped table: *out NULL). One reference for the
+ * caller. */
+static tb_code trunc_table(run_ctx *r, const binlog_stmt *st, const binlog_stmt_table *bt, evt_table **out,
+                           tb_error *err)
 {
     evt_table *t = binlog_dec_table(binlog_reader_decoder(r->binlog), bt->db, bt->table);
-    if (t) {
-        *out = evt_table_ref(t);
+    *out = t ? evt_table_ref(t) : NULL;
+    if (t || st->kind == BINLOG_STMT_DROP)
         return TB_OK;
-    }
     MYSQL *my = NULL;
     bool mariadb = false;
     tb_code rc = snap_sql_connect(r->cfg, &my, &mariadb, err);
@@ -243,8 +248,14 @@ static tb_code stmt_truncate(run_ctx *r, const binlog_stmt *st, const binlog_stm
         rc = tb_error_set(err, rc, false, "out of memory");
         goto out;
     }
-    if ((rc = trunc_table(r, bt, &x.t, err)) != TB_OK)
+    if ((rc = trunc_table(r, st, bt, &x.t, err)) != TB_OK)
         goto out;
+    if (!x.t) {
+        TB_WARN("run", "%s.%s: %s: no row of it was seen since this run started, so its key columns are not "
+                "known: its topic is left as it is (delete the topic, or its keys, by hand)", bt->db, bt->table,
+                st->verb);
+        goto out;
+    }
     if (!(x.e = evt_event_new(EVT_OP_DELETE, x.t))) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
@@ -254,8 +265,8 @@ static tb_code stmt_truncate(run_ctx *r, const binlog_stmt *st, const binlog_stm
         tb_buf where;
         tb_buf_init(&where, 0);
         stmt_where(st, &where);
-        TB_INFO("run", "%s.%s: TRUNCATE at %s: %" PRIu64 " keys of its topic deleted (delete event and tombstone each)",
-                bt->db, bt->table, tb_buf_cstr(&where), x.n);
+        TB_INFO("run", "%s.%s: %s at %s: %" PRIu64 " keys of its topic deleted (delete event and tombstone each)",
+                bt->db, bt->table, st->verb, tb_buf_cstr(&where), x.n);
         tb_buf_free(&where);
     }
     *sent += x.n;
@@ -303,6 +314,12 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
             continue;
         if (st->kind == BINLOG_STMT_DML)
             return stmt_dml(st, t, err);
+        if (st->kind == BINLOG_STMT_DROP && st->after && r->use_kafka &&
+            strcmp(cfg_get_str(r->cfg, "ddl.drop.policy"), "tombstone") == 0) {
+            if ((rc = stmt_truncate(r, st, t, &sent, err)) != TB_OK)
+                return rc;
+            continue;
+        }
         if (st->kind == BINLOG_STMT_TRUNCATE && st->after) {
             if (strcmp(cfg_get_str(r->cfg, "ddl.truncate.policy"), "fail") == 0)
                 return stmt_truncate_fail(st, t, err);

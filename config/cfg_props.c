@@ -32,6 +32,7 @@ static const char *const v_revoke[] = {"drop", "keep", NULL};
 static const char *const v_row_image_policy[] = {"fail", "warn", NULL};
 static const char *const v_truncate_policy[] = {"tombstone", "fail", NULL};
 static const char *const v_ssl_mode[] = {"disabled", "preferred", "required", "verify_ca", "verify_identity", NULL};
+static const char *const v_drop_policy[] = {"warn", "tombstone", NULL};
 
 #define I64MAX INT64_MAX
 
@@ -95,6 +96,8 @@ static const cfg_prop props[] = {
      "key.columns.<db>.<table>=c1,c2: key columns for a table without a primary key.", false, "source"},
     {"ddl.truncate.policy", CFG_ENUM, "tombstone", 0, 0, v_truncate_policy,
      "TRUNCATE TABLE on a captured table (MySQL/MariaDB): `tombstone` sends a delete and a tombstone for every key its topic holds (read from the topic), at the statement's position; `fail` stops naming the table and position (docs/statements.md).", false, "source"},
+    {"ddl.drop.policy", CFG_ENUM, "warn", 0, 0, v_drop_policy,
+     "DROP TABLE of a captured table (MySQL/MariaDB): `warn` leaves its topic as it is and says so; `tombstone` deletes every key the topic holds, as for TRUNCATE (docs/statements.md).", false, "source"},
 
     /* ---- snapshot */
     {"snapshot.mode", CFG_ENUM, "initial", 0, 0, v_snapshot_mode, "When to snapshot (DESIGN 7).", false, "snapshot"},

@@ -394,7 +394,7 @@ Test(e2e_statements, truncate, .timeout = 240, .fini = e2e_kill_children)
     e2e_sql(m, "INSERT INTO %s.t VALUES (100, 'after', 1), (101, 'after', 2)", r.db);
     e2e_sql(m, "UPDATE %s.t SET n = 5 WHERE id = 100", r.db);
     wait_caught_up(m, r.status, r.pid, r.log);
-    cr_assert_eq(st_log_count(&r, "TRUNCATE at"), 1, "no TRUNCATE line in %s", r.log);
+    cr_assert_eq(st_log_count(&r, "TRUNCATE TABLE at"), 1, "no TRUNCATE line in %s", r.log);
     /* 20 snapshotted + 10 inserted - 4 deleted (7, 14, 21, 28) */
     cr_assert_eq(st_log_count(&r, ": 26 keys of its topic deleted"), 1, "26 keys should be deleted; see %s", r.log);
 
@@ -404,7 +404,7 @@ Test(e2e_statements, truncate, .timeout = 240, .fini = e2e_kill_children)
     e2e_sql(m, "USE %s", r.db);
     e2e_sql(m, "TRUNCATE `t`");
     long long deadline = tb_itest_now_ms() + 30000;
-    while (st_log_count(&r, "TRUNCATE at") < 2) {
+    while (st_log_count(&r, "TRUNCATE TABLE at") < 2) {
         cr_assert(tb_itest_now_ms() < deadline, "second TRUNCATE not handled in 30 s; see %s", r.log);
         usleep(5000);
     }
@@ -421,6 +421,43 @@ Test(e2e_statements, truncate, .timeout = 240, .fini = e2e_kill_children)
     st_cache_build(&r);
     const char *cols[] = {"id", "v", "n", NULL};
     st_assert_equal(&r, m, "t", cols, "id, v, n");
+    st_assert_equal(&r, m, "keep", cols, "id, v, n");
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
+/* DROP TABLE with ddl.drop.policy=tombstone: the topic holds no key of the
+ * dropped table (read as a KTable), the cache table is empty, and a table
+ * dropped with nothing seen of it since the start is left with a WARN. */
+Test(e2e_statements, drop_tombstone, .timeout = 240, .fini = e2e_kill_children)
+{
+    st_run r;
+    st_setup(&r, "e2edrop", "ddl.drop.policy=tombstone\n");
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    e2e_sql(m, "CREATE TABLE %s.gone (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db);
+    e2e_sql(m, "CREATE TABLE %s.keep (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db);
+    for (int i = 1; i <= 10; i++) {
+        e2e_sql(m, "INSERT INTO %s.gone VALUES (%d, 'g%d', %d)", r.db, i, i, i);
+        e2e_sql(m, "INSERT INTO %s.keep VALUES (%d, 'k%d', %d)", r.db, i, i, i);
+    }
+    st_start(&r);
+    wait_caught_up(m, r.status, r.pid, r.log);
+    e2e_sql(m, "INSERT INTO %s.gone VALUES (11, 'g11', 11)", r.db);
+    e2e_sql(m, "DELETE FROM %s.gone WHERE id = 1", r.db);
+    e2e_sql(m, "DROP TABLE %s.gone", r.db);
+    e2e_sql(m, "UPDATE %s.keep SET n = 0 WHERE id = 3", r.db);
+    wait_caught_up(m, r.status, r.pid, r.log);
+    cr_assert_eq(st_log_count(&r, ": 10 keys of its topic deleted"), 1, "10 keys should be deleted; see %s", r.log);
+    kill(r.pid, SIGTERM);
+    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
+    e2e_assert_clean_log(r.log);
+    st_cache_build(&r);
+    const char *cols[] = {"id", "v", "n", NULL};
+    /* the dropped table's source is empty: compare with an empty table of the same shape */
+    e2e_sql(m, "CREATE TABLE %s.gone (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db);
+    st_assert_equal(&r, m, "gone", cols, "id, v, n");
     st_assert_equal(&r, m, "keep", cols, "id, v, n");
     e2e_sql(m, "DROP DATABASE %s", r.db);
     mysql_close(m);
