@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "app_metrics.h"
 #include "binlog.h"
 #include "cfg.h"
 #include "ksink.h"
@@ -34,6 +35,17 @@ typedef struct run_ctx {
     uint64_t status_acked;
     bool idle;
     const char *status_state;      /* state last written to the status file (static string) */
+    app_metrics *metrics;          /* owned; NULL unless metrics.listen is set */
+    struct {
+        evt_table *t;              /* a reference held, so the address is not reused meanwhile */
+        int slot;                  /* app_metrics_table() slot */
+    } mcache[8];
+    unsigned mnext;
+    uint64_t reconnects;           /* source connections lost (seen by write_status) */
+    bool source_was_down;
+    int64_t behind_ms;             /* wall time binlog_behind_bytes was last asked */
+    int64_t behind;                /* its answer (-1 unknown) */
+    tb_buf kstats;                 /* scratch: librdkafka statistics JSON */
     int64_t caught_up_ms;          /* wall time the source was last seen connected, idle, all acked */
     int64_t progress_ms;           /* wall time of the last progress line (binlog) */
     uint64_t progress_sent;        /* events_sent at that line */

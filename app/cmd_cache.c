@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "app_metrics.h"
 #include "cache.h"
 #include "cache_read.h"
 #include "tb_log.h"
@@ -66,9 +67,23 @@ static void add_prop(const char *key, const char *value, void *opaque)
     p->kv[p->n] = NULL;
 }
 
+/* Progress of cache_run: the metrics (metrics.listen), and on a terminal a
+ * line that rewrites itself. */
+typedef struct cache_watch {
+    app_metrics *metrics;
+    bool tty;
+} cache_watch;
+
 static void on_progress(const cache_progress *p, void *opaque)
 {
-    (void)opaque;
+    cache_watch *w = opaque;
+    if (w->metrics) {
+        app_metrics_cache v = {.state = p->caught_up ? "caught_up" : "catching_up", .messages = (uint64_t)p->messages,
+                               .remaining = p->remaining, .caught_up = p->caught_up};
+        app_metrics_set_cache(w->metrics, &v);
+    }
+    if (!w->tty)
+        return;
     char eta[32] = "?";
     if (p->caught_up)
         snprintf(eta, sizeof(eta), "caught up");
@@ -158,6 +173,7 @@ int cmd_cache(int argc, char **argv)
     tb_buf topics_re, *sets = NULL;
     bool until = false;
     int nargc = 0, ret = 0;
+    cache_watch watch = {0};
     char **nargv = calloc((size_t)argc * 2 + 2, sizeof(*nargv));
     sets = calloc((size_t)argc + 1, sizeof(*sets));
     tb_buf_init(&topics_re, 0);
@@ -228,12 +244,21 @@ int cmd_cache(int argc, char **argv)
     cfg_each_prefixed(c, "kafka.", add_prop, &kp);
     o.kafka_props = kp.kv;
     o.stop = &app_stop_requested;
-    if (isatty(STDERR_FILENO)) {
+    if ((rc = app_metrics_start(c, APP_METRICS_CACHE, &watch.metrics, &err)) != TB_OK)
+        goto out;
+    watch.tty = isatty(STDERR_FILENO);
+    if (watch.tty || watch.metrics) {
         o.progress = on_progress;
+        o.progress_opaque = &watch;
     }
     app_install_signals();
     rc = cache_run(&o, &err);
+    if (watch.metrics) {
+        app_metrics_cache v = {.state = rc == TB_OK ? "stopped" : "failed", .remaining = -1};
+        app_metrics_set_cache(watch.metrics, &v);
+    }
 out:
+    app_metrics_stop(watch.metrics);
     ret = rc == TB_OK ? 0 : app_fail("cache", &err);
     for (int i = 0; sets && i < argc; i++)
         tb_buf_free(&sets[i]);

@@ -59,9 +59,31 @@ static tb_code sink_open(run_ctx *r, tb_error *err)
     return stdout_sink_open(r->cfg, stdout, &r->ss, err);
 }
 
+/* metrics.listen: count e by table and op (a held reference per cached
+ * table descriptor, so a pointer compare finds its slot). */
+static void run_count(run_ctx *r, const evt_event *e)
+{
+    const evt_table *t = evt_event_table(e);
+    if (!t)
+        return;
+    size_t n = sizeof(r->mcache) / sizeof(r->mcache[0]);
+    for (size_t i = 0; i < n; i++)
+        if (r->mcache[i].t == t) {
+            app_metrics_count(r->metrics, r->mcache[i].slot, evt_event_op(e));
+            return;
+        }
+    size_t i = r->mnext++ % n;
+    evt_table_unref(r->mcache[i].t);
+    r->mcache[i].t = evt_table_ref((evt_table *)t);
+    r->mcache[i].slot = app_metrics_table(r->metrics, evt_table_db(t), evt_table_name(t));
+    app_metrics_count(r->metrics, r->mcache[i].slot, evt_event_op(e));
+}
+
 static tb_code sink_send(run_ctx *r, const evt_event *e, tb_error *err)
 {
     r->events_sent++;
+    if (r->metrics)
+        run_count(r, e);
     int64_t ts = evt_event_commit_ts_ms(e);
     if (ts > 0)
         r->last_commit_ts_ms = ts;
@@ -164,6 +186,41 @@ static void run_progress(run_ctx *r, int64_t now, int64_t lag_ms)
     r->progress_sent = r->events_sent;
 }
 
+/* metrics.listen: the gauges, from the status record being written. */
+static void run_metrics(run_ctx *r, const app_status *st, int64_t now, uint64_t in_flight)
+{
+    const char *unit = "bytes";
+    if (r->binlog && now - r->behind_ms >= 5000) {
+        tb_error berr;
+        r->behind_ms = now;
+        if (binlog_behind_bytes(r->binlog, &r->behind, &berr) != TB_OK)
+            r->behind = -1;
+    } else if (r->sqlite) {
+        sqlcap_stats ss;
+        sqlcap_get_stats(r->sqlite, &ss);
+        r->behind = (int64_t)ss.lag_frames;
+        unit = "frames";
+    } else if (!r->binlog) {
+        r->behind = -1;
+    }
+    app_metrics_run v = {
+        .state = st->state,
+        .error = st->error,
+        .source_connected = st->source_down_since_ms == 0 && (r->binlog || r->sqlite),
+        .source_down_since_ms = st->source_down_since_ms,
+        .lag_ms = st->lag_ms,
+        .behind_bytes = r->behind,
+        .behind_unit = unit,
+        .acked = st->events_total,
+        .in_flight = in_flight,
+        .reconnects = r->reconnects,
+        .restarts = r->restarts,
+    };
+    app_metrics_set_run(r->metrics, &v);
+    if (r->use_kafka && r->ks && ksink_stats_json(r->ks, &r->kstats))
+        app_metrics_set_kafka_stats(r->metrics, r->kstats.data, r->kstats.len);
+}
+
 /* The status file: rewritten every RUN_STATUS_EVERY_MS, and at once when the
  * state changes. A streaming binlog source whose connection is down is
  * "reconnecting", its lag counted from the newest event sent or the last
@@ -208,6 +265,11 @@ static void write_status(run_ctx *r, const char *state, const char *error, bool 
     tb_error err;
     if (app_status_write(tb_buf_cstr(&r->status_path), &st, &err) != TB_OK)
         TB_WARN("run", "status file: %s", err.msg);
+    if (down && !r->source_was_down)
+        r->reconnects++;
+    r->source_was_down = down;
+    if (r->metrics)
+        run_metrics(r, &st, now, in_flight);
     /* What a second SIGINT/SIGTERM leaves behind (app_status_last_words). */
     tb_buf lw;
     tb_buf_init(&lw, 0);
@@ -650,6 +712,7 @@ int cmd_run(int argc, char **argv)
     run_ctx r;
     memset(&r, 0, sizeof(r));
     tb_buf_init(&r.status_path, 0);
+    tb_buf_init(&r.kstats, 0);
     tb_position stored;
     tb_position_init(&stored);
     tb_code rc = app_load_config(&argc, argv, &r.cfg, &err);
@@ -669,6 +732,11 @@ int cmd_run(int argc, char **argv)
         tb_error_set(&err, rc, false, "out of memory");
         goto out;
     }
+    if (cfg_is_set(r.cfg, "metrics.listen") && !cfg_is_set(r.cfg, "kafka.statistics.interval.ms") &&
+        (rc = cfg_set(r.cfg, "kafka.statistics.interval.ms", "5000", "metrics.listen", &err)) != TB_OK)
+        goto out;
+    if ((rc = app_metrics_start(r.cfg, APP_METRICS_RUN, &r.metrics, &err)) != TB_OK)
+        goto out;
     app_on_second_signal = app_status_last_words;
     write_status(&r, "starting", NULL, true);
     if ((rc = snap_filter_init(&r.filter, r.cfg, &err)) != TB_OK)
@@ -726,6 +794,10 @@ out:
     if (rc != TB_OK && rc != TB_ERR_STOPPED && r.status_state && strcmp(r.status_state, "failed") != 0)
         write_status(&r, "failed", err.msg, true);
     app_on_second_signal = NULL;
+    app_metrics_stop(r.metrics);
+    for (size_t i = 0; i < sizeof(r.mcache) / sizeof(r.mcache[0]); i++)
+        evt_table_unref(r.mcache[i].t);
+    tb_buf_free(&r.kstats);
     binlog_close(r.binlog);
     sqlcap_close(r.sqlite);
     ksink_close(r.ks);

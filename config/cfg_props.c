@@ -142,6 +142,10 @@ static const cfg_prop props[] = {
     {"cache.error.policy", CFG_ENUM, "fail", 0, 0, v_error_policy, "An undecodable message: stop, skip (logged) or copy to <name>.cache.dlq.", false, "cache"},
     {"cache.batch.size", CFG_INT, "5000", 1, 10000000, NULL, "Messages applied per SQLite transaction.", false, "cache"},
 
+    /* ---- metrics */
+    {"metrics.listen", CFG_STRING, NULL, 0, 0, NULL,
+     "HOST:PORT where `run` and `cache` serve GET /metrics (Prometheus text format) and GET /health (200 when active and healthy, else 503 with the reason); off when unset. Use 127.0.0.1 unless a scraper on another host needs it (0.0.0.0 in a container). Sets kafka.statistics.interval.ms=5000 for the tributary_kafka_* series unless given.", false, "metrics"},
+
     /* ---- kafka pass-through */
     {"kafka.*", CFG_STRING, NULL, 0, 0, NULL,
      "Passed to librdkafka without the prefix, e.g. kafka.bootstrap.servers=127.0.0.1:9092.", false, "kafka"},

@@ -108,6 +108,27 @@ static void ksink_error_cb(rd_kafka_t *rk, int rerr, const char *reason, void *o
     TB_WARN("ksink", "%s (%s)", reason, rd_kafka_err2name((rd_kafka_resp_err_t)rerr));
 }
 
+/* librdkafka's statistics (kafka.statistics.interval.ms > 0), served from
+ * rd_kafka_poll on the sink's thread: keep a copy of the newest. */
+static int ksink_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
+{
+    (void)rk;
+    ksink *ks = opaque;
+    tb_buf_reset(&ks->stats_json);
+    if (tb_buf_append(&ks->stats_json, json, len) == TB_OK)
+        ks->stats_new = true;
+    return 0; /* librdkafka frees json */
+}
+
+bool ksink_stats_json(ksink *ks, tb_buf *out)
+{
+    if (!ks || !ks->stats_new)
+        return false;
+    ks->stats_new = false;
+    tb_buf_reset(out);
+    return tb_buf_append(out, ks->stats_json.data, ks->stats_json.len) == TB_OK;
+}
+
 /* ------------------------------------------------------------ tracker */
 
 tb_code ksink_failed(const ksink *ks, tb_error *err)
@@ -745,6 +766,7 @@ static tb_code ksink_client_create(ksink *ks, tb_error *err)
     rd_kafka_conf_set_opaque(conf, ks);
     rd_kafka_conf_set_dr_msg_cb(conf, ksink_dr_cb);
     rd_kafka_conf_set_error_cb(conf, ksink_error_cb);
+    rd_kafka_conf_set_stats_cb(conf, ksink_stats_cb);
     if ((rc = ksink_client_new(conf, RD_KAFKA_PRODUCER, &ks->rk, err)) != TB_OK)
         return rc;
     if (ks->eos) {
@@ -805,6 +827,7 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
         return tb_error_set(err, TB_ERR_NOMEM, false, "ksink: out of memory");
     ks->c = c;
     evt_rendered_init(&ks->r);
+    tb_buf_init(&ks->stats_json, 0);
     tb_buf_init(&ks->scratch, 0);
     tb_buf_init(&ks->scratch2, 0);
     tb_buf_init(&ks->offsets_key, 0);
@@ -877,6 +900,7 @@ void ksink_close(ksink *ks)
         free(te->topic);
     }
     free(ks->tabs);
+    tb_buf_free(&ks->stats_json);
     ksink_aux_free(&ks->schema);
     ksink_aux_free(&ks->offsets);
     ksink_aux_free(&ks->dlq);

@@ -236,6 +236,11 @@ typedef struct ksink_stats {
 } ksink_stats;
 void ksink_get_stats(const ksink *ks, ksink_stats *out);
 
+/* librdkafka's statistics JSON (emitted every kafka.statistics.interval.ms,
+ * off by default): when a new one arrived since the last call, copy it into
+ * out (reset first) and return true; else false. Same thread as the sink. */
+bool ksink_stats_json(ksink *ks, tb_buf *out);
+
 /* Destroy the producer. Does NOT flush or commit: call ksink_flush() and
  * ksink_commit() first for a clean shutdown; whatever is still queued is
  * purged (it was never committed, so it will be produced again after a

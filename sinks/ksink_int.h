@@ -122,6 +122,8 @@ typedef struct ksink_stage {
 struct ksink {
     const cfg *c;
     rd_kafka_t *rk;
+    tb_buf stats_json;       /* newest librdkafka statistics JSON (kafka.statistics.interval.ms) */
+    bool stats_new;          /* stats_json not yet taken by ksink_stats_json() */
     evt_codec_opts copts;
     evt_rendered r;
     ksink_stage stage;

@@ -1,0 +1,103 @@
+/*
+ * app_metrics: the metrics registry and the HTTP endpoint of `tributary run`
+ * and `tributary cache`, on for metrics.listen=HOST:PORT (off when unset).
+ *
+ * ENDPOINT (libmicrohttpd, its own thread, bound where metrics.listen says):
+ *   GET /metrics  Prometheus text exposition format 0.0.4. Every name starts
+ *                 with tributary_, carries its unit (_seconds, _bytes,
+ *                 _messages, _total for counters) and a `connector` label.
+ *                 Base units as Prometheus wants them (promtool check metrics
+ *                 refuses _milliseconds): lag is tributary_lag_seconds.
+ *   GET /health   200 {"status":"ok",...} when active and healthy; 503 with
+ *                 "reason" otherwise: "source down since <time>", "kafka
+ *                 unreachable", "failed: <error>", "starting", "stopping",
+ *                 "standby" (healthy, not active). A snapshot is healthy.
+ * Other paths 404, other methods 405.
+ *
+ * THREADS AND COST. One thread (the run or cache loop) writes; the HTTP
+ * thread reads. Per-event counters (app_metrics_count) are relaxed atomic
+ * loads and stores of the writer's own counters: no lock, no read-modify-write
+ * bus lock, no formatting on the hot path. Gauges and librdkafka's statistics
+ * JSON are set about once a second under a mutex (app_metrics_set_*), and
+ * all formatting and JSON parsing (Jansson) happens at scrape time on the
+ * HTTP thread.
+ *
+ * Ownership: app_metrics_start returns a registry the caller ends with
+ * app_metrics_stop (stops the server first; NULL-safe). Strings given to the
+ * setters are copied, except `state`, which must be a static string.
+ */
+#ifndef APP_METRICS_H
+#define APP_METRICS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "cfg.h"
+#include "evt.h"
+#include "tb_buf.h"
+#include "tb_error.h"
+
+typedef struct app_metrics app_metrics;
+
+typedef enum app_metrics_role { APP_METRICS_RUN, APP_METRICS_CACHE } app_metrics_role;
+
+/* Start the endpoint when metrics.listen is set (*out = NULL and TB_OK when
+ * it is not). TB_ERR_CONFIG for a listen address that does not parse or a
+ * host that is not a numeric IPv4/IPv6 address or "localhost"; TB_ERR_IO when
+ * the address cannot be bound (in use). */
+tb_code app_metrics_start(const cfg *c, app_metrics_role role, app_metrics **out, tb_error *err);
+/* Stop the server and free the registry. NULL-safe. */
+void app_metrics_stop(app_metrics *m);
+
+/* Parse "HOST:PORT" ("[v6]:PORT" for IPv6). Exposed for tests. */
+tb_code app_metrics_parse_listen(const char *s, char *host, size_t host_cap, unsigned *port, tb_error *err);
+
+/* ---- hot path (the writer thread only) */
+
+/* The counter slot of table "db.table" (created on first use; a mutex, so
+ * call it once per table descriptor, not per event). -1 when m is NULL or
+ * the table limit (4096) is reached. */
+int app_metrics_table(app_metrics *m, const char *db, const char *table);
+/* One event of op on the table in slot (from app_metrics_table). */
+void app_metrics_count(app_metrics *m, int slot, evt_op op);
+/* The snapshot's row estimate for a table (information_schema), -1 unknown. */
+void app_metrics_set_estimate(app_metrics *m, int slot, int64_t rows);
+
+/* ---- gauges (about once a second) */
+
+typedef struct app_metrics_run {
+    const char *state;            /* static string: the status file's state */
+    const char *error;            /* last error, NULL = none (copied) */
+    bool source_connected;
+    int64_t source_down_since_ms; /* Unix ms, 0 = up */
+    int64_t lag_ms;               /* -1 unknown */
+    int64_t behind_bytes;         /* binlog bytes / WAL frames behind; -1 unknown */
+    const char *behind_unit;      /* "bytes" (binlog) or "frames" (SQLite WAL) */
+    uint64_t acked;               /* messages Kafka acknowledged (stdout: written) */
+    uint64_t in_flight;           /* messages sent, not yet acknowledged */
+    uint64_t reconnects;          /* source connections lost */
+    uint64_t restarts;            /* source re-reads after aborted Kafka transactions */
+} app_metrics_run;
+void app_metrics_set_run(app_metrics *m, const app_metrics_run *v);
+
+typedef struct app_metrics_cache {
+    const char *state;            /* static string: "starting", "catching_up", "caught_up", "stopped", "failed" */
+    uint64_t messages;            /* messages consumed and applied in this run */
+    int64_t remaining;            /* messages up to the start watermarks, -1 unknown */
+    bool caught_up;
+} app_metrics_cache;
+void app_metrics_set_cache(app_metrics *m, const app_metrics_cache *v);
+
+/* librdkafka's statistics JSON (copied; parsed at scrape time). */
+void app_metrics_set_kafka_stats(app_metrics *m, const char *json, size_t len);
+
+/* ---- rendering (what the endpoint serves; exposed for tests) */
+
+/* The /metrics body, appended to out. */
+tb_code app_metrics_render(app_metrics *m, tb_buf *out);
+/* The /health body appended to out; returns the HTTP status (200 or 503). */
+int app_metrics_health(app_metrics *m, int64_t now_ms, tb_buf *out);
+
+/* A registry without a server (tests): connector name, role. */
+app_metrics *app_metrics_new(const char *connector, app_metrics_role role);
+
+#endif

@@ -1,0 +1,38 @@
+/*
+ * app_metrics_int: the registry's layout, shared by app_metrics.c (registry,
+ * rendering) and app_metrics_http.c (the server). Private to those two.
+ */
+#ifndef APP_METRICS_INT_H
+#define APP_METRICS_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include "app_metrics.h"
+
+#define APP_METRICS_MAX_TABLES 4096
+
+typedef struct app_metrics_tab {
+    char *name;                  /* "db.table", immutable once published */
+    _Atomic uint64_t ops[4];     /* events by op: c, u, d, r (written by the loop only) */
+    _Atomic int64_t estimated;   /* snapshot row estimate, -1 unknown */
+} app_metrics_tab;
+
+struct app_metrics {
+    char *connector;
+    app_metrics_role role;
+    int64_t started_ms;
+    app_metrics_tab **tabs;      /* APP_METRICS_MAX_TABLES slots; the first ntabs are set */
+    _Atomic size_t ntabs;
+    pthread_mutex_t mu;          /* guards the members below */
+    app_metrics_run run;         /* run.error unused: see error */
+    char *error;
+    app_metrics_cache cache;
+    char *kafka_json;            /* librdkafka statistics, NUL-terminated, or NULL */
+    int64_t kafka_json_ms;
+    struct MHD_Daemon *httpd;    /* NULL without a server */
+};
+
+void app_metrics_free(app_metrics *m);
+int64_t app_metrics_now_ms(void);
+
+#endif
