@@ -130,6 +130,28 @@ static tb_code set_fatal(cache_ctx *c, const tb_error *e)
     return e->code;
 }
 
+/* A refused login or a broker certificate that does not verify does not heal by retrying, and
+ * the consumer would retry for ever: the run fails with the broker's reason (the sink does the
+ * same, sinks/ksink.c). Served by rd_kafka_poll: in the main loop every 100 ms, and when a
+ * topic listing failed. */
+static void error_cb(rd_kafka_t *rk, int rerr, const char *reason, void *opaque)
+{
+    (void)rk;
+    cache_ctx *c = opaque;
+    bool auth = rerr == RD_KAFKA_RESP_ERR__AUTHENTICATION;
+    bool cert = rerr == RD_KAFKA_RESP_ERR__SSL && reason && strstr(reason, "certificate verify failed");
+    if (!auth && !cert) {
+        TB_WARN("cache", "%s (%s)", reason, rd_kafka_err2name((rd_kafka_resp_err_t)rerr));
+        return;
+    }
+    tb_error e;
+    tb_error_set(&e, TB_ERR_KAFKA, false, "Kafka %s: %s (check %s)",
+                 auth ? "authentication failed" : "TLS certificate verification failed", reason,
+                 auth ? "kafka.sasl.username, kafka.sasl.password(.file) and kafka.sasl.mechanisms"
+                      : "kafka.ssl.ca.location");
+    set_fatal(c, &e);
+}
+
 /* ------------------------------------------------------------- commit */
 
 static void dlq_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -277,7 +299,9 @@ static tb_code scan_topics(cache_ctx *c, rd_kafka_t *via, bool schema_only)
     tb_code rc = TB_OK;
     rd_kafka_resp_err_t ke = rd_kafka_metadata(via, 1, NULL, &md, 10000);
     if (ke) {
-        TB_WARN("cache", "listing topics: %s", rd_kafka_err2str(ke));
+        rd_kafka_poll(via, 0); /* error_cb: a refused login ends the run */
+        if (!c->failed)
+            TB_WARN("cache", "listing topics: %s", rd_kafka_err2str(ke));
         return TB_OK;
     }
     c->listed = true;
@@ -577,6 +601,7 @@ static rd_kafka_t *new_consumer(cache_ctx *c, const char *group, bool group_mode
         }
     if (group_mode)
         rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
+    rd_kafka_conf_set_error_cb(conf, error_cb);
     rd_kafka_conf_set_opaque(conf, c);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
     if (!rk) {
@@ -663,6 +688,10 @@ static tb_code run_loop(cache_ctx *c, tb_error *err)
         double t = now_s();
         if (t - last_schema >= 0.1) { /* schema records are rare: look every 100 ms */
             last_schema = t;
+            if (c->rk)
+                rd_kafka_poll(c->rk, 0); /* error_cb */
+            if (c->rks)
+                rd_kafka_poll(c->rks, 0);
             do
                 poll_batch(c, c->qs, 0, true, &got);
             while (got && !stopping(c));

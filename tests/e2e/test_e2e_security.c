@@ -13,7 +13,7 @@
  *     the REQUIRE SSL user; verify_ca against a foreign CA; verify_identity for a host name the
  *     certificate does not hold (127.1 reaches 127.0.0.1); a wrong SASL password; a broker
  *     certificate that does not chain to kafka.ssl.ca.location. Each within seconds: a refused
- *     Kafka login is not retried.
+ *     Kafka login is not retried. `tributary cache` refuses the wrong SASL password as well.
  */
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -270,6 +270,20 @@ Test(security, refusals, .timeout = 300)
     const char *sasl[] = {"Kafka authentication failed", "kafka.sasl.password", NULL};
     sec_refused(&e, "sasl_password", extra, sasl);
 
+    /* the cache refuses a wrong SASL password too, instead of retrying for ever */
+    char cache[256], clog[256];
+    snprintf(cache, sizeof cache, "%s/cache.db", e.dir);
+    snprintf(clog, sizeof clog, "%s/cache_sasl.log", e.dir);
+    const char *cargs[] = {"cache", "--config", e.cfg, "--db", cache, "--until-caught-up", NULL};
+    int crc = e2e_wait(e2e_spawn(cargs, clog), 60000);
+    tb_buf cb;
+    tb_buf_init(&cb, 0);
+    e2e_slurp(clog, &cb);
+    cr_expect_eq(crc, 1, "cache with a wrong SASL password: exit %d:\n%.4000s", crc, tb_buf_cstr(&cb));
+    cr_expect_not_null(strstr(tb_buf_cstr(&cb), "tributary cache: Kafka authentication failed"), "%.4000s",
+                       tb_buf_cstr(&cb));
+    tb_buf_free(&cb);
+
     snprintf(extra, sizeof extra, "kafka.ssl.ca.location=%s/tls/foreign-ca.pem\n", tb_itest_env("TRIBUTARY_TEST_DIR"));
     const char *kca[] = {"Kafka TLS certificate verification failed", "certificate verify failed", NULL};
     sec_refused(&e, "kafka_foreign_ca", extra, kca);
@@ -281,9 +295,10 @@ Test(security, refusals, .timeout = 300)
 
 /* Incremental-snapshot signals are scoped to their connector: a signal written for connector
  * "<name>_other" is left alone by the running connector <name> (a DEBUG line says so, nothing is
- * queued); a signal for <name> itself is executed. */
+ * queued); a signal for <name> itself is executed. Its state file is 0600 under umask 022. */
 Test(security, signals_scoped_to_their_connector, .timeout = 300)
 {
+    umask(022);
     MYSQL *m = e2e_mysql();
     sec_env e;
     sec_setup(&e, m);
@@ -308,6 +323,12 @@ Test(security, signals_scoped_to_their_connector, .timeout = 300)
     cr_assert_eq(e2e_wait(e2e_spawn(sig_own, slog), 60000), 0, "signal for the connector failed");
     snprintf(needle, sizeof needle, "incremental snapshot of %s done", table);
     sec_wait_log(e.log, needle, pid, 60000);
+    /* the state is saved once a position after the chunk is committed */
+    char state[300];
+    snprintf(state, sizeof state, "%s/offsets.incsnap", e.dir);
+    long long deadline = tb_itest_now_ms() + 30000;
+    while (access(state, F_OK) != 0 && tb_itest_now_ms() < deadline)
+        usleep(50000);
 
     kill(pid, SIGTERM);
     cr_assert_eq(e2e_wait(pid, 30000), 0);
@@ -322,6 +343,7 @@ Test(security, signals_scoped_to_their_connector, .timeout = 300)
     const char *first = strstr(l, needle);
     cr_assert_not_null(first, "%.4000s", l);
     cr_expect_null(strstr(first + 1, needle), "queued twice:\n%.4000s", l);
+    sec_private(state, true); /* the incremental-snapshot state, under umask 022 */
     e2e_assert_clean_log(e.log);
     tb_buf_free(&b);
     e2e_sql(m, "DROP DATABASE `%s`", e.db);
