@@ -240,6 +240,16 @@ int cmd_cache(int argc, char **argv)
     const char *pol = cfg_get_str(c, "cache.error.policy");
     o.error_policy = strcmp(pol, "skip") == 0 ? CACHE_ERR_SKIP : strcmp(pol, "dlq") == 0 ? CACHE_ERR_DLQ : CACHE_ERR_FAIL;
     o.batch_size = (int)cfg_get_int(c, "cache.batch.size");
+    const char *dd = cfg_get_str(c, "cache.debezium.decimal.handling.mode");
+    const char *dt = cfg_get_str(c, "cache.debezium.time.precision.mode");
+    const char *db = cfg_get_str(c, "cache.debezium.binary.handling.mode");
+    o.dbz.decimal = strcmp(dd, "string") == 0 ? CACHE_DBZ_STRING : strcmp(dd, "double") == 0 ? CACHE_DBZ_DOUBLE : CACHE_DBZ_PRECISE;
+    o.dbz.time = strcmp(dt, "connect") == 0 ? CACHE_DBZ_CONNECT : strcmp(dt, "adaptive") == 0 ? CACHE_DBZ_ADAPTIVE
+                                                                                               : CACHE_DBZ_ADAPTIVE_TIME_US;
+    o.dbz.binary = strcmp(db, "hex") == 0               ? CACHE_DBZ_HEX
+                   : strcmp(db, "base64-url-safe") == 0 ? CACHE_DBZ_BASE64_URL
+                   : strcmp(db, "base64") == 0          ? CACHE_DBZ_BASE64
+                                                        : CACHE_DBZ_BYTES;
     o.until_caught_up = until;
     cfg_each_prefixed(c, "kafka.", add_prop, &kp);
     o.kafka_props = kp.kv;

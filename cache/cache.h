@@ -27,6 +27,21 @@
 typedef enum cache_mode { CACHE_MODE_GLOBAL = 0, CACHE_MODE_GROUP } cache_mode;
 typedef enum cache_error_policy { CACHE_ERR_FAIL = 0, CACHE_ERR_SKIP, CACHE_ERR_DLQ } cache_error_policy;
 
+/* How a Debezium connector wrote the values of a topic without Connect schemas
+ * (cache.debezium.*: the connector's options of the same names). */
+typedef enum cache_dbz_decimal { CACHE_DBZ_PRECISE = 0, CACHE_DBZ_STRING, CACHE_DBZ_DOUBLE } cache_dbz_decimal;
+typedef enum cache_dbz_time {
+    CACHE_DBZ_ADAPTIVE_TIME_US = 0, /* adaptive_time_microseconds */
+    CACHE_DBZ_ADAPTIVE,             /* adaptive */
+    CACHE_DBZ_CONNECT               /* connect */
+} cache_dbz_time;
+typedef enum cache_dbz_binary { CACHE_DBZ_BYTES = 0, CACHE_DBZ_BASE64, CACHE_DBZ_BASE64_URL, CACHE_DBZ_HEX } cache_dbz_binary;
+typedef struct cache_dbz_opts {
+    cache_dbz_decimal decimal; /* decimal.handling.mode */
+    cache_dbz_time time;       /* time.precision.mode */
+    cache_dbz_binary binary;   /* binary.handling.mode */
+} cache_dbz_opts;
+
 typedef struct cache_progress {
     int64_t messages;       /* consumed in this run */
     double rows_per_s;      /* over the last interval */
@@ -49,6 +64,7 @@ typedef struct cache_opts {
     const char *group_id;         /* group mode; default "<name>-cache" */
     bool drop_on_revoke;          /* group mode: drop a revoked partition's rows */
     cache_error_policy error_policy;
+    cache_dbz_opts dbz;           /* Debezium values without Connect schemas (default: Debezium's defaults) */
     int batch_size;               /* messages per transaction (default 5000) */
     int metadata_refresh_ms;      /* global mode: look for new topics (default 5000) */
     bool until_caught_up;         /* return once every partition reached its start watermark */

@@ -116,6 +116,10 @@ static tb_code parse_descriptor(const cj_val *val, cache_table **out, tb_error *
             goto out;
         }
         t->ncols++;
+        cj_val sc;
+        int64_t scale = -1;
+        col->scale = cj_obj_get(&c, "scale", &sc) && cj_int64(&sc, &scale) && scale >= 0 && scale < 128
+                         ? (int16_t)scale : -1;
         char *source_type = cj_obj_get(&c, "source_type", &st) ? dup_str(&st, &tmp) : NULL;
         bool is_unsigned = cj_obj_get(&c, "unsigned", &uns) && uns.type == CJ_TRUE;
         col->cls = cache_class_of(col->type, source_type, is_unsigned);
@@ -296,6 +300,7 @@ static tb_code infer_table(cache_store *s, const char *topic, const char *prefix
                 rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
                 goto out;
             }
+            t->cols[i].scale = -1;
             t->ncols++;
             if (pass == 0) {
                 t->pk[t->npk++] = i;
@@ -327,8 +332,8 @@ out:
 
 /* The top-level members the decoder looks at, in one pass over the value. */
 typedef struct top_members {
-    cj_val before, after, source, op, schema, payload, ddl;
-    bool has_before, has_after, has_source, has_op, has_schema, has_payload, has_ddl;
+    cj_val before, after, source, op, schema, payload, ddl, ts_us;
+    bool has_before, has_after, has_source, has_op, has_schema, has_payload, has_ddl, has_ts_us;
     size_t n;
 } top_members;
 
@@ -355,6 +360,7 @@ static void pick(const cj_val *v, top_members *tm)
         TB_PICK(schema)
         TB_PICK(payload)
         TB_PICK(ddl)
+        TB_PICK(ts_us)
 #undef TB_PICK
     }
 }
@@ -404,10 +410,10 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
         }
     }
     if (!tombstone) {
-        static const char *const names[] = {"before", "after", "source", "op", "schema", "payload", "ddl"};
-        cj_val vals[7] = {{0}};
-        bool found[7];
-        if ((rc = cj_parse_top_members(value, vlen, &vv, names, 7, vals, found, &tm.n, 1, mem, CACHE_ROW_MEMBERS,
+        static const char *const names[] = {"before", "after", "source", "op", "schema", "payload", "ddl", "ts_us"};
+        cj_val vals[8] = {{0}};
+        bool found[8];
+        if ((rc = cj_parse_top_members(value, vlen, &vv, names, 8, vals, found, &tm.n, 1, mem, CACHE_ROW_MEMBERS,
                                        &nmem, err)) != TB_OK)
             return tb_error_prefix(err, rc, "value: ");
         if (vv.type != CJ_OBJECT)
@@ -419,6 +425,7 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
         tm.schema = vals[4], tm.has_schema = found[4];
         tm.payload = vals[5], tm.has_payload = found[5];
         tm.ddl = vals[6], tm.has_ddl = found[6];
+        tm.ts_us = vals[7], tm.has_ts_us = found[7];
         bool wrapped = tm.n == 2 && tm.has_schema && tm.has_payload;
         if (wrapped) { /* Kafka Connect JSON wrapper */
             vv = tm.payload;
@@ -475,6 +482,10 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
                                  err)) != TB_OK)
             return rc;
     }
+    /* an envelope with ts_us and no Connect schema is in Debezium's encoding (tributary's
+     * envelope has no ts_us): a table typed from a schema record decodes it by its types */
+    if (t && !has_vs && op && tm.has_ts_us && !t->cx_conv && !t->inferred)
+        cache_dbz_typed(s, t);
     if (t && t->cx_conv && (rc = cache_cx_key(s, t, &kv, &kv, err)) != TB_OK)
         return rc;
     if (del) {
@@ -496,6 +507,8 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
         if (rc != TB_OK)
             return rc;
     }
+    if (!has_vs && op && tm.has_ts_us && !t->cx_conv && t->inferred)
+        cache_dbz_warn_schemaless(s, t, &row);
     if (t->cx_conv) {
         cj_member *cm;
         if ((rc = cache_cx_row(s, t, &row, &cm, &nmem, err)) != TB_OK)

@@ -345,6 +345,7 @@ tb_code cache_cx_table(cache_store *s, const char *topic, const char *prefix, co
                     c->name = name;
                     c->type = strdup(k.type);
                     c->cls = k.cls;
+                    c->scale = k.dz == DZ_DEC_BYTES || (k.dz >= DZ_TIME_MS && k.dz <= DZ_TS_NS) ? k.arg : -1;
                     set_decoder(c, &k);
                     if (!c->type)
                         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
@@ -673,6 +674,16 @@ static tb_code decode_value(cache_store *s, const cache_col *c, const cj_val *v,
         } else {
             rc = TB_ERR_INVALID;
         }
+        if (rc != TB_OK && v->type == CJ_NUMBER && c->dz_arg >= 0) {
+            /* decimal.handling.mode=double: a double, rounded to the scale (the setting's loss) */
+            char tmp[64];
+            if (v->len < sizeof(tmp)) {
+                memcpy(tmp, v->ptr, v->len);
+                tmp[v->len] = 0;
+                tb_buf_reset(&txt);
+                rc = tb_buf_printf(&txt, "%.*f", (int)c->dz_arg, strtod(tmp, NULL));
+            }
+        }
         if (rc == TB_OK)
             rc = put(s, txt.data ? txt.data : "", txt.len, c->cls == CC_UINT64 ? CJ_NUMBER : CJ_STRING, out, err);
         else
@@ -773,6 +784,12 @@ static tb_code decode_value(cache_store *s, const cache_col *c, const cj_val *v,
     }
     case DZ_U64: {
         int64_t i;
+        if (v->type == CJ_STRING) { /* bigint.unsigned.handling.mode=precise without a schema: Decimal bytes */
+            cache_col d = *c;
+            d.dz = DZ_DEC_BYTES;
+            d.dz_arg = 0;
+            return decode_value(s, &d, v, out, err);
+        }
         if (!cj_int64(v, &i) || i >= 0)
             return TB_OK;
         char tmp[24], *d = u64_text((uint64_t)i, tmp + sizeof(tmp));
@@ -899,4 +916,92 @@ tb_code cache_cx_key(cache_store *s, const cache_table *t, const cj_val *key, cj
     }
     tb_buf_free(&js);
     return rc;
+}
+
+/* ------------------------------------------------------------- without Connect schemas */
+
+void cache_dbz_typed(const cache_store *s, cache_table *t)
+{
+    for (size_t i = 0; i < t->ncols; i++) {
+        cache_col *c = &t->cols[i];
+        const char *ty = c->type;
+        int sc = c->scale;
+        c->dz = DZ_NONE;
+        c->dz_arg = (int8_t)(sc >= 0 && sc <= 100 ? sc : -1);
+        if (strcmp(ty, "decimal") == 0 && sc >= 0)
+            c->dz = s->dbz.decimal == CACHE_DBZ_STRING ? DZ_NONE : DZ_DEC_BYTES;
+        else if (strcmp(ty, "bigint") == 0 && c->cls == CC_UINT64)
+            c->dz = DZ_U64;
+        else if (strcmp(ty, "date") == 0)
+            c->dz = DZ_DATE;
+        else if (strcmp(ty, "time") == 0)
+            c->dz = s->dbz.time == CACHE_DBZ_CONNECT || (s->dbz.time == CACHE_DBZ_ADAPTIVE && sc >= 0 && sc <= 3)
+                        ? DZ_TIME_MS
+                        : DZ_TIME_US;
+        else if (strcmp(ty, "datetime") == 0)
+            c->dz = s->dbz.time == CACHE_DBZ_CONNECT || (sc >= 0 && sc <= 3) ? DZ_TS_MS : DZ_TS_US;
+        else if (strcmp(ty, "set") == 0)
+            c->dz = DZ_SET;
+        else if (strcmp(ty, "bit") == 0 && c->cls != CC_BOOL)
+            c->dz = DZ_BITS;
+        else if (strcmp(ty, "json") == 0)
+            c->dz = DZ_JSON;
+        else if (strcmp(ty, "geometry") == 0)
+            c->dz = DZ_GEOM;
+        else if (strcmp(ty, "float") == 0)
+            c->dz = DZ_FLOAT32;
+        else if (c->cls == CC_BLOB)
+            c->dz = s->dbz.binary == CACHE_DBZ_HEX ? DZ_HEX : s->dbz.binary == CACHE_DBZ_BASE64_URL ? DZ_B64URL : DZ_NONE;
+    }
+    t->cx_conv = true;
+    TB_INFO("cache", "table \"%s\": values in Debezium's encoding without Connect schemas: decoded by the types of "
+                     "its schema record (decimal.handling.mode=%s, time.precision.mode=%s, binary.handling.mode=%s)",
+            t->name, s->dbz.decimal == CACHE_DBZ_STRING ? "string" : s->dbz.decimal == CACHE_DBZ_DOUBLE ? "double" : "precise",
+            s->dbz.time == CACHE_DBZ_CONNECT ? "connect" : s->dbz.time == CACHE_DBZ_ADAPTIVE ? "adaptive"
+                                                                                             : "adaptive_time_microseconds",
+            s->dbz.binary == CACHE_DBZ_HEX ? "hex" : s->dbz.binary == CACHE_DBZ_BASE64_URL ? "base64-url-safe"
+                                                   : s->dbz.binary == CACHE_DBZ_BASE64 ? "base64" : "bytes");
+}
+
+void cache_dbz_warn_schemaless(const cache_store *s, cache_table *t, const cj_val *row)
+{
+    tb_buf nums, strs;
+    cj_iter it;
+    const char *k;
+    size_t kl;
+    cj_val v;
+    if (t->cx_warned)
+        return;
+    t->cx_warned = true;
+    tb_buf_init(&nums, 0);
+    tb_buf_init(&strs, 0);
+    cj_obj_begin(row, &it);
+    while (cj_obj_next(&it, &k, &kl, &v)) {
+        tb_buf *b = v.type == CJ_NUMBER ? &nums : v.type == CJ_STRING ? &strs : NULL;
+        if (b)
+            tb_buf_printf(b, "%s\"%.*s\"", b->len ? ", " : "", (int)kl, k);
+    }
+    const char *dec = s->dbz.decimal == CACHE_DBZ_STRING   ? ""
+                      : s->dbz.decimal == CACHE_DBZ_DOUBLE ? "; a DECIMAL arrives as a double (no scale)"
+                                                           : "; a DECIMAL holds base64 of its unscaled value, "
+                                                             "without the scale";
+    const char *bin = s->dbz.binary == CACHE_DBZ_HEX            ? "hex text"
+                      : s->dbz.binary == CACHE_DBZ_BASE64_URL ? "base64-url-safe text"
+                                                              : "base64 text";
+    const char *tim = s->dbz.time == CACHE_DBZ_CONNECT ? "a TIME milliseconds of the day, a DATETIME milliseconds"
+                                                       : "a TIME microseconds, a DATETIME milliseconds or "
+                                                         "microseconds since 1970";
+    /* two lines: column lists can be long, a log line holds 4 KiB */
+    TB_WARN("cache",
+            "table \"%s\" (%s): Debezium values without Connect schemas and no schema record: stored as the JSON "
+            "gives them, not decoded; numbers in %s (a DATE holds days since 1970, %s, a BIGINT UNSIGNED above "
+            "2^63-1 a negative number)",
+            t->name, t->topic ? t->topic : "", nums.len ? tb_buf_cstr(&nums) : "no column", tim);
+    TB_WARN("cache",
+            "table \"%s\": without Connect schemas, strings in %s (a BINARY/BLOB holds %s, a SET \"a,b\", a BIT(n) "
+            "base64 bytes%s); for exact values write the topic with Connect schemas "
+            "(key.converter.schemas.enable=true, value.converter.schemas.enable=true)",
+            t->name, strs.len ? tb_buf_cstr(&strs) : "no column", bin, dec);
+    tb_buf_free(&nums);
+    tb_buf_free(&strs);
 }

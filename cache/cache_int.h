@@ -9,7 +9,8 @@
  *                           PRIMARY KEY = the key columns, in key order.
  *   _tributary_tables       tbl, topic, inferred, version: one row per cache table
  *   _tributary_columns      tbl, ord, name, type (evt type name, "" if inferred),
- *                           cls (cache_class), pk (1-based key position, 0 = none)
+ *                           cls (cache_class), pk (1-based key position, 0 = none),
+ *                           scale (DECIMAL scale, fsp of a temporal; -1 unknown)
  *   _tributary_offsets      topic, partition, next_offset, high_watermark (the high
  *                           watermark recorded when the partition was assigned)
  *   _tributary_state        key, value: caught_up (0/1), caught_up_at (unix ms),
@@ -24,6 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cache.h"
 #include "cache_json.h"
 #include "tb_buf.h"
 #include "tb_error.h"
@@ -68,6 +70,7 @@ typedef struct cache_col {
     char *type;      /* evt type name from the schema record; "" when inferred */
     cache_class cls;
     int pk;          /* 1-based position in the key, 0 = not a key column */
+    int16_t scale;   /* from the schema record: DECIMAL scale, TIME/DATETIME fsp; -1 unknown */
     uint8_t dz;      /* cache_dz: set from the message's Connect schema (not stored in the file) */
     int8_t dz_arg;   /* DECIMAL scale; fraction digits of a temporal (-1: unknown, shortest exact) */
 } cache_col;
@@ -111,6 +114,8 @@ typedef struct cache_store {
     sqlite3_stmt *st_offset;  /* upsert offset */
     sqlite3_stmt *st_state;   /* upsert state */
     bool in_tx;
+    bool has_scale;           /* _tributary_columns has its scale column */
+    cache_dbz_opts dbz;       /* how schemaless Debezium values were written (cache.debezium.*) */
     int64_t applied, skipped, dlq; /* counters (persisted at commit) */
     tb_buf scratch, sql;
     unsigned char *present;   /* per-column scratch */
@@ -193,6 +198,13 @@ tb_code cache_cx_table(cache_store *s, const char *topic, const char *prefix, co
  * a partial image): *out borrows s (valid until cache_store_release). */
 tb_code cache_cx_row(cache_store *s, const cache_table *t, const cj_val *row, cj_member **out, size_t *nout,
                      tb_error *err);
+/* A table typed from tributary's <prefix>.schema record whose values come in
+ * Debezium's encoding without Connect schemas (value.encoding=debezium): set
+ * the decoders from the column types and s->dbz. */
+void cache_dbz_typed(const cache_store *s, cache_table *t);
+/* A table inferred from a Debezium envelope without schemas: log once per
+ * table and run which columns cannot be decoded faithfully, and why. */
+void cache_dbz_warn_schemaless(const cache_store *s, cache_table *t, const cj_val *row);
 /* The key object decoded for t's key columns into *out (text in the arena). */
 tb_code cache_cx_key(cache_store *s, const cache_table *t, const cj_val *key, cj_val *out, tb_error *err);
 

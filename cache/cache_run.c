@@ -738,6 +738,7 @@ tb_code cache_run(const cache_opts *o, tb_error *err)
     c.re_ok = true;
     if ((rc = cache_store_open(o->db_path, false, &c.s, err)) != TB_OK)
         goto out;
+    c.s->dbz = o->dbz;
     if (tb_buf_printf(&gid, "%s-cache-assign-%ld", o->name ? o->name : "tributary", (long)getpid()) != TB_OK) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         goto out;

@@ -13,7 +13,8 @@ static const char *const META_SQL =
     "CREATE TABLE IF NOT EXISTS _tributary_tables(tbl TEXT PRIMARY KEY, topic TEXT, inferred INTEGER NOT NULL,"
     " version INTEGER NOT NULL DEFAULT 0);"
     "CREATE TABLE IF NOT EXISTS _tributary_columns(tbl TEXT NOT NULL, ord INTEGER NOT NULL, name TEXT NOT NULL,"
-    " type TEXT NOT NULL, cls INTEGER NOT NULL, pk INTEGER NOT NULL, PRIMARY KEY(tbl, ord));"
+    " type TEXT NOT NULL, cls INTEGER NOT NULL, pk INTEGER NOT NULL, scale INTEGER NOT NULL DEFAULT -1,"
+    " PRIMARY KEY(tbl, ord));"
     "CREATE TABLE IF NOT EXISTS _tributary_offsets(topic TEXT NOT NULL, partition INTEGER NOT NULL,"
     " next_offset INTEGER NOT NULL, high_watermark INTEGER NOT NULL DEFAULT -1, PRIMARY KEY(topic, partition));"
     "CREATE TABLE IF NOT EXISTS _tributary_state(key TEXT PRIMARY KEY, value INTEGER);";
@@ -129,8 +130,10 @@ static tb_code load_tables(cache_store *s, tb_error *err)
     tb_code rc = TB_OK;
     if (sqlite3_prepare_v2(s->db, "SELECT tbl, topic, inferred, version FROM _tributary_tables ORDER BY tbl", -1, &st,
                            NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(s->db, "SELECT name, type, cls, pk FROM _tributary_columns WHERE tbl=?1 ORDER BY ord", -1,
-                           &sc, NULL) != SQLITE_OK) {
+        sqlite3_prepare_v2(s->db,
+                           s->has_scale ? "SELECT name, type, cls, pk, scale FROM _tributary_columns WHERE tbl=?1 ORDER BY ord"
+                                        : "SELECT name, type, cls, pk, -1 FROM _tributary_columns WHERE tbl=?1 ORDER BY ord",
+                           -1, &sc, NULL) != SQLITE_OK) {
         rc = sqlite_fail(s, "reading table definitions", err);
         goto out;
     }
@@ -165,6 +168,7 @@ static tb_code load_tables(cache_store *s, tb_error *err)
             c->type = strdup((const char *)sqlite3_column_text(sc, 1));
             c->cls = (cache_class)sqlite3_column_int(sc, 2);
             c->pk = sqlite3_column_int(sc, 3);
+            c->scale = (int16_t)sqlite3_column_int(sc, 4);
             if (c->pk > 0)
                 t->npk++;
         }
@@ -221,6 +225,19 @@ tb_code cache_store_open(const char *path, bool readonly, cache_store **out, tb_
             rc = sqlite_fail(s, "preparing statements", err);
             goto out;
         }
+    }
+    /* files written before columns had a scale: add it (read-only: read it as unknown) */
+    sqlite3_stmt *ts = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM pragma_table_info('_tributary_columns') WHERE name='scale'",
+                           -1, &ts, NULL) == SQLITE_OK &&
+        sqlite3_step(ts) == SQLITE_ROW)
+        s->has_scale = sqlite3_column_int(ts, 0) > 0;
+    sqlite3_finalize(ts);
+    if (!s->has_scale && !readonly) {
+        if ((rc = cache_exec(s, "ALTER TABLE _tributary_columns ADD COLUMN scale INTEGER NOT NULL DEFAULT -1", err)) !=
+            TB_OK)
+            goto out;
+        s->has_scale = true;
     }
     if ((rc = load_tables(s, err)) != TB_OK || (!readonly && (rc = cache_ckpt_start(s, err)) != TB_OK))
         goto out;
@@ -323,8 +340,8 @@ static tb_code save_column(cache_store *s, cache_table *t, size_t i, tb_error *e
     if (rc != TB_OK)
         return rc;
     if (sqlite3_prepare_v2(s->db,
-                           "INSERT OR REPLACE INTO _tributary_columns(tbl, ord, name, type, cls, pk)"
-                           " VALUES(?1,?2,?3,?4,?5,?6)",
+                           "INSERT OR REPLACE INTO _tributary_columns(tbl, ord, name, type, cls, pk, scale)"
+                           " VALUES(?1,?2,?3,?4,?5,?6,?7)",
                            -1, &st, NULL) != SQLITE_OK)
         return sqlite_fail(s, "saving a column definition", err);
     sqlite3_bind_text(st, 1, t->name, -1, SQLITE_STATIC);
@@ -333,6 +350,7 @@ static tb_code save_column(cache_store *s, cache_table *t, size_t i, tb_error *e
     sqlite3_bind_text(st, 4, t->cols[i].type ? t->cols[i].type : "", -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 5, (int)t->cols[i].cls);
     sqlite3_bind_int(st, 6, t->cols[i].pk);
+    sqlite3_bind_int(st, 7, t->cols[i].scale);
     if (sqlite3_step(st) != SQLITE_DONE)
         rc = sqlite_fail(s, "saving a column definition", err);
     sqlite3_finalize(st);
@@ -472,6 +490,7 @@ tb_code cache_store_add_column(cache_store *s, cache_table *t, const char *name,
     c->name = strdup(name);
     c->type = strdup(type ? type : "");
     c->cls = cls;
+    c->scale = -1;
     if (!c->name || !c->type) {
         free(c->name);
         free(c->type);

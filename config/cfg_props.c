@@ -27,6 +27,7 @@ static const char *const v_offsets_storage[] = {"kafka", "file", NULL};
 static const char *const v_sink[] = {"kafka", "stdout", NULL};
 static const char *const v_cache_mode[] = {"global", "group", NULL};
 static const char *const v_error_policy[] = {"fail", "skip", "dlq", NULL};
+static const char *const v_cache_dbz_time[] = {"adaptive_time_microseconds", "adaptive", "connect", NULL};
 static const char *const v_log_level[] = {"error", "warn", "info", "debug", "trace", NULL};
 static const char *const v_revoke[] = {"drop", "keep", NULL};
 static const char *const v_row_image_policy[] = {"fail", "warn", NULL};
@@ -141,6 +142,9 @@ static const cfg_prop props[] = {
     {"cache.on.revoke", CFG_ENUM, "keep", 0, 0, v_revoke, "Group mode: drop or keep the rows of a revoked partition.", false, "cache"},
     {"cache.error.policy", CFG_ENUM, "fail", 0, 0, v_error_policy, "An undecodable message: stop, skip (logged) or copy to <name>.cache.dlq.", false, "cache"},
     {"cache.batch.size", CFG_INT, "5000", 1, 10000000, NULL, "Messages applied per SQLite transaction.", false, "cache"},
+    {"cache.debezium.decimal.handling.mode", CFG_ENUM, "precise", 0, 0, v_dbz_decimal, "How the Debezium connector wrote DECIMAL values of topics without Connect schemas (its decimal.handling.mode): decoded by the types of tributary's schema record, named in the warning for a foreign topic.", false, "cache"},
+    {"cache.debezium.time.precision.mode", CFG_ENUM, "adaptive_time_microseconds", 0, 0, v_cache_dbz_time, "How the Debezium connector wrote TIME/DATETIME values of topics without Connect schemas (its time.precision.mode).", false, "cache"},
+    {"cache.debezium.binary.handling.mode", CFG_ENUM, "bytes", 0, 0, v_dbz_binary, "How the Debezium connector wrote binary values of topics without Connect schemas (its binary.handling.mode).", false, "cache"},
 
     /* ---- metrics */
     {"metrics.listen", CFG_STRING, NULL, 0, 0, NULL,
