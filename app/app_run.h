@@ -10,6 +10,7 @@
 #include "binlog.h"
 #include "cfg.h"
 #include "ksink.h"
+#include "ksink_lease.h"
 #include "snap_incremental.h"
 #include "snap_schema.h"
 #include "sqlcap.h"
@@ -75,7 +76,25 @@ typedef struct run_ctx {
     int64_t txm_ts;
     struct { char *name; uint64_t count; } *txm; /* owned: per-table counts of the open transaction */
     size_t txm_n, txm_cap;
+    ksink_lease *lease;            /* owned: ha.enabled (run_lease.c) */
+    bool lease_lost;               /* the lease was lost: produce and commit nothing more */
 } run_ctx;
+
+/* cmd_run.c: rewrite the status file (at most once a second unless force). */
+void run_write_status(run_ctx *r, const char *state, const char *error, bool force);
+
+/* run_lease.c (DESIGN 12). Stand by until this instance holds the lease
+ * (ha.enabled; status "standby"); TB_ERR_STOPPED on SIGINT/SIGTERM. */
+tb_code run_lease_acquire(run_ctx *r, tb_error *err);
+/* Before producing or committing: TB_OK while the lease is held (or
+ * ha.enabled=false); else sets r->lease_lost and fills err. */
+tb_code run_lease_check_slow(run_ctx *r, tb_error *err);
+static inline tb_code run_lease_check(run_ctx *r, tb_error *err)
+{
+    return r->lease ? run_lease_check_slow(r, err) : TB_OK;
+}
+/* Leave the group / unlock. After the sink is closed. */
+void run_lease_release(run_ctx *r);
 
 /* run_txmeta.c: a captured change ev is about to be sent (BEGIN first if
  * its transaction has none yet; counts it). */

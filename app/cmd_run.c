@@ -81,6 +81,9 @@ static void run_count(run_ctx *r, const evt_event *e)
 
 static tb_code sink_send(run_ctx *r, const evt_event *e, tb_error *err)
 {
+    tb_code lrc = run_lease_check(r, err);
+    if (lrc != TB_OK)
+        return lrc;
     r->events_sent++;
     if (r->metrics)
         run_count(r, e);
@@ -115,7 +118,9 @@ static const tb_position *sink_committable(run_ctx *r)
 /* Commit the acknowledged position to the offsets store, then tell the source. */
 static tb_code sink_commit(run_ctx *r, bool force, tb_error *err)
 {
-    tb_code rc = TB_OK;
+    tb_code rc = run_lease_check(r, err);
+    if (rc != TB_OK)
+        return rc;
     int64_t now = app_now_ms();
     if (r->use_kafka) {
         ksink_poll(r->ks, 0);
@@ -225,7 +230,7 @@ static void run_metrics(run_ctx *r, const app_status *st, int64_t now, uint64_t 
  * state changes. A streaming binlog source whose connection is down is
  * "reconnecting", its lag counted from the newest event sent or the last
  * moment it was known caught up, so it grows while the source is away. */
-static void write_status(run_ctx *r, const char *state, const char *error, bool force)
+void run_write_status(run_ctx *r, const char *state, const char *error, bool force)
 {
     int64_t down_since = 0;
     if (r->binlog && strcmp(state, "streaming") == 0 && !binlog_connected(r->binlog, &down_since))
@@ -308,7 +313,7 @@ static tb_code run_mysql_snapshot(run_ctx *r, tb_position *hand_off, tb_error *e
         r->snapshot_rows++;
         if (r->use_kafka)
             ksink_poll(r->ks, 0);
-        write_status(r, "snapshot", NULL, false);
+        run_write_status(r, "snapshot", NULL, false);
         if (app_stop_requested) {
             rc = tb_error_set(err, TB_ERR_STOPPED, false, "stopped during the snapshot; it starts again next time");
             break;
@@ -509,7 +514,7 @@ static tb_code run_stream(run_ctx *r, tb_error *err)
             if ((rc = snap_inc_poll(r->inc, err)) != TB_OK)
                 return rc;
         }
-        write_status(r, "streaming", NULL, false);
+        run_write_status(r, "streaming", NULL, false);
     }
     return TB_OK;
 }
@@ -738,7 +743,14 @@ int cmd_run(int argc, char **argv)
     if ((rc = app_metrics_start(r.cfg, APP_METRICS_RUN, &r.metrics, &err)) != TB_OK)
         goto out;
     app_on_second_signal = app_status_last_words;
-    write_status(&r, "starting", NULL, true);
+    run_write_status(&r, "starting", NULL, true);
+    if ((rc = run_lease_acquire(&r, &err)) != TB_OK) {
+        if (rc == TB_ERR_STOPPED) {
+            rc = TB_OK;
+            run_write_status(&r, "stopped", NULL, true);
+        }
+        goto out;
+    }
     if ((rc = snap_filter_init(&r.filter, r.cfg, &err)) != TB_OK)
         goto out;
     r.filter_ok = true;
@@ -769,15 +781,17 @@ int cmd_run(int argc, char **argv)
     {
         tb_error ferr;
         tb_error_clear(&ferr);
-        write_status(&r, rc == TB_OK ? "stopping" : "failed", rc == TB_OK ? NULL : err.msg, true);
-        tb_code frc = TB_OK;
-        if (r.use_kafka && r.ks)
+        run_write_status(&r, rc == TB_OK ? "stopping" : "failed", rc == TB_OK ? NULL : err.msg, true);
+        /* a lost lease: another instance may be active; nothing more is
+         * flushed or committed (ksink_close purges what is queued) */
+        tb_code frc = run_lease_check(&r, &ferr);
+        if (frc == TB_OK && r.use_kafka && r.ks)
             frc = ksink_flush(r.ks, RUN_FLUSH_MS, &ferr);
         bool eos_open = r.in_tx && r.use_kafka && cfg_get_bool(r.cfg, "exactly_once");
         if (eos_open)
             TB_INFO("run", "stopped inside a source transaction: exactly_once keeps the last committed "
                            "position (the open Kafka transaction is aborted)");
-        if ((r.ks || r.ss) && !eos_open && (frc == TB_OK || rc != TB_OK)) {
+        if ((r.ks || r.ss) && !eos_open && !r.lease_lost && (frc == TB_OK || rc != TB_OK)) {
             tb_code crc = sink_commit(&r, true, &ferr);
             if (frc == TB_OK)
                 frc = crc;
@@ -787,12 +801,12 @@ int cmd_run(int argc, char **argv)
             err = ferr;
         }
     }
-    write_status(&r, rc == TB_OK ? "stopped" : "failed", rc == TB_OK ? NULL : err.msg, true);
+    run_write_status(&r, rc == TB_OK ? "stopped" : "failed", rc == TB_OK ? NULL : err.msg, true);
     if (rc == TB_OK)
         TB_INFO("run", "stopped cleanly");
 out:
     if (rc != TB_OK && rc != TB_ERR_STOPPED && r.status_state && strcmp(r.status_state, "failed") != 0)
-        write_status(&r, "failed", err.msg, true);
+        run_write_status(&r, "failed", err.msg, true);
     app_on_second_signal = NULL;
     app_metrics_stop(r.metrics);
     for (size_t i = 0; i < sizeof(r.mcache) / sizeof(r.mcache[0]); i++)
@@ -802,6 +816,7 @@ out:
     sqlcap_close(r.sqlite);
     ksink_close(r.ks);
     stdout_sink_close(r.ss);
+    run_lease_release(&r);
     tb_position_free(&stored);
     tb_position_free(&r.committed);
     tb_position_free(&r.last_end);

@@ -134,6 +134,12 @@ static const cfg_prop props[] = {
     {"offsets.file", CFG_PATH, "tributary.offsets", 0, 0, NULL, "Offsets file for offsets.storage=file.", false, "offsets"},
     {"offsets.commit.interval.ms", CFG_MS, "1000", 0, I64MAX, NULL, "How often acknowledged positions are committed.", false, "offsets"},
 
+    /* ---- high availability */
+    {"ha.enabled", CFG_BOOL, "true", 0, 0, NULL,
+     "`run` takes a lease per connector name first, so only one instance streams; the others stand by and take over (DESIGN 12). offsets.storage=kafka: membership of the consumer group <name>.leader; offsets.storage=file: an exclusive lock on <offsets.file>.lock (one host).", false, "ha"},
+    {"ha.takeover.ms", CFG_MS, "15000", 3000, 3600000, NULL,
+     "How soon a standby takes over after the active instance dies or stops (offsets.storage=kafka): the group session timeout is 2/5 of it, which the broker must allow (group.min.session.timeout.ms, 6000 by default).", false, "ha"},
+
     /* ---- cache */
     {"cache.path", CFG_PATH, "tributary-cache.db", 0, 0, NULL, "The local SQLite table cache file.", false, "cache"},
     {"cache.topics", CFG_REGEX, NULL, 0, 0, NULL, "Regex of topics to replay (default: ^<topic.prefix>\\..*).", false, "cache"},

@@ -1,0 +1,83 @@
+/*
+ * run_lease: the lease of `tributary run` (DESIGN 12, sinks/ksink_lease.h).
+ *
+ * run_lease_acquire() comes before the sink is opened and the stored
+ * position read: a standby waits here, state "standby" in its status file,
+ * logging `standby: <name> is active on <host:pid>` once per active
+ * instance it sees. run_lease_check() guards every produce and commit of
+ * the run loop (cmd_run.c: sink_send, sink_commit, and the final flush);
+ * once it fails, r->lease_lost is set and the run ends without flushing or
+ * committing anything more. run_lease_release() comes after the sink is
+ * closed, so a standby never starts while this instance still produces.
+ */
+#include <string.h>
+
+#include "app.h"
+#include "app_run.h"
+#include "app_status.h"
+#include "ksink_lease.h"
+#include "tb_log.h"
+
+#define LEASE_WAIT_POLL_MS 200
+
+tb_code run_lease_acquire(run_ctx *r, tb_error *err)
+{
+    if (!cfg_get_bool(r->cfg, "ha.enabled"))
+        return TB_OK;
+    tb_code rc = ksink_lease_open(r->cfg, &r->lease, err);
+    if (rc != TB_OK)
+        return rc;
+    const char *name = cfg_get_str(r->cfg, "name");
+    tb_buf holder, seen;
+    tb_buf_init(&holder, 0);
+    tb_buf_init(&seen, 0);
+    int64_t t0 = app_now_ms();
+    bool standby = false, was = false;
+    for (;;) {
+        ksink_lease_state st;
+        if ((rc = ksink_lease_poll(r->lease, LEASE_WAIT_POLL_MS, &st, err)) != TB_OK)
+            break;
+        if (st == KSINK_LEASE_HELD) {
+            TB_INFO("lease", "%s is active on %s%s", name, ksink_lease_self(r->lease),
+                    standby ? " (took over)" : "");
+            break;
+        }
+        if (app_stop_requested) {
+            rc = tb_error_set(err, TB_ERR_STOPPED, false, "stopped while standing by");
+            break;
+        }
+        tb_buf_reset(&holder);
+        if (ksink_lease_holder(r->lease, &holder) && strcmp(tb_buf_cstr(&holder), tb_buf_cstr(&seen)) != 0) {
+            TB_INFO("lease", "standby: %s is active on %s", name, tb_buf_cstr(&holder));
+            tb_buf_reset(&seen);
+            tb_buf_puts(&seen, tb_buf_cstr(&holder));
+            standby = true;
+        }
+        if (!standby && app_now_ms() - t0 >= 2000) {
+            TB_INFO("lease", "standby: waiting for the lease of %s (no active instance seen yet)", name);
+            standby = true;
+        }
+        if (standby)
+            run_write_status(r, "standby", NULL, !was);
+        was = standby;
+    }
+    tb_buf_free(&holder);
+    tb_buf_free(&seen);
+    return rc;
+}
+
+tb_code run_lease_check_slow(run_ctx *r, tb_error *err)
+{
+    tb_code rc = ksink_lease_check(r->lease, err);
+    if (rc != TB_OK && !r->lease_lost) {
+        r->lease_lost = true;
+        TB_ERROR("lease", "%s", err->msg);
+    }
+    return rc;
+}
+
+void run_lease_release(run_ctx *r)
+{
+    ksink_lease_close(r->lease);
+    r->lease = NULL;
+}
