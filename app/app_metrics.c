@@ -351,6 +351,8 @@ tb_code app_metrics_render(app_metrics *m, tb_buf *out)
         tb_buf_printf(out, ",state=\"%s\"} %d\n", app_metrics_states[i], strcmp(run.state, app_metrics_states[i]) == 0);
     }
     gauge_i(out, m, "tributary_source_connected", "1 while the source connection is up.", run.source_connected);
+    gauge_i(out, m, "tributary_source_encrypted", "1 while the MySQL/MariaDB replication connection uses TLS.",
+            run.source_encrypted);
     gauge_i(out, m, "tributary_source_down_since_seconds",
             "Time the source connection went down, since the Unix epoch; 0 while it is up.",
             run.source_down_since_ms / 1000);

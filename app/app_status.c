@@ -84,6 +84,11 @@ tb_code app_status_json(const app_status *st, tb_buf *out, tb_error *err)
     evt_jw_obj_end(&w);
     app_jw_opt_str(&w, "error", st->error);
     app_jw_opt_int(&w, "source_down_since_ms", st->source_down_since_ms > 0 ? st->source_down_since_ms : -1);
+    evt_jw_key(&w, "source_encrypted", (size_t)-1);
+    if (st->source_encrypted)
+        evt_jw_bool(&w, st->source_encrypted > 0);
+    else
+        evt_jw_null(&w);
     evt_jw_obj_end(&w);
     if ((rc = evt_jw_finish(&w)) != TB_OK)
         rc = tb_error_set(err, rc, false, "status: cannot encode the status record");
@@ -245,6 +250,10 @@ tb_code app_status_format(const char *path, const char *json, size_t len, int64_
                        s_pos ? s_pos : "none (nothing committed yet)", strcmp(lag, "-") == 0 ? "unknown" : lag, strcmp(lag, "-") == 0 ? "" : " ms",
                        app_jv_num_text(root, "events_behind", n2), app_jv_num_text(root, "events_total", n3),
                        app_jv_rate_text(root, "events_per_sec", n4), s_snap ? s_snap : "none", (long long)rows);
+    const evt_jv *enc = evt_jv_get(root, "source_encrypted");
+    if (rc == TB_OK && enc && evt_jv_type_of(enc) == EVT_JV_BOOL)
+        rc = tb_buf_printf(out, "source link:    %s\n",
+                           evt_jv_bool(enc) ? "encrypted (TLS)" : "not encrypted (source.ssl.mode)");
     if (rc == TB_OK && s_err)
         rc = tb_buf_printf(out, "last error:     %s\n", s_err);
     if (rc != TB_OK)

@@ -12,7 +12,9 @@
  * "position" and "position_text" are null before the first commit; lag_ms
  * and events_behind are null when unknown (-1 in app_status).
  * "source_down_since_ms" (Unix ms, or null) is set while the source
- * connection is down (state "reconnecting").
+ * connection is down (state "reconnecting"). "source_encrypted" is true
+ * while the MySQL/MariaDB replication connection uses TLS (source.ssl.mode),
+ * false while it is plaintext, null when no such connection is up.
  *
  * WHEN: about once a second while the loop turns, at once on every change
  * of state, at exit ("stopped" or "failed"), and, when a second
@@ -50,6 +52,7 @@ typedef struct app_status {
     uint64_t snapshot_rows;      /* rows read by the snapshot so far */
     const char *error;           /* last error message, NULL = none (never a secret) */
     int64_t source_down_since_ms; /* Unix ms the source connection went down; 0 = up */
+    int source_encrypted;        /* replication connection: 1 TLS, -1 plaintext, 0 unknown (none up, SQLite) */
     int64_t started_ms;          /* process start, Unix ms */
     int64_t updated_ms;          /* 0 = now */
 } app_status;

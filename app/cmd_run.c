@@ -213,6 +213,7 @@ static void run_metrics(run_ctx *r, const app_status *st, int64_t now, uint64_t 
         .error = st->error,
         .source_connected = st->source_down_since_ms == 0 && (r->binlog || r->sqlite),
         .source_down_since_ms = st->source_down_since_ms,
+        .source_encrypted = st->source_encrypted > 0,
         .lag_ms = st->lag_ms,
         .behind_bytes = r->behind,
         .behind_unit = unit,
@@ -256,6 +257,7 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
         .snapshot_rows = r->snapshot_rows,
         .error = error,
         .source_down_since_ms = down_since,
+        .source_encrypted = r->binlog && !down ? (binlog_encrypted(r->binlog) ? 1 : -1) : 0,
         .started_ms = r->started_ms,
     };
     if (!down && r->idle && st.events_behind == 0) {

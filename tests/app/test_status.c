@@ -23,7 +23,7 @@ Test(app_status, json_has_every_field_and_nulls_for_unknowns)
     snprintf(want, sizeof(want),
              "{\"name\":\"n\",\"pid\":%ld,\"state\":\"starting\",\"started_ms\":5,\"updated_ms\":7,\"position\":null,"
              "\"position_text\":null,\"lag_ms\":null,\"events_behind\":null,\"events_total\":0,\"events_per_sec\":0,"
-             "\"snapshot\":{\"state\":\"none\",\"rows\":0},\"error\":null,\"source_down_since_ms\":null}",
+             "\"snapshot\":{\"state\":\"none\",\"rows\":0},\"error\":null,\"source_down_since_ms\":null,\"source_encrypted\":null}",
              (long)getpid());
     cr_assert_str_eq(b.data, want);
     tb_buf text;
@@ -168,4 +168,25 @@ Test(app_status, last_words_replace_the_file)
     tb_buf_free(&b);
     unlink(path);
     rmdir(dir);
+}
+
+Test(app_status, source_encrypted_true_false_and_its_text_line)
+{
+    for (int enc = -1; enc <= 1; enc += 2) {
+        app_status st = {.name = "n", .state = "streaming", .lag_ms = -1, .events_behind = -1, .started_ms = 5,
+                         .updated_ms = 7, .source_encrypted = enc};
+        tb_buf b, text;
+        tb_buf_init(&b, 0);
+        tb_buf_init(&text, 0);
+        tb_error err;
+        cr_assert_eq(app_status_json(&st, &b, &err), TB_OK, "%s", err.msg);
+        cr_assert_not_null(strstr(b.data, enc > 0 ? "\"source_encrypted\":true}" : "\"source_encrypted\":false}"),
+                           "%s", b.data);
+        cr_assert_eq(app_status_format("f", b.data, b.len, 7, &text, &err), TB_OK, "%s", err.msg);
+        cr_assert_not_null(strstr(text.data, enc > 0 ? "source link:    encrypted (TLS)\n"
+                                                     : "source link:    not encrypted (source.ssl.mode)\n"),
+                           "%s", text.data);
+        tb_buf_free(&text);
+        tb_buf_free(&b);
+    }
 }

@@ -8,13 +8,15 @@
  *     table equals the source table (the source database is the oracle) after a snapshot and
  *     streamed inserts, updates and deletes. The log says TLS version and cipher, verified.
  *     The MySQL password, given with --set, is overwritten in /proc/PID/cmdline once parsed.
- *     Under umask 022, offsets, status and cache files (and -wal/-shm) are created 0600.
+ *     Under umask 022, offsets, status and cache files (and -wal/-shm) are created 0600. The
+ *     status file says "source_encrypted": true.
  *   security/refusals: each refused with exit 1 and a one-line reason: ssl.mode=disabled for
  *     the REQUIRE SSL user; verify_ca against a foreign CA; verify_identity for a host name the
  *     certificate does not hold (127.1 reaches 127.0.0.1); a wrong SASL password; a broker
  *     certificate that does not chain to kafka.ssl.ca.location. Each within seconds: a refused
  *     Kafka login is not retried. `tributary cache` refuses the wrong SASL password as well.
  */
+#include <jansson.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 
@@ -164,6 +166,20 @@ Test(security, tls_and_sasl_ssl, .timeout = 300)
     cr_expect_not_null(strstr(tb_buf_cstr(&cmdline), "source.password=xxxxxxxx"), "%s: %s", cmdpath,
                        tb_buf_cstr(&cmdline));
     tb_buf_free(&cmdline);
+
+    /* the status file says the replication connection is encrypted (Jansson reads it) */
+    char status[256];
+    snprintf(status, sizeof status, "%s/status.json", e.dir);
+    bool encrypted = false;
+    long long sdeadline = tb_itest_now_ms() + 30000;
+    while (!encrypted && tb_itest_now_ms() < sdeadline) {
+        json_t *st = json_load_file(status, 0, NULL);
+        encrypted = st && json_is_true(json_object_get(st, "source_encrypted"));
+        json_decref(st);
+        if (!encrypted)
+            usleep(100000);
+    }
+    cr_expect(encrypted, "%s never said source_encrypted: true", status);
     e2e_sql(m, "INSERT INTO `%s`.t VALUES (4, 'four'), (5, 'five')", e.db);
     e2e_sql(m, "UPDATE `%s`.t SET v = 'TWO' WHERE id = 2", e.db);
     e2e_sql(m, "DELETE FROM `%s`.t WHERE id = 3", e.db);
