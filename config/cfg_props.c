@@ -116,6 +116,8 @@ static const cfg_prop props[] = {
      "Create missing topics and check existing ones through the Kafka Admin API (false: topics must exist or be auto-created).", false, "topics"},
     {"value.format", CFG_ENUM, "envelope", 0, 0, v_value_format, "Message value format (DESIGN 4).", false, "topics"},
     {"value.schemas", CFG_BOOL, "false", 0, 0, NULL, "Wrap values as Kafka Connect JSON (schema + payload).", false, "topics"},
+    {"key.schemas", CFG_BOOL, "false", 0, 0, NULL,
+     "Wrap keys as Kafka Connect JSON (schema + payload), as JsonConverter with schemas.enable=true reads them (needed by the Debezium JDBC sink's primary.key.mode=record_key).", false, "topics"},
     {"value.encoding", CFG_ENUM, "tributary", 0, 0, v_value_encoding,
      "Column values and envelope: `tributary` (lossless, readable: DESIGN 5) or `debezium` (what Debezium 3.6's MySQL/MariaDB connector writes, with the debezium.* options: DESIGN 5a).", false, "topics"},
     {"debezium.decimal.handling.mode", CFG_ENUM, "precise", 0, 0, v_dbz_decimal,

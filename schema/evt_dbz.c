@@ -66,6 +66,7 @@ void evt_codec_opts_encoding(evt_codec_opts *o, const struct cfg *c)
     static const char *const dec[] = {"precise", "string", "double", NULL};
     static const char *const bin[] = {"bytes", "base64", "base64-url-safe", "hex", NULL};
     o->encoding = (evt_encoding)pick(cfg_get_str(c, "value.encoding"), enc, 0);
+    o->key_schemas = cfg_get_bool(c, "key.schemas");
     o->dbz.decimal = (evt_dbz_decimal)pick(cfg_get_str(c, "debezium.decimal.handling.mode"), dec, 0);
     o->dbz.binary = (evt_dbz_binary)pick(cfg_get_str(c, "debezium.binary.handling.mode"), bin, 0);
     const char *b = cfg_get_str(c, "debezium.bigint.unsigned.handling.mode");

@@ -241,6 +241,10 @@ static inline char *jw_i64_raw(char *p, int64_t v)
  * TIMESTAMP text). On failure the writer's error is set and err says why. */
 void evt_dbz_value(evt_jw *w, const evt_codec_opts *o, const evt_column *c, const evt_value *v, bool snapshot,
                    tb_error *err);
+/* ---- Kafka Connect JSON schemas (evt_connect.c) */
+void evt_connect_key_schema(evt_jw *w, const evt_codec_opts *o, const evt_table *t);
+void evt_connect_value_schema(evt_jw *w, const evt_codec_opts *o, const evt_event *e);
+
 /* Days from 1970-01-01 (proleptic Gregorian). */
 int64_t evt_dbz_days(int64_t y, unsigned m, unsigned d);
 

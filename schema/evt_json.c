@@ -65,7 +65,8 @@
  *   u (key changed)     envelope: (old, delete envelope), (old, null), (new, create envelope)
  *                       row:      (old, null), (new, ROW)
  *
- * value.schemas=true (Kafka Connect JsonConverter):
+ * value.schemas=true, key.schemas=true (Kafka Connect JsonConverter): the
+ * schemas of evt_connect.c (that table supersedes the list below).
  *   {"schema":SCHEMA,"payload":<the value above, unchanged>}
  *   envelope SCHEMA: struct "<topic>.Envelope" with fields before/after
  *   (optional struct "<topic>.Value"), source (struct
@@ -369,6 +370,8 @@ static tb_code finish(evt_jw *w, const evt_event *e, tb_code rc, tb_error *err)
     return rc;
 }
 
+/* The key; with key.schemas wrapped as {"schema":<Key struct>,"payload":…}
+ * (a keyless table's null key stays null, as JsonConverter writes it). */
 static tb_code key_into(const evt_codec_opts *o, const evt_event *e, evt_image img, tb_buf *out, tb_error *err)
 {
     tb_code rc = check_event(e, err);
@@ -376,7 +379,17 @@ static tb_code key_into(const evt_codec_opts *o, const evt_event *e, evt_image i
         return rc;
     evt_jw w;
     evt_jw_init(&w, out);
-    return finish(&w, e, put_key(&w, o, e, img, err), err);
+    bool wrap = o && o->key_schemas && evt_table_npk(evt_event_table(e)) > 0;
+    if (wrap) {
+        evt_jw_obj_begin(&w);
+        EVT_JW_KEY(&w, "schema");
+        evt_connect_key_schema(&w, o, evt_event_table(e));
+        EVT_JW_KEY(&w, "payload");
+    }
+    rc = put_key(&w, o, e, img, err);
+    if (wrap)
+        evt_jw_obj_end(&w);
+    return finish(&w, e, rc, err);
 }
 
 tb_code evt_json_key(const evt_event *e, evt_image img, tb_buf *out, tb_error *err)
@@ -399,148 +412,6 @@ tb_code evt_json_row(const evt_event *e, evt_image img, tb_buf *out, tb_error *e
 }
 
 /* ============================================================ Connect schemas */
-
-static void schema_field(evt_jw *w, const char *type, const char *name, bool optional, const char *field)
-{
-    evt_jw_obj_begin(w);
-    EVT_JW_KEY(w, "type");
-    evt_jw_str(w, type, strlen(type));
-    if (name) {
-        EVT_JW_KEY(w, "name");
-        evt_jw_str(w, name, strlen(name));
-    }
-    EVT_JW_KEY(w, "optional");
-    evt_jw_bool(w, optional);
-    if (field) {
-        EVT_JW_KEY(w, "field");
-        evt_jw_str(w, field, strlen(field));
-    }
-}
-
-static void column_schema(evt_jw *w, const evt_column *c)
-{
-    const char *type = "string", *name = NULL;
-    const char *items = NULL;
-    bool u = c->is_unsigned;
-    switch (c->type) {
-    case EVT_T_TINYINT: type = u ? "int16" : "int8"; break;
-    case EVT_T_SMALLINT: type = u ? "int32" : "int16"; break;
-    case EVT_T_MEDIUMINT: type = "int32"; break;
-    case EVT_T_INT: type = u ? "int64" : "int32"; break;
-    case EVT_T_BIGINT:
-    case EVT_T_SQLITE_INTEGER: type = "int64"; break;
-    case EVT_T_FLOAT: type = "float32"; break;
-    case EVT_T_DOUBLE:
-    case EVT_T_SQLITE_REAL:
-    case EVT_T_SQLITE_NUMERIC: type = "float64"; break;
-    case EVT_T_YEAR: type = "int32"; name = "io.debezium.time.Year"; break;
-    case EVT_T_BIT: type = c->length == 1 ? "boolean" : "int64"; break;
-    case EVT_T_BINARY:
-    case EVT_T_VARBINARY:
-    case EVT_T_BLOB:
-    case EVT_T_SQLITE_BLOB: type = "bytes"; break;
-    case EVT_T_TIMESTAMP: name = "io.debezium.time.ZonedTimestamp"; break;
-    case EVT_T_JSON: name = "io.debezium.data.Json"; break;
-    case EVT_T_ENUM: name = "io.debezium.data.Enum"; break;
-    case EVT_T_SET: type = "array"; items = "string"; break;
-    case EVT_T_VECTOR: type = "array"; items = "float32"; break;
-    case EVT_T_GEOMETRY: type = "struct"; name = "io.debezium.data.geometry.Geometry"; break;
-    default: break;
-    }
-    schema_field(w, type, name, c->nullable, c->name);
-    if (items) {
-        EVT_JW_KEY(w, "items");
-        schema_field(w, items, NULL, false, NULL);
-        evt_jw_obj_end(w);
-    }
-    if (c->type == EVT_T_GEOMETRY) {
-        EVT_JW_KEY(w, "fields");
-        evt_jw_arr_begin(w);
-        schema_field(w, "int32", NULL, true, "srid");
-        evt_jw_obj_end(w);
-        schema_field(w, "bytes", NULL, false, "wkb");
-        evt_jw_obj_end(w);
-        evt_jw_arr_end(w);
-    }
-    evt_jw_obj_end(w);
-}
-
-/* struct of the table's columns; field == NULL for a top-level schema. */
-static void row_schema(evt_jw *w, const evt_table *t, const char *topic, bool optional, const char *field)
-{
-    char name[1024];
-    snprintf(name, sizeof(name), "%s.Value", topic);
-    schema_field(w, "struct", name, optional, field);
-    EVT_JW_KEY(w, "fields");
-    evt_jw_arr_begin(w);
-    for (size_t i = 0; i < evt_table_ncols(t); i++)
-        column_schema(w, evt_table_column(t, i));
-    evt_jw_arr_end(w);
-    evt_jw_obj_end(w);
-}
-
-static void source_schema(evt_jw *w, const evt_event *e)
-{
-    char name[96];
-    snprintf(name, sizeof(name), "io.debezium.connector.%s.Source", evt_connector_name(evt_event_connector(e)));
-    schema_field(w, "struct", name, false, "source");
-    EVT_JW_KEY(w, "fields");
-    evt_jw_arr_begin(w);
-    static const char *const common[][2] = {{"string", "version"}, {"string", "connector"}, {"string", "name"},
-                                            {"int64", "ts_ms"},    {"string", "snapshot"},  {"string", "db"},
-                                            {"string", "table"}};
-    for (size_t k = 0; k < sizeof(common) / sizeof(common[0]); k++) {
-        schema_field(w, common[k][0], NULL, k == 4 || k == 6, common[k][1]);
-        evt_jw_obj_end(w);
-    }
-    const tb_position *p = evt_event_position(e);
-    static const char *const mysql[][2] = {{"int64", "server_id"}, {"string", "file"}, {"int64", "pos"},
-                                           {"int64", "row"},       {"string", "gtid"}};
-    static const char *const wal[][2] = {{"int64", "salt1"}, {"int64", "salt2"}, {"int64", "frame"},
-                                         {"int64", "gen_seq"}};
-    const char *const(*f)[2] = NULL;
-    size_t nf = 0;
-    if (p->kind == TB_POS_MYSQL)
-        f = mysql, nf = 5;
-    else if (p->kind == TB_POS_SQLITE_WAL)
-        f = wal, nf = 4;
-    for (size_t k = 0; k < nf; k++) {
-        schema_field(w, f[k][0], NULL, f == mysql && k == 4, f[k][1]);
-        evt_jw_obj_end(w);
-    }
-    if (p->kind == TB_POS_SQLITE_LOG) {
-        schema_field(w, "int64", NULL, false, "seq");
-        evt_jw_obj_end(w);
-    }
-    evt_jw_arr_end(w);
-    evt_jw_obj_end(w);
-}
-
-static void envelope_schema(evt_jw *w, const evt_event *e, const char *topic)
-{
-    char name[1024];
-    snprintf(name, sizeof(name), "%s.Envelope", topic);
-    const evt_table *t = evt_event_table(e);
-    schema_field(w, "struct", name, false, NULL);
-    EVT_JW_KEY(w, "fields");
-    evt_jw_arr_begin(w);
-    row_schema(w, t, topic, true, "before");
-    row_schema(w, t, topic, true, "after");
-    source_schema(w, e);
-    schema_field(w, "string", NULL, false, "op");
-    evt_jw_obj_end(w);
-    schema_field(w, "int64", NULL, true, "ts_ms");
-    evt_jw_obj_end(w);
-    schema_field(w, "struct", NULL, true, "transaction");
-    EVT_JW_KEY(w, "fields");
-    evt_jw_arr_begin(w);
-    schema_field(w, "string", NULL, false, "id");
-    evt_jw_obj_end(w);
-    evt_jw_arr_end(w);
-    evt_jw_obj_end(w);
-    evt_jw_arr_end(w);
-    evt_jw_obj_end(w);
-}
 
 /* ============================================================ envelope */
 
@@ -819,19 +690,10 @@ static tb_code put_message_value(const evt_codec_opts *o, const evt_event *e, ev
     bool wrap = o && o->schemas;
     tb_code rc = TB_OK;
     if (wrap) {
-        tb_buf topic;
-        tb_buf_init(&topic, 0);
-        rc = evt_json_topic(o, evt_event_table(e), &topic);
         evt_jw_obj_begin(&w);
         EVT_JW_KEY(&w, "schema");
-        if (row)
-            row_schema(&w, evt_event_table(e), tb_buf_cstr(&topic), false, NULL);
-        else
-            envelope_schema(&w, e, tb_buf_cstr(&topic));
+        evt_connect_value_schema(&w, o, e);
         EVT_JW_KEY(&w, "payload");
-        tb_buf_free(&topic);
-        if (rc != TB_OK)
-            evt_jw_fail(&w, rc);
     }
     if (w.err == TB_OK) {
         if (row)

@@ -88,13 +88,14 @@ typedef struct evt_codec_opts {
     const char *name;           /* connector name (source.name) */
     bool row_format;            /* value.format=row */
     bool schemas;               /* value.schemas=true: Kafka Connect JSON wrapper */
+    bool key_schemas;           /* key.schemas=true: keys wrapped the same way */
     int64_t now_ms;             /* envelope ts_ms (processing time); 0 = read the clock */
     evt_encoding encoding;      /* value.encoding */
     evt_dbz_opts dbz;           /* debezium.* (encoding debezium only) */
 } evt_codec_opts;
 
 struct cfg;
-/* Fill encoding and dbz of o from value.encoding and debezium.* of c. */
+/* Fill encoding, dbz and key_schemas of o from value.encoding, debezium.* and key.schemas of c. */
 void evt_codec_opts_encoding(evt_codec_opts *o, const struct cfg *c);
 /* Log a WARN for each column of t whose values the configured encoding
  * cannot carry exactly (Debezium's bigint.unsigned.handling.mode=long wraps
