@@ -21,7 +21,10 @@
  *  - DROP TABLE with ddl.drop.policy=tombstone: the same as TRUNCATE, with
  *    the descriptor the decoder last built (a table not seen since the run
  *    started cannot be keyed: WARN).
- *  - ALTER, RENAME, DROP, CREATE OR REPLACE, OPTIMIZE/REPAIR and DROP
+ *  - ALTER TABLE that can give existing rows new values (fills_rows):
+ *    ddl.alter.policy=resnapshot signals an incremental snapshot of the
+ *    table (snap_inc_signal); warn: WARN. Other ALTERs change no values.
+ *  - RENAME, DROP, CREATE OR REPLACE, OPTIMIZE/REPAIR and DROP
  *    DATABASE: a WARN naming the table, the statement and what the topic
  *    does not reflect; never silent.
  * Statements on tables that are not captured are ignored.
@@ -31,6 +34,7 @@
 
 #include "app_run.h"
 #include "evt_json.h"
+#include "snap_incremental.h"
 #include "snap_schema.h"
 #include "snap_sql.h"
 #include "tb_buf.h"
@@ -99,7 +103,7 @@ static const char *stmt_effect(const binlog_stmt *st)
         return "the rows it removed are still in the topic (sink=stdout: no topic to read the keys from)";
     case BINLOG_STMT_ALTER:
         return "values it gave existing rows (a new column's default, a changed type) reach the topic only "
-               "when each row next changes";
+               "when each row next changes (ddl.alter.policy=warn; `resnapshot` re-sends the rows)";
     case BINLOG_STMT_RENAME:
         return "later changes go to the new name's topic; the old topic keeps the rows";
     case BINLOG_STMT_DROP:
@@ -295,6 +299,33 @@ static tb_code stmt_truncate_fail(const binlog_stmt *st, const binlog_stmt_table
     return rc;
 }
 
+/* ------------------------------------------------------------ ALTER */
+
+/* ddl.alter.policy=resnapshot: signal an incremental snapshot of the table
+ * (a row in the signalling table, seen in the binlog after the ALTER), so
+ * the topic gets every row with the values the ALTER gave it. */
+static tb_code stmt_resnapshot(run_ctx *r, const binlog_stmt *st, const binlog_stmt_table *t, tb_error *err)
+{
+    tb_buf name, where;
+    tb_buf_init(&name, 0);
+    tb_buf_init(&where, 0);
+    stmt_where(st, &where);
+    tb_code rc = tb_buf_printf(&name, "%s.%s", t->db, t->table);
+    if (rc != TB_OK)
+        rc = tb_error_set(err, rc, false, "out of memory");
+    else if ((rc = snap_inc_signal(r->cfg, tb_buf_cstr(&name), err)) != TB_OK)
+        tb_error_prefix(err, rc,
+                        "%s: %s at %s can change the values of existing rows; asking for an incremental snapshot "
+                        "of it failed (grant INSERT on %s.%s, or set ddl.alter.policy=warn): ",
+                        tb_buf_cstr(&name), st->verb, tb_buf_cstr(&where), t->db, SNAP_SIGNAL_TABLE);
+    else
+        TB_INFO("run", "%s: %s at %s can change the values of existing rows: incremental snapshot of it signalled "
+                "(ddl.alter.policy=resnapshot)", tb_buf_cstr(&name), st->verb, tb_buf_cstr(&where));
+    tb_buf_free(&name);
+    tb_buf_free(&where);
+    return rc;
+}
+
 tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
 {
     run_ctx *r = opaque;
@@ -314,6 +345,13 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
             continue;
         if (st->kind == BINLOG_STMT_DML)
             return stmt_dml(st, t, err);
+        if (st->kind == BINLOG_STMT_ALTER && !st->fills_rows)
+            continue; /* indexes, options, engine: no row changes its values */
+        if (st->kind == BINLOG_STMT_ALTER && strcmp(cfg_get_str(r->cfg, "ddl.alter.policy"), "resnapshot") == 0) {
+            if ((rc = stmt_resnapshot(r, st, t, err)) != TB_OK)
+                return rc;
+            continue;
+        }
         if (st->kind == BINLOG_STMT_DROP && st->after && r->use_kafka &&
             strcmp(cfg_get_str(r->cfg, "ddl.drop.policy"), "tombstone") == 0) {
             if ((rc = stmt_truncate(r, st, t, &sent, err)) != TB_OK)

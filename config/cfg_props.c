@@ -34,6 +34,7 @@ static const char *const v_row_image_policy[] = {"fail", "warn", NULL};
 static const char *const v_truncate_policy[] = {"tombstone", "fail", NULL};
 static const char *const v_ssl_mode[] = {"disabled", "preferred", "required", "verify_ca", "verify_identity", NULL};
 static const char *const v_drop_policy[] = {"warn", "tombstone", NULL};
+static const char *const v_alter_policy[] = {"resnapshot", "warn", NULL};
 
 #define I64MAX INT64_MAX
 
@@ -97,6 +98,8 @@ static const cfg_prop props[] = {
      "key.columns.<db>.<table>=c1,c2: key columns for a table without a primary key.", false, "source"},
     {"ddl.truncate.policy", CFG_ENUM, "tombstone", 0, 0, v_truncate_policy,
      "TRUNCATE TABLE on a captured table (MySQL/MariaDB): `tombstone` sends a delete and a tombstone for every key its topic holds (read from the topic), at the statement's position; `fail` stops naming the table and position (docs/statements.md).", false, "source"},
+    {"ddl.alter.policy", CFG_ENUM, "resnapshot", 0, 0, v_alter_policy,
+     "ALTER TABLE that can give existing rows of a captured table new values (ADD/MODIFY/CHANGE/DROP COLUMN, CONVERT TO; MySQL/MariaDB): `resnapshot` re-sends the table's rows through an incremental snapshot (needs INSERT on the signalling table), `warn` only says the topic keeps the old values until each row changes (docs/statements.md).", false, "source"},
     {"ddl.drop.policy", CFG_ENUM, "warn", 0, 0, v_drop_policy,
      "DROP TABLE of a captured table (MySQL/MariaDB): `warn` leaves its topic as it is and says so; `tombstone` deletes every key the topic holds, as for TRUNCATE (docs/statements.md).", false, "source"},
 

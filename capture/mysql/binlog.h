@@ -101,6 +101,8 @@ typedef struct binlog_stmt {
     bool temporary;            /* DROP / CREATE TEMPORARY TABLE */
     bool or_replace;           /* CREATE OR REPLACE TABLE: an existing table is dropped first */
     bool alters;               /* ALTER TABLE ... RENAME that also changes the table */
+    bool fills_rows;           /* ALTER TABLE that can give existing rows new values: ADD, MODIFY,
+                                  CHANGE or DROP of a column, CONVERT TO CHARACTER SET */
     /* Filled by the decoder before the callback; borrowed for its duration. */
     const char *text;          /* the statement (not NUL-terminated) */
     size_t text_len;

@@ -310,12 +310,28 @@ static tb_code classify_alter(qlex *lx, binlog_stmt *st, const char *defdb, size
     tb_code rc = read_table(lx, t, st, defdb, deflen);
     if (rc != TB_OK)
         return rc;
-    /* specifications, comma separated: find RENAME [TO|AS] name at depth 0 */
-    bool other = false, renamed = false;
+    /* specifications, comma separated: find RENAME [TO|AS] name at depth 0,
+     * and those that can change the values of existing rows */
+    static const char *const not_columns[] = {"INDEX", "KEY", "UNIQUE", "PRIMARY", "CONSTRAINT", "FOREIGN",
+                                              "FULLTEXT", "SPATIAL", "PARTITION", "CHECK", "PERIOD", "SYSTEM",
+                                              "VECTOR", "IF", NULL};
+    bool other = false, renamed = false, spec_start = true;
     for (;;) {
         t = next(lx);
         if (t.kind == QT_END)
             break;
+        bool at_start = spec_start && lx->depth == 0;
+        spec_start = lx->depth == 0 && is_punct(t, ',');
+        if (at_start && (is_word(t, "MODIFY") || is_word(t, "CHANGE") || is_word(t, "CONVERT"))) {
+            st->fills_rows = true;
+        } else if (at_start && (is_word(t, "ADD") || is_word(t, "DROP"))) {
+            qtok u = next(lx);
+            if (is_word(u, "COLUMN") || (name_tok(u) && !word_in(u, not_columns)) || is_punct(u, '('))
+                st->fills_rows = true;
+            else if (is_word(u, "IF")) /* ADD COLUMN IF NOT EXISTS is written with COLUMN; DROP IF EXISTS c */
+                st->fills_rows = is_word(t, "DROP");
+            push_back(lx, u);
+        }
         if (lx->depth == 0 && is_word(t, "RENAME")) {
             qtok u = next(lx);
             if (is_word(u, "TO") || is_word(u, "AS"))

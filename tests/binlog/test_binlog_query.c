@@ -145,3 +145,33 @@ Test(binlog_query, flags)
     binlog_stmt_free(&st);
     binlog_stmt_free(NULL);
 }
+
+static bool fills(const char *q)
+{
+    binlog_stmt st;
+    binlog_stmt_init(&st);
+    cr_assert_eq(binlog_stmt_classify(&st, q, strlen(q), "d", 1), TB_OK);
+    bool f = st.fills_rows;
+    binlog_stmt_free(&st);
+    return f;
+}
+
+Test(binlog_query, alter_fills_rows)
+{
+    cr_expect(fills("ALTER TABLE tr.u ADD COLUMN w VARCHAR(10) DEFAULT 'x'"));
+    cr_expect(fills("ALTER TABLE u ADD w INT NOT NULL DEFAULT 3"));
+    cr_expect(fills("ALTER TABLE u ADD (a INT, b INT)"));
+    cr_expect(fills("ALTER TABLE u ADD INDEX i (a), ADD COLUMN c INT AS (a + 1) STORED"));
+    cr_expect(fills("ALTER TABLE u MODIFY v BIGINT"));
+    cr_expect(fills("ALTER TABLE u CHANGE v v2 TEXT"));
+    cr_expect(fills("ALTER TABLE u DROP COLUMN v"));
+    cr_expect(fills("ALTER TABLE u DROP v"));
+    cr_expect(fills("ALTER TABLE u CONVERT TO CHARACTER SET latin1"));
+    cr_expect(!fills("ALTER TABLE u ADD INDEX i (a)"));
+    cr_expect(!fills("ALTER TABLE u ADD UNIQUE KEY k (a), DROP INDEX j"));
+    cr_expect(!fills("ALTER TABLE u DROP PRIMARY KEY, ADD PRIMARY KEY (a, b)"));
+    cr_expect(!fills("ALTER TABLE u ENGINE=InnoDB"));
+    cr_expect(!fills("ALTER TABLE u ALTER COLUMN v SET DEFAULT 'y'"));
+    cr_expect(!fills("ALTER TABLE u COMMENT 'add column'"));
+    cr_expect(!fills("INSERT INTO u VALUES (1)"));
+}

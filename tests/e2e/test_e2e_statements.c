@@ -463,3 +463,47 @@ Test(e2e_statements, drop_tombstone, .timeout = 240, .fini = e2e_kill_children)
     mysql_close(m);
     e2e_rmtree(r.dir);
 }
+
+/* ALTER TABLE ... ADD COLUMN ... DEFAULT with ddl.alter.policy=resnapshot
+ * (the default): the rows written before it reach the topic and the cache
+ * with the new column's default, through an incremental snapshot; an ALTER
+ * that adds an index signals nothing. */
+Test(e2e_statements, alter_add_column_default, .timeout = 240, .fini = e2e_kill_children)
+{
+    st_run r;
+    st_setup(&r, "e2ealter", NULL);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    e2e_sql(m, "CREATE TABLE %s.u (id INT PRIMARY KEY, v VARCHAR(20))", r.db);
+    for (int i = 1; i <= 10; i++)
+        e2e_sql(m, "INSERT INTO %s.u VALUES (%d, 'v%d')", r.db, i, i);
+    st_start(&r);
+    wait_caught_up(m, r.status, r.pid, r.log);
+    e2e_sql(m, "INSERT INTO %s.u VALUES (11, 'streamed')", r.db);
+    e2e_sql(m, "ALTER TABLE %s.u ADD INDEX iv (v)", r.db);
+    e2e_sql(m, "ALTER TABLE %s.u ADD COLUMN w VARCHAR(10) DEFAULT 'x'", r.db);
+    e2e_sql(m, "INSERT INTO %s.u VALUES (12, 'after', 'y')", r.db);
+    e2e_sql(m, "UPDATE %s.u SET v = 'upd' WHERE id = 2", r.db);
+    long long deadline = tb_itest_now_ms() + 60000;
+    while (st_log_count(&r, "incremental snapshot of") < 2) { /* signalled, then done */
+        cr_assert(tb_itest_now_ms() < deadline, "no incremental snapshot done in 60 s; see %s", r.log);
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+        usleep(50000);
+    }
+    deadline = tb_itest_now_ms() + 60000;
+    while (st_log_count(&r, " done: ") < 1) {
+        cr_assert(tb_itest_now_ms() < deadline, "incremental snapshot not done in 60 s; see %s", r.log);
+        usleep(50000);
+    }
+    wait_caught_up(m, r.status, r.pid, r.log);
+    cr_assert_eq(st_log_count(&r, "incremental snapshot of it signalled"), 1, "one ALTER should signal; see %s", r.log);
+    kill(r.pid, SIGTERM);
+    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
+    e2e_assert_clean_log(r.log);
+    st_cache_build(&r);
+    const char *cols[] = {"id", "v", "w", NULL};
+    st_assert_equal(&r, m, "u", cols, "id, v, w");
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
