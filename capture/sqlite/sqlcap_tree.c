@@ -252,6 +252,10 @@ tb_code sqlcap_page_rows_img(const sqlcap_view *v, uint32_t pgno, const uint8_t 
     }
     unsigned n = sqlcap_be16(buf + h + 3);
     size_t ptrs = h + (type == 2 ? 12 : 8);
+    if (ptrs + 2 * (size_t)n > U) {
+        rc = tb_error_set(err, TB_ERR_CORRUPT, false, "page %u: %u cells do not fit a %u-byte page", pgno, n, U);
+        goto out;
+    }
     const uint8_t *end = buf + U;
     size_t X = type == 13 ? U - 35 : ((U - 12) * 64 / 255) - 23;
     size_t M = ((U - 12) * 32 / 255) - 23;
@@ -264,7 +268,7 @@ tb_code sqlcap_page_rows_img(const sqlcap_view *v, uint32_t pgno, const uint8_t 
             continue;
         }
         unsigned off = sqlcap_be16(buf + ptrs + 2 * c);
-        if (off >= U) {
+        if (off >= U || (type == 2 && off + 4 >= U)) {
             rc = tb_error_set(err, TB_ERR_CORRUPT, false, "page %u: cell %u offset %u out of range", pgno, c, off);
             goto out;
         }
