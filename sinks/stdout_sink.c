@@ -8,13 +8,20 @@
 #include "stdout_sink.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cfg_file.h"
 #include "evt_json.h"
 #include "tb_buf.h"
 #include "tb_log.h"
+
+/* lines are written when a transaction ends, at commit, and whenever 2^20
+ * bytes of them are waiting (a large transaction) */
+#define SSINK_OUT_SHIFT 20
 
 typedef struct ssink_slot {
     char *key;        /* owned; NULL = empty */
@@ -28,6 +35,7 @@ struct stdout_sink {
     char *offsets_file;       /* owned; NULL unless offsets.storage=file */
     evt_rendered r;
     tb_buf line, key, value, topic, tkey;
+    tb_buf out;               /* complete lines not written yet */
     ssink_slot *slots;        /* open addressing, capacity a power of two */
     size_t nslots, used;
     uint64_t lines;
@@ -51,6 +59,8 @@ static ssink_slot *ssink_slot_for(stdout_sink *s, const char *key)
         if (!s->slots[i].key || strcmp(s->slots[i].key, key) == 0)
             return &s->slots[i];
 }
+
+static void ssink_cut_partial_line(stdout_sink *s);
 
 static tb_code ssink_grow(stdout_sink *s)
 {
@@ -77,6 +87,7 @@ tb_code stdout_sink_open(const cfg *c, FILE *fp, stdout_sink **out, tb_error *er
     if (!s)
         return tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
     s->fp = fp;
+    tb_buf_init(&s->out, 0);
     evt_rendered_init(&s->r);
     tb_buf_init(&s->line, 0);
     tb_buf_init(&s->key, 0);
@@ -106,6 +117,8 @@ tb_code stdout_sink_open(const cfg *c, FILE *fp, stdout_sink **out, tb_error *er
     s->opts.row_format = fmt && strcmp(fmt, "row") == 0;
     s->opts.schemas = cfg_get_bool(c, "value.schemas");
     evt_codec_opts_encoding(&s->opts, c);
+    if (fflush(fp) == 0)
+        ssink_cut_partial_line(s);
     *out = s;
     return TB_OK;
 nomem:
@@ -113,15 +126,90 @@ nomem:
     return tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
 }
 
-/* Write the line buffer plus a newline. */
+/* Write the complete lines gathered in s->out with write(2), in one call
+ * unless the kernel takes less (a pipe, a signal), and empty it. */
+static tb_code ssink_flush(stdout_sink *s, tb_error *err)
+{
+    if (fflush(s->fp) != 0) /* anything written to the FILE by others goes first */
+        return tb_error_set(err, TB_ERR_IO, false, "stdout sink: flush failed: %s", strerror(errno));
+    int fd = fileno(s->fp);
+    size_t done = 0;
+    while (done < s->out.len) {
+        ssize_t n = write(fd, s->out.data + done, s->out.len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return tb_error_set(err, TB_ERR_IO, false, "stdout sink: write failed: %s",
+                                n < 0 ? strerror(errno) : "nothing written");
+        done += (size_t)n;
+    }
+    tb_buf_reset(&s->out);
+    if (s->out.cap > ((size_t)4 << SSINK_OUT_SHIFT))
+        tb_buf_free(&s->out); /* do not keep a huge batch's buffer */
+    return TB_OK;
+}
+
+/* Add the line buffer plus a newline to the output (written whole, by ssink_flush). */
 static tb_code ssink_put_line(stdout_sink *s, tb_error *err)
 {
-    if (tb_buf_putc(&s->line, '\n') != TB_OK)
+    if (tb_buf_putc(&s->line, '\n') != TB_OK || tb_buf_append(&s->out, s->line.data, s->line.len) != TB_OK)
         return tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
-    if (fwrite(s->line.data, 1, s->line.len, s->fp) != s->line.len)
-        return tb_error_set(err, TB_ERR_IO, false, "stdout sink: write failed: %s", strerror(errno));
     s->lines++;
-    return TB_OK;
+    return s->out.len >= ((size_t)1 << SSINK_OUT_SHIFT) ? ssink_flush(s, err) : TB_OK;
+}
+
+/*
+ * When the output is a regular file that does not end with a newline, the
+ * connector that wrote it was killed in the middle of a write(2) (a fatal
+ * signal can cut a write to a file short): its position was not stored after
+ * that write, so the events of the partial line come again. The partial line
+ * is cut off, so the file holds whole lines only and the first line of this
+ * run starts on a line of its own.
+ */
+static void ssink_cut_partial_line(stdout_sink *s)
+{
+    int fd = fileno(s->fp);
+    struct stat sb;
+    char buf[4096];
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
+        return;
+    /* the output is usually write-only (`>>`): read it through a descriptor of its own */
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    int rfd = open(self, O_RDONLY | O_CLOEXEC);
+    if (rfd < 0)
+        return;
+    off_t end = sb.st_size, at = end;
+    if (pread(rfd, buf, 1, end - 1) != 1 || buf[0] == '\n') {
+        close(rfd);
+        return;
+    }
+    while (at > 0) { /* the last newline */
+        off_t from = at > (off_t)sizeof buf ? at - (off_t)sizeof buf : 0;
+        ssize_t n = pread(rfd, buf, (size_t)(at - from), from);
+        if (n != at - from) {
+            close(rfd);
+            return;
+        }
+        char *nl = memrchr(buf, '\n', (size_t)n);
+        if (nl) {
+            at = from + (nl - buf) + 1;
+            break;
+        }
+        at = from;
+    }
+    close(rfd);
+    if (ftruncate(fd, at) == 0) {
+        if (lseek(fd, 0, SEEK_END) >= 0)
+            TB_WARN("stdout", "output ended in a partial line of %lld bytes (written when the connector was stopped in "
+                    "the middle of a write): cut off; its events are written again", (long long)(end - at));
+    } else {
+        /* cannot cut it (e.g. no permission): at least start on a line of our own */
+        TB_WARN("stdout", "output ends in a partial line of %lld bytes and cannot be truncated (%s): starting on a new "
+                "line", (long long)(end - at), strerror(errno));
+        if (write(fd, "\n", 1) != 1)
+            TB_WARN("stdout", "cannot write to the output: %s", strerror(errno));
+    }
 }
 
 /* Print the schema record of t unless this version was printed already. */
@@ -184,15 +272,18 @@ tb_code stdout_sink_send(stdout_sink *s, const evt_event *e, tb_error *err)
         if ((rc = ssink_put_line(s, err)) != TB_OK)
             return rc;
     }
-    if (evt_event_last_in_tx(e) && fflush(s->fp) != 0)
-        return tb_error_set(err, TB_ERR_IO, false, "stdout sink: flush failed: %s", strerror(errno));
+    if (evt_event_last_in_tx(e))
+        return ssink_flush(s, err);
     return TB_OK;
 }
 
 tb_code stdout_sink_commit(stdout_sink *s, const tb_position *pos, tb_error *err)
 {
-    if (fflush(s->fp) != 0 || ferror(s->fp))
-        return tb_error_set(err, TB_ERR_IO, false, "stdout sink: flush failed: %s", strerror(errno));
+    tb_code frc = ssink_flush(s, err);
+    if (frc != TB_OK)
+        return frc;
+    if (ferror(s->fp))
+        return tb_error_set(err, TB_ERR_IO, false, "stdout sink: the output stream failed");
     if (!s->offsets_file || !pos)
         return TB_OK;
     tb_buf text;
@@ -219,8 +310,10 @@ void stdout_sink_close(stdout_sink *s)
 {
     if (!s)
         return;
-    if (s->fp)
-        fflush(s->fp);
+    tb_error err;
+    if (s->fp && ssink_flush(s, &err) != TB_OK)
+        TB_WARN("stdout", "%s", err.msg);
+    tb_buf_free(&s->out);
     evt_rendered_free(&s->r);
     tb_buf_free(&s->line);
     tb_buf_free(&s->key);

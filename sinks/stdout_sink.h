@@ -7,8 +7,13 @@
  * first event of a table, and before the first event of each new schema
  * version of it, the schema record is printed as a line on topic
  * "<topic.prefix>.schema" (key {"db":…,"table":…}, value = descriptor), as
- * the Kafka sink writes it. Output is flushed at the end of every source
- * transaction (the event with last_in_tx) and at commit.
+ * the Kafka sink writes it. Lines are gathered and written with write(2) on
+ * the FILE's descriptor, whole lines only: at the end of every source
+ * transaction (the event with last_in_tx), at commit, and whenever 1 MiB is
+ * waiting. So output is never torn by the sink; a write cut short by kill -9
+ * can leave a partial last line in a file, which the next open cuts off (its
+ * events were not committed, so they come again): a regular-file output holds
+ * whole JSON lines only.
  *
  * Positions: with offsets.storage=file, stdout_sink_commit() flushes the
  * output and then stores the position in offsets.file in the same format as
