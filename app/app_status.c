@@ -82,6 +82,19 @@ tb_code app_status_json(const app_status *st, tb_buf *out, tb_error *err)
     evt_jw_key(&w, "rows", (size_t)-1);
     evt_jw_uint(&w, st->snapshot_rows);
     evt_jw_obj_end(&w);
+    if (st->sqlite_wal) {
+        evt_jw_key(&w, "sqlite_wal", (size_t)-1);
+        evt_jw_obj_begin(&w);
+        evt_jw_key(&w, "bytes", (size_t)-1);
+        evt_jw_uint(&w, st->wal_bytes);
+        evt_jw_key(&w, "largest_bytes", (size_t)-1);
+        evt_jw_uint(&w, st->wal_largest_bytes);
+        evt_jw_key(&w, "lag_frames", (size_t)-1);
+        evt_jw_uint(&w, st->wal_lag_frames);
+        evt_jw_key(&w, "resets", (size_t)-1);
+        evt_jw_uint(&w, st->wal_resets);
+        evt_jw_obj_end(&w);
+    }
     app_jw_opt_str(&w, "error", st->error);
     app_jw_opt_int(&w, "source_down_since_ms", st->source_down_since_ms > 0 ? st->source_down_since_ms : -1);
     evt_jw_key(&w, "source_encrypted", (size_t)-1);
@@ -254,6 +267,13 @@ tb_code app_status_format(const char *path, const char *json, size_t len, int64_
     if (rc == TB_OK && enc && evt_jv_type_of(enc) == EVT_JV_BOOL)
         rc = tb_buf_printf(out, "source link:    %s\n",
                            evt_jv_bool(enc) ? "encrypted (TLS)" : "not encrypted (source.ssl.mode)");
+    const evt_jv *wal = evt_jv_get(root, "sqlite_wal");
+    if (rc == TB_OK && wal && evt_jv_type_of(wal) == EVT_JV_OBJECT) {
+        char w1[64], w2[64], w3[64], w4[64];
+        rc = tb_buf_printf(out, "sqlite wal:     %s bytes (largest %s), %s frames not read yet, %s resets\n",
+                           app_jv_num_text(wal, "bytes", w1), app_jv_num_text(wal, "largest_bytes", w2),
+                           app_jv_num_text(wal, "lag_frames", w3), app_jv_num_text(wal, "resets", w4));
+    }
     if (rc == TB_OK && s_err)
         rc = tb_buf_printf(out, "last error:     %s\n", s_err);
     if (rc != TB_OK)

@@ -9,6 +9,9 @@
  *    "position":{…evt_position_to_json…},"position_text":"mariadb;server_id=1;…",
  *    "lag_ms":120,"events_behind":0,"events_total":12345,"events_per_sec":1234.5,
  *    "snapshot":{"state":"done","rows":1000},"error":null}
+ * A SQLite WAL source adds "sqlite_wal":{"bytes":N,"largest_bytes":N,
+ * "lag_frames":N,"resets":N} (the WAL file size now and the largest seen,
+ * frames committed but not read yet, WAL generations seen: docs/sqlite-wal.md 2.13).
  * "position" and "position_text" are null before the first commit; lag_ms
  * and events_behind are null when unknown (-1 in app_status).
  * "source_down_since_ms" (Unix ms, or null) is set while the source
@@ -54,6 +57,8 @@ typedef struct app_status {
     int64_t source_down_since_ms; /* Unix ms the source connection went down; 0 = up */
     int source_encrypted;        /* replication connection: 1 TLS, -1 plaintext, 0 unknown (none up, SQLite) */
     int64_t started_ms;          /* process start, Unix ms */
+    bool sqlite_wal;             /* a SQLite WAL source: the four below are set */
+    uint64_t wal_bytes, wal_largest_bytes, wal_lag_frames, wal_resets;
     int64_t updated_ms;          /* 0 = now */
 } app_status;
 

@@ -269,6 +269,16 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
         int64_t since = r->last_commit_ts_ms > r->caught_up_ms ? r->last_commit_ts_ms : r->caught_up_ms;
         st.lag_ms = since > 0 ? now - since : -1;
     }
+    const char *mode = cfg_get_str(r->cfg, "source.sqlite.mode");
+    if (r->sqlite && !(mode && strcmp(mode, "trigger") == 0)) {
+        sqlcap_stats ss;
+        sqlcap_get_stats(r->sqlite, &ss);
+        st.sqlite_wal = true;
+        st.wal_bytes = ss.wal_bytes;
+        st.wal_largest_bytes = ss.wal_max_bytes;
+        st.wal_lag_frames = ss.lag_frames;
+        st.wal_resets = ss.generations;
+    }
     tb_error err;
     if (app_status_write(tb_buf_cstr(&r->status_path), &st, &err) != TB_OK)
         TB_WARN("run", "status file: %s", err.msg);

@@ -90,6 +90,8 @@ static const cfg_prop props[] = {
     {"source.sqlite.shadow.path", CFG_PATH, NULL, 0, 0, NULL, "Shadow copy location (default: <offsets dir>/<name>.shadow.db).", false, "source"},
     {"source.sqlite.checkpoint", CFG_ENUM, "off", 0, 0, v_sqlite_checkpoint,
      "WAL reset windows: `on` runs PASSIVE checkpoints when caught up; `barrier` also holds the write lock for the few ms of a window, so the WAL resets under continuous commits (writers wait, a read-then-write transaction gets SQLITE_BUSY meanwhile). Off by default: WAL-reset bug before SQLite 3.51.3 (docs/sqlite-wal.md 2.9).", false, "source"},
+    {"source.sqlite.wal.max.bytes", CFG_INT, "16777216", 0, I64MAX, NULL,
+     "Bound on the application's WAL while the connector keeps up: from a quarter of it the connector checkpoints up to what it has read and lets the next commit rewind the WAL; from half of it it does so under the write lock for a few ms (writers wait with their busy timeout). 0 = no bound. docs/sqlite-wal.md 2.13.", false, "source"},
     {"source.sqlite.poll.ms", CFG_MS, "50", 1, I64MAX, NULL, "How often the SQLite reader looks for new commits.", false, "source"},
     {"source.database.name", CFG_STRING, NULL, 0, 0, NULL, "The <db> part of SQLite topic names (default: file name without extension).", false, "source"},
     {"tables.include", CFG_REGEX, NULL, 0, 0, NULL, "Regex over db.table: capture only matching tables (default: all).", false, "source"},

@@ -16,10 +16,48 @@
 
 /* ---------------------------------------------------------------- open */
 
+/*
+ * The first 100 bytes of the newest committed image of page 1 in the WAL of
+ * path (frames whose salts match the WAL header, up to the last commit frame):
+ * a database its application created in WAL mode and never checkpointed has
+ * page 1, with the text encoding and the schema, only there. false when the
+ * WAL has none.
+ */
+static bool sqlcap_wal_page1(const char *path, uint8_t out[100])
+{
+    char *wal = sqlcap_strcat3(path, "-wal");
+    int fd = wal ? open(wal, O_RDONLY | O_CLOEXEC) : -1;
+    free(wal);
+    if (fd < 0)
+        return false;
+    bool found = false;
+    uint8_t hb[32], fh[24], cand[100];
+    sqlcap_walhdr w;
+    off_t cand_off = -1;
+    if (pread(fd, hb, 32, 0) == 32 && (sqlcap_walhdr_parse(hb, &w), w.valid)) {
+        for (off_t off = 32; pread(fd, fh, 24, off) == 24; off += 24 + (off_t)w.pgsz) {
+            if (sqlcap_be32(fh + 8) != w.salt1 || sqlcap_be32(fh + 12) != w.salt2)
+                break;
+            if (sqlcap_be32(fh) == 1)
+                cand_off = off + 24;
+            if (sqlcap_be32(fh + 4) && cand_off >= 0 && pread(fd, cand, 100, cand_off) == 100) {
+                memcpy(out, cand, 100); /* committed */
+                found = true;
+            }
+        }
+    }
+    close(fd);
+    return found;
+}
+
 static tb_code sqlcap_db_header(sqlcap *c, tb_error *err)
 {
     uint8_t b[100];
     ssize_t r = pread(c->dbfd, b, 100, 0);
+    /* page 1 only in the WAL (or its text encoding not set in the file yet):
+     * a fresh database, not checkpointed since it was created */
+    if ((r != 100 || sqlcap_be32(b + 56) == 0) && sqlcap_wal_page1(c->path, b))
+        r = 100;
     if (r != 100)
         return tb_error_set(err, TB_ERR_CORRUPT, false, "%s: no database header (%zd bytes)", c->path, r);
     if (memcmp(b, "SQLite format 3", 16) != 0)
@@ -27,7 +65,9 @@ static tb_code sqlcap_db_header(sqlcap *c, tb_error *err)
     uint32_t ps = sqlcap_be16(b + 16);
     c->pg.pgsz = ps == 1 ? 65536 : ps;
     c->pg.usable = c->pg.pgsz - b[20];
-    if (sqlcap_be32(b + 56) != 1)
+    /* 0: no schema yet (no table was ever created): SQLite sets the encoding
+     * with the first table, whose frames the reader then decodes */
+    if (sqlcap_be32(b + 56) > 1)
         return tb_error_set(err, TB_ERR_UNSUPPORTED, false, "%s: text encoding %u (only UTF-8 is supported)", c->path,
                             sqlcap_be32(b + 56));
     if (!c->o.offline && (b[18] != 2 || b[19] != 2))
@@ -483,6 +523,7 @@ tb_code sqlcap_open(const cfg *cf, const tb_position *start, sqlcap **out, tb_er
     o.checkpoint = ck && (strcmp(ck, "on") == 0 || strcmp(ck, "barrier") == 0);
     o.checkpoint_barrier = ck && strcmp(ck, "barrier") == 0;
     o.poll_ms = (int)cfg_get_int(cf, "source.sqlite.poll.ms");
+    o.wal_max_bytes = cfg_get_int(cf, "source.sqlite.wal.max.bytes");
     tb_code rc = sqlcap_open_opts(&o, start, out, err);
     free(dflt_shadow);
     return rc;

@@ -90,7 +90,17 @@
  * Measured (bench_sqlcap, writer paced 200 us per commit): writer CPU +43% ->
  * +6% against no reader (sqlite-wal.md 5).
  *
- * CHECKPOINTS: never by default. source.sqlite.checkpoint=on runs a PASSIVE
+ * BOUNDED WAL (wal_max_bytes, source.sqlite.wal.max.bytes, default 16 MiB in
+ * the configuration; sqlite-wal.md 2.13): once the WAL holds a quarter of the
+ * bound and the reader is caught up, a reset window (PASSIVE checkpoint up to
+ * the pin, then a leapfrog into lock 0) is tried at most every 100 ms without
+ * any lock an application waits for; from half the bound the window is taken
+ * under the write barrier below (the application's writers wait for it, with
+ * their busy timeout). Checkpoints of the reader never overlap a reset (the
+ * pin or the barrier excludes one), so the WAL-reset bug of SQLite < 3.51.3
+ * (1.10) cannot be met by them.
+ *
+ * CHECKPOINTS without the bound: source.sqlite.checkpoint=on runs a PASSIVE
  * checkpoint at most every 100 ms when caught up and mxFrame >= 1000 (a reset
  * window, sqlite-wal.md 2.9: after a full backfill it leapfrogs at once so the
  * new read transaction holds lock 0). Under continuous commits a commit lands
@@ -143,6 +153,9 @@ typedef struct sqlcap_opts {
     int poll_ms;              /* sleep between polls (default 50) */
     bool offline;             /* decode --wal: no pinning, frames validated by checksum */
     int repin_ms;             /* coarse pin: advance at most every repin_ms; 0 = default (1000), < 0 = every poll */
+    int64_t wal_max_bytes;    /* bounded WAL (source.sqlite.wal.max.bytes): reset windows from a
+                               * quarter of it, under the write barrier from half of it; 0 = no
+                               * bound (the pin alone: windows only with checkpoint) */
     bool test_no_pin;         /* TESTS ONLY (negative control): drop the read transaction after
                                * each poll, breaking the pinning invariant */
 } sqlcap_opts;
@@ -178,6 +191,10 @@ tb_code sqlcap_snapshot_begin(sqlcap *c, tb_position *pos, tb_error *err);
 typedef struct sqlcap_stats {
     uint64_t txns, events, frames, cksum_mismatch, wal_bytes, lag_frames, generations;
     uint64_t pin_moves;       /* leapfrogs (the read mark advanced) */
+    uint64_t windows;         /* reset windows opened (the reader took lock 0 after a full backfill) */
+    uint64_t barriers;        /* write barriers taken (wal_max_bytes, checkpoint_barrier) */
+    uint64_t barrier_us, barrier_max_us; /* time the write lock was held: total, longest */
+    uint64_t wal_max_bytes;   /* largest WAL file size seen */
 } sqlcap_stats;
 void sqlcap_get_stats(const sqlcap *c, sqlcap_stats *st);
 

@@ -256,8 +256,11 @@ static void sqlcap_switch_gen(sqlcap *c, const sqlcap_walhdr *w)
 static void sqlcap_report(sqlcap *c, const sqlcap_shmhdr *h)
 {
     struct stat sb;
-    if (fstat(c->walfd, &sb) == 0)
+    if (fstat(c->walfd, &sb) == 0) {
         c->st.wal_bytes = (uint64_t)sb.st_size;
+        if (c->st.wal_bytes > c->st.wal_max_bytes)
+            c->st.wal_max_bytes = c->st.wal_bytes;
+    }
     c->st.lag_frames = h->mxframe > c->frame ? h->mxframe - c->frame : 0;
     int64_t now = sqlcap_now_ms();
     if (now - c->last_log_ms >= 10000) {
@@ -285,57 +288,109 @@ static sqlite3 *sqlcap_rw_conn(sqlcap *c)
     return db;
 }
 
+/* reset windows are tried at most this often */
+#define SQLCAP_WINDOW_MS 100
+
+/*
+ * Which reset window is due after a poll that read h (sqlite-wal.md 2.13): 0
+ * none, 1 a window without a lock (PASSIVE checkpoint up to the pin, then a
+ * leapfrog into lock 0), 2 the same under the write barrier. With the bound
+ * (wal_max_bytes): from a quarter of it without, from half of it with the
+ * barrier; with source.sqlite.checkpoint=on|barrier from 1000 frames. None
+ * while everything is backfilled (the next leapfrog takes lock 0 by itself).
+ */
+static int sqlcap_window_due(const sqlcap *c, const sqlcap_shmhdr *h)
+{
+    if (c->in_window || c->o.offline || h->nbackfill >= h->mxframe || h->salt1 != c->salt1 ||
+        h->salt2 != c->salt2)
+        return 0;
+    int want = 0;
+    if (c->o.checkpoint && h->mxframe >= 1000)
+        want = c->o.checkpoint_barrier ? 2 : 1;
+    uint64_t used = 32 + (uint64_t)h->mxframe * (c->pg.pgsz + 24), max = (uint64_t)c->o.wal_max_bytes;
+    if (max && used >= max / 4 && want < 2)
+        want = used >= max / 2 ? 2 : 1;
+    return want;
+}
+
 static void sqlcap_maybe_checkpoint(sqlcap *c, const sqlcap_shmhdr *h)
 {
-    bool barrier = c->o.checkpoint_barrier, held = false;
-    if (!c->o.checkpoint || c->in_window || h->mxframe < 1000 || (!barrier && c->frame != h->mxframe))
+    int want = sqlcap_window_due(c, h);
+    bool barrier = want == 2, held = false;
+    int64_t held_since = 0, t_consumed = 0, t_ckpt = 0;
+    /* only when caught up with what this poll read: under the barrier the
+     * application waits while the reader consumes what came since */
+    if (!want || c->frame != h->mxframe || c->protector < 0)
         return;
     int64_t now = sqlcap_now_ms();
-    if (now - c->last_ckpt_ms < 100)
+    if (now - c->last_ckpt_ms < SQLCAP_WINDOW_MS)
         return;
     c->last_ckpt_ms = now;
     if ((!c->K && !(c->K = sqlcap_rw_conn(c))) || (barrier && !c->W && !(c->W = sqlcap_rw_conn(c))))
         return;
     if (barrier)
         sqlite3_busy_timeout(c->W, 200); /* queue for the write lock a little (a busy writer rarely lets go) */
+    /* Our pin is a read mark (it began while the WAL was not fully backfilled),
+     * so no reset can run while this checkpoint does (the WAL-reset bug of
+     * SQLite < 3.51.3 needs one, sqlite-wal.md 1.10); under lock 0 it would
+     * backfill nothing. */
     int log = 0, ck = 0;
     sqlite3_wal_checkpoint_v2(c->K, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &ck);
     TB_DEBUG(SQLCAP_FAC, "%s: PASSIVE checkpoint log=%d checkpointed=%d", c->path, log, ck);
     if (barrier) {
-        /* Most frames are backfilled now, up to our pin. Hold the write lock
-         * (busy timeout 0: if the application holds it, try later), consume
-         * what was committed before it, and checkpoint the rest: nothing can
-         * commit in between, so the window cannot be missed. */
-        /* flush what that checkpoint wrote (and the WAL) now, so the syncs SQLite
-         * does under the barrier find little to write: the application waits less */
-        if (fdatasync(c->dbfd) != 0 || fdatasync(c->walfd) != 0)
-            TB_DEBUG(SQLCAP_FAC, "%s: fdatasync before the barrier: %s", c->path, strerror(errno));
-        if (sqlite3_exec(c->W, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
-            sqlite3_exec(c->W, "ROLLBACK", NULL, NULL, NULL);
-            return;
-        }
-        held = true;
+        /* Most frames are backfilled now, up to our pin. First, without any
+         * lock, consume what was committed meanwhile, backfill that too and
+         * flush the database and the WAL, so that the window under the write
+         * lock finds (almost) nothing left to do: the application waits less. */
         tb_error e;
         sqlcap_shmhdr hb;
         c->in_window = true;
         tb_code rc = sqlcap_poll(c, &e); /* an error here comes again at the next poll */
         c->in_window = false;
-        if (rc != TB_OK || sqlcap_shm(c, &hb, NULL) != TB_OK || hb.mxframe != c->frame || hb.salt1 != c->salt1 ||
-            hb.salt2 != c->salt2)
-            goto out;
-        /* the application's own checkpoint after its last commit may still hold
-         * the checkpoint lock (PASSIVE never waits): retry briefly */
-        int r = SQLITE_BUSY;
-        for (int k = 0; k < 20 && r == SQLITE_BUSY; k++) {
-            if (k)
-                sqlcap_sleep_ms(1);
-            log = ck = 0;
-            r = sqlite3_wal_checkpoint_v2(c->K, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &ck);
+        if (rc != TB_OK)
+            return;
+        sqlite3_wal_checkpoint_v2(c->K, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &ck);
+        if (fdatasync(c->dbfd) != 0 || fdatasync(c->walfd) != 0)
+            TB_DEBUG(SQLCAP_FAC, "%s: fdatasync before the barrier: %s", c->path, strerror(errno));
+        /* Now hold the write lock (busy timeout 200 ms: if the application
+         * holds it, try later), consume what was committed before it, and
+         * checkpoint the rest: nothing can commit (or reset the WAL) in
+         * between, so the window cannot be missed. */
+        if (sqlite3_exec(c->W, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+            sqlite3_exec(c->W, "ROLLBACK", NULL, NULL, NULL);
+            return;
         }
-        TB_DEBUG(SQLCAP_FAC, "%s: PASSIVE checkpoint under the barrier: %s, log=%d checkpointed=%d", c->path,
-                 sqlite3_errstr(r), log, ck);
+        held = true;
+        held_since = sqlcap_now_us();
+        c->st.barriers++;
+        if (sqlcap_shm(c, &hb, NULL) == TB_OK && hb.mxframe == c->frame && hb.nbackfill == hb.mxframe &&
+            hb.salt1 == c->salt1 && hb.salt2 == c->salt2 && c->pin_frame == c->frame) {
+            /* nothing committed since: everything is backfilled, leapfrog at once */
+            log = ck = (int)c->frame;
+            t_consumed = t_ckpt = sqlcap_now_us();
+        } else {
+            c->in_window = true;
+            rc = sqlcap_poll(c, &e);
+            c->in_window = false;
+            t_consumed = sqlcap_now_us();
+            if (rc != TB_OK || sqlcap_shm(c, &hb, NULL) != TB_OK || hb.mxframe != c->frame ||
+                hb.salt1 != c->salt1 || hb.salt2 != c->salt2)
+                goto out;
+            /* the application's own checkpoint after its last commit may still hold
+             * the checkpoint lock (PASSIVE never waits): retry briefly */
+            int r = SQLITE_BUSY;
+            for (int k = 0; k < 20 && r == SQLITE_BUSY; k++) {
+                if (k)
+                    sqlcap_sleep_ms(1);
+                log = ck = 0;
+                r = sqlite3_wal_checkpoint_v2(c->K, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &ck);
+            }
+            t_ckpt = sqlcap_now_us();
+            TB_DEBUG(SQLCAP_FAC, "%s: PASSIVE checkpoint under the barrier: %s, log=%d checkpointed=%d", c->path,
+                     sqlite3_errstr(r), log, ck);
+        }
     }
-    if (log <= 0 || log != ck || c->protector < 0)
+    if (log <= 0 || log != ck || c->protector < 0 || (uint32_t)log != c->frame)
         goto out;
     /* Everything is backfilled: leapfrog now, so the new read transaction takes
      * WAL_READ_LOCK(0) and the writer's next commit can rewind the WAL. The
@@ -345,16 +400,28 @@ static void sqlcap_maybe_checkpoint(sqlcap *c, const sqlcap_shmhdr *h)
     sqlcap_shmhdr h2;
     if (sqlcap_begin(c, j, NULL) != TB_OK)
         goto out;
-    if (sqlcap_shm(c, &h2, NULL) == TB_OK && h2.mxframe == c->frame && h2.salt1 == c->salt1 &&
-        h2.salt2 == c->salt2) {
+    if (sqlcap_shm(c, &h2, NULL) == TB_OK && h2.mxframe == c->frame && h2.nbackfill == h2.mxframe &&
+        h2.salt1 == c->salt1 && h2.salt2 == c->salt2) {
         sqlcap_end(c, c->protector);
         c->protector = j;
+        c->st.windows++;
+        c->pin_frame = h2.mxframe;
+        c->last_pin_ms = 0; /* probably lock 0: not kept by the coarse pin */
     } else {
         sqlcap_end(c, j);
     }
 out:
-    if (held)
+    if (held) {
         sqlite3_exec(c->W, "ROLLBACK", NULL, NULL, NULL);
+        int64_t t_end = sqlcap_now_us();
+        uint64_t us = (uint64_t)(t_end - held_since);
+        TB_DEBUG(SQLCAP_FAC, "%s: write barrier held %lld us (consume %lld, checkpoint %lld, leapfrog %lld)", c->path,
+                 (long long)us, (long long)(t_consumed ? t_consumed - held_since : 0),
+                 (long long)(t_ckpt ? t_ckpt - t_consumed : 0), (long long)(t_ckpt ? t_end - t_ckpt : 0));
+        c->st.barrier_us += us;
+        if (us > c->st.barrier_max_us)
+            c->st.barrier_max_us = us;
+    }
 }
 
 /* One leapfrog step: begin the other read transaction, consume up to the
@@ -368,7 +435,8 @@ tb_code sqlcap_poll(sqlcap *c, tb_error *err)
     bool done = false;
     int64_t now = sqlcap_now_ms();
     int repin = c->o.repin_ms ? c->o.repin_ms : SQLCAP_REPIN_MS; /* < 0: leapfrog at every poll */
-    if (c->protector >= 0 && !c->o.test_no_pin && !c->o.checkpoint && repin > 0 && now - c->last_pin_ms < repin) {
+    if (c->protector >= 0 && !c->o.test_no_pin && !c->o.checkpoint && !c->in_window && repin > 0 &&
+        now - c->last_pin_ms < repin) {
         /* Coarse pin: keep the pin we hold (its mark m <= P, or lock 0, stays
          * below every frame we consume: nothing we consume can be backfilled or
          * reset) and consume what the wal-index shows. The mark advances at most
@@ -384,7 +452,9 @@ tb_code sqlcap_poll(sqlcap *c, tb_error *err)
         if (h.mxframe > c->frame)
             c->last_new_ms = now;
         bool idle = h.mxframe == c->frame && c->pin_frame != h.mxframe && now - c->last_new_ms >= SQLCAP_IDLE_REPIN_MS;
-        if (!idle && h.mxframe >= c->frame && h.nbackfill < h.mxframe && h.salt1 == c->salt1 &&
+        /* a reset window due (bounded WAL): the full step, which tries it */
+        bool due = sqlcap_window_due(c, &h) && now - c->last_ckpt_ms >= SQLCAP_WINDOW_MS;
+        if (!idle && !due && h.mxframe >= c->frame && h.nbackfill < h.mxframe && h.salt1 == c->salt1 &&
             h.salt2 == c->salt2 && h.pgsz == c->pg.pgsz) {
             if (h.mxframe == c->frame) {
                 sqlcap_report(c, &h);

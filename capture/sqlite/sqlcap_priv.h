@@ -101,6 +101,7 @@ struct sqlcap {
     sqlite3 *K;                 /* PASSIVE checkpoints (optional) */
     sqlite3 *W;                 /* write barrier (checkpoint_barrier), never writes */
     bool in_window;             /* inside a barrier window: no nested window */
+    int64_t window_fail_ms;     /* monotonic time the last window without barrier missed */
     uint8_t *fslab;             /* sqlcap_consume: frames (header + page) of the current
                                  * transaction, up to SQLCAP_FCACHE bytes, so the diff and
                                  * the shadow queue do not read them from the WAL again */
@@ -137,6 +138,7 @@ struct sqlcap {
 };
 
 int64_t sqlcap_now_ms(void);
+int64_t sqlcap_now_us(void);
 int64_t sqlcap_wall_ms(void); /* CLOCK_REALTIME in ms */
 void sqlcap_sleep_ms(int ms);
 tb_code sqlcap_open_reader(sqlcap *c, sqlite3 **db, tb_error *err);

@@ -387,7 +387,16 @@ tb_code sqlcap_schema_load(const sqlcap_view *v, const sqlcap_schema *prev, cons
     sqlcap_u32s inner = {0}, leaves = {0};
     sqlcap_schema_ctx x = {prev, dbname, next_id, mem, out, ovfl_pages, 0};
     memset(out, 0, sizeof *out);
-    tb_code rc = sqlcap_tree_pages(v, 1, &inner, &leaves, err);
+    /* the text encoding is set with the first table: a database attached
+     * before it had one may turn out UTF-16 only now */
+    uint8_t *p1 = malloc(v->pg->pgsz);
+    tb_code rc = p1 ? sqlcap_view_read(v, 1, p1, err) : tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    if (rc == TB_OK && sqlcap_be32(p1 + 56) > 1)
+        rc = tb_error_set(err, TB_ERR_UNSUPPORTED, false, "%s: text encoding %u (only UTF-8 is supported)", dbname,
+                          sqlcap_be32(p1 + 56));
+    free(p1);
+    if (rc == TB_OK)
+        rc = sqlcap_tree_pages(v, 1, &inner, &leaves, err);
     for (size_t i = 0; rc == TB_OK && i < leaves.n; i++)
         rc = sqlcap_page_rows(v, leaves.v[i], sqlcap_schema_row, &x, err);
     sqlcap_u32s_free(&inner);

@@ -35,6 +35,13 @@ int64_t sqlcap_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t sqlcap_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 int64_t sqlcap_wall_ms(void)
 {
     struct timespec ts;
@@ -229,6 +236,21 @@ tb_code sqlcap_redo_apply(sqlcap *c, const uint8_t *b, size_t n, tb_position *po
 
 static tb_code sqlcap_pend_compact(sqlcap *c, tb_error *err);
 
+/* .pend is rewritten with its live records once it passes the WAL bound
+ * (wal_max_bytes; 64 MiB without one) and is more than twice their size: a
+ * continuous stream rarely lets it be truncated (something is always
+ * unacknowledged), so this is what keeps it as small as the WAL. */
+static bool sqlcap_pend_compact_due(const sqlcap *c)
+{
+    uint64_t limit = c->o.wal_max_bytes > 0 ? (uint64_t)c->o.wal_max_bytes : (uint64_t)64 << 20;
+    if (c->pend_bytes <= limit)
+        return false;
+    uint64_t live = 0;
+    for (size_t t = 0; t < c->pend_logged && t < c->nun; t++)
+        live += (uint64_t)c->un[t].n * (c->pg.pgsz + 8) + 64;
+    return c->pend_bytes > 2 * live;
+}
+
 
 /* Redo buffer (format in the file comment) for the unacked transactions
  * un[k0 .. k1): the newest image of each page, the position and size of
@@ -393,7 +415,7 @@ tb_code sqlcap_shadow_retire(sqlcap *c, size_t k, uint32_t npages, tb_error *err
         c->pend_bytes = 0;
         c->pend_written = 0; /* records written ahead are gone: written again */
         sqlcap_pend_pieces_drop(c);
-    } else if (c->pend_bytes > ((uint64_t)64 << 20)) {
+    } else if (sqlcap_pend_compact_due(c)) {
         rc = sqlcap_pend_compact(c, err);
     }
     return rc;

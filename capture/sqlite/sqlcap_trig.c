@@ -39,6 +39,7 @@ struct sqlcap_trig {
     int64_t last_seq;
     int schema_version;
     sqlcap_ttab *tabs;
+    size_t captabs;
     size_t ntabs;
 };
 
@@ -50,7 +51,7 @@ static void sqlcap_trig_tabs_free(sqlcap_trig *t)
     }
     free(t->tabs);
     t->tabs = NULL;
-    t->ntabs = 0;
+    t->ntabs = t->captabs = 0;
 }
 
 static int sqlcap_trig_schema_version(sqlite3 *db)
@@ -72,6 +73,178 @@ static void sqlcap_trig_v(sqlite3_str *s, const char *ref, const char *col)
                         ref, col, ref, col, ref, col, ref, col);
 }
 
+/* json_object() / json_array() take at most 127 arguments (SQLITE_MAX_FUNCTION_ARG's
+ * default): an image of more than this many columns is a JSON array of objects
+ * of at most this many columns each (at most 2000 / 60 < 127 of them). */
+#define SQLCAP_TRIG_CHUNK 60
+
+/* The JSON image of the row ref (NEW or OLD): json_object(name, v(name), ...),
+ * or for more than SQLCAP_TRIG_CHUNK columns json_array(json_object(...), ...). */
+static void sqlcap_trig_image_sql(sqlite3_str *s, const char *ref, char **names, size_t n, bool synth)
+{
+    size_t ncols = n + (synth ? 1 : 0);
+    bool chunked = ncols > SQLCAP_TRIG_CHUNK;
+    if (chunked)
+        sqlite3_str_appendall(s, "json_array(");
+    for (size_t q = 0; q < ncols; q++) {
+        const char *cn = q < n ? names[q] : "rowid";
+        if (q % SQLCAP_TRIG_CHUNK == 0)
+            sqlite3_str_appendf(s, "%sjson_object(", q ? ")," : "");
+        sqlite3_str_appendf(s, "%s%Q,", q % SQLCAP_TRIG_CHUNK ? "," : "", cn);
+        sqlcap_trig_v(s, ref, cn);
+    }
+    sqlite3_str_appendall(s, ncols ? ")" : "json_object()");
+    if (chunked)
+        sqlite3_str_appendall(s, ")");
+}
+
+/* The key of ref as a JSON array (of arrays of at most SQLCAP_TRIG_CHUNK values
+ * for a longer key; kept for reading the log by hand, not decoded). */
+static void sqlcap_trig_key_sql(sqlite3_str *s, const char *ref, char **names, const size_t *keys, size_t npk,
+                                bool synth)
+{
+    bool chunked = npk > SQLCAP_TRIG_CHUNK;
+    sqlite3_str_appendall(s, "json_array(");
+    for (size_t q = 0; q < npk; q++) {
+        if (chunked && q % SQLCAP_TRIG_CHUNK == 0)
+            sqlite3_str_appendf(s, "%sjson_array(", q ? ")," : "");
+        else if (q)
+            sqlite3_str_appendall(s, ",");
+        sqlcap_trig_v(s, ref, synth ? "rowid" : names[keys[q]]);
+    }
+    sqlite3_str_appendall(s, chunked ? "))," : "),");
+}
+
+/* Read table tn's columns, add its descriptor to c->trig->tabs and append its
+ * three triggers to s. Any column count and name length SQLite allows. *ci is
+ * the caller's statement slot (finalized by the caller on error). */
+static tb_code sqlcap_trig_table_add(sqlcap *c, sqlite3_str *s, const char *tn, sqlite3_stmt **ci, tb_error *err)
+{
+    sqlcap_trig *t = c->trig;
+    tb_code rc = TB_OK;
+    char **names = NULL, **decl = NULL;
+    int *pk = NULL, *nn = NULL;
+    size_t *keys = NULL;
+    size_t n = 0, cap = 0, npk = 0;
+    evt_table *et = NULL;
+    char *name = NULL;
+    if (sqlite3_prepare_v2(t->db, "SELECT name, type, pk, \"notnull\" FROM pragma_table_xinfo(?) WHERE hidden = 0", -1,
+                           ci, NULL) != SQLITE_OK)
+        return tb_error_set(err, TB_ERR_SOURCE, true, "%s: trigger mode install: %s", c->path, sqlite3_errmsg(t->db));
+    sqlite3_bind_text(*ci, 1, tn, -1, SQLITE_TRANSIENT);
+    int r;
+    while ((r = sqlite3_step(*ci)) == SQLITE_ROW) {
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 16;
+            char **nn1 = realloc(names, nc * sizeof *names);
+            if (nn1)
+                names = nn1;
+            char **nd = realloc(decl, nc * sizeof *decl);
+            if (nd)
+                decl = nd;
+            int *np = realloc(pk, nc * sizeof *pk);
+            if (np)
+                pk = np;
+            int *nnn = realloc(nn, nc * sizeof *nn);
+            if (nnn)
+                nn = nnn;
+            if (!nn1 || !nd || !np || !nnn)
+                goto nomem;
+            cap = nc;
+        }
+        const char *cn = (const char *)sqlite3_column_text(*ci, 0), *ty = (const char *)sqlite3_column_text(*ci, 1);
+        names[n] = strdup(cn ? cn : "");
+        decl[n] = strdup(ty ? ty : "");
+        if (!names[n] || !decl[n]) {
+            free(names[n]);
+            free(decl[n]);
+            goto nomem;
+        }
+        pk[n] = sqlite3_column_int(*ci, 2);
+        nn[n] = sqlite3_column_int(*ci, 3);
+        if (pk[n] > 0)
+            npk++;
+        n++;
+    }
+    if (r != SQLITE_DONE) {
+        rc = tb_error_set(err, TB_ERR_SOURCE, true, "%s: trigger mode install: columns of %s: %s", c->path, tn,
+                          sqlite3_errmsg(t->db));
+        goto out;
+    }
+    sqlite3_finalize(*ci);
+    *ci = NULL;
+    bool synth = npk == 0;
+    size_t ncols = n + (synth ? 1 : 0);
+    if (!(keys = calloc(npk ? npk : 1, sizeof *keys)) || !(et = evt_table_new(c->dbname, tn, ncols)) ||
+        !(name = strdup(tn)))
+        goto nomem;
+    for (size_t k = 0; k < n; k++) {
+        if (evt_table_set_column(et, k, names[k], sqlcap_evt_type(sqlcap_affinity(decl[k]), decl[k]), decl[k], !nn[k],
+                                 false) != TB_OK)
+            goto nomem;
+        if (pk[k] > 0 && (size_t)pk[k] <= npk)
+            keys[pk[k] - 1] = k;
+    }
+    if (synth) {
+        if (evt_table_set_column(et, n, "rowid", EVT_T_SQLITE_INTEGER, "INTEGER", false, false) != TB_OK)
+            goto nomem;
+        keys[0] = n;
+        npk = 1;
+    }
+    if (evt_table_set_pk(et, keys, npk) != TB_OK)
+        goto nomem;
+    evt_table_seal(et);
+    sqlcap_ttab *nt = sqlcap_grow(t->tabs, t->ntabs, &t->captabs, sizeof *nt, 8);
+    if (!nt)
+        goto nomem;
+    t->tabs = nt;
+    t->tabs[t->ntabs].name = name;
+    t->tabs[t->ntabs++].et = et;
+    name = NULL;
+    et = NULL;
+    /* triggers */
+    static const char *const kinds[3] = {"ai", "au", "ad"};
+    for (int k = 0; k < 3; k++) {
+        const char *nr = k == 2 ? "OLD" : "NEW";
+        sqlite3_str_appendf(s, "DROP TRIGGER IF EXISTS \"_cdc_%w_%s\";", tn, kinds[k]);
+        sqlite3_str_appendf(s, "CREATE TRIGGER \"_cdc_%w_%s\" AFTER %s ON \"%w\" BEGIN INSERT INTO _cdc_log(tbl,op,pk,old_pk,before,after) VALUES(%Q,'%c',",
+                            tn, kinds[k], k == 0 ? "INSERT" : k == 1 ? "UPDATE" : "DELETE", tn, tn, "IUD"[k]);
+        sqlcap_trig_key_sql(s, nr, names, keys, npk, synth);
+        if (k == 1)
+            sqlcap_trig_key_sql(s, "OLD", names, keys, npk, synth);
+        else
+            sqlite3_str_appendall(s, "NULL,");
+        if (k != 0)
+            sqlcap_trig_image_sql(s, "OLD", names, n, synth);
+        else
+            sqlite3_str_appendall(s, "NULL");
+        sqlite3_str_appendall(s, ",");
+        if (k != 2)
+            sqlcap_trig_image_sql(s, "NEW", names, n, synth);
+        else
+            sqlite3_str_appendall(s, "NULL");
+        sqlite3_str_appendall(s, "); END;");
+    }
+    if (sqlite3_str_errcode(s) != SQLITE_OK)
+        goto nomem;
+    goto out;
+nomem:
+    rc = tb_error_set(err, TB_ERR_NOMEM, false, "trigger mode: out of memory (table %s)", tn);
+out:
+    for (size_t k = 0; k < n; k++) {
+        free(names[k]);
+        free(decl[k]);
+    }
+    free(names);
+    free(decl);
+    free(pk);
+    free(nn);
+    free(keys);
+    free(name);
+    evt_table_unref(et);
+    return rc;
+}
+
 /* (Re)install the triggers of every user table and refresh the descriptors. */
 static tb_code sqlcap_trig_install(sqlcap *c, tb_error *err)
 {
@@ -88,94 +261,8 @@ static tb_code sqlcap_trig_install(sqlcap *c, tb_error *err)
         goto sqlerr;
     while (sqlite3_step(tl) == SQLITE_ROW) {
         const char *tn = (const char *)sqlite3_column_text(tl, 0);
-        char names[256][128];
-        char *decl[256];
-        int pk[256], nn[256];
-        size_t n = 0, npk = 0;
-        if (sqlite3_prepare_v2(t->db, "SELECT name, type, pk, \"notnull\" FROM pragma_table_xinfo(?) WHERE hidden = 0",
-                               -1, &ci, NULL) != SQLITE_OK)
-            goto sqlerr;
-        sqlite3_bind_text(ci, 1, tn, -1, SQLITE_TRANSIENT);
-        while (sqlite3_step(ci) == SQLITE_ROW && n < 255) {
-            snprintf(names[n], sizeof names[n], "%s", sqlite3_column_text(ci, 0));
-            decl[n] = strdup(sqlite3_column_text(ci, 1) ? (const char *)sqlite3_column_text(ci, 1) : "");
-            pk[n] = sqlite3_column_int(ci, 2);
-            nn[n] = sqlite3_column_int(ci, 3);
-            if (pk[n] > 0)
-                npk++;
-            n++;
-        }
-        sqlite3_finalize(ci);
-        ci = NULL;
-        bool synth = npk == 0;
-        size_t ncols = n + (synth ? 1 : 0);
-        size_t keys[256];
-        evt_table *et = evt_table_new(c->dbname, tn, ncols);
-        sqlcap_ttab *nt = realloc(t->tabs, (t->ntabs + 1) * sizeof *nt);
-        if (!et || !nt) {
-            evt_table_unref(et);
-            for (size_t k = 0; k < n; k++)
-                free(decl[k]);
-            rc = tb_error_set(err, TB_ERR_NOMEM, false, "trigger mode: out of memory");
+        if ((rc = sqlcap_trig_table_add(c, s, tn, &ci, err)) != TB_OK)
             goto out;
-        }
-        t->tabs = nt;
-        for (size_t k = 0; k < n; k++) {
-            evt_table_set_column(et, k, names[k], sqlcap_evt_type(sqlcap_affinity(decl[k]), decl[k]), decl[k], !nn[k], false);
-            if (pk[k] > 0)
-                keys[pk[k] - 1] = k;
-            free(decl[k]);
-        }
-        if (synth) {
-            evt_table_set_column(et, n, "rowid", EVT_T_SQLITE_INTEGER, "INTEGER", false, false);
-            keys[0] = n;
-            npk = 1;
-        }
-        evt_table_set_pk(et, keys, npk);
-        evt_table_seal(et);
-        t->tabs[t->ntabs].name = strdup(tn);
-        t->tabs[t->ntabs++].et = et;
-        /* triggers */
-        static const char *const kinds[3] = {"ai", "au", "ad"};
-        for (int k = 0; k < 3; k++) {
-            const char *nr = k == 2 ? "OLD" : "NEW";
-            sqlite3_str_appendf(s, "DROP TRIGGER IF EXISTS \"_cdc_%w_%s\";", tn, kinds[k]);
-            sqlite3_str_appendf(s, "CREATE TRIGGER \"_cdc_%w_%s\" AFTER %s ON \"%w\" BEGIN INSERT INTO _cdc_log(tbl,op,pk,old_pk,before,after) VALUES(%Q,'%c',json_array(",
-                                tn, kinds[k], k == 0 ? "INSERT" : k == 1 ? "UPDATE" : "DELETE", tn, tn, "IUD"[k]);
-            for (size_t q = 0; q < npk; q++) {
-                if (q)
-                    sqlite3_str_appendall(s, ",");
-                sqlcap_trig_v(s, nr, synth ? "rowid" : names[keys[q]]);
-            }
-            sqlite3_str_appendall(s, "),");
-            if (k == 1) {
-                sqlite3_str_appendall(s, "json_array(");
-                for (size_t q = 0; q < npk; q++) {
-                    if (q)
-                        sqlite3_str_appendall(s, ",");
-                    sqlcap_trig_v(s, "OLD", synth ? "rowid" : names[keys[q]]);
-                }
-                sqlite3_str_appendall(s, "),");
-            } else {
-                sqlite3_str_appendall(s, "NULL,");
-            }
-            for (int img = 0; img < 2; img++) {
-                const char *ref = img == 0 ? "OLD" : "NEW";
-                bool present = img == 0 ? k != 0 : k != 2;
-                if (!present) {
-                    sqlite3_str_appendall(s, img == 0 ? "NULL," : "NULL");
-                    continue;
-                }
-                sqlite3_str_appendall(s, "json_object(");
-                for (size_t q = 0; q < ncols; q++) {
-                    const char *cn = q < n ? names[q] : "rowid";
-                    sqlite3_str_appendf(s, "%s%Q,", q ? "," : "", cn);
-                    sqlcap_trig_v(s, ref, cn);
-                }
-                sqlite3_str_appendall(s, img == 0 ? ")," : ")");
-            }
-            sqlite3_str_appendall(s, "); END;");
-        }
     }
     sqlite3_finalize(tl);
     tl = NULL;
@@ -240,15 +327,9 @@ static const evt_table *sqlcap_trig_table(sqlcap_trig *t, const char *name)
     return NULL;
 }
 
-/* Set one image of ev from a JSON object of column -> v(x). */
-static tb_code sqlcap_trig_image(evt_event *ev, evt_image img, const evt_table *et, const char *json, tb_error *err)
+/* Set the columns of one image of ev found in o, a JSON object of column -> v(x). */
+static tb_code sqlcap_trig_image_obj(evt_event *ev, evt_image img, const evt_table *et, const evt_jv *o, tb_error *err)
 {
-    evt_jv *o = NULL;
-    if (!json)
-        return TB_OK;
-    tb_code rc = evt_jv_parse(json, strlen(json), &o, err);
-    if (rc != TB_OK)
-        return rc;
     for (size_t c = 0; c < evt_table_ncols(et); c++) {
         const evt_jv *v = evt_jv_get(o, evt_table_column(et, c)->name);
         if (!v)
@@ -280,11 +361,13 @@ static tb_code sqlcap_trig_image(evt_event *ev, evt_image img, const evt_table *
             } else if (b) {
                 txt = evt_jv_text(b, &len);
                 uint8_t *bytes = malloc(len / 2 + 1);
-                for (size_t i = 0; bytes && i < len / 2; i++) {
+                if (!bytes)
+                    return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+                for (size_t i = 0; i < len / 2; i++) {
                     char h[3] = {txt[2 * i], txt[2 * i + 1], 0};
                     bytes[i] = (uint8_t)strtoul(h, NULL, 16);
                 }
-                sqlcap_val sv = {.type = SQLCAP_BLOB, .p = bytes, .n = bytes ? len / 2 : 0};
+                sqlcap_val sv = {.type = SQLCAP_BLOB, .p = bytes, .n = len / 2};
                 sqlcap_set_val(ev, img, c, blob_col, &sv);
                 free(bytes);
             }
@@ -293,8 +376,27 @@ static tb_code sqlcap_trig_image(evt_event *ev, evt_image img, const evt_table *
         default: evt_set_null(ev, img, c); break;
         }
     }
-    evt_jv_free(o);
     return TB_OK;
+}
+
+/* Set one image of ev from its JSON: an object of column -> v(x), or for a
+ * table of more than SQLCAP_TRIG_CHUNK columns an array of such objects. */
+static tb_code sqlcap_trig_image(evt_event *ev, evt_image img, const evt_table *et, const char *json, tb_error *err)
+{
+    evt_jv *o = NULL;
+    if (!json)
+        return TB_OK;
+    tb_code rc = evt_jv_parse(json, strlen(json), &o, err);
+    if (rc != TB_OK)
+        return rc;
+    if (evt_jv_type_of(o) == EVT_JV_ARRAY) {
+        for (size_t i = 0; rc == TB_OK && i < evt_jv_size(o); i++)
+            rc = sqlcap_trig_image_obj(ev, img, et, evt_jv_at(o, i), err);
+    } else {
+        rc = sqlcap_trig_image_obj(ev, img, et, o, err);
+    }
+    evt_jv_free(o);
+    return rc;
 }
 
 tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err)

@@ -4,6 +4,11 @@
  *   sqlcap_writer init DB PAGESIZE JOURNAL          create tables + initial rows
  *   sqlcap_writer run DB SEED NTX LOG [plain]       random workload
  *
+ * SQLCAP_WRITER_STEADY=US (run): an application's steady writer: one commit
+ * every US microseconds, busy timeout 5 s, deferred transactions whose first
+ * statement writes (as Python's sqlite3 issues them), one in ten with a value
+ * of 3-20 KB.
+ *
  * Tables: t_ipk (INTEGER PRIMARY KEY), t_comp (composite TEXT key),
  * t_wr (WITHOUT ROWID), later t_new (CREATE TABLE mid-stream) and column e of
  * t_ipk (ALTER TABLE ADD COLUMN); one VACUUM. Values overflow pages now and
@@ -22,11 +27,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sqlcap_test_util.h"
 
 static sqlite3 *db;
 static uint64_t rng;
+static long steady_us; /* SQLCAP_WRITER_STEADY */
 
 static uint64_t rnd(void)
 {
@@ -205,6 +212,8 @@ static void op_wr(void)
     int kind = rnd_n(10);
     char *sql;
     int blen = rnd_n(15) == 0 ? pgsz + rnd_n(pgsz) : rnd_n(60);
+    if (steady_us && rnd_n(10) == 0)
+        blen = 3000 + rnd_n(17000);
     if (kind < 6)
         sql = sqlite3_mprintf("INSERT OR REPLACE INTO t_wr VALUES(%Q,randomblob(%d),%d)", k, blen, rnd_n(1000));
     else if (kind < 8)
@@ -298,7 +307,8 @@ static int cmd_run(const char *path, unsigned long long seed, int ntx, const cha
     FILE *log = fopen(logpath, "w");
     if (!log || sqlite3_open(path, &db) != SQLITE_OK)
         die("open");
-    sqlite3_busy_timeout(db, 60000);
+    steady_us = getenv("SQLCAP_WRITER_STEADY") ? atol(getenv("SQLCAP_WRITER_STEADY")) : 0;
+    sqlite3_busy_timeout(db, steady_us ? 5000 : 60000);
     rng = seed * 2654435761ull + 88172645463325252ull;
     sqlite3_stmt *st;
     sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &st, NULL);
@@ -321,7 +331,14 @@ static int cmd_run(const char *path, unsigned long long seed, int ntx, const cha
             exec("VACUUM");
             continue;
         }
-        exec("BEGIN IMMEDIATE");
+        if (steady_us) {
+            struct timespec ts = {steady_us / 1000000, (steady_us % 1000000) * 1000};
+            nanosleep(&ts, NULL);
+            /* deferred: the write lock is taken (with the busy handler) by the first statement */
+            exec("BEGIN; UPDATE t_ipk SET a=a WHERE id=-2");
+        } else {
+            exec("BEGIN IMMEDIATE");
+        }
         int shape = rnd_n(20);
         if (shape == 0) {
             int n = 50 + rnd_n(150); /* page splits */

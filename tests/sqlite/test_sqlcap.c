@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "sqlcap.h"
+#include "sqlcap_int.h"
 #include "sqlcap_test_util.h"
 #include "tb_log.h"
 
@@ -427,7 +428,9 @@ static int reader_main(const reader_cfg *rc)
                      .repin_ms = getenv("SQLCAP_REPIN_MS") ? atoi(getenv("SQLCAP_REPIN_MS")) : 0,
                      .checkpoint = rc->barrier || getenv("SQLCAP_CHECKPOINT") != NULL,
                      .checkpoint_barrier = rc->barrier || (getenv("SQLCAP_CHECKPOINT") &&
-                                                           strcmp(getenv("SQLCAP_CHECKPOINT"), "barrier") == 0)};
+                                                           strcmp(getenv("SQLCAP_CHECKPOINT"), "barrier") == 0),
+                     /* SQLCAP_WAL_MAX=N: the WAL bound (source.sqlite.wal.max.bytes; tests default to none) */
+                     .wal_max_bytes = getenv("SQLCAP_WAL_MAX") ? atoll(getenv("SQLCAP_WAL_MAX")) : 0};
     sqlcap *c = NULL;
     if (sqlcap_open_opts(&o, &start, &c, &err) != TB_OK) {
         fprintf(stderr, "reader: open: %s\n", err.msg);
@@ -477,9 +480,11 @@ static int reader_main(const reader_cfg *rc)
     }
     sqlcap_stats stt;
     sqlcap_get_stats(c, &stt);
-    fprintf(stderr, "reader: %llu txns, %llu events, %llu frames, %llu checksum anomalies, %llu generations, %d errors\n",
+    fprintf(stderr, "reader: %llu txns, %llu events, %llu frames, %llu checksum anomalies, %llu generations, %d errors; "
+            "%llu windows, %llu barriers (longest %llu us)\n",
             (unsigned long long)stt.txns, (unsigned long long)stt.events, (unsigned long long)stt.frames,
-            (unsigned long long)stt.cksum_mismatch, (unsigned long long)stt.generations, r.errors);
+            (unsigned long long)stt.cksum_mismatch, (unsigned long long)stt.generations, r.errors,
+            (unsigned long long)stt.windows, (unsigned long long)stt.barriers, (unsigned long long)stt.barrier_max_us);
     sqlcap_close(c);
     sqlite3_close(r.db);
     fclose(r.txlog);
@@ -659,7 +664,7 @@ static run_result run_one(int pagesize, unsigned long long seed, int ntx, int dr
     return run_one_cfg(pagesize, seed, ntx, drop_nth, shadow, no_pin, false, 0);
 }
 
-static void quiet_logs(void) { tb_log_set_level(TB_LOG_WARN); }
+static void quiet_logs(void) { tb_log_set_level(getenv("SQLCAP_TEST_DEBUG") ? TB_LOG_DEBUG : TB_LOG_WARN); }
 
 TestSuite(sqlcap, .init = quiet_logs);
 
@@ -695,6 +700,57 @@ Test(sqlcap, replay_barrier_windows)
     cr_expect_eq(r.mism, 0, "per-commit change sets differ from the writer's log (seed %llu)", seed);
     rm_tmpdir();
 }
+
+/* A bounded WAL (source.sqlite.wal.max.bytes, sqlite-wal.md 2.13): an
+ * application's steady writer (a commit every 10 ms, busy timeout 5 s, deferred
+ * transactions, some 3-20 KB values; transactions of up to a few hundred KB)
+ * for about 12 s under a reader with a 2 MiB bound. The WAL file (never truncated here, so its size is the largest
+ * it was) stays under twice the bound, the writer sees no error, the WAL was
+ * rewound several times, and the replay is exact. Without the bound
+ * (SQLCAP_TEST_WAL_MAX=0) the WAL of this run passes 50 MiB. */
+Test(sqlcap, bounded_wal_steady_writer, .timeout = 240)
+{
+    unsigned long long seed = test_seed();
+    fprintf(stderr, "sqlcap bounded WAL: seed %llu (SQLCAP_SEED=%llu to reproduce)\n", seed, seed);
+    mk_tmpdir();
+    setenv("SQLCAP_WRITER_STEADY", "10000", 1);
+    /* SQLCAP_TEST_WAL_MAX=0 shows the run without the bound */
+    const char *max_env = getenv("SQLCAP_TEST_WAL_MAX");
+    long long max = max_env ? atoll(max_env) : 2 << 20;
+    char maxs[32];
+    snprintf(maxs, sizeof maxs, "%lld", max);
+    setenv("SQLCAP_WAL_MAX", maxs, 1);
+    char db[300], wal[310], rep[300], wlog[300], rlog[300], sd[32];
+    snprintf(db, sizeof db, "%s/src.db", tdir);
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    snprintf(rep, sizeof rep, "%s/replay.db", tdir);
+    snprintf(wlog, sizeof wlog, "%s/writer.log", tdir);
+    snprintf(rlog, sizeof rlog, "%s/reader.log", tdir);
+    snprintf(sd, sizeof sd, "%llu", seed);
+    char *init[] = {"sqlcap_writer", "init", db, "4096", "WAL", NULL};
+    cr_assert_eq(run_writer(init), 0, "writer init failed");
+    copy_file(db, rep);
+    reader_cfg rc = {db, rep, rlog, -1, 0, true, 120, false, false, false, 3};
+    pid_t rd = spawn_reader(&rc);
+    char *run[] = {"sqlcap_writer", "run", db, sd, "1200", wlog, "plain", NULL};
+    writer_proc wr = spawn_writer(run);
+    bool done = writer_done(&wr);
+    int reader_status = wait_status(rd);
+    struct stat sb;
+    cr_assert_eq(stat(wal, &sb), 0);
+    int diffs = compare_dbs(db, rep);
+    int writer_status = writer_finish(&wr);
+    fprintf(stderr, "sqlcap bounded WAL: largest WAL %lld bytes\n", (long long)sb.st_size);
+    cr_expect(done && writer_status == 0, "the writer failed (status %d): a window must not return an error to it",
+              writer_status);
+    cr_expect_eq(reader_status, 0, "reader status %d (2 = replay errors, 4 = fewer than 3 WAL generations)",
+                 reader_status);
+    cr_expect_lt(sb.st_size, 2 * max, "WAL reached %lld bytes with a %lld-byte bound", (long long)sb.st_size, max);
+    cr_expect_eq(diffs, 0, "final database differs from the replay (seed %llu)", seed);
+    cr_expect_eq(compare_logs(wlog, rlog), 0, "per-commit change sets differ from the writer's log (seed %llu)", seed);
+    rm_tmpdir();
+}
+
 Test(sqlcap, replay_page_1k_shadow) { replay_test(1024, 300, true); }
 Test(sqlcap, replay_page_64k_no_shadow) { replay_test(65536, 200, false); }
 
@@ -1078,5 +1134,226 @@ Test(sqlcap, negative_control_no_read_mark)
             r.diffs, r.mism);
     cr_expect(r.diffs > 0 || r.reader_status != 0 || r.mism > 0,
               "a reader without a read mark went unnoticed (seed %llu)", seed);
+    rm_tmpdir();
+}
+
+/* ---------------------------------------------------------------- fresh databases */
+
+/* A process that runs sql1 on db (opened by it, so in its WAL mode), then waits;
+ * each byte written to *ctl makes it run the next of sql2 (one statement list);
+ * closing *ctl makes it exit WITHOUT closing the database (no checkpoint). */
+typedef struct holder {
+    pid_t pid;
+    int ctl, ack;
+} holder;
+
+static holder hold_db(const char *db, const char *sql1, const char *sql2)
+{
+    int to[2], from[2];
+    cr_assert_eq(pipe(to), 0);
+    cr_assert_eq(pipe(from), 0);
+    fflush(NULL);
+    pid_t p = fork();
+    cr_assert_geq(p, 0);
+    if (p == 0) {
+        close(to[1]);
+        close(from[0]);
+        sqlite3 *h;
+        if (sqlite3_open(db, &h) != SQLITE_OK || sqlite3_exec(h, sql1, NULL, NULL, NULL) != SQLITE_OK)
+            _exit(1);
+        sqlite3_busy_timeout(h, 5000);
+        char ch = 'r';
+        if (write(from[1], &ch, 1) != 1)
+            _exit(1);
+        while (read(to[0], &ch, 1) == 1) {
+            if (!sql2 || sqlite3_exec(h, sql2, NULL, NULL, NULL) != SQLITE_OK)
+                _exit(1);
+            if (write(from[1], &ch, 1) != 1)
+                _exit(1);
+        }
+        _exit(0); /* no sqlite3_close: nothing is checkpointed */
+    }
+    close(to[0]);
+    close(from[1]);
+    holder hd = {p, to[1], from[0]};
+    char ch;
+    cr_assert_eq(read(hd.ack, &ch, 1), 1, "the holder failed to run: %s", sql1);
+    return hd;
+}
+
+static void holder_step(holder *hd)
+{
+    char ch = 's';
+    cr_assert_eq(write(hd->ctl, &ch, 1), 1);
+    cr_assert_eq(read(hd->ack, &ch, 1), 1, "the holder failed to run its second statement list");
+}
+
+static int holder_end(holder *hd)
+{
+    close(hd->ctl);
+    close(hd->ack);
+    return sqlcap_test_wait(hd->pid);
+}
+
+/* Next event within 5 s (or NULL), as "<table>:<op><key>". */
+static bool next_evt(sqlcap *c, char *out, size_t cap)
+{
+    evt_event *ev;
+    tb_error err;
+    cr_assert_eq(sqlcap_next(c, 5000, &ev, &err), TB_OK, "%s", err.msg);
+    if (!ev)
+        return false;
+    const evt_value *id = evt_event_value(ev, evt_event_op(ev) == EVT_OP_DELETE ? EVT_BEFORE : EVT_AFTER, 0);
+    snprintf(out, cap, "%s:%c%lld", evt_table_name(evt_event_table(ev)), (char)evt_event_op(ev), (long long)id->v.i);
+    return true;
+}
+
+/* A database its application created in WAL mode and filled, never
+ * checkpointed, still held open: page 1 (encoding, schema) is only in the
+ * WAL. decode --wal (offline) and live capture (snapshot, then streaming,
+ * including a table created later) both read it. */
+Test(sqlcap, fresh_database_page1_only_in_wal)
+{
+    tb_log_set_level(TB_LOG_ERROR);
+    mk_tmpdir();
+    char db[300];
+    snprintf(db, sizeof db, "%s/fresh.db", tdir);
+    holder hd = hold_db(db,
+                        "PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);"
+                        "INSERT INTO t VALUES(1,'a'); INSERT INTO t VALUES(2,'b');",
+                        "INSERT INTO t VALUES(3,'c'); CREATE TABLE u(id INTEGER PRIMARY KEY); INSERT INTO u VALUES(9);");
+    struct stat sb;
+    cr_assert_eq(stat(db, &sb), 0);
+    uint8_t hdr[100] = {0};
+    FILE *f = fopen(db, "rb");
+    size_t got = f ? fread(hdr, 1, sizeof hdr, f) : 0;
+    if (f)
+        fclose(f);
+    cr_assert(got < 100 || sqlcap_be32(hdr + 56) == 0, "the database file already has its encoding: not the case under test");
+
+    /* offline (decode --wal) */
+    sqlcap_opts oo = {.path = db, .offline = true};
+    sqlcap *c = NULL;
+    tb_error err;
+    cr_assert_eq(sqlcap_open_opts(&oo, NULL, &c, &err), TB_OK, "%s", err.msg);
+    char e[64], all[256] = "";
+    for (;;) {
+        evt_event *ev;
+        tb_code rc = sqlcap_next(c, 0, &ev, &err);
+        if (rc == TB_ERR_NOT_FOUND)
+            break;
+        cr_assert_eq(rc, TB_OK, "%s", err.msg);
+        const evt_value *id = evt_event_value(ev, EVT_AFTER, 0);
+        snprintf(e, sizeof e, "%s:%c%lld ", evt_table_name(evt_event_table(ev)), (char)evt_event_op(ev), (long long)id->v.i);
+        strncat(all, e, sizeof all - strlen(all) - 1);
+    }
+    sqlcap_close(c);
+    cr_expect_str_eq(all, "t:c1 t:c2 ");
+
+    /* live: snapshot of what is there, then streaming */
+    sqlcap_opts o = {.path = db, .shadow = true, .poll_ms = 5};
+    c = NULL;
+    cr_assert_eq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(sqlcap_snapshot_begin(c, NULL, &err), TB_OK, "%s", err.msg);
+    cr_assert(next_evt(c, e, sizeof e));
+    cr_expect_str_eq(e, "t:r1");
+    cr_assert(next_evt(c, e, sizeof e));
+    cr_expect_str_eq(e, "t:r2");
+    holder_step(&hd);
+    cr_assert(next_evt(c, e, sizeof e));
+    cr_expect_str_eq(e, "t:c3");
+    cr_assert(next_evt(c, e, sizeof e));
+    cr_expect_str_eq(e, "u:c9");
+    sqlcap_close(c);
+    cr_expect_eq(holder_end(&hd), 0);
+    rm_tmpdir();
+}
+
+/* A database in WAL mode with no table yet: capture attaches and picks up
+ * tables as they are created. */
+Test(sqlcap, fresh_database_without_tables)
+{
+    tb_log_set_level(TB_LOG_ERROR);
+    mk_tmpdir();
+    char db[300];
+    snprintf(db, sizeof db, "%s/empty.db", tdir);
+    holder hd = hold_db(db, "PRAGMA journal_mode=WAL;",
+                        "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES(5,'x');");
+    for (int shadow = 0; shadow < 2; shadow++) {
+        sqlcap_opts o = {.path = db, .shadow = shadow, .poll_ms = 5};
+        sqlcap *c = NULL;
+        tb_error err;
+        cr_assert_eq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK, "shadow %d: %s", shadow, err.msg);
+        char e[64];
+        if (shadow == 0) {
+            holder_step(&hd);
+            cr_assert(next_evt(c, e, sizeof e), "no event for the row of the new table");
+            cr_expect_str_eq(e, "t:c5");
+        } else {
+            /* attached after the table came: a snapshot shows the row */
+            cr_assert_eq(sqlcap_snapshot_begin(c, NULL, &err), TB_OK, "%s", err.msg);
+            cr_assert(next_evt(c, e, sizeof e));
+            cr_expect_str_eq(e, "t:r5");
+        }
+        sqlcap_close(c);
+    }
+    cr_expect_eq(holder_end(&hd), 0);
+    rm_tmpdir();
+}
+
+/* ---------------------------------------------------------------- trigger mode limits */
+
+/* Trigger mode with as many columns as SQLite allows (2000) and long column
+ * names: every column of every image comes through, in order, by name. */
+Test(sqlcap, trigger_mode_2000_columns_long_names)
+{
+    tb_log_set_level(TB_LOG_ERROR);
+    mk_tmpdir();
+    char db[300];
+    snprintf(db, sizeof db, "%s/wide.db", tdir);
+    enum { NC = 2000 };
+    sqlite3_str *s = sqlite3_str_new(NULL);
+    sqlite3_str_appendall(s, "CREATE TABLE wide(id INTEGER PRIMARY KEY");
+    for (int i = 1; i < NC; i++) {
+        if (i % 97 == 0) /* a long name now and then: 600 bytes */
+            sqlite3_str_appendf(s, ", \"c%d_%0600d\" INTEGER", i, 0);
+        else
+            sqlite3_str_appendf(s, ", c%d INTEGER", i);
+    }
+    sqlite3_str_appendall(s, "); INSERT INTO wide(id) VALUES(1);");
+    char *create = sqlite3_str_finish(s);
+    child_sql(db, create, true);
+    sqlite3_free(create);
+    sqlcap_opts o = {.path = db, .trigger_mode = true, .poll_ms = 5};
+    sqlcap *c = NULL;
+    tb_error err;
+    cr_assert_eq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK, "%s", err.msg);
+    s = sqlite3_str_new(NULL);
+    sqlite3_str_appendall(s, "UPDATE wide SET ");
+    for (int i = 1; i < NC; i++) {
+        if (i % 97 == 0)
+            sqlite3_str_appendf(s, "%s\"c%d_%0600d\" = %d", i > 1 ? "," : "", i, 0, i * 7);
+        else
+            sqlite3_str_appendf(s, "%sc%d = %d", i > 1 ? "," : "", i, i * 7);
+    }
+    sqlite3_str_appendall(s, " WHERE id = 1;");
+    char *upd = sqlite3_str_finish(s);
+    child_sql(db, upd, true);
+    sqlite3_free(upd);
+    evt_event *ev = NULL;
+    cr_assert_eq(sqlcap_next(c, 5000, &ev, &err), TB_OK, "%s", err.msg);
+    cr_assert_not_null(ev, "no event");
+    cr_assert_eq(evt_event_op(ev), EVT_OP_UPDATE);
+    const evt_table *t = evt_event_table(ev);
+    cr_assert_eq(evt_table_ncols(t), NC, "%zu columns", evt_table_ncols(t));
+    cr_expect_eq(strlen(evt_table_column(t, 97)->name), 4 + 600, "long name kept whole");
+    int bad = 0;
+    for (int i = 1; i < NC; i++) {
+        const evt_value *b = evt_event_value(ev, EVT_BEFORE, (size_t)i), *a = evt_event_value(ev, EVT_AFTER, (size_t)i);
+        if (b->kind != EVT_V_NULL || a->kind != EVT_V_INT || a->v.i != i * 7)
+            bad++;
+    }
+    cr_expect_eq(bad, 0, "%d of %d columns wrong", bad, NC - 1);
+    sqlcap_close(c);
     rm_tmpdir();
 }
