@@ -3,10 +3,16 @@
  * the cache benchmark (bench/cache_bench.sh): a schema record on
  * <prefix>.schema, then N messages on <prefix>.bench.items cycling over K keys
  * (the first K are creates, the rest updates). Creates both topics.
+ * With a fifth argument `debezium`: the same rows as Debezium's MariaDB
+ * connector writes them through Kafka Connect's JsonConverter with schemas
+ * (key and value {"schema":…,"payload":…}, DECIMAL as Connect Decimal bytes,
+ * Debezium's envelope and source block) on <prefix>.bench.items, and no
+ * schema record.
  *
- *   bench_cache_produce BROKERS PREFIX N K
+ *   bench_cache_produce BROKERS PREFIX N K [debezium]
  */
 #include <librdkafka/rdkafka.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,11 +80,84 @@ static void col(evt_jw *w, const char *name, const char *type, const char *st, i
     evt_jw_obj_end(w);
 }
 
+/* Debezium 3.6's schemas for the bench table (as its MariaDB connector names them). */
+#define DBZ_ROW                                                                                                        \
+    "[{\"type\":\"int64\",\"optional\":false,\"field\":\"id\"},{\"type\":\"string\",\"optional\":true,"             \
+    "\"field\":\"name\"},{\"type\":\"int32\",\"optional\":true,\"field\":\"qty\"},{\"type\":\"bytes\",\"optional\":" \
+    "true,\"name\":\"org.apache.kafka.connect.data.Decimal\",\"version\":1,\"parameters\":{\"scale\":\"2\","          \
+    "\"connect.decimal.precision\":\"10\"},\"field\":\"price\"},{\"type\":\"string\",\"optional\":true,\"name\":"     \
+    "\"io.debezium.time.ZonedTimestamp\",\"version\":1,\"field\":\"updated\"}]"
+static const char DBZ_KEY_SCHEMA[] = "{\"type\":\"struct\",\"fields\":[{\"type\":\"int64\",\"optional\":false,"
+                                     "\"field\":\"id\"}],\"optional\":false,\"name\":\"dbz.bench.items.Key\"}";
+static const char DBZ_VALUE_SCHEMA[] =
+    "{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"fields\":" DBZ_ROW ",\"optional\":true,\"name\":"
+    "\"dbz.bench.items.Value\",\"field\":\"before\"},{\"type\":\"struct\",\"fields\":" DBZ_ROW ",\"optional\":true,"
+    "\"name\":\"dbz.bench.items.Value\",\"field\":\"after\"},{\"type\":\"struct\",\"fields\":[{\"type\":\"string\","
+    "\"optional\":false,\"field\":\"version\"},{\"type\":\"string\",\"optional\":false,\"field\":\"connector\"},"
+    "{\"type\":\"string\",\"optional\":false,\"field\":\"name\"},{\"type\":\"int64\",\"optional\":false,\"field\":"
+    "\"ts_ms\"},{\"type\":\"string\",\"optional\":true,\"name\":\"io.debezium.data.Enum\",\"version\":1,"
+    "\"parameters\":{\"allowed\":\"true,first,first_in_data_collection,last_in_data_collection,last,false,"
+    "incremental\"},\"default\":\"false\",\"field\":\"snapshot\"},{\"type\":\"string\",\"optional\":false,\"field\":"
+    "\"db\"},{\"type\":\"string\",\"optional\":true,\"field\":\"sequence\"},{\"type\":\"int64\",\"optional\":true,"
+    "\"field\":\"ts_us\"},{\"type\":\"int64\",\"optional\":true,\"field\":\"ts_ns\"},{\"type\":\"string\",\"optional\":"
+    "true,\"field\":\"table\"},{\"type\":\"int64\",\"optional\":false,\"field\":\"server_id\"},{\"type\":\"string\","
+    "\"optional\":true,\"field\":\"gtid\"},{\"type\":\"string\",\"optional\":false,\"field\":\"file\"},{\"type\":"
+    "\"int64\",\"optional\":false,\"field\":\"pos\"},{\"type\":\"int32\",\"optional\":false,\"field\":\"row\"},"
+    "{\"type\":\"int64\",\"optional\":true,\"field\":\"thread\"},{\"type\":\"string\",\"optional\":true,\"field\":"
+    "\"query\"}],\"optional\":false,\"name\":\"io.debezium.connector.mariadb.Source\",\"version\":1,\"field\":"
+    "\"source\"},{\"type\":\"struct\",\"fields\":[{\"type\":\"string\",\"optional\":false,\"field\":\"id\"},"
+    "{\"type\":\"int64\",\"optional\":false,\"field\":\"total_order\"},{\"type\":\"int64\",\"optional\":false,"
+    "\"field\":\"data_collection_order\"}],\"optional\":true,\"name\":\"event.block\",\"version\":1,\"field\":"
+    "\"transaction\"},{\"type\":\"string\",\"optional\":false,\"field\":\"op\"},{\"type\":\"int64\",\"optional\":"
+    "true,\"field\":\"ts_ms\"},{\"type\":\"int64\",\"optional\":true,\"field\":\"ts_us\"},{\"type\":\"int64\","
+    "\"optional\":true,\"field\":\"ts_ns\"}],\"optional\":false,\"name\":\"dbz.bench.items.Envelope\",\"version\":2}";
+
+/* The same rows as Debezium writes them with Connect schemas. */
+static void produce_debezium(rd_kafka_t *rk, const char *topic, long n, long keys)
+{
+    tb_buf k, v, b64;
+    tb_buf_init(&k, 0);
+    tb_buf_init(&v, 0);
+    tb_buf_init(&b64, 0);
+    for (long i = 0; i < n; i++) {
+        long id = i % keys;
+        long unscaled = (id % 1000) * 100 + i % 100;
+        unsigned char be[4] = {(unsigned char)(unscaled >> 24), (unsigned char)(unscaled >> 16),
+                               (unsigned char)(unscaled >> 8), (unsigned char)unscaled};
+        size_t off = 0; /* minimal two's complement */
+        while (off < 3 && be[off] == 0 && !(be[off + 1] & 0x80))
+            off++;
+        tb_buf_reset(&b64);
+        tb_buf_base64(&b64, be + off, 4 - off);
+        long long ts = 1795900000000LL + i;
+        tb_buf_reset(&k);
+        tb_buf_reset(&v);
+        tb_buf_printf(&k, "{\"schema\":%s,\"payload\":{\"id\":%ld}}", DBZ_KEY_SCHEMA, id);
+        tb_buf_printf(&v,
+                      "{\"schema\":%s,\"payload\":{\"before\":null,\"after\":{\"id\":%ld,\"name\":\"item number "
+                      "%ld\",\"qty\":%ld,\"price\":\"%s\",\"updated\":\"2026-11-29T10:00:00Z\"},\"source\":{\"version\":"
+                      "\"3.6.1.Final\",\"connector\":\"mariadb\",\"name\":\"dbz\",\"ts_ms\":%lld,\"snapshot\":\"false\","
+                      "\"db\":\"bench\",\"sequence\":null,\"ts_us\":%lld000,\"ts_ns\":%lld000000,\"table\":\"items\","
+                      "\"server_id\":1,\"gtid\":\"0-1-%ld\",\"file\":\"mariadb-bin.000001\",\"pos\":%ld,\"row\":0,"
+                      "\"thread\":7,\"query\":null},\"transaction\":null,\"op\":\"%s\",\"ts_ms\":%lld,\"ts_us\":%lld000,"
+                      "\"ts_ns\":%lld000000}}",
+                      DBZ_VALUE_SCHEMA, id, id, i, tb_buf_cstr(&b64), ts, ts, ts, i + 1, 4 + i * 100,
+                      id == i ? "c" : "u", ts, ts, ts);
+        send_msg(rk, topic, &k, &v);
+    }
+    if (rd_kafka_flush(rk, 300000) != 0)
+        die("flush", "timed out");
+    tb_buf_free(&k);
+    tb_buf_free(&v);
+    tb_buf_free(&b64);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 5)
-        die("usage", "bench_cache_produce BROKERS PREFIX N K");
+    if (argc != 5 && !(argc == 6 && strcmp(argv[5], "debezium") == 0))
+        die("usage", "bench_cache_produce BROKERS PREFIX N K [debezium]");
     long n = atol(argv[3]), keys = atol(argv[4]);
+    bool dbz = argc == 6;
     char errstr[512], stopic[256], topic[256];
     snprintf(stopic, sizeof(stopic), "%s.schema", argv[2]);
     snprintf(topic, sizeof(topic), "%s.bench.items", argv[2]);
@@ -92,8 +171,13 @@ int main(int argc, char **argv)
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (!rk)
         die("producer", errstr);
-    create(rk, stopic, 1);
     create(rk, topic, 3);
+    if (dbz) {
+        produce_debezium(rk, topic, n, keys);
+        rd_kafka_destroy(rk);
+        return 0;
+    }
+    create(rk, stopic, 1);
 
     tb_buf k, v;
     tb_buf_init(&k, 0);

@@ -401,18 +401,38 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
     bool del = tombstone, has_ks = false, has_vs = false;
     bool has_key = key && klen > 0;
     char op = 0;
+    /* Kafka Connect JSON repeats the schema in every message: when it is the one the table was
+     * typed from, byte for byte, only the payload is parsed */
+    const char *ptext;
+    size_t plen;
+    bool key_cx = has_key && klen > 10 && key[0] == '{' && key[1] == '"' && key[2] == 's';
+    bool val_cx = !tombstone && vlen > 10 && value[0] == '{' && value[1] == '"' && value[2] == 's';
+    cache_table *tc = key_cx || val_cx ? cache_store_find_topic(s, topic) : NULL;
+    bool same_vs = false;
     if (has_key) {
-        if ((rc = cj_parse(key, klen, &kv, err)) != TB_OK)
-            return tb_error_prefix(err, rc, "key: ");
-        if (cache_cx_unwrap(&kv, &ks, &payload)) { /* Kafka Connect JSON key */
-            kv = payload;
-            has_ks = ks.type == CJ_OBJECT;
+        if (tc && key_cx && cache_cx_same_schema(key, klen, tc->cx_kschema, tc->cx_klen, &ptext, &plen)) {
+            if ((rc = cj_parse(ptext, plen, &kv, err)) != TB_OK)
+                return tb_error_prefix(err, rc, "key: ");
+            ks = (cj_val){.type = CJ_OBJECT, .ptr = tc->cx_kschema, .len = tc->cx_klen};
+            has_ks = true;
+        } else {
+            if ((rc = cj_parse(key, klen, &kv, err)) != TB_OK)
+                return tb_error_prefix(err, rc, "key: ");
+            if (cache_cx_unwrap(&kv, &ks, &payload)) { /* Kafka Connect JSON key */
+                kv = payload;
+                has_ks = ks.type == CJ_OBJECT;
+            }
         }
     }
     if (!tombstone) {
         static const char *const names[] = {"before", "after", "source", "op", "schema", "payload", "ddl", "ts_us"};
         cj_val vals[8] = {{0}};
         bool found[8];
+        if (tc && val_cx && cache_cx_same_schema(value, vlen, tc->cx_vschema, tc->cx_vlen, &ptext, &plen)) {
+            same_vs = true;
+            value = ptext;
+            vlen = plen;
+        }
         if ((rc = cj_parse_top_members(value, vlen, &vv, names, 8, vals, found, &tm.n, 1, mem, CACHE_ROW_MEMBERS,
                                        &nmem, err)) != TB_OK)
             return tb_error_prefix(err, rc, "value: ");
@@ -426,8 +446,11 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
         tm.payload = vals[5], tm.has_payload = found[5];
         tm.ddl = vals[6], tm.has_ddl = found[6];
         tm.ts_us = vals[7], tm.has_ts_us = found[7];
-        bool wrapped = tm.n == 2 && tm.has_schema && tm.has_payload;
-        if (wrapped) { /* Kafka Connect JSON wrapper */
+        bool wrapped = !same_vs && tm.n == 2 && tm.has_schema && tm.has_payload;
+        if (same_vs) { /* the payload of a known schema: parsed above */
+            vs = (cj_val){.type = CJ_OBJECT, .ptr = tc->cx_vschema, .len = tc->cx_vlen};
+            has_vs = true;
+        } else if (wrapped) { /* Kafka Connect JSON wrapper */
             vv = tm.payload;
             vs = tm.schema;
             has_vs = vs.type == CJ_OBJECT;
@@ -511,7 +534,7 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
         cache_dbz_warn_schemaless(s, t, &row);
     if (t->cx_conv) {
         cj_member *cm;
-        if ((rc = cache_cx_row(s, t, &row, &cm, &nmem, err)) != TB_OK)
+        if ((rc = cache_cx_row(s, t, &row, row_mem, nmem, &cm, &nmem, err)) != TB_OK)
             return rc;
         row_mem = cm;
     }

@@ -64,6 +64,19 @@
 
 /* ------------------------------------------------------------- the wrapper */
 
+bool cache_cx_same_schema(const char *text, size_t len, const char *schema, size_t slen, const char **payload,
+                          size_t *plen)
+{
+    static const char head[] = "{\"schema\":", mid[] = ",\"payload\":";
+    size_t hl = sizeof(head) - 1, ml = sizeof(mid) - 1;
+    if (!schema || len < hl + slen + ml + 2 || memcmp(text, head, hl) != 0 || memcmp(text + hl, schema, slen) != 0 ||
+        memcmp(text + hl + slen, mid, ml) != 0 || text[len - 1] != '}')
+        return false;
+    *payload = text + hl + slen + ml;
+    *plen = len - hl - slen - ml - 1;
+    return true;
+}
+
 bool cache_cx_unwrap(const cj_val *v, cj_val *schema, cj_val *payload)
 {
     if (v->type != CJ_OBJECT)
@@ -839,16 +852,23 @@ static bool unavailable(const cache_col *c, const cj_val *v)
     return v->len == sizeof(CX_UNAVAILABLE) - 1 && memcmp(v->ptr, CX_UNAVAILABLE, v->len) == 0;
 }
 
-tb_code cache_cx_row(cache_store *s, const cache_table *t, const cj_val *row, cj_member **out, size_t *nout,
-                     tb_error *err)
+tb_code cache_cx_row(cache_store *s, const cache_table *t, const cj_val *row, const cj_member *in, size_t nin,
+                     cj_member **out, size_t *nout, tb_error *err)
 {
     cj_iter it;
     const char *k;
-    size_t kl, n = 0, hint = 0;
+    size_t kl, n = 0, hint = 0, next = 0;
     cj_val v;
     tb_code rc;
-    cj_obj_begin(row, &it);
-    while (cj_obj_next(&it, &k, &kl, &v)) {
+    if (!in)
+        cj_obj_begin(row, &it);
+    while (in ? next < nin : cj_obj_next(&it, &k, &kl, &v)) {
+        if (in) {
+            k = in[next].key;
+            kl = in[next].klen;
+            v = in[next].val;
+            next++;
+        }
         if (n == s->cx_cap) {
             size_t cap = s->cx_cap ? s->cx_cap * 2 : 64;
             cj_member *m = realloc(s->cx_mem, cap * sizeof(*m));
@@ -908,7 +928,7 @@ tb_code cache_cx_key(cache_store *s, const cache_table *t, const cj_val *key, cj
     }
     rc = rc ? rc : tb_buf_putc(&js, '}');
     if (rc == TB_OK) {
-        cj_val txt;
+        cj_val txt = {0};
         if ((rc = put(s, js.data, js.len, CJ_OBJECT, &txt, err)) == TB_OK)
             rc = cj_parse(txt.ptr, txt.len, out, err);
     } else if (!err || err->code == TB_OK) {

@@ -186,18 +186,24 @@ void cache_store_release(cache_store *s);
 tb_code cache_store_truncate(cache_store *s, cache_table *t, tb_error *err);
 
 /* ---- cache_connect.c: Kafka Connect JSON (Debezium) keys and values */
+/* text is {"schema":S,"payload":P} as JsonConverter writes it (compact) with S
+ * byte-identical to schema (validated when it was first seen): the span of P.
+ * Saves validating a schema that every message repeats. */
+bool cache_cx_same_schema(const char *text, size_t len, const char *schema, size_t slen, const char **payload,
+                          size_t *plen);
 /* v is {"schema":S,"payload":P} (exactly these members): S and P. */
 bool cache_cx_unwrap(const cj_val *v, cj_val *schema, cj_val *payload);
 /* Type the table of `topic` from a message's Connect schemas (key schema and
- * value schema, each NULL when absent): create it, or add columns and set
+ * value schema, each NULL when absent; a span equal to t's remembered schema
+ * may point into that memory): create it, or add columns and set
  * the columns' decoders. *t: the table (NULL when not known yet). */
 tb_code cache_cx_table(cache_store *s, const char *topic, const char *prefix, const cj_val *kschema,
                        const cj_val *vschema, const cj_val *key, cache_table **t, tb_error *err);
 /* The members of row image `row` decoded for t's columns (an unavailable
  * value, __debezium_unavailable_value, is left out like a column absent from
  * a partial image): *out borrows s (valid until cache_store_release). */
-tb_code cache_cx_row(cache_store *s, const cache_table *t, const cj_val *row, cj_member **out, size_t *nout,
-                     tb_error *err);
+tb_code cache_cx_row(cache_store *s, const cache_table *t, const cj_val *row, const cj_member *in, size_t nin,
+                     cj_member **out, size_t *nout, tb_error *err);
 /* A table typed from tributary's <prefix>.schema record whose values come in
  * Debezium's encoding without Connect schemas (value.encoding=debezium): set
  * the decoders from the column types and s->dbz. */
