@@ -159,7 +159,9 @@ static tb_code connect_error(const myconn *mc, MYSQL *my, tb_error *err)
         /* Connector/C checks the name after the handshake (which checked the chain), and says
          * only "Validation of SSL server certificate failed" when the name does not match. */
         bool name = mc->mode == MODE_VERIFY_IDENTITY && strstr(msg, "Validation of SSL server certificate");
-        return tb_error_set(err, TB_ERR_SOURCE, false, "source %s:%u: %s: %s%s%s%s (source.ssl.mode=%s%s%s)",
+        /* a certificate that does not verify stays so; a broken handshake (a server going down
+         * mid-way) may not */
+        return tb_error_set(err, TB_ERR_SOURCE, !verify, "source %s:%u: %s: %s%s%s%s (source.ssl.mode=%s%s%s)",
                             mc->host, mc->port, verify ? "TLS certificate verification failed" : "TLS failed", msg,
                             name ? ": the server certificate does not name host '" : "", name ? mc->host : "",
                             name ? "'" : "", mc->mode_name, mc->ca ? ", source.ssl.ca=" : "", mc->ca ? mc->ca : "");
@@ -168,6 +170,8 @@ static tb_code connect_error(const myconn *mc, MYSQL *my, tb_error *err)
     const char *hint = "";
     if (e == ER_ACCESS_DENIED_ERROR && mc->mode == MODE_DISABLED)
         hint = " (source.ssl.mode=disabled: an account that REQUIRE SSL is refused without TLS)";
+    else if (e == ER_ACCESS_DENIED_ERROR && !mc->cert)
+        hint = " (an account that REQUIRE X509 also needs source.ssl.cert and source.ssl.key)";
     return tb_error_set(err, TB_ERR_SOURCE, !denied, "source %s:%u: cannot connect: %s (mysql error %u)%s",
                         mc->host, mc->port, msg, e, hint);
 }

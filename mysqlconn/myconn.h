@@ -46,7 +46,8 @@ void myconn_free(myconn *mc);
 
 /* Open a connection. On failure *out is NULL and err says, in one line, which host:port, and
  * why; a failed certificate check reads "TLS certificate verification failed: <reason>".
- * Retriable: network errors; not retriable: access denied and TLS failures. */
+ * Retriable: network errors and broken TLS handshakes; not retriable: access denied and
+ * certificates that do not verify. */
 tb_code myconn_connect(const myconn *mc, const myconn_opts *o, MYSQL **out, tb_error *err);
 
 const char *myconn_host(const myconn *mc);

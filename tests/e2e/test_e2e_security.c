@@ -10,6 +10,8 @@
  *     The MySQL password, given with --set, is overwritten in /proc/PID/cmdline once parsed.
  *     Under umask 022, offsets, status and cache files (and -wal/-shm) are created 0600. The
  *     status file says "source_encrypted": true.
+ *   security/client_certificate: the REQUIRE X509 user gets in with source.ssl.cert/key, and is
+ *     refused without them (a hint names the keys).
  *   security/refusals: each refused with exit 1 and a one-line reason: ssl.mode=disabled for
  *     the REQUIRE SSL user; verify_ca against a foreign CA; verify_identity for a host name the
  *     certificate does not hold (127.1 reaches 127.0.0.1); a wrong SASL password; a broker
@@ -362,6 +364,40 @@ Test(security, signals_scoped_to_their_connector, .timeout = 300)
     sec_private(state, true); /* the incremental-snapshot state, under umask 022 */
     e2e_assert_clean_log(e.log);
     tb_buf_free(&b);
+    e2e_sql(m, "DROP DATABASE `%s`", e.db);
+    mysql_close(m);
+    e2e_rmtree(e.dir);
+}
+
+/* A client certificate (source.ssl.cert/key, signed by the testenv CA) lets the REQUIRE X509 user
+ * in; without it the user is refused with a hint naming the two keys. */
+Test(security, client_certificate, .timeout = 300)
+{
+    MYSQL *m = e2e_mysql();
+    sec_env e;
+    sec_setup(&e, m);
+    e2e_sql(m, "INSERT INTO `%s`.t VALUES (1, 'one'), (2, 'two')", e.db);
+    const char *dir = tb_itest_env("TRIBUTARY_TEST_DIR");
+    char extra[1024];
+    snprintf(extra, sizeof extra,
+             "source.user=tributary_x509\nsink=stdout\nsnapshot.mode=initial_only\n"
+             "source.ssl.cert=%s/tls/client.pem\nsource.ssl.key=%s/tls/client.key\n",
+             dir, dir);
+    sec_config(&e, "x509.properties", true, extra);
+    snprintf(e.log, sizeof e.log, "%s/x509.log", e.dir);
+    const char *run[] = {"run", "--config", e.cfg, NULL};
+    int rc = e2e_wait(e2e_spawn(run, e.log), 120000);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    e2e_slurp(e.log, &b);
+    cr_assert_eq(rc, 0, "run with a client certificate: exit %d:\n%.4000s", rc, tb_buf_cstr(&b));
+    cr_expect_not_null(strstr(tb_buf_cstr(&b), "\"after\":{\"id\":2,\"v\":\"two\"}"), "%.4000s", tb_buf_cstr(&b));
+    tb_buf_free(&b);
+    e2e_assert_clean_log(e.log);
+
+    const char *no_cert[] = {"Access denied", "tributary_x509", "REQUIRE X509", "source.ssl.cert", NULL};
+    sec_refused(&e, "no_client_cert", "source.user=tributary_x509\nsink=stdout\nsnapshot.mode=initial_only\n",
+                no_cert);
     e2e_sql(m, "DROP DATABASE `%s`", e.db);
     mysql_close(m);
     e2e_rmtree(e.dir);
