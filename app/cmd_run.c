@@ -602,9 +602,13 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
         return tb_error_set(err, TB_ERR_CONFIG, false,
                             "the stored position is not a MySQL/MariaDB position (source.type changed?); "
                             "reset it with `tributary offsets set`");
+    /* every captured table gets a topic of its own, before anything is sent */
+    tb_code rc = snap_check_topics(r->cfg, err);
+    if (rc != TB_OK)
+        return rc;
     tb_position resume;
     tb_position_init(&resume);
-    tb_code rc = tb_position_copy(&resume, stored);
+    rc = tb_position_copy(&resume, stored);
     bool force_snapshot = false;
     int resnapshots = 0;
     while (rc == TB_OK) {

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cache_apply.h"
+#include "evt_json.h"
 #include "tb_log.h"
 
 tb_code cache_table_name_of(const char *topic, const char *prefix, tb_buf *out)
@@ -82,7 +83,7 @@ static tb_code parse_descriptor(const cj_val *val, cache_table **out, tb_error *
         rc = cj_str_decode(tbl.ptr, tbl.len, &rest);
         rc = rc ? rc : tb_buf_append(&tmp, rest.data ? rest.data : "", rest.len);
         tb_buf_free(&rest);
-        (void)l;
+        t->db_len = l - 1;
     }
     if (rc != TB_OK || !(t->name = strdup(tb_buf_cstr(&tmp)))) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
@@ -211,10 +212,10 @@ tb_code cache_apply_schema(cache_store *s, const char *prefix, const char *key, 
         return rc;
     tb_buf_init(&why, 0);
     tb_buf_init(&topic, 0);
-    if (prefix && *prefix)
-        rc = tb_buf_printf(&topic, "%s.%s", prefix, nt->name);
-    else
-        rc = tb_buf_puts(&topic, nt->name);
+    /* the sink's topic of db.table (sanitized names: evt_topic_name) */
+    char *db = strndup(nt->name, nt->db_len);
+    rc = db ? evt_topic_name(prefix, db, nt->name + nt->db_len + 1, &topic) : TB_ERR_NOMEM;
+    free(db);
     if (rc != TB_OK || !(nt->topic = strdup(tb_buf_cstr(&topic)))) {
         cache_table_free(nt);
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");

@@ -80,6 +80,7 @@ typedef struct cache_col {
 
 typedef struct cache_table {
     char *name;      /* "<db>.<table>" */
+    size_t db_len;   /* bytes of <db> in name, when it came from a schema record */
     char *topic;     /* "<prefix>.<db>.<table>" (may be NULL until a message arrives) */
     cache_col *cols;
     size_t ncols;

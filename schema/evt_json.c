@@ -7,7 +7,11 @@
  * has the string and number rules). Object members appear in the order
  * shown here; columns in table order (keys: key order).
  *
- * Topic:  "<topic.prefix>.<db>.<table>"   (no prefix: "<db>.<table>")
+ * Topic:  "<topic.prefix>.<db>.<table>"   (no prefix: "<db>.<table>"), sanitized as
+ *         Debezium does: every character outside [a-zA-Z0-9._-] becomes '_' (one
+ *         per character, also for a multi-byte UTF-8 one); a name over 249 bytes
+ *         (Kafka's limit) keeps its first 232 bytes and gets "_" and 16 hex digits
+ *         of the FNV-1a hash of the unsanitized name (evt_topic_name)
  *         "<topic.prefix>.schema"          schema records
  *
  * Key:    {"<pk1>":v1,"<pk2>":v2,...}      primary-key columns in key order;
@@ -719,17 +723,46 @@ tb_code evt_json_value(const evt_codec_opts *o, const evt_event *e, tb_buf *out,
 
 /* ============================================================ topics, schema records */
 
+tb_code evt_topic_name(const char *prefix, const char *db, const char *table, tb_buf *out)
+{
+    prefix = prefix ? prefix : "";
+    db = db ? db : "";
+    size_t start = out->len;
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 of the unsanitized name */
+    const char *parts[3] = {prefix, db, table};
+    bool first = true;
+    tb_code rc = TB_OK;
+    for (int i = 0; i < 3 && rc == TB_OK; i++) {
+        const unsigned char *p = (const unsigned char *)parts[i];
+        if (!*p && i < 2)
+            continue;
+        if (!first) {
+            rc = tb_buf_putc(out, '.');
+            h = (h ^ '.') * 0x100000001b3ull;
+        }
+        first = false;
+        for (; *p && rc == TB_OK; p++) {
+            h = (h ^ *p) * 0x100000001b3ull;
+            unsigned char c = *p;
+            if ((c & 0xC0) == 0x80)
+                continue; /* a UTF-8 continuation byte: its character is one '_' already */
+            bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                      c == '_' || c == '-';
+            rc = tb_buf_putc(out, ok ? (char)c : '_');
+        }
+    }
+    if (rc == TB_OK && out->len - start > EVT_TOPIC_MAX) {
+        char suffix[18];
+        snprintf(suffix, sizeof suffix, "_%016llx", (unsigned long long)h);
+        out->len = start + EVT_TOPIC_MAX - 17;
+        rc = tb_buf_puts(out, suffix);
+    }
+    return rc;
+}
+
 static tb_code topic_into(const evt_codec_opts *o, const char *db, const char *table, tb_buf *out)
 {
-    const char *prefix = o && o->topic_prefix ? o->topic_prefix : "";
-    tb_code rc = TB_OK;
-    if (*prefix && (rc = tb_buf_puts(out, prefix)) == TB_OK)
-        rc = tb_buf_putc(out, '.');
-    if (rc == TB_OK && *db && (rc = tb_buf_puts(out, db)) == TB_OK)
-        rc = tb_buf_putc(out, '.');
-    if (rc == TB_OK)
-        rc = tb_buf_puts(out, table);
-    return rc;
+    return evt_topic_name(o ? o->topic_prefix : NULL, db, table, out);
 }
 
 tb_code evt_json_topic(const evt_codec_opts *o, const evt_table *t, tb_buf *out)

@@ -104,6 +104,15 @@ void evt_codec_warn_lossy(const evt_codec_opts *o, const evt_table *t);
 
 /* "<prefix>.<db>.<table>" */
 tb_code evt_json_topic(const evt_codec_opts *o, const evt_table *t, tb_buf *out);
+/* Kafka's longest topic name. */
+#define EVT_TOPIC_MAX 249
+/* The topic of table db.table under prefix (NULL or "" = none), appended to
+ * out: "<prefix>.<db>.<table>" with every character outside [a-zA-Z0-9._-]
+ * turned into '_' (Debezium's rule), and a name over EVT_TOPIC_MAX bytes
+ * shortened to fit with a hash suffix of the full name. The event keeps the
+ * real names (source.db, source.table); two tables whose names sanitize
+ * alike share a topic, which the sink and the snapshot refuse. */
+tb_code evt_topic_name(const char *prefix, const char *db, const char *table, tb_buf *out);
 /* "<prefix>.schema" */
 tb_code evt_json_schema_topic(const evt_codec_opts *o, tb_buf *out);
 

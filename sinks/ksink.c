@@ -439,8 +439,17 @@ static tb_code ksink_prepare_table(ksink *ks, evt_table *t, ksink_table **out, t
         tb_buf_reset(&ks->scratch);
         if ((rc = evt_json_topic(&ks->copts, t, &ks->scratch)) != TB_OK)
             return tb_error_set(err, rc, false, "topic name of %s.%s", evt_table_db(t), evt_table_name(t));
+        /* two tables whose names sanitize alike would mix their keys in one topic */
+        for (size_t i = 0; i < ks->tabcap; i++) {
+            const ksink_table *o = &ks->tabs[i];
+            if (o != te && o->topic && strcmp(o->topic, ks->scratch.data) == 0)
+                return tb_error_set(err, TB_ERR_CONFIG, false,
+                                    "tables %s.%s and %s.%s both map to topic %s (characters outside "
+                                    "[a-zA-Z0-9._-] become '_'): exclude one of them with tables.exclude",
+                                    o->db, o->table, evt_table_db(t), evt_table_name(t), ks->scratch.data);
+        }
         if ((rc = ksink_ensure(ks, ks->scratch.data, 0, true, err)) != TB_OK)
-            return rc;
+            return tb_error_prefix(err, rc, "table %s.%s: ", evt_table_db(t), evt_table_name(t));
         if (!(te->rkt = rd_kafka_topic_new(ks->rk, ks->scratch.data, NULL)))
             return ksink_kafka_error(err, rd_kafka_last_error(), "topic %s", ks->scratch.data);
         if (!(te->topic = strdup(ks->scratch.data)))

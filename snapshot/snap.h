@@ -91,6 +91,12 @@ void snap_close(snap *s);
  *   initial, initial_only -> !have_offset
  *   when_needed  -> !have_offset || !offset_still_on_server */
 bool snap_decide(const cfg *c, bool have_offset, bool offset_still_on_server);
+/* The captured tables (tables.include/exclude) of the source each get a
+ * topic of their own: two whose names sanitize to one topic (evt_topic_name)
+ * are TB_ERR_CONFIG naming both and the topic. Opens and closes its own
+ * connection; run calls it at start, before anything is sent. */
+tb_code snap_check_topics(const cfg *c, tb_error *err);
+
 /* Whether streaming follows the snapshot (false for initial_only). */
 bool snap_then_stream(const cfg *c);
 

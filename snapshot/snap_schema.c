@@ -9,6 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "evt_json.h"
+#include "snap.h"
 #include "snap_sql.h"
 #include "snap_values.h"
 #include "tb_buf.h"
@@ -125,6 +127,66 @@ tb_code snap_schema_list(MYSQL *my, const snap_filter *f, snap_tinfo **out, size
     *out = l.v;
     *n = l.n;
     return TB_OK;
+}
+
+typedef struct topic_of {
+    char *topic;
+    const snap_tinfo *t;
+} topic_of;
+
+static int topic_cmp(const void *a, const void *b)
+{
+    return strcmp(((const topic_of *)a)->topic, ((const topic_of *)b)->topic);
+}
+
+tb_code snap_check_topics(const cfg *c, tb_error *err)
+{
+    snap_filter f;
+    MYSQL *my = NULL;
+    snap_tinfo *tinfo = NULL;
+    topic_of *v = NULL;
+    size_t n = 0;
+    bool mariadb = false;
+    tb_code rc = snap_filter_init(&f, c, err);
+    if (rc != TB_OK)
+        return rc;
+    if ((rc = snap_sql_connect(c, &my, &mariadb, err)) != TB_OK ||
+        (rc = snap_schema_list(my, &f, &tinfo, &n, err)) != TB_OK)
+        goto out;
+    if (!(v = calloc(n ? n : 1, sizeof(*v)))) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    const char *prefix = cfg_get_str(c, "topic.prefix");
+    for (size_t i = 0; i < n; i++) {
+        tb_buf b;
+        tb_buf_init(&b, 0);
+        v[i].t = &tinfo[i];
+        if (evt_topic_name(prefix, tinfo[i].db, tinfo[i].table, &b) != TB_OK ||
+            !(v[i].topic = tb_buf_detach(&b, NULL))) {
+            tb_buf_free(&b);
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+    }
+    qsort(v, n, sizeof(*v), topic_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(v[i - 1].topic, v[i].topic) == 0) {
+            rc = tb_error_set(err, TB_ERR_CONFIG, false,
+                              "tables %s.%s and %s.%s both map to topic %s (characters outside [a-zA-Z0-9._-] "
+                              "become '_'): exclude one of them with tables.exclude",
+                              v[i - 1].t->db, v[i - 1].t->table, v[i].t->db, v[i].t->table, v[i].topic);
+            goto out;
+        }
+out:
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i].topic);
+    free(v);
+    snap_tinfo_free_all(tinfo, n);
+    if (my)
+        mysql_close(my);
+    snap_filter_free(&f);
+    return rc;
 }
 
 void snap_tinfo_free_all(snap_tinfo *t, size_t n)

@@ -344,3 +344,74 @@ Test(e2e_source, key_columns_without_primary_key, .timeout = 240, .fini = e2e_ki
     tb_buf_free(&want);
     e2e_rmtree(e.dir);
 }
+
+/* ------------------------------------------------------------ topic names */
+
+/* A table whose name is not a legal topic name beside a plain one: both
+ * stream, the odd one to its sanitized topic, its events keep the real name. */
+Test(e2e_source, odd_table_names_get_topics, .timeout = 240, .fini = e2e_kill_children)
+{
+    src_env e;
+    char extra[512];
+    snprintf(extra, sizeof extra, "sink=kafka\noffsets.storage=kafka\nkafka.bootstrap.servers=%s\n",
+             tb_itest_env("TRIBUTARY_TEST_KAFKA"));
+    src_setup(&e, "e2etopic", extra);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE TABLE %s.`we\"ird't` (id INT PRIMARY KEY, v INT NOT NULL)", e.db);
+    e2e_sql(m, "CREATE TABLE %s.`caf\xc3\xa9 `` x` (id INT PRIMARY KEY)", e.db);
+    e2e_sql(m, "INSERT INTO %s.`we\"ird't` VALUES (1, 1)", e.db);
+    mysql_close(m);
+    const char *args[] = {"run", "--config", e.cfg, NULL};
+    pid_t pid = e2e_spawn(args, e.log);
+    wait_committed(&e, pid);
+    m = e2e_mysql();
+    e2e_sql(m, "INSERT INTO %s.`we\"ird't` VALUES (2, 2)", e.db);
+    e2e_sql(m, "INSERT INTO %s.t VALUES (3, 3)", e.db);
+    e2e_sql(m, "INSERT INTO %s.`caf\xc3\xa9 `` x` VALUES (7)", e.db);
+    mysql_close(m);
+    wait_committed(&e, pid);
+    kill(pid, SIGTERM);
+    cr_assert_eq(e2e_wait(pid, 60000), 0, "see %s", e.log);
+    e2e_assert_clean_log(e.log);
+
+    const char *brokers = tb_itest_env("TRIBUTARY_TEST_KAFKA");
+    char topic[300];
+    tb_buf recs;
+    tb_buf_init(&recs, 0);
+    snprintf(topic, sizeof topic, "%s.%s.we_ird_t", e.db, e.db);
+    topic_records(brokers, topic, &recs);
+    cr_assert_not_null(strstr(tb_buf_cstr(&recs), "{\"id\":1}={"), "%s: %s", topic, tb_buf_cstr(&recs));
+    cr_assert_not_null(strstr(tb_buf_cstr(&recs), "{\"id\":2}={"), "%s: %s", topic, tb_buf_cstr(&recs));
+    cr_assert_not_null(strstr(tb_buf_cstr(&recs), "\"table\":\"we\\\"ird't\""), "the real name: %s",
+                       tb_buf_cstr(&recs));
+    tb_buf_reset(&recs);
+    snprintf(topic, sizeof topic, "%s.%s.caf____x", e.db, e.db);
+    topic_records(brokers, topic, &recs);
+    cr_assert_not_null(strstr(tb_buf_cstr(&recs), "{\"id\":7}={"), "%s: %s", topic, tb_buf_cstr(&recs));
+    tb_buf_reset(&recs);
+    snprintf(topic, sizeof topic, "%s.%s.t", e.db, e.db);
+    topic_records(brokers, topic, &recs);
+    cr_assert_not_null(strstr(tb_buf_cstr(&recs), "{\"id\":3}={"), "%s: %s", topic, tb_buf_cstr(&recs));
+    tb_buf_free(&recs);
+    e2e_rmtree(e.dir);
+}
+
+/* Two tables whose names map to one topic: refused at start naming both,
+ * before anything is sent. */
+Test(e2e_source, topic_collision_refused, .timeout = 120, .fini = e2e_kill_children)
+{
+    src_env e;
+    src_setup(&e, "e2ecoll", NULL);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE TABLE %s.`a b` (id INT PRIMARY KEY)", e.db);
+    e2e_sql(m, "CREATE TABLE %s.a_b (id INT PRIMARY KEY)", e.db);
+    mysql_close(m);
+    const char *args[] = {"run", "--config", e.cfg, NULL};
+    int rc = e2e_wait(e2e_spawn(args, e.log), 60000);
+    cr_assert_eq(rc, 2, "exit %d, want 2; see %s", rc, e.log);
+    char want[1024];
+    snprintf(want, sizeof want, "tables %s.a b and %s.a_b both map to topic %s.%s.a_b", e.db, e.db, e.db, e.db);
+    assert_log_has(e.log, want);
+    cr_assert_not(log_has(e.log, "\"op\":"), "events were sent; see %s", e.log);
+    e2e_rmtree(e.dir);
+}

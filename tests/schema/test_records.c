@@ -555,3 +555,49 @@ Test(records, bounded_buffers_fail_cleanly)
     evt_event_free(e);
     evt_table_unref(t);
 }
+
+/* Topic names as Kafka accepts them (Debezium's rule): characters outside
+ * [a-zA-Z0-9._-] become '_', one per character; over 249 bytes: a prefix and
+ * a hash of the full name, different for names that differ only at the end. */
+Test(records, topic_names_sanitized)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert_eq(evt_topic_name("tb", "odd", "we\"ird't", &b), TB_OK);
+    cr_assert_str_eq(tb_buf_cstr(&b), "tb.odd.we_ird_t");
+    tb_buf_reset(&b);
+    cr_assert_eq(evt_topic_name("tb", "sh op", "caf\xc3\xa9 `x`-1.2", &b), TB_OK);
+    cr_assert_str_eq(tb_buf_cstr(&b), "tb.sh_op.caf___x_-1.2");
+    tb_buf_reset(&b);
+    cr_assert_eq(evt_topic_name(NULL, "", "schema", &b), TB_OK);
+    cr_assert_str_eq(tb_buf_cstr(&b), "schema");
+    tb_buf_reset(&b);
+    cr_assert_eq(evt_topic_name("tb", "shop", "orders", &b), TB_OK);
+    cr_assert_str_eq(tb_buf_cstr(&b), "tb.shop.orders");
+
+    char longname[300];
+    memset(longname, 'a', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    tb_buf_reset(&b);
+    cr_assert_eq(evt_topic_name("tb", "shop", longname, &b), TB_OK);
+    cr_assert_eq(b.len, 249, "%zu", b.len);
+    cr_assert_eq(strncmp(tb_buf_cstr(&b), "tb.shop.aaaa", 12), 0);
+    cr_assert_eq(b.data[249 - 17], '_');
+    for (size_t i = 249 - 16; i < 249; i++)
+        cr_assert(strchr("0123456789abcdef", b.data[i]), "%s", tb_buf_cstr(&b));
+    char first[250];
+    memcpy(first, b.data, 250);
+    longname[sizeof longname - 2] = 'b';
+    tb_buf_reset(&b);
+    cr_assert_eq(evt_topic_name("tb", "shop", longname, &b), TB_OK);
+    cr_assert_eq(b.len, 249);
+    cr_assert_eq(memcmp(first, b.data, 249 - 16), 0);
+    cr_assert_neq(memcmp(first, b.data, 249), 0, "two long names, one topic");
+    /* exactly 249 bytes: kept as is */
+    tb_buf_reset(&b);
+    longname[249 - 8] = '\0';
+    cr_assert_eq(evt_topic_name("tb", "shop", longname, &b), TB_OK);
+    cr_assert_eq(b.len, 249);
+    cr_assert_eq(b.data[248], 'a');
+    tb_buf_free(&b);
+}
