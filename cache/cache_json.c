@@ -8,8 +8,9 @@
 #endif
 
 #include "cache_json.h"
+#include "evt_json.h"
 
-#define CJ_MAX_DEPTH 64
+#define CJ_MAX_DEPTH EVT_JSON_MAX_DEPTH /* the writer's limit (schema/evt_json.h) */
 
 typedef struct cj_scan {
     const char *start, *p, *end;
@@ -619,6 +620,8 @@ tb_code cj_str_decode(const char *ptr, size_t len, tb_buf *out)
                 rc = tb_buf_putc(out, (char)(cp & 0xFF));
                 break;
             }
+            if (cp >= 0xD800 && cp <= 0xDFFF) /* any other lone surrogate: U+FFFD, as evt_jv does */
+                cp = 0xFFFD;
             rc = put_utf8(out, cp);
             break;
         }

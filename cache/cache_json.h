@@ -15,8 +15,11 @@
  * Strings: ptr/len span the raw bytes between the quotes (escapes left in);
  * cj_str_decode() decodes them into a tb_buf. `escaped` says whether any
  * backslash occurs, so callers can bind the span directly when it is false.
- * A lone \udcXX escape turns back into the raw byte 0xXX (DESIGN 5, as the
- * writer evt_jw_str encodes invalid UTF-8).
+ * A lone \udc80..\udcff escape turns back into the raw byte 0x80..0xff
+ * (DESIGN 5, as the writer evt_jw_str encodes invalid UTF-8); any other lone
+ * surrogate becomes U+FFFD. Nesting is limited to EVT_JSON_MAX_DEPTH, the
+ * writer's limit. fuzz/fuzz_json_readers.c holds this scanner, evt_jv and
+ * Jansson to the same grammar and the same decoded values.
  *
  * Why not schema/evt_jv.c: evt_jv is the reader for everything else (records,
  * `offsets show`, re-serialising JSON columns through evt_jw); it builds a

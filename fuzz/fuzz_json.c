@@ -7,7 +7,7 @@
  *    path (evt_jw_json) writes exactly what the tree path writes;
  *  - the input taken as a byte string survives evt_jw_str -> evt_jv_parse
  *    unchanged (the \udcXX escape for invalid UTF-8);
- *  - evt_decode_msg and evt_position_from_json never crash;
+ *  - evt_position_from_json never crashes;
  *  - the first 8 (4) bytes as a double (float) format to text that reads
  *    back to the same bits and is valid JSON number text.
  */
@@ -67,11 +67,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(evt_jv_type_of(v) == EVT_JV_STRING && n == size && (size == 0 || memcmp(back, data, size) == 0));
     evt_jv_free(v);
 
-    /* message decoder: first half key, second half value */
-    evt_decoded d;
-    evt_decoded_init(&d);
-    (void)evt_decode_msg(text, size / 2, text + size / 2, size - size / 2, &d, NULL);
-    evt_decoded_free(&d);
     tb_position p;
     tb_position_init(&p);
     (void)evt_position_from_json(text, size, &p, NULL);

@@ -101,7 +101,7 @@
  *          "primary_key":["<col>",...]}
  *
  * Printed line (stdout sink, `decode`): {"topic":T,"key":KEY,"value":VALUE|null}
- * (KEY and VALUE embedded verbatim). Positions as JSON: see evt_json_dec.c.
+ * (KEY and VALUE embedded verbatim). Positions as JSON: see evt_position_json.c.
  *
  * DECISIONS FOR DESIGN 5 (values)
  *  - Invalid UTF-8 in text: each byte that starts no valid UTF-8 sequence is

@@ -6,8 +6,11 @@
  * number given as exact text (DECIMAL inside JSON documents, shortest
  * doubles), and it allocates a node per value on the hot path. The writer
  * escapes every string per RFC 8259 and is fuzzed and unit tested.
- * Decoding (the cache, `offsets show`) uses evt_jv, which keeps numbers as
- * their exact text for the same reason.
+ * Decoding uses evt_jv (records, `offsets show`, JSON columns re-serialised),
+ * which keeps numbers as their exact text for the same reason; the cache reads
+ * messages with its own zero-copy scanner (cache/cache_json.c). Both accept the
+ * same grammar, nesting (EVT_JSON_MAX_DEPTH) and escapes, and decode to the same
+ * bytes: fuzz/fuzz_json_readers.c checks them against each other and Jansson.
  *
  * The full layout of every record is specified at the top of evt_json.c.
  *
@@ -23,6 +26,12 @@
 #include "evt.h"
 #include "tb_buf.h"
 
+/* The deepest nesting of objects and arrays in one JSON text that the writer
+ * (evt_jw) produces and that every reader accepts: evt_jv here and the cache's
+ * scanner (cache/cache_json.c). One limit for all three, so whatever the
+ * connector writes, the cache reads. */
+#define EVT_JSON_MAX_DEPTH 127
+
 /* ------------------------------------------------------------ writer */
 
 /* Streaming JSON writer over a tb_buf. Commas are inserted automatically.
@@ -30,7 +39,7 @@
 typedef struct evt_jw {
     tb_buf *out;
     uint64_t need_comma;    /* bit per nesting level 0..63 */
-    int depth;              /* max 127 */
+    int depth;              /* max EVT_JSON_MAX_DEPTH */
     tb_code err;
     uint64_t need_comma_hi; /* levels 64..127 */
     bool after_key;         /* a key was written, its value is due */
@@ -182,43 +191,5 @@ const char *evt_jv_key_at(const evt_jv *v, size_t i, size_t *len); /* OBJECT key
 const evt_jv *evt_jv_get(const evt_jv *v, const char *key); /* OBJECT lookup, NULL if missing */
 /* Serialise canonically (no whitespace, numbers as their text). */
 tb_code evt_jv_write(const evt_jv *v, evt_jw *w);
-
-/* ------------------------------------------------------------ message decoder */
-
-/* One Kafka message of a table topic, decoded (the cache's reader).
- * Accepts every value this codec writes: envelope, row format, either one
- * wrapped as Kafka Connect JSON ({"schema":…,"payload":…}, unwrapped here),
- * and tombstones (value NULL or empty). Debezium's own envelopes read too.
- *
- *  tombstone    true for a NULL/empty value: delete the row with this key.
- *  op           envelope: its op ('c','u','d','r'); row format: EVT_OP_CREATE
- *               (an upsert of `after`); tombstone: EVT_OP_DELETE.
- *  row_format   the value was a bare row (no envelope).
- *  key          the key object, or NULL when the key is JSON null / absent.
- *  before/after objects, or NULL when absent or JSON null.
- *  source       envelope only, else NULL; db/table are borrowed from it
- *               (NULL when absent; the topic name then tells the table).
- * Every pointer is borrowed from trees owned by `out`: valid until
- * evt_decoded_free(out) or the next evt_decode_msg(out). */
-typedef struct evt_decoded {
-    bool tombstone;
-    bool row_format;
-    evt_op op;
-    const evt_jv *key;
-    const evt_jv *before;
-    const evt_jv *after;
-    const evt_jv *source;
-    const char *db;
-    const char *table;
-    evt_jv *key_tree;   /* owned */
-    evt_jv *value_tree; /* owned */
-} evt_decoded;
-
-void evt_decoded_init(evt_decoded *d);
-void evt_decoded_free(evt_decoded *d); /* NULL-safe; leaves d initialised */
-/* Decode one message into out (previous contents freed first). key may be
- * NULL/empty (keyless). Errors name what was wrong and the byte offset. */
-tb_code evt_decode_msg(const char *key, size_t klen, const char *value, size_t vlen, evt_decoded *out,
-                       tb_error *err);
 
 #endif

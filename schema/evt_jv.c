@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EVT_JV_MAX_DEPTH 120
+#define EVT_JV_MAX_DEPTH EVT_JSON_MAX_DEPTH
 
 typedef struct jv_member {
     const char *key; /* NULL in arrays */

@@ -31,7 +31,7 @@
 #include <emmintrin.h>
 #endif
 
-#define JW_MAX_DEPTH 127
+#define JW_MAX_DEPTH EVT_JSON_MAX_DEPTH
 
 /* ============================================================ plumbing */
 

@@ -11,12 +11,16 @@
  *       absent / repeated members, errors inside it
  *   cj/one_special_byte_at_every_position: the 16/8-byte string scanners
  *       stop exactly where a byte-by-byte scan would
+ *   cj/same_as_evt_jv: lone surrogates and nesting depth read as evt_jv reads
+ *       them, at the limit the writer has (EVT_JSON_MAX_DEPTH)
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cache_json.h"
+#include "evt_json.h"
 
 static tb_code parse(const char *s, cj_val *v, tb_error *e)
 {
@@ -219,4 +223,62 @@ Test(cj, one_special_byte_at_every_position)
                 cr_assert(klen == 1 && key[0] == 'z' && m.type == CJ_NUMBER);
                 cr_assert(!cj_obj_next(&it, &key, &klen, &m));
             }
+}
+
+/* A lone surrogate that is not a \udc80..\udcff byte escape decodes to U+FFFD
+ * (DESIGN 5), as evt_jv decodes it; nesting up to the writer's limit is read,
+ * one level more is refused, by both readers. */
+Test(cj, same_as_evt_jv)
+{
+    const char *lone[] = {"\\ud800", "x\\udbffy", "\\udc00", "\\udfff", "\\ud83d\\u0041", NULL};
+    for (int i = 0; lone[i]; i++) {
+        tb_buf b;
+        tb_buf_init(&b, 0);
+        cr_assert_eq(cj_str_decode(lone[i], strlen(lone[i]), &b), TB_OK);
+        char quoted[64];
+        snprintf(quoted, sizeof(quoted), "\"%s\"", lone[i]);
+        evt_jv *v = NULL;
+        cr_assert_eq(evt_jv_parse(quoted, strlen(quoted), &v, NULL), TB_OK, "%s", quoted);
+        size_t n = 0;
+        const char *t = evt_jv_text(v, &n);
+        cr_expect(n == b.len && memcmp(t, b.data, n) == 0, "%s: the two readers decode it differently", lone[i]);
+        cr_expect_not_null(memmem(b.data, b.len, "\xef\xbf\xbd", 3), "%s: U+FFFD", lone[i]);
+        evt_jv_free(v);
+        tb_buf_free(&b);
+    }
+
+    for (int depth = EVT_JSON_MAX_DEPTH - 1; depth <= EVT_JSON_MAX_DEPTH + 1; depth++) {
+        /* {"a":{"a":...{"a":[1]}...}} with `depth` containers, as the writer writes it */
+        tb_buf doc;
+        tb_buf_init(&doc, 0);
+        evt_jw w;
+        evt_jw_init(&w, &doc);
+        for (int i = 0; i < depth - 1; i++) {
+            evt_jw_obj_begin(&w);
+            evt_jw_key(&w, "a", 1);
+        }
+        evt_jw_arr_begin(&w);
+        evt_jw_int(&w, 1);
+        evt_jw_arr_end(&w);
+        for (int i = 0; i < depth - 1; i++)
+            evt_jw_obj_end(&w);
+        bool written = evt_jw_finish(&w) == TB_OK;
+        cr_expect_eq(written, depth <= EVT_JSON_MAX_DEPTH, "writer at depth %d", depth);
+        if (!written) {
+            /* a text one level deeper than the writer writes: both readers refuse it */
+            tb_buf_reset(&doc);
+            for (int i = 0; i < depth; i++)
+                tb_buf_putc(&doc, '[');
+            for (int i = 0; i < depth; i++)
+                tb_buf_putc(&doc, ']');
+        }
+        cj_val cv;
+        evt_jv *jv = NULL;
+        bool cj_ok = cj_parse(doc.data, doc.len, &cv, NULL) == TB_OK;
+        bool jv_ok = evt_jv_parse(doc.data, doc.len, &jv, NULL) == TB_OK;
+        cr_expect_eq(cj_ok, depth <= EVT_JSON_MAX_DEPTH, "cache scanner at depth %d", depth);
+        cr_expect_eq(jv_ok, depth <= EVT_JSON_MAX_DEPTH, "evt_jv at depth %d", depth);
+        evt_jv_free(jv);
+        tb_buf_free(&doc);
+    }
 }

@@ -399,12 +399,12 @@ Test(jv, errors_give_byte_offsets)
 Test(jv, depth_limit)
 {
     char deep[300];
-    for (int depth = 119; depth <= 121; depth++) {
+    for (int depth = EVT_JSON_MAX_DEPTH - 1; depth <= EVT_JSON_MAX_DEPTH + 1; depth++) {
         memset(deep, '[', (size_t)depth);
         memset(deep + depth, ']', (size_t)depth);
         evt_jv *v = NULL;
         tb_code rc = evt_jv_parse(deep, 2 * (size_t)depth, &v, NULL);
-        cr_expect_eq(rc, depth <= 120 ? TB_OK : TB_ERR_INVALID, "depth %d", depth);
+        cr_expect_eq(rc, depth <= EVT_JSON_MAX_DEPTH ? TB_OK : TB_ERR_INVALID, "depth %d", depth);
         evt_jv_free(v);
     }
 }

@@ -1,6 +1,5 @@
 /*
- * evt_json_dec: positions as JSON, and decoding of the records evt_json.c
- * writes (the cache's reader).
+ * evt_position_json: source positions as JSON (the offsets record, DESIGN 6).
  *
  * POSITION JSON (evt_position_to_json / evt_position_from_json)
  *   {"kind":"none"}
@@ -200,90 +199,5 @@ tb_code evt_position_from_json(const char *json, size_t len, tb_position *p, tb_
 out:
     tb_position_free(&tmp);
     evt_jv_free(root);
-    return rc;
-}
-
-/* ============================================================ messages */
-
-void evt_decoded_init(evt_decoded *d) { memset(d, 0, sizeof(*d)); }
-
-void evt_decoded_free(evt_decoded *d)
-{
-    if (!d)
-        return;
-    evt_jv_free(d->key_tree);
-    evt_jv_free(d->value_tree);
-    memset(d, 0, sizeof(*d));
-}
-
-static const evt_jv *obj_or_null(const evt_jv *v)
-{
-    return evt_jv_type_of(v) == EVT_JV_OBJECT ? v : NULL;
-}
-
-tb_code evt_decode_msg(const char *key, size_t klen, const char *value, size_t vlen, evt_decoded *out,
-                       tb_error *err)
-{
-    evt_decoded_free(out);
-    tb_code rc = TB_OK;
-    if (key && klen) {
-        if ((rc = evt_jv_parse(key, klen, &out->key_tree, err)) != TB_OK) {
-            tb_error_prefix(err, rc, "message key: ");
-            goto fail;
-        }
-        if (evt_jv_type_of(out->key_tree) != EVT_JV_NULL)
-            out->key = out->key_tree;
-    }
-    if (!value || vlen == 0)
-        goto tombstone;
-    if ((rc = evt_jv_parse(value, vlen, &out->value_tree, err)) != TB_OK) {
-        tb_error_prefix(err, rc, "message value: ");
-        goto fail;
-    }
-    const evt_jv *v = out->value_tree;
-    const evt_jv *cs = evt_jv_get(v, "schema");
-    if (evt_jv_type_of(v) == EVT_JV_OBJECT && evt_jv_size(v) == 2 && cs && evt_jv_get(v, "payload") &&
-        (evt_jv_type_of(cs) == EVT_JV_NULL || evt_jv_type_of(evt_jv_get(cs, "type")) == EVT_JV_STRING))
-        v = evt_jv_get(v, "payload"); /* Kafka Connect JSON */
-    if (evt_jv_type_of(v) == EVT_JV_NULL)
-        goto tombstone;
-    if (evt_jv_type_of(v) != EVT_JV_OBJECT) {
-        rc = tb_error_set(err, TB_ERR_INVALID, false, "message value: not a JSON object");
-        goto fail;
-    }
-    const evt_jv *op = evt_jv_get(v, "op");
-    const evt_jv *src = evt_jv_get(v, "source");
-    if (evt_jv_type_of(op) == EVT_JV_STRING && evt_jv_type_of(src) == EVT_JV_OBJECT &&
-        (evt_jv_get(v, "before") || evt_jv_get(v, "after"))) {
-        size_t n;
-        const char *o = evt_jv_text(op, &n);
-        if (n != 1 || !strchr("cudr", o[0])) {
-            rc = tb_error_set(err, TB_ERR_UNSUPPORTED, false, "message value: unsupported op \"%.10s\"", o);
-            goto fail;
-        }
-        out->op = (evt_op)o[0];
-        out->before = obj_or_null(evt_jv_get(v, "before"));
-        out->after = obj_or_null(evt_jv_get(v, "after"));
-        out->source = src;
-        const evt_jv *db = evt_jv_get(src, "db"), *tb = evt_jv_get(src, "table");
-        out->db = evt_jv_type_of(db) == EVT_JV_STRING ? evt_jv_text(db, NULL) : NULL;
-        out->table = evt_jv_type_of(tb) == EVT_JV_STRING ? evt_jv_text(tb, NULL) : NULL;
-        if ((out->op == EVT_OP_DELETE && !out->before) || (out->op != EVT_OP_DELETE && !out->after)) {
-            rc = tb_error_set(err, TB_ERR_INVALID, false, "message value: op '%c' without its %s image", o[0],
-                              out->op == EVT_OP_DELETE ? "before" : "after");
-            goto fail;
-        }
-        return TB_OK;
-    }
-    out->row_format = true;
-    out->op = EVT_OP_CREATE;
-    out->after = v;
-    return TB_OK;
-tombstone:
-    out->tombstone = true;
-    out->op = EVT_OP_DELETE;
-    return TB_OK;
-fail:
-    evt_decoded_free(out);
     return rc;
 }
