@@ -33,6 +33,7 @@ app_metrics *app_metrics_new(const char *connector, app_metrics_role role)
     m->run.state = "starting";
     m->run.lag_ms = -1;
     m->run.behind_bytes = -1;
+    m->run.wal_bytes = m->run.wal_resets = -1;
     m->cache.state = "starting";
     m->cache.remaining = -1;
     return m;
@@ -368,6 +369,12 @@ tb_code app_metrics_render(app_metrics *m, tb_buf *out)
     gauge_i(out, m, "tributary_source_behind_frames",
             "SQLite: WAL frames after the read position (-1 unknown).",
             run.behind_unit && strcmp(run.behind_unit, "frames") == 0 ? run.behind_bytes : -1);
+    gauge_i(out, m, "tributary_sqlite_wal_bytes",
+            "SQLite: size of the application's WAL file (bounded by source.sqlite.wal.max.bytes while the reader "
+            "keeps up; -1 unknown).",
+            run.wal_bytes);
+    gauge_i(out, m, "tributary_sqlite_wal_resets", "SQLite: WAL resets (generations) seen since start (-1 unknown).",
+            run.wal_resets);
     family(out, "tributary_events_total", "counter", "Change events sent to the sink, by table and op (c, u, d, r).");
     for (size_t i = 0; i < n; i++)
         for (size_t o = 0; o < 4; o++) {

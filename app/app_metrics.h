@@ -73,6 +73,8 @@ typedef struct app_metrics_run {
     int64_t lag_ms;               /* -1 unknown */
     int64_t behind_bytes;         /* binlog bytes / WAL frames behind; -1 unknown */
     const char *behind_unit;      /* "bytes" (binlog) or "frames" (SQLite WAL) */
+    int64_t wal_bytes;            /* SQLite: size of the application's WAL file; -1 unknown */
+    int64_t wal_resets;           /* SQLite: WAL generations seen (resets); -1 unknown */
     uint64_t acked;               /* messages Kafka acknowledged (stdout: written) */
     uint64_t in_flight;           /* messages sent, not yet acknowledged */
     uint64_t reconnects;          /* source connections lost */

@@ -195,6 +195,7 @@ static void run_progress(run_ctx *r, int64_t now, int64_t lag_ms)
 static void run_metrics(run_ctx *r, const app_status *st, int64_t now, uint64_t in_flight)
 {
     const char *unit = "bytes";
+    int64_t wal_bytes = -1, wal_resets = -1;
     if (r->binlog && now - r->behind_ms >= 5000) {
         tb_error berr;
         r->behind_ms = now;
@@ -205,6 +206,8 @@ static void run_metrics(run_ctx *r, const app_status *st, int64_t now, uint64_t 
         sqlcap_get_stats(r->sqlite, &ss);
         r->behind = (int64_t)ss.lag_frames;
         unit = "frames";
+        wal_bytes = (int64_t)ss.wal_bytes;
+        wal_resets = (int64_t)ss.generations;
     } else if (!r->binlog) {
         r->behind = -1;
     }
@@ -217,6 +220,8 @@ static void run_metrics(run_ctx *r, const app_status *st, int64_t now, uint64_t 
         .lag_ms = st->lag_ms,
         .behind_bytes = r->behind,
         .behind_unit = unit,
+        .wal_bytes = wal_bytes,
+        .wal_resets = wal_resets,
         .acked = st->events_total,
         .in_flight = in_flight,
         .reconnects = r->reconnects,

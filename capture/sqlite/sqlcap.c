@@ -429,6 +429,7 @@ static char *sqlcap_stem(const char *path)
 tb_code sqlcap_open_opts(const sqlcap_opts *o, const tb_position *start, sqlcap **out, tb_error *err)
 {
     tb_code rc = TB_OK;
+    unsigned made = 0; /* bit i: file i of the shadow set did not exist before this open */
     sqlcap *c = calloc(1, sizeof *c);
     if (!c)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
@@ -467,6 +468,11 @@ tb_code sqlcap_open_opts(const sqlcap_opts *o, const tb_position *start, sqlcap 
         c->shadow_pend_path = sqlcap_strcat3(c->shadow_path, ".pend");
         if (!c->shadow_pos_path || !c->shadow_redo_path || !c->shadow_pend_path)
             goto nomem;
+        /* what this open creates, a failed open removes (no 0-byte shadow left behind) */
+        const char *mine[4] = {c->shadow_path, c->shadow_pos_path, c->shadow_redo_path, c->shadow_pend_path};
+        for (int i = 0; i < 4; i++)
+            if (access(mine[i], F_OK) != 0)
+                made |= 1u << i;
         c->shadowfd = open(c->shadow_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (c->shadowfd < 0) {
             rc = tb_error_set(err, TB_ERR_IO, false, "%s: %s", c->shadow_path, strerror(errno));
@@ -492,6 +498,12 @@ tb_code sqlcap_open_opts(const sqlcap_opts *o, const tb_position *start, sqlcap 
 nomem:
     rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
 fail:
+    if (made) {
+        const char *mine[4] = {c->shadow_path, c->shadow_pos_path, c->shadow_redo_path, c->shadow_pend_path};
+        for (int i = 0; i < 4; i++)
+            if (made & (1u << i))
+                unlink(mine[i]);
+    }
     sqlcap_close(c);
     return rc;
 }

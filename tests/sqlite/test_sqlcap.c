@@ -1357,3 +1357,26 @@ Test(sqlcap, trigger_mode_2000_columns_long_names)
     sqlcap_close(c);
     rm_tmpdir();
 }
+
+/* A start that fails after the shadow copy was opened (here: the database is not
+ * in WAL mode) removes the files it created: no 0-byte shadow is left behind. */
+Test(sqlcap, failed_start_leaves_no_shadow)
+{
+    tb_log_set_level(TB_LOG_ERROR);
+    mk_tmpdir();
+    char db[300], sh[300], pos[310];
+    snprintf(db, sizeof db, "%s/rollback.db", tdir);
+    snprintf(sh, sizeof sh, "%s/x.shadow.db", tdir);
+    snprintf(pos, sizeof pos, "%s.pos", sh);
+    child_sql(db, "CREATE TABLE t(id INTEGER PRIMARY KEY); INSERT INTO t VALUES(1);", true);
+    sqlcap_opts o = {.path = db, .shadow = true, .shadow_path = sh, .poll_ms = 5};
+    sqlcap *c = NULL;
+    tb_error err;
+    cr_assert_neq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK);
+    cr_expect(strstr(err.msg, "not in WAL mode"), "%s", err.msg);
+    cr_expect_null(c);
+    struct stat sb;
+    cr_expect_neq(stat(sh, &sb), 0, "%s was left behind", sh);
+    cr_expect_neq(stat(pos, &sb), 0, "%s was left behind", pos);
+    rm_tmpdir();
+}
