@@ -284,29 +284,31 @@ static void set_decoder(cache_col *c, const cx_kind *k)
 /* The losses this table's encoding causes, logged once per table and run. */
 static void warn_losses(cache_table *t, const cj_val *rowf)
 {
-    tb_buf w;
+    tb_buf fsp, dflt;
     cj_iter it;
     cj_val fs, n;
-    tb_buf_init(&w, 0);
+    tb_buf_init(&fsp, 0);
+    tb_buf_init(&dflt, 0);
     cj_arr_begin(rowf, &it);
     while (cj_arr_next(&it, &fs)) {
         cx_kind k;
         kind_of(&fs, &k);
         if (!cj_obj_get(&fs, "field", &n) || n.type != CJ_STRING)
             continue;
-        const char *why = NULL;
-        if (k.dz >= DZ_TIME_MS && k.dz <= DZ_TS_NS && k.arg < 0)
-            why = "fraction digits (fsp) not in the schema: written as the shortest exact fraction";
-        else if (k.has_default)
-            why = "has a default: with replace.null.with.default=true (JsonConverter's default) a NULL "
-                  "arrives as the default";
-        if (why)
-            tb_buf_printf(&w, "%s\"%.*s\" (%s)", w.len ? "; " : "", (int)n.len, n.ptr, why);
+        tb_buf *b = k.dz >= DZ_TIME_MS && k.dz <= DZ_TS_NS && k.arg < 0 ? &fsp : k.has_default ? &dflt : NULL;
+        if (b)
+            tb_buf_printf(b, "%s\"%.*s\"", b->len ? ", " : "", (int)n.len, n.ptr);
     }
-    if (w.len)
-        TB_INFO("cache", "table \"%s\": Connect schema: columns decoded with a known loss: %s", t->name,
-                tb_buf_cstr(&w));
-    tb_buf_free(&w);
+    if (fsp.len)
+        TB_INFO("cache", "table \"%s\": the Connect schema has no fraction digits (fsp) for %s: written as the "
+                         "shortest exact fraction (the tributary encoding writes fsp digits)",
+                t->name, tb_buf_cstr(&fsp));
+    if (dflt.len)
+        TB_INFO("cache", "table \"%s\": %s have a default: with JsonConverter's replace.null.with.default=true a "
+                         "NULL arrives as the default",
+                t->name, tb_buf_cstr(&dflt));
+    tb_buf_free(&fsp);
+    tb_buf_free(&dflt);
     t->cx_warned = true;
 }
 
@@ -613,8 +615,8 @@ static tb_code temporal(cache_store *s, const cache_col *c, const cj_val *v, cj_
         if (n > INT64_MAX / 1000 || n < INT64_MIN / 1000)
             return bad_value(err, c, "out of range");
         us = n * 1000;
-    } else if (unit == 1) {
-        us = floor_div(n, 1000, &rem);
+    } else if (unit == 1) { /* a TIME is a duration: toward zero; an instant: toward the past */
+        us = c->dz == DZ_TIME_NS ? n / 1000 : floor_div(n, 1000, &rem);
     }
     if (c->dz == DZ_DATE) {
         kind = EVT_V_DATE;

@@ -1,0 +1,150 @@
+/*
+ * test_cache_connect: every Debezium and Kafka Connect logical type of a
+ * Connect JSON message, applied with cache_apply_msg to a cache file and read
+ * back with SQLite, against the value the tributary encoding stores for the
+ * column (DESIGN 5), written out by hand per type (the golden fixtures of
+ * test_cache_debezium cover MariaDB's types; these are the others: NanoTime,
+ * NanoTimestamp, io.debezium.time.Time, Json, geometry, Decimal as a JSON
+ * number, BIGINT UNSIGNED under precise as a key, the placeholder in a bytes
+ * column, negative epochs).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache_apply.h"
+
+#define F(type, name, field, params) \
+    "{\"type\":\"" type "\",\"optional\":true" name params ",\"field\":\"" field "\"}"
+#define N(n) ",\"name\":\"" n "\""
+#define ROW                                                                                                            \
+    "[{\"type\":\"bytes\",\"optional\":false,\"name\":\"org.apache.kafka.connect.data.Decimal\",\"parameters\":"       \
+    "{\"scale\":\"0\",\"connect.decimal.precision\":\"20\"},\"field\":\"k\"},"                                        \
+    F("bytes", N("org.apache.kafka.connect.data.Decimal"), "d3", ",\"parameters\":{\"scale\":\"3\"}") ","             \
+    F("bytes", N("org.apache.kafka.connect.data.Decimal"), "dn", ",\"parameters\":{\"scale\":\"2\"}") ","             \
+    F("int32", N("io.debezium.time.Date"), "dt", "") "," F("int64", N("io.debezium.time.NanoTime"), "tn", "") ","     \
+    F("int32", N("io.debezium.time.Time"), "tm", "") "," F("int64", N("io.debezium.time.MicroTime"), "tu", "") ","    \
+    F("int64", N("io.debezium.time.NanoTimestamp"), "tsn", "") ","                                                    \
+    F("int64", N("io.debezium.time.Timestamp"), "tsm", "") ","                                                        \
+    F("int64", N("io.debezium.time.MicroTimestamp"), "tsu",                                                           \
+      ",\"parameters\":{\"__debezium.source.column.scale\":\"4\"}") ","                                               \
+    F("string", N("io.debezium.data.EnumSet"), "st", "") "," F("bytes", N("io.debezium.data.Bits"), "bt", "") ","    \
+    F("string", N("io.debezium.data.Json"), "js", "") ","                                                             \
+    "{\"type\":\"struct\",\"optional\":true,\"name\":\"io.debezium.data.geometry.Geometry\",\"fields\":[{\"type\":"   \
+    "\"bytes\",\"optional\":false,\"field\":\"wkb\"},{\"type\":\"int32\",\"optional\":true,\"field\":\"srid\"}],"      \
+    "\"field\":\"g\"}," F("float", "", "f", "") "," F("bytes", "", "b", "") "]"
+#define VSCHEMA                                                                                                        \
+    "{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"fields\":" ROW ",\"optional\":true,\"field\":\"before\"},"  \
+    "{\"type\":\"struct\",\"fields\":" ROW ",\"optional\":true,\"field\":\"after\"},{\"type\":\"struct\",\"fields\":[],"  \
+    "\"optional\":false,\"field\":\"source\"},{\"type\":\"string\",\"optional\":false,\"field\":\"op\"}],"              \
+    "\"optional\":false,\"name\":\"t.Envelope\"}"
+#define KEY(k)                                                                                                         \
+    "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"bytes\",\"optional\":false,\"name\":"                  \
+    "\"org.apache.kafka.connect.data.Decimal\",\"parameters\":{\"scale\":\"0\",\"connect.decimal.precision\":"        \
+    "\"20\"},\"field\":\"k\"}],\"optional\":false,\"name\":\"t.Key\"},\"payload\":{\"k\":\"" k "\"}}"
+/* A Connect-wrapped envelope (one buffer, reused). */
+static const char *MSG(const char *op, const char *after)
+{
+    static char buf[16384];
+    snprintf(buf, sizeof buf, "{\"schema\":%s,\"payload\":{\"before\":null,\"after\":%s,\"source\":{},\"op\":\"%s\"}}",
+             VSCHEMA, after, op);
+    return buf;
+}
+
+static char path[64];
+
+static cache_store *open_store(void)
+{
+    cache_store *s = NULL;
+    tb_error err;
+    snprintf(path, sizeof path, "/tmp/test_cache_connect_%d.db", (int)getpid());
+    unlink(path);
+    cr_assert_eq(cache_store_open(path, false, &s, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(cache_store_begin(s, &err), TB_OK);
+    return s;
+}
+
+static tb_code apply(cache_store *s, const char *key, const char *value, tb_error *err)
+{
+    tb_code rc = cache_apply_msg(s, "p.db.t", "p", 0, key, strlen(key), value, value ? strlen(value) : 0, err);
+    tb_error e2;
+    if (rc == TB_OK)
+        rc = cache_store_flush(s, &e2);
+    cache_store_release(s);
+    return rc;
+}
+
+/* "typeof:value|..." of one row of the cache table. */
+static char *row_text(cache_store *s, const char *where)
+{
+    char sql[256];
+    static char out[4096];
+    sqlite3_stmt *st = NULL;
+    snprintf(sql, sizeof sql, "SELECT * FROM \"db.t\" WHERE %s", where);
+    cr_assert_eq(sqlite3_prepare_v2(s->db, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(s->db));
+    out[0] = 0;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        for (int i = 0; i < sqlite3_column_count(st); i++) {
+            if (strcmp(sqlite3_column_name(st, i), "_partition") == 0)
+                continue;
+            char cell[512];
+            int ty = sqlite3_column_type(st, i);
+            if (ty == SQLITE_BLOB) {
+                const unsigned char *b = sqlite3_column_blob(st, i);
+                size_t o = (size_t)snprintf(cell, sizeof cell, "%s=x'", sqlite3_column_name(st, i));
+                for (int k = 0; k < sqlite3_column_bytes(st, i); k++)
+                    o += (size_t)snprintf(cell + o, sizeof cell - o, "%02x", b[k]);
+                snprintf(cell + o, sizeof cell - o, "'");
+            } else if (ty == SQLITE_FLOAT) {
+                snprintf(cell, sizeof cell, "%s=%.17g", sqlite3_column_name(st, i), sqlite3_column_double(st, i));
+            } else {
+                const char *v = (const char *)sqlite3_column_text(st, i);
+                const char *q = ty == SQLITE_TEXT ? "'" : "";
+                snprintf(cell, sizeof cell, "%s=%s%s%s", sqlite3_column_name(st, i), q, v ? v : "NULL", q);
+            }
+            strcat(out, *out ? " " : "");
+            strcat(out, cell);
+        }
+    sqlite3_finalize(st);
+    return out;
+}
+
+Test(cache_connect, logical_types)
+{
+    cache_store *s = open_store();
+    tb_error err;
+    /* k: 2^64-1 (BIGINT UNSIGNED, precise); d3: -0.123; dn: 12.5 as a number; dt: -1 day; tn: -1.5 us;
+     * tm: 1 ms; tu: 24 h; tsn: 1 s + 1 ns; tsm: -1 ms; tsu: fsp 4 from the propagated scale */
+    const char *after =
+        "{\"k\":\"AP//////////\",\"d3\":\"/4U=\",\"dn\":12.5,\"dt\":-1,\"tn\":-1500,\"tm\":1,\"tu\":86400000000,"
+        "\"tsn\":1000000001,\"tsm\":-1,\"tsu\":1500000,\"st\":\"b,c\",\"bt\":\"AQI=\","
+        "\"js\":\"{\\\"a\\\": [1, 2.50], \\\"u\\\": \\\"\\\\uD83D\\\\uDE00\\\"}\","
+        "\"g\":{\"wkb\":\"AQEAAAAAAAAAAADwPwAAAAAAAABA\",\"srid\":4326},\"f\":3.4028235E38,\"b\":\"AP8=\"}";
+    cr_assert_eq(apply(s, KEY("AP//////////"), MSG("c", after), &err), TB_OK, "%s", err.msg);
+    const char *want =
+        "k='18446744073709551615' d3='-0.123' dn='12.50' dt='1969-12-31' tn='-00:00:00.000001' tm='00:00:00.001' "
+        "tu='24:00:00' tsn='1970-01-01T00:00:01' tsm='1969-12-31T23:59:59.999' tsu='1970-01-01T00:00:01.5000' "
+        "st='[\"b\",\"c\"]' bt=513 js='{\"a\":[1,2.50],\"u\":\"\xF0\x9F\x98\x80\"}' "
+        "g='{\"srid\":4326,\"wkb\":\"AQEAAAAAAAAAAADwPwAAAAAAAABA\"}' f=3.4028234999999999e+38 b=x'00ff'";
+    cr_assert_str_eq(row_text(s, "1"), want);
+    /* the placeholder in a bytes column leaves the value; zero and a scale above the digits */
+    cr_assert_eq(apply(s, KEY("AP//////////"),
+                       MSG("u", "{\"k\":\"AP//////////\",\"d3\":\"AA==\",\"b\":\"X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==\"}"),
+                       &err),
+                 TB_OK, "%s", err.msg);
+    cr_assert_not_null(strstr(row_text(s, "1"), "d3='0.000'"), "%s", row_text(s, "1"));
+    cr_assert_not_null(strstr(row_text(s, "1"), "b=x'00ff'"), "%s", row_text(s, "1"));
+    /* a tombstone of the Connect key deletes the row by its decoded key */
+    cr_assert_eq(apply(s, KEY("AP//////////"), NULL, &err), TB_OK, "%s", err.msg);
+    cr_assert_str_eq(row_text(s, "1"), "");
+    /* bad values name the column */
+    cr_assert_eq(apply(s, KEY("AQ=="), MSG("c", "{\"k\":\"AQ==\",\"dt\":99999999}"), &err), TB_ERR_INVALID);
+    cr_assert_not_null(strstr(err.msg, "column \"dt\""), "%s", err.msg);
+    cr_assert_eq(apply(s, KEY("AQ=="), MSG("c", "{\"k\":\"AQ==\",\"bt\":\"AQIDBAUGBwgJ\"}"), &err), TB_ERR_INVALID);
+    cr_assert_not_null(strstr(err.msg, "column \"bt\""), "%s", err.msg);
+    cache_store_rollback(s);
+    cache_store_close(s);
+    unlink(path);
+}
