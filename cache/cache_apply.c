@@ -223,9 +223,11 @@ tb_code cache_apply_schema(cache_store *s, const char *prefix, const char *key, 
     }
     t = cache_store_find(s, nt->name);
     if (!t) {
-        TB_INFO("cache", "table \"%s\": created from schema version %lld (%zu columns)", nt->name,
-                (long long)nt->version, nt->ncols);
-        rc = cache_store_create(s, nt, err);
+        /* the store owns nt from here on, and frees it if it cannot create the table */
+        long long version = (long long)nt->version;
+        size_t ncols = nt->ncols;
+        if ((rc = cache_store_create(s, nt, err)) == TB_OK)
+            TB_INFO("cache", "table \"%s\": created from schema version %lld (%zu columns)", nt->name, version, ncols);
         goto out;
     }
     const char *reason = t->inferred ? "its columns were inferred before a schema record arrived"

@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cache_int.h"
 #include "tb_log.h"
@@ -389,10 +390,25 @@ tb_code cache_store_set_topic(cache_store *s, cache_table *t, const char *topic,
     return save_table(s, t, err);
 }
 
+/* Every cache table has the cache's own column "_partition" (DESIGN 9): a
+ * source column of that name (SQLite names ignore case) cannot be kept beside it. */
+static tb_code reserved_column(const char *table, const char *name, tb_error *err)
+{
+    if (strcasecmp(name, "_partition") != 0)
+        return TB_OK;
+    return tb_error_set(err, TB_ERR_UNSUPPORTED, false,
+                        "table \"%s\": column \"%s\" has the name of the cache's own column \"_partition\" (the Kafka "
+                        "partition of each row; names are compared without case): rename the column at the source, or "
+                        "leave the table out of cache.topics",
+                        table, name);
+}
+
 tb_code cache_store_create(cache_store *s, cache_table *t, tb_error *err)
 {
     tb_code rc = cache_store_flush(s, err);
     tb_buf *q = &s->sql;
+    for (size_t i = 0; rc == TB_OK && i < t->ncols; i++)
+        rc = reserved_column(t->name, t->cols[i].name, err);
     if (rc != TB_OK) {
         cache_table_free(t);
         return rc;
@@ -479,6 +495,8 @@ tb_code cache_store_add_column(cache_store *s, cache_table *t, const char *name,
                                cache_class cls, tb_error *err)
 {
     tb_code rc;
+    if ((rc = reserved_column(t->name, name, err)) != TB_OK)
+        return rc;
     if ((rc = cache_store_flush(s, err)) != TB_OK) /* pending rows: bound for the columns as they were */
         return rc;
     cache_col *nc = realloc(t->cols, (t->ncols + 1) * sizeof(*nc));

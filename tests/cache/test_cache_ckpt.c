@@ -12,10 +12,12 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cache_apply.h"
 #include "cache_int.h"
 
 static double now_s(void)
@@ -104,6 +106,29 @@ Test(ckpt, wal_restarts)
     unsigned seq1 = (unsigned)hdr[12] << 24 | (unsigned)hdr[13] << 16 | (unsigned)hdr[14] << 8 | hdr[15];
     cr_expect_neq(seq1, seq0, "the WAL never started over (checkpoint sequence %u)", seq0);
     cr_expect_lt(file_size(wal), 4096LL * 2 * 16384 + 4096LL * 600, "WAL of %lld bytes", file_size(wal));
+    cache_store_close(s);
+    rm_db(db);
+}
+
+/* A source column named like the cache's own "_partition" column (in any case)
+ * is refused with an error that names the table, the column and the fix,
+ * instead of a failed CREATE TABLE. */
+Test(store, reserved_partition_column)
+{
+    char db[256];
+    tb_error e;
+    cache_store *s = NULL;
+    tmp_path(db, sizeof(db), "reserved");
+    rm_db(db);
+    cr_assert_eq(cache_store_open(db, false, &s, &e), TB_OK, "%s", e.msg);
+    const char *rec = "{\"db\":\"shop\",\"table\":\"p\",\"version\":1,\"names_known\":true,\"columns\":["
+                      "{\"name\":\"id\",\"type\":\"int\",\"source_type\":\"int\",\"nullable\":false,\"pk\":1},"
+                      "{\"name\":\"_Partition\",\"type\":\"int\",\"source_type\":\"int\",\"nullable\":true,\"pk\":0}"
+                      "],\"primary_key\":[\"id\"]}";
+    tb_code rc = cache_apply_schema(s, "tb", NULL, 0, rec, strlen(rec), NULL, NULL, &e);
+    cr_assert_eq(rc, TB_ERR_UNSUPPORTED, "rc %d: %s", rc, e.msg);
+    cr_assert(strstr(e.msg, "shop.p") && strstr(e.msg, "\"_Partition\"") && strstr(e.msg, "rename"), "%s", e.msg);
+    cr_assert_null(cache_store_find(s, "shop.p"), "no table was created");
     cache_store_close(s);
     rm_db(db);
 }
