@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/e2e_bench.sh: `tributary run` end to end, MariaDB -> Kafka (issue 8). Not a test.
+# bench/e2e_bench.sh: `tributary run` end to end, MariaDB -> Kafka. Not a test.
 #
 #   bench/e2e_bench.sh [RUNS]        (default 3; medians are printed at the end)
 #
@@ -18,14 +18,7 @@
 # Environment: TB_E2E_ROWS (1000000), TB_E2E_RATE (10000), TB_E2E_SECONDS (20), TB_E2E_BATCH (10),
 #              TB_E2E_KAFKA_PROPS (extra properties for the connector, e.g. "kafka.linger.ms=5").
 #
-# Measured 2026-11-29 on the shared 2-core machine (Release, MariaDB 10.11 + Kafka 4.1 from testenv,
-# medians of 3 runs, 10 s steady phase; other builds/tests running, load average 2-4):
-#   defaults (kafka.linger.ms=20):  catch-up 411k rows/s (556k first->last append), peak RSS 23 MB,
-#                                   latency p50 11 ms, p99 21 ms (an earlier session under heavier
-#                                   load: 334k rows/s, RSS 30 MB, p50 12 ms, p99 53 ms)
-#   TB_E2E_KAFKA_PROPS=kafka.linger.ms=5: 397k rows/s, peak RSS 19 MB, p50 3 ms, p99 7 ms
-#   Peak RSS varies with how far the binlog reader gets ahead of the acknowledgements (17-67 MB
-#   seen); p99 needs a linger below ~10 ms to stay under 20 ms.
+# Figures: docs/STATUS.md (Benchmarks) lists the latest with this command.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-3}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/snapshot_bench.sh: initial snapshot benchmark (issue 5).
+# bench/snapshot_bench.sh: initial snapshot benchmark.
 #
 #   bench/snapshot_bench.sh [BUILD_DIR] [RUNS]
 #

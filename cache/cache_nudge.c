@@ -8,8 +8,8 @@
  * replay the queue is over the threshold after every fetch, so the broker
  * thread sleeps until the next tick while the cache drains the queue, and the
  * cache then waits for data (seen with kafka.debug=fetch: "not fetchable:
- * queued.min.messages exceeded", then a fetch exactly one second later; the
- * loop was idle about 40% of a 1M-message replay). librdkafka 2.0 has no
+ * queued.min.messages exceeded", then a fetch exactly one second later, so
+ * the replay idles for much of its time). librdkafka 2.0 has no
  * setting for this (fetch.queue.backoff.ms came with 2.2.0; Debian 12 has
  * 2.0.2).
  *

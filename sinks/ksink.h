@@ -15,17 +15,17 @@
  *    broker outage can last before queued messages fail permanently and the
  *    sink stops with an error (the position never passes them).
  *  Defaults tuned for throughput, each overridable with kafka.<key>:
- *    linger.ms=5                     wait up to 5 ms to fill a batch (p99
- *                                    commit-to-Kafka < 20 ms; 20 gains ~3%
- *                                    throughput at p99 ~21-53 ms)
+ *    linger.ms=5                     wait up to 5 ms to fill a batch (a
+ *                                    longer wait adds latency for little
+ *                                    throughput)
  *    batch.num.messages=100000       messages per MessageSet
  *    batch.size=1000000              bytes per MessageSet (a batch must stay
  *                                    under the broker's max.message.bytes)
  *    compression.type=lz4            cheap CPU, about 3x on JSON
  *    queue.buffering.max.messages=1000000
  *    queue.buffering.max.kbytes=32768 (32 MiB of queued messages before
- *                                    backpressure: bounds memory; 1 GiB was
- *                                    no faster, bench/ksink_bench.sh)
+ *                                    backpressure: bounds memory, and a
+ *                                    larger queue is no faster)
  *    client.id=<name>
  *  Every other kafka.* key is passed to librdkafka as is (e.g.
  *  kafka.bootstrap.servers, kafka.security.protocol). librdkafka's log goes

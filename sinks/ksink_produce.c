@@ -6,8 +6,8 @@
  * KSINK_STAGE_MSGS messages or KSINK_STAGE_BYTES bytes of one topic, and
  * hands them over in one rd_kafka_produce_batch() call: librdkafka then reads
  * its clock, checks the producer's state and takes the topic's lock once per
- * batch instead of once per message (15% of the thread that renders and
- * produces, bench/ksink_bench.sh). Hand-over order is kept: anything produced
+ * batch instead of once per message (bench/ksink_bench.sh measures the
+ * difference). Hand-over order is kept: anything produced
  * directly, or to another topic, flushes the stage first.
  *
  * A staged message counts as produced (ksink_stats.messages, its

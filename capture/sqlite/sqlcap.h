@@ -85,10 +85,8 @@
  * (everything backfilled), across WAL generations, at every poll with the
  * checkpoint options, and when caught up with a writer idle for 100 ms. While
  * the application writes, its own FULL/RESTART/TRUNCATE checkpoint may wait up
- * to repin_ms for the pin to move. repin_ms < 0: advance at every poll (the
- * behaviour before).
- * Measured (bench_sqlcap, writer paced 200 us per commit): writer CPU +43% ->
- * +6% against no reader (sqlite-wal.md 5).
+ * to repin_ms for the pin to move. repin_ms < 0: advance at every poll (much
+ * more work for the writer; sqlite-wal.md 5, bench_sqlcap).
  *
  * BOUNDED WAL (wal_max_bytes, source.sqlite.wal.max.bytes, default 16 MiB in
  * the configuration; sqlite-wal.md 2.13): once the WAL holds a quarter of the
@@ -178,7 +176,7 @@ const tb_position *sqlcap_position(sqlcap *c);
  * copy; trigger mode: deletes drained change-log rows with seq <= pos.seq. */
 tb_code sqlcap_ack(sqlcap *c, const tb_position *pos, tb_error *err);
 
-/* Snapshot support (issue 5): call right after sqlcap_open with start NONE and
+/* Snapshot support: call right after sqlcap_open with start NONE and
  * before any sqlcap_next. The reader's read transaction fixes the position;
  * the following sqlcap_next calls first return every row of every captured
  * table as op=r events (snapshot flag true, last one SNAPSHOT_LAST, carrying

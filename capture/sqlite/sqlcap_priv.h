@@ -16,7 +16,7 @@
 #define SQLCAP_IMGSLAB (2u << 20)        /* page image buffers come from slabs of this size ... */
 #define SQLCAP_IMGSLABS 24               /* ... up to this many (48 MiB), then from malloc */
 /* events per consumed batch: 2000 keeps the queued events' memory small enough
- * to be reused (20000: 4x the page faults, mode A 170-196k vs 245k rows/CPU-s) */
+ * to be reused (a larger batch takes more page faults than it saves calls) */
 #define SQLCAP_BATCH_EVENTS 2000
 
 /* A helper thread with its lock and condition (sqlcap_worker_start/stop). */

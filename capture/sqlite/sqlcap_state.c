@@ -646,10 +646,9 @@ static bool sqlcap_img_push(sqlcap *c, uint8_t *img)
 
 /* One more slab of image buffers onto the free list: SQLCAP_IMGSLAB bytes,
  * aligned so sqlcap_img_slab finds a buffer's slab by masking its address.
- * Not MADV_HUGEPAGE: with this machine's defrag=madvise each huge-page fault
- * compacts and zeroes 2 MiB synchronously; that cost a mode B drain ~25% of
- * its wall time and made it vary (drains 0.18-0.30 s vs 0.17-0.21 s without,
- * 7.8k vs 12.5k minor faults; bench_sqlcap mode B 201k-208k vs 269k-291k). */
+ * Not MADV_HUGEPAGE: where the kernel's transparent huge pages use
+ * defrag=madvise (Debian's default), each huge-page fault compacts and zeroes
+ * 2 MiB synchronously, which makes drains slower and uneven (bench_sqlcap). */
 static void sqlcap_img_slab_new(sqlcap *c)
 {
     size_t sz = SQLCAP_IMGSLAB;

@@ -1,5 +1,5 @@
 /*
- * End-to-end fault tests (issue 8): MariaDB -> tributary run -> Kafka ->
+ * End-to-end fault tests: MariaDB -> tributary run -> Kafka ->
  * tributary cache, with the built binary, against scripts/testenv.
  *
  * A forked workload keeps changing two tables (inserts, multi-row updates,

@@ -1,5 +1,5 @@
 /*
- * End-to-end position tests of `tributary run` (issue 8), with the built
+ * End-to-end position tests of `tributary run`, with the built
  * binary against the testenv MariaDB, sink=stdout and offsets.storage=file
  * (no Kafka needed):
  *   - idle: transactions on tables the connector does not capture still move

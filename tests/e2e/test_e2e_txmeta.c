@@ -1,5 +1,5 @@
 /*
- * transaction.topic=true (issue 8): `tributary run` writes BEGIN/END records
+ * transaction.topic=true: `tributary run` writes BEGIN/END records
  * with per-table event counts to <topic.prefix>.transaction, Debezium-style.
  * Built binary against the testenv MariaDB and Kafka, at-least-once and
  * exactly_once.
