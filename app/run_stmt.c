@@ -24,7 +24,10 @@
  *  - ALTER TABLE that can give existing rows new values (fills_rows):
  *    ddl.alter.policy=resnapshot signals an incremental snapshot of the
  *    table (snap_inc_signal); warn: WARN. Other ALTERs change no values.
- *  - RENAME, DROP, CREATE OR REPLACE, OPTIMIZE/REPAIR and DROP
+ *  - RENAME TABLE / ALTER TABLE ... RENAME: the old name's topic loses
+ *    its keys (as DROP with tombstone) and an incremental snapshot sends
+ *    the rows under the new name (stmt_rename).
+ *  - DROP, CREATE OR REPLACE, OPTIMIZE/REPAIR and DROP
  *    DATABASE: a WARN naming the table, the statement and what the topic
  *    does not reflect; never silent.
  * Statements on tables that are not captured are ignored.
@@ -220,8 +223,8 @@ static tb_code trunc_table(run_ctx *r, const binlog_stmt *st, const binlog_stmt_
 {
     evt_table *t = binlog_dec_table(binlog_reader_decoder(r->binlog), bt->db, bt->table);
     *out = t ? evt_table_ref(t) : NULL;
-    if (t || st->kind == BINLOG_STMT_DROP)
-        return TB_OK;
+    if (t || st->kind == BINLOG_STMT_DROP || st->kind == BINLOG_STMT_RENAME)
+        return TB_OK; /* the old name is gone from the catalog */
     MYSQL *my = NULL;
     bool mariadb = false;
     tb_code rc = snap_sql_connect(r->cfg, &my, &mariadb, err);
@@ -313,16 +316,48 @@ static tb_code stmt_resnapshot(run_ctx *r, const binlog_stmt *st, const binlog_s
     tb_code rc = tb_buf_printf(&name, "%s.%s", t->db, t->table);
     if (rc != TB_OK)
         rc = tb_error_set(err, rc, false, "out of memory");
-    else if ((rc = snap_inc_signal(r->cfg, tb_buf_cstr(&name), err)) != TB_OK)
+    else if ((rc = snap_inc_signal(r->cfg, tb_buf_cstr(&name), err)) == TB_ERR_NOT_FOUND) {
+        /* gone since (renamed or dropped further on in the binlog): the
+         * statement that took it away is handled when it is read */
+        TB_INFO("run", "%s: %s at %s: the table no longer exists under this name (%s); nothing to send again",
+                tb_buf_cstr(&name), st->verb, tb_buf_cstr(&where), err->msg);
+        tb_error_clear(err);
+        rc = TB_OK;
+    } else if (rc != TB_OK)
         tb_error_prefix(err, rc,
-                        "%s: %s at %s can change the values of existing rows; asking for an incremental snapshot "
-                        "of it failed (grant INSERT on %s.%s, or set ddl.alter.policy=warn): ",
+                        "%s: after %s at %s its rows must be sent again; asking for an incremental snapshot of it "
+                        "failed (grant INSERT on %s.%s; for ALTER, or set ddl.alter.policy=warn): ",
                         tb_buf_cstr(&name), st->verb, tb_buf_cstr(&where), t->db, SNAP_SIGNAL_TABLE);
     else
-        TB_INFO("run", "%s: %s at %s can change the values of existing rows: incremental snapshot of it signalled "
-                "(ddl.alter.policy=resnapshot)", tb_buf_cstr(&name), st->verb, tb_buf_cstr(&where));
+        TB_INFO("run", "%s: %s at %s: incremental snapshot of it signalled, to send its rows again",
+                tb_buf_cstr(&name), st->verb, tb_buf_cstr(&where));
     tb_buf_free(&name);
     tb_buf_free(&where);
+    return rc;
+}
+
+/* ------------------------------------------------------------ RENAME */
+
+/* RENAME old TO new: the old name's topic loses every key (as for DROP with
+ * ddl.drop.policy=tombstone), and an incremental snapshot of the new name
+ * sends the rows to its topic; so the topics, and the cache replaying them,
+ * follow the table. Either side may be outside tables.include/exclude. */
+static tb_code stmt_rename(run_ctx *r, const binlog_stmt *st, const binlog_stmt_table *from,
+                           const binlog_stmt_table *to, uint64_t *sent, tb_error *err)
+{
+    bool cf = captured(r, from), ct = captured(r, to);
+    if (!cf && !ct)
+        return TB_OK;
+    tb_code rc = TB_OK;
+    TB_INFO("run", "%s.%s renamed to %s.%s (%s): %s%s", from->db, from->table, to->db, to->table, st->verb,
+            cf ? (r->use_kafka ? "the old name's topic is emptied" : "the old name's topic is left (sink=stdout)")
+               : "the old name was not captured",
+            ct ? "; the rows are sent again under the new name (incremental snapshot)"
+               : "; the new name is not captured");
+    if (cf && r->use_kafka && st->after && (rc = stmt_truncate(r, st, from, sent, err)) != TB_OK)
+        return rc;
+    if (ct)
+        rc = stmt_resnapshot(r, st, to, err);
     return rc;
 }
 
@@ -335,6 +370,12 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
         return TB_OK; /* temporary tables are never captured */
     if (st->kind == BINLOG_STMT_CREATE && !st->or_replace)
         return TB_OK;
+    if (st->kind == BINLOG_STMT_RENAME) {
+        for (size_t i = 0; i + 1 < st->ntables; i += 2)
+            if ((rc = stmt_rename(r, st, &st->tables[i], &st->tables[i + 1], &sent, err)) != TB_OK)
+                return rc;
+        return sent > 0 ? run_end_tx(r, st->after, err) : TB_OK;
+    }
     for (size_t i = 0; i < st->ntables; i++) {
         const binlog_stmt_table *t = &st->tables[i];
         if (st->kind == BINLOG_STMT_DROP_DATABASE) {

@@ -499,13 +499,55 @@ Test(e2e_statements, alter_add_column_default, .timeout = 240, .fini = e2e_kill_
         usleep(50000);
     }
     wait_caught_up(m, r.status, r.pid, r.log);
-    cr_assert_eq(st_log_count(&r, "incremental snapshot of it signalled"), 1, "one ALTER should signal; see %s", r.log);
+    cr_assert_eq(st_log_count(&r, "incremental snapshot of it signalled, to send"), 1, "one ALTER should signal; see %s", r.log);
     kill(r.pid, SIGTERM);
     cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
     e2e_assert_clean_log(r.log);
     st_cache_build(&r);
     const char *cols[] = {"id", "v", "w", NULL};
     st_assert_equal(&r, m, "u", cols, "id, v, w");
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
+/* RENAME TABLE a TO b (and ALTER TABLE b RENAME TO c): the old names'
+ * topics hold no key (read as KTables) and their cache tables are empty;
+ * the last name's topic and cache table equal the source. */
+Test(e2e_statements, rename, .timeout = 240, .fini = e2e_kill_children)
+{
+    st_run r;
+    st_setup(&r, "e2eren", NULL);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    e2e_sql(m, "CREATE TABLE %s.a (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db);
+    for (int i = 1; i <= 10; i++)
+        e2e_sql(m, "INSERT INTO %s.a VALUES (%d, 'a%d', %d)", r.db, i, i, i);
+    st_start(&r);
+    wait_caught_up(m, r.status, r.pid, r.log);
+    e2e_sql(m, "INSERT INTO %s.a VALUES (11, 'streamed', 11)", r.db);
+    e2e_sql(m, "RENAME TABLE %s.a TO %s.b", r.db, r.db);
+    e2e_sql(m, "INSERT INTO %s.b VALUES (12, 'in b', 12)", r.db);
+    e2e_sql(m, "UPDATE %s.b SET n = 0 WHERE id = 1", r.db);
+    e2e_sql(m, "ALTER TABLE %s.b RENAME TO %s.c", r.db, r.db);
+    e2e_sql(m, "DELETE FROM %s.c WHERE id = 2", r.db);
+    long long deadline = tb_itest_now_ms() + 90000;
+    while (st_log_count(&r, " done: ") < 2) { /* the snapshots of b and c */
+        cr_assert(tb_itest_now_ms() < deadline, "incremental snapshots not done in 90 s; see %s", r.log);
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+        usleep(50000);
+    }
+    wait_caught_up(m, r.status, r.pid, r.log);
+    kill(r.pid, SIGTERM);
+    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
+    e2e_assert_clean_log(r.log);
+    st_cache_build(&r);
+    const char *cols[] = {"id", "v", "n", NULL};
+    e2e_sql(m, "CREATE TABLE %s.a (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db); /* empty: the old names */
+    e2e_sql(m, "CREATE TABLE %s.b (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db);
+    st_assert_equal(&r, m, "a", cols, "id, v, n");
+    st_assert_equal(&r, m, "b", cols, "id, v, n");
+    st_assert_equal(&r, m, "c", cols, "id, v, n");
     e2e_sql(m, "DROP DATABASE %s", r.db);
     mysql_close(m);
     e2e_rmtree(r.dir);
