@@ -140,7 +140,7 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
             goto out;
         }
         if (hi[i] > lo) {
-            rd_kafka_topic_partition_list_add(parts, topic.data, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+            rd_kafka_topic_partition_list_add(parts, topic.data, p)->offset = lo; /* no logical-offset lookup */
             left++;
         }
     }

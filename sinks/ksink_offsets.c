@@ -196,7 +196,9 @@ static tb_code ksink_offsets_kafka_read(const cfg *c, tb_position *out, tb_error
         goto done;
 
     parts = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(parts, topic.data, 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    /* At the low watermark just read, not RD_KAFKA_OFFSET_BEGINNING: a logical offset makes
+     * librdkafka look it up again before the first fetch, which cost up to 500 ms per start. */
+    rd_kafka_topic_partition_list_add(parts, topic.data, 0)->offset = lo;
     if ((rerr = rd_kafka_assign(rk, parts)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
         rc = ksink_kafka_error(err, rerr, "offsets topic %s: assign", topic.data);
         goto out;

@@ -478,6 +478,13 @@ Test(kafka, offsets_cli_round_trip)
     snprintf(want, sizeof want, "text: %s\n", text);
     cr_assert(strstr(out, want) != NULL, "%s", out);
     cr_assert(strstr(out, "json: {\"kind\":\"mariadb\",") != NULL, "%s", out);
+    /* the reader starts at the low watermark it read, not at the logical BEGINNING (whose
+     * lookup delayed the first fetch by up to 500 ms): librdkafka's debug log says where */
+    snprintf(args, sizeof args, "offsets show --config %s --set log.level=debug --set kafka.debug=topic", props);
+    static char dbg[1 << 20];
+    cr_assert_eq(run_cli(args, dbg, sizeof dbg), 0, "%.2000s", dbg);
+    cr_assert(strstr(dbg, "Start consuming") != NULL, "no librdkafka debug: %.2000s", dbg);
+    cr_assert(strstr(dbg, "at offset BEGINNING") == NULL, "the offsets reader assigned BEGINNING");
     /* the library reads the same */
     cfg *c = kt_cfg(x.bootstrap, x.name, x.prefix);
     tb_position got;
