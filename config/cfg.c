@@ -603,6 +603,13 @@ tb_code cfg_validate(const cfg *c, tb_error *err)
                             "%ssource.password.file: set either source.password or source.password.file, not both",
                             cfg_where(c, "source.password.file", w, sizeof(w)));
 
+    const char *ssl = cfg_get_str(c, "source.ssl.mode");
+    if (ssl && strncmp(ssl, "verify_", 7) == 0 && !cfg_is_set(c, "source.ssl.ca") && !cfg_is_set(c, "source.ssl.capath"))
+        return tb_error_set(err, TB_ERR_CONFIG, false,
+                            "%ssource.ssl.mode=%s needs source.ssl.ca (a CA file) or source.ssl.capath to verify the "
+                            "server certificate against",
+                            cfg_where(c, "source.ssl.mode", w, sizeof(w)), ssl);
+
     unsigned mode;
     if (!cfg_file_mode(c, &mode))
         return tb_error_set(err, TB_ERR_CONFIG, false,

@@ -348,6 +348,29 @@ Test(cfg, secrets_masked_in_dump)
     cfg_free(c);
 }
 
+Test(cfg, ssl_verify_modes_need_a_ca)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    cr_assert_eq(cfg_set(c, "sink", "stdout", "t", &err), TB_OK);
+    cr_assert_eq(cfg_set(c, "offsets.storage", "file", "t", &err), TB_OK);
+    cr_assert_eq(cfg_set(c, "source.ssl.mode", "verify_identity", "f:3", &err), TB_OK);
+    cr_assert_eq(cfg_validate(c, &err), TB_ERR_CONFIG);
+    cr_assert_str_eq(err.msg, "f:3: source.ssl.mode=verify_identity needs source.ssl.ca (a CA file) or "
+                              "source.ssl.capath to verify the server certificate against");
+    cr_assert_eq(cfg_set(c, "source.ssl.capath", "/etc/ssl/certs", "t", &err), TB_OK);
+    cr_assert_eq(cfg_validate(c, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(cfg_set(c, "source.ssl.mode", "required", "t", &err), TB_OK);
+    cfg_free(c);
+    c = cfg_new();
+    cr_assert_eq(cfg_set(c, "sink", "stdout", "t", &err), TB_OK);
+    cr_assert_eq(cfg_set(c, "offsets.storage", "file", "t", &err), TB_OK);
+    cr_assert_eq(cfg_set(c, "source.ssl.mode", "required", "t", &err), TB_OK);
+    cr_assert_eq(cfg_validate(c, &err), TB_OK, "required checks no certificate: %s", err.msg);
+    cr_assert_eq(cfg_set(c, "source.ssl.mode", "nope", "t", &err), TB_ERR_CONFIG);
+    cfg_free(c);
+}
+
 Test(cfg, secret_from_file)
 {
     cfg *c = cfg_new();
