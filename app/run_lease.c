@@ -10,6 +10,7 @@
  * committing anything more. run_lease_release() comes after the sink is
  * closed, so a standby never starts while this instance still produces.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "app.h"
@@ -68,9 +69,27 @@ tb_code run_lease_acquire(run_ctx *r, tb_error *err)
 
 tb_code run_lease_check_slow(run_ctx *r, tb_error *err)
 {
-    tb_code rc = ksink_lease_check(r->lease, err);
+    tb_code rc;
+    bool said = false;
+    /* Unconfirmed (Kafka unreachable, a rebalance): wait, producing nothing,
+     * until it is confirmed or lost; a stop request ends the wait. */
+    while ((rc = ksink_lease_check(r->lease, err)) != TB_OK && err->retriable && !app_stop_requested) {
+        if (!said)
+            TB_WARN("lease", "%s", err->msg);
+        said = true;
+        run_write_status(r, "streaming", NULL, false);
+    }
+    if (rc == TB_OK && said)
+        TB_INFO("lease", "%s: the lease is confirmed; producing again", cfg_get_str(r->cfg, "name"));
     if (rc != TB_OK && !r->lease_lost) {
         r->lease_lost = true;
+        if (err->retriable) {
+            char why[TB_ERROR_MSG_MAX];
+            snprintf(why, sizeof why, "%s", err->msg);
+            rc = tb_error_set(err, TB_ERR_STATE, false,
+                              "stopped while the lease was not confirmed (%s); nothing more was produced or committed",
+                              why);
+        }
         TB_ERROR("lease", "%s", err->msg);
     }
     return rc;

@@ -28,13 +28,20 @@ struct ksink_lease {
     int64_t session_ms, heartbeat_ms;
     bool assigned;           /* partition 0 is ours (set by the rebalance callback) */
     bool held;               /* assigned at least once */
-    bool lost;               /* revoked or lost after being held */
+    bool lost;               /* another instance holds it now: stop for good */
+    bool suspect;            /* the group protocol revoked or lost the partition, or no renewal for
+                                S - 2H: produce nothing until it is held again with no other holder
+                                in between (see ksink_lease_check) */
+    bool started;            /* the first renewal as holder succeeded */
     char lost_why[200];
     int64_t confirmed_ms;    /* monotonic send time of the newest successful renewal */
     int64_t renew_sent_ms;   /* monotonic send time of the newest renewal */
     /* Renewals are answered in the order they were sent (one coordinator
      * connection): the k-th answer is for sent_at[k % LEASE_RING]. */
     int64_t sent_at[LEASE_RING];
+    int64_t sent_val[LEASE_RING]; /* the offset each renewal committed */
+    int64_t last_val;        /* the offset of the newest successful renewal: the group's committed
+                                offset while no other instance renewed since */
     uint64_t sent_n, done_n;
     rd_kafka_resp_err_t renew_err; /* answer to the newest answered renewal */
     int64_t last_poll_ms;
@@ -87,7 +94,7 @@ static void lease_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_t
         return;
     }
     if (ours && l->held && !l->lost) {
-        l->lost = true;
+        l->suspect = true;
         snprintf(l->lost_why, sizeof l->lost_why, "%s",
                  rd_kafka_assignment_lost(rk) ? "the group session was lost (no heartbeat within session.timeout.ms)"
                                               : "the partition was revoked in a rebalance");
@@ -111,10 +118,12 @@ static void lease_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_topi
     ksink_lease *l = opaque;
     if (l->done_n == l->sent_n)
         return; /* not a renewal (the final commit of a close) */
-    int64_t t = l->sent_at[l->done_n++ % LEASE_RING];
+    size_t k = l->done_n++ % LEASE_RING;
     l->renew_err = e;
-    if (e == RD_KAFKA_RESP_ERR_NO_ERROR && t > l->confirmed_ms)
-        l->confirmed_ms = t;
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR && l->sent_at[k] >= l->confirmed_ms) {
+        l->confirmed_ms = l->sent_at[k];
+        l->last_val = l->sent_val[k];
+    }
 }
 
 /* ------------------------------------------------------------ open */
@@ -270,8 +279,10 @@ static ksink_lease_state lease_state(const ksink_lease *l)
 {
     if (l->lost)
         return KSINK_LEASE_LOST;
-    return l->assigned ? KSINK_LEASE_HELD : KSINK_LEASE_WAITING;
+    return l->assigned && (l->started || !l->rk) ? KSINK_LEASE_HELD : KSINK_LEASE_WAITING;
 }
+
+static void lease_renew(ksink_lease *l, int64_t now);
 
 tb_code ksink_lease_poll(ksink_lease *l, int timeout_ms, ksink_lease_state *state, tb_error *err)
 {
@@ -295,6 +306,15 @@ tb_code ksink_lease_poll(ksink_lease *l, int timeout_ms, ksink_lease_state *stat
         return TB_OK;
     }
     tb_code rc = lease_serve(l, timeout_ms, err);
+    /* A new holder's first act is a renewal (its committed offset), before
+     * anything is produced: an earlier holder that lost contact can then
+     * tell whether someone else held the lease meanwhile. */
+    if (rc == TB_OK && l->assigned && !l->started) {
+        if (l->confirmed_ms > 0 && l->last_val > 0)
+            l->started = true;
+        else if (lease_now_ms() - l->renew_sent_ms >= l->heartbeat_ms)
+            lease_renew(l, lease_now_ms());
+    }
     *state = lease_state(l);
     return rc;
 }
@@ -398,64 +418,96 @@ static void lease_renew(ksink_lease *l, int64_t now)
     rd_kafka_topic_partition_list_t *o = rd_kafka_topic_partition_list_new(1);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    rd_kafka_topic_partition_list_add(o, l->topic, 0)->offset = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t val = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    if (val <= l->last_val)
+        val = l->last_val + 1;
+    rd_kafka_topic_partition_list_add(o, l->topic, 0)->offset = val;
     l->renew_sent_ms = now;
-    if (rd_kafka_commit(l->rk, o, 1) == RD_KAFKA_RESP_ERR_NO_ERROR)
+    if (rd_kafka_commit(l->rk, o, 1) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        l->sent_val[l->sent_n % LEASE_RING] = val;
         l->sent_at[l->sent_n++ % LEASE_RING] = now;
+    }
     rd_kafka_topic_partition_list_destroy(o);
 }
 
-static tb_code lease_lost_error(ksink_lease *l, tb_error *err)
+/* The group's committed offset of partition 0: the newest renewal of any
+ * holder. -1 when it cannot be read now. */
+static int64_t lease_committed(ksink_lease *l)
 {
-    return tb_error_set(err, TB_ERR_STATE, false,
-                        "lost the lease of group %s: %s; stopped producing (another instance may be active now). "
-                        "Restart this one to stand by",
-                        l->group, l->lost_why);
+    rd_kafka_topic_partition_list_t *o = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(o, l->topic, 0);
+    int64_t v = -1;
+    if (rd_kafka_committed(l->rk, o, (int)l->heartbeat_ms) == RD_KAFKA_RESP_ERR_NO_ERROR && !o->elems[0].err)
+        v = o->elems[0].offset;
+    rd_kafka_topic_partition_list_destroy(o);
+    return v;
+}
+
+/* Expired or suspect: wait up to 2H for the lease to be confirmed (TB_OK),
+ * for another holder to show (lost), or give up for now (TB_ERR_STATE,
+ * retriable: call again). */
+static tb_code lease_confirm(ksink_lease *l, tb_error *err)
+{
+    int64_t asked = lease_now_ms(), deadline = asked + 2 * l->heartbeat_ms, read_ms = 0;
+    while (!l->lost && lease_now_ms() < deadline) {
+        if (!l->suspect && l->assigned) {
+            if (l->confirmed_ms >= asked)
+                return TB_OK;
+            if (l->sent_n == l->done_n || lease_now_ms() - l->renew_sent_ms >= l->heartbeat_ms)
+                lease_renew(l, lease_now_ms());
+        } else if (lease_now_ms() - read_ms >= l->heartbeat_ms) {
+            /* No renewals now (they would overwrite what we look for): has
+             * another instance renewed since our last renewal? */
+            read_ms = lease_now_ms();
+            int64_t v = lease_committed(l);
+            if (v >= 0 && v != l->last_val) {
+                l->lost = true;
+                snprintf(l->lost_why + strlen(l->lost_why), sizeof l->lost_why - strlen(l->lost_why),
+                         "%sanother instance renewed it since", *l->lost_why ? "; " : "");
+                break;
+            }
+            if (v == l->last_val && l->assigned) {
+                TB_INFO("lease", "group %s: the partition is ours again and nobody held it meanwhile", l->group);
+                l->suspect = false;
+                l->lost_why[0] = '\0';
+                continue;
+            }
+        }
+        tb_code rc = lease_serve(l, 50, err);
+        if (rc != TB_OK)
+            return rc;
+    }
+    if (l->lost)
+        return tb_error_set(err, TB_ERR_STATE, false,
+                            "lost the lease of group %s: %s; stopped producing (another instance is active now). "
+                            "Restart this one to stand by",
+                            l->group, l->lost_why);
+    return tb_error_set(err, TB_ERR_STATE, true,
+                        "lease of group %s not confirmed for %lld ms (%s): producing nothing until the group "
+                        "coordinator answers",
+                        l->group, (long long)(lease_now_ms() - l->confirmed_ms),
+                        *l->lost_why ? l->lost_why : "no answer from the group coordinator");
 }
 
 tb_code ksink_lease_check(ksink_lease *l, tb_error *err)
 {
     if (!l->rk)
         return TB_OK; /* a flock is held until the process ends */
-    if (l->lost)
-        return lease_lost_error(l, err);
     int64_t now = lease_now_ms();
-    if (now - l->last_poll_ms >= LEASE_POLL_EVERY_MS) {
+    if (!l->lost && now - l->last_poll_ms >= LEASE_POLL_EVERY_MS) {
         tb_code rc = lease_serve(l, 0, err);
         if (rc != TB_OK)
             return rc;
-        if (l->lost)
-            return lease_lost_error(l, err);
-        if (now - l->renew_sent_ms >= l->heartbeat_ms)
+        if (!l->suspect && now - l->renew_sent_ms >= l->heartbeat_ms)
             lease_renew(l, now);
     }
-    int64_t expiry = l->confirmed_ms + l->session_ms - 2 * l->heartbeat_ms;
-    if (now < expiry)
+    if (!l->lost && !l->suspect && now < l->confirmed_ms + l->session_ms - 2 * l->heartbeat_ms)
         return TB_OK;
-    /* No renewal for S - 2H (a pause, a partition, a blocked loop): nothing
-     * more is produced until the coordinator confirms the membership. */
-    int64_t asked = lease_now_ms(), deadline = asked + 2 * l->heartbeat_ms;
-    TB_WARN("lease", "group %s: no renewal for %lld ms; asking the coordinator before producing more", l->group,
-            (long long)(asked - l->confirmed_ms));
-    lease_renew(l, asked);
-    uint64_t ours = l->sent_n; /* answered once done_n reaches it */
-    while (!l->lost && l->confirmed_ms < asked && lease_now_ms() < deadline) {
-        tb_code rc = lease_serve(l, 50, err);
-        if (rc != TB_OK)
-            return rc;
-        if (l->done_n >= ours && l->confirmed_ms < asked)
-            break; /* refused: not a member of the current generation */
-    }
-    if (l->confirmed_ms >= asked && !l->lost) {
-        TB_INFO("lease", "group %s: membership confirmed; producing again", l->group);
-        return TB_OK;
-    }
-    if (!l->lost) {
-        l->lost = true;
-        snprintf(l->lost_why, sizeof l->lost_why, "no renewal for %lld ms (%s)", (long long)(lease_now_ms() - l->confirmed_ms),
-                 l->renew_err ? rd_kafka_err2name(l->renew_err) : "no answer from the group coordinator");
-    }
-    return lease_lost_error(l, err);
+    /* No renewal for S - 2H (a pause, a partition, a blocked loop), or the
+     * group protocol took the partition: nothing more is produced until the
+     * coordinator confirms the membership, or the partition comes back with
+     * no other holder in between. */
+    return lease_confirm(l, err);
 }
 
 /* ------------------------------------------------------------ close */
@@ -465,8 +517,14 @@ void ksink_lease_close(ksink_lease *l)
     if (!l)
         return;
     if (l->rk) {
-        rd_kafka_consumer_close(l->rk); /* LeaveGroup: a standby takes over at once */
-        rd_kafka_destroy(l->rk);
+        if (l->lost || l->suspect) {
+            /* not the holder: nothing to hand over, and a close in the middle
+             * of a rejoin can wait for it indefinitely */
+            rd_kafka_destroy_flags(l->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+        } else {
+            rd_kafka_consumer_close(l->rk); /* LeaveGroup: a standby takes over at once */
+            rd_kafka_destroy(l->rk);
+        }
     }
     if (l->fd >= 0) {
         if (l->held && ftruncate(l->fd, 0) != 0)

@@ -11,6 +11,8 @@
  *   e2e_status_gtid(path, out)     the committed GTID set in a status file
  *   e2e_count_changes(...)         read_committed consumer: change events and duplicates by
  *                                  source position
+ *   e2e_free_port()                a TCP port on 127.0.0.1 that was free a moment ago
+ *   e2e_http_get(port, path, body) GET over HTTP/1.0: the status code, the body
  *
  * Forked helpers (workload) never call Criterion: they _exit().
  */
@@ -26,6 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <librdkafka/rdkafka.h>
@@ -346,6 +352,54 @@ static inline e2e_counts e2e_count_changes(const char *brokers, const char *cons
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
     return c;
+}
+
+/* A TCP port on 127.0.0.1 that was free a moment ago. */
+static inline unsigned e2e_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof a;
+    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &l) == 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* GET http://127.0.0.1:port<path> (HTTP/1.0): the status code (0 when the
+ * connection fails), the body into body. */
+static inline int e2e_http_get(unsigned port, const char *path, tb_buf *body)
+{
+    tb_buf_reset(body);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    char req[512];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+    cr_assert_eq(write(fd, req, (size_t)n), n);
+    tb_buf raw;
+    tb_buf_init(&raw, 0);
+    char chunk[8192];
+    ssize_t got;
+    while ((got = read(fd, chunk, sizeof chunk)) > 0)
+        tb_buf_append(&raw, chunk, (size_t)got);
+    close(fd);
+    tb_buf_putc(&raw, '\0');
+    int status = 0;
+    const char *s = raw.data;
+    const char *sep = s ? strstr(s, "\r\n\r\n") : NULL;
+    if (s && sscanf(s, "HTTP/1.%*d %d", &status) == 1 && sep)
+        tb_buf_puts(body, sep + 4);
+    tb_buf_free(&raw);
+    tb_buf_putc(body, '\0');
+    body->len--;
+    return status;
 }
 
 #endif

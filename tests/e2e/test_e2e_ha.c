@@ -14,8 +14,8 @@
  *     sequence numbers, in topic order);
  *   - `tributary cache --until-caught-up` rebuilt from the topics equals the
  *     source tables.
- * Scenarios: two instances, only one streams, and a graceful stop hands
- * over; SIGKILL of the active during the workload with exactly_once=true;
+ * Scenarios: two instances, only one streams (the standby says so in its
+ * status file, its log and its /health), and a graceful stop hands over; SIGKILL of the active during the workload with exactly_once=true;
  * SIGSTOP of the active beyond the session timeout, then SIGCONT (it must
  * stop, never write); three instances, the active killed twice.
  */
@@ -374,8 +374,17 @@ Test(ha, two_instances_only_one_streams, .timeout = 300, .fini = e2e_kill_childr
     ha_setup(&h, "two", false);
     ha_start(&h, 0);
     ha_wait_state(&h, 0, "streaming", 60000);
-    ha_start(&h, 1);
+    unsigned port = e2e_free_port();
+    char listen[64];
+    snprintf(listen, sizeof listen, "metrics.listen=127.0.0.1:%u", port);
+    ha_start_with(&h, 1, listen);
     ha_wait_state(&h, 1, "standby", 60000);
+    /* the health endpoint says standby too (healthy, not active: 503) */
+    tb_buf body;
+    tb_buf_init(&body, 0);
+    int hs = e2e_http_get(port, "/health", &body);
+    cr_assert_eq(hs, 503, "/health of the standby: %d %s", hs, tb_buf_cstr(&body));
+    cr_assert(strstr(tb_buf_cstr(&body), "standby"), "/health of the standby: %s", tb_buf_cstr(&body));
     char line[200];
     snprintf(line, sizeof line, "standby: %s is active on ", h.db);
     long long deadline = tb_itest_now_ms() + 20000;
@@ -397,6 +406,12 @@ Test(ha, two_instances_only_one_streams, .timeout = 300, .fini = e2e_kill_childr
     ha_stop(&h, 0);
     ha_wait_state(&h, 1, "streaming", 15000 - (tb_itest_now_ms() - t0));
     fprintf(stderr, "ha[two]: handed over %lld ms after SIGTERM\n", tb_itest_now_ms() - t0);
+    deadline = tb_itest_now_ms() + 10000;
+    while ((hs = e2e_http_get(port, "/health", &body)) != 200) {
+        cr_assert(tb_itest_now_ms() < deadline, "/health after the takeover: %d %s", hs, tb_buf_cstr(&body));
+        usleep(100000);
+    }
+    tb_buf_free(&body);
     ha_workload(&h, 10);
     ha_wait_caught_up(&h, 1);
     ha_stop(&h, 1);

@@ -207,63 +207,11 @@ Test(e2e_health, second_signal_leaves_failed, .timeout = 300, .fini = e2e_kill_c
 
 /* ------------------------------------------------------------ metrics.listen */
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
-/* A TCP port on 127.0.0.1 that was free a moment ago. */
-static unsigned free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t l = sizeof a;
-    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &l) == 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-/* GET http://127.0.0.1:port<path> (HTTP/1.0): the status code (0 when the
- * connection fails), the body into body. */
-static int http_get(unsigned port, const char *path, tb_buf *body)
-{
-    tb_buf_reset(body);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    struct timeval tv = {10, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        if (fd >= 0)
-            close(fd);
-        return 0;
-    }
-    char req[512];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-    cr_assert_eq(write(fd, req, (size_t)n), n);
-    tb_buf raw;
-    tb_buf_init(&raw, 0);
-    char chunk[8192];
-    ssize_t got;
-    while ((got = read(fd, chunk, sizeof chunk)) > 0)
-        tb_buf_append(&raw, chunk, (size_t)got);
-    close(fd);
-    tb_buf_putc(&raw, '\0');
-    int status = 0;
-    const char *s = raw.data;
-    const char *sep = s ? strstr(s, "\r\n\r\n") : NULL;
-    if (s && sscanf(s, "HTTP/1.%*d %d", &status) == 1 && sep)
-        tb_buf_puts(body, sep + 4);
-    tb_buf_free(&raw);
-    tb_buf_putc(body, '\0');
-    body->len--;
-    return status;
-}
-
 static void wait_health(unsigned port, int want, long long ms, const char *what, tb_buf *body)
 {
     long long deadline = tb_itest_now_ms() + ms;
     int st;
-    while ((st = http_get(port, "/health", body)) != want) {
+    while ((st = e2e_http_get(port, "/health", body)) != want) {
         cr_assert(tb_itest_now_ms() < deadline, "%s: /health is %d, want %d after %lld ms: %s", what, st, want, ms,
                   tb_buf_cstr(body));
         usleep(200000);
@@ -304,7 +252,7 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = e2e_kill
 {
     hctx h;
     setup(&h, "e2ehm");
-    unsigned port = free_port();
+    unsigned port = e2e_free_port();
     FILE *f = fopen(h.cfgp, "a");
     cr_assert_not_null(f);
     fprintf(f, "metrics.listen=127.0.0.1:%u\nkafka.statistics.interval.ms=1000\n", port);
@@ -327,7 +275,7 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = e2e_kill
     snprintf(pr, sizeof pr, "tributary_snapshot_rows_total{connector=\"%s\",table=\"%s.t\"}", h.db, h.db);
     long long deadline = tb_itest_now_ms() + 60000;
     for (;;) {
-        cr_assert_eq(http_get(port, "/metrics", &body), 200);
+        cr_assert_eq(e2e_http_get(port, "/metrics", &body), 200);
         const char *t = tb_buf_cstr(&body);
         if (sample_value(t, pc) == 50 && sample_value(t, pu) == 12 && sample_value(t, pd) == 10)
             break;
@@ -340,7 +288,7 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = e2e_kill
     char mfile[400], cmd[900];
     snprintf(mfile, sizeof mfile, "%s/metrics.txt", h.dir);
     for (;;) { /* wait for librdkafka's statistics (every second) */
-        cr_assert_eq(http_get(port, "/metrics", &body), 200);
+        cr_assert_eq(e2e_http_get(port, "/metrics", &body), 200);
         if (sample_value(tb_buf_cstr(&body), "tributary_kafka_broker_up{") >= 0)
             break;
         cr_assert(tb_itest_now_ms() < deadline, "no tributary_kafka_* series:\n%s", tb_buf_cstr(&body));
@@ -355,7 +303,7 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = e2e_kill
     cr_assert_eq(sample_value(tb_buf_cstr(&body), "tributary_source_connected{"), 1);
 
     /* a real Prometheus server scrapes the connector every second */
-    unsigned pport = free_port();
+    unsigned pport = e2e_free_port();
     char pcfg[400], pdata[400], plog[400], listen[64];
     snprintf(pcfg, sizeof pcfg, "%s/prometheus.yml", h.dir);
     snprintf(pdata, sizeof pdata, "%s/prometheus-data", h.dir);
@@ -377,7 +325,7 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = e2e_kill
              h.db);
     deadline = tb_itest_now_ms() + 90000;
     for (;;) {
-        int st = http_get(pport, q, &body);
+        int st = e2e_http_get(pport, q, &body);
         const char *t = tb_buf_cstr(&body);
         if (st == 200 && strstr(t, "\"status\":\"success\"") && strstr(t, "\"50\"]"))
             break;
@@ -390,7 +338,7 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = e2e_kill
     cr_assert_geq(e2e_wait(prom, 30000), -1);
 
     /* tributary cache serves its own metrics: caught up, messages applied */
-    unsigned cport = free_port();
+    unsigned cport = e2e_free_port();
     char cset[64], clog[400];
     snprintf(cset, sizeof cset, "metrics.listen=127.0.0.1:%u", cport);
     snprintf(clog, sizeof clog, "%s/cache.log", h.dir);
@@ -400,7 +348,7 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = e2e_kill
     char cprefix[200];
     snprintf(cprefix, sizeof cprefix, "tributary_cache_caught_up{connector=\"%s\"}", h.db);
     for (;;) {
-        int st = http_get(cport, "/metrics", &body);
+        int st = e2e_http_get(cport, "/metrics", &body);
         if (st == 200 && sample_value(tb_buf_cstr(&body), cprefix) == 1)
             break;
         cr_assert_eq(e2e_wait(cpid, 0), -2, "tributary cache stopped; see %s", clog);
@@ -414,7 +362,7 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = e2e_kill
     fwrite(body.data, 1, body.len, f);
     fclose(f);
     cr_assert_eq(system(cmd), 0, "promtool check metrics failed on:\n%s", tb_buf_cstr(&body));
-    cr_assert_eq(http_get(cport, "/health", &body), 200, "%s", tb_buf_cstr(&body));
+    cr_assert_eq(e2e_http_get(cport, "/health", &body), 200, "%s", tb_buf_cstr(&body));
     kill(cpid, SIGTERM);
     cr_assert_eq(e2e_wait(cpid, 30000), 0, "see %s", clog);
     e2e_assert_clean_log(clog);
@@ -427,20 +375,20 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = e2e_kill
     fprintf(stderr, "e2e_health: /health 503 %lld ms after MariaDB stopped: %s", tb_itest_now_ms() - t0,
             tb_buf_cstr(&body));
     cr_assert(strstr(tb_buf_cstr(&body), "\"reason\":\"source down since "), "%s", tb_buf_cstr(&body));
-    cr_assert_eq(http_get(port, "/metrics", &body), 200);
+    cr_assert_eq(e2e_http_get(port, "/metrics", &body), 200);
     cr_assert_eq(sample_value(tb_buf_cstr(&body), "tributary_source_connected{"), 0, "%s", tb_buf_cstr(&body));
     tb_itest_testenv("start-mysql");
     t0 = tb_itest_now_ms();
     wait_health(port, 200, 60000, "source back", &body);
     fprintf(stderr, "e2e_health: /health 200 %lld ms after MariaDB started\n", tb_itest_now_ms() - t0);
-    cr_assert_eq(http_get(port, "/metrics", &body), 200);
+    cr_assert_eq(e2e_http_get(port, "/metrics", &body), 200);
     cr_assert_eq(sample_value(tb_buf_cstr(&body), "tributary_source_connected{"), 1);
     cr_assert_geq(sample_value(tb_buf_cstr(&body), "tributary_source_reconnects_total{"), 1);
-    cr_assert_eq(http_get(port, "/nope", &body), 404);
+    cr_assert_eq(e2e_http_get(port, "/nope", &body), 404);
 
     kill(h.pid, SIGTERM);
     cr_assert_eq(e2e_wait(h.pid, 30000), 0, "see %s", h.log);
-    cr_assert_eq(http_get(port, "/health", &body), 0, "the endpoint is gone after exit");
+    cr_assert_eq(e2e_http_get(port, "/health", &body), 0, "the endpoint is gone after exit");
     e2e_assert_clean_log(h.log);
     tb_buf_free(&body);
     h.m = NULL;
