@@ -276,6 +276,9 @@ static void set_decoder(cache_col *c, const cx_kind *k)
 {
     c->dz = k->dz;
     c->dz_arg = k->arg;
+    /* a temporal's fsp the Connect schema lacks: the schema record's, when the table has one */
+    if (k->dz >= DZ_TIME_MS && k->dz <= DZ_TS_NS && k->arg < 0 && c->scale >= 0 && c->scale <= 6)
+        c->dz_arg = (int8_t)c->scale;
     /* a BIGINT UNSIGNED column (typed from a schema record) given as int64: undo the wrap */
     if (c->cls == CC_UINT64 && k->dz == DZ_NONE && (k->cls == CC_INT))
         c->dz = DZ_U64;
