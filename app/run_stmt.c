@@ -304,6 +304,34 @@ static tb_code stmt_truncate_fail(const binlog_stmt *st, const binlog_stmt_table
 
 /* ------------------------------------------------------------ ALTER */
 
+static tb_code count_row(void *opaque, char **col, unsigned long *len, unsigned ncols, tb_error *err)
+{
+    (void)col, (void)len, (void)ncols, (void)err;
+    (*(int *)opaque)++;
+    return TB_OK;
+}
+
+/* True when the catalog has no table db.table now (renamed or dropped again
+ * since the statement being read). */
+static bool table_gone(run_ctx *r, const binlog_stmt_table *t)
+{
+    MYSQL *my = NULL;
+    bool mariadb = false;
+    int n = -1;
+    tb_error e;
+    tb_error_clear(&e);
+    const char *params[] = {t->db, t->table};
+    if (snap_sql_connect(r->cfg, &my, &mariadb, &e) == TB_OK) {
+        n = 0;
+        if (snap_sql_query(my, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+                           params, 2, count_row, &n, &e) != TB_OK)
+            n = -1;
+    }
+    if (my)
+        mysql_close(my);
+    return n == 0;
+}
+
 /* ddl.alter.policy=resnapshot: signal an incremental snapshot of the table
  * (a row in the signalling table, seen in the binlog after the ALTER), so
  * the topic gets every row with the values the ALTER gave it. */
@@ -316,7 +344,7 @@ static tb_code stmt_resnapshot(run_ctx *r, const binlog_stmt *st, const binlog_s
     tb_code rc = tb_buf_printf(&name, "%s.%s", t->db, t->table);
     if (rc != TB_OK)
         rc = tb_error_set(err, rc, false, "out of memory");
-    else if ((rc = snap_inc_signal(r->cfg, tb_buf_cstr(&name), err)) == TB_ERR_NOT_FOUND) {
+    else if ((rc = snap_inc_signal(r->cfg, tb_buf_cstr(&name), err)) != TB_OK && table_gone(r, t)) {
         /* gone since (renamed or dropped further on in the binlog): the
          * statement that took it away is handled when it is read */
         TB_INFO("run", "%s: %s at %s: the table no longer exists under this name (%s); nothing to send again",
