@@ -22,10 +22,14 @@
  * cannot evict it before about T0 - H + S (its last heartbeat is at most H
  * older than a working commit), and a standby starts only after that
  * eviction and a rebalance. So the holder treats the lease as expired at
- * T0 + S - 2H: from then on ksink_lease_check() produces nothing until a
- * new renewal succeeds (it waits at most 2H for one) and otherwise reports
- * the lease lost. A revocation or lost assignment from the group protocol
- * (librdkafka's own session-timeout check included) is lost at once.
+ * T0 + S - 2H. From then on, and when the group protocol revokes the
+ * partition or reports the assignment lost (librdkafka's own session check
+ * included), ksink_lease_check() lets nothing be produced until a renewal
+ * succeeds, or the group's committed offset says who held the lease
+ * meanwhile: every holder renews once before it produces anything (the
+ * lease is HELD only after that), so while the committed offset is still
+ * this instance's own last renewal nobody else held it (and the partition
+ * coming back means: go on), and once it differs the lease is lost.
  * A paused process (SIGSTOP, a frozen VM) resumes past that deadline, so
  * its first check asks the coordinator before anything else is produced.
  *
@@ -75,9 +79,10 @@ const char *ksink_lease_self(const ksink_lease *l);
 
 /* The holder's check before it produces or commits: TB_OK while the lease
  * is held and renewed (cheap: a clock read, a non-blocking poll every
- * 100 ms, a renewal every H); when the last renewal is older than S - 2H it
- * waits up to 2H for a new one. Otherwise TB_ERR_STATE naming why (revoked,
- * session lost, no renewal since N ms), and from then on always that. */
+ * 100 ms, a renewal every H). Unconfirmed (see above): it waits up to 2H,
+ * then TB_ERR_STATE with retriable=true (call again; produce nothing
+ * meanwhile). Lost: TB_ERR_STATE, not retriable, naming why, and from then
+ * on always that. */
 tb_code ksink_lease_check(ksink_lease *l, tb_error *err);
 
 /* Session timeout and heartbeat interval in use (ms; 0 with the file lease). */
