@@ -107,6 +107,10 @@ bool evt_table_names_known(const evt_table *t);
 /* Same columns (names, types, key) ignoring version: used to decide whether a
  * new schema version must be announced. */
 bool evt_table_same_shape(const evt_table *a, const evt_table *b);
+/* Same columns as a consumer types them: names, types, signedness and key
+ * (not lengths, charsets, labels or declared text, which a snapshot's and a
+ * binlog's descriptor of one table version give differently). */
+bool evt_table_same_columns(const evt_table *a, const evt_table *b);
 
 /* --------------------------------------------------------------- values */
 

@@ -456,7 +456,9 @@ static tb_code ksink_prepare_table(ksink *ks, evt_table *t, ksink_table **out, t
             return tb_error_set(err, TB_ERR_NOMEM, false, "topic %s: out of memory", ks->scratch.data);
         evt_codec_warn_lossy(&ks->copts, t); /* once per table and run */
     }
-    if (!te->announced || te->version != evt_table_version(t) || !te->last || !evt_table_same_shape(te->last, t))
+    /* A new version, or other columns: not the same version described by another reader (the
+     * snapshot's descriptor, then the binlog's, differ in lengths and declared types). */
+    if (!te->announced || te->version != evt_table_version(t) || !te->last || !evt_table_same_columns(te->last, t))
         if ((rc = ksink_announce(ks, te, t, err)) != TB_OK)
             return rc;
     evt_table_unref(te->last);

@@ -191,6 +191,42 @@ Test(mock, schema_once_per_version)
     mock_down(&m);
 }
 
+/* The snapshot's descriptor, then the binlog's of the same version (other lengths, charset and
+ * declared type): one schema record, not two with different contents. */
+Test(mock, schema_not_rewritten_by_another_descriptor)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    ksink *ks = mock_open(c);
+    evt_table *snap = kt_table("orders", 1);
+    evt_table *bin = evt_table_new("shop", "orders", 3);
+    cr_assert_eq(evt_table_set_column(bin, 0, "id", EVT_T_BIGINT, NULL, false, false), TB_OK);
+    cr_assert_eq(evt_table_set_column(bin, 1, "name", EVT_T_VARCHAR, NULL, true, false), TB_OK);
+    cr_assert_eq(evt_table_set_column_details(bin, 1, 256, 0, 0, "utf8mb4"), TB_OK);
+    cr_assert_eq(evt_table_set_column(bin, 2, "note", EVT_T_TEXT, NULL, true, false), TB_OK);
+    size_t pk = 0;
+    cr_assert_eq(evt_table_set_pk(bin, &pk, 1), TB_OK);
+    evt_table_set_version(bin, 1);
+    evt_table_seal(bin);
+    for (int i = 0; i < 2; i++) {
+        evt_event *e = kt_event(i ? bin : snap, EVT_OP_CREATE, 0, i, "x", NULL, 0, 10);
+        kt_send_tx(ks, e, 10 + (uint64_t)i);
+        evt_event_free(e);
+    }
+    flush_ok(ks);
+    char st[300];
+    snprintf(st, sizeof st, "%s.schema", m.prefix);
+    kt_msgs ms = kt_read_topic(m.bootstrap, st, 1);
+    cr_assert_eq(ms.n, 1, "schema records: %zu", ms.n);
+    kt_msgs_free(&ms);
+    evt_table_unref(snap);
+    evt_table_unref(bin);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
 Test(mock, position_waits_for_acks)
 {
     mockenv m;
