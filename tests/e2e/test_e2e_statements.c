@@ -552,3 +552,49 @@ Test(e2e_statements, rename, .timeout = 240, .fini = e2e_kill_children)
     mysql_close(m);
     e2e_rmtree(r.dir);
 }
+
+/* kill -9 of the connector just after it handled an ALTER TABLE ... ADD
+ * COLUMN ... DEFAULT (resnapshot signalled), more writes, a restart: the
+ * topic as a KTable and the cache equal the source. */
+Test(e2e_statements, alter_kill9, .timeout = 240, .fini = e2e_kill_children)
+{
+    st_run r;
+    st_setup(&r, "e2ealtk", NULL);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    e2e_sql(m, "CREATE TABLE %s.u (id INT PRIMARY KEY, v VARCHAR(20))", r.db);
+    for (int i = 1; i <= 50; i++)
+        e2e_sql(m, "INSERT INTO %s.u VALUES (%d, 'v%d')", r.db, i, i);
+    st_start(&r);
+    wait_caught_up(m, r.status, r.pid, r.log);
+    e2e_sql(m, "UPDATE %s.u SET v = 'before' WHERE id = 7", r.db);
+    e2e_sql(m, "ALTER TABLE %s.u ADD COLUMN w INT NOT NULL DEFAULT 42", r.db);
+    long long deadline = tb_itest_now_ms() + 30000;
+    while (st_log_count(&r, "incremental snapshot of it signalled") < 1) {
+        cr_assert(tb_itest_now_ms() < deadline, "ALTER not handled in 30 s; see %s", r.log);
+        usleep(2000);
+    }
+    kill(r.pid, SIGKILL);
+    cr_assert_eq(e2e_wait(r.pid, 10000), -1);
+    e2e_sql(m, "INSERT INTO %s.u VALUES (51, 'after', 1)", r.db);
+    e2e_sql(m, "UPDATE %s.u SET v = 'after' WHERE id = 8", r.db);
+    st_start(&r);
+    char done[160];
+    snprintf(done, sizeof done, "incremental snapshot of %s.u done: ", r.db);
+    deadline = tb_itest_now_ms() + 90000;
+    while (st_log_count(&r, done) < 1) {
+        cr_assert(tb_itest_now_ms() < deadline, "incremental snapshot not done in 90 s; see %s", r.log);
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+        usleep(50000);
+    }
+    wait_caught_up(m, r.status, r.pid, r.log);
+    kill(r.pid, SIGTERM);
+    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
+    e2e_assert_clean_log(r.log);
+    st_cache_build(&r);
+    const char *cols[] = {"id", "v", "w", NULL};
+    st_assert_equal(&r, m, "u", cols, "id, v, w");
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
