@@ -64,6 +64,9 @@ static tb_code sqlcap_db_header(sqlcap *c, tb_error *err)
         return tb_error_set(err, TB_ERR_CORRUPT, false, "%s: not an SQLite 3 database", c->path);
     uint32_t ps = sqlcap_be16(b + 16);
     c->pg.pgsz = ps == 1 ? 65536 : ps;
+    if (c->pg.pgsz < 512 || (c->pg.pgsz & (c->pg.pgsz - 1)) || c->pg.pgsz - b[20] < 480)
+        return tb_error_set(err, TB_ERR_CORRUPT, false, "%s: page size %u with %u reserved bytes is not valid",
+                            c->path, c->pg.pgsz, b[20]);
     c->pg.usable = c->pg.pgsz - b[20];
     /* 0: no schema yet (no table was ever created): SQLite sets the encoding
      * with the first table, whose frames the reader then decodes */
@@ -74,6 +77,16 @@ static tb_code sqlcap_db_header(sqlcap *c, tb_error *err)
         return tb_error_set(err, TB_ERR_UNSUPPORTED, false,
                             "%s: not in WAL mode (use source.sqlite.mode=trigger, or PRAGMA journal_mode=WAL)", c->path);
     c->npages = sqlcap_be32(b + 28);
+    /* a corrupt header must not size the page maps: the database holds at most
+     * the file's pages plus what its WAL can add (sqlcap_consume's bound) */
+    struct stat sb;
+    uint64_t limit = fstat(c->dbfd, &sb) == 0 ? (uint64_t)sb.st_size / c->pg.pgsz + 1 : 1;
+    char *wal = sqlcap_strcat3(c->path, "-wal");
+    if (wal && stat(wal, &sb) == 0)
+        limit += (uint64_t)sb.st_size / (c->pg.pgsz + 24) * (c->pg.usable / 4 + 1);
+    free(wal);
+    if (c->npages > limit)
+        c->npages = (uint32_t)(limit < UINT32_MAX ? limit : UINT32_MAX);
     return TB_OK;
 }
 

@@ -655,7 +655,7 @@ tb_code sqlcap_engine_txn(sqlcap_engine *e, const sqlcap_map *txn, uint32_t new_
     if (schema_touch) {
         if ((rc = sqlcap_schema_sig(&v1, &sig, &sovfl, err)) != TB_OK)
             goto out;
-        if (sig.len != e->sig.len || memcmp(sig.data, e->sig.data, sig.len) != 0) {
+        if (sig.len != e->sig.len || (sig.len && memcmp(sig.data, e->sig.data, sig.len) != 0)) {
             schema_changed = true;
             sovfl.n = 0;
             if ((rc = sqlcap_schema_load(&v1, &e->schema, e->dbname, &e->next_id, e->mem, &s1, &sovfl, err)) != TB_OK)

@@ -198,6 +198,18 @@ tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offline, bool
         }
         used += cached && !mf;
         if (f.commit) {
+            /* A database grows only by pages the transaction writes, pages it
+             * frees again as freelist leaves without writing them (at most U/4
+             * per freelist trunk page it writes) and the lock-byte page: a
+             * larger size is a corrupt frame, not a reason to size the page
+             * maps for billions of pages. */
+            uint64_t most = (uint64_t)c->npages + (uint64_t)(i - start) * (c->pg.usable / 4 + 1) + 1;
+            if ((uint64_t)f.commit > most) {
+                rc = tb_error_set(err, TB_ERR_CORRUPT, false,
+                                  "%s-wal: frame %u commits a database of %u pages, more than %u pages and %u frames "
+                                  "can make", c->path, i, f.commit, c->npages, i - start);
+                goto out;
+            }
             sqlcap_map clean = {0}; /* pages past the commit size are truncated away */
             for (size_t k = 0; k < txn.cap; k++)
                 if (txn.keys[k] && txn.keys[k] <= f.commit && sqlcap_map_put(&clean, txn.keys[k], txn.vals[k]) != TB_OK) {

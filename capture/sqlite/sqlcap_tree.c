@@ -482,7 +482,9 @@ static bool sqlcap_cellv_init(sqlcap_cellv *cv, const uint8_t *buf, uint32_t pgn
     cv->M = ((U - 12) * 32 / 255) - 23;
     cv->ptrs = h + (cv->type == 2 ? 12 : 8);
     unsigned cnt = sqlcap_be16(buf + h + 3);
-    if (cv->ptrs + 2 * (size_t)cnt > U)
+    /* a cell takes at least 4 bytes besides its pointer: more than U / 4 cells
+     * is a corrupt page, and the callers' arrays hold pgsz / 4 + 1 */
+    if (cv->ptrs + 2 * (size_t)cnt > U || cnt > U / 4)
         return false;
     for (unsigned c = 0; c < cnt; c++) {
         unsigned o = sqlcap_be16(buf + cv->ptrs + 2 * c);
