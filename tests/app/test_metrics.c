@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "app_metrics.h"
 
 static void promtool_ok(const char *text)
@@ -146,4 +148,66 @@ Test(app_metrics, start_is_off_by_default_and_refuses_a_host_name)
     cr_assert_not_null(m);
     app_metrics_stop(m);
     cfg_free(c);
+}
+
+/* Every "expr" string anywhere under j, appended to out with newlines. */
+static void collect_exprs(json_t *j, tb_buf *out)
+{
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(j, k, v)
+        {
+            if (strcmp(k, "expr") == 0 && json_is_string(v)) {
+                tb_buf_puts(out, json_string_value(v));
+                tb_buf_putc(out, '\n');
+            } else {
+                collect_exprs(v, out);
+            }
+        }
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v) collect_exprs(v, out);
+    }
+}
+
+Test(app_metrics, grafana_dashboard_queries_only_exported_series)
+{
+    json_error_t jerr;
+    json_t *dash = json_load_file(TB_SOURCE_DIR "/contrib/grafana/tributary.json", 0, &jerr);
+    cr_assert_not_null(dash, "contrib/grafana/tributary.json:%d: %s", jerr.line, jerr.text);
+    cr_assert(json_is_array(json_object_get(dash, "panels")) && json_array_size(json_object_get(dash, "panels")) >= 10);
+    /* what the connector exports: the families of a run and a cache registry */
+    tb_buf exported;
+    tb_buf_init(&exported, 0);
+    app_metrics *run = app_metrics_new("x", APP_METRICS_RUN), *cache = app_metrics_new("x", APP_METRICS_CACHE);
+    cr_assert_eq(app_metrics_render(run, &exported), TB_OK);
+    cr_assert_eq(app_metrics_render(cache, &exported), TB_OK);
+    tb_buf exprs;
+    tb_buf_init(&exprs, 0);
+    collect_exprs(dash, &exprs);
+    const char *s = tb_buf_cstr(&exprs);
+    size_t names = 0;
+    for (const char *p = strstr(s, "tributary_"); p; p = strstr(p, "tributary_")) {
+        size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789_");
+        char want[160];
+        snprintf(want, sizeof want, "# TYPE %.*s ", (int)n, p);
+        cr_assert_not_null(strstr(tb_buf_cstr(&exported), want), "the dashboard queries %.*s, which is not exported",
+                           (int)n, p);
+        names++;
+        p += n;
+    }
+    cr_assert_geq(names, 15, "%s", s);
+    /* the panels the dashboard promises */
+    const char *must[] = {"tributary_events_total", "tributary_lag_seconds", "tributary_source_connected",
+                          "tributary_snapshot_rows_total", "tributary_kafka_queue_messages",
+                          "tributary_cache_lag_messages"};
+    for (size_t i = 0; i < sizeof must / sizeof must[0]; i++)
+        cr_assert_not_null(strstr(s, must[i]), "no panel queries %s", must[i]);
+    tb_buf_free(&exprs);
+    tb_buf_free(&exported);
+    app_metrics_stop(run);
+    app_metrics_stop(cache);
+    json_decref(dash);
 }
