@@ -3,7 +3,7 @@ FROM debian:bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config librdkafka-dev libmariadb-dev libsqlite3-dev \
-      libjansson-dev libzstd-dev \
+      libjansson-dev libzstd-dev libmicrohttpd-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -13,11 +13,18 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTB_TESTS=OFF \
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      librdkafka1 libmariadb3 libsqlite3-0 libjansson4 libzstd1 ca-certificates \
+      librdkafka1 libmariadb3 libsqlite3-0 libjansson4 libzstd1 libmicrohttpd12 ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --home-dir /var/lib/tributary --create-home tributary
 COPY --from=build /build/app/tributary /usr/local/bin/tributary
 USER tributary
 WORKDIR /var/lib/tributary
+# /metrics and /health (docs/metrics.md) on every interface of the container; publish the port
+# only where a scraper needs it. `tributary status` (exit 0 healthy, 1 unhealthy, 3 not running)
+# is the alternative where no HTTP port is wanted.
+ENV TRIBUTARY_METRICS_LISTEN=0.0.0.0:9464
+EXPOSE 9464
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
+  CMD curl -fsS -o /dev/null http://127.0.0.1:9464/health || exit 1
 ENTRYPOINT ["/usr/local/bin/tributary"]
 CMD ["--help"]

@@ -85,3 +85,26 @@ Test(compose, sample_properties_validate)
     cr_assert_str_eq(cfg_get_str(c, "source.host"), "mysql");
     cfg_free(c);
 }
+
+Test(compose, tributary_has_a_health_check_and_bounded_restarts)
+{
+    compose_require_tool();
+    tb_buf out;
+    tb_buf_init(&out, 0);
+    int rc = compose_run("docker-compose -f '" COMPOSE_FILE "' config 2>&1", &out);
+    cr_assert_eq(rc, 0, "%s", out.data ? out.data : "");
+    const char *t = strstr(tb_buf_cstr(&out), "\n  tributary:");
+    cr_assert_not_null(t, "%s", tb_buf_cstr(&out));
+    cr_assert_not_null(strstr(t, "http://127.0.0.1:9464/health"), "no /health check:\n%s", t);
+    cr_assert_not_null(strstr(t, "restart: on-failure:5"), "restarts must be bounded (exit 2 repeats):\n%s", t);
+    cr_assert_not_null(strstr(t, "127.0.0.1:9464:9464"), "the port is published on the loopback only:\n%s", t);
+    tb_buf_free(&out);
+    /* the image's own health check asks /health too */
+    tb_buf df;
+    tb_buf_init(&df, 0);
+    rc = compose_run("cat '" TB_SOURCE_DIR "/Dockerfile'", &df);
+    cr_assert_eq(rc, 0);
+    cr_assert_not_null(strstr(tb_buf_cstr(&df), "HEALTHCHECK"), "no HEALTHCHECK in the Dockerfile");
+    cr_assert_not_null(strstr(tb_buf_cstr(&df), "http://127.0.0.1:9464/health"));
+    tb_buf_free(&df);
+}
