@@ -336,7 +336,7 @@ tb_code app_metrics_render(app_metrics *m, tb_buf *out)
                           strcmp(cache.state, app_metrics_cache_states[i]) == 0);
         }
         counter_i(out, m, "tributary_cache_messages_applied_total",
-                  "Messages consumed and applied to the table cache (upserts and deletes) in this run.",
+                  "Messages applied to the table cache in this run (upserts and deletes; schema records not counted, as in `cache status`).",
                   (int64_t)cache.messages);
         gauge_i(out, m, "tributary_cache_lag_messages",
                 "Messages still to apply up to the high watermarks recorded at start (-1 unknown).", cache.remaining);

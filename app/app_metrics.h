@@ -84,7 +84,7 @@ void app_metrics_set_run(app_metrics *m, const app_metrics_run *v);
 
 typedef struct app_metrics_cache {
     const char *state;            /* static string: "starting", "catching_up", "caught_up", "stopped", "failed" */
-    uint64_t messages;            /* messages consumed and applied in this run */
+    uint64_t messages;            /* messages applied to tables in this run (not schema records) */
     int64_t remaining;            /* messages up to the start watermarks, -1 unknown */
     bool caught_up;
 } app_metrics_cache;

@@ -78,7 +78,7 @@ static void on_progress(const cache_progress *p, void *opaque)
 {
     cache_watch *w = opaque;
     if (w->metrics) {
-        app_metrics_cache v = {.state = p->caught_up ? "caught_up" : "catching_up", .messages = (uint64_t)p->messages,
+        app_metrics_cache v = {.state = p->caught_up ? "caught_up" : "catching_up", .messages = (uint64_t)p->applied,
                                .remaining = p->remaining, .caught_up = p->caught_up};
         app_metrics_set_cache(w->metrics, &v);
     }

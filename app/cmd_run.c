@@ -758,9 +758,6 @@ int cmd_run(int argc, char **argv)
         tb_error_set(&err, rc, false, "out of memory");
         goto out;
     }
-    if (cfg_is_set(r.cfg, "metrics.listen") && !cfg_is_set(r.cfg, "kafka.statistics.interval.ms") &&
-        (rc = cfg_set(r.cfg, "kafka.statistics.interval.ms", "5000", "metrics.listen", &err)) != TB_OK)
-        goto out;
     if ((rc = app_metrics_start(r.cfg, APP_METRICS_RUN, &r.metrics, &err)) != TB_OK)
         goto out;
     app_on_second_signal = app_status_last_words;

@@ -43,7 +43,8 @@ typedef struct cache_dbz_opts {
 } cache_dbz_opts;
 
 typedef struct cache_progress {
-    int64_t messages;       /* consumed in this run */
+    int64_t messages;       /* consumed in this run (schema records included) */
+    int64_t applied;        /* applied to tables in this run (what `cache status` counts) */
     double rows_per_s;      /* over the last interval */
     int64_t remaining;      /* messages up to the high watermarks recorded at start */
     double eta_s;           /* < 0 when unknown */

@@ -14,7 +14,8 @@
  *   _tributary_offsets      topic, partition, next_offset, high_watermark (the high
  *                           watermark recorded when the partition was assigned)
  *   _tributary_state        key, value: caught_up (0/1), caught_up_at (unix ms),
- *                           applied (messages applied, ever), skipped, dlq
+ *                           applied (messages applied, ever: row changes, not schema
+ *                           records), skipped, dlq
  * Every batch of applied messages and the offsets after it are written in one
  * transaction, so the file always holds a state "the topics up to these offsets".
  */

@@ -47,6 +47,7 @@ typedef struct cache_ctx {
     bool failed;
     tb_error fatal;
     int64_t msgs, last_msgs;
+    int64_t applied0, skipped0, dlq0; /* the store's counters when this run began */
     double last_progress, last_log, last_meta;
     int dlq_pending, dlq_failed;
     cache_nudge *nudge; /* wakes the table consumer's fetcher (cache_nudge.c) */
@@ -515,6 +516,7 @@ static void progress(cache_ctx *c, bool force)
     cache_progress pr = {0};
     double dt = t - c->last_progress;
     pr.messages = c->msgs;
+    pr.applied = c->s->applied - c->applied0;
     pr.rows_per_s = dt > 0 ? (double)(c->msgs - c->last_msgs) / dt : 0;
     for (size_t i = 0; i < c->nparts; i++) {
         const cache_part *p = &c->parts[i];
@@ -561,8 +563,11 @@ static tb_code check_caught_up(cache_ctx *c)
     if ((rc = commit(c)) != TB_OK)
         return rc;
     c->caught_up = true;
-    TB_INFO("cache", "caught up with the high watermarks recorded at start: %lld messages applied in this run",
-            (long long)c->msgs);
+    TB_INFO("cache", "caught up with the high watermarks recorded at start: %lld messages in this run (%lld applied, "
+            "%lld skipped, %lld sent to the DLQ, the rest schema records); %lld applied in all runs (`cache "
+            "status`)",
+            (long long)c->msgs, (long long)(c->s->applied - c->applied0), (long long)(c->s->skipped - c->skipped0),
+            (long long)(c->s->dlq - c->dlq0), (long long)c->s->applied);
     progress(c, true);
     return TB_OK;
 }
@@ -739,6 +744,9 @@ tb_code cache_run(const cache_opts *o, tb_error *err)
     if ((rc = cache_store_open(o->db_path, false, &c.s, err)) != TB_OK)
         goto out;
     c.s->dbz = o->dbz;
+    c.applied0 = c.s->applied;
+    c.skipped0 = c.s->skipped;
+    c.dlq0 = c.s->dlq;
     if (tb_buf_printf(&gid, "%s-cache-assign-%ld", o->name ? o->name : "tributary", (long)getpid()) != TB_OK) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         goto out;

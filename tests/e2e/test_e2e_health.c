@@ -362,10 +362,35 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = e2e_kill
     fwrite(body.data, 1, body.len, f);
     fclose(f);
     cr_assert_eq(system(cmd), 0, "promtool check metrics failed on:\n%s", tb_buf_cstr(&body));
+    long long applied_metric = (long long)sample_value(tb_buf_cstr(&body), "tributary_cache_messages_applied_total{");
     cr_assert_eq(e2e_http_get(cport, "/health", &body), 200, "%s", tb_buf_cstr(&body));
     kill(cpid, SIGTERM);
     cr_assert_eq(e2e_wait(cpid, 30000), 0, "see %s", clog);
     e2e_assert_clean_log(clog);
+    /* `cache` and `cache status` count the same messages (schema records included) */
+    tb_buf clogt;
+    tb_buf_init(&clogt, 0);
+    cr_assert(e2e_slurp(clog, &clogt));
+    const char *line = strstr(tb_buf_cstr(&clogt), "messages in this run (");
+    cr_assert_not_null(line, "%s", tb_buf_cstr(&clogt));
+    long long run_applied = -1;
+    sscanf(line, "messages in this run (%lld applied", &run_applied);
+    char slog[400], dbp[400];
+    snprintf(slog, sizeof slog, "%s/cache-status.out", h.dir);
+    snprintf(dbp, sizeof dbp, "%s/tributary-cache.db", h.dir); /* cache.path's default, next to the config */
+    const char *sargs[] = {"cache", "status", "--db", dbp, NULL};
+    cr_assert_eq(e2e_wait(e2e_spawn(sargs, slog), 30000), 0, "see %s", slog);
+    tb_buf st;
+    tb_buf_init(&st, 0);
+    cr_assert(e2e_slurp(slog, &st));
+    const char *ma = strstr(tb_buf_cstr(&st), "messages applied: ");
+    cr_assert_not_null(ma, "%s", tb_buf_cstr(&st));
+    long long status_applied = atoll(ma + strlen("messages applied: "));
+    cr_assert_eq(run_applied, status_applied, "cache said %lld applied, cache status %lld:\n%s\n%s", run_applied,
+                 status_applied, line, tb_buf_cstr(&st));
+    cr_assert_eq(applied_metric, status_applied, "metrics %lld, cache status %lld", applied_metric, status_applied);
+    tb_buf_free(&st);
+    tb_buf_free(&clogt);
 
     /* MariaDB down: /health 503 with the reason, tributary_source_connected 0 */
     mysql_close(h.m);
