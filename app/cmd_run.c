@@ -564,6 +564,62 @@ static tb_code run_prepare_restart(run_ctx *r, tb_position *resume, tb_error *er
     return TB_OK;
 }
 
+/* ------------------------------------------------------------ start-up retries */
+
+/* Call fn until it succeeds, fails in a way a retry cannot mend, a stop is
+ * requested or source.connect.retry.ms pass (0: one attempt), with the
+ * streaming reconnect's backoff (100 ms doubling up to
+ * source.reconnect.backoff.max.ms). Each failed attempt is a WARN naming
+ * what (the address); the last error is returned prefixed with it. A source
+ * that cannot be reached (TB_ERR_SOURCE, retriable) and Kafka failures are
+ * retried; configuration problems are not. */
+static tb_code run_start_retry(run_ctx *r, const char *what, tb_code (*fn)(run_ctx *, void *, tb_error *), void *arg,
+                               tb_error *err)
+{
+    int64_t limit = cfg_get_int(r->cfg, "source.connect.retry.ms");
+    int64_t backoff_max = cfg_get_int(r->cfg, "source.reconnect.backoff.max.ms");
+    int64_t deadline = app_now_ms() + limit, backoff = 100;
+    for (unsigned attempt = 1;; attempt++) {
+        tb_error_clear(err);
+        tb_code rc = fn(r, arg, err);
+        bool again = (rc == TB_ERR_SOURCE && err->retriable) || rc == TB_ERR_KAFKA;
+        if (rc == TB_OK || !again)
+            return rc;
+        int64_t now = app_now_ms();
+        if (now + backoff > deadline || app_stop_requested)
+            return tb_error_prefix(err, rc, "%s: %s", what,
+                                   limit > 0 ? "not reachable within source.connect.retry.ms: " : "");
+        TB_WARN("run", "%s: attempt %u failed, retrying in %lld ms (for %lld s more, source.connect.retry.ms): %s",
+                what, attempt, (long long)backoff, (long long)((deadline - now) / 1000), err->msg);
+        for (int64_t until = now + backoff; app_now_ms() < until && !app_stop_requested;) {
+            struct timespec ts = {0, 20 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (app_stop_requested)
+            return tb_error_set(err, TB_ERR_STOPPED, false, "stopped while waiting for %s", what);
+        backoff = backoff * 2 > backoff_max ? backoff_max : backoff * 2;
+    }
+}
+
+static tb_code start_preflight(run_ctx *r, void *arg, tb_error *err)
+{
+    (void)arg;
+    return binlog_preflight(r->cfg, err);
+}
+
+/* The HA lease (run_lease.c); a failed attempt's lease is released first. */
+static tb_code start_lease(run_ctx *r, void *arg, tb_error *err)
+{
+    (void)arg;
+    run_lease_release(r);
+    return run_lease_acquire(r, err);
+}
+
+static tb_code start_offsets(run_ctx *r, void *stored, tb_error *err)
+{
+    return ksink_offsets_read(r->cfg, stored, err);
+}
+
 /* One pass over a MySQL/MariaDB source: snapshot if asked, then stream from
  * the hand-off position or from resume. */
 static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_snapshot, tb_error *err)
@@ -573,9 +629,9 @@ static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_
     tb_code rc = TB_OK;
     bool have = resume->kind != TB_POS_NONE;
     if (force_snapshot || snap_decide(r->cfg, have, true)) {
-        /* settings and grants before the snapshot; binlog_open checks them
-         * again on each connection of the stream */
-        if ((rc = binlog_preflight(r->cfg, err)) != TB_OK)
+        /* settings and grants before a snapshot taken again (run_mysql
+         * checked them at start; binlog_open checks them on each connection) */
+        if (force_snapshot && (rc = binlog_preflight(r->cfg, err)) != TB_OK)
             goto out;
         if ((rc = run_mysql_snapshot(r, &start, err)) != TB_OK) {
             sink_aborted(r);
@@ -607,8 +663,15 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
         return tb_error_set(err, TB_ERR_CONFIG, false,
                             "the stored position is not a MySQL/MariaDB position (source.type changed?); "
                             "reset it with `tributary offsets set`");
-    /* every captured table gets a topic of its own, before anything is sent */
-    tb_code rc = snap_check_topics(r->cfg, err);
+    /* the source's settings and grants (retried while it cannot be
+     * reached), then every captured table gets a topic of its own, before
+     * anything is sent */
+    char addr[300];
+    snprintf(addr, sizeof addr, "source %s:%lld", cfg_get_str(r->cfg, "source.host"),
+             (long long)cfg_get_int(r->cfg, "source.port"));
+    tb_code rc = run_start_retry(r, addr, start_preflight, NULL, err);
+    if (rc == TB_OK)
+        rc = snap_check_topics(r->cfg, err);
     if (rc != TB_OK)
         return rc;
     tb_position resume;
@@ -762,7 +825,12 @@ int cmd_run(int argc, char **argv)
         goto out;
     app_on_second_signal = app_status_last_words;
     run_write_status(&r, "starting", NULL, true);
-    if ((rc = run_lease_acquire(&r, &err)) != TB_OK) {
+    char kafka_addr[600];
+    {
+        const char *bs = cfg_get_str(r.cfg, "kafka.bootstrap.servers");
+        snprintf(kafka_addr, sizeof kafka_addr, "Kafka at %s", bs ? bs : "(kafka.bootstrap.servers not set)");
+    }
+    if ((rc = run_start_retry(&r, kafka_addr, start_lease, NULL, &err)) != TB_OK) {
         if (rc == TB_ERR_STOPPED) {
             rc = TB_OK;
             run_write_status(&r, "stopped", NULL, true);
@@ -777,7 +845,8 @@ int cmd_run(int argc, char **argv)
     r.txmeta = r.use_kafka && cfg_get_bool(r.cfg, "transaction.topic");
     if (!r.use_kafka && cfg_get_bool(r.cfg, "transaction.topic"))
         TB_WARN("run", "transaction.topic=true needs sink=kafka; no transaction records are written");
-    if ((rc = ksink_offsets_read(r.cfg, &stored, &err)) != TB_OK)
+    /* the stored position; Kafka is retried at start as the source is */
+    if ((rc = run_start_retry(&r, kafka_addr, start_offsets, &stored, &err)) != TB_OK)
         goto out;
     if (stored.kind != TB_POS_NONE) {
         tb_buf b;

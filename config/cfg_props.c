@@ -79,6 +79,8 @@ static const cfg_prop props[] = {
     {"source.start.position", CFG_INT, "4", 4, I64MAX, NULL, "Binlog offset to start from with source.start.file.", false, "source"},
     {"source.start.gtid", CFG_STRING, NULL, 0, 0, NULL, "GTID set to start after when no offset is stored (MySQL uuid:1-n or MariaDB d-s-n list).", false, "source"},
     {"source.connect.timeout.ms", CFG_MS, "10000", 0, I64MAX, NULL, "Connect timeout to the source.", false, "source"},
+    {"source.connect.retry.ms", CFG_MS, "300000", 0, I64MAX, NULL,
+     "At start, keep retrying a source or Kafka that cannot be reached for this long (0 = fail at once), with the reconnect backoff; each attempt is logged.", false, "source"},
     {"source.reconnect.backoff.max.ms", CFG_MS, "30000", 0, I64MAX, NULL, "Upper bound of the exponential reconnect backoff.", false, "source"},
     {"source.row.image.policy", CFG_ENUM, "fail", 0, 0, v_row_image_policy,
      "binlog_row_image other than FULL (MINIMAL, NOBLOB): refuse to start (`fail`), or `warn` and capture partial row images (absent columns are left out of before/after).", false, "source"},

@@ -415,3 +415,81 @@ Test(e2e_source, topic_collision_refused, .timeout = 120, .fini = e2e_kill_child
     cr_assert_not(log_has(e.log, "\"op\":"), "events were sent; see %s", e.log);
     e2e_rmtree(e.dir);
 }
+
+/* ------------------------------------------------------------ start-up retries */
+
+static void mysql_back_up(void)
+{
+    e2e_kill_children();
+    MYSQL *m = e2e_mysql_try();
+    if (m) {
+        mysql_close(m);
+        return;
+    }
+    const char *dir = getenv("TRIBUTARY_TEST_DIR");
+    char line[1024];
+    if (dir && !strchr(dir, '\'') &&
+        snprintf(line, sizeof line, "'%s/scripts/testenv' start-mysql '%s' >&2", TB_SOURCE_DIR, dir) < (int)sizeof line &&
+        system(line) != 0)
+        fprintf(stderr, "could not start MariaDB again\n");
+}
+
+/* MariaDB down when the connector starts: it retries (a WARN per attempt
+ * naming the address) and streams once the server is back. */
+Test(e2e_source, source_down_at_start_is_retried, .timeout = 240, .fini = mysql_back_up)
+{
+    src_env e;
+    src_setup(&e, "e2eretry", "source.connect.retry.ms=120000\n");
+    tb_itest_testenv("stop-mysql");
+    const char *args[] = {"run", "--config", e.cfg, NULL};
+    pid_t pid = e2e_spawn(args, e.log);
+    char want[200];
+    snprintf(want, sizeof want, "source %s:%s: attempt 2 failed, retrying", tb_itest_env("TRIBUTARY_TEST_MYSQL_HOST"),
+             tb_itest_env("TRIBUTARY_TEST_MYSQL_PORT"));
+    long long deadline = tb_itest_now_ms() + 30000;
+    while (!log_has(e.log, want)) {
+        cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped while the source was down; see %s", e.log);
+        cr_assert(tb_itest_now_ms() < deadline, "no \"%s\" after 30 s; see %s", want, e.log);
+        usleep(50000);
+    }
+    tb_itest_testenv("start-mysql");
+    deadline = tb_itest_now_ms() + 60000;
+    while (!log_has(e.log, "streaming from the binlog")) {
+        cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped; see %s", e.log);
+        cr_assert(tb_itest_now_ms() < deadline, "not streaming 60 s after the source came back; see %s", e.log);
+        usleep(50000);
+    }
+    kill(pid, SIGTERM);
+    cr_assert_eq(e2e_wait(pid, 30000), 0, "see %s", e.log);
+    cr_assert(log_has(e.log, "\"op\":\"r\""), "no snapshot; see %s", e.log);
+    e2e_assert_clean_log(e.log);
+    e2e_rmtree(e.dir);
+}
+
+/* source.connect.retry.ms=0: a source or Kafka that cannot be reached fails
+ * at once, naming the address and the bootstrap servers. */
+Test(e2e_source, unreachable_fails_naming_the_address, .timeout = 120, .fini = e2e_kill_children)
+{
+    src_env e;
+    src_setup(&e, "e2enoreach", "source.connect.retry.ms=0\nsource.port=1\n");
+    const char *args[] = {"run", "--config", e.cfg, NULL};
+    long long t0 = tb_itest_now_ms();
+    int rc = e2e_wait(e2e_spawn(args, e.log), 60000);
+    cr_assert_eq(rc, 1, "exit %d; see %s", rc, e.log);
+    cr_assert_lt(tb_itest_now_ms() - t0, 20000, "not at once; see %s", e.log);
+    assert_log_has(e.log, "tributary run: source 127.0.0.1:1: ");
+    cr_assert_not(log_has(e.log, "attempt 1 failed"), "retried; see %s", e.log);
+
+    src_env k;
+    src_setup(&k, "e2enokafka",
+              "sink=kafka\noffsets.storage=kafka\nkafka.bootstrap.servers=127.0.0.1:1\nsource.connect.retry.ms=1000\n");
+    const char *kargs[] = {"run", "--config", k.cfg, NULL};
+    rc = e2e_wait(e2e_spawn(kargs, k.log), 100000);
+    cr_assert(rc == 1, "exit %d; see %s", rc, k.log);
+    /* one attempt (librdkafka's own 30 s timeout) outlasts the 1 s window: no second one */
+    assert_log_has(k.log, "tributary run: Kafka at 127.0.0.1:1: not reachable within source.connect.retry.ms");
+    e2e_assert_clean_log(e.log);
+    e2e_assert_clean_log(k.log);
+    e2e_rmtree(e.dir);
+    e2e_rmtree(k.dir);
+}
