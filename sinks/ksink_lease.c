@@ -460,13 +460,16 @@ static tb_code lease_confirm(ksink_lease *l, tb_error *err)
              * another instance renewed since our last renewal? */
             read_ms = lease_now_ms();
             int64_t v = lease_committed(l);
-            if (v >= 0 && v != l->last_val) {
+            bool mine = v == l->last_val; /* or a renewal whose answer was lost */
+            for (uint64_t k = l->sent_n > LEASE_RING ? l->sent_n - LEASE_RING : 0; k < l->sent_n && !mine; k++)
+                mine = v == l->sent_val[k % LEASE_RING];
+            if (v >= 0 && !mine) {
                 l->lost = true;
                 snprintf(l->lost_why + strlen(l->lost_why), sizeof l->lost_why - strlen(l->lost_why),
                          "%sanother instance renewed it since", *l->lost_why ? "; " : "");
                 break;
             }
-            if (v == l->last_val && l->assigned) {
+            if (mine && l->assigned) {
                 TB_INFO("lease", "group %s: the partition is ours again and nobody held it meanwhile", l->group);
                 l->suspect = false;
                 l->lost_why[0] = '\0';
@@ -512,15 +515,20 @@ tb_code ksink_lease_check(ksink_lease *l, tb_error *err)
 
 /* ------------------------------------------------------------ close */
 
+static rd_kafka_t *lease_abandoned;
+
 void ksink_lease_close(ksink_lease *l)
 {
     if (!l)
         return;
     if (l->rk) {
         if (l->lost || l->suspect) {
-            /* not the holder: nothing to hand over, and a close in the middle
-             * of a rejoin can wait for it indefinitely */
-            rd_kafka_destroy_flags(l->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+            /* Not the holder: nothing to hand over. librdkafka 2.0.2 can wait
+             * forever in consumer_close, and in destroy (joining its main
+             * thread), when its group is in the middle of a rejoin, which is
+             * when a lease is lost; the client is left to the process's exit,
+             * which follows (kept reachable, so it is not reported as a leak). */
+            lease_abandoned = l->rk;
         } else {
             rd_kafka_consumer_close(l->rk); /* LeaveGroup: a standby takes over at once */
             rd_kafka_destroy(l->rk);

@@ -546,3 +546,33 @@ Test(ha, file_lease_one_host, .timeout = 120, .fini = e2e_kill_children)
     ha_stop(&h, 1);
     e2e_rmtree(h.dir);
 }
+
+/* Kafka stopped for longer than the session timeout under a single active
+ * instance: it pauses, and when Kafka is back the partition returns to it
+ * with no other holder in between, so it goes on where it stopped (no exit,
+ * every change exactly once). */
+Test(ha, kafka_outage_the_active_goes_on, .timeout = 300, .fini = e2e_kill_children)
+{
+    ha_run h;
+    ha_setup(&h, "outage", false);
+    ha_start(&h, 0);
+    ha_wait_state(&h, 0, "streaming", 60000);
+    ha_workload(&h, 5);
+    ha_wait_caught_up(&h, 0);
+    tb_itest_testenv("stop-kafka");
+    ha_workload(&h, 5);
+    long long t0 = tb_itest_now_ms();
+    while (!ha_log_has(&h, 0, "producing nothing until")) {
+        cr_assert(tb_itest_now_ms() - t0 < 30000, "the instance did not pause; see %s", h.log[0]);
+        usleep(100000);
+    }
+    tb_itest_testenv("start-kafka");
+    ha_workload(&h, 5);
+    ha_wait_caught_up(&h, 0);
+    cr_assert_eq(e2e_wait(h.pid[0], 0), -2, "the instance exited during the outage; see %s", h.log[0]);
+    cr_assert_not(ha_log_has(&h, 0, "lost the lease"), "see %s", h.log[0]);
+    ha_stop(&h, 0);
+    ha_assert_counter_once(&h);
+    ha_assert_offsets_monotonic(&h);
+    e2e_rmtree(h.dir);
+}
