@@ -117,7 +117,7 @@ static bool varlen(const uint8_t **p, const uint8_t *end, size_t *out)
 static size_t packed_temporal_text(int ftype, int64_t packed, char *out, size_t size)
 {
     bool neg = packed < 0;
-    uint64_t v = neg ? (uint64_t)(-packed) : (uint64_t)packed;
+    uint64_t v = neg ? 0 - (uint64_t)packed : (uint64_t)packed; /* no -INT64_MIN */
     uint32_t usec = (uint32_t)(v % (1u << 24));
     uint64_t ip = v >> 24;
     if (ftype == EVT_MY_TIME) {
@@ -278,12 +278,23 @@ static jn *parse_value(uint8_t type, const uint8_t *p, size_t len, int depth, si
                 return jerr(err, "opaque decimal truncated");
             if (!(j = jn_new(JN_NUMTEXT)))
                 break;
-            size_t tl = evt_mysql_decimal_text(q + 2, l - 2, q[0], q[1], j->own, sizeof(j->own));
+            /* up to 65 digits, a sign, a point and a leading zero: more than own[] holds */
+            char text[96];
+            size_t tl = evt_mysql_decimal_text(q + 2, l - 2, q[0], q[1], text, sizeof(text));
             if (tl == 0) {
                 jn_free(j);
                 return jerr(err, "bad opaque decimal");
             }
-            j->s = j->own;
+            if (tl < sizeof(j->own)) {
+                memcpy(j->own, text, tl + 1);
+                j->s = j->own;
+            } else if ((j->heap = strndup(text, tl)) != NULL) {
+                j->s = j->heap;
+            } else {
+                jn_free(j);
+                j = NULL;
+                break;
+            }
             j->slen = tl;
         } else if ((ft == EVT_MY_DATE || ft == EVT_MY_DATETIME || ft == EVT_MY_TIMESTAMP || ft == EVT_MY_TIME ||
                     ft == EVT_MY_DATETIME2 || ft == EVT_MY_TIMESTAMP2 || ft == EVT_MY_TIME2) && l >= 8) {

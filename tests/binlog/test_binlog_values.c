@@ -401,3 +401,24 @@ Test(fuzz_regressions, rows_without_columns_and_repeated_tlvs)
     tb_buf_free(&b);
     bl_gtids_free(g);
 }
+
+/* Opaque values inside a JSON document at the edges of their ranges: a
+ * DECIMAL(65,30) (66 characters of text; it used to overflow a 48-byte buffer
+ * and stop the stream as "bad opaque decimal") and a packed TIME of INT64_MIN
+ * (its negation was undefined behaviour, which UBSan reports). */
+Test(values, json_opaque_edges)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_error err;
+    const uint8_t dec65[] = {0x0f, 0xf6, 0x20, 0x41, 0x1e, 0x85, 0xf5, 0xe0, 0xff, 0x3b, 0x9a, 0xc9, 0xff, 0x3b,
+                             0x9a, 0xc9, 0xff, 0x3b, 0x9a, 0xc9, 0xff, 0x3b, 0x9a, 0xc9, 0xff, 0x3b, 0x9a, 0xc9,
+                             0xff, 0x3b, 0x9a, 0xc9, 0xff, 0x03, 0xe7};
+    cr_assert_eq(bl_json_to_text(dec65, sizeof(dec65), &b, &err), TB_OK, "%s", err.msg);
+    cr_assert_str_eq(tb_buf_cstr(&b), "99999999999999999999999999999999999.999999999999999999999999999999");
+    const uint8_t tmin[] = {0x0f, 11, 8, 0, 0, 0, 0, 0, 0, 0, 0x80};
+    tb_buf_reset(&b);
+    tb_code rc = bl_json_to_text(tmin, sizeof(tmin), &b, &err);
+    cr_assert(rc == TB_OK || rc == TB_ERR_CORRUPT, "%d", rc);
+    tb_buf_free(&b);
+}
