@@ -30,6 +30,14 @@
 
 static char dir[64], dbpath[96], walpath[100];
 
+/* the private directory goes when the fuzzer exits */
+static void remove_dir(void)
+{
+    unlink(dbpath);
+    unlink(walpath);
+    rmdir(dir);
+}
+
 static int write_file(const char *path, const uint8_t *d, size_t n)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -78,6 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         snprintf(dbpath, sizeof dbpath, "%s/f.db", dir);
         snprintf(walpath, sizeof walpath, "%s/f.db-wal", dir);
+        atexit(remove_dir);
     }
     if (size < 4)
         return 0;
