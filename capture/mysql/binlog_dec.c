@@ -617,7 +617,11 @@ static tb_code process_event(binlog_dec *d, const uint8_t *ev, size_t len, bool 
             return FAIL(err, TB_ERR_CORRUPT, "ROTATE truncated");
         if (set_file(d, (const char *)body + ph, blen - ph) != TB_OK)
             return FAIL(err, TB_ERR_NOMEM, "out of memory");
-        if (!d->in_tx) {
+        /* The dump's artificial ROTATE names the file it reads but not where: at a GTID start its
+         * offset is 4, the file's start. The position stays the one set to start from until a
+         * real event moves it (a resume by file and offset from 4 would read the file again). */
+        bool artificial = (bl_u16(ev + 17) & 0x0020) != 0;
+        if (!d->in_tx && !(artificial && d->pos.file)) {
             if (tb_position_set_file(&d->pos, d->file) != TB_OK)
                 return FAIL(err, TB_ERR_NOMEM, "out of memory");
             d->pos.pos = bl_u64(body);

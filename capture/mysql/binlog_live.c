@@ -259,6 +259,7 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
     }
     const char *file = "";
     unsigned long pos = 4;
+    char *kept_file = NULL; /* GTID start: the stored position's file, for the decoder */
     bool by_gtid = l->mariadb && l->start.gtid_set && l->start.gtid_set[0];
     if (by_gtid) {
         char esc[2048];
@@ -268,6 +269,10 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
         snprintf(q, sizeof(q), "SET @slave_connect_state = '%s'", esc);
         if ((rc = sql(l, q, err)) != TB_OK)
             return rc;
+        /* the decoder keeps the stored file and offset as its position until the first real
+         * event (the dump's artificial ROTATE says offset 4) */
+        if (l->start.file && l->start.file[0] && !(kept_file = strdup(l->start.file)))
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         rc = tb_position_set_file(&l->start, NULL);
     } else {
         if (!l->mariadb && (!l->start.file || !l->start.file[0]) && l->start.gtid_set && l->start.gtid_set[0]) {
@@ -293,25 +298,34 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
         pos = (unsigned long)(l->start.pos < 4 ? 4 : l->start.pos);
     }
     l->rpl = mariadb_rpl_init(l->mysql);
-    if (!l->rpl)
+    if (!l->rpl) {
+        free(kept_file);
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
     unsigned int sid = l->server_id;
     unsigned int flags = 0;
     mariadb_rpl_optionsv(l->rpl, MARIADB_RPL_SERVER_ID, sid);
     mariadb_rpl_optionsv(l->rpl, MARIADB_RPL_FILENAME, file, strlen(file));
     mariadb_rpl_optionsv(l->rpl, MARIADB_RPL_START, pos);
     mariadb_rpl_optionsv(l->rpl, MARIADB_RPL_FLAGS, flags);
-    if (mariadb_rpl_open(l->rpl) != 0)
+    if (mariadb_rpl_open(l->rpl) != 0) {
+        free(kept_file);
         return tb_error_set(err, TB_ERR_SOURCE, true, "%s:%u: binlog dump from %s:%lu failed: %s", l->host, l->port,
                             by_gtid ? l->start.gtid_set : file, pos, mysql_error(l->mysql));
+    }
     /* the decoder starts from this position (GTID state, file) */
     tb_position p;
     tb_position_init(&p);
     tb_position_copy(&p, &l->start);
     p.kind = TB_POS_MYSQL;
     p.mariadb = l->mariadb;
+    if (kept_file && tb_position_set_file(&p, kept_file) != TB_OK)
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    free(kept_file);
     binlog_dec_set_position(dec, &p);
     tb_position_free(&p);
+    if (rc != TB_OK)
+        return rc;
     l->last_off = pos;
     l->connected = true;
     l->down_since_ms = 0;

@@ -123,6 +123,68 @@ Test(e2e_position, idle_tables_advance_the_position, .timeout = 120, .fini = e2e
     e2e_rmtree(e.dir);
 }
 
+/* Wall-clock ms, the clock of the status file's updated_ms. */
+static long long wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The status file's updated_ms, or 0. */
+static long long status_updated_ms(const char *path)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    long long v = 0;
+    if (e2e_slurp(path, &b)) {
+        const char *p = strstr(tb_buf_cstr(&b), "\"updated_ms\":");
+        if (p)
+            v = atoll(p + 13);
+    }
+    tb_buf_free(&b);
+    return v;
+}
+
+/* A restart that sees no new transaction commits the position it resumed from, not the
+ * dump's artificial ROTATE (the file at offset 4). */
+Test(e2e_position, restart_without_transactions_keeps_the_position, .timeout = 120, .fini = e2e_kill_children)
+{
+    pos_env e;
+    pos_setup(&e, "e2erest");
+    const char *args[] = {"run", "--config", e.cfg, NULL};
+    long long t_start = wall_ms();
+    pid_t pid = e2e_spawn(args, e.log);
+    wait_gtid(&e, pid, 30000);
+    while (status_updated_ms(e.status) < t_start + 1500) { /* streaming for a while: idle commits done */
+        cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped early; see %s", e.log);
+        cr_assert(wall_ms() < t_start + 30000, "no status update; see %s", e.log);
+        usleep(50000);
+    }
+    stop(pid, e.log);
+    tb_buf first, again;
+    tb_buf_init(&first, 0);
+    tb_buf_init(&again, 0);
+    cr_assert(e2e_slurp(e.offsets, &first) && first.len > 0, "no offsets file %s", e.offsets);
+    cr_assert_null(strstr(tb_buf_cstr(&first), ";pos=4;"), "first run committed %s", tb_buf_cstr(&first));
+    long long t0 = wall_ms();
+    pid = e2e_spawn(args, e.log);
+    /* idle: heartbeats commit the position every heartbeat.interval.ms (500); wait for a
+     * status written well after that */
+    long long deadline = t0 + 30000;
+    while (status_updated_ms(e.status) < t0 + 2000) {
+        cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped early; see %s", e.log);
+        cr_assert(wall_ms() < deadline, "no status update; see %s", e.log);
+        usleep(50000);
+    }
+    stop(pid, e.log);
+    cr_assert(e2e_slurp(e.offsets, &again));
+    cr_assert_str_eq(tb_buf_cstr(&again), tb_buf_cstr(&first), "restart without transactions moved the position");
+    tb_buf_free(&first);
+    tb_buf_free(&again);
+    e2e_rmtree(e.dir);
+}
+
 Test(e2e_position, purged_binlog, .timeout = 180, .fini = e2e_kill_children)
 {
     pos_env e;
