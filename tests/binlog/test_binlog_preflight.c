@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "binlog_int.h"
 #include "binlog_preflight.h"
 
 static const char *const ROOT_GRANTS[] = {
@@ -230,4 +231,18 @@ Test(preflight, mysql_grants)
     cr_assert_eq(judge(&in, &o, &lines, &err), TB_OK, "%s", err.msg);
     cr_assert(strstr(tb_buf_cstr(&lines), "may come from one of the user's roles"), "%s", tb_buf_cstr(&lines));
     tb_buf_free(&lines);
+}
+
+/* A failing statement on the replication connection is retried only when a
+ * reconnect can help: a permission error used to be retried forever. */
+Test(preflight, sql_errors_retriable_or_not)
+{
+    cr_assert(bl_sql_retriable(2013)); /* lost connection during query */
+    cr_assert(bl_sql_retriable(2006)); /* server has gone away */
+    cr_assert(bl_sql_retriable(1205)); /* lock wait timeout */
+    cr_assert(bl_sql_retriable(1053)); /* server shutdown in progress */
+    cr_assert_not(bl_sql_retriable(1227)); /* access denied; you need the ... privilege */
+    cr_assert_not(bl_sql_retriable(1045)); /* access denied for user */
+    cr_assert_not(bl_sql_retriable(1064)); /* syntax error */
+    cr_assert_not(bl_sql_retriable(1193)); /* unknown system variable */
 }
