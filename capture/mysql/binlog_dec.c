@@ -515,10 +515,12 @@ static tb_code decode_row(binlog_dec *d, tb_error *err)
                     rc = FAIL(err, TB_ERR_CORRUPT, "partial update value options truncated");
                 else if (opts & 1) {
                     size_t nb = (m->njson + 7) / 8;
-                    if ((size_t)(d->rend - d->rp) < nb)
+                    if ((size_t)(d->rend - d->rp) < nb) {
                         rc = FAIL(err, TB_ERR_CORRUPT, "partial update JSON bitmap truncated");
-                    partial = d->rp;
-                    d->rp += nb;
+                    } else { /* never past the end: the row pointer stays inside the event */
+                        partial = d->rp;
+                        d->rp += nb;
+                    }
                 }
             }
             if (rc == TB_OK)
