@@ -138,7 +138,8 @@ static tb_code load_tables(cache_store *s, tb_error *err)
         rc = sqlite_fail(s, "reading table definitions", err);
         goto out;
     }
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         cache_table *t = calloc(1, sizeof(*t));
         cache_table **nt = realloc(s->tables, (s->ntables + 1) * sizeof(*nt));
         if (!t || !nt) {
@@ -151,13 +152,19 @@ static tb_code load_tables(cache_store *s, tb_error *err)
         s->tables = nt;
         s->tables[s->ntables++] = t;
         t->name = strdup((const char *)sqlite3_column_text(st, 0));
+        bool oom = !t->name;
         if (sqlite3_column_type(st, 1) != SQLITE_NULL)
-            t->topic = strdup((const char *)sqlite3_column_text(st, 1));
+            oom |= !(t->topic = strdup((const char *)sqlite3_column_text(st, 1)));
+        if (oom) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
         t->inferred = sqlite3_column_int(st, 2) != 0;
         t->version = sqlite3_column_int64(st, 3);
         sqlite3_reset(sc);
         sqlite3_bind_text(sc, 1, t->name, -1, SQLITE_STATIC);
-        while (sqlite3_step(sc) == SQLITE_ROW) {
+        int cstep;
+        while ((cstep = sqlite3_step(sc)) == SQLITE_ROW) {
             cache_col *nc = realloc(t->cols, (t->ncols + 1) * sizeof(*nc));
             if (!nc) {
                 rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
@@ -170,14 +177,27 @@ static tb_code load_tables(cache_store *s, tb_error *err)
             c->cls = (cache_class)sqlite3_column_int(sc, 2);
             c->pk = sqlite3_column_int(sc, 3);
             c->scale = (int16_t)sqlite3_column_int(sc, 4);
+            if (!c->name || !c->type) {
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+                goto out;
+            }
             if (c->pk > 0)
                 t->npk++;
         }
-        t->pk = calloc(t->npk ? t->npk : 1, sizeof(size_t));
-        for (size_t i = 0; t->pk && i < t->ncols; i++)
+        if (cstep != SQLITE_DONE) { /* a read error must not leave a table with fewer columns */
+            rc = sqlite_fail(s, "reading column definitions", err);
+            goto out;
+        }
+        if (!(t->pk = calloc(t->npk ? t->npk : 1, sizeof(size_t)))) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < t->ncols; i++)
             if (t->cols[i].pk > 0 && (size_t)t->cols[i].pk <= t->npk)
                 t->pk[t->cols[i].pk - 1] = i;
     }
+    if (rc == TB_OK && step != SQLITE_DONE)
+        rc = sqlite_fail(s, "reading table definitions", err);
 out:
     sqlite3_finalize(st);
     sqlite3_finalize(sc);
