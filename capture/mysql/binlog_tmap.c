@@ -128,8 +128,9 @@ static bool apply_charsets(bl_col *cols, size_t ncols, const uint8_t *p, const u
     return true;
 }
 
-static bool read_labels(tm_labels *labels, const bl_col *cols, size_t ncols, int want, const uint8_t *p,
-                        const uint8_t *end)
+/* TB_OK, TB_ERR_CORRUPT when the TLV is malformed, TB_ERR_NOMEM when memory ran out. */
+static tb_code read_labels(tm_labels *labels, const bl_col *cols, size_t ncols, int want, const uint8_t *p,
+                           const uint8_t *end)
 {
     for (size_t i = 0; i < ncols && p < end; i++) {
         if (cols[i].real != want)
@@ -141,24 +142,24 @@ static bool read_labels(tm_labels *labels, const bl_col *cols, size_t ncols, int
         labels[i].n = 0;
         uint64_t n;
         if (!bl_lenenc(&p, end, &n) || n > (uint64_t)(end - p))
-            return false;
+            return TB_ERR_CORRUPT;
         labels[i].items = calloc(n ? n : 1, sizeof(char *));
         if (!labels[i].items)
-            return false;
+            return TB_ERR_NOMEM;
         for (uint64_t k = 0; k < n; k++) {
             uint64_t l;
             if (!bl_lenenc(&p, end, &l) || l > (uint64_t)(end - p))
-                return false;
+                return TB_ERR_CORRUPT;
             char *s = malloc(l + 1);
             if (!s)
-                return false;
+                return TB_ERR_NOMEM;
             memcpy(s, p, l);
             s[l] = '\0';
             labels[i].items[labels[i].n++] = s;
             p += l;
         }
     }
-    return true;
+    return TB_OK;
 }
 
 /* Labels are in the ENUM/SET charset (collation coll): turn them into UTF-8
@@ -462,13 +463,19 @@ tb_code bl_tmap_parse(const uint8_t *body, size_t len, unsigned id_len, bool mar
                 v += sl;
             }
             break;
-        case 5: case 6:
+        case 5: case 6: {
             if (!labels && !(labels = calloc(m->ncols, sizeof(tm_labels)))) {
                 rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
                 goto out;
             }
-            ok = read_labels(labels, m->cols, m->ncols, type == 5 ? EVT_MY_SET : EVT_MY_ENUM, v, vend);
+            tb_code lrc = read_labels(labels, m->cols, m->ncols, type == 5 ? EVT_MY_SET : EVT_MY_ENUM, v, vend);
+            if (lrc == TB_ERR_NOMEM) { /* not "malformed": the event may be fine */
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+                goto out;
+            }
+            ok = lrc == TB_OK;
             break;
+        }
         case 7:
             for (size_t i = 0; i < m->ncols && v < vend && ok; i++) {
                 uint64_t g = 0;
