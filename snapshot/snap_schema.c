@@ -13,6 +13,7 @@
 #include "snap.h"
 #include "snap_sql.h"
 #include "snap_values.h"
+#include "mymeta.h"
 #include "tb_buf.h"
 #include "tb_log.h"
 
@@ -201,81 +202,6 @@ void snap_tinfo_free_all(snap_tinfo *t, size_t n)
     free(t);
 }
 
-/* ============================================================ labels */
-
-void snap_labels_free(char **labels, size_t n)
-{
-    if (!labels)
-        return;
-    for (size_t i = 0; i < n; i++)
-        free(labels[i]);
-    free(labels);
-}
-
-tb_code snap_parse_labels(const char *column_type, char ***labels, size_t *n)
-{
-    *labels = NULL;
-    *n = 0;
-    const char *p = strchr(column_type, '(');
-    if (!p)
-        return TB_ERR_INVALID;
-    p++;
-    char **v = NULL;
-    size_t cnt = 0, cap = 0;
-    tb_buf b;
-    tb_buf_init(&b, 0);
-    tb_code rc = TB_OK;
-    while (*p == '\'') {
-        p++;
-        tb_buf_reset(&b);
-        for (;;) {
-            if (*p == '\0') {
-                rc = TB_ERR_INVALID;
-                goto out;
-            }
-            if (*p == '\'' && p[1] == '\'') {
-                rc = tb_buf_putc(&b, '\'');
-                p += 2;
-            } else if (*p == '\'') {
-                p++;
-                break;
-            } else {
-                rc = tb_buf_putc(&b, *p++);
-            }
-            if (rc != TB_OK)
-                goto out;
-        }
-        if (cnt == cap) {
-            cap = cap ? cap * 2 : 8;
-            char **nv = realloc(v, cap * sizeof(*nv));
-            if (!nv) {
-                rc = TB_ERR_NOMEM;
-                goto out;
-            }
-            v = nv;
-        }
-        v[cnt] = strdup(tb_buf_cstr(&b));
-        if (!v[cnt]) {
-            rc = TB_ERR_NOMEM;
-            goto out;
-        }
-        cnt++;
-        if (*p == ',')
-            p++;
-    }
-    if (*p != ')')
-        rc = TB_ERR_INVALID;
-out:
-    tb_buf_free(&b);
-    if (rc != TB_OK) {
-        snap_labels_free(v, cnt);
-        return rc;
-    }
-    *labels = v;
-    *n = cnt;
-    return TB_OK;
-}
-
 /* ============================================================ describe */
 
 typedef struct col_row {
@@ -462,12 +388,12 @@ tb_code snap_schema_describe(MYSQL *my, const cfg *c, const char *db, const char
         if (rc == TB_OK && (ty == EVT_T_ENUM || ty == EVT_T_SET)) {
             char **labels = NULL;
             size_t nl = 0;
-            if (snap_parse_labels(r->column_type, &labels, &nl) == TB_OK)
+            if (mymeta_parse_labels(r->column_type, &labels, &nl) == TB_OK)
                 rc = evt_table_set_labels(t, i, (const char *const *)labels, nl);
             else
                 TB_WARN("snapshot", "table %s.%s column %s: cannot parse labels of %s", db, table, r->name,
                         r->column_type);
-            snap_labels_free(labels, nl);
+            mymeta_labels_free(labels, nl);
         }
     }
     if (rc != TB_OK) {

@@ -51,9 +51,5 @@ void snap_tinfo_free_all(snap_tinfo *t, size_t n);
 tb_code snap_schema_describe(MYSQL *my, const cfg *c, const char *db, const char *table, evt_table **out,
                              tb_error *err);
 
-/* Parse the labels of "enum('a','b''c')" / "set(...)" (internal, tested).
- * *labels is an array of n malloc'd strings; free with snap_labels_free. */
-tb_code snap_parse_labels(const char *column_type, char ***labels, size_t *n);
-void snap_labels_free(char **labels, size_t n);
 
 #endif

@@ -10,10 +10,12 @@
  *   SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE
  *     WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND CONSTRAINT_NAME = 'PRIMARY'
  *     ORDER BY ORDINAL_POSITION
- * ENUM/SET labels are read from COLUMN_TYPE ("enum('a','b''c')").
+ * ENUM/SET labels are read from COLUMN_TYPE ("enum('a','b''c')", mymeta_parse_labels).
  */
 #include "binlog_schema.h"
 #include "evt_mysql.h"
+#include "mymeta.h"
+#include "tb_log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -129,56 +131,6 @@ static void pk_row(void *opaque, char **b, unsigned long *l, bool *nulls)
         p->oom = true;
 }
 
-/* "enum('a','b''c')" -> labels (caller frees). */
-static char **parse_labels(const char *type, size_t *n)
-{
-    *n = 0;
-    const char *p = strchr(type, '(');
-    if (!p)
-        return NULL;
-    size_t cap = 8;
-    char **out = calloc(cap, sizeof(char *));
-    if (!out)
-        return NULL;
-    p++;
-    while (*p == '\'') {
-        p++;
-        size_t len = 0;
-        char *s = malloc(strlen(p) + 1);
-        if (!s)
-            break;
-        while (*p) {
-            if (*p == '\'' && p[1] == '\'') {
-                s[len++] = '\'';
-                p += 2;
-            } else if (*p == '\'') {
-                break;
-            } else if (*p == '\\' && p[1]) {
-                s[len++] = p[1];
-                p += 2;
-            } else {
-                s[len++] = *p++;
-            }
-        }
-        s[len] = '\0';
-        if (*n == cap) {
-            char **no = realloc(out, cap * 2 * sizeof(char *));
-            if (!no) {
-                free(s);
-                break;
-            }
-            out = no;
-            cap *= 2;
-        }
-        out[(*n)++] = s;
-        if (*p == '\'')
-            p++;
-        if (*p == ',')
-            p++;
-    }
-    return out;
-}
-
 tb_code binlog_schema_lookup(MYSQL *m, const char *db, const char *table, evt_table **out, tb_error *err)
 {
     *out = NULL;
@@ -230,12 +182,15 @@ tb_code binlog_schema_lookup(MYSQL *m, const char *db, const char *table, evt_ta
             rc = evt_table_set_column_details(t, i, 0, 0, 0, c->charset);
         if (rc == TB_OK && (strncmp(c->type, "enum(", 5) == 0 || strncmp(c->type, "set(", 4) == 0)) {
             size_t n = 0;
-            char **labels = parse_labels(c->type, &n);
-            if (labels)
+            char **labels = NULL;
+            tb_code lrc = mymeta_parse_labels(c->type, &labels, &n);
+            if (lrc == TB_OK)
                 rc = evt_table_set_labels(t, i, (const char *const *)labels, n);
-            for (size_t k = 0; k < n; k++)
-                free(labels[k]);
-            free(labels);
+            else if (lrc == TB_ERR_NOMEM)
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            else
+                TB_WARN("binlog", "table %s.%s column %s: cannot parse the labels of %s", db, table, c->name, c->type);
+            mymeta_labels_free(labels, n);
         }
     }
     if (rc == TB_OK && pk.n) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "evt_json.h"
+#include "mymeta.h"
 #include "snap.h"
 #include "snap_inc_key.h"
 #include "snap_schema.h"
@@ -22,18 +23,25 @@ Test(snapshot_unit, labels)
 {
     char **l = NULL;
     size_t n = 0;
-    cr_assert_eq(snap_parse_labels("enum('a','b''c','','x,y')", &l, &n), TB_OK);
+    cr_assert_eq(mymeta_parse_labels("enum('a','b''c','','x,y')", &l, &n), TB_OK);
     cr_assert_eq(n, 4);
     cr_assert_str_eq(l[0], "a");
     cr_assert_str_eq(l[1], "b'c");
     cr_assert_str_eq(l[2], "");
     cr_assert_str_eq(l[3], "x,y");
-    snap_labels_free(l, n);
-    cr_assert_eq(snap_parse_labels("set('p','q')", &l, &n), TB_OK);
+    mymeta_labels_free(l, n);
+    cr_assert_eq(mymeta_parse_labels("set('p','q')", &l, &n), TB_OK);
     cr_assert_eq(n, 2);
-    snap_labels_free(l, n);
-    cr_assert_neq(snap_parse_labels("enum('a", &l, &n), TB_OK);
-    cr_assert_neq(snap_parse_labels("int(11)", &l, &n), TB_OK);
+    mymeta_labels_free(l, n);
+    /* information_schema writes a label's backslash as two (MariaDB 10.11: the label a\b of
+     * enum('a\\b') has COLUMN_TYPE enum('a\\b')); the binlog's TABLE_MAP carries a\b */
+    cr_assert_eq(mymeta_parse_labels("enum('a\\\\b','c\\'d')", &l, &n), TB_OK);
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(l[0], "a\\b");
+    cr_assert_str_eq(l[1], "c'd");
+    mymeta_labels_free(l, n);
+    cr_assert_neq(mymeta_parse_labels("enum('a", &l, &n), TB_OK);
+    cr_assert_neq(mymeta_parse_labels("int(11)", &l, &n), TB_OK);
 }
 
 Test(snapshot_unit, types)
