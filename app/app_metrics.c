@@ -287,6 +287,9 @@ static void render_kafka(tb_buf *out, const app_metrics *m, const char *js)
 
 /* Whether librdkafka's newest statistics show no broker up (false when
  * unknown). Under m->mu. */
+/* No broker up while messages wait to be sent. An idle producer's connection
+ * may be closed (by the broker or the network) and is reopened only when a
+ * message needs it, so "no broker up" alone is not a fault. */
 static bool kafka_unreachable(const app_metrics *m)
 {
     if (!m->kafka_json)
@@ -294,6 +297,10 @@ static bool kafka_unreachable(const app_metrics *m)
     json_error_t jerr;
     json_t *root = json_loads(m->kafka_json, 0, &jerr);
     json_t *brokers = root ? json_object_get(root, "brokers") : NULL;
+    if (root && json_i(root, "msg_cnt") <= 0) {
+        json_decref(root);
+        return false;
+    }
     bool any = false, up = false;
     const char *key;
     json_t *b;

@@ -107,9 +107,12 @@ Test(app_metrics, health_reasons)
     cr_assert_not_null(strstr(tb_buf_cstr(&b), "\"healthy\":true,\"active\":false,\"reason\":\"standby\""), "%s",
                        tb_buf_cstr(&b));
     cr_assert_eq(health_of(m, "starting", true, NULL, &b), 503);
-    const char *down = "{\"brokers\":{\"k:1/1\":{\"nodeid\":1,\"state\":\"DOWN\"}}}";
+    const char *down = "{\"msg_cnt\":3,\"brokers\":{\"k:1/1\":{\"nodeid\":1,\"state\":\"DOWN\"}}}";
     cr_assert_eq(health_of(m, "streaming", true, down, &b), 503);
     cr_assert_not_null(strstr(tb_buf_cstr(&b), "\"reason\":\"kafka unreachable\""), "%s", tb_buf_cstr(&b));
+    /* an idle producer whose connection was closed: nothing waits, so nothing is wrong */
+    const char *idle = "{\"msg_cnt\":0,\"brokers\":{\"k:1/1\":{\"nodeid\":1,\"state\":\"DOWN\"}}}";
+    cr_assert_eq(health_of(m, "streaming", true, idle, &b), 200, "%s", tb_buf_cstr(&b));
     const char *up = "{\"brokers\":{\"k:1/1\":{\"nodeid\":1,\"state\":\"UP\"}}}";
     cr_assert_eq(health_of(m, "streaming", true, up, &b), 200);
     tb_buf_free(&b);
