@@ -38,11 +38,12 @@ static void check_masked(const char *dump, const char *key, const char *value)
 {
     if (!cfg_key_is_secret(key) || strcmp(value, "********") == 0)
         return;
-    size_t n = strlen(key) + strlen(value) + 3;
+    /* a whole line "key=value": another key's value may hold the same text */
+    size_t n = strlen(key) + strlen(value) + 4;
     char *line = malloc(n);
     check(line != NULL);
-    snprintf(line, n, "%s=%s\n", key, value);
-    check(strstr(dump, line) == NULL);
+    snprintf(line, n, "\n%s=%s\n", key, value);
+    check(strstr(dump, line) == NULL && strncmp(dump, line + 1, n - 2) != 0);
     free(line);
 }
 
