@@ -33,6 +33,12 @@ int cmd_decode_wal(int argc, char **argv);
  * returns a validated cfg (caller frees) or an error (code TB_ERR_CONFIG). */
 tb_code app_load_config(int *argc, char **argv, cfg **out, tb_error *err);
 
+/* Commands that talk to Kafka, at start: log the librdkafka in use (INFO,
+ * its rd_kafka_version_str()), and WARN when kafka.sasl.mechanisms names
+ * SCRAM and that librdkafka is older than 2.6.1, whose SCRAM logins Kafka 4
+ * brokers refuse: the WARN names the version and the two ways out. */
+void app_kafka_client_check(const cfg *c);
+
 /* Print "tributary <cmd>: <msg>" on stderr and return tb_code_exit_status(err->code). */
 int app_fail(const char *cmd, const tb_error *err);
 

@@ -1,11 +1,13 @@
 /*
  * Shared helpers of the subcommands: configuration loading from argv and the
- * environment, one-line failures, signal handling.
+ * environment, one-line failures, signal handling, the librdkafka check.
  */
+#include <librdkafka/rdkafka.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "app.h"
 #include "tb_log.h"
@@ -212,4 +214,26 @@ out:
     free(files);
     free(sets);
     return rc;
+}
+
+/* librdkafka before 2.6.1 ends a SCRAM exchange with a proof that Kafka 4
+ * brokers refuse as invalid credentials (the client nonce repeated in the
+ * client-final message); 2.6.1 fixed it. */
+#define APP_RDKAFKA_SCRAM_FIXED 0x02060100
+
+void app_kafka_client_check(const cfg *c)
+{
+    const char *mech = NULL;
+    if (cfg_is_set(c, "kafka.sasl.mechanisms"))
+        mech = cfg_get_str(c, "kafka.sasl.mechanisms");
+    else if (cfg_is_set(c, "kafka.sasl.mechanism"))
+        mech = cfg_get_str(c, "kafka.sasl.mechanism");
+    TB_INFO("kafka", "librdkafka %s", rd_kafka_version_str());
+    if (mech && strncasecmp(mech, "SCRAM", 5) == 0 && rd_kafka_version() < APP_RDKAFKA_SCRAM_FIXED)
+        TB_WARN("kafka",
+                "kafka.sasl.mechanisms=%s with librdkafka %s: Kafka 4 brokers refuse SCRAM logins from librdkafka "
+                "older than 2.6.1 (\"Authentication failed during authentication due to invalid credentials\"). "
+                "Run with librdkafka 2.6.1 or newer (installed, or its librdkafka.so.1 found through "
+                "LD_LIBRARY_PATH), or use kafka.sasl.mechanisms=PLAIN over kafka.security.protocol=SASL_SSL",
+                mech, rd_kafka_version_str());
 }

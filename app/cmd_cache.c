@@ -214,6 +214,7 @@ int cmd_cache(int argc, char **argv)
         rc = tb_error_set(&err, TB_ERR_CONFIG, false, "unexpected argument '%s' (see --help)", nargv[1]);
         goto out;
     }
+    app_kafka_client_check(c);
     cache_opts o;
     cache_opts_init(&o);
     o.db_path = cfg_get_str(c, "cache.path");

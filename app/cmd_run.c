@@ -815,6 +815,7 @@ int cmd_run(int argc, char **argv)
     if (tb_log_parse_level(cfg_get_str(r.cfg, "log.level"), &lvl))
         tb_log_set_level(lvl);
     app_install_signals();
+    app_kafka_client_check(r.cfg);
     r.started_ms = app_now_ms();
     r.snapshot_state = "none";
     if ((rc = app_status_path(r.cfg, &r.status_path)) != TB_OK) {

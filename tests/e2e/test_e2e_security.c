@@ -17,7 +17,12 @@
  *     certificate does not hold (127.1 reaches 127.0.0.1); a wrong SASL password; a broker
  *     certificate that does not chain to kafka.ssl.ca.location. Each within seconds: a refused
  *     Kafka login is not retried. `tributary cache` refuses the wrong SASL password as well.
+ *   security/scram_sha_512: SCRAM-SHA-512 over TLS with a librdkafka of 2.6.1 or newer (the
+ *     confluent-kafka wheel's, scripts/deps, through LD_LIBRARY_PATH): run and cache deliver,
+ *     their logs name that librdkafka, a wrong SCRAM password is refused; the installed
+ *     librdkafka, when older, gets a WARN at start naming its version.
  */
+#include <dlfcn.h>
 #include <jansson.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -127,6 +132,30 @@ static void sec_cache_rows(const char *path, const char *db, tb_buf *out)
     sqlite3_close(s);
 }
 
+/* `tributary cache --until-caught-up` (config e->cfg) into cache, run again until its table t
+ * holds want (the source's rows, "id|v" lines); fails after 120 s or when a run fails. */
+static void sec_cache_until_equal(sec_env *e, const char *cache, const char *clog, tb_buf *want)
+{
+    tb_buf got, logb;
+    tb_buf_init(&got, 0);
+    tb_buf_init(&logb, 0);
+    long long deadline = tb_itest_now_ms() + 120000;
+    for (;;) {
+        const char *args[] = {"cache", "--config", e->cfg, "--db", cache, "--until-caught-up", NULL};
+        int rc = e2e_wait(e2e_spawn(args, clog), 60000);
+        e2e_slurp(clog, &logb);
+        cr_assert_eq(rc, 0, "tributary cache failed (%d):\n%.4000s", rc, tb_buf_cstr(&logb));
+        sec_cache_rows(cache, e->db, &got);
+        if (strcmp(tb_buf_cstr(&got), tb_buf_cstr(want)) == 0)
+            break;
+        cr_assert(tb_itest_now_ms() < deadline, "the cache never equalled the source:\nsource:\n%s\ncache:\n%s",
+                  tb_buf_cstr(want), tb_buf_cstr(&got));
+        usleep(300000);
+    }
+    tb_buf_free(&got);
+    tb_buf_free(&logb);
+}
+
 /* Assert path (when it exists, or always when must) has mode 0600. */
 static void sec_private(const char *path, bool must)
 {
@@ -186,9 +215,8 @@ Test(security, tls_and_sasl_ssl, .timeout = 300)
     e2e_sql(m, "UPDATE `%s`.t SET v = 'TWO' WHERE id = 2", e.db);
     e2e_sql(m, "DELETE FROM `%s`.t WHERE id = 3", e.db);
 
-    tb_buf want, got, logb;
+    tb_buf want, logb;
     tb_buf_init(&want, 0);
-    tb_buf_init(&got, 0);
     tb_buf_init(&logb, 0);
     char q[256];
     snprintf(q, sizeof q, "SELECT id, v FROM `%s`.t ORDER BY id", e.db);
@@ -198,19 +226,7 @@ Test(security, tls_and_sasl_ssl, .timeout = 300)
     char cache[256], clog[256];
     snprintf(cache, sizeof cache, "%s/cache.db", e.dir);
     snprintf(clog, sizeof clog, "%s/cache.log", e.dir);
-    long long deadline = tb_itest_now_ms() + 120000;
-    for (;;) {
-        const char *args[] = {"cache", "--config", e.cfg, "--db", cache, "--until-caught-up", NULL};
-        int rc = e2e_wait(e2e_spawn(args, clog), 60000);
-        e2e_slurp(clog, &logb);
-        cr_assert_eq(rc, 0, "tributary cache failed (%d):\n%.4000s", rc, tb_buf_cstr(&logb));
-        sec_cache_rows(cache, e.db, &got);
-        if (strcmp(tb_buf_cstr(&got), tb_buf_cstr(&want)) == 0)
-            break;
-        cr_assert(tb_itest_now_ms() < deadline, "the cache never equalled the source:\nsource:\n%s\ncache:\n%s",
-                  tb_buf_cstr(&want), tb_buf_cstr(&got));
-        usleep(300000);
-    }
+    sec_cache_until_equal(&e, cache, clog, &want);
 
     kill(pid, SIGTERM);
     int rc = e2e_wait(pid, 30000);
@@ -233,7 +249,6 @@ Test(security, tls_and_sasl_ssl, .timeout = 300)
     snprintf(f, sizeof f, "%s-shm", cache);
     sec_private(f, false);
     tb_buf_free(&want);
-    tb_buf_free(&got);
     tb_buf_free(&logb);
     e2e_sql(m, "DROP DATABASE `%s`", e.db);
     mysql_close(m);
@@ -398,6 +413,115 @@ Test(security, client_certificate, .timeout = 300)
     const char *no_cert[] = {"Access denied", "tributary_x509", "REQUIRE X509", "source.ssl.cert", NULL};
     sec_refused(&e, "no_client_cert", "source.user=tributary_x509\nsink=stdout\nsnapshot.mode=initial_only\n",
                 no_cert);
+    e2e_sql(m, "DROP DATABASE `%s`", e.db);
+    mysql_close(m);
+    e2e_rmtree(e.dir);
+}
+
+/* A line of the log at path holding needle (NULL-terminated copy into out), false when none. */
+static bool sec_log_line(const char *path, const char *needle, char *out, size_t cap)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    bool found = false;
+    if (e2e_slurp(path, &b)) {
+        const char *hit = strstr(tb_buf_cstr(&b), needle);
+        if (hit) {
+            const char *bol = hit;
+            while (bol > b.data && bol[-1] != '\n')
+                bol--;
+            const char *eol = strchr(hit, '\n');
+            size_t len = eol ? (size_t)(eol - bol) : strlen(bol);
+            snprintf(out, cap, "%.*s", (int)len, bol);
+            found = true;
+        }
+    }
+    tb_buf_free(&b);
+    return found;
+}
+
+/* SCRAM-SHA-512 over TLS, end to end, with a librdkafka that can log in with it to Kafka 4
+ * (2.6.1 or newer: the one scripts/deps takes from the confluent-kafka wheel), loaded through
+ * LD_LIBRARY_PATH: the log of `run` and of `cache` names that librdkafka's version (asked of the
+ * library itself, dlopen), the changes are delivered and the cache equals the source table; a
+ * wrong SCRAM password is refused at once (exit 1, one line). Then with the installed librdkafka:
+ * older than 2.6.1 (Debian 12's 2.0.2), a SCRAM configuration gets a WARN at start naming its
+ * version and the way out, and is refused; 2.6.1 or newer, no such WARN. */
+Test(security, scram_sha_512, .timeout = 300)
+{
+    const char *libdir = tb_itest_env("TRIBUTARY_TEST_RDKAFKA_SCRAM_LIBDIR");
+    char lib[512];
+    snprintf(lib, sizeof lib, "%s/librdkafka.so.1", libdir);
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(h, "%s: %s (scripts/deps fetches it)", lib, dlerror());
+    const char *(*ver_str)(void) = (const char *(*)(void))dlsym(h, "rd_kafka_version_str");
+    int (*ver)(void) = (int (*)(void))dlsym(h, "rd_kafka_version");
+    cr_assert(ver_str && ver, "%s: no rd_kafka_version", lib);
+    char want_ver[64];
+    snprintf(want_ver, sizeof want_ver, "librdkafka %s\n", ver_str());
+    cr_assert_geq(ver(), 0x02060100, "%s is librdkafka %s, older than 2.6.1", lib, ver_str());
+    dlclose(h);
+
+    MYSQL *m = e2e_mysql();
+    sec_env e;
+    sec_setup(&e, m);
+    e2e_sql(m, "INSERT INTO `%s`.t VALUES (1, 'one'), (2, 'two')", e.db);
+    cr_assert_eq(setenv("LD_LIBRARY_PATH", libdir, 1), 0);
+    sec_config(&e, "scram.properties", true, "kafka.sasl.mechanisms=SCRAM-SHA-512\n");
+    snprintf(e.log, sizeof e.log, "%s/scram.log", e.dir);
+    const char *run[] = {"run", "--config", e.cfg, NULL};
+    pid_t pid = e2e_spawn(run, e.log);
+    sec_wait_log(e.log, "run: streaming from the binlog", pid, 60000);
+    char line[1024];
+    cr_assert(sec_log_line(e.log, want_ver, line, sizeof line), "no '%s' in %s", want_ver, e.log);
+    e2e_sql(m, "INSERT INTO `%s`.t VALUES (3, 'three')", e.db);
+    e2e_sql(m, "UPDATE `%s`.t SET v = 'TWO' WHERE id = 2", e.db);
+    e2e_sql(m, "DELETE FROM `%s`.t WHERE id = 1", e.db);
+    tb_buf want;
+    tb_buf_init(&want, 0);
+    char q[256];
+    snprintf(q, sizeof q, "SELECT id, v FROM `%s`.t ORDER BY id", e.db);
+    e2e_query_text(m, q, &want);
+    char cache[256], clog[256];
+    snprintf(cache, sizeof cache, "%s/cache.db", e.dir);
+    snprintf(clog, sizeof clog, "%s/cache.log", e.dir);
+    sec_cache_until_equal(&e, cache, clog, &want);
+    cr_assert(sec_log_line(clog, want_ver, line, sizeof line), "no '%s' in %s", want_ver, clog);
+    kill(pid, SIGTERM);
+    cr_assert_eq(e2e_wait(pid, 30000), 0, "see %s", e.log);
+    cr_assert(!sec_log_line(e.log, "older than 2.6.1", line, sizeof line), "%s", line);
+    e2e_assert_clean_log(e.log);
+    e2e_assert_clean_log(clog);
+
+    /* a wrong SCRAM password: refused, not retried */
+    char extra[512];
+    snprintf(extra, sizeof extra, "kafka.sasl.mechanisms=SCRAM-SHA-512\nkafka.sasl.password.file=%s/wrong.password\n",
+             e.dir);
+    const char *wrong[] = {"Kafka authentication failed", "SCRAM-SHA-512", "kafka.sasl.password", NULL};
+    sec_refused(&e, "scram_wrong_password", extra, wrong);
+
+    /* the installed librdkafka */
+    cr_assert_eq(unsetenv("LD_LIBRARY_PATH"), 0);
+    char old_ver[64];
+    snprintf(old_ver, sizeof old_ver, "librdkafka %s\n", rd_kafka_version_str());
+    if (rd_kafka_version() < 0x02060100) {
+        const char *old[] = {"Kafka authentication failed", NULL};
+        sec_refused(&e, "scram_old_librdkafka", "kafka.sasl.mechanisms=SCRAM-SHA-512\n", old);
+        char needle[128];
+        snprintf(needle, sizeof needle, "kafka.sasl.mechanisms=SCRAM-SHA-512 with librdkafka %s: ", rd_kafka_version_str());
+        cr_assert(sec_log_line(e.log, needle, line, sizeof line), "no WARN '%s' in %s", needle, e.log);
+        cr_expect(strstr(line, "WARN") && strstr(line, "older than 2.6.1") && strstr(line, "LD_LIBRARY_PATH") &&
+                      strstr(line, "kafka.sasl.mechanisms=PLAIN"),
+                  "%s", line);
+    } else {
+        sec_config(&e, "scram_installed.properties", true, "kafka.sasl.mechanisms=SCRAM-SHA-512\nsink=stdout\n"
+                                                            "snapshot.mode=initial_only\n");
+        snprintf(e.log, sizeof e.log, "%s/scram_installed.log", e.dir);
+        cr_assert_eq(e2e_wait(e2e_spawn(run, e.log), 120000), 0, "see %s", e.log);
+        cr_assert(!sec_log_line(e.log, "older than 2.6.1", line, sizeof line), "%s", line);
+    }
+    cr_assert(sec_log_line(e.log, old_ver, line, sizeof line), "no '%s' in %s", old_ver, e.log);
+    tb_buf_free(&want);
     e2e_sql(m, "DROP DATABASE `%s`", e.db);
     mysql_close(m);
     e2e_rmtree(e.dir);
