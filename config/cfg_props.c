@@ -103,9 +103,9 @@ static const cfg_prop props[] = {
     {"ddl.truncate.policy", CFG_ENUM, "tombstone", 0, 0, v_truncate_policy,
      "TRUNCATE TABLE on a captured table (MySQL/MariaDB): `tombstone` sends a delete and a tombstone for every key its topic holds (read from the topic), at the statement's position; `fail` stops naming the table and position (docs/statements.md).", false, "source"},
     {"ddl.alter.policy", CFG_ENUM, "resnapshot", 0, 0, v_alter_policy,
-     "ALTER TABLE that can give existing rows of a captured table new values (ADD/MODIFY/CHANGE/DROP COLUMN, CONVERT TO; MySQL/MariaDB): `resnapshot` re-sends the table's rows through an incremental snapshot (needs INSERT on the signalling table), `warn` only says the topic keeps the old values until each row changes (docs/statements.md).", false, "source"},
+     "ALTER TABLE that can give existing rows of a captured table new values (MySQL/MariaDB: ADD/MODIFY/CHANGE/DROP COLUMN, CONVERT TO; SQLite: ADD COLUMN with a default, RENAME COLUMN, DROP COLUMN): `resnapshot` re-sends the table's rows (MySQL/MariaDB: an incremental snapshot, needs INSERT on the signalling table; SQLite: a read event per row in the ALTER's transaction), `warn` only says the topic keeps the old values until each row changes (docs/statements.md).", false, "source"},
     {"ddl.drop.policy", CFG_ENUM, "warn", 0, 0, v_drop_policy,
-     "DROP TABLE of a captured table (MySQL/MariaDB): `warn` leaves its topic as it is and says so; `tombstone` deletes every key the topic holds, as for TRUNCATE (docs/statements.md).", false, "source"},
+     "DROP TABLE of a captured table: `warn` leaves its topic as it is and says so; `tombstone` deletes every key (MySQL/MariaDB: every key the topic holds, as for TRUNCATE; SQLite: every row the table had just before it) at the DROP's position (docs/statements.md).", false, "source"},
 
     /* ---- snapshot */
     {"snapshot.mode", CFG_ENUM, "initial", 0, 0, v_snapshot_mode, "When to snapshot (DESIGN 7).", false, "snapshot"},

@@ -497,6 +497,7 @@ tb_code sqlcap_open_opts(const sqlcap_opts *o, const tb_position *start, sqlcap 
     c->eng = sqlcap_engine_new(&c->pg, c->dbname);
     if (!c->eng)
         goto nomem;
+    sqlcap_engine_set_ddl(c->eng, o->ddl_drop_rows, o->ddl_rename_rows, o->ddl_alter_rows);
     if ((rc = sqlcap_attach(c, start, err)) != TB_OK)
         goto fail;
     if (c->evq.n == 0) {
@@ -549,6 +550,9 @@ tb_code sqlcap_open(const cfg *cf, const tb_position *start, sqlcap **out, tb_er
     o.checkpoint_barrier = ck && strcmp(ck, "barrier") == 0;
     o.poll_ms = (int)cfg_get_int(cf, "source.sqlite.poll.ms");
     o.wal_max_bytes = cfg_get_int(cf, "source.sqlite.wal.max.bytes");
+    o.ddl_drop_rows = strcmp(cfg_get_str(cf, "ddl.drop.policy"), "tombstone") == 0;
+    o.ddl_rename_rows = true;
+    o.ddl_alter_rows = strcmp(cfg_get_str(cf, "ddl.alter.policy"), "resnapshot") == 0;
     tb_code rc = sqlcap_open_opts(&o, start, out, err);
     free(dflt_shadow);
     return rc;

@@ -55,13 +55,20 @@
  * but not acknowledged are kept in memory until sqlcap_ack covers them.
  *
  * SCHEMA CHANGES (wal mode): CREATE TABLE: its rows appear as op=c (diff
- * against an empty table); ALTER ADD/RENAME/DROP COLUMN: no row events,
- * later events use a new descriptor (evt_table version+1); DROP TABLE: no
- * events, a WARN log line (as Debezium: consumers keep the rows; there is no
- * DDL event in the stream); ALTER TABLE RENAME: recognised (same root page,
- * same column definitions), no row events, INFO log line; later changes
- * (including those in the renaming transaction) carry the new name, and the
- * new name's descriptor starts at version 1; VACUUM:
+ * against an empty table); ALTER ADD/RENAME/DROP COLUMN: later events use a
+ * new descriptor (evt_table version+1); with ddl_alter_rows, when the ALTER
+ * changes what existing rows read as (a column added with a non-NULL
+ * default, a column renamed or dropped) every row of the table follows as
+ * op=r in the same transaction, else a WARN; DROP TABLE: with ddl_drop_rows
+ * a delete per row the table had (its rows at the position before the
+ * DROP), else a WARN (the topic keeps the rows); ALTER TABLE RENAME:
+ * recognised (same root page, same column definitions); with
+ * ddl_rename_rows a delete per row under the old name and op=r per row under
+ * the new one, else no row events (INFO); later changes (including those in
+ * the renaming transaction) carry the new name, and the new name's
+ * descriptor starts at version 1. These rows are all in memory at once, as
+ * for any transaction (a DROP of a large table costs like deleting its
+ * rows). VACUUM:
  * no events (keys are the declared primary key, so renumbered rowids do not
  * matter unless the table has no primary key). Generated/hidden columns and
  * UTF-16 databases are refused (table not captured / open fails).
@@ -154,6 +161,15 @@ typedef struct sqlcap_opts {
     int64_t wal_max_bytes;    /* bounded WAL (source.sqlite.wal.max.bytes): reset windows from a
                                * quarter of it, under the write barrier from half of it; 0 = no
                                * bound (the pin alone: windows only with checkpoint) */
+    /* statements without row events (docs/statements.md, SQLite; WAL mode): rows of the
+     * statement's transaction, at its position */
+    bool ddl_drop_rows;       /* ddl.drop.policy=tombstone: DROP TABLE gives a delete (before image:
+                               * the row) for every row the table had */
+    bool ddl_rename_rows;     /* ALTER TABLE RENAME: a delete for every row under the old name and a
+                               * read (op r) for every row under the new one */
+    bool ddl_alter_rows;      /* ddl.alter.policy=resnapshot: an ALTER that changes what existing rows
+                               * read as (a column added with a default, renamed or dropped) gives a
+                               * read (op r) for every row of the table */
     bool test_no_pin;         /* TESTS ONLY (negative control): drop the read transaction after
                                * each poll, breaking the pinning invariant */
 } sqlcap_opts;

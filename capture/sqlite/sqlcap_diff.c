@@ -38,6 +38,7 @@ struct sqlcap_engine {
     sqlcap_u32s in0, lf0, in1, lf1; /* tree pages of the table being diffed, V0 and V1 */
     sqlcap_u32s cands;              /* candidate pages of the fast path (sqlcap_fast_cands) */
     sqlcap_evpool pool;             /* delivered events kept for reuse (sqlcap_engine_recycle) */
+    bool ddl_drop, ddl_rename, ddl_alter; /* sqlcap_engine_set_ddl */
 };
 
 /* ---------------------------------------------------------------- engine */
@@ -111,6 +112,13 @@ void sqlcap_engine_free(sqlcap_engine *e)
     free(e->O);
     free(e->N);
     free(e);
+}
+
+void sqlcap_engine_set_ddl(sqlcap_engine *e, bool drop, bool rename, bool alter)
+{
+    e->ddl_drop = drop;
+    e->ddl_rename = rename;
+    e->ddl_alter = alter;
 }
 
 uint32_t sqlcap_engine_npages(const sqlcap_engine *e) { return e->npages; }
@@ -293,6 +301,80 @@ static int sqlcap_sorted_cmp(const void *a, const void *b)
     return c ? c : (x->kn > y->kn) - (x->kn < y->kn);
 }
 
+/* Every row of table t in view v (its leaves, and the interior pages of a
+ * WITHOUT ROWID tree, which hold rows too) into x's map. */
+static tb_code sqlcap_collect_all(const sqlcap_view *v, const sqlcap_tbl *t, const sqlcap_u32s *inner,
+                                  const sqlcap_u32s *leaves, sqlcap_rowctx *x, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    for (size_t i = 0; rc == TB_OK && i < leaves->n; i++)
+        rc = sqlcap_page_rows(v, leaves->v[i], sqlcap_collect, x, err);
+    for (size_t i = 0; rc == TB_OK && t->without_rowid && i < inner->n; i++)
+        rc = sqlcap_page_rows(v, inner->v[i], sqlcap_collect, x, err);
+    return rc;
+}
+
+/* One event for every row of m (rows of table t), in key order, appended to
+ * out: op d (before image: the row) or op r (after image: the row). vals has
+ * t->ncols slots. */
+static tb_code sqlcap_emit_all(sqlcap_engine *e, const sqlcap_tbl *t, const sqlcap_rowmap *m, evt_op op,
+                               sqlcap_val *vals, sqlcap_evlist *out, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    sqlcap_sorted *srt = calloc(m->n + 1, sizeof *srt);
+    size_t n = 0;
+    if (!srt)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory", t->name);
+    for (size_t i = 0; rc == TB_OK && i < m->n; i++) {
+        const sqlcap_rowent *re = &m->e[i];
+        if ((rc = sqlcap_row_decode(t, re->rowid, (const uint8_t *)m->arena.data + re->poff, re->plen, vals, err)) !=
+            TB_OK)
+            break;
+        evt_event *ev = op == EVT_OP_DELETE ? sqlcap_make_event(&e->pool, t, op, vals, NULL)
+                                            : sqlcap_make_event(&e->pool, t, op, NULL, vals);
+        if (!ev)
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory", t->name);
+        else
+            srt[n++] = (sqlcap_sorted){(const uint8_t *)m->arena.data + re->koff, re->klen, ev};
+    }
+    if (rc == TB_OK)
+        qsort(srt, n, sizeof *srt, sqlcap_sorted_cmp);
+    for (size_t i = 0; i < n; i++) {
+        evt_event *ev = srt[i].ev;
+        srt[i].ev = NULL;
+        if (rc == TB_OK && sqlcap_evpush(out, ev) != TB_OK)
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory", t->name);
+        else if (rc != TB_OK)
+            evt_event_free(ev);
+    }
+    free(srt);
+    return rc;
+}
+
+/* Whether t1, a new definition of t0 under the same name, makes existing rows
+ * read differently: a column of t0 is gone (dropped, or renamed), or t1 has a
+ * new column whose default is not NULL (SQLite does not rewrite the rows of
+ * ADD COLUMN: they read the default). A changed constraint or a rewritten
+ * REFERENCES clause (a referenced table renamed) changes no value. */
+static bool sqlcap_alter_fills(const sqlcap_tbl *t0, const sqlcap_tbl *t1)
+{
+    for (size_t k = 0; k < t0->ncols; k++) {
+        bool found = false;
+        for (size_t c = 0; c < t1->ncols && !found; c++)
+            found = strcmp(t0->colnames[k], t1->colnames[c]) == 0;
+        if (!found)
+            return true;
+    }
+    for (size_t c = 0; c < t1->ncols; c++) {
+        bool found = false;
+        for (size_t k = 0; k < t0->ncols && !found; k++)
+            found = strcmp(t0->colnames[k], t1->colnames[c]) == 0;
+        if (!found && t1->dflt[c].type != SQLCAP_NULL)
+            return true;
+    }
+    return false;
+}
+
 /*
  * Fast path: when no interior page of the table's tree at P is in the
  * transaction, its interior pages are byte-identical in V0 and V1, so both
@@ -393,7 +475,33 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
     vn = calloc(mc, sizeof *vn);
     if (!va || !vb || !vn)
         goto nomem;
-    if (t0 && t0->captured && t1 && t1->captured) {
+    bool renamed = t0 && t1 && strcmp(t0->name, t1->name) != 0;
+    if (t0 && t0->captured && t1 && t1->captured && renamed && e->ddl_rename) {
+        /* ALTER TABLE RENAME: the rows leave the old name (deletes) and are
+         * sent under the new one (reads), so both topics follow the table */
+        sqlcap_rowctx x0 = {e, t0, &O, va, &key, 0};
+        sqlcap_rowctx x1 = {e, t1, &N, vb, &key, own};
+        if ((rc = sqlcap_collect_all(v0, t0, &in0, &lf0, &x0, err)) != TB_OK ||
+            (rc = sqlcap_collect_all(v1, t1, &in1, &lf1, &x1, err)) != TB_OK ||
+            (rc = sqlcap_emit_all(e, t0, &O, EVT_OP_DELETE, va, out, err)) != TB_OK ||
+            (rc = sqlcap_emit_all(e, t1, &N, EVT_OP_READ, vb, out, err)) != TB_OK)
+            goto out;
+        TB_INFO(SQLCAP_FAC, "table %s renamed to %s: a delete for each of its %zu rows under the old name, each of "
+                "its %zu rows sent again under the new name", t0->name, t1->name, O.n, N.n);
+    } else if (t0 && t0->captured && !t1) {
+        /* DROP TABLE: ddl.drop.policy=tombstone: a delete for every row it had */
+        sqlcap_rowctx x0 = {e, t0, &O, va, &key, 0};
+        if (e->ddl_drop) {
+            if ((rc = sqlcap_collect_all(v0, t0, &in0, &lf0, &x0, err)) != TB_OK ||
+                (rc = sqlcap_emit_all(e, t0, &O, EVT_OP_DELETE, va, out, err)) != TB_OK)
+                goto out;
+            TB_INFO(SQLCAP_FAC, "table %s dropped: a delete for each of its %zu rows (ddl.drop.policy=tombstone)",
+                    t0->name, O.n);
+        } else {
+            TB_WARN(SQLCAP_FAC, "table %s dropped: its topic is left as it is, with every row the table had "
+                    "(ddl.drop.policy=warn; `tombstone` deletes them)", t0->name);
+        }
+    } else if (t0 && t0->captured && t1 && t1->captured) {
         sqlcap_rowctx x0 = {e, t0, &O, va, &key, 0};
         sqlcap_rowctx x1 = {e, t1, &N, va, &key, own};
         /* a page changed in place (in S0 and S1, both candidates): rows whose
@@ -527,6 +635,21 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
             srt[i].ev = NULL;
             if (sqlcap_evpush(out, ev) != TB_OK)
                 goto nomem;
+        }
+        if (!renamed && t0 != t1 && strcmp(t0->sql, t1->sql) != 0 && sqlcap_alter_fills(t0, t1)) {
+            if (e->ddl_alter) {
+                /* ddl.alter.policy=resnapshot: every row again, as it reads now */
+                sqlcap_rowmap_reset(&N);
+                if ((rc = sqlcap_collect_all(v1, t1, &in1, &lf1, &x1, err)) != TB_OK ||
+                    (rc = sqlcap_emit_all(e, t1, &N, EVT_OP_READ, vb, out, err)) != TB_OK)
+                    goto out;
+                TB_INFO(SQLCAP_FAC, "table %s altered (a column added with a default, renamed or dropped): each of "
+                        "its %zu rows sent again (ddl.alter.policy=resnapshot)", t1->name, N.n);
+            } else {
+                TB_WARN(SQLCAP_FAC, "table %s altered (a column added with a default, renamed or dropped): its "
+                        "rows keep their old values in the topic until each changes (ddl.alter.policy=warn; "
+                        "`resnapshot` sends them again)", t1->name);
+            }
         }
     } else if (t1 && t1->captured) {
         /* new table (or newly capturable): every row is an insert */
@@ -676,8 +799,8 @@ tb_code sqlcap_engine_txn(sqlcap_engine *e, const sqlcap_map *txn, uint32_t new_
                     const char *d0 = strchr(t0->sql, '(');
                     if (t0->root == t1->root && t0->without_rowid == t1->without_rowid && t0->captured && d0 &&
                         strcmp(d0, d1) == 0 && !sqlcap_schema_find(&s1, t0->name)) {
-                        TB_INFO(SQLCAP_FAC, "schema: table %s renamed to %s (root page %u): no row events, later "
-                                "changes carry the new name", t0->name, t1->name, t1->root);
+                        TB_INFO(SQLCAP_FAC, "schema: table %s renamed to %s (root page %u): later changes carry "
+                                "the new name%s", t0->name, t1->name, t1->root, e->ddl_rename ? "" : "; no row events");
                         t1->id = t0->id;
                         break;
                     }
@@ -698,8 +821,7 @@ tb_code sqlcap_engine_txn(sqlcap_engine *e, const sqlcap_map *txn, uint32_t new_
             }
             for (size_t i = 0; i < e->schema.n; i++)
                 if (!sqlcap_schema_find(&s1, e->schema.tbls[i]->name) && !sqlcap_by_id(&s1, e->schema.tbls[i]->id)) {
-                    SQLCAP_TOUCH((uint32_t)e->schema.tbls[i]->id + 2);
-                    TB_WARN(SQLCAP_FAC, "schema: table %s dropped: no events for its rows (as Debezium: consumers keep them)", e->schema.tbls[i]->name);
+                    SQLCAP_TOUCH((uint32_t)e->schema.tbls[i]->id + 2); /* sqlcap_diff_table says what is sent */
                 }
         }
         if ((rc = sqlcap_set_schema_owners(e, &v1, &sovfl, err)) != TB_OK)

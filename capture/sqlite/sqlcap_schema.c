@@ -87,13 +87,30 @@ evt_type sqlcap_evt_type(int aff, const char *decl)
     }
 }
 
-/* Evaluate a default expression text into t->dflt[c] (owned copy). */
-static void sqlcap_eval_default(sqlite3 *mem, sqlcap_tbl *t, size_t c, const char *expr)
+#define SQLCAP_DFLT_TABLE "_tributary_default"
+
+/* Evaluate a default expression text into t->dflt[c] (owned copy): the value
+ * a record without that column reads as (a row written before ADD COLUMN),
+ * found the way SQLite finds it: a one-row table in the private database
+ * gets the column by ADD COLUMN with the same declared type (affinity) and
+ * default, and its row is read back. A default ADD COLUMN refuses
+ * (CURRENT_TIMESTAMP, an expression in parentheses: no record can lack such a
+ * column) is evaluated as a plain expression. */
+static void sqlcap_eval_default(sqlite3 *mem, sqlcap_tbl *t, size_t c, const char *expr, const char *decl)
 {
     t->dflt[c].type = SQLCAP_NULL;
     if (!expr)
         return;
-    char *q = sqlite3_mprintf("SELECT %s", expr);
+    char *q = NULL;
+    sqlite3_exec(mem, "DROP TABLE IF EXISTS " SQLCAP_DFLT_TABLE, NULL, NULL, NULL);
+    char *alter = sqlite3_mprintf("CREATE TABLE " SQLCAP_DFLT_TABLE "(x); INSERT INTO " SQLCAP_DFLT_TABLE
+                                  " VALUES (0); ALTER TABLE " SQLCAP_DFLT_TABLE " ADD COLUMN v %s DEFAULT %s",
+                                  decl ? decl : "", expr);
+    if (alter && sqlite3_exec(mem, alter, NULL, NULL, NULL) == SQLITE_OK)
+        q = sqlite3_mprintf("SELECT v FROM " SQLCAP_DFLT_TABLE);
+    else
+        q = sqlite3_mprintf("SELECT %s", expr);
+    sqlite3_free(alter);
     sqlite3_stmt *st = NULL;
     if (q && sqlite3_prepare_v2(mem, q, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
         switch (sqlite3_column_type(st, 0)) {
@@ -127,6 +144,7 @@ static void sqlcap_eval_default(sqlite3 *mem, sqlcap_tbl *t, size_t c, const cha
     }
     sqlite3_finalize(st);
     sqlite3_free(q);
+    sqlite3_exec(mem, "DROP TABLE IF EXISTS " SQLCAP_DFLT_TABLE, NULL, NULL, NULL);
 }
 
 /* Derive decoding info for one table. Returns TB_OK with captured=false for
@@ -268,7 +286,7 @@ static tb_code sqlcap_tbl_derive(sqlite3 *mem, sqlcap_tbl *t, const char *dbname
     if (!t->dflt || !t->dflt_buf)
         goto nomem;
     for (size_t c = 0; c < n; c++)
-        sqlcap_eval_default(mem, t, c, dexpr[c]);
+        sqlcap_eval_default(mem, t, c, dexpr[c], decl[c]);
     /* descriptor: reuse the previous one when nothing changed */
     if (prev && prev->et && prev->sql && strcmp(prev->sql, t->sql) == 0) {
         t->et = evt_table_ref(prev->et);

@@ -405,7 +405,31 @@ tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err)
     tb_code rc = TB_OK;
     if (sqlcap_trig_schema_version(t->db) != t->schema_version) {
         TB_INFO(SQLCAP_FAC, "%s: schema changed: regenerating change-log triggers", c->path);
-        if ((rc = sqlcap_trig_install(c, err)) != TB_OK)
+        /* what the schema change did to existing rows is not in the change
+         * log: a table gone (dropped or renamed) or with other columns is a
+         * WARN naming it */
+        size_t nold = t->ntabs;
+        sqlcap_ttab *old = t->tabs;
+        t->tabs = NULL;
+        t->ntabs = t->captabs = 0;
+        rc = sqlcap_trig_install(c, err);
+        for (size_t i = 0; rc == TB_OK && i < nold; i++) {
+            const evt_table *now = sqlcap_trig_table(t, old[i].name);
+            if (!now)
+                TB_WARN(SQLCAP_FAC, "%s: table %s is gone (dropped or renamed): trigger mode sees no rows for it, "
+                        "its topic keeps every row it had (WAL mode sends deletes: docs/statements.md)", c->path,
+                        old[i].name);
+            else if (!evt_table_same_columns(now, old[i].et))
+                TB_WARN(SQLCAP_FAC, "%s: table %s altered: rows written before keep their old values in the topic "
+                        "until each changes (trigger mode cannot send them again; WAL mode can: "
+                        "docs/statements.md)", c->path, old[i].name);
+        }
+        for (size_t i = 0; i < nold; i++) {
+            free(old[i].name);
+            evt_table_unref(old[i].et);
+        }
+        free(old);
+        if (rc != TB_OK)
             return rc;
     }
     sqlite3_stmt *st;

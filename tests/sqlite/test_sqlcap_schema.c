@@ -251,3 +251,181 @@ static void delete_all_case(bool shadow)
 
 Test(sqlcap_schema, delete_all_rows_one_delete_each) { delete_all_case(false); }
 Test(sqlcap_schema, delete_all_rows_one_delete_each_shadow) { delete_all_case(true); }
+
+/* ------------------------------------------------------------ statements without row events */
+
+/* A value as sqlcap_test_row_text writes SQLite's ("i:5", "t:<hex>", "n", ...). */
+static void value_text(const evt_value *v, sqlite3_str *s)
+{
+    switch (v->kind) {
+    case EVT_V_INT: sqlite3_str_appendf(s, "i:%lld", (long long)v->v.i); break;
+    case EVT_V_DOUBLE: {
+        char b[64];
+        snprintf(b, sizeof b, "r:%a", v->v.d);
+        sqlite3_str_appendall(s, b);
+        break;
+    }
+    case EVT_V_NULL: sqlite3_str_appendall(s, "n"); break;
+    case EVT_V_STRING:
+    case EVT_V_BYTES:
+        sqlite3_str_appendall(s, v->kind == EVT_V_BYTES ? "b:" : "t:");
+        for (size_t k = 0; k < v->v.s.len; k++)
+            sqlite3_str_appendf(s, "%02x", (unsigned char)v->v.s.ptr[k]);
+        break;
+    default: sqlite3_str_appendf(s, "?%d", (int)v->kind); break;
+    }
+}
+
+/* The next n events as "op table|<image as row text>" lines (the before image
+ * of a delete, else the after image); then nothing more within 300 ms. */
+static void next_lines(sqlcap *c, char **out, int n)
+{
+    tb_error err;
+    int64_t deadline = wall_ms() + 10000;
+    for (int k = 0; k < n;) {
+        evt_event *ev = NULL;
+        cr_assert_eq(sqlcap_next(c, 100, &ev, &err), TB_OK, "%s", err.msg);
+        if (!ev) {
+            cr_assert_lt(wall_ms(), deadline, "timed out after %d of %d events", k, n);
+            continue;
+        }
+        evt_op op = evt_event_op(ev);
+        const evt_table *t = evt_event_table(ev);
+        evt_image img = op == EVT_OP_DELETE ? EVT_BEFORE : EVT_AFTER;
+        sqlite3_str *s = sqlite3_str_new(NULL);
+        sqlite3_str_appendf(s, "%c %s|", (char)op, evt_table_name(t));
+        for (size_t col = 0; col < evt_table_ncols(t); col++) {
+            if (col)
+                sqlite3_str_appendchar(s, 1, '|');
+            value_text(evt_event_value(ev, img, col), s);
+        }
+        out[k++] = sqlite3_str_finish(s);
+    }
+    evt_event *ev = NULL;
+    cr_assert_eq(sqlcap_next(c, 300, &ev, &err), TB_OK, "%s", err.msg);
+    cr_expect_null(ev, "unexpected extra event %c %s", ev ? (char)evt_event_op(ev) : '?',
+                   ev ? evt_table_name(evt_event_table(ev)) : "");
+}
+
+/* The rows of sql as SQLite reads them, each prefixed with prefix, from a
+ * child process (the capture's process must not open and close the file). */
+static void source_lines(const char *db, const char *sql, const char *prefix, char **out, int n)
+{
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t p = fork();
+    if (p == 0) {
+        close(fds[0]);
+        sqlite3 *h;
+        sqlite3_stmt *st;
+        if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+            sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK)
+            _exit(1);
+        FILE *f = fdopen(fds[1], "w");
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            char *r = sqlcap_test_row_text(st);
+            fprintf(f, "%s%s\n", prefix, r);
+            sqlite3_free(r);
+        }
+        fclose(f);
+        _exit(0);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    char line[4096];
+    int k = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        cr_assert_lt(k, n, "more rows than expected from %s", sql);
+        out[k++] = sqlite3_mprintf("%s", line);
+    }
+    fclose(f);
+    cr_assert_eq(sqlcap_test_wait(p), 0, "query failed: %s", sql);
+    cr_assert_eq(k, n, "%s: %d rows, want %d", sql, k, n);
+}
+
+static void expect_lines(char **got, char **want, int n, const char *what)
+{
+    for (int i = 0; i < n; i++) {
+        cr_expect_str_eq(got[i], want[i], "%s: event %d", what, i);
+        sqlite3_free(got[i]);
+        sqlite3_free(want[i]);
+    }
+}
+
+/* With the ddl options of `tributary run` (sqlcap_open from a configuration
+ * with ddl.drop.policy=tombstone, ddl.alter.policy=resnapshot): RENAME
+ * gives a delete per row under the old name and a read per row under the new
+ * one; ADD COLUMN with defaults gives a read per row whose values are the
+ * defaults as SQLite reads the old (short) records, with the column's
+ * affinity (TEXT DEFAULT 5 reads '5', INTEGER DEFAULT '7' reads 7); ADD
+ * COLUMN without a default gives nothing; RENAME COLUMN and DROP COLUMN
+ * (which rewrites every row) give a read per row and no other event; DROP
+ * TABLE gives a delete per row it had, WITHOUT ROWID too. Every row is
+ * compared with what SQLite itself reads from the file. */
+static void ddl_rows_case(bool shadow)
+{
+    tb_log_set_level(TB_LOG_WARN);
+    mk_tmpdir();
+    char db[300];
+    snprintf(db, sizeof db, "%s/ddl.db", tdir);
+    child_sql(db, "PRAGMA journal_mode=WAL; CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT);"
+                  "CREATE TABLE k(id INT PRIMARY KEY, n INT) WITHOUT ROWID;"
+                  "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i<300) "
+                  "INSERT INTO a SELECT i, printf('row%d', i) FROM s;"
+                  "INSERT INTO k VALUES(1, 10), (2, 20);");
+    sqlcap_opts o = {.path = db, .shadow = shadow, .poll_ms = 5, .ddl_drop_rows = true, .ddl_rename_rows = true,
+                     .ddl_alter_rows = true};
+    sqlcap *c = NULL;
+    tb_error err;
+    cr_assert_eq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK, "%s", err.msg);
+    char **got = calloc(600, sizeof *got), **want = calloc(600, sizeof *want);
+    cr_assert(got && want);
+
+    child_sql(db, "ALTER TABLE a RENAME TO b");
+    next_lines(c, got, 600);
+    /* deletes under the old name (before images as the rows were), then reads under the new */
+    source_lines(db, "SELECT id, v FROM b ORDER BY id", "d a|", want, 300);
+    source_lines(db, "SELECT id, v FROM b ORDER BY id", "r b|", want + 300, 300);
+    expect_lines(got, want, 600, "rename");
+
+    child_sql(db, "BEGIN; ALTER TABLE b ADD COLUMN w TEXT DEFAULT 5; ALTER TABLE b ADD COLUMN x INTEGER DEFAULT '7';"
+                  "ALTER TABLE b ADD COLUMN y REAL DEFAULT 2; ALTER TABLE b ADD COLUMN z BLOB DEFAULT x'00ff'; COMMIT");
+    next_lines(c, got, 300);
+    source_lines(db, "SELECT id, v, w, x, y, z FROM b ORDER BY id", "r b|", want, 300);
+    cr_expect(strstr(want[0], "|t:35|i:7|r:0x1p+1|b:00ff"), "SQLite reads %s", want[0]);
+    expect_lines(got, want, 300, "add column with defaults");
+
+    child_sql(db, "ALTER TABLE b ADD COLUMN q TEXT");
+    child_sql(db, "UPDATE b SET q = 'set' WHERE id = 5");
+    next_lines(c, got, 1);
+    source_lines(db, "SELECT id, v, w, x, y, z, q FROM b WHERE id = 5", "u b|", want, 1);
+    expect_lines(got, want, 1, "add column without a default: only the update");
+
+    child_sql(db, "ALTER TABLE b RENAME COLUMN v TO vv");
+    next_lines(c, got, 300);
+    source_lines(db, "SELECT id, vv, w, x, y, z, q FROM b ORDER BY id", "r b|", want, 300);
+    expect_lines(got, want, 300, "rename column");
+
+    child_sql(db, "ALTER TABLE b DROP COLUMN x");
+    next_lines(c, got, 300);
+    source_lines(db, "SELECT id, vv, w, y, z, q FROM b ORDER BY id", "r b|", want, 300);
+    expect_lines(got, want, 300, "drop column");
+
+    source_lines(db, "SELECT id, n FROM k ORDER BY id", "d k|", want, 2);
+    child_sql(db, "DROP TABLE k");
+    next_lines(c, got, 2);
+    expect_lines(got, want, 2, "drop table");
+
+    child_sql(db, "INSERT INTO b(id, vv) VALUES(1000, 'after')");
+    next_lines(c, got, 1);
+    source_lines(db, "SELECT id, vv, w, y, z, q FROM b WHERE id = 1000", "c b|", want, 1);
+    expect_lines(got, want, 1, "insert after");
+    free(got);
+    free(want);
+    sqlcap_close(c);
+    rm_tmpdir();
+}
+
+Test(sqlcap_schema, ddl_rows) { ddl_rows_case(false); }
+Test(sqlcap_schema, ddl_rows_shadow) { ddl_rows_case(true); }
