@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cfg_file.h"
+#include "tb_file.h"
 #include "evt_json.h"
 
 int64_t app_now_ms(void)
@@ -119,7 +119,7 @@ tb_code app_status_write(const char *path, const app_status *st, tb_error *err)
     if (rc == TB_OK)
         rc = tb_buf_putc(&b, '\n') == TB_OK ? TB_OK : tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     if (rc == TB_OK)
-        rc = cfg_file_write_atomic(path, b.data, b.len, err);
+        rc = tb_file_write_atomic(path, b.data, b.len, err);
     tb_buf_free(&b);
     return rc;
 }
@@ -332,7 +332,9 @@ out:
 /* ------------------------------------------------------------ last words */
 
 /* Two buffers: the loop fills the one not published, then publishes it, so
- * a handler always reads a complete record. */
+ * a handler always reads a complete record. The handler writes a temporary
+ * name fixed when armed and renames it, with async-signal-safe calls only
+ * (tb_file_replace allocates, so it is not used here). */
 static struct {
     char *data;
     size_t len, cap;
@@ -377,18 +379,10 @@ void app_status_last_words(void)
     int fd = open(app_lw_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return;
-    const char *p = app_lw_buf[cur].data;
-    size_t left = app_lw_buf[cur].len;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w <= 0)
-            break;
-        p += w;
-        left -= (size_t)w;
-    }
+    bool whole = tb_write_all(fd, app_lw_buf[cur].data, app_lw_buf[cur].len) == TB_OK;
     fsync(fd);
     close(fd);
-    if (left == 0)
+    if (whole)
         rename(app_lw_tmp, app_lw_path);
     else
         unlink(app_lw_tmp);

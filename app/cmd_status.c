@@ -7,7 +7,7 @@
 
 #include "app.h"
 #include "app_status.h"
-#include "cfg_file.h"
+#include "tb_file.h"
 
 static void status_usage(void)
 {
@@ -67,7 +67,7 @@ int cmd_status(int argc, char **argv)
         rc = app_fail("status", &err);
         goto out;
     }
-    tb_code code = cfg_file_read(tb_buf_cstr(&path), 0, &json, &err);
+    tb_code code = tb_file_read(tb_buf_cstr(&path), 0, &json, &err);
     if (code == TB_ERR_NOT_FOUND) {
         tb_error_set(&err, TB_ERR_NOT_FOUND, false,
                      "no status file %s (has `tributary run` been started with this configuration?)",

@@ -18,7 +18,7 @@
 #include <strings.h>
 
 #include "cfg.h"
-#include "cfg_file.h"
+#include "tb_file.h"
 #include "cfg_internal.h"
 #include "tb_log.h"
 
@@ -409,7 +409,7 @@ static tb_code cfg_set_secret_file(cfg *c, const char *key, const char *path, co
     tb_buf b;
     tb_buf_init(&b, 1 << 16);
     tb_error ferr;
-    tb_code rc = cfg_file_read(path, 1 << 16, &b, &ferr);
+    tb_code rc = tb_file_read(path, 1 << 16, &b, &ferr);
     if (rc != TB_OK) {
         tb_buf_free(&b);
         return tb_error_set(err, TB_ERR_CONFIG, false, "%s: %s: %s", origin, key, ferr.msg);
@@ -519,7 +519,7 @@ tb_code cfg_get_secret(const cfg *c, const char *key, char **out, tb_error *err)
     tb_buf b;
     tb_buf_init(&b, 1 << 16);
     tb_error ferr;
-    tb_code rc = cfg_file_read(fe->value, 1 << 16, &b, &ferr);
+    tb_code rc = tb_file_read(fe->value, 1 << 16, &b, &ferr);
     if (rc != TB_OK) {
         tb_buf_free(&b);
         return tb_error_set(err, TB_ERR_CONFIG, false, "%s: %s: %s", fe->origin, fkey, ferr.msg);

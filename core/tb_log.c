@@ -1,4 +1,5 @@
 #include "tb_log.h"
+#include "tb_file.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -71,8 +72,7 @@ void tb_vlog(tb_log_level level, const char *facility, const char *fmt, va_list 
         size_t len = strlen(line);
         line[len < sizeof(line) - 1 ? len : sizeof(line) - 2] = '\n';
         len = len < sizeof(line) - 1 ? len + 1 : sizeof(line) - 1;
-        ssize_t w = write(STDERR_FILENO, line, len);
-        (void)w;
+        (void)tb_write_all(STDERR_FILENO, line, len);
     }
     pthread_mutex_unlock(&g_lock);
 }

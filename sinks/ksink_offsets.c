@@ -12,20 +12,18 @@
  *
  * offsets.storage=file
  *   offsets.file holds the text form (tb_position_format) and a newline. It
- *   is replaced atomically: write <file>.tmp.<pid>, fsync, rename over the
- *   file, fsync the directory. A missing file means "nothing stored".
+ *   is replaced atomically (tb_file_write_atomic: a temporary file beside it,
+ *   fsync, rename over the file, fsync of the folder). A missing file means
+ *   "nothing stored".
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "evt_json.h"
 #include "ksink.h"
 #include "ksink_int.h"
+#include "tb_file.h"
 #include "tb_log.h"
 
 tb_code ksink_offsets_key(const char *name, tb_buf *out)
@@ -46,94 +44,30 @@ tb_code ksink_offsets_value(const tb_position *pos, tb_buf *out, bool *is_null)
 
 /* ------------------------------------------------------------ file */
 
-static tb_code ksink_write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return TB_ERR_IO;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return TB_OK;
-}
-
 tb_code ksink_offsets_file_write(const char *path, const tb_position *pos, tb_error *err)
 {
-    tb_code rc = TB_OK;
-    tb_buf text, tmp;
-    int fd = -1, dfd = -1;
-    char *dircopy = NULL;
+    tb_buf text;
     tb_buf_init(&text, 0);
-    tb_buf_init(&tmp, 0);
-    if (tb_position_format(pos, &text) != TB_OK || tb_buf_putc(&text, '\n') != TB_OK ||
-        tb_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid()) != TB_OK) {
+    tb_code rc;
+    if (tb_position_format(pos, &text) != TB_OK || tb_buf_putc(&text, '\n') != TB_OK)
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "offsets file %s: out of memory", path);
-        goto out;
-    }
-    fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        rc = tb_error_set(err, TB_ERR_IO, false, "offsets file %s: cannot create: %s", tmp.data, strerror(errno));
-        goto out;
-    }
-    if (ksink_write_all(fd, text.data, text.len) != TB_OK || fsync(fd) != 0) {
-        rc = tb_error_set(err, TB_ERR_IO, false, "offsets file %s: write/fsync: %s", tmp.data, strerror(errno));
-        goto out;
-    }
-    close(fd);
-    fd = -1;
-    if (rename(tmp.data, path) != 0) {
-        rc = tb_error_set(err, TB_ERR_IO, false, "offsets file %s: rename: %s", path, strerror(errno));
-        goto out;
-    }
-    dircopy = strdup(path);
-    if (!dircopy) {
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "offsets file %s: out of memory", path);
-        goto out;
-    }
-    dfd = open(dirname(dircopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || fsync(dfd) != 0) {
-        rc = tb_error_set(err, TB_ERR_IO, false, "offsets file %s: fsync of its directory: %s", path,
-                          strerror(errno));
-        goto out;
-    }
-out:
-    if (fd >= 0) {
-        close(fd);
-        unlink(tmp.data);
-    }
-    if (dfd >= 0)
-        close(dfd);
-    free(dircopy);
+    else if ((rc = tb_file_write_atomic(path, text.data, text.len, err)) != TB_OK)
+        tb_error_prefix(err, rc, "offsets file ");
     tb_buf_free(&text);
-    tb_buf_free(&tmp);
     return rc;
 }
 
 static tb_code ksink_offsets_file_read(const char *path, tb_position *out, tb_error *err)
 {
-    tb_code rc = TB_OK;
     tb_buf text;
-    char chunk[4096];
-    tb_buf_init(&text, 1 << 20);
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        if (errno == ENOENT)
-            goto out; /* nothing stored */
-        rc = tb_error_set(err, TB_ERR_IO, false, "offsets file %s: %s", path, strerror(errno));
+    tb_buf_init(&text, 0);
+    tb_code rc = tb_file_read(path, 1 << 20, &text, err);
+    if (rc == TB_ERR_NOT_FOUND) {
+        rc = TB_OK; /* nothing stored */
         goto out;
     }
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        if (tb_buf_append(&text, chunk, n) != TB_OK) {
-            rc = tb_error_set(err, TB_ERR_CORRUPT, false, "offsets file %s: larger than 1 MiB", path);
-            goto out;
-        }
-    if (ferror(f)) {
-        rc = tb_error_set(err, TB_ERR_IO, false, "offsets file %s: read error", path);
+    if (rc != TB_OK) {
+        tb_error_prefix(err, rc, "offsets file ");
         goto out;
     }
     while (text.len > 0 && (text.data[text.len - 1] == '\n' || text.data[text.len - 1] == '\r' ||
@@ -142,8 +76,6 @@ static tb_code ksink_offsets_file_read(const char *path, tb_position *out, tb_er
     if ((rc = tb_position_parse(tb_buf_cstr(&text), out, err)) != TB_OK)
         tb_error_prefix(err, rc, "offsets file %s: ", path);
 out:
-    if (f)
-        fclose(f);
     tb_buf_free(&text);
     return rc;
 }

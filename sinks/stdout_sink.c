@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cfg_file.h"
+#include "tb_file.h"
 #include "evt_json.h"
 #include "tb_buf.h"
 #include "tb_log.h"
@@ -132,17 +132,8 @@ static tb_code ssink_flush(stdout_sink *s, tb_error *err)
 {
     if (fflush(s->fp) != 0) /* anything written to the FILE by others goes first */
         return tb_error_set(err, TB_ERR_IO, false, "stdout sink: flush failed: %s", strerror(errno));
-    int fd = fileno(s->fp);
-    size_t done = 0;
-    while (done < s->out.len) {
-        ssize_t n = write(fd, s->out.data + done, s->out.len - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return tb_error_set(err, TB_ERR_IO, false, "stdout sink: write failed: %s",
-                                n < 0 ? strerror(errno) : "nothing written");
-        done += (size_t)n;
-    }
+    if (s->out.len && tb_write_all(fileno(s->fp), s->out.data, s->out.len) != TB_OK)
+        return tb_error_set(err, TB_ERR_IO, false, "stdout sink: write failed: %s", strerror(errno));
     tb_buf_reset(&s->out);
     if (s->out.cap > ((size_t)4 << SSINK_OUT_SHIFT))
         tb_buf_free(&s->out); /* do not keep a huge batch's buffer */
@@ -292,7 +283,7 @@ tb_code stdout_sink_commit(stdout_sink *s, const tb_position *pos, tb_error *err
     if (tb_position_format(pos, &text) != TB_OK || tb_buf_putc(&text, '\n') != TB_OK)
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
     if (rc == TB_OK)
-        rc = cfg_file_write_atomic(s->offsets_file, text.data, text.len, err);
+        rc = tb_file_write_atomic(s->offsets_file, text.data, text.len, err);
     if (rc != TB_OK)
         tb_error_prefix(err, rc, "offsets file: ");
     else

@@ -9,16 +9,14 @@
  */
 #include "snap_inc_int.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "evt_json.h"
 #include "snap_schema.h"
 #include "snap_sql.h"
+#include "tb_file.h"
 #include "tb_log.h"
 
 #define FAC SNAP_INC_FAC
@@ -202,42 +200,6 @@ static tb_code state_json(const snap_inc *si, tb_buf *out)
     return evt_jw_finish(&w);
 }
 
-static tb_code write_atomic(const char *path, const char *data, size_t len, tb_error *err)
-{
-    tb_buf tmp;
-    tb_buf_init(&tmp, 0);
-    tb_code rc = tb_buf_printf(&tmp, "%s.tmp", path);
-    int fd = rc == TB_OK ? open(tb_buf_cstr(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : -1;
-    if (fd < 0) {
-        rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", tb_buf_cstr(&tmp), strerror(errno));
-        goto out;
-    }
-    size_t off = 0;
-    while (off < len) {
-        ssize_t n = write(fd, data + off, len - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", tb_buf_cstr(&tmp), strerror(errno));
-            goto out;
-        }
-        off += (size_t)n;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        fd = -1;
-        rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", tb_buf_cstr(&tmp), strerror(errno));
-        goto out;
-    }
-    fd = -1;
-    if (rename(tb_buf_cstr(&tmp), path) != 0)
-        rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", path, strerror(errno));
-out:
-    if (fd >= 0)
-        close(fd);
-    tb_buf_free(&tmp);
-    return rc;
-}
-
 tb_code snap_inc_queue_push(snap_inc *si, const char *db_table)
 {
     for (size_t i = 0; i < si->nqueue; i++)
@@ -265,22 +227,18 @@ void snap_inc_queue_pop(snap_inc *si)
 
 tb_code snap_inc_load_state(snap_inc *si, tb_error *err)
 {
-    FILE *fp = fopen(si->state_path, "rb");
-    if (!fp)
-        return errno == ENOENT ? TB_OK
-                               : tb_error_set(err, TB_ERR_IO, false, "%s: %s", si->state_path, strerror(errno));
     tb_buf b;
-    tb_buf_init(&b, 1 << 24);
-    char chunk[4096];
-    size_t n;
-    tb_code rc = TB_OK;
-    while (rc == TB_OK && (n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-        rc = tb_buf_append(&b, chunk, n);
-    fclose(fp);
+    tb_buf_init(&b, 0);
     evt_jv *root = NULL;
-    if (rc == TB_OK)
-        rc = evt_jv_parse(b.data ? b.data : "", b.len, &root, err);
+    tb_code rc = tb_file_read(si->state_path, 1 << 24, &b, err);
     if (rc != TB_OK) {
+        if (rc == TB_ERR_NOT_FOUND) {
+            rc = TB_OK; /* no state yet */
+            tb_error_clear(err);
+        }
+        goto out;
+    }
+    if ((rc = evt_jv_parse(tb_buf_cstr(&b), b.len, &root, err)) != TB_OK) {
         tb_error_prefix(err, rc, "%s: ", si->state_path);
         goto out;
     }
@@ -351,7 +309,7 @@ tb_code snap_inc_committed(snap_inc *si, const tb_position *p, tb_error *err)
         k++;
     if (k == 0)
         return TB_OK;
-    tb_code rc = write_atomic(si->state_path, si->saves[k - 1].json, strlen(si->saves[k - 1].json), err);
+    tb_code rc = tb_file_write_atomic(si->state_path, si->saves[k - 1].json, strlen(si->saves[k - 1].json), err);
     if (rc != TB_OK)
         return rc;
     for (size_t i = 0; i < k; i++) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "sqlcap_priv.h"
+#include "tb_file.h"
 #include "tb_log.h"
 
 /* ---------------------------------------------------------------- open */
@@ -190,20 +191,6 @@ out:
     return rc;
 }
 
-static tb_code sqlcap_read_file(const char *path, tb_buf *out)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return TB_ERR_NOT_FOUND;
-    char tmp[65536];
-    size_t n;
-    tb_code rc = TB_OK;
-    while (rc == TB_OK && (n = fread(tmp, 1, sizeof tmp, f)) > 0)
-        rc = tb_buf_append(out, tmp, n);
-    fclose(f);
-    return rc;
-}
-
 /* Gap (2.11): one transaction = every page where the current state differs from the shadow. */
 static tb_code sqlcap_gap(sqlcap *c, const sqlcap_shmhdr *h, const sqlcap_walhdr *w, tb_error *err)
 {
@@ -339,12 +326,12 @@ static tb_code sqlcap_attach(sqlcap *c, const tb_position *start, tb_error *err)
         tb_position sp;
         tb_buf_init(&t, 0);
         tb_position_init(&sp);
-        if (sqlcap_read_file(c->shadow_redo_path, &t) == TB_OK && t.len) {
+        if (tb_file_read(c->shadow_redo_path, SIZE_MAX, &t, NULL) == TB_OK && t.len) {
             if (sqlcap_redo_apply(c, (const uint8_t *)t.data, t.len, &sp, NULL) != TB_OK)
                 unlink(c->shadow_redo_path); /* incomplete: the shadow was not touched */
         }
         tb_buf_reset(&t);
-        rc = sqlcap_read_file(c->shadow_pos_path, &t);
+        rc = tb_file_read(c->shadow_pos_path, 0, &t, NULL);
         while (rc == TB_OK && t.len && (t.data[t.len - 1] == '\n' || t.data[t.len - 1] == '\r'))
             t.data[--t.len] = 0;
         if (rc == TB_OK)

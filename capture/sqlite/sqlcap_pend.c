@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "sqlcap_priv.h"
+#include "tb_file.h"
 
 /* Decimal digits of v at the end of b[0..20); returns the first digit. */
 static char *sqlcap_u64_dec(uint64_t v, char *end)
@@ -144,16 +145,13 @@ static int sqlcap_pieces_out(int fd, const sqlcap_piece *pieces, size_t npieces,
         size_t done = (size_t)w;
         for (int k = 0; k < n; k++) {
             size_t l = iov[k].iov_len;
-            const uint8_t *b = (const uint8_t *)iov[k].iov_base;
-            for (; done < l;) {
-                ssize_t r = write(fd, b + done, l - done);
-                if (r < 0 && errno == EINTR)
-                    continue;
-                if (r <= 0)
-                    return r < 0 ? errno : EIO;
-                done += (size_t)r;
+            if (done >= l) {
+                done -= l;
+                continue;
             }
-            done -= l;
+            if (tb_write_all(fd, (const uint8_t *)iov[k].iov_base + done, l - done) != TB_OK)
+                return errno;
+            done = 0;
         }
         i += (size_t)n;
     }

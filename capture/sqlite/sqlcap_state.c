@@ -26,6 +26,7 @@
 
 #include "sqlcap_int.h"
 #include "sqlcap_priv.h"
+#include "tb_file.h"
 #include "tb_log.h"
 
 int64_t sqlcap_now_ms(void)
@@ -160,42 +161,26 @@ char *sqlcap_strcat3(const char *a, const char *b)
 
 tb_code sqlcap_write_all(int fd, const void *p, size_t n, const char *what, tb_error *err)
 {
-    const uint8_t *b = p;
-    while (n) {
-        ssize_t w = write(fd, b, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return tb_error_set(err, TB_ERR_IO, true, "%s: write: %s", what, strerror(errno));
-        b += w;
-        n -= (size_t)w;
-    }
+    if (tb_write_all(fd, p, n) != TB_OK)
+        return tb_error_set(err, TB_ERR_IO, true, "%s: write: %s", what, strerror(errno));
     return TB_OK;
 }
 
 tb_code sqlcap_shadow_meta(sqlcap *c, const tb_position *pos, tb_error *err)
 {
     tb_buf t;
-    tb_code rc;
-    char *tmp = sqlcap_strcat3(c->shadow_pos_path, ".tmp");
+    tb_file_replace r;
     tb_buf_init(&t, 0);
-    if (!tmp || tb_position_format(pos, &t) != TB_OK || tb_buf_putc(&t, '\n') != TB_OK) {
+    tb_code rc = TB_OK;
+    if (tb_position_format(pos, &t) != TB_OK || tb_buf_putc(&t, '\n') != TB_OK)
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
-        goto out;
+    else if ((rc = tb_file_replace_begin(&r, c->shadow_pos_path, 0600, 0, err)) == TB_OK) {
+        if ((rc = sqlcap_write_all(r.fd, t.data, t.len, r.tmp, err)) == TB_OK)
+            rc = tb_file_replace_commit(&r, false, err);
+        tb_file_replace_abort(&r);
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", tmp, strerror(errno));
-        goto out;
-    }
-    rc = sqlcap_write_all(fd, t.data, t.len, tmp, err);
-    if (rc == TB_OK && fsync(fd) != 0)
-        rc = tb_error_set(err, TB_ERR_IO, true, "%s: fsync: %s", tmp, strerror(errno));
-    close(fd);
-    if (rc == TB_OK && rename(tmp, c->shadow_pos_path) != 0)
-        rc = tb_error_set(err, TB_ERR_IO, true, "%s: rename: %s", c->shadow_pos_path, strerror(errno));
-out:
-    free(tmp);
+    if (rc != TB_OK && err)
+        err->retriable = true;
     tb_buf_free(&t);
     return rc;
 }
@@ -490,33 +475,28 @@ static tb_code sqlcap_pend_write(sqlcap *c, int fd, size_t from, size_t to, uint
 /* Rewrite .pend with the live records only (tmp file, fsync, rename). */
 static tb_code sqlcap_pend_compact(sqlcap *c, tb_error *err)
 {
-    char *tmp = sqlcap_strcat3(c->shadow_pend_path, ".tmp");
     uint64_t bytes = 0;
-    tb_code rc = TB_OK;
-    if (!tmp)
-        return tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", tmp, strerror(errno));
-        goto out;
+    tb_file_replace r;
+    tb_code rc = tb_file_replace_begin(&r, c->shadow_pend_path, 0600, O_APPEND, err);
+    if (rc != TB_OK) {
+        if (err)
+            err->retriable = true;
+        return rc;
     }
     sqlcap_pend_pieces_drop(c); /* iobuf is reused below; pend_written goes back to pend_logged */
+    int fd = r.fd;
     rc = sqlcap_pend_write(c, fd, 0, c->pend_logged, &bytes, err);
-    if (rc == TB_OK && rename(tmp, c->shadow_pend_path) != 0)
-        rc = tb_error_set(err, TB_ERR_IO, true, "%s: rename: %s", c->shadow_pend_path, strerror(errno));
-    if (rc != TB_OK) {
-        close(fd);
-        unlink(tmp);
-        goto out;
-    }
+    if (rc == TB_OK && (rc = tb_file_replace_commit(&r, true, err)) != TB_OK && err)
+        err->retriable = true;
+    tb_file_replace_abort(&r);
+    if (rc != TB_OK)
+        return rc;
     if (c->pendfd >= 0)
         close(c->pendfd);
     c->pendfd = fd;
     c->pend_bytes = bytes;
     c->pend_written = c->pend_logged; /* iobuf was reused: records written ahead come again */
-out:
-    free(tmp);
-    return rc;
+    return TB_OK;
 }
 
 /*
@@ -573,17 +553,12 @@ tb_code sqlcap_pend_log(sqlcap *c, tb_error *err)
 
 tb_code sqlcap_pend_replay(sqlcap *c, tb_position *sp, const tb_position *start, tb_error *err)
 {
-    tb_code rc = TB_OK;
     tb_buf t;
     tb_buf_init(&t, 0);
-    FILE *f = fopen(c->shadow_pend_path, "rb");
-    if (f) {
-        char tmp[65536];
-        size_t n;
-        while (rc == TB_OK && (n = fread(tmp, 1, sizeof tmp, f)) > 0)
-            if (tb_buf_append(&t, tmp, n) != TB_OK)
-                rc = tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
-        fclose(f);
+    tb_code rc = tb_file_read(c->shadow_pend_path, SIZE_MAX, &t, err);
+    if (rc == TB_ERR_NOT_FOUND) {
+        rc = TB_OK; /* nothing logged */
+        tb_error_clear(err);
     }
     const uint8_t *p = (const uint8_t *)t.data, *end = p + t.len;
     const size_t ml = strlen("SQLCAPREDO1\n");

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "app_status.h"
-#include "cfg_file.h"
+#include "tb_file.h"
 #include "evt_json.h"
 
 Test(app_status, json_has_every_field_and_nulls_for_unknowns)
@@ -76,7 +76,7 @@ Test(app_status, write_is_atomic_and_formats_back)
     tb_buf json, text;
     tb_buf_init(&json, 0);
     tb_buf_init(&text, 0);
-    cr_assert_eq(cfg_file_read(path, 0, &json, &err), TB_OK);
+    cr_assert_eq(tb_file_read(path, 0, &json, &err), TB_OK);
     cr_assert_eq(json.data[json.len - 1], '\n');
     cr_assert_eq(app_status_format(path, json.data, json.len, 63500, &text, &err), TB_OK, "%s", err.msg);
     cr_assert_not_null(strstr(text.data, "position:       sqlite-log;seq=42\n"), "%s", text.data);
@@ -163,7 +163,7 @@ Test(app_status, last_words_replace_the_file)
     tb_buf b;
     tb_buf_init(&b, 0);
     tb_error err;
-    cr_assert_eq(cfg_file_read(path, 0, &b, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(tb_file_read(path, 0, &b, &err), TB_OK, "%s", err.msg);
     cr_assert_str_eq(tb_buf_cstr(&b), "{\"a\":2}\n");
     tb_buf_free(&b);
     unlink(path);

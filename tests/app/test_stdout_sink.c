@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "cfg.h"
-#include "cfg_file.h"
+#include "tb_file.h"
 #include "evt.h"
 #include "evt_json.h"
 #include "stdout_sink.h"
@@ -251,7 +251,7 @@ Test(ssink, commit_writes_offsets_file)
     tb_buf got, want;
     tb_buf_init(&got, 0);
     tb_buf_init(&want, 0);
-    cr_assert_eq(cfg_file_read(path, 0, &got, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(tb_file_read(path, 0, &got, &err), TB_OK, "%s", err.msg);
     cr_assert_eq(tb_position_format(&p, &want), TB_OK);
     tb_buf_putc(&want, '\n');
     cr_assert_str_eq(tb_buf_cstr(&got), tb_buf_cstr(&want));

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "cfg.h"
-#include "cfg_file.h"
+#include "tb_file.h"
 #include "cfg_internal.h"
 
 static char tmpdir[256];
@@ -472,7 +472,7 @@ Test(cfg, docs_are_fresh)
     tb_buf_init(&have, 0);
     cr_assert_eq(cfg_help_markdown(&want), TB_OK);
     tb_error err;
-    tb_code rc = cfg_file_read(TB_SOURCE_DIR "/docs/configuration.md", 0, &have, &err);
+    tb_code rc = tb_file_read(TB_SOURCE_DIR "/docs/configuration.md", 0, &have, &err);
     cr_assert_eq(rc, TB_OK, "%s", err.msg);
     cr_assert(want.len == have.len && memcmp(want.data, have.data, want.len) == 0,
               "docs/configuration.md is stale: regenerate with "
