@@ -226,3 +226,9 @@ tb_code myconn_connect(const myconn *mc, const myconn_opts *o, MYSQL **out, tb_e
     *out = my;
     return TB_OK;
 }
+
+bool myconn_errno_retriable(unsigned e)
+{
+    return (e >= 2000 && e < 3000) || e == ER_LOCK_WAIT_TIMEOUT || e == ER_LOCK_DEADLOCK || e == ER_CON_COUNT_ERROR ||
+           e == ER_SERVER_SHUTDOWN || e == ER_QUERY_INTERRUPTED || e == 0;
+}

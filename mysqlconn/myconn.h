@@ -58,4 +58,11 @@ const char *myconn_ssl_mode(const myconn *mc);
 /* Is this connection encrypted (TLS)? */
 bool myconn_encrypted(MYSQL *my);
 
+/* Whether a statement that failed with this mysql_errno() (or mysql_stmt_errno()) may
+ * succeed when tried again, after a reconnect: the connection broke or the server was busy
+ * (client errors 2000-2999, lock wait timeout, deadlock, too many connections, server
+ * shutdown, query interrupted). A permission or syntax error is not: it is reported instead
+ * of being retried for ever. The one list for every source connection. */
+bool myconn_errno_retriable(unsigned mysql_errno_value);
+
 #endif

@@ -13,17 +13,15 @@
 tb_code snap_sql_fail(MYSQL *my, tb_error *err, const char *what)
 {
     unsigned no = mysql_errno(my);
-    /* 2006 server gone, 2013 lost connection, 1205 lock wait timeout, 1213 deadlock */
-    bool retriable = no == 2006 || no == 2013 || no == 1205 || no == 1213 || no == 2003;
-    return tb_error_set(err, TB_ERR_SOURCE, retriable, "%s: %s (mysql error %u)", what, mysql_error(my), no);
+    return tb_error_set(err, TB_ERR_SOURCE, myconn_errno_retriable(no), "%s: %s (mysql error %u)", what,
+                        mysql_error(my), no);
 }
 
 tb_code snap_sql_stmt_fail(MYSQL_STMT *st, tb_error *err, const char *what)
 {
     unsigned no = mysql_stmt_errno(st);
-    bool retriable = no == 2006 || no == 2013 || no == 1205 || no == 1213;
-    return tb_error_set(err, TB_ERR_SOURCE, retriable, "%s: %s (mysql error %u)", what, mysql_stmt_error(st),
-                        no);
+    return tb_error_set(err, TB_ERR_SOURCE, myconn_errno_retriable(no), "%s: %s (mysql error %u)", what,
+                        mysql_stmt_error(st), no);
 }
 
 tb_code snap_sql_exec(MYSQL *my, const char *sql, tb_error *err)

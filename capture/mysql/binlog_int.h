@@ -176,13 +176,6 @@ bool bl_gtids_subset_mysql(const bl_gtids *a, const bl_gtids *b);
 tb_code bl_gtid_start_file(const char *const *files, const char *const *previous, size_t n, const char *start,
                            size_t *pick, tb_error *err);
 
-/* Whether a statement that failed with this mysql_errno() may succeed when
- * tried again after a reconnect: the connection broke or the server was busy
- * (client errors 2000-2999, lock wait timeout, deadlock, too many
- * connections, server shutdown). A permission or syntax error is not: it is
- * reported instead of being retried forever. */
-bool bl_sql_retriable(unsigned mysql_errno_value);
-
 /* Unpack a MariaDB compressed buffer (1 header byte 0x80|n, n bytes big-endian
  * length, zlib stream) into out (replaced). */
 tb_code bl_unzip_mariadb(const uint8_t *p, size_t len, tb_buf *out);

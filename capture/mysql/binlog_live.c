@@ -127,16 +127,10 @@ void binlog_live_free(binlog_live *l)
     free(l);
 }
 
-bool bl_sql_retriable(unsigned e)
-{
-    return (e >= 2000 && e < 3000) || e == ER_LOCK_WAIT_TIMEOUT || e == ER_LOCK_DEADLOCK || e == ER_CON_COUNT_ERROR ||
-           e == ER_SERVER_SHUTDOWN || e == ER_QUERY_INTERRUPTED || e == 0;
-}
-
 static tb_code sql(binlog_live *l, const char *q, tb_error *err)
 {
     if (mysql_query(l->mysql, q) != 0)
-        return tb_error_set(err, TB_ERR_SOURCE, bl_sql_retriable(mysql_errno(l->mysql)), "%s:%u: %s: %s", l->host,
+        return tb_error_set(err, TB_ERR_SOURCE, myconn_errno_retriable(mysql_errno(l->mysql)), "%s:%u: %s: %s", l->host,
                             l->port, q, mysql_error(l->mysql));
     MYSQL_RES *r = mysql_store_result(l->mysql);
     mysql_free_result(r);
@@ -163,7 +157,7 @@ static tb_code current_position(binlog_live *l, tb_position *p, tb_error *err)
         mysql_free_result(r);
         return rc;
     }
-    return tb_error_set(err, TB_ERR_SOURCE, bl_sql_retriable(mysql_errno(l->mysql)), "%s:%u: SHOW MASTER STATUS: %s",
+    return tb_error_set(err, TB_ERR_SOURCE, myconn_errno_retriable(mysql_errno(l->mysql)), "%s:%u: SHOW MASTER STATUS: %s",
                         l->host, l->port,
                         mysql_error(l->mysql));
 }
@@ -175,7 +169,7 @@ static tb_code mysql_gtid_start(binlog_live *l, tb_error *err)
     char **files = NULL, **prev = NULL;
     size_t n = 0, cap = 0, pick = 0;
     if (mysql_query(l->mysql, "SHOW BINARY LOGS") != 0)
-        return tb_error_set(err, TB_ERR_SOURCE, bl_sql_retriable(mysql_errno(l->mysql)), "%s:%u: SHOW BINARY LOGS: %s",
+        return tb_error_set(err, TB_ERR_SOURCE, myconn_errno_retriable(mysql_errno(l->mysql)), "%s:%u: SHOW BINARY LOGS: %s",
                             l->host, l->port,
                             mysql_error(l->mysql));
     MYSQL_RES *r = mysql_store_result(l->mysql);
@@ -204,7 +198,7 @@ static tb_code mysql_gtid_start(binlog_live *l, tb_error *err)
         mysql_real_escape_string(l->mysql, esc, files[i], (unsigned long)strlen(files[i]));
         snprintf(q, sizeof(q), "SHOW BINLOG EVENTS IN '%s' LIMIT 4", esc);
         if (mysql_query(l->mysql, q) != 0) {
-            rc = tb_error_set(err, TB_ERR_SOURCE, bl_sql_retriable(mysql_errno(l->mysql)), "%s:%u: %s: %s", l->host,
+            rc = tb_error_set(err, TB_ERR_SOURCE, myconn_errno_retriable(mysql_errno(l->mysql)), "%s:%u: %s: %s", l->host,
                               l->port, q, mysql_error(l->mysql));
             break;
         }
@@ -320,7 +314,7 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
     mariadb_rpl_optionsv(l->rpl, MARIADB_RPL_FLAGS, flags);
     if (mariadb_rpl_open(l->rpl) != 0) {
         free(kept_file);
-        return tb_error_set(err, TB_ERR_SOURCE, bl_sql_retriable(mysql_errno(l->mysql)),
+        return tb_error_set(err, TB_ERR_SOURCE, myconn_errno_retriable(mysql_errno(l->mysql)),
                             "%s:%u: binlog dump from %s:%lu failed: %s", l->host, l->port,
                             by_gtid ? l->start.gtid_set : file, pos, mysql_error(l->mysql));
     }

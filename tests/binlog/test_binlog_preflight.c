@@ -11,6 +11,7 @@
 
 #include "binlog_int.h"
 #include "binlog_preflight.h"
+#include "myconn.h"
 
 static const char *const ROOT_GRANTS[] = {
     "GRANT ALL PRIVILEGES ON *.* TO `root`@`localhost` IDENTIFIED BY PASSWORD '*X' WITH GRANT OPTION",
@@ -237,12 +238,12 @@ Test(preflight, mysql_grants)
  * reconnect can help: a permission error used to be retried forever. */
 Test(preflight, sql_errors_retriable_or_not)
 {
-    cr_assert(bl_sql_retriable(2013)); /* lost connection during query */
-    cr_assert(bl_sql_retriable(2006)); /* server has gone away */
-    cr_assert(bl_sql_retriable(1205)); /* lock wait timeout */
-    cr_assert(bl_sql_retriable(1053)); /* server shutdown in progress */
-    cr_assert_not(bl_sql_retriable(1227)); /* access denied; you need the ... privilege */
-    cr_assert_not(bl_sql_retriable(1045)); /* access denied for user */
-    cr_assert_not(bl_sql_retriable(1064)); /* syntax error */
-    cr_assert_not(bl_sql_retriable(1193)); /* unknown system variable */
+    cr_assert(myconn_errno_retriable(2013)); /* lost connection during query */
+    cr_assert(myconn_errno_retriable(2006)); /* server has gone away */
+    cr_assert(myconn_errno_retriable(1205)); /* lock wait timeout */
+    cr_assert(myconn_errno_retriable(1053)); /* server shutdown in progress */
+    cr_assert_not(myconn_errno_retriable(1227)); /* access denied; you need the ... privilege */
+    cr_assert_not(myconn_errno_retriable(1045)); /* access denied for user */
+    cr_assert_not(myconn_errno_retriable(1064)); /* syntax error */
+    cr_assert_not(myconn_errno_retriable(1193)); /* unknown system variable */
 }

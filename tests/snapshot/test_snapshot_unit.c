@@ -8,6 +8,7 @@
 #include "snap.h"
 #include "snap_inc_key.h"
 #include "snap_schema.h"
+#include "snap_sql.h"
 #include "snap_values.h"
 
 static cfg *mk(const char *const *kv)
@@ -139,4 +140,20 @@ Test(snapshot_unit, key_json_roundtrip)
     snap_key_free(&k2);
     evt_event_free(ev);
     evt_table_unref(t);
+}
+
+/* The snapshot's connections use the one list of retriable MySQL errors (mysqlconn/): a
+ * connection that cannot be opened (client error 2002, no server on the socket) may open when
+ * tried again; the snapshot's own list knew 2003 but not 2002. */
+Test(snapshot_unit, connection_errors_are_retriable)
+{
+    MYSQL *my = mysql_init(NULL);
+    cr_assert_not_null(my);
+    cr_assert_null(mysql_real_connect(my, "localhost", "u", "p", NULL, 0, "/nonexistent/tributary-test.sock", 0));
+    cr_assert_eq(mysql_errno(my), 2002, "%u %s", mysql_errno(my), mysql_error(my));
+    tb_error err;
+    cr_assert_eq(snap_sql_fail(my, &err, "connect"), TB_ERR_SOURCE);
+    cr_expect(err.retriable, "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "mysql error 2002"), "%s", err.msg);
+    mysql_close(my);
 }
