@@ -307,23 +307,18 @@ static void ksink_ring_free(ksink *ks)
 
 /* ------------------------------------------------------------ topics */
 
-static uint64_t ksink_hash(const char *db, const char *table)
+static void ksink_table_free(void *p)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (const char *p = db; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    h = (h ^ 0xff) * 1099511628211ULL;
-    for (const char *p = table; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    return h;
-}
-
-static ksink_table *ksink_tab_slot(ksink_table *tabs, size_t cap, const char *db, const char *table)
-{
-    size_t i = (size_t)ksink_hash(db, table) & (cap - 1);
-    while (tabs[i].db && (strcmp(tabs[i].db, db) != 0 || strcmp(tabs[i].table, table) != 0))
-        i = (i + 1) & (cap - 1);
-    return &tabs[i];
+    ksink_table *te = p;
+    if (!te)
+        return;
+    if (te->rkt)
+        rd_kafka_topic_destroy(te->rkt);
+    evt_table_unref(te->last);
+    free(te->db);
+    free(te->table);
+    free(te->topic);
+    free(te);
 }
 
 /* The entry of table t (found or added). */
@@ -332,32 +327,22 @@ static ksink_table *ksink_tab_get(ksink *ks, evt_table *t, tb_error *err)
     if (ks->last_tab && ks->last_tab->last == t)
         return ks->last_tab;
     const char *db = evt_table_db(t), *name = evt_table_name(t);
-    if ((ks->ntabs + 1) * 2 > ks->tabcap) {
-        size_t ncap = ks->tabcap ? ks->tabcap * 2 : 64;
-        ksink_table *nt = calloc(ncap, sizeof(*nt));
-        if (!nt) {
-            tb_error_set(err, TB_ERR_NOMEM, false, "table %s.%s: out of memory", db, name);
-            return NULL;
-        }
-        for (size_t i = 0; i < ks->tabcap; i++)
-            if (ks->tabs[i].db)
-                *ksink_tab_slot(nt, ncap, ks->tabs[i].db, ks->tabs[i].table) = ks->tabs[i];
-        free(ks->tabs);
-        ks->tabs = nt;
-        ks->tabcap = ncap;
+    void **v = NULL;
+    tb_buf_reset(&ks->tabkey);
+    if (tb_buf_puts(&ks->tabkey, db) != TB_OK || tb_buf_putc(&ks->tabkey, '\0') != TB_OK ||
+        tb_buf_puts(&ks->tabkey, name) != TB_OK || tb_hmap_put(&ks->tabs, ks->tabkey.data, ks->tabkey.len, &v) != TB_OK) {
+        tb_error_set(err, TB_ERR_NOMEM, false, "table %s.%s: out of memory", db, name);
+        return NULL;
     }
-    ksink_table *e = ksink_tab_slot(ks->tabs, ks->tabcap, db, name);
-    if (!e->db) {
-        e->db = strdup(db);
-        e->table = strdup(name);
-        if (!e->db || !e->table) {
-            free(e->db);
-            free(e->table);
-            e->db = e->table = NULL;
+    ksink_table *e = *v;
+    if (!e) {
+        e = calloc(1, sizeof(*e));
+        if (!e || !(e->db = strdup(db)) || !(e->table = strdup(name))) {
+            ksink_table_free(e);
             tb_error_set(err, TB_ERR_NOMEM, false, "table %s.%s: out of memory", db, name);
             return NULL;
         }
-        ks->ntabs++;
+        *v = e;
     }
     ks->last_tab = e;
     return e;
@@ -440,9 +425,10 @@ static tb_code ksink_prepare_table(ksink *ks, evt_table *t, ksink_table **out, t
         if ((rc = evt_json_topic(&ks->copts, t, &ks->scratch)) != TB_OK)
             return tb_error_set(err, rc, false, "topic name of %s.%s", evt_table_db(t), evt_table_name(t));
         /* two tables whose names sanitize alike would mix their keys in one topic */
-        for (size_t i = 0; i < ks->tabcap; i++) {
-            const ksink_table *o = &ks->tabs[i];
-            if (o != te && o->topic && strcmp(o->topic, ks->scratch.data) == 0)
+        void *ov;
+        for (size_t it = 0; tb_hmap_next(&ks->tabs, &it, NULL, NULL, &ov);) {
+            const ksink_table *o = ov;
+            if (o && o != te && o->topic && strcmp(o->topic, ks->scratch.data) == 0)
                 return tb_error_set(err, TB_ERR_CONFIG, false,
                                     "tables %s.%s and %s.%s both map to topic %s (characters outside "
                                     "[a-zA-Z0-9._-] become '_'): exclude one of them with tables.exclude",
@@ -805,11 +791,14 @@ static void ksink_aux_drop(ksink_aux_topic *a)
  * be in flight (the transaction was aborted). */
 tb_code ksink_client_reset(ksink *ks, tb_error *err)
 {
-    for (size_t i = 0; i < ks->tabcap; i++)
-        if (ks->tabs[i].rkt) {
-            rd_kafka_topic_destroy(ks->tabs[i].rkt);
-            ks->tabs[i].rkt = NULL;
+    void *v;
+    for (size_t it = 0; tb_hmap_next(&ks->tabs, &it, NULL, NULL, &v);) {
+        ksink_table *te = v;
+        if (te && te->rkt) {
+            rd_kafka_topic_destroy(te->rkt);
+            te->rkt = NULL;
         }
+    }
     ksink_aux_drop(&ks->schema);
     ksink_aux_drop(&ks->offsets);
     ksink_aux_drop(&ks->dlq);
@@ -823,9 +812,11 @@ tb_code ksink_client_reset(ksink *ks, tb_error *err)
             ks->fail_err = *err;
         return rc;
     }
-    for (size_t i = 0; i < ks->tabcap; i++)
-        if (ks->tabs[i].topic && !(ks->tabs[i].rkt = rd_kafka_topic_new(ks->rk, ks->tabs[i].topic, NULL)))
-            return ksink_kafka_error(err, rd_kafka_last_error(), "topic %s", ks->tabs[i].topic);
+    for (size_t it = 0; tb_hmap_next(&ks->tabs, &it, NULL, NULL, &v);) {
+        ksink_table *te = v;
+        if (te && te->topic && !(te->rkt = rd_kafka_topic_new(ks->rk, te->topic, NULL)))
+            return ksink_kafka_error(err, rd_kafka_last_error(), "topic %s", te->topic);
+    }
     return TB_OK;
 }
 
@@ -841,6 +832,8 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
     tb_buf_init(&ks->stats_json, 0);
     tb_buf_init(&ks->scratch, 0);
     tb_buf_init(&ks->scratch2, 0);
+    tb_buf_init(&ks->tabkey, 0);
+    tb_hmap_init(&ks->tabs);
     tb_buf_init(&ks->offsets_key, 0);
     tb_position_init(&ks->committable);
     tb_position_init(&ks->committed);
@@ -899,18 +892,8 @@ void ksink_close(ksink *ks)
         rd_kafka_purge(ks->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
         rd_kafka_poll(ks->rk, 0);
     }
-    for (size_t i = 0; i < ks->tabcap; i++) {
-        ksink_table *te = &ks->tabs[i];
-        if (!te->db)
-            continue;
-        if (te->rkt)
-            rd_kafka_topic_destroy(te->rkt);
-        evt_table_unref(te->last);
-        free(te->db);
-        free(te->table);
-        free(te->topic);
-    }
-    free(ks->tabs);
+    tb_hmap_free(&ks->tabs, ksink_table_free);
+    tb_buf_free(&ks->tabkey);
     tb_buf_free(&ks->stats_json);
     ksink_aux_free(&ks->schema);
     ksink_aux_free(&ks->offsets);

@@ -15,6 +15,7 @@
 #include "cfg.h"
 #include "tb_buf.h"
 #include "tb_error.h"
+#include "tb_hmap.h"
 #include "tb_position.h"
 
 typedef enum ksink_role {
@@ -94,7 +95,7 @@ typedef struct ksink_mark {
 } ksink_mark;
 
 typedef struct ksink_table {
-    char *db, *table;        /* hash key; NULL = empty slot */
+    char *db, *table;        /* owned */
     char *topic;
     rd_kafka_topic_t *rkt;
     evt_table *last;         /* reference to the descriptor last seen */
@@ -129,8 +130,8 @@ struct ksink {
     ksink_stage stage;
     tb_buf scratch, scratch2;
 
-    ksink_table *tabs;       /* open addressing, cap power of two */
-    size_t ntabs, tabcap;
+    tb_hmap tabs;            /* "<db>\0<table>" -> ksink_table * (owned) */
+    tb_buf tabkey;           /* the key being looked up */
     ksink_table *last_tab;
 
     ksink_aux_topic schema, offsets, dlq, txmeta; /* txmeta: <topic.prefix>.transaction */

@@ -5,77 +5,25 @@
  * watermark each had when the read started, with read_uncommitted (the
  * sink's own messages of an open Kafka transaction count: they are committed
  * or, after an abort, sent again). A key is held when its latest record is
- * not a tombstone. Keys are collected in an open-addressing hash of their
- * bytes; memory grows with the number of distinct keys.
+ * not a tombstone. Keys are collected in a tb_hmap of their bytes; memory
+ * grows with the number of distinct keys.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ksink_int.h"
+#include "tb_hmap.h"
 #include "tb_log.h"
 
-typedef struct kk_slot {
-    char *key;    /* NULL = empty */
-    size_t len;
-    bool live;
-} kk_slot;
-
-typedef struct kk_set {
-    kk_slot *s;
-    size_t cap, n;
-} kk_set;
-
-static uint64_t kk_hash(const char *p, size_t n)
+/* Record the latest state of key p[0..n) (live: its latest record is not a tombstone). */
+static tb_code kk_set_key(tb_hmap *k, const char *p, size_t n, bool live)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
-    return h;
-}
-
-static kk_slot *kk_find(kk_set *k, const char *p, size_t n)
-{
-    size_t i = (size_t)kk_hash(p, n) & (k->cap - 1);
-    while (k->s[i].key && !(k->s[i].len == n && memcmp(k->s[i].key, p, n) == 0))
-        i = (i + 1) & (k->cap - 1);
-    return &k->s[i];
-}
-
-static tb_code kk_grow(kk_set *k)
-{
-    kk_set g = {calloc(k->cap ? k->cap * 2 : 1024, sizeof(kk_slot)), k->cap ? k->cap * 2 : 1024, k->n};
-    if (!g.s)
+    void **v;
+    if (tb_hmap_put(k, p, n, &v) != TB_OK)
         return TB_ERR_NOMEM;
-    for (size_t i = 0; i < k->cap; i++)
-        if (k->s[i].key)
-            *kk_find(&g, k->s[i].key, k->s[i].len) = k->s[i];
-    free(k->s);
-    *k = g;
+    *v = live ? (void *)k : NULL; /* any non-NULL pointer marks a live key */
     return TB_OK;
-}
-
-static tb_code kk_set_key(kk_set *k, const char *p, size_t n, bool live)
-{
-    if ((k->n + 1) * 2 > k->cap && kk_grow(k) != TB_OK)
-        return TB_ERR_NOMEM;
-    kk_slot *s = kk_find(k, p, n);
-    if (!s->key) {
-        if (!(s->key = malloc(n ? n : 1)))
-            return TB_ERR_NOMEM;
-        memcpy(s->key, p, n);
-        s->len = n;
-        k->n++;
-    }
-    s->live = live;
-    return TB_OK;
-}
-
-static void kk_free(kk_set *k)
-{
-    for (size_t i = 0; i < k->cap; i++)
-        free(k->s[i].key);
-    free(k->s);
 }
 
 tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *opaque, tb_error *err)
@@ -85,7 +33,8 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
     rd_kafka_topic_partition_list_t *parts = NULL;
     const rd_kafka_metadata_t *md = NULL;
     rd_kafka_topic_t *rkt = NULL;
-    kk_set keys = {0};
+    tb_hmap keys;
+    tb_hmap_init(&keys);
     bool assigned = false;
     int64_t *hi = NULL;
     int timeout_ms = ksink_request_timeout_ms(ks->c);
@@ -183,9 +132,14 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
         rd_kafka_message_destroy(m);
     }
 done:
-    for (size_t i = 0; rc == TB_OK && i < keys.cap; i++)
-        if (keys.s[i].key && keys.s[i].live)
-            rc = fn(opaque, keys.s[i].key, keys.s[i].len, err);
+    {
+        const char *key;
+        size_t klen;
+        void *live;
+        for (size_t it = 0; rc == TB_OK && tb_hmap_next(&keys, &it, &key, &klen, &live);)
+            if (live)
+                rc = fn(opaque, key, klen, err);
+    }
 out:
     if (assigned)
         rd_kafka_assign(rk, NULL);
@@ -200,7 +154,7 @@ out:
         rd_kafka_destroy(rk);
     }
     free(hi);
-    kk_free(&keys);
+    tb_hmap_free(&keys, NULL);
     tb_buf_free(&topic);
     return rc;
 }

@@ -1,8 +1,8 @@
 /*
  * stdout_sink: events as JSON lines on a FILE (see stdout_sink.h).
  *
- * Schema announcements are tracked in a small open-addressing hash keyed by
- * "<db>\x1f<table>" holding the last version printed; a table is announced
+ * Schema announcements are tracked in a tb_hmap keyed by "<db>\x1f<table>"
+ * holding the last version printed; a table is announced
  * again when its descriptor's version differs from the one printed.
  */
 #include "stdout_sink.h"
@@ -17,16 +17,12 @@
 #include "tb_file.h"
 #include "evt_json.h"
 #include "tb_buf.h"
+#include "tb_hmap.h"
 #include "tb_log.h"
 
 /* lines are written when a transaction ends, at commit, and whenever 2^20
  * bytes of them are waiting (a large transaction) */
 #define SSINK_OUT_SHIFT 20
-
-typedef struct ssink_slot {
-    char *key;        /* owned; NULL = empty */
-    uint32_t version; /* last announced schema version */
-} ssink_slot;
 
 struct stdout_sink {
     FILE *fp;                 /* borrowed */
@@ -36,49 +32,11 @@ struct stdout_sink {
     evt_rendered r;
     tb_buf line, key, value, topic, tkey;
     tb_buf out;               /* complete lines not written yet */
-    ssink_slot *slots;        /* open addressing, capacity a power of two */
-    size_t nslots, used;
+    tb_hmap announced;        /* "db\x1ftable" -> last announced schema version + 1 */
     uint64_t lines;
 };
 
-static uint64_t ssink_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
-/* Slot for key: the one holding it, or the empty one where it would go. */
-static ssink_slot *ssink_slot_for(stdout_sink *s, const char *key)
-{
-    size_t mask = s->nslots - 1;
-    for (size_t i = (size_t)ssink_hash(key) & mask;; i = (i + 1) & mask)
-        if (!s->slots[i].key || strcmp(s->slots[i].key, key) == 0)
-            return &s->slots[i];
-}
-
 static void ssink_cut_partial_line(stdout_sink *s);
-
-static tb_code ssink_grow(stdout_sink *s)
-{
-    size_t n = s->nslots ? s->nslots * 2 : 64;
-    ssink_slot *old = s->slots;
-    size_t oldn = s->nslots;
-    s->slots = calloc(n, sizeof(*s->slots));
-    if (!s->slots) {
-        s->slots = old;
-        return TB_ERR_NOMEM;
-    }
-    s->nslots = n;
-    for (size_t i = 0; i < oldn; i++)
-        if (old[i].key)
-            *ssink_slot_for(s, old[i].key) = old[i];
-    free(old);
-    return TB_OK;
-}
 
 tb_code stdout_sink_open(const cfg *c, FILE *fp, stdout_sink **out, tb_error *err)
 {
@@ -87,6 +45,7 @@ tb_code stdout_sink_open(const cfg *c, FILE *fp, stdout_sink **out, tb_error *er
     if (!s)
         return tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
     s->fp = fp;
+    tb_hmap_init(&s->announced);
     tb_buf_init(&s->out, 0);
     evt_rendered_init(&s->r);
     tb_buf_init(&s->line, 0);
@@ -110,7 +69,7 @@ tb_code stdout_sink_open(const cfg *c, FILE *fp, stdout_sink **out, tb_error *er
         if (!s->offsets_file)
             goto nomem;
     }
-    if (!s->prefix || !s->name || ssink_grow(s) != TB_OK)
+    if (!s->prefix || !s->name)
         goto nomem;
     s->opts.topic_prefix = s->prefix;
     s->opts.name = s->name;
@@ -209,10 +168,11 @@ static tb_code ssink_announce(stdout_sink *s, const evt_table *t, tb_error *err)
     tb_buf_reset(&s->tkey);
     if (tb_buf_printf(&s->tkey, "%s\x1f%s", evt_table_db(t), evt_table_name(t)) != TB_OK)
         return tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
-    ssink_slot *slot = ssink_slot_for(s, s->tkey.data);
+    void **slot = tb_hmap_find(&s->announced, s->tkey.data, s->tkey.len);
     uint32_t version = evt_table_version(t);
-    if (slot->key && slot->version == version)
+    if (slot && (uintptr_t)*slot == (uintptr_t)version + 1)
         return TB_OK;
+    bool first = !slot;
 
     tb_buf_reset(&s->topic);
     tb_buf_reset(&s->key);
@@ -227,19 +187,11 @@ static tb_code ssink_announce(stdout_sink *s, const evt_table *t, tb_error *err)
     if (rc != TB_OK)
         return rc;
 
-    if (!slot->key) {
-        if ((s->used + 1) * 4 > s->nslots * 3) { /* keep the load under 3/4 */
-            if (ssink_grow(s) != TB_OK)
-                return tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
-            slot = ssink_slot_for(s, s->tkey.data);
-        }
-        slot->key = strdup(s->tkey.data);
-        if (!slot->key)
-            return tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
-        s->used++;
+    if (tb_hmap_put(&s->announced, s->tkey.data, s->tkey.len, &slot) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
+    *slot = (void *)((uintptr_t)version + 1);
+    if (first)
         evt_codec_warn_lossy(&s->opts, t); /* once per table and run */
-    }
-    slot->version = version;
     return TB_OK;
 }
 
@@ -311,9 +263,7 @@ void stdout_sink_close(stdout_sink *s)
     tb_buf_free(&s->value);
     tb_buf_free(&s->topic);
     tb_buf_free(&s->tkey);
-    for (size_t i = 0; i < s->nslots; i++)
-        free(s->slots[i].key);
-    free(s->slots);
+    tb_hmap_free(&s->announced, NULL);
     free(s->prefix);
     free(s->name);
     free(s->offsets_file);

@@ -13,6 +13,7 @@
 #include "snap_inc_key.h"
 #include "snap_incremental.h"
 #include "tb_buf.h"
+#include "tb_hmap.h"
 
 #define SNAP_INC_FAC "incsnap"
 
@@ -46,8 +47,7 @@ struct snap_inc {
     size_t npool, nrows;
     bool chunk_last;      /* fewer rows than the chunk size: the table ends */
     char **keys;          /* canonical JSON key of each row (NULL when dropped) */
-    size_t *hidx;         /* open addressing: row index + 1, 0 = empty */
-    size_t hcap;
+    tb_hmap rowidx;       /* key -> row index + 1 */
     size_t rel;           /* next row to release */
     size_t last_live;     /* index of the last row not dropped, SIZE_MAX if none */
     tb_position hw;       /* position of the high watermark */

@@ -60,9 +60,7 @@ static void chunk_clear(snap_inc *si)
             free(si->keys[i]);
     free(si->keys);
     si->keys = NULL;
-    free(si->hidx);
-    si->hidx = NULL;
-    si->hcap = 0;
+    tb_hmap_free(&si->rowidx, NULL);
     si->nrows = 0;
     si->rel = 0;
     si->ph = PH_IDLE;
@@ -110,28 +108,14 @@ void snap_inc_get_status(const snap_inc *si, snap_inc_status *st)
 
 /* ============================================================ key set */
 
-static uint64_t fnv(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return h;
-}
-
 static tb_code hash_build(snap_inc *si)
 {
-    size_t cap = 16;
-    while (cap < si->nrows * 2)
-        cap *= 2;
-    si->hidx = calloc(cap, sizeof(*si->hidx));
-    if (!si->hidx)
-        return TB_ERR_NOMEM;
-    si->hcap = cap;
+    tb_hmap_free(&si->rowidx, NULL);
     for (size_t i = 0; i < si->nrows; i++) {
-        size_t h = (size_t)fnv(si->keys[i], strlen(si->keys[i])) & (cap - 1);
-        while (si->hidx[h])
-            h = (h + 1) & (cap - 1);
-        si->hidx[h] = i + 1;
+        void **v;
+        if (tb_hmap_put(&si->rowidx, si->keys[i], strlen(si->keys[i]), &v) != TB_OK)
+            return TB_ERR_NOMEM;
+        *v = (void *)(uintptr_t)(i + 1);
     }
     return TB_OK;
 }
@@ -139,18 +123,14 @@ static tb_code hash_build(snap_inc *si)
 /* Drop the chunk row whose key is `key`, if any. */
 static void hash_drop(snap_inc *si, const char *key, size_t len)
 {
-    if (!si->hcap)
+    void **v = tb_hmap_find(&si->rowidx, key, len);
+    if (!v)
         return;
-    size_t h = (size_t)fnv(key, len) & (si->hcap - 1);
-    while (si->hidx[h]) {
-        size_t i = si->hidx[h] - 1;
-        if (si->keys[i] && strlen(si->keys[i]) == len && memcmp(si->keys[i], key, len) == 0) {
-            free(si->keys[i]);
-            si->keys[i] = NULL;
-            si->dropped++;
-            return;
-        }
-        h = (h + 1) & (si->hcap - 1);
+    size_t i = (size_t)(uintptr_t)*v - 1;
+    if (si->keys[i]) {
+        free(si->keys[i]);
+        si->keys[i] = NULL;
+        si->dropped++;
     }
 }
 

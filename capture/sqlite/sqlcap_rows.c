@@ -6,16 +6,9 @@
 #include <string.h>
 
 #include "sqlcap_int.h"
+#include "tb_hmap.h"
 
 /* ---------------------------------------------------------------- row maps */
-
-static uint64_t sqlcap_hash(const uint8_t *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
 
 void sqlcap_rowmap_free(sqlcap_rowmap *m)
 {
@@ -71,7 +64,7 @@ tb_code sqlcap_rowmap_add(sqlcap_rowmap *m, const uint8_t *k, size_t kn, const u
     if (!ne)
         return TB_ERR_NOMEM;
     m->e = ne;
-    uint64_t h = sqlcap_hash(k, kn);
+    uint64_t h = tb_hash_bytes(k, kn);
     sqlcap_rowent *e = &m->e[m->n];
     e->h = h;
     e->koff = m->arena.len;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "sqlcap_int.h"
+#include "tb_hmap.h"
 
 /* ---------------------------------------------------------------- views */
 
@@ -116,18 +117,10 @@ static size_t sqlcap_varint(const uint8_t *p, const uint8_t *end, uint64_t *out)
     return 0;
 }
 
-static uint64_t sqlcap_fnv(const uint8_t *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
-
 /* Cheap hash of a cell: its length and first 24 bytes (collisions are resolved by memcmp). */
 static uint64_t sqlcap_cellhash(const uint8_t *p, size_t n)
 {
-    return sqlcap_fnv(p, n < 24 ? n : 24) ^ ((uint64_t)n * 0x9E3779B97F4A7C15ull);
+    return tb_hash_bytes(p, n < 24 ? n : 24) ^ ((uint64_t)n * 0x9E3779B97F4A7C15ull);
 }
 
 /* ---------------------------------------------------------------- tree walk */
