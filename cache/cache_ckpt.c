@@ -25,13 +25,14 @@
 
 #include "cache_int.h"
 #include "tb_log.h"
+#include "tb_worker.h"
 
 #define CKPT_SOFT 4096   /* new WAL frames (pages) that wake the checkpoint thread */
 #define CKPT_HARD 16384  /* WAL frames at which the committing thread checkpoints (and restarts the WAL) */
 
 struct cache_ckpt {
     sqlite3 *db; /* the thread's own connection */
-    cache_worker *w;
+    tb_worker w;
     int mark;    /* writer only: WAL frames when the thread was last woken */
 };
 
@@ -52,8 +53,8 @@ static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int frames)
     cache_ckpt *k = arg;
     if (frames < k->mark) /* the WAL restarted */
         k->mark = 0;
-    bool idle = cache_worker_idle(k->w);
-    if (frames < CKPT_HARD && frames - k->mark >= CKPT_SOFT && cache_worker_signal(k->w))
+    bool idle = tb_worker_idle(&k->w);
+    if (frames < CKPT_HARD && frames - k->mark >= CKPT_SOFT && tb_worker_wake(&k->w))
         k->mark = frames;
     if (frames >= 2 * CKPT_HARD || (frames >= CKPT_HARD && idle)) {
         int log = 0, done = 0;
@@ -83,7 +84,7 @@ tb_code cache_ckpt_start(cache_store *s, tb_error *err)
                           sqlite3_errmsg(k->db));
         goto fail;
     }
-    if ((rc = cache_worker_start(ckpt_run, k, &k->w, err)) != TB_OK)
+    if ((rc = tb_worker_start(&k->w, ckpt_run, k, err)) != TB_OK)
         goto fail;
     s->ckpt = k;
     sqlite3_wal_hook(s->db, ckpt_hook, k); /* replaces the automatic checkpoint */
@@ -100,7 +101,7 @@ void cache_ckpt_stop(cache_store *s)
     if (!k)
         return;
     sqlite3_wal_hook(s->db, NULL, NULL);
-    int64_t runs = cache_worker_stop(k->w);
+    int64_t runs = tb_worker_stop(&k->w);
     TB_DEBUG("cache", "%s: %lld background checkpoints", s->path, (long long)runs);
     sqlite3_close(k->db);
     free(k);

@@ -216,18 +216,6 @@ void cache_dbz_warn_schemaless(const cache_store *s, cache_table *t, const cj_va
 /* The key object decoded for t's key columns into *out (text in the arena). */
 tb_code cache_cx_key(cache_store *s, const cache_table *t, const cj_val *key, cj_val *out, tb_error *err);
 
-/* ---- cache_worker.c: a thread running fn(arg) once per request (requests made
- * while one is pending collapse). start: *out freed by stop (NULL-safe, joins,
- * returns the number of runs). signal: false when a run was already pending.
- * idle: no run pending or running (then data the job reads may be written,
- * by the one thread that signals, before its next signal). */
-typedef struct cache_worker cache_worker;
-typedef void (*cache_worker_fn)(void *arg);
-tb_code cache_worker_start(cache_worker_fn fn, void *arg, cache_worker **out, tb_error *err);
-bool cache_worker_signal(cache_worker *w);
-bool cache_worker_idle(cache_worker *w);
-int64_t cache_worker_stop(cache_worker *w);
-
 /* ---- cache_ckpt.c: WAL checkpoints on a thread of their own (writer only).
  * start: a second connection and a thread, owned by s (s->ckpt); stop: joins
  * and frees them, NULL-safe, called by cache_store_close before the close. */

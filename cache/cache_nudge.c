@@ -32,10 +32,11 @@
 
 #include "cache_kafka.h"
 #include "tb_log.h"
+#include "tb_worker.h"
 
 struct cache_nudge {
     rd_kafka_t *rk;   /* borrowed */
-    cache_worker *w;
+    tb_worker w;
     /* written by the cache's thread while the worker is idle, read by the worker's job */
     char topic[256];  /* Kafka topic names have at most 249 bytes */
     int32_t partition;
@@ -68,7 +69,7 @@ tb_code cache_nudge_start(rd_kafka_t *rk, cache_nudge **out, tb_error *err)
     n->low_water = rd_kafka_conf_get(rd_kafka_conf(rk), "queued.min.messages", v, &vn) == RD_KAFKA_CONF_OK
                        ? atoll(v)
                        : 100000;
-    if ((rc = cache_worker_start(nudge_run, n, &n->w, err)) != TB_OK) {
+    if ((rc = tb_worker_start(&n->w, nudge_run, n, err)) != TB_OK) {
         free(n);
         return rc;
     }
@@ -86,7 +87,7 @@ void cache_nudge_check(cache_nudge *n, rd_kafka_queue_t *q, const cache_part *pa
     if (!n->armed || len >= n->low_water)
         return;
     /* a query in flight was sent below low_water too: it wakes the broker anyway */
-    if (!cache_worker_idle(n->w))
+    if (!tb_worker_idle(&n->w))
         return;
     for (size_t k = 0; k < nparts; k++) {
         const cache_part *p = &parts[(n->next + k) % nparts];
@@ -96,7 +97,7 @@ void cache_nudge_check(cache_nudge *n, rd_kafka_queue_t *q, const cache_part *pa
             n->partition = p->partition;
             n->next = (n->next + k + 1) % nparts;
             n->armed = false;
-            cache_worker_signal(n->w);
+            tb_worker_wake(&n->w);
             return;
         }
     }
@@ -106,7 +107,7 @@ void cache_nudge_stop(cache_nudge *n)
 {
     if (!n)
         return;
-    int64_t runs = cache_worker_stop(n->w);
+    int64_t runs = tb_worker_stop(&n->w);
     TB_DEBUG("cache", "fetch nudges sent: %lld", (long long)runs);
     free(n);
 }

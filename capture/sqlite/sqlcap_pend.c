@@ -172,15 +172,13 @@ struct sqlcap_pjob {
     size_t target;
 };
 
-static void *sqlcap_pw_main(void *arg)
+/* The worker's job: write the queued jobs, in order, until the queue is empty
+ * (a job queued meanwhile wakes the worker again). */
+static void sqlcap_pw_job(void *arg)
 {
     sqlcap *c = arg;
     pthread_mutex_lock(&c->pw.mu);
-    for (;;) {
-        while (c->pj_head == c->pj_tail && !c->pw.quit)
-            pthread_cond_wait(&c->pw.cv, &c->pw.mu);
-        if (c->pj_head == c->pj_tail)
-            break; /* quit, nothing queued */
+    while (c->pj_head != c->pj_tail) {
         struct sqlcap_pjob *j = &c->pj[c->pj_head % SQLCAP_PJOBS];
         int fd = c->pendfd; /* not changed while jobs are queued */
         pthread_mutex_unlock(&c->pw.mu);
@@ -201,7 +199,6 @@ static void *sqlcap_pw_main(void *arg)
         pthread_cond_broadcast(&c->pw.cv);
     }
     pthread_mutex_unlock(&c->pw.mu);
-    return NULL;
 }
 
 /* The writer thread, started on first use; false: none (write here). */
@@ -215,7 +212,7 @@ static bool sqlcap_pw_up(sqlcap *c)
     if (!(c->pj = calloc(SQLCAP_PJOBS, sizeof *c->pj)))
         return false;
     c->pj_head = c->pj_tail = 0;
-    if (!sqlcap_worker_start(&c->pw, sqlcap_pw_main, c)) {
+    if (tb_worker_start(&c->pw, sqlcap_pw_job, c, NULL) != TB_OK) {
         free(c->pj);
         c->pj = NULL;
         return false;
@@ -245,8 +242,8 @@ static void sqlcap_pw_push(sqlcap *c, bool sync, size_t target)
     j->sync = sync;
     j->target = target;
     c->pj_tail++;
-    pthread_cond_broadcast(&c->pw.cv);
     pthread_mutex_unlock(&c->pw.mu);
+    tb_worker_wake(&c->pw);
     c->pieces = tp;
     c->cappieces = tc;
     c->iobuf = tbuf;
@@ -336,7 +333,8 @@ void sqlcap_sync_stop(sqlcap *c)
 {
     if (!c->pw.up)
         return;
-    sqlcap_worker_stop(&c->pw);
+    tb_worker_wait_idle(&c->pw); /* what is queued is written first */
+    tb_worker_stop(&c->pw);
     for (size_t i = 0; i < SQLCAP_PJOBS; i++) {
         free(c->pj[i].pieces);
         tb_buf_free(&c->pj[i].buf);

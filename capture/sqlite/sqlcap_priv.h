@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include "sqlcap_int.h"
+#include "tb_worker.h"
 
 #define SQLCAP_IOBUF (1u << 20)          /* .pend writes in chunks of about 1 MiB */
 #define SQLCAP_PJOBS 8                   /* ... at most this many queued for the writer thread */
@@ -18,20 +19,6 @@
 /* events per consumed batch: 2000 keeps the queued events' memory small enough
  * to be reused (a larger batch takes more page faults than it saves calls) */
 #define SQLCAP_BATCH_EVENTS 2000
-
-/* A helper thread with its lock and condition (sqlcap_worker_start/stop). */
-typedef struct sqlcap_worker {
-    pthread_t t;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool up, quit;
-} sqlcap_worker;
-
-/* Start w running fn(arg) (mu, cv ready, quit false). false: no thread (w is
- * as before: up false). */
-bool sqlcap_worker_start(sqlcap_worker *w, void *(*fn)(void *), void *arg);
-/* Set quit, wake and join the thread, destroy mu and cv; no-op unless up. */
-void sqlcap_worker_stop(sqlcap_worker *w);
 
 /* One consumed, not yet acknowledged transaction (mode B): its page images. */
 typedef struct sqlcap_untx {
@@ -56,7 +43,7 @@ struct sqlcap {
     /* .pend writes and fsyncs in a writer thread (sqlcap_pend.c), so that they
      * overlap consuming; pendfd is not closed, truncated or replaced while
      * jobs are queued (sqlcap_sync_wait first) */
-    sqlcap_worker pw;
+    tb_worker pw;               /* its mu guards pj_*, pw_errno, pw_fsync, pw_synced */
     bool pw_failed;             /* the thread could not be started: all here */
     bool pw_direct;             /* write and fsync here even when the thread runs */
     struct sqlcap_pjob *pj;     /* ring of SQLCAP_PJOBS jobs, owned */
@@ -72,8 +59,7 @@ struct sqlcap {
      * the newest images of un[0 .. shw_k) (shw_last) to the shadow, fsyncs,
      * writes .pos; the main thread keeps those un[] entries until it retires
      * them (sqlcap_shadow_bg_finish) */
-    sqlcap_worker shw;
-    bool shw_busy;              /* the thread has a job */
+    tb_worker shw;              /* the job sets shw_rc/shw_err; read once the worker is idle */
     bool shw_inflight;          /* main thread: started and not finished */
     sqlcap_map shw_last;        /* pgno -> image of the running advance */
     uint32_t shw_npages;

@@ -1,27 +1,11 @@
-/*
- * cache_worker: a thread that runs one job each time it is asked to, for the
- * cache's background work (cache_ckpt.c, cache_nudge.c). Requests made while
- * a run is pending collapse into one; a request made during a run makes one
- * more run after it. Declared in cache_int.h.
- */
-#include <pthread.h>
-#include <stdlib.h>
+/* tb_worker: a thread that runs a job each time it is woken (see tb_worker.h). */
+#include "tb_worker.h"
 
-#include "cache_int.h"
+#include <string.h>
 
-struct cache_worker {
-    cache_worker_fn fn;
-    void *arg;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool pending, running, stop;
-    int64_t runs;
-};
-
-static void *worker_main(void *arg)
+static void *tb_worker_main(void *arg)
 {
-    cache_worker *w = arg;
+    tb_worker *w = arg;
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (!w->pending && !w->stop)
@@ -35,51 +19,45 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&w->mu);
         w->running = false;
         w->runs++;
+        pthread_cond_broadcast(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
-tb_code cache_worker_start(cache_worker_fn fn, void *arg, cache_worker **out, tb_error *err)
+tb_code tb_worker_start(tb_worker *w, tb_worker_fn fn, void *arg, tb_error *err)
 {
-    cache_worker *w = calloc(1, sizeof(*w));
-    *out = NULL;
-    if (!w)
-        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    memset(w, 0, sizeof(*w));
     w->fn = fn;
     w->arg = arg;
-    if (pthread_mutex_init(&w->mu, NULL) != 0) {
-        free(w);
+    if (pthread_mutex_init(&w->mu, NULL) != 0)
         return tb_error_set(err, TB_ERR_NOMEM, false, "background thread: no mutex");
-    }
     if (pthread_cond_init(&w->cv, NULL) != 0) {
         pthread_mutex_destroy(&w->mu);
-        free(w);
         return tb_error_set(err, TB_ERR_NOMEM, false, "background thread: no condition variable");
     }
-    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+    if (pthread_create(&w->thread, NULL, tb_worker_main, w) != 0) {
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
-        free(w);
         return tb_error_set(err, TB_ERR_NOMEM, false, "cannot start a background thread");
     }
-    *out = w;
+    w->up = true;
     return TB_OK;
 }
 
-bool cache_worker_signal(cache_worker *w)
+bool tb_worker_wake(tb_worker *w)
 {
     bool queued = false;
     pthread_mutex_lock(&w->mu);
     if (!w->pending) {
         w->pending = queued = true;
-        pthread_cond_signal(&w->cv);
+        pthread_cond_broadcast(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);
     return queued;
 }
 
-bool cache_worker_idle(cache_worker *w)
+bool tb_worker_idle(tb_worker *w)
 {
     pthread_mutex_lock(&w->mu);
     bool idle = !w->pending && !w->running;
@@ -87,18 +65,26 @@ bool cache_worker_idle(cache_worker *w)
     return idle;
 }
 
-int64_t cache_worker_stop(cache_worker *w)
+void tb_worker_wait_idle(tb_worker *w)
 {
-    if (!w)
+    pthread_mutex_lock(&w->mu);
+    while (w->pending || w->running)
+        pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int64_t tb_worker_stop(tb_worker *w)
+{
+    if (!w->up)
         return 0;
     pthread_mutex_lock(&w->mu);
     w->stop = true;
-    pthread_cond_signal(&w->cv);
+    pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);
     int64_t runs = w->runs;
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
-    free(w);
+    w->up = false;
     return runs;
 }
