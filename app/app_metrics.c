@@ -52,6 +52,9 @@ void app_metrics_free(app_metrics *m)
     free(m->connector);
     free(m->error);
     free(m->kafka_json);
+    for (size_t i = 0; i < m->nlags; i++)
+        free((char *)m->lags[i].topic);
+    free(m->lags);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
@@ -129,9 +132,29 @@ void app_metrics_set_cache(app_metrics *m, const app_metrics_cache *v)
 {
     if (!m)
         return;
+    /* the copies are made before the lock: the HTTP thread never waits on malloc */
+    app_metrics_lag *lags = NULL;
+    size_t n = 0;
+    if (v->nparts > 0 && (lags = calloc(v->nparts, sizeof(*lags))) != NULL)
+        for (; n < v->nparts; n++) {
+            lags[n] = v->parts[n];
+            if (!(lags[n].topic = strdup(v->parts[n].topic)))
+                break;
+        }
     pthread_mutex_lock(&m->mu);
     m->cache = *v;
+    m->cache.parts = NULL;
+    m->cache.nparts = 0;
+    app_metrics_lag *old = NULL;
+    size_t nold = 0;
+    if (lags) {
+        old = m->lags, nold = m->nlags;
+        m->lags = lags, m->nlags = n;
+    }
     pthread_mutex_unlock(&m->mu);
+    for (size_t i = 0; i < nold; i++)
+        free((char *)old[i].topic);
+    free(old);
 }
 
 void app_metrics_set_kafka_stats(app_metrics *m, const char *json, size_t len)
@@ -349,6 +372,17 @@ tb_code app_metrics_render(app_metrics *m, tb_buf *out)
                 "Messages still to apply up to the high watermarks recorded at start (-1 unknown).", cache.remaining);
         gauge_i(out, m, "tributary_cache_caught_up", "1 once every partition reached its start high watermark.",
                 cache.caught_up);
+        family(out, "tributary_cache_partition_lag_messages", "gauge",
+               "Consumer lag of an assigned partition: messages from the next offset to apply to the newest known "
+               "high watermark (-1 unknown).");
+        pthread_mutex_lock(&m->mu);
+        for (size_t i = 0; i < m->nlags; i++) {
+            sample_begin(out, m, "tributary_cache_partition_lag_messages");
+            tb_buf_puts(out, ",topic=\"");
+            put_label_value(out, m->lags[i].topic);
+            tb_buf_printf(out, "\",partition=\"%d\"} %lld\n", (int)m->lags[i].partition, (long long)m->lags[i].lag);
+        }
+        pthread_mutex_unlock(&m->mu);
         free(kjs);
         return tb_buf_putc(out, '\0') == TB_OK ? (out->len--, TB_OK) : TB_ERR_NOMEM;
     }

@@ -82,11 +82,20 @@ typedef struct app_metrics_run {
 } app_metrics_run;
 void app_metrics_set_run(app_metrics *m, const app_metrics_run *v);
 
+/* One partition's consumer lag (tributary_cache_partition_lag_messages). */
+typedef struct app_metrics_lag {
+    const char *topic;            /* copied by app_metrics_set_cache */
+    int32_t partition;
+    int64_t lag;                  /* messages to the newest known high watermark, -1 unknown */
+} app_metrics_lag;
+
 typedef struct app_metrics_cache {
     const char *state;            /* static string: "starting", "catching_up", "caught_up", "stopped", "failed" */
     uint64_t messages;            /* messages applied to tables in this run (not schema records) */
     int64_t remaining;            /* messages up to the start watermarks, -1 unknown */
     bool caught_up;
+    const app_metrics_lag *parts; /* every assigned partition (copied; NULL with nparts 0 keeps the last) */
+    size_t nparts;
 } app_metrics_cache;
 void app_metrics_set_cache(app_metrics *m, const app_metrics_cache *v);
 

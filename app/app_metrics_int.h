@@ -26,7 +26,9 @@ struct app_metrics {
     pthread_mutex_t mu;          /* guards the members below */
     app_metrics_run run;         /* run.error unused: see error */
     char *error;
-    app_metrics_cache cache;
+    app_metrics_cache cache;     /* cache.parts: lags below */
+    app_metrics_lag *lags;       /* owned copies (topic strings too) */
+    size_t nlags;
     char *kafka_json;            /* librdkafka statistics, NUL-terminated, or NULL */
     int64_t kafka_json_ms;
     struct MHD_Daemon *httpd;    /* NULL without a server */

@@ -78,9 +78,14 @@ static void on_progress(const cache_progress *p, void *opaque)
 {
     cache_watch *w = opaque;
     if (w->metrics) {
+        app_metrics_lag *lags = p->nparts ? calloc(p->nparts, sizeof(*lags)) : NULL;
+        for (size_t i = 0; lags && i < p->nparts; i++)
+            lags[i] = (app_metrics_lag){p->parts[i].topic, p->parts[i].partition, p->parts[i].lag};
         app_metrics_cache v = {.state = p->caught_up ? "caught_up" : "catching_up", .messages = (uint64_t)p->applied,
-                               .remaining = p->remaining, .caught_up = p->caught_up};
+                               .remaining = p->remaining, .caught_up = p->caught_up, .parts = lags,
+                               .nparts = lags ? p->nparts : 0};
         app_metrics_set_cache(w->metrics, &v);
+        free(lags);
     }
     if (!w->tty)
         return;

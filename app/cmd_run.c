@@ -310,6 +310,14 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
 
 /* ------------------------------------------------------------ phases */
 
+/* metrics.listen: a table's row count or estimate at the start of its snapshot
+ * (tributary_snapshot_rows_estimated). */
+static void run_snap_estimate(const char *db, const char *table, int64_t rows, void *opaque)
+{
+    run_ctx *r = opaque;
+    app_metrics_set_estimate(r->metrics, app_metrics_table(r->metrics, db, table), rows);
+}
+
 /* MySQL/MariaDB snapshot through snapshot/; sets *hand_off. */
 static tb_code run_mysql_snapshot(run_ctx *r, tb_position *hand_off, tb_error *err)
 {
@@ -319,6 +327,12 @@ static tb_code run_mysql_snapshot(run_ctx *r, tb_position *hand_off, tb_error *e
         goto out;
     r->snapshot_state = "running";
     r->in_tx = true; /* the snapshot's rows end with the hand-off position */
+    if (r->metrics) { /* information_schema.TABLES.TABLE_ROWS */
+        const snap_table_progress *t;
+        size_t n = snap_progress(s, &t);
+        for (size_t i = 0; i < n; i++)
+            run_snap_estimate(t[i].db, t[i].table, (int64_t)t[i].rows_estimated, r);
+    }
     TB_INFO("run", "snapshot started");
     for (;;) {
         evt_event *ev = NULL;
@@ -739,6 +753,9 @@ static tb_code run_sqlite_pass(run_ctx *r, const tb_position *resume, tb_error *
         tb_position_free(&pos);
         if (rc != TB_OK)
             return rc;
+        tb_error cerr;
+        if (r->metrics && sqlcap_snapshot_count(r->sqlite, run_snap_estimate, r, &cerr) != TB_OK)
+            TB_WARN("run", "snapshot row counts for metrics: %s", cerr.msg);
         r->snapshot_state = "running";
         if (!snap_then_stream(r->cfg)) {
             /* initial_only: serve the snapshot rows, then stop. */

@@ -42,6 +42,15 @@ typedef struct cache_dbz_opts {
     cache_dbz_binary binary;   /* binary.handling.mode */
 } cache_dbz_opts;
 
+/* One assigned partition's consumer lag: messages from the next offset to apply up to the
+ * partition's newest known high watermark (the one recorded at assignment, or a newer one from
+ * the consumer's fetches); -1 while no high watermark is known. */
+typedef struct cache_partition_lag {
+    const char *topic;      /* borrowed for the progress call */
+    int32_t partition;
+    int64_t lag;
+} cache_partition_lag;
+
 typedef struct cache_progress {
     int64_t messages;       /* consumed in this run (schema records included) */
     int64_t applied;        /* applied to tables in this run (what `cache status` counts) */
@@ -49,6 +58,8 @@ typedef struct cache_progress {
     int64_t remaining;      /* messages up to the high watermarks recorded at start */
     double eta_s;           /* < 0 when unknown */
     bool caught_up;
+    const cache_partition_lag *parts; /* every assigned partition; borrowed for the call */
+    size_t nparts;
 } cache_progress;
 
 /* Called about once a second from cache_run's thread. */

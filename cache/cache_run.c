@@ -51,6 +51,8 @@ typedef struct cache_ctx {
     double last_progress, last_log, last_meta;
     int dlq_pending, dlq_failed;
     cache_nudge *nudge; /* wakes the table consumer's fetcher (cache_nudge.c) */
+    cache_partition_lag *lags; /* progress(): per-partition lag, reused */
+    size_t lags_cap;
 } cache_ctx;
 
 static double now_s(void)
@@ -518,11 +520,29 @@ static void progress(cache_ctx *c, bool force)
     pr.messages = c->msgs;
     pr.applied = c->s->applied - c->applied0;
     pr.rows_per_s = dt > 0 ? (double)(c->msgs - c->last_msgs) / dt : 0;
+    if (c->nparts > c->lags_cap) {
+        cache_partition_lag *nl = realloc(c->lags, c->nparts * sizeof(*nl));
+        if (nl) {
+            c->lags = nl;
+            c->lags_cap = c->nparts;
+        }
+    }
     for (size_t i = 0; i < c->nparts; i++) {
         const cache_part *p = &c->parts[i];
         if (p->assigned && p->high > 0 && p->high > p->next)
             pr.remaining += p->high - (p->next > 0 ? p->next : 0);
+        if (!p->assigned || pr.nparts >= c->lags_cap)
+            continue;
+        /* the newest high watermark the consumer's fetches brought (no request to the broker) */
+        int64_t lo = -1, hi = -1, high = p->high;
+        rd_kafka_t *rk = p->schema ? c->rks : c->rk;
+        if (rk && rd_kafka_get_watermark_offsets(rk, p->topic, p->partition, &lo, &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+            hi > high)
+            high = hi;
+        int64_t next = p->next > 0 ? p->next : 0;
+        c->lags[pr.nparts++] = (cache_partition_lag){p->topic, p->partition, high < 0 ? -1 : high > next ? high - next : 0};
     }
+    pr.parts = c->lags;
     pr.eta_s = pr.rows_per_s > 0 ? (double)pr.remaining / pr.rows_per_s : -1;
     pr.caught_up = c->caught_up;
     c->last_progress = t;
@@ -815,6 +835,7 @@ out:
     for (size_t i = 0; i < c.nparts; i++)
         free(c.parts[i].topic);
     free(c.parts);
+    free(c.lags);
     free(c.prefix);
     free(c.dlq_topic);
     cache_store_close(c.s);

@@ -719,6 +719,24 @@ tb_code sqlcap_snapshot_begin(sqlcap *c, tb_position *pos, tb_error *err)
     return TB_OK;
 }
 
+tb_code sqlcap_snapshot_count(sqlcap *c, sqlcap_count_fn fn, void *opaque, tb_error *err)
+{
+    if (!c->snapping)
+        return tb_error_set(err, TB_ERR_STATE, false, "%s: no snapshot to count", c->path);
+    const sqlcap_schema *s = sqlcap_engine_schema(c->eng);
+    for (size_t i = 0; i < s->n; i++) {
+        const sqlcap_tbl *t = s->tbls[i];
+        int64_t rows;
+        if (!t->captured)
+            continue;
+        tb_code rc = sqlcap_engine_count(c->eng, t, &rows, err);
+        if (rc != TB_OK)
+            return rc;
+        fn(evt_table_db(t->et), evt_table_name(t->et), rows, opaque);
+    }
+    return TB_OK;
+}
+
 void sqlcap_get_stats(const sqlcap *c, sqlcap_stats *st) { *st = c->st; }
 
 void sqlcap_close(sqlcap *c)

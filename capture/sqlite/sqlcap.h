@@ -201,6 +201,12 @@ tb_code sqlcap_ack(sqlcap *c, const tb_position *pos, tb_error *err);
  * *pos (optional) receives the snapshot position (caller frees with tb_position_free). */
 tb_code sqlcap_snapshot_begin(sqlcap *c, tb_position *pos, tb_error *err);
 
+/* After sqlcap_snapshot_begin: fn(db, table, rows, opaque) once for each captured table with its
+ * row count in the snapshot, from the cells of its b-tree pages (one read of each leaf page, no
+ * row decoded). For progress reports (metrics.listen); the names are borrowed for the call. */
+typedef void (*sqlcap_count_fn)(const char *db, const char *table, int64_t rows, void *opaque);
+tb_code sqlcap_snapshot_count(sqlcap *c, sqlcap_count_fn fn, void *opaque, tb_error *err);
+
 /* Statistics for logs and status. */
 typedef struct sqlcap_stats {
     uint64_t txns, events, frames, cksum_mismatch, wal_bytes, lag_frames, generations;

@@ -905,6 +905,27 @@ static tb_code sqlcap_scan_cell(void *opaque, uint32_t pgno, int64_t rowid, cons
     return TB_OK;
 }
 
+tb_code sqlcap_engine_count(sqlcap_engine *e, const sqlcap_tbl *t, int64_t *rows, tb_error *err)
+{
+    sqlcap_view v = {e->pg, NULL, e->npages};
+    sqlcap_u32s inner = {0}, leaves = {0};
+    uint8_t *buf = malloc(e->pg->pgsz);
+    *rows = 0;
+    tb_code rc = buf ? sqlcap_tree_pages(&v, t->root, &inner, &leaves, err)
+                     : tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory", t->name);
+    /* a row is a cell of a leaf page; WITHOUT ROWID (an index b-tree) keeps rows in its interior
+     * cells too */
+    for (size_t i = 0; rc == TB_OK && i < leaves.n + (t->without_rowid ? inner.n : 0); i++) {
+        uint32_t p = i < leaves.n ? leaves.v[i] : inner.v[i - leaves.n];
+        if ((rc = sqlcap_view_read(&v, p, buf, err)) == TB_OK)
+            *rows += sqlcap_be16(buf + (p == 1 ? 100 : 0) + 3);
+    }
+    sqlcap_u32s_free(&inner);
+    sqlcap_u32s_free(&leaves);
+    free(buf);
+    return rc;
+}
+
 tb_code sqlcap_engine_scan(sqlcap_engine *e, const sqlcap_tbl *t, size_t *cursor, sqlcap_evlist *out, tb_error *err)
 {
     sqlcap_view v = {e->pg, NULL, e->npages};

@@ -265,6 +265,9 @@ uint32_t sqlcap_engine_npages(const sqlcap_engine *e);
 const sqlcap_schema *sqlcap_engine_schema(const sqlcap_engine *e);
 /* Emit op=r events for every row of table t in the view at P, leaf by leaf:
  * leaf index *cursor (0 to start); returns the next cursor or 0 when done. */
+/* The rows of table t in the view at P: the cells of its leaf pages (and of its interior pages
+ * for WITHOUT ROWID), one read of each such page. */
+tb_code sqlcap_engine_count(sqlcap_engine *e, const sqlcap_tbl *t, int64_t *rows, tb_error *err);
 tb_code sqlcap_engine_scan(sqlcap_engine *e, const sqlcap_tbl *t, size_t *cursor, sqlcap_evlist *out,
                            tb_error *err);
 

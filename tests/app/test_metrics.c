@@ -67,14 +67,30 @@ Test(app_metrics, run_exposition_passes_promtool_and_escapes_labels)
 Test(app_metrics, cache_exposition_passes_promtool)
 {
     app_metrics *m = app_metrics_new("c", APP_METRICS_CACHE);
-    app_metrics_cache v = {.state = "caught_up", .messages = 12, .remaining = 0, .caught_up = true};
+    char topic[] = "shop.db.t\"1";
+    app_metrics_lag lags[] = {{topic, 0, 7}, {"shop.db.u", 3, -1}};
+    app_metrics_cache v = {.state = "caught_up", .messages = 12, .remaining = 0, .caught_up = true, .parts = lags,
+                           .nparts = 2};
     app_metrics_set_cache(m, &v);
+    topic[0] = 'X'; /* the registry holds its own copy */
     tb_buf out;
     tb_buf_init(&out, 0);
     cr_assert_eq(app_metrics_render(m, &out), TB_OK);
-    promtool_ok(tb_buf_cstr(&out));
-    cr_assert_not_null(strstr(tb_buf_cstr(&out), "tributary_cache_caught_up{connector=\"c\"} 1\n"));
-    cr_assert_not_null(strstr(tb_buf_cstr(&out), "tributary_cache_messages_applied_total{connector=\"c\"} 12\n"));
+    const char *t = tb_buf_cstr(&out);
+    promtool_ok(t);
+    cr_assert_not_null(strstr(t, "tributary_cache_caught_up{connector=\"c\"} 1\n"));
+    cr_assert_not_null(strstr(t, "tributary_cache_messages_applied_total{connector=\"c\"} 12\n"));
+    cr_assert_not_null(
+        strstr(t, "tributary_cache_partition_lag_messages{connector=\"c\",topic=\"shop.db.t\\\"1\",partition=\"0\"} 7\n"),
+        "%s", t);
+    cr_assert_not_null(strstr(t, ",topic=\"shop.db.u\",partition=\"3\"} -1\n"), "%s", t);
+    /* a progress report without partitions keeps the last ones */
+    app_metrics_cache v2 = {.state = "stopped", .remaining = -1};
+    app_metrics_set_cache(m, &v2);
+    tb_buf_reset(&out);
+    cr_assert_eq(app_metrics_render(m, &out), TB_OK);
+    cr_assert_not_null(strstr(tb_buf_cstr(&out), ",topic=\"shop.db.u\",partition=\"3\"} -1\n"), "%s",
+                       tb_buf_cstr(&out));
     tb_buf_free(&out);
     app_metrics_stop(m);
 }
@@ -205,7 +221,8 @@ Test(app_metrics, grafana_dashboard_queries_only_exported_series)
     /* the panels the dashboard promises */
     const char *must[] = {"tributary_events_total", "tributary_lag_seconds", "tributary_source_connected",
                           "tributary_snapshot_rows_total", "tributary_kafka_queue_messages",
-                          "tributary_cache_lag_messages"};
+                          "tributary_cache_lag_messages", "tributary_cache_partition_lag_messages",
+                          "tributary_snapshot_rows_estimated"};
     for (size_t i = 0; i < sizeof must / sizeof must[0]; i++)
         cr_assert_not_null(strstr(s, must[i]), "no panel queries %s", must[i]);
     tb_buf_free(&exprs);

@@ -12,6 +12,8 @@
  *     leaves state "failed" behind (exit 1), never "streaming";
  *   - SIGKILL: exit 3 (not running).
  */
+#include <ctype.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include "e2e_util.h"
@@ -253,6 +255,20 @@ static double sample_value(const char *text, const char *prefix)
     return -1;
 }
 
+/* information_schema.TABLES.TABLE_ROWS of db.t (-1 when NULL). */
+static long long table_rows(MYSQL *m, const char *db)
+{
+    char q[300];
+    tb_buf out;
+    tb_buf_init(&out, 0);
+    snprintf(q, sizeof q, "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = '%s' AND TABLE_NAME = 't'",
+             db);
+    e2e_query_text(m, q, &out);
+    long long v = out.len && isdigit((unsigned char)out.data[0]) ? atoll(tb_buf_cstr(&out)) : -1;
+    tb_buf_free(&out);
+    return v;
+}
+
 /* Spawn a program (not tributary) with output to log; tracked for e2e_kill_children. */
 static pid_t spawn_prog(char *const argv[], const char *log)
 {
@@ -281,6 +297,7 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = restore_
     cr_assert_not_null(f);
     fprintf(f, "metrics.listen=127.0.0.1:%u\nkafka.statistics.interval.ms=1000\n", port);
     fclose(f);
+    long long est_before = table_rows(h.m, h.db);
     start_run(&h);
     tb_buf body;
     tb_buf_init(&body, 0);
@@ -307,6 +324,14 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = restore_
         usleep(200000);
     }
     cr_assert_eq(sample_value(tb_buf_cstr(&body), pr), 2, "%s", tb_buf_cstr(&body));
+    /* the snapshot's estimate is information_schema's TABLE_ROWS (the oracle: the server, asked
+     * before the run started and now; nothing changed the table in between) */
+    char pe[256];
+    snprintf(pe, sizeof pe, "tributary_snapshot_rows_estimated{connector=\"%s\",table=\"%s.t\"}", h.db, h.db);
+    long long est_now = table_rows(h.m, h.db);
+    double est = sample_value(tb_buf_cstr(&body), pe);
+    cr_assert(est == (double)est_before || est == (double)est_now, "%s = %g, TABLE_ROWS %lld then %lld", pe, est,
+              est_before, est_now);
     /* promtool (Debian's prometheus package) checks the exposition */
     deadline = tb_itest_now_ms() + 30000;
     char mfile[400], cmd[900];
@@ -381,6 +406,14 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = restore_
     }
     cr_assert_geq(sample_value(tb_buf_cstr(&body), "tributary_cache_messages_applied_total{"), 72, "%s",
                   tb_buf_cstr(&body));
+    /* caught up: every partition's lag 0, the table topic's and the schema topic's */
+    char lt[600], ls[600];
+    snprintf(lt, sizeof lt, "tributary_cache_partition_lag_messages{connector=\"%s\",topic=\"%s.%s.t\",partition=\"0\"}",
+             h.db, h.db, h.db);
+    snprintf(ls, sizeof ls, "tributary_cache_partition_lag_messages{connector=\"%s\",topic=\"%s.schema\",partition=\"0\"}",
+             h.db, h.db);
+    cr_assert_eq(sample_value(tb_buf_cstr(&body), lt), 0, "%s: %s", lt, tb_buf_cstr(&body));
+    cr_assert_eq(sample_value(tb_buf_cstr(&body), ls), 0, "%s: %s", ls, tb_buf_cstr(&body));
     f = fopen(mfile, "w");
     cr_assert_not_null(f);
     fwrite(body.data, 1, body.len, f);
@@ -447,4 +480,73 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = restore_
     tb_buf_free(&body);
     h.m = NULL;
     e2e_rmtree(h.dir);
+}
+
+/* SQLite source, snapshot, metrics.listen: tributary_snapshot_rows_estimated holds each table's
+ * row count (counted from its b-tree pages), equal to SELECT count(*) (SQLite itself is the
+ * oracle): a rowid table and a WITHOUT ROWID table, both deep enough for interior pages, and an
+ * empty one. The snapshot's rows total reaches the same numbers. No Kafka (sink=stdout). */
+Test(e2e_health, snapshot_estimates_sqlite, .timeout = 200)
+{
+    char dir[] = "/tmp/e2e-est-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char dbp[128], cfgp[128], logp[128];
+    snprintf(dbp, sizeof dbp, "%s/shop.db", dir);
+    snprintf(cfgp, sizeof cfgp, "%s/run.properties", dir);
+    snprintf(logp, sizeof logp, "%s/run.log", dir);
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open(dbp, &db), SQLITE_OK);
+    const char *ddl = "PRAGMA journal_mode=WAL;"
+                      "CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT);"
+                      "CREATE TABLE b (k TEXT PRIMARY KEY, v TEXT) WITHOUT ROWID;"
+                      "CREATE TABLE e (id INTEGER PRIMARY KEY, v TEXT);"
+                      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) "
+                      "INSERT INTO a SELECT i, printf('%.*c', 120, 'a') FROM n;"
+                      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) "
+                      "INSERT INTO b SELECT printf('key-%06d', i), printf('%.*c', 200, 'b') FROM n;";
+    cr_assert_eq(sqlite3_exec(db, ddl, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+    long long want[3];
+    const char *tables[] = {"a", "b", "e"};
+    for (int i = 0; i < 3; i++) {
+        char q[64];
+        sqlite3_stmt *st;
+        snprintf(q, sizeof q, "SELECT count(*) FROM %s", tables[i]);
+        cr_assert_eq(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
+        cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+        want[i] = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    cr_assert_eq(want[0], 3000);
+    unsigned port = e2e_free_port();
+    FILE *f = fopen(cfgp, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "name=est\ntopic.prefix=est\nsource.type=sqlite\nsource.path=%s\nsink=stdout\noffsets.storage=file\n"
+               "offsets.file=%s/offsets\nsnapshot.mode=initial\nmetrics.listen=127.0.0.1:%u\n",
+            dbp, dir, port);
+    fclose(f);
+    const char *args[] = {"run", "--config", cfgp, NULL};
+    pid_t pid = e2e_spawn(args, logp);
+    tb_buf body;
+    tb_buf_init(&body, 0);
+    long long deadline = tb_itest_now_ms() + 60000;
+    for (int i = 0; i < 3; i++) {
+        char pe[128], pt[128];
+        snprintf(pe, sizeof pe, "tributary_snapshot_rows_estimated{connector=\"est\",table=\"shop.%s\"}", tables[i]);
+        snprintf(pt, sizeof pt, "tributary_snapshot_rows_total{connector=\"est\",table=\"shop.%s\"}", tables[i]);
+        for (;;) {
+            int st = e2e_http_get(port, "/metrics", &body);
+            const char *t = tb_buf_cstr(&body);
+            if (st == 200 && sample_value(t, pe) == (double)want[i] && sample_value(t, pt) == (double)want[i])
+                break;
+            cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped; see %s", logp);
+            cr_assert(tb_itest_now_ms() < deadline, "%s and %s never %lld:\n%s", pe, pt, want[i], t);
+            usleep(100000);
+        }
+    }
+    kill(pid, SIGTERM);
+    cr_assert_eq(e2e_wait(pid, 30000), 0, "see %s", logp);
+    e2e_assert_clean_log(logp);
+    tb_buf_free(&body);
+    sqlite3_close(db);
+    e2e_rmtree(dir);
 }
