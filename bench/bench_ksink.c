@@ -246,7 +246,7 @@ static int bench_topic(const char *bootstrap, const char *topic)
     int status = 1;
     if (cfg_set(c, "kafka.bootstrap.servers", bootstrap, "bench", &err) == TB_OK &&
         ksink_conf_new(c, KSINK_ROLE_PRODUCER, &conf, &err) == TB_OK &&
-        ksink_client_new(conf, RD_KAFKA_PRODUCER, &rk, &err) == TB_OK &&
+        kafka_client_new(conf, RD_KAFKA_PRODUCER, "Kafka client", &rk, &err) == TB_OK &&
         ksink_topic_ensure(rk, c, topic, 1, true, &err) == TB_OK)
         status = 0;
     else

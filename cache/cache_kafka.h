@@ -9,6 +9,7 @@
 #include <regex.h>
 
 #include "cache.h"
+#include "kafka.h"
 #include "cache_int.h"
 
 typedef struct cache_part {
@@ -22,11 +23,9 @@ typedef struct cache_part {
     bool skip_stale;  /* rewound: ignore the rest of the current fetched batch */
 } cache_part;
 
-/* New librdkafka configuration: bootstrap servers, extra properties, our log
- * callback. Returns NULL with err set. Caller owns the result. */
+/* New librdkafka configuration (kafka_conf_new): bootstrap servers, extra
+ * properties. Returns NULL with err set (naming the key). Caller owns the result. */
 rd_kafka_conf_t *cache_kafka_conf(const char *brokers, const char *const *props, tb_error *err);
-/* Route librdkafka's log lines into tb_log. */
-void cache_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
 
 /* cache_nudge.c: a thread that wakes librdkafka's broker thread of a partition
  * (a watermark query) so a fetcher paused by a full queue resumes without

@@ -370,7 +370,6 @@ static tb_code rewind_topic(const char *topic, void *opaque, tb_error *err)
 
 static tb_code dlq_open(cache_ctx *c, tb_error *err)
 {
-    char errstr[512];
     tb_buf t;
     tb_buf_init(&t, 0);
     if (tb_buf_printf(&t, "%s.cache.dlq", c->o->name ? c->o->name : "tributary") != TB_OK)
@@ -378,31 +377,21 @@ static tb_code dlq_open(cache_ctx *c, tb_error *err)
     c->dlq_topic = tb_buf_detach(&t, NULL);
     rd_kafka_conf_t *conf = cache_kafka_conf(c->o->brokers, c->o->kafka_props, err);
     if (!conf)
-        return err->code;
-    rd_kafka_conf_set(conf, "enable.idempotence", "true", errstr, sizeof(errstr));
+        return err ? err->code : TB_ERR_CONFIG;
+    tb_code rc = kafka_conf_set(conf, "enable.idempotence", "true", err);
+    if (rc != TB_OK) {
+        rd_kafka_conf_destroy(conf);
+        return rc;
+    }
     rd_kafka_conf_set_dr_msg_cb(conf, dlq_dr_cb);
     rd_kafka_conf_set_opaque(conf, c);
-    if (!(c->dlq = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr)))) {
-        rd_kafka_conf_destroy(conf);
-        return tb_error_set(err, TB_ERR_KAFKA, false, "DLQ producer: %s", errstr);
-    }
-    /* create the DLQ topic unless it exists (the broker may not auto-create) */
-    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(c->dlq_topic, 1, -1, errstr, sizeof(errstr));
-    rd_kafka_queue_t *q = rd_kafka_queue_new(c->dlq);
-    rd_kafka_CreateTopics(c->dlq, &nt, 1, NULL, q);
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 15000);
-    if (ev) {
-        size_t n = 0;
-        const rd_kafka_topic_result_t **res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
-        for (size_t i = 0; i < n; i++) {
-            rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
-            if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-                TB_WARN("cache", "creating %s: %s", c->dlq_topic, rd_kafka_topic_result_error_string(res[i]));
-        }
-        rd_kafka_event_destroy(ev);
-    }
-    rd_kafka_queue_destroy(q);
-    rd_kafka_NewTopic_destroy(nt);
+    if ((rc = kafka_client_new(conf, RD_KAFKA_PRODUCER, "DLQ producer", &c->dlq, err)) != TB_OK)
+        return rc;
+    /* create the DLQ topic unless it exists (the broker may not auto-create); a failure is
+     * a warning: producing to it reports what is wrong */
+    tb_error terr;
+    if (kafka_topic_create(c->dlq, c->dlq_topic, 1, -1, false, 15000, NULL, NULL, &terr) != TB_OK)
+        TB_WARN("cache", "creating %s: %s", c->dlq_topic, terr.msg);
     return TB_OK;
 }
 
@@ -604,7 +593,7 @@ void cache_opts_init(cache_opts *o)
 
 static rd_kafka_t *new_consumer(cache_ctx *c, const char *group, bool group_mode, tb_error *err)
 {
-    char errstr[512], refresh[24];
+    char refresh[24];
     /* librdkafka's prefetch dominates the peak RSS: its defaults (1 MiB per partition and fetch,
      * fetching until queued.min.messages are queued) keep the loop fed now that cache_nudge.c
      * wakes the fetcher; the 4 MiB fetches that used to hide the fetcher's one-second tick cost
@@ -619,20 +608,16 @@ static rd_kafka_t *new_consumer(cache_ctx *c, const char *group, bool group_mode
                         "topic.metadata.refresh.interval.ms", refresh,
                         group_mode ? "partition.assignment.strategy" : NULL, "cooperative-sticky", NULL};
     for (size_t i = 0; kv[i]; i += 2)
-        if (rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) {
+        if (kafka_conf_set(conf, kv[i], kv[i + 1], err) != TB_OK) {
             rd_kafka_conf_destroy(conf);
-            tb_error_set(err, TB_ERR_CONFIG, false, "kafka configuration: %s", errstr);
             return NULL;
         }
     if (group_mode)
         rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
     rd_kafka_conf_set_error_cb(conf, error_cb);
     rd_kafka_conf_set_opaque(conf, c);
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-    if (!rk) {
-        rd_kafka_conf_destroy(conf);
-        tb_error_set(err, TB_ERR_KAFKA, false, "kafka consumer: %s", errstr);
-    }
+    rd_kafka_t *rk = NULL;
+    kafka_client_new(conf, RD_KAFKA_CONSUMER, "Kafka consumer", &rk, err);
     return rk;
 }
 

@@ -10,27 +10,21 @@
 #include "cache_kafka.h"
 #include "tb_log.h"
 
-void cache_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
-{
-    (void)rk;
-    tb_log_syslog(level, fac, buf);
-}
-
 rd_kafka_conf_t *cache_kafka_conf(const char *brokers, const char *const *props, tb_error *err)
 {
-    char errstr[512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_conf_set_log_cb(conf, cache_kafka_log_cb);
-    if (brokers && rd_kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
-        goto bad;
-    for (size_t i = 0; props && props[i] && props[i + 1]; i += 2)
-        if (rd_kafka_conf_set(conf, props[i], props[i + 1], errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
-            goto bad;
+    rd_kafka_conf_t *conf = kafka_conf_new();
+    if (!conf) {
+        tb_error_set(err, TB_ERR_NOMEM, false, "kafka configuration: out of memory");
+        return NULL;
+    }
+    tb_code rc = brokers ? kafka_conf_set(conf, "bootstrap.servers", brokers, err) : TB_OK;
+    for (size_t i = 0; rc == TB_OK && props && props[i] && props[i + 1]; i += 2)
+        rc = kafka_conf_set(conf, props[i], props[i + 1], err);
+    if (rc != TB_OK) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
     return conf;
-bad:
-    rd_kafka_conf_destroy(conf);
-    tb_error_set(err, TB_ERR_CONFIG, false, "kafka configuration: %s", errstr);
-    return NULL;
 }
 
 tb_code cache_status(const char *db_path, const char *brokers, tb_buf *out, tb_error *err)
@@ -42,18 +36,13 @@ tb_code cache_status(const char *db_path, const char *brokers, tb_buf *out, tb_e
     if (rc != TB_OK)
         return rc;
     if (brokers) {
-        char errstr[512];
         rd_kafka_conf_t *conf = cache_kafka_conf(brokers, NULL, err);
         if (!conf) {
             rc = err ? err->code : TB_ERR_CONFIG;
             goto out;
         }
-        rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-        if (!rk) {
-            rd_kafka_conf_destroy(conf);
-            rc = tb_error_set(err, TB_ERR_KAFKA, false, "kafka: %s", errstr);
+        if ((rc = kafka_client_new(conf, RD_KAFKA_CONSUMER, "Kafka consumer", &rk, err)) != TB_OK)
             goto out;
-        }
     }
     if (sqlite3_prepare_v2(s->db,
                            "SELECT topic, partition, next_offset, high_watermark FROM _tributary_offsets"

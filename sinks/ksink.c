@@ -366,7 +366,7 @@ static tb_code ksink_aux_ensure(ksink *ks, ksink_aux_topic *a, int partitions, b
     if (!a->ensured && (rc = ksink_ensure(ks, a->name, partitions, compact, err)) != TB_OK)
         return rc;
     if (!a->rkt && !(a->rkt = rd_kafka_topic_new(ks->rk, a->name, NULL)))
-        return ksink_kafka_error(err, rd_kafka_last_error(), "topic %s", a->name);
+        return kafka_error(err, rd_kafka_last_error(), "topic %s", a->name);
     a->ensured = true;
     return TB_OK;
 }
@@ -437,7 +437,7 @@ static tb_code ksink_prepare_table(ksink *ks, evt_table *t, ksink_table **out, t
         if ((rc = ksink_ensure(ks, ks->scratch.data, 0, true, err)) != TB_OK)
             return tb_error_prefix(err, rc, "table %s.%s: ", evt_table_db(t), evt_table_name(t));
         if (!(te->rkt = rd_kafka_topic_new(ks->rk, ks->scratch.data, NULL)))
-            return ksink_kafka_error(err, rd_kafka_last_error(), "topic %s", ks->scratch.data);
+            return kafka_error(err, rd_kafka_last_error(), "topic %s", ks->scratch.data);
         if (!(te->topic = strdup(ks->scratch.data)))
             return tb_error_set(err, TB_ERR_NOMEM, false, "topic %s: out of memory", ks->scratch.data);
         evt_codec_warn_lossy(&ks->copts, t); /* once per table and run */
@@ -530,7 +530,7 @@ tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err)
     if (ks->eos && !ks->in_txn) {
         rd_kafka_error_t *kerr = rd_kafka_begin_transaction(ks->rk);
         if (kerr) {
-            rc = ksink_kafka_error_obj(err, kerr, "begin Kafka transaction");
+            rc = kafka_error_obj(err, kerr, "begin Kafka transaction");
             rd_kafka_error_destroy(kerr);
             return rc;
         }
@@ -601,7 +601,7 @@ size_t ksink_staged(const ksink *ks)
 
 void ksink_poll(ksink *ks, int timeout_ms)
 {
-    if (timeout_ms > 0 || (ks->stage.n > 0 && ksink_now_ms() - ks->stage.t0_ms >= KSINK_STAGE_MAX_MS))
+    if (timeout_ms > 0 || (ks->stage.n > 0 && kafka_now_ms() - ks->stage.t0_ms >= KSINK_STAGE_MAX_MS))
         ksink_kick(ks);
     rd_kafka_poll(ks->rk, timeout_ms);
     ksink_advance(ks);
@@ -614,7 +614,7 @@ const tb_position *ksink_committable(const ksink *ks)
 
 bool ksink_commit_due(const ksink *ks)
 {
-    return ksink_now_ms() - ks->last_commit_ms >= ks->commit_interval_ms;
+    return kafka_now_ms() - ks->last_commit_ms >= ks->commit_interval_ms;
 }
 
 tb_code ksink_flush(ksink *ks, int timeout_ms, tb_error *err)
@@ -655,8 +655,8 @@ tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wait, tb_e
     ks->offs_sent++;
     if (!wait)
         return TB_OK;
-    int64_t deadline = ksink_now_ms() + ksink_request_timeout_ms(ks->c);
-    while (ks->offs_acked < ks->offs_sent && !ks->failed && ksink_now_ms() < deadline)
+    int64_t deadline = kafka_now_ms() + ksink_request_timeout_ms(ks->c);
+    while (ks->offs_acked < ks->offs_sent && !ks->failed && kafka_now_ms() < deadline)
         ksink_poll(ks, 50);
     if ((rc = ksink_failed(ks, err)) != TB_OK)
         return rc;
@@ -681,7 +681,7 @@ tb_code ksink_commit_nowait(ksink *ks, tb_error *err)
 static tb_code ksink_commit_impl(ksink *ks, bool wait, tb_error *err)
 {
     tb_code rc;
-    ks->last_commit_ms = ksink_now_ms();
+    ks->last_commit_ms = kafka_now_ms();
     if ((rc = ksink_failed(ks, err)) != TB_OK)
         return rc;
     if (ks->eos)
@@ -739,7 +739,7 @@ tb_code ksink_send_txmeta(ksink *ks, const char *key, size_t klen, const char *v
     if (ks->eos && !ks->in_txn) {
         rd_kafka_error_t *kerr = rd_kafka_begin_transaction(ks->rk);
         if (kerr) {
-            rc = ksink_kafka_error_obj(err, kerr, "begin Kafka transaction");
+            rc = kafka_error_obj(err, kerr, "begin Kafka transaction");
             rd_kafka_error_destroy(kerr);
             return rc;
         }
@@ -764,12 +764,12 @@ static tb_code ksink_client_create(ksink *ks, tb_error *err)
     rd_kafka_conf_set_dr_msg_cb(conf, ksink_dr_cb);
     rd_kafka_conf_set_error_cb(conf, ksink_error_cb);
     rd_kafka_conf_set_stats_cb(conf, ksink_stats_cb);
-    if ((rc = ksink_client_new(conf, RD_KAFKA_PRODUCER, &ks->rk, err)) != TB_OK)
+    if ((rc = kafka_client_new(conf, RD_KAFKA_PRODUCER, "Kafka client", &ks->rk, err)) != TB_OK)
         return rc;
     if (ks->eos) {
         rd_kafka_error_t *kerr = rd_kafka_init_transactions(ks->rk, ksink_request_timeout_ms(ks->c));
         if (kerr) {
-            rc = ksink_kafka_error_obj(err, kerr, "init Kafka transactions (transactional.id=%s)", ks->copts.name);
+            rc = kafka_error_obj(err, kerr, "init Kafka transactions (transactional.id=%s)", ks->copts.name);
             rd_kafka_error_destroy(kerr);
             return rc;
         }
@@ -815,7 +815,7 @@ tb_code ksink_client_reset(ksink *ks, tb_error *err)
     for (size_t it = 0; tb_hmap_next(&ks->tabs, &it, NULL, NULL, &v);) {
         ksink_table *te = v;
         if (te && te->topic && !(te->rkt = rd_kafka_topic_new(ks->rk, te->topic, NULL)))
-            return ksink_kafka_error(err, rd_kafka_last_error(), "topic %s", te->topic);
+            return kafka_error(err, rd_kafka_last_error(), "topic %s", te->topic);
     }
     return TB_OK;
 }
@@ -850,7 +850,7 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
     ks->eos = cfg_get_bool(c, "exactly_once");
     ks->file_storage = strcmp(cfg_get_str(c, "offsets.storage"), "file") == 0;
     ks->commit_interval_ms = cfg_get_int(c, "offsets.commit.interval.ms");
-    ks->last_commit_ms = ksink_now_ms();
+    ks->last_commit_ms = kafka_now_ms();
     if (ks->eos && ks->file_storage) {
         rc = tb_error_set(err, TB_ERR_CONFIG, false,
                           "exactly_once=true needs offsets.storage=kafka (the offsets record joins the Kafka transaction)");

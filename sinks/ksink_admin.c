@@ -1,8 +1,8 @@
 /*
  * ksink_admin: topics through the Kafka Admin API (DESIGN 4).
  *
- * ksink_topic_ensure() sends CreateTopics (cleanup.policy=compact for
- * compacted topics, topic.partitions, topic.replication.factor). When the
+ * ksink_topic_ensure() sends CreateTopics (kafka_topic_create: cleanup.policy=
+ * compact for compacted topics, topic.partitions, topic.replication.factor). When the
  * broker answers TOPIC_ALREADY_EXISTS and the topic must be compacted, it
  * reads the topic's cleanup.policy with DescribeConfigs and refuses anything
  * but "compact" unless topic.check.compact=false. One round trip for a new
@@ -13,29 +13,6 @@
 
 #include "ksink_int.h"
 #include "tb_log.h"
-
-/* Wait for the admin result event on q. With stop, the client's callbacks are served every
- * 100 ms meanwhile (rd_kafka_poll: its error callback may find a refused login) and the wait
- * ends early, NULL, once *stop is set. */
-static rd_kafka_event_t *ksink_admin_wait(rd_kafka_t *rk, rd_kafka_queue_t *q, int timeout_ms, const bool *stop)
-{
-    int64_t deadline = ksink_now_ms() + timeout_ms;
-    for (;;) {
-        int64_t left = deadline - ksink_now_ms();
-        if (left <= 0)
-            return NULL;
-        if (stop && left > 100)
-            left = 100;
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, (int)left);
-        if (ev)
-            return ev;
-        if (stop) {
-            rd_kafka_poll(rk, 0);
-            if (*stop)
-                return NULL;
-        }
-    }
-}
 
 static tb_code ksink_check_compact(rd_kafka_t *rk, rd_kafka_queue_t *q, const char *topic, int timeout_ms,
                                    const bool *stop, tb_error *err)
@@ -51,13 +28,13 @@ static tb_code ksink_check_compact(rd_kafka_t *rk, rd_kafka_queue_t *q, const ch
     }
     rd_kafka_AdminOptions_set_request_timeout(opt, timeout_ms, errstr, sizeof(errstr));
     rd_kafka_DescribeConfigs(rk, &res, 1, opt, q);
-    if (!(ev = ksink_admin_wait(rk, q, timeout_ms + 1000, stop))) {
+    if (!(ev = kafka_admin_wait(rk, q, timeout_ms + 1000, stop))) {
         rc = tb_error_set(err, TB_ERR_KAFKA, true, "topic %s: DescribeConfigs timed out after %d ms", topic,
                           timeout_ms);
         goto out;
     }
     if (rd_kafka_event_error(ev)) {
-        rc = ksink_kafka_error(err, rd_kafka_event_error(ev), "topic %s: DescribeConfigs", topic);
+        rc = kafka_error(err, rd_kafka_event_error(ev), "topic %s: DescribeConfigs", topic);
         goto out;
     }
     const rd_kafka_DescribeConfigs_result_t *dres = rd_kafka_event_DescribeConfigs_result(ev);
@@ -68,7 +45,7 @@ static tb_code ksink_check_compact(rd_kafka_t *rk, rd_kafka_queue_t *q, const ch
         goto out;
     }
     if (rd_kafka_ConfigResource_error(rs[0])) {
-        rc = ksink_kafka_error(err, rd_kafka_ConfigResource_error(rs[0]), "topic %s: DescribeConfigs", topic);
+        rc = kafka_error(err, rd_kafka_ConfigResource_error(rs[0]), "topic %s: DescribeConfigs", topic);
         goto out;
     }
     size_t nent = 0;
@@ -100,70 +77,28 @@ tb_code ksink_topic_ensure(rd_kafka_t *rk, const cfg *c, const char *topic, int 
 tb_code ksink_topic_ensure_until(rd_kafka_t *rk, const cfg *c, const char *topic, int partitions, bool compact,
                                  const bool *stop, tb_error *err)
 {
-    tb_code rc = TB_OK;
-    char errstr[512];
-    rd_kafka_queue_t *q = NULL;
-    rd_kafka_NewTopic_t *nt = NULL;
-    rd_kafka_AdminOptions_t *opt = NULL;
-    rd_kafka_event_t *ev = NULL;
-    int timeout_ms = ksink_request_timeout_ms(c);
-
     if (!cfg_get_bool(c, "topic.create"))
         return TB_OK;
     if (partitions <= 0)
         partitions = (int)cfg_get_int(c, "topic.partitions");
     int rf = (int)cfg_get_int(c, "topic.replication.factor");
-
-    q = rd_kafka_queue_new(rk);
-    nt = rd_kafka_NewTopic_new(topic, partitions, rf, errstr, sizeof(errstr));
-    opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-    if (!nt) {
-        rc = tb_error_set(err, TB_ERR_CONFIG, false, "topic %s: %s", topic, errstr);
-        goto out;
-    }
-    if (!q || !opt) {
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "topic %s: out of memory", topic);
-        goto out;
-    }
-    if (compact && rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact")) {
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "topic %s: cannot set cleanup.policy", topic);
-        goto out;
-    }
-    rd_kafka_AdminOptions_set_request_timeout(opt, timeout_ms, errstr, sizeof(errstr));
-    rd_kafka_AdminOptions_set_operation_timeout(opt, timeout_ms, errstr, sizeof(errstr));
-    rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
-    if (!(ev = ksink_admin_wait(rk, q, timeout_ms + 1000, stop))) {
-        rc = tb_error_set(err, TB_ERR_KAFKA, true, "topic %s: CreateTopics timed out after %d ms", topic, timeout_ms);
-        goto out;
-    }
-    if (rd_kafka_event_error(ev)) {
-        rc = ksink_kafka_error(err, rd_kafka_event_error(ev), "topic %s: CreateTopics", topic);
-        goto out;
-    }
-    const rd_kafka_CreateTopics_result_t *cres = rd_kafka_event_CreateTopics_result(ev);
-    size_t nres = 0;
-    const rd_kafka_topic_result_t **trs = cres ? rd_kafka_CreateTopics_result_topics(cres, &nres) : NULL;
-    rd_kafka_resp_err_t terr = nres == 1 ? rd_kafka_topic_result_error(trs[0]) : RD_KAFKA_RESP_ERR__BAD_MSG;
-    if (terr == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    int timeout_ms = ksink_request_timeout_ms(c);
+    bool exists = false;
+    tb_code rc = kafka_topic_create(rk, topic, partitions, rf, compact, timeout_ms, stop, &exists, err);
+    if (rc != TB_OK)
+        return rc;
+    if (!exists) {
         TB_INFO("ksink", "created topic %s (%d partitions, replication factor %d%s)", topic, partitions, rf,
                 compact ? ", compacted" : "");
-    } else if (terr == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-        if (compact && cfg_get_bool(c, "topic.check.compact"))
-            rc = ksink_check_compact(rk, q, topic, timeout_ms, stop, err);
-    } else {
-        const char *detail = nres == 1 ? rd_kafka_topic_result_error_string(trs[0]) : NULL;
-        rc = ksink_kafka_error(err, terr, "topic %s: CreateTopics%s%s", topic, detail ? ": " : "",
-                               detail ? detail : "");
+        return TB_OK;
     }
-out:
-    if (ev)
-        rd_kafka_event_destroy(ev);
-    if (opt)
-        rd_kafka_AdminOptions_destroy(opt);
-    if (nt)
-        rd_kafka_NewTopic_destroy(nt);
-    if (q)
-        rd_kafka_queue_destroy(q);
+    if (!compact || !cfg_get_bool(c, "topic.check.compact"))
+        return TB_OK;
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    if (!q)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "topic %s: out of memory", topic);
+    rc = ksink_check_compact(rk, q, topic, timeout_ms, stop, err);
+    rd_kafka_queue_destroy(q);
     return rc;
 }
 

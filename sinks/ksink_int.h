@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <librdkafka/rdkafka.h>
 #include "cfg.h"
+#include "kafka.h"
 #include "tb_buf.h"
 #include "tb_error.h"
 #include "tb_hmap.h"
@@ -29,17 +30,8 @@ typedef enum ksink_role {
  * or hand it to rd_kafka_new). */
 tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_error *err);
 
-/* Create a client from a configuration built by ksink_conf_new (consumes
- * conf in every case). */
-tb_code ksink_client_new(rd_kafka_conf_t *conf, rd_kafka_type_t type, rd_kafka_t **out, tb_error *err);
-
-/* The one place librdkafka error codes become tb_codes. Fills err with
- * "<context>: <librdkafka message> (<name>)" and returns the code. */
-tb_code ksink_kafka_error(tb_error *err, rd_kafka_resp_err_t rerr, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Same for an rd_kafka_error_t (keeps its retriable flag; does not destroy it). */
-tb_code ksink_kafka_error_obj(tb_error *err, const rd_kafka_error_t *e, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Clients are created with kafka_client_new and librdkafka's errors become
+ * tb_codes in kafka_error / kafka_error_obj (kafka/kafka.h). */
 
 /* message.max.bytes in effect (kafka.message.max.bytes or 1000000). */
 long ksink_max_message_bytes(const cfg *c);
@@ -66,9 +58,6 @@ tb_code ksink_offsets_value(const tb_position *pos, tb_buf *out, bool *is_null);
 
 /* Atomic file write of the text form. */
 tb_code ksink_offsets_file_write(const char *path, const tb_position *pos, tb_error *err);
-
-/* Monotonic clock in milliseconds. */
-int64_t ksink_now_ms(void);
 
 /* ------------------------------------------------------------ the sink */
 /* Shared by ksink.c (producer, tracker) and ksink_txn.c (exactly_once). */
@@ -117,7 +106,7 @@ typedef struct ksink_stage {
     rd_kafka_message_t *msgs; /* KSINK_STAGE_MSGS slots, allocated on first use */
     char *bytes;             /* their keys and values, KSINK_STAGE_BYTES */
     size_t n, used;
-    int64_t t0_ms;           /* ksink_now_ms() when the first of them was staged */
+    int64_t t0_ms;           /* kafka_now_ms() when the first of them was staged */
 } ksink_stage;
 
 struct ksink {

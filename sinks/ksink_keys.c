@@ -58,10 +58,10 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
         rc = tb_error_set(err, TB_ERR_CONFIG, false, "topic %s: reader configuration: %s", topic.data, errstr);
         goto out;
     }
-    if ((rc = ksink_client_new(conf, RD_KAFKA_CONSUMER, &rk, err)) != TB_OK)
+    if ((rc = kafka_client_new(conf, RD_KAFKA_CONSUMER, "Kafka client", &rk, err)) != TB_OK)
         goto out;
     if (!(rkt = rd_kafka_topic_new(rk, topic.data, NULL))) {
-        rc = ksink_kafka_error(err, rd_kafka_last_error(), "topic %s", topic.data);
+        rc = kafka_error(err, rd_kafka_last_error(), "topic %s", topic.data);
         goto out;
     }
     rd_kafka_resp_err_t rerr = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
@@ -71,7 +71,7 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
     if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && (md->topic_cnt != 1 || md->topics[0].err))
         rerr = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
     if (rerr) {
-        rc = ksink_kafka_error(err, rerr, "topic %s: metadata", topic.data);
+        rc = kafka_error(err, rerr, "topic %s: metadata", topic.data);
         goto out;
     }
     int np = md->topics[0].partition_cnt, left = 0;
@@ -85,7 +85,7 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
         int32_t p = md->topics[0].partitions[i].id;
         int64_t lo = 0;
         if ((rerr = rd_kafka_query_watermark_offsets(rk, topic.data, p, &lo, &hi[i], timeout_ms)) != 0) {
-            rc = ksink_kafka_error(err, rerr, "topic %s [%d]: watermarks", topic.data, (int)p);
+            rc = kafka_error(err, rerr, "topic %s [%d]: watermarks", topic.data, (int)p);
             goto out;
         }
         if (hi[i] > lo) {
@@ -96,13 +96,13 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
     if (left == 0)
         goto done;
     if ((rerr = rd_kafka_assign(rk, parts)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        rc = ksink_kafka_error(err, rerr, "topic %s: assign", topic.data);
+        rc = kafka_error(err, rerr, "topic %s: assign", topic.data);
         goto out;
     }
     assigned = true;
-    int64_t idle_deadline = ksink_now_ms() + timeout_ms;
+    int64_t idle_deadline = kafka_now_ms() + timeout_ms;
     while (left > 0) {
-        if (ksink_now_ms() > idle_deadline) {
+        if (kafka_now_ms() > idle_deadline) {
             rc = tb_error_set(err, TB_ERR_KAFKA, true, "topic %s: not read to its end in %d ms without progress",
                               topic.data, timeout_ms);
             goto out;
@@ -111,7 +111,7 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
         if (!m)
             continue;
         if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-            rc = ksink_kafka_error(err, m->err, "topic %s: read", topic.data);
+            rc = kafka_error(err, m->err, "topic %s: read", topic.data);
             rd_kafka_message_destroy(m);
             goto out;
         }
@@ -128,7 +128,7 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
             hi[i] = -1; /* done with this partition */
             left--;
         }
-        idle_deadline = ksink_now_ms() + timeout_ms;
+        idle_deadline = kafka_now_ms() + timeout_ms;
         rd_kafka_message_destroy(m);
     }
 done:

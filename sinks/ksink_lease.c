@@ -174,7 +174,7 @@ static tb_code lease_open_kafka(ksink_lease *l, tb_error *err)
     rd_kafka_conf_set_opaque(conf, l);
     rd_kafka_conf_set_rebalance_cb(conf, lease_rebalance_cb);
     rd_kafka_conf_set_offset_commit_cb(conf, lease_commit_cb);
-    rc = ksink_client_new(conf, RD_KAFKA_CONSUMER, &l->rk, err);
+    rc = kafka_client_new(conf, RD_KAFKA_CONSUMER, "Kafka client", &l->rk, err);
     conf = NULL;
     if (rc != TB_OK)
         goto out;
@@ -187,7 +187,7 @@ static tb_code lease_open_kafka(ksink_lease *l, tb_error *err)
     rd_kafka_topic_partition_list_add(sub, l->topic, RD_KAFKA_PARTITION_UA);
     rd_kafka_resp_err_t e = rd_kafka_subscribe(l->rk, sub);
     if (e) {
-        rc = ksink_kafka_error(err, e, "lease: subscribe to %s in group %s", l->topic, l->group);
+        rc = kafka_error(err, e, "lease: subscribe to %s in group %s", l->topic, l->group);
         goto out;
     }
     TB_INFO("lease", "joined group %s (offsets topic %s) as %s; session timeout %lld ms", l->group, l->topic,

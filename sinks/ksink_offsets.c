@@ -109,7 +109,7 @@ static tb_code ksink_offsets_kafka_read(const cfg *c, tb_position *out, tb_error
         rc = tb_error_set(err, TB_ERR_CONFIG, false, "offsets: group.id: %s", errstr);
         goto out;
     }
-    rc = ksink_client_new(conf, RD_KAFKA_CONSUMER, &rk, err);
+    rc = kafka_client_new(conf, RD_KAFKA_CONSUMER, "Kafka client", &rk, err);
     conf = NULL;
     if (rc != TB_OK)
         goto out;
@@ -121,7 +121,7 @@ static tb_code ksink_offsets_kafka_read(const cfg *c, tb_position *out, tb_error
         goto done;
     }
     if (rerr) {
-        rc = ksink_kafka_error(err, rerr, "offsets topic %s: watermarks", topic.data);
+        rc = kafka_error(err, rerr, "offsets topic %s: watermarks", topic.data);
         goto out;
     }
     if (hi <= lo)
@@ -132,13 +132,13 @@ static tb_code ksink_offsets_kafka_read(const cfg *c, tb_position *out, tb_error
      * librdkafka look it up again before the first fetch, which cost up to 500 ms per start. */
     rd_kafka_topic_partition_list_add(parts, topic.data, 0)->offset = lo;
     if ((rerr = rd_kafka_assign(rk, parts)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        rc = ksink_kafka_error(err, rerr, "offsets topic %s: assign", topic.data);
+        rc = kafka_error(err, rerr, "offsets topic %s: assign", topic.data);
         goto out;
     }
     assigned = true;
-    int64_t deadline = ksink_now_ms() + timeout_ms;
+    int64_t deadline = kafka_now_ms() + timeout_ms;
     for (;;) {
-        if (ksink_now_ms() > deadline) {
+        if (kafka_now_ms() > deadline) {
             rc = tb_error_set(err, TB_ERR_KAFKA, true, "offsets topic %s: not read to its end (offset %lld) in %d ms",
                               topic.data, (long long)hi, timeout_ms);
             goto out;
@@ -150,7 +150,7 @@ static tb_code ksink_offsets_kafka_read(const cfg *c, tb_position *out, tb_error
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
             end = true;
         } else if (m->err) {
-            rc = ksink_kafka_error(err, m->err, "offsets topic %s: read", topic.data);
+            rc = kafka_error(err, m->err, "offsets topic %s: read", topic.data);
             rd_kafka_message_destroy(m);
             goto out;
         } else {
@@ -229,7 +229,7 @@ static tb_code ksink_offsets_kafka_write(const cfg *c, const tb_position *pos, t
     if ((rc = ksink_conf_new(c, KSINK_ROLE_PRODUCER, &conf, err)) != TB_OK)
         goto out;
     rd_kafka_conf_set_dr_msg_cb(conf, ksink_one_dr_cb);
-    rc = ksink_client_new(conf, RD_KAFKA_PRODUCER, &rk, err);
+    rc = kafka_client_new(conf, RD_KAFKA_PRODUCER, "Kafka client", &rk, err);
     conf = NULL;
     if (rc != TB_OK)
         goto out;
@@ -241,7 +241,7 @@ static tb_code ksink_offsets_kafka_write(const cfg *c, const tb_position *pos, t
         RD_KAFKA_V_VALUE(is_null ? NULL : value.data, is_null ? 0 : value.len), RD_KAFKA_V_OPAQUE(&dr),
         RD_KAFKA_V_END);
     if (rerr) {
-        rc = ksink_kafka_error(err, rerr, "offsets topic %s: produce", topic.data);
+        rc = kafka_error(err, rerr, "offsets topic %s: produce", topic.data);
         goto out;
     }
     rd_kafka_flush(rk, timeout_ms);
@@ -249,7 +249,7 @@ static tb_code ksink_offsets_kafka_write(const cfg *c, const tb_position *pos, t
         rc = tb_error_set(err, TB_ERR_KAFKA, true, "offsets topic %s: not acknowledged within %d ms", topic.data,
                           timeout_ms);
     else if (dr.err)
-        rc = ksink_kafka_error(err, dr.err, "offsets topic %s: delivery", topic.data);
+        rc = kafka_error(err, dr.err, "offsets topic %s: delivery", topic.data);
 out:
     if (rk) {
         if (!dr.done) {

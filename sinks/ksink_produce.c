@@ -45,7 +45,7 @@ tb_code ksink_produce(ksink *ks, rd_kafka_topic_t *rkt, int32_t partition, const
         if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR)
             break;
         if (rerr != RD_KAFKA_RESP_ERR__QUEUE_FULL)
-            return ksink_kafka_error(err, rerr, "produce to topic %s, key %.*s", rd_kafka_topic_name(rkt),
+            return kafka_error(err, rerr, "produce to topic %s, key %.*s", rd_kafka_topic_name(rkt),
                                      (int)(klen > KSINK_KEY_SHOW ? KSINK_KEY_SHOW : klen), key);
         rd_kafka_poll(ks->rk, 10); /* backpressure: serve delivery reports, never drop */
         ksink_advance(ks);
@@ -81,7 +81,7 @@ tb_code ksink_stage_add(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_
             return ksink_failed(ks, err);
     }
     if (s->n == 0)
-        s->t0_ms = ksink_now_ms();
+        s->t0_ms = kafka_now_ms();
     rd_kafka_message_t *m = &s->msgs[s->n++];
     memset(m, 0, sizeof(*m));
     m->partition = RD_KAFKA_PARTITION_UA;
@@ -109,7 +109,7 @@ static void ksink_stage_refused(ksink *ks, const rd_kafka_message_t *m)
     if (ks->failed)
         return;
     ks->failed = true;
-    ksink_kafka_error(&ks->fail_err, m->err, "produce to topic %s, key %.*s", rd_kafka_topic_name(ks->stage.rkt),
+    kafka_error(&ks->fail_err, m->err, "produce to topic %s, key %.*s", rd_kafka_topic_name(ks->stage.rkt),
                       (int)(m->key_len > KSINK_KEY_SHOW ? KSINK_KEY_SHOW : m->key_len), (const char *)m->key);
 }
 

@@ -25,7 +25,7 @@ tb_code ksink_eos_abort(ksink *ks, tb_error *err)
     ks->in_txn = false;
     ks->txn_dr_failed = false;
     if (aerr) {
-        rc = ksink_kafka_error_obj(err, aerr, "abort Kafka transaction");
+        rc = kafka_error_obj(err, aerr, "abort Kafka transaction");
         if (rd_kafka_error_is_fatal(aerr)) {
             ks->failed = true;
             ks->fail_err = *err;
@@ -61,7 +61,7 @@ tb_code ksink_commit_eos(ksink *ks, tb_error *err)
     if (!ks->in_txn) {
         rd_kafka_error_t *kerr = rd_kafka_begin_transaction(ks->rk);
         if (kerr) {
-            rc = ksink_kafka_error_obj(err, kerr, "begin Kafka transaction");
+            rc = kafka_error_obj(err, kerr, "begin Kafka transaction");
             rd_kafka_error_destroy(kerr);
             return rc;
         }
@@ -95,13 +95,13 @@ tb_code ksink_commit_eos(ksink *ks, tb_error *err)
     }
     if (rd_kafka_error_txn_requires_abort(kerr)) {
         if (ks->txn_dr_failed)
-            ksink_kafka_error_obj(err, kerr, "commit Kafka transaction (%s)", ks->txn_err.msg);
+            kafka_error_obj(err, kerr, "commit Kafka transaction (%s)", ks->txn_err.msg);
         else
-            ksink_kafka_error_obj(err, kerr, "commit Kafka transaction");
+            kafka_error_obj(err, kerr, "commit Kafka transaction");
         rd_kafka_error_destroy(kerr);
         return ksink_eos_abort(ks, err);
     }
-    rc = ksink_kafka_error_obj(err, kerr, "commit Kafka transaction");
+    rc = kafka_error_obj(err, kerr, "commit Kafka transaction");
     if (rd_kafka_error_is_fatal(kerr)) {
         err->retriable = false;
         ks->failed = true;

@@ -1,0 +1,61 @@
+/*
+ * kafka: the librdkafka glue that sinks/ and cache/ share (DESIGN 2): client
+ * configuration whose errors name the key, the log callback, the translation
+ * of librdkafka's errors into tb_codes (the one place it happens, STYLE 2) and
+ * topic creation through the Admin API.
+ *
+ * Ownership: kafka_conf_new() returns a configuration the caller destroys, or
+ * hands to kafka_client_new(), which takes it in every case. Nothing here keeps
+ * a pointer to its arguments.
+ */
+#ifndef TB_KAFKA_H
+#define TB_KAFKA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <librdkafka/rdkafka.h>
+
+#include "tb_error.h"
+
+/* librdkafka's log lines into tb_log (facility "kafka"). Called on librdkafka's
+ * threads: it only forwards. */
+void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
+
+/* A new configuration with kafka_log_cb set. NULL only when out of memory. */
+rd_kafka_conf_t *kafka_conf_new(void);
+
+/* Set one property. TB_ERR_CONFIG "kafka.<key>: <librdkafka's reason>" (the value
+ * is not repeated: it may be a secret). */
+tb_code kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, tb_error *err);
+
+/* rd_kafka_new; conf is taken (destroyed on failure). what names the client in
+ * the error ("DLQ producer"): TB_ERR_CONFIG "cannot create the <what>: <reason>". */
+tb_code kafka_client_new(rd_kafka_conf_t *conf, rd_kafka_type_t type, const char *what, rd_kafka_t **out,
+                         tb_error *err);
+
+/* Fill err from a librdkafka error: "<context>: <reason> (<ERR_NAME>)", the code
+ * and whether a retry can help. Returns the code (TB_ERR_KAFKA for an unknown
+ * error, also for NO_ERROR). */
+tb_code kafka_error(tb_error *err, rd_kafka_resp_err_t rerr, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+tb_code kafka_error_obj(tb_error *err, const rd_kafka_error_t *e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Monotonic clock in milliseconds. */
+int64_t kafka_now_ms(void);
+
+/* Wait for an admin result event on q, for up to timeout_ms. With stop, the
+ * client's callbacks are served every 100 ms meanwhile (rd_kafka_poll: its error
+ * callback may find a refused login) and the wait ends early, NULL, once *stop
+ * is set. NULL on timeout; otherwise the caller destroys the event. */
+rd_kafka_event_t *kafka_admin_wait(rd_kafka_t *rk, rd_kafka_queue_t *q, int timeout_ms, const bool *stop);
+
+/* Create topic with CreateTopics (cleanup.policy=compact when compact;
+ * replication_factor -1: the broker's default). *exists (may be NULL) says
+ * whether the broker answered that the topic exists already, which is not an
+ * error. Errors name the topic; a request that gets no answer within
+ * timeout_ms (+1 s) is TB_ERR_KAFKA, retriable. stop: as kafka_admin_wait. */
+tb_code kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions, int replication_factor, bool compact,
+                           int timeout_ms, const bool *stop, bool *exists, tb_error *err);
+
+#endif

@@ -1,0 +1,78 @@
+/* Unit tests of kafka/: errors name the key or topic, librdkafka's codes become tb_codes. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "cache_kafka.h"
+#include "kafka.h"
+
+Test(kafka, conf_errors_name_the_key_not_the_value)
+{
+    rd_kafka_conf_t *conf = kafka_conf_new();
+    cr_assert_not_null(conf);
+    tb_error err;
+    cr_assert_eq(kafka_conf_set(conf, "linger.ms", "5", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(kafka_conf_set(conf, "linger.ms", "soon", &err), TB_ERR_CONFIG);
+    cr_expect_eq(strncmp(err.msg, "kafka.linger.ms: ", 17), 0, "%s", err.msg);
+    cr_assert_eq(kafka_conf_set(conf, "no.such.property", "secret-value", &err), TB_ERR_CONFIG);
+    cr_expect_eq(strncmp(err.msg, "kafka.no.such.property: ", 24), 0, "%s", err.msg);
+    cr_expect_null(strstr(err.msg, "secret-value"), "the value may be a secret: %s", err.msg);
+    rd_kafka_conf_destroy(conf);
+}
+
+/* The cache builds its clients through the same layer: a bad kafka.* key is named as the
+ * user wrote it (it used to read "kafka configuration: ..."). */
+Test(kafka, cache_conf_errors_name_the_key)
+{
+    const char *props[] = {"fetch.wait.max.ms", "often", NULL};
+    tb_error err;
+    rd_kafka_conf_t *conf = cache_kafka_conf("127.0.0.1:1", props, &err);
+    cr_assert_null(conf);
+    cr_expect_eq(err.code, TB_ERR_CONFIG);
+    cr_expect_eq(strncmp(err.msg, "kafka.fetch.wait.max.ms: ", 25), 0, "%s", err.msg);
+}
+
+Test(kafka, errors_translate_codes_and_retriable)
+{
+    tb_error err;
+    cr_expect_eq(kafka_error(&err, RD_KAFKA_RESP_ERR__TRANSPORT, "topic %s", "t1"), TB_ERR_KAFKA);
+    cr_expect(err.retriable);
+    cr_expect_eq(strncmp(err.msg, "topic t1: ", 10), 0, "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "(_TRANSPORT)"), "%s", err.msg);
+    cr_expect_eq(kafka_error(&err, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART, "x"), TB_ERR_NOT_FOUND);
+    cr_expect_not(err.retriable);
+    cr_expect_eq(kafka_error(&err, RD_KAFKA_RESP_ERR__INVALID_ARG, "x"), TB_ERR_CONFIG);
+    cr_expect_eq(kafka_error(&err, RD_KAFKA_RESP_ERR_NO_ERROR, "x"), TB_ERR_KAFKA, "never TB_OK");
+}
+
+/* A topic librdkafka refuses to describe (here: -5 partitions) is an error naming the topic,
+ * before any request: the cache's copy passed the NULL it got on to CreateTopics. */
+Test(kafka, topic_create_checks_the_new_topic)
+{
+    rd_kafka_conf_t *conf = kafka_conf_new();
+    tb_error err;
+    cr_assert_eq(kafka_conf_set(conf, "bootstrap.servers", "127.0.0.1:1", &err), TB_OK, "%s", err.msg);
+    rd_kafka_t *rk = NULL;
+    cr_assert_eq(kafka_client_new(conf, RD_KAFKA_PRODUCER, "test producer", &rk, &err), TB_OK, "%s", err.msg);
+    bool exists = true;
+    cr_expect_eq(kafka_topic_create(rk, "some.topic", -5, 1, true, 1000, NULL, &exists, &err), TB_ERR_CONFIG);
+    cr_expect_eq(strncmp(err.msg, "topic some.topic: ", 18), 0, "%s", err.msg);
+    cr_expect_not(exists);
+    /* no broker: the request times out, retriable, naming the topic */
+    cr_expect_eq(kafka_topic_create(rk, "some.topic", 1, 1, true, 200, NULL, &exists, &err), TB_ERR_KAFKA);
+    cr_expect(err.retriable, "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "some.topic"), "%s", err.msg);
+    rd_kafka_destroy(rk);
+}
+
+Test(kafka, client_new_takes_the_configuration_on_failure)
+{
+    rd_kafka_conf_t *conf = kafka_conf_new();
+    tb_error err;
+    /* a transactional producer without idempotence cannot be created */
+    cr_assert_eq(kafka_conf_set(conf, "transactional.id", "t", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(kafka_conf_set(conf, "enable.idempotence", "false", &err), TB_OK, "%s", err.msg);
+    rd_kafka_t *rk = NULL;
+    cr_expect_eq(kafka_client_new(conf, RD_KAFKA_PRODUCER, "DLQ producer", &rk, &err), TB_ERR_CONFIG);
+    cr_expect_null(rk);
+    cr_expect_eq(strncmp(err.msg, "cannot create the DLQ producer: ", 32), 0, "%s", err.msg);
+}
