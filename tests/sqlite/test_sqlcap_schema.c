@@ -429,3 +429,62 @@ static void ddl_rows_case(bool shadow)
 
 Test(sqlcap_schema, ddl_rows) { ddl_rows_case(false); }
 Test(sqlcap_schema, ddl_rows_shadow) { ddl_rows_case(true); }
+
+/* WARN lines logged while a test runs (tb_log_set_sink). */
+static char warns[8192];
+
+static void warn_sink(tb_log_level level, const char *line, void *opaque)
+{
+    (void)opaque;
+    if (level == TB_LOG_WARN && strlen(warns) + strlen(line) + 2 < sizeof warns) {
+        strcat(warns, line);
+        strcat(warns, "\n");
+    }
+}
+
+/* Poll c until the WARN log holds needle (10 s); no event may come meanwhile. */
+static void wait_warn(sqlcap *c, const char *needle)
+{
+    tb_error err;
+    int64_t deadline = wall_ms() + 10000;
+    while (!strstr(warns, needle)) {
+        evt_event *ev = NULL;
+        cr_assert_eq(sqlcap_next(c, 50, &ev, &err), TB_OK, "%s", err.msg);
+        cr_assert_null(ev, "unexpected event %c %s", ev ? (char)evt_event_op(ev) : '?',
+                       ev ? evt_table_name(evt_event_table(ev)) : "");
+        cr_assert_lt(wall_ms(), deadline, "no WARN with '%s'; WARNs:\n%s", needle, warns);
+    }
+}
+
+/* The policies' `warn` (WAL mode without the ddl options) and trigger mode,
+ * which cannot send these rows: no events, and a WARN naming the table for
+ * a DROP and for an ALTER that changes what rows read as. */
+static void ddl_warn_case(bool trigger)
+{
+    tb_log_set_level(TB_LOG_WARN);
+    warns[0] = 0;
+    tb_log_set_sink(warn_sink, NULL);
+    mk_tmpdir();
+    char db[300];
+    snprintf(db, sizeof db, "%s/warn.db", tdir);
+    child_sql(db, trigger ? "CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE b(id INTEGER PRIMARY KEY, v TEXT);"
+                            "INSERT INTO a VALUES(1, 'x'); INSERT INTO b VALUES(1, 'y');"
+                          : "PRAGMA journal_mode=WAL; CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT);"
+                            "CREATE TABLE b(id INTEGER PRIMARY KEY, v TEXT); INSERT INTO a VALUES(1, 'x');"
+                            "INSERT INTO b VALUES(1, 'y');");
+    sqlcap_opts o = {.path = db, .trigger_mode = trigger, .poll_ms = 5};
+    sqlcap *c = NULL;
+    tb_error err;
+    cr_assert_eq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK, "%s", err.msg);
+    child_sql(db, "DROP TABLE a");
+    wait_warn(c, trigger ? "table a is gone (dropped or renamed)" : "table a dropped: its topic is left as it is");
+    child_sql(db, "ALTER TABLE b ADD COLUMN w TEXT DEFAULT 'x'");
+    wait_warn(c, trigger ? "table b altered: rows written before keep their old values"
+                         : "table b altered (a column added with a default, renamed or dropped): its rows keep");
+    tb_log_set_sink(NULL, NULL);
+    sqlcap_close(c);
+    rm_tmpdir();
+}
+
+Test(sqlcap_schema, ddl_warn_wal) { ddl_warn_case(false); }
+Test(sqlcap_schema, ddl_warn_trigger) { ddl_warn_case(true); }
