@@ -16,7 +16,12 @@
  * position TB_POS_SQLITE_LOG{seq}. sqlcap_ack deletes rows with seq <= ack in
  * batches of 1000 (write transactions: they contend with the application).
  * ALTER TABLE: the schema_version is watched and triggers are regenerated
- * (changes between the ALTER and the regeneration lack new columns).
+ * (changes between the ALTER and the regeneration lack new columns). A table
+ * gone since (dropped or renamed) is a WARN; the change-log rows it left are
+ * still delivered under its old name, also those of changes made after a
+ * RENAME and before the regeneration (the triggers log the name they were
+ * made for; at most one poll). The rows a DROP, RENAME or ALTER implies are
+ * not in the change log (WAL mode sends them).
  * CAVEAT: INSERT OR REPLACE fires the DELETE trigger only with
  * recursive_triggers on in the writer, so a replaced row appears as op=c for
  * an existing key: consumers must treat c as an upsert.
@@ -41,6 +46,10 @@ struct sqlcap_trig {
     sqlcap_ttab *tabs;
     size_t captabs;
     size_t ntabs;
+    /* tables gone (dropped or renamed) since the open: their descriptors, for
+     * change-log rows written before they went and drained after */
+    sqlcap_ttab *gone;
+    size_t ngone, capgone;
 };
 
 static void sqlcap_trig_tabs_free(sqlcap_trig *t)
@@ -255,6 +264,15 @@ static tb_code sqlcap_trig_install(sqlcap *c, tb_error *err)
     sqlcap_trig_tabs_free(t);
     sqlite3_str_appendall(s, "CREATE TABLE IF NOT EXISTS _cdc_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, "
                              "tbl TEXT NOT NULL, op TEXT NOT NULL, pk TEXT NOT NULL, old_pk TEXT, before TEXT, after TEXT);");
+    /* every trigger of ours first: those of a renamed table moved with it and
+     * would go on logging its old name beside the new name's triggers */
+    if (sqlite3_prepare_v2(t->db, "SELECT name FROM sqlite_schema WHERE type='trigger' AND name LIKE '\\_cdc\\_%' "
+                                  "ESCAPE '\\'", -1, &tl, NULL) != SQLITE_OK)
+        goto sqlerr;
+    while (sqlite3_step(tl) == SQLITE_ROW)
+        sqlite3_str_appendf(s, "DROP TRIGGER IF EXISTS \"%w\";", sqlite3_column_text(tl, 0));
+    sqlite3_finalize(tl);
+    tl = NULL;
     if (sqlite3_prepare_v2(t->db, "SELECT name FROM sqlite_schema WHERE type='table' AND name NOT LIKE 'sqlite_%' "
                                   "AND name <> '_cdc_log' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name",
                            -1, &tl, NULL) != SQLITE_OK)
@@ -325,6 +343,16 @@ static const evt_table *sqlcap_trig_table(sqlcap_trig *t, const char *name)
         if (strcmp(t->tabs[i].name, name) == 0)
             return t->tabs[i].et;
     return NULL;
+}
+
+/* A table's descriptor, also of a table gone since (sqlcap_trig.gone). */
+static const evt_table *sqlcap_trig_table_any(sqlcap_trig *t, const char *name)
+{
+    const evt_table *et = sqlcap_trig_table(t, name);
+    for (size_t i = t->ngone; !et && i-- > 0;)
+        if (strcmp(t->gone[i].name, name) == 0)
+            et = t->gone[i].et;
+    return et;
 }
 
 /* Set the columns of one image of ev found in o, a JSON object of column -> v(x). */
@@ -415,11 +443,21 @@ tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err)
         rc = sqlcap_trig_install(c, err);
         for (size_t i = 0; rc == TB_OK && i < nold; i++) {
             const evt_table *now = sqlcap_trig_table(t, old[i].name);
-            if (!now)
+            if (!now) {
                 TB_WARN(SQLCAP_FAC, "%s: table %s is gone (dropped or renamed): trigger mode sees no rows for it, "
                         "its topic keeps every row it had (WAL mode sends deletes: docs/statements.md)", c->path,
                         old[i].name);
-            else if (!evt_table_same_columns(now, old[i].et))
+                /* its change-log rows not drained yet still decode */
+                sqlcap_ttab *g = sqlcap_grow(t->gone, t->ngone, &t->capgone, sizeof *g, 4);
+                if (!g) {
+                    rc = tb_error_set(err, TB_ERR_NOMEM, false, "trigger mode: out of memory");
+                    break;
+                }
+                t->gone = g;
+                t->gone[t->ngone++] = old[i];
+                old[i].name = NULL;
+                old[i].et = NULL;
+            } else if (!evt_table_same_columns(now, old[i].et))
                 TB_WARN(SQLCAP_FAC, "%s: table %s altered: rows written before keep their old values in the topic "
                         "until each changes (trigger mode cannot send them again; WAL mode can: "
                         "docs/statements.md)", c->path, old[i].name);
@@ -446,7 +484,7 @@ tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err)
         int64_t seq = sqlite3_column_int64(st, 0);
         const char *tbl = (const char *)sqlite3_column_text(st, 1);
         const char *op = (const char *)sqlite3_column_text(st, 2);
-        const evt_table *et = tbl ? sqlcap_trig_table(t, tbl) : NULL;
+        const evt_table *et = tbl ? sqlcap_trig_table_any(t, tbl) : NULL;
         t->last_seq = seq;
         if (!et || !op) {
             TB_WARN(SQLCAP_FAC, "%s: _cdc_log seq %lld: unknown table %s, skipped", c->path, (long long)seq, tbl ? tbl : "?");
@@ -517,6 +555,11 @@ void sqlcap_trig_close(sqlcap *c)
     if (!c->trig)
         return;
     sqlcap_trig_tabs_free(c->trig);
+    for (size_t i = 0; i < c->trig->ngone; i++) {
+        free(c->trig->gone[i].name);
+        evt_table_unref(c->trig->gone[i].et);
+    }
+    free(c->trig->gone);
     sqlite3_close(c->trig->db);
     free(c->trig);
     c->trig = NULL;

@@ -488,3 +488,41 @@ static void ddl_warn_case(bool trigger)
 
 Test(sqlcap_schema, ddl_warn_wal) { ddl_warn_case(false); }
 Test(sqlcap_schema, ddl_warn_trigger) { ddl_warn_case(true); }
+
+/* Trigger mode: changes logged just before their table was dropped or
+ * renamed, drained after, are still delivered (under the name they were
+ * made under), with the table's WARN. */
+Test(sqlcap_schema, trigger_changes_before_drop_or_rename)
+{
+    tb_log_set_level(TB_LOG_WARN);
+    warns[0] = 0;
+    tb_log_set_sink(warn_sink, NULL);
+    mk_tmpdir();
+    char db[300];
+    snprintf(db, sizeof db, "%s/trg.db", tdir);
+    child_sql(db, "CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE b(id INTEGER PRIMARY KEY, v TEXT);"
+                  "INSERT INTO b VALUES(1, 'y');");
+    sqlcap_opts o = {.path = db, .trigger_mode = true, .poll_ms = 1000};
+    sqlcap *c = NULL;
+    tb_error err;
+    cr_assert_eq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK, "%s", err.msg);
+    /* one process, one go: the reader cannot drain in between */
+    child_sql(db, "INSERT INTO a VALUES(2, 'z'); DROP TABLE a; UPDATE b SET v = 'u' WHERE id = 1;"
+                  "ALTER TABLE b RENAME TO b2");
+    char *got[3];
+    next_lines(c, got, 2);
+    /* after the triggers were regenerated: the new name */
+    child_sql(db, "INSERT INTO b2 VALUES(3, 'new')");
+    next_lines(c, got + 2, 1);
+    cr_expect_str_eq(got[0], "c a|i:2|t:7a");
+    cr_expect_str_eq(got[1], "u b|i:1|t:75");
+    cr_expect_str_eq(got[2], "c b2|i:3|t:6e6577");
+    for (int i = 0; i < 3; i++)
+        sqlite3_free(got[i]);
+    cr_expect(strstr(warns, "table a is gone (dropped or renamed)"), "WARNs:\n%s", warns);
+    cr_expect(strstr(warns, "table b is gone (dropped or renamed)"), "WARNs:\n%s", warns);
+    cr_expect_null(strstr(warns, "unknown table"), "WARNs:\n%s", warns);
+    tb_log_set_sink(NULL, NULL);
+    sqlcap_close(c);
+    rm_tmpdir();
+}
