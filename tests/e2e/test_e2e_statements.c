@@ -763,7 +763,9 @@ static bool sl_assert_equal(const st_run *r, const char *path, const char *table
  * capture handled it, more writes and a restart. Then the topics read as
  * KTables and the cache rebuilt from them equal the source cell by cell; the
  * dropped table's and the old name's topics hold no key and their cache
- * tables are empty. */
+ * tables are empty. A RENAME from a name that is not captured sends the
+ * rows under the new one; a RENAME to a name that is not captured empties
+ * the old name's topic and makes no topic for the new one. */
 static void sl_fini(void)
 {
     e2e_kill_children();
@@ -773,7 +775,7 @@ static void sl_fini(void)
 Test(e2e_statements, sqlite_statements, .timeout = 400, .fini = sl_fini)
 {
     st_run r;
-    sl_setup(&r, "e2esqlst", "ddl.drop.policy=tombstone\n");
+    sl_setup(&r, "e2esqlst", "ddl.drop.policy=tombstone\ntables.exclude=[.](x|q)$\n");
     char src[400];
     snprintf(src, sizeof src, "%s/src.db", r.dir);
     sl_sql(&r, "PRAGMA journal_mode=WAL;"
@@ -781,6 +783,8 @@ Test(e2e_statements, sqlite_statements, .timeout = 400, .fini = sl_fini)
                "CREATE TABLE g (id INTEGER PRIMARY KEY, v TEXT);"
                "CREATE TABLE u (id INTEGER PRIMARY KEY, v TEXT, junk TEXT);"
                "CREATE TABLE mark (id INTEGER PRIMARY KEY);"
+               "CREATE TABLE x (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO x VALUES (1, 'x1'), (2, 'x2');"
+               "CREATE TABLE p (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO p VALUES (1, 'p1'), (2, 'p2');"
                "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i<30) "
                "INSERT INTO a SELECT i, printf('a%%d', i), i * 10 FROM s;"
                "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i<30) "
@@ -805,6 +809,9 @@ Test(e2e_statements, sqlite_statements, .timeout = 400, .fini = sl_fini)
     sl_sql(&r, "INSERT INTO b VALUES (32, 'in b', 32); UPDATE b SET n = 1 WHERE id = 5");
     st_start(&r);
     sl_sync(&r, 3);
+    /* a RENAME from a name not captured (x) and to one (q): only the captured side's events */
+    sl_sql(&r, "ALTER TABLE x RENAME TO y; ALTER TABLE p RENAME TO q; UPDATE y SET v = 'in y' WHERE id = 1");
+    sl_sync(&r, 30);
 
     /* ADD COLUMN ... DEFAULT: the old rows are not rewritten, they read the default */
     sl_sql(&r, "UPDATE u SET v = 'before add' WHERE id = 7");
@@ -832,6 +839,13 @@ Test(e2e_statements, sqlite_statements, .timeout = 400, .fini = sl_fini)
     ok = sl_assert_equal(&r, src, "a", cols_a, "id, v, n", false) && ok;
     ok = sl_assert_equal(&r, src, "b", cols_a, "id, v, n", true) && ok;
     ok = sl_assert_equal(&r, src, "u", cols_u, "id, vv, w", true) && ok;
+    ok = sl_assert_equal(&r, src, "y", cols_g, "id, v", true) && ok;
+    ok = sl_assert_equal(&r, src, "p", cols_g, "id, v", false) && ok;
+    char topic[300];
+    snprintf(topic, sizeof topic, "%s.%s.x", r.db, r.db);
+    cr_expect(!sl_topic_exists(topic), "%s: a table not captured has a topic", topic);
+    snprintf(topic, sizeof topic, "%s.%s.q", r.db, r.db);
+    cr_expect(!sl_topic_exists(topic), "%s: a table not captured has a topic", topic);
     if (ok)
         e2e_rmtree(r.dir); /* kept for its logs otherwise */
 }
