@@ -47,6 +47,7 @@
 #define RUN_FLUSH_MS 60000
 #define RUN_STATUS_EVERY_MS 1000
 #define RUN_STOP_TX_MS 5000
+#define RUN_METRICS_STATS_MS "5000" /* kafka.statistics.interval.ms with metrics.listen */
 
 /* ------------------------------------------------------------ the sink */
 
@@ -833,6 +834,11 @@ int cmd_run(int argc, char **argv)
         tb_log_set_level(lvl);
     app_install_signals();
     app_kafka_client_check(r.cfg);
+    /* metrics.listen: librdkafka's statistics feed the tributary_kafka_* series and /health's
+     * "kafka unreachable"; kafka.statistics.interval.ms set (0 = off) wins */
+    if (cfg_is_set(r.cfg, "metrics.listen") && !cfg_is_set(r.cfg, "kafka.statistics.interval.ms") &&
+        (rc = cfg_set(r.cfg, "kafka.statistics.interval.ms", RUN_METRICS_STATS_MS, "metrics.listen", &err)) != TB_OK)
+        goto out;
     r.started_ms = app_now_ms();
     r.snapshot_state = "none";
     if ((rc = app_status_path(r.cfg, &r.status_path)) != TB_OK) {

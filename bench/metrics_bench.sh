@@ -12,7 +12,8 @@
 # Prometheus would), in the order off on on off off on ... Time = start to the committed GTID
 # (status file) equal to the load's end; CPU = the process's user + system time (/usr/bin/time).
 # Prints both per run, the medians of each mode, and the cost. TB_METRICS_PROPS adds properties to
-# the metrics-on runs (e.g. "kafka.statistics.interval.ms=0": no librdkafka statistics).
+# the metrics-on runs (e.g. "kafka.statistics.interval.ms=0": no librdkafka statistics, which
+# metrics.listen otherwise turns on every 5 s).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-5}

@@ -163,7 +163,7 @@ static const cfg_prop props[] = {
 
     /* ---- metrics */
     {"metrics.listen", CFG_STRING, NULL, 0, 0, NULL,
-     "HOST:PORT where `run` and `cache` serve GET /metrics (Prometheus text format) and GET /health (200 when active and healthy, else 503 with the reason); off when unset. Use 127.0.0.1 unless a scraper on another host needs it (0.0.0.0 in a container). The tributary_kafka_* series need librdkafka's statistics: set kafka.statistics.interval.ms (e.g. 5000); it costs CPU per message (docs/metrics.md).", false, "metrics"},
+     "HOST:PORT where `run` and `cache` serve GET /metrics (Prometheus text format) and GET /health (200 when active and healthy, else 503 with the reason); off when unset. Use 127.0.0.1 unless a scraper on another host needs it (0.0.0.0 in a container). With it, `run` turns on librdkafka's statistics every 5 s for the tributary_kafka_* series and the \"kafka unreachable\" verdict of /health, unless kafka.statistics.interval.ms is set (0 turns them off; docs/metrics.md).", false, "metrics"},
 
     /* ---- kafka pass-through */
     {"kafka.*", CFG_STRING, NULL, 0, 0, NULL,
