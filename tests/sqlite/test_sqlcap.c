@@ -1089,6 +1089,41 @@ Test(sqlcap, gap_after_unacked_delivery)
     rm_tmpdir();
 }
 
+/* A .pend file that cannot be read stops the resume with an error naming it: it holds
+ * delivered, unacknowledged transactions, and a resume without them would start from an
+ * older shadow position. */
+Test(sqlcap, unreadable_pend_is_an_error)
+{
+    tb_log_set_level(TB_LOG_ERROR);
+    mk_tmpdir();
+    char db[300], shadow[300], pend[310];
+    snprintf(db, sizeof db, "%s/pend.db", tdir);
+    snprintf(shadow, sizeof shadow, "%s/pend.shadow", tdir);
+    snprintf(pend, sizeof pend, "%s.pend", shadow);
+    child_sql(db, "PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);"
+                  "INSERT INTO t VALUES(2,'a');", true);
+    sqlcap_opts o = {.path = db, .shadow = true, .shadow_path = shadow, .poll_ms = 5};
+    sqlcap *c = NULL;
+    tb_error err;
+    tb_position p1;
+    tb_position_init(&p1);
+    cr_assert_eq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK, "%s", err.msg);
+    child_sql(db, "PRAGMA wal_autocheckpoint=0; INSERT INTO t VALUES(1,'x');", false);
+    char l[8][64];
+    cr_assert_eq(drain_tx(c, l, 8, &p1), 1);
+    sqlcap_close(c);
+    c = NULL;
+    /* a folder where the file was: open() works, read() fails (EISDIR) */
+    unlink(pend);
+    cr_assert_eq(mkdir(pend, 0700), 0);
+    cr_expect_neq(sqlcap_open_opts(&o, &p1, &c, &err), TB_OK, "the resume went on without the .pend records");
+    cr_expect_not_null(strstr(err.msg, pend), "%s", err.msg);
+    sqlcap_close(c);
+    rmdir(pend);
+    tb_position_free(&p1);
+    rm_tmpdir();
+}
+
 /* sqlcap_open from a cfg: source.path, shadow path, database name default = file stem. */
 Test(sqlcap, open_from_config)
 {
