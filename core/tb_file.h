@@ -20,7 +20,7 @@
  * File mode: files are created with `mode` less the process umask. The command
  * sets the umask from file.mode (0600 by default, widened on purpose; DESIGN 10
  * "Files"), so 0666 gives what file.mode allows; a narrower mode (0600) keeps a
- * file private whatever file.mode says.
+ * file private whatever file.mode says (nothing in tributary does that).
  *
  * Errors are TB_ERR_IO (TB_ERR_NOMEM for memory), not retriable, and name the path.
  */

@@ -473,7 +473,7 @@ tb_code sqlcap_open_opts(const sqlcap_opts *o, const tb_position *start, sqlcap 
         for (int i = 0; i < 4; i++)
             if (access(mine[i], F_OK) != 0)
                 made |= 1u << i;
-        c->shadowfd = open(c->shadow_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        c->shadowfd = open(c->shadow_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
         if (c->shadowfd < 0) {
             rc = tb_error_set(err, TB_ERR_IO, false, "%s: %s", c->shadow_path, strerror(errno));
             goto fail;

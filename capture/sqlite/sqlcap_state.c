@@ -174,7 +174,7 @@ tb_code sqlcap_shadow_meta(sqlcap *c, const tb_position *pos, tb_error *err)
     tb_code rc = TB_OK;
     if (tb_position_format(pos, &t) != TB_OK || tb_buf_putc(&t, '\n') != TB_OK)
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
-    else if ((rc = tb_file_replace_begin(&r, c->shadow_pos_path, 0600, 0, err)) == TB_OK) {
+    else if ((rc = tb_file_replace_begin(&r, c->shadow_pos_path, 0666, 0, err)) == TB_OK) {
         if ((rc = sqlcap_write_all(r.fd, t.data, t.len, r.tmp, err)) == TB_OK)
             rc = tb_file_replace_commit(&r, false, err);
         tb_file_replace_abort(&r);
@@ -345,7 +345,7 @@ tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err)
     /* not (all) in .pend (transactions skipped on resume): through <shadow>.redo */
     if ((rc = sqlcap_redo_build(c, 0, k, &redo, err)) != TB_OK)
         goto out;
-    int fd = open(c->shadow_redo_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = open(c->shadow_redo_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) {
         rc = tb_error_set(err, TB_ERR_IO, true, "%s: %s", c->shadow_redo_path, strerror(errno));
         goto out;
@@ -477,7 +477,7 @@ static tb_code sqlcap_pend_compact(sqlcap *c, tb_error *err)
 {
     uint64_t bytes = 0;
     tb_file_replace r;
-    tb_code rc = tb_file_replace_begin(&r, c->shadow_pend_path, 0600, O_APPEND, err);
+    tb_code rc = tb_file_replace_begin(&r, c->shadow_pend_path, 0666, O_APPEND, err);
     if (rc != TB_OK) {
         if (err)
             err->retriable = true;
@@ -517,7 +517,7 @@ static tb_code sqlcap_pend_more(sqlcap *c, bool flush, tb_error *err)
 {
     tb_code rc = TB_OK;
     if (c->pendfd < 0) {
-        c->pendfd = open(c->shadow_pend_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        c->pendfd = open(c->shadow_pend_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
         if (c->pendfd < 0)
             return tb_error_set(err, TB_ERR_IO, true, "%s: %s", c->shadow_pend_path, strerror(errno));
     }

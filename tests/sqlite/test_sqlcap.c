@@ -1124,6 +1124,33 @@ Test(sqlcap, unreadable_pend_is_an_error)
     rm_tmpdir();
 }
 
+/* The shadow copy's files are created 0666 less the umask, which the command sets from
+ * file.mode (0600 by default): file.mode=0640 widens them as it widens the other files. */
+Test(sqlcap, shadow_files_follow_file_mode)
+{
+    tb_log_set_level(TB_LOG_ERROR);
+    mk_tmpdir();
+    char db[300], shadow[300], pos[310];
+    snprintf(db, sizeof db, "%s/mode.db", tdir);
+    snprintf(shadow, sizeof shadow, "%s/mode.shadow", tdir);
+    snprintf(pos, sizeof pos, "%s.pos", shadow);
+    child_sql(db, "PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);"
+                  "INSERT INTO t VALUES(1,'a');", true);
+    mode_t old = umask(0137); /* what file.mode=0640 sets */
+    sqlcap_opts o = {.path = db, .shadow = true, .shadow_path = shadow, .poll_ms = 5};
+    sqlcap *c = NULL;
+    tb_error err;
+    cr_assert_eq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK, "%s", err.msg);
+    struct stat st;
+    cr_assert_eq(stat(shadow, &st), 0);
+    cr_expect_eq(st.st_mode & 0777, 0640, "%s: %o", shadow, st.st_mode & 0777);
+    cr_assert_eq(stat(pos, &st), 0);
+    cr_expect_eq(st.st_mode & 0777, 0640, "%s: %o", pos, st.st_mode & 0777);
+    sqlcap_close(c);
+    umask(old);
+    rm_tmpdir();
+}
+
 /* sqlcap_open from a cfg: source.path, shadow path, database name default = file stem. */
 Test(sqlcap, open_from_config)
 {
