@@ -3,6 +3,7 @@
 
 #include "app_status.h"
 #include "cfg.h"
+#include "json_oracle.h"
 #include "run_util.h"
 
 static char dir[64];
@@ -266,8 +267,11 @@ Test(cli, status_prints_the_file_run_writes)
                                        set_file, "--json", NULL},
                       NULL);
     cr_assert_eq(r.status, 0);
-    cr_assert(strncmp(r.out.data, "{\"name\":\"shop\",", 15) == 0, "%s", r.out.data);
-    cr_assert_not_null(strstr(r.out.data, "\"lag_ms\":120,\"events_behind\":3,"), "%s", r.out.data);
+    json_t *sj = jo_parse(r.out.data, r.out.len);
+    cr_assert(jo_expect_at(sj, JO_PATH("name"), "\"shop\"") && jo_expect_at(sj, JO_PATH("lag_ms"), "120") &&
+                  jo_expect_at(sj, JO_PATH("events_behind"), "3"),
+              "%s", r.out.data);
+    json_decref(sj);
     run_result_free(&r);
     tb_position_free(&p);
 }

@@ -26,6 +26,7 @@
  *       not the time: speed is bench/cache_bench.sh's business.
  */
 #include "it_util.h"
+#include "json_oracle.h"
 
 TestSuite(it, .timeout = 600);
 
@@ -36,19 +37,22 @@ TestSuite(it, .timeout = 600);
     "{\"name\":\"v\",\"type\":\"varchar\",\"source_type\":\"varchar(40)\",\"nullable\":true,\"unsigned\":false,"       \
     "\"pk\":0},"                                                                                                       \
     "{\"name\":\"n\",\"type\":\"int\",\"source_type\":\"int(11)\",\"nullable\":true,\"unsigned\":false,\"pk\":0}"     \
-    "%s],\"primary_key\":[\"id\"]}"
-#define COLOR_COL ",{\"name\":\"color\",\"type\":\"varchar\",\"source_type\":\"varchar(9)\",\"nullable\":true,\"pk\":0}"
+    "],\"primary_key\":[\"id\"]}"
 
 static void put_schema(rd_kafka_t *rk, const char *prefix, bool v2)
 {
-    char topic[128], val[2048];
+    char topic[128];
     snprintf(topic, sizeof(topic), "%s.schema", prefix);
-    snprintf(val, sizeof(val), SCHEMA_V1, v2 ? COLOR_COL : "");
-    if (v2) {
-        char *p = strstr(val, "\"version\":1");
-        p[10] = '2';
+    json_t *sch = jo_parse_s(SCHEMA_V1);
+    if (v2) { /* version 2 adds "color" */
+        json_object_set_new(sch, "version", json_integer(2));
+        json_array_append_new(json_object_get(sch, "columns"),
+                              json_pack("{s:s, s:s, s:s, s:b, s:i}", "name", "color", "type", "varchar", "source_type",
+                                        "varchar(9)", "nullable", 1, "pk", 0));
     }
+    char *val = jo_dump_take(sch);
     it_produce(rk, topic, 0, "{\"db\":\"db1\",\"table\":\"t\"}", val);
+    free(val);
 }
 
 static void env_row(char *buf, size_t n, const char *op, long id, long i, const char *color)
@@ -424,14 +428,13 @@ Test(it, schema_incompatible_rebuilds)
         it_nap(100);
     }
     /* version 2: "n" becomes a bigint */
-    snprintf(val, sizeof(val), SCHEMA_V1, "");
-    char *p = strstr(val, "\"version\":1");
-    p[10] = '2';
-    p = strstr(val, "\"type\":\"int\"");
-    cr_assert_not_null(p);
-    memmove(p + 11, p + 8, strlen(p + 8) + 1);
-    memcpy(p + 8, "bigint", 6);
-    it_produce(rk, stopic, 0, "{\"db\":\"db1\",\"table\":\"t\"}", val);
+    json_t *sch = jo_parse_s(SCHEMA_V1), *col = jo_find(json_object_get(sch, "columns"), "name", "n");
+    cr_assert_not_null(col);
+    json_object_set_new(sch, "version", json_integer(2));
+    json_object_set_new(col, "type", json_string("bigint"));
+    char *v2 = jo_dump_take(sch);
+    it_produce(rk, stopic, 0, "{\"db\":\"db1\",\"table\":\"t\"}", v2);
+    free(v2);
     it_flush(rk);
     deadline = it_now() + 60;
     while (it_sql_int(db, "SELECT value FROM _tributary_state WHERE key='applied'") != 400 ||

@@ -38,6 +38,7 @@
 #include <mysql.h>
 
 #include "../integration/tb_itest.h"
+#include "json_oracle.h"
 #include "tb_buf.h"
 
 #define E2E_BIN TB_BINARY_DIR "/app/tributary"
@@ -218,6 +219,25 @@ static inline void e2e_assert_clean_log(const char *path)
     tb_buf_free(&b);
 }
 
+/* The number of event lines in text (the stdout sink's JSON lines,
+ * {"topic":...,"key":...,"value":...}, among log lines) whose member at path
+ * equals the JSON `expected` (NULL: is absent); path NULL: every event line.
+ * Each is read with Jansson. */
+static inline size_t e2e_count_events(const char *text, const char *const *path, const char *expected)
+{
+    size_t n = 0;
+    for (const char *l = text, *nl; l && *l; l = nl ? nl + 1 : NULL) {
+        nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l) : strlen(l);
+        if (strncmp(l, "{\"topic\":", 9) != 0)
+            continue;
+        json_t *v = jo_parse(l, len);
+        n += !path || jo_equal_at(v, path, expected);
+        json_decref(v);
+    }
+    return n;
+}
+
 /* The GTID set of the committed position in a status file, into out (cap
  * bytes); false when there is none yet. */
 static inline bool e2e_status_gtid(const char *path, char *out, size_t cap)
@@ -226,14 +246,14 @@ static inline bool e2e_status_gtid(const char *path, char *out, size_t cap)
     tb_buf_init(&b, 0);
     bool ok = false;
     if (e2e_slurp(path, &b) && b.len > 0) {
-        const char *p = strstr(tb_buf_cstr(&b), "\"position\":{");
-        const char *g = p ? strstr(p, "\"gtid\":\"") : NULL;
-        const char *e = g ? strchr(g + 8, '"') : NULL;
-        if (e && (size_t)(e - (g + 8)) < cap) {
-            memcpy(out, g + 8, (size_t)(e - (g + 8)));
-            out[e - (g + 8)] = '\0';
+        /* the file is replaced by rename: a whole JSON text */
+        json_t *v = jo_parse(b.data, b.len);
+        const char *g = json_string_value(jo_get(v, JO_PATH("position", "gtid")));
+        if (g && strlen(g) < cap) {
+            memcpy(out, g, strlen(g) + 1);
             ok = true;
         }
+        json_decref(v);
     }
     tb_buf_free(&b);
     return ok;

@@ -60,22 +60,27 @@ static long long status_num(hctx *h, const char *key)
     tb_buf b;
     tb_buf_init(&b, 0);
     long long v = -1;
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    if (e2e_slurp(h->status, &b)) {
-        const char *p = strstr(tb_buf_cstr(&b), pat);
-        if (p && p[strlen(pat)] != 'n')
-            v = atoll(p + strlen(pat));
+    if (e2e_slurp(h->status, &b) && b.len > 0) { /* replaced by rename: a whole JSON text */
+        json_t *j = jo_parse(b.data, b.len), *n = json_object_get(j, key);
+        if (json_is_integer(n))
+            v = json_integer_value(n);
+        json_decref(j);
     }
     tb_buf_free(&b);
     return v;
 }
 
-static bool status_has(hctx *h, const char *text)
+/* Whether the status file's member `key` equals the JSON `expected` (Jansson). */
+static bool status_at(hctx *h, const char *key, const char *expected)
 {
     tb_buf b;
     tb_buf_init(&b, 0);
-    bool ok = e2e_slurp(h->status, &b) && strstr(tb_buf_cstr(&b), text);
+    bool ok = false;
+    if (e2e_slurp(h->status, &b) && b.len > 0) { /* replaced by rename: a whole JSON text */
+        json_t *j = jo_parse(b.data, b.len);
+        ok = jo_equal_at(j, JO_PATH(key), expected);
+        json_decref(j);
+    }
     tb_buf_free(&b);
     return ok;
 }
@@ -149,7 +154,7 @@ Test(e2e_health, status_follows_the_source_and_the_process, .timeout = 400, .fin
     start_run(&h);
     wait_events(&h, 2); /* the snapshot's two rows */
     wait_status_exit(&h, 0, 30000, "streaming");
-    cr_assert(status_has(&h, "\"state\":\"streaming\""));
+    cr_assert(status_at(&h, "state", "\"streaming\""));
 
     /* MariaDB down: reconnecting, unhealthy, the lag grows */
     mysql_close(h.m);
@@ -157,8 +162,8 @@ Test(e2e_health, status_follows_the_source_and_the_process, .timeout = 400, .fin
     long long t0 = tb_itest_now_ms();
     wait_status_exit(&h, 1, 30000, "source down");
     fprintf(stderr, "e2e_health: unhealthy %lld ms after MariaDB stopped\n", tb_itest_now_ms() - t0);
-    cr_assert(status_has(&h, "\"state\":\"reconnecting\""));
-    cr_assert(!status_has(&h, "\"source_down_since_ms\":null"));
+    cr_assert(status_at(&h, "state", "\"reconnecting\""));
+    cr_assert(!status_at(&h, "source_down_since_ms", "null"));
     long long lag1 = status_num(&h, "lag_ms");
     usleep(2500000); /* let the lag grow: the status file is rewritten every second */
     long long lag2 = status_num(&h, "lag_ms");
@@ -172,12 +177,12 @@ Test(e2e_health, status_follows_the_source_and_the_process, .timeout = 400, .fin
     h.m = e2e_mysql();
     e2e_sql(h.m, "INSERT INTO %s.t VALUES (3, 3)", h.db);
     wait_events(&h, 3);
-    cr_assert(status_has(&h, "\"source_down_since_ms\":null"));
+    cr_assert(status_at(&h, "source_down_since_ms", "null"));
 
     /* SIGKILL: the file still says streaming, but the process is gone */
     kill(h.pid, SIGKILL);
     cr_assert_eq(e2e_wait(h.pid, 10000), -1);
-    cr_assert(status_has(&h, "\"state\":\"streaming\""));
+    cr_assert(status_at(&h, "state", "\"streaming\""));
     cr_assert_eq(status_exit(&h, NULL), 3, "killed: not running");
 
     /* clean stop: "stopped", exit 3 */
@@ -185,7 +190,7 @@ Test(e2e_health, status_follows_the_source_and_the_process, .timeout = 400, .fin
     wait_status_exit(&h, 0, 30000, "restarted");
     kill(h.pid, SIGTERM);
     cr_assert_eq(e2e_wait(h.pid, 30000), 0, "see %s", h.log);
-    cr_assert(status_has(&h, "\"state\":\"stopped\""));
+    cr_assert(status_at(&h, "state", "\"stopped\""));
     cr_assert_eq(status_exit(&h, NULL), 3, "stopped: not running");
     e2e_assert_clean_log(h.log);
     mysql_close(h.m);
@@ -216,15 +221,22 @@ Test(e2e_health, second_signal_leaves_failed, .timeout = 300, .fini = restore_se
     }
     kill(h.pid, SIGTERM);
     deadline = tb_itest_now_ms() + 10000;
-    while (!status_has(&h, "\"state\":\"stopping\"")) {
+    while (!status_at(&h, "state", "\"stopping\"")) {
         cr_assert(tb_itest_now_ms() < deadline, "no stopping state; see %s", h.log);
         usleep(50000);
     }
     kill(h.pid, SIGTERM);
     cr_assert_eq(e2e_wait(h.pid, 10000), -1, "the second SIGTERM ends the process by the signal");
     tb_itest_testenv("start-kafka");
-    cr_assert(status_has(&h, "\"state\":\"failed\""), "see %s", h.status);
-    cr_assert(status_has(&h, "second SIGINT/SIGTERM"));
+    cr_assert(status_at(&h, "state", "\"failed\""), "see %s", h.status);
+    tb_buf st;
+    tb_buf_init(&st, 0);
+    cr_assert(e2e_slurp(h.status, &st));
+    json_t *sj = jo_parse(st.data, st.len);
+    const char *why = json_string_value(json_object_get(sj, "error"));
+    cr_assert(why && strncmp(why, "ended by a second SIGINT/SIGTERM", 32) == 0, "error: %s", why ? why : "(none)");
+    json_decref(sj);
+    tb_buf_free(&st);
     cr_assert_eq(status_exit(&h, NULL), 1, "failed");
     e2e_assert_clean_log(h.log);
     mysql_close(h.m);
@@ -242,6 +254,16 @@ static void wait_health(unsigned port, int want, long long ms, const char *what,
                   tb_buf_cstr(body));
         usleep(200000);
     }
+}
+
+/* Whether a /health body (JSON) has a reason that starts with `prefix`. */
+static bool health_reason_is(const tb_buf *body, const char *prefix)
+{
+    json_t *v = jo_parse(body->data, body->len);
+    const char *r = json_string_value(json_object_get(v, "reason"));
+    bool yes = r && strncmp(r, prefix, strlen(prefix)) == 0;
+    json_decref(v);
+    return yes;
 }
 
 /* The value of the sample whose line starts with prefix (name{labels}), -1 when absent. */
@@ -302,7 +324,7 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = restore_
     tb_buf body;
     tb_buf_init(&body, 0);
     wait_health(port, 200, 30000, "started", &body);
-    cr_assert(strstr(tb_buf_cstr(&body), "\"status\":\"ok\""), "%s", tb_buf_cstr(&body));
+    cr_assert(jo_expect_text_at(body.data, body.len, JO_PATH("status"), "\"ok\""));
     for (int i = 10; i < 60; i++)
         e2e_sql(h.m, "INSERT INTO %s.t VALUES (%d, %d)", h.db, i, i);
     e2e_sql(h.m, "UPDATE %s.t SET v = v + 1 WHERE id < 20", h.db); /* 2 + 10 rows */
@@ -376,8 +398,16 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = restore_
     for (;;) {
         int st = e2e_http_get(pport, q, &body);
         const char *t = tb_buf_cstr(&body);
-        if (st == 200 && strstr(t, "\"status\":\"success\"") && strstr(t, "\"50\"]"))
-            break;
+        if (st == 200) { /* {"status":"success","data":{"result":[{"metric":{...},"value":[T,"50"]}]}} */
+            json_t *v = jo_parse(body.data, body.len);
+            json_t *res = jo_get(v, JO_PATH("data", "result"));
+            const char *n = json_string_value(json_array_get(jo_get(json_array_get(res, 0), JO_PATH("value")), 1));
+            bool ok = jo_equal_at(v, JO_PATH("status"), "\"success\"") && json_array_size(res) == 1 && n &&
+                      strcmp(n, "50") == 0;
+            json_decref(v);
+            if (ok)
+                break;
+        }
         cr_assert_eq(e2e_wait(prom, 0), -2, "prometheus exited; see %s", plog);
         cr_assert(tb_itest_now_ms() < deadline, "Prometheus never had tributary_events_total: %d %s", st, t);
         usleep(500000);
@@ -454,14 +484,14 @@ Test(e2e_health, metrics_health_and_prometheus, .timeout = 500, .fini = restore_
     tb_itest_testenv("stop-mysql");
     long long t0 = tb_itest_now_ms();
     wait_health(port, 503, 30000, "source down", &body);
-    while (!strstr(tb_buf_cstr(&body), "\"reason\":\"source down since ")) { /* not another reason first */
+    while (!health_reason_is(&body, "source down since ")) { /* not another reason first */
         cr_assert(tb_itest_now_ms() < t0 + 30000, "no 'source down' reason: %s", tb_buf_cstr(&body));
         usleep(200000);
         e2e_http_get(port, "/health", &body);
     }
     fprintf(stderr, "e2e_health: /health 503 %lld ms after MariaDB stopped: %s", tb_itest_now_ms() - t0,
             tb_buf_cstr(&body));
-    cr_assert(strstr(tb_buf_cstr(&body), "\"reason\":\"source down since "), "%s", tb_buf_cstr(&body));
+    cr_assert(health_reason_is(&body, "source down since "), "%s", tb_buf_cstr(&body));
     cr_assert_eq(e2e_http_get(port, "/metrics", &body), 200);
     cr_assert_eq(sample_value(tb_buf_cstr(&body), "tributary_source_connected{"), 0, "%s", tb_buf_cstr(&body));
     tb_itest_testenv("start-mysql");

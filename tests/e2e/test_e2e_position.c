@@ -137,10 +137,11 @@ static long long status_updated_ms(const char *path)
     tb_buf b;
     tb_buf_init(&b, 0);
     long long v = 0;
-    if (e2e_slurp(path, &b)) {
-        const char *p = strstr(tb_buf_cstr(&b), "\"updated_ms\":");
-        if (p)
-            v = atoll(p + 13);
+    if (e2e_slurp(path, &b) && b.len > 0) { /* replaced by rename: a whole JSON text */
+        json_t *j = jo_parse(b.data, b.len), *u = json_object_get(j, "updated_ms");
+        cr_assert(json_is_integer(u), "%s: no updated_ms: %s", path, tb_buf_cstr(&b));
+        v = json_integer_value(u);
+        json_decref(j);
     }
     tb_buf_free(&b);
     return v;

@@ -113,23 +113,32 @@ static void txmeta_case(bool exactly_once)
     dump_topic(brokers, topic, &recs);
     fprintf(stderr, "e2e_txmeta[%s]: %s\n", exactly_once ? "exactly-once" : "at-least-once", tb_buf_cstr(&recs));
     const char *s = tb_buf_cstr(&recs);
-    /* two transactions with captured changes: BEGIN, END, BEGIN, END */
-    const char *b1 = strstr(s, "\"status\":\"BEGIN\"");
-    const char *e1 = b1 ? strstr(b1, "\"status\":\"END\"") : NULL;
-    const char *b2 = e1 ? strstr(e1, "\"status\":\"BEGIN\"") : NULL;
-    const char *e2 = b2 ? strstr(b2, "\"status\":\"END\"") : NULL;
-    cr_assert(b1 && e1 && b2 && e2, "want BEGIN END BEGIN END:\n%s", s);
-    cr_assert_null(strstr(e2 + 1, "\"status\""), "more than two transactions:\n%s", s);
+    /* two transactions with captured changes: BEGIN, END, BEGIN, END (one record a line) */
+    json_t *rec[5] = {NULL};
+    size_t n = 0;
+    for (const char *l = s, *nl; *l && (nl = strchr(l, '\n')); l = nl + 1) {
+        cr_assert_lt(n, 4u, "more than two transactions:\n%s", s);
+        rec[n++] = jo_parse(l, (size_t)(nl - l));
+    }
+    cr_assert_eq(n, 4u, "want BEGIN END BEGIN END:\n%s", s);
+    static const char *const want_status[] = {"\"BEGIN\"", "\"END\"", "\"BEGIN\"", "\"END\""};
+    for (size_t i = 0; i < 4; i++)
+        cr_assert(jo_expect_at(rec[i], JO_PATH("status"), want_status[i]), "record %zu of\n%s", i, s);
+    for (size_t i = 0; i < 4; i += 2) /* a BEGIN has no counts yet */
+        cr_assert(jo_expect_at(rec[i], JO_PATH("event_count"), "null") &&
+                      jo_expect_at(rec[i], JO_PATH("data_collections"), "null"),
+                  "BEGIN %zu without null counts:\n%s", i / 2, s);
     char c1[512], c2[512];
     snprintf(c1, sizeof c1,
-             "\"event_count\":3,\"data_collections\":[{\"data_collection\":\"%s.t1\",\"event_count\":2},"
-             "{\"data_collection\":\"%s.t2\",\"event_count\":1}]",
+             "[{\"data_collection\":\"%s.t1\",\"event_count\":2},{\"data_collection\":\"%s.t2\",\"event_count\":1}]",
              db, db);
-    snprintf(c2, sizeof c2, "\"event_count\":1,\"data_collections\":[{\"data_collection\":\"%s.t1\",\"event_count\":1}]",
-             db);
-    cr_assert(strstr(e1, c1) && strstr(e1, c1) < b2, "first END should say %s:\n%s", c1, s);
-    cr_assert(strstr(e2, c2), "second END should say %s:\n%s", c2, s);
-    cr_assert(strstr(s, "\"event_count\":null,\"data_collections\":null"), "BEGIN without null counts:\n%s", s);
+    snprintf(c2, sizeof c2, "[{\"data_collection\":\"%s.t1\",\"event_count\":1}]", db);
+    cr_assert(jo_expect_at(rec[1], JO_PATH("event_count"), "3") && jo_expect_at(rec[1], JO_PATH("data_collections"), c1),
+              "first END:\n%s", s);
+    cr_assert(jo_expect_at(rec[3], JO_PATH("event_count"), "1") && jo_expect_at(rec[3], JO_PATH("data_collections"), c2),
+              "second END:\n%s", s);
+    for (size_t i = 0; i < 4; i++)
+        json_decref(rec[i]);
     tb_buf_free(&recs);
     e2e_rmtree(dir);
 }

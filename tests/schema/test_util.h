@@ -9,25 +9,6 @@
 #include "evt.h"
 #include "evt_json.h"
 
-/* Parse and re-serialise: returns a malloc'd canonical text, or NULL if invalid. */
-static inline char *tu_canon(const char *json, size_t len)
-{
-    evt_jv *v = NULL;
-    if (evt_jv_parse(json, len, &v, NULL) != TB_OK)
-        return NULL;
-    tb_buf b;
-    tb_buf_init(&b, 0);
-    evt_jw w;
-    evt_jw_init(&w, &b);
-    evt_jv_write(v, &w);
-    evt_jv_free(v);
-    if (evt_jw_finish(&w) != TB_OK) {
-        tb_buf_free(&b);
-        return NULL;
-    }
-    return tb_buf_detach(&b, NULL);
-}
-
 /* Value of one column rendered as its JSON text (malloc'd). */
 static inline char *tu_value_json(evt_type type, const evt_value *v)
 {

@@ -13,6 +13,7 @@
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "../app/run_util.h"
 #pragma GCC diagnostic pop
+#include "json_oracle.h"
 #include "snap_test_util.h"
 
 static char *arg(const char *fmt, const char *v)
@@ -47,15 +48,22 @@ Test(snapshot_cli, snapshot_to_stdout_then_signal, .timeout = 120)
     /* 1 schema record + 3 rows; the last row says snapshot=last */
     size_t rows = 0, schema = 0, last = 0;
     for (char *line = strtok(r.out.data, "\n"); line; line = strtok(NULL, "\n")) {
-        if (strstr(line, "\"topic\":\"cli.schema\""))
+        json_t *v = jo_parse_s(line);
+        const char *topic = json_string_value(json_object_get(v, "topic"));
+        cr_assert_not_null(topic, "a line without a topic: %s", line);
+        if (strcmp(topic, "cli.schema") == 0) {
             schema++;
-        else if (strstr(line, "\"topic\":\"cli.snaptest_cli.a\"")) {
+            cr_assert(jo_expect_at(v, JO_PATH("key"), "{\"db\":\"snaptest_cli\",\"table\":\"a\"}"), "%s", line);
+        } else if (strcmp(topic, "cli.snaptest_cli.a") == 0) {
             rows++;
-            cr_assert(strstr(line, "\"op\":\"r\""), "%s", line);
-            if (strstr(line, "\"snapshot\":\"last\""))
+            cr_assert(jo_expect_at(v, JO_PATH("value", "op"), "\"r\""), "%s", line);
+            const char *snap = json_string_value(jo_get(v, JO_PATH("value", "source", "snapshot")));
+            cr_assert(snap && (strcmp(snap, "true") == 0 || strcmp(snap, "last") == 0), "%s", line);
+            if (strcmp(snap, "last") == 0)
                 last = rows;
         } else
             cr_assert_fail("unexpected line %s", line);
+        json_decref(v);
     }
     cr_assert_eq(rows, 3);
     cr_assert_eq(schema, 1);

@@ -29,6 +29,7 @@
 
 #include "binlog.h"
 #include "evt_json.h"
+#include "json_oracle.h"
 #include "snap_incremental.h"
 #include "snap_test_util.h"
 #include "tb_log.h"
@@ -219,10 +220,15 @@ static void read_state(watch *w)
     size_t n = fread(text, 1, sizeof(text) - 1, fp);
     fclose(fp);
     text[n] = '\0';
-    const char *c = strstr(text, "\"chunks\":");
-    if (c)
-        w->chunks = strtol(c + 9, NULL, 10);
-    w->queue_empty = strstr(text, "\"queue\":[]") != NULL;
+    /* {"last_signal_id":N,"queue":[...],"chunks":N,"rows":N,"key":...}, read with Jansson */
+    json_error_t je;
+    json_t *v = json_loadb(text, n, 0, &je);
+    cr_assert_not_null(v, "%s is not JSON (%s): %s", path, je.text, text);
+    json_t *chunks = json_object_get(v, "chunks"), *queue = json_object_get(v, "queue");
+    cr_assert(json_is_integer(chunks) && json_is_array(queue), "%s: no chunks or queue: %s", path, text);
+    w->chunks = (long)json_integer_value(chunks);
+    w->queue_empty = json_array_size(queue) == 0;
+    json_decref(v);
 }
 
 static bool child_alive(pid_t pid)
