@@ -17,7 +17,6 @@ static void *g_sink_opaque;
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
 
 void tb_log_set_level(tb_log_level level) { atomic_store(&g_level, (int)level); }
-tb_log_level tb_log_get_level(void) { return (tb_log_level)atomic_load(&g_level); }
 bool tb_log_enabled(tb_log_level level) { return (int)level <= atomic_load(&g_level); }
 
 bool tb_log_parse_level(const char *text, tb_log_level *out)
@@ -31,13 +30,6 @@ bool tb_log_parse_level(const char *text, tb_log_level *out)
         }
     }
     return false;
-}
-
-const char *tb_log_level_name(tb_log_level level)
-{
-    if ((int)level < 0 || level > TB_LOG_TRACE)
-        return "?";
-    return level_names[level];
 }
 
 void tb_log_set_sink(tb_log_sink_fn fn, void *opaque)

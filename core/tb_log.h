@@ -27,12 +27,10 @@ typedef enum tb_log_level {
 typedef void (*tb_log_sink_fn)(tb_log_level level, const char *line, void *opaque);
 
 void tb_log_set_level(tb_log_level level);
-tb_log_level tb_log_get_level(void);
 bool tb_log_enabled(tb_log_level level);
 
 /* Parse "error|warn|info|debug|trace" (case-insensitive). Returns false if unknown. */
 bool tb_log_parse_level(const char *text, tb_log_level *out);
-const char *tb_log_level_name(tb_log_level level);
 
 /* Replace the stderr sink (NULL restores stderr). */
 void tb_log_set_sink(tb_log_sink_fn fn, void *opaque);

@@ -110,11 +110,6 @@ unsigned myconn_port(const myconn *mc)
     return mc->port;
 }
 
-const char *myconn_ssl_mode(const myconn *mc)
-{
-    return mc->mode_name;
-}
-
 bool myconn_encrypted(MYSQL *my)
 {
     return my && mysql_get_ssl_cipher(my) != NULL;

@@ -52,8 +52,6 @@ tb_code myconn_connect(const myconn *mc, const myconn_opts *o, MYSQL **out, tb_e
 
 const char *myconn_host(const myconn *mc);
 unsigned myconn_port(const myconn *mc);
-/* source.ssl.mode as configured ("preferred" by default). */
-const char *myconn_ssl_mode(const myconn *mc);
 
 /* Is this connection encrypted (TLS)? */
 bool myconn_encrypted(MYSQL *my);

@@ -35,7 +35,7 @@
 /* ------------------------------------------------------------ writer */
 
 /* Streaming JSON writer over a tb_buf. Commas are inserted automatically.
- * Errors are sticky: check evt_jw_error() (or the return of evt_jw_finish). */
+ * Errors are sticky: check the return of evt_jw_finish. */
 typedef struct evt_jw {
     tb_buf *out;
     uint64_t need_comma;    /* bit per nesting level 0..63 */
@@ -65,7 +65,6 @@ void evt_jw_base64(evt_jw *w, const void *data, size_t len);     /* as a JSON st
 void evt_jw_json(evt_jw *w, const char *json, size_t len);
 /* TB_ERR_INVALID when containers are left open or a key has no value. */
 tb_code evt_jw_finish(evt_jw *w);
-tb_code evt_jw_error(const evt_jw *w); /* the sticky error so far, TB_OK if none */
 
 /* Shortest text for a double/float that reads back to the same value
  * (exponent as "1e300", "5e-324"); non-finite: "NaN", "Infinity", "-Infinity"

@@ -87,8 +87,6 @@ void evt_jw_obj_end(evt_jw *w) { close_c(w, '}'); }
 void evt_jw_arr_begin(evt_jw *w) { open_c(w, '['); }
 void evt_jw_arr_end(evt_jw *w) { close_c(w, ']'); }
 
-tb_code evt_jw_error(const evt_jw *w) { return w->err; }
-
 tb_code evt_jw_finish(evt_jw *w)
 {
     if (w->err == TB_OK && (w->depth != 0 || w->after_key))

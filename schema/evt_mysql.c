@@ -132,11 +132,6 @@ unsigned evt_mysql_charset_mbmaxlen(const char *charset)
     }
 }
 
-const char *evt_mysql_charset_iconv_name(const char *charset)
-{
-    return cs_table[cs_index(charset)].iconv;
-}
-
 /* MySQL's latin1 is cp1252 with 0x81, 0x8D, 0x8F, 0x90, 0x9D mapped to the C1 controls. */
 static const uint16_t latin1_hi[32] = {
     0x20AC, 0x0081, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160,

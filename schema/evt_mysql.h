@@ -58,8 +58,6 @@ const char *evt_mysql_charset_static(const char *charset);
  * 2, latin1 1, ...); 1 for NULL or an unknown name. Turns the byte lengths of
  * the binlog's column metadata into the character lengths of CHAR(n). */
 unsigned evt_mysql_charset_mbmaxlen(const char *charset);
-/* iconv name of a MySQL charset name, NULL if none (utf8/latin1/binary need none). */
-const char *evt_mysql_charset_iconv_name(const char *charset);
 
 /* A small cache of iconv handles, one per charset. Not thread-safe: one per
  * decoder / snapshot connection. evt_mysql_conv_free(NULL) is a no-op. */

@@ -404,11 +404,6 @@ const char *ksink_lease_self(const ksink_lease *l)
     return l->self;
 }
 
-int64_t ksink_lease_session_ms(const ksink_lease *l)
-{
-    return l->session_ms;
-}
-
 /* ------------------------------------------------------------ the holder's check */
 
 static void lease_renew(ksink_lease *l, int64_t now)

@@ -85,9 +85,6 @@ const char *ksink_lease_self(const ksink_lease *l);
  * on always that. */
 tb_code ksink_lease_check(ksink_lease *l, tb_error *err);
 
-/* Session timeout and heartbeat interval in use (ms; 0 with the file lease). */
-int64_t ksink_lease_session_ms(const ksink_lease *l);
-
 /* Leave the group (or unlock and close the file). NULL-safe. */
 void ksink_lease_close(ksink_lease *l);
 

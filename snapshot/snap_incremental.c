@@ -97,15 +97,6 @@ bool snap_inc_active(const snap_inc *si)
     return si->nqueue > 0 || si->ph != PH_IDLE || si->nsaves > 0;
 }
 
-void snap_inc_get_status(const snap_inc *si, snap_inc_status *st)
-{
-    st->table = si->nqueue ? si->queue[0] : NULL;
-    st->chunks_done = si->chunks;
-    st->rows_done = si->rows;
-    st->rows_dropped = si->dropped;
-    st->queued = si->nqueue ? si->nqueue - 1 : 0;
-}
-
 /* ============================================================ key set */
 
 static tb_code hash_build(snap_inc *si)

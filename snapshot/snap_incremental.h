@@ -104,13 +104,4 @@ bool snap_inc_active(const snap_inc *si);
 /* True for events of a `tributary_signal` table. */
 bool snap_inc_is_signal_table(const evt_event *ev);
 
-typedef struct snap_inc_status {
-    const char *table;      /* current "db.table" or NULL; borrowed */
-    uint64_t chunks_done;   /* saved chunks of the current table */
-    uint64_t rows_done;     /* rows released for the current table */
-    uint64_t rows_dropped;  /* chunk rows replaced by streamed changes */
-    size_t queued;          /* tables waiting after the current one */
-} snap_inc_status;
-void snap_inc_get_status(const snap_inc *si, snap_inc_status *st);
-
 #endif

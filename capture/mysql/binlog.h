@@ -202,12 +202,8 @@ const tb_position *binlog_dec_position(const binlog_dec *d);
 /* Set the starting position (GTID state, file name) before feeding. Copied. */
 tb_code binlog_dec_set_position(binlog_dec *d, const tb_position *p);
 
-/* From the FORMAT_DESCRIPTION event: server version ("" before it) and flavor. */
-const char *binlog_dec_server_version(const binlog_dec *d);
+/* From the FORMAT_DESCRIPTION event: the server's flavor. */
 bool binlog_dec_is_mariadb(const binlog_dec *d);
-/* Number of events fed so far and of change events produced. */
-uint64_t binlog_dec_events(const binlog_dec *d);
-uint64_t binlog_dec_rows(const binlog_dec *d);
 
 /* ============================================================ reader */
 

@@ -144,10 +144,7 @@ void binlog_dec_free(binlog_dec *d)
 }
 
 const tb_position *binlog_dec_position(const binlog_dec *d) { return &d->pos; }
-const char *binlog_dec_server_version(const binlog_dec *d) { return d->version; }
 bool binlog_dec_is_mariadb(const binlog_dec *d) { return d->mariadb; }
-uint64_t binlog_dec_events(const binlog_dec *d) { return d->nevents; }
-uint64_t binlog_dec_rows(const binlog_dec *d) { return d->nrows; }
 uint64_t binlog_dec_skipped(const binlog_dec *d) { return d->tx_skipped; }
 void binlog_dec_skip_executed(binlog_dec *d, bool on) { d->skip_executed = on; }
 
@@ -542,7 +539,6 @@ static tb_code decode_row(binlog_dec *d, tb_error *err)
     uint32_t index = d->rows_index++; /* the row's place in its rows event */
     if (d->tx_skip)
         return TB_OK; /* executed before the start GTID set: decoded to move on, not emitted */
-    d->nrows++;
     d->tx_rows++;
     tb_position rp = {0};
     rp.kind = TB_POS_MYSQL;
@@ -595,7 +591,6 @@ static tb_code process_event(binlog_dec *d, const uint8_t *ev, size_t len, bool 
     uint16_t flags = bl_u16(ev + 17);
     if (bl_u32(ev + 9) != len)
         return FAIL(err, TB_ERR_CORRUPT, "event size %u does not match %zu", bl_u32(ev + 9), len);
-    d->nevents++;
     if (type == BL_FDE && !inner)
         return bl_on_fde(d, ev, len, err);
     size_t blen = len - BL_HEADER_LEN;

@@ -245,7 +245,6 @@ struct binlog_dec {
     evt_event *ev[2];
     int held, ready;
     bl_rowctx rc;
-    uint64_t nevents, nrows;
 };
 
 #define FAIL(err, code, ...) tb_error_set(err, code, false, __VA_ARGS__)

@@ -121,7 +121,6 @@ void sqlcap_engine_set_ddl(sqlcap_engine *e, bool drop, bool rename, bool alter)
     e->ddl_alter = alter;
 }
 
-uint32_t sqlcap_engine_npages(const sqlcap_engine *e) { return e->npages; }
 const sqlcap_schema *sqlcap_engine_schema(const sqlcap_engine *e) { return &e->schema; }
 
 static sqlcap_tbl *sqlcap_by_id(const sqlcap_schema *s, int id)

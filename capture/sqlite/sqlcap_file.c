@@ -323,23 +323,6 @@ tb_code sqlcap_shm_read(int shmfd, sqlcap_shmhdr *h, tb_error *err)
     return TB_OK;
 }
 
-uint32_t sqlcap_shm_pgno(int shmfd, uint32_t frame)
-{
-    off_t off;
-    if (frame == 0)
-        return 0;
-    if (frame <= 4062) {
-        off = 136 + (off_t)(frame - 1) * 4;
-    } else {
-        uint32_t j = frame - 4063;
-        off = (off_t)(1 + j / 4096) * 32768 + (off_t)(j % 4096) * 4;
-    }
-    uint8_t b[4];
-    if (pread(shmfd, b, 4, off) != 4)
-        return 0;
-    return sqlcap_ne32(b);
-}
-
 tb_code sqlcap_wal_read_page(int walfd, uint32_t pgsz, uint32_t frame, uint8_t *buf, tb_error *err)
 {
     off_t off = 32 + (off_t)(frame - 1) * (pgsz + 24) + 24;

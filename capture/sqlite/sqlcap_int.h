@@ -77,8 +77,6 @@ void sqlcap_walhdr_parse(const uint8_t b[32], sqlcap_walhdr *h);
 /* Read and validate the -shm header (both copies, isInit, aCksum). TB_ERR_CORRUPT
  * (retriable) while the writer is updating it; TB_ERR_IO on read errors. */
 tb_code sqlcap_shm_read(int shmfd, sqlcap_shmhdr *h, tb_error *err);
-/* aPgno[] entry of frame i (1-based) from the -shm; 0 when not readable. */
-uint32_t sqlcap_shm_pgno(int shmfd, uint32_t frame);
 
 /* Append the text form of a TB_POS_SQLITE_WAL position to out: the same bytes
  * as tb_position_format, without printf (one per .pend record). Other kinds
@@ -261,7 +259,6 @@ tb_code sqlcap_engine_attach(sqlcap_engine *e, uint32_t npages, tb_error *err);
  * overlay is NOT updated here (the caller does that afterwards). */
 tb_code sqlcap_engine_txn(sqlcap_engine *e, const sqlcap_map *txn, uint32_t new_npages, sqlcap_evlist *out,
                           tb_error *err);
-uint32_t sqlcap_engine_npages(const sqlcap_engine *e);
 const sqlcap_schema *sqlcap_engine_schema(const sqlcap_engine *e);
 /* Emit op=r events for every row of table t in the view at P, leaf by leaf:
  * leaf index *cursor (0 to start); returns the next cursor or 0 when done. */

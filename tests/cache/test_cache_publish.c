@@ -571,6 +571,9 @@ Test(publish, round_trip, .timeout = 600)
     char *ids = row_ids(dba, "shop.items");
     cr_assert_str_eq(ids, "1,2,5,6,40,", "shop.items of cache A: rows 1..6, 3 deleted, 4 moved to 40");
     free(ids);
+    char *u = it_sql_dump(dba, "SELECT u FROM \"shop.items\" WHERE id IN (1, 5) ORDER BY id");
+    cr_assert_str_eq(u, "18446744073709551001\n18446744073709551007\n", "BIGINT UNSIGNED kept exactly in cache A");
+    free(u);
     cr_assert_str_eq(ta, tb);
     free(ta);
     free(tb);
