@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "tb_buf.h"
+#include "tb_file.h"
 
 #define TRIBUTARY_BIN TB_BINARY_DIR "/app/tributary"
 
@@ -30,13 +31,8 @@ static void run_result_free(run_result *r)
 
 static void run_slurp(const char *path, tb_buf *b)
 {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        cr_assert_eq(tb_buf_append(b, chunk, n), TB_OK);
-    fclose(f);
+    tb_error err;
+    cr_assert_eq(tb_file_read(path, SIZE_MAX, b, &err), TB_OK, "%s", err.msg);
     tb_buf_putc(b, '\0');
     b->len--; /* keep a terminator even when empty */
 }

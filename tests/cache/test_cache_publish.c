@@ -37,6 +37,7 @@
 #include "it_util.h"
 #include "json_oracle.h"
 #include "ksink.h"
+#include "tb_file.h"
 
 #define PUB_PARTS "3"
 
@@ -412,14 +413,15 @@ static int publish(const char *log, const char *const *args)
     return it_wait(it_spawn(log, a), 120);
 }
 
+/* The whole file as a C string; the caller frees it. */
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "%s", path);
-    char *s = calloc(1, 1 << 16);
-    size_t n = fread(s, 1, (1 << 16) - 1, f);
-    s[n] = 0;
-    fclose(f);
+    tb_buf b;
+    tb_error err;
+    tb_buf_init(&b, 0);
+    cr_assert_eq(tb_file_read(path, SIZE_MAX, &b, &err), TB_OK, "%s", err.msg);
+    char *s = tb_buf_detach(&b, NULL);
+    cr_assert_not_null(s);
     return s;
 }
 

@@ -40,6 +40,7 @@
 #include "../integration/tb_itest.h"
 #include "json_oracle.h"
 #include "tb_buf.h"
+#include "tb_file.h"
 
 #define E2E_BIN TB_BINARY_DIR "/app/tributary"
 
@@ -189,14 +190,8 @@ static inline void e2e_rmtree(const char *dir)
 static inline bool e2e_slurp(const char *path, tb_buf *out)
 {
     tb_buf_reset(out);
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    if (tb_file_read(path, SIZE_MAX, out, NULL) != TB_OK)
         return false;
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        tb_buf_append(out, chunk, n);
-    fclose(f);
     tb_buf_putc(out, '\0');
     out->len--;
     return true;

@@ -32,26 +32,13 @@
 #include "json_oracle.h"
 #include "snap_incremental.h"
 #include "snap_test_util.h"
+#include "tb_file.h"
 #include "tb_log.h"
 
 #define NROWS 200000
 #define CHUNK 4000
 
 /* ============================================================ connector */
-
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
 
 static int emit(int fd, const evt_event *ev, tb_buf *line)
 {
@@ -73,7 +60,7 @@ static int emit(int fd, const evt_event *ev, tb_buf *line)
         tb_buf_printf(line, "%c\t%s\t%s\n", op == EVT_OP_READ ? 'R' : 'P', tb_buf_cstr(&k), tb_buf_cstr(&r));
     }
     if (rc == 0)
-        rc = write_all(fd, line->data, line->len);
+        rc = tb_write_all(fd, line->data, line->len) == TB_OK ? 0 : -1;
     tb_buf_free(&k);
     tb_buf_free(&r);
     return rc;
@@ -89,7 +76,7 @@ static int save_pos(const char *dir, const tb_position *p)
     tb_position_format(p, &b);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     /* no fsync: the test kills processes, not machines */
-    int rc = fd >= 0 && write_all(fd, b.data, b.len) == 0 ? 0 : -1;
+    int rc = fd >= 0 && tb_write_all(fd, b.data, b.len) == TB_OK ? 0 : -1;
     if (fd >= 0)
         close(fd);
     if (rc == 0)
