@@ -243,6 +243,7 @@ int cmd_cache(int argc, char **argv)
     o.mode = strcmp(cfg_get_str(c, "cache.mode"), "group") == 0 ? CACHE_MODE_GROUP : CACHE_MODE_GLOBAL;
     o.group_id = cfg_get_str(c, "cache.group.id");
     o.drop_on_revoke = strcmp(cfg_get_str(c, "cache.on.revoke"), "drop") == 0;
+    o.drop_on_drop = strcmp(cfg_get_str(c, "cache.on.drop"), "drop") == 0;
     const char *pol = cfg_get_str(c, "cache.error.policy");
     o.error_policy = strcmp(pol, "skip") == 0 ? CACHE_ERR_SKIP : strcmp(pol, "dlq") == 0 ? CACHE_ERR_DLQ : CACHE_ERR_FAIL;
     o.batch_size = (int)cfg_get_int(c, "cache.batch.size");

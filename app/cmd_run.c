@@ -403,6 +403,15 @@ tb_code run_send(run_ctx *r, const evt_event *e, tb_error *err)
     return rc != TB_OK ? rc : sink_error(r, sink_send(r, e, err), false, err);
 }
 
+tb_code run_announce(run_ctx *r, evt_table *t, tb_error *err)
+{
+    tb_code rc = run_lease_check(r, err);
+    if (rc != TB_OK)
+        return rc;
+    rc = r->use_kafka ? ksink_announce_table(r->ks, t, err) : stdout_sink_announce(r->ss, t, err);
+    return sink_error(r, rc, false, err);
+}
+
 tb_code run_end_tx(run_ctx *r, const tb_position *pos, tb_error *err)
 {
     tb_code rc = sink_error(r, run_txmeta_end(r, err), false, err);

@@ -19,20 +19,25 @@
  *    TRUNCATE again and deletes the keys the topic still holds then.
  *    ddl.truncate.policy=fail stops naming the table and the position.
  *  - DROP TABLE with ddl.drop.policy=tombstone: the same as TRUNCATE, with
- *    the descriptor the decoder last built (a table not seen since the run
- *    started cannot be keyed: WARN).
+ *    the descriptor the decoder last built (for a table not seen since the
+ *    run started, one made from its topic's key members: keys_only); warn:
+ *    a WARN. Either way a schema
+ *    record that says the table was dropped (evt_table_new_dropped).
  *  - ALTER TABLE that can give existing rows new values (fills_rows):
  *    ddl.alter.policy=resnapshot signals an incremental snapshot of the
  *    table (snap_inc_signal); warn: WARN. Other ALTERs change no values.
  *  - RENAME TABLE / ALTER TABLE ... RENAME: the old name's topic loses
- *    its keys (as DROP with tombstone) and an incremental snapshot sends
- *    the rows under the new name (stmt_rename).
+ *    its keys (as DROP with tombstone), the new name gets a schema record
+ *    that says where it came from (renamed_from) and the old name one that
+ *    says it is gone, and an incremental snapshot sends the rows under the
+ *    new name (stmt_rename).
  *  - DROP, CREATE OR REPLACE, OPTIMIZE/REPAIR and DROP
  *    DATABASE: a WARN naming the table, the statement and what the topic
  *    does not reflect; never silent.
  * Statements on tables that are not captured are ignored.
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "app_run.h"
@@ -145,18 +150,51 @@ static void stmt_warn(const binlog_stmt *st, const binlog_stmt_table *t)
 typedef struct trunc_ctx {
     run_ctx *r;
     const binlog_stmt *st;
-    evt_table *t;
+    evt_table *t;       /* the table's descriptor; NULL until made from its topic's keys */
+    evt_table *topic_t; /* names the topic: t, or a placeholder of the name */
     evt_event *e;
     tb_buf scratch;
     tb_position pos;
     uint64_t n;
 } trunc_ctx;
 
+/* A table gone from the catalog whose descriptor this run has not seen:
+ * one made from the key members of its topic's first key (keys_only), in
+ * x->t, and the event x->e. */
+static tb_code trunc_keys_table(trunc_ctx *x, const evt_jv *obj, tb_error *err)
+{
+    size_t n = evt_jv_size(obj);
+    evt_table *t = evt_table_new(evt_table_db(x->topic_t), evt_table_name(x->topic_t), n);
+    size_t *pk = calloc(n ? n : 1, sizeof(*pk));
+    tb_code rc = t && pk ? TB_OK : TB_ERR_NOMEM;
+    for (size_t i = 0; rc == TB_OK && i < n; i++) {
+        size_t kl;
+        const char *k = evt_jv_key_at(obj, i, &kl);
+        char *name = strndup(k, kl);
+        rc = name ? evt_table_set_column(t, i, name, EVT_T_UNKNOWN, NULL, false, false) : TB_ERR_NOMEM;
+        free(name);
+        pk[i] = i;
+    }
+    if (rc == TB_OK)
+        rc = evt_table_set_pk(t, pk, n);
+    free(pk);
+    if (rc == TB_OK) {
+        evt_table_set_keys_only(t);
+        evt_table_seal(t);
+        x->t = t;
+        t = NULL;
+        if (!(x->e = evt_event_new(EVT_OP_DELETE, x->t)))
+            rc = TB_ERR_NOMEM;
+    }
+    evt_table_unref(t);
+    return rc == TB_OK ? TB_OK : tb_error_set(err, rc, false, "out of memory");
+}
+
 /* One key the topic holds: a delete event with the key columns as its before image. */
 static tb_code trunc_key(void *opaque, const char *key, size_t klen, tb_error *err)
 {
     trunc_ctx *x = opaque;
-    const evt_table *t = x->t;
+    const evt_table *t = x->topic_t;
     evt_jv *v = NULL;
     tb_code rc = evt_jv_parse(key, klen, &v, err);
     if (rc != TB_OK)
@@ -166,9 +204,17 @@ static tb_code trunc_key(void *opaque, const char *key, size_t klen, tb_error *e
     if (evt_jv_type_of(v) == EVT_JV_OBJECT && evt_jv_get(v, "schema") && evt_jv_get(v, "payload"))
         obj = evt_jv_get(v, "payload"); /* value.schemas=true: Kafka Connect JSON */
     size_t found = 0;
+    if (evt_jv_type_of(obj) == EVT_JV_OBJECT && evt_jv_size(obj) == 0) {
+        evt_jv_free(v); /* the key of an op "t" record whose tombstone was lost: no row */
+        return TB_OK;
+    }
     if (evt_jv_type_of(obj) != EVT_JV_OBJECT) {
         rc = TB_ERR_INVALID;
+    } else if (!x->t && (rc = trunc_keys_table(x, obj, err)) != TB_OK) {
+        evt_jv_free(v);
+        return rc;
     } else {
+        t = x->t;
         evt_event_reset(x->e, EVT_OP_DELETE, x->t);
         for (size_t i = 0; rc == TB_OK && i < evt_jv_size(obj); i++) {
             size_t kl;
@@ -257,17 +303,17 @@ static tb_code stmt_truncate(run_ctx *r, const binlog_stmt *st, const binlog_stm
     }
     if ((rc = trunc_table(r, st, bt, &x.t, err)) != TB_OK)
         goto out;
-    if (!x.t) {
-        TB_WARN("run", "%s.%s: %s: no row of it was seen since this run started, so its key columns are not "
-                "known: its topic is left as it is (delete the topic, or its keys, by hand)", bt->db, bt->table,
-                st->verb);
-        goto out;
+    if (!x.t) /* gone from the catalog, not seen since the run started: keyed by its topic's keys */
+        x.topic_t = evt_table_new(bt->db, bt->table, 0);
+    else {
+        x.topic_t = evt_table_ref(x.t);
+        x.e = evt_event_new(EVT_OP_DELETE, x.t);
     }
-    if (!(x.e = evt_event_new(EVT_OP_DELETE, x.t))) {
+    if (!x.topic_t || (x.t && !x.e)) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
     }
-    rc = ksink_topic_keys(r->ks, x.t, trunc_key, &x, err);
+    rc = ksink_topic_keys(r->ks, x.topic_t, trunc_key, &x, err);
     if (rc == TB_OK) {
         tb_buf where;
         tb_buf_init(&where, 0);
@@ -280,6 +326,7 @@ static tb_code stmt_truncate(run_ctx *r, const binlog_stmt *st, const binlog_stm
 out:
     evt_event_free(x.e);
     evt_table_unref(x.t);
+    evt_table_unref(x.topic_t);
     tb_buf_free(&x.scratch);
     tb_position_free(&x.pos);
     return rc;
@@ -364,6 +411,60 @@ static tb_code stmt_resnapshot(run_ctx *r, const binlog_stmt *st, const binlog_s
     return rc;
 }
 
+/* ------------------------------------------------------------ schema records */
+
+/* The schema record that says db.table was dropped (or renamed away). */
+static tb_code stmt_dropped(run_ctx *r, const binlog_stmt_table *bt, uint64_t *sent, tb_error *err)
+{
+    evt_table *t = evt_table_new_dropped(bt->db, bt->table);
+    if (!t)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    tb_code rc = run_announce(r, t, err);
+    evt_table_unref(t);
+    if (rc != TB_OK)
+        return tb_error_prefix(err, rc, "%s.%s: the schema record that says it was dropped: ", bt->db, bt->table);
+    (*sent)++;
+    return TB_OK;
+}
+
+/* The schema record of the new name, saying where the table came from
+ * (renamed_from): the catalog's descriptor of it now. A new name that is
+ * gone since, or cannot be described, gets none (INFO / WARN). */
+static tb_code stmt_renamed(run_ctx *r, const binlog_stmt *st, const binlog_stmt_table *from,
+                            const binlog_stmt_table *to, uint64_t *sent, tb_error *err)
+{
+    MYSQL *my = NULL;
+    bool mariadb = false;
+    evt_table *d = NULL, *t = NULL;
+    tb_error derr;
+    tb_error_clear(&derr);
+    tb_code rc = snap_sql_connect(r->cfg, &my, &mariadb, &derr);
+    if (rc == TB_OK)
+        rc = snap_schema_describe(my, r->cfg, to->db, to->table, &d, &derr);
+    if (my)
+        mysql_close(my);
+    if (rc == TB_ERR_NOMEM)
+        return tb_error_set(err, rc, false, "out of memory");
+    if (rc != TB_OK) {
+        TB_WARN("run", "%s.%s: %s: no schema record saying it was renamed from %s.%s (%s)", to->db, to->table,
+                st->verb, from->db, from->table, derr.msg);
+        return TB_OK;
+    }
+    if (!(t = evt_table_copy(d)) || evt_table_set_renamed_from(t, from->db, from->table) != TB_OK) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    evt_table_seal(t);
+    if ((rc = run_announce(r, t, err)) != TB_OK)
+        tb_error_prefix(err, rc, "%s.%s: its schema record after %s: ", to->db, to->table, st->verb);
+    else
+        (*sent)++;
+out:
+    evt_table_unref(d);
+    evt_table_unref(t);
+    return rc;
+}
+
 /* ------------------------------------------------------------ RENAME */
 
 /* RENAME old TO new: the old name's topic loses every key (as for DROP with
@@ -383,6 +484,10 @@ static tb_code stmt_rename(run_ctx *r, const binlog_stmt *st, const binlog_stmt_
             ct ? "; the rows are sent again under the new name (incremental snapshot)"
                : "; the new name is not captured");
     if (cf && r->use_kafka && st->after && (rc = stmt_truncate(r, st, from, sent, err)) != TB_OK)
+        return rc;
+    if (ct && st->after && (rc = stmt_renamed(r, st, from, to, sent, err)) != TB_OK)
+        return rc;
+    if (cf && st->after && (rc = stmt_dropped(r, from, sent, err)) != TB_OK)
         return rc;
     if (ct)
         rc = stmt_resnapshot(r, st, to, err);
@@ -421,9 +526,13 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
                 return rc;
             continue;
         }
-        if (st->kind == BINLOG_STMT_DROP && st->after && r->use_kafka &&
-            strcmp(cfg_get_str(r->cfg, "ddl.drop.policy"), "tombstone") == 0) {
-            if ((rc = stmt_truncate(r, st, t, &sent, err)) != TB_OK)
+        if (st->kind == BINLOG_STMT_DROP && st->after) {
+            if (r->use_kafka && strcmp(cfg_get_str(r->cfg, "ddl.drop.policy"), "tombstone") == 0) {
+                if ((rc = stmt_truncate(r, st, t, &sent, err)) != TB_OK)
+                    return rc;
+            } else
+                stmt_warn(st, t);
+            if ((rc = stmt_dropped(r, t, &sent, err)) != TB_OK)
                 return rc;
             continue;
         }

@@ -75,6 +75,7 @@ typedef struct cache_opts {
     cache_mode mode;
     const char *group_id;         /* group mode; default "<name>-cache" */
     bool drop_on_revoke;          /* group mode: drop a revoked partition's rows */
+    bool drop_on_drop;            /* cache.on.drop=drop: a schema record that says dropped drops the table */
     cache_error_policy error_policy;
     cache_dbz_opts dbz;           /* Debezium values without Connect schemas (default: Debezium's defaults) */
     int batch_size;               /* messages per transaction (default 5000) */

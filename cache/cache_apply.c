@@ -9,7 +9,14 @@
  * Schema topic <prefix>.schema: key {"db","table"}, value the table descriptor
  * (layout atop schema/evt_json.c). A descriptor that only adds columns alters
  * the table; any other change (a column's type, the key, a dropped column)
- * drops the table and replays its topic from the beginning.
+ * drops the table and replays its topic from the beginning. A column's
+ * literal default is declared on the cache column (default_sql), so the rows
+ * already there when the column is added, and rows of the topic written
+ * before the source added it, take it, as the source's rows did. A
+ * descriptor with "renamed_from" renames the old name's cache table when the
+ * new name has none; one with "dropped" keeps the table (cache.on.drop=keep)
+ * or drops it and marks its topic, whose later messages are not applied
+ * until the table is described again.
  *
  * The scanner is cache_json (zero allocation): this runs once per message.
  * Errors of the message itself are TB_ERR_INVALID (the caller applies
@@ -56,6 +63,111 @@ static char *dup_str(const cj_val *v, tb_buf *tmp)
     if (cj_str_decode(v->ptr, v->len, tmp) != TB_OK)
         return NULL;
     return strdup(tb_buf_cstr(tmp));
+}
+
+/* A number as SQLite reads a signed-number literal: [+-]digits[.digits][e[+-]digits]. */
+static bool sql_number(const char *p)
+{
+    if (*p == '-' || *p == '+')
+        p++;
+    if (*p < '0' || *p > '9')
+        return false;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '-' || *p == '+')
+            p++;
+        if (*p < '0' || *p > '9')
+            return false;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    return *p == '\0';
+}
+
+static tb_code sql_quoted(tb_buf *out, const char *text)
+{
+    tb_code rc = tb_buf_putc(out, '\'');
+    for (const char *p = text; rc == TB_OK && *p; p++)
+        rc = *p == '\'' ? tb_buf_puts(out, "''") : tb_buf_putc(out, *p);
+    return rc ? rc : tb_buf_putc(out, '\'');
+}
+
+/* The SQL literal of the value the cache stores for a column of evt type
+ * `type` whose source default is `text` (the schema record's literal
+ * default), as the column's values from the topic are stored (DESIGN 5,
+ * cache_value.c); NULL when none can be given: an expression, or a type
+ * whose stored value the text does not give without the source's context
+ * (TIMESTAMP: the server's time zone; BIT, binary strings, JSON, GEOMETRY,
+ * VECTOR). *oom on allocation failure. */
+static char *default_sql(const char *type, cache_class cls, const char *text, bool *oom)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_code rc = TB_OK;
+    bool ok = true;
+    if (cls == CC_INT || cls == CC_UINT64 || cls == CC_REAL) {
+        if (strcmp(type, "bit") == 0 || !sql_number(text))
+            ok = false;
+        else if (cls != CC_REAL && (strchr(text, '.') || strchr(text, 'e') || strchr(text, 'E')))
+            ok = false;
+        else if (cls == CC_UINT64 && strlen(text) >= 19) /* above int64: stored as its digits */
+            rc = sql_quoted(&b, text);
+        else
+            rc = tb_buf_puts(&b, text);
+    } else if (cls == CC_TEXT && strcmp(type, "timestamp") != 0) {
+        if (strcmp(type, "datetime") == 0 && strlen(text) > 10 && text[10] == ' ') {
+            char *t = strdup(text); /* '2024-01-31 10:11:12' is "2024-01-31T10:11:12" in events */
+            if (!t)
+                rc = TB_ERR_NOMEM;
+            else {
+                t[10] = 'T';
+                rc = sql_quoted(&b, t);
+                free(t);
+            }
+        } else
+            rc = sql_quoted(&b, text);
+    } else if (cls == CC_JSON && strcmp(type, "set") == 0) {
+        /* 'a,c' is ["a","c"] (the canonical JSON text the topic's values have) */
+        tb_buf j;
+        tb_buf_init(&j, 0);
+        rc = tb_buf_putc(&j, '[');
+        for (const char *p = text; rc == TB_OK && *p;) {
+            const char *e = strchr(p, ',');
+            size_t n = e ? (size_t)(e - p) : strlen(p);
+            if (p != text)
+                rc = tb_buf_putc(&j, ',');
+            evt_jw w;
+            evt_jw_init(&w, &j);
+            evt_jw_str(&w, p, n);
+            rc = rc ? rc : evt_jw_finish(&w);
+            p += n + (e != NULL);
+        }
+        rc = rc ? rc : tb_buf_putc(&j, ']');
+        rc = rc ? rc : sql_quoted(&b, tb_buf_cstr(&j));
+        tb_buf_free(&j);
+    } else if (cls == CC_ANY && *type == 0) {
+        ok = false; /* untyped */
+    } else if (cls == CC_ANY) { /* SQLite NUMERIC affinity: a number is a number */
+        rc = sql_number(text) ? tb_buf_puts(&b, text) : sql_quoted(&b, text);
+    } else {
+        ok = false;
+    }
+    if (rc != TB_OK) {
+        *oom = true;
+        ok = false;
+    }
+    char *r = ok ? tb_buf_detach(&b, NULL) : NULL;
+    if (ok && !r)
+        *oom = true;
+    tb_buf_free(&b);
+    return r;
 }
 
 /* Parse a descriptor into a new table definition (caller frees). */
@@ -127,6 +239,18 @@ static tb_code parse_descriptor(const cj_val *val, cache_table **out, tb_error *
         if (strcmp(col->type, "bit") == 0 && cj_obj_get(&c, "length", &len) && len.len == 1 && len.ptr[0] == '1')
             col->cls = CC_BOOL;
         free(source_type);
+        cj_val dv, de;
+        if (cj_obj_get(&c, "default", &dv) && dv.type == CJ_STRING &&
+            !(cj_obj_get(&c, "default_expr", &de) && de.type == CJ_TRUE)) {
+            char *text = dup_str(&dv, &tmp);
+            bool oom = !text;
+            col->dflt_sql = text ? default_sql(col->type, col->cls, text, &oom) : NULL;
+            free(text);
+            if (oom) {
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+                goto out;
+            }
+        }
     }
     /* primary key: "primary_key" names in key order */
     if (cj_obj_get(val, "primary_key", &pks) && pks.type == CJ_ARRAY) {
@@ -195,6 +319,97 @@ static const char *incompatible(const cache_table *t, const cache_table *nt, tb_
     return NULL;
 }
 
+/* The state key that marks a dropped table's topic, in b. */
+static const char *dropped_key(tb_buf *b, const char *topic)
+{
+    tb_buf_reset(b);
+    if (tb_buf_printf(b, "dropped %s", topic) != TB_OK)
+        return "dropped ";
+    return tb_buf_cstr(b);
+}
+
+/* db.table and topic of the db and table members of o (a descriptor or its renamed_from). */
+static tb_code names_of(const cj_val *o, const char *prefix, tb_buf *name, size_t *db_len, tb_buf *topic,
+                        tb_error *err)
+{
+    cj_val db, tbl;
+    if (o->type != CJ_OBJECT || !cj_obj_get(o, "db", &db) || db.type != CJ_STRING || !cj_obj_get(o, "table", &tbl) ||
+        tbl.type != CJ_STRING)
+        return bad(err, "schema record: %s", "needs db and table");
+    tb_buf d, t;
+    tb_buf_init(&d, 0);
+    tb_buf_init(&t, 0);
+    tb_buf_reset(name);
+    tb_buf_reset(topic);
+    tb_code rc = cj_str_decode(db.ptr, db.len, &d);
+    rc = rc ? rc : cj_str_decode(tbl.ptr, tbl.len, &t);
+    rc = rc ? rc : tb_buf_printf(name, "%s.%s", tb_buf_cstr(&d), tb_buf_cstr(&t));
+    rc = rc ? rc : evt_topic_name(prefix, tb_buf_cstr(&d), tb_buf_cstr(&t), topic);
+    *db_len = d.len;
+    tb_buf_free(&d);
+    tb_buf_free(&t);
+    return rc == TB_OK ? TB_OK : tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+}
+
+/* A schema record that says the table was dropped: cache.on.drop. */
+static tb_code apply_dropped(cache_store *s, const char *prefix, const cj_val *v, tb_error *err)
+{
+    tb_buf name, topic, key;
+    size_t db_len;
+    tb_buf_init(&name, 0);
+    tb_buf_init(&topic, 0);
+    tb_buf_init(&key, 0);
+    tb_code rc = names_of(v, prefix, &name, &db_len, &topic, err);
+    if (rc != TB_OK)
+        goto out;
+    cache_table *t = cache_store_find(s, tb_buf_cstr(&name));
+    if (!s->drop_on_drop) {
+        if (t)
+            TB_INFO("cache", "table \"%s\": dropped at the source; its rows are kept (cache.on.drop=keep)",
+                    tb_buf_cstr(&name));
+        goto out;
+    }
+    if (t) {
+        TB_INFO("cache", "table \"%s\": dropped at the source; dropped here too (cache.on.drop=drop)",
+                tb_buf_cstr(&name));
+        if ((rc = cache_store_drop(s, t, err)) != TB_OK)
+            goto out;
+    }
+    /* rows of its topic read after this would make the table again: not applied */
+    rc = cache_store_put_state(s, dropped_key(&key, tb_buf_cstr(&topic)), 1, err);
+out:
+    tb_buf_free(&name);
+    tb_buf_free(&topic);
+    tb_buf_free(&key);
+    return rc;
+}
+
+/* A descriptor of a table the cache does not hold under its name, renamed
+ * from one it holds: that table becomes this one (*t), with its rows. */
+static tb_code apply_renamed(cache_store *s, const char *prefix, const cj_val *v, const cache_table *nt,
+                             cache_table **t, tb_error *err)
+{
+    cj_val from;
+    *t = NULL;
+    if (!cj_obj_get(v, "renamed_from", &from) || from.type != CJ_OBJECT)
+        return TB_OK;
+    tb_buf name, topic;
+    size_t db_len;
+    tb_buf_init(&name, 0);
+    tb_buf_init(&topic, 0);
+    tb_code rc = names_of(&from, prefix, &name, &db_len, &topic, err);
+    cache_table *old = rc == TB_OK ? cache_store_find(s, tb_buf_cstr(&name)) : NULL;
+    if (old) {
+        TB_INFO("cache", "table \"%s\": renamed to \"%s\" at the source; renamed here too, with its rows",
+                old->name, nt->name);
+        if ((rc = cache_store_rename(s, old, nt->name, nt->db_len, nt->topic, err)) == TB_OK)
+            *t = old;
+    }
+    tb_buf_free(&name);
+    tb_buf_free(&topic);
+    return rc;
+}
+
 tb_code cache_apply_schema(cache_store *s, const char *prefix, const char *key, size_t klen, const char *value,
                            size_t vlen, cache_rewind_fn rewind, void *opaque, tb_error *err)
 {
@@ -208,6 +423,9 @@ tb_code cache_apply_schema(cache_store *s, const char *prefix, const char *key, 
         return TB_OK; /* a table's descriptor removed: keep the cache table as it is */
     if ((rc = cj_parse(value, vlen, &v, err)) != TB_OK)
         return tb_error_prefix(err, rc, "schema record: ");
+    cj_val flag;
+    if (cj_obj_get(&v, "dropped", &flag) && flag.type == CJ_TRUE)
+        return apply_dropped(s, prefix, &v, err);
     if ((rc = parse_descriptor(&v, &nt, err)) != TB_OK)
         return rc;
     tb_buf_init(&why, 0);
@@ -221,7 +439,12 @@ tb_code cache_apply_schema(cache_store *s, const char *prefix, const char *key, 
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
     }
+    if (cache_store_get_state(s, dropped_key(&why, nt->topic), 0) &&
+        (rc = cache_store_put_state(s, dropped_key(&why, nt->topic), 0, err)) != TB_OK)
+        goto fail; /* described again: its messages apply */
     t = cache_store_find(s, nt->name);
+    if (!t && (rc = apply_renamed(s, prefix, &v, nt, &t, err)) != TB_OK)
+        goto fail;
     if (!t) {
         /* the store owns nt from here on, and frees it if it cannot create the table */
         long long version = (long long)nt->version;
@@ -252,7 +475,8 @@ tb_code cache_apply_schema(cache_store *s, const char *prefix, const char *key, 
             if (strcmp(t->cols[i].name, nt->cols[j].name) == 0)
                 break;
         if (i == t->ncols)
-            rc = cache_store_add_column(s, t, nt->cols[j].name, nt->cols[j].type, nt->cols[j].cls, err);
+            rc = cache_store_add_column(s, t, nt->cols[j].name, nt->cols[j].type, nt->cols[j].cls,
+                                        nt->cols[j].dflt_sql, err);
         else if (strcmp(t->cols[i].type, nt->cols[j].type) != 0)
             rc = cache_store_update_column(s, t, i, nt->cols[j].type, nt->cols[j].cls, err);
     }
@@ -501,6 +725,16 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
     if (kv.type != CJ_OBJECT || kv.len <= 2)
         return tb_error_set(err, TB_ERR_INVALID, false, "key is not a non-empty JSON object");
     cache_table *t = cache_store_find_topic(s, topic);
+    if (!t) { /* a table dropped here (cache.on.drop=drop) is not made again by its topic's rows */
+        tb_buf k;
+        tb_buf_init(&k, 0);
+        bool dropped = cache_store_get_state(s, dropped_key(&k, topic), 0) != 0;
+        tb_buf_free(&k);
+        if (dropped) {
+            s->applied++;
+            return TB_OK;
+        }
+    }
     if (has_ks || has_vs) { /* typed by the message's Connect schemas */
         if (!t && (rc = table_of(s, topic, prefix, &t, err)) != TB_OK)
             return rc;

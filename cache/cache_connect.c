@@ -427,7 +427,7 @@ tb_code cache_cx_table(cache_store *s, const char *topic, const char *prefix, co
                                           "table \"%s\": key column \"%s\" is not a column of the table (the key "
                                           "changed: rebuild the cache)",
                                           t->name, name);
-                    } else if ((rc = cache_store_add_column(s, t, name, k.type, k.cls, err)) == TB_OK) {
+                    } else if ((rc = cache_store_add_column(s, t, name, k.type, k.cls, NULL, err)) == TB_OK) {
                         set_decoder(&t->cols[i], &k);
                     }
                 } else {

@@ -74,6 +74,8 @@ typedef struct cache_col {
     int16_t scale;   /* from the schema record: DECIMAL scale, TIME/DATETIME fsp; -1 unknown */
     uint8_t dz;      /* cache_dz: set from the message's Connect schema (not stored in the file) */
     int8_t dz_arg;   /* DECIMAL scale; fraction digits of a temporal (-1: unknown, shortest exact) */
+    char *dflt_sql;  /* the column's default as an SQL literal of the stored value (schema record's
+                        default, cache_apply.c), declared when the column is created; NULL: none */
 } cache_col;
 
 #define CACHE_STMT_SLOTS 4
@@ -118,6 +120,7 @@ typedef struct cache_store {
     bool in_tx;
     bool has_scale;           /* _tributary_columns has its scale column */
     cache_dbz_opts dbz;       /* how schemaless Debezium values were written (cache.debezium.*) */
+    bool drop_on_drop;        /* cache.on.drop=drop */
     int64_t applied, skipped, dlq; /* counters (persisted at commit) */
     tb_buf scratch, sql;
     unsigned char *present;   /* per-column scratch */
@@ -150,8 +153,13 @@ cache_table *cache_store_find_topic(cache_store *s, const char *topic);
 /* Create (or replace after a rebuild) a table with these columns; takes ownership of t. */
 tb_code cache_store_create(cache_store *s, cache_table *t, tb_error *err);
 tb_code cache_store_drop(cache_store *s, cache_table *t, tb_error *err); /* frees t */
+/* Add a column; dflt_sql (may be NULL): its default as an SQL literal, which the rows
+ * already in the table take. */
 tb_code cache_store_add_column(cache_store *s, cache_table *t, const char *name, const char *type,
-                               cache_class cls, tb_error *err);
+                               cache_class cls, const char *dflt_sql, tb_error *err);
+/* Rename table t to name (db_len: bytes of <db> in it), now holding topic. */
+tb_code cache_store_rename(cache_store *s, cache_table *t, const char *name, size_t db_len, const char *topic,
+                           tb_error *err);
 tb_code cache_store_update_column(cache_store *s, cache_table *t, size_t i, const char *type,
                                   cache_class cls, tb_error *err);
 tb_code cache_store_set_topic(cache_store *s, cache_table *t, const char *topic, tb_error *err);

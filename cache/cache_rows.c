@@ -195,7 +195,7 @@ static tb_code take_member(cache_store *s, cache_table *t, int pass, const char 
         if (!name)
             return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         TB_WARN("cache", "table \"%s\": column \"%s\" is not in its schema: adding it untyped", t->name, name);
-        rc = cache_store_add_column(s, t, name, "", CC_ANY, err);
+        rc = cache_store_add_column(s, t, name, "", CC_ANY, NULL, err);
         free(name);
         if (rc != TB_OK || (rc = ensure_scratch(s, t->ncols, err)) != TB_OK)
             return rc;

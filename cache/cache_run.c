@@ -749,6 +749,7 @@ tb_code cache_run(const cache_opts *o, tb_error *err)
     if ((rc = cache_store_open(o->db_path, false, &c.s, err)) != TB_OK)
         goto out;
     c.s->dbz = o->dbz;
+    c.s->drop_on_drop = o->drop_on_drop;
     c.applied0 = c.s->applied;
     c.skipped0 = c.s->skipped;
     c.dlq0 = c.s->dlq;

@@ -59,6 +59,7 @@ void cache_table_free(cache_table *t)
     for (size_t i = 0; i < t->ncols; i++) {
         free(t->cols[i].name);
         free(t->cols[i].type);
+        free(t->cols[i].dflt_sql);
     }
     free(t->cols);
     free(t->pk);
@@ -172,6 +173,7 @@ static tb_code load_tables(cache_store *s, tb_error *err)
             }
             t->cols = nc;
             cache_col *c = &t->cols[t->ncols++];
+            memset(c, 0, sizeof(*c));
             c->name = strdup((const char *)sqlite3_column_text(sc, 0));
             c->type = strdup((const char *)sqlite3_column_text(sc, 1));
             c->cls = (cache_class)sqlite3_column_int(sc, 2);
@@ -442,6 +444,8 @@ tb_code cache_store_create(cache_store *s, cache_table *t, tb_error *err)
         const char *decl = cache_class_decl(t->cols[i].cls);
         if (rc == TB_OK && *decl)
             rc = tb_buf_printf(q, " %s", decl);
+        if (rc == TB_OK && t->cols[i].dflt_sql)
+            rc = tb_buf_printf(q, " DEFAULT %s", t->cols[i].dflt_sql);
         rc = rc ? rc : tb_buf_puts(q, ", ");
     }
     rc = rc ? rc : tb_buf_puts(q, "\"_partition\" INTEGER, PRIMARY KEY(");
@@ -512,7 +516,7 @@ tb_code cache_store_drop(cache_store *s, cache_table *t, tb_error *err)
 }
 
 tb_code cache_store_add_column(cache_store *s, cache_table *t, const char *name, const char *type,
-                               cache_class cls, tb_error *err)
+                               cache_class cls, const char *dflt_sql, tb_error *err)
 {
     tb_code rc;
     if ((rc = reserved_column(t->name, name, err)) != TB_OK)
@@ -529,9 +533,11 @@ tb_code cache_store_add_column(cache_store *s, cache_table *t, const char *name,
     c->type = strdup(type ? type : "");
     c->cls = cls;
     c->scale = -1;
-    if (!c->name || !c->type) {
+    c->dflt_sql = dflt_sql ? strdup(dflt_sql) : NULL;
+    if (!c->name || !c->type || (dflt_sql && !c->dflt_sql)) {
         free(c->name);
         free(c->type);
+        free(c->dflt_sql);
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     }
     t->ncols++;
@@ -543,11 +549,16 @@ tb_code cache_store_add_column(cache_store *s, cache_table *t, const char *name,
     rc = rc ? rc : cache_quote_ident(&s->sql, name);
     if (rc == TB_OK && *cache_class_decl(cls))
         rc = tb_buf_printf(&s->sql, " %s", cache_class_decl(cls));
+    /* SQLite gives the rows already in the table the default (they were written before the
+     * source added the column, which filled them with it), and so do later rows without it */
+    if (rc == TB_OK && dflt_sql)
+        rc = tb_buf_printf(&s->sql, " DEFAULT %s", dflt_sql);
     if (rc != TB_OK)
         return tb_error_set(err, rc, false, "out of memory");
     if ((rc = cache_exec(s, tb_buf_cstr(&s->sql), err)) != TB_OK)
         return tb_error_prefix(err, rc, "table \"%s\": adding column \"%s\": ", t->name, name);
-    TB_INFO("cache", "table \"%s\": added column \"%s\" %s", t->name, name, *c->type ? c->type : "(untyped)");
+    TB_INFO("cache", "table \"%s\": added column \"%s\" %s%s%s", t->name, name, *c->type ? c->type : "(untyped)",
+            dflt_sql ? ", existing rows take its default " : "", dflt_sql ? dflt_sql : "");
     return save_column(s, t, t->ncols - 1, err);
 }
 
@@ -563,4 +574,53 @@ tb_code cache_store_update_column(cache_store *s, cache_table *t, size_t i, cons
     t->cols[i].type = dup;
     t->cols[i].cls = cls;
     return save_column(s, t, i, err);
+}
+
+tb_code cache_store_rename(cache_store *s, cache_table *t, const char *name, size_t db_len, const char *topic,
+                           tb_error *err)
+{
+    tb_code rc;
+    if ((rc = cache_store_flush(s, err)) != TB_OK)
+        return rc;
+    char *n = strdup(name), *tp = strdup(topic);
+    if (!n || !tp) {
+        free(n);
+        free(tp);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    table_reset_stmts(t);
+    tb_buf_reset(&s->sql);
+    rc = tb_buf_puts(&s->sql, "ALTER TABLE ");
+    rc = rc ? rc : cache_quote_ident(&s->sql, t->name);
+    rc = rc ? rc : tb_buf_puts(&s->sql, " RENAME TO ");
+    rc = rc ? rc : cache_quote_ident(&s->sql, name);
+    if (rc != TB_OK) {
+        free(n);
+        free(tp);
+        return tb_error_set(err, rc, false, "out of memory");
+    }
+    if ((rc = cache_exec(s, tb_buf_cstr(&s->sql), err)) != TB_OK ||
+        (rc = exec_bound_name(s, "DELETE FROM _tributary_tables WHERE tbl=?1", t->name, err)) != TB_OK) {
+        free(n);
+        free(tp);
+        return tb_error_prefix(err, rc, "table \"%s\": renaming it to \"%s\": ", t->name, name);
+    }
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "UPDATE _tributary_columns SET tbl=?1 WHERE tbl=?2", -1, &st, NULL) != SQLITE_OK) {
+        free(n);
+        free(tp);
+        return sqlite_fail(s, "renaming a table's columns", err);
+    }
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, t->name, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = sqlite_fail(s, "renaming a table's columns", err);
+    sqlite3_finalize(st);
+    free(t->name);
+    free(t->topic);
+    t->name = n;
+    t->db_len = db_len;
+    t->topic = tp;
+    s->last_hit = NULL;
+    return rc != TB_OK ? rc : save_table(s, t, err);
 }

@@ -155,6 +155,7 @@ static const cfg_prop props[] = {
     {"cache.mode", CFG_ENUM, "global", 0, 0, v_cache_mode, "`global` (every partition) or `group` (consumer group).", false, "cache"},
     {"cache.group.id", CFG_STRING, NULL, 0, 0, NULL, "Consumer group for cache.mode=group (default: <name>-cache).", false, "cache"},
     {"cache.on.revoke", CFG_ENUM, "keep", 0, 0, v_revoke, "Group mode: drop or keep the rows of a revoked partition.", false, "cache"},
+    {"cache.on.drop", CFG_ENUM, "keep", 0, 0, v_revoke, "A table dropped at the source (its schema record says `dropped`): `keep` its rows in the cache, or `drop` the cache table (messages of its topic read afterwards are not applied until the table is described again).", false, "cache"},
     {"cache.error.policy", CFG_ENUM, "fail", 0, 0, v_error_policy, "An undecodable message: stop, skip (logged) or copy to <name>.cache.dlq.", false, "cache"},
     {"cache.batch.size", CFG_INT, "5000", 1, 10000000, NULL, "Messages applied per SQLite transaction.", false, "cache"},
     {"cache.debezium.decimal.handling.mode", CFG_ENUM, "precise", 0, 0, v_dbz_decimal, "How the Debezium connector wrote DECIMAL values of topics without Connect schemas (its decimal.handling.mode): decoded by the types of tributary's schema record, named in the warning for a foreign topic.", false, "cache"},

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "tb_buf.h"
 
@@ -13,6 +14,34 @@ void mymeta_labels_free(char **labels, size_t n)
     for (size_t i = 0; i < n; i++)
         free(labels[i]);
     free(labels);
+}
+
+/* The quoted text at *pp (at its opening quote) into b (reset first): a
+ * doubled quote is one quote, a backslash escapes the next character.
+ * *pp ends after the closing quote. TB_ERR_INVALID when it is not closed. */
+static tb_code read_quoted(const char **pp, tb_buf *b)
+{
+    const char *p = *pp + 1;
+    tb_code rc = TB_OK;
+    tb_buf_reset(b);
+    while (rc == TB_OK) {
+        if (*p == '\0')
+            return TB_ERR_INVALID;
+        if (*p == '\'' && p[1] == '\'') {
+            rc = tb_buf_putc(b, '\'');
+            p += 2;
+        } else if (*p == '\'') {
+            p++;
+            break;
+        } else if (*p == '\\' && p[1] != '\0') {
+            rc = tb_buf_putc(b, p[1]);
+            p += 2;
+        } else {
+            rc = tb_buf_putc(b, *p++);
+        }
+    }
+    *pp = p;
+    return rc;
 }
 
 tb_code mymeta_parse_labels(const char *column_type, char ***labels, size_t *n)
@@ -29,28 +58,8 @@ tb_code mymeta_parse_labels(const char *column_type, char ***labels, size_t *n)
     tb_buf_init(&b, 0);
     tb_code rc = TB_OK;
     while (*p == '\'') {
-        p++;
-        tb_buf_reset(&b);
-        for (;;) {
-            if (*p == '\0') {
-                rc = TB_ERR_INVALID;
-                goto out;
-            }
-            if (*p == '\'' && p[1] == '\'') {
-                rc = tb_buf_putc(&b, '\'');
-                p += 2;
-            } else if (*p == '\'') {
-                p++;
-                break;
-            } else if (*p == '\\' && p[1] != '\0') {
-                rc = tb_buf_putc(&b, p[1]);
-                p += 2;
-            } else {
-                rc = tb_buf_putc(&b, *p++);
-            }
-            if (rc != TB_OK)
-                goto out;
-        }
+        if ((rc = read_quoted(&p, &b)) != TB_OK)
+            goto out;
         if (cnt == cap) {
             cap = cap ? cap * 2 : 8;
             char **nv = realloc(v, cap * sizeof(*nv));
@@ -79,4 +88,56 @@ out:
     *labels = v;
     *n = cnt;
     return TB_OK;
+}
+
+/* A number as a literal default is written ("5", "-1.50", "1e3"). */
+static bool is_number(const char *s)
+{
+    if (*s == '-' || *s == '+')
+        s++;
+    if (!*s)
+        return false;
+    bool digit = false;
+    for (; *s; s++) {
+        if (*s >= '0' && *s <= '9')
+            digit = true;
+        else if (*s != '.' && *s != 'e' && *s != 'E' && *s != '-' && *s != '+')
+            return false;
+    }
+    return digit;
+}
+
+tb_code mymeta_parse_default(const char *column_default, const char *extra, bool mariadb, char **text, bool *is_expr)
+{
+    *text = NULL;
+    *is_expr = false;
+    if (!column_default)
+        return TB_OK;
+    if (!mariadb) {
+        /* MySQL writes a literal unquoted; an expression is marked in EXTRA
+         * (8.0.13 on), CURRENT_TIMESTAMP before that */
+        *is_expr = (extra && strstr(extra, "DEFAULT_GENERATED")) ||
+                   strncasecmp(column_default, "current_timestamp", 17) == 0;
+        *text = strdup(column_default);
+        return *text ? TB_OK : TB_ERR_NOMEM;
+    }
+    if (strcmp(column_default, "NULL") == 0)
+        return TB_OK;
+    if (column_default[0] == '\'') {
+        tb_buf b;
+        tb_buf_init(&b, 0);
+        const char *p = column_default;
+        tb_code rc = read_quoted(&p, &b);
+        if (rc == TB_OK && *p == '\0') {
+            *text = strdup(tb_buf_cstr(&b));
+            tb_buf_free(&b);
+            return *text ? TB_OK : TB_ERR_NOMEM;
+        }
+        tb_buf_free(&b);
+        if (rc == TB_ERR_NOMEM)
+            return rc;
+    }
+    *is_expr = !is_number(column_default);
+    *text = strdup(column_default);
+    return *text ? TB_OK : TB_ERR_NOMEM;
 }

@@ -5,6 +5,7 @@
 #ifndef MYMETA_H
 #define MYMETA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tb_error.h"
@@ -16,5 +17,15 @@
  * TB_ERR_INVALID when column_type is not such a list; TB_ERR_NOMEM. */
 tb_code mymeta_parse_labels(const char *column_type, char ***labels, size_t *n);
 void mymeta_labels_free(char **labels, size_t n); /* labels may be NULL */
+
+/* A column's default from information_schema.COLUMNS: COLUMN_DEFAULT
+ * (column_default, NULL for SQL NULL) and EXTRA (may be NULL) of a MariaDB
+ * (mariadb) or MySQL server. *text: NULL when the column has no default or
+ * its default is NULL; else malloc'd: a literal's value (MariaDB quotes a
+ * string literal, 'it''s' -> it's; a number stays as written), or, with
+ * *is_expr, the text of an expression the server evaluates per row
+ * (MariaDB: what is neither quoted nor a number, e.g. current_timestamp();
+ * MySQL: EXTRA says DEFAULT_GENERATED, or CURRENT_TIMESTAMP). TB_ERR_NOMEM. */
+tb_code mymeta_parse_default(const char *column_default, const char *extra, bool mariadb, char **text, bool *is_expr);
 
 #endif

@@ -70,6 +70,14 @@ typedef struct evt_column {
     char *charset;       /* e.g. "utf8mb4", "latin1", "binary"; may be NULL */
     char **labels;       /* ENUM/SET labels in declaration order; NULL if unknown */
     size_t nlabels;
+    /* The column's default as the source reports it (evt_table_set_default):
+     * NULL when it has none or it is NULL; else the text of a literal (a
+     * string literal's value without quotes, a number as written), or, when
+     * default_expr, the text of an expression the source evaluates when it
+     * writes a row ("current_timestamp()", "uuid()"): such a default has no
+     * value a consumer could apply. */
+    char *default_text;
+    bool default_expr;
 } evt_column;
 
 typedef struct evt_table evt_table;
@@ -86,6 +94,24 @@ tb_code evt_table_set_column(evt_table *t, size_t i, const char *name, evt_type 
 tb_code evt_table_set_column_details(evt_table *t, size_t i, uint32_t length, uint32_t precision,
                                      uint32_t scale, const char *charset);
 tb_code evt_table_set_labels(evt_table *t, size_t i, const char *const *labels, size_t n);
+/* The column's default (see evt_column.default_text; text NULL: none). */
+tb_code evt_table_set_default(evt_table *t, size_t i, const char *text, bool is_expr);
+/* The table was renamed from db.table (the schema record says where it came
+ * from); NULL clears. */
+tb_code evt_table_set_renamed_from(evt_table *t, const char *db, const char *table);
+/* A new unsealed copy of t (one reference for the caller, version and
+ * everything else kept), to derive a descriptor from a sealed one; NULL on
+ * allocation failure. */
+evt_table *evt_table_copy(const evt_table *t);
+/* A sealed descriptor that says db.table was dropped: no columns, no key,
+ * version 0, evt_table_dropped() true. One reference for the caller; NULL on
+ * allocation failure. */
+evt_table *evt_table_new_dropped(const char *db, const char *table);
+/* A descriptor made from the keys a table's topic holds (the table is no
+ * longer in the catalog and no descriptor of it is known): its events carry
+ * key columns only, and sinks write no schema record for it. */
+void evt_table_set_keys_only(evt_table *t);
+bool evt_table_keys_only(const evt_table *t);
 /* Primary key as column indexes in key order (replaces any previous key). */
 tb_code evt_table_set_pk(evt_table *t, const size_t *cols, size_t n);
 void evt_table_set_version(evt_table *t, uint32_t version);
@@ -104,6 +130,10 @@ size_t evt_table_npk(const evt_table *t);
 size_t evt_table_pk_col(const evt_table *t, size_t k); /* column index of key part k */
 uint32_t evt_table_version(const evt_table *t);
 bool evt_table_names_known(const evt_table *t);
+bool evt_table_dropped(const evt_table *t);
+/* Where the table was renamed from; NULL (both) when it was not. Borrowed. */
+const char *evt_table_renamed_from_db(const evt_table *t);
+const char *evt_table_renamed_from_table(const evt_table *t);
 /* Same columns (names, types, key) ignoring version: used to decide whether a
  * new schema version must be announced. */
 bool evt_table_same_shape(const evt_table *a, const evt_table *b);

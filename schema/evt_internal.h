@@ -22,6 +22,9 @@ struct evt_table {
     uint32_t version;
     bool names_known;
     bool sealed;
+    bool dropped;
+    bool keys_only;
+    char *renamed_db, *renamed_table; /* NULL unless renamed_from was set */
     char *keyfrag;   /* set by seal: each column name as JSON key text, then EVT_KEYFRAG_PAD bytes */
     size_t *keyoff;  /* ncols + 1 offsets into keyfrag */
     char *srcfrag;   /* set by seal: "\"db\":\"<db>\",\"table\":\"<name>\"" (source block members) */

@@ -97,8 +97,15 @@
  *          "columns":[{"name":C,"type":"<evt_type_name>","source_type":S|null,
  *                      "nullable":B,"unsigned":B,"pk":<1-based key ordinal, 0>,
  *                      "length":N,"precision":N,"scale":N,"charset":S|null,
- *                      "labels":[...]|null},...],
- *          "primary_key":["<col>",...]}
+ *                      "labels":[...]|null,"default":S|null,"default_expr":B},...],
+ *          "primary_key":["<col>",...],"dropped":B,
+ *          "renamed_from":null|{"db":D,"table":T}}
+ *   default: the column's default as the source reports it, null when it has
+ *   none or it is NULL: a literal's value as text ("x" for 'x', "1.50", "0"),
+ *   or with default_expr true the text of an expression the source evaluates
+ *   when it writes a row ("current_timestamp()"); an expression is never
+ *   applied by a consumer. dropped: the table was dropped (then version 0,
+ *   no columns, no key). renamed_from: the table's name before a RENAME.
  *
  * Printed line (stdout sink, `decode`): {"topic":T,"key":KEY,"value":VALUE|null}
  * (KEY and VALUE embedded verbatim). Positions as JSON: see evt_position_json.c.
@@ -821,6 +828,9 @@ tb_code evt_json_schema_value(const evt_table *t, tb_buf *out)
             evt_jw_arr_end(&w);
         } else
             evt_jw_null(&w);
+        put_cstr(&w, EVT_JW_KEY_ARGS("default"), c->default_text);
+        EVT_JW_KEY(&w, "default_expr");
+        evt_jw_bool(&w, c->default_expr);
         evt_jw_obj_end(&w);
     }
     evt_jw_arr_end(&w);
@@ -831,6 +841,16 @@ tb_code evt_json_schema_value(const evt_table *t, tb_buf *out)
         evt_jw_str(&w, c->name, strlen(c->name));
     }
     evt_jw_arr_end(&w);
+    EVT_JW_KEY(&w, "dropped");
+    evt_jw_bool(&w, evt_table_dropped(t));
+    EVT_JW_KEY(&w, "renamed_from");
+    if (evt_table_renamed_from_table(t)) {
+        evt_jw_obj_begin(&w);
+        put_cstr(&w, EVT_JW_KEY_ARGS("db"), evt_table_renamed_from_db(t));
+        put_cstr(&w, EVT_JW_KEY_ARGS("table"), evt_table_renamed_from_table(t));
+        evt_jw_obj_end(&w);
+    } else
+        evt_jw_null(&w);
     evt_jw_obj_end(&w);
     return evt_jw_finish(&w);
 }

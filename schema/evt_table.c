@@ -88,6 +88,7 @@ static void column_clear(evt_column *c)
     free(c->name);
     free(c->source_type);
     free(c->charset);
+    free(c->default_text);
     for (size_t i = 0; i < c->nlabels; i++)
         free(c->labels[i]);
     free(c->labels);
@@ -105,6 +106,8 @@ static void table_destroy(evt_table *t)
     free(t->keyoff);
     free(t->db);
     free(t->name);
+    free(t->renamed_db);
+    free(t->renamed_table);
     free(t);
 }
 
@@ -264,6 +267,85 @@ tb_code evt_table_set_pk(evt_table *t, const size_t *cols, size_t n)
     return TB_OK;
 }
 
+tb_code evt_table_set_default(evt_table *t, size_t i, const char *text, bool is_expr)
+{
+    tb_code rc = table_check(t, i);
+    if (rc != TB_OK)
+        return rc;
+    char *copy = dup_or_null(text);
+    if (text && !copy)
+        return TB_ERR_NOMEM;
+    evt_column *c = &t->cols[i];
+    free(c->default_text);
+    c->default_text = copy;
+    c->default_expr = text && is_expr;
+    return TB_OK;
+}
+
+tb_code evt_table_set_renamed_from(evt_table *t, const char *db, const char *table)
+{
+    if (!t)
+        return TB_ERR_INVALID;
+    if (t->sealed)
+        return TB_ERR_STATE;
+    char *d = table ? strdup(db ? db : "") : NULL, *n = dup_or_null(table);
+    if (table && (!d || !n)) {
+        free(d);
+        free(n);
+        return TB_ERR_NOMEM;
+    }
+    free(t->renamed_db);
+    free(t->renamed_table);
+    t->renamed_db = d;
+    t->renamed_table = n;
+    return TB_OK;
+}
+
+evt_table *evt_table_copy(const evt_table *t)
+{
+    if (!t)
+        return NULL;
+    evt_table *c = evt_table_new(t->db, t->name, t->ncols);
+    tb_code rc = c ? TB_OK : TB_ERR_NOMEM;
+    for (size_t i = 0; rc == TB_OK && i < t->ncols; i++) {
+        const evt_column *x = &t->cols[i];
+        if ((rc = evt_table_set_column(c, i, x->name, x->type, x->source_type, x->nullable, x->is_unsigned)) == TB_OK &&
+            (rc = evt_table_set_column_details(c, i, x->length, x->precision, x->scale, x->charset)) == TB_OK &&
+            (rc = evt_table_set_default(c, i, x->default_text, x->default_expr)) == TB_OK && x->labels)
+            rc = evt_table_set_labels(c, i, (const char *const *)x->labels, x->nlabels);
+    }
+    if (rc == TB_OK)
+        rc = evt_table_set_pk(c, t->pk, t->npk);
+    if (rc == TB_OK)
+        rc = evt_table_set_renamed_from(c, t->renamed_db, t->renamed_table);
+    if (rc != TB_OK) {
+        evt_table_unref(c);
+        return NULL;
+    }
+    c->version = t->version;
+    c->names_known = t->names_known;
+    c->dropped = t->dropped;
+    return c;
+}
+
+evt_table *evt_table_new_dropped(const char *db, const char *table)
+{
+    evt_table *t = evt_table_new(db, table, 0);
+    if (!t)
+        return NULL;
+    t->dropped = true;
+    evt_table_seal(t);
+    return t;
+}
+
+void evt_table_set_keys_only(evt_table *t)
+{
+    if (t && !t->sealed)
+        t->keys_only = true;
+}
+
+bool evt_table_keys_only(const evt_table *t) { return t->keys_only; }
+
 void evt_table_set_version(evt_table *t, uint32_t version)
 {
     if (t && !t->sealed)
@@ -351,6 +433,9 @@ size_t evt_table_npk(const evt_table *t) { return t->npk; }
 size_t evt_table_pk_col(const evt_table *t, size_t k) { return k < t->npk ? t->pk[k] : (size_t)-1; }
 uint32_t evt_table_version(const evt_table *t) { return t->version; }
 bool evt_table_names_known(const evt_table *t) { return t->names_known; }
+bool evt_table_dropped(const evt_table *t) { return t->dropped; }
+const char *evt_table_renamed_from_db(const evt_table *t) { return t->renamed_db; }
+const char *evt_table_renamed_from_table(const evt_table *t) { return t->renamed_table; }
 
 long evt_table_find(const evt_table *t, const char *name)
 {

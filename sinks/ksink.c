@@ -444,6 +444,10 @@ static tb_code ksink_prepare_table(ksink *ks, evt_table *t, ksink_table **out, t
     }
     /* A new version, or other columns: not the same version described by another reader (the
      * snapshot's descriptor, then the binlog's, differ in lengths and declared types). */
+    if (evt_table_keys_only(t)) { /* no table version: nothing to announce, nothing to compare with */
+        *out = te;
+        return TB_OK;
+    }
     if (!te->announced || te->version != evt_table_version(t) || !te->last || !evt_table_same_columns(te->last, t))
         if ((rc = ksink_announce(ks, te, t, err)) != TB_OK)
             return rc;
@@ -729,6 +733,37 @@ static tb_code ksink_schema_topic_name(const cfg *c, tb_buf *b)
 static tb_code ksink_txmeta_topic_name(const cfg *c, tb_buf *b)
 {
     return tb_buf_printf(b, "%s.transaction", cfg_get_str(c, "topic.prefix"));
+}
+
+tb_code ksink_announce_table(ksink *ks, evt_table *t, tb_error *err)
+{
+    tb_code rc;
+    if ((rc = ksink_failed(ks, err)) != TB_OK)
+        return rc;
+    if (ks->eos && !ks->in_txn) {
+        rd_kafka_error_t *kerr = rd_kafka_begin_transaction(ks->rk);
+        if (kerr) {
+            rc = kafka_error_obj(err, kerr, "begin Kafka transaction");
+            rd_kafka_error_destroy(kerr);
+            return rc;
+        }
+        ks->in_txn = true;
+    }
+    ksink_table *te = ksink_tab_get(ks, t, err);
+    if (!te)
+        return TB_ERR_NOMEM;
+    if ((rc = ksink_announce(ks, te, t, err)) != TB_OK) {
+        if (ks->eos && !ks->failed && rd_kafka_fatal_error(ks->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
+            return ksink_eos_abort(ks, err);
+        return rc;
+    }
+    evt_table_unref(te->last);
+    te->last = NULL;
+    if (evt_table_dropped(t))
+        te->announced = false; /* a table created again under the name is announced again */
+    else
+        te->last = evt_table_ref(t);
+    return TB_OK;
 }
 
 tb_code ksink_send_txmeta(ksink *ks, const char *key, size_t klen, const char *value, size_t vlen, tb_error *err)

@@ -152,6 +152,14 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err);
  * first if there is one. */
 tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err);
 
+/* Write the schema record of t now, as a message of the current source
+ * transaction: a dropped table's (evt_table_new_dropped), or a descriptor
+ * that says where the table was renamed from (evt_table_set_renamed_from).
+ * Later events of the table with the same columns do not write it again;
+ * after a dropped record the table's next event writes its schema again.
+ * t is borrowed (a reference is kept when needed). */
+tb_code ksink_announce_table(ksink *ks, evt_table *t, tb_error *err);
+
 /* transaction.topic=true: one transaction-metadata record (BEGIN or END,
  * Debezium-style, built by the caller) to <topic.prefix>.transaction
  * (created on first use, delete policy), tracked with the current source

@@ -162,15 +162,15 @@ static void ssink_cut_partial_line(stdout_sink *s)
     }
 }
 
-/* Print the schema record of t unless this version was printed already. */
-static tb_code ssink_announce(stdout_sink *s, const evt_table *t, tb_error *err)
+/* Print the schema record of t unless this version was printed already (force: even then). */
+static tb_code ssink_announce(stdout_sink *s, const evt_table *t, bool force, tb_error *err)
 {
     tb_buf_reset(&s->tkey);
     if (tb_buf_printf(&s->tkey, "%s\x1f%s", evt_table_db(t), evt_table_name(t)) != TB_OK)
         return tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
     void **slot = tb_hmap_find(&s->announced, s->tkey.data, s->tkey.len);
     uint32_t version = evt_table_version(t);
-    if (slot && (uintptr_t)*slot == (uintptr_t)version + 1)
+    if (slot && (uintptr_t)*slot == (uintptr_t)version + 1 && !force)
         return TB_OK;
     bool first = !slot;
 
@@ -195,13 +195,18 @@ static tb_code ssink_announce(stdout_sink *s, const evt_table *t, tb_error *err)
     return TB_OK;
 }
 
+tb_code stdout_sink_announce(stdout_sink *s, const evt_table *t, tb_error *err)
+{
+    return ssink_announce(s, t, true, err); /* a dropped table's version 0: its next table is printed again */
+}
+
 tb_code stdout_sink_send(stdout_sink *s, const evt_event *e, tb_error *err)
 {
     const tb_error *bad = evt_event_error(e);
     if (bad)
         return tb_error_set(err, bad->code, false, "%s", bad->msg);
     const evt_table *t = evt_event_table(e);
-    tb_code rc = ssink_announce(s, t, err);
+    tb_code rc = ssink_announce(s, t, false, err);
     if (rc != TB_OK)
         return rc;
     if ((rc = evt_render(&s->opts, e, &s->r, err)) != TB_OK)

@@ -50,6 +50,10 @@ tb_code stdout_sink_open(const cfg *c, FILE *fp, stdout_sink **out, tb_error *er
  * builder failed is refused with its own error. */
 tb_code stdout_sink_send(stdout_sink *s, const evt_event *e, tb_error *err);
 
+/* Print the schema record of t now (a dropped table's, or one that says
+ * where the table was renamed from; see ksink_announce_table). */
+tb_code stdout_sink_announce(stdout_sink *s, const evt_table *t, tb_error *err);
+
 /* Flush the output, then store pos (offsets.storage=file). pos must be a
  * transaction boundary whose events were all sent; NULL = flush only. */
 tb_code stdout_sink_commit(stdout_sink *s, const tb_position *pos, tb_error *err);

@@ -205,7 +205,7 @@ void snap_tinfo_free_all(snap_tinfo *t, size_t n)
 /* ============================================================ describe */
 
 typedef struct col_row {
-    char *name, *data_type, *column_type, *charset;
+    char *name, *data_type, *column_type, *charset, *dflt, *extra;
     bool nullable;
     uint64_t char_len, num_prec, num_scale, dt_prec;
     bool has_num_scale;
@@ -248,7 +248,9 @@ static tb_code col_cb(void *opaque, char **col, unsigned long *len, unsigned nco
     r->num_scale = num_or_zero(col[7]);
     r->has_num_scale = col[7] != NULL;
     r->dt_prec = num_or_zero(col[8]);
-    if (!r->name || !r->data_type || !r->column_type)
+    r->dflt = dup_or_null(col[9]);
+    r->extra = dup_or_null(col[10]);
+    if (!r->name || !r->data_type || !r->column_type || (col[9] && !r->dflt) || (col[10] && !r->extra))
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     return TB_OK;
 }
@@ -310,12 +312,14 @@ tb_code snap_schema_describe(MYSQL *my, const cfg *c, const char *db, const char
     evt_table *t = NULL;
     size_t *pkidx = NULL;
     const char *params[2] = {db, table};
+    const char *server = mysql_get_server_info(my);
+    bool mariadb = server && strstr(server, "MariaDB");
     *out = NULL;
 
     tb_code rc = snap_sql_query(my,
                                 "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, "
-                                "CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION "
-                                "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=? AND TABLE_NAME=? "
+                                "CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, "
+                                "COLUMN_DEFAULT, EXTRA FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=? AND TABLE_NAME=? "
                                 "ORDER BY ORDINAL_POSITION",
                                 params, 2, col_cb, &d, err);
     if (rc != TB_OK)
@@ -385,6 +389,14 @@ tb_code snap_schema_describe(MYSQL *my, const cfg *c, const char *db, const char
             cs = "binary";
         if (rc == TB_OK)
             rc = evt_table_set_column_details(t, i, length, prec, scale, cs);
+        if (rc == TB_OK) {
+            char *dtext = NULL;
+            bool dexpr = false;
+            rc = mymeta_parse_default(r->dflt, r->extra, mariadb, &dtext, &dexpr);
+            if (rc == TB_OK)
+                rc = evt_table_set_default(t, i, dtext, dexpr);
+            free(dtext);
+        }
         if (rc == TB_OK && (ty == EVT_T_ENUM || ty == EVT_T_SET)) {
             char **labels = NULL;
             size_t nl = 0;
@@ -427,6 +439,8 @@ out:
         free(d.v[i].data_type);
         free(d.v[i].column_type);
         free(d.v[i].charset);
+        free(d.v[i].dflt);
+        free(d.v[i].extra);
     }
     free(d.v);
     for (size_t i = 0; i < d.npk; i++)

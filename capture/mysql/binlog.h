@@ -46,7 +46,9 @@
  * without names is looked up in information_schema when its map is first
  * seen (and again after any DDL), with a warning that a DDL between the
  * event and the lookup can shift columns. A descriptor's version goes up
- * when a table's shape changes.
+ * when a table's shape changes. Live, each new version also takes its
+ * columns' defaults from information_schema (by column name, as they are
+ * when the version is first seen).
  *
  * Ownership: binlog_dec_new/binlog_open* return objects freed with
  * binlog_dec_free/binlog_close (NULL-safe). Events returned by
@@ -137,10 +139,11 @@ typedef tb_code (*binlog_stmt_fn)(void *opaque, const binlog_stmt *st, tb_error 
 typedef struct binlog_dec binlog_dec;
 
 /* Looks a table up in the source's catalog when a TABLE_MAP carries no column
- * names (binlog_row_metadata=MINIMAL). *out: a new descriptor with names, key,
- * signedness, charsets and ENUM/SET labels (types may be EVT_T_UNKNOWN), or
- * NULL when the table is not found; the decoder drops the reference. The live
- * reader installs one that reads information_schema. */
+ * names (binlog_row_metadata=MINIMAL), and for the column defaults of every
+ * new table version (the binlog has none). *out: a new descriptor with names,
+ * key, signedness, charsets, ENUM/SET labels and defaults (types may be
+ * EVT_T_UNKNOWN), or NULL when the table is not found; the decoder drops the
+ * reference. The live reader installs one that reads information_schema. */
 typedef tb_code (*binlog_schema_fn)(void *opaque, const char *db, const char *table, evt_table **out,
                                     tb_error *err);
 

@@ -312,6 +312,35 @@ static tb_code apply_key_columns(binlog_dec *d, bl_tmap *m, tb_error *err)
     return rc;
 }
 
+/* The defaults of info's columns, by name, into t (unsealed). */
+static tb_code take_defaults(evt_table *t, const evt_table *info, tb_error *err)
+{
+    for (size_t i = 0; i < evt_table_ncols(t); i++) {
+        long j = evt_table_find(info, evt_table_column(t, i)->name);
+        const evt_column *ic = j < 0 ? NULL : evt_table_column(info, (size_t)j);
+        if (ic && evt_table_set_default(t, i, ic->default_text, ic->default_expr) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    return TB_OK;
+}
+
+/* A new version of a table: the binlog does not carry column defaults, the
+ * catalog says them now (a DDL since the event can have changed them; a
+ * table gone since has none). A failed lookup leaves them unknown (WARN). */
+static void lookup_defaults(binlog_dec *d, evt_table *t)
+{
+    evt_table *info = NULL;
+    tb_error serr;
+    tb_error_clear(&serr);
+    tb_code rc = d->o.schema_fn(d->o.schema_opaque, evt_table_db(t), evt_table_name(t), &info, &serr);
+    if (rc == TB_OK && info)
+        rc = take_defaults(t, info, &serr);
+    if (rc != TB_OK)
+        TB_WARN("binlog", "%s.%s: column defaults not read from information_schema (%s): its schema record says "
+                "none", evt_table_db(t), evt_table_name(t), serr.msg);
+    evt_table_unref(info);
+}
+
 static tb_code on_table_map(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err)
 {
     unsigned id_len = d->ph[BL_TABLE_MAP - 1] == 6 ? 4 : 6;
@@ -325,6 +354,7 @@ static tb_code on_table_map(binlog_dec *d, const uint8_t *body, size_t len, tb_e
     tb_code rc = bl_tmap_parse(body, len, id_len, d->mariadb, &m, err);
     if (rc != TB_OK)
         return rc;
+    bool looked_up = false;
     if (!evt_table_names_known(m->table) && d->o.schema_fn) {
         evt_table *info = NULL;
         tb_error serr;
@@ -332,6 +362,9 @@ static tb_code on_table_map(binlog_dec *d, const uint8_t *body, size_t len, tb_e
         rc = d->o.schema_fn(d->o.schema_opaque, evt_table_db(m->table), evt_table_name(m->table), &info, &serr);
         if (rc == TB_OK && info)
             rc = bl_tmap_apply_info(m, info, &serr);
+        if (rc == TB_OK && info)
+            rc = take_defaults(m->table, info, &serr);
+        looked_up = true;
         evt_table_unref(info);
         if (rc == TB_OK && info)
             TB_WARN("binlog", "%s.%s: the binlog has no column names (binlog_row_metadata is not FULL); names and "
@@ -364,6 +397,8 @@ static tb_code on_table_map(binlog_dec *d, const uint8_t *body, size_t len, tb_e
         m->table = evt_table_ref(v->table);
         free(key);
     } else {
+        if (!looked_up && d->o.schema_fn && evt_table_names_known(m->table))
+            lookup_defaults(d, m->table);
         evt_table_set_version(m->table, v ? evt_table_version(v->table) + 1 : 1);
         evt_table_seal(m->table);
         if (!v) {

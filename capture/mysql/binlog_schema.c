@@ -4,13 +4,16 @@
  * Used by the live reader through binlog_dec_opts.schema_fn, on a second
  * connection (the first one streams the binlog). Bound parameters only.
  *
- *   SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLUMN_KEY
- *     FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?
+ *   SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLUMN_KEY,
+ *          COLUMN_DEFAULT, EXTRA FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?
  *     ORDER BY ORDINAL_POSITION
  *   SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE
  *     WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND CONSTRAINT_NAME = 'PRIMARY'
  *     ORDER BY ORDINAL_POSITION
- * ENUM/SET labels are read from COLUMN_TYPE ("enum('a','b''c')", mymeta_parse_labels).
+ * ENUM/SET labels are read from COLUMN_TYPE ("enum('a','b''c')", mymeta_parse_labels),
+ * defaults from COLUMN_DEFAULT and EXTRA (mymeta_parse_default). The decoder
+ * also looks every new table version up here for its columns' defaults,
+ * which the binlog does not carry.
  */
 #include "binlog_schema.h"
 #include "evt_mysql.h"
@@ -23,7 +26,7 @@
 #define SC_TEXT 65536
 
 typedef struct sc_col {
-    char *name, *type, *charset;
+    char *name, *type, *charset, *dflt, *extra;
     bool nullable;
 } sc_col;
 
@@ -109,7 +112,10 @@ static void col_row(void *opaque, char **b, unsigned long *l, bool *nulls)
     col->type = strndup(b[1], l[1]);
     col->nullable = strcmp(b[2], "YES") == 0;
     col->charset = nulls[3] ? NULL : strndup(b[3], l[3]);
-    if (!col->name || !col->type)
+    col->dflt = nulls[5] ? NULL : strndup(b[5], l[5]);
+    col->extra = nulls[6] ? NULL : strndup(b[6], l[6]);
+    if (!col->name || !col->type || (!nulls[3] && !col->charset) || (!nulls[5] && !col->dflt) ||
+        (!nulls[6] && !col->extra))
         c->oom = true;
 }
 
@@ -134,22 +140,24 @@ static void pk_row(void *opaque, char **b, unsigned long *l, bool *nulls)
 tb_code binlog_schema_lookup(MYSQL *m, const char *db, const char *table, evt_table **out, tb_error *err)
 {
     *out = NULL;
-    char *bufs[5] = {0};
-    unsigned long lens[5];
-    bool nulls[5];
+    char *bufs[7] = {0};
+    unsigned long lens[7];
+    bool nulls[7];
     sc_cols cols = {0};
     sc_pk pk = {0};
     evt_table *t = NULL;
     tb_code rc = TB_OK;
-    for (int i = 0; i < 5; i++)
+    const char *server = mysql_get_server_info(m);
+    bool mariadb = server && strstr(server, "MariaDB");
+    for (int i = 0; i < 7; i++)
         if (!(bufs[i] = malloc(SC_TEXT))) {
             rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
             goto out;
         }
     rc = run(m,
-             "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLUMN_KEY "
+             "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLUMN_KEY, COLUMN_DEFAULT, EXTRA "
              "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
-             db, table, 5, bufs, lens, nulls, col_row, &cols, err);
+             db, table, 7, bufs, lens, nulls, col_row, &cols, err);
     if (rc != TB_OK)
         goto out;
     if (cols.oom) {
@@ -180,6 +188,14 @@ tb_code binlog_schema_lookup(MYSQL *m, const char *db, const char *table, evt_ta
         rc = evt_table_set_column(t, i, c->name, EVT_T_UNKNOWN, c->type, c->nullable, strstr(c->type, "unsigned") != NULL);
         if (rc == TB_OK)
             rc = evt_table_set_column_details(t, i, 0, 0, 0, c->charset);
+        if (rc == TB_OK) {
+            char *dtext = NULL;
+            bool dexpr = false;
+            rc = mymeta_parse_default(c->dflt, c->extra, mariadb, &dtext, &dexpr);
+            if (rc == TB_OK)
+                rc = evt_table_set_default(t, i, dtext, dexpr);
+            free(dtext);
+        }
         if (rc == TB_OK && (strncmp(c->type, "enum(", 5) == 0 || strncmp(c->type, "set(", 4) == 0)) {
             size_t n = 0;
             char **labels = NULL;
@@ -215,12 +231,14 @@ out:
         free(cols.cols[i].name);
         free(cols.cols[i].type);
         free(cols.cols[i].charset);
+        free(cols.cols[i].dflt);
+        free(cols.cols[i].extra);
     }
     free(cols.cols);
     for (size_t i = 0; i < pk.n; i++)
         free(pk.names[i]);
     free(pk.names);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 7; i++)
         free(bufs[i]);
     return rc;
 }

@@ -364,6 +364,113 @@ static void st_assert_equal(const st_run *r, MYSQL *m, const char *table, const 
     tb_buf_free(&cache);
 }
 
+/* The latest schema record of db.table in <db>.schema (topic.prefix is the
+ * test's database name), parsed by Jansson; NULL when there is none. */
+static json_t *st_schema_record(const st_run *r, const char *table)
+{
+    char errstr[512], topic[256];
+    snprintf(topic, sizeof topic, "%s.schema", r->db);
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", tb_itest_env("TRIBUTARY_TEST_KAFKA"), errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "group.id", "e2e-statements", errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "enable.partition.eof", "true", errstr, sizeof errstr);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    cr_assert_not_null(rk, "%s", errstr);
+    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(parts, topic, 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    cr_assert_eq(rd_kafka_assign(rk, parts), RD_KAFKA_RESP_ERR_NO_ERROR);
+    json_t *latest = NULL;
+    long long deadline = tb_itest_now_ms() + 60000;
+    for (;;) {
+        cr_assert(tb_itest_now_ms() < deadline, "topic %s not read to its end in 60 s", topic);
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 500);
+        if (!m)
+            continue;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            rd_kafka_message_destroy(m);
+            break;
+        }
+        cr_assert(!m->err, "consume %s: %s", topic, rd_kafka_message_errstr(m));
+        json_error_t je;
+        json_t *k = json_loadb(m->key, m->key_len, 0, &je);
+        cr_assert_not_null(k, "schema key is not JSON: %s", je.text);
+        if (strcmp(json_string_value(json_object_get(k, "db")), r->db) == 0 &&
+            strcmp(json_string_value(json_object_get(k, "table")), table) == 0) {
+            json_decref(latest);
+            latest = m->payload ? json_loadb(m->payload, m->len, 0, &je) : NULL;
+            cr_assert(!m->payload || latest, "schema record is not JSON: %s", je.text);
+        }
+        json_decref(k);
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_topic_partition_list_destroy(parts);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return latest;
+}
+
+/* The latest schema record of table says it was dropped (no columns). */
+static void st_expect_dropped(const st_run *r, const char *table)
+{
+    json_t *rec = st_schema_record(r, table);
+    cr_assert_not_null(rec, "no schema record of %s", table);
+    cr_expect(json_is_true(json_object_get(rec, "dropped")), "%s: the schema record does not say dropped", table);
+    cr_expect_eq(json_array_size(json_object_get(rec, "columns")), 0);
+    json_decref(rec);
+}
+
+/* The latest schema record of table says it was renamed from db.from. */
+static void st_expect_renamed(const st_run *r, const char *table, const char *from)
+{
+    json_t *rec = st_schema_record(r, table);
+    cr_assert_not_null(rec, "no schema record of %s", table);
+    cr_expect(json_is_false(json_object_get(rec, "dropped")), "%s: dropped", table);
+    json_t *rf = json_object_get(rec, "renamed_from");
+    cr_expect(json_is_object(rf), "%s: the schema record does not say where it came from", table);
+    cr_expect_str_eq(json_string_value(json_object_get(rf, "db")), r->db);
+    cr_expect_str_eq(json_string_value(json_object_get(rf, "table")), from);
+    cr_expect(json_array_size(json_object_get(rec, "columns")) > 0);
+    json_decref(rec);
+}
+
+/* Whether the cache file has table name. */
+static bool st_cache_has(const char *path, const char *name)
+{
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK, "%s", path);
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1", -1, &st, NULL),
+                 SQLITE_OK);
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    bool has = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return has;
+}
+
+/* A table gone from the source (dropped, or renamed away): its topic read as
+ * a KTable holds no key, and the cache has no such table, or an empty one
+ * (must_go: none at all). */
+static void st_assert_gone(const st_run *r, const char *table, const char *const *cols, bool must_go)
+{
+    char topic[256], ctable[256];
+    snprintf(topic, sizeof topic, "%s.%s.%s", r->db, r->db, table);
+    snprintf(ctable, sizeof ctable, "%s.%s", r->db, table);
+    tb_buf top, cache;
+    tb_buf_init(&top, 0);
+    tb_buf_init(&cache, 0);
+    st_topic_table(topic, cols, &top);
+    cr_expect_str_eq(tb_buf_cstr(&top), "", "%s: the topic of a table gone from the source holds keys", table);
+    bool has = st_cache_has(r->cache, ctable);
+    cr_expect(!(must_go && has), "%s: the cache still has the table", table);
+    if (has) {
+        st_cache_rows(r->cache, ctable, "id", &cache);
+        cr_expect_str_eq(tb_buf_cstr(&cache), "", "%s: the cache table of a table gone from the source has rows", table);
+    }
+    tb_buf_free(&top);
+    tb_buf_free(&cache);
+}
+
 static void st_cache_build(const st_run *r)
 {
     const char *cargs[] = {"cache", "--config", r->cfg, "--until-caught-up", NULL};
@@ -546,11 +653,13 @@ Test(e2e_statements, rename, .timeout = 240, .fini = e2e_kill_children)
     e2e_assert_clean_log(r.log);
     st_cache_build(&r);
     const char *cols[] = {"id", "v", "n", NULL};
-    e2e_sql(m, "CREATE TABLE %s.a (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db); /* empty: the old names */
-    e2e_sql(m, "CREATE TABLE %s.b (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db);
-    st_assert_equal(&r, m, "a", cols, "id, v, n");
-    st_assert_equal(&r, m, "b", cols, "id, v, n");
+    /* the old names: the cache renamed their table (renamed_from), or emptied it */
+    st_assert_gone(&r, "a", cols, false);
+    st_assert_gone(&r, "b", cols, false);
     st_assert_equal(&r, m, "c", cols, "id, v, n");
+    st_expect_dropped(&r, "a");
+    st_expect_dropped(&r, "b");
+    st_expect_renamed(&r, "c", "b");
     e2e_sql(m, "DROP DATABASE %s", r.db);
     mysql_close(m);
     e2e_rmtree(r.dir);
@@ -597,6 +706,175 @@ Test(e2e_statements, alter_kill9, .timeout = 240, .fini = e2e_kill_children)
     st_cache_build(&r);
     const char *cols[] = {"id", "v", "w", NULL};
     st_assert_equal(&r, m, "u", cols, "id, v, w");
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
+/* ALTER TABLE ... ADD COLUMN ... DEFAULT with ddl.alter.policy=warn (no
+ * resnapshot): the schema record carries the defaults, and the cache gives
+ * the rows written before the ALTER the literal defaults, as the source did,
+ * cell by cell; an expression default (CURRENT_TIMESTAMP) is not applied. */
+Test(e2e_statements, alter_default_cache, .timeout = 240, .fini = e2e_kill_children)
+{
+    st_run r;
+    st_setup(&r, "e2edflt", "ddl.alter.policy=warn\n");
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    e2e_sql(m, "CREATE TABLE %s.u (id INT PRIMARY KEY, v VARCHAR(20))", r.db);
+    for (int i = 1; i <= 10; i++)
+        e2e_sql(m, "INSERT INTO %s.u VALUES (%d, 'v%d')", r.db, i, i);
+    st_start(&r);
+    wait_caught_up(m, r.status, r.pid, r.log);
+    e2e_sql(m, "INSERT INTO %s.u VALUES (11, 'streamed')", r.db);
+    e2e_sql(m, "ALTER TABLE %s.u ADD COLUMN w VARCHAR(10) DEFAULT 'it''s', ADD COLUMN k INT NOT NULL DEFAULT -7, "
+               "ADD COLUMN d DECIMAL(6,2) DEFAULT 2.5, ADD COLUMN dt DATETIME DEFAULT '2024-01-31 10:11:12', "
+               "ADD COLUMN e ENUM('s','m') DEFAULT 'm', ADD COLUMN st SET('a','b','c') DEFAULT 'a,c', "
+               "ADD COLUMN z INT DEFAULT NULL, ADD COLUMN ts DATETIME DEFAULT CURRENT_TIMESTAMP",
+           r.db);
+    /* a row of the new version: its schema record (with the defaults) is written before it */
+    e2e_sql(m, "INSERT INTO %s.u (id, v, w, k) VALUES (12, 'after', 'y', 1)", r.db);
+    e2e_sql(m, "UPDATE %s.u SET v = 'upd' WHERE id = 2", r.db);
+    wait_caught_up(m, r.status, r.pid, r.log);
+    kill(r.pid, SIGTERM);
+    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
+    e2e_assert_clean_log(r.log);
+
+    json_t *rec = st_schema_record(&r, "u");
+    cr_assert_not_null(rec);
+    json_t *cols = json_object_get(rec, "columns");
+    cr_assert_eq(json_array_size(cols), 10);
+    const char *want[][2] = {{"w", "it's"}, {"k", "-7"}, {"d", "2.50"}, {"dt", "2024-01-31 10:11:12"},
+                             {"e", "m"}, {"st", "a,c"}, {"z", NULL}, {"ts", "current_timestamp()"}};
+    for (size_t i = 0; i < 8; i++) {
+        json_t *c = json_array_get(cols, i + 2);
+        cr_assert_str_eq(json_string_value(json_object_get(c, "name")), want[i][0]);
+        if (want[i][1])
+            cr_expect_str_eq(json_string_value(json_object_get(c, "default")), want[i][1], "column %s", want[i][0]);
+        else
+            cr_expect(json_is_null(json_object_get(c, "default")), "column %s", want[i][0]);
+        cr_expect_eq(json_is_true(json_object_get(c, "default_expr")), i == 7, "column %s", want[i][0]);
+    }
+    json_decref(rec);
+
+    st_cache_build(&r);
+    /* the cache holds temporals and SETs as the topic writes them */
+    tb_buf src, cache;
+    tb_buf_init(&src, 0);
+    tb_buf_init(&cache, 0);
+    char ctable[256];
+    snprintf(ctable, sizeof ctable, "%s.u", r.db);
+    st_source_rows(m, r.db, "u",
+                   "id, v, w, k, d, REPLACE(dt, ' ', 'T'), e, CONCAT('[\"', REPLACE(st, ',', '\",\"'), '\"]'), z", &src);
+    st_cache_rows(r.cache, ctable, "id, v, w, k, d, dt, e, st, z", &cache);
+    cr_expect_str_eq(tb_buf_cstr(&cache), tb_buf_cstr(&src), "cache differs from the source");
+    /* the expression default is not applied: rows from before the ALTER hold NULL there */
+    tb_buf_reset(&cache);
+    st_cache_rows(r.cache, ctable, "id, ts IS NULL", &cache);
+    cr_expect(strstr(tb_buf_cstr(&cache), "1|1\n") != NULL, "%s", tb_buf_cstr(&cache));
+    tb_buf_free(&src);
+    tb_buf_free(&cache);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
+/* kill -9 of the connector just after it handled a DROP TABLE
+ * (ddl.drop.policy=tombstone, cache.on.drop=drop), more writes, a restart
+ * (which may read the DROP again, without a descriptor of the table: keyed
+ * by its topic's keys): the dropped table's topic holds no key, its schema
+ * record says dropped, the cache has no such table, and the table beside
+ * it equals the source. */
+Test(e2e_statements, drop_kill9, .timeout = 240, .fini = e2e_kill_children)
+{
+    st_run r;
+    st_setup(&r, "e2edrpk", "ddl.drop.policy=tombstone\ncache.on.drop=drop\n");
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    e2e_sql(m, "CREATE TABLE %s.gone (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db);
+    e2e_sql(m, "CREATE TABLE %s.keep (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db);
+    for (int i = 1; i <= 30; i++) {
+        e2e_sql(m, "INSERT INTO %s.gone VALUES (%d, 'g%d', %d)", r.db, i, i, i);
+        e2e_sql(m, "INSERT INTO %s.keep VALUES (%d, 'k%d', %d)", r.db, i, i, i);
+    }
+    st_start(&r);
+    wait_caught_up(m, r.status, r.pid, r.log);
+    e2e_sql(m, "INSERT INTO %s.gone VALUES (31, 'g31', 31)", r.db);
+    e2e_sql(m, "DELETE FROM %s.gone WHERE id = 1", r.db);
+    e2e_sql(m, "UPDATE %s.keep SET n = -1 WHERE id = 5", r.db);
+    e2e_sql(m, "DROP TABLE %s.gone", r.db);
+    long long deadline = tb_itest_now_ms() + 30000;
+    while (st_log_count(&r, "keys of its topic deleted") < 1) {
+        cr_assert(tb_itest_now_ms() < deadline, "DROP not handled in 30 s; see %s", r.log);
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+        usleep(2000);
+    }
+    kill(r.pid, SIGKILL);
+    cr_assert_eq(e2e_wait(r.pid, 10000), -1);
+    e2e_sql(m, "INSERT INTO %s.keep VALUES (31, 'after', 31)", r.db);
+    e2e_sql(m, "DELETE FROM %s.keep WHERE id = 2", r.db);
+    st_start(&r);
+    wait_caught_up(m, r.status, r.pid, r.log);
+    kill(r.pid, SIGTERM);
+    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
+    e2e_assert_clean_log(r.log);
+    st_cache_build(&r);
+    const char *cols[] = {"id", "v", "n", NULL};
+    st_assert_gone(&r, "gone", cols, true);
+    st_expect_dropped(&r, "gone");
+    st_assert_equal(&r, m, "keep", cols, "id, v, n");
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
+/* kill -9 of the connector just after it handled a RENAME TABLE, more
+ * writes under the new name, a restart: the old name's topic holds no key
+ * and its schema record says dropped, the new name's record says where it
+ * came from, and the new name's topic (as a KTable) and cache table equal
+ * the source. */
+Test(e2e_statements, rename_kill9, .timeout = 240, .fini = e2e_kill_children)
+{
+    st_run r;
+    st_setup(&r, "e2erenk", NULL);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    e2e_sql(m, "CREATE TABLE %s.a (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db);
+    for (int i = 1; i <= 30; i++)
+        e2e_sql(m, "INSERT INTO %s.a VALUES (%d, 'a%d', %d)", r.db, i, i, i);
+    st_start(&r);
+    wait_caught_up(m, r.status, r.pid, r.log);
+    e2e_sql(m, "UPDATE %s.a SET v = 'streamed' WHERE id = 3", r.db);
+    e2e_sql(m, "RENAME TABLE %s.a TO %s.b", r.db, r.db);
+    long long deadline = tb_itest_now_ms() + 30000;
+    while (st_log_count(&r, "incremental snapshot of it signalled") < 1) {
+        cr_assert(tb_itest_now_ms() < deadline, "RENAME not handled in 30 s; see %s", r.log);
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+        usleep(2000);
+    }
+    kill(r.pid, SIGKILL);
+    cr_assert_eq(e2e_wait(r.pid, 10000), -1);
+    e2e_sql(m, "INSERT INTO %s.b VALUES (31, 'in b', 31)", r.db);
+    e2e_sql(m, "UPDATE %s.b SET n = 0 WHERE id = 4", r.db);
+    e2e_sql(m, "DELETE FROM %s.b WHERE id = 5", r.db);
+    st_start(&r);
+    char done[160];
+    snprintf(done, sizeof done, "incremental snapshot of %s.b done: ", r.db);
+    deadline = tb_itest_now_ms() + 90000;
+    while (st_log_count(&r, done) < 1) {
+        cr_assert(tb_itest_now_ms() < deadline, "incremental snapshot not done in 90 s; see %s", r.log);
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+        usleep(50000);
+    }
+    wait_caught_up(m, r.status, r.pid, r.log);
+    kill(r.pid, SIGTERM);
+    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
+    e2e_assert_clean_log(r.log);
+    st_cache_build(&r);
+    const char *cols[] = {"id", "v", "n", NULL};
+    st_assert_gone(&r, "a", cols, false);
+    st_assert_equal(&r, m, "b", cols, "id, v, n");
+    st_expect_dropped(&r, "a");
     e2e_sql(m, "DROP DATABASE %s", r.db);
     mysql_close(m);
     e2e_rmtree(r.dir);

@@ -331,6 +331,8 @@ Test(records, schema_record)
     evt_table_set_column_details(t, 1, 1, 0, 0, "utf8mb4");
     const char *labels[] = {"s", "m"};
     evt_table_set_labels(t, 1, labels, 2);
+    cr_assert_eq(evt_table_set_default(t, 1, "m", false), TB_OK);
+    cr_assert_eq(evt_table_set_default(t, 2, "concat('a','b')", true), TB_OK);
     size_t pk[] = {0};
     evt_table_set_pk(t, pk, 1);
     evt_table_set_version(t, 4);
@@ -344,13 +346,46 @@ Test(records, schema_record)
     cr_assert_str_eq(b.data,
                      "{\"db\":\"shop\",\"table\":\"items\",\"version\":4,\"names_known\":true,\"columns\":["
                      "{\"name\":\"id\",\"type\":\"int\",\"source_type\":\"int(11)\",\"nullable\":false,\"unsigned\":false,"
-                     "\"pk\":1,\"length\":0,\"precision\":0,\"scale\":0,\"charset\":null,\"labels\":null},"
+                     "\"pk\":1,\"length\":0,\"precision\":0,\"scale\":0,\"charset\":null,\"labels\":null,"
+                     "\"default\":null,\"default_expr\":false},"
                      "{\"name\":\"size\",\"type\":\"enum\",\"source_type\":\"enum('s','m')\",\"nullable\":true,"
                      "\"unsigned\":false,\"pk\":0,\"length\":1,\"precision\":0,\"scale\":0,\"charset\":\"utf8mb4\","
-                     "\"labels\":[\"s\",\"m\"]},"
+                     "\"labels\":[\"s\",\"m\"],\"default\":\"m\",\"default_expr\":false},"
                      "{\"name\":\"tags\",\"type\":\"set\",\"source_type\":null,\"nullable\":true,\"unsigned\":false,"
-                     "\"pk\":0,\"length\":0,\"precision\":0,\"scale\":0,\"charset\":null,\"labels\":null}],"
-                     "\"primary_key\":[\"id\"]}");
+                     "\"pk\":0,\"length\":0,\"precision\":0,\"scale\":0,\"charset\":null,\"labels\":null,"
+                     "\"default\":\"concat('a','b')\",\"default_expr\":true}],"
+                     "\"primary_key\":[\"id\"],\"dropped\":false,\"renamed_from\":null}");
+
+    /* a copy with renamed_from: the same record but for where it came from */
+    evt_table *c = evt_table_copy(t);
+    cr_assert_not_null(c);
+    cr_assert(!evt_table_sealed(c));
+    cr_assert_eq(evt_table_set_renamed_from(c, "shop", "old items"), TB_OK);
+    evt_table_seal(c);
+    tb_buf cb;
+    tb_buf_init(&cb, 0);
+    cr_assert_eq(evt_json_schema_value(c, &cb), TB_OK);
+    const char *tail = ",\"dropped\":false,\"renamed_from\":null}";
+    size_t common = b.len - strlen(tail);
+    cr_assert_eq(strncmp(b.data, cb.data, common), 0, "%s", cb.data);
+    cr_assert_str_eq(cb.data + common, ",\"dropped\":false,\"renamed_from\":{\"db\":\"shop\",\"table\":\"old items\"}}");
+    cr_assert_eq(evt_table_version(c), 4);
+    cr_assert(evt_table_same_shape(t, c));
+    tb_buf_free(&cb);
+    evt_table_unref(c);
+
+    /* a dropped table's record: no columns, no key, version 0 */
+    evt_table *d = evt_table_new_dropped("shop", "items");
+    cr_assert_not_null(d);
+    cr_assert(evt_table_sealed(d));
+    tb_buf_reset(&b);
+    cr_assert_eq(evt_json_schema_key(d, &b), TB_OK);
+    cr_assert_str_eq(b.data, "{\"db\":\"shop\",\"table\":\"items\"}");
+    tb_buf_reset(&b);
+    cr_assert_eq(evt_json_schema_value(d, &b), TB_OK);
+    cr_assert_str_eq(b.data, "{\"db\":\"shop\",\"table\":\"items\",\"version\":0,\"names_known\":true,\"columns\":[],"
+                             "\"primary_key\":[],\"dropped\":true,\"renamed_from\":null}");
+    evt_table_unref(d);
     tb_buf_free(&b);
     evt_table_unref(t);
 }

@@ -10,6 +10,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,14 +24,14 @@ static const char *const ddl =
     "CREATE TABLE snaptest_par.every ("
     " id INT NOT NULL PRIMARY KEY,"
     " ti TINYINT, tiu TINYINT UNSIGNED, si SMALLINT, siu SMALLINT UNSIGNED,"
-    " mi MEDIUMINT, miu MEDIUMINT UNSIGNED, i INT, iu INT UNSIGNED, bi BIGINT, biu BIGINT UNSIGNED,"
-    " d1 DECIMAL(10,2), d2 DECIMAL(40,12), d3 DECIMAL(5,0) UNSIGNED,"
+    " mi MEDIUMINT, miu MEDIUMINT UNSIGNED, i INT DEFAULT -7, iu INT UNSIGNED, bi BIGINT, biu BIGINT UNSIGNED,"
+    " d1 DECIMAL(10,2) DEFAULT 1.5, d2 DECIMAL(40,12), d3 DECIMAL(5,0) UNSIGNED,"
     " f FLOAT, dbl DOUBLE,"
-    " c CHAR(5), vc VARCHAR(50), txt TEXT, lat VARCHAR(20) CHARACTER SET latin1, clat CHAR(4) CHARACTER SET latin1,"
+    " c CHAR(5) DEFAULT 'it''s', vc VARCHAR(50) DEFAULT 'a\\\\b', txt TEXT, lat VARCHAR(20) CHARACTER SET latin1, clat CHAR(4) CHARACTER SET latin1,"
     " bn BINARY(4), vb VARBINARY(20), bl BLOB,"
-    " dd DATE, dtm DATETIME, dtm3 DATETIME(3), dtm6 DATETIME(6), ts TIMESTAMP NULL DEFAULT NULL,"
+    " dd DATE DEFAULT '2024-02-29', dtm DATETIME DEFAULT CURRENT_TIMESTAMP, dtm3 DATETIME(3), dtm6 DATETIME(6), ts TIMESTAMP NULL DEFAULT NULL,"
     " ts6 TIMESTAMP(6) NULL DEFAULT NULL, tm TIME, tm2 TIME(2), y YEAR,"
-    " e ENUM('small','medium','large'), st SET('a','b','c','d'), b1 BIT(1), b12 BIT(12), b64 BIT(64),"
+    " e ENUM('small','medium','large') DEFAULT 'medium', st SET('a','b','c','d'), b1 BIT(1), b12 BIT(12), b64 BIT(64),"
     " j JSON, g GEOMETRY, pt POINT"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4";
 
@@ -107,6 +108,29 @@ static void assert_same_schema(const char *from_log, const char *from_snap)
                    from_snap + back);
 }
 
+/* Column col of a schema record has the default want (NULL: none), an expression or not (Jansson reads it). */
+static void assert_default(const char *record, const char *col, const char *want, bool expr)
+{
+    json_error_t je;
+    json_t *root = json_loads(record, 0, &je);
+    cr_assert_not_null(root, "schema record is not JSON: %s", je.text);
+    json_t *cols = json_object_get(root, "columns");
+    json_t *found = NULL;
+    for (size_t i = 0; i < json_array_size(cols); i++)
+        if (strcmp(json_string_value(json_object_get(json_array_get(cols, i), "name")), col) == 0)
+            found = json_array_get(cols, i);
+    cr_assert_not_null(found, "no column %s", col);
+    json_t *d = json_object_get(found, "default");
+    if (!want)
+        cr_assert(json_is_null(d), "column %s: default should be null", col);
+    else
+        cr_assert_str_eq(json_string_value(d), want, "column %s", col);
+    cr_assert_eq(json_is_true(json_object_get(found, "default_expr")), expr, "column %s: default_expr", col);
+    cr_assert(json_is_false(json_object_get(root, "dropped")));
+    cr_assert(json_is_null(json_object_get(root, "renamed_from")));
+    json_decref(root);
+}
+
 Test(snapshot_parity, every_type_snapshot_equals_binlog, .timeout = 300)
 {
     MYSQL *my = st_connect();
@@ -150,6 +174,16 @@ Test(snapshot_parity, every_type_snapshot_equals_binlog, .timeout = 300)
     cr_assert_eq(st_map_diff(from_log, from_snap, "binlog vs snapshot"), 0, "rows differ (see the log)");
     snapshot_of("snaptest_par", "every", NULL, NULL, &snap_schema);
     assert_same_schema(tb_buf_cstr(&log_schema), tb_buf_cstr(&snap_schema));
+    /* the defaults as the DDL declares them (the binlog's record takes them from the catalog) */
+    assert_default(tb_buf_cstr(&log_schema), "i", "-7", false);
+    assert_default(tb_buf_cstr(&log_schema), "d1", "1.50", false);
+    assert_default(tb_buf_cstr(&log_schema), "c", "it's", false);
+    assert_default(tb_buf_cstr(&log_schema), "vc", "a\\b", false);
+    assert_default(tb_buf_cstr(&log_schema), "dd", "2024-02-29", false);
+    assert_default(tb_buf_cstr(&log_schema), "dtm", "current_timestamp()", true);
+    assert_default(tb_buf_cstr(&log_schema), "e", "medium", false);
+    assert_default(tb_buf_cstr(&log_schema), "ti", NULL, false);
+    assert_default(tb_buf_cstr(&log_schema), "id", NULL, false);
 
     tb_buf_free(&log_schema);
     tb_buf_free(&snap_schema);

@@ -45,6 +45,42 @@ Test(snapshot_unit, labels)
     cr_assert_neq(mymeta_parse_labels("int(11)", &l, &n), TB_OK);
 }
 
+/* COLUMN_DEFAULT as MariaDB and MySQL write it. The integration test
+ * e2e_statements checks MariaDB's forms against the server itself. */
+static void dflt(const char *cd, const char *extra, bool mariadb, const char *want, bool want_expr)
+{
+    char *text = NULL;
+    bool expr = true;
+    cr_assert_eq(mymeta_parse_default(cd, extra, mariadb, &text, &expr), TB_OK);
+    if (!want)
+        cr_assert_null(text, "%s: %s", cd ? cd : "(null)", text);
+    else
+        cr_assert_str_eq(text, want, "%s", cd);
+    cr_assert_eq(expr, want_expr, "%s", cd ? cd : "(null)");
+    free(text);
+}
+
+Test(snapshot_unit, defaults)
+{
+    dflt(NULL, "", true, NULL, false);              /* no default */
+    dflt("NULL", "", true, NULL, false);            /* DEFAULT NULL */
+    dflt("'x'", "", true, "x", false);
+    dflt("'it''s'", "", true, "it's", false);
+    dflt("'a\\\\b'", "", true, "a\\b", false); /* a backslash is written as two */
+    dflt("''", "", true, "", false);
+    dflt("'NULL'", "", true, "NULL", false);        /* the string NULL */
+    dflt("42", "", true, "42", false);
+    dflt("-1.50", "", true, "-1.50", false);
+    dflt("current_timestamp()", "", true, "current_timestamp()", true);
+    dflt("uuid()", "", true, "uuid()", true);
+    dflt("'a' + 1", "", true, "'a' + 1", true);
+    dflt(NULL, "", false, NULL, false);
+    dflt("x", "", false, "x", false);               /* MySQL: literals unquoted */
+    dflt("CURRENT_TIMESTAMP", "DEFAULT_GENERATED", false, "CURRENT_TIMESTAMP", true);
+    dflt("CURRENT_TIMESTAMP", "", false, "CURRENT_TIMESTAMP", true);
+    dflt("(rand() * 10)", "DEFAULT_GENERATED", false, "(rand() * 10)", true);
+}
+
 Test(snapshot_unit, types)
 {
     cr_assert_eq(snap_type_from_data_type("bigint"), EVT_T_BIGINT);
