@@ -16,6 +16,8 @@
 #include "app.h"
 #include "app_run.h"
 #include "app_status.h"
+#include "binlog.h"
+#include "ksink.h"
 #include "ksink_lease.h"
 #include "tb_log.h"
 
@@ -77,6 +79,12 @@ tb_code run_lease_check_slow(run_ctx *r, tb_error *err)
         if (!said)
             TB_WARN("lease", "%s", err->msg);
         said = true;
+        /* Producing nothing, but watching: a source connection lost meanwhile is noticed
+         * (status "reconnecting", /health "source down") as it is while streaming, and the
+         * producer's callbacks keep /health's view of Kafka current; nothing staged goes out. */
+        binlog_check_connection(r->binlog);
+        if (r->ks)
+            ksink_serve(r->ks);
         run_write_status(r, "streaming", NULL, false);
     }
     if (rc == TB_OK && said)

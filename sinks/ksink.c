@@ -603,6 +603,12 @@ size_t ksink_staged(const ksink *ks)
     return ks->stage.n;
 }
 
+void ksink_serve(ksink *ks)
+{
+    rd_kafka_poll(ks->rk, 0);
+    ksink_advance(ks);
+}
+
 void ksink_poll(ksink *ks, int timeout_ms)
 {
     if (timeout_ms > 0 || (ks->stage.n > 0 && kafka_now_ms() - ks->stage.t0_ms >= KSINK_STAGE_MAX_MS))

@@ -244,6 +244,11 @@ typedef struct ksink_stats {
 } ksink_stats;
 void ksink_get_stats(const ksink *ks, ksink_stats *out);
 
+/* Serve librdkafka's callbacks (delivery reports, statistics, errors) without
+ * waiting and without handing anything staged to librdkafka: for a caller
+ * that must not produce for a while but keeps its view of Kafka current. */
+void ksink_serve(ksink *ks);
+
 /* librdkafka's statistics JSON (emitted every kafka.statistics.interval.ms,
  * off by default): when a new one arrived since the last call, copy it into
  * out (reset first) and return true; else false. Same thread as the sink. */

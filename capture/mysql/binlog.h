@@ -265,6 +265,13 @@ const tb_position *binlog_position(const binlog_reader *r);
  * reconnects); *down_since_ms (may be NULL) = wall time (Unix ms) it went
  * down, 0 while up. Files: always true. */
 bool binlog_connected(const binlog_reader *r, int64_t *down_since_ms);
+/* Live, for a caller that cannot take events for a while (it waits for
+ * something else): whether the server closed the replication connection,
+ * without reading from it. If it did, the connection counts as lost from now
+ * on (binlog_connected() false, down since now) and the next binlog_next()
+ * reconnects and resumes after the last complete transaction, as after any
+ * loss. Files: nothing. */
+void binlog_check_connection(binlog_reader *r);
 /* Bytes of binlog not yet read: live, the server's binlog after
  * binlog_position() (SHOW BINARY LOGS on a second connection: a round trip,
  * call it every few seconds, not per event; -1 while disconnected); files,

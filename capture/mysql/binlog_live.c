@@ -593,6 +593,21 @@ uint32_t binlog_server_id(const cfg *c, bool *derived)
     return (1u << 30) + (h & ((1u << 30) - 1));
 }
 
+void binlog_live_check(binlog_live *l, binlog_dec *dec)
+{
+    if (!l || !l->connected || !l->mysql)
+        return;
+    /* POLLRDHUP: the peer closed its side, even with bytes still unread (they are read again
+     * after the reconnect, from the last complete transaction) */
+    struct pollfd pfd = {.fd = (int)mysql_get_socket(l->mysql), .events = POLLRDHUP};
+    if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+        tb_error e;
+        tb_error_clear(&e);
+        lost(l, dec, "the server closed the connection", &e);
+        l->fed = false; /* lost() dropped what the decoder held */
+    }
+}
+
 bool binlog_live_connected(const binlog_live *l, int64_t *down_since_ms)
 {
     if (down_since_ms)

@@ -23,6 +23,9 @@ bool binlog_live_encrypted(const binlog_live *l);
 
 /* Whether the replication connection is up; *down_since_ms (may be NULL):
  * wall time (Unix ms) it was lost or first failed, 0 while up. */
+/* Between reads: when the server closed the replication connection, count it as lost now
+ * (see binlog_check_connection). */
+void binlog_live_check(binlog_live *l, binlog_dec *dec);
 bool binlog_live_connected(const binlog_live *l, int64_t *down_since_ms);
 /* Bytes of binlog on the server after the decoder's position (SHOW BINARY
  * LOGS on the second connection); *bytes = -1 when unknown (disconnected,

@@ -174,6 +174,12 @@ bool binlog_connected(const binlog_reader *r, int64_t *down_since_ms)
     return binlog_live_connected(r ? r->live : NULL, down_since_ms);
 }
 
+void binlog_check_connection(binlog_reader *r)
+{
+    if (r && r->live)
+        binlog_live_check(r->live, r->dec);
+}
+
 tb_code binlog_behind_bytes(binlog_reader *r, int64_t *bytes, tb_error *err)
 {
     *bytes = -1;

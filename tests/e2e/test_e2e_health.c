@@ -580,3 +580,71 @@ Test(e2e_health, snapshot_estimates_sqlite, .timeout = 200)
     sqlite3_close(db);
     e2e_rmtree(dir);
 }
+
+/* Kafka stopped first: the connector cannot renew its lease and waits, producing nothing, for the
+ * group coordinator (run_lease_check_slow). MariaDB stopped meanwhile: /health must still say
+ * "source down since" within 15 s, and tributary_source_connected 0 (the wait used to leave the
+ * replication connection unread, so the loss went unnoticed and /health went on reporting what
+ * librdkafka's last statistics said, "kafka unreachable", or nothing). Both back: 200 again. */
+Test(e2e_health, source_down_noticed_while_the_lease_waits_for_kafka, .timeout = 300, .fini = restore_servers)
+{
+    hctx h;
+    setup(&h, "e2ehl");
+    unsigned port = e2e_free_port();
+    FILE *f = fopen(h.cfgp, "a");
+    cr_assert_not_null(f);
+    fprintf(f, "metrics.listen=127.0.0.1:%u\n", port);
+    fclose(f);
+    start_run(&h);
+    tb_buf body;
+    tb_buf_init(&body, 0);
+    wait_health(port, 200, 30000, "started", &body);
+    wait_events(&h, 2);
+
+    tb_itest_testenv("stop-kafka");
+    e2e_sql(h.m, "INSERT INTO %s.t VALUES (3, 3)", h.db); /* something to send: the lease is checked */
+    /* the lease expires after ha.takeover.ms * 2/5 - 2 heartbeats (4 s): then the loop waits */
+    char needle[] = "not confirmed for";
+    long long deadline = tb_itest_now_ms() + 60000;
+    for (;;) {
+        tb_buf l;
+        tb_buf_init(&l, 0);
+        bool waiting = e2e_slurp(h.log, &l) && strstr(tb_buf_cstr(&l), needle);
+        tb_buf_free(&l);
+        if (waiting)
+            break;
+        cr_assert_eq(e2e_wait(h.pid, 0), -2, "tributary run stopped; see %s", h.log);
+        cr_assert(tb_itest_now_ms() < deadline, "the lease never waited; see %s", h.log);
+        usleep(200000);
+    }
+    mysql_close(h.m);
+    h.m = NULL;
+    tb_itest_testenv("stop-mysql");
+    long long t0 = tb_itest_now_ms();
+    for (;;) {
+        int st = e2e_http_get(port, "/health", &body);
+        if (st == 503 && strstr(tb_buf_cstr(&body), "\"reason\":\"source down since "))
+            break;
+        cr_assert_eq(e2e_wait(h.pid, 0), -2, "tributary run stopped; see %s", h.log);
+        cr_assert(tb_itest_now_ms() < t0 + 15000, "MariaDB stopped %lld ms ago: /health %d %s", tb_itest_now_ms() - t0,
+                  st, tb_buf_cstr(&body));
+        usleep(200000);
+    }
+    fprintf(stderr, "e2e_health: lease waiting, /health 503 %lld ms after MariaDB stopped: %s", tb_itest_now_ms() - t0,
+            tb_buf_cstr(&body));
+    cr_assert_eq(e2e_http_get(port, "/metrics", &body), 200);
+    cr_assert_eq(sample_value(tb_buf_cstr(&body), "tributary_source_connected{"), 0, "%s", tb_buf_cstr(&body));
+
+    tb_itest_testenv("start-kafka");
+    tb_itest_testenv("start-mysql");
+    wait_health(port, 200, 90000, "both back", &body);
+    h.m = e2e_mysql();
+    e2e_sql(h.m, "INSERT INTO %s.t VALUES (4, 4)", h.db);
+    wait_events(&h, 4);
+    kill(h.pid, SIGTERM);
+    cr_assert_eq(e2e_wait(h.pid, 30000), 0, "see %s", h.log);
+    e2e_assert_clean_log(h.log);
+    tb_buf_free(&body);
+    mysql_close(h.m);
+    e2e_rmtree(h.dir);
+}
