@@ -801,6 +801,16 @@ tb_code sqlcap_engine_txn(sqlcap_engine *e, const sqlcap_map *txn, uint32_t new_
                         TB_INFO(SQLCAP_FAC, "schema: table %s renamed to %s (root page %u): later changes carry "
                                 "the new name%s", t0->name, t1->name, t1->root, e->ddl_rename ? "" : "; no row events");
                         t1->id = t0->id;
+                        /* the new name's schema record says where the table came from */
+                        evt_table *cp = t1->et ? evt_table_copy(t1->et) : NULL;
+                        if (!cp || evt_table_set_renamed_from(cp, e->dbname, t0->name) != TB_OK) {
+                            evt_table_unref(cp);
+                            rc = tb_error_set(err, TB_ERR_NOMEM, false, "schema: out of memory");
+                            goto out;
+                        }
+                        evt_table_seal(cp);
+                        evt_table_unref(t1->et);
+                        t1->et = cp;
                         break;
                     }
                 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "evt_json.h"
 #include "sqlcap_int.h"
 #include "tb_log.h"
 
@@ -96,19 +97,21 @@ evt_type sqlcap_evt_type(int aff, const char *decl)
  * default, and its row is read back. A default ADD COLUMN refuses
  * (CURRENT_TIMESTAMP, an expression in parentheses: no record can lack such a
  * column) is evaluated as a plain expression. */
-static void sqlcap_eval_default(sqlite3 *mem, sqlcap_tbl *t, size_t c, const char *expr, const char *decl)
+static bool sqlcap_eval_default(sqlite3 *mem, sqlcap_tbl *t, size_t c, const char *expr, const char *decl)
 {
     t->dflt[c].type = SQLCAP_NULL;
     if (!expr)
-        return;
+        return true;
+    bool constant = false;
     char *q = NULL;
     sqlite3_exec(mem, "DROP TABLE IF EXISTS " SQLCAP_DFLT_TABLE, NULL, NULL, NULL);
     char *alter = sqlite3_mprintf("CREATE TABLE " SQLCAP_DFLT_TABLE "(x); INSERT INTO " SQLCAP_DFLT_TABLE
                                   " VALUES (0); ALTER TABLE " SQLCAP_DFLT_TABLE " ADD COLUMN v %s DEFAULT %s",
                                   decl ? decl : "", expr);
-    if (alter && sqlite3_exec(mem, alter, NULL, NULL, NULL) == SQLITE_OK)
+    if (alter && sqlite3_exec(mem, alter, NULL, NULL, NULL) == SQLITE_OK) {
         q = sqlite3_mprintf("SELECT v FROM " SQLCAP_DFLT_TABLE);
-    else
+        constant = true;
+    } else
         q = sqlite3_mprintf("SELECT %s", expr);
     sqlite3_free(alter);
     sqlite3_stmt *st = NULL;
@@ -145,6 +148,50 @@ static void sqlcap_eval_default(sqlite3 *mem, sqlcap_tbl *t, size_t c, const cha
     sqlite3_finalize(st);
     sqlite3_free(q);
     sqlite3_exec(mem, "DROP TABLE IF EXISTS " SQLCAP_DFLT_TABLE, NULL, NULL, NULL);
+    return constant;
+}
+
+/* Column c's default as its schema record carries it (evt_table_set_default)
+ * into out: a constant (constant: what ADD COLUMN accepts) as the value the
+ * topic carries for it (a number's text, a text's characters, a BLOB
+ * column's bytes in base64), *is_expr false; an expression SQLite evaluates
+ * per row (CURRENT_TIMESTAMP, a parenthesised expression) as its text,
+ * *is_expr true. false: none (no default, or NULL). */
+static bool sqlcap_default_text(const sqlcap_tbl *t, size_t c, const char *expr, bool constant, bool blob_col,
+                                tb_buf *out, bool *is_expr)
+{
+    const sqlcap_val *v = &t->dflt[c];
+    tb_buf_reset(out);
+    *is_expr = false;
+    if (!expr)
+        return false;
+    if (!constant) {
+        *is_expr = true;
+        return tb_buf_puts(out, expr) == TB_OK;
+    }
+    switch (v->type) {
+    case SQLCAP_INT: return tb_buf_printf(out, "%lld", (long long)v->i) == TB_OK;
+    case SQLCAP_REAL: {
+        char d[32];
+        size_t n = evt_fmt_double(v->d, d);
+        return tb_buf_append(out, d, n) == TB_OK;
+    }
+    case SQLCAP_TEXT:
+    case SQLCAP_BLOB:
+        if (blob_col) {
+            evt_jw w;
+            evt_jw_init(&w, out);
+            evt_jw_base64(&w, v->p, v->n);
+            if (evt_jw_finish(&w) != TB_OK || out->len < 2)
+                return false;
+            memmove(out->data, out->data + 1, out->len - 2); /* the JSON string's quotes off */
+            out->len -= 2;
+            out->data[out->len] = 0;
+            return true;
+        }
+        return tb_buf_append(out, v->p, v->n) == TB_OK;
+    default: return false; /* DEFAULT NULL */
+    }
 }
 
 /* Derive decoding info for one table. Returns TB_OK with captured=false for
@@ -159,6 +206,7 @@ static tb_code sqlcap_tbl_derive(sqlite3 *mem, sqlcap_tbl *t, const char *dbname
     int *pkpos = NULL;
     char **decl = NULL;
     int *notnull = NULL;
+    bool *constant = NULL; /* per column: its default is a constant (sqlcap_eval_default) */
 
     q = sqlite3_mprintf("DROP TABLE IF EXISTS \"%w\"", t->name);
     sqlite3_exec(mem, q, NULL, NULL, NULL);
@@ -285,8 +333,11 @@ static tb_code sqlcap_tbl_derive(sqlite3 *mem, sqlcap_tbl *t, const char *dbname
     t->dflt_buf = calloc(n, sizeof *t->dflt_buf);
     if (!t->dflt || !t->dflt_buf)
         goto nomem;
+    constant = calloc(n, sizeof *constant);
+    if (!constant)
+        goto nomem;
     for (size_t c = 0; c < n; c++)
-        sqlcap_eval_default(mem, t, c, dexpr[c], decl[c]);
+        constant[c] = sqlcap_eval_default(mem, t, c, dexpr[c], decl[c]);
     /* descriptor: reuse the previous one when nothing changed */
     if (prev && prev->et && prev->sql && strcmp(prev->sql, t->sql) == 0) {
         t->et = evt_table_ref(prev->et);
@@ -294,9 +345,19 @@ static tb_code sqlcap_tbl_derive(sqlite3 *mem, sqlcap_tbl *t, const char *dbname
         t->et = evt_table_new(dbname, t->name, n);
         if (!t->et)
             goto nomem;
-        for (size_t c = 0; c < n; c++)
-            evt_table_set_column(t->et, c, t->colnames[c], sqlcap_evt_type(t->affinity[c], decl[c]), decl[c],
-                                 !notnull[c] && !(synth && c == n - 1), false);
+        tb_buf dt;
+        tb_buf_init(&dt, 0);
+        for (size_t c = 0; c < n; c++) {
+            evt_type ty = sqlcap_evt_type(t->affinity[c], decl[c]);
+            bool is_expr;
+            evt_table_set_column(t->et, c, t->colnames[c], ty, decl[c], !notnull[c] && !(synth && c == n - 1), false);
+            if (sqlcap_default_text(t, c, dexpr[c], constant[c], ty == EVT_T_SQLITE_BLOB, &dt, &is_expr) &&
+                evt_table_set_default(t->et, c, tb_buf_cstr(&dt), is_expr) != TB_OK) {
+                tb_buf_free(&dt);
+                goto nomem;
+            }
+        }
+        tb_buf_free(&dt);
         evt_table_set_pk(t->et, t->pk, t->npk);
         evt_table_set_version(t->et, prev && prev->et ? evt_table_version(prev->et) + 1 : 1);
         evt_table_seal(t->et);
@@ -316,6 +377,7 @@ out:
         free(dexpr[c]);
     free(decl);
     free(dexpr);
+    free(constant);
     free(pkpos);
     free(notnull);
     q = sqlite3_mprintf("DROP TABLE IF EXISTS \"%w\"", t->name);
