@@ -157,6 +157,12 @@ void app_metrics_set_cache(app_metrics *m, const app_metrics_cache *v)
     free(old);
 }
 
+void app_metrics_set_kafka_stats_interval(app_metrics *m, int64_t interval_ms)
+{
+    if (m)
+        m->kafka_stale_ms = interval_ms > 0 ? (3 * interval_ms > 15000 ? 3 * interval_ms : 15000) : 0;
+}
+
 void app_metrics_set_kafka_stats(app_metrics *m, const char *json, size_t len)
 {
     if (!m)
@@ -313,9 +319,12 @@ static void render_kafka(tb_buf *out, const app_metrics *m, const char *js)
 /* No broker up while messages wait to be sent. An idle producer's connection
  * may be closed (by the broker or the network) and is reopened only when a
  * message needs it, so "no broker up" alone is not a fault. */
-static bool kafka_unreachable(const app_metrics *m)
+static bool kafka_unreachable(const app_metrics *m, int64_t now_ms)
 {
     if (!m->kafka_json)
+        return false;
+    /* statistics that stopped arriving (the loop did not serve the producer) are not evidence */
+    if (m->kafka_stale_ms > 0 && now_ms - m->kafka_json_ms > m->kafka_stale_ms)
         return false;
     json_error_t jerr;
     json_t *root = json_loads(m->kafka_json, 0, &jerr);
@@ -476,7 +485,6 @@ static void health_iso(int64_t ms, char out[40])
 
 int app_metrics_health(app_metrics *m, int64_t now_ms, tb_buf *out)
 {
-    (void)now_ms;
     pthread_mutex_lock(&m->mu);
     const char *state = m->role == APP_METRICS_CACHE ? m->cache.state : m->run.state;
     bool healthy = true, active = true;
@@ -494,7 +502,7 @@ int app_metrics_health(app_metrics *m, int64_t now_ms, tb_buf *out)
         health_iso(m->run.source_down_since_ms ? m->run.source_down_since_ms : now_ms, t);
         healthy = false;
         snprintf(reason, sizeof reason, "source down since %s", t);
-    } else if (kafka_unreachable(m)) {
+    } else if (kafka_unreachable(m, now_ms)) {
         healthy = false;
         snprintf(reason, sizeof reason, "kafka unreachable");
     } else if (strcmp(state, "standby") == 0) {

@@ -101,6 +101,9 @@ void app_metrics_set_cache(app_metrics *m, const app_metrics_cache *v);
 
 /* librdkafka's statistics JSON (copied; parsed at scrape time). */
 void app_metrics_set_kafka_stats(app_metrics *m, const char *json, size_t len);
+/* kafka.statistics.interval.ms: statistics older than 3 intervals (at least
+ * 15 s) no longer count for /health's "kafka unreachable" (0: no limit). */
+void app_metrics_set_kafka_stats_interval(app_metrics *m, int64_t interval_ms);
 
 /* ---- rendering (what the endpoint serves; exposed for tests) */
 

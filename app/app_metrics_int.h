@@ -30,7 +30,8 @@ struct app_metrics {
     app_metrics_lag *lags;       /* owned copies (topic strings too) */
     size_t nlags;
     char *kafka_json;            /* librdkafka statistics, NUL-terminated, or NULL */
-    int64_t kafka_json_ms;
+    int64_t kafka_json_ms;       /* when it arrived (Unix ms) */
+    int64_t kafka_stale_ms;      /* older statistics say nothing about Kafka now; 0 = no limit */
     struct MHD_Daemon *httpd;    /* NULL without a server */
 };
 

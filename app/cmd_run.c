@@ -856,6 +856,8 @@ int cmd_run(int argc, char **argv)
     }
     if ((rc = app_metrics_start(r.cfg, APP_METRICS_RUN, &r.metrics, &err)) != TB_OK)
         goto out;
+    if (r.metrics && cfg_is_set(r.cfg, "kafka.statistics.interval.ms"))
+        app_metrics_set_kafka_stats_interval(r.metrics, atoll(cfg_get_str(r.cfg, "kafka.statistics.interval.ms")));
     app_on_second_signal = app_status_last_words;
     run_write_status(&r, "starting", NULL, true);
     char kafka_addr[600];

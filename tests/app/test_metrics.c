@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "json_oracle.h"
@@ -129,6 +130,18 @@ Test(app_metrics, health_reasons)
     /* an idle producer whose connection was closed: nothing waits, so nothing is wrong */
     const char *idle = "{\"msg_cnt\":0,\"brokers\":{\"k:1/1\":{\"nodeid\":1,\"state\":\"DOWN\"}}}";
     cr_assert_eq(health_of(m, "streaming", true, idle, &b), 200, "%s", tb_buf_cstr(&b));
+    /* statistics that stopped arriving are not evidence: with a 5 s interval, 15 s old is stale */
+    app_metrics_set_kafka_stats_interval(m, 5000);
+    app_metrics_set_kafka_stats(m, down, strlen(down));
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    tb_buf_reset(&b);
+    cr_assert_eq(app_metrics_health(m, now + 10000, &b), 503, "%s", tb_buf_cstr(&b));
+    cr_assert_not_null(strstr(tb_buf_cstr(&b), "\"reason\":\"kafka unreachable\""), "%s", tb_buf_cstr(&b));
+    tb_buf_reset(&b);
+    cr_assert_eq(app_metrics_health(m, now + 16000, &b), 200, "%s", tb_buf_cstr(&b));
+    app_metrics_set_kafka_stats_interval(m, 0);
     const char *up = "{\"brokers\":{\"k:1/1\":{\"nodeid\":1,\"state\":\"UP\"}}}";
     cr_assert_eq(health_of(m, "streaming", true, up, &b), 200);
     tb_buf_free(&b);
