@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "evt_json.h"
+#include "tb_clock.h"
 
 /* ------------------------------------------------------------ registry */
 
@@ -28,7 +29,7 @@ app_metrics *app_metrics_new(const char *connector, app_metrics_role role)
         return NULL;
     }
     m->role = role;
-    m->started_ms = app_metrics_now_ms();
+    m->started_ms = tb_wall_ms();
     pthread_mutex_init(&m->mu, NULL);
     m->run.state = "starting";
     m->run.lag_ms = -1;
@@ -57,13 +58,6 @@ void app_metrics_free(app_metrics *m)
     free(m->lags);
     pthread_mutex_destroy(&m->mu);
     free(m);
-}
-
-int64_t app_metrics_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int app_metrics_table(app_metrics *m, const char *db, const char *table)
@@ -175,7 +169,7 @@ void app_metrics_set_kafka_stats(app_metrics *m, const char *json, size_t len)
     pthread_mutex_lock(&m->mu);
     free(m->kafka_json);
     m->kafka_json = copy;
-    m->kafka_json_ms = app_metrics_now_ms();
+    m->kafka_json_ms = tb_wall_ms();
     pthread_mutex_unlock(&m->mu);
 }
 

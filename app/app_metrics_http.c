@@ -83,7 +83,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         app_metrics_render(m, &b);
         rc = respond(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &b);
     } else if (strcmp(url, "/health") == 0 && get) {
-        int status = app_metrics_health(m, app_metrics_now_ms(), &b);
+        int status = app_metrics_health(m, tb_wall_ms(), &b);
         rc = respond(conn, (unsigned)status, "application/json", &b);
     } else if (strcmp(url, "/metrics") == 0 || strcmp(url, "/health") == 0) {
         tb_buf_puts(&b, "only GET\n");

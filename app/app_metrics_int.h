@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include "app_metrics.h"
+#include "tb_clock.h"
 
 #define APP_METRICS_MAX_TABLES 4096
 
@@ -36,6 +37,5 @@ struct app_metrics {
 };
 
 void app_metrics_free(app_metrics *m);
-int64_t app_metrics_now_ms(void);
 
 #endif

@@ -12,15 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tb_clock.h"
 #include "tb_file.h"
 #include "evt_json.h"
-
-int64_t app_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void app_jw_opt_int(evt_jw *w, const char *key, int64_t v)
 {
@@ -63,7 +57,7 @@ tb_code app_status_json(const app_status *st, tb_buf *out, tb_error *err)
     evt_jw_key(&w, "started_ms", (size_t)-1);
     evt_jw_int(&w, st->started_ms);
     evt_jw_key(&w, "updated_ms", (size_t)-1);
-    evt_jw_int(&w, st->updated_ms ? st->updated_ms : app_now_ms());
+    evt_jw_int(&w, st->updated_ms ? st->updated_ms : tb_wall_ms());
     evt_jw_key(&w, "position", (size_t)-1);
     if (pos_json.len)
         evt_jw_json(&w, pos_json.data, pos_json.len);

@@ -39,6 +39,7 @@
 #include <stdint.h>
 #include "cfg.h"
 #include "tb_buf.h"
+#include "tb_clock.h"
 #include "tb_error.h"
 #include "tb_position.h"
 
@@ -90,8 +91,5 @@ void app_status_arm_last_words(const char *path, const char *json, size_t len);
 /* Write the armed record to its path (temp file, fsync, rename): only
  * async-signal-safe calls, for a signal handler. No-op when nothing is armed. */
 void app_status_last_words(void);
-
-/* Current wall-clock time in Unix milliseconds. */
-int64_t app_now_ms(void);
 
 #endif

@@ -21,6 +21,7 @@
 #include "evt.h"
 #include "evt_json.h"
 #include "ksink.h"
+#include "tb_clock.h"
 #include "tb_log.h"
 
 #define PUB_FLUSH_MS 60000
@@ -61,13 +62,6 @@ typedef struct pub_ctx {
     tb_code rc;
     tb_error *err;
 } pub_ctx;
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The row's key as canonical JSON (for messages), "?" when it cannot be rendered. */
 static const char *event_key(pub_ctx *x, const evt_event *e)
@@ -420,7 +414,7 @@ int cmd_cache_publish(int argc, char **argv)
     if ((rc = select_tables(db, tables, fixed, selected, &nsel, &last, &err)) != TB_OK)
         goto out;
     app_install_signals();
-    int64_t now = wall_ms();
+    int64_t now = tb_wall_ms();
     for (size_t i = 0; rc == TB_OK && i < cache_db_ntables(db); i++)
         if (selected[i])
             rc = publish_table(c, fixed, db, i, i == last, &ks, &cur_prefix, now, &err);

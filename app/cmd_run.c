@@ -122,7 +122,7 @@ static tb_code sink_commit(run_ctx *r, bool force, tb_error *err)
     tb_code rc = run_lease_check(r, err);
     if (rc != TB_OK)
         return rc;
-    int64_t now = app_now_ms();
+    int64_t now = tb_wall_ms();
     if (r->use_kafka) {
         ksink_poll(r->ks, 0);
         if (!force && !ksink_commit_due(r->ks))
@@ -244,7 +244,7 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
         state = "reconnecting";
     if (state != r->status_state && (!r->status_state || strcmp(state, r->status_state) != 0))
         force = true;
-    int64_t now = app_now_ms();
+    int64_t now = tb_wall_ms();
     if (!force && now - r->last_status_ms < RUN_STATUS_EVERY_MS)
         return;
     double secs = (double)(now - r->last_status_ms) / 1000.0;
@@ -496,8 +496,8 @@ static tb_code run_stream(run_ctx *r, tb_error *err)
             if (!r->in_tx)
                 break;
             if (stop_deadline == 0)
-                stop_deadline = app_now_ms() + RUN_STOP_TX_MS;
-            else if (app_now_ms() >= stop_deadline) {
+                stop_deadline = tb_wall_ms() + RUN_STOP_TX_MS;
+            else if (tb_wall_ms() >= stop_deadline) {
                 TB_WARN("run", "stopping inside a source transaction; it is sent again after the restart");
                 break;
             }
@@ -538,7 +538,7 @@ static tb_code run_stream(run_ctx *r, tb_error *err)
              * source; every heartbeat.interval.ms (0 = never) that position
              * goes to the sink as an empty transaction, to be committed. */
             r->idle = true;
-            int64_t hb = cfg_get_int(r->cfg, "heartbeat.interval.ms"), now = app_now_ms();
+            int64_t hb = cfg_get_int(r->cfg, "heartbeat.interval.ms"), now = tb_wall_ms();
             const tb_position *p = r->binlog ? binlog_position(r->binlog) : sqlcap_position(r->sqlite);
             if (hb > 0 && now - r->last_heartbeat_ms >= hb && !r->in_tx && p && p->kind != TB_POS_NONE &&
                 !tb_position_equal(p, &r->last_end)) {
@@ -602,20 +602,20 @@ static tb_code run_start_retry(run_ctx *r, const char *what, tb_code (*fn)(run_c
 {
     int64_t limit = cfg_get_int(r->cfg, "source.connect.retry.ms");
     int64_t backoff_max = cfg_get_int(r->cfg, "source.reconnect.backoff.max.ms");
-    int64_t deadline = app_now_ms() + limit, backoff = 100;
+    int64_t deadline = tb_wall_ms() + limit, backoff = 100;
     for (unsigned attempt = 1;; attempt++) {
         tb_error_clear(err);
         tb_code rc = fn(r, arg, err);
         bool again = (rc == TB_ERR_SOURCE && err->retriable) || rc == TB_ERR_KAFKA;
         if (rc == TB_OK || !again)
             return rc;
-        int64_t now = app_now_ms();
+        int64_t now = tb_wall_ms();
         if (now + backoff > deadline || app_stop_requested)
             return tb_error_prefix(err, rc, "%s: %s", what,
                                    limit > 0 ? "not reachable within source.connect.retry.ms: " : "");
         TB_WARN("run", "%s: attempt %u failed, retrying in %lld ms (for %lld s more, source.connect.retry.ms): %s",
                 what, attempt, (long long)backoff, (long long)((deadline - now) / 1000), err->msg);
-        for (int64_t until = now + backoff; app_now_ms() < until && !app_stop_requested;) {
+        for (int64_t until = now + backoff; tb_wall_ms() < until && !app_stop_requested;) {
             struct timespec ts = {0, 20 * 1000000L};
             nanosleep(&ts, NULL);
         }
@@ -848,7 +848,7 @@ int cmd_run(int argc, char **argv)
     if (cfg_is_set(r.cfg, "metrics.listen") && !cfg_is_set(r.cfg, "kafka.statistics.interval.ms") &&
         (rc = cfg_set(r.cfg, "kafka.statistics.interval.ms", RUN_METRICS_STATS_MS, "metrics.listen", &err)) != TB_OK)
         goto out;
-    r.started_ms = app_now_ms();
+    r.started_ms = tb_wall_ms();
     r.snapshot_state = "none";
     if ((rc = app_status_path(r.cfg, &r.status_path)) != TB_OK) {
         tb_error_set(&err, rc, false, "out of memory");

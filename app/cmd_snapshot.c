@@ -30,14 +30,8 @@
 #include "snap_incremental.h"
 #include "sqlcap.h"
 #include "stdout_sink.h"
+#include "tb_clock.h"
 #include "tb_log.h"
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ------------------------------------------------------------ output */
 
@@ -135,7 +129,7 @@ static void bar_line(const snap_table_progress *p, int64_t now, bool final)
 
 static void progress_show(progress *pg, const snap *s, bool force)
 {
-    int64_t now = now_ms();
+    int64_t now = tb_mono_ms();
     if (!force && now - pg->last_ms < (pg->tty ? 200 : 5000))
         return;
     pg->last_ms = now;
@@ -171,7 +165,7 @@ static int run_initial(const char *cmd, cfg *c)
     snap *s = NULL;
     out_ctx oc;
     progress pg = {.tty = isatty(STDERR_FILENO) != 0};
-    int64_t t0 = now_ms();
+    int64_t t0 = tb_mono_ms();
     pg.start_ms = t0;
     pg.last_ms = t0;
 
@@ -197,7 +191,7 @@ static int run_initial(const char *cmd, cfg *c)
         tb_buf pos;
         tb_buf_init(&pos, 0);
         tb_position_format(snap_position(s), &pos);
-        double secs = (double)(now_ms() - t0) / 1000.0;
+        double secs = (double)(tb_mono_ms() - t0) / 1000.0;
         fprintf(stderr, "snapshot done: %zu table(s), %llu rows in %.1f s (%.0f rows/s); stream from %s\n", n,
                 (unsigned long long)snap_rows_total(s), secs, secs > 0 ? (double)snap_rows_total(s) / secs : 0.0,
                 tb_buf_cstr(&pos));
@@ -222,7 +216,7 @@ static int run_sqlite(const char *cmd, cfg *c)
     tb_position_init(&pos);
     uint64_t rows = 0, tables = 0;
     char last_table[512] = "";
-    int64_t t0 = now_ms(), last_log = t0;
+    int64_t t0 = tb_mono_ms(), last_log = t0;
     tb_code rc = out_open(&oc, c, &err);
     if (rc == TB_OK)
         rc = sqlcap_open(c, NULL, &sc, &err);
@@ -242,8 +236,8 @@ static int run_sqlite(const char *cmd, cfg *c)
         }
         rc = out_event(&oc, ev, &err);
         rows++;
-        if (now_ms() - last_log >= 5000) {
-            last_log = now_ms();
+        if (tb_mono_ms() - last_log >= 5000) {
+            last_log = tb_mono_ms();
             TB_INFO("snapshot", "%llu rows so far (table %s)", (unsigned long long)rows, last_table);
         }
         if (evt_event_snapshot(ev) == EVT_SNAPSHOT_LAST)
@@ -257,7 +251,7 @@ static int run_sqlite(const char *cmd, cfg *c)
         tb_buf pb;
         tb_buf_init(&pb, 0);
         tb_position_format(&pos, &pb);
-        double secs = (double)(now_ms() - t0) / 1000.0;
+        double secs = (double)(tb_mono_ms() - t0) / 1000.0;
         fprintf(stderr, "snapshot done: %llu table(s), %llu rows in %.1f s (%.0f rows/s); stream from %s\n",
                 (unsigned long long)tables, (unsigned long long)rows, secs, secs > 0 ? (double)rows / secs : 0.0,
                 tb_buf_cstr(&pb));

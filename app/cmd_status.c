@@ -85,7 +85,7 @@ int cmd_status(int argc, char **argv)
         if (json.len == 0 || json.data[json.len - 1] != '\n')
             putchar('\n');
     } else {
-        if (app_status_format(tb_buf_cstr(&path), tb_buf_cstr(&json), json.len, app_now_ms(), &text, &err) !=
+        if (app_status_format(tb_buf_cstr(&path), tb_buf_cstr(&json), json.len, tb_wall_ms(), &text, &err) !=
             TB_OK) {
             rc = app_fail("status", &err);
             goto out;
@@ -93,7 +93,7 @@ int cmd_status(int argc, char **argv)
         fwrite(text.data, 1, text.len, stdout);
     }
     const char *why = NULL;
-    rc = app_status_health(tb_buf_cstr(&json), json.len, app_now_ms(), &why);
+    rc = app_status_health(tb_buf_cstr(&json), json.len, tb_wall_ms(), &why);
     if (!raw)
         printf("health:         %s (exit %d)\n", why, rc);
     if (fflush(stdout) != 0)

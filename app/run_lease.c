@@ -34,7 +34,7 @@ tb_code run_lease_acquire(run_ctx *r, tb_error *err)
     tb_buf holder, seen;
     tb_buf_init(&holder, 0);
     tb_buf_init(&seen, 0);
-    int64_t t0 = app_now_ms();
+    int64_t t0 = tb_wall_ms();
     bool standby = false, was = false;
     for (;;) {
         ksink_lease_state st;
@@ -56,7 +56,7 @@ tb_code run_lease_acquire(run_ctx *r, tb_error *err)
             tb_buf_puts(&seen, tb_buf_cstr(&holder));
             standby = true;
         }
-        if (!standby && app_now_ms() - t0 >= 2000) {
+        if (!standby && tb_wall_ms() - t0 >= 2000) {
             TB_INFO("lease", "standby: waiting for the lease of %s (no active instance seen yet)", name);
             standby = true;
         }

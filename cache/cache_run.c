@@ -23,6 +23,7 @@
 
 #include "cache_apply.h"
 #include "cache_kafka.h"
+#include "tb_clock.h"
 #include "tb_log.h"
 
 typedef struct cache_ctx {
@@ -60,13 +61,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static bool is_schema_topic(const cache_ctx *c, const char *topic)
@@ -567,7 +561,7 @@ static tb_code check_caught_up(cache_ctx *c)
     if ((rc = begin(c)) != TB_OK)
         return rc;
     if (cache_store_put_state(c->s, "caught_up", 1, &e) != TB_OK ||
-        cache_store_put_state(c->s, "caught_up_at", wall_ms(), &e) != TB_OK)
+        cache_store_put_state(c->s, "caught_up_at", tb_wall_ms(), &e) != TB_OK)
         return set_fatal(c, &e);
     if ((rc = commit(c)) != TB_OK)
         return rc;

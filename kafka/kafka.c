@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "tb_clock.h"
 #include "tb_log.h"
 
 /* ------------------------------------------------------------ errors */
@@ -114,20 +115,13 @@ tb_code kafka_client_new(rd_kafka_conf_t *conf, rd_kafka_type_t type, const char
     return TB_OK;
 }
 
-int64_t kafka_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ------------------------------------------------------------ admin */
 
 rd_kafka_event_t *kafka_admin_wait(rd_kafka_t *rk, rd_kafka_queue_t *q, int timeout_ms, const bool *stop)
 {
-    int64_t deadline = kafka_now_ms() + timeout_ms;
+    int64_t deadline = tb_mono_ms() + timeout_ms;
     for (;;) {
-        int64_t left = deadline - kafka_now_ms();
+        int64_t left = deadline - tb_mono_ms();
         if (left <= 0)
             return NULL;
         if (stop && left > 100)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <librdkafka/rdkafka.h>
 
+#include "tb_clock.h"
 #include "tb_error.h"
 
 /* librdkafka's log lines into tb_log (facility "kafka"). Called on librdkafka's
@@ -40,9 +41,6 @@ tb_code kafka_error(tb_error *err, rd_kafka_resp_err_t rerr, const char *fmt, ..
     __attribute__((format(printf, 3, 4)));
 tb_code kafka_error_obj(tb_error *err, const rd_kafka_error_t *e, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-
-/* Monotonic clock in milliseconds. */
-int64_t kafka_now_ms(void);
 
 /* Wait for an admin result event on q, for up to timeout_ms. With stop, the
  * client's callbacks are served every 100 ms meanwhile (rd_kafka_poll: its error

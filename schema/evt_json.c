@@ -133,6 +133,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "tb_clock.h"
+
 #define EVT_SOURCE_VERSION "0.1.0"
 
 /* ============================================================ values */
@@ -430,9 +432,7 @@ static int64_t now_ms(const evt_codec_opts *o)
 {
     if (o && o->now_ms)
         return o->now_ms;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return tb_wall_ms();
 }
 
 #define EVT_JW_KEY_ARGS(lit) "\"" lit "\":", sizeof("\"" lit "\":") - 1

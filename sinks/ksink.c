@@ -611,7 +611,7 @@ void ksink_serve(ksink *ks)
 
 void ksink_poll(ksink *ks, int timeout_ms)
 {
-    if (timeout_ms > 0 || (ks->stage.n > 0 && kafka_now_ms() - ks->stage.t0_ms >= KSINK_STAGE_MAX_MS))
+    if (timeout_ms > 0 || (ks->stage.n > 0 && tb_mono_ms() - ks->stage.t0_ms >= KSINK_STAGE_MAX_MS))
         ksink_kick(ks);
     rd_kafka_poll(ks->rk, timeout_ms);
     ksink_advance(ks);
@@ -624,7 +624,7 @@ const tb_position *ksink_committable(const ksink *ks)
 
 bool ksink_commit_due(const ksink *ks)
 {
-    return kafka_now_ms() - ks->last_commit_ms >= ks->commit_interval_ms;
+    return tb_mono_ms() - ks->last_commit_ms >= ks->commit_interval_ms;
 }
 
 tb_code ksink_flush(ksink *ks, int timeout_ms, tb_error *err)
@@ -665,8 +665,8 @@ tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wait, tb_e
     ks->offs_sent++;
     if (!wait)
         return TB_OK;
-    int64_t deadline = kafka_now_ms() + ksink_request_timeout_ms(ks->c);
-    while (ks->offs_acked < ks->offs_sent && !ks->failed && kafka_now_ms() < deadline)
+    int64_t deadline = tb_mono_ms() + ksink_request_timeout_ms(ks->c);
+    while (ks->offs_acked < ks->offs_sent && !ks->failed && tb_mono_ms() < deadline)
         ksink_poll(ks, 50);
     if ((rc = ksink_failed(ks, err)) != TB_OK)
         return rc;
@@ -691,7 +691,7 @@ tb_code ksink_commit_nowait(ksink *ks, tb_error *err)
 static tb_code ksink_commit_impl(ksink *ks, bool wait, tb_error *err)
 {
     tb_code rc;
-    ks->last_commit_ms = kafka_now_ms();
+    ks->last_commit_ms = tb_mono_ms();
     if ((rc = ksink_failed(ks, err)) != TB_OK)
         return rc;
     if (ks->eos)
@@ -891,7 +891,7 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
     ks->eos = cfg_get_bool(c, "exactly_once");
     ks->file_storage = strcmp(cfg_get_str(c, "offsets.storage"), "file") == 0;
     ks->commit_interval_ms = cfg_get_int(c, "offsets.commit.interval.ms");
-    ks->last_commit_ms = kafka_now_ms();
+    ks->last_commit_ms = tb_mono_ms();
     if (ks->eos && ks->file_storage) {
         rc = tb_error_set(err, TB_ERR_CONFIG, false,
                           "exactly_once=true needs offsets.storage=kafka (the offsets record joins the Kafka transaction)");

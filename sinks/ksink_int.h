@@ -106,7 +106,7 @@ typedef struct ksink_stage {
     rd_kafka_message_t *msgs; /* KSINK_STAGE_MSGS slots, allocated on first use */
     char *bytes;             /* their keys and values, KSINK_STAGE_BYTES */
     size_t n, used;
-    int64_t t0_ms;           /* kafka_now_ms() when the first of them was staged */
+    int64_t t0_ms;           /* tb_mono_ms() when the first of them was staged */
 } ksink_stage;
 
 struct ksink {

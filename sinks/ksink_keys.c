@@ -100,9 +100,9 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
         goto out;
     }
     assigned = true;
-    int64_t idle_deadline = kafka_now_ms() + timeout_ms;
+    int64_t idle_deadline = tb_mono_ms() + timeout_ms;
     while (left > 0) {
-        if (kafka_now_ms() > idle_deadline) {
+        if (tb_mono_ms() > idle_deadline) {
             rc = tb_error_set(err, TB_ERR_KAFKA, true, "topic %s: not read to its end in %d ms without progress",
                               topic.data, timeout_ms);
             goto out;
@@ -128,7 +128,7 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
             hi[i] = -1; /* done with this partition */
             left--;
         }
-        idle_deadline = kafka_now_ms() + timeout_ms;
+        idle_deadline = tb_mono_ms() + timeout_ms;
         rd_kafka_message_destroy(m);
     }
 done:

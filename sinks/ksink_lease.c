@@ -411,9 +411,7 @@ static void lease_renew(ksink_lease *l, int64_t now)
     if (l->sent_n - l->done_n >= LEASE_RING / 2)
         return; /* the coordinator does not answer: the expiry decides */
     rd_kafka_topic_partition_list_t *o = rd_kafka_topic_partition_list_new(1);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t val = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t val = tb_wall_ms();
     if (val <= l->last_val)
         val = l->last_val + 1;
     rd_kafka_topic_partition_list_add(o, l->topic, 0)->offset = val;

@@ -136,9 +136,9 @@ static tb_code ksink_offsets_kafka_read(const cfg *c, tb_position *out, tb_error
         goto out;
     }
     assigned = true;
-    int64_t deadline = kafka_now_ms() + timeout_ms;
+    int64_t deadline = tb_mono_ms() + timeout_ms;
     for (;;) {
-        if (kafka_now_ms() > deadline) {
+        if (tb_mono_ms() > deadline) {
             rc = tb_error_set(err, TB_ERR_KAFKA, true, "offsets topic %s: not read to its end (offset %lld) in %d ms",
                               topic.data, (long long)hi, timeout_ms);
             goto out;

@@ -81,7 +81,7 @@ tb_code ksink_stage_add(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_
             return ksink_failed(ks, err);
     }
     if (s->n == 0)
-        s->t0_ms = kafka_now_ms();
+        s->t0_ms = tb_mono_ms();
     rd_kafka_message_t *m = &s->msgs[s->n++];
     memset(m, 0, sizeof(*m));
     m->partition = RD_KAFKA_PARTITION_UA;

@@ -16,6 +16,7 @@
 #include "snap_rows.h"
 #include "snap_schema.h"
 #include "snap_sql.h"
+#include "tb_clock.h"
 #include "tb_log.h"
 
 struct snap {
@@ -36,20 +37,6 @@ struct snap {
     const evt_table *prev_table; /* table of the last row handed out (snapshot edges) */
     uint64_t total;
 };
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ============================================================ position */
 
@@ -283,7 +270,7 @@ tb_code snap_open(const cfg *c, snap **out, tb_error *err)
     rc = snap_sql_connect(c, &s->my, &s->mariadb, err);
     if (rc != TB_OK)
         goto out;
-    s->started_wall_ms = wall_ms();
+    s->started_wall_ms = tb_wall_ms();
     bool minimal = strcmp(cfg_get_str(c, "snapshot.locking.mode"), "none") != 0;
     rc = snap_mysql_begin(s->my, s->mariadb, minimal, &s->pos, err);
     if (rc != TB_OK)
@@ -364,7 +351,7 @@ static tb_code fetch(snap *s, evt_event *ev, bool *got, tb_error *err)
             if (rc != TB_OK)
                 return rc;
             p->state = SNAP_TABLE_RUNNING;
-            p->started_ms = mono_ms();
+            p->started_ms = tb_mono_ms();
             TB_DEBUG("snapshot", "reading %s.%s (~%llu rows)", p->db, p->table,
                      (unsigned long long)p->rows_estimated);
         }
@@ -383,7 +370,7 @@ static tb_code fetch(snap *s, evt_event *ev, bool *got, tb_error *err)
         snap_rows_close(s->rows);
         s->rows = NULL;
         p->state = SNAP_TABLE_DONE;
-        p->finished_ms = mono_ms();
+        p->finished_ms = tb_mono_ms();
         TB_DEBUG("snapshot", "%s.%s done: %llu rows", p->db, p->table, (unsigned long long)p->rows_done);
         s->cur++;
     }

@@ -42,6 +42,7 @@
 #include "binlog_preflight.h"
 #include "binlog_schema.h"
 #include "myconn.h"
+#include "tb_clock.h"
 #include "tb_log.h"
 
 #include <mysql.h>
@@ -82,20 +83,6 @@ struct binlog_live {
     bool tls_logged;
 };
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void disconnect(binlog_live *l)
 {
     if (l->ev) {
@@ -111,7 +98,7 @@ static void disconnect(binlog_live *l)
         l->mysql = NULL;
     }
     if (l->connected || !l->down_since_ms)
-        l->down_since_ms = wall_ms();
+        l->down_since_ms = tb_wall_ms();
     l->connected = false;
 }
 
@@ -456,14 +443,14 @@ static tb_code lost(binlog_live *l, binlog_dec *dec, const char *why, tb_error *
     }
     if (l->backoff_ms < 100)
         l->backoff_ms = 100;
-    l->next_attempt_ms = now_ms() + l->backoff_ms;
+    l->next_attempt_ms = tb_mono_ms() + l->backoff_ms;
     l->backoff_ms = l->backoff_ms * 2 > l->backoff_max_ms ? l->backoff_max_ms : l->backoff_ms * 2;
     return TB_OK;
 }
 
 tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_event **ev, tb_error *err)
 {
-    int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    int64_t deadline = tb_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     *ev = NULL;
     for (;;) {
         if (l->fed) {
@@ -487,7 +474,7 @@ tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_ev
             l->fed = false;
         }
         if (!l->connected) {
-            int64_t now = now_ms();
+            int64_t now = tb_mono_ms();
             if (now < l->next_attempt_ms) {
                 int64_t wait = l->next_attempt_ms - now;
                 if (now + wait > deadline)
@@ -496,7 +483,7 @@ tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_ev
                     struct timespec ts = {wait / 1000, (wait % 1000) * 1000000};
                     nanosleep(&ts, NULL);
                 }
-                if (now_ms() >= deadline)
+                if (tb_mono_ms() >= deadline)
                     return TB_OK;
                 continue;
             }
@@ -511,14 +498,14 @@ tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_ev
                     return rc;
                 }
                 TB_WARN("binlog", "%s (retrying in %lld ms)", cerr.msg, (long long)l->backoff_ms);
-                l->next_attempt_ms = now_ms() + l->backoff_ms;
+                l->next_attempt_ms = tb_mono_ms() + l->backoff_ms;
                 l->backoff_ms = l->backoff_ms * 2 > l->backoff_max_ms ? l->backoff_max_ms : l->backoff_ms * 2;
-                if (now_ms() >= deadline)
+                if (tb_mono_ms() >= deadline)
                     return TB_OK;
                 continue;
             }
         }
-        int left = (int)(deadline - now_ms());
+        int left = (int)(deadline - tb_mono_ms());
         if (!readable(l, left))
             return TB_OK; /* timeout */
         l->ev = mariadb_rpl_fetch(l->rpl, l->ev);

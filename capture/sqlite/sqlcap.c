@@ -568,7 +568,7 @@ static tb_code sqlcap_snap_step(sqlcap *c, tb_error *err)
     for (size_t i = 0; i < c->evq.n; i++) {
         evt_event_set_position(c->evq.v[i], &p);
         evt_event_set_snapshot(c->evq.v[i], EVT_SNAPSHOT_TRUE);
-        evt_event_set_commit_ts_ms(c->evq.v[i], c->seen_ms ? c->seen_ms : sqlcap_wall_ms());
+        evt_event_set_commit_ts_ms(c->evq.v[i], c->seen_ms ? c->seen_ms : tb_wall_ms());
         c->snap_any = true;
     }
     tb_position_free(&p);
@@ -627,7 +627,7 @@ static tb_code sqlcap_pend_durable(sqlcap *c, const evt_event *ev, tb_error *err
 
 tb_code sqlcap_next(sqlcap *c, int timeout_ms, evt_event **ev, tb_error *err)
 {
-    int64_t deadline = sqlcap_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    int64_t deadline = tb_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     *ev = NULL;
     if (c->evq.next > 0) {
         sqlcap_engine_recycle(c->eng, c->evq.v[c->evq.next - 1]);
@@ -681,7 +681,7 @@ tb_code sqlcap_next(sqlcap *c, int timeout_ms, evt_event **ev, tb_error *err)
                 return rc;
             sqlcap_pos_make(c, c->frame, c->ck1, c->ck2, c->npages, &c->pos);
         }
-        int64_t now = sqlcap_now_ms();
+        int64_t now = tb_mono_ms();
         if (now >= deadline)
             return TB_OK;
         int64_t left = deadline - now;

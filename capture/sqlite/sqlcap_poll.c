@@ -274,7 +274,7 @@ static void sqlcap_report(sqlcap *c, const sqlcap_shmhdr *h)
             c->st.wal_max_bytes = c->st.wal_bytes;
     }
     c->st.lag_frames = h->mxframe > c->frame ? h->mxframe - c->frame : 0;
-    int64_t now = sqlcap_now_ms();
+    int64_t now = tb_mono_ms();
     if (now - c->last_log_ms >= 10000) {
         c->last_log_ms = now;
         TB_INFO(SQLCAP_FAC, "%s: wal %llu bytes, mxFrame %u, consumed frame %u (lag %llu frames), backfilled %u, "
@@ -334,7 +334,7 @@ static void sqlcap_maybe_checkpoint(sqlcap *c, const sqlcap_shmhdr *h)
      * application waits while the reader consumes what came since */
     if (!want || c->frame != h->mxframe || c->protector < 0)
         return;
-    int64_t now = sqlcap_now_ms();
+    int64_t now = tb_mono_ms();
     if (now - c->last_ckpt_ms < SQLCAP_WINDOW_MS)
         return;
     c->last_ckpt_ms = now;
@@ -373,18 +373,18 @@ static void sqlcap_maybe_checkpoint(sqlcap *c, const sqlcap_shmhdr *h)
             return;
         }
         held = true;
-        held_since = sqlcap_now_us();
+        held_since = tb_mono_us();
         c->st.barriers++;
         if (sqlcap_shm(c, &hb, NULL) == TB_OK && hb.mxframe == c->frame && hb.nbackfill == hb.mxframe &&
             hb.salt1 == c->salt1 && hb.salt2 == c->salt2 && c->pin_frame == c->frame) {
             /* nothing committed since: everything is backfilled, leapfrog at once */
             log = ck = (int)c->frame;
-            t_consumed = t_ckpt = sqlcap_now_us();
+            t_consumed = t_ckpt = tb_mono_us();
         } else {
             c->in_window = true;
             rc = sqlcap_poll(c, &e);
             c->in_window = false;
-            t_consumed = sqlcap_now_us();
+            t_consumed = tb_mono_us();
             if (rc != TB_OK || sqlcap_shm(c, &hb, NULL) != TB_OK || hb.mxframe != c->frame ||
                 hb.salt1 != c->salt1 || hb.salt2 != c->salt2)
                 goto out;
@@ -397,7 +397,7 @@ static void sqlcap_maybe_checkpoint(sqlcap *c, const sqlcap_shmhdr *h)
                 log = ck = 0;
                 r = sqlite3_wal_checkpoint_v2(c->K, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &ck);
             }
-            t_ckpt = sqlcap_now_us();
+            t_ckpt = tb_mono_us();
             TB_DEBUG(SQLCAP_FAC, "%s: PASSIVE checkpoint under the barrier: %s, log=%d checkpointed=%d", c->path,
                      sqlite3_errstr(r), log, ck);
         }
@@ -425,7 +425,7 @@ static void sqlcap_maybe_checkpoint(sqlcap *c, const sqlcap_shmhdr *h)
 out:
     if (held) {
         sqlite3_exec(c->W, "ROLLBACK", NULL, NULL, NULL);
-        int64_t t_end = sqlcap_now_us();
+        int64_t t_end = tb_mono_us();
         uint64_t us = (uint64_t)(t_end - held_since);
         TB_DEBUG(SQLCAP_FAC, "%s: write barrier held %lld us (consume %lld, checkpoint %lld, leapfrog %lld)", c->path,
                  (long long)us, (long long)(t_consumed ? t_consumed - held_since : 0),
@@ -445,7 +445,7 @@ tb_code sqlcap_poll(sqlcap *c, tb_error *err)
     sqlcap_shmhdr h;
     sqlcap_walhdr w;
     bool done = false;
-    int64_t now = sqlcap_now_ms();
+    int64_t now = tb_mono_ms();
     int repin = c->o.repin_ms ? c->o.repin_ms : SQLCAP_REPIN_MS; /* < 0: leapfrog at every poll */
     if (c->protector >= 0 && !c->o.test_no_pin && !c->o.checkpoint && !c->in_window && repin > 0 &&
         now - c->last_pin_ms < repin) {

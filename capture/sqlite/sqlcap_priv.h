@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include "sqlcap_int.h"
+#include "tb_clock.h"
 #include "tb_worker.h"
 
 #define SQLCAP_IOBUF (1u << 20)          /* .pend writes in chunks of about 1 MiB */
@@ -123,9 +124,6 @@ struct sqlcap {
     uint32_t seen_mx, seen_salt1, seen_salt2;
 };
 
-int64_t sqlcap_now_ms(void);
-int64_t sqlcap_now_us(void);
-int64_t sqlcap_wall_ms(void); /* CLOCK_REALTIME in ms */
 void sqlcap_sleep_ms(int ms);
 tb_code sqlcap_open_reader(sqlcap *c, sqlite3 **db, tb_error *err);
 tb_code sqlcap_begin(sqlcap *c, int i, tb_error *err);

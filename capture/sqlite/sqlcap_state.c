@@ -26,29 +26,9 @@
 
 #include "sqlcap_int.h"
 #include "sqlcap_priv.h"
+#include "tb_clock.h"
 #include "tb_file.h"
 #include "tb_log.h"
-
-int64_t sqlcap_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t sqlcap_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-int64_t sqlcap_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void sqlcap_sleep_ms(int ms)
 {
@@ -98,7 +78,7 @@ tb_code sqlcap_shm(sqlcap *c, sqlcap_shmhdr *h, tb_error *err)
         rc = sqlcap_shm_read(c->shmfd, h, err);
         if (rc == TB_OK && (h->mxframe != c->seen_mx || h->salt1 != c->seen_salt1 || h->salt2 != c->seen_salt2)) {
             /* new commits became visible now: their observation time (sqlite-wal.md 2.12) */
-            int64_t now = sqlcap_wall_ms();
+            int64_t now = tb_wall_ms();
             c->seen_ms = now > c->seen_ms ? now : c->seen_ms;
             c->seen_mx = h->mxframe;
             c->seen_salt1 = h->salt1;
@@ -419,7 +399,7 @@ tb_code sqlcap_shadow_flush(sqlcap *c, bool force, tb_error *err)
         bytes += (uint64_t)c->un[k++].n * c->pg.pgsz;
     if (k == 0)
         return TB_OK;
-    int64_t now = sqlcap_now_ms();
+    int64_t now = tb_mono_ms();
     if (!force && bytes < SQLCAP_SHADOW_BYTES && now - c->shadow_ms < SQLCAP_SHADOW_MS)
         return TB_OK;
     c->shadow_ms = now;
@@ -731,7 +711,7 @@ tb_code sqlcap_apply_txn(sqlcap *c, sqlcap_map *txn, uint32_t frame, uint32_t ck
     for (size_t i = 0; i < tmp.n; i++) {
         evt_event_set_position(tmp.v[i], &pos);
         evt_event_set_last_in_tx(tmp.v[i], i + 1 == tmp.n);
-        evt_event_set_commit_ts_ms(tmp.v[i], c->seen_ms ? c->seen_ms : sqlcap_wall_ms());
+        evt_event_set_commit_ts_ms(tmp.v[i], c->seen_ms ? c->seen_ms : tb_wall_ms());
         if (c->gap)
             evt_event_set_txid(tmp.v[i], "gap");
     }

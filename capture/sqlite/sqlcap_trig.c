@@ -478,7 +478,7 @@ tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err)
     tb_position pos;
     tb_position_init(&pos);
     pos.kind = TB_POS_SQLITE_LOG;
-    int64_t seen_ms = sqlcap_wall_ms(); /* observation time: SQLite records no commit time */
+    int64_t seen_ms = tb_wall_ms(); /* observation time: SQLite records no commit time */
     int r;
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t seq = sqlite3_column_int64(st, 0);

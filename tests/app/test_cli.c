@@ -241,7 +241,7 @@ Test(cli, status_prints_the_file_run_writes)
     app_status st = {
         .name = "shop", .state = "streaming", .position = &p, .lag_ms = 120, .events_behind = 3,
         .events_total = 4242, .events_per_sec = 1500.54, .snapshot_state = "done", .snapshot_rows = 1000,
-        .started_ms = app_now_ms() - 60000,
+        .started_ms = tb_wall_ms() - 60000,
     };
     tb_error err;
     cr_assert_eq(app_status_write(spath, &st, &err), TB_OK, "%s", err.msg);

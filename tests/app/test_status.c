@@ -111,7 +111,7 @@ Test(app_status, health_verdicts)
 {
     tb_buf b;
     tb_buf_init(&b, 0);
-    int64_t now = app_now_ms();
+    int64_t now = tb_wall_ms();
     long me = (long)getpid();
     /* a pid that is surely gone: a child that exited and was reaped */
     pid_t child = fork();

@@ -1,7 +1,10 @@
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tb_buf.h"
+#include "tb_clock.h"
 #include "tb_error.h"
 #include "tb_log.h"
 #include "tb_position.h"
@@ -186,4 +189,19 @@ Test(position, copy_is_deep)
     cr_assert_str_eq(b.gtid_set, "0-1-2");
     tb_position_free(&b);
     tb_position_free(NULL);
+}
+
+Test(clock, monotonic_and_wall)
+{
+    int64_t m0 = tb_mono_ms(), u0 = tb_mono_us();
+    int64_t w = tb_wall_ms();
+    time_t t = time(NULL);
+    cr_assert_leq(llabs(w / 1000 - (int64_t)t), 1, "wall %lld vs time() %lld", (long long)w, (long long)t);
+    cr_assert_leq(llabs(u0 / 1000 - m0), 1);
+    int64_t prev = m0;
+    for (int i = 0; i < 1000; i++) {
+        int64_t m = tb_mono_ms();
+        cr_assert_geq(m, prev, "the monotonic clock never goes back");
+        prev = m;
+    }
 }
