@@ -113,6 +113,9 @@ tb_code run_end_tx(run_ctx *r, const tb_position *pos, tb_error *err);
 /* Write t's schema record now (a dropped table's, or a renamed one's), in
  * the current source transaction (ksink_announce_table). */
 tb_code run_announce(run_ctx *r, evt_table *t, tb_error *err);
+/* sink=kafka: the truncate record of e's table (ksink_send_truncate), in the
+ * current source transaction. */
+tb_code run_send_truncate(run_ctx *r, const evt_event *e, tb_error *err);
 
 /* run_stmt.c: the binlog statement callback (binlog_set_stmt_fn), opaque =
  * the run_ctx. Stops on DML logged as a statement on a captured table. */

@@ -403,6 +403,14 @@ tb_code run_send(run_ctx *r, const evt_event *e, tb_error *err)
     return rc != TB_OK ? rc : sink_error(r, sink_send(r, e, err), false, err);
 }
 
+tb_code run_send_truncate(run_ctx *r, const evt_event *e, tb_error *err)
+{
+    tb_code rc = run_lease_check(r, err);
+    if (rc != TB_OK || !r->use_kafka)
+        return rc;
+    return sink_error(r, ksink_send_truncate(r->ks, e, err), false, err);
+}
+
 tb_code run_announce(run_ctx *r, evt_table *t, tb_error *err)
 {
     tb_code rc = run_lease_check(r, err);

@@ -15,8 +15,9 @@
  *    a flush) gets a delete event (its before image: the key columns) and a
  *    tombstone, at the statement's position, as one source transaction that
  *    ends at the position after the statement: that position is committed
- *    only once they are acknowledged. A crash before that reads the
- *    TRUNCATE again and deletes the keys the topic still holds then.
+ *    only once they are acknowledged, after them an "op":"t" record (key
+ *    {}, then its tombstone; evt_render_truncate). A crash before that reads
+ *    the TRUNCATE again and deletes the keys the topic still holds then.
  *    ddl.truncate.policy=fail stops naming the table and the position.
  *  - DROP TABLE with ddl.drop.policy=tombstone: the same as TRUNCATE, with
  *    the descriptor the decoder last built (for a table not seen since the
@@ -314,6 +315,18 @@ static tb_code stmt_truncate(run_ctx *r, const binlog_stmt *st, const binlog_stm
         goto out;
     }
     rc = ksink_topic_keys(r->ks, x.topic_t, trunc_key, &x, err);
+    if (rc == TB_OK && st->kind == BINLOG_STMT_TRUNCATE && x.e) {
+        /* then the "op":"t" record, for consumers that understand it (evt_render_truncate) */
+        evt_event_reset(x.e, EVT_OP_DELETE, x.t);
+        x.pos.row = x.n + 1;
+        evt_event_set_position(x.e, &x.pos);
+        evt_event_set_connector(x.e, binlog_dec_is_mariadb(binlog_reader_decoder(r->binlog)) ? EVT_CONN_MARIADB
+                                                                                            : EVT_CONN_MYSQL);
+        evt_event_set_txid(x.e, st->gtid);
+        evt_event_set_commit_ts_ms(x.e, st->ts_ms);
+        if ((rc = run_send_truncate(r, x.e, err)) == TB_OK)
+            *sent += 1;
+    }
     if (rc == TB_OK) {
         tb_buf where;
         tb_buf_init(&where, 0);

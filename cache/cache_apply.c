@@ -2,7 +2,9 @@
  * cache_apply: one Kafka message of the wire format (DESIGN 4) -> the cache file.
  *
  * Table topics <prefix>.<db>.<table>:
- *   value null / empty              tombstone: delete the row with this key
+ *   value null / empty              tombstone: delete the row with this key (key {}: nothing)
+ *   envelope op t                   truncate: key {} (tributary) the rows of the message's
+ *                                   partition, else (Debezium, key null) the whole table
  *   {"schema":…,"payload":P}        Kafka Connect wrapper: P is the value (null: tombstone)
  *   {"before","after","source","op"} envelope: op c/u/r upsert `after`, op d delete by key
  *   any other object                row format: upsert the value itself
@@ -712,16 +714,25 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
         s->applied++;
         return TB_OK;
     }
-    if (op == 't') { /* truncate: the table is emptied (the key is null) */
+    if (op == 't') { /* truncate */
         cache_table *t;
+        /* tributary's (key {}, after a delete per key of the table): the rows of its partition, which
+         * are those written before it there (other partitions may be ahead, with rows written after);
+         * Debezium's (key null): the table */
+        bool scoped = has_key && kv.type == CJ_OBJECT && kv.len <= 2;
+        int n = 0;
         if ((rc = table_of(s, topic, prefix, &t, err)) == TB_OK && t)
-            rc = cache_store_truncate(s, t, err);
+            rc = scoped ? cache_store_delete_partition(s, t, partition, &n, err) : cache_store_truncate(s, t, err);
         if (rc == TB_OK)
             s->applied++;
         return rc;
     }
     if (!has_key)
         return tb_error_set(err, TB_ERR_INVALID, false, "message has no key");
+    if (del && kv.type == CJ_OBJECT && kv.len <= 2 && !has_ks) {
+        s->applied++; /* the tombstone of a truncate record's key {}: no row */
+        return TB_OK;
+    }
     if (kv.type != CJ_OBJECT || kv.len <= 2)
         return tb_error_set(err, TB_ERR_INVALID, false, "key is not a non-empty JSON object");
     cache_table *t = cache_store_find_topic(s, topic);

@@ -179,6 +179,8 @@ void cache_store_discard(cache_store *s);
 /* Delete by key object. */
 tb_code cache_store_delete(cache_store *s, cache_table *t, const cj_val *key, tb_error *err);
 tb_code cache_store_drop_partition(cache_store *s, const char *topic, int32_t partition, tb_error *err);
+/* Delete t's rows of Kafka partition `partition` (*n: how many). */
+tb_code cache_store_delete_partition(cache_store *s, cache_table *t, int32_t partition, int *n, tb_error *err);
 tb_code cache_store_put_offset(cache_store *s, const char *topic, int32_t partition, int64_t next,
                                int64_t high, tb_error *err);
 tb_code cache_store_del_offsets(cache_store *s, const char *topic, tb_error *err);

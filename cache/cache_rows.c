@@ -374,26 +374,40 @@ tb_code cache_store_truncate(cache_store *s, cache_table *t, tb_error *err)
     return TB_OK;
 }
 
+tb_code cache_store_delete_partition(cache_store *s, cache_table *t, int32_t partition, int *n, tb_error *err)
+{
+    tb_code rc = cache_store_flush(s, err);
+    sqlite3_stmt *st = NULL;
+    *n = 0;
+    if (rc != TB_OK)
+        return rc;
+    tb_buf_reset(&s->sql);
+    rc = tb_buf_puts(&s->sql, "DELETE FROM ");
+    rc = rc ? rc : cache_quote_ident(&s->sql, t->name);
+    rc = rc ? rc : tb_buf_puts(&s->sql, " WHERE \"_partition\"=?1");
+    if (rc != TB_OK)
+        return tb_error_set(err, rc, false, "out of memory");
+    if (sqlite3_prepare_v2(s->db, tb_buf_cstr(&s->sql), -1, &st, NULL) != SQLITE_OK)
+        return step_fail(s, "deleting a partition's rows", err);
+    sqlite3_bind_int(st, 1, partition);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = step_fail(s, "deleting a partition's rows", err);
+    else
+        *n = sqlite3_changes(s->db);
+    sqlite3_finalize(st);
+    return rc;
+}
+
 tb_code cache_store_drop_partition(cache_store *s, const char *topic, int32_t partition, tb_error *err)
 {
     cache_table *t = cache_store_find_topic(s, topic);
     tb_code rc = cache_store_flush(s, err);
     if (rc == TB_OK && t) {
-        sqlite3_stmt *st = NULL;
-        tb_buf_reset(&s->sql);
-        rc = tb_buf_puts(&s->sql, "DELETE FROM ");
-        rc = rc ? rc : cache_quote_ident(&s->sql, t->name);
-        rc = rc ? rc : tb_buf_puts(&s->sql, " WHERE \"_partition\"=?1");
-        if (rc != TB_OK)
-            return tb_error_set(err, rc, false, "out of memory");
-        if (sqlite3_prepare_v2(s->db, tb_buf_cstr(&s->sql), -1, &st, NULL) != SQLITE_OK)
-            return step_fail(s, "dropping a partition's rows", err);
-        sqlite3_bind_int(st, 1, partition);
-        if (sqlite3_step(st) != SQLITE_DONE)
-            rc = step_fail(s, "dropping a partition's rows", err);
-        TB_INFO("cache", "table \"%s\": dropped %d rows of revoked partition %s [%d]", t->name,
-                sqlite3_changes(s->db), topic, (int)partition);
-        sqlite3_finalize(st);
+        int n = 0;
+        rc = cache_store_delete_partition(s, t, partition, &n, err);
+        if (rc == TB_OK)
+            TB_INFO("cache", "table \"%s\": dropped %d rows of revoked partition %s [%d]", t->name, n, topic,
+                    (int)partition);
     }
     if (rc == TB_OK) {
         sqlite3_stmt *st = NULL;

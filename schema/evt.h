@@ -198,6 +198,7 @@ typedef enum evt_op {
     EVT_OP_UPDATE = 'u',
     EVT_OP_DELETE = 'd',
     EVT_OP_READ = 'r',
+    EVT_OP_TRUNCATE = 't', /* only in evt_render_truncate's message; no event has it */
 } evt_op;
 
 typedef enum evt_image { EVT_BEFORE = 0, EVT_AFTER = 1 } evt_image;

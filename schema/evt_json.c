@@ -63,6 +63,11 @@
  * YEAR and ENUM arrive as INT and STRING; SQLite INTEGER/REAL/TEXT/BLOB as
  * INT/DOUBLE/STRING/BYTES.
  *
+ * Truncate (evt_render_truncate, envelope format only): key {} (no row has an
+ *   empty key; with key.schemas {"schema":null,"payload":{}}), value the
+ *   envelope with before and after null and "op":"t" (Debezium's truncate
+ *   event, which has a null key: a compacted topic refuses that), then a
+ *   tombstone of {}, so compaction removes the key again.
  * Tombstone: key, no value (Kafka null). Messages per event (evt_render):
  *   c, r, u (same key)  (key, value)
  *   d                   envelope: (key, delete envelope), (key, null); row: (key, null)
@@ -962,6 +967,31 @@ tb_code evt_render(const evt_codec_opts *o, const evt_event *e, evt_rendered *r,
         return rc;
     }
     msg(r, k1, v1);
+    return TB_OK;
+}
+
+tb_code evt_render_truncate(const evt_codec_opts *o, const evt_event *e, evt_rendered *r, tb_error *err)
+{
+    r->n = 0;
+    tb_code rc = check_event(e, err);
+    if (rc != TB_OK)
+        return rc;
+    const evt_table *t = evt_event_table(e);
+    if ((rc = render_topic(o, t, r)) != TB_OK)
+        return tb_error_set(err, rc, false, "%s.%s: cannot build the topic name", evt_table_db(t),
+                            evt_table_name(t));
+    if (o && o->row_format)
+        return TB_OK; /* a row-shaped topic has no place for it: the tombstones say it */
+    for (int k = 0; k < 4; k++)
+        tb_buf_reset(&r->bufs[k]);
+    tb_buf *k0 = &r->bufs[0], *v0 = &r->bufs[1];
+    /* no row has an empty key: it can name no row, and Kafka compacts it away after the tombstone */
+    if ((rc = tb_buf_puts(k0, o && o->key_schemas ? "{\"schema\":null,\"payload\":{}}" : "{}")) != TB_OK)
+        return tb_error_set(err, rc, false, "out of memory");
+    if ((rc = put_message_value(o, e, EVT_OP_TRUNCATE, false, false, v0, err)) != TB_OK)
+        return rc;
+    msg(r, k0, v0);
+    msg(r, k0, NULL);
     return TB_OK;
 }
 

@@ -164,6 +164,10 @@ typedef struct evt_rendered {
 void evt_rendered_init(evt_rendered *r);
 void evt_rendered_free(evt_rendered *r); /* NULL-safe */
 tb_code evt_render(const evt_codec_opts *o, const evt_event *e, evt_rendered *r, tb_error *err);
+/* The truncate of e's table (e: any event of it, for the source block and
+ * position; its op and images are not used): envelope format: (key {},
+ * "op":"t" envelope with null images), ({}, tombstone); row format: none. */
+tb_code evt_render_truncate(const evt_codec_opts *o, const evt_event *e, evt_rendered *r, tb_error *err);
 
 /* One printed line (DESIGN 10): {"topic":…,"key":…,"value":…} where key and
  * value are JSON texts embedded verbatim (they must be valid JSON, as this

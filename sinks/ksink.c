@@ -522,8 +522,20 @@ out:
 }
 
 static tb_code ksink_send_rendered(ksink *ks, const evt_event *e, ksink_table *te, tb_error *err);
+static tb_code ksink_send_as(ksink *ks, const evt_event *e, bool truncate, tb_error *err);
 
 tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err)
+{
+    return ksink_send_as(ks, e, false, err);
+}
+
+tb_code ksink_send_truncate(ksink *ks, const evt_event *e, tb_error *err)
+{
+    return ksink_send_as(ks, e, true, err);
+}
+
+/* e's messages (truncate: the truncate of its table, evt_render_truncate). */
+static tb_code ksink_send_as(ksink *ks, const evt_event *e, bool truncate, tb_error *err)
 {
     tb_code rc;
     ksink_table *te = NULL;
@@ -545,7 +557,7 @@ tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err)
     struct timespec ts; /* envelope ts_ms: processing time; the coarse clock is cheap and ms-accurate enough */
     clock_gettime(CLOCK_REALTIME_COARSE, &ts);
     ks->copts.now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    if ((rc = evt_render(&ks->copts, e, &ks->r, err)) != TB_OK)
+    if ((rc = (truncate ? evt_render_truncate : evt_render)(&ks->copts, e, &ks->r, err)) != TB_OK)
         return rc;
     rc = ksink_send_rendered(ks, e, te, err);
     if (rc == TB_OK)

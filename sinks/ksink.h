@@ -151,6 +151,10 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err);
  * full. e is borrowed for the call only. Returns a recorded delivery error
  * first if there is one. */
 tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err);
+/* The truncate of e's table (evt_render_truncate: value.format=envelope an
+ * "op":"t" record and its tombstone under the key {}; row format nothing),
+ * with e's source position, like ksink_send. */
+tb_code ksink_send_truncate(ksink *ks, const evt_event *e, tb_error *err);
 
 /* Write the schema record of t now, as a message of the current source
  * transaction: a dropped table's (evt_table_new_dropped), or a descriptor

@@ -390,6 +390,59 @@ Test(records, schema_record)
     evt_table_unref(t);
 }
 
+/* The truncate record: key {}, an envelope with null images and op "t" (both
+ * encodings, read by Jansson), then the tombstone of {}; nothing in row format. */
+Test(records, truncate_record)
+{
+    evt_table *t = evt_table_new("shop", "items", 2);
+    evt_table_set_column(t, 0, "id", EVT_T_INT, "int", false, false);
+    evt_table_set_column(t, 1, "v", EVT_T_VARCHAR, "varchar(5)", true, false);
+    size_t pk[] = {0};
+    evt_table_set_pk(t, pk, 1);
+    evt_table_seal(t);
+    evt_event *e = evt_event_new(EVT_OP_DELETE, t);
+    tb_position p;
+    tb_position_init(&p);
+    p.kind = TB_POS_MYSQL;
+    p.pos = 1234;
+    p.row = 3;
+    tb_position_set_file(&p, "binlog.000007");
+    evt_event_set_position(e, &p);
+    evt_event_set_txid(e, "0-1-9");
+    evt_event_set_commit_ts_ms(e, 1700000000000);
+    evt_rendered r;
+    evt_rendered_init(&r);
+    tb_error err;
+    for (int dbz = 0; dbz < 2; dbz++) {
+        evt_codec_opts o = {.topic_prefix = "tb", .encoding = dbz ? EVT_ENC_DEBEZIUM : EVT_ENC_TRIBUTARY};
+        cr_assert_eq(evt_render_truncate(&o, e, &r, &err), TB_OK, "%s", err.msg);
+        cr_assert_str_eq(r.topic, "tb.shop.items");
+        cr_assert_eq(r.n, 2);
+        cr_assert_eq(r.msgs[0].key_len, 2);
+        cr_assert_eq(memcmp(r.msgs[0].key, "{}", 2), 0);
+        json_error_t je;
+        json_t *v = json_loadb(r.msgs[0].value, r.msgs[0].value_len, 0, &je);
+        cr_assert_not_null(v, "%s", je.text);
+        cr_assert_str_eq(json_string_value(json_object_get(v, "op")), "t");
+        cr_assert(json_is_null(json_object_get(v, "before")));
+        cr_assert(json_is_null(json_object_get(v, "after")));
+        json_t *src = json_object_get(v, "source");
+        cr_assert_str_eq(json_string_value(json_object_get(src, "table")), "items");
+        cr_assert_str_eq(json_string_value(json_object_get(src, "file")), "binlog.000007");
+        cr_assert_eq(json_integer_value(json_object_get(src, "pos")), 1234);
+        json_decref(v);
+        cr_assert_eq(r.msgs[1].key_len, 2);
+        cr_assert_null(r.msgs[1].value, "the second message is the tombstone of {}");
+    }
+    evt_codec_opts row = {.row_format = true};
+    cr_assert_eq(evt_render_truncate(&row, e, &r, &err), TB_OK);
+    cr_assert_eq(r.n, 0);
+    evt_rendered_free(&r);
+    tb_position_free(&p);
+    evt_event_free(e);
+    evt_table_unref(t);
+}
+
 /* The Connect wrapper is valid JSON, its payload equals the plain value, and
  * every field of the payload's rows is described in the schema. */
 Test(records, kafka_connect_wrapper)
