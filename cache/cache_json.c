@@ -297,13 +297,6 @@ tb_code cj_parse(const char *text, size_t len, cj_val *out, tb_error *err)
                         (size_t)(s.bad - s.start), s.why);
 }
 
-tb_code cj_parse_top(const char *text, size_t len, cj_val *out, const char *const *names, size_t n, cj_val *vals,
-                     bool *found, size_t *count, tb_error *err)
-{
-    size_t nmem;
-    return cj_parse_top_members(text, len, out, names, n, vals, found, count, n, NULL, 0, &nmem, err);
-}
-
 tb_code cj_parse_top_members(const char *text, size_t len, cj_val *out, const char *const *names, size_t n,
                              cj_val *vals, bool *found, size_t *count, size_t collect, cj_member *mem, size_t cap,
                              size_t *nmem, tb_error *err)

@@ -59,12 +59,6 @@ typedef struct cj_iter {
  * allowed). TB_ERR_INVALID with the byte offset on bad input. */
 tb_code cj_parse(const char *text, size_t len, cj_val *out, tb_error *err);
 
-/* cj_parse, and when the value is an object also its top-level members named
- * names[0..n) (plain names) in one pass: vals[i] and found[i]; *count = members.
- * A name is matched only when its key has no escapes. */
-tb_code cj_parse_top(const char *text, size_t len, cj_val *out, const char *const *names, size_t n, cj_val *vals,
-                     bool *found, size_t *count, tb_error *err);
-
 /* One member of an object: key span (raw, between the quotes) and value. */
 typedef struct cj_member {
     const char *key;
@@ -72,11 +66,14 @@ typedef struct cj_member {
     cj_val val;
 } cj_member;
 
-/* cj_parse_top, and also the members of the top-level member names[collect]
- * when it is an object (its last occurrence): mem[0..*nmem) in order, when
- * *nmem <= cap; a larger *nmem says how many there are, and only the first cap
- * were stored (iterate the object instead). *nmem = 0 when that member is
- * absent or not an object. Saves iterating the object again. */
+/* cj_parse, and when the value is an object also its top-level members named
+ * names[0..n) (plain names) in one pass: vals[i] and found[i]; *count = members.
+ * A name is matched only when its key has no escapes. With collect < n, also
+ * the members of the top-level member names[collect] when it is an object (its
+ * last occurrence): mem[0..*nmem) in order, when *nmem <= cap; a larger *nmem
+ * says how many there are, and only the first cap were stored (iterate the
+ * object instead). *nmem = 0 when that member is absent or not an object (or
+ * collect >= n). Saves iterating the object again. */
 tb_code cj_parse_top_members(const char *text, size_t len, cj_val *out, const char *const *names, size_t n,
                              cj_val *vals, bool *found, size_t *count, size_t collect, cj_member *mem, size_t cap,
                              size_t *nmem, tb_error *err);

@@ -206,11 +206,6 @@ tb_code cfg_set_base_dir(cfg *c, const char *dir)
     return TB_OK;
 }
 
-const char *cfg_base_dir(const cfg *c)
-{
-    return c ? c->base_dir : NULL;
-}
-
 tb_code cfg_path_join(const char *dir, const char *path, tb_buf *out)
 {
     if (!dir || !*dir || path[0] == '/')

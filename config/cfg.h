@@ -73,8 +73,6 @@ tb_code cfg_load_file(cfg *c, const char *path, tb_error *err);
  * it to the file's absolute folder); NULL = the working directory. Returns
  * TB_ERR_NOMEM on allocation failure. dir is copied. */
 tb_code cfg_set_base_dir(cfg *c, const char *dir);
-/* The base folder set by cfg_load_file/cfg_set_base_dir, or NULL. Borrowed. */
-const char *cfg_base_dir(const cfg *c);
 /* dir + "/" + path into out (path as is when absolute or dir is NULL/empty;
  * a leading "./" is dropped). */
 tb_code cfg_path_join(const char *dir, const char *path, tb_buf *out);

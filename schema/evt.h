@@ -118,7 +118,6 @@ void evt_table_set_version(evt_table *t, uint32_t version);
 /* False when column names are placeholders (@1..@n): events then say so. */
 void evt_table_set_names_known(evt_table *t, bool known);
 void evt_table_seal(evt_table *t);
-bool evt_table_sealed(const evt_table *t);
 
 const char *evt_table_db(const evt_table *t);
 const char *evt_table_name(const evt_table *t);

@@ -424,7 +424,6 @@ void evt_table_seal(evt_table *t)
     t->sealed = true;
 }
 
-bool evt_table_sealed(const evt_table *t) { return t && t->sealed; }
 const char *evt_table_db(const evt_table *t) { return t->db; }
 const char *evt_table_name(const evt_table *t) { return t->name; }
 size_t evt_table_ncols(const evt_table *t) { return t->ncols; }

@@ -33,7 +33,6 @@ struct stdout_sink {
     tb_buf line, key, value, topic, tkey;
     tb_buf out;               /* complete lines not written yet */
     tb_hmap announced;        /* "db\x1ftable" -> last announced schema version + 1 */
-    uint64_t lines;
 };
 
 static void ssink_cut_partial_line(stdout_sink *s);
@@ -104,7 +103,6 @@ static tb_code ssink_put_line(stdout_sink *s, tb_error *err)
 {
     if (tb_buf_putc(&s->line, '\n') != TB_OK || tb_buf_append(&s->out, s->line.data, s->line.len) != TB_OK)
         return tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
-    s->lines++;
     return s->out.len >= ((size_t)1 << SSINK_OUT_SHIFT) ? ssink_flush(s, err) : TB_OK;
 }
 
@@ -247,11 +245,6 @@ tb_code stdout_sink_commit(stdout_sink *s, const tb_position *pos, tb_error *err
         TB_DEBUG("stdout", "committed %s", text.data);
     tb_buf_free(&text);
     return rc;
-}
-
-uint64_t stdout_sink_lines(const stdout_sink *s)
-{
-    return s->lines;
 }
 
 void stdout_sink_close(stdout_sink *s)

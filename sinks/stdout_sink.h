@@ -58,9 +58,6 @@ tb_code stdout_sink_announce(stdout_sink *s, const evt_table *t, tb_error *err);
  * transaction boundary whose events were all sent; NULL = flush only. */
 tb_code stdout_sink_commit(stdout_sink *s, const tb_position *pos, tb_error *err);
 
-/* Lines printed so far (schema records included). */
-uint64_t stdout_sink_lines(const stdout_sink *s);
-
 /* Flush and free. NULL-safe. Does not commit. */
 void stdout_sink_close(stdout_sink *s);
 

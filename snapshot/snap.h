@@ -100,10 +100,5 @@ tb_code snap_check_topics(const cfg *c, tb_error *err);
 /* Whether streaming follows the snapshot (false for initial_only). */
 bool snap_then_stream(const cfg *c);
 
-/* For snap_decide's offset_still_on_server: asks the source (SHOW BINARY
- * LOGS) whether the binlog file of pos still exists and reaches pos->pos.
- * A position without a file name (GTID only) is taken as available. Opens
- * and closes its own connection. */
-tb_code snap_offset_available(const cfg *c, const tb_position *pos, bool *available, tb_error *err);
 
 #endif

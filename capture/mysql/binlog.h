@@ -118,15 +118,12 @@ typedef struct binlog_stmt {
     int64_t ts_ms;             /* the transaction's commit time */
 } binlog_stmt;
 
-void binlog_stmt_init(binlog_stmt *st);
 /* Frees the tables; NULL-safe. */
 void binlog_stmt_free(binlog_stmt *st);
 /* Classify q[0..n) (replacing st's previous content). defdb[0..deflen):
  * the event's default database, for names without one (may be NULL).
  * TB_ERR_NOMEM only: text that is not understood is BINLOG_STMT_OTHER. */
 tb_code binlog_stmt_classify(binlog_stmt *st, const char *q, size_t n, const char *defdb, size_t deflen);
-/* "dml", "truncate", ... (static). */
-const char *binlog_stmt_kind_name(binlog_stmt_kind k);
 
 /* Called by the decoder for each statement that is not transaction control,
  * before the statement's transaction commits. An error stops the decoder

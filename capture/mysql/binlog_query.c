@@ -386,11 +386,6 @@ static tb_code classify_rename(qlex *lx, binlog_stmt *st, const char *defdb, siz
     }
 }
 
-void binlog_stmt_init(binlog_stmt *st)
-{
-    memset(st, 0, sizeof(*st));
-}
-
 static void stmt_clear(binlog_stmt *st)
 {
     for (size_t i = 0; i < st->ntables; i++) {
@@ -411,25 +406,6 @@ void binlog_stmt_free(binlog_stmt *st)
     stmt_clear(st);
     free(st->tables);
     memset(st, 0, sizeof(*st));
-}
-
-const char *binlog_stmt_kind_name(binlog_stmt_kind k)
-{
-    switch (k) {
-    case BINLOG_STMT_BEGIN: return "begin";
-    case BINLOG_STMT_COMMIT: return "commit";
-    case BINLOG_STMT_TX_OTHER: return "savepoint";
-    case BINLOG_STMT_DML: return "dml";
-    case BINLOG_STMT_TRUNCATE: return "truncate";
-    case BINLOG_STMT_ALTER: return "alter";
-    case BINLOG_STMT_RENAME: return "rename";
-    case BINLOG_STMT_DROP: return "drop";
-    case BINLOG_STMT_CREATE: return "create";
-    case BINLOG_STMT_MAINT: return "maintenance";
-    case BINLOG_STMT_DROP_DATABASE: return "drop database";
-    case BINLOG_STMT_OTHER: break;
-    }
-    return "other";
 }
 
 tb_code binlog_stmt_classify(binlog_stmt *st, const char *q, size_t n, const char *defdb, size_t deflen)

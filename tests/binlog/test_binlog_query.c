@@ -14,7 +14,7 @@
 static binlog_stmt_kind classify(const char *q, char *out, size_t cap)
 {
     binlog_stmt st;
-    binlog_stmt_init(&st);
+    memset(&st, 0, sizeof st);
     cr_assert_eq(binlog_stmt_classify(&st, q, strlen(q), "dflt", 4), TB_OK);
     out[0] = '\0';
     for (size_t i = 0; i < st.ntables; i++) {
@@ -30,7 +30,7 @@ static void check(const char *q, binlog_stmt_kind kind, const char *tables)
 {
     char got[512];
     binlog_stmt_kind k = classify(q, got, sizeof got);
-    cr_expect_eq(k, kind, "%s: kind %s, want %s", q, binlog_stmt_kind_name(k), binlog_stmt_kind_name(kind));
+    cr_expect_eq(k, kind, "%s: kind %d, want %d", q, (int)k, (int)kind);
     cr_expect_str_eq(got, tables, "%s: tables '%s', want '%s'", q, got, tables);
 }
 
@@ -119,7 +119,7 @@ Test(binlog_query, ddl)
 Test(binlog_query, flags)
 {
     binlog_stmt st;
-    binlog_stmt_init(&st);
+    memset(&st, 0, sizeof st);
     const char *q = "ALTER TABLE u ADD c INT, RENAME v";
     cr_assert_eq(binlog_stmt_classify(&st, q, strlen(q), NULL, 0), TB_OK);
     cr_expect(st.alters);
@@ -149,7 +149,7 @@ Test(binlog_query, flags)
 static bool fills(const char *q)
 {
     binlog_stmt st;
-    binlog_stmt_init(&st);
+    memset(&st, 0, sizeof st);
     cr_assert_eq(binlog_stmt_classify(&st, q, strlen(q), "d", 1), TB_OK);
     bool f = st.fills_rows;
     binlog_stmt_free(&st);

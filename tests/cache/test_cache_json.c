@@ -120,10 +120,12 @@ Test(cj, parse_top_picks_members)
     const char *names[] = {"after", "op", "missing"};
     cj_val vals[3], v;
     bool found[3];
-    size_t n;
+    size_t n, nmem;
     tb_error e;
     const char *t = " {\"before\":null,\"after\":{\"id\":1},\"source\":{\"a\":\"}\"},\"op\":\"c\",\"o\\u0070\":1} ";
-    cr_assert_eq(cj_parse_top(t, strlen(t), &v, names, 3, vals, found, &n, &e), TB_OK, "%s", e.msg);
+    cr_assert_eq(cj_parse_top_members(t, strlen(t), &v, names, 3, vals, found, &n, 3, NULL, 0, &nmem, &e), TB_OK, "%s",
+                 e.msg);
+    cr_expect_eq(nmem, 0);
     cr_expect_eq(v.type, CJ_OBJECT);
     cr_expect_eq(n, 5);
     cr_expect(found[0] && vals[0].type == CJ_OBJECT && vals[0].len == 8);
@@ -131,12 +133,14 @@ Test(cj, parse_top_picks_members)
     cr_expect(!found[2]);
     /* errors are those of cj_parse, with the offset */
     const char *bad = "{\"after\":{\"id\":1},\"op\":\"c\"";
-    cr_expect_eq(cj_parse_top(bad, strlen(bad), &v, names, 3, vals, found, &n, &e), TB_ERR_INVALID);
+    cr_expect_eq(cj_parse_top_members(bad, strlen(bad), &v, names, 3, vals, found, &n, 3, NULL, 0, &nmem, &e),
+                 TB_ERR_INVALID);
     cr_expect(strstr(e.msg, "at byte 26") != NULL, "%s", e.msg);
     const char *trail = "{} {}";
-    cr_expect_eq(cj_parse_top(trail, strlen(trail), &v, names, 3, vals, found, &n, &e), TB_ERR_INVALID);
+    cr_expect_eq(cj_parse_top_members(trail, strlen(trail), &v, names, 3, vals, found, &n, 3, NULL, 0, &nmem, &e),
+                 TB_ERR_INVALID);
     /* not an object: plain parse */
-    cr_expect_eq(cj_parse_top("[1]", 3, &v, names, 3, vals, found, &n, &e), TB_OK);
+    cr_expect_eq(cj_parse_top_members("[1]", 3, &v, names, 3, vals, found, &n, 3, NULL, 0, &nmem, &e), TB_OK);
     cr_expect_eq(v.type, CJ_ARRAY);
 }
 

@@ -195,30 +195,6 @@ Test(snapshot_parity, every_type_snapshot_equals_binlog, .timeout = 300)
     mysql_close(my);
 }
 
-/* snap_offset_available (snapshot.mode=when_needed) against the server's binlogs. */
-Test(snapshot_parity, offset_available, .timeout = 60)
-{
-    MYSQL *my = st_connect();
-    cfg *c = st_cfg(NULL, NULL);
-    tb_position p;
-    tb_position_init(&p);
-    st_current_position(my, &p);
-    tb_error err;
-    bool ok = false;
-    cr_assert_eq(snap_offset_available(c, &p, &ok, &err), TB_OK, "%s", err.msg);
-    cr_assert(ok, "the current position is on the server");
-    p.pos += 1u << 30;
-    cr_assert_eq(snap_offset_available(c, &p, &ok, &err), TB_OK, "%s", err.msg);
-    cr_assert_not(ok, "an offset past the end of the file");
-    p.pos = 4;
-    tb_position_set_file(&p, "no-such-binlog.000001");
-    cr_assert_eq(snap_offset_available(c, &p, &ok, &err), TB_OK, "%s", err.msg);
-    cr_assert_not(ok, "a file that is not on the server");
-    tb_position_free(&p);
-    cfg_free(c);
-    mysql_close(my);
-}
-
 /* A table without a primary key, keyed by key.columns: the binlog path keys
  * it as the snapshot does (it used to write null keys and "primary_key":[]). */
 Test(snapshot_parity, key_columns_without_primary_key, .timeout = 120)
