@@ -4,7 +4,8 @@
 #   bench/e2e_bench.sh [RUNS]        (default 3; medians are printed at the end)
 #
 # Uses the testenv in the environment (eval "$(scripts/testenv up)") or starts its own.
-# Builds a Release tree in build-e2e-rel. Per run, with a fresh database and connector name:
+# Builds a Release tree in build-bench-e2e (TB_BENCH_BUILD_DIR; set-up in bench/lib.sh). Per run,
+# with a fresh database and connector name:
 #  1. catch-up: the connector takes its (empty) snapshot and stops; 1M rows of a 5-column table
 #     are written (1000-row INSERTs, one transaction each) while it is stopped; it is started
 #     under /usr/bin/time and stopped once its committed GTID (status file) equals
@@ -20,46 +21,18 @@
 #
 # Figures: docs/STATUS.md (Benchmarks) lists the latest with this command.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-3}
 rows=${TB_E2E_ROWS:-1000000}
 rate=${TB_E2E_RATE:-10000}
 seconds=${TB_E2E_SECONDS:-20}
 batch=${TB_E2E_BATCH:-10}
-build=$root/build-e2e-rel
-
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTB_TESTS=OFF >/dev/null
-cmake --build "$build" -j2 --target tributary e2e_load >/dev/null
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_keep_work=1
+bench_setup e2e
+bench_build tributary e2e_load
 tb=$build/app/tributary
 load=$build/bench/e2e_load
-
-own_env=
-if [ -z "${TRIBUTARY_TEST_DIR:-}" ]; then
-    eval "$("$root/scripts/testenv" up)"
-    own_env=1
-fi
-work=$(mktemp -d /tmp/tributary-e2e-bench.XXXXXX)
-run_pid=
-done_ok=
-cleanup() {
-    set +e
-    [ -n "$run_pid" ] && stop_run 2>/dev/null
-    [ -n "$own_env" ] && "$root/scripts/testenv" down >/dev/null 2>&1
-    if [ -n "$done_ok" ]; then rm -rf "$work"; else echo "kept $work (logs)" >&2; fi
-}
-trap cleanup EXIT
-
-mysql_q() {
-    mariadb -N -B -h "$TRIBUTARY_TEST_MYSQL_HOST" -P "$TRIBUTARY_TEST_MYSQL_PORT" -u "$TRIBUTARY_TEST_MYSQL_USER" \
-        -p"$TRIBUTARY_TEST_MYSQL_PASSWORD" -e "$1"
-}
-now_ms() { date +%s%3N; }
-status_gtid() { python3 -c 'import json,sys
-try:
-    p = json.load(open(sys.argv[1])).get("position") or {}
-    print(p.get("gtid") or "")
-except Exception:
-    print("")' "$1"; }
 
 # wait until the committed GTID in status file $1 equals the server's (deadline $2 s)
 wait_caught_up() {
@@ -71,11 +44,6 @@ wait_caught_up() {
         sleep 0.05
     done
 }
-
-# run_pid may be /usr/bin/time, which does not pass SIGTERM on: signal its child
-stop_run() { local child; child=$(pgrep -P "$run_pid" || true); kill -TERM "${child:-$run_pid}"; wait "$run_pid" || { echo "tributary run failed" >&2; return 1; }; run_pid=; }
-
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 : > "$work/results"
 for i in $(seq 1 "$runs"); do
@@ -144,4 +112,4 @@ echo "catch-up rows/s (first to last append):   $(awk '{ print $2 }' "$work/resu
 echo "peak RSS MB:                              $(awk '{ printf "%.1f\n", $3 / 1024 }' "$work/results" | median)   (target < 64)"
 echo "commit-to-Kafka latency p50 ms:           $(awk '{ print $4 }' "$work/results" | median)"
 echo "commit-to-Kafka latency p99 ms:           $(awk '{ print $5 }' "$work/results" | median)   (target < 20)"
-done_ok=1
+bench_ok=1

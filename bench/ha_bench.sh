@@ -24,13 +24,11 @@ runs=${1:-10}
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_setup ha
 
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTB_TESTS=OFF >/dev/null
-cmake --build "$build" -j2 --target tributary >/dev/null
+bench_build tributary
 tb=$build/app/tributary
 
 my() { mariadb -h "$TRIBUTARY_TEST_MYSQL_HOST" -P "$TRIBUTARY_TEST_MYSQL_PORT" -u "$TRIBUTARY_TEST_MYSQL_USER" \
   -p"$TRIBUTARY_TEST_MYSQL_PASSWORD" -N -B "$@"; }
-now_ms() { date +%s%3N; }
 # wait_for FILE PATTERN SECONDS
 wait_for() {
   local deadline=$((SECONDS + $3))

@@ -37,8 +37,7 @@ done
 bench_setup ksink
 broker="$brokers"
 
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTB_TESTS=OFF >/dev/null
-cmake --build "$build" -j2 --target bench_ksink >/dev/null
+bench_build bench_ksink
 bin="$build/bench/bench_ksink"
 
 tag="$(date +%s)_$$"
@@ -92,10 +91,10 @@ for ((r = 1; r <= runs; r++)); do
   echo "run $r ratio ksink/kcat (events/s): ${pair[-1]}"
 done
 
-median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-mk_eps="$(median "${k_eps[@]}")"; mc_eps="$(median "${c_eps[@]}")"
-echo "median ksink: events_per_s=$mk_eps mb_per_s=$(median "${k_mbs[@]}") max_rss_kb=$(median "${k_rss[@]}")"
-echo "median kcat:  events_per_s=$mc_eps mb_per_s=$(median "${c_mbs[@]}") max_rss_kb=$(median "${c_rss[@]}")"
+median_of() { printf '%s\n' "$@" | median; }
+mk_eps="$(median_of "${k_eps[@]}")"; mc_eps="$(median_of "${c_eps[@]}")"
+echo "median ksink: events_per_s=$mk_eps mb_per_s=$(median_of "${k_mbs[@]}") max_rss_kb=$(median_of "${k_rss[@]}")"
+echo "median kcat:  events_per_s=$mc_eps mb_per_s=$(median_of "${c_mbs[@]}") max_rss_kb=$(median_of "${c_rss[@]}")"
 echo "ratio ksink/kcat (events/s): $(awk -v a="$mk_eps" -v b="$mc_eps" 'BEGIN { printf "%.2f", a / b }') (ratio of the medians)"
-echo "median of the per-pair ratios: $(median "${pair[@]}")"
-echo "median CPU seconds: ksink $(median "${k_cpu[@]}"), kcat $(median "${c_cpu[@]}")"
+echo "median of the per-pair ratios: $(median_of "${pair[@]}")"
+echo "median CPU seconds: ksink $(median_of "${k_cpu[@]}"), kcat $(median_of "${c_cpu[@]}")"

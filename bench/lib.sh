@@ -1,14 +1,28 @@
-# bench/lib.sh: shared set-up of the Kafka benchmarks (sourced, not run).
+# bench/lib.sh: shared set-up and helpers of the benchmarks that use the test servers (sourced,
+# not run).
 #
 #   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #   bench_setup NAME     sets root, build (TB_BENCH_BUILD_DIR or build-bench-NAME), work (a temp
-#                        folder removed at exit) and brokers; uses TRIBUTARY_TEST_KAFKA when set,
-#                        otherwise starts scripts/testenv and stops it at exit.
+#                        folder) and brokers; uses the testenv in the environment (TRIBUTARY_TEST_*,
+#                        MariaDB and Kafka) when there is one, otherwise starts scripts/testenv and
+#                        stops it at exit. At exit it first calls the script's bench_stop function
+#                        when there is one, then stops the `tributary run` of run_pid if one is
+#                        left (stop_run), then removes work,
+#                        unless bench_keep_work=1 and the script did not set bench_ok=1 (then it
+#                        keeps work, with the logs of the failed run, and says where).
+#   bench_build TARGET...  configures build as a Release tree without tests and builds TARGETs
+#   mysql_q SQL          one statement on the test MariaDB, tab-separated rows without a header
+#   now_ms               wall clock in milliseconds
+#   median               median of the numbers on stdin, one a line (mean of the middle two)
+#   status_gtid FILE     the committed GTID in a status file ("" while there is none)
+#   stop_run             SIGTERM to the `tributary run` of run_pid (or to its child when run_pid is
+#                        /usr/bin/time, which does not pass signals on), waits for it, clears run_pid
 bench_setup() {
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   build="${TB_BENCH_BUILD_DIR:-$root/build-bench-$1}"
   work="$(mktemp -d "${TMPDIR:-/tmp}/$1-bench.XXXXXX")"
   bench_started_env=""
+  run_pid=""
   trap bench_cleanup EXIT
   if [[ -z "${TRIBUTARY_TEST_KAFKA:-}" ]]; then
     "$root/scripts/testenv" up >"$work/env.sh"
@@ -20,8 +34,46 @@ bench_setup() {
 }
 
 bench_cleanup() {
-  rm -rf "$work"
+  set +e
+  if declare -F bench_stop >/dev/null; then bench_stop; fi
+  if [[ -n "${run_pid:-}" ]]; then stop_run 2>/dev/null; fi
+  if [[ "${bench_keep_work:-}" == 1 && "${bench_ok:-}" != 1 ]]; then
+    echo "kept $work (logs)" >&2
+  else
+    rm -rf "$work"
+  fi
   if [[ -n "$bench_started_env" ]]; then
     "$root/scripts/testenv" down "$bench_started_env" >/dev/null 2>&1 || true
   fi
+}
+
+bench_build() {
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTB_TESTS=OFF >/dev/null
+  cmake --build "$build" -j2 --target "$@" >/dev/null
+}
+
+mysql_q() {
+  mariadb -N -B -h "$TRIBUTARY_TEST_MYSQL_HOST" -P "$TRIBUTARY_TEST_MYSQL_PORT" -u "$TRIBUTARY_TEST_MYSQL_USER" \
+    -p"$TRIBUTARY_TEST_MYSQL_PASSWORD" -e "$1"
+}
+
+now_ms() { date +%s%3N; }
+
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+status_gtid() {
+  python3 -c 'import json,sys
+try:
+    p = json.load(open(sys.argv[1])).get("position") or {}
+    print(p.get("gtid") or "")
+except Exception:
+    print("")' "$1"
+}
+
+stop_run() {
+  local child
+  child=$(pgrep -P "$run_pid" || true)
+  kill -TERM "${child:-$run_pid}"
+  wait "$run_pid" || { echo "tributary run failed" >&2; return 1; }
+  run_pid=
 }

@@ -5,56 +5,28 @@
 #   bench/metrics_bench.sh [RUNS]     (default 5 per mode; medians are printed at the end)
 #
 # Uses the testenv in the environment (eval "$(scripts/testenv up)") or starts its own, and the
-# Release tree of bench/e2e_bench.sh (build-e2e-rel). TB_E2E_ROWS rows (default 1000000, 5-column
-# table, 1000-row INSERTs) are written once; then each run is a new connector (its own name and
-# topics) that catches up on them from the GTID before the load (snapshot.mode=never), alternating
-# metrics off and metrics on (metrics.listen on 127.0.0.1, scraped with curl every second, as
-# Prometheus would), in the order off on on off off on ... Time = start to the committed GTID
-# (status file) equal to the load's end; CPU = the process's user + system time (/usr/bin/time).
+# Release tree of bench/e2e_bench.sh (build-bench-e2e; the set-up of both is bench/lib.sh).
+# TB_E2E_ROWS rows (default 1000000, 5-column table, 1000-row INSERTs) are written once; then each
+# run is a new connector (its own name and topics) that catches up on them from the GTID before the
+# load (snapshot.mode=never), alternating metrics off and metrics on (metrics.listen on 127.0.0.1,
+# scraped with curl every second, as Prometheus would), in the order off on on off off on ...
+# Time = start to the committed GTID (status file) equal to the load's end; CPU = the process's
+# user + system time (/usr/bin/time).
 # Prints both per run, the medians of each mode, and the cost. TB_METRICS_PROPS adds properties to
 # the metrics-on runs (e.g. "kafka.statistics.interval.ms=0": no librdkafka statistics, which
 # metrics.listen otherwise turns on every 5 s).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-5}
 rows=${TB_E2E_ROWS:-1000000}
-build=$root/build-e2e-rel
-
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTB_TESTS=OFF >/dev/null
-cmake --build "$build" -j2 --target tributary e2e_load >/dev/null
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_keep_work=1
+bench_setup e2e
+bench_build tributary e2e_load
 tb=$build/app/tributary
 load=$build/bench/e2e_load
-
-own_env=
-if [ -z "${TRIBUTARY_TEST_DIR:-}" ]; then
-    eval "$("$root/scripts/testenv" up)"
-    own_env=1
-fi
-work=$(mktemp -d /tmp/tributary-metrics-bench.XXXXXX)
-run_pid=
 scrape_pid=
-done_ok=
-cleanup() {
-    set +e
-    [ -n "$scrape_pid" ] && kill "$scrape_pid" 2>/dev/null
-    [ -n "$run_pid" ] && kill -TERM "$run_pid" 2>/dev/null && wait "$run_pid"
-    [ -n "$own_env" ] && "$root/scripts/testenv" down >/dev/null 2>&1
-    if [ -n "$done_ok" ]; then rm -rf "$work"; else echo "kept $work (logs)" >&2; fi
-}
-trap cleanup EXIT
-
-mysql_q() {
-    mariadb -N -B -h "$TRIBUTARY_TEST_MYSQL_HOST" -P "$TRIBUTARY_TEST_MYSQL_PORT" -u "$TRIBUTARY_TEST_MYSQL_USER" \
-        -p"$TRIBUTARY_TEST_MYSQL_PASSWORD" -e "$1"
-}
-now_ms() { date +%s%3N; }
-status_gtid() { python3 -c 'import json,sys
-try:
-    p = json.load(open(sys.argv[1])).get("position") or {}
-    print(p.get("gtid") or "")
-except Exception:
-    print("")' "$1"; }
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+bench_stop() { [ -z "$scrape_pid" ] || kill "$scrape_pid" 2>/dev/null; }
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 db=mb_$$
@@ -111,8 +83,7 @@ PROPS
         grep -q "tributary_events_total{connector=\"$name\",table=\"$db.bulk\",op=\"c\"} $rows" <<<"$body" \
             || { echo "run $i: /metrics does not count $rows inserts" >&2; exit 1; }
     fi
-    child=$(pgrep -P "$run_pid" || true)
-    kill -TERM "${child:-$run_pid}"; wait "$run_pid"; run_pid=
+    stop_run
     [ -n "$scrape_pid" ] && { wait "$scrape_pid" || true; scrape_pid=; }
     lat=$("$load" latency "$TRIBUTARY_TEST_KAFKA" "$name.$db.bulk")
     last=$(sed -E 's/.*last_append_ms=([0-9]+).*/\1/' <<<"$lat")
@@ -131,4 +102,4 @@ echo "== catch-up of $rows rows, start to last append, medians of $runs runs per
 echo "metrics off: $off rows/s, CPU $cpu_off s (tributary, user + system, start to stop)"
 echo "metrics on, scraped every second: $on rows/s, CPU $cpu_on s"
 echo "cost: throughput $(awk -v a="$off" -v b="$on" 'BEGIN { printf "%.1f%%", (1 - b / a) * 100 }'), CPU $(awk -v a="$cpu_off" -v b="$cpu_on" 'BEGIN { printf "%+.1f%%", (b / a - 1) * 100 }')   (target < 2%)"
-done_ok=1
+bench_ok=1
