@@ -3,7 +3,12 @@
  *
  * mariadb_rpl_fetch() gives each event's raw bytes (header + body + checksum)
  * and those go to our own decoder (binlog_dec.c); Connector/C's own body
- * parsing is not used. Connection sequence:
+ * parsing is not used. The fetching runs on a thread of its own per
+ * connection (binlog_fetch.c), which hands events over through a bounded
+ * queue: binlog_live_next waits on that queue with its timeout, so an idle
+ * source never blocks the caller and events that arrived together in one
+ * read are handed out at once (only public Connector/C API is used).
+ * Connection sequence:
  *   mysql_real_connect; flavor from the server version ("MariaDB");
  *   SET @master_binlog_checksum = @@global.binlog_checksum   (else error 1236)
  *   SET @master_heartbeat_period = <ns>                       (source.heartbeat.ms)
@@ -38,6 +43,7 @@
  * and a purged start position (1236) are not retried.
  */
 #include "binlog_live.h"
+#include "binlog_fetch.h"
 #include "binlog_int.h"
 #include "binlog_preflight.h"
 #include "binlog_schema.h"
@@ -47,10 +53,8 @@
 
 #include <mysql.h>
 #include <mariadb_rpl.h>
-#include <ma_pvio.h>
 #include <mysqld_error.h>
 #include <errmsg.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +64,7 @@ struct binlog_live {
     MYSQL *mysql;
     MYSQL *meta;           /* second connection for information_schema lookups */
     MARIADB_RPL *rpl;
-    MARIADB_RPL_EVENT *ev;
+    bl_fetch *fetch;       /* the thread reading rpl (binlog_fetch.h); owns mysql and rpl while it runs */
     myconn *mc;            /* host, user, password, TLS: every connection is opened by myconn */
     const char *host;      /* borrowed from mc, for messages */
     unsigned port;
@@ -85,10 +89,8 @@ struct binlog_live {
 
 static void disconnect(binlog_live *l)
 {
-    if (l->ev) {
-        mariadb_free_rpl_event(l->ev);
-        l->ev = NULL;
-    }
+    bl_fetch_stop(l->fetch);
+    l->fetch = NULL;
     if (l->rpl) {
         mariadb_rpl_close(l->rpl);
         l->rpl = NULL;
@@ -316,7 +318,7 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
     free(kept_file);
     binlog_dec_set_position(dec, &p);
     tb_position_free(&p);
-    if (rc != TB_OK)
+    if (rc != TB_OK || (rc = bl_fetch_start(l->mysql, l->rpl, &l->fetch, err)) != TB_OK)
         return rc;
     l->last_off = pos;
     l->connected = true;
@@ -420,16 +422,6 @@ out:
     return rc;
 }
 
-/* Wait until the connection has bytes to read, at most timeout_ms. */
-static bool readable(binlog_live *l, int timeout_ms)
-{
-    MARIADB_PVIO *pvio = l->mysql->net.pvio;
-    if (pvio && pvio->cache && pvio->cache + pvio->cache_size > pvio->cache_pos)
-        return true; /* read-ahead cache holds data */
-    struct pollfd pfd = {.fd = (int)mysql_get_socket(l->mysql), .events = POLLIN};
-    return poll(&pfd, 1, timeout_ms < 0 ? 0 : timeout_ms) > 0;
-}
-
 static tb_code lost(binlog_live *l, binlog_dec *dec, const char *why, tb_error *err)
 {
     TB_WARN("binlog", "%s:%u: replication connection lost (%s); reconnecting", l->host, l->port, why);
@@ -506,13 +498,15 @@ tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_ev
             }
         }
         int left = (int)(deadline - tb_mono_ms());
-        if (!readable(l, left))
-            return TB_OK; /* timeout */
-        l->ev = mariadb_rpl_fetch(l->rpl, l->ev);
-        if (!l->ev) {
-            unsigned e = mysql_errno(l->mysql);
-            char why[512];
-            snprintf(why, sizeof(why), "%u %s", e, mysql_error(l->mysql));
+        MARIADB_RPL_EVENT *rev = NULL;
+        unsigned e = 0;
+        const char *emsg = NULL;
+        bl_fetch_rc frc = bl_fetch_next(l->fetch, left, &rev, &e, &emsg);
+        if (frc == BL_FETCH_TIMEOUT)
+            return TB_OK;
+        if (frc == BL_FETCH_END) {
+            char why[600];
+            snprintf(why, sizeof(why), "%u %s", e, emsg);
             if (e == ER_SLAVE_SAME_ID ||
                 (e == ER_MASTER_FATAL_ERROR_READING_BINLOG && strstr(why, "same server_uuid/server_id"))) {
                 disconnect(l);
@@ -535,12 +529,12 @@ tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_ev
                 return rc;
             continue;
         }
-        const uint8_t *raw = l->ev->raw_data + l->ev->raw_data_ofs;
-        size_t len = l->ev->raw_data_size - l->ev->raw_data_ofs;
+        const uint8_t *raw = rev->raw_data + rev->raw_data_ofs;
+        size_t len = rev->raw_data_size - rev->raw_data_ofs;
         if (len < BL_HEADER_LEN || bl_u32(raw + 9) != len) {
             /* some builds count from the OK byte: find the header by its size field */
-            raw = l->ev->raw_data;
-            len = l->ev->raw_data_size;
+            raw = rev->raw_data;
+            len = rev->raw_data_size;
             if (len > BL_HEADER_LEN && bl_u32(raw + 1 + 9) == len - 1) {
                 raw++;
                 len--;

@@ -370,6 +370,57 @@ Test(live, ddl_mid_stream_bumps_the_schema_version, .timeout = 120)
     mysql_close(m);
 }
 
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Events that reach the client together (a transaction of many statements,
+ * then silence) are all handed out at once: none waits in Connector/C's
+ * read-ahead buffer for the next packet, which would be the heartbeat, 60 s
+ * away here. Then a close while the source is idle is prompt. */
+Test(live, events_read_together_are_handed_out_without_waiting, .timeout = 120)
+{
+    MYSQL *m = db_connect();
+    exec(m, "DROP DATABASE IF EXISTS tb_live_burst");
+    exec(m, "CREATE DATABASE tb_live_burst");
+    exec(m, "CREATE TABLE tb_live_burst.t (id INT PRIMARY KEY, v VARCHAR(20))");
+    cfg *c = make_cfg("4212");
+    tb_error err;
+    cr_assert_eq(cfg_set(c, "source.heartbeat.ms", "60000", "test", &err), TB_OK, "%s", err.msg);
+    binlog_reader *r = NULL;
+    cr_assert_eq(binlog_open(c, NULL, &r, &err), TB_OK, "%s", err.msg);
+    enum { N = 300 };
+    exec(m, "START TRANSACTION");
+    for (int i = 1; i <= N; i++) {
+        char q[200];
+        snprintf(q, sizeof(q), "INSERT INTO tb_live_burst.t VALUES (%d, 'v%d')", i, i);
+        exec(m, q);
+    }
+    exec(m, "COMMIT");
+    long long t0 = mono_ms();
+    static got g[N];
+    read_events(r, "tb_live_burst", g, N, 10);
+    long long took = mono_ms() - t0;
+    cr_assert_lt(took, 10000, "%d events took %lld ms", N, took);
+    for (int i = 0; i < N; i++) {
+        char want[60];
+        snprintf(want, sizeof want, "{\"id\":%d,\"v\":\"v%d\"}", i + 1, i + 1);
+        cr_assert_str_eq(g[i].after, want);
+        cr_assert_eq(g[i].last, i == N - 1, "event %d: last_in_tx %d", i, g[i].last);
+    }
+    got_free(g, N);
+    /* idle now: closing wakes the reading thread at once */
+    t0 = mono_ms();
+    binlog_close(r);
+    took = mono_ms() - t0;
+    cr_assert_lt(took, 2000, "closing an idle reader took %lld ms", took);
+    cfg_free(c);
+    mysql_close(m);
+}
+
 static void testenv(const char *what)
 {
     char cmd[2048];

@@ -7,7 +7,8 @@
  *   - purged: after the binlog holding the stored position is purged,
  *     snapshot.mode=initial stops with exit 1 and a message that says what
  *     happened and what to do; snapshot.mode=when_needed snapshots again and
- *     streams on.
+ *     streams on;
+ *   - a stop while the source is idle returns promptly.
  */
 #include <sys/stat.h>
 
@@ -120,6 +121,27 @@ Test(e2e_position, idle_tables_advance_the_position, .timeout = 120, .fini = e2e
     cr_assert(e2e_status_gtid(e.status, got, sizeof got));
     cr_assert_str_eq(got, want);
     cr_assert_eq(count_in(e.log, "\"table\":\"other\""), 0, "events of an excluded table were sent");
+    e2e_rmtree(e.dir);
+}
+
+/* A stop while the source is idle is prompt, whatever the server's heartbeat
+ * period (60 s here): the thread blocked reading the replication connection
+ * is woken, and the loop kept serving the sink meanwhile. */
+Test(e2e_position, stop_while_idle_is_prompt, .timeout = 120, .fini = e2e_kill_children)
+{
+    pos_env e;
+    pos_setup(&e, "e2estop");
+    const char *args[] = {"run", "--config", e.cfg, "--set", "source.heartbeat.ms=60000", NULL};
+    pid_t pid = e2e_spawn(args, e.log);
+    wait_gtid(&e, pid, 30000);
+    long long t0 = tb_itest_now_ms();
+    kill(pid, SIGTERM);
+    int rc = e2e_wait(pid, 30000);
+    long long took = tb_itest_now_ms() - t0;
+    cr_assert_eq(rc, 0, "tributary run did not stop cleanly (status %d); see %s", rc, e.log);
+    cr_assert_lt(took, 3000, "an idle connector took %lld ms to stop; see %s", took, e.log);
+    fprintf(stderr, "e2e_position: idle connector stopped %lld ms after SIGTERM\n", took);
+    e2e_assert_clean_log(e.log);
     e2e_rmtree(e.dir);
 }
 
