@@ -800,12 +800,17 @@ tb_code evt_json_schema_key(const evt_table *t, tb_buf *out)
 
 tb_code evt_json_schema_value(const evt_table *t, tb_buf *out)
 {
+    return evt_json_schema_value_as(t, evt_table_version(t), out);
+}
+
+tb_code evt_json_schema_value_as(const evt_table *t, uint32_t version, tb_buf *out)
+{
     evt_jw w;
     evt_jw_init(&w, out);
     evt_jw_obj_begin(&w);
     put_cstr(&w, EVT_JW_KEY_ARGS("db"), evt_table_db(t));
     put_cstr(&w, EVT_JW_KEY_ARGS("table"), evt_table_name(t));
-    put_u(&w, EVT_JW_KEY_ARGS("version"), evt_table_version(t));
+    put_u(&w, EVT_JW_KEY_ARGS("version"), version);
     EVT_JW_KEY(&w, "names_known");
     evt_jw_bool(&w, evt_table_names_known(t));
     EVT_JW_KEY(&w, "columns");

@@ -137,6 +137,9 @@ tb_code evt_json_row(const evt_event *e, evt_image img, tb_buf *out, tb_error *e
 /* Schema record of a table: key {"db":…,"table":…}, value = descriptor. */
 tb_code evt_json_schema_key(const evt_table *t, tb_buf *out);
 tb_code evt_json_schema_value(const evt_table *t, tb_buf *out);
+/* The same, naming the table version `version` instead of t's own (the Kafka
+ * sink continues the numbering its schema topic holds). */
+tb_code evt_json_schema_value_as(const evt_table *t, uint32_t version, tb_buf *out);
 
 /* Positions as JSON objects (tb_position's JSON form). */
 tb_code evt_position_to_json(const tb_position *p, tb_buf *out);

@@ -389,24 +389,70 @@ static tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, const cha
     return rc;
 }
 
+/* The schema record of t, unless the schema topic's latest record for the
+ * table says the same, but for the version number when an earlier run wrote
+ * it (the topic is read once, before the first record of the run). Versions
+ * continue the topic's numbering: a descriptor's own number, which starts at
+ * 1 in every run, is shifted so that a record the topic holds keeps its
+ * number and a new one gets a higher number than the topic's latest. */
 static tb_code ksink_announce(ksink *ks, ksink_table *te, evt_table *t, tb_error *err)
 {
     tb_code rc;
     if ((rc = ksink_aux_ensure(ks, &ks->schema, 0, true, err)) != TB_OK)
         return rc;
+    if (!ks->schema_seen) {
+        tb_error lerr;
+        tb_error_clear(&lerr);
+        if (ksink_schema_seen_load(ks, ks->schema.name, &lerr) != TB_OK)
+            TB_WARN("ksink", "schema topic %s not read (%s): schema records are written again", ks->schema.name,
+                    lerr.msg);
+    }
+    uint32_t own = evt_table_version(t), held = 0;
+    int64_t v = (int64_t)own + te->vshift;
+    if (v < 1)
+        v = 1;
+    bool same = false;
     tb_buf_reset(&ks->scratch);
     tb_buf_reset(&ks->scratch2);
-    if ((rc = evt_json_schema_key(t, &ks->scratch)) != TB_OK || (rc = evt_json_schema_value(t, &ks->scratch2)) != TB_OK)
+    if ((rc = evt_json_schema_key(t, &ks->scratch)) != TB_OK ||
+        (rc = evt_json_schema_value_as(t, (uint32_t)v, &ks->scratch2)) != TB_OK)
         return tb_error_set(err, rc, false, "schema record of %s.%s: cannot encode", evt_table_db(t),
                             evt_table_name(t));
+    te->announced = true;
+    te->version = own;
+    if (ksink_schema_seen(ks, ks->scratch.data, ks->scratch.len, ks->scratch2.data, ks->scratch2.len, &held,
+                          &same)) {
+        if (same) {
+            te->vshift = (int64_t)held - own;
+            TB_INFO("ksink", "schema of %s.%s version %" PRIu32 ": %s holds it already", evt_table_db(t),
+                    evt_table_name(t), held, ks->schema.name);
+            return TB_OK;
+        }
+        if (v <= (int64_t)held) { /* a new version: after the topic's latest */
+            v = (int64_t)held + 1;
+            te->vshift = v - own;
+            tb_buf_reset(&ks->scratch2);
+            if ((rc = evt_json_schema_value_as(t, (uint32_t)v, &ks->scratch2)) != TB_OK)
+                return tb_error_set(err, rc, false, "schema record of %s.%s: cannot encode", evt_table_db(t),
+                                    evt_table_name(t));
+        }
+    }
     if ((rc = ksink_produce_tracked(ks, ks->schema.rkt, ks->scratch.data, ks->scratch.len, ks->scratch2.data,
                                     ks->scratch2.len, err)) != TB_OK)
         return rc;
-    te->announced = true;
-    te->version = evt_table_version(t);
-    TB_INFO("ksink", "schema of %s.%s version %" PRIu32 " written to %s", evt_table_db(t), evt_table_name(t),
-            te->version, ks->schema.name);
+    ksink_schema_seen_set(ks, ks->scratch.data, ks->scratch.len, ks->scratch2.data, ks->scratch2.len);
+    TB_INFO("ksink", "schema of %s.%s version %" PRId64 " written to %s", evt_table_db(t), evt_table_name(t), v,
+            ks->schema.name);
     return TB_OK;
+}
+
+void ksink_schema_forget(ksink *ks)
+{
+    void *v;
+    for (size_t it = 0; tb_hmap_next(&ks->tabs, &it, NULL, NULL, &v);)
+        if (v)
+            ((ksink_table *)v)->announced = false;
+    ksink_schema_seen_free(ks);
 }
 
 /* Topic and schema record of the event's table, when needed. */
@@ -947,6 +993,7 @@ void ksink_close(ksink *ks)
     }
     tb_hmap_free(&ks->tabs, ksink_table_free);
     tb_buf_free(&ks->tabkey);
+    ksink_schema_seen_free(ks);
     tb_buf_free(&ks->stats_json);
     ksink_aux_free(&ks->schema);
     ksink_aux_free(&ks->offsets);

@@ -89,7 +89,9 @@ typedef struct ksink_table {
     rd_kafka_topic_t *rkt;
     evt_table *last;         /* reference to the descriptor last seen */
     bool announced;
-    uint32_t version;        /* schema version announced */
+    uint32_t version;        /* schema version announced (the descriptor's own) */
+    int64_t vshift;          /* added to a descriptor's version in its schema record, so that the
+                              * numbers continue those the schema topic holds */
 } ksink_table;
 
 typedef enum { KSINK_OVERSIZE_FAIL, KSINK_OVERSIZE_DLQ, KSINK_OVERSIZE_SKIP } ksink_oversize;
@@ -124,6 +126,7 @@ struct ksink {
     ksink_table *last_tab;
 
     ksink_aux_topic schema, offsets, dlq, txmeta; /* txmeta: <topic.prefix>.transaction */
+    tb_hmap *schema_seen;    /* "{db,table}" key -> latest schema record held (ksink_keys.c); NULL until read */
     tb_buf offsets_key;
 
     ksink_tx *ring;
@@ -171,6 +174,22 @@ void ksink_advance(ksink *ks);
  * (RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD: seven varints and the attributes byte):
  * it refuses a message when key + value + this exceeds message.max.bytes. */
 #define KSINK_RECORD_OVERHEAD 36
+
+/* Schema records the schema topic holds (ksink_keys.c). _load reads the
+ * topic once (later calls do nothing); on failure the set stays empty, so
+ * every record is written. _seen: whether the topic holds a record for key;
+ * then *version is its version and *same whether it equals value, but for
+ * the version when an earlier run wrote it. _set: value, written by this
+ * sink, is now the latest for key (out of memory empties the set). */
+tb_code ksink_schema_seen_load(ksink *ks, const char *topic, tb_error *err);
+bool ksink_schema_seen(const ksink *ks, const char *key, size_t klen, const char *value, size_t vlen,
+                       uint32_t *version, bool *same);
+void ksink_schema_seen_set(ksink *ks, const char *key, size_t klen, const char *value, size_t vlen);
+void ksink_schema_seen_free(ksink *ks);
+/* After an aborted Kafka transaction: its schema records are not in the
+ * topic, so every table's is written again unless the topic (read again)
+ * holds it (ksink.c). */
+void ksink_schema_forget(ksink *ks);
 
 /* The recorded failure (copied into err) or TB_OK. */
 tb_code ksink_failed(const ksink *ks, tb_error *err);

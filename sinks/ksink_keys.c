@@ -1,12 +1,21 @@
 /*
- * ksink_keys: the keys a table's topic holds (ksink_topic_keys, ksink.h).
+ * ksink_keys: what a topic holds, read from the beginning of every partition
+ * to the high watermark each had when the read started (ksink_topic_read):
  *
- * The topic is read from the beginning of every partition to the high
- * watermark each had when the read started, with read_uncommitted (the
- * sink's own messages of an open Kafka transaction count: they are committed
- * or, after an abort, sent again). A key is held when its latest record is
- * not a tombstone. Keys are collected in a tb_hmap of their bytes; memory
- * grows with the number of distinct keys.
+ *   ksink_topic_keys     the keys of a table's topic (ksink.h), with
+ *                        read_uncommitted (the sink's own messages of an open
+ *                        Kafka transaction count: they are committed or,
+ *                        after an abort, sent again). A key is held when its
+ *                        latest record is not a tombstone.
+ *   ksink_schema_seen_*  the latest schema record per table in the schema
+ *                        topic, read once per sink with read_committed, so
+ *                        that a record the topic already holds for a table is
+ *                        not written again (a restart, DESIGN 4). Kept as a
+ *                        64-bit FNV-1a digest of the value without its
+ *                        version number, and that number.
+ *
+ * Keys are collected in a tb_hmap of their bytes; memory grows with the
+ * number of distinct keys.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,62 +25,51 @@
 #include "tb_hmap.h"
 #include "tb_log.h"
 
-/* Record the latest state of key p[0..n) (live: its latest record is not a tombstone). */
-static tb_code kk_set_key(tb_hmap *k, const char *p, size_t n, bool live)
-{
-    void **v;
-    if (tb_hmap_put(k, p, n, &v) != TB_OK)
-        return TB_ERR_NOMEM;
-    *v = live ? (void *)k : NULL; /* any non-NULL pointer marks a live key */
-    return TB_OK;
-}
+/* Called for every record of the topic below the read's end; value NULL: a tombstone. */
+typedef tb_code (*ksink_record_fn)(void *opaque, const char *key, size_t klen, const char *value, size_t vlen,
+                                   tb_error *err);
 
-tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *opaque, tb_error *err)
+/* Read topic from the start of every partition to its high watermark at
+ * the start of the read (or, with read_committed, its last stable offset),
+ * calling fn per record that has a key. A topic that does not exist holds
+ * nothing. isolation: librdkafka's isolation.level; reader: the group.id
+ * suffix (no group is joined: partitions are assigned). */
+static tb_code ksink_topic_read(ksink *ks, const char *topic, const char *isolation, const char *reader,
+                                ksink_record_fn fn, void *opaque, tb_error *err)
 {
     tb_code rc = TB_OK;
     rd_kafka_t *rk = NULL;
     rd_kafka_topic_partition_list_t *parts = NULL;
     const rd_kafka_metadata_t *md = NULL;
     rd_kafka_topic_t *rkt = NULL;
-    tb_hmap keys;
-    tb_hmap_init(&keys);
     bool assigned = false;
     int64_t *hi = NULL;
     int timeout_ms = ksink_request_timeout_ms(ks->c);
-    tb_buf topic;
-    tb_buf_init(&topic, 0);
-    if ((rc = evt_json_topic(&ks->copts, t, &topic)) != TB_OK) {
-        rc = tb_error_set(err, rc, false, "topic name of %s.%s", evt_table_db(t), evt_table_name(t));
-        goto out;
-    }
-    /* everything sent so far is in the topic before it is read */
-    if ((rc = ksink_flush(ks, timeout_ms, err)) != TB_OK)
-        goto out;
     rd_kafka_conf_t *conf = NULL;
     if ((rc = ksink_conf_new(ks->c, KSINK_ROLE_CONSUMER, &conf, err)) != TB_OK)
         goto out;
     char errstr[256], gid[300];
-    snprintf(gid, sizeof gid, "%s-keys-reader", cfg_get_str(ks->c, "name"));
-    if (rd_kafka_conf_set(conf, "isolation.level", "read_uncommitted", errstr, sizeof errstr) != RD_KAFKA_CONF_OK ||
+    snprintf(gid, sizeof gid, "%s-%s", cfg_get_str(ks->c, "name"), reader);
+    if (rd_kafka_conf_set(conf, "isolation.level", isolation, errstr, sizeof errstr) != RD_KAFKA_CONF_OK ||
         rd_kafka_conf_set(conf, "group.id", gid, errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
         rd_kafka_conf_destroy(conf);
-        rc = tb_error_set(err, TB_ERR_CONFIG, false, "topic %s: reader configuration: %s", topic.data, errstr);
+        rc = tb_error_set(err, TB_ERR_CONFIG, false, "topic %s: reader configuration: %s", topic, errstr);
         goto out;
     }
     if ((rc = kafka_client_new(conf, RD_KAFKA_CONSUMER, "Kafka client", &rk, err)) != TB_OK)
         goto out;
-    if (!(rkt = rd_kafka_topic_new(rk, topic.data, NULL))) {
-        rc = kafka_error(err, rd_kafka_last_error(), "topic %s", topic.data);
+    if (!(rkt = rd_kafka_topic_new(rk, topic, NULL))) {
+        rc = kafka_error(err, rd_kafka_last_error(), "topic %s", topic);
         goto out;
     }
     rd_kafka_resp_err_t rerr = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
     if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
         (md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || md->topics[0].partition_cnt == 0))
-        goto done; /* no topic: no keys */
+        goto out; /* no topic: nothing held */
     if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && (md->topic_cnt != 1 || md->topics[0].err))
         rerr = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
     if (rerr) {
-        rc = kafka_error(err, rerr, "topic %s: metadata", topic.data);
+        rc = kafka_error(err, rerr, "topic %s: metadata", topic);
         goto out;
     }
     int np = md->topics[0].partition_cnt, left = 0;
@@ -84,19 +82,19 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
     for (int i = 0; i < np; i++) {
         int32_t p = md->topics[0].partitions[i].id;
         int64_t lo = 0;
-        if ((rerr = rd_kafka_query_watermark_offsets(rk, topic.data, p, &lo, &hi[i], timeout_ms)) != 0) {
-            rc = kafka_error(err, rerr, "topic %s [%d]: watermarks", topic.data, (int)p);
+        if ((rerr = rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi[i], timeout_ms)) != 0) {
+            rc = kafka_error(err, rerr, "topic %s [%d]: watermarks", topic, (int)p);
             goto out;
         }
         if (hi[i] > lo) {
-            rd_kafka_topic_partition_list_add(parts, topic.data, p)->offset = lo; /* no logical-offset lookup */
+            rd_kafka_topic_partition_list_add(parts, topic, p)->offset = lo; /* no logical-offset lookup */
             left++;
         }
     }
     if (left == 0)
-        goto done;
+        goto out;
     if ((rerr = rd_kafka_assign(rk, parts)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        rc = kafka_error(err, rerr, "topic %s: assign", topic.data);
+        rc = kafka_error(err, rerr, "topic %s: assign", topic);
         goto out;
     }
     assigned = true;
@@ -104,14 +102,14 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
     while (left > 0) {
         if (tb_mono_ms() > idle_deadline) {
             rc = tb_error_set(err, TB_ERR_KAFKA, true, "topic %s: not read to its end in %d ms without progress",
-                              topic.data, timeout_ms);
+                              topic, timeout_ms);
             goto out;
         }
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
         if (!m)
             continue;
         if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-            rc = kafka_error(err, m->err, "topic %s: read", topic.data);
+            rc = kafka_error(err, m->err, "topic %s: read", topic);
             rd_kafka_message_destroy(m);
             goto out;
         }
@@ -119,9 +117,9 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
         while (i < np && md->topics[0].partitions[i].id != m->partition)
             i++;
         if (!m->err && m->key && i < np && m->offset < hi[i] &&
-            kk_set_key(&keys, m->key, m->key_len, m->payload != NULL) != TB_OK) {
+            (rc = fn(opaque, m->key, m->key_len, m->payload, m->payload ? m->len : 0, err)) != TB_OK) {
             rd_kafka_message_destroy(m);
-            rc = tb_error_set(err, TB_ERR_NOMEM, false, "topic %s: out of memory for its keys", topic.data);
+            tb_error_prefix(err, rc, "topic %s: ", topic);
             goto out;
         }
         if (i < np && hi[i] >= 0 && (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF || m->offset >= hi[i] - 1)) {
@@ -130,15 +128,6 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
         }
         idle_deadline = tb_mono_ms() + timeout_ms;
         rd_kafka_message_destroy(m);
-    }
-done:
-    {
-        const char *key;
-        size_t klen;
-        void *live;
-        for (size_t it = 0; rc == TB_OK && tb_hmap_next(&keys, &it, &key, &klen, &live);)
-            if (live)
-                rc = fn(opaque, key, klen, err);
     }
 out:
     if (assigned)
@@ -154,7 +143,149 @@ out:
         rd_kafka_destroy(rk);
     }
     free(hi);
+    return rc;
+}
+
+/* ------------------------------------------------------------ keys of a table's topic */
+
+/* Record the latest state of a key (live: its latest record is not a tombstone). */
+static tb_code kk_add_key(void *opaque, const char *key, size_t klen, const char *value, size_t vlen,
+                          tb_error *err)
+{
+    (void)vlen;
+    tb_hmap *k = opaque;
+    void **v;
+    if (tb_hmap_put(k, key, klen, &v) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory for its keys");
+    *v = value ? (void *)k : NULL; /* any non-NULL pointer marks a live key */
+    return TB_OK;
+}
+
+tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *opaque, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    tb_hmap keys;
+    tb_hmap_init(&keys);
+    tb_buf topic;
+    tb_buf_init(&topic, 0);
+    if ((rc = evt_json_topic(&ks->copts, t, &topic)) != TB_OK) {
+        rc = tb_error_set(err, rc, false, "topic name of %s.%s", evt_table_db(t), evt_table_name(t));
+        goto out;
+    }
+    /* everything sent so far is in the topic before it is read */
+    if ((rc = ksink_flush(ks, ksink_request_timeout_ms(ks->c), err)) != TB_OK)
+        goto out;
+    if ((rc = ksink_topic_read(ks, topic.data, "read_uncommitted", "keys-reader", kk_add_key, &keys, err)) != TB_OK)
+        goto out;
+    const char *key;
+    size_t klen;
+    void *live;
+    for (size_t it = 0; rc == TB_OK && tb_hmap_next(&keys, &it, &key, &klen, &live);)
+        if (live)
+            rc = fn(opaque, key, klen, err);
+out:
     tb_hmap_free(&keys, NULL);
     tb_buf_free(&topic);
     return rc;
+}
+
+/* ------------------------------------------------------------ schema records held */
+
+typedef struct kk_schema {
+    uint64_t digest;  /* of the latest value, without its version */
+    uint32_t version; /* and its version */
+    bool mine;        /* written by this sink, not read from the topic */
+} kk_schema;
+
+/* A schema record's digest without its version number, and that number.
+ * Records are written by evt_json_schema_value_as: canonical JSON that
+ * begins {"db":"…","table":"…","version":N, so the first `,"version":` is
+ * that member (the strings before it cannot hold an unescaped quote). A
+ * record without one is digested whole, as version 0. */
+static uint64_t kk_schema_digest(const char *p, size_t n, uint32_t *version)
+{
+    static const char tag[] = ",\"version\":";
+    *version = 0;
+    const char *v = memmem(p, n, tag, sizeof tag - 1);
+    if (!v)
+        return tb_hash_bytes(p, n);
+    const char *d = v + sizeof tag - 1, *end = p + n;
+    uint64_t ver = 0;
+    for (; d < end && *d >= '0' && *d <= '9'; d++)
+        ver = ver * 10 + (uint64_t)(*d - '0') > UINT32_MAX ? UINT32_MAX : ver * 10 + (uint64_t)(*d - '0');
+    *version = (uint32_t)ver;
+    /* FNV-1a over the bytes before the number, continued over those after it */
+    uint64_t h = tb_hash_bytes(p, (size_t)(v - p));
+    for (; d < end; d++)
+        h = (h ^ (unsigned char)*d) * 0x100000001b3ULL;
+    return h;
+}
+
+static tb_code kk_add_schema(void *opaque, const char *key, size_t klen, const char *value, size_t vlen,
+                             tb_error *err)
+{
+    tb_hmap *m = opaque;
+    void **v;
+    if (tb_hmap_put(m, key, klen, &v) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory for its records");
+    if (!value) { /* a tombstone: nothing held */
+        free(*v);
+        *v = NULL;
+        return TB_OK;
+    }
+    kk_schema *s = *v ? *v : calloc(1, sizeof(*s));
+    if (!s)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory for its records");
+    s->digest = kk_schema_digest(value, vlen, &s->version);
+    s->mine = false;
+    *v = s;
+    return TB_OK;
+}
+
+void ksink_schema_seen_free(ksink *ks)
+{
+    tb_hmap_free(ks->schema_seen, free);
+    free(ks->schema_seen);
+    ks->schema_seen = NULL;
+}
+
+tb_code ksink_schema_seen_load(ksink *ks, const char *topic, tb_error *err)
+{
+    if (ks->schema_seen)
+        return TB_OK;
+    if (!(ks->schema_seen = malloc(sizeof(*ks->schema_seen))))
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    tb_hmap_init(ks->schema_seen);
+    tb_code rc = ksink_topic_read(ks, topic, "read_committed", "schema-reader", kk_add_schema, ks->schema_seen, err);
+    if (rc != TB_OK) /* an empty set: every record is written, as without the read */
+        tb_hmap_free(ks->schema_seen, free);
+    return rc;
+}
+
+bool ksink_schema_seen(const ksink *ks, const char *key, size_t klen, const char *value, size_t vlen,
+                       uint32_t *version, bool *same)
+{
+    *version = 0;
+    *same = false;
+    void **v = ks->schema_seen ? tb_hmap_find(ks->schema_seen, key, klen) : NULL;
+    const kk_schema *s = v ? *v : NULL;
+    if (!s)
+        return false;
+    uint32_t own;
+    /* this run's own records differ by their version too (a new descriptor version is written) */
+    *same = s->digest == kk_schema_digest(value, vlen, &own) && (!s->mine || s->version == own);
+    *version = s->version;
+    return true;
+}
+
+void ksink_schema_seen_set(ksink *ks, const char *key, size_t klen, const char *value, size_t vlen)
+{
+    tb_error e;
+    if (!ks->schema_seen)
+        return;
+    if (kk_add_schema(ks->schema_seen, key, klen, value, vlen, &e) != TB_OK) {
+        tb_hmap_free(ks->schema_seen, free); /* out of memory: forget, write every record */
+        return;
+    }
+    ((kk_schema *)*tb_hmap_find(ks->schema_seen, key, klen))->mine = true;
 }

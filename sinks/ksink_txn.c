@@ -19,6 +19,7 @@ tb_code ksink_eos_abort(ksink *ks, tb_error *err)
 {
     tb_code rc = TB_ERR_KAFKA; /* one code for "aborted, resume from the committed position" */
     ks->valid_seq = ks->next_seq; /* ignore reports of the aborted messages */
+    ksink_schema_forget(ks);      /* schema records of the aborted transaction are not in the topic */
     ks->st.aborts++;
     rd_kafka_error_t *aerr = ks->in_txn ? rd_kafka_abort_transaction(ks->rk, ksink_request_timeout_ms(ks->c)) : NULL;
     ksink_ring_clear(ks);

@@ -381,6 +381,72 @@ Test(e2e_source, key_columns_without_primary_key, .timeout = 240, .fini = e2e_ki
     e2e_rmtree(e.dir);
 }
 
+/* ------------------------------------------------------------ schema records across restarts */
+
+/* The values of the records of topic_records whose key is db.table's
+ * schema key {"db":…,"table":…}, in topic order (a new array). */
+static json_t *schema_records(json_t *recs, const char *db, const char *table)
+{
+    json_t *out = json_array(), *r;
+    size_t i;
+    json_array_foreach(recs, i, r) {
+        json_t *k = json_object_get(r, "key");
+        const char *kd = json_string_value(json_object_get(k, "db"));
+        const char *kt = json_string_value(json_object_get(k, "table"));
+        if (json_object_size(k) == 2 && kd && kt && strcmp(kd, db) == 0 && strcmp(kt, table) == 0)
+            json_array_append(out, json_object_get(r, "value"));
+    }
+    return out;
+}
+
+/* The schema record of a table version is written once, not again by every
+ * run: a run (snapshot, then a streamed change), a second run with no DDL:
+ * the schema topic holds one record for the table; an ALTER in a third run
+ * adds a second one (version 2), and a fourth run writes none. */
+Test(e2e_source, schema_record_written_once_across_restarts, .timeout = 240, .fini = e2e_kill_children)
+{
+    src_env e;
+    const char *kafka = tb_itest_env("TRIBUTARY_TEST_KAFKA");
+    char extra[1024];
+    snprintf(extra, sizeof extra, "sink=kafka\noffsets.storage=kafka\nkafka.bootstrap.servers=%s\nddl.alter.policy=warn\n",
+             kafka);
+    src_setup(&e, "e2eschema", extra);
+    const char *args[] = {"run", "--config", e.cfg, NULL};
+    char topic[300];
+    snprintf(topic, sizeof topic, "%s.schema", e.db);
+    for (int run = 0; run < 4; run++) {
+        pid_t pid = e2e_spawn(args, e.log);
+        wait_committed(&e, pid);
+        MYSQL *m = e2e_mysql();
+        if (run == 2)
+            e2e_sql(m, "ALTER TABLE %s.t ADD COLUMN w INT NULL", e.db);
+        e2e_sql(m, "INSERT INTO %s.t (id, v) VALUES (%d, %d)", e.db, 10 + run, run);
+        mysql_close(m);
+        wait_committed(&e, pid);
+        kill(pid, SIGTERM);
+        cr_assert_eq(e2e_wait(pid, 60000), 0, "run %d did not stop cleanly; see %s", run, e.log);
+        json_t *recs = json_array();
+        topic_records(kafka, topic, recs);
+        json_t *values = schema_records(recs, e.db, "t");
+        size_t n = json_array_size(values);
+        cr_assert_eq(n, run < 2 ? 1u : 2u, "after run %d: %zu schema records of %s.t: %s", run, n, e.db,
+                     records_text(values));
+        cr_assert(jo_expect_at(json_array_get(values, 0), JO_PATH("version"), "1"), "%s", records_text(values));
+        if (n == 2) {
+            json_t *second = json_array_get(values, 1);
+            cr_assert(jo_expect_at(second, JO_PATH("version"), "2"), "%s", records_text(values));
+            cr_assert_not_null(jo_find(json_object_get(second, "columns"), "name", "w"),
+                               "the second record lacks the new column: %s", records_text(values));
+            cr_assert_null(jo_find(json_object_get(json_array_get(values, 0), "columns"), "name", "w"),
+                           "%s", records_text(values));
+        }
+        json_decref(values);
+        json_decref(recs);
+    }
+    e2e_assert_clean_log(e.log);
+    e2e_rmtree(e.dir);
+}
+
 /* ------------------------------------------------------------ topic names */
 
 /* A table whose name is not a legal topic name beside a plain one: both
