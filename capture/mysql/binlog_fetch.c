@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -182,6 +183,12 @@ bl_fetch_rc bl_fetch_next(bl_fetch *f, int timeout_ms, MARIADB_RPL_EVENT **ev, u
     if (drop)
         mariadb_free_rpl_event(drop);
     return rc;
+}
+
+bool bl_fetch_peer_closed(bl_fetch *f)
+{
+    struct pollfd pfd = {.fd = f->wake, .events = POLLRDHUP};
+    return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 void bl_fetch_stop(bl_fetch *f)

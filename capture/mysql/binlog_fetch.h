@@ -53,6 +53,10 @@ typedef enum bl_fetch_rc {
  * BL_FETCH_END every call returns BL_FETCH_END again; *msg is borrowed from f. */
 bl_fetch_rc bl_fetch_next(bl_fetch *f, int timeout_ms, MARIADB_RPL_EVENT **ev, unsigned *code, const char **msg);
 
+/* Whether the server closed the connection (POLLRDHUP on the socket), events
+ * still queued or not. Does not wait. */
+bool bl_fetch_peer_closed(bl_fetch *f);
+
 /* Stop and join the thread, free every event. NULL is a no-op. */
 void bl_fetch_stop(bl_fetch *f);
 

@@ -576,12 +576,11 @@ uint32_t binlog_server_id(const cfg *c, bool *derived)
 
 void binlog_live_check(binlog_live *l, binlog_dec *dec)
 {
-    if (!l || !l->connected || !l->mysql)
+    if (!l || !l->connected || !l->fetch)
         return;
-    /* POLLRDHUP: the peer closed its side, even with bytes still unread (they are read again
-     * after the reconnect, from the last complete transaction) */
-    struct pollfd pfd = {.fd = (int)mysql_get_socket(l->mysql), .events = POLLRDHUP};
-    if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+    /* the peer closed its side, even with events still queued (they are read again after the
+     * reconnect, from the last complete transaction) */
+    if (bl_fetch_peer_closed(l->fetch)) {
         tb_error e;
         tb_error_clear(&e);
         lost(l, dec, "the server closed the connection", &e);
