@@ -120,5 +120,11 @@ tb_code run_send_truncate(run_ctx *r, const evt_event *e, tb_error *err);
 /* run_stmt.c: the binlog statement callback (binlog_set_stmt_fn), opaque =
  * the run_ctx. Stops on DML logged as a statement on a captured table. */
 tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err);
+/* run_stmt.c: a SQLite DROP TABLE of a captured table (an event whose
+ * descriptor is evt_table_dropped, sqlcap_opts.drop_events): the schema
+ * record that says the table was dropped, in the DROP's transaction (after
+ * its deletes under ddl.drop.policy=tombstone); warn: also a WARN naming the
+ * table and the position. */
+tb_code run_on_dropped(run_ctx *r, const evt_event *ev, tb_error *err);
 
 #endif

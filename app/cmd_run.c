@@ -531,6 +531,9 @@ static tb_code run_stream(run_ctx *r, tb_error *err)
             }
             if (!run_keep(r, ev)) {
                 r->events_filtered++;
+            } else if (evt_table_dropped(evt_event_table(ev))) {
+                if ((rc = run_on_dropped(r, ev, err)) != TB_OK) /* a table gone, not a row change */
+                    return rc;
             } else {
                 if ((rc = sink_error(r, run_txmeta_event(r, ev, err), false, err)) != TB_OK)
                     return rc;

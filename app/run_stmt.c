@@ -36,6 +36,10 @@
  *    DATABASE: a WARN naming the table, the statement and what the topic
  *    does not reflect; never silent.
  * Statements on tables that are not captured are ignored.
+ * A SQLite DROP TABLE reaches run_on_dropped as an event whose descriptor
+ * says the table was dropped (sqlcap_opts.drop_events), after its deletes,
+ * and only for a captured table: the same schema record, and the WARN under
+ * ddl.drop.policy=warn.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -104,6 +108,11 @@ static tb_code stmt_dml(const binlog_stmt *st, const binlog_stmt_table *t, tb_er
     return rc;
 }
 
+/* What the topic keeps after a DROP TABLE under ddl.drop.policy=warn. */
+#define DROP_EFFECT                                                                                     \
+    "its topic is left as it is, with every row the table had (ddl.drop.policy=warn; `tombstone` deletes " \
+    "them)"
+
 /* What the topic misses after a statement of kind k, for the WARN. */
 static const char *stmt_effect(const binlog_stmt *st)
 {
@@ -116,8 +125,7 @@ static const char *stmt_effect(const binlog_stmt *st)
     case BINLOG_STMT_RENAME:
         return "later changes go to the new name's topic; the old topic keeps the rows";
     case BINLOG_STMT_DROP:
-        return "its topic is left as it is, with every row the table had (ddl.drop.policy=warn; `tombstone` "
-               "deletes them)";
+        return DROP_EFFECT;
     case BINLOG_STMT_CREATE:
         return "the table it replaced was dropped without row events; the topic keeps the old rows";
     case BINLOG_STMT_MAINT:
@@ -427,17 +435,40 @@ static tb_code stmt_resnapshot(run_ctx *r, const binlog_stmt *st, const binlog_s
 /* ------------------------------------------------------------ schema records */
 
 /* The schema record that says db.table was dropped (or renamed away). */
-static tb_code stmt_dropped(run_ctx *r, const binlog_stmt_table *bt, uint64_t *sent, tb_error *err)
+static tb_code dropped_record(run_ctx *r, const char *db, const char *table, tb_error *err)
 {
-    evt_table *t = evt_table_new_dropped(bt->db, bt->table);
+    evt_table *t = evt_table_new_dropped(db, table);
     if (!t)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     tb_code rc = run_announce(r, t, err);
     evt_table_unref(t);
     if (rc != TB_OK)
-        return tb_error_prefix(err, rc, "%s.%s: the schema record that says it was dropped: ", bt->db, bt->table);
-    (*sent)++;
+        return tb_error_prefix(err, rc, "%s.%s: the schema record that says it was dropped: ", db, table);
     return TB_OK;
+}
+
+static tb_code stmt_dropped(run_ctx *r, const binlog_stmt_table *bt, uint64_t *sent, tb_error *err)
+{
+    tb_code rc = dropped_record(r, bt->db, bt->table, err);
+    if (rc == TB_OK)
+        (*sent)++;
+    return rc;
+}
+
+tb_code run_on_dropped(run_ctx *r, const evt_event *ev, tb_error *err)
+{
+    const evt_table *t = evt_event_table(ev);
+    if (strcmp(cfg_get_str(r->cfg, "ddl.drop.policy"), "tombstone") != 0) {
+        tb_buf where;
+        tb_buf_init(&where, 0);
+        const tb_position *p = evt_event_position(ev);
+        if (p && p->kind != TB_POS_NONE)
+            tb_position_format(p, &where);
+        TB_WARN("run", "%s.%s: DROP TABLE at %s: %s", evt_table_db(t), evt_table_name(t),
+                where.len ? tb_buf_cstr(&where) : "?", DROP_EFFECT);
+        tb_buf_free(&where);
+    }
+    return dropped_record(r, evt_table_db(t), evt_table_name(t), err);
 }
 
 /* The schema record of the new name, saying where the table came from

@@ -61,7 +61,9 @@
  * default, a column renamed or dropped) every row of the table follows as
  * op=r in the same transaction, else a WARN; DROP TABLE: with ddl_drop_rows
  * a delete per row the table had (its rows at the position before the
- * DROP), else a WARN (the topic keeps the rows); ALTER TABLE RENAME:
+ * DROP), else a WARN (the topic keeps the rows); with drop_events then an
+ * event whose descriptor is evt_table_dropped() (the table is gone: no row,
+ * not sent as a change; the WARN is the consumer's); ALTER TABLE RENAME:
  * recognised (same root page, same column definitions); with
  * ddl_rename_rows a delete per row under the old name and op=r per row under
  * the new one, else no row events (INFO); later changes (including those in
@@ -170,6 +172,12 @@ typedef struct sqlcap_opts {
     bool ddl_alter_rows;      /* ddl.alter.policy=resnapshot: an ALTER that changes what existing rows
                                * read as (a column added with a default, renamed or dropped) gives a
                                * read (op r) for every row of the table */
+    bool drop_events;         /* a DROP TABLE of a table the capture reads gives, after that table's
+                               * rows (ddl_drop_rows), one event whose descriptor says it was dropped
+                               * (evt_table_dropped: op d, no columns, no row image) in the DROP's
+                               * transaction, for the consumer to write the schema record that says
+                               * so; the capture then logs no WARN of its own for the DROP (the
+                               * consumer knows whether the table is captured). sqlcap_open: on */
     bool test_no_pin;         /* TESTS ONLY (negative control): drop the read transaction after
                                * each poll, breaking the pinning invariant */
 } sqlcap_opts;

@@ -38,7 +38,7 @@ struct sqlcap_engine {
     sqlcap_u32s in0, lf0, in1, lf1; /* tree pages of the table being diffed, V0 and V1 */
     sqlcap_u32s cands;              /* candidate pages of the fast path (sqlcap_fast_cands) */
     sqlcap_evpool pool;             /* delivered events kept for reuse (sqlcap_engine_recycle) */
-    bool ddl_drop, ddl_rename, ddl_alter; /* sqlcap_engine_set_ddl */
+    bool ddl_drop, ddl_rename, ddl_alter, drop_marks; /* sqlcap_engine_set_ddl */
 };
 
 /* ---------------------------------------------------------------- engine */
@@ -114,8 +114,9 @@ void sqlcap_engine_free(sqlcap_engine *e)
     free(e);
 }
 
-void sqlcap_engine_set_ddl(sqlcap_engine *e, bool drop, bool rename, bool alter)
+void sqlcap_engine_set_ddl(sqlcap_engine *e, bool drop, bool rename, bool alter, bool marks)
 {
+    e->drop_marks = marks;
     e->ddl_drop = drop;
     e->ddl_rename = rename;
     e->ddl_alter = alter;
@@ -496,9 +497,18 @@ static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const 
                 goto out;
             TB_INFO(SQLCAP_FAC, "table %s dropped: a delete for each of its %zu rows (ddl.drop.policy=tombstone)",
                     t0->name, O.n);
-        } else {
+        } else if (!e->drop_marks) {
             TB_WARN(SQLCAP_FAC, "table %s dropped: its topic is left as it is, with every row the table had "
                     "(ddl.drop.policy=warn; `tombstone` deletes them)", t0->name);
+        }
+        if (e->drop_marks) {
+            /* after its rows: the consumer says the table is gone (and WARNs under
+             * ddl.drop.policy=warn, knowing whether it is captured) */
+            evt_table *gone = evt_table_new_dropped(e->dbname, t0->name);
+            evt_event *ev = gone ? evt_event_new(EVT_OP_DELETE, gone) : NULL;
+            evt_table_unref(gone);
+            if (sqlcap_evpush(out, ev) != TB_OK)
+                goto nomem;
         }
     } else if (t0 && t0->captured && t1 && t1->captured) {
         sqlcap_rowctx x0 = {e, t0, &O, va, &key, 0};

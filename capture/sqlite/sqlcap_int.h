@@ -250,8 +250,9 @@ void sqlcap_engine_free(sqlcap_engine *e);
 /* Rows for statements without row events (sqlcap_opts.ddl_*): drop: a delete
  * per row of a dropped table; rename: a delete per row under the old name and
  * a read under the new; alter: a read per row of a table whose ALTER changed
- * what its rows read as. */
-void sqlcap_engine_set_ddl(sqlcap_engine *e, bool drop, bool rename, bool alter);
+ * what its rows read as; marks: a dropped table's event after its rows
+ * (sqlcap_opts.drop_events), and no WARN of its own at a DROP. */
+void sqlcap_engine_set_ddl(sqlcap_engine *e, bool drop, bool rename, bool alter, bool marks);
 /* Build schema and owners from the view at P (O(database) once). */
 tb_code sqlcap_engine_attach(sqlcap_engine *e, uint32_t npages, tb_error *err);
 /* Diff one transaction: txn = pgno -> source, new size. Appends events

@@ -1065,7 +1065,8 @@ static bool sl_assert_equal(const st_run *r, const char *path, const char *table
  * capture handled it, more writes and a restart. Then the topics read as
  * KTables and the cache rebuilt from them equal the source cell by cell; the
  * dropped table's and the old name's topics hold no key and their cache
- * tables are empty. A RENAME from a name that is not captured sends the
+ * tables are empty (the dropped one kept: cache.on.drop=keep), and the
+ * dropped table's latest schema record says it was dropped. A RENAME from a name that is not captured sends the
  * rows under the new one; a RENAME to a name that is not captured empties
  * the old name's topic and makes no topic for the new one. */
 static void sl_fini(void)
@@ -1134,7 +1135,8 @@ Test(e2e_statements, sqlite_statements, .timeout = 400, .fini = sl_fini)
     cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
     e2e_assert_clean_log(r.log);
 
-    /* the schema records: where b came from; u's defaults as SQLite reads them */
+    /* the schema records: g is gone; where b came from; u's defaults as SQLite reads them */
+    st_expect_dropped(&r, "g");
     st_expect_renamed(&r, "b", "a");
     json_t *rec = st_schema_record(&r, "u");
     cr_assert_not_null(rec);
@@ -1155,6 +1157,9 @@ Test(e2e_statements, sqlite_statements, .timeout = 400, .fini = sl_fini)
     st_cache_build(&r);
     const char *cols_a[] = {"id", "v", "n", NULL}, *cols_g[] = {"id", "v", NULL};
     const char *cols_u[] = {"id", "vv", "w", NULL};
+    char gtable[200];
+    snprintf(gtable, sizeof gtable, "%s.g", r.db);
+    cr_expect(st_cache_has(r.cache, gtable), "%s: cache.on.drop=keep, yet the cache dropped it", gtable);
     bool ok = sl_assert_equal(&r, src, "g", cols_g, "id, v", false);
     ok = sl_assert_equal(&r, src, "a", cols_a, "id, v, n", false) && ok;
     ok = sl_assert_equal(&r, src, "b", cols_a, "id, v, n", true) && ok;
@@ -1166,6 +1171,90 @@ Test(e2e_statements, sqlite_statements, .timeout = 400, .fini = sl_fini)
     cr_expect(!sl_topic_exists(topic), "%s: a table not captured has a topic", topic);
     snprintf(topic, sizeof topic, "%s.%s.q", r.db, r.db);
     cr_expect(!sl_topic_exists(topic), "%s: a table not captured has a topic", topic);
+    if (ok)
+        e2e_rmtree(r.dir); /* kept for its logs otherwise */
+}
+
+/* SQLite, ddl.drop.policy=warn (the default): a DROP TABLE of a captured
+ * table leaves its topic as it is, WARNs naming the table and writes the
+ * schema record that says it was dropped, in the DROP's transaction (also
+ * across a kill -9 just after it); the DROP of a table tables.exclude
+ * leaves out gives neither WARN nor record. The cache keeps the table with
+ * its rows under cache.on.drop=keep and drops it under drop, although its
+ * topic still holds the rows. */
+Test(e2e_statements, sqlite_drop_warn, .timeout = 300, .fini = sl_fini)
+{
+    st_run r;
+    sl_setup(&r, "e2esqldw", "tables.exclude=[.]x$\n");
+    sl_sql(&r, "PRAGMA journal_mode=WAL;"
+               "CREATE TABLE h (id INTEGER PRIMARY KEY, v TEXT);"
+               "CREATE TABLE k (id INTEGER PRIMARY KEY, v TEXT);"
+               "CREATE TABLE x (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO x VALUES (1, 'x1');"
+               "CREATE TABLE mark (id INTEGER PRIMARY KEY);"
+               "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i<20) "
+               "INSERT INTO h SELECT i, printf('h%%d', i) FROM s;"
+               "INSERT INTO k VALUES (1, 'k1'), (2, 'k2');");
+    st_start(&r);
+    sl_sync(&r, 1);
+    sl_sql(&r, "DROP TABLE x; INSERT INTO k VALUES (3, 'k3')");
+    sl_sync(&r, 2);
+    sl_sql(&r, "UPDATE h SET v = 'upd' WHERE id = 2");
+    sl_sql_kill9(&r, "DROP TABLE h", ".h: DROP TABLE at ");
+    sl_sql(&r, "INSERT INTO k VALUES (4, 'k4')");
+    st_start(&r);
+    sl_sync(&r, 3);
+    kill(r.pid, SIGTERM);
+    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
+
+    char needle[300];
+    snprintf(needle, sizeof needle, "%s.h: DROP TABLE at ", r.db);
+    cr_expect_geq(st_log_count(&r, needle), 1, "no WARN for the DROP of h; see %s", r.log);
+    cr_expect_eq(st_log_count(&r, ".x: DROP TABLE"), 0, "a WARN for x, which is not captured; see %s", r.log);
+    cr_expect_eq(st_log_count(&r, "table x dropped"), 0, "a WARN for x, which is not captured; see %s", r.log);
+    cr_expect_eq(st_log_count(&r, "table h dropped"), 0, "the capture's own WARN for h; see %s", r.log);
+    st_expect_dropped(&r, "h");
+    json_t *xr = st_schema_record(&r, "x");
+    cr_expect_null(xr, "a schema record for x, which is not captured");
+    json_decref(xr);
+
+    /* the topic keeps h's rows (warn): 20 keys, id 2 updated */
+    char topic[300], htable[200];
+    snprintf(topic, sizeof topic, "%s.%s.h", r.db, r.db);
+    snprintf(htable, sizeof htable, "%s.h", r.db);
+    const char *cols_h[] = {"id", "v", NULL};
+    tb_buf top, want;
+    tb_buf_init(&top, 0);
+    tb_buf_init(&want, 0);
+    st_topic_table(topic, cols_h, &top);
+    for (int i = 1; i <= 20; i++)
+        if (i == 2)
+            tb_buf_puts(&want, "2|upd\n");
+        else
+            tb_buf_printf(&want, "%d|h%d\n", i, i);
+    cr_expect_str_eq(tb_buf_cstr(&top), tb_buf_cstr(&want), "%s: the topic should keep the rows", topic);
+
+    /* cache.on.drop=keep (default): the table and its rows stay */
+    st_cache_build(&r);
+    cr_assert(st_cache_has(r.cache, htable), "%s: cache.on.drop=keep, yet the cache dropped it", htable);
+    tb_buf cache;
+    tb_buf_init(&cache, 0);
+    st_cache_rows(r.cache, htable, "id, v", &cache);
+    cr_expect_str_eq(tb_buf_cstr(&cache), tb_buf_cstr(&want), "%s: the kept cache table lost rows", htable);
+    tb_buf_free(&cache);
+
+    /* cache.on.drop=drop: a cache built from the same topics has no table h, and k as the source */
+    FILE *f = fopen(r.cfg, "a");
+    cr_assert_not_null(f);
+    snprintf(r.cache, sizeof r.cache, "%s/cache_drop.db", r.dir);
+    fprintf(f, "cache.path=%s\ncache.on.drop=drop\n", r.cache);
+    fclose(f);
+    st_cache_build(&r);
+    cr_expect(!st_cache_has(r.cache, htable), "%s: cache.on.drop=drop, yet the cache has it", htable);
+    char src[400];
+    snprintf(src, sizeof src, "%s/src.db", r.dir);
+    bool ok = sl_assert_equal(&r, src, "k", cols_h, "id, v", true);
+    tb_buf_free(&top);
+    tb_buf_free(&want);
     if (ok)
         e2e_rmtree(r.dir); /* kept for its logs otherwise */
 }
