@@ -925,7 +925,8 @@ static void msg(evt_rendered *r, const tb_buf *k, const tb_buf *v)
     m->value_len = v ? v->len : 0;
 }
 
-tb_code evt_render(const evt_codec_opts *o, const evt_event *e, evt_rendered *r, tb_error *err)
+/* Empty r, check e and name its topic. */
+static tb_code render_start(const evt_codec_opts *o, const evt_event *e, evt_rendered *r, tb_error *err)
 {
     r->n = 0;
     tb_code rc = check_event(e, err);
@@ -935,6 +936,14 @@ tb_code evt_render(const evt_codec_opts *o, const evt_event *e, evt_rendered *r,
     if ((rc = render_topic(o, t, r)) != TB_OK)
         return tb_error_set(err, rc, false, "%s.%s: cannot build the topic name", evt_table_db(t),
                             evt_table_name(t));
+    return TB_OK;
+}
+
+tb_code evt_render(const evt_codec_opts *o, const evt_event *e, evt_rendered *r, tb_error *err)
+{
+    tb_code rc = render_start(o, e, r, err);
+    if (rc != TB_OK)
+        return rc;
     for (int k = 0; k < 4; k++)
         tb_buf_reset(&r->bufs[k]);
     tb_buf *k0 = &r->bufs[0], *v0 = &r->bufs[1], *k1 = &r->bufs[2], *v1 = &r->bufs[3];
@@ -977,14 +986,9 @@ tb_code evt_render(const evt_codec_opts *o, const evt_event *e, evt_rendered *r,
 
 tb_code evt_render_truncate(const evt_codec_opts *o, const evt_event *e, evt_rendered *r, tb_error *err)
 {
-    r->n = 0;
-    tb_code rc = check_event(e, err);
+    tb_code rc = render_start(o, e, r, err);
     if (rc != TB_OK)
         return rc;
-    const evt_table *t = evt_event_table(e);
-    if ((rc = render_topic(o, t, r)) != TB_OK)
-        return tb_error_set(err, rc, false, "%s.%s: cannot build the topic name", evt_table_db(t),
-                            evt_table_name(t));
     if (o && o->row_format)
         return TB_OK; /* a row-shaped topic has no place for it: the tombstones say it */
     for (int k = 0; k < 4; k++)

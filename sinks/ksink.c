@@ -589,15 +589,8 @@ static tb_code ksink_send_as(ksink *ks, const evt_event *e, bool truncate, tb_er
         return rc;
     if (evt_event_error(e))
         return tb_error_set(err, evt_event_error(e)->code, false, "event not sent: %s", evt_event_error(e)->msg);
-    if (ks->eos && !ks->in_txn) {
-        rd_kafka_error_t *kerr = rd_kafka_begin_transaction(ks->rk);
-        if (kerr) {
-            rc = kafka_error_obj(err, kerr, "begin Kafka transaction");
-            rd_kafka_error_destroy(kerr);
-            return rc;
-        }
-        ks->in_txn = true;
-    }
+    if (ks->eos && (rc = ksink_txn_begin(ks, err)) != TB_OK)
+        return rc;
     if ((rc = ksink_prepare_table(ks, evt_event_table(e), &te, err)) != TB_OK)
         return rc;
     struct timespec ts; /* envelope ts_ms: processing time; the coarse clock is cheap and ms-accurate enough */
@@ -804,15 +797,8 @@ tb_code ksink_announce_table(ksink *ks, evt_table *t, tb_error *err)
     tb_code rc;
     if ((rc = ksink_failed(ks, err)) != TB_OK)
         return rc;
-    if (ks->eos && !ks->in_txn) {
-        rd_kafka_error_t *kerr = rd_kafka_begin_transaction(ks->rk);
-        if (kerr) {
-            rc = kafka_error_obj(err, kerr, "begin Kafka transaction");
-            rd_kafka_error_destroy(kerr);
-            return rc;
-        }
-        ks->in_txn = true;
-    }
+    if (ks->eos && (rc = ksink_txn_begin(ks, err)) != TB_OK)
+        return rc;
     ksink_table *te = ksink_tab_get(ks, t, err);
     if (!te)
         return TB_ERR_NOMEM;
@@ -835,15 +821,8 @@ tb_code ksink_send_txmeta(ksink *ks, const char *key, size_t klen, const char *v
     tb_code rc;
     if ((rc = ksink_failed(ks, err)) != TB_OK)
         return rc;
-    if (ks->eos && !ks->in_txn) {
-        rd_kafka_error_t *kerr = rd_kafka_begin_transaction(ks->rk);
-        if (kerr) {
-            rc = kafka_error_obj(err, kerr, "begin Kafka transaction");
-            rd_kafka_error_destroy(kerr);
-            return rc;
-        }
-        ks->in_txn = true;
-    }
+    if (ks->eos && (rc = ksink_txn_begin(ks, err)) != TB_OK)
+        return rc;
     if ((rc = ksink_aux_ensure(ks, &ks->txmeta, 0, false, err)) != TB_OK)
         return rc;
     rc = ksink_produce_tracked(ks, ks->txmeta.rkt, key, klen, value, vlen, err);

@@ -200,6 +200,8 @@ void ksink_ring_clear(ksink *ks);
 /* Produce the offsets record of pos; wait for its acknowledgement when asked. */
 tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wait, tb_error *err);
 /* exactly_once (ksink_txn.c) */
+/* Begin a Kafka transaction unless one is open. */
+tb_code ksink_txn_begin(ksink *ks, tb_error *err);
 tb_code ksink_commit_eos(ksink *ks, tb_error *err);
 tb_code ksink_eos_abort(ksink *ks, tb_error *err);
 /* A new producer after an abort (ksink.c); records a failure if it cannot. */

@@ -48,6 +48,20 @@ tb_code ksink_eos_abort(ksink *ks, tb_error *err)
     return rc;
 }
 
+tb_code ksink_txn_begin(ksink *ks, tb_error *err)
+{
+    if (ks->in_txn)
+        return TB_OK;
+    rd_kafka_error_t *kerr = rd_kafka_begin_transaction(ks->rk);
+    if (kerr) {
+        tb_code rc = kafka_error_obj(err, kerr, "begin Kafka transaction");
+        rd_kafka_error_destroy(kerr);
+        return rc;
+    }
+    ks->in_txn = true;
+    return TB_OK;
+}
+
 tb_code ksink_commit_eos(ksink *ks, tb_error *err)
 {
     tb_code rc;
@@ -59,15 +73,8 @@ tb_code ksink_commit_eos(ksink *ks, tb_error *err)
     const tb_position *target = ks->last_seq >= ks->head_seq ? &ks->last_pos : &ks->committable;
     if (!ks->in_txn && ks->committed_valid && tb_position_equal(target, &ks->committed))
         return TB_OK;
-    if (!ks->in_txn) {
-        rd_kafka_error_t *kerr = rd_kafka_begin_transaction(ks->rk);
-        if (kerr) {
-            rc = kafka_error_obj(err, kerr, "begin Kafka transaction");
-            rd_kafka_error_destroy(kerr);
-            return rc;
-        }
-        ks->in_txn = true;
-    }
+    if ((rc = ksink_txn_begin(ks, err)) != TB_OK)
+        return rc;
     if ((rc = ksink_produce_offsets(ks, target, false, err)) != TB_OK)
         return rc;
     rd_kafka_error_t *kerr = NULL;
