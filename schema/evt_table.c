@@ -453,16 +453,24 @@ static bool str_same(const char *a, const char *b)
     return strcmp(a, b) == 0;
 }
 
-bool evt_table_same_shape(const evt_table *a, const evt_table *b)
+/* Same name, column count, key and name knowledge. */
+static bool same_frame(const evt_table *a, const evt_table *b)
 {
-    if (!a || !b)
-        return a == b;
     if (strcmp(a->db, b->db) || strcmp(a->name, b->name) || a->ncols != b->ncols || a->npk != b->npk ||
         a->names_known != b->names_known)
         return false;
     for (size_t k = 0; k < a->npk; k++)
         if (a->pk[k] != b->pk[k])
             return false;
+    return true;
+}
+
+bool evt_table_same_shape(const evt_table *a, const evt_table *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (!same_frame(a, b))
+        return false;
     for (size_t i = 0; i < a->ncols; i++) {
         const evt_column *x = &a->cols[i], *y = &b->cols[i];
         if (strcmp(x->name, y->name) || x->type != y->type || !str_same(x->source_type, y->source_type) ||
@@ -481,12 +489,8 @@ bool evt_table_same_columns(const evt_table *a, const evt_table *b)
 {
     if (!a || !b)
         return a == b;
-    if (strcmp(a->db, b->db) || strcmp(a->name, b->name) || a->ncols != b->ncols || a->npk != b->npk ||
-        a->names_known != b->names_known)
+    if (!same_frame(a, b))
         return false;
-    for (size_t k = 0; k < a->npk; k++)
-        if (a->pk[k] != b->pk[k])
-            return false;
     for (size_t i = 0; i < a->ncols; i++) {
         const evt_column *x = &a->cols[i], *y = &b->cols[i];
         if (strcmp(x->name, y->name) || x->type != y->type || x->is_unsigned != y->is_unsigned)

@@ -173,6 +173,14 @@ static void st_setup(st_run *r, const char *tag, const char *extra)
     fclose(f);
 }
 
+/* db.name (id INT PRIMARY KEY, v VARCHAR(20), n INT) with rows 1..nrows: (i, '<prefix>i', i). */
+static void st_table(MYSQL *m, const char *db, const char *name, const char *prefix, int nrows)
+{
+    e2e_sql(m, "CREATE TABLE %s.%s (id INT PRIMARY KEY, v VARCHAR(20), n INT)", db, name);
+    for (int i = 1; i <= nrows; i++)
+        e2e_sql(m, "INSERT INTO %s.%s VALUES (%d, '%s%d', %d)", db, name, i, prefix, i, i);
+}
+
 static void st_start(st_run *r)
 {
     const char *args[] = {"run", "--config", r->cfg, NULL};
@@ -571,12 +579,8 @@ Test(e2e_statements, drop_tombstone, .timeout = 240, .fini = e2e_kill_children)
     st_setup(&r, "e2edrop", "ddl.drop.policy=tombstone\n");
     MYSQL *m = e2e_mysql();
     e2e_sql(m, "CREATE DATABASE %s", r.db);
-    e2e_sql(m, "CREATE TABLE %s.gone (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db);
-    e2e_sql(m, "CREATE TABLE %s.keep (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db);
-    for (int i = 1; i <= 10; i++) {
-        e2e_sql(m, "INSERT INTO %s.gone VALUES (%d, 'g%d', %d)", r.db, i, i, i);
-        e2e_sql(m, "INSERT INTO %s.keep VALUES (%d, 'k%d', %d)", r.db, i, i, i);
-    }
+    st_table(m, r.db, "gone", "g", 10);
+    st_table(m, r.db, "keep", "k", 10);
     st_start(&r);
     wait_caught_up(m, r.status, r.pid, r.log);
     e2e_sql(m, "INSERT INTO %s.gone VALUES (11, 'g11', 11)", r.db);
@@ -652,9 +656,7 @@ Test(e2e_statements, rename, .timeout = 240, .fini = e2e_kill_children)
     st_setup(&r, "e2eren", NULL);
     MYSQL *m = e2e_mysql();
     e2e_sql(m, "CREATE DATABASE %s", r.db);
-    e2e_sql(m, "CREATE TABLE %s.a (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db);
-    for (int i = 1; i <= 10; i++)
-        e2e_sql(m, "INSERT INTO %s.a VALUES (%d, 'a%d', %d)", r.db, i, i, i);
+    st_table(m, r.db, "a", "a", 10);
     st_start(&r);
     wait_caught_up(m, r.status, r.pid, r.log);
     e2e_sql(m, "INSERT INTO %s.a VALUES (11, 'streamed', 11)", r.db);
@@ -813,12 +815,8 @@ Test(e2e_statements, drop_kill9, .timeout = 240, .fini = e2e_kill_children)
     st_setup(&r, "e2edrpk", "ddl.drop.policy=tombstone\ncache.on.drop=drop\n");
     MYSQL *m = e2e_mysql();
     e2e_sql(m, "CREATE DATABASE %s", r.db);
-    e2e_sql(m, "CREATE TABLE %s.gone (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db);
-    e2e_sql(m, "CREATE TABLE %s.keep (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db);
-    for (int i = 1; i <= 30; i++) {
-        e2e_sql(m, "INSERT INTO %s.gone VALUES (%d, 'g%d', %d)", r.db, i, i, i);
-        e2e_sql(m, "INSERT INTO %s.keep VALUES (%d, 'k%d', %d)", r.db, i, i, i);
-    }
+    st_table(m, r.db, "gone", "g", 30);
+    st_table(m, r.db, "keep", "k", 30);
     st_start(&r);
     wait_caught_up(m, r.status, r.pid, r.log);
     e2e_sql(m, "INSERT INTO %s.gone VALUES (31, 'g31', 31)", r.db);
@@ -861,9 +859,7 @@ Test(e2e_statements, rename_kill9, .timeout = 240, .fini = e2e_kill_children)
     st_setup(&r, "e2erenk", NULL);
     MYSQL *m = e2e_mysql();
     e2e_sql(m, "CREATE DATABASE %s", r.db);
-    e2e_sql(m, "CREATE TABLE %s.a (id INT PRIMARY KEY, v VARCHAR(20), n INT)", r.db);
-    for (int i = 1; i <= 30; i++)
-        e2e_sql(m, "INSERT INTO %s.a VALUES (%d, 'a%d', %d)", r.db, i, i, i);
+    st_table(m, r.db, "a", "a", 30);
     st_start(&r);
     wait_caught_up(m, r.status, r.pid, r.log);
     e2e_sql(m, "UPDATE %s.a SET v = 'streamed' WHERE id = 3", r.db);
