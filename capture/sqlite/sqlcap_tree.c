@@ -261,7 +261,7 @@ tb_code sqlcap_page_rows_img(const sqlcap_view *v, uint32_t pgno, const uint8_t 
             continue;
         }
         unsigned off = sqlcap_be16(buf + ptrs + 2 * c);
-        if (off >= U || (type == 2 && off + 4 >= U)) {
+        if (off < ptrs + 2 * (size_t)n || off >= U || (type == 2 && off + 4 >= U)) {
             rc = tb_error_set(err, TB_ERR_CORRUPT, false, "page %u: cell %u offset %u out of range", pgno, c, off);
             goto out;
         }
