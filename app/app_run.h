@@ -72,9 +72,10 @@ typedef struct run_ctx {
     /* transaction.topic (run_txmeta.c) */
     bool txmeta;                   /* transaction.topic=true and sink=kafka */
     bool txm_open;                 /* BEGIN sent, END not yet */
-    char txm_id[256];
+    char *txm_id;                  /* owned: the open transaction's id */
     int64_t txm_ts;
-    struct { char *name; uint64_t count; } *txm; /* owned: per-table counts of the open transaction */
+    struct { char *name; size_t dblen; uint64_t count; } *txm; /* owned: per-table counts of the open
+                                                                 * transaction; name is "db.table" */
     size_t txm_n, txm_cap;
     ksink_lease *lease;            /* owned: ha.enabled (run_lease.c) */
     bool lease_lost;               /* the lease was lost: produce and commit nothing more */

@@ -18,8 +18,6 @@
 #include "app_run.h"
 #include "evt_json.h"
 
-#define TXM_ID_MAX 256
-
 void run_txmeta_free(run_ctx *r)
 {
     for (size_t i = 0; i < r->txm_n; i++)
@@ -27,6 +25,16 @@ void run_txmeta_free(run_ctx *r)
     free(r->txm);
     r->txm = NULL;
     r->txm_n = r->txm_cap = 0;
+    free(r->txm_id);
+    r->txm_id = NULL;
+}
+
+/* Whether entry e counts the table db.table: db and table are compared apart ("a.b" + "c" is
+ * not "a" + "b.c"), whatever their lengths. */
+static bool txm_is(const char *name, size_t dblen, const char *db, const char *table)
+{
+    return strlen(db) == dblen && memcmp(name, db, dblen) == 0 && name[dblen] == '.' &&
+           strcmp(name + dblen + 1, table) == 0;
 }
 
 static tb_code txm_send(run_ctx *r, bool end, tb_error *err)
@@ -94,7 +102,9 @@ tb_code run_txmeta_event(run_ctx *r, const evt_event *ev, tb_error *err)
     const evt_table *t = evt_event_table(ev);
     if (!r->txm_open) {
         const char *id = evt_event_txid(ev);
-        snprintf(r->txm_id, sizeof r->txm_id, "%s", id ? id : "");
+        free(r->txm_id);
+        if (!(r->txm_id = strdup(id ? id : "")))
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         r->txm_ts = evt_event_commit_ts_ms(ev);
         for (size_t i = 0; i < r->txm_n; i++)
             r->txm[i].count = 0;
@@ -103,10 +113,9 @@ tb_code run_txmeta_event(run_ctx *r, const evt_event *ev, tb_error *err)
             return rc;
         r->txm_open = true;
     }
-    char name[TXM_ID_MAX];
-    snprintf(name, sizeof name, "%s.%s", t ? evt_table_db(t) : "", t ? evt_table_name(t) : "");
+    const char *db = t ? evt_table_db(t) : "", *table = t ? evt_table_name(t) : "";
     for (size_t i = 0; i < r->txm_n; i++)
-        if (strcmp(r->txm[i].name, name) == 0) {
+        if (txm_is(r->txm[i].name, r->txm[i].dblen, db, table)) {
             r->txm[i].count++;
             return TB_OK;
         }
@@ -118,8 +127,15 @@ tb_code run_txmeta_event(run_ctx *r, const evt_event *ev, tb_error *err)
         r->txm = p;
         r->txm_cap = cap;
     }
-    if (!(r->txm[r->txm_n].name = strdup(name)))
+    size_t dblen = strlen(db), tlen = strlen(table);
+    char *name = malloc(dblen + 1 + tlen + 1);
+    if (!name)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    memcpy(name, db, dblen);
+    name[dblen] = '.';
+    memcpy(name + dblen + 1, table, tlen + 1);
+    r->txm[r->txm_n].name = name;
+    r->txm[r->txm_n].dblen = dblen;
     r->txm[r->txm_n++].count = 1;
     return TB_OK;
 }

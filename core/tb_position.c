@@ -1,4 +1,5 @@
 #include "tb_position.h"
+#include "tb_num.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -155,18 +156,6 @@ static char *unescape(const char *s, size_t len)
     return out;
 }
 
-static bool parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-    if (!*s || !isdigit((unsigned char)*s))
-        return false;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v > max)
-        return false;
-    *out = v;
-    return true;
-}
 
 tb_code tb_position_parse(const char *text, tb_position *p, tb_error *err)
 {
@@ -213,7 +202,7 @@ tb_code tb_position_parse(const char *text, tb_position *p, tb_error *err)
         uint64_t v = 0;
 #define FIELD(name) (nlen == sizeof(name) - 1 && strncmp(cur, name, nlen) == 0)
         if (tmp.kind == TB_POS_MYSQL && FIELD("server_id")) {
-            ok = parse_u64(val, UINT32_MAX, &v);
+            ok = tb_parse_u64(val, UINT32_MAX, &v);
             tmp.server_id = (uint32_t)v;
         } else if (tmp.kind == TB_POS_MYSQL && FIELD("file")) {
             free(tmp.file);
@@ -221,38 +210,38 @@ tb_code tb_position_parse(const char *text, tb_position *p, tb_error *err)
             if (tmp.file)
                 val = NULL;
         } else if (tmp.kind == TB_POS_MYSQL && FIELD("pos")) {
-            ok = parse_u64(val, UINT64_MAX, &tmp.pos);
+            ok = tb_parse_u64(val, UINT64_MAX, &tmp.pos);
         } else if (tmp.kind == TB_POS_MYSQL && FIELD("row")) {
-            ok = parse_u64(val, UINT64_MAX, &tmp.row);
+            ok = tb_parse_u64(val, UINT64_MAX, &tmp.row);
         } else if (tmp.kind == TB_POS_MYSQL && FIELD("gtid")) {
             free(tmp.gtid_set);
             tmp.gtid_set = *val ? val : NULL;
             if (tmp.gtid_set)
                 val = NULL;
         } else if (tmp.kind == TB_POS_SQLITE_WAL && FIELD("salt1")) {
-            ok = parse_u64(val, UINT32_MAX, &v);
+            ok = tb_parse_u64(val, UINT32_MAX, &v);
             tmp.salt1 = (uint32_t)v;
         } else if (tmp.kind == TB_POS_SQLITE_WAL && FIELD("salt2")) {
-            ok = parse_u64(val, UINT32_MAX, &v);
+            ok = tb_parse_u64(val, UINT32_MAX, &v);
             tmp.salt2 = (uint32_t)v;
         } else if (tmp.kind == TB_POS_SQLITE_WAL && FIELD("frame")) {
-            ok = parse_u64(val, UINT32_MAX, &v);
+            ok = tb_parse_u64(val, UINT32_MAX, &v);
             tmp.frame = (uint32_t)v;
         } else if (tmp.kind == TB_POS_SQLITE_WAL && FIELD("cksum1")) {
-            ok = parse_u64(val, UINT32_MAX, &v);
+            ok = tb_parse_u64(val, UINT32_MAX, &v);
             tmp.cksum1 = (uint32_t)v;
         } else if (tmp.kind == TB_POS_SQLITE_WAL && FIELD("cksum2")) {
-            ok = parse_u64(val, UINT32_MAX, &v);
+            ok = tb_parse_u64(val, UINT32_MAX, &v);
             tmp.cksum2 = (uint32_t)v;
         } else if (tmp.kind == TB_POS_SQLITE_WAL && FIELD("db_pages")) {
-            ok = parse_u64(val, UINT32_MAX, &v);
+            ok = tb_parse_u64(val, UINT32_MAX, &v);
             tmp.db_pages = (uint32_t)v;
         } else if (tmp.kind == TB_POS_SQLITE_WAL && FIELD("gen_seq")) {
-            ok = parse_u64(val, UINT64_MAX, &tmp.gen_seq);
+            ok = tb_parse_u64(val, UINT64_MAX, &tmp.gen_seq);
         } else if (tmp.kind == TB_POS_SQLITE_WAL && FIELD("inode")) {
-            ok = parse_u64(val, UINT64_MAX, &tmp.inode);
+            ok = tb_parse_u64(val, UINT64_MAX, &tmp.inode);
         } else if (tmp.kind == TB_POS_SQLITE_LOG && FIELD("seq")) {
-            ok = parse_u64(val, INT64_MAX, &v);
+            ok = tb_parse_u64(val, INT64_MAX, &v);
             tmp.seq = (int64_t)v;
         } else {
             free(val);

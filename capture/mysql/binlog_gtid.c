@@ -7,6 +7,7 @@
  * MariaDB: domain -> last (server, seq); text form "0-1-7,1-2-3" by domain.
  */
 #include "binlog_int.h"
+#include "tb_num.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -213,6 +214,40 @@ static bool parse_uuid(const char *s, size_t n, uint8_t out[16])
     return k == 32;
 }
 
+/* "domain-server-seq", each part decimal digits only (tb_parse_u64_n): "0-1-7xyz" and "0-1--5"
+ * are refused, not read as 0-1-7 and 0-1-18446744073709551611. */
+static bool parse_mariadb_gtid(const char *item, uint64_t *d, uint64_t *s, uint64_t *q)
+{
+    const char *a = strchr(item, '-');
+    const char *b = a ? strchr(a + 1, '-') : NULL;
+    if (!a || !b)
+        return false;
+    return tb_parse_u64_n(item, (size_t)(a - item), UINT32_MAX, d) &&
+           tb_parse_u64_n(a + 1, (size_t)(b - a - 1), UINT32_MAX, s) && tb_parse_u64(b + 1, UINT64_MAX, q);
+}
+
+/* "N" or "N-M" of a MySQL GTID set: 1 <= N <= M, and M + 1 (the exclusive end kept in a
+ * gt_ival) still fits an int64_t: MySQL's largest GNO is 2^63 - 2. */
+static bool parse_mysql_interval(const char *part, int64_t *a, int64_t *b)
+{
+    const uint64_t max = (uint64_t)INT64_MAX - 1;
+    const char *dash = strchr(part, '-');
+    uint64_t x, y;
+    if (dash) {
+        if (!tb_parse_u64_n(part, (size_t)(dash - part), max, &x) || !tb_parse_u64(dash + 1, max, &y))
+            return false;
+    } else {
+        if (!tb_parse_u64(part, max, &x))
+            return false;
+        y = x;
+    }
+    if (x < 1 || y < x)
+        return false;
+    *a = (int64_t)x;
+    *b = (int64_t)y;
+    return true;
+}
+
 tb_code bl_gtids_parse(bl_gtids *g, const char *text, bool mariadb, tb_error *err)
 {
     bl_gtids_clear(g);
@@ -223,15 +258,21 @@ tb_code bl_gtids_parse(bl_gtids *g, const char *text, bool mariadb, tb_error *er
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     tb_code rc = TB_OK;
     for (char *item = strtok_r(copy, ",", &save); item && rc == TB_OK; item = strtok_r(NULL, ",", &save)) {
+        /* Servers break long sets into lines (SHOW BINLOG EVENTS, gtid_executed): white space
+         * around an item is not part of it; inside one, it is an error. */
         while (isspace((unsigned char)*item))
             item++;
+        for (size_t n = strlen(item); n > 0 && isspace((unsigned char)item[n - 1]); n--)
+            item[n - 1] = '\0';
         if (!*item)
             continue;
         if (mariadb) {
-            unsigned long d, s;
-            unsigned long long q;
-            if (sscanf(item, "%lu-%lu-%llu", &d, &s, &q) != 3)
-                rc = tb_error_set(err, TB_ERR_CONFIG, false, "bad MariaDB GTID '%s' (want domain-server-seq)", item);
+            uint64_t d, s, q;
+            if (!parse_mariadb_gtid(item, &d, &s, &q))
+                rc = tb_error_set(err, TB_ERR_CONFIG, false,
+                                  "bad MariaDB GTID '%s' (want domain-server-seq: three decimal numbers, "
+                                  "domain and server below 2^32)",
+                                  item);
             else
                 rc = bl_gtids_set_mariadb(g, (uint32_t)d, (uint32_t)s, q);
             continue;
@@ -253,12 +294,12 @@ tb_code bl_gtids_parse(bl_gtids *g, const char *text, bool mariadb, tb_error *er
                 strcpy(tag, part);
                 continue;
             }
-            long long a, b;
-            int n = sscanf(part, "%lld-%lld", &a, &b);
-            if (n == 1)
-                b = a;
-            if (n < 1 || a < 1 || b < a)
-                rc = tb_error_set(err, TB_ERR_CONFIG, false, "bad GTID interval '%s'", part);
+            int64_t a, b;
+            if (!parse_mysql_interval(part, &a, &b))
+                rc = tb_error_set(err, TB_ERR_CONFIG, false,
+                                  "bad GTID interval '%s' in '%s' (want N or N-M: decimal numbers, "
+                                  "1 <= N <= M < 2^63-1)",
+                                  part, text);
             else if (bl_gtids_add_mysql(g, uuid, tag, a, b + 1) != TB_OK)
                 rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         }
@@ -320,7 +361,7 @@ tb_code bl_gtid_start_file(const char *const *files, const char *const *previous
         goto out;
     for (size_t i = n; i-- > 0;) {
         if ((rc = bl_gtids_parse(prev, previous[i], false, err)) != TB_OK) {
-            rc = tb_error_set(err, TB_ERR_SOURCE, false, "binlog %s: Previous_gtids: %s", files[i], err->msg);
+            rc = tb_error_prefix(err, TB_ERR_SOURCE, "binlog %s: Previous_gtids: ", files[i]);
             goto out;
         }
         if (bl_gtids_subset_mysql(prev, want)) {

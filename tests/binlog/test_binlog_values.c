@@ -215,6 +215,69 @@ Test(gtid, mysql_and_mariadb_sets)
     tb_buf_free(&b);
 }
 
+/* A mistyped start position must stop the run (exit 2), never start from another place: each
+ * of these was once read as a shorter or wrapped value. */
+Test(gtid, malformed_sets_are_refused)
+{
+    static const char *const mysql_bad[] = {
+        "55778904-0299-11f1-b1b8-4ef0c4956feb:1-x",
+        "55778904-0299-11f1-b1b8-4ef0c4956feb:1x",
+        "55778904-0299-11f1-b1b8-4ef0c4956feb: 1",
+        "55778904-0299-11f1-b1b8-4ef0c4956feb:+1",
+        "55778904-0299-11f1-b1b8-4ef0c4956feb:1--5",
+        "55778904-0299-11f1-b1b8-4ef0c4956feb:0-5",
+        "55778904-0299-11f1-b1b8-4ef0c4956feb:5-3",
+        "55778904-0299-11f1-b1b8-4ef0c4956feb:1-9223372036854775807",
+        "55778904-0299-11f1-b1b8-4ef0c4956feb:1-99999999999999999999",
+        "55778904-0299-11f1-b1b8-4ef0c4956feb:-",
+    };
+    static const char *const mariadb_bad[] = {
+        "0-1-7xyz", "0-1--5", "0-1", "0-1-", "-1-7", "0--7", "4294967296-1-7", "0-4294967296-7",
+        "0-1-18446744073709551616", " 0-1-7x", "0-1-7-8", "a-1-7", "0 -1-7",
+    };
+    bl_gtids *g = bl_gtids_new();
+    tb_error err;
+    for (size_t i = 0; i < sizeof(mysql_bad) / sizeof(mysql_bad[0]); i++) {
+        tb_error_clear(&err);
+        cr_expect_eq(bl_gtids_parse(g, mysql_bad[i], false, &err), TB_ERR_CONFIG, "accepted '%s'", mysql_bad[i]);
+        cr_expect(strstr(err.msg, "bad GTID") != NULL, "'%s': message '%s'", mysql_bad[i], err.msg);
+    }
+    for (size_t i = 0; i < sizeof(mariadb_bad) / sizeof(mariadb_bad[0]); i++) {
+        tb_error_clear(&err);
+        cr_expect_eq(bl_gtids_parse(g, mariadb_bad[i], true, &err), TB_ERR_CONFIG, "accepted '%s'", mariadb_bad[i]);
+    }
+    /* The limits themselves are accepted. */
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert_eq(bl_gtids_parse(g, "55778904-0299-11f1-b1b8-4ef0c4956feb:1-9223372036854775806", false, &err), TB_OK,
+                 "%s", err.msg);
+    bl_gtids_format(g, false, &b);
+    cr_expect_str_eq(b.data, "55778904-0299-11f1-b1b8-4ef0c4956feb:1-9223372036854775806");
+    cr_assert_eq(bl_gtids_parse(g, "4294967295-4294967295-18446744073709551615, 0-1-7", true, &err), TB_OK, "%s",
+                 err.msg);
+    tb_buf_reset(&b);
+    bl_gtids_format(g, true, &b);
+    cr_expect_str_eq(b.data, "0-1-7,4294967295-4294967295-18446744073709551615");
+    bl_gtids_free(g);
+    tb_buf_free(&b);
+}
+
+/* A Previous_gtids text that does not parse names the binlog, with err NULL or not. */
+Test(gtid, start_file_with_bad_previous_gtids)
+{
+    const char *files[] = {"mysql-bin.000001"};
+    const char *prev[] = {"55778904-0299-11f1-b1b8-4ef0c4956feb:1-x"};
+    size_t pick = 99;
+    tb_error err;
+    tb_error_clear(&err);
+    cr_assert_eq(bl_gtid_start_file(files, prev, 1, "55778904-0299-11f1-b1b8-4ef0c4956feb:1-3", &pick, &err),
+                 TB_ERR_SOURCE);
+    cr_expect(strstr(err.msg, "binlog mysql-bin.000001: Previous_gtids: bad GTID interval") == err.msg, "%s", err.msg);
+    cr_assert_eq(bl_gtid_start_file(files, prev, 1, "55778904-0299-11f1-b1b8-4ef0c4956feb:1-3", &pick, NULL),
+                 TB_ERR_SOURCE);
+    cr_expect_eq(pick, 99);
+}
+
 /* A bare event: 19-byte header (no FDE before it, so no checksum) + body. */
 static size_t make_event(uint8_t *out, int type, uint16_t flags, const void *body, size_t blen)
 {

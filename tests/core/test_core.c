@@ -205,3 +205,24 @@ Test(clock, monotonic_and_wall)
         prev = m;
     }
 }
+
+#include "tb_num.h"
+
+Test(num, strict_decimal)
+{
+    uint64_t v = 7;
+    cr_expect(tb_parse_u64("0", UINT64_MAX, &v) && v == 0);
+    cr_expect(tb_parse_u64("18446744073709551615", UINT64_MAX, &v) && v == UINT64_MAX);
+    cr_expect(!tb_parse_u64("18446744073709551616", UINT64_MAX, &v));
+    cr_expect(!tb_parse_u64("99999999999999999999999", UINT64_MAX, &v));
+    cr_expect(tb_parse_u64("4294967295", UINT32_MAX, &v) && v == UINT32_MAX);
+    cr_expect(!tb_parse_u64("4294967296", UINT32_MAX, &v));
+    v = 7;
+    static const char *const bad[] = {"", "-1", "+1", " 1", "1 ", "1x", "0x10", "1.0", "--5"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        cr_expect(!tb_parse_u64(bad[i], UINT64_MAX, &v), "accepted '%s'", bad[i]);
+    cr_expect_eq(v, 7, "a refused text left *out alone");
+    cr_expect(tb_parse_u64_n("12345", 3, UINT64_MAX, &v) && v == 123);
+    cr_expect(!tb_parse_u64_n("12345", 0, UINT64_MAX, &v));
+    cr_expect(!tb_parse_u64(NULL, UINT64_MAX, &v));
+}
