@@ -247,17 +247,22 @@ static bool same_text(const char *mem, size_t len, const cj_val *v)
     return mem && len == v->len && memcmp(mem, v->ptr, len) == 0;
 }
 
+/* Keep a copy of schema text v in *mem (v NULL: none). v may point into *mem
+ * (the span of a message whose schema equals the remembered one): the copy is
+ * made before the old text is freed. */
 static tb_code remember(char **mem, size_t *len, const cj_val *v, tb_error *err)
 {
-    free(*mem);
-    *mem = NULL;
-    *len = 0;
-    if (!v)
+    char *p = NULL;
+    if (v && same_text(*mem, *len, v))
         return TB_OK;
-    if (!(*mem = malloc(v->len ? v->len : 1)))
-        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-    memcpy(*mem, v->ptr, v->len);
-    *len = v->len;
+    if (v) {
+        if (!(p = malloc(v->len ? v->len : 1)))
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        memcpy(p, v->ptr, v->len);
+    }
+    free(*mem);
+    *mem = p;
+    *len = v ? v->len : 0;
     return TB_OK;
 }
 
@@ -563,9 +568,15 @@ static tb_code number_scaled(const cj_val *v, int scale, tb_buf *out)
     return rc;
 }
 
-/* Days since 1970-01-01 -> civil date (Howard Hinnant's algorithm). */
-static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+/* Days since 1970-01-01 -> civil date (Howard Hinnant's algorithm). The
+ * days of years 0 to 9999 and a margin: false outside (no arithmetic on a
+ * number from the message can overflow). */
+#define CX_DAYS_MIN (-719528LL - 366)  /* 0000-01-01 */
+#define CX_DAYS_MAX (2932896LL + 366)  /* 9999-12-31 */
+static bool civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
 {
+    if (z < CX_DAYS_MIN || z > CX_DAYS_MAX)
+        return false;
     z += 719468;
     int64_t era = (z >= 0 ? z : z - 146096) / 146097;
     unsigned doe = (unsigned)(z - era * 146097);
@@ -575,6 +586,7 @@ static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
     *d = doy - (153 * mp + 2) / 5 + 1;
     *m = mp < 10 ? mp + 3 : mp - 9;
     *y = (int64_t)yoe + era * 400 + (*m <= 2);
+    return true;
 }
 
 static int64_t floor_div(int64_t a, int64_t b, int64_t *rem)
@@ -625,8 +637,7 @@ static tb_code temporal(cache_store *s, const cache_col *c, const cj_val *v, cj_
         kind = EVT_V_DATE;
         int64_t y;
         unsigned m, d;
-        civil_from_days(n, &y, &m, &d);
-        if (y < 0 || y > 9999)
+        if (!civil_from_days(n, &y, &m, &d) || y < 0 || y > 9999)
             return bad_value(err, c, "date out of range");
         tm.year = (int32_t)y, tm.month = (uint8_t)m, tm.day = (uint8_t)d;
     } else if (c->dz == DZ_TIME_MS || c->dz == DZ_TIME_US || c->dz == DZ_TIME_NS) {
@@ -644,8 +655,7 @@ static tb_code temporal(cache_store *s, const cache_col *c, const cj_val *v, cj_
     } else {
         int64_t day = floor_div(us, 86400000000LL, &rem), y;
         unsigned m, d;
-        civil_from_days(day, &y, &m, &d);
-        if (y < 0 || y > 9999)
+        if (!civil_from_days(day, &y, &m, &d) || y < 0 || y > 9999)
             return bad_value(err, c, "timestamp out of range");
         tm.year = (int32_t)y, tm.month = (uint8_t)m, tm.day = (uint8_t)d;
         tm.usec = (uint32_t)(rem % 1000000);
