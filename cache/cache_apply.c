@@ -445,6 +445,12 @@ tb_code cache_apply_schema(cache_store *s, const char *prefix, const char *key, 
         (rc = cache_store_put_state(s, dropped_key(&why, nt->topic), 0, err)) != TB_OK)
         goto fail; /* described again: its messages apply */
     t = cache_store_find(s, nt->name);
+    if (!t && (t = cache_store_find_topic(s, nt->topic)) != NULL) {
+        /* named from its topic before this record arrived: the source's name from now on */
+        TB_INFO("cache", "table \"%s\": named \"%s\" from its schema record", t->name, nt->name);
+        if ((rc = cache_store_rename(s, t, nt->name, nt->db_len, nt->topic, err)) != TB_OK)
+            goto fail;
+    }
     if (!t && (rc = apply_renamed(s, prefix, &v, nt, &t, err)) != TB_OK)
         goto fail;
     if (!t) {

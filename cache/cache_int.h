@@ -148,7 +148,16 @@ tb_code cache_store_begin(cache_store *s, tb_error *err);
 tb_code cache_store_commit(cache_store *s, tb_error *err);
 void cache_store_rollback(cache_store *s);
 tb_code cache_exec(cache_store *s, const char *sql, tb_error *err);
+/* The table of source name "<db>.<table>", under that name or its mapped name
+ * (cache_store_sql_name). */
 cache_table *cache_store_find(cache_store *s, const char *name);
+/* The name a table of source name `name` gets in the cache file (*out, caller
+ * frees): the name itself, unless SQLite cannot hold it apart from another
+ * cache table than self (SQLite compares table names without case, ASCII
+ * only; names beginning with sqlite_ are reserved): then
+ * "<name>~<16 hex digits of FNV-1a 64 of the exact name>" (logged at WARN).
+ * The first of two such names to arrive keeps its name. */
+tb_code cache_store_sql_name(cache_store *s, const cache_table *self, const char *name, char **out, tb_error *err);
 cache_table *cache_store_find_topic(cache_store *s, const char *topic);
 /* Create (or replace after a rebuild) a table with these columns; takes ownership of t. */
 tb_code cache_store_create(cache_store *s, cache_table *t, tb_error *err);

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "cache_int.h"
+#include "tb_hmap.h"
 #include "tb_log.h"
 
 static const char *const META_SQL =
@@ -338,12 +339,47 @@ void cache_store_rollback(cache_store *s)
     }
 }
 
+/* The mapped name of a table named `name` (see cache_store_sql_name) into b. */
+static tb_code mapped_name(tb_buf *b, const char *name)
+{
+    tb_buf_reset(b);
+    return tb_buf_printf(b, "%s~%016llx", name, (unsigned long long)tb_hash_bytes(name, strlen(name)));
+}
+
 cache_table *cache_store_find(cache_store *s, const char *name)
 {
     for (size_t i = 0; i < s->ntables; i++)
         if (strcmp(s->tables[i]->name, name) == 0)
             return s->tables[i];
-    return NULL;
+    /* a name SQLite could not hold apart from another: under its mapped name */
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cache_table *t = NULL;
+    if (mapped_name(&b, name) == TB_OK)
+        for (size_t i = 0; i < s->ntables && !t; i++)
+            if (strcmp(s->tables[i]->name, tb_buf_cstr(&b)) == 0)
+                t = s->tables[i];
+    tb_buf_free(&b);
+    return t;
+}
+
+tb_code cache_store_sql_name(cache_store *s, const cache_table *self, const char *name, char **out, tb_error *err)
+{
+    bool clash = sqlite3_strnicmp(name, "sqlite_", 7) == 0;
+    for (size_t i = 0; i < s->ntables && !clash; i++)
+        clash = s->tables[i] != self && sqlite3_stricmp(s->tables[i]->name, name) == 0;
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_code rc = clash ? mapped_name(&b, name) : tb_buf_puts(&b, name);
+    *out = rc == TB_OK ? tb_buf_detach(&b, NULL) : NULL;
+    tb_buf_free(&b);
+    if (!*out)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    if (clash)
+        TB_WARN("cache", "table \"%s\": SQLite cannot hold it apart from another table (table names are compared "
+                         "without case; names starting with sqlite_ are reserved): cached as \"%s\"",
+                name, *out);
+    return TB_OK;
 }
 
 cache_table *cache_store_find_topic(cache_store *s, const char *topic)
@@ -429,6 +465,11 @@ tb_code cache_store_create(cache_store *s, cache_table *t, tb_error *err)
 {
     tb_code rc = cache_store_flush(s, err);
     tb_buf *q = &s->sql;
+    char *sqlname = NULL;
+    if (rc == TB_OK && (rc = cache_store_sql_name(s, t, t->name, &sqlname, err)) == TB_OK) {
+        free(t->name);
+        t->name = sqlname;
+    }
     for (size_t i = 0; rc == TB_OK && i < t->ncols; i++)
         rc = reserved_column(t->name, t->cols[i].name, err);
     if (rc != TB_OK) {
@@ -582,8 +623,13 @@ tb_code cache_store_rename(cache_store *s, cache_table *t, const char *name, siz
     tb_code rc;
     if ((rc = cache_store_flush(s, err)) != TB_OK)
         return rc;
-    char *n = strdup(name), *tp = strdup(topic);
-    if (!n || !tp) {
+    char *n = NULL, *tp = strdup(topic);
+    if ((rc = cache_store_sql_name(s, t, name, &n, err)) != TB_OK) {
+        free(tp);
+        return rc;
+    }
+    name = n;
+    if (!tp) {
         free(n);
         free(tp);
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
@@ -601,9 +647,10 @@ tb_code cache_store_rename(cache_store *s, cache_table *t, const char *name, siz
     }
     if ((rc = cache_exec(s, tb_buf_cstr(&s->sql), err)) != TB_OK ||
         (rc = exec_bound_name(s, "DELETE FROM _tributary_tables WHERE tbl=?1", t->name, err)) != TB_OK) {
+        rc = tb_error_prefix(err, rc, "table \"%s\": renaming it to \"%s\": ", t->name, name);
         free(n);
         free(tp);
-        return tb_error_prefix(err, rc, "table \"%s\": renaming it to \"%s\": ", t->name, name);
+        return rc;
     }
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, "UPDATE _tributary_columns SET tbl=?1 WHERE tbl=?2", -1, &st, NULL) != SQLITE_OK) {

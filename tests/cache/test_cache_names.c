@@ -1,0 +1,165 @@
+/*
+ * test_cache_names: the names of cache tables (DESIGN 9, docs/cache.md
+ * "Table names"): from the source names a schema record carries, not the
+ * sanitized topic names; two source tables whose names SQLite cannot hold
+ * apart (it compares table names without case) both cached, under the
+ * documented mapping, whichever arrives first. Checked with SQLite's own
+ * catalogue and rows (the oracle), through cache_apply_schema and
+ * cache_apply_msg.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache_apply.h"
+
+static char path[64];
+
+static cache_store *open_store(void)
+{
+    cache_store *s = NULL;
+    tb_error err;
+    snprintf(path, sizeof path, "/tmp/test_cache_names_%d.db", (int)getpid());
+    unlink(path);
+    cr_assert_eq(cache_store_open(path, false, &s, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(cache_store_begin(s, &err), TB_OK);
+    return s;
+}
+
+static void close_store(cache_store *s, bool remove)
+{
+    tb_error err;
+    cr_assert_eq(cache_store_commit(s, &err), TB_OK, "%s", err.msg);
+    cache_store_close(s);
+    if (remove)
+        unlink(path);
+}
+
+static tb_code schema(cache_store *s, const char *db, const char *table, tb_error *err)
+{
+    char v[512];
+    snprintf(v, sizeof v,
+             "{\"db\":\"%s\",\"table\":\"%s\",\"version\":1,\"names_known\":true,\"columns\":[{\"name\":\"id\","
+             "\"type\":\"int\"},{\"name\":\"v\",\"type\":\"varchar\"}],\"primary_key\":[\"id\"]}",
+             db, table);
+    return cache_apply_schema(s, "p", "{}", 2, v, strlen(v), NULL, NULL, err);
+}
+
+static tb_code row(cache_store *s, const char *topic, int id, const char *v, tb_error *err)
+{
+    char key[64], val[128];
+    snprintf(key, sizeof key, "{\"id\":%d}", id);
+    snprintf(val, sizeof val, "{\"id\":%d,\"v\":\"%s\"}", id, v);
+    tb_code rc = cache_apply_msg(s, topic, "p", 0, key, strlen(key), val, strlen(val), err);
+    tb_error e2;
+    if (rc == TB_OK)
+        rc = cache_store_flush(s, &e2);
+    cache_store_release(s);
+    return rc;
+}
+
+/* The v of row id in table `name` (NULL: no such row or table). */
+static char *value_of(cache_store *s, const char *name, int id)
+{
+    static char out[128];
+    char sql[256];
+    sqlite3_stmt *st = NULL;
+    snprintf(sql, sizeof sql, "SELECT v FROM \"%s\" WHERE id=%d", name, id);
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return NULL;
+    char *r = NULL;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+        snprintf(out, sizeof out, "%s", (const char *)sqlite3_column_text(st, 0));
+        r = out;
+    }
+    sqlite3_finalize(st);
+    return r;
+}
+
+/* How many user tables SQLite holds (the cache's own start with _tributary_). */
+static int tables(cache_store *s)
+{
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(s->db,
+                                    "SELECT count(*) FROM sqlite_master WHERE type='table' AND name NOT LIKE "
+                                    "'\\_tributary\\_%' ESCAPE '\\'",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    int n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+Test(cache_names, source_names_not_topic_names)
+{
+    cache_store *s = open_store();
+    tb_error err;
+    cr_assert_eq(schema(s, "s5 space", "my table", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(row(s, "p.s5_space.my_table", 1, "a", &err), TB_OK, "%s", err.msg);
+    cr_assert_str_eq(value_of(s, "s5 space.my table", 1), "a");
+    cr_assert_null(value_of(s, "s5_space.my_table", 1));
+    cr_assert_eq(tables(s), 1);
+    close_store(s, true);
+}
+
+/* A row before its schema record (another partition, or a schema topic read late): the inferred
+ * table takes the source name once the record arrives. */
+Test(cache_names, source_names_after_inferred)
+{
+    cache_store *s = open_store();
+    tb_error err;
+    cr_assert_eq(row(s, "p.s5_space.my_table", 1, "a", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(schema(s, "s5 space", "my table", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(row(s, "p.s5_space.my_table", 2, "b", &err), TB_OK, "%s", err.msg);
+    cr_assert_str_eq(value_of(s, "s5 space.my table", 2), "b");
+    cr_assert_eq(tables(s), 1);
+    close_store(s, true);
+}
+
+static void case_variants(bool rows_first)
+{
+    cache_store *s = open_store();
+    tb_error err;
+    if (!rows_first) {
+        cr_assert_eq(schema(s, "r7", "Orders", &err), TB_OK, "%s", err.msg);
+        cr_assert_eq(schema(s, "r7", "orders", &err), TB_OK, "%s", err.msg);
+        cr_assert_eq(schema(s, "r7", "other", &err), TB_OK, "%s", err.msg);
+    }
+    cr_assert_eq(row(s, "p.r7.Orders", 1, "upper", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(row(s, "p.r7.orders", 1, "lower", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(row(s, "p.r7.other", 1, "o", &err), TB_OK, "%s", err.msg);
+    if (rows_first) { /* the inferred tables are rebuilt: the run replays their topics */
+        cr_assert_eq(schema(s, "r7", "Orders", &err), TB_OK, "%s", err.msg);
+        cr_assert_eq(schema(s, "r7", "orders", &err), TB_OK, "%s", err.msg);
+        cr_assert_eq(row(s, "p.r7.Orders", 1, "upper", &err), TB_OK, "%s", err.msg);
+        cr_assert_eq(row(s, "p.r7.orders", 1, "lower", &err), TB_OK, "%s", err.msg);
+    }
+    cr_assert_eq(tables(s), 3);
+    /* the first keeps its name; the second is "<name>~<16 hex digits of FNV-1a 64 of the name>" */
+    cr_assert_str_eq(value_of(s, "r7.Orders", 1), "upper");
+    cr_assert_str_eq(value_of(s, "r7.orders~762889a3fec57539", 1), "lower");
+    cr_assert_str_eq(value_of(s, "r7.other", 1), "o");
+    /* the recorded topic names which is which */
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(s->db, "SELECT tbl FROM _tributary_tables WHERE topic='p.r7.orders'", -1, &st,
+                                    NULL),
+                 SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "r7.orders~762889a3fec57539");
+    sqlite3_finalize(st);
+    close_store(s, false);
+    /* and a restart finds both again */
+    cr_assert_eq(cache_store_open(path, false, &s, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(cache_store_begin(s, &err), TB_OK);
+    cr_assert_eq(row(s, "p.r7.orders", 2, "lower2", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(row(s, "p.r7.Orders", 2, "upper2", &err), TB_OK, "%s", err.msg);
+    cr_assert_str_eq(value_of(s, "r7.orders~762889a3fec57539", 2), "lower2");
+    cr_assert_str_eq(value_of(s, "r7.Orders", 2), "upper2");
+    close_store(s, true);
+}
+
+Test(cache_names, case_variants_typed) { case_variants(false); }
+Test(cache_names, case_variants_inferred) { case_variants(true); }
