@@ -35,7 +35,8 @@ static void usage(FILE *out)
             "  --group ID           cache.group.id\n"
             "  --until-caught-up    exit 0 once every partition reached the high watermark seen at start\n"
             "\n"
-            "get: print the row with that key as JSON (exit 1 when there is none).\n"
+            "get: print the row with that key as JSON (exit 1 no such row, 2 a key that is not the\n"
+            "     table's key, 3 no such table, 4 the file cannot be read).\n"
             "status: stored offset vs high watermark per partition, and whether the cache caught up.\n"
             "publish: the other direction: the topics rebuilt from the cache (see cache publish --help).\n");
 }
@@ -101,6 +102,14 @@ static void on_progress(const cache_progress *p, void *opaque)
     fflush(stderr);
 }
 
+/* Exit codes of `cache get` (docs/cache.md): 0 the row was printed. */
+enum {
+    CACHE_GET_NO_ROW = 1,   /* the table has no row with this key */
+    CACHE_GET_BAD_KEY = 2,  /* usage, or a key that does not match the table's key columns */
+    CACHE_GET_NO_TABLE = 3, /* the cache holds no such table */
+    CACHE_GET_FILE = 4,     /* the cache file cannot be opened or read */
+};
+
 static int cmd_get(int argc, char **argv)
 {
     const char *db_path = NULL, *table = NULL, *key = NULL;
@@ -110,7 +119,8 @@ static int cmd_get(int argc, char **argv)
     if (app_wants_help(argc, argv)) {
         printf("usage: tributary cache get --db PATH --table DB.TABLE --key JSON\n"
                "Print the cached row whose key is JSON (e.g. '{\"id\":42}') as one JSON object;\n"
-               "exit 1 when there is no such row.\n");
+               "exit 0 printed, 1 no row with this key, 2 usage or a key that does not match the\n"
+               "table's key columns exactly, 3 no such table, 4 the cache file cannot be read.\n");
         return 0;
     }
     const app_optspec spec[] = {{"--db", &db_path, NULL}, {"--table", &table, NULL}, {"--key", &key, NULL}};
@@ -121,16 +131,22 @@ static int cmd_get(int argc, char **argv)
         return 2;
     }
     tb_buf_init(&row, 0);
+    int exit_code = CACHE_GET_FILE;
     tb_code rc = cache_db_open(db_path, &db, &err);
-    if (rc == TB_OK)
+    if (rc == TB_OK) {
         rc = cache_get(db, table, key, &row, &err);
+        exit_code = rc == TB_OK              ? 0
+                    : rc == TB_ERR_INVALID   ? CACHE_GET_BAD_KEY
+                    : rc == TB_ERR_NOT_FOUND ? (cache_db_has_table(db, table) ? CACHE_GET_NO_ROW : CACHE_GET_NO_TABLE)
+                                             : CACHE_GET_FILE;
+    }
     if (rc == TB_OK)
         printf("%s\n", tb_buf_cstr(&row));
     else
         fprintf(stderr, "tributary cache get: %s\n", err.msg);
     cache_db_close(db);
     tb_buf_free(&row);
-    return rc == TB_OK ? 0 : rc == TB_ERR_INVALID ? 2 : 1;
+    return exit_code;
 }
 
 static int cmd_status_sub(int argc, char **argv)

@@ -115,8 +115,8 @@ static tb_code select_sql(const cache_table *t, bool by_key, tb_buf *q)
         if (k)
             rc = tb_buf_puts(q, by_key ? " AND " : ",");
         rc = rc ? rc : cache_quote_ident(q, t->cols[t->pk[k]].name);
-        if (rc == TB_OK && by_key)
-            rc = tb_buf_printf(q, "=?%zu", k + 1);
+        if (rc == TB_OK && by_key) /* IS: a key column may hold NULL (SQLite allows it outside rowid keys) */
+            rc = tb_buf_printf(q, " IS ?%zu", k + 1);
     }
     return rc;
 }
@@ -139,6 +139,16 @@ static tb_code prepare(cache_db *db, const char *table, bool by_key, cache_table
     return rc;
 }
 
+/* The key columns of t as '"a", "b"' (in b, reused). */
+static const char *key_columns(const cache_table *t, tb_buf *b)
+{
+    tb_buf_reset(b);
+    for (size_t k = 0; k < t->npk; k++)
+        if (tb_buf_printf(b, "%s\"%s\"", k ? ", " : "", t->cols[t->pk[k]].name) != TB_OK)
+            return "?";
+    return tb_buf_cstr(b);
+}
+
 tb_code cache_get(cache_db *db, const char *table, const char *key_json, tb_buf *row_json_out, tb_error *err)
 {
     cache_table *t;
@@ -151,13 +161,40 @@ tb_code cache_get(cache_db *db, const char *table, const char *key_json, tb_buf 
         return tb_error_set(err, TB_ERR_INVALID, false, "key is not a JSON object: %s", key_json);
     if ((rc = prepare(db, table, true, &t, &st, err)) != TB_OK)
         return rc;
+    /* the key's members: each names a key column (a duplicate: the last counts, as everywhere
+     * the JSON reader looks a member up), a scalar value; every key column named */
+    cj_val *vals = calloc(t->npk + 1, sizeof(*vals));
+    if (!vals)
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    cj_iter it;
+    const char *kn;
+    size_t kl;
+    if (rc == TB_OK)
+        cj_obj_begin(&key, &it);
+    while (rc == TB_OK && cj_obj_next(&it, &kn, &kl, &v)) {
+        size_t k;
+        for (k = 0; k < t->npk && !cj_key_eq(kn, kl, t->cols[t->pk[k]].name); k++)
+            ;
+        if (k == t->npk)
+            rc = tb_error_set(err, TB_ERR_INVALID, false,
+                              "table \"%s\": the key member \"%.*s\" is not a key column (the key is %s)", table,
+                              (int)kl, kn, key_columns(t, &db->s->scratch));
+        else if (v.type == CJ_OBJECT || v.type == CJ_ARRAY)
+            rc = tb_error_set(err, TB_ERR_INVALID, false,
+                              "table \"%s\": key column \"%s\" needs a scalar value, not a JSON %s", table,
+                              t->cols[t->pk[k]].name, v.type == CJ_OBJECT ? "object" : "array");
+        else
+            vals[k] = v;
+    }
     for (size_t k = 0; rc == TB_OK && k < t->npk; k++) {
         const cache_col *c = &t->cols[t->pk[k]];
-        if (!cj_obj_get(&key, c->name, &v))
-            rc = tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\": the key lacks column \"%s\"", table, c->name);
+        if (!vals[k].ptr)
+            rc = tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\": the key lacks column \"%s\" (the key is %s)",
+                              table, c->name, key_columns(t, &db->s->scratch));
         else
-            rc = cache_bind(st, (int)k + 1, c->cls, &v, &db->s->scratch, c->name, err);
+            rc = cache_bind(st, (int)k + 1, c->cls, &vals[k], &db->s->scratch, c->name, err);
     }
+    free(vals);
     if (rc == TB_OK) {
         int s = sqlite3_step(st);
         if (s == SQLITE_ROW)
@@ -195,6 +232,11 @@ tb_code cache_iter(cache_db *db, const char *table, cache_row_fn fn, void *opaqu
     tb_buf_free(&row);
     sqlite3_finalize(st);
     return rc;
+}
+
+bool cache_db_has_table(cache_db *db, const char *table)
+{
+    return db && cache_store_find(db->s, table) != NULL;
 }
 
 size_t cache_db_ntables(const cache_db *db)

@@ -34,10 +34,17 @@ tb_code cache_db_open(const char *path, cache_db **out, tb_error *err);
 void cache_db_close(cache_db *db);
 
 /* The row of `table` ("db.table") whose key is key_json (e.g. {"id":1}),
- * appended to row_json_out as one JSON object. TB_ERR_NOT_FOUND when there is
- * no such row or table; TB_ERR_INVALID when the key is not a JSON object
- * naming every key column. */
+ * appended to row_json_out as one JSON object. The key matches exactly: a JSON
+ * object whose members are the key columns, each with a scalar value (null
+ * finds the row whose key column is NULL; of a duplicate member the last
+ * counts). TB_ERR_NOT_FOUND when there is no such row or table
+ * (cache_db_has_table tells which); TB_ERR_INVALID when the key is not such
+ * an object (a member that is not a key column, a key column missing, an
+ * object or array value); TB_ERR_IO when the file cannot be read. */
 tb_code cache_get(cache_db *db, const char *table, const char *key_json, tb_buf *row_json_out, tb_error *err);
+
+/* Whether the cache holds table `table` ("db.table"). */
+bool cache_db_has_table(cache_db *db, const char *table);
 
 /* Called per row; row_json is borrowed for the call. Return non-zero to stop. */
 typedef int (*cache_row_fn)(const char *row_json, size_t len, void *opaque);
