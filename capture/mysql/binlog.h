@@ -36,7 +36,9 @@
  *  The transaction id (evt_event_txid) is the transaction's GTID ("0-1-7",
  *  "uuid:5", "uuid:tag:5") or "file:offset" of its first event without GTIDs.
  *  binlog_position() returns the position after the last complete transaction
- *  delivered so far.
+ *  delivered so far. While an XA transaction is prepared and not yet committed
+ *  or rolled back, both stay at the resume point before its prepared group
+ *  (binlog_xa.c): a restart from there reads it again.
  *
  * SCHEMAS. Table descriptors come from TABLE_MAP events. With FULL optional
  * metadata (binlog_row_metadata=FULL): column names, primary key (incl.
@@ -78,7 +80,7 @@
 typedef enum binlog_stmt_kind {
     BINLOG_STMT_OTHER = 0,     /* changes no table rows we know of (SET, GRANT, CREATE VIEW, ...) */
     BINLOG_STMT_BEGIN,         /* BEGIN, XA START */
-    BINLOG_STMT_COMMIT,        /* COMMIT, ROLLBACK, XA PREPARE / COMMIT / ROLLBACK */
+    BINLOG_STMT_COMMIT,        /* COMMIT, ROLLBACK, XA PREPARE */
     BINLOG_STMT_TX_OTHER,      /* SAVEPOINT, RELEASE SAVEPOINT, ROLLBACK TO, XA END */
     BINLOG_STMT_DML,           /* INSERT, REPLACE, UPDATE, DELETE, LOAD DATA/XML as a statement */
     BINLOG_STMT_TRUNCATE,      /* TRUNCATE [TABLE] */
@@ -88,6 +90,8 @@ typedef enum binlog_stmt_kind {
     BINLOG_STMT_CREATE,        /* CREATE [OR REPLACE] [TEMPORARY] TABLE */
     BINLOG_STMT_MAINT,         /* OPTIMIZE, REPAIR, ANALYZE, CHECK TABLE */
     BINLOG_STMT_DROP_DATABASE, /* tables[0].db is the database, tables[0].table "" */
+    BINLOG_STMT_XA_COMMIT,     /* XA COMMIT xid [ONE PHASE]: ends its own transaction (binlog_xa.c) */
+    BINLOG_STMT_XA_ROLLBACK,   /* XA ROLLBACK xid: likewise */
 } binlog_stmt_kind;
 
 typedef struct binlog_stmt_table {
@@ -197,8 +201,12 @@ void binlog_dec_set_stmt_fn(binlog_dec *d, binlog_stmt_fn fn, void *opaque);
  * live connection breaks and the stream resumes at the last commit. */
 void binlog_dec_drop_tx(binlog_dec *d);
 
-/* Position after the last complete transaction (see POSITIONS). */
+/* Position after the last complete transaction (see POSITIONS): where a
+ * reconnect of the same decoder resumes. */
 const tb_position *binlog_dec_position(const binlog_dec *d);
+/* The position a consumer may commit: binlog_dec_position(), or, while a
+ * prepared XA transaction is pending, the resume point before its group. */
+const tb_position *binlog_dec_commit_position(const binlog_dec *d);
 /* Set the starting position (GTID state, file name) before feeding. Copied. */
 tb_code binlog_dec_set_position(binlog_dec *d, const tb_position *p);
 

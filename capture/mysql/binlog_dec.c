@@ -101,6 +101,7 @@ binlog_dec *binlog_dec_new(const binlog_dec_opts *o)
     tb_buf_init(&d->tmp, 0);
     tb_position_init(&d->pos);
     bl_rowctx_init(&d->rc);
+    bl_xa_init(d);
     d->held = d->ready = -1;
     d->pos.kind = TB_POS_MYSQL;
     d->pos.pos = 4;
@@ -137,6 +138,7 @@ void binlog_dec_free(binlog_dec *d)
     tb_buf_free(&d->unz);
     tb_buf_free(&d->tmp);
     binlog_stmt_free(&d->stmt);
+    bl_xa_free(d);
     tb_position_free(&d->pos);
     free(d->label);
     free(d->file);
@@ -144,6 +146,7 @@ void binlog_dec_free(binlog_dec *d)
 }
 
 const tb_position *binlog_dec_position(const binlog_dec *d) { return &d->pos; }
+const tb_position *binlog_dec_commit_position(const binlog_dec *d) { return bl_xa_commit_pos(d); }
 bool binlog_dec_is_mariadb(const binlog_dec *d) { return d->mariadb; }
 uint64_t binlog_dec_skipped(const binlog_dec *d) { return d->tx_skipped; }
 void binlog_dec_skip_executed(binlog_dec *d, bool on) { d->skip_executed = on; }
@@ -232,7 +235,7 @@ tb_code bl_dec_commit(binlog_dec *d, const uint8_t *hdr)
     if (d->held >= 0) {
         evt_event *e = d->ev[d->held];
         evt_event_set_last_in_tx(e, true);
-        evt_event_set_position(e, &d->pos);
+        evt_event_set_position(e, bl_xa_commit_pos(d));
         d->ready = d->held;
         d->held = -1;
     }
@@ -252,6 +255,8 @@ void binlog_dec_drop_tx(binlog_dec *d)
     d->gt_kind = 0;
     d->tx_rows = 0;
     d->tx_skip = false;
+    d->xa_collect = false; /* a prepared group read again from its start */
+    d->xa_replay = -1;     /* its entry stays; the XA COMMIT is read again */
 }
 
 tb_code binlog_dec_finish(binlog_dec *d, evt_event **out)
@@ -617,6 +622,11 @@ static const char *type_name(int t)
     }
 }
 
+static bool is_rows_type(int t)
+{
+    return (t >= 20 && t <= 25) || (t >= 30 && t <= 32) || t == 39 || (t >= 166 && t <= 171);
+}
+
 /* One whole event (outer, or inner from a TRANSACTION_PAYLOAD). */
 static tb_code process_event(binlog_dec *d, const uint8_t *ev, size_t len, bool inner, tb_error *err)
 {
@@ -642,6 +652,10 @@ static tb_code process_event(binlog_dec *d, const uint8_t *ev, size_t len, bool 
             return FAIL(err, TB_ERR_CORRUPT, "%s event checksum mismatch", type_name(type));
     }
     const uint8_t *body = ev + BL_HEADER_LEN;
+    if (d->xa_collect && (type == BL_TABLE_MAP || is_rows_type(type))) {
+        tb_code rc = bl_xa_keep(d, ev, len, strip, d->ev_off);
+        return rc == TB_OK ? TB_OK : FAIL(err, rc, "%s event cannot be kept for its XA COMMIT", type_name(type));
+    }
     switch (type) {
     case BL_ROTATE: {
         unsigned ph = d->ph[BL_ROTATE - 1] ? d->ph[BL_ROTATE - 1] : 8;
@@ -662,8 +676,10 @@ static tb_code process_event(binlog_dec *d, const uint8_t *ev, size_t len, bool 
     }
     case BL_QUERY: case BL_MARIA_QUERY_COMPRESSED:
         return bl_on_query(d, type, ev, body, blen, err);
-    case BL_XID: case BL_XA_PREPARE:
+    case BL_XID:
         return bl_dec_commit(d, ev) == TB_OK ? TB_OK : FAIL(err, TB_ERR_NOMEM, "out of memory");
+    case BL_XA_PREPARE:
+        return bl_xa_on_prepare(d, ev, body, blen, err);
     case BL_TABLE_MAP:
         return on_table_map(d, body, blen, err);
     case BL_PRE_GA_WRITE_ROWS: case BL_PRE_GA_UPDATE_ROWS: case BL_PRE_GA_DELETE_ROWS:
@@ -697,6 +713,8 @@ static tb_code process_event(binlog_dec *d, const uint8_t *ev, size_t len, bool 
         d->tx_ts_set = true;
         if (!(body[12] & 0x01)) /* not standalone: the GTID event is the BEGIN */
             bl_dec_tx_begin(d, ev);
+        if ((body[12] & 0x40) && bl_xa_start(d) != TB_OK) /* FL_PREPARED_XA: binlog_xa.c */
+            return FAIL(err, TB_ERR_NOMEM, "out of memory");
         return TB_OK;
     }
     case BL_MARIA_GTID_LIST:
@@ -742,7 +760,7 @@ static tb_code prefix_err(binlog_dec *d, tb_code rc, uint64_t off, const uint8_t
 
 tb_code binlog_dec_feed(binlog_dec *d, const uint8_t *ev, size_t len, uint64_t off, tb_error *err)
 {
-    if (d->cur_pending || d->rows_active || d->pay_active)
+    if (d->cur_pending || d->rows_active || d->pay_active || d->xa_replay >= 0)
         return tb_error_set(err, TB_ERR_STATE, false, "%s: event fed before the previous one was drained",
                             d->label);
     d->cur = ev;
@@ -786,6 +804,30 @@ tb_code binlog_dec_next(binlog_dec *d, evt_event **out, tb_error *err)
                 d->rows_active = false;
                 return prefix_err(d, rc, d->ev_off, p, elen, true, err);
             }
+            continue;
+        }
+        if (d->xa_replay >= 0) { /* the kept events of an XA transaction, at its XA COMMIT */
+            const bl_xa *x = &d->xa[d->xa_replay];
+            if (d->xa_rpos + 12 + BL_HEADER_LEN <= x->evs.len) {
+                const uint8_t *f = (const uint8_t *)x->evs.data + d->xa_rpos;
+                uint64_t off = bl_u64(f);
+                size_t elen = bl_u32(f + 8);
+                d->xa_rpos += 12 + elen;
+                d->ev_off = off;
+                d->ev_end = off + elen;
+                tb_code rc = process_event(d, f + 12, elen, true, err);
+                if (rc != TB_OK) {
+                    d->xa_replay = -1;
+                    d->rows_active = false;
+                    return prefix_err(d, rc, off, f + 12, elen, false, err);
+                }
+                continue;
+            }
+            d->ev_off = d->xa_off;
+            d->ev_end = d->xa_end;
+            bl_xa_replayed(d);
+            if (bl_dec_commit(d, d->xa_hdr) != TB_OK)
+                return FAIL(err, TB_ERR_NOMEM, "out of memory");
             continue;
         }
         if (d->cur_pending) {

@@ -84,7 +84,11 @@ tb_code bl_on_query(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *
     switch (st->kind) {
     case BINLOG_STMT_BEGIN:
         bl_dec_tx_begin(d, hdr);
+        if (strcmp(st->verb, "XA START") == 0 && bl_xa_start(d) != TB_OK)
+            return FAIL(err, TB_ERR_NOMEM, "out of memory");
         return TB_OK;
+    case BINLOG_STMT_XA_COMMIT: case BINLOG_STMT_XA_ROLLBACK:
+        return bl_xa_on_end(d, st->kind == BINLOG_STMT_XA_COMMIT, hdr, q, qlen, err);
     case BINLOG_STMT_COMMIT:
         return bl_dec_commit(d, hdr) == TB_OK ? TB_OK : FAIL(err, TB_ERR_NOMEM, "out of memory");
     case BINLOG_STMT_TX_OTHER:
@@ -109,7 +113,7 @@ tb_code bl_on_query(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *
         st->end_pos = d->ev_end;
         st->gtid = gt_kind ? d->txid : NULL;
         st->in_tx = !standalone;
-        st->after = standalone ? &d->pos : NULL;
+        st->after = standalone ? bl_xa_commit_pos(d) : NULL;
         st->ts_ms = d->tx_ts_ms;
         return d->o.stmt_fn(d->o.stmt_opaque, st, err);
     }

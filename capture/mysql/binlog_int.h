@@ -187,6 +187,15 @@ typedef struct bl_ver {
     evt_table *table; /* one reference */
 } bl_ver;
 
+/* A prepared XA transaction whose XA COMMIT or XA ROLLBACK has not come yet
+ * (binlog_xa.c): its TABLE_MAP and rows events as the binlog had them, each
+ * framed as offset 8 | length 4 | the event without its checksum. */
+typedef struct bl_xa {
+    char *xid;          /* canonical "gtrid-hex,bqual-hex,formatID" */
+    tb_buf evs;
+    tb_position before; /* the resume position before its prepared group */
+} bl_xa;
+
 struct binlog_dec {
     binlog_dec_opts o;
     char *label;
@@ -241,6 +250,16 @@ struct binlog_dec {
     tb_position pos;
     tb_buf tmp;
     binlog_stmt stmt;     /* the last QUERY event's statement (binlog_query.c) */
+    /* XA (binlog_xa.c) */
+    bl_xa *xa;            /* pending prepared transactions, oldest first */
+    size_t nxa, capxa;
+    bool xa_collect;      /* the open group is an XA transaction's prepared part */
+    tb_buf xa_cur;        /* its events so far */
+    tb_position xa_cur_before;
+    long xa_replay;       /* index of the entry being replayed at its XA COMMIT, -1 none */
+    size_t xa_rpos;
+    uint8_t xa_hdr[BL_HEADER_LEN];
+    uint64_t xa_off, xa_end;
     /* output */
     evt_event *ev[2];
     int held, ready;
@@ -259,5 +278,22 @@ tb_code bl_on_gtid_tagged(binlog_dec *d, const uint8_t *hdr, const uint8_t *body
 tb_code bl_on_previous_gtids(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err);
 tb_code bl_on_maria_gtid_list(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err);
 tb_code bl_on_payload(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err);
+
+/* XA (binlog_xa.c). */
+void bl_xa_init(binlog_dec *d);
+void bl_xa_free(binlog_dec *d);
+/* The open group is a prepared XA transaction's (MariaDB GTID flag, MySQL XA START). */
+tb_code bl_xa_start(binlog_dec *d);
+/* Keep a TABLE_MAP or rows event of the prepared group (checksum stripped when strip). */
+tb_code bl_xa_keep(binlog_dec *d, const uint8_t *ev, size_t len, bool strip, uint64_t off);
+/* XA_PREPARE event: the prepared group ends (kept until its XA COMMIT), or,
+ * one_phase, commits now. */
+tb_code bl_xa_on_prepare(binlog_dec *d, const uint8_t *hdr, const uint8_t *body, size_t len, tb_error *err);
+/* XA COMMIT / XA ROLLBACK query q[0..n). */
+tb_code bl_xa_on_end(binlog_dec *d, bool commit, const uint8_t *hdr, const char *q, size_t n, tb_error *err);
+/* The entry being replayed is done: remove it. */
+void bl_xa_replayed(binlog_dec *d);
+/* The position a consumer may commit: before the oldest pending prepared group. */
+const tb_position *bl_xa_commit_pos(const binlog_dec *d);
 
 #endif

@@ -438,8 +438,12 @@ tb_code binlog_stmt_classify(binlog_stmt *st, const char *q, size_t n, const cha
             st->kind = BINLOG_STMT_BEGIN, st->verb = "XA START";
         else if (is_word(u, "END"))
             st->kind = BINLOG_STMT_TX_OTHER, st->verb = "XA END";
-        else if (is_word(u, "PREPARE") || is_word(u, "COMMIT") || is_word(u, "ROLLBACK"))
-            st->kind = BINLOG_STMT_COMMIT, st->verb = "XA COMMIT";
+        else if (is_word(u, "PREPARE"))
+            st->kind = BINLOG_STMT_COMMIT, st->verb = "XA PREPARE";
+        else if (is_word(u, "COMMIT"))
+            st->kind = BINLOG_STMT_XA_COMMIT, st->verb = "XA COMMIT";
+        else if (is_word(u, "ROLLBACK"))
+            st->kind = BINLOG_STMT_XA_ROLLBACK, st->verb = "XA ROLLBACK";
         else
             st->kind = BINLOG_STMT_OTHER, st->verb = "XA";
     } else if (is_word(t, "INSERT") || is_word(t, "REPLACE")) {

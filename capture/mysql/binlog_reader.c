@@ -204,7 +204,7 @@ bool binlog_at_end(const binlog_reader *r)
 
 const tb_position *binlog_position(const binlog_reader *r)
 {
-    return r && r->dec ? binlog_dec_position(r->dec) : NULL;
+    return r && r->dec ? binlog_dec_commit_position(r->dec) : NULL;
 }
 
 const binlog_dec *binlog_reader_decoder(const binlog_reader *r)

@@ -46,7 +46,8 @@ Test(binlog_query, transaction_control)
     check("XA START X'31',X'',1", BINLOG_STMT_BEGIN, "");
     check("XA END X'31',X'',1", BINLOG_STMT_TX_OTHER, "");
     check("XA PREPARE X'31',X'',1", BINLOG_STMT_COMMIT, "");
-    check("XA COMMIT X'31',X'',1", BINLOG_STMT_COMMIT, "");
+    check("XA COMMIT X'31',X'',1", BINLOG_STMT_XA_COMMIT, "");
+    check("XA ROLLBACK X'31',X'',1", BINLOG_STMT_XA_ROLLBACK, "");
     check("/* c */ COMMIT", BINLOG_STMT_COMMIT, "");
     check("BEGINNING", BINLOG_STMT_OTHER, "");
 }
