@@ -1,5 +1,6 @@
 #include "tb_buf.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@ void tb_buf_reset(tb_buf *b)
 
 tb_code tb_buf_reserve(tb_buf *b, size_t extra)
 {
+    assert((b->cap == 0 ? b->data == NULL && b->len == 0 : b->data != NULL && b->len < b->cap) &&
+           "tb_buf: length within the capacity, room for the NUL");
     if (b->max == 0)
         b->max = TB_BUF_DEFAULT_MAX;
     if (extra > b->max || b->len > b->max - extra)

@@ -26,6 +26,7 @@
  *  After an aborted Kafka transaction (exactly_once) reports for sequence
  *  numbers below `valid_seq` are ignored.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,8 +78,11 @@ static void ksink_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         ks->offs_acked++;
         return;
     }
-    if (seq >= ks->head_seq && seq - ks->head_seq < ks->count)
-        ks->ring[(ks->head + (seq - ks->head_seq)) & (ks->cap - 1)].pending--;
+    if (seq >= ks->head_seq && seq - ks->head_seq < ks->count) {
+        ksink_tx *t = &ks->ring[(ks->head + (seq - ks->head_seq)) & (ks->cap - 1)];
+        assert(t->pending > 0 && "delivery report for a transaction with nothing in flight");
+        t->pending--;
+    }
 }
 
 static void ksink_error_cb(rd_kafka_t *rk, int rerr, const char *reason, void *opaque)
@@ -184,6 +188,8 @@ static ksink_tx *ksink_cur_tx(ksink *ks, tb_error *err)
     }
     if (ks->count == 0)
         ks->head_seq = ks->next_seq;
+    assert(ks->cap && (ks->cap & (ks->cap - 1)) == 0 && ks->count < ks->cap && "ring: capacity a power of two, room");
+    assert(ks->head_seq + ks->count == ks->next_seq && "ring: slots and sequence numbers agree");
     t = &ks->ring[(ks->head + ks->count) & (ks->cap - 1)];
     ks->count++;
     ks->next_seq++;
@@ -263,6 +269,7 @@ void ksink_advance(ksink *ks)
     uint64_t from = ks->head_seq;
     while (ks->count > 0) {
         ksink_tx *t = &ks->ring[ks->head];
+        assert(ks->count <= ks->cap && ks->head < ks->cap && "ring: head and count within the capacity");
         if (!t->closed || t->pending != 0)
             break;
         ks->head = (ks->head + 1) & (ks->cap - 1);
@@ -382,6 +389,7 @@ static tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, const cha
     uint64_t seq = ks->next_seq - 1; /* t is the newest slot */
     tb_code rc = ksink_stage_add(ks, rkt, key, klen, value, vlen, seq, err);
     if (rc == TB_OK) { /* the ring may have moved while polling: find the slot again */
+        assert(seq >= ks->head_seq && seq - ks->head_seq < ks->count && "ring: the open transaction left the ring");
         ksink_tx *cur = &ks->ring[(ks->head + (seq - ks->head_seq)) & (ks->cap - 1)];
         cur->pending++;
         cur->produced = true;
