@@ -102,6 +102,14 @@ void app_metrics_count(app_metrics *m, int slot, evt_op op)
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
 }
 
+void app_metrics_skip(app_metrics *m, int slot, app_metrics_skip_reason reason)
+{
+    if (!m || slot < 0 || (unsigned)reason >= APP_METRICS_NSKIP)
+        return;
+    _Atomic uint64_t *c = &m->tabs[slot]->skipped[reason];
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
 void app_metrics_set_estimate(app_metrics *m, int slot, int64_t rows)
 {
     if (m && slot >= 0)
@@ -430,6 +438,33 @@ tb_code app_metrics_render(app_metrics *m, tb_buf *out)
             put_label_value(out, m->tabs[i]->name);
             tb_buf_printf(out, "\",op=\"%s\"} %llu\n", app_metrics_ops[o], (unsigned long long)v);
         }
+    family(out, "tributary_events_skipped_total", "counter",
+           "Change events of captured tables not sent, by table and reason: oversize (over message.max.bytes, "
+           "oversize.policy=skip), no_key (a table without a primary key or key.columns). Not in "
+           "tributary_events_total.");
+    static const char *const skip_reasons[] = {"oversize", NULL, "no_key"};
+    for (size_t i = 0; i < n; i++)
+        for (size_t o = 0; o < APP_METRICS_NSKIP; o++) {
+            uint64_t v = atomic_load_explicit(&m->tabs[i]->skipped[o], memory_order_relaxed);
+            if (v == 0 || !skip_reasons[o])
+                continue;
+            sample_begin(out, m, "tributary_events_skipped_total");
+            tb_buf_puts(out, ",table=\"");
+            put_label_value(out, m->tabs[i]->name);
+            tb_buf_printf(out, "\",reason=\"%s\"} %llu\n", skip_reasons[o], (unsigned long long)v);
+        }
+    family(out, "tributary_events_dead_lettered_total", "counter",
+           "Change events over message.max.bytes written to the dead-letter topic <name>.dlq instead "
+           "(oversize.policy=dlq), by table. Not in tributary_events_total.");
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = atomic_load_explicit(&m->tabs[i]->skipped[APP_METRICS_SKIP_DLQ], memory_order_relaxed);
+        if (v == 0)
+            continue;
+        sample_begin(out, m, "tributary_events_dead_lettered_total");
+        tb_buf_puts(out, ",table=\"");
+        put_label_value(out, m->tabs[i]->name);
+        tb_buf_printf(out, "\"} %llu\n", (unsigned long long)v);
+    }
     family(out, "tributary_snapshot_rows_total", "counter", "Snapshot rows sent to the sink, by table.");
     for (size_t i = 0; i < n; i++) {
         uint64_t v = atomic_load_explicit(&m->tabs[i]->ops[3], memory_order_relaxed);

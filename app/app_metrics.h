@@ -59,6 +59,16 @@ tb_code app_metrics_parse_listen(const char *s, char *host, size_t host_cap, uns
 int app_metrics_table(app_metrics *m, const char *db, const char *table);
 /* One event of op on the table in slot (from app_metrics_table). */
 void app_metrics_count(app_metrics *m, int slot, evt_op op);
+/* Why an event of a captured table was not sent as a change (its own counter,
+ * never in tributary_events_total). */
+typedef enum app_metrics_skip_reason {
+    APP_METRICS_SKIP_OVERSIZE = 0, /* oversize.policy=skip: over message.max.bytes, dropped */
+    APP_METRICS_SKIP_DLQ,          /* oversize.policy=dlq: a record in <name>.dlq instead */
+    APP_METRICS_SKIP_NO_KEY,       /* a table without a primary key or key.columns */
+    APP_METRICS_NSKIP
+} app_metrics_skip_reason;
+/* One event of the table in slot not sent, for reason. */
+void app_metrics_skip(app_metrics *m, int slot, app_metrics_skip_reason reason);
 /* The snapshot's row estimate for a table (information_schema), -1 unknown. */
 void app_metrics_set_estimate(app_metrics *m, int slot, int64_t rows);
 

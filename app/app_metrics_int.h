@@ -15,6 +15,7 @@
 typedef struct app_metrics_tab {
     char *name;                  /* "db.table", immutable once published */
     _Atomic uint64_t ops[4];     /* events by op: c, u, d, r (written by the loop only) */
+    _Atomic uint64_t skipped[APP_METRICS_NSKIP]; /* events not sent, by app_metrics_skip reason */
     _Atomic int64_t estimated;   /* snapshot row estimate, -1 unknown */
 } app_metrics_tab;
 

@@ -16,6 +16,7 @@
 #include "sqlcap.h"
 #include "stdout_sink.h"
 #include "tb_buf.h"
+#include "tb_hmap.h"
 #include "tb_position.h"
 
 typedef struct run_ctx {
@@ -67,6 +68,8 @@ typedef struct run_ctx {
     } filter_cache[8];
     unsigned filter_next;
     uint64_t events_filtered;
+    tb_hmap keyless;               /* "db\x01table" of captured tables refused for having no key */
+    uint64_t events_keyless;       /* their events, not sent */
     snap_inc *inc;                 /* owned: incremental snapshots signalled through the binlog */
     int64_t last_heartbeat_ms;     /* wall time the idle position last went to the sink */
     /* transaction.topic (run_txmeta.c) */

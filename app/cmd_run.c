@@ -60,24 +60,22 @@ static tb_code sink_open(run_ctx *r, tb_error *err)
     return stdout_sink_open(r->cfg, stdout, &r->ss, err);
 }
 
-/* metrics.listen: count e by table and op (a held reference per cached
- * table descriptor, so a pointer compare finds its slot). */
-static void run_count(run_ctx *r, const evt_event *e)
+/* metrics.listen: the counter slot of e's table (a held reference per cached
+ * table descriptor, so a pointer compare finds it); -1 without a table. */
+static int run_slot(run_ctx *r, const evt_event *e)
 {
     const evt_table *t = evt_event_table(e);
     if (!t)
-        return;
+        return -1;
     size_t n = sizeof(r->mcache) / sizeof(r->mcache[0]);
     for (size_t i = 0; i < n; i++)
-        if (r->mcache[i].t == t) {
-            app_metrics_count(r->metrics, r->mcache[i].slot, evt_event_op(e));
-            return;
-        }
+        if (r->mcache[i].t == t)
+            return r->mcache[i].slot;
     size_t i = r->mnext++ % n;
     evt_table_unref(r->mcache[i].t);
     r->mcache[i].t = evt_table_ref((evt_table *)t);
     r->mcache[i].slot = app_metrics_table(r->metrics, evt_table_db(t), evt_table_name(t));
-    app_metrics_count(r->metrics, r->mcache[i].slot, evt_event_op(e));
+    return r->mcache[i].slot;
 }
 
 static tb_code sink_send(run_ctx *r, const evt_event *e, tb_error *err)
@@ -86,14 +84,32 @@ static tb_code sink_send(run_ctx *r, const evt_event *e, tb_error *err)
     if (lrc != TB_OK)
         return lrc;
     r->events_sent++;
-    if (r->metrics)
-        run_count(r, e);
     int64_t ts = evt_event_commit_ts_ms(e);
     if (ts > 0)
         r->last_commit_ts_ms = ts;
-    if (r->use_kafka)
-        return ksink_send(r->ks, e, err);
-    return stdout_sink_send(r->ss, e, err);
+    if (!r->use_kafka) {
+        if (r->metrics)
+            app_metrics_count(r->metrics, run_slot(r, e), evt_event_op(e));
+        return stdout_sink_send(r->ss, e, err);
+    }
+    ksink_stats st;
+    uint64_t oversized = 0;
+    if (r->metrics) {
+        ksink_get_stats(r->ks, &st);
+        oversized = st.oversized;
+    }
+    tb_code rc = ksink_send(r->ks, e, err);
+    if (r->metrics && rc == TB_OK) { /* an event oversize.policy took is not counted as sent */
+        ksink_get_stats(r->ks, &st);
+        int slot = run_slot(r, e);
+        if (st.oversized == oversized)
+            app_metrics_count(r->metrics, slot, evt_event_op(e));
+        else
+            app_metrics_skip(r->metrics, slot,
+                             strcmp(cfg_get_str(r->cfg, "oversize.policy"), "dlq") == 0 ? APP_METRICS_SKIP_DLQ
+                                                                                         : APP_METRICS_SKIP_OVERSIZE);
+    }
+    return rc;
 }
 
 /* A source transaction ended; pos is where to resume after it. */
@@ -454,6 +470,43 @@ static bool run_keep(run_ctx *r, const evt_event *ev)
     return keep;
 }
 
+/* A captured MySQL/MariaDB table without a key (no primary key and no
+ * key.columns.<db>.<table>), as a table created while streaming can be: its
+ * rows would have no key on a compacted topic. It is refused as the start
+ * refuses it (snap_schema.c), by name with the fix, without stopping the
+ * other tables: an ERROR once per table, its events counted
+ * (tributary_events_skipped_total, reason no_key) and not sent. */
+static bool run_keyless(run_ctx *r, const evt_event *ev)
+{
+    const evt_table *t = evt_event_table(ev);
+    if (!r->binlog || !t || evt_table_npk(t) > 0 || evt_table_dropped(t))
+        return false;
+    const char *db = evt_table_db(t), *name = evt_table_name(t);
+    size_t dl = strlen(db), nl = strlen(name);
+    char *k = malloc(dl + nl + 2);
+    void **v = NULL;
+    if (k) {
+        memcpy(k, db, dl);
+        k[dl] = 1;
+        memcpy(k + dl + 1, name, nl + 1);
+        if (tb_hmap_put(&r->keyless, k, dl + nl + 1, &v) != TB_OK)
+            v = NULL;
+    }
+    if (!v || !*v) {
+        if (v)
+            *v = (void *)1;
+        TB_ERROR("run", "table %s.%s has no primary key: its changes are not captured (a compacted topic needs a "
+                 "key); set key.columns.%s.%s=<columns> or exclude it with tables.exclude, restart, and snapshot "
+                 "it (tributary snapshot --incremental --table %s.%s). The other tables go on",
+                 db, name, db, name, db, name);
+    }
+    free(k);
+    r->events_keyless++;
+    if (r->metrics)
+        app_metrics_skip(r->metrics, run_slot(r, ev), APP_METRICS_SKIP_NO_KEY);
+    return true;
+}
+
 /* Incremental snapshot (docs/snapshot.md, run loop contract): every binlog
  * event, before filtering, goes to snap_inc_observe; chunk rows it releases
  * belong to the event's transaction and are sent before it. */
@@ -531,6 +584,8 @@ static tb_code run_stream(run_ctx *r, tb_error *err)
             }
             if (!run_keep(r, ev)) {
                 r->events_filtered++;
+            } else if (run_keyless(r, ev)) {
+                /* refused: not a change of a captured table */
             } else if (evt_table_dropped(evt_event_table(ev))) {
                 if ((rc = run_on_dropped(r, ev, err)) != TB_OK) /* a table gone, not a row change */
                     return rc;
@@ -838,6 +893,7 @@ int cmd_run(int argc, char **argv)
     tb_error_clear(&err);
     run_ctx r;
     memset(&r, 0, sizeof(r));
+    tb_hmap_init(&r.keyless);
     tb_buf_init(&r.status_path, 0);
     tb_buf_init(&r.kstats, 0);
     tb_position stored;
@@ -957,6 +1013,7 @@ out:
     tb_buf_free(&r.status_path);
     if (r.filter_ok)
         snap_filter_free(&r.filter);
+    tb_hmap_free(&r.keyless, NULL);
     run_txmeta_free(&r);
     snap_inc_close(r.inc);
     cfg_free(r.cfg);

@@ -8,10 +8,24 @@
  * also when the connector is killed (kill -9) between XA PREPARE and XA
  * COMMIT / ROLLBACK and restarted; XA COMMIT ... ONE PHASE is an ordinary
  * transaction.
+ *
+ * keyless_created: tables without a key created while streaming (CREATE
+ * TABLE, CREATE TABLE ... AS SELECT) are refused as at start: an ERROR
+ * naming each with the fix, their events counted in
+ * tributary_events_skipped_total{reason="no_key"} and never sent (no topic,
+ * no null key); one named by key.columns is keyed by it; the other tables go
+ * on, and the cache built from the topics equals the source.
+ *
+ * oversize_metrics: messages over kafka.message.max.bytes under
+ * oversize.policy=dlq and =skip are counted in
+ * tributary_events_dead_lettered_total / tributary_events_skipped_total
+ * {reason="oversize"}, not in tributary_events_total; the dead-letter topic
+ * holds one record per dead-lettered message.
  */
 #include "e2e_tables.h"
 
-/* Records in topic whose key is key_json (values, not tombstones). */
+/* Records in topic whose key is key_json (values, not tombstones); key_json
+ * NULL: every record. 0 when the topic does not exist. */
 static size_t records_with_key(const char *topic, const char *key_json)
 {
     char errstr[512];
@@ -39,8 +53,8 @@ static size_t records_with_key(const char *topic, const char *key_json)
     rd_kafka_topic_destroy(rkt);
     cr_assert_eq(rd_kafka_assign(rk, parts), RD_KAFKA_RESP_ERR_NO_ERROR);
     json_error_t je;
-    json_t *want = json_loads(key_json, 0, &je);
-    cr_assert_not_null(want);
+    json_t *want = key_json ? json_loads(key_json, 0, &je) : NULL;
+    cr_assert(!key_json || want);
     long long deadline = tb_itest_now_ms() + 60000;
     for (int left = parts->cnt; left > 0;) {
         cr_assert(tb_itest_now_ms() < deadline, "topic %s not read to its end in 60 s", topic);
@@ -54,7 +68,7 @@ static size_t records_with_key(const char *topic, const char *key_json)
         }
         cr_assert(!m->err, "consume %s: %s", topic, rd_kafka_message_errstr(m));
         json_t *k = m->key ? json_loadb(m->key, m->key_len, 0, &je) : NULL;
-        if (k && m->payload && json_equal(k, want))
+        if (!want || (k && m->payload && json_equal(k, want)))
             n++;
         json_decref(k);
         rd_kafka_message_destroy(m);
@@ -166,4 +180,125 @@ Test(e2e_mysql, xa, .timeout = 300, .fini = e2e_kill_children)
     e2e_sql(m, "DROP DATABASE %s", r.db);
     mysql_close(m);
     e2e_rmtree(r.dir);
+}
+
+/* The value of the metric sample that starts with prefix (through the labels' "{...}"), -1 if absent. */
+static long long metric_value(unsigned port, const char *sample)
+{
+    tb_buf body;
+    tb_buf_init(&body, 0);
+    cr_assert_eq(e2e_http_get(port, "/metrics", &body), 200);
+    const char *hit = strstr(tb_buf_cstr(&body), sample);
+    long long v = hit ? atoll(hit + strlen(sample)) : -1;
+    tb_buf_free(&body);
+    return v;
+}
+
+Test(e2e_mysql, keyless_created, .timeout = 300, .fini = e2e_kill_children)
+{
+    st_run r;
+    unsigned port = e2e_free_port();
+    char extra[128];
+    snprintf(extra, sizeof extra, "metrics.listen=127.0.0.1:%u\n", port);
+    st_setup(&r, "e2ekl", extra);
+    FILE *f = fopen(r.cfg, "a");
+    cr_assert_not_null(f);
+    fprintf(f, "key.columns.%s.k2=id\n", r.db);
+    fclose(f);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    st_table(m, r.db, "t", "snap", 5);
+    st_start(&r);
+    wait_caught_up(m, r.status, r.pid, r.log);
+
+    e2e_sql(m, "CREATE TABLE %s.k1 (id INT, v VARCHAR(20), n INT)", r.db);
+    for (int i = 1; i <= 16; i++)
+        e2e_sql(m, "INSERT INTO %s.k1 VALUES (%d, 'k1', %d)", r.db, i, i);
+    e2e_sql(m, "INSERT INTO %s.t VALUES (6, 'between', 6)", r.db);
+    e2e_sql(m, "CREATE TABLE %s.k2 (id INT, v VARCHAR(20), n INT)", r.db);
+    for (int i = 1; i <= 4; i++)
+        e2e_sql(m, "INSERT INTO %s.k2 VALUES (%d, 'k2', %d)", r.db, i, i);
+    e2e_sql(m, "UPDATE %s.k2 SET v = 'upd' WHERE id = 2", r.db);
+    e2e_sql(m, "DELETE FROM %s.k2 WHERE id = 3", r.db);
+    e2e_sql(m, "CREATE TABLE %s.k3 AS SELECT * FROM %s.t", r.db, r.db);
+    e2e_sql(m, "UPDATE %s.k1 SET n = 0", r.db);
+    e2e_sql(m, "INSERT INTO %s.t VALUES (7, 'after', 7)", r.db);
+    e2e_sql(m, "UPDATE %s.t SET v = 'upd' WHERE id = 1", r.db);
+    wait_caught_up(m, r.status, r.pid, r.log);
+
+    char sample[512];
+    snprintf(sample, sizeof sample, "tributary_events_skipped_total{connector=\"%s\",table=\"%s.k1\",reason=\"no_key\"} ",
+             r.db, r.db);
+    cr_expect_eq(metric_value(port, sample), 32, "16 inserts and 16 updates of k1 refused");
+    snprintf(sample, sizeof sample, "tributary_events_skipped_total{connector=\"%s\",table=\"%s.k3\",reason=\"no_key\"} ",
+             r.db, r.db);
+    cr_expect_eq(metric_value(port, sample), 6, "the 6 rows of k3 (CREATE TABLE ... AS SELECT) refused");
+    kill(r.pid, SIGTERM);
+    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
+    e2e_assert_clean_log(r.log);
+    char want[512];
+    snprintf(want, sizeof want, "ERROR run: table %s.k1 has no primary key", r.db);
+    cr_expect_eq(st_log_count(&r, want), 1, "no (or more than one) ERROR naming k1 in %s", r.log);
+    snprintf(want, sizeof want, "set key.columns.%s.k3=<columns>", r.db);
+    cr_expect_eq(st_log_count(&r, want), 1, "no ERROR naming the fix for k3 in %s", r.log);
+    snprintf(want, sizeof want, "table %s.k2 has no primary key", r.db);
+    cr_expect_eq(st_log_count(&r, want), 0, "k2 has key.columns: %s", r.log);
+    char topic[256];
+    snprintf(topic, sizeof topic, "%s.%s.k1", r.db, r.db);
+    cr_expect_eq(records_with_key(topic, NULL), 0, "records of the refused table k1 in its topic");
+
+    st_cache_build(&r);
+    const char *cols[] = {"id", "v", "n", NULL};
+    st_assert_equal(&r, m, "t", cols, "id, v, n");
+    st_assert_equal(&r, m, "k2", cols, "id, v, n");
+    char ctable[200];
+    snprintf(ctable, sizeof ctable, "%s.k1", r.db);
+    cr_expect(!st_cache_has(r.cache, ctable), "the cache has the refused table k1");
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
+Test(e2e_mysql, oversize_metrics, .timeout = 300, .fini = e2e_kill_children)
+{
+    const char *policies[] = {"dlq", "skip"};
+    for (int pi = 0; pi < 2; pi++) {
+        st_run r;
+        unsigned port = e2e_free_port();
+        char extra[256];
+        snprintf(extra, sizeof extra, "metrics.listen=127.0.0.1:%u\noversize.policy=%s\n"
+                 "kafka.message.max.bytes=4000\n", port, policies[pi]);
+        st_setup(&r, "e2eover", extra);
+        MYSQL *m = e2e_mysql();
+        e2e_sql(m, "CREATE DATABASE %s", r.db);
+        e2e_sql(m, "CREATE TABLE %s.b (id INT PRIMARY KEY, v LONGTEXT)", r.db);
+        e2e_sql(m, "INSERT INTO %s.b VALUES (1, 'small')", r.db);
+        st_start(&r);
+        wait_caught_up(m, r.status, r.pid, r.log);
+        for (int i = 2; i <= 4; i++)
+            e2e_sql(m, "INSERT INTO %s.b VALUES (%d, REPEAT('x', 6000))", r.db, i);
+        e2e_sql(m, "INSERT INTO %s.b VALUES (5, 'small too')", r.db);
+        wait_caught_up(m, r.status, r.pid, r.log);
+        char sample[512];
+        snprintf(sample, sizeof sample, "tributary_events_total{connector=\"%s\",table=\"%s.b\",op=\"c\"} ", r.db,
+                 r.db);
+        cr_expect_eq(metric_value(port, sample), 1, "%s: only the small streamed row is sent", policies[pi]);
+        if (pi == 0)
+            snprintf(sample, sizeof sample, "tributary_events_dead_lettered_total{connector=\"%s\",table=\"%s.b\"} ",
+                     r.db, r.db);
+        else
+            snprintf(sample, sizeof sample,
+                     "tributary_events_skipped_total{connector=\"%s\",table=\"%s.b\",reason=\"oversize\"} ", r.db,
+                     r.db);
+        cr_expect_eq(metric_value(port, sample), 3, "%s: three oversize rows: %s", policies[pi], sample);
+        kill(r.pid, SIGTERM);
+        cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
+        e2e_assert_clean_log(r.log);
+        char dlq[200];
+        snprintf(dlq, sizeof dlq, "%s.dlq", r.db);
+        cr_expect_eq(records_with_key(dlq, NULL), pi == 0 ? 3 : 0, "%s: records in %s", policies[pi], dlq);
+        e2e_sql(m, "DROP DATABASE %s", r.db);
+        mysql_close(m);
+        e2e_rmtree(r.dir);
+    }
 }
