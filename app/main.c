@@ -1,6 +1,11 @@
 /*
  * tributary: command-line entry point. Dispatches to the subcommands.
  */
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+#include <microhttpd.h>
+#include <mysql.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,7 +48,13 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
+        /* The libraries in use at run time (shared libraries: not necessarily those built against). */
         printf("tributary %s\n", TB_VERSION);
+        printf("librdkafka %s\n", rd_kafka_version_str());
+        printf("MariaDB Connector/C %s\n", mysql_get_client_info());
+        printf("SQLite %s\n", sqlite3_libversion());
+        printf("Jansson %s\n", jansson_version_str());
+        printf("libmicrohttpd %s\n", MHD_get_version());
         return 0;
     }
     if (strcmp(argv[1], "--help-config") == 0) {

@@ -1,4 +1,6 @@
 /* The `tributary` binary: help, config errors, exit codes, status. */
+#include <librdkafka/rdkafka.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include "app_status.h"
@@ -41,6 +43,23 @@ Test(cli, help_exits_0)
     cr_assert_not_null(strstr(r.out.data, "usage: tributary <command>"));
     cr_assert_eq(r.err.len, 0, "stderr: %s", r.err.data);
     cr_assert_not_null(strstr(r.out.data, "status"));
+    run_result_free(&r);
+}
+
+/* --version names the libraries the binary runs with, as the libraries themselves report them. */
+Test(cli, version_names_the_libraries)
+{
+    run_result r = run_tributary((const char *[]){"--version", NULL}, NULL);
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err.data);
+    char want[128];
+    snprintf(want, sizeof want, "\nlibrdkafka %s\n", rd_kafka_version_str());
+    cr_expect_not_null(strstr(r.out.data, want), "no '%s' in:\n%s", want, r.out.data);
+    snprintf(want, sizeof want, "\nSQLite %s\n", sqlite3_libversion());
+    cr_expect_not_null(strstr(r.out.data, want), "no '%s' in:\n%s", want, r.out.data);
+    cr_expect(strncmp(r.out.data, "tributary ", 10) == 0, "%s", r.out.data);
+    cr_expect_not_null(strstr(r.out.data, "\nMariaDB Connector/C 3."), "%s", r.out.data);
+    cr_expect_not_null(strstr(r.out.data, "\nJansson 2."), "%s", r.out.data);
+    cr_expect_not_null(strstr(r.out.data, "\nlibmicrohttpd "), "%s", r.out.data);
     run_result_free(&r);
 }
 
