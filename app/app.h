@@ -24,6 +24,8 @@ int cmd_offsets(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
 int cmd_sqlite(int argc, char **argv);
+/* verify: the source compared with its topics and cache (app/cmd_verify.c). */
+int cmd_verify(int argc, char **argv);
 /* decode --wal DBFILE (app/cmd_decode_wal.c), called by cmd_decode. */
 int cmd_decode_wal(int argc, char **argv);
 

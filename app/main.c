@@ -24,6 +24,7 @@ static const app_cmd commands[] = {
     {"offsets", cmd_offsets, "show or set the stored source position"},
     {"status", cmd_status, "show position, lag, throughput and snapshot state of a connector"},
     {"decode", cmd_decode, "print the events of a binlog file or SQLite WAL as JSON lines, offline"},
+    {"verify", cmd_verify, "compare the source with its topics and cache, row by row (exit 0 equal, 1 differences)"},
     {"sqlite", cmd_sqlite, "SQLite trigger-mode maintenance (uninstall)"},
 };
 

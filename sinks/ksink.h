@@ -233,6 +233,27 @@ tb_code ksink_flush(ksink *ks, int timeout_ms, tb_error *err);
 typedef tb_code (*ksink_key_fn)(void *opaque, const char *key, size_t klen, tb_error *err);
 tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *opaque, tb_error *err);
 
+/* Every record of a topic, read from the beginning of each partition to the
+ * high watermark it had when the read started (committed: read_committed,
+ * to the last stable offset; else read_uncommitted), by a consumer of its
+ * own that joins no group and commits nothing (group.id "<name>-<reader>").
+ * fn is called per record that has a key, in offset order within a
+ * partition; the record's bytes are borrowed for the call (value NULL: a
+ * tombstone). A topic that does not exist holds nothing (TB_OK, no call).
+ * A non-OK return of fn stops and is returned. Usable without an open sink
+ * (`tributary verify` reads a table's topic as a table with it). */
+typedef struct ksink_record {
+    int32_t partition;
+    int64_t offset;
+    const char *key;
+    size_t klen;
+    const char *value; /* NULL: tombstone */
+    size_t vlen;
+} ksink_record;
+typedef tb_code (*ksink_scan_fn)(void *opaque, const ksink_record *rec, tb_error *err);
+tb_code ksink_topic_scan(const cfg *c, const char *topic, bool committed, const char *reader, ksink_scan_fn fn,
+                         void *opaque, tb_error *err);
+
 /* Counters for status and tests. */
 typedef struct ksink_stats {
     uint64_t events;         /* ksink_send calls that succeeded */

@@ -29,13 +29,25 @@
 typedef tb_code (*ksink_record_fn)(void *opaque, const char *key, size_t klen, const char *value, size_t vlen,
                                    tb_error *err);
 
+/* Adapts a ksink_record_fn to the ksink_scan_fn of ksink_topic_read. */
+typedef struct kk_plain {
+    ksink_record_fn fn;
+    void *opaque;
+} kk_plain;
+
+static tb_code kk_plain_record(void *opaque, const ksink_record *rec, tb_error *err)
+{
+    kk_plain *p = opaque;
+    return p->fn(p->opaque, rec->key, rec->klen, rec->value, rec->vlen, err);
+}
+
 /* Read topic from the start of every partition to its high watermark at
  * the start of the read (or, with read_committed, its last stable offset),
  * calling fn per record that has a key. A topic that does not exist holds
  * nothing. isolation: librdkafka's isolation.level; reader: the group.id
- * suffix (no group is joined: partitions are assigned). */
-static tb_code ksink_topic_read(ksink *ks, const char *topic, const char *isolation, const char *reader,
-                                ksink_record_fn fn, void *opaque, tb_error *err)
+ * suffix (no group is joined: partitions are assigned; nothing is committed). */
+static tb_code ksink_topic_read(const cfg *c, const char *topic, const char *isolation, const char *reader,
+                                ksink_scan_fn fn, void *opaque, tb_error *err)
 {
     tb_code rc = TB_OK;
     rd_kafka_t *rk = NULL;
@@ -44,12 +56,12 @@ static tb_code ksink_topic_read(ksink *ks, const char *topic, const char *isolat
     rd_kafka_topic_t *rkt = NULL;
     bool assigned = false;
     int64_t *hi = NULL;
-    int timeout_ms = ksink_request_timeout_ms(ks->c);
+    int timeout_ms = ksink_request_timeout_ms(c);
     rd_kafka_conf_t *conf = NULL;
-    if ((rc = ksink_conf_new(ks->c, KSINK_ROLE_CONSUMER, &conf, err)) != TB_OK)
+    if ((rc = ksink_conf_new(c, KSINK_ROLE_CONSUMER, &conf, err)) != TB_OK)
         goto out;
     char errstr[256], gid[300];
-    snprintf(gid, sizeof gid, "%s-%s", cfg_get_str(ks->c, "name"), reader);
+    snprintf(gid, sizeof gid, "%s-%s", cfg_get_str(c, "name"), reader);
     if (rd_kafka_conf_set(conf, "isolation.level", isolation, errstr, sizeof errstr) != RD_KAFKA_CONF_OK ||
         rd_kafka_conf_set(conf, "group.id", gid, errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
         rd_kafka_conf_destroy(conf);
@@ -116,8 +128,9 @@ static tb_code ksink_topic_read(ksink *ks, const char *topic, const char *isolat
         int i = 0;
         while (i < np && md->topics[0].partitions[i].id != m->partition)
             i++;
-        if (!m->err && m->key && i < np && m->offset < hi[i] &&
-            (rc = fn(opaque, m->key, m->key_len, m->payload, m->payload ? m->len : 0, err)) != TB_OK) {
+        ksink_record rec = {.partition = m->partition, .offset = m->offset, .key = m->key, .klen = m->key_len,
+                            .value = m->payload, .vlen = m->payload ? m->len : 0};
+        if (!m->err && m->key && i < np && m->offset < hi[i] && (rc = fn(opaque, &rec, err)) != TB_OK) {
             rd_kafka_message_destroy(m);
             tb_error_prefix(err, rc, "topic %s: ", topic);
             goto out;
@@ -144,6 +157,12 @@ out:
     }
     free(hi);
     return rc;
+}
+
+tb_code ksink_topic_scan(const cfg *c, const char *topic, bool committed, const char *reader, ksink_scan_fn fn,
+                         void *opaque, tb_error *err)
+{
+    return ksink_topic_read(c, topic, committed ? "read_committed" : "read_uncommitted", reader, fn, opaque, err);
 }
 
 /* ------------------------------------------------------------ keys of a table's topic */
@@ -175,7 +194,9 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
     /* everything sent so far is in the topic before it is read */
     if ((rc = ksink_flush(ks, ksink_request_timeout_ms(ks->c), err)) != TB_OK)
         goto out;
-    if ((rc = ksink_topic_read(ks, topic.data, "read_uncommitted", "keys-reader", kk_add_key, &keys, err)) != TB_OK)
+    kk_plain p = {kk_add_key, &keys};
+    if ((rc = ksink_topic_read(ks->c, topic.data, "read_uncommitted", "keys-reader", kk_plain_record, &p, err)) !=
+        TB_OK)
         goto out;
     const char *key;
     size_t klen;
@@ -256,7 +277,8 @@ tb_code ksink_schema_seen_load(ksink *ks, const char *topic, tb_error *err)
     if (!(ks->schema_seen = malloc(sizeof(*ks->schema_seen))))
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     tb_hmap_init(ks->schema_seen);
-    tb_code rc = ksink_topic_read(ks, topic, "read_committed", "schema-reader", kk_add_schema, ks->schema_seen, err);
+    kk_plain p = {kk_add_schema, ks->schema_seen};
+    tb_code rc = ksink_topic_read(ks->c, topic, "read_committed", "schema-reader", kk_plain_record, &p, err);
     if (rc != TB_OK) /* an empty set: every record is written, as without the read */
         tb_hmap_free(ks->schema_seen, free);
     return rc;

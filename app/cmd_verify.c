@@ -1,0 +1,797 @@
+/*
+ * tributary verify: does each captured table's topic, and its cache table,
+ * equal the source? (DESIGN 10a). Changes nothing (without --repair).
+ *
+ * PASSES
+ *  A pass opens one consistent read of the source (verify_source.c, position
+ *  P), waits until the connector's committed position (its offsets record)
+ *  is at or past P, so the topic holds every change up to P, then per table
+ *  reads the other side into a digest map (verify_map.c) and streams the
+ *  source rows against it: a source row whose key the map lacks is missing,
+ *  one whose digest differs is different, a live key no source row visited
+ *  is extra. The first pass compares everything and remembers the keys that
+ *  differ; the others compare only those keys (re-check), so a key changed
+ *  after P (in flight: its change reached the topic before the read) is
+ *  judged again at a later position. Re-check passes run until one finds
+ *  no key differing, or the source position did not move since the pass
+ *  before (nothing was in flight: the differences are real), at most
+ *  VERIFY_RECHECKS of them; the report is the last pass's.
+ *
+ * WHAT IS COMPARED
+ *  Source rows are rendered by the connector's own encoder (evt_render with
+ *  the sink's codec options: value.encoding, key.schemas), so a key is
+ *  compared as the bytes the connector would write, and a row as its after
+ *  image in the wire format. value.encoding=debezium writes FLOAT and
+ *  TIMESTAMP differently in snapshot reads and in the stream (DESIGN 5a):
+ *  a row equal to either form is equal. The cache holds tributary's values
+ *  whatever the topic's encoding: it is compared with the tributary
+ *  encoding, without schemas.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "ksink.h"
+#include "tb_clock.h"
+#include "tb_hmap.h"
+#include "tb_log.h"
+#include "verify.h"
+
+#define VERIFY_RECHECKS 3
+#define VERIFY_POLL_MS 200
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tributary verify --config FILE [--tables REGEX] [--against topics|cache|both] [--json]\n"
+            "                        [--show N] [--wait-ms MS] [--cache PATH] [--set key=value]...\n"
+            "\n"
+            "Compares every captured table of the source (one consistent read) with its topic read as a\n"
+            "table (the last record per key; tombstones delete) and/or with its table in the cache, row\n"
+            "by row, in the bytes of the wire format. Changes nothing, beside a running connector; keys\n"
+            "that differ are checked again once the connector has passed the source read's position,\n"
+            "so changes in flight are not differences.\n"
+            "\n"
+            "  --tables REGEX   only the tables whose \"<db>.<table>\" matches (POSIX extended regex)\n"
+            "  --against WHAT   topics (default), cache, or both\n"
+            "  --json           one JSON document on stdout instead of the text report\n"
+            "  --show N         keys of each kind shown per table, with both values (default 10)\n"
+            "  --wait-ms MS     how long to wait for the connector's committed position (default 60000)\n"
+            "  --cache PATH     the cache file (default: cache.path)\n"
+            "\n"
+            "Exit status: 0 equal, 1 differences, 2 usage or configuration error, 3 the source or Kafka\n"
+            "could not be read (or another failure stopped the comparison).\n");
+}
+
+/* ------------------------------------------------------------ results */
+
+typedef enum vkind { VK_MISSING = 0, VK_EXTRA, VK_DIFFERENT } vkind;
+static const char *const kind_names[] = {"missing", "extra", "different"};
+
+typedef struct vsample {
+    char *key, *src, *dst; /* owned, NUL-terminated; NULL: none */
+} vsample;
+
+typedef struct vtab {
+    char *db, *table, *topic; /* owned */
+    uint64_t rows;            /* source rows compared (first pass) */
+    uint64_t count[3];        /* by vkind */
+    uint64_t inflight;        /* keys changed after the source read: not compared */
+    vkeys diff;               /* keys that differed in the last pass */
+    vsample *samples[3];
+    size_t nsamples[3];
+    bool absent;              /* cache: no such table */
+} vtab;
+
+typedef struct vrun {
+    cfg *c;
+    const char *against;      /* "topics" or "cache" */
+    bool cache;               /* this run compares with the cache */
+    const char *cache_path;
+    const char *only_re;
+    size_t show;
+    int64_t wait_ms;
+    evt_codec_opts o;         /* how the connector writes (keys, values) */
+    evt_codec_opts orow;      /* the same, rendering the row image alone */
+    bool dbz;
+    vtab *tabs;
+    size_t ntabs;
+    bool lagging;             /* the committed position did not reach the read's in time */
+    int passes;
+    bool tty;
+    const tb_position *at;    /* the source read's position of the current pass */
+} vrun;
+
+static void samples_free(vtab *t)
+{
+    for (int k = 0; k < 3; k++) {
+        for (size_t i = 0; i < t->nsamples[k]; i++) {
+            free(t->samples[k][i].key);
+            free(t->samples[k][i].src);
+            free(t->samples[k][i].dst);
+        }
+        free(t->samples[k]);
+        t->samples[k] = NULL;
+        t->nsamples[k] = 0;
+    }
+}
+
+static void run_free(vrun *r)
+{
+    for (size_t i = 0; i < r->ntabs; i++) {
+        free(r->tabs[i].db);
+        free(r->tabs[i].table);
+        free(r->tabs[i].topic);
+        vkeys_free(&r->tabs[i].diff);
+        samples_free(&r->tabs[i]);
+    }
+    free(r->tabs);
+    r->tabs = NULL;
+    r->ntabs = 0;
+}
+
+static char *dup_bytes(const char *p, size_t n)
+{
+    if (!p)
+        return NULL;
+    char *s = malloc(n + 1);
+    if (s) {
+        memcpy(s, p, n);
+        s[n] = '\0';
+    }
+    return s;
+}
+
+static tb_code add_sample(vtab *t, size_t show, vkind k, const char *key, size_t klen, const char *src, size_t slen,
+                          const char *dst, size_t dlen)
+{
+    if (t->nsamples[k] >= show)
+        return TB_OK;
+    if (!t->samples[k] && !(t->samples[k] = calloc(show, sizeof(vsample))))
+        return TB_ERR_NOMEM;
+    vsample *s = &t->samples[k][t->nsamples[k]++];
+    s->key = dup_bytes(key, klen);
+    s->src = dup_bytes(src, slen);
+    s->dst = dup_bytes(dst, dlen);
+    return TB_OK;
+}
+
+/* ------------------------------------------------------------ one table of one pass */
+
+/* The other side's latest bytes of the keys being checked again (for the report). */
+typedef struct stored {
+    size_t len;
+    bool live;
+    char bytes[];
+} stored;
+
+typedef struct vpass {
+    vrun *r;
+    vtab *t;
+    const vkeys *only;  /* keys of this pass (NULL: all) */
+    vkeys next;         /* keys that differ in this pass */
+    vmap map;
+    tb_hmap store;      /* key bytes -> stored (re-check passes) */
+    uint64_t rows;
+    uint64_t count[3];
+    uint64_t inflight;
+    evt_rendered rend;
+    int64_t last_progress;
+} vpass;
+
+static tb_code on_target(void *opaque, const char *key, size_t klen, const char *row, size_t rlen, bool late,
+                         bool tombstone, tb_error *err)
+{
+    vpass *p = opaque;
+    uint64_t h = vmap_hash(key, klen);
+    if (p->only && !vkeys_has(p->only, h))
+        return TB_OK;
+    vmap_slot *s = vmap_put(&p->map, h);
+    if (!s)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory for the keys of the other side");
+    if (tombstone)
+        s->vdig &= VMAP_LATE; /* the delete event before it said where the delete is */
+    else
+        s->vdig = (row ? vmap_digest(row, rlen) | VMAP_LIVE : 0) | (late ? VMAP_LATE : 0);
+    if (p->only) {
+        void **v;
+        if (tb_hmap_put(&p->store, key, klen, &v) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        free(*v);
+        stored *st = malloc(sizeof(*st) + (row ? rlen : 0) + 1);
+        if (!(*v = st))
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        st->live = row != NULL;
+        st->len = row ? rlen : 0;
+        if (row)
+            memcpy(st->bytes, row, rlen);
+        st->bytes[st->len] = '\0';
+    }
+    return TB_OK;
+}
+
+static const stored *stored_of(vpass *p, const char *key, size_t klen)
+{
+    void **v = p->only ? tb_hmap_find(&p->store, key, klen) : NULL;
+    return v && *v && ((stored *)*v)->live ? *v : NULL;
+}
+
+static tb_code difference(vpass *p, vkind k, uint64_t h, const char *key, size_t klen, const char *src, size_t slen,
+                          tb_error *err)
+{
+    p->count[k]++;
+    if (vkeys_add(&p->next, h) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    if (!p->only)
+        return TB_OK; /* the report comes from a re-check pass */
+    const stored *st = stored_of(p, key, klen);
+    if (add_sample(p->t, p->r->show, k, key, klen, src, slen, st ? st->bytes : NULL, st ? st->len : 0) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    return TB_OK;
+}
+
+/* One source row: its key and row image as the connector writes them, looked up. */
+static tb_code on_source_row(vpass *p, evt_event *e, tb_error *err)
+{
+    const evt_codec_opts *o = &p->r->orow;
+    tb_code rc = evt_render(o, e, &p->rend, err);
+    if (rc != TB_OK)
+        return rc;
+    const evt_msg *m = &p->rend.msgs[0];
+    uint64_t h = vmap_hash(m->key, m->key_len);
+    if (p->only && !vkeys_has(p->only, h))
+        return TB_OK;
+    p->rows++;
+    vmap_slot *s = vmap_find(&p->map, h);
+    if (s && (s->vdig & VMAP_LATE)) { /* changed after the read: judged in the next pass */
+        s->vdig |= VMAP_SEEN;
+        p->inflight++;
+        return vkeys_add(&p->next, h) == TB_OK ? TB_OK : tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    if (!s || !(s->vdig & VMAP_LIVE))
+        return difference(p, VK_MISSING, h, m->key, m->key_len, m->value, m->value_len, err);
+    s->vdig |= VMAP_SEEN;
+    if (vmap_digest(m->value, m->value_len) == vmap_dig(s))
+        return TB_OK;
+    if (p->r->dbz && !p->r->cache) {
+        /* Debezium's snapshot and stream forms differ for FLOAT and TIMESTAMP (DESIGN 5a) */
+        evt_snapshot_flag f = evt_event_snapshot(e);
+        evt_event_set_snapshot(e, f == EVT_SNAPSHOT_FALSE ? EVT_SNAPSHOT_TRUE : EVT_SNAPSHOT_FALSE);
+        rc = evt_render(o, e, &p->rend, err);
+        evt_event_set_snapshot(e, f);
+        if (rc != TB_OK)
+            return rc;
+        if (vmap_digest(m->value, m->value_len) == vmap_dig(s))
+            return TB_OK;
+        if ((rc = evt_render(o, e, &p->rend, err)) != TB_OK)
+            return rc;
+    }
+    return difference(p, VK_DIFFERENT, h, m->key, m->key_len, m->value, m->value_len, err);
+}
+
+/* The keys the other side holds and no source row visited. */
+static tb_code extras(vpass *p, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    for (size_t i = 0; rc == TB_OK && i < p->map.cap; i++) {
+        const vmap_slot *s = &p->map.slots[i];
+        if (!s->khash || (s->vdig & VMAP_SEEN))
+            continue;
+        if (s->vdig & VMAP_LATE)
+            p->inflight++;
+        else if (s->vdig & VMAP_LIVE)
+            p->count[VK_EXTRA]++;
+        else
+            continue;
+        if (vkeys_add(&p->next, s->khash) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    if (!p->only)
+        return TB_OK;
+    const char *key;
+    size_t klen;
+    void *v;
+    for (size_t it = 0; tb_hmap_next(&p->store, &it, &key, &klen, &v);) {
+        const stored *st = v;
+        const vmap_slot *s = vmap_find(&p->map, vmap_hash(key, klen));
+        if (st && st->live && s && (s->vdig & (VMAP_LIVE | VMAP_SEEN | VMAP_LATE)) == VMAP_LIVE &&
+            add_sample(p->t, p->r->show, VK_EXTRA, key, klen, NULL, 0, st->bytes, st->len) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    return TB_OK;
+}
+
+/* Read the other side of table t into p->map. */
+static tb_code load_target(vpass *p, tb_error *err)
+{
+    vrun *r = p->r;
+    vtab *t = p->t;
+    if (r->cache) {
+        bool present;
+        tb_code rc = vtarget_cache(r->cache_path, t->db, t->table, &present, on_target, p, err);
+        t->absent = !present;
+        return rc;
+    }
+    return vtarget_topic(r->c, &r->o, t->topic, r->at, on_target, p, err);
+}
+
+/* ------------------------------------------------------------ a pass over every table */
+
+static tb_code committed(const cfg *c, tb_position *out, tb_error *err)
+{
+    tb_position_free(out);
+    return ksink_offsets_read(c, out, err);
+}
+
+/* Wait until the connector's committed position is at or past P. */
+static tb_code wait_connector(vrun *r, const tb_position *p, const tb_position *start, tb_error *err)
+{
+    tb_position cp;
+    tb_position_init(&cp);
+    int64_t deadline = tb_mono_ms() + r->wait_ms;
+    tb_code rc;
+    for (;;) {
+        if ((rc = committed(r->c, &cp, err)) != TB_OK)
+            break;
+        if (verify_pos_passed(p, &cp, start))
+            break;
+        if (tb_mono_ms() >= deadline || app_stop_requested) {
+            tb_buf a, b;
+            tb_buf_init(&a, 0);
+            tb_buf_init(&b, 0);
+            tb_position_format(p, &a);
+            tb_position_format(&cp, &b);
+            TB_WARN("verify",
+                    "the connector's committed position (%s) has not reached the source read's (%s) in %" PRId64
+                    " ms: changes after it may show as differences (is the connector running?)",
+                    cp.kind == TB_POS_NONE ? "none" : tb_buf_cstr(&b), tb_buf_cstr(&a), r->wait_ms);
+            tb_buf_free(&a);
+            tb_buf_free(&b);
+            r->lagging = true;
+            break;
+        }
+        struct timespec ts = {0, VERIFY_POLL_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    tb_position_free(&cp);
+    return rc;
+}
+
+static tb_code tabs_from_source(vrun *r, vsrc *s, tb_error *err)
+{
+    size_t n = vsrc_ntables(s);
+    if (!(r->tabs = calloc(n ? n : 1, sizeof(*r->tabs))))
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const char *db, *table;
+        vsrc_table(s, i, &db, &table);
+        vtab *t = &r->tabs[r->ntabs++];
+        tb_buf topic;
+        tb_buf_init(&topic, 0);
+        t->db = strdup(db);
+        t->table = strdup(table);
+        if (evt_topic_name(r->o.topic_prefix, db, table, &topic) != TB_OK || !t->db || !t->table) {
+            tb_buf_free(&topic);
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        }
+        t->topic = topic.data; /* owned now */
+    }
+    return TB_OK;
+}
+
+static long find_tab(const vrun *r, const evt_table *et)
+{
+    for (size_t i = 0; i < r->ntabs; i++)
+        if (strcmp(r->tabs[i].db, evt_table_db(et)) == 0 && strcmp(r->tabs[i].table, evt_table_name(et)) == 0)
+            return (long)i;
+    return -1;
+}
+
+static void pass_free(vpass *p)
+{
+    vmap_free(&p->map);
+    tb_hmap_free(&p->store, free);
+    vkeys_free(&p->next);
+    evt_rendered_free(&p->rend);
+}
+
+/* Start comparing table i: the other side into the map. */
+static tb_code table_begin(vrun *r, vpass *p, size_t i, bool recheck, tb_error *err)
+{
+    memset(p, 0, sizeof(*p));
+    p->r = r;
+    p->t = &r->tabs[i];
+    evt_rendered_init(&p->rend);
+    vmap_init(&p->map);
+    tb_hmap_init(&p->store);
+    if (recheck) {
+        vkeys_sort(&p->t->diff);
+        p->only = &p->t->diff;
+        samples_free(p->t);
+    }
+    tb_code rc = load_target(p, err);
+    return rc == TB_OK ? TB_OK : tb_error_prefix(err, rc, "%s.%s: ", p->t->db, p->t->table);
+}
+
+/* The table is done: extras, then its counts and the keys to check again. */
+static tb_code table_end(vrun *r, vpass *p, bool recheck, tb_error *err)
+{
+    tb_code rc = extras(p, err);
+    vtab *t = p->t;
+    if (rc == TB_OK) {
+        if (!recheck)
+            t->rows = p->rows;
+        if (!recheck || !t->diff.overflow) {
+            memcpy(t->count, p->count, sizeof(t->count));
+            t->inflight = p->inflight;
+        }
+        bool overflow = t->diff.overflow || p->next.overflow;
+        vkeys_free(&t->diff);
+        t->diff = p->next;
+        t->diff.overflow = overflow;
+        memset(&p->next, 0, sizeof(p->next));
+    }
+    if (r->tty)
+        fprintf(stderr, "\r\033[K");
+    pass_free(p);
+    return rc;
+}
+
+static void progress(vrun *r, vpass *p)
+{
+    if (!r->tty || tb_mono_ms() - p->last_progress < 1000)
+        return;
+    p->last_progress = tb_mono_ms();
+    fprintf(stderr, "\r\033[Kverify: %s.%s (%s): %" PRIu64 " rows", p->t->db, p->t->table, r->against, p->rows);
+}
+
+/* One pass: a consistent read, the connector past it, every table compared.
+ * *pos: the read's position (copied). */
+static tb_code one_pass(vrun *r, bool recheck, tb_position *pos, tb_error *err)
+{
+    vsrc *s = NULL;
+    vpass p;
+    bool open = false;
+    long cur = -1;
+    bool *done = NULL;
+    tb_position start;
+    tb_position_init(&start);
+    memset(&p, 0, sizeof(p));
+    tb_code rc = committed(r->c, &start, err);
+    if (rc == TB_OK)
+        rc = vsrc_open(r->c, r->only_re, &s, err);
+    if (rc == TB_OK && !r->tabs)
+        rc = tabs_from_source(r, s, err);
+    if (rc == TB_OK)
+        rc = tb_position_copy(pos, vsrc_position(s));
+    if (rc == TB_OK)
+        rc = wait_connector(r, vsrc_position(s), &start, err);
+    r->at = s ? vsrc_position(s) : NULL;
+    if (rc == TB_OK && !(done = calloc(r->ntabs + 1, sizeof(*done))))
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    r->passes++;
+    while (rc == TB_OK) {
+        if (app_stop_requested) {
+            rc = tb_error_set(err, TB_ERR_STOPPED, false, "stopped by a signal");
+            break;
+        }
+        evt_event *e;
+        if ((rc = vsrc_next(s, &e, err)) != TB_OK || !e)
+            break;
+        long i = find_tab(r, evt_event_table(e));
+        if (i < 0)
+            continue;
+        if (i != cur) {
+            if (open && (rc = table_end(r, &p, recheck, err)) != TB_OK)
+                break;
+            open = false;
+            if (done[i]) {
+                rc = tb_error_set(err, TB_ERR_STATE, false, "%s.%s: the source gave its rows in two runs",
+                                  r->tabs[i].db, r->tabs[i].table);
+                break;
+            }
+            done[i] = true;
+            cur = i;
+            if (recheck && r->tabs[cur].diff.n == 0)
+                continue; /* rows of a table with nothing to check again: none compared */
+            if ((rc = table_begin(r, &p, (size_t)cur, recheck, err)) != TB_OK)
+                break;
+            open = true;
+        }
+        if (open && (rc = on_source_row(&p, e, err)) != TB_OK) {
+            tb_error_prefix(err, rc, "%s.%s: ", p.t->db, p.t->table);
+            break;
+        }
+        if (open)
+            progress(r, &p);
+    }
+    if (rc == TB_OK && open)
+        rc = table_end(r, &p, recheck, err);
+    open = false;
+    /* tables with no source rows: everything the other side holds is extra */
+    for (size_t i = 0; rc == TB_OK && i < r->ntabs; i++) {
+        if (done[i] || (recheck && r->tabs[i].diff.n == 0))
+            continue;
+        if ((rc = table_begin(r, &p, i, recheck, err)) == TB_OK)
+            rc = table_end(r, &p, recheck, err);
+    }
+    if (open)
+        pass_free(&p);
+    free(done);
+    r->at = NULL;
+    vsrc_close(s);
+    tb_position_free(&start);
+    return rc;
+}
+
+static uint64_t differing(const vrun *r)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < r->ntabs; i++)
+        n += r->tabs[i].diff.n;
+    return n;
+}
+
+/* The passes of one comparison (see PASSES). */
+static tb_code compare(vrun *r, tb_error *err)
+{
+    tb_position prev, now;
+    tb_position_init(&prev);
+    tb_position_init(&now);
+    tb_code rc = one_pass(r, false, &prev, err);
+    bool overflow = false;
+    for (size_t i = 0; i < r->ntabs; i++)
+        overflow |= r->tabs[i].diff.overflow;
+    for (int k = 0; rc == TB_OK && differing(r) > 0 && k < VERIFY_RECHECKS; k++) {
+        rc = one_pass(r, true, &now, err);
+        bool moved = !tb_position_equal(&prev, &now);
+        tb_position_copy(&prev, &now);
+        if (!moved || overflow)
+            break; /* nothing changed at the source since the pass before: the differences are real */
+    }
+    tb_position_free(&prev);
+    tb_position_free(&now);
+    return rc;
+}
+
+/* ------------------------------------------------------------ report */
+
+static uint64_t total_diff(const vtab *t) { return t->count[0] + t->count[1] + t->count[2]; }
+
+static void report_text(const vrun *r, FILE *out)
+{
+    uint64_t rows = 0, diffs = 0;
+    for (size_t i = 0; i < r->ntabs; i++) {
+        const vtab *t = &r->tabs[i];
+        rows += t->rows;
+        diffs += total_diff(t);
+        fprintf(out, "%s.%s (%s %s%s): %" PRIu64 " rows compared, %" PRIu64 " missing, %" PRIu64 " extra, %" PRIu64
+                     " different",
+                t->db, t->table, r->cache ? "cache table" : "topic", r->cache ? "" : t->topic,
+                r->cache ? (t->absent ? "absent" : "present") : "", t->rows, t->count[VK_MISSING],
+                t->count[VK_EXTRA], t->count[VK_DIFFERENT]);
+        if (t->inflight)
+            fprintf(out, ", %" PRIu64 " changed during the read (not compared)", t->inflight);
+        fprintf(out, "%s\n", t->diff.overflow ? " (too many to check again)" : "");
+        for (int k = 0; k < 3; k++)
+            for (size_t j = 0; j < t->nsamples[k]; j++) {
+                const vsample *s = &t->samples[k][j];
+                fprintf(out, "  %-9s %s", kind_names[k], s->key ? s->key : "?");
+                if (k != VK_EXTRA)
+                    fprintf(out, "  source: %s", s->src ? s->src : "(none)");
+                if (k != VK_MISSING)
+                    fprintf(out, "  %s: %s", r->cache ? "cache" : "topic", s->dst ? s->dst : "(none)");
+                fputc('\n', out);
+            }
+    }
+    fprintf(out, "verify against %s: %zu table(s), %" PRIu64 " rows compared, %" PRIu64 " difference(s)%s\n",
+            r->against, r->ntabs, rows, diffs,
+            r->lagging ? " (the connector had not reached the source read's position)" : "");
+}
+
+static void jw_text(evt_jw *w, const char *json)
+{
+    if (!json) {
+        evt_jw_null(w);
+        return;
+    }
+    evt_jw_json(w, json, strlen(json));
+}
+
+static void report_json(const vrun *r, evt_jw *w)
+{
+    uint64_t rows = 0, diffs = 0;
+    evt_jw_obj_begin(w);
+    evt_jw_key(w, "against", (size_t)-1);
+    evt_jw_str(w, r->against, strlen(r->against));
+    evt_jw_key(w, "tables", (size_t)-1);
+    evt_jw_arr_begin(w);
+    for (size_t i = 0; i < r->ntabs; i++) {
+        const vtab *t = &r->tabs[i];
+        rows += t->rows;
+        diffs += total_diff(t);
+        evt_jw_obj_begin(w);
+        evt_jw_key(w, "db", (size_t)-1);
+        evt_jw_str(w, t->db, strlen(t->db));
+        evt_jw_key(w, "table", (size_t)-1);
+        evt_jw_str(w, t->table, strlen(t->table));
+        if (!r->cache) {
+            evt_jw_key(w, "topic", (size_t)-1);
+            evt_jw_str(w, t->topic, strlen(t->topic));
+        } else {
+            evt_jw_key(w, "cache_table", (size_t)-1);
+            evt_jw_bool(w, !t->absent);
+        }
+        evt_jw_key(w, "rows", (size_t)-1);
+        evt_jw_uint(w, t->rows);
+        for (int k = 0; k < 3; k++) {
+            evt_jw_key(w, kind_names[k], (size_t)-1);
+            evt_jw_uint(w, t->count[k]);
+        }
+        evt_jw_key(w, "in_flight", (size_t)-1);
+        evt_jw_uint(w, t->inflight);
+        evt_jw_key(w, "samples", (size_t)-1);
+        evt_jw_obj_begin(w);
+        for (int k = 0; k < 3; k++) {
+            evt_jw_key(w, kind_names[k], (size_t)-1);
+            evt_jw_arr_begin(w);
+            for (size_t j = 0; j < t->nsamples[k]; j++) {
+                const vsample *s = &t->samples[k][j];
+                evt_jw_obj_begin(w);
+                evt_jw_key(w, "key", (size_t)-1);
+                jw_text(w, s->key);
+                evt_jw_key(w, "source", (size_t)-1);
+                jw_text(w, s->src);
+                evt_jw_key(w, r->cache ? "cache" : "topic", (size_t)-1);
+                jw_text(w, s->dst);
+                evt_jw_obj_end(w);
+            }
+            evt_jw_arr_end(w);
+        }
+        evt_jw_obj_end(w);
+        evt_jw_obj_end(w);
+    }
+    evt_jw_arr_end(w);
+    evt_jw_key(w, "rows", (size_t)-1);
+    evt_jw_uint(w, rows);
+    evt_jw_key(w, "differences", (size_t)-1);
+    evt_jw_uint(w, diffs);
+    evt_jw_key(w, "connector_behind", (size_t)-1);
+    evt_jw_bool(w, r->lagging);
+    evt_jw_key(w, "passes", (size_t)-1);
+    evt_jw_int(w, r->passes);
+    evt_jw_obj_end(w);
+}
+
+static uint64_t run_differences(const vrun *r)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < r->ntabs; i++)
+        n += total_diff(&r->tabs[i]);
+    return n;
+}
+
+/* ------------------------------------------------------------ command */
+
+static int exit_for(const tb_error *err)
+{
+    return err->code == TB_ERR_CONFIG ? 2 : 3;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+    if (app_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
+    }
+    tb_error err;
+    tb_error_clear(&err);
+    cfg *c = NULL;
+    const char *tables = NULL, *against = "topics", *show = NULL, *wait = NULL, *cache_path = NULL;
+    bool json = false;
+    int ret = 0;
+    tb_buf out;
+    tb_buf_init(&out, 0);
+    vrun runs[2];
+    memset(runs, 0, sizeof(runs));
+    int nruns = 0;
+    tb_code rc = app_load_config(&argc, argv, &c, &err);
+    if (rc == TB_OK) {
+        const app_optspec spec[] = {{"--tables", &tables, NULL},  {"--against", &against, NULL},
+                                    {"--json", NULL, &json},       {"--show", &show, NULL},
+                                    {"--wait-ms", &wait, NULL},    {"--cache", &cache_path, NULL}};
+        rc = app_parse_opts(argc, argv, 1, spec, sizeof(spec) / sizeof(spec[0]), &err);
+    }
+    bool topics = strcmp(against, "topics") == 0 || strcmp(against, "both") == 0;
+    bool cache = strcmp(against, "cache") == 0 || strcmp(against, "both") == 0;
+    char *end = NULL;
+    long long nshow = show ? strtoll(show, &end, 10) : 10, nwait = 60000;
+    if (rc == TB_OK && show && (*end || nshow < 0 || nshow > 100000))
+        rc = tb_error_set(&err, TB_ERR_CONFIG, false, "--show '%s': a number of keys, 0 to 100000", show);
+    if (rc == TB_OK && wait && ((nwait = strtoll(wait, &end, 10)) < 0 || *end))
+        rc = tb_error_set(&err, TB_ERR_CONFIG, false, "--wait-ms '%s': milliseconds, 0 or more", wait);
+    if (rc == TB_OK && !topics && !cache)
+        rc = tb_error_set(&err, TB_ERR_CONFIG, false, "--against '%s': topics, cache or both", against);
+    if (rc == TB_OK && cache && !cache_path && !(cache_path = cfg_get_str(c, "cache.path")))
+        rc = tb_error_set(&err, TB_ERR_CONFIG, false, "--against %s needs the cache file: --cache PATH or cache.path",
+                          against);
+    if (rc == TB_OK && cache && access(cache_path, R_OK) != 0)
+        rc = tb_error_set(&err, TB_ERR_CONFIG, false, "cache file %s: not readable", cache_path);
+    if (rc != TB_OK) {
+        app_fail("verify", &err);
+        ret = rc == TB_ERR_CONFIG ? 2 : 3;
+        goto out;
+    }
+    app_install_signals();
+    app_kafka_client_check(c);
+    evt_codec_opts o = {.topic_prefix = cfg_get_str(c, "topic.prefix"), .name = cfg_get_str(c, "name")};
+    o.row_format = strcmp(cfg_get_str(c, "value.format"), "row") == 0;
+    o.schemas = cfg_get_bool(c, "value.schemas");
+    evt_codec_opts_encoding(&o, c);
+    for (int k = 0; k < 2; k++) {
+        if ((k == 0 && !topics) || (k == 1 && !cache))
+            continue;
+        vrun *r = &runs[nruns++];
+        r->c = c;
+        r->against = k == 0 ? "topics" : "cache";
+        r->cache = k == 1;
+        r->cache_path = cache_path;
+        r->only_re = tables;
+        r->show = (size_t)nshow;
+        r->wait_ms = nwait;
+        r->o = o;
+        r->orow = o;
+        r->orow.row_format = true;
+        r->orow.schemas = false;
+        r->dbz = o.encoding == EVT_ENC_DEBEZIUM;
+        if (r->cache) { /* the cache holds tributary's values, without schemas */
+            memset(&r->orow, 0, sizeof(r->orow));
+            r->orow.topic_prefix = o.topic_prefix;
+            r->orow.name = o.name;
+            r->orow.row_format = true;
+        }
+        r->tty = !json && isatty(2);
+        if ((rc = compare(r, &err)) != TB_OK) {
+            ret = exit_for(&err);
+            app_fail("verify", &err);
+            goto out;
+        }
+    }
+    uint64_t diffs = 0;
+    if (json) {
+        evt_jw w;
+        evt_jw_init(&w, &out);
+        evt_jw_obj_begin(&w);
+        evt_jw_key(&w, "results", (size_t)-1);
+        evt_jw_arr_begin(&w);
+        for (int k = 0; k < nruns; k++)
+            report_json(&runs[k], &w);
+        evt_jw_arr_end(&w);
+        for (int k = 0; k < nruns; k++)
+            diffs += run_differences(&runs[k]);
+        evt_jw_key(&w, "equal", (size_t)-1);
+        evt_jw_bool(&w, diffs == 0);
+        evt_jw_obj_end(&w);
+        if (evt_jw_finish(&w) == TB_OK) {
+            fwrite(out.data, 1, out.len, stdout);
+            fputc('\n', stdout);
+        }
+    } else {
+        for (int k = 0; k < nruns; k++) {
+            report_text(&runs[k], stdout);
+            diffs += run_differences(&runs[k]);
+        }
+    }
+    fflush(stdout);
+    ret = diffs ? 1 : 0;
+out:
+    for (int k = 0; k < nruns; k++)
+        run_free(&runs[k]);
+    tb_buf_free(&out);
+    cfg_free(c);
+    return ret;
+}

@@ -1,0 +1,201 @@
+/*
+ * verify_map: the digest map of `tributary verify` (verify.h, MEMORY), the
+ * set of keys to check again, and the comparison of positions.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tb_hmap.h"
+#include "verify.h"
+
+/* ------------------------------------------------------------ digest map */
+
+void vmap_init(vmap *m) { memset(m, 0, sizeof(*m)); }
+
+void vmap_free(vmap *m)
+{
+    if (!m)
+        return;
+    free(m->slots);
+    memset(m, 0, sizeof(*m));
+}
+
+uint64_t vmap_hash(const void *p, size_t n)
+{
+    uint64_t h = tb_hash_bytes(p, n);
+    /* FNV-1a mixes its high bits poorly: a 64-bit finalizer spreads them over the index bits */
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h ? h : 1;
+}
+
+static vmap_slot *probe(vmap_slot *slots, size_t cap, uint64_t khash)
+{
+    size_t i = (size_t)khash & (cap - 1);
+    while (slots[i].khash && slots[i].khash != khash)
+        i = (i + 1) & (cap - 1);
+    return &slots[i];
+}
+
+static bool grow(vmap *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 1024;
+    vmap_slot *s = calloc(cap, sizeof(*s));
+    if (!s)
+        return false;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].khash)
+            *probe(s, cap, m->slots[i].khash) = m->slots[i];
+    free(m->slots);
+    m->slots = s;
+    m->cap = cap;
+    return true;
+}
+
+vmap_slot *vmap_put(vmap *m, uint64_t khash)
+{
+    if ((m->n + 1) * 4 > m->cap * 3 && !grow(m))
+        return NULL;
+    vmap_slot *s = probe(m->slots, m->cap, khash);
+    if (!s->khash) {
+        s->khash = khash;
+        s->vdig = 0;
+        m->n++;
+    }
+    return s;
+}
+
+vmap_slot *vmap_find(const vmap *m, uint64_t khash)
+{
+    if (!m->cap)
+        return NULL;
+    vmap_slot *s = probe(m->slots, m->cap, khash);
+    return s->khash ? s : NULL;
+}
+
+/* ------------------------------------------------------------ keys to check again */
+
+tb_code vkeys_add(vkeys *k, uint64_t h)
+{
+    if (k->n >= VERIFY_RECHECK_MAX) {
+        k->overflow = true;
+        return TB_OK;
+    }
+    if (k->n == k->cap) {
+        size_t cap = k->cap ? k->cap * 2 : 64;
+        uint64_t *p = realloc(k->h, cap * sizeof(*p));
+        if (!p)
+            return TB_ERR_NOMEM;
+        k->h = p;
+        k->cap = cap;
+    }
+    k->h[k->n++] = h;
+    return TB_OK;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+void vkeys_sort(vkeys *k)
+{
+    if (k->n)
+        qsort(k->h, k->n, sizeof(*k->h), cmp_u64);
+}
+
+bool vkeys_has(const vkeys *k, uint64_t h)
+{
+    size_t lo = 0, hi = k->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (k->h[mid] == h)
+            return true;
+        if (k->h[mid] < h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+void vkeys_free(vkeys *k)
+{
+    if (!k)
+        return;
+    free(k->h);
+    memset(k, 0, sizeof(*k));
+}
+
+/* ------------------------------------------------------------ positions */
+
+/* The number of server (or domain) `who` in a GTID set, -1 when absent.
+ * MariaDB: "D-S-N,..." keyed by domain D; MySQL: "uuid:1-N,..." keyed by uuid
+ * (the end of its last interval). */
+static long long gtid_seq(const char *set, bool mariadb, const char *who, size_t wlen)
+{
+    const char *p = set;
+    while (p && *p) {
+        while (*p == ' ' || *p == ',' || *p == '\n')
+            p++;
+        const char *end = p + strcspn(p, ",");
+        const char *sep = mariadb ? memchr(p, '-', (size_t)(end - p)) : memchr(p, ':', (size_t)(end - p));
+        if (sep && (size_t)(sep - p) == wlen && memcmp(p, who, wlen) == 0) {
+            const char *num = end;
+            while (num > sep && num[-1] >= '0' && num[-1] <= '9')
+                num--;
+            return strtoll(num, NULL, 10);
+        }
+        p = end;
+    }
+    return -1;
+}
+
+static bool gtid_passed(const char *p, const char *c, bool mariadb)
+{
+    const char *q = p;
+    while (*q) {
+        while (*q == ' ' || *q == ',' || *q == '\n')
+            q++;
+        if (!*q)
+            break;
+        const char *end = q + strcspn(q, ",");
+        const char *sep = memchr(q, mariadb ? '-' : ':', (size_t)(end - q));
+        if (!sep)
+            return false;
+        size_t wlen = (size_t)(sep - q);
+        long long want = gtid_seq(p, mariadb, q, wlen), have = gtid_seq(c, mariadb, q, wlen);
+        if (have < want)
+            return false;
+        q = end;
+    }
+    return true;
+}
+
+bool verify_pos_passed(const tb_position *p, const tb_position *c, const tb_position *start)
+{
+    if (!p || p->kind == TB_POS_NONE)
+        return true;
+    if (!c || c->kind != p->kind)
+        return false;
+    switch (p->kind) {
+    case TB_POS_MYSQL:
+        if (p->gtid_set && *p->gtid_set && c->gtid_set && *c->gtid_set)
+            return gtid_passed(p->gtid_set, c->gtid_set, p->mariadb);
+        if (!p->file || !c->file)
+            return false;
+        return strcmp(c->file, p->file) > 0 || (strcmp(c->file, p->file) == 0 && c->pos >= p->pos);
+    case TB_POS_SQLITE_WAL:
+        if (c->salt1 == p->salt1 && c->salt2 == p->salt2)
+            return c->frame >= p->frame;
+        return !(start && start->kind == c->kind && start->salt1 == c->salt1 && start->salt2 == c->salt2);
+    case TB_POS_SQLITE_LOG:
+        return c->seq >= p->seq;
+    default:
+        return false;
+    }
+}
