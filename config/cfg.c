@@ -396,6 +396,15 @@ static tb_code cfg_check(const cfg_prop *p, const char *key, const char *value, 
     return TB_OK;
 }
 
+/* A secret file that holds nothing (or only line ends): refused, not taken for "no password". */
+static tb_code empty_secret(tb_error *err, const char *origin, const char *key, const char *path)
+{
+    return tb_error_set(err, TB_ERR_CONFIG, false,
+                        "%s: %s: %s is empty: write the secret into it (a trailing newline is ignored), or remove %s "
+                        "when no secret is needed",
+                        origin, key, path, key);
+}
+
 /* A pass-through secret given as a file ("kafka.sasl.password.file"): the
  * file is read now and its content stored under the key without ".file", so
  * the pass-through sees only the secret (librdkafka knows no *.file keys). */
@@ -411,6 +420,10 @@ static tb_code cfg_set_secret_file(cfg *c, const char *key, const char *path, co
     }
     while (b.len > 0 && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r'))
         b.data[--b.len] = '\0';
+    if (b.len == 0) {
+        tb_buf_free(&b);
+        return empty_secret(err, origin, key, path);
+    }
     char *skey = strndup(key, strlen(key) - 5);
     rc = skey ? cfg_store(c, skey, tb_buf_cstr(&b), origin) : TB_ERR_NOMEM;
     if (rc == TB_OK)
@@ -521,6 +534,10 @@ tb_code cfg_get_secret(const cfg *c, const char *key, char **out, tb_error *err)
     }
     while (b.len > 0 && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r'))
         b.data[--b.len] = '\0';
+    if (b.len == 0) {
+        tb_buf_free(&b);
+        return empty_secret(err, fe->origin, fkey, fe->value);
+    }
     *out = tb_buf_detach(&b, NULL);
     tb_buf_free(&b);
     return *out ? TB_OK : tb_error_set(err, TB_ERR_NOMEM, false, "%s: out of memory", fkey);
@@ -545,7 +562,9 @@ bool cfg_file_mode(const cfg *c, unsigned *mode)
     char *end = NULL;
     errno = 0;
     long v = s && *s >= '0' && *s <= '7' ? strtol(s, &end, 8) : -1;
-    if (errno || !end || *end || v < 0 || v > 0777 || (v & 0600) != 0600)
+    /* the owner reads and writes; the group may read (0640: a reader group), nobody else
+     * reads and nobody else writes (offsets, .pos, .pend and the status file steer the run) */
+    if (errno || !end || *end || v < 0 || v > 0777 || (v & 0600) != 0600 || (v & 0137) != 0)
         return false;
     *mode = (unsigned)v;
     return true;
@@ -608,8 +627,9 @@ tb_code cfg_validate(const cfg *c, tb_error *err)
     unsigned mode;
     if (!cfg_file_mode(c, &mode))
         return tb_error_set(err, TB_ERR_CONFIG, false,
-                            "%sfile.mode: '%s' is not an octal mode between 0600 and 0777 that keeps 0600 (the owner "
-                            "reads and writes its files), e.g. 0600 or 0640",
+                            "%sfile.mode: '%s' is not 0600 or 0640: the owner reads and writes its files, the group "
+                            "may read them, nobody else may read or write them (offsets, status and the shadow's "
+                            ".pos/.pend steer the run; the cache holds the source's rows)",
                             cfg_where(c, "file.mode", w, sizeof(w)), cfg_get_str(c, "file.mode"));
 
     if (cfg_is_set(c, "source.start.position") && !cfg_is_set(c, "source.start.file"))

@@ -53,7 +53,7 @@ static const cfg_prop props[] = {
     {"heartbeat.interval.ms", CFG_MS, "10000", 0, I64MAX, NULL,
      "Interval of source heartbeats, so the position advances on idle tables (0 = off).", false, "general"},
     {"file.mode", CFG_STRING, "0600", 0, 0, NULL,
-     "Permission bits (octal) of the files tributary creates: cache database (and its -wal/-shm), offsets file, status file, incremental-snapshot state, SQLite shadow copy; folders get the matching search bits. Applied as the process umask, whatever the caller's. Widen on purpose, e.g. 0640; it must keep 0600.", false, "general"},
+     "Permission bits (octal) of the files tributary creates: cache database (and its -wal/-shm), offsets file, status file, incremental-snapshot state, SQLite shadow copy; folders get the matching search bits. Applied as the process umask, whatever the caller's. 0600 or 0640: the group may read them, nobody else may read or write them (other modes are refused).", false, "general"},
     {"status.file", CFG_PATH, NULL, 0, 0, NULL,
      "File where `run` writes its status (position, lag, throughput) for `tributary status`; default <offsets dir>/<name>.status.json.", false, "general"},
 

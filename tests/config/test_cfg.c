@@ -556,3 +556,48 @@ Test(cfg, relative_paths_follow_the_config_file)
     cfg_free(c);
     free(real);
 }
+
+/* file.mode: the owner's 0600, the group may read; other bits are refused with the reason. */
+Test(cfg, file_mode_keeps_files_private)
+{
+    static const char *const ok[] = {"0600", "0640", "600", "640"};
+    static const char *const bad[] = {"0666", "0644", "0660", "0620", "0604", "0602", "0601", "0700", "0610",
+                                      "0777", "0400", "0", "-1", "0x180", "0800", "0640 "};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]) + sizeof(bad) / sizeof(bad[0]); i++) {
+        bool good = i < sizeof(ok) / sizeof(ok[0]);
+        const char *m = good ? ok[i] : bad[i - sizeof(ok) / sizeof(ok[0])];
+        cfg *c = cfg_new();
+        tb_error err;
+        cr_assert_eq(cfg_set(c, "sink", "stdout", "t", &err), TB_OK);
+        cr_assert_eq(cfg_set(c, "offsets.storage", "file", "t", &err), TB_OK);
+        cr_assert_eq(cfg_set(c, "file.mode", m, "f:4", &err), TB_OK, "%s", err.msg);
+        if (good) {
+            cr_expect_eq(cfg_validate(c, &err), TB_OK, "%s: %s", m, err.msg);
+        } else {
+            cr_expect_eq(cfg_validate(c, &err), TB_ERR_CONFIG, "%s accepted", m);
+            cr_expect_not_null(strstr(err.msg, "f:4: file.mode: '"), "%s: %s", m, err.msg);
+            cr_expect_not_null(strstr(err.msg, "is not 0600 or 0640"), "%s: %s", m, err.msg);
+        }
+        cfg_free(c);
+    }
+}
+
+/* An empty secret file (or one of line ends only) is refused, naming the key and the file. */
+Test(cfg, empty_secret_file_refused)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    char *s = (char *)1;
+    const char *p = write_file("empty", "");
+    cr_assert_eq(cfg_set(c, "source.password.file", p, "f:2", &err), TB_OK);
+    cr_assert_eq(cfg_get_secret(c, "source.password", &s, &err), TB_ERR_CONFIG);
+    cr_assert_null(s);
+    cr_expect_not_null(strstr(err.msg, "f:2: source.password.file: "), "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, " is empty"), "%s", err.msg);
+    const char *nl = write_file("nl", "\r\n");
+    cr_assert_eq(cfg_set(c, "kafka.sasl.password.file", nl, "f:3", &err), TB_ERR_CONFIG);
+    cr_expect_not_null(strstr(err.msg, "f:3: kafka.sasl.password.file: "), "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, " is empty"), "%s", err.msg);
+    cr_assert_not(cfg_is_set(c, "kafka.sasl.password"));
+    cfg_free(c);
+}
