@@ -48,7 +48,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: tributary verify --config FILE [--tables REGEX] [--against topics|cache|both] [--json]\n"
-            "                        [--show N] [--wait-ms MS] [--cache PATH] [--set key=value]...\n"
+            "                        [--show N] [--wait-ms MS] [--cache PATH] [--repair] [--set key=value]...\n"
             "\n"
             "Compares every captured table of the source (one consistent read) with its topic read as a\n"
             "table (the last record per key; tombstones delete) and/or with its table in the cache, row\n"
@@ -62,6 +62,8 @@ static void usage(FILE *out)
             "  --show N         keys of each kind shown per table, with both values (default 10)\n"
             "  --wait-ms MS     how long to wait for the connector's committed position (default 60000)\n"
             "  --cache PATH     the cache file (default: cache.path)\n"
+            "  --repair         write the upserts and tombstones that make each topic equal the source,\n"
+            "                   through the Kafka sink, then compare again (the report is that comparison's)\n"
             "\n"
             "Exit status: 0 equal, 1 differences, 2 usage or configuration error, 3 the source or Kafka\n"
             "could not be read (or another failure stopped the comparison).\n");
@@ -104,6 +106,8 @@ typedef struct vrun {
     int passes;
     bool tty;
     const tb_position *at;    /* the source read's position of the current pass */
+    ksink *repair;            /* --repair: the sink a repair pass writes through */
+    uint64_t upserts, tombstones; /* what the repair pass wrote */
 } vrun;
 
 static void samples_free(vtab *t)
@@ -234,6 +238,18 @@ static tb_code difference(vpass *p, vkind k, uint64_t h, const char *key, size_t
     return TB_OK;
 }
 
+/* --repair: the source row goes to the topic as the snapshot would send it. */
+static tb_code repair_row(vpass *p, const evt_event *e, tb_error *err)
+{
+    if (!p->r->repair || !p->only)
+        return TB_OK;
+    tb_code rc = ksink_send(p->r->repair, e, err);
+    if (rc == TB_OK)
+        p->r->upserts++;
+    ksink_poll(p->r->repair, 0);
+    return rc;
+}
+
 /* One source row: its key and row image as the connector writes them, looked up. */
 static tb_code on_source_row(vpass *p, evt_event *e, tb_error *err)
 {
@@ -252,8 +268,11 @@ static tb_code on_source_row(vpass *p, evt_event *e, tb_error *err)
         p->inflight++;
         return vkeys_add(&p->next, h) == TB_OK ? TB_OK : tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     }
-    if (!s || !(s->vdig & VMAP_LIVE))
-        return difference(p, VK_MISSING, h, m->key, m->key_len, m->value, m->value_len, err);
+    if (!s || !(s->vdig & VMAP_LIVE)) {
+        if ((rc = difference(p, VK_MISSING, h, m->key, m->key_len, m->value, m->value_len, err)) != TB_OK)
+            return rc;
+        return repair_row(p, e, err);
+    }
     s->vdig |= VMAP_SEEN;
     if (vmap_digest(m->value, m->value_len) == vmap_dig(s))
         return TB_OK;
@@ -270,7 +289,9 @@ static tb_code on_source_row(vpass *p, evt_event *e, tb_error *err)
         if ((rc = evt_render(o, e, &p->rend, err)) != TB_OK)
             return rc;
     }
-    return difference(p, VK_DIFFERENT, h, m->key, m->key_len, m->value, m->value_len, err);
+    if ((rc = difference(p, VK_DIFFERENT, h, m->key, m->key_len, m->value, m->value_len, err)) != TB_OK)
+        return rc;
+    return repair_row(p, e, err);
 }
 
 /* The keys the other side holds and no source row visited. */
@@ -298,9 +319,15 @@ static tb_code extras(vpass *p, tb_error *err)
     for (size_t it = 0; tb_hmap_next(&p->store, &it, &key, &klen, &v);) {
         const stored *st = v;
         const vmap_slot *s = vmap_find(&p->map, vmap_hash(key, klen));
-        if (st && st->live && s && (s->vdig & (VMAP_LIVE | VMAP_SEEN | VMAP_LATE)) == VMAP_LIVE &&
-            add_sample(p->t, p->r->show, VK_EXTRA, key, klen, NULL, 0, st->bytes, st->len) != TB_OK)
+        if (!st || !st->live || !s || (s->vdig & (VMAP_LIVE | VMAP_SEEN | VMAP_LATE)) != VMAP_LIVE)
+            continue;
+        if (add_sample(p->t, p->r->show, VK_EXTRA, key, klen, NULL, 0, st->bytes, st->len) != TB_OK)
             return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        if (p->r->repair) { /* --repair: the key the source lacks gets its tombstone */
+            if ((rc = ksink_send_tombstone(p->r->repair, p->t->topic, key, klen, err)) != TB_OK)
+                return rc;
+            p->r->tombstones++;
+        }
     }
     return TB_OK;
 }
@@ -562,6 +589,14 @@ static tb_code compare(vrun *r, tb_error *err)
 
 static uint64_t total_diff(const vtab *t) { return t->count[0] + t->count[1] + t->count[2]; }
 
+static uint64_t run_differences(const vrun *r)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < r->ntabs; i++)
+        n += total_diff(&r->tabs[i]);
+    return n;
+}
+
 static void report_text(const vrun *r, FILE *out)
 {
     uint64_t rows = 0, diffs = 0;
@@ -664,15 +699,50 @@ static void report_json(const vrun *r, evt_jw *w)
     evt_jw_bool(w, r->lagging);
     evt_jw_key(w, "passes", (size_t)-1);
     evt_jw_int(w, r->passes);
+    if (r->upserts || r->tombstones) {
+        evt_jw_key(w, "repaired_upserts", (size_t)-1);
+        evt_jw_uint(w, r->upserts);
+        evt_jw_key(w, "repaired_tombstones", (size_t)-1);
+        evt_jw_uint(w, r->tombstones);
+    }
     evt_jw_obj_end(w);
 }
 
-static uint64_t run_differences(const vrun *r)
+
+/* ------------------------------------------------------------ repair */
+
+/* --repair (see DESIGN 10a): after the comparison, one more pass over the
+ * keys that differ writes, through a Kafka sink of the connector's
+ * configuration (exactly_once off: its transactional id would fence the
+ * running connector), the source row of every missing or different key (a
+ * snapshot read, op r, at this pass's source position) and a tombstone for
+ * every extra key (the topic's own key bytes). Keys in flight are left
+ * alone. Nothing is committed: no offsets record is written. */
+static tb_code repair(vrun *r, tb_error *err)
 {
-    uint64_t n = 0;
-    for (size_t i = 0; i < r->ntabs; i++)
-        n += total_diff(&r->tabs[i]);
-    return n;
+    tb_code rc = TB_OK;
+    ksink *ks = NULL;
+    tb_position pos, none;
+    tb_position_init(&pos);
+    tb_position_init(&none);
+    if (run_differences(r) == 0)
+        return TB_OK;
+    if (cfg_get_bool(r->c, "exactly_once") && (rc = cfg_set(r->c, "exactly_once", "false", "verify --repair", err)) != TB_OK)
+        return rc;
+    if ((rc = ksink_open(r->c, &ks, err)) != TB_OK)
+        return rc;
+    r->repair = ks;
+    rc = one_pass(r, true, &pos, err);
+    r->repair = NULL;
+    if (rc == TB_OK)
+        rc = ksink_end_tx(ks, &none, err);
+    if (rc == TB_OK)
+        rc = ksink_flush(ks, 60000, err);
+    fprintf(stderr, "tributary verify: repair: %" PRIu64 " upsert(s) and %" PRIu64 " tombstone(s) %s\n", r->upserts,
+            r->tombstones, rc == TB_OK ? "written" : "not all written");
+    ksink_close(ks);
+    tb_position_free(&pos);
+    return rc;
 }
 
 /* ------------------------------------------------------------ command */
@@ -692,7 +762,7 @@ int cmd_verify(int argc, char **argv)
     tb_error_clear(&err);
     cfg *c = NULL;
     const char *tables = NULL, *against = "topics", *show = NULL, *wait = NULL, *cache_path = NULL;
-    bool json = false;
+    bool json = false, fix = false;
     int ret = 0;
     tb_buf out;
     tb_buf_init(&out, 0);
@@ -703,7 +773,8 @@ int cmd_verify(int argc, char **argv)
     if (rc == TB_OK) {
         const app_optspec spec[] = {{"--tables", &tables, NULL},  {"--against", &against, NULL},
                                     {"--json", NULL, &json},       {"--show", &show, NULL},
-                                    {"--wait-ms", &wait, NULL},    {"--cache", &cache_path, NULL}};
+                                    {"--wait-ms", &wait, NULL},    {"--cache", &cache_path, NULL},
+                                    {"--repair", NULL, &fix}};
         rc = app_parse_opts(argc, argv, 1, spec, sizeof(spec) / sizeof(spec[0]), &err);
     }
     bool topics = strcmp(against, "topics") == 0 || strcmp(against, "both") == 0;
@@ -719,6 +790,8 @@ int cmd_verify(int argc, char **argv)
     if (rc == TB_OK && cache && !cache_path && !(cache_path = cfg_get_str(c, "cache.path")))
         rc = tb_error_set(&err, TB_ERR_CONFIG, false, "--against %s needs the cache file: --cache PATH or cache.path",
                           against);
+    if (rc == TB_OK && fix && !topics)
+        rc = tb_error_set(&err, TB_ERR_CONFIG, false, "--repair repairs topics: use --against topics or both");
     if (rc == TB_OK && cache && access(cache_path, R_OK) != 0)
         rc = tb_error_set(&err, TB_ERR_CONFIG, false, "cache file %s: not readable", cache_path);
     if (rc != TB_OK) {
@@ -755,7 +828,18 @@ int cmd_verify(int argc, char **argv)
             r->orow.row_format = true;
         }
         r->tty = !json && isatty(2);
-        if ((rc = compare(r, &err)) != TB_OK) {
+        if ((rc = compare(r, &err)) == TB_OK && fix && !r->cache && run_differences(r) > 0 &&
+            (rc = repair(r, &err)) == TB_OK) {
+            uint64_t up = r->upserts, tomb = r->tombstones;
+            run_free(r); /* compare again, from the start */
+            r->passes = 0;
+            r->lagging = false;
+            if ((rc = compare(r, &err)) == TB_OK) {
+                r->upserts = up;
+                r->tombstones = tomb;
+            }
+        }
+        if (rc != TB_OK) {
             ret = exit_for(&err);
             app_fail("verify", &err);
             goto out;

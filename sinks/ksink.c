@@ -824,6 +824,23 @@ tb_code ksink_announce_table(ksink *ks, evt_table *t, tb_error *err)
     return TB_OK;
 }
 
+tb_code ksink_send_tombstone(ksink *ks, const char *topic, const char *key, size_t klen, tb_error *err)
+{
+    tb_code rc;
+    if ((rc = ksink_failed(ks, err)) != TB_OK)
+        return rc;
+    if (ks->eos && (rc = ksink_txn_begin(ks, err)) != TB_OK)
+        return rc;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(ks->rk, topic, NULL);
+    if (!rkt)
+        return kafka_error(err, rd_kafka_last_error(), "topic %s", topic);
+    rc = ksink_produce_tracked(ks, rkt, key, klen, NULL, 0, err);
+    rd_kafka_topic_destroy(rkt); /* librdkafka keeps it while the message is queued */
+    if (rc != TB_OK && ks->eos && !ks->failed && rd_kafka_fatal_error(ks->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return ksink_eos_abort(ks, err);
+    return rc;
+}
+
 tb_code ksink_send_txmeta(ksink *ks, const char *key, size_t klen, const char *value, size_t vlen, tb_error *err)
 {
     tb_code rc;

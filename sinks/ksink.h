@@ -164,6 +164,13 @@ tb_code ksink_send_truncate(ksink *ks, const evt_event *e, tb_error *err);
  * t is borrowed (a reference is kept when needed). */
 tb_code ksink_announce_table(ksink *ks, evt_table *t, tb_error *err);
 
+/* A tombstone of key (exactly the bytes the topic's records carry) to topic,
+ * tracked as a message of the current source transaction like ksink_send
+ * (exactly_once: in the open Kafka transaction). The topic must exist. For a
+ * key that no event names any more (`tributary verify --repair`: a key the
+ * topic holds that the source lacks). key is borrowed for the call. */
+tb_code ksink_send_tombstone(ksink *ks, const char *topic, const char *key, size_t klen, tb_error *err);
+
 /* transaction.topic=true: one transaction-metadata record (BEGIN or END,
  * Debezium-style, built by the caller) to <topic.prefix>.transaction
  * (created on first use, delete policy), tracked with the current source

@@ -247,6 +247,21 @@ Test(verify, mariadb_drift)
     /* usage errors: exit 2 */
     const char *bad[] = {"--against", "nowhere", NULL};
     cr_expect_eq(vt_verify(&e, bad, NULL), 2);
+    const char *bad2[] = {"--against", "cache", "--repair", NULL};
+    cr_expect_eq(vt_verify(&e, bad2, NULL), 2);
+    /* a source that cannot be reached: exit 3 */
+    const char *gone[] = {"--set", "source.port=1", "--set", "source.connect.retry.ms=0", NULL};
+    cr_expect_eq(vt_verify(&e, gone, NULL), 3);
+
+    /* --repair writes what makes the topics equal, then compares again: equal */
+    const char *fix[] = {"--repair", NULL};
+    cr_assert_eq(vt_verify(&e, fix, &r), 0);
+    json_t *res = json_array_get(json_object_get(r, "results"), 0);
+    cr_expect_eq(json_integer_value(json_object_get(res, "repaired_upserts")), 3);
+    cr_expect_eq(json_integer_value(json_object_get(res, "repaired_tombstones")), 1);
+    cr_expect_eq(json_integer_value(json_object_get(res, "differences")), 0);
+    json_decref(r);
+    cr_assert_eq(vt_verify(&e, NULL, NULL), 0);
     vt_stop(e.run);
     e2e_assert_clean_log(e.log);
     mysql_close(m);
@@ -375,6 +390,13 @@ Test(verify, sqlite_drift)
     vt_expect_key(c, "extra", "{\"a\":7,\"b\":\"q\"}");
     vt_expect_key(c, "different", "{\"a\":1,\"b\":\"y\"}");
     json_decref(r);
+    const char *fix[] = {"--repair", NULL};
+    cr_assert_eq(vt_verify(&e, fix, &r), 0);
+    json_t *res = json_array_get(json_object_get(r, "results"), 0);
+    cr_expect_eq(json_integer_value(json_object_get(res, "repaired_upserts")), 2);
+    cr_expect_eq(json_integer_value(json_object_get(res, "repaired_tombstones")), 1);
+    json_decref(r);
+    cr_assert_eq(vt_verify(&e, NULL, NULL), 0);
     vt_stop(e.run);
     e2e_assert_clean_log(e.log);
     sqlite3_close(db);
