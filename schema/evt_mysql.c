@@ -21,6 +21,7 @@
  */
 #include "evt_mysql.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <iconv.h>
 #include <stdio.h>
@@ -610,4 +611,47 @@ tb_code evt_mysql_source_type(int binlog_type, uint16_t meta, bool is_unsigned, 
     case EVT_MY_SET: return tb_buf_puts(out, "set");
     default: return tb_buf_printf(out, "type%d", binlog_type);
     }
+}
+
+/* ------------------------------------------------------------ UUID, INET6, INET4 */
+
+int evt_mysql_text_type(const char *source_type)
+{
+    if (!source_type)
+        return 0;
+    if (strcmp(source_type, "uuid") == 0)
+        return 1;
+    if (strcmp(source_type, "inet6") == 0)
+        return 2;
+    if (strcmp(source_type, "inet4") == 0)
+        return 3;
+    return 0;
+}
+
+tb_code evt_mysql_text_form(int text_type, const uint8_t *p, size_t n, tb_buf *out)
+{
+    size_t size = text_type == 3 ? 4 : 16;
+    if (text_type < 1 || text_type > 3 || n > size)
+        return TB_ERR_INVALID;
+    uint8_t b[16] = {0};
+    memcpy(b, p, n);
+    char text[64];
+    if (text_type == 1) {
+        static const char hex[] = "0123456789abcdef";
+        size_t o = 0;
+        for (size_t i = 0; i < 16; i++) {
+            if (i == 4 || i == 6 || i == 8 || i == 10)
+                text[o++] = '-';
+            text[o++] = hex[b[i] >> 4];
+            text[o++] = hex[b[i] & 15];
+        }
+        text[o] = 0;
+    } else if (text_type == 2) {
+        if (!inet_ntop(AF_INET6, b, text, sizeof text))
+            return TB_ERR_INVALID;
+    } else {
+        snprintf(text, sizeof text, "%u.%u.%u.%u", b[0], b[1], b[2], b[3]);
+    }
+    tb_buf_reset(out);
+    return tb_buf_append(out, text, strlen(text));
 }

@@ -116,4 +116,16 @@ int evt_mysql_string_real_type(uint16_t meta, uint32_t *max_len);
  * "varchar(255)" (length in bytes when the charset is unknown), appended to out. */
 tb_code evt_mysql_source_type(int binlog_type, uint16_t meta, bool is_unsigned, bool binary, tb_buf *out);
 
+/* MariaDB's UUID, INET6 and INET4 columns (10.7+) are stored, and logged in
+ * the binlog, as BINARY(16) / BINARY(16) / BINARY(4) (the binlog strips the
+ * trailing 0x00 bytes); information_schema and SELECT give their text form.
+ * evt_mysql_text_type: 1 uuid, 2 inet6, 3 inet4 for such a source_type, else 0
+ * (source_type may be NULL). evt_mysql_text_form: the text form of the stored
+ * bytes p[0..n) (n up to the type's size; the rest is 0x00), as the server
+ * prints it: uuid "123e4567-e89b-12d3-a456-426614174000", inet6 as inet_ntop
+ * ("2001:db8::1", "::ffff:1.2.3.4"), inet4 "192.168.1.1"; out is replaced.
+ * TB_ERR_INVALID when n is over the size. */
+int evt_mysql_text_type(const char *source_type);
+tb_code evt_mysql_text_form(int text_type, const uint8_t *p, size_t n, tb_buf *out);
+
 #endif

@@ -42,6 +42,8 @@ static const struct {
     {"polygon", EVT_T_GEOMETRY}, {"multipoint", EVT_T_GEOMETRY}, {"multilinestring", EVT_T_GEOMETRY},
     {"multipolygon", EVT_T_GEOMETRY}, {"geometrycollection", EVT_T_GEOMETRY},
     {"geomcollection", EVT_T_GEOMETRY}, {"vector", EVT_T_VECTOR},
+    /* MariaDB 10.7+: read in their text form (the binlog path converts its bytes, evt_mysql_text_form) */
+    {"uuid", EVT_T_CHAR}, {"inet6", EVT_T_CHAR}, {"inet4", EVT_T_CHAR},
 };
 
 evt_type snap_type_from_data_type(const char *data_type)

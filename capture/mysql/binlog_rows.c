@@ -315,7 +315,14 @@ tb_code bl_row_decode(bl_rowctx *c, const bl_tmap *m, const uint8_t **pp, const 
             size_t l = lb == 2 ? bl_u16(p) : p[0];
             p += lb;
             NEED(l);
-            if (col->type == EVT_MY_STRING && col->csk == EVT_CS_BINARY && l < maxlen) {
+            int tt = col->type == EVT_MY_STRING && col->csk == EVT_CS_BINARY && (maxlen == 16 || maxlen == 4)
+                         ? evt_mysql_text_type(evt_table_column(m->table, i)->source_type)
+                         : 0;
+            if (tt) { /* MariaDB UUID / INET6 / INET4: their text form, as SELECT gives it */
+                if (evt_mysql_text_form(tt, p, l, &c->scratch) != TB_OK)
+                    COLERR(TB_ERR_CORRUPT, "%s value of %zu bytes", evt_table_column(m->table, i)->source_type, l);
+                evt_set_string(e, img, i, c->scratch.data, c->scratch.len);
+            } else if (col->type == EVT_MY_STRING && col->csk == EVT_CS_BINARY && l < maxlen) {
                 /* BINARY(n): the server strips the 0x00 padding in the binlog; SELECT returns it */
                 tb_buf_reset(&c->scratch);
                 if (tb_buf_append(&c->scratch, p, l) != TB_OK || tb_buf_reserve(&c->scratch, maxlen - l + 1) != TB_OK)

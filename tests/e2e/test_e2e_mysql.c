@@ -21,6 +21,11 @@
  * tributary_events_dead_lettered_total / tributary_events_skipped_total
  * {reason="oversize"}, not in tributary_events_total; the dead-letter topic
  * holds one record per dead-lettered message.
+ *
+ * text_types: MariaDB UUID, INET6 and INET4 columns (logged as BINARY(16) /
+ * BINARY(4)) carry their text form from the snapshot and from the binlog, in
+ * value.encoding=tributary and debezium, under one schema record (type char,
+ * source_type uuid/inet6/inet4); topic and cache equal the source.
  */
 #include "e2e_tables.h"
 
@@ -297,6 +302,61 @@ Test(e2e_mysql, oversize_metrics, .timeout = 300, .fini = e2e_kill_children)
         char dlq[200];
         snprintf(dlq, sizeof dlq, "%s.dlq", r.db);
         cr_expect_eq(records_with_key(dlq, NULL), pi == 0 ? 3 : 0, "%s: records in %s", policies[pi], dlq);
+        e2e_sql(m, "DROP DATABASE %s", r.db);
+        mysql_close(m);
+        e2e_rmtree(r.dir);
+    }
+}
+
+Test(e2e_mysql, text_types, .timeout = 300, .fini = e2e_kill_children)
+{
+    const char *encodings[] = {"tributary", "debezium"};
+    static const char *const vals[] = {
+        "'123e4567-e89b-12d3-a456-426614174000', '2001:db8::1', '192.168.1.1'",
+        "'6ccd780c-baba-4026-9564-5b8c656024db', '::ffff:1.2.3.4', '0.0.0.0'",
+        "'00000000-0000-0000-0000-000000000000', '::', '255.255.255.255'",
+        "'ffffffff-ffff-ffff-ffff-ffffffffffff', 'fe80::1:2:3:4', '10.0.0.0'",
+        "NULL, NULL, NULL",
+        "UUID(), '::1.2.3.4', '1.2.3.4'",
+    };
+    size_t nv = sizeof vals / sizeof vals[0];
+    for (int ei = 0; ei < 2; ei++) {
+        st_run r;
+        char extra[128];
+        snprintf(extra, sizeof extra, "value.encoding=%s\n", encodings[ei]);
+        st_setup(&r, "e2etxt", extra);
+        MYSQL *m = e2e_mysql();
+        e2e_sql(m, "CREATE DATABASE %s", r.db);
+        e2e_sql(m, "CREATE TABLE %s.ty (id INT PRIMARY KEY, u UUID, i6 INET6, i4 INET4)", r.db);
+        for (size_t i = 0; i < nv; i++)
+            e2e_sql(m, "INSERT INTO %s.ty VALUES (%zu, %s)", r.db, i + 1, vals[i]);
+        st_start(&r);
+        wait_caught_up(m, r.status, r.pid, r.log);
+        for (size_t i = 0; i < nv; i++) /* the same values from the binlog */
+            e2e_sql(m, "INSERT INTO %s.ty SELECT id + 100, u, i6, i4 FROM %s.ty WHERE id = %zu", r.db, r.db, i + 1);
+        e2e_sql(m, "UPDATE %s.ty SET u = '11111111-2222-3333-4444-555555555555', i6 = '1::', i4 = '8.8.8.8' "
+                   "WHERE id = 2", r.db);
+        wait_caught_up(m, r.status, r.pid, r.log);
+        kill(r.pid, SIGTERM);
+        cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
+        e2e_assert_clean_log(r.log);
+        cr_expect_eq(st_log_count(&r, "read as text"), 0, "%s: a type read as text: %s", encodings[ei], r.log);
+
+        json_t *rec = st_schema_record(&r, "ty");
+        cr_assert_not_null(rec, "no schema record of ty");
+        cr_expect_eq(json_integer_value(json_object_get(rec, "version")), 1,
+                     "%s: the binlog wrote another schema record than the snapshot's", encodings[ei]);
+        json_t *cols = json_object_get(rec, "columns");
+        static const char *const st[] = {"uuid", "inet6", "inet4"};
+        for (size_t c = 1; c <= 3; c++) {
+            json_t *col = json_array_get(cols, c);
+            cr_expect_str_eq(json_string_value(json_object_get(col, "source_type")), st[c - 1]);
+            cr_expect_str_eq(json_string_value(json_object_get(col, "type")), "char");
+        }
+        json_decref(rec);
+        st_cache_build(&r);
+        const char *tcols[] = {"id", "u", "i6", "i4", NULL};
+        st_assert_equal(&r, m, "ty", tcols, "id, u, i6, i4");
         e2e_sql(m, "DROP DATABASE %s", r.db);
         mysql_close(m);
         e2e_rmtree(r.dir);
