@@ -384,7 +384,7 @@ static tb_code dlq_open(cache_ctx *c, tb_error *err)
     /* create the DLQ topic unless it exists (the broker may not auto-create); a failure is
      * a warning: producing to it reports what is wrong */
     tb_error terr;
-    if (kafka_topic_create(c->dlq, c->dlq_topic, 1, -1, false, 15000, NULL, NULL, &terr) != TB_OK)
+    if (kafka_topic_create(c->dlq, c->dlq_topic, 1, -1, NULL, 15000, NULL, NULL, &terr) != TB_OK)
         TB_WARN("cache", "creating %s: %s", c->dlq_topic, terr.msg);
     return TB_OK;
 }

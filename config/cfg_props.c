@@ -117,7 +117,10 @@ static const cfg_prop props[] = {
     /* ---- topics and values */
     {"topic.prefix", CFG_STRING, "tributary", 0, 0, NULL, "First part of every topic name.", false, "topics"},
     {"topic.partitions", CFG_INT, "1", 1, 100000, NULL, "Partitions of topics the sink creates.", false, "topics"},
-    {"topic.replication.factor", CFG_INT, "1", 1, 32767, NULL, "Replication factor of topics the sink creates.", false, "topics"},
+    {"topic.replication.factor", CFG_INT, NULL, 1, 32767, NULL,
+     "Replication factor of topics the sink creates (offsets and lease topics too). Unset: the cluster's `default.replication.factor` (read from a broker), at most the number of brokers. An existing topic with replication factor 1 on a cluster of several brokers gets a WARN naming the fix.", false, "topics"},
+    {"topic.min.insync.replicas", CFG_INT, NULL, 1, 32767, NULL,
+     "`min.insync.replicas` of topics the sink creates: how many replicas must have a write before the brokers acknowledge it (the producer uses acks=all). Unset: 2 for a replication factor of 3 or more, else 1. An existing topic whose value can lose acknowledged writes (1 with 3 or more replicas) or stops writes (above, or with several replicas equal to, its replication factor) gets a WARN naming the fix.", false, "topics"},
     {"topic.check.compact", CFG_BOOL, "true", 0, 0, NULL, "Refuse an existing topic whose cleanup.policy is not compact.", false, "topics"},
     {"topic.create", CFG_BOOL, "true", 0, 0, NULL,
      "Create missing topics and check existing ones through the Kafka Admin API (false: topics must exist or be auto-created).", false, "topics"},

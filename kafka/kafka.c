@@ -3,6 +3,8 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "tb_clock.h"
@@ -137,8 +139,8 @@ rd_kafka_event_t *kafka_admin_wait(rd_kafka_t *rk, rd_kafka_queue_t *q, int time
     }
 }
 
-tb_code kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions, int replication_factor, bool compact,
-                           int timeout_ms, const bool *stop, bool *exists, tb_error *err)
+tb_code kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions, int replication_factor,
+                           const char *const *configs, int timeout_ms, const bool *stop, bool *exists, tb_error *err)
 {
     tb_code rc = TB_OK;
     char errstr[512];
@@ -156,10 +158,11 @@ tb_code kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions, in
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "topic %s: out of memory", topic);
         goto out;
     }
-    if (compact && rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact")) {
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "topic %s: cannot set cleanup.policy", topic);
-        goto out;
-    }
+    for (size_t i = 0; configs && configs[i] && configs[i + 1]; i += 2)
+        if (rd_kafka_NewTopic_set_config(nt, configs[i], configs[i + 1])) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "topic %s: cannot set %s", topic, configs[i]);
+            goto out;
+        }
     rd_kafka_AdminOptions_set_request_timeout(opt, timeout_ms, errstr, sizeof(errstr));
     rd_kafka_AdminOptions_set_operation_timeout(opt, timeout_ms, errstr, sizeof(errstr));
     rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
@@ -191,5 +194,158 @@ out:
         rd_kafka_NewTopic_destroy(nt);
     if (q)
         rd_kafka_queue_destroy(q);
+    return rc;
+}
+
+tb_code kafka_describe_configs(rd_kafka_t *rk, rd_kafka_ResourceType_t type, const char *name,
+                               const char *const *keys, char **values, size_t n, int timeout_ms, const bool *stop,
+                               tb_error *err)
+{
+    tb_code rc = TB_OK;
+    char errstr[512];
+    const char *what = type == RD_KAFKA_RESOURCE_BROKER ? "broker" : "topic";
+    for (size_t i = 0; i < n; i++)
+        values[i] = NULL;
+    rd_kafka_event_t *ev = NULL;
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(type, name);
+    rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+    if (!q || !res || !opt) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "%s %s: out of memory", what, name);
+        goto out;
+    }
+    rd_kafka_AdminOptions_set_request_timeout(opt, timeout_ms, errstr, sizeof(errstr));
+    if (type == RD_KAFKA_RESOURCE_BROKER) {
+        /* a broker's configuration is read from that broker */
+        int32_t id = (int32_t)atoi(name);
+        rd_kafka_AdminOptions_set_broker(opt, id, errstr, sizeof(errstr));
+    }
+    rd_kafka_DescribeConfigs(rk, &res, 1, opt, q);
+    if (!(ev = kafka_admin_wait(rk, q, timeout_ms + 1000, stop))) {
+        rc = tb_error_set(err, TB_ERR_KAFKA, true, "%s %s: DescribeConfigs timed out after %d ms", what, name,
+                          timeout_ms);
+        goto out;
+    }
+    if (rd_kafka_event_error(ev)) {
+        rc = kafka_error(err, rd_kafka_event_error(ev), "%s %s: DescribeConfigs", what, name);
+        goto out;
+    }
+    const rd_kafka_DescribeConfigs_result_t *dres = rd_kafka_event_DescribeConfigs_result(ev);
+    size_t nres = 0;
+    const rd_kafka_ConfigResource_t **rs = dres ? rd_kafka_DescribeConfigs_result_resources(dres, &nres) : NULL;
+    if (nres != 1) {
+        rc = tb_error_set(err, TB_ERR_KAFKA, false, "%s %s: DescribeConfigs returned %zu resources", what, name,
+                          nres);
+        goto out;
+    }
+    if (rd_kafka_ConfigResource_error(rs[0])) {
+        rc = kafka_error(err, rd_kafka_ConfigResource_error(rs[0]), "%s %s: DescribeConfigs", what, name);
+        goto out;
+    }
+    size_t nent = 0;
+    const rd_kafka_ConfigEntry_t **ents = rd_kafka_ConfigResource_configs(rs[0], &nent);
+    for (size_t e = 0; e < nent; e++)
+        for (size_t i = 0; i < n; i++)
+            if (!values[i] && strcmp(rd_kafka_ConfigEntry_name(ents[e]), keys[i]) == 0 &&
+                rd_kafka_ConfigEntry_value(ents[e]) &&
+                !(values[i] = strdup(rd_kafka_ConfigEntry_value(ents[e])))) {
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "%s %s: out of memory", what, name);
+                goto out;
+            }
+out:
+    if (rc != TB_OK)
+        for (size_t i = 0; i < n; i++) {
+            free(values[i]);
+            values[i] = NULL;
+        }
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    if (res)
+        rd_kafka_ConfigResource_destroy(res);
+    if (opt)
+        rd_kafka_AdminOptions_destroy(opt);
+    if (q)
+        rd_kafka_queue_destroy(q);
+    return rc;
+}
+
+tb_code kafka_cluster_metadata(rd_kafka_t *rk, const char *topic, int timeout_ms, kafka_cluster_md *out,
+                               tb_error *err)
+{
+    out->brokers = 0;
+    out->broker_id = -1;
+    out->replicas = -1;
+    rd_kafka_topic_t *rkt = NULL;
+    if (topic && !(rkt = rd_kafka_topic_new(rk, topic, NULL)))
+        return kafka_error(err, rd_kafka_last_error(), "topic %s: metadata", topic);
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t rerr = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
+    tb_code rc = TB_OK;
+    if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        rc = kafka_error(err, rerr, "%s%s: metadata", topic ? "topic " : "cluster", topic ? topic : "");
+        goto out;
+    }
+    out->brokers = md->broker_cnt;
+    out->broker_id = md->orig_broker_id;
+    for (int t = 0; topic && t < md->topic_cnt; t++) {
+        const struct rd_kafka_metadata_topic *mt = &md->topics[t];
+        if (strcmp(mt->topic, topic) != 0)
+            continue;
+        if (mt->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            rc = kafka_error(err, mt->err, "topic %s: metadata", topic);
+            goto out;
+        }
+        for (int p = 0; p < mt->partition_cnt; p++)
+            if (out->replicas < 0 || mt->partitions[p].replica_cnt < out->replicas)
+                out->replicas = mt->partitions[p].replica_cnt;
+    }
+out:
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    if (rkt)
+        rd_kafka_topic_destroy(rkt);
+    return rc;
+}
+
+tb_code kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions, int timeout_ms, const bool *stop,
+                               tb_error *err)
+{
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    if (!rkt)
+        return kafka_error(err, rd_kafka_last_error(), "topic %s: metadata", topic);
+    int64_t deadline = tb_mono_ms() + timeout_ms;
+    int seen = -1, led = 0;
+    tb_code rc = TB_OK;
+    for (;;) {
+        const struct rd_kafka_metadata *md = NULL;
+        int left = (int)(deadline - tb_mono_ms());
+        if (rd_kafka_metadata(rk, 0, rkt, &md, left > 1000 ? 1000 : left > 0 ? left : 1) ==
+                RD_KAFKA_RESP_ERR_NO_ERROR &&
+            md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            const struct rd_kafka_metadata_topic *mt = &md->topics[0];
+            seen = mt->partition_cnt;
+            led = 0;
+            for (int p = 0; p < mt->partition_cnt; p++)
+                led += mt->partitions[p].err == RD_KAFKA_RESP_ERR_NO_ERROR && mt->partitions[p].leader >= 0;
+        }
+        if (md)
+            rd_kafka_metadata_destroy(md);
+        if (seen == partitions && led == partitions)
+            break;
+        if (tb_mono_ms() >= deadline || (stop && *stop)) {
+            rc = tb_error_set(err, TB_ERR_KAFKA, true,
+                              "topic %s: created, but the metadata shows %d of its %d partitions with a leader "
+                              "after %d ms",
+                              topic, led, partitions, timeout_ms);
+            break;
+        }
+        if (stop) {
+            rd_kafka_poll(rk, 100);
+        } else {
+            struct timespec ts = {0, 100 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    rd_kafka_topic_destroy(rkt);
     return rc;
 }

@@ -48,12 +48,42 @@ tb_code kafka_error_obj(tb_error *err, const rd_kafka_error_t *e, const char *fm
  * is set. NULL on timeout; otherwise the caller destroys the event. */
 rd_kafka_event_t *kafka_admin_wait(rd_kafka_t *rk, rd_kafka_queue_t *q, int timeout_ms, const bool *stop);
 
-/* Create topic with CreateTopics (cleanup.policy=compact when compact;
- * replication_factor -1: the broker's default). *exists (may be NULL) says
+/* Create topic with CreateTopics. configs: NULL or topic configuration as
+ * name, value pairs ending with NULL ("cleanup.policy", "compact", NULL);
+ * replication_factor -1: the broker's default. *exists (may be NULL) says
  * whether the broker answered that the topic exists already, which is not an
  * error. Errors name the topic; a request that gets no answer within
  * timeout_ms (+1 s) is TB_ERR_KAFKA, retriable. stop: as kafka_admin_wait. */
-tb_code kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions, int replication_factor, bool compact,
-                           int timeout_ms, const bool *stop, bool *exists, tb_error *err);
+tb_code kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions, int replication_factor,
+                           const char *const *configs, int timeout_ms, const bool *stop, bool *exists, tb_error *err);
+
+/* DescribeConfigs of one resource (RD_KAFKA_RESOURCE_TOPIC or _BROKER, name
+ * the topic or the broker id): values[i] = a copy of the value of keys[i]
+ * (caller frees each), NULL when the broker did not return it. Errors name the
+ * resource. */
+tb_code kafka_describe_configs(rd_kafka_t *rk, rd_kafka_ResourceType_t type, const char *name,
+                               const char *const *keys, char **values, size_t n, int timeout_ms, const bool *stop,
+                               tb_error *err);
+
+/* What the cluster's metadata says: brokers it lists, the id of the broker that
+ * answered, and with topic (which must exist: a producer's metadata request may
+ * create a missing topic on a broker with auto.create.topics.enable) the
+ * smallest replica count of its partitions (-1 without topic). */
+typedef struct kafka_cluster_md {
+    int brokers;
+    int32_t broker_id;
+    int replicas;
+} kafka_cluster_md;
+tb_code kafka_cluster_metadata(rd_kafka_t *rk, const char *topic, int timeout_ms, kafka_cluster_md *out,
+                               tb_error *err);
+
+/* After CreateTopics: poll the metadata (which also fills the client's own
+ * cache) every 100 ms until topic shows `partitions` partitions, each with a
+ * leader. On a cluster the brokers learn of a new topic one after the other;
+ * a client that asks a broker still without it would see the partitions vanish
+ * and fail what it queued for them (_UNKNOWN_PARTITION). TB_ERR_KAFKA,
+ * retriable, when that takes more than timeout_ms; stop: as kafka_admin_wait. */
+tb_code kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions, int timeout_ms, const bool *stop,
+                               tb_error *err);
 
 #endif

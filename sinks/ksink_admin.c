@@ -1,70 +1,143 @@
 /*
  * ksink_admin: topics through the Kafka Admin API (DESIGN 4).
  *
- * ksink_topic_ensure() sends CreateTopics (kafka_topic_create: cleanup.policy=
- * compact for compacted topics, topic.partitions, topic.replication.factor). When the
- * broker answers TOPIC_ALREADY_EXISTS and the topic must be compacted, it
- * reads the topic's cleanup.policy with DescribeConfigs and refuses anything
- * but "compact" unless topic.check.compact=false. One round trip for a new
- * topic, two for an existing one; the caller caches the outcome per topic.
+ * ksink_topic_ensure() plans a new topic from the cluster (its metadata: the
+ * brokers; without topic.replication.factor, the answering broker's
+ * default.replication.factor, at most the number of brokers; without
+ * topic.min.insync.replicas, 2 for a replication factor of 3 or more, else 1)
+ * and sends CreateTopics (cleanup.policy=compact for compacted topics,
+ * min.insync.replicas, topic.partitions). When the broker answers
+ * TOPIC_ALREADY_EXISTS it reads the topic's replica count (metadata) and its
+ * cleanup.policy and min.insync.replicas (DescribeConfigs): it refuses anything
+ * but "compact" for a compacted topic unless topic.check.compact=false, and
+ * WARNs, naming the fix, about a replication factor of 1 on a cluster of
+ * several brokers or a min.insync.replicas that loses acknowledged writes or
+ * stops them. The caller caches the outcome per topic.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ksink_int.h"
 #include "tb_log.h"
 
-static tb_code ksink_check_compact(rd_kafka_t *rk, rd_kafka_queue_t *q, const char *topic, int timeout_ms,
-                                   const bool *stop, tb_error *err)
+/* The min.insync.replicas a topic of replication factor rf gets by default:
+ * an acknowledged write (acks=all) on two brokers once there are three. */
+int ksink_default_min_insync(int rf)
 {
-    tb_code rc = TB_OK;
-    char errstr[512];
-    rd_kafka_event_t *ev = NULL;
-    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
-    rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
-    if (!res || !opt) {
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "topic %s: out of memory", topic);
-        goto out;
+    return rf >= 3 ? 2 : 1;
+}
+
+void ksink_topic_check_replication(const char *topic, int brokers, int rf, int min_insync)
+{
+    if (rf <= 0)
+        return;
+    if (rf == 1 && brokers > 1)
+        TB_WARN("ksink",
+                "topic %s has replication factor 1 on a cluster of %d brokers: losing the one broker that holds a "
+                "partition stops the connector and may lose the topic; raise it with kafka-reassign-partitions "
+                "(a new topic gets the cluster's default, or topic.replication.factor)",
+                topic, brokers);
+    if (min_insync <= 0)
+        return;
+    if (min_insync > rf)
+        TB_WARN("ksink",
+                "topic %s: min.insync.replicas=%d is more than its replication factor %d: the brokers refuse every "
+                "write (NOT_ENOUGH_REPLICAS); set it: kafka-configs --alter --entity-type topics --entity-name %s "
+                "--add-config min.insync.replicas=%d",
+                topic, min_insync, rf, topic, ksink_default_min_insync(rf));
+    else if (rf >= 3 && min_insync < 2)
+        TB_WARN("ksink",
+                "topic %s: min.insync.replicas=%d with replication factor %d: a write the brokers acknowledge may "
+                "be on one broker only and is lost with it; set it: kafka-configs --alter --entity-type topics "
+                "--entity-name %s --add-config min.insync.replicas=2",
+                topic, min_insync, rf, topic);
+    else if (rf > 1 && min_insync == rf)
+        TB_WARN("ksink",
+                "topic %s: min.insync.replicas=%d equals its replication factor: losing any one broker stops every "
+                "write; set it: kafka-configs --alter --entity-type topics --entity-name %s "
+                "--add-config min.insync.replicas=%d",
+                topic, min_insync, topic, rf - 1);
+}
+
+/* Replication factor and min.insync.replicas for a new topic (see the top). */
+static tb_code ksink_topic_plan(rd_kafka_t *rk, const cfg *c, int timeout_ms, const bool *stop, int *rf,
+                                int *min_insync, int *brokers, tb_error *err)
+{
+    kafka_cluster_md md;
+    tb_code rc = kafka_cluster_metadata(rk, NULL, timeout_ms, &md, err);
+    if (rc != TB_OK)
+        return rc;
+    *brokers = md.brokers;
+    if (cfg_is_set(c, "topic.replication.factor")) {
+        *rf = (int)cfg_get_int(c, "topic.replication.factor");
+    } else {
+        char id[16], *v = NULL;
+        const char *key = "default.replication.factor";
+        snprintf(id, sizeof id, "%d", (int)md.broker_id);
+        tb_error derr;
+        tb_error_clear(&derr);
+        if (kafka_describe_configs(rk, RD_KAFKA_RESOURCE_BROKER, id, &key, &v, 1, timeout_ms, stop, &derr) != TB_OK ||
+            !v) {
+            /* not allowed to read it (DESCRIBE_CONFIGS): the broker applies its default to the new topic and
+             * its own min.insync.replicas */
+            TB_WARN("ksink",
+                    "cannot read the cluster's default.replication.factor (%s): new topics get the broker's "
+                    "defaults; set topic.replication.factor and topic.min.insync.replicas to choose",
+                    v ? "no value" : derr.msg);
+            free(v);
+            *rf = -1;
+            *min_insync = cfg_is_set(c, "topic.min.insync.replicas") ? (int)cfg_get_int(c, "topic.min.insync.replicas")
+                                                                     : 0;
+            return TB_OK;
+        }
+        *rf = atoi(v);
+        free(v);
+        if (*rf < 1)
+            *rf = 1;
+        if (md.brokers > 0 && *rf > md.brokers)
+            *rf = md.brokers;
     }
-    rd_kafka_AdminOptions_set_request_timeout(opt, timeout_ms, errstr, sizeof(errstr));
-    rd_kafka_DescribeConfigs(rk, &res, 1, opt, q);
-    if (!(ev = kafka_admin_wait(rk, q, timeout_ms + 1000, stop))) {
-        rc = tb_error_set(err, TB_ERR_KAFKA, true, "topic %s: DescribeConfigs timed out after %d ms", topic,
-                          timeout_ms);
-        goto out;
+    *min_insync = cfg_is_set(c, "topic.min.insync.replicas") ? (int)cfg_get_int(c, "topic.min.insync.replicas")
+                                                             : ksink_default_min_insync(*rf);
+    return TB_OK;
+}
+
+/* An existing topic: its cleanup.policy (refused unless compact, when compact
+ * and topic.check.compact), its replication and min.insync.replicas (WARNs). */
+static tb_code ksink_topic_check(rd_kafka_t *rk, const cfg *c, const char *topic, bool compact, int timeout_ms,
+                                 const bool *stop, tb_error *err)
+{
+    kafka_cluster_md md;
+    tb_code rc = kafka_cluster_metadata(rk, topic, timeout_ms, &md, err);
+    if (rc != TB_OK)
+        return rc;
+    const char *keys[] = {"cleanup.policy", "min.insync.replicas"};
+    char *v[2];
+    bool need_policy = compact && cfg_get_bool(c, "topic.check.compact");
+    tb_error derr;
+    tb_error_clear(&derr);
+    if ((rc = kafka_describe_configs(rk, RD_KAFKA_RESOURCE_TOPIC, topic, keys, v, 2, timeout_ms, stop, &derr)) !=
+        TB_OK) {
+        if (need_policy) {
+            *err = derr;
+            return rc;
+        }
+        /* nothing to refuse: the replication check needs min.insync.replicas, which we may not read */
+        TB_WARN("ksink", "%s: its min.insync.replicas is not checked", derr.msg);
+        ksink_topic_check_replication(topic, md.brokers, md.replicas, 0);
+        return TB_OK;
     }
-    if (rd_kafka_event_error(ev)) {
-        rc = kafka_error(err, rd_kafka_event_error(ev), "topic %s: DescribeConfigs", topic);
-        goto out;
-    }
-    const rd_kafka_DescribeConfigs_result_t *dres = rd_kafka_event_DescribeConfigs_result(ev);
-    size_t nres = 0;
-    const rd_kafka_ConfigResource_t **rs = dres ? rd_kafka_DescribeConfigs_result_resources(dres, &nres) : NULL;
-    if (nres != 1) {
-        rc = tb_error_set(err, TB_ERR_KAFKA, false, "topic %s: DescribeConfigs returned %zu resources", topic, nres);
-        goto out;
-    }
-    if (rd_kafka_ConfigResource_error(rs[0])) {
-        rc = kafka_error(err, rd_kafka_ConfigResource_error(rs[0]), "topic %s: DescribeConfigs", topic);
-        goto out;
-    }
-    size_t nent = 0;
-    const rd_kafka_ConfigEntry_t **ents = rd_kafka_ConfigResource_configs(rs[0], &nent);
-    const char *policy = NULL;
-    for (size_t i = 0; i < nent; i++)
-        if (strcmp(rd_kafka_ConfigEntry_name(ents[i]), "cleanup.policy") == 0)
-            policy = rd_kafka_ConfigEntry_value(ents[i]);
-    if (!policy || strcmp(policy, "compact") != 0)
+    const char *policy = v[0];
+    if (need_policy && (!policy || strcmp(policy, "compact") != 0))
         rc = tb_error_set(err, TB_ERR_CONFIG, false,
                           "topic %s exists with cleanup.policy=%s, not compact: its changelog would lose rows; "
                           "set cleanup.policy=compact on it, or topic.check.compact=false to use it anyway",
                           topic, policy ? policy : "(unknown)");
-out:
-    if (ev)
-        rd_kafka_event_destroy(ev);
-    rd_kafka_ConfigResource_destroy(res);
-    if (opt)
-        rd_kafka_AdminOptions_destroy(opt);
+    else
+        ksink_topic_check_replication(topic, md.brokers, md.replicas, v[1] ? atoi(v[1]) : 0);
+    free(v[0]);
+    free(v[1]);
     return rc;
 }
 
@@ -81,25 +154,41 @@ tb_code ksink_topic_ensure_until(rd_kafka_t *rk, const cfg *c, const char *topic
         return TB_OK;
     if (partitions <= 0)
         partitions = (int)cfg_get_int(c, "topic.partitions");
-    int rf = (int)cfg_get_int(c, "topic.replication.factor");
     int timeout_ms = ksink_request_timeout_ms(c);
+    int rf = 0, min_insync = 0, brokers = 0;
+    tb_code rc = ksink_topic_plan(rk, c, timeout_ms, stop, &rf, &min_insync, &brokers, err);
+    if (rc != TB_OK)
+        return rc;
+    char misr[16];
+    snprintf(misr, sizeof misr, "%d", min_insync);
+    const char *configs[8];
+    size_t n = 0;
+    if (compact) {
+        configs[n++] = "cleanup.policy";
+        configs[n++] = "compact";
+    }
+    if (min_insync > 0) {
+        configs[n++] = "min.insync.replicas";
+        configs[n++] = misr;
+    }
+    configs[n] = NULL;
     bool exists = false;
-    tb_code rc = kafka_topic_create(rk, topic, partitions, rf, compact, timeout_ms, stop, &exists, err);
+    rc = kafka_topic_create(rk, topic, partitions, rf, configs, timeout_ms, stop, &exists, err);
     if (rc != TB_OK)
         return rc;
     if (!exists) {
-        TB_INFO("ksink", "created topic %s (%d partitions, replication factor %d%s)", topic, partitions, rf,
-                compact ? ", compacted" : "");
+        if ((rc = kafka_topic_wait_ready(rk, topic, partitions, timeout_ms, stop, err)) != TB_OK)
+            return rc;
+        if (rf > 0 && min_insync > 0)
+            TB_INFO("ksink", "created topic %s (%d partitions, replication factor %d, min.insync.replicas %d%s)",
+                    topic, partitions, rf, min_insync, compact ? ", compacted" : "");
+        else
+            TB_INFO("ksink", "created topic %s (%d partitions, the broker's default replication%s)", topic, partitions,
+                    compact ? ", compacted" : "");
+        ksink_topic_check_replication(topic, brokers, rf, min_insync);
         return TB_OK;
     }
-    if (!compact || !cfg_get_bool(c, "topic.check.compact"))
-        return TB_OK;
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    if (!q)
-        return tb_error_set(err, TB_ERR_NOMEM, false, "topic %s: out of memory", topic);
-    rc = ksink_check_compact(rk, q, topic, timeout_ms, stop, err);
-    rd_kafka_queue_destroy(q);
-    return rc;
+    return ksink_topic_check(rk, c, topic, compact, timeout_ms, stop, err);
 }
 
 tb_code ksink_offsets_topic(const cfg *c, tb_buf *out)

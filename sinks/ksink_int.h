@@ -49,6 +49,15 @@ tb_code ksink_topic_ensure(rd_kafka_t *rk, const cfg *c, const char *topic, int 
 tb_code ksink_topic_ensure_until(rd_kafka_t *rk, const cfg *c, const char *topic, int partitions,
                                  bool compact, const bool *stop, tb_error *err);
 
+/* min.insync.replicas for a new topic of replication factor rf without
+ * topic.min.insync.replicas: 2 from 3 replicas on, else 1. */
+int ksink_default_min_insync(int rf);
+/* WARN, naming the fix, when topic's replication (rf replicas on a cluster of
+ * brokers, min_insync; 0 or less: unknown) can lose acknowledged writes or
+ * stops them: rf 1 on several brokers, min_insync above rf, 1 with rf >= 3,
+ * or equal to rf > 1. */
+void ksink_topic_check_replication(const char *topic, int brokers, int rf, int min_insync);
+
 /* "<name>.offsets", "<name>.dlq" appended to out. */
 tb_code ksink_offsets_topic(const cfg *c, tb_buf *out);
 tb_code ksink_dlq_topic(const cfg *c, tb_buf *out);

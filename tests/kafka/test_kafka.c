@@ -54,11 +54,11 @@ Test(kafka, topic_create_checks_the_new_topic)
     rd_kafka_t *rk = NULL;
     cr_assert_eq(kafka_client_new(conf, RD_KAFKA_PRODUCER, "test producer", &rk, &err), TB_OK, "%s", err.msg);
     bool exists = true;
-    cr_expect_eq(kafka_topic_create(rk, "some.topic", -5, 1, true, 1000, NULL, &exists, &err), TB_ERR_CONFIG);
+    cr_expect_eq(kafka_topic_create(rk, "some.topic", -5, 1, NULL, 1000, NULL, &exists, &err), TB_ERR_CONFIG);
     cr_expect_eq(strncmp(err.msg, "topic some.topic: ", 18), 0, "%s", err.msg);
     cr_expect_not(exists);
     /* no broker: the request times out, retriable, naming the topic */
-    cr_expect_eq(kafka_topic_create(rk, "some.topic", 1, 1, true, 200, NULL, &exists, &err), TB_ERR_KAFKA);
+    cr_expect_eq(kafka_topic_create(rk, "some.topic", 1, 1, NULL, 200, NULL, &exists, &err), TB_ERR_KAFKA);
     cr_expect(err.retriable, "%s", err.msg);
     cr_expect_not_null(strstr(err.msg, "some.topic"), "%s", err.msg);
     rd_kafka_destroy(rk);

@@ -1,0 +1,499 @@
+/*
+ * Cluster tests: MariaDB -> tributary run -> a three-broker Kafka cluster
+ * (scripts/testenv up --brokers 3; TRIBUTARY_TEST_KAFKA_BROKERS must be 3 or
+ * more, else every test fails), with the built binary.
+ *
+ *   topics_fit_the_cluster     topics the connector creates get the cluster's
+ *                              replication factor (3) and min.insync.replicas 2;
+ *                              an existing topic with replication factor 1 gets
+ *                              a WARN naming the fix
+ *   leader_killed_*            the leader of the data topic's partition is
+ *                              SIGKILLed while a workload streams, and brought
+ *                              back (at-least-once and exactly_once)
+ *   rolling_restart            each broker in turn stopped and started, the next
+ *                              one once every replica is back in sync
+ *
+ * Each one then stops the workload, waits until the connector committed the
+ * server's GTID position, stops it (SIGTERM, exit 0) and compares the topic
+ * read as a table with the source table (by query); with exactly_once, a
+ * read_committed consumer sees no change event twice. The connector must never
+ * stop by itself.
+ */
+#include <sys/stat.h>
+#include <time.h>
+
+#include "../e2e/e2e_tables.h"
+
+#define CL_IDS 2000
+
+/* ------------------------------------------------------------ the cluster */
+
+static const char *cl_brokers(void)
+{
+    const char *b = tb_itest_env("TRIBUTARY_TEST_KAFKA");
+    const char *n = tb_itest_env("TRIBUTARY_TEST_KAFKA_BROKERS");
+    cr_assert(atoi(n) >= 3,
+              "TRIBUTARY_TEST_KAFKA_BROKERS=%s: the cluster tests need three brokers "
+              "(eval \"$(scripts/testenv up --brokers 3)\")",
+              n);
+    return b;
+}
+
+/* Partition 0 of topic: its leader (-1 none), replicas and in-sync replicas. */
+typedef struct cl_part {
+    int leader, replicas, isr;
+} cl_part;
+
+static bool cl_partition(const char *topic, int partition, cl_part *out)
+{
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", cl_brokers(), errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "allow.auto.create.topics", "false", errstr, sizeof errstr);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    cr_assert_not_null(rk, "%s", errstr);
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    const rd_kafka_metadata_t *md = NULL;
+    bool ok = false;
+    if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+        md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        for (int p = 0; p < md->topics[0].partition_cnt; p++) {
+            const rd_kafka_metadata_partition_t *mp = &md->topics[0].partitions[p];
+            if (mp->id != partition)
+                continue;
+            out->leader = mp->err == RD_KAFKA_RESP_ERR_NO_ERROR ? mp->leader : -1;
+            out->replicas = mp->replica_cnt;
+            out->isr = mp->isr_cnt;
+            ok = true;
+        }
+    }
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_destroy(rk);
+    return ok;
+}
+
+/* Poll until every partition 0 of topics (NULL-terminated) has all its replicas in sync. */
+static void cl_wait_in_sync(const char *const *topics)
+{
+    long long deadline = tb_itest_now_ms() + 120000;
+    for (size_t i = 0; topics[i]; i++) {
+        cl_part p = {-1, 0, 0};
+        while (!(cl_partition(topics[i], 0, &p) && p.leader >= 0 && p.isr == p.replicas)) {
+            cr_assert(tb_itest_now_ms() < deadline, "%s: %d of %d replicas in sync after 120 s (leader %d)",
+                      topics[i], p.isr, p.replicas, p.leader);
+            usleep(200000);
+        }
+    }
+}
+
+/* A topic configuration value (DescribeConfigs), into out. */
+static void cl_topic_config(const char *topic, const char *key, char *out, size_t cap)
+{
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", cl_brokers(), errstr, sizeof errstr);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    cr_assert_not_null(rk, "%s", errstr);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    rd_kafka_DescribeConfigs(rk, &res, 1, NULL, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+    cr_assert_not_null(ev, "DescribeConfigs %s timed out", topic);
+    cr_assert(!rd_kafka_event_error(ev), "DescribeConfigs %s: %s", topic, rd_kafka_event_error_string(ev));
+    size_t n = 0, ne = 0;
+    const rd_kafka_ConfigResource_t **rs =
+        rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
+    cr_assert_eq(n, 1);
+    const rd_kafka_ConfigEntry_t **es = rd_kafka_ConfigResource_configs(rs[0], &ne);
+    snprintf(out, cap, "(none)");
+    for (size_t i = 0; i < ne; i++)
+        if (strcmp(rd_kafka_ConfigEntry_name(es[i]), key) == 0)
+            snprintf(out, cap, "%s", rd_kafka_ConfigEntry_value(es[i]) ? rd_kafka_ConfigEntry_value(es[i]) : "");
+    rd_kafka_event_destroy(ev);
+    rd_kafka_ConfigResource_destroy(res);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+}
+
+/* Create topic with replication factor rf (Admin API). */
+static void cl_create_topic(const char *topic, int rf)
+{
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", cl_brokers(), errstr, sizeof errstr);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    cr_assert_not_null(rk, "%s", errstr);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, 1, rf, errstr, sizeof errstr);
+    cr_assert_not_null(nt, "%s", errstr);
+    rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+    rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+    cr_assert_not_null(ev, "CreateTopics %s timed out", topic);
+    size_t n = 0;
+    const rd_kafka_topic_result_t **tr =
+        rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+    cr_assert(n == 1 && !rd_kafka_topic_result_error(tr[0]), "CreateTopics %s: %s", topic,
+              n == 1 ? rd_kafka_topic_result_error_string(tr[0]) : "no result");
+    rd_kafka_event_destroy(ev);
+    rd_kafka_NewTopic_destroy(nt);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+}
+
+/* ------------------------------------------------------------ workload (forked) */
+
+static volatile sig_atomic_t wl_stop;
+static void wl_on_term(int sig)
+{
+    (void)sig;
+    wl_stop = 1;
+}
+
+/* Until SIGTERM: inserts, updates and deletes on db.t, each its own
+ * transaction. Never calls Criterion. */
+static void cl_workload(const char *db, unsigned seed)
+{
+    signal(SIGTERM, wl_on_term);
+    srand(seed);
+    MYSQL *m = NULL;
+    char q[512];
+    while (!wl_stop) {
+        if (!m && !(m = e2e_mysql_try())) {
+            usleep(100000);
+            continue;
+        }
+        int r = rand() % 100, id = 1 + rand() % CL_IDS;
+        if (r < 50)
+            snprintf(q, sizeof q, "INSERT INTO %s.t (id, v, s) VALUES (%d, %d, 'i%d') ON DUPLICATE KEY UPDATE v = v + 1",
+                     db, id, rand() % 1000, rand());
+        else if (r < 85)
+            snprintf(q, sizeof q, "UPDATE %s.t SET v = v + 1, s = 'u%d' WHERE id BETWEEN %d AND %d", db, rand(), id,
+                     id + 3);
+        else
+            snprintf(q, sizeof q, "DELETE FROM %s.t WHERE id = %d", db, id);
+        if (mysql_query(m, q) != 0 && mysql_errno(m) >= 2000) {
+            mysql_close(m);
+            m = NULL;
+        }
+        usleep(3000);
+    }
+    if (m)
+        mysql_close(m);
+}
+
+/* ------------------------------------------------------------ a run */
+
+typedef struct cl_run {
+    char db[96];
+    char dir[256];
+    char cfg[320];
+    char log[320];
+    char status[320];
+    char topic[256];
+    char offsets[256];
+    pid_t connector;
+    pid_t wl;
+    bool exactly_once;
+} cl_run;
+
+static void cl_setup(cl_run *r, const char *tag, bool exactly_once, const char *extra)
+{
+    memset(r, 0, sizeof(*r));
+    const char *brokers = cl_brokers();
+    r->exactly_once = exactly_once;
+    tb_itest_unique(r->db, sizeof r->db, tag);
+    snprintf(r->dir, sizeof r->dir, "/tmp/e2e_%s", r->db);
+    cr_assert_eq(mkdir(r->dir, 0700), 0, "mkdir %s: %s", r->dir, strerror(errno));
+    snprintf(r->cfg, sizeof r->cfg, "%s/run.properties", r->dir);
+    snprintf(r->log, sizeof r->log, "%s/run.log", r->dir);
+    snprintf(r->status, sizeof r->status, "%s/status.json", r->dir);
+    snprintf(r->topic, sizeof r->topic, "%s.%s.t", r->db, r->db);
+    snprintf(r->offsets, sizeof r->offsets, "%s.offsets", r->db);
+
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r->db);
+    e2e_sql(m, "CREATE TABLE %s.t (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(40) NOT NULL)", r->db);
+    e2e_sql(m, "INSERT INTO %s.t SELECT seq, seq, CONCAT('seed', seq) FROM %s.seq_1_to_500", r->db, r->db);
+    mysql_close(m);
+
+    FILE *f = fopen(r->cfg, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "name=%s\nsource.type=mysql\nsource.host=%s\nsource.port=%s\nsource.user=%s\nsource.password=%s\n"
+            "source.server.id=%u\nsource.heartbeat.ms=1000\nheartbeat.interval.ms=500\n"
+            "tables.include=%s[.]t\ntopic.prefix=%s\nkafka.bootstrap.servers=%s\noffsets.storage=kafka\n"
+            "offsets.commit.interval.ms=300\nstatus.file=%s\nsnapshot.mode=initial\nexactly_once=%s\n"
+            "log.level=info\nha.enabled=false\n%s",
+            r->db, getenv("TRIBUTARY_TEST_MYSQL_HOST"), getenv("TRIBUTARY_TEST_MYSQL_PORT"),
+            getenv("TRIBUTARY_TEST_MYSQL_USER"), getenv("TRIBUTARY_TEST_MYSQL_PASSWORD"),
+            6000 + (unsigned)getpid() % 1000, r->db, r->db, brokers, r->status, exactly_once ? "true" : "false",
+            extra ? extra : "");
+    fclose(f);
+}
+
+static void cl_start(cl_run *r)
+{
+    const char *args[] = {"run", "--config", r->cfg, NULL};
+    r->connector = e2e_spawn(args, r->log);
+}
+
+static void cl_log_tail(const char *path, char *out, size_t cap)
+{
+    tb_buf lg;
+    tb_buf_init(&lg, 0);
+    e2e_slurp(path, &lg);
+    size_t off = lg.len > cap - 1 ? lg.len - (cap - 1) : 0;
+    snprintf(out, cap, "%s", lg.len ? tb_buf_cstr(&lg) + off : "");
+    tb_buf_free(&lg);
+}
+
+static void cl_assert_running(const cl_run *r)
+{
+    int rc = e2e_wait(r->connector, 0);
+    if (rc != -2) {
+        char tail[3000];
+        cl_log_tail(r->log, tail, sizeof tail);
+        cr_assert_fail("the connector stopped by itself (status %d); log tail:\n%s", rc, tail);
+    }
+}
+
+/* Poll until this connector says "streaming" in its status file. */
+static void cl_wait_streaming(const cl_run *r)
+{
+    char want[64];
+    snprintf(want, sizeof want, "\"pid\":%ld,\"state\":\"streaming\"", (long)r->connector);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    long long deadline = tb_itest_now_ms() + 90000;
+    while (!(e2e_slurp(r->status, &b) && strstr(tb_buf_cstr(&b), want))) {
+        cr_assert(tb_itest_now_ms() < deadline, "the connector is not streaming after 90 s; see %s", r->log);
+        cl_assert_running(r);
+        usleep(100000);
+    }
+    tb_buf_free(&b);
+}
+
+static void cl_start_workload(cl_run *r)
+{
+    fflush(NULL);
+    r->wl = fork();
+    cr_assert_geq(r->wl, 0);
+    if (r->wl == 0) {
+        cl_workload(r->db, (unsigned)getpid());
+        _exit(0);
+    }
+    e2e_track(r->wl);
+}
+
+static void cl_stop_workload(cl_run *r)
+{
+    kill(r->wl, SIGTERM);
+    cr_assert_eq(e2e_wait(r->wl, 30000), 0, "the workload did not stop");
+}
+
+static void cl_sleep_ms(long ms)
+{
+    /* how long a fault lasts or when it strikes, not synchronization */
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Poll until the committed GTID equals the server's; then SIGTERM, exit 0. */
+static void cl_catch_up_and_stop(cl_run *r)
+{
+    MYSQL *m = e2e_mysql();
+    char want[256], got[256] = "";
+    server_gtid(m, want, sizeof want);
+    mysql_close(m);
+    long long deadline = tb_itest_now_ms() + 180000;
+    while (!(e2e_status_gtid(r->status, got, sizeof got) && strcmp(got, want) == 0)) {
+        if (tb_itest_now_ms() >= deadline) {
+            char tail[3000];
+            cl_log_tail(r->log, tail, sizeof tail);
+            cr_assert_fail("not caught up in 180 s: committed %s, server %s; log tail:\n%s", got, want, tail);
+        }
+        cl_assert_running(r);
+        usleep(100000);
+    }
+    kill(r->connector, SIGTERM);
+    int rc = e2e_wait(r->connector, 90000);
+    cr_assert_eq(rc, 0, "tributary run did not stop cleanly on SIGTERM (status %d); see %s", rc, r->log);
+    e2e_assert_clean_log(r->log);
+}
+
+/* The topic read as a table equals the source table; with exactly_once no
+ * change event is seen twice by a read_committed consumer. */
+static void cl_compare(const cl_run *r, const char *what)
+{
+    MYSQL *m = e2e_mysql();
+    tb_buf src, got;
+    tb_buf_init(&src, 0);
+    tb_buf_init(&got, 0);
+    char q[256];
+    snprintf(q, sizeof q, "SELECT id, v, s FROM %s.t ORDER BY id", r->db);
+    e2e_query_text(m, q, &src);
+    tb_buf_putc(&src, '\0');
+    src.len--;
+    mysql_close(m);
+    const char *cols[] = {"id", "v", "s", NULL};
+    st_topic_table(r->topic, cols, &got);
+    const char *a = tb_buf_cstr(&src), *b = tb_buf_cstr(&got);
+    if (strcmp(a, b) != 0) {
+        size_t i = 0;
+        while (a[i] && a[i] == b[i])
+            i++;
+        while (i > 0 && a[i - 1] != '\n')
+            i--;
+        cr_assert_fail("%s: topic %s differs from the source table from here:\nsource: %.120s\ntopic:  %.120s", what,
+                       r->topic, a + i, b + i);
+    }
+    size_t rows = 0;
+    for (const char *p = a; *p; p++)
+        rows += *p == '\n';
+    const char *topics[] = {r->topic, NULL};
+    e2e_counts c = e2e_count_changes(cl_brokers(), topics);
+    fprintf(stderr, "cluster[%s]: RESULT rows=%zu change_events=%llu duplicates=%llu exactly_once=%d\n", what, rows,
+            (unsigned long long)c.changes, (unsigned long long)c.duplicates, (int)r->exactly_once);
+    cr_assert_gt(c.changes, 200, "%s: too few change events (%llu): the workload did not run", what,
+                 (unsigned long long)c.changes);
+    if (r->exactly_once)
+        cr_assert_eq(c.duplicates, 0, "%s: exactly_once: %llu duplicate change events seen read_committed", what,
+                     (unsigned long long)c.duplicates);
+    tb_buf_free(&src);
+    tb_buf_free(&got);
+}
+
+/* Every broker back up after a test (a failed one may leave some down). */
+static void cl_restore(void)
+{
+    e2e_kill_children();
+    const char *n = getenv("TRIBUTARY_TEST_KAFKA_BROKERS");
+    for (int i = 1; n && i <= atoi(n); i++) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "'%s/scripts/testenv' status '%s' | grep '^kafka broker %d: running' >/dev/null || "
+                 "'%s/scripts/testenv' start-broker %d '%s' >&2", TB_SOURCE_DIR, getenv("TRIBUTARY_TEST_DIR"), i,
+                 TB_SOURCE_DIR, i, getenv("TRIBUTARY_TEST_DIR"));
+        if (system(cmd) != 0)
+            fprintf(stderr, "cluster: could not restart broker %d\n", i);
+    }
+}
+
+/* ------------------------------------------------------------ tests */
+
+Test(cluster, topics_fit_the_cluster, .timeout = 300, .fini = cl_restore)
+{
+    cl_run r;
+    cl_setup(&r, "clrf", false, NULL);
+    /* the data topic exists already, with replication factor 1 */
+    cl_create_topic(r.topic, 1);
+    cl_start(&r);
+    cl_wait_streaming(&r);
+
+    /* the offsets topic the connector created: the cluster's replication factor, min.insync.replicas 2 */
+    cl_part p = {-1, 0, 0};
+    long long until = tb_itest_now_ms() + 60000;
+    while (!cl_partition(r.offsets, 0, &p)) { /* created with the first commit */
+        cr_assert(tb_itest_now_ms() < until, "no topic %s after 60 s", r.offsets);
+        usleep(200000);
+    }
+    cr_assert_eq(p.replicas, 3, "%s: replication factor %d, want the cluster's default 3", r.offsets, p.replicas);
+    char v[64];
+    cl_topic_config(r.offsets, "min.insync.replicas", v, sizeof v);
+    cr_assert_str_eq(v, "2", "%s: min.insync.replicas=%s", r.offsets, v);
+    cl_topic_config(r.offsets, "cleanup.policy", v, sizeof v);
+    cr_assert_str_eq(v, "compact");
+
+    /* the existing data topic keeps replication factor 1, with a WARN naming the fix */
+    tb_buf lg;
+    tb_buf_init(&lg, 0);
+    long long deadline = tb_itest_now_ms() + 30000;
+    const char *want = "has replication factor 1 on a cluster of 3 brokers";
+    while (!(e2e_slurp(r.log, &lg) && strstr(tb_buf_cstr(&lg), want))) {
+        cr_assert(tb_itest_now_ms() < deadline, "no WARN \"%s\" in %s", want, r.log);
+        usleep(100000);
+    }
+    const char *w = strstr(tb_buf_cstr(&lg), want);
+    const char *eol = strchr(w, '\n');
+    cr_assert(strstr(w, "kafka-reassign-partitions") && (!eol || strstr(w, "kafka-reassign-partitions") < eol),
+              "the WARN does not name the fix: %.300s", w);
+    tb_buf_free(&lg);
+    kill(r.connector, SIGTERM);
+    cr_assert_eq(e2e_wait(r.connector, 60000), 0);
+    e2e_assert_clean_log(r.log);
+    e2e_rmtree(r.dir);
+}
+
+static void cl_leader_killed(bool exactly_once)
+{
+    const char *what = exactly_once ? "leader_killed_exactly_once" : "leader_killed";
+    cl_run r;
+    cl_setup(&r, exactly_once ? "clke" : "clka", exactly_once, NULL);
+    cl_start(&r);
+    cl_wait_streaming(&r);
+    cl_start_workload(&r);
+    cl_sleep_ms(3000);
+    cl_part p = {-1, 0, 0};
+    cr_assert(cl_partition(r.topic, 0, &p) && p.leader >= 1, "no leader for %s", r.topic);
+    cr_assert_eq(p.replicas, 3, "%s: replication factor %d", r.topic, p.replicas);
+    char cmd[64];
+    fprintf(stderr, "cluster[%s]: SIGKILL of broker %d, the leader of %s\n", what, p.leader, r.topic);
+    snprintf(cmd, sizeof cmd, "kill-broker %d", p.leader);
+    tb_itest_testenv(cmd);
+    /* the other two elect a leader and go on: the stream must too, while the broker is down */
+    cl_part q = {-1, 0, 0};
+    long long deadline = tb_itest_now_ms() + 60000;
+    while (!(cl_partition(r.topic, 0, &q) && q.leader >= 1 && q.leader != p.leader)) {
+        cr_assert(tb_itest_now_ms() < deadline, "no new leader for %s within 60 s", r.topic);
+        usleep(200000);
+    }
+    cl_sleep_ms(5000);
+    cl_assert_running(&r);
+    snprintf(cmd, sizeof cmd, "start-broker %d", p.leader);
+    tb_itest_testenv(cmd);
+    cl_sleep_ms(3000);
+    cl_stop_workload(&r);
+    cl_catch_up_and_stop(&r);
+    cl_compare(&r, what);
+    e2e_rmtree(r.dir);
+}
+
+Test(cluster, leader_killed_at_least_once, .timeout = 400, .fini = cl_restore)
+{
+    cl_leader_killed(false);
+}
+
+Test(cluster, leader_killed_exactly_once, .timeout = 400, .fini = cl_restore)
+{
+    cl_leader_killed(true);
+}
+
+Test(cluster, rolling_restart, .timeout = 600, .fini = cl_restore)
+{
+    cl_run r;
+    cl_setup(&r, "clrr", true, NULL);
+    cl_start(&r);
+    cl_wait_streaming(&r);
+    cl_start_workload(&r);
+    const char *topics[] = {r.topic, r.offsets, NULL};
+    for (int n = 1; n <= 3; n++) {
+        cl_wait_in_sync(topics);
+        char cmd[64];
+        fprintf(stderr, "cluster[rolling_restart]: restarting broker %d\n", n);
+        snprintf(cmd, sizeof cmd, "stop-broker %d", n);
+        tb_itest_testenv(cmd);
+        cl_sleep_ms(2000);
+        cl_assert_running(&r);
+        snprintf(cmd, sizeof cmd, "start-broker %d", n);
+        tb_itest_testenv(cmd);
+    }
+    cl_wait_in_sync(topics);
+    cl_sleep_ms(2000);
+    cl_stop_workload(&r);
+    cl_catch_up_and_stop(&r);
+    cl_compare(&r, "rolling_restart");
+    e2e_rmtree(r.dir);
+}
+
