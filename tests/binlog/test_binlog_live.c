@@ -17,6 +17,7 @@
 
 #include "binlog.h"
 #include "binlog_ref.h"
+#include "../integration/tb_itest.h"
 #include "cfg.h"
 #include "evt_json.h"
 
@@ -402,9 +403,11 @@ Test(live, events_read_together_are_handed_out_without_waiting, .timeout = 120)
     exec(m, "COMMIT");
     long long t0 = mono_ms();
     static got g[N];
-    read_events(r, "tb_live_burst", g, N, 10);
+    /* waiting for the next packet (the 60 s heartbeat) would take a minute: half of that
+     * tells the two apart on a loaded machine */
+    read_events(r, "tb_live_burst", g, N, 40);
     long long took = mono_ms() - t0;
-    cr_assert_lt(took, 10000, "%d events took %lld ms", N, took);
+    cr_assert_lt(took, 30000, "%d events took %lld ms", N, took);
     for (int i = 0; i < N; i++) {
         char want[60];
         snprintf(want, sizeof want, "{\"id\":%d,\"v\":\"v%d\"}", i + 1, i + 1);
@@ -416,7 +419,7 @@ Test(live, events_read_together_are_handed_out_without_waiting, .timeout = 120)
     t0 = mono_ms();
     binlog_close(r);
     took = mono_ms() - t0;
-    cr_assert_lt(took, 2000, "closing an idle reader took %lld ms", took);
+    cr_assert_lt(took, 20000, "closing an idle reader took %lld ms (the heartbeat is 60 s)", took);
     cfg_free(c);
     mysql_close(m);
 }
@@ -429,7 +432,7 @@ static void testenv(const char *what)
     cr_assert_eq(system(cmd), 0, "%s failed", cmd);
 }
 
-Test(live, server_restart_mid_stream, .timeout = 180)
+Test(live, server_restart_mid_stream, .timeout = 180, .fini = tb_itest_restore_servers)
 {
     MYSQL *m = db_connect();
     exec(m, "DROP DATABASE IF EXISTS tb_live_restart");

@@ -129,6 +129,16 @@ static inline void e2e_kill_children(void)
     e2e_nchildren = 0;
 }
 
+/* The .fini of the tests that stop or kill a server, whatever their outcome: the children first,
+ * then the servers started again (tb_itest_restore_servers), so that a failure between a stop-*
+ * and its start-* does not take the next tests down with it; also the .init of their suites (a
+ * case that timed out ran no .fini). */
+static inline void e2e_fini_servers(void)
+{
+    e2e_kill_children();
+    tb_itest_restore_servers();
+}
+
 /* fork/exec tributary with args (NULL-terminated, without argv[0]); stdout
  * and stderr appended to log_path. Returns the child's pid. */
 static inline pid_t e2e_spawn(const char *const *args, const char *log_path)

@@ -406,12 +406,14 @@ static void e2e_scenario(bool exactly_once)
     e2e_rmtree(r.dir);
 }
 
-Test(e2e, faults_at_least_once, .timeout = 400, .fini = e2e_kill_children)
+TestSuite(e2e, .init = tb_itest_restore_servers);
+
+Test(e2e, faults_at_least_once, .timeout = 400, .fini = e2e_fini_servers)
 {
     e2e_scenario(false);
 }
 
-Test(e2e, faults_exactly_once, .timeout = 400, .fini = e2e_kill_children)
+Test(e2e, faults_exactly_once, .timeout = 400, .fini = e2e_fini_servers)
 {
     e2e_scenario(true);
 }

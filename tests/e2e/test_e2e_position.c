@@ -139,7 +139,9 @@ Test(e2e_position, stop_while_idle_is_prompt, .timeout = 120, .fini = e2e_kill_c
     int rc = e2e_wait(pid, 30000);
     long long took = tb_itest_now_ms() - t0;
     cr_assert_eq(rc, 0, "tributary run did not stop cleanly (status %d); see %s", rc, e.log);
-    cr_assert_lt(took, 3000, "an idle connector took %lld ms to stop; see %s", took, e.log);
+    /* waiting for the next packet would take up to the 60 s heartbeat: 15 s tells the two apart
+     * on a loaded machine */
+    cr_assert_lt(took, 15000, "an idle connector took %lld ms to stop; see %s", took, e.log);
     fprintf(stderr, "e2e_position: idle connector stopped %lld ms after SIGTERM\n", took);
     e2e_assert_clean_log(e.log);
     e2e_rmtree(e.dir);

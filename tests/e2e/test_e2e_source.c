@@ -525,25 +525,11 @@ Test(e2e_source, topic_collision_refused, .timeout = 120, .fini = e2e_kill_child
 
 /* ------------------------------------------------------------ start-up retries */
 
-static void mysql_back_up(void)
-{
-    e2e_kill_children();
-    MYSQL *m = e2e_mysql_try();
-    if (m) {
-        mysql_close(m);
-        return;
-    }
-    const char *dir = getenv("TRIBUTARY_TEST_DIR");
-    char line[1024];
-    if (dir && !strchr(dir, '\'') &&
-        snprintf(line, sizeof line, "'%s/scripts/testenv' start-mysql '%s' >&2", TB_SOURCE_DIR, dir) < (int)sizeof line &&
-        system(line) != 0)
-        fprintf(stderr, "could not start MariaDB again\n");
-}
+TestSuite(e2e_source, .init = tb_itest_restore_servers);
 
 /* MariaDB down when the connector starts: it retries (a WARN per attempt
  * naming the address) and streams once the server is back. */
-Test(e2e_source, source_down_at_start_is_retried, .timeout = 240, .fini = mysql_back_up)
+Test(e2e_source, source_down_at_start_is_retried, .timeout = 240, .fini = e2e_fini_servers)
 {
     src_env e;
     src_setup(&e, "e2eretry", "source.connect.retry.ms=120000\n");

@@ -9,10 +9,15 @@
  *   tb_itest_testenv("stop-kafka")         run scripts/testenv <cmd> on this environment
  *                                          (stop-/start-/kill-kafka, -mysql; status); asserts
  *                                          it succeeded. start-* returns once the server answers.
+ *   tb_itest_restore_servers()             start whichever server is stopped (scripts/testenv
+ *                                          restore): the .fini of every test that stops or kills
+ *                                          one, and the suite's .init (a case that timed out ran
+ *                                          no .fini)
  *
  * Integration tests never skip: a missing variable is a failure (cr_assert_fail).
- * Tests that stop or restart a server run one executable at a time (scripts/test runs the
- * integration label serially), so they do not disturb other integration tests.
+ * Tests that stop or restart a server run one executable at a time (integration tests are
+ * RUN_SERIAL in ctest), so they do not disturb other integration tests; tests/integration/
+ * itest_run.sh, which ctest runs them with, starts a server an earlier test left stopped.
  */
 #ifndef TB_ITEST_H
 #define TB_ITEST_H
@@ -68,6 +73,14 @@ static inline void tb_itest_testenv(const char *cmd)
     int st = system(line);
     cr_assert(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "scripts/testenv %s failed (%d)",
               cmd, st);
+}
+
+/* Start whichever server of the environment is not running and wait until it answers; nothing
+ * when both run. For a test's .fini (whatever its outcome: an assertion that failed between a
+ * stop-* and its start-* leaves the server down otherwise) and a suite's .init. */
+static inline void tb_itest_restore_servers(void)
+{
+    tb_itest_testenv("restore");
 }
 
 #endif

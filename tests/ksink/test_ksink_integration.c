@@ -25,6 +25,7 @@
 
 #include "json_oracle.h"
 #include "ksink_test_util.h"
+#include "../integration/tb_itest.h"
 
 static const char *kenv(const char *name)
 {
@@ -146,6 +147,9 @@ static void flush_ok(ksink *ks)
     tb_error err;
     cr_assert_eq(ksink_flush(ks, KT_TIMEOUT_MS, &err), TB_OK, "%s", err.msg);
 }
+
+/* Every case waits on the broker: a hang ends as that case's failure. */
+TestSuite(kafka, .timeout = 180);
 
 Test(kafka, topics_created_compacted)
 {
@@ -383,7 +387,7 @@ static void testenv(const char *what)
     cr_assert_eq(system(cmd), 0, "%s failed", cmd);
 }
 
-Test(kafka, broker_restart, .timeout = 300)
+Test(kafka, broker_restart, .timeout = 300, .fini = tb_itest_restore_servers)
 {
     kenvx x;
     kx_init(&x);
