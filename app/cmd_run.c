@@ -51,12 +51,22 @@
 
 /* ------------------------------------------------------------ the sink */
 
+/* The lease check right before each message goes to the producer (ksink_set_gate). */
+static tb_code sink_gate(void *opaque, tb_error *err)
+{
+    return run_lease_check(opaque, err);
+}
+
 static tb_code sink_open(run_ctx *r, tb_error *err)
 {
     const char *kind = cfg_get_str(r->cfg, "sink");
     r->use_kafka = strcmp(kind, "kafka") == 0;
-    if (r->use_kafka)
-        return ksink_open(r->cfg, &r->ks, err);
+    if (r->use_kafka) {
+        tb_code rc = ksink_open(r->cfg, &r->ks, err);
+        if (rc == TB_OK)
+            ksink_set_gate(r->ks, sink_gate, r);
+        return rc;
+    }
     return stdout_sink_open(r->cfg, stdout, &r->ss, err);
 }
 

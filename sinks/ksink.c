@@ -380,9 +380,25 @@ static tb_code ksink_aux_ensure(ksink *ks, ksink_aux_topic *a, int partitions, b
 
 /* ------------------------------------------------------------ produce */
 
+void ksink_set_gate(ksink *ks, ksink_gate_fn fn, void *opaque)
+{
+    ks->gate = fn;
+    ks->gate_opaque = opaque;
+}
+
+/* Every message of the sink but the offsets records goes through here: the gate first (the
+ * transaction slot is looked up after it, since the gate may serve delivery reports). */
 static tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_t klen,
                                      const char *value, size_t vlen, tb_error *err)
 {
+    ks->gate_refused = false;
+    if (ks->gate) {
+        tb_code grc = ks->gate(ks->gate_opaque, err);
+        if (grc != TB_OK) {
+            ks->gate_refused = true;
+            return grc;
+        }
+    }
     ksink_tx *t = ksink_cur_tx(ks, err);
     if (!t)
         return TB_ERR_NOMEM;
@@ -628,7 +644,8 @@ static tb_code ksink_send_rendered(ksink *ks, const evt_event *e, ksink_table *t
             if ((rc = ksink_oversized(ks, e, te->topic, m, err)) != TB_OK)
                 return rc;
         } else if (rc != TB_OK) {
-            if (ks->eos && !ks->failed && rd_kafka_fatal_error(ks->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
+            if (ks->eos && !ks->failed && !ks->gate_refused &&
+                rd_kafka_fatal_error(ks->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
                 return ksink_eos_abort(ks, err);
             return rc;
         }
@@ -811,7 +828,8 @@ tb_code ksink_announce_table(ksink *ks, evt_table *t, tb_error *err)
     if (!te)
         return TB_ERR_NOMEM;
     if ((rc = ksink_announce(ks, te, t, err)) != TB_OK) {
-        if (ks->eos && !ks->failed && rd_kafka_fatal_error(ks->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        if (ks->eos && !ks->failed && !ks->gate_refused &&
+            rd_kafka_fatal_error(ks->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
             return ksink_eos_abort(ks, err);
         return rc;
     }
@@ -851,7 +869,8 @@ tb_code ksink_send_txmeta(ksink *ks, const char *key, size_t klen, const char *v
     if ((rc = ksink_aux_ensure(ks, &ks->txmeta, 0, false, err)) != TB_OK)
         return rc;
     rc = ksink_produce_tracked(ks, ks->txmeta.rkt, key, klen, value, vlen, err);
-    if (rc != TB_OK && ks->eos && !ks->failed && rd_kafka_fatal_error(ks->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
+    if (rc != TB_OK && ks->eos && !ks->failed && !ks->gate_refused &&
+        rd_kafka_fatal_error(ks->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
         return ksink_eos_abort(ks, err);
     return rc;
 }

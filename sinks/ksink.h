@@ -145,6 +145,16 @@ typedef struct ksink ksink;
  * this call to succeed, except with exactly_once (InitProducerId). */
 tb_code ksink_open(const cfg *c, ksink **out, tb_error *err);
 
+/* The check the sink makes right before each message it stages or hands to its producer (change
+ * rows, schema, dead-letter and transaction records): `tributary run` sets its lease check
+ * (DESIGN 12). A send can block for the request timeout first (topic creation, the schema
+ * topic's first read) and a transaction record goes before the change that starts it, so a
+ * check before the call alone would not hold at the hand-over. fn(opaque, err) returns TB_OK to
+ * go on, else the error the send returns (that message and the ones after it not handed over,
+ * no exactly_once abort). It may serve the producer's callbacks (ksink_serve). NULL: none. */
+typedef tb_code (*ksink_gate_fn)(void *opaque, tb_error *err);
+void ksink_set_gate(ksink *ks, ksink_gate_fn fn, void *opaque);
+
 /* Render e and produce all of its messages (see MESSAGES). Ensures the topic
  * and the schema record first when needed (this can block on the Admin API,
  * at most kafka's request timeout). Blocks, polling, while the local queue is

@@ -150,6 +150,9 @@ struct ksink {
     tb_position committed;   /* last written to the offsets store */
     bool committed_valid;
 
+    ksink_gate_fn gate;      /* checked before each message is staged (ksink_set_gate); NULL: none */
+    void *gate_opaque;
+    bool gate_refused;       /* the last message was refused by the gate (no exactly_once abort) */
     bool failed;             /* set by callbacks */
     tb_error fail_err;
     bool txn_dr_failed;      /* exactly_once: a message of the open Kafka transaction failed */

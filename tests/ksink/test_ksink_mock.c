@@ -18,6 +18,8 @@
  *   mock/exactly_once_commit_mid_transaction_refused
  *   mock/exactly_once_abortable_error: abortable error -> abort, retriable error,
  *     position kept at the last committed Kafka transaction
+ *   mock/gate_asked_before_each_message: the gate (ksink_set_gate: the run's lease
+ *     check) is asked right before each message; refused, nothing is staged or sent
  */
 #include "json_oracle.h"
 #include "ksink_test_util.h"
@@ -535,6 +537,67 @@ Test(mock, offsets_commit_read_back)
     tb_position_free(&got);
     evt_event_free(e);
     evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+typedef struct gate_ctl {
+    bool allow;
+    int asked;
+} gate_ctl;
+
+static tb_code gate_fn(void *opaque, tb_error *err)
+{
+    gate_ctl *g = opaque;
+    g->asked++;
+    return g->allow ? TB_OK : tb_error_set(err, TB_ERR_STATE, false, "lease lost (test)");
+}
+
+/* The gate is asked right before each message (schema record, row, transaction record), after
+ * whatever the send did first: refused, the send returns its error and nothing is staged or
+ * handed over; allowed, each message costs one question. */
+Test(mock, gate_asked_before_each_message)
+{
+    mockenv m;
+    mock_up(&m);
+    char t[300];
+    snprintf(t, sizeof t, "%s.transaction", m.prefix);
+    rd_kafka_mock_topic_create(m.mc, t, 1, 1);
+    snprintf(t, sizeof t, "%s.shop.items", m.prefix);
+    rd_kafka_mock_topic_create(m.mc, t, 1, 1);
+    cfg *c = mock_cfg(&m);
+    ksink *ks = mock_open(c);
+    gate_ctl g = {false, 0};
+    ksink_set_gate(ks, gate_fn, &g);
+    evt_table *orders = kt_table("orders", 1), *items = kt_table("items", 1);
+    evt_event *e1 = kt_event(orders, EVT_OP_CREATE, 0, 1, "one", NULL, 0, 100);
+    evt_event *e2 = kt_event(items, EVT_OP_CREATE, 0, 2, "two", NULL, 0, 200);
+    tb_error err;
+    tb_error_clear(&err);
+    cr_assert_eq(ksink_send(ks, e1, &err), TB_ERR_STATE, "refused: %s", err.msg);
+    cr_assert_str_eq(err.msg, "lease lost (test)");
+    cr_assert_eq(ksink_send_txmeta(ks, "{\"id\":\"1\"}", 10, "{}", 2, &err), TB_ERR_STATE);
+    ksink_stats st;
+    ksink_get_stats(ks, &st);
+    cr_assert_eq(st.messages, 0, "%llu messages staged or sent while the gate refused", (unsigned long long)st.messages);
+    cr_assert_eq(ksink_staged(ks), 0);
+    cr_assert_eq(g.asked, 2, "asked %d times", g.asked);
+
+    g.allow = true;
+    g.asked = 0;
+    kt_send_tx(ks, e2, 250); /* the schema record of items, then its row */
+    cr_assert_eq(g.asked, 2, "asked %d times for 2 messages", g.asked);
+    cr_assert_eq(ksink_send_txmeta(ks, "{\"id\":\"2\"}", 10, "{}", 2, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(g.asked, 3);
+    flush_ok(ks);
+    ksink_get_stats(ks, &st);
+    cr_assert_eq(st.messages, 3);
+    cr_assert_eq(st.acked, 3);
+    evt_event_free(e1);
+    evt_event_free(e2);
+    evt_table_unref(orders);
+    evt_table_unref(items);
     ksink_close(ks);
     cfg_free(c);
     mock_down(&m);
