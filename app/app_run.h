@@ -55,7 +55,7 @@ typedef struct run_ctx {
     uint64_t snapshot_rows;
     tb_buf status_path;
     bool in_tx;                    /* an event of an unfinished source transaction was sent */
-    bool restart;                  /* exactly_once: a Kafka transaction was aborted; re-read the
+    bool restart;                  /* exactly.once: a Kafka transaction was aborted; re-read the
                                       source from ksink_committable() */
     uint64_t aborts_seen;          /* ksink_stats.aborts already acted on */
     uint64_t restarts;             /* source re-reads after aborted Kafka transactions */

@@ -395,8 +395,8 @@ int cmd_cache_publish(int argc, char **argv)
         rc = tb_error_set(&err, TB_ERR_CONFIG, false, "needs --db PATH (the cache file)");
         goto out;
     }
-    if (cfg_get_bool(c, "exactly_once") &&
-        (rc = cfg_set(c, "exactly_once", "false", "cache publish", &err)) != TB_OK) /* no offsets record to join */
+    if (cfg_get_bool(c, "exactly.once") &&
+        (rc = cfg_set(c, "exactly.once", "false", "cache publish", &err)) != TB_OK) /* no offsets record to join */
         goto out;
     if ((rc = cache_db_open(db_path, &db, &err)) != TB_OK) {
         tb_error_prefix(&err, rc, "%s: not a readable cache file: ", db_path);

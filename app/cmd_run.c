@@ -13,7 +13,7 @@
  *      idle (timeout or server heartbeat) and its position moved, an empty
  *      transaction carries the new position every heartbeat.interval.ms, so
  *      it advances on idle tables too.
- *      exactly_once: an aborted Kafka transaction (ksink_stats.aborts) closes
+ *      exactly.once: an aborted Kafka transaction (ksink_stats.aborts) closes
  *      the source and reads it again from ksink_committable().
  *      Incremental snapshots (binlog): every event goes to snap_inc_observe
  *      first; released chunk rows are sent before it (docs/snapshot.md).
@@ -393,7 +393,7 @@ out:
 }
 
 /* After a sink error: true when the Kafka transaction was aborted
- * (exactly_once) and the source must be re-read from ksink_committable();
+ * (exactly.once) and the source must be re-read from ksink_committable();
  * sets r->restart. */
 static bool sink_aborted(run_ctx *r)
 {
@@ -986,9 +986,9 @@ int cmd_run(int argc, char **argv)
         tb_code frc = run_lease_check(&r, &ferr);
         if (frc == TB_OK && r.use_kafka && r.ks)
             frc = ksink_flush(r.ks, RUN_FLUSH_MS, &ferr);
-        bool eos_open = r.in_tx && r.use_kafka && cfg_get_bool(r.cfg, "exactly_once");
+        bool eos_open = r.in_tx && r.use_kafka && cfg_get_bool(r.cfg, "exactly.once");
         if (eos_open)
-            TB_INFO("run", "stopped inside a source transaction: exactly_once keeps the last committed "
+            TB_INFO("run", "stopped inside a source transaction: exactly.once keeps the last committed "
                            "position (the open Kafka transaction is aborted)");
         if ((r.ks || r.ss) && !eos_open && !r.lease_lost && (frc == TB_OK || rc != TB_OK)) {
             tb_code crc = sink_commit(&r, true, &ferr);

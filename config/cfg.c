@@ -241,8 +241,16 @@ static size_t cfg_lookup(const cfg *c, const char *key, bool *found)
     return lo;
 }
 
+/* The name a key is stored and documented under: a renamed key's new name. */
+static const char *cfg_current_name(const char *key)
+{
+    const cfg_renamed *rn = key ? cfg_renamed_find(key) : NULL;
+    return rn && rn->new_name ? rn->new_name : key;
+}
+
 static const cfg_entry *cfg_entry_get(const cfg *c, const char *key)
 {
+    key = cfg_current_name(key);
     bool found;
     size_t i = cfg_lookup(c, key, &found);
     return found ? &c->v[i] : NULL;
@@ -443,6 +451,16 @@ tb_code cfg_set(cfg *c, const char *key, const char *value, const char *origin, 
         return tb_error_set(err, TB_ERR_CONFIG, false, "%s: empty key", origin);
     if (!value)
         value = "";
+    const cfg_renamed *rn = cfg_renamed_find(key);
+    if (rn && !rn->new_name) {
+        TB_WARN("config", "%s: '%s' is no longer a setting and is ignored: %s; remove it", origin, key, rn->note);
+        return TB_OK;
+    }
+    if (rn) {
+        TB_WARN("config", "%s: '%s' is now called '%s'; the old name still works, but use the new one", origin, key,
+                rn->new_name);
+        key = rn->new_name;
+    }
     const cfg_prop *p = cfg_prop_find(key);
     if (!p) {
         char scratch[256];
@@ -471,7 +489,7 @@ const char *cfg_get_str(const cfg *c, const char *key)
     const cfg_entry *e = c ? cfg_entry_get(c, key) : NULL;
     if (e)
         return e->value;
-    const cfg_prop *p = cfg_prop_find(key);
+    const cfg_prop *p = cfg_prop_find(cfg_current_name(key));
     assert(p && "cfg_get_str: key not in the property table");
     if (p && c && c->path_defaults) {
         size_t n;
@@ -603,13 +621,13 @@ tb_code cfg_validate(const cfg *c, tb_error *err)
         }
     }
 
-    if (cfg_get_bool(c, "exactly_once")) {
+    if (cfg_get_bool(c, "exactly.once")) {
         const char *sink = cfg_get_str(c, "sink");
         const char *off = cfg_get_str(c, "offsets.storage");
         if (strcmp(sink, "kafka") != 0 || strcmp(off, "kafka") != 0)
             return tb_error_set(err, TB_ERR_CONFIG, false,
-                                "%sexactly_once=true needs sink=kafka and offsets.storage=kafka",
-                                cfg_where(c, "exactly_once", w, sizeof(w)));
+                                "%sexactly.once=true needs sink=kafka and offsets.storage=kafka",
+                                cfg_where(c, "exactly.once", w, sizeof(w)));
     }
 
     if (cfg_is_set(c, "source.password") && cfg_is_set(c, "source.password.file"))

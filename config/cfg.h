@@ -57,6 +57,21 @@ const cfg_prop *cfg_props(size_t *n);
 /* Row for a key (pattern rows match by prefix), or NULL. */
 const cfg_prop *cfg_prop_find(const char *key);
 
+/* A key that was renamed or retired. Setting old_name (file, environment, --set) logs one WARN
+ * and sets new_name, or, with new_name NULL, sets nothing (note says why it has no effect).
+ * Getters given old_name read new_name, so code and configurations keep working while they
+ * move to the new name. */
+typedef struct cfg_renamed {
+    const char *old_name;
+    const char *new_name; /* NULL: retired */
+    const char *note;     /* for a retired key: why it has no effect */
+} cfg_renamed;
+
+/* The renamed and retired keys, in documentation order. */
+const cfg_renamed *cfg_renamed_keys(size_t *n);
+/* The entry of old_name, or NULL. */
+const cfg_renamed *cfg_renamed_find(const char *old_name);
+
 typedef struct cfg cfg;
 
 cfg *cfg_new(void);

@@ -110,6 +110,13 @@ tb_code cfg_help_text(tb_buf *out)
                                p->def ? p->def : "", p->secret ? ", secret" : "", p->help ? p->help : "");
         }
     }
+    size_t nr;
+    const cfg_renamed *rn = cfg_renamed_keys(&nr);
+    if (rc == TB_OK && nr)
+        rc = tb_buf_puts(out, "\n[renamed and retired keys: the old name is still accepted, with a warning]\n");
+    for (size_t i = 0; i < nr && rc == TB_OK; i++)
+        rc = rn[i].new_name ? tb_buf_printf(out, "  %s -> %s\n", rn[i].old_name, rn[i].new_name)
+                            : tb_buf_printf(out, "  %s: ignored; %s\n", rn[i].old_name, rn[i].note);
     tb_buf_free(&allowed);
     return rc;
 }
@@ -213,6 +220,16 @@ tb_code cfg_help_markdown(tb_buf *out)
                 rc = tb_buf_printf(out, " Env: `%s`. |\n", cfg_env_hint(p, env, sizeof(env)));
         }
     }
+    size_t nr;
+    const cfg_renamed *rn = cfg_renamed_keys(&nr);
+    if (rc == TB_OK && nr)
+        rc = tb_buf_puts(out, "\n## Renamed and retired keys\n\n"
+                              "An old name is still accepted, in a file, the environment or `--set`, with a WARN\n"
+                              "that names its replacement; a retired key is accepted and ignored, with a WARN.\n\n"
+                              "| old key | now |\n|---|---|\n");
+    for (size_t i = 0; i < nr && rc == TB_OK; i++)
+        rc = rn[i].new_name ? tb_buf_printf(out, "| `%s` | `%s` |\n", rn[i].old_name, rn[i].new_name)
+                            : tb_buf_printf(out, "| `%s` | ignored: %s |\n", rn[i].old_name, rn[i].note);
     tb_buf_free(&cell);
     return rc;
 }

@@ -15,7 +15,7 @@
  *
  * ENVIRONMENT: TRIBUTARY_<KEY>, the key upper-cased with dots as
  * underscores. The name is matched back against the table (so
- * TRIBUTARY_EXACTLY_ONCE is `exactly_once`); for pattern rows the rest after
+ * TRIBUTARY_EXACTLY_ONCE is `exactly.once`); for pattern rows the rest after
  * the prefix turns underscores into dots (TRIBUTARY_KAFKA_BOOTSTRAP_SERVERS ->
  * kafka.bootstrap.servers). TRIBUTARY_TEST_*, TRIBUTARY_TESTENV_* and
  * TRIBUTARY_CACHE belong to the test harness and scripts and are ignored. An
@@ -202,6 +202,15 @@ static bool cfg_env_to_key(const char *rest, char *key, size_t len)
         cfg_env_form(props[i].name, form, sizeof(form));
         if (strcmp(form, rest) == 0) {
             snprintf(key, len, "%s", props[i].name);
+            return true;
+        }
+    }
+    size_t nr;
+    const cfg_renamed *rn = cfg_renamed_keys(&nr);
+    for (size_t i = 0; i < nr; i++) { /* cfg_set warns and maps it */
+        cfg_env_form(rn[i].old_name, form, sizeof(form));
+        if (strcmp(form, rest) == 0) {
+            snprintf(key, len, "%s", rn[i].old_name);
             return true;
         }
     }

@@ -13,7 +13,6 @@
 
 static const char *const v_source_type[] = {"mysql", "sqlite", NULL};
 static const char *const v_sqlite_mode[] = {"wal", "trigger", NULL};
-static const char *const v_onoff[] = {"on", "off", NULL};
 static const char *const v_sqlite_checkpoint[] = {"off", "on", "barrier", NULL};
 static const char *const v_value_format[] = {"envelope", "row", NULL};
 static const char *const v_value_encoding[] = {"tributary", "debezium", NULL};
@@ -45,7 +44,7 @@ static const cfg_prop props[] = {
     {"log.level", CFG_ENUM, "info", 0, 0, v_log_level, "Log level.", false, "general"},
     {"sink", CFG_ENUM, "kafka", 0, 0, v_sink,
      "Where events go: `kafka`, or `stdout` (one JSON line per message, DESIGN 10).", false, "general"},
-    {"exactly_once", CFG_BOOL, "false", 0, 0, NULL,
+    {"exactly.once", CFG_BOOL, "false", 0, 0, NULL,
      "Produce each batch of source transactions and its offsets record in one Kafka transaction.", false, "general"},
     {"transaction.topic", CFG_BOOL, "false", 0, 0, NULL,
      "Write BEGIN/END records with per-table event counts to <topic.prefix>.transaction (sink=kafka).", false,
@@ -84,10 +83,10 @@ static const cfg_prop props[] = {
     {"source.reconnect.backoff.max.ms", CFG_MS, "30000", 0, I64MAX, NULL, "Upper bound of the exponential reconnect backoff.", false, "source"},
     {"source.row.image.policy", CFG_ENUM, "fail", 0, 0, v_row_image_policy,
      "binlog_row_image other than FULL (MINIMAL, NOBLOB): refuse to start (`fail`), or `warn` and capture partial row images (absent columns are left out of before/after).", false, "source"},
-    {"source.heartbeat.ms", CFG_MS, "5000", 0, I64MAX, NULL, "Heartbeat period the binlog server is asked for (0 = none).", false, "source"},
+    {"source.heartbeat.interval.ms", CFG_MS, "5000", 0, I64MAX, NULL, "Heartbeat period the binlog server is asked for (0 = none).", false, "source"},
     {"source.path", CFG_PATH, NULL, 0, 0, NULL, "SQLite database file.", false, "source"},
     {"source.sqlite.mode", CFG_ENUM, "wal", 0, 0, v_sqlite_mode, "SQLite capture: `wal` (read the write-ahead log) or `trigger` (change-log table).", false, "source"},
-    {"source.sqlite.shadow", CFG_ENUM, "on", 0, 0, v_onoff,
+    {"source.sqlite.shadow", CFG_BOOL, "true", 0, 0, NULL,
      "Keep a shadow copy of the database at the committed position (exact before-images and restarts).", false, "source"},
     {"source.sqlite.shadow.path", CFG_PATH, NULL, 0, 0, NULL, "Shadow copy location (default: <offsets dir>/<name>.shadow.db).", false, "source"},
     {"source.sqlite.checkpoint", CFG_ENUM, "off", 0, 0, v_sqlite_checkpoint,
@@ -111,7 +110,6 @@ static const cfg_prop props[] = {
     {"snapshot.mode", CFG_ENUM, "initial", 0, 0, v_snapshot_mode, "When to snapshot (DESIGN 7).", false, "snapshot"},
     {"snapshot.locking.mode", CFG_ENUM, "minimal", 0, 0, v_snapshot_locking,
      "MySQL 8: take a brief backup lock to read the position (`minimal`) or none.", false, "snapshot"},
-    {"snapshot.fetch.size", CFG_INT, "10000", 1, 10000000, NULL, "Rows fetched per round trip while snapshotting.", false, "snapshot"},
     {"snapshot.chunk.size", CFG_INT, "10000", 1, 100000000, NULL, "Rows per chunk of an incremental snapshot.", false, "snapshot"},
 
     /* ---- topics and values */
@@ -178,6 +176,26 @@ const cfg_prop *cfg_props(size_t *n)
 {
     *n = sizeof(props) / sizeof(props[0]);
     return props;
+}
+
+static const cfg_renamed renamed[] = {
+    {"exactly_once", "exactly.once", NULL},
+    {"source.heartbeat.ms", "source.heartbeat.interval.ms", NULL},
+    {"snapshot.fetch.size", NULL, "snapshot rows stream from the server as they are read, with no fetch size"},
+};
+
+const cfg_renamed *cfg_renamed_keys(size_t *n)
+{
+    *n = sizeof(renamed) / sizeof(renamed[0]);
+    return renamed;
+}
+
+const cfg_renamed *cfg_renamed_find(const char *old_name)
+{
+    for (size_t i = 0; i < sizeof(renamed) / sizeof(renamed[0]); i++)
+        if (strcmp(renamed[i].old_name, old_name) == 0)
+            return &renamed[i];
+    return NULL;
 }
 
 const cfg_prop *cfg_prop_find(const char *key)

@@ -1,7 +1,7 @@
 /*
  * ksink: the producer, the in-flight transaction tracker and commits.
  * The contract is in ksink.h; topics in ksink_admin.c, the offsets store in
- * ksink_offsets.c, librdkafka configuration in ksink_conf.c, exactly_once
+ * ksink_offsets.c, librdkafka configuration in ksink_conf.c, exactly.once
  * commits in ksink_txn.c; the struct is in ksink_int.h.
  *
  * IN-FLIGHT TRACKER
@@ -23,7 +23,7 @@
  *  KSINK_MARK_EVERY transactions, far less than offsets.commit.interval.ms
  *  lets a restart repeat anyway. No allocation per transaction: the position
  *  buffers are reused.
- *  After an aborted Kafka transaction (exactly_once) reports for sequence
+ *  After an aborted Kafka transaction (exactly.once) reports for sequence
  *  numbers below `valid_seq` are ignored.
  */
 #include <assert.h>
@@ -51,7 +51,7 @@ static void ksink_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     if (seq != KSINK_OPAQUE_OFFSETS && seq < ks->valid_seq)
         return; /* from an aborted Kafka transaction */
     if (m->err && ks->eos && m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE && m->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT) {
-        /* exactly_once: the Kafka transaction's outcome decides (commit fails, we abort) */
+        /* exactly.once: the Kafka transaction's outcome decides (commit fails, we abort) */
         if (!ks->txn_dr_failed) {
             ks->txn_dr_failed = true;
             tb_error_set(&ks->txn_err, TB_ERR_KAFKA, true, "delivery to topic %s failed: %s",
@@ -875,7 +875,7 @@ tb_code ksink_send_txmeta(ksink *ks, const char *key, size_t klen, const char *v
     return rc;
 }
 
-/* The producer (and, with exactly_once, its transactional id initialised). */
+/* The producer (and, with exactly.once, its transactional id initialised). */
 static tb_code ksink_client_create(ksink *ks, tb_error *err)
 {
     tb_code rc;
@@ -906,7 +906,7 @@ static void ksink_aux_drop(ksink_aux_topic *a)
     a->rkt = NULL;
 }
 
-/* exactly_once, after an abort: a new producer (new epoch, sequence numbers
+/* exactly.once, after an abort: a new producer (new epoch, sequence numbers
  * from zero). librdkafka 2.0.2 keeps the failed batch's sequence numbers
  * after abort_transaction and the broker then answers OUT_OF_ORDER_SEQUENCE
  * to the next transaction; a fresh InitProducerId avoids that. Nothing may
@@ -969,13 +969,13 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
     ks->oversize = strcmp(pol, "dlq") == 0 ? KSINK_OVERSIZE_DLQ
                    : strcmp(pol, "skip") == 0 ? KSINK_OVERSIZE_SKIP : KSINK_OVERSIZE_FAIL;
     ks->max_bytes = ksink_max_message_bytes(c);
-    ks->eos = cfg_get_bool(c, "exactly_once");
+    ks->eos = cfg_get_bool(c, "exactly.once");
     ks->file_storage = strcmp(cfg_get_str(c, "offsets.storage"), "file") == 0;
     ks->commit_interval_ms = cfg_get_int(c, "offsets.commit.interval.ms");
     ks->last_commit_ms = tb_mono_ms();
     if (ks->eos && ks->file_storage) {
         rc = tb_error_set(err, TB_ERR_CONFIG, false,
-                          "exactly_once=true needs offsets.storage=kafka (the offsets record joins the Kafka transaction)");
+                          "exactly.once=true needs offsets.storage=kafka (the offsets record joins the Kafka transaction)");
         goto out;
     }
     if (ksink_aux_init(&ks->schema, ksink_schema_topic_name, c) != TB_OK ||

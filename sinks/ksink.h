@@ -9,7 +9,7 @@
  *  Fixed (the contract; a kafka.* key cannot weaken them):
  *    enable.idempotence=true, acks=all, partitioner=murmur2_random
  *    (the Java client's partitioner, so keys co-partition with Kafka Streams);
- *    transactional.id comes from `name` (exactly_once=true only). A kafka.*
+ *    transactional.id comes from `name` (exactly.once=true only). A kafka.*
  *    key that contradicts these is refused with TB_ERR_CONFIG.
  *    kafka.message.timeout.ms (librdkafka default 300000) bounds how long a
  *    broker outage can last before queued messages fail permanently and the
@@ -96,7 +96,7 @@
  *  offsets.storage=file: offsets.file holds the text form (tb_position_format)
  *  plus a newline, replaced atomically (temp file, fsync, rename, fsync dir).
  *
- * EXACTLY ONCE (exactly_once=true)
+ * EXACTLY ONCE (exactly.once=true)
  *  transactional.id=<name>. The first ksink_send() after a commit begins a
  *  Kafka transaction; ksink_commit() produces the offsets record (position of
  *  the last ksink_end_tx()) into the same Kafka transaction and commits it,
@@ -138,11 +138,11 @@
 
 typedef struct ksink ksink;
 
-/* Create the producer (and, with exactly_once, init the transactions).
+/* Create the producer (and, with exactly.once, init the transactions).
  * c is borrowed and must stay valid until ksink_close(). On success *out is a sink the caller
  * frees with ksink_close(); on failure *out is NULL and err is filled
  * (TB_ERR_CONFIG for a bad kafka.* key). No network traffic is needed for
- * this call to succeed, except with exactly_once (InitProducerId). */
+ * this call to succeed, except with exactly.once (InitProducerId). */
 tb_code ksink_open(const cfg *c, ksink **out, tb_error *err);
 
 /* The check the sink makes right before each message it stages or hands to its producer (change
@@ -184,7 +184,7 @@ tb_code ksink_send_tombstone(ksink *ks, const char *topic, const char *key, size
 /* transaction.topic=true: one transaction-metadata record (BEGIN or END,
  * Debezium-style, built by the caller) to <topic.prefix>.transaction
  * (created on first use, delete policy), tracked with the current source
- * transaction like its change messages (exactly_once: in the same Kafka
+ * transaction like its change messages (exactly.once: in the same Kafka
  * transaction). key and value are borrowed for the call. */
 tb_code ksink_send_txmeta(ksink *ks, const char *key, size_t klen, const char *value, size_t vlen, tb_error *err);
 
@@ -209,7 +209,7 @@ void ksink_kick(ksink *ks);
 size_t ksink_staged(const ksink *ks);
 
 /* The newest position whose transaction and all earlier ones are fully
- * acknowledged (exactly_once: the position of the last committed Kafka
+ * acknowledged (exactly.once: the position of the last committed Kafka
  * transaction). Kind TB_POS_NONE while there is none. Borrowed: valid until
  * the next ksink_* call other than ksink_committable(). */
 const tb_position *ksink_committable(const ksink *ks);
@@ -218,7 +218,7 @@ const tb_position *ksink_committable(const ksink *ks);
 bool ksink_commit_due(const ksink *ks);
 
 /* Write ksink_committable() to the offsets store if it changed since the last
- * write (exactly_once: commit the open Kafka transaction together with the
+ * write (exactly.once: commit the open Kafka transaction together with the
  * offsets record). Returns when the position is durably stored: the offsets
  * record acknowledged (acks=all), or the file replaced and fsync'd. So after
  * TB_OK the caller may act on ksink_committable() being stored (e.g. let the
@@ -226,7 +226,7 @@ bool ksink_commit_due(const ksink *ks);
  * take as long as the queued batches ahead of the record (tens of ms). */
 tb_code ksink_commit(ksink *ks, tb_error *err);
 
-/* As ksink_commit(), but with offsets.storage=kafka and exactly_once=false
+/* As ksink_commit(), but with offsets.storage=kafka and exactly.once=false
  * the offsets record is only produced, not waited for, so a streaming loop
  * does not stall behind the queued batches: the position is stored once
  * Kafka acknowledges the record (a failure is reported by a later call, like
@@ -280,7 +280,7 @@ typedef struct ksink_stats {
     uint64_t oversized;      /* messages handled by oversize.policy dlq/skip */
     uint64_t tx_open;        /* source transactions not yet committable */
     uint64_t commits;        /* offsets records written */
-    uint64_t aborts;         /* exactly_once: Kafka transactions aborted (each one means: resume the
+    uint64_t aborts;         /* exactly.once: Kafka transactions aborted (each one means: resume the
                                 source from ksink_committable(); a retriable error without a new
                                 abort leaves the transaction open, to be committed again later) */
 } ksink_stats;

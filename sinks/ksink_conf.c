@@ -29,7 +29,7 @@ static bool ksink_conf_fixed(const char *key, const char *value, ksink_role role
         return true;
     }
     if (strcmp(key, "transactional.id") == 0) {
-        *why = "the transactional id is the connector name, used when exactly_once=true";
+        *why = "the transactional id is the connector name, used when exactly.once=true";
         return true;
     }
     if (strcmp(key, "partitioner") == 0 && strcmp(value, "murmur2_random") != 0) {

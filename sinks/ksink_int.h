@@ -5,7 +5,7 @@
  *   ksink_admin.c    topic creation and the compaction check (Admin API)
  *   ksink_offsets.c  the offsets store (topic or file)
  *   ksink.c          the producer, the in-flight tracker, commits
- *   ksink_txn.c      exactly_once: Kafka transactions around batches
+ *   ksink_txn.c      exactly.once: Kafka transactions around batches
  */
 #ifndef KSINK_INT_H
 #define KSINK_INT_H
@@ -69,7 +69,7 @@ tb_code ksink_offsets_value(const tb_position *pos, tb_buf *out, bool *is_null);
 tb_code ksink_offsets_file_write(const char *path, const tb_position *pos, tb_error *err);
 
 /* ------------------------------------------------------------ the sink */
-/* Shared by ksink.c (producer, tracker) and ksink_txn.c (exactly_once). */
+/* Shared by ksink.c (producer, tracker) and ksink_txn.c (exactly.once). */
 
 #include "evt_json.h"
 #include "ksink.h"
@@ -155,7 +155,7 @@ struct ksink {
     bool gate_refused;       /* the last message was refused by the gate (no exactly_once abort) */
     bool failed;             /* set by callbacks */
     tb_error fail_err;
-    bool txn_dr_failed;      /* exactly_once: a message of the open Kafka transaction failed */
+    bool txn_dr_failed;      /* exactly.once: a message of the open Kafka transaction failed */
     tb_error txn_err;
 
     ksink_oversize oversize;
@@ -171,7 +171,7 @@ struct ksink {
 tb_code ksink_produce(ksink *ks, rd_kafka_topic_t *rkt, int32_t partition, const char *key, size_t klen,
                       const char *value, size_t vlen, uint64_t seq, tb_error *err);
 /* Stage one message for rkt (partitioned by librdkafka); produced directly
- * with exactly_once and when large. Copies key and value. */
+ * with exactly.once and when large. Copies key and value. */
 tb_code ksink_stage_add(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_t klen, const char *value,
                         size_t vlen, uint64_t seq, tb_error *err);
 /* Hand the staged messages over; a refused one records the sink's failure. */
@@ -211,7 +211,7 @@ ksink_tx *ksink_tail(ksink *ks);
 void ksink_ring_clear(ksink *ks);
 /* Produce the offsets record of pos; wait for its acknowledgement when asked. */
 tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wait, tb_error *err);
-/* exactly_once (ksink_txn.c) */
+/* exactly.once (ksink_txn.c) */
 /* Begin a Kafka transaction unless one is open. */
 tb_code ksink_txn_begin(ksink *ks, tb_error *err);
 tb_code ksink_commit_eos(ksink *ks, tb_error *err);

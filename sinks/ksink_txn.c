@@ -1,5 +1,5 @@
 /*
- * ksink_txn: exactly_once=true (see EXACTLY ONCE in ksink.h).
+ * ksink_txn: exactly.once=true (see EXACTLY ONCE in ksink.h).
  *
  * One Kafka transaction holds the messages of the source transactions sent
  * since the last commit and, last, the offsets record of the newest ended
@@ -13,7 +13,7 @@
 #include "ksink_int.h"
 #include "tb_log.h"
 
-/* exactly_once: abort the open Kafka transaction after an abortable error
+/* exactly.once: abort the open Kafka transaction after an abortable error
  * (err already filled); the caller resumes from ksink_committable(). */
 tb_code ksink_eos_abort(ksink *ks, tb_error *err)
 {
@@ -68,7 +68,7 @@ tb_code ksink_commit_eos(ksink *ks, tb_error *err)
     ksink_tx *tail = ksink_tail(ks);
     if (tail && !tail->closed && tail->produced)
         return tb_error_set(err, TB_ERR_STATE, false,
-                            "exactly_once commit inside a source transaction: call ksink_end_tx() first");
+                            "exactly.once commit inside a source transaction: call ksink_end_tx() first");
     /* the newest closed source transaction still in the ring, else the committed position */
     const tb_position *target = ks->last_seq >= ks->head_seq ? &ks->last_pos : &ks->committable;
     if (!ks->in_txn && ks->committed_valid && tb_position_equal(target, &ks->committed))

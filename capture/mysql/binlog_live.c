@@ -11,7 +11,7 @@
  * Connection sequence:
  *   mysql_real_connect; flavor from the server version ("MariaDB");
  *   SET @master_binlog_checksum = @@global.binlog_checksum   (else error 1236)
- *   SET @master_heartbeat_period = <ns>                       (source.heartbeat.ms)
+ *   SET @master_heartbeat_period = <ns>                       (source.heartbeat.interval.ms)
  *   MariaDB: SET @mariadb_slave_capability = 4                 (GTID events as such)
  *   MariaDB GTID start: SET @slave_connect_state = '<gtid list>', file "" at 4
  *   else COM_BINLOG_DUMP from file + position (mariadb_rpl_open)
@@ -376,7 +376,7 @@ tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **o
     if (derived)
         TB_INFO("binlog", "source.server.id is not set: announcing replica server id %u, derived from name \"%s\"",
                 l->server_id, cfg_get_str(c, "name"));
-    l->heartbeat_ms = cfg_get_int(c, "source.heartbeat.ms");
+    l->heartbeat_ms = cfg_get_int(c, "source.heartbeat.interval.ms");
     l->backoff_max_ms = cfg_get_int(c, "source.reconnect.backoff.max.ms");
     l->connect_timeout_ms = cfg_get_int(c, "source.connect.timeout.ms");
     bl_preflight_opts_from_cfg(c, &l->preflight);

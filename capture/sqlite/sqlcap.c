@@ -516,8 +516,7 @@ tb_code sqlcap_open(const cfg *cf, const tb_position *start, sqlcap **out, tb_er
     o.dbname = cfg_get_str(cf, "source.database.name");
     const char *mode = cfg_get_str(cf, "source.sqlite.mode");
     o.trigger_mode = mode && strcmp(mode, "trigger") == 0;
-    const char *sh = cfg_get_str(cf, "source.sqlite.shadow");
-    o.shadow = !sh || strcmp(sh, "off") != 0;
+    o.shadow = cfg_get_bool(cf, "source.sqlite.shadow");
     o.shadow_path = cfg_get_str(cf, "source.sqlite.shadow.path");
     char *dflt_shadow = NULL;
     if (!o.shadow_path) {

@@ -191,10 +191,10 @@ Test(cli, bad_values_from_each_origin)
     run_result_free(&r);
 
     r = run_tributary((const char *[]){"status", "--set", "sink=stdout", "--set", "offsets.storage=file",
-                                       "--set", "exactly_once=perhaps", NULL},
+                                       "--set", "exactly.once=perhaps", NULL},
                       NULL);
     cr_assert_eq(r.status, 2);
-    cr_assert_str_eq(r.err.data, "tributary status: --set: exactly_once: 'perhaps' is not a boolean (use true or false)\n");
+    cr_assert_str_eq(r.err.data, "tributary status: --set: exactly.once: 'perhaps' is not a boolean (use true or false)\n");
     run_result_free(&r);
 
     r = run_tributary((const char *[]){"status", NULL}, (const char *[]){"TRIBUTARY_SOURCE_TYPE=oracle", NULL});

@@ -113,7 +113,7 @@ static cfg *make_cfg(const char *server_id)
                  err.msg);
     if (server_id)
         cr_assert_eq(cfg_set(c, "source.server.id", server_id, "test", &err), TB_OK, "%s", err.msg);
-    cr_assert_eq(cfg_set(c, "source.heartbeat.ms", "1000", "test", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(cfg_set(c, "source.heartbeat.interval.ms", "1000", "test", &err), TB_OK, "%s", err.msg);
     cr_assert_eq(cfg_set(c, "source.reconnect.backoff.max.ms", "1000", "test", &err), TB_OK, "%s", err.msg);
     return c;
 }
@@ -390,7 +390,7 @@ Test(live, events_read_together_are_handed_out_without_waiting, .timeout = 120)
     exec(m, "CREATE TABLE tb_live_burst.t (id INT PRIMARY KEY, v VARCHAR(20))");
     cfg *c = make_cfg("4212");
     tb_error err;
-    cr_assert_eq(cfg_set(c, "source.heartbeat.ms", "60000", "test", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(cfg_set(c, "source.heartbeat.interval.ms", "60000", "test", &err), TB_OK, "%s", err.msg);
     binlog_reader *r = NULL;
     cr_assert_eq(binlog_open(c, NULL, &r, &err), TB_OK, "%s", err.msg);
     enum { N = 300 };

@@ -356,7 +356,7 @@ static void start_run(run_proc *r, const char *dir, const char *prefix, unsigned
     cr_assert_not_null(f);
     fprintf(f,
             "name=%s\nsource.type=mysql\nsource.host=%s\nsource.port=%s\nsource.user=%s\nsource.password=%s\n"
-            "source.server.id=%u\nsource.heartbeat.ms=500\nheartbeat.interval.ms=500\n"
+            "source.server.id=%u\nsource.heartbeat.interval.ms=500\nheartbeat.interval.ms=500\n"
             "tables.include=golden[.](types|pairs)\ntopic.prefix=%s\nsink=kafka\nkafka.bootstrap.servers=%s\n"
             "offsets.storage=file\noffsets.file=%s\noffsets.commit.interval.ms=200\nstatus.file=%s\n"
             "snapshot.mode=initial\n%s",

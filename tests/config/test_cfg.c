@@ -159,7 +159,7 @@ Test(cfg, bad_enum)
 
 Test(cfg, bad_bool)
 {
-    expect_file_error("exactly_once=maybe\n", ":1: exactly_once: 'maybe' is not a boolean (use true or false)");
+    expect_file_error("exactly.once=maybe\n", ":1: exactly.once: 'maybe' is not a boolean (use true or false)");
 }
 
 Test(cfg, bad_regex)
@@ -231,7 +231,38 @@ Test(cfg, exactly_once_needs_kafka)
     cr_assert_eq(cfg_set(c, "offsets.storage", "file", "--set", &err), TB_OK);
     cr_assert_eq(cfg_set(c, "exactly_once", "on", "f:9", &err), TB_OK);
     cr_assert_eq(cfg_validate(c, &err), TB_ERR_CONFIG);
-    cr_assert_str_eq(err.msg, "f:9: exactly_once=true needs sink=kafka and offsets.storage=kafka");
+    cr_assert_str_eq(err.msg, "f:9: exactly.once=true needs sink=kafka and offsets.storage=kafka");
+    cfg_free(c);
+}
+
+/* A renamed key keeps working under its old name, from a file, the environment and --set, and
+ * getters given either name read the same value; a retired key is accepted and ignored. */
+Test(cfg, renamed_and_retired_keys)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    cr_assert_eq(load_text(c, "exactly_once=true\nsnapshot.fetch.size=500\nsource.sqlite.shadow=off\n", &err), TB_OK,
+                 "%s", err.msg);
+    cr_expect(cfg_get_bool(c, "exactly.once"));
+    cr_expect(cfg_get_bool(c, "exactly_once"));
+    cr_expect(cfg_is_set(c, "exactly.once"));
+    cr_expect(!cfg_get_bool(c, "source.sqlite.shadow"), "on|off is still read as a boolean");
+    char *envp[] = {"TRIBUTARY_SOURCE_HEARTBEAT_MS=750", NULL};
+    cr_assert_eq(cfg_load_env(c, envp, &err), TB_OK, "%s", err.msg);
+    cr_expect_eq(cfg_get_int(c, "source.heartbeat.interval.ms"), 750);
+    cr_assert_eq(cfg_set(c, "source.heartbeat.ms", "900", "--set", &err), TB_OK, "%s", err.msg);
+    cr_expect_eq(cfg_get_int(c, "source.heartbeat.interval.ms"), 900);
+    cr_expect_eq(cfg_get_int(c, "source.heartbeat.ms"), 900);
+    /* the old name's value is still checked as the new key's */
+    cr_expect_eq(cfg_set(c, "exactly_once", "perhaps", "--set", &err), TB_ERR_CONFIG);
+    cr_expect_str_eq(err.msg, "--set: exactly.once: 'perhaps' is not a boolean (use true or false)");
+    cr_expect_null(cfg_prop_find("snapshot.fetch.size"), "a retired key is out of the property table");
+    size_t n;
+    const cfg_renamed *rn = cfg_renamed_keys(&n);
+    for (size_t i = 0; i < n; i++) {
+        cr_expect_null(cfg_prop_find(rn[i].old_name), "%s is both a key and a renamed one", rn[i].old_name);
+        cr_expect(!rn[i].new_name || cfg_prop_find(rn[i].new_name), "%s renamed to no key", rn[i].old_name);
+    }
     cfg_free(c);
 }
 
@@ -254,7 +285,7 @@ Test(cfg, env_and_set_precedence)
     cr_assert_str_eq(cfg_get_str(c, "source.host"), "from-env");
     cr_assert_eq(cfg_get_int(c, "source.port"), 3333);
     cr_assert_str_eq(cfg_get_str(c, "name"), "file-name");
-    cr_assert(cfg_get_bool(c, "exactly_once"));
+    cr_assert(cfg_get_bool(c, "exactly.once"));
     cfg_free(c);
 }
 
@@ -505,7 +536,7 @@ Test(cfg, random_files_never_crash_and_errors_are_one_line)
             text[i] = alphabet[rand_r(&seed) % (sizeof(alphabet) - 1)];
         text[len] = '\0';
         /* Sometimes start from a valid key so values get validated too. */
-        static const char *const starts[] = {"", "source.port=", "tables.include=", "kafka.", "exactly_once="};
+        static const char *const starts[] = {"", "source.port=", "tables.include=", "kafka.", "exactly.once="};
         char full[256];
         snprintf(full, sizeof(full), "%s%s", starts[round % 5], text);
         cfg *c = cfg_new();

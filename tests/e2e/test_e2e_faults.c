@@ -15,7 +15,7 @@
  * topics, and every row of the cache must equal the source (text of every
  * column, in key order). A read_committed consumer counts change events by
  * source position: duplicates are reported for at-least-once and must be 0
- * with exactly_once=true.
+ * with exactly.once=true.
  *
  * TB_E2E_SEED=<n> replays a schedule (the seed is printed).
  */
@@ -195,10 +195,10 @@ static void e2e_setup(e2e_run *r, bool exactly_once)
     cr_assert_not_null(f);
     fprintf(f,
             "name=%s\nsource.type=mysql\nsource.host=%s\nsource.port=%s\nsource.user=%s\nsource.password=%s\n"
-            "source.server.id=%u\nsource.heartbeat.ms=1000\nheartbeat.interval.ms=500\nsource.reconnect.backoff.max.ms=1000\n"
+            "source.server.id=%u\nsource.heartbeat.interval.ms=1000\nheartbeat.interval.ms=500\nsource.reconnect.backoff.max.ms=1000\n"
             "tables.include=%s[.].*\ntopic.prefix=%s\nkafka.bootstrap.servers=%s\noffsets.storage=kafka\n"
             "offsets.commit.interval.ms=300\nstatus.file=%s\ncache.path=%s\nsnapshot.mode=initial\n"
-            "exactly_once=%s\ntransaction.topic=%s\nlog.level=info\n"
+            "exactly.once=%s\ntransaction.topic=%s\nlog.level=info\n"
             /* One instance, restarted right after each SIGKILL and kept through a Kafka
              * restart: with the lease each restart would first wait out the killed
              * instance's group session, and a Kafka outage longer than the session

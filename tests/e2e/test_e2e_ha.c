@@ -15,7 +15,7 @@
  *   - `tributary cache --until-caught-up` rebuilt from the topics equals the
  *     source tables.
  * Scenarios: two instances, only one streams (the standby says so in its
- * status file, its log and its /health), and a graceful stop hands over; SIGKILL of the active during the workload with exactly_once=true;
+ * status file, its log and its /health), and a graceful stop hands over; SIGKILL of the active during the workload with exactly.once=true;
  * SIGSTOP of the active beyond the session timeout, then SIGCONT (it must
  * stop, never write); three instances, the active killed twice.
  */
@@ -65,9 +65,9 @@ static void ha_setup(ha_run *h, const char *tag, bool exactly_once)
     cr_assert_not_null(f);
     fprintf(f,
             "name=%s\nsource.host=%s\nsource.port=%s\nsource.user=%s\nsource.password=%s\n"
-            "source.heartbeat.ms=1000\nheartbeat.interval.ms=500\nsource.reconnect.backoff.max.ms=1000\n"
+            "source.heartbeat.interval.ms=1000\nheartbeat.interval.ms=500\nsource.reconnect.backoff.max.ms=1000\n"
             "tables.include=%s[.].*\ntopic.prefix=%s\nkafka.bootstrap.servers=%s\noffsets.storage=kafka\n"
-            "offsets.commit.interval.ms=300\ncache.path=%s\nsnapshot.mode=initial\nexactly_once=%s\n",
+            "offsets.commit.interval.ms=300\ncache.path=%s\nsnapshot.mode=initial\nexactly.once=%s\n",
             h->db, getenv("TRIBUTARY_TEST_MYSQL_HOST"), getenv("TRIBUTARY_TEST_MYSQL_PORT"),
             getenv("TRIBUTARY_TEST_MYSQL_USER"), getenv("TRIBUTARY_TEST_MYSQL_PASSWORD"), h->db, h->db,
             tb_itest_env("TRIBUTARY_TEST_KAFKA"), h->cache, exactly_once ? "true" : "false");

@@ -43,7 +43,7 @@ static void pos_setup(pos_env *e, const char *prefix)
     cr_assert_not_null(f);
     fprintf(f,
             "name=%s\nsource.type=mysql\nsource.host=%s\nsource.port=%s\nsource.user=%s\nsource.password=%s\n"
-            "source.server.id=%u\nsource.heartbeat.ms=500\nheartbeat.interval.ms=500\ntables.include=%s[.]t\ntopic.prefix=%s\n"
+            "source.server.id=%u\nsource.heartbeat.interval.ms=500\nheartbeat.interval.ms=500\ntables.include=%s[.]t\ntopic.prefix=%s\n"
             "sink=stdout\noffsets.storage=file\noffsets.file=%s\noffsets.commit.interval.ms=200\n"
             "status.file=%s\nsnapshot.mode=initial\n",
             e->db, tb_itest_env("TRIBUTARY_TEST_MYSQL_HOST"), tb_itest_env("TRIBUTARY_TEST_MYSQL_PORT"),
@@ -131,7 +131,7 @@ Test(e2e_position, stop_while_idle_is_prompt, .timeout = 120, .fini = e2e_kill_c
 {
     pos_env e;
     pos_setup(&e, "e2estop");
-    const char *args[] = {"run", "--config", e.cfg, "--set", "source.heartbeat.ms=60000", NULL};
+    const char *args[] = {"run", "--config", e.cfg, "--set", "source.heartbeat.interval.ms=60000", NULL};
     pid_t pid = e2e_spawn(args, e.log);
     wait_gtid(&e, pid, 30000);
     long long t0 = tb_itest_now_ms();

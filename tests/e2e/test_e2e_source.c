@@ -41,7 +41,7 @@ static void src_setup(src_env *e, const char *prefix, const char *extra)
     cr_assert_not_null(f);
     fprintf(f,
             "name=%s\nsource.type=mysql\nsource.host=%s\nsource.port=%s\nsource.user=%s\nsource.password=%s\n"
-            "source.server.id=%u\nsource.heartbeat.ms=500\nheartbeat.interval.ms=500\ntables.include=%s[.].*\n"
+            "source.server.id=%u\nsource.heartbeat.interval.ms=500\nheartbeat.interval.ms=500\ntables.include=%s[.].*\n"
             "topic.prefix=%s\n%s%s\noffsets.commit.interval.ms=200\n"
             "status.file=%s\nsource.reconnect.backoff.max.ms=500\n%s",
             e->db, tb_itest_env("TRIBUTARY_TEST_MYSQL_HOST"), tb_itest_env("TRIBUTARY_TEST_MYSQL_PORT"),

@@ -83,7 +83,7 @@ static void txmeta_case(bool exactly_once)
             "name=%s\nsource.type=mysql\nsource.host=%s\nsource.port=%s\nsource.user=%s\nsource.password=%s\n"
             "source.server.id=%u\ntables.include=%s[.]t[12]\ntopic.prefix=%s\nkafka.bootstrap.servers=%s\n"
             "offsets.storage=kafka\noffsets.commit.interval.ms=200\nstatus.file=%s\nsnapshot.mode=initial\n"
-            "transaction.topic=true\nexactly_once=%s\nheartbeat.interval.ms=200\n",
+            "transaction.topic=true\nexactly.once=%s\nheartbeat.interval.ms=200\n",
             db, getenv("TRIBUTARY_TEST_MYSQL_HOST"), getenv("TRIBUTARY_TEST_MYSQL_PORT"),
             getenv("TRIBUTARY_TEST_MYSQL_USER"), getenv("TRIBUTARY_TEST_MYSQL_PASSWORD"),
             8000 + (unsigned)getpid() % 1000, db, db, brokers, status, exactly_once ? "true" : "false");

@@ -534,7 +534,7 @@ Test(kafka, exactly_once_commit_and_abort)
     kenvx x;
     kx_init(&x);
     cfg *c = kt_cfg(x.bootstrap, x.name, x.prefix);
-    kt_set(c, "exactly_once", "true");
+    kt_set(c, "exactly.once", "true");
     ksink *ks = open_ok(c);
     evt_table *t = kt_table("orders", 1);
     tb_error err;
@@ -587,7 +587,7 @@ Test(kafka, exactly_once_abort_and_continue)
     const char *kv[] = {"cleanup.policy", "compact", "max.message.bytes", "3000", NULL};
     create_topic(x.bootstrap, x.topic, 1, kv);
     cfg *c = kt_cfg(x.bootstrap, x.name, x.prefix);
-    kt_set(c, "exactly_once", "true");
+    kt_set(c, "exactly.once", "true");
     ksink *ks = open_ok(c);
     evt_table *t = kt_table("orders", 1);
     tb_error err;

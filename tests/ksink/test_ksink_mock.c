@@ -628,7 +628,7 @@ Test(mock, exactly_once_abortable_error)
     mockenv m;
     mock_up(&m);
     cfg *c = mock_cfg(&m);
-    kt_set(c, "exactly_once", "true");
+    kt_set(c, "exactly.once", "true");
     ksink *ks = mock_open(c);
     evt_table *t = kt_table("orders", 1);
     evt_event *e = kt_event(t, EVT_OP_CREATE, 0, 1, "a", NULL, 0, 1);
@@ -732,7 +732,7 @@ Test(mock, exactly_once_commit_mid_transaction_refused)
     mockenv m;
     mock_up(&m);
     cfg *c = mock_cfg(&m);
-    kt_set(c, "exactly_once", "true");
+    kt_set(c, "exactly.once", "true");
     ksink *ks = mock_open(c);
     evt_table *t = kt_table("orders", 1);
     evt_event *e = kt_event(t, EVT_OP_CREATE, 0, 1, "a", NULL, 0, 1);

@@ -181,7 +181,7 @@ Test(open, refuses_weakened_producer)
 Test(open, eos_needs_kafka_offsets)
 {
     cfg *c = kt_cfg("127.0.0.1:1", "unit", "p");
-    kt_set(c, "exactly_once", "true");
+    kt_set(c, "exactly.once", "true");
     kt_set(c, "offsets.storage", "file");
     ksink *ks = NULL;
     tb_error err;
