@@ -112,6 +112,9 @@ typedef struct cache_store {
     sqlite3 *db;
     cache_ckpt *ckpt;         /* background checkpoints (writer only), cache_ckpt.c */
     char *path;
+    int busy_ms;              /* how long SQLite waits for another process's lock */
+    int lock_fd;              /* writer: the flock on "<path>.lock"; -1 none */
+    unsigned long long dev, ino; /* the file opened (cache_store_check_file) */
     cache_table **tables;
     size_t ntables;
     cache_table *last_hit;
@@ -142,7 +145,21 @@ typedef struct cache_store {
 } cache_store;
 
 /* ---- cache_store.c: the SQLite side */
+/* Open (readonly: for reading) or create the cache file, waiting for SQLite's locks held by
+ * other processes up to 5 s. A writer takes the file's lock first ("<path>.lock", flock,
+ * holding the writer's pid): a second writer of the same file, in this process or another,
+ * is refused naming the holder. */
 tb_code cache_store_open(const char *path, bool readonly, cache_store **out, tb_error *err);
+/* The same, waiting up to busy_ms (cache.busy.timeout.ms) for SQLite's locks. */
+tb_code cache_store_open_busy(const char *path, bool readonly, int busy_ms, cache_store **out, tb_error *err);
+/* TB_OK while `path` is still the file the store opened; an error naming the fix when it was
+ * deleted or replaced (the store would write a file nobody can open). */
+tb_code cache_store_check_file(cache_store *s, tb_error *err);
+/* The one translation of SQLite's result codes on the cache file (code: extended code; msg:
+ * SQLite's text, NULL: the connection's last): a lock held too long (retriable, names
+ * cache.busy.timeout.ms), a corrupt file (TB_ERR_CORRUPT: rebuild it from the topics), a file
+ * deleted under the store; anything else TB_ERR_IO. what: what was being done. */
+tb_code cache_sqlite_error(cache_store *s, int code, const char *what, const char *msg, tb_error *err);
 void cache_store_close(cache_store *s); /* NULL-safe; rolls back an open transaction */
 tb_code cache_store_begin(cache_store *s, tb_error *err);
 tb_code cache_store_commit(cache_store *s, tb_error *err);

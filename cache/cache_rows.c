@@ -17,6 +17,7 @@
  * ones with the last row again: upserting a row a second time with the same
  * values changes nothing.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +26,7 @@
 
 static tb_code step_fail(cache_store *s, const char *what, tb_error *err)
 {
-    return tb_error_set(err, TB_ERR_IO, false, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+    return cache_sqlite_error(s, sqlite3_extended_errcode(s->db), what, NULL, err);
 }
 
 /* Room for one value per column (plus the NUL of the presence mask). */
@@ -149,11 +150,14 @@ tb_code cache_store_flush(cache_store *s, tb_error *err)
     /* the rest of the rows: the last one again (it succeeded once, with the same values) */
     for (int r = s->pend_n; rc == TB_OK && r < t->up[slot].rows; r++)
         rc = bind_row(s, t, slot, r, s->last, s->pend_part, err);
-    if (rc == TB_OK && sqlite3_step(t->up[slot].st) != SQLITE_DONE)
-        rc = tb_error_set(err, TB_ERR_IO, false,
-                          "table \"%s\": upsert of a batch of %d rows (the latest message and the %d before it "
-                          "for this table) failed: %s",
-                          t->name, s->pend_n, s->pend_n - 1, sqlite3_errmsg(s->db));
+    if (rc == TB_OK && sqlite3_step(t->up[slot].st) != SQLITE_DONE) {
+        char what[512];
+        snprintf(what, sizeof what,
+                 "table \"%s\": upsert of a batch of %d rows (the latest message and the %d before it for this "
+                 "table) failed",
+                 t->name, s->pend_n, s->pend_n - 1);
+        rc = cache_sqlite_error(s, sqlite3_extended_errcode(s->db), what, NULL, err);
+    }
     sqlite3_reset(t->up[slot].st);
     s->pend_n = 0;
     s->pend_t = NULL;
@@ -255,9 +259,11 @@ static tb_code null_key_upsert(cache_store *s, cache_table *t, const char *mask,
             const cache_col *c = &t->cols[t->pk[k]];
             rc = cache_bind(st, idx++, c->cls, &vals[t->pk[k]], &s->scratch, c->name, err);
         }
-        if (rc == TB_OK && sqlite3_step(st) != SQLITE_DONE)
-            rc = tb_error_set(err, TB_ERR_IO, false, "table \"%s\": upsert of a row with a NULL key value: %s",
-                              t->name, sqlite3_errmsg(s->db));
+        if (rc == TB_OK && sqlite3_step(st) != SQLITE_DONE) {
+            char what[320];
+            snprintf(what, sizeof what, "table \"%s\": upsert of a row with a NULL key value", t->name);
+            rc = cache_sqlite_error(s, sqlite3_extended_errcode(s->db), what, NULL, err);
+        }
         sqlite3_finalize(st);
         st = NULL;
         if (rc == TB_OK && step == 0 && sqlite3_changes(s->db) > 0)
@@ -351,8 +357,11 @@ tb_code cache_store_delete(cache_store *s, cache_table *t, const cj_val *key, tb
         else
             rc = cache_bind(t->del, (int)k + 1, c->cls, &v, &s->scratch, c->name, err);
     }
-    if (rc == TB_OK && sqlite3_step(t->del) != SQLITE_DONE)
-        rc = tb_error_set(err, TB_ERR_IO, false, "table \"%s\": delete failed: %s", t->name, sqlite3_errmsg(s->db));
+    if (rc == TB_OK && sqlite3_step(t->del) != SQLITE_DONE) {
+        char what[320];
+        snprintf(what, sizeof what, "table \"%s\": delete failed", t->name);
+        rc = cache_sqlite_error(s, sqlite3_extended_errcode(s->db), what, NULL, err);
+    }
     sqlite3_reset(t->del);
     sqlite3_clear_bindings(t->del);
     return rc;

@@ -581,6 +581,7 @@ void cache_opts_init(cache_opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->batch_size = 5000;
+    o->busy_timeout_ms = 5000;
     o->metadata_refresh_ms = 5000;
     o->name = "tributary";
 }
@@ -687,7 +688,7 @@ static tb_code run_loop(cache_ctx *c, tb_error *err)
         c->assigned_once = true; /* c->listed is true: phase 1 waited for it */
     }
     c->last_meta = now_s();
-    double last_schema = 0;
+    double last_schema = 0, last_file = now_s();
     while (!stopping(c)) {
         double t = now_s();
         if (t - last_schema >= 0.1) { /* schema records are rare: look every 100 ms */
@@ -709,6 +710,15 @@ static tb_code run_loop(cache_ctx *c, tb_error *err)
         if (c->o->mode == CACHE_MODE_GLOBAL && t - c->last_meta >= c->o->metadata_refresh_ms / 1000.0) {
             c->last_meta = t;
             scan_topics(c, c->rks, false);
+        }
+        if (t - last_file >= 1.0) { /* the file deleted or replaced under the cache */
+            last_file = t;
+            tb_error fe;
+            if (cache_store_check_file(c->s, &fe) != TB_OK) {
+                cache_store_rollback(c->s);
+                set_fatal(c, &fe);
+                break;
+            }
         }
         if (!c->s->in_tx)
             check_caught_up(c);
@@ -740,7 +750,7 @@ tb_code cache_run(const cache_opts *o, tb_error *err)
     if (regcomp(&c.re, o->topics, REG_EXTENDED | REG_NOSUB) != 0)
         return tb_error_set(err, TB_ERR_CONFIG, false, "bad topic regex %s", o->topics);
     c.re_ok = true;
-    if ((rc = cache_store_open(o->db_path, false, &c.s, err)) != TB_OK)
+    if ((rc = cache_store_open_busy(o->db_path, false, o->busy_timeout_ms, &c.s, err)) != TB_OK)
         goto out;
     c.s->dbz = o->dbz;
     c.s->drop_on_drop = o->drop_on_drop;

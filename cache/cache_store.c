@@ -3,9 +3,15 @@
  * All SQL uses bound parameters and quoted identifiers; sqlite3 result codes
  * are translated into tb_code here (sqlite_fail).
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cache_int.h"
 #include "tb_hmap.h"
@@ -21,9 +27,40 @@ static const char *const META_SQL =
     " next_offset INTEGER NOT NULL, high_watermark INTEGER NOT NULL DEFAULT -1, PRIMARY KEY(topic, partition));"
     "CREATE TABLE IF NOT EXISTS _tributary_state(key TEXT PRIMARY KEY, value INTEGER);";
 
+tb_code cache_sqlite_error(cache_store *s, int code, const char *what, const char *msg, tb_error *err)
+{
+    if (!msg)
+        msg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(code);
+    switch (code & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return tb_error_set(err, TB_ERR_IO, true,
+                            "%s: %s: the cache file is locked by another process for more than %d ms "
+                            "(cache.busy.timeout.ms): %s; find the process (fuser %s) and end its transaction, or "
+                            "raise cache.busy.timeout.ms",
+                            s->path, what, s->busy_ms, msg, s->path);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        return tb_error_set(err, TB_ERR_CORRUPT, false,
+                            "%s: %s: the cache file is corrupt (%s): it can be rebuilt from the topics: stop the "
+                            "cache, delete %s with its -wal and -shm files, and start it again",
+                            s->path, what, msg, s->path);
+    case SQLITE_READONLY:
+        if (code == SQLITE_READONLY_DBMOVED)
+            return tb_error_set(err, TB_ERR_IO, false,
+                                "%s: %s: the cache file was deleted or moved while the cache ran: start the cache "
+                                "again: it rebuilds the file from the topics",
+                                s->path, what);
+        break;
+    default:
+        break;
+    }
+    return tb_error_set(err, TB_ERR_IO, false, "%s: %s: %s", s->path, what, msg);
+}
+
 static tb_code sqlite_fail(cache_store *s, const char *what, tb_error *err)
 {
-    return tb_error_set(err, TB_ERR_IO, false, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+    return cache_sqlite_error(s, s->db ? sqlite3_extended_errcode(s->db) : SQLITE_CANTOPEN, what, NULL, err);
 }
 
 tb_code cache_exec(cache_store *s, const char *sql, tb_error *err)
@@ -32,9 +69,11 @@ tb_code cache_exec(cache_store *s, const char *sql, tb_error *err)
     if (cache_store_flush(s, err) != TB_OK)
         return err ? err->code : TB_ERR_IO;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        tb_error_set(err, TB_ERR_IO, false, "%s: %s", s->path, msg ? msg : "SQL error");
+        tb_code rc = cache_sqlite_error(s, sqlite3_extended_errcode(s->db), strncmp(sql, "PRAGMA", 6) == 0 ? "setting it up"
+                                        : strncmp(sql, "CREATE TABLE IF", 15) == 0 ? "its own tables" : "SQL",
+                                        msg ? msg : "SQL error", err);
         sqlite3_free(msg);
-        return TB_ERR_IO;
+        return rc;
     }
     return TB_OK;
 }
@@ -207,7 +246,69 @@ out:
     return rc;
 }
 
+/* The writer's lock: an exclusive flock on "<path>.lock", which holds the holder's pid. */
+static tb_code take_lock(cache_store *s, tb_error *err)
+{
+    tb_buf lp;
+    tb_buf_init(&lp, 0);
+    tb_code rc = tb_buf_printf(&lp, "%s.lock", s->path);
+    if (rc != TB_OK) {
+        tb_buf_free(&lp);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    int fd = open(tb_buf_cstr(&lp), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        rc = tb_error_set(err, TB_ERR_IO, false, "%s: cannot open the cache's lock file %s: %s", s->path,
+                          tb_buf_cstr(&lp), strerror(errno));
+    } else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+        pid[n > 0 ? n : 0] = 0;
+        pid[strcspn(pid, "\n")] = 0;
+        rc = errno == EWOULDBLOCK
+                 ? tb_error_set(err, TB_ERR_STATE, false,
+                                "%s: the cache file is in use by another tributary cache (pid %s, lock file %s): one "
+                                "cache process per file; stop that one, or give this one its own cache.path",
+                                s->path, *pid ? pid : "unknown", tb_buf_cstr(&lp))
+                 : tb_error_set(err, TB_ERR_IO, false, "%s: cannot lock %s: %s", s->path, tb_buf_cstr(&lp),
+                                strerror(errno));
+        close(fd);
+        fd = -1;
+    } else {
+        char pid[32];
+        int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+            TB_WARN("cache", "%s: cannot write this process's pid: %s", tb_buf_cstr(&lp), strerror(errno));
+    }
+    s->lock_fd = fd;
+    tb_buf_free(&lp);
+    return rc;
+}
+
+tb_code cache_store_check_file(cache_store *s, tb_error *err)
+{
+    struct stat st;
+    if (!s->ino)
+        return TB_OK; /* in memory */
+    if (stat(s->path, &st) != 0 && errno == ENOENT)
+        return tb_error_set(err, TB_ERR_IO, false,
+                            "%s: the cache file was deleted while the cache ran (what it wrote since is lost with it): "
+                            "start the cache again: it rebuilds the file from the topics",
+                            s->path);
+    if (stat(s->path, &st) == 0 && ((unsigned long long)st.st_dev != s->dev || (unsigned long long)st.st_ino != s->ino))
+        return tb_error_set(err, TB_ERR_IO, false,
+                            "%s: the cache file was replaced by another file while the cache ran: start the cache "
+                            "again to use the new file (or delete it: the cache rebuilds from the topics)",
+                            s->path);
+    return TB_OK;
+}
+
 tb_code cache_store_open(const char *path, bool readonly, cache_store **out, tb_error *err)
+{
+    return cache_store_open_busy(path, readonly, 5000, out, err);
+}
+
+tb_code cache_store_open_busy(const char *path, bool readonly, int busy_ms, cache_store **out, tb_error *err)
 {
     tb_code rc = TB_OK;
     cache_store *s = calloc(1, sizeof(*s));
@@ -216,15 +317,25 @@ tb_code cache_store_open(const char *path, bool readonly, cache_store **out, tb_
         free(s);
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     }
+    s->lock_fd = -1;
+    s->busy_ms = busy_ms > 0 ? busy_ms : 0;
     tb_buf_init(&s->scratch, 0);
     tb_buf_init(&s->sql, 0);
+    bool in_memory = strcmp(path, ":memory:") == 0;
+    if (!readonly && !in_memory && (rc = take_lock(s, err)) != TB_OK)
+        goto out;
     /* one connection per thread: no per-call connection mutex */
     int flags = (readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
         rc = sqlite_fail(s, "cannot open the cache file", err);
         goto out;
     }
-    sqlite3_busy_timeout(s->db, 5000);
+    struct stat st;
+    if (!in_memory && stat(path, &st) == 0) {
+        s->dev = (unsigned long long)st.st_dev;
+        s->ino = (unsigned long long)st.st_ino;
+    }
+    sqlite3_busy_timeout(s->db, s->busy_ms);
     if (!readonly) {
         /* WAL: readers (cache get, plain SQL) run while the cache writes; synchronous=NORMAL
          * keeps every commit across a process kill (a power loss may lose the last batches,
@@ -300,6 +411,8 @@ void cache_store_close(cache_store *s)
         free(s->arena);
         s->arena = n;
     }
+    if (s->lock_fd >= 0)
+        close(s->lock_fd); /* releases the flock */
     free(s->path);
     free(s);
 }
