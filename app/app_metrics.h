@@ -50,6 +50,9 @@ void app_metrics_stop(app_metrics *m);
 
 /* Parse "HOST:PORT" ("[v6]:PORT" for IPv6). Exposed for tests. */
 tb_code app_metrics_parse_listen(const char *s, char *host, size_t host_cap, unsigned *port, tb_error *err);
+/* Whether a listen host reaches this host only (127.0.0.0/8, ::1, ::ffff:127.x, localhost).
+ * Bound elsewhere without metrics.token, the endpoint logs a WARN at start. */
+bool app_metrics_is_loopback(const char *host);
 
 /* ---- hot path (the writer thread only) */
 

@@ -1,6 +1,22 @@
 /*
  * app_metrics_http: the HTTP endpoint of app_metrics.h on libmicrohttpd (one
  * internal polling thread; GET /metrics and GET /health).
+ *
+ * Slow and many connections. A connection that stays idle APP_HTTP_IDLE_S is
+ * closed (libmicrohttpd's connection timeout). At most APP_HTTP_MAX
+ * connections are open; once APP_HTTP_MAX - APP_HTTP_ROOM are, each new one
+ * closes the oldest open one first, preferring one whose request is still
+ * incomplete (a slowloris trickling its headers), so a probe always finds a
+ * place and is answered at once, whatever holds the others. Every callback
+ * here runs on libmicrohttpd's one thread: the connection table needs no lock.
+ *
+ * libmicrohttpd's messages go to tb_log (WARN, facility "http"), at most
+ * APP_HTTP_LOG_BURST in APP_HTTP_LOG_WINDOW_S seconds; the rest are counted
+ * and their number logged when the window ends.
+ *
+ * metrics.token: every request must carry "Authorization: Bearer <token>"
+ * (compared in constant time), else 401. Bound to an address other than
+ * loopback without a token: a WARN at start.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,8 +27,140 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include <stdarg.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "app_metrics_int.h"
 #include "tb_log.h"
+
+#define APP_HTTP_MAX 64         /* open connections at most */
+#define APP_HTTP_ROOM 8         /* kept free for new connections (probes) */
+#define APP_HTTP_IDLE_S 5       /* an idle connection is closed after this */
+#define APP_HTTP_LOG_BURST 5    /* libmicrohttpd's lines per window */
+#define APP_HTTP_LOG_WINDOW_S 10
+
+typedef struct app_http_conn {
+    struct MHD_Connection *conn; /* NULL: a free slot */
+    int fd;
+    uint64_t seq;                /* order of arrival */
+    bool headers_done;           /* a request's headers arrived */
+} app_http_conn;
+
+struct app_http {
+    app_http_conn conns[APP_HTTP_MAX + 4];
+    size_t nconns;
+    uint64_t seq;
+    uint64_t evicted;
+    char *token;                 /* NULL: none */
+    pthread_mutex_t log_mu;      /* the logger may run on any thread */
+    int64_t log_window_ms;
+    unsigned log_n;
+    uint64_t log_dropped;
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    struct app_http *h = cls;
+    int64_t now = mono_ms();
+    uint64_t dropped = 0;
+    bool print;
+    pthread_mutex_lock(&h->log_mu);
+    if (now - h->log_window_ms >= APP_HTTP_LOG_WINDOW_S * 1000) {
+        dropped = h->log_dropped;
+        h->log_dropped = 0;
+        h->log_window_ms = now;
+        h->log_n = 0;
+    }
+    print = h->log_n < APP_HTTP_LOG_BURST;
+    if (print)
+        h->log_n++;
+    else
+        h->log_dropped++;
+    pthread_mutex_unlock(&h->log_mu);
+    if (dropped)
+        TB_WARN("http", "%llu more messages of the HTTP server in the last %d s were not logged",
+                (unsigned long long)dropped, APP_HTTP_LOG_WINDOW_S);
+    if (!print)
+        return;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    line[strcspn(line, "\r\n")] = 0;
+    TB_WARN("http", "%s", line);
+}
+
+/* Close the oldest connection, preferring one whose request is incomplete. */
+static void evict_one(struct app_http *h)
+{
+    app_http_conn *best = NULL;
+    for (size_t i = 0; i < sizeof(h->conns) / sizeof(h->conns[0]); i++) {
+        app_http_conn *c = &h->conns[i];
+        if (!c->conn || c->fd < 0)
+            continue;
+        if (!best || (best->headers_done && !c->headers_done) ||
+            (best->headers_done == c->headers_done && c->seq < best->seq))
+            best = c;
+    }
+    if (!best)
+        return;
+    shutdown(best->fd, SHUT_RDWR); /* libmicrohttpd sees the end and closes it */
+    best->fd = -1;                 /* not chosen twice */
+    h->evicted++;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct app_http *h = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        app_http_conn *c = *socket_context;
+        if (c) {
+            c->conn = NULL;
+            h->nconns--;
+        }
+        *socket_context = NULL;
+        return;
+    }
+    if (h->nconns >= APP_HTTP_MAX - APP_HTTP_ROOM)
+        evict_one(h);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    for (size_t i = 0; i < sizeof(h->conns) / sizeof(h->conns[0]); i++) {
+        app_http_conn *c = &h->conns[i];
+        if (c->conn)
+            continue;
+        c->conn = conn;
+        c->fd = ci ? ci->connect_fd : -1;
+        c->seq = ++h->seq;
+        c->headers_done = false;
+        h->nconns++;
+        *socket_context = c;
+        return;
+    }
+    *socket_context = NULL; /* cannot happen: libmicrohttpd's own limit is below the table's size */
+}
+
+/* Whether the request carries the token (constant time in the token's length). */
+static bool authorized(const struct app_http *h, struct MHD_Connection *conn)
+{
+    if (!h->token)
+        return true;
+    const char *a = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!a || strncmp(a, "Bearer ", 7) != 0)
+        return false;
+    a += 7;
+    size_t n = strlen(h->token), an = strlen(a);
+    unsigned char diff = an != n;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(h->token[i] ^ (i < an ? a[i] : 0));
+    return diff == 0;
+}
 
 tb_code app_metrics_parse_listen(const char *s, char *host, size_t host_cap, unsigned *port, tb_error *err)
 {
@@ -48,6 +196,18 @@ bad:
                         "metrics.listen: '%s' is not HOST:PORT (e.g. 127.0.0.1:9464, or [::1]:9464)", s);
 }
 
+bool app_metrics_is_loopback(const char *host)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, host, &a6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&a6) ||
+               (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+    return strcmp(host, "localhost") == 0;
+}
+
 static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *type, tb_buf *body)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(body->len, body->data ? body->data : (void *)"",
@@ -69,6 +229,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     app_metrics *m = cls;
     if (!*req) { /* first call: headers only */
         *req = (void *)1;
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        app_http_conn *c = ci ? ci->socket_context : NULL;
+        if (c)
+            c->headers_done = true;
         return MHD_YES;
     }
     if (*upload_size) {
@@ -79,7 +243,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     tb_buf_init(&b, 0);
     enum MHD_Result rc;
     bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
-    if (strcmp(url, "/metrics") == 0 && get) {
+    if (!authorized(m->http, conn)) {
+        tb_buf_puts(&b, "unauthorized: send Authorization: Bearer <metrics.token>\n");
+        struct MHD_Response *r = MHD_create_response_from_buffer(b.len, b.data, MHD_RESPMEM_MUST_COPY);
+        rc = MHD_NO;
+        if (r) {
+            MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+            MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+            rc = MHD_queue_response(conn, MHD_HTTP_UNAUTHORIZED, r);
+            MHD_destroy_response(r);
+        }
+    } else if (strcmp(url, "/metrics") == 0 && get) {
         app_metrics_render(m, &b);
         rc = respond(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &b);
     } else if (strcmp(url, "/health") == 0 && get) {
@@ -127,21 +301,49 @@ tb_code app_metrics_start(const cfg *c, app_metrics_role role, app_metrics **out
                             "or localhost)",
                             host);
     }
-    app_metrics *m = app_metrics_new(cfg_get_str(c, "name"), role);
-    if (!m)
+    bool loopback = app_metrics_is_loopback(host);
+    struct app_http *h = calloc(1, sizeof(*h));
+    if (!h)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-    m->httpd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR, &ss,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_LIMIT,
-                                (unsigned)32, MHD_OPTION_END);
+    pthread_mutex_init(&h->log_mu, NULL);
+    h->log_window_ms = mono_ms();
+    if ((rc = cfg_get_secret(c, "metrics.token", &h->token, err)) != TB_OK) {
+        pthread_mutex_destroy(&h->log_mu);
+        free(h);
+        return rc;
+    }
+    if (h->token && !*h->token) {
+        free(h->token);
+        h->token = NULL;
+    }
+    app_metrics *m = app_metrics_new(cfg_get_str(c, "name"), role);
+    if (!m) {
+        free(h->token);
+        pthread_mutex_destroy(&h->log_mu);
+        free(h);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    m->http = h;
+    m->httpd = MHD_start_daemon(flags | MHD_USE_AUTO, (uint16_t)port, NULL, NULL, on_request, m,
+                                MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_SOCK_ADDR, &ss,
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)APP_HTTP_IDLE_S, MHD_OPTION_CONNECTION_LIMIT,
+                                (unsigned)APP_HTTP_MAX, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768, MHD_OPTION_END);
     if (!m->httpd) {
-        app_metrics_free(m);
+        app_metrics_stop(m);
         return tb_error_set(err, TB_ERR_IO, false,
                             "metrics.listen=%s: cannot listen there (address in use, or not an address of this "
                             "host?)",
                             listen);
     }
-    TB_INFO("metrics", "serving /metrics and /health on http://%s%s%s:%u", strchr(host, ':') ? "[" : "", host,
-            strchr(host, ':') ? "]" : "", port);
+    TB_INFO("metrics", "serving /metrics and /health on http://%s%s%s:%u%s", strchr(host, ':') ? "[" : "", host,
+            strchr(host, ':') ? "]" : "", port, h->token ? " (bearer token required)" : "");
+    if (!loopback && !h->token)
+        TB_WARN("metrics",
+                "metrics.listen=%s is reachable from other hosts and no metrics.token is set: anyone who can reach "
+                "it reads the metrics and health; set metrics.token.file (clients send Authorization: Bearer), or "
+                "bind 127.0.0.1",
+                listen);
     *out = m;
     return TB_OK;
 }
@@ -152,5 +354,10 @@ void app_metrics_stop(app_metrics *m)
         return;
     if (m->httpd)
         MHD_stop_daemon(m->httpd);
+    if (m->http) {
+        free(m->http->token);
+        pthread_mutex_destroy(&m->http->log_mu);
+        free(m->http);
+    }
     app_metrics_free(m);
 }

@@ -35,6 +35,7 @@ struct app_metrics {
     int64_t kafka_json_ms;       /* when it arrived (Unix ms) */
     int64_t kafka_stale_ms;      /* older statistics say nothing about Kafka now; 0 = no limit */
     struct MHD_Daemon *httpd;    /* NULL without a server */
+    struct app_http *http;       /* the server's connection table and token (app_metrics_http.c) */
 };
 
 void app_metrics_free(app_metrics *m);
