@@ -41,6 +41,12 @@ tb_code app_load_config(int *argc, char **argv, cfg **out, tb_error *err);
  * brokers refuse: the WARN names the version and the two ways out. */
 void app_kafka_client_check(const cfg *c);
 
+/* topic.prefix as it appears in topic names (out, reset): every character Kafka rejects in a
+ * topic name becomes '_', as evt_topic_name names every topic, so `run` and `cache` of one
+ * configuration agree; a prefix that changes is logged once at WARN naming both forms.
+ * Returns tb_buf_cstr(out). */
+const char *app_topic_prefix(const cfg *c, tb_buf *out);
+
 /* Print "tributary <cmd>: <msg>" on stderr and return tb_code_exit_status(err->code). */
 int app_fail(const char *cmd, const tb_error *err);
 

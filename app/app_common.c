@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "app.h"
+#include "evt_json.h"
 #include "tb_log.h"
 
 extern char **environ;
@@ -236,4 +237,20 @@ void app_kafka_client_check(const cfg *c)
                 "Run with librdkafka 2.6.1 or newer (installed, or its librdkafka.so.1 found through "
                 "LD_LIBRARY_PATH), or use kafka.sasl.mechanisms=PLAIN over kafka.security.protocol=SASL_SSL",
                 mech, rd_kafka_version_str());
+}
+
+const char *app_topic_prefix(const cfg *c, tb_buf *out)
+{
+    const char *raw = cfg_get_str(c, "topic.prefix");
+    tb_buf_reset(out);
+    if (!raw || evt_topic_name(NULL, NULL, raw, out) != TB_OK) {
+        tb_buf_reset(out);
+        tb_buf_puts(out, raw ? raw : "");
+    }
+    if (raw && strcmp(raw, tb_buf_cstr(out)) != 0)
+        TB_WARN("config",
+                "topic.prefix '%s' has characters Kafka does not allow in a topic name: the topics are named with "
+                "'%s' (only [a-zA-Z0-9._-] are kept); set topic.prefix=%s to say so",
+                raw, tb_buf_cstr(out), tb_buf_cstr(out));
+    return tb_buf_cstr(out);
 }

@@ -191,13 +191,14 @@ int cmd_cache(int argc, char **argv)
     tb_code rc = TB_OK;
     cfg *c = NULL;
     props kp = {0};
-    tb_buf topics_re, *sets = NULL;
+    tb_buf topics_re, prefix_buf, *sets = NULL;
     bool until = false;
     int nargc = 0, ret = 0;
     cache_watch watch = {0};
     char **nargv = calloc((size_t)argc * 2 + 2, sizeof(*nargv));
     sets = calloc((size_t)argc + 1, sizeof(*sets));
     tb_buf_init(&topics_re, 0);
+    tb_buf_init(&prefix_buf, 0);
     if (!nargv || !sets) {
         rc = tb_error_set(&err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
@@ -240,12 +241,12 @@ int cmd_cache(int argc, char **argv)
     cache_opts_init(&o);
     o.db_path = cfg_get_str(c, "cache.path");
     o.name = cfg_get_str(c, "name");
+    const char *pfx = app_topic_prefix(c, &prefix_buf); /* as `run` names the topics */
     if (cfg_is_set(c, "topic.prefix"))
-        o.topic_prefix = cfg_get_str(c, "topic.prefix");
+        o.topic_prefix = pfx;
     if (cfg_is_set(c, "cache.topics")) {
         o.topics = cfg_get_str(c, "cache.topics");
     } else {
-        const char *pfx = cfg_get_str(c, "topic.prefix");
         tb_buf_putc(&topics_re, '^');
         for (const char *p = pfx; *p; p++) { /* the prefix literally */
             if (strchr(".[]()*+?{}|^$\\", *p))
@@ -300,6 +301,7 @@ out:
     free(nargv);
     free(kp.kv);
     tb_buf_free(&topics_re);
+    tb_buf_free(&prefix_buf);
     cfg_free(c);
     return ret;
 }

@@ -920,6 +920,12 @@ int cmd_run(int argc, char **argv)
         tb_log_set_level(lvl);
     app_install_signals();
     app_kafka_client_check(r.cfg);
+    {
+        tb_buf pfx; /* a prefix the topic names change: said once, as `cache` says it */
+        tb_buf_init(&pfx, 0);
+        app_topic_prefix(r.cfg, &pfx);
+        tb_buf_free(&pfx);
+    }
     /* metrics.listen: librdkafka's statistics feed the tributary_kafka_* series and /health's
      * "kafka unreachable"; kafka.statistics.interval.ms set (0 = off) wins */
     if (cfg_is_set(r.cfg, "metrics.listen") && !cfg_is_set(r.cfg, "kafka.statistics.interval.ms") &&

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "evt_json.h"
+#include "tb_log.h"
 
 Test(app_common, load_config_consumes_its_options_and_keeps_the_rest)
 {
@@ -97,4 +99,42 @@ Test(app_common, second_signal_kills, .signal = SIGINT)
     cr_assert_eq(app_stop_requested, 1);
     raise(SIGINT);
     cr_assert_fail("still alive after the second SIGINT");
+}
+
+static int prefix_warns;
+static char prefix_line[1024];
+
+static void prefix_sink(tb_log_level level, const char *line, void *opaque)
+{
+    (void)opaque;
+    if (level == TB_LOG_WARN && strstr(line, "topic.prefix")) {
+        prefix_warns++;
+        snprintf(prefix_line, sizeof prefix_line, "%s", line);
+    }
+}
+
+/* topic.prefix as the topics are named: `run` (evt_topic_name) and `cache` (its default regex and
+ * schema topic) take the same sanitized prefix, with a WARN naming both forms. */
+Test(app_common, topic_prefix_sanitized_like_the_topics)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    tb_buf b, t;
+    tb_buf_init(&b, 0);
+    tb_buf_init(&t, 0);
+    tb_log_set_sink(prefix_sink, NULL);
+    cr_assert_eq(cfg_set(c, "topic.prefix", "bad prefix!", "t", &err), TB_OK);
+    cr_assert_str_eq(app_topic_prefix(c, &b), "bad_prefix_");
+    cr_assert_eq(evt_topic_name("bad prefix!", "app", "t", &t), TB_OK);
+    cr_assert_eq(strncmp(tb_buf_cstr(&t), tb_buf_cstr(&b), b.len), 0, "%s", tb_buf_cstr(&t));
+    cr_assert_eq(prefix_warns, 1);
+    cr_expect_not_null(strstr(prefix_line, "'bad prefix!'"), "%s", prefix_line);
+    cr_expect_not_null(strstr(prefix_line, "'bad_prefix_'"), "%s", prefix_line);
+    cr_assert_eq(cfg_set(c, "topic.prefix", "good.p-1_x", "t", &err), TB_OK);
+    cr_assert_str_eq(app_topic_prefix(c, &b), "good.p-1_x");
+    cr_assert_eq(prefix_warns, 1, "no WARN for a prefix Kafka takes");
+    tb_log_set_sink(NULL, NULL);
+    tb_buf_free(&b);
+    tb_buf_free(&t);
+    cfg_free(c);
 }
