@@ -172,6 +172,22 @@ static char *default_sql(const char *type, cache_class cls, const char *text, bo
     return r;
 }
 
+/* The db or table name of a schema record into out (reset): a string without a NUL character
+ * (a table name cannot hold one). TB_ERR_INVALID naming which, else TB_ERR_NOMEM. */
+static tb_code decode_name(const cj_val *v, const char *what, tb_buf *out, tb_error *err)
+{
+    tb_buf_reset(out);
+    tb_code rc = cj_str_decode(v->ptr, v->len, out);
+    if (rc == TB_ERR_NOMEM)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    if (rc != TB_OK)
+        return tb_error_set(err, TB_ERR_INVALID, false, "schema record: its %s is not a valid JSON string", what);
+    if (memchr(out->data ? out->data : "", 0, out->len))
+        return tb_error_set(err, TB_ERR_INVALID, false, "schema record: its %s holds a NUL character (\\u0000)",
+                            what);
+    return TB_OK;
+}
+
 /* Parse a descriptor into a new table definition (caller frees). */
 static tb_code parse_descriptor(const cj_val *val, cache_table **out, tb_error *err)
 {
@@ -190,6 +206,9 @@ static tb_code parse_descriptor(const cj_val *val, cache_table **out, tb_error *
         rc = bad(err, "schema record: %s", "needs db, table and columns");
         goto out;
     }
+    if ((rc = decode_name(&db, "db", &tmp, err)) != TB_OK || (rc = decode_name(&tbl, "table", &tmp, err)) != TB_OK)
+        goto out;
+    tb_buf_reset(&tmp);
     if ((rc = cj_str_decode(db.ptr, db.len, &tmp)) == TB_OK && (rc = tb_buf_putc(&tmp, '.')) == TB_OK) {
         size_t l = tmp.len;
         tb_buf rest;
@@ -343,8 +362,13 @@ static tb_code names_of(const cj_val *o, const char *prefix, tb_buf *name, size_
     tb_buf_init(&t, 0);
     tb_buf_reset(name);
     tb_buf_reset(topic);
-    tb_code rc = cj_str_decode(db.ptr, db.len, &d);
-    rc = rc ? rc : cj_str_decode(tbl.ptr, tbl.len, &t);
+    tb_code rc = decode_name(&db, "db", &d, err);
+    rc = rc ? rc : decode_name(&tbl, "table", &t, err);
+    if (rc != TB_OK) {
+        tb_buf_free(&d);
+        tb_buf_free(&t);
+        return rc;
+    }
     rc = rc ? rc : tb_buf_printf(name, "%s.%s", tb_buf_cstr(&d), tb_buf_cstr(&t));
     rc = rc ? rc : evt_topic_name(prefix, tb_buf_cstr(&d), tb_buf_cstr(&t), topic);
     *db_len = d.len;
@@ -502,7 +526,7 @@ out:
 /* ----------------------------------------------------------- table messages */
 
 static tb_code infer_table(cache_store *s, const char *topic, const char *prefix, const cj_val *row,
-                           const cj_val *key, cache_table **out, tb_error *err)
+                           const cj_val *key, bool warn, cache_table **out, tb_error *err)
 {
     tb_code rc;
     cj_iter it;
@@ -553,8 +577,15 @@ static tb_code infer_table(cache_store *s, const char *topic, const char *prefix
                           cache_store_find(s, t->name)->topic ? cache_store_find(s, t->name)->topic : "(none)");
         goto out;
     }
-    TB_INFO("cache", "table \"%s\": no schema record, %zu columns inferred from the first row of %s", t->name,
-            t->ncols, topic);
+    if (warn) /* tributary's encoding: its schema record exists on <prefix>.schema, unread */
+        TB_WARN("cache",
+                "table \"%s\": no schema record for topic %s was read: %zu columns inferred from its first row, "
+                "untyped (binary columns stay base64 text); the cache reads <prefix>.schema when topic.prefix is set "
+                "or cache.topics takes a topic of that prefix: fix that and rebuild the cache",
+                t->name, topic, t->ncols);
+    else
+        TB_INFO("cache", "table \"%s\": no schema record, %zu columns inferred from the first row of %s", t->name,
+                t->ncols, topic);
     rc = cache_store_create(s, t, err);
     if (rc == TB_OK)
         *out = t;
@@ -780,7 +811,7 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
         if (t && !t->topic) /* described by a schema record before its topic was seen */
             rc = cache_store_set_topic(s, t, topic, err);
         else if (!t)
-            rc = infer_table(s, topic, prefix, &row, &kv, &t, err);
+            rc = infer_table(s, topic, prefix, &row, &kv, !(op && tm.has_ts_us), &t, err);
         if (rc != TB_OK)
             return rc;
     }

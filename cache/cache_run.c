@@ -284,6 +284,24 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
     }
 }
 
+/* A schema topic "<X>.schema" the regex leaves out, read all the same: its prefix is the
+ * configured topic.prefix, or a topic the regex takes is "<X>.<db>.<table>". */
+static bool schema_of_wanted(const cache_ctx *c, const struct rd_kafka_metadata *md, const char *topic)
+{
+    if (!is_schema_topic(c, topic))
+        return false;
+    if (c->o->topic_prefix && *c->o->topic_prefix)
+        return true;
+    size_t pl = strlen(topic) - 7;
+    for (int i = 0; i < md->topic_cnt; i++) {
+        const char *u = md->topics[i].topic;
+        if (!md->topics[i].err && strncmp(u, topic, pl) == 0 && u[pl] == '.' && !is_schema_topic(c, u) &&
+            wanted_topic(c, u))
+            return true;
+    }
+    return false;
+}
+
 /* Global mode: assign every partition of every matching topic not yet assigned.
  * Sets c->listed once the broker answered (until then nothing can be caught up).
  * The listing goes through `via`: a consumer whose connection has no fetch
@@ -306,7 +324,7 @@ static tb_code scan_topics(cache_ctx *c, rd_kafka_t *via, bool schema_only)
     rd_kafka_topic_partition_list_t *lt = rd_kafka_topic_partition_list_new(8);
     for (int i = 0; i < md->topic_cnt; i++) {
         const rd_kafka_metadata_topic_t *t = &md->topics[i];
-        if (t->err || !wanted_topic(c, t->topic))
+        if (t->err || (!wanted_topic(c, t->topic) && !schema_of_wanted(c, md, t->topic)))
             continue;
         bool schema = is_schema_topic(c, t->topic);
         if (schema && !c->prefix && !(c->o->topic_prefix && *c->o->topic_prefix))

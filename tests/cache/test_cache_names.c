@@ -163,3 +163,31 @@ static void case_variants(bool rows_first)
 
 Test(cache_names, case_variants_typed) { case_variants(false); }
 Test(cache_names, case_variants_inferred) { case_variants(true); }
+
+/* A schema record whose db or table is not a name: an error saying so (the policy applies), not
+ * "out of memory". */
+Test(cache_names, bad_names_in_a_schema_record)
+{
+    cache_store *s = open_store();
+    tb_error err;
+    const char *bad[][2] = {{"a\\u0000b", "db"}, {"t\\u0000", "table"}};
+    for (int i = 0; i < 2; i++) {
+        char v[512];
+        snprintf(v, sizeof v,
+                 "{\"db\":\"%s\",\"table\":\"%s\",\"version\":1,\"columns\":[{\"name\":\"id\",\"type\":\"int\"}],"
+                 "\"primary_key\":[\"id\"]}",
+                 i == 0 ? bad[i][0] : "d", i == 1 ? bad[i][0] : "t");
+        cr_assert_eq(cache_apply_schema(s, "p", "{}", 2, v, strlen(v), NULL, NULL, &err), TB_ERR_INVALID, "%s", v);
+        cr_expect_null(strstr(err.msg, "out of memory"), "%s", err.msg);
+        char want[64];
+        snprintf(want, sizeof want, "its %s holds a NUL character", bad[i][1]);
+        cr_expect_not_null(strstr(err.msg, want), "%s", err.msg);
+        /* the same in a dropped record */
+        snprintf(v, sizeof v, "{\"db\":\"%s\",\"table\":\"%s\",\"dropped\":true}", i == 0 ? bad[i][0] : "d",
+                 i == 1 ? bad[i][0] : "t");
+        cr_assert_eq(cache_apply_schema(s, "p", "{}", 2, v, strlen(v), NULL, NULL, &err), TB_ERR_INVALID, "%s", v);
+        cr_expect_not_null(strstr(err.msg, want), "%s", err.msg);
+    }
+    cr_assert_eq(tables(s), 0);
+    close_store(s, true);
+}
