@@ -409,6 +409,10 @@ tb_code app_metrics_render(app_metrics *m, tb_buf *out)
     gauge_i(out, m, "tributary_source_down_since_seconds",
             "Time the source connection went down, since the Unix epoch; 0 while it is up.",
             run.source_down_since_ms / 1000);
+    gauge_i(out, m, "tributary_kafka_waiting_seconds",
+            "Seconds since Kafka last acknowledged a message while messages have waited 10 s or more for an "
+            "acknowledgement (brokers down, fewer in-sync replicas than min.insync.replicas); 0 otherwise.",
+            run.kafka_waiting_since_ms > 0 ? (tb_wall_ms() - run.kafka_waiting_since_ms) / 1000 : 0);
     counter_i(out, m, "tributary_source_reconnects_total", "Source connections lost (each one is retried).",
               (int64_t)run.reconnects);
     family(out, "tributary_lag_seconds", "gauge",
@@ -534,6 +538,12 @@ int app_metrics_health(app_metrics *m, int64_t now_ms, tb_buf *out)
     } else if (kafka_unreachable(m, now_ms)) {
         healthy = false;
         snprintf(reason, sizeof reason, "kafka unreachable");
+    } else if (m->role == APP_METRICS_RUN && m->run.kafka_waiting_since_ms > 0) {
+        char t[40];
+        health_iso(m->run.kafka_waiting_since_ms, t);
+        healthy = false;
+        snprintf(reason, sizeof reason, "kafka not acknowledging writes since %s (%llu messages waiting)", t,
+                 (unsigned long long)m->run.in_flight);
     } else if (strcmp(state, "standby") == 0) {
         active = false;
         snprintf(reason, sizeof reason, "standby");

@@ -82,6 +82,7 @@ typedef struct app_metrics_run {
     const char *error;            /* last error, NULL = none (copied) */
     bool source_connected;
     int64_t source_down_since_ms; /* Unix ms, 0 = up */
+    int64_t kafka_waiting_since_ms; /* Unix ms (app_status.h), 0 = not waiting */
     bool source_encrypted;        /* the replication connection uses TLS */
     int64_t lag_ms;               /* -1 unknown */
     int64_t behind_bytes;         /* binlog bytes / WAL frames behind; -1 unknown */

@@ -35,6 +35,9 @@ typedef struct run_ctx {
     int64_t started_ms;
     int64_t last_status_ms;
     uint64_t status_acked;
+    uint64_t ack_mark;             /* sink messages acknowledged when ack_since_ms was set */
+    int64_t ack_since_ms;          /* wall time of the last acknowledgement seen with messages in flight, 0 none */
+    bool kafka_waiting;            /* said so: messages waited RUN_KAFKA_WAIT_MS for Kafka */
     bool idle;
     const char *status_state;      /* state last written to the status file (static string) */
     app_metrics *metrics;          /* owned; NULL unless metrics.listen is set */

@@ -91,6 +91,7 @@ tb_code app_status_json(const app_status *st, tb_buf *out, tb_error *err)
     }
     app_jw_opt_str(&w, "error", st->error);
     app_jw_opt_int(&w, "source_down_since_ms", st->source_down_since_ms > 0 ? st->source_down_since_ms : -1);
+    app_jw_opt_int(&w, "kafka_waiting_since_ms", st->kafka_waiting_since_ms > 0 ? st->kafka_waiting_since_ms : -1);
     evt_jw_key(&w, "source_encrypted", (size_t)-1);
     if (st->source_encrypted)
         evt_jw_bool(&w, st->source_encrypted > 0);
@@ -261,6 +262,12 @@ tb_code app_status_format(const char *path, const char *json, size_t len, int64_
     if (rc == TB_OK && enc && evt_jv_type_of(enc) == EVT_JV_BOOL)
         rc = tb_buf_printf(out, "source link:    %s\n",
                            evt_jv_bool(enc) ? "encrypted (TLS)" : "not encrypted (source.ssl.mode)");
+    int64_t kwait = 0;
+    if (rc == TB_OK && app_jv_i64(root, "kafka_waiting_since_ms", &kwait) && kwait > 0) {
+        char kw[80];
+        app_fmt_utc(kwait, kw);
+        rc = tb_buf_printf(out, "kafka:          waiting: nothing acknowledged since %s\n", kw);
+    }
     const evt_jv *wal = evt_jv_get(root, "sqlite_wal");
     if (rc == TB_OK && wal && evt_jv_type_of(wal) == EVT_JV_OBJECT) {
         char w1[64], w2[64], w3[64], w4[64];
@@ -288,7 +295,7 @@ int app_status_health(const char *json, size_t len, int64_t now_ms, const char *
     tb_error perr;
     int code = 3;
     *why = "not a status file";
-    int64_t updated = 0, pid = 0;
+    int64_t updated = 0, pid = 0, waiting = 0;
     if (evt_jv_parse(json, len, &root, &perr) != TB_OK || evt_jv_type_of(root) != EVT_JV_OBJECT ||
         !app_jv_i64(root, "updated_ms", &updated)) {
         code = 1;
@@ -310,6 +317,9 @@ int app_status_health(const char *json, size_t len, int64_t now_ms, const char *
     } else if (strcmp(s, "reconnecting") == 0) {
         code = 1;
         *why = "source down";
+    } else if (app_jv_i64(root, "kafka_waiting_since_ms", &waiting) && waiting > 0) {
+        code = 1;
+        *why = "kafka not acknowledging writes";
     } else if (strcmp(s, "starting") == 0 || strcmp(s, "snapshot") == 0 || strcmp(s, "streaming") == 0 ||
                strcmp(s, "standby") == 0) {
         code = 0;

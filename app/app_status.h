@@ -14,6 +14,8 @@
  * frames committed but not read yet, WAL generations seen: docs/sqlite-wal.md 2.13).
  * "position" and "position_text" are null before the first commit; lag_ms
  * and events_behind are null when unknown (-1 in app_status).
+ * "kafka_waiting_since_ms" (Unix ms, or null) is set while messages have waited 10 s or
+ * more for Kafka's acknowledgement (since the last one): the connector waits, loses nothing.
  * "source_down_since_ms" (Unix ms, or null) is set while the source
  * connection is down (state "reconnecting"). "source_encrypted" is true
  * while the MySQL/MariaDB replication connection uses TLS (source.ssl.mode),
@@ -56,6 +58,9 @@ typedef struct app_status {
     uint64_t snapshot_rows;      /* rows read by the snapshot so far */
     const char *error;           /* last error message, NULL = none (never a secret) */
     int64_t source_down_since_ms; /* Unix ms the source connection went down; 0 = up */
+    int64_t kafka_waiting_since_ms; /* Unix ms of Kafka's last acknowledgement while messages have been waiting
+                                       for one for RUN_KAFKA_WAIT_MS or more (brokers down, fewer in-sync replicas
+                                       than min.insync.replicas); 0 = not waiting */
     int source_encrypted;        /* replication connection: 1 TLS, -1 plaintext, 0 unknown (none up, SQLite) */
     int64_t started_ms;          /* process start, Unix ms */
     bool sqlite_wal;             /* a SQLite WAL source: the four below are set */

@@ -46,6 +46,7 @@
 #define RUN_POLL_MS 200
 #define RUN_FLUSH_MS 60000
 #define RUN_STATUS_EVERY_MS 1000
+#define RUN_KAFKA_WAIT_MS 10000 /* messages waiting this long for an acknowledgement: "waiting for Kafka" */
 #define RUN_STOP_TX_MS 5000
 #define RUN_METRICS_STATS_MS "5000" /* kafka.statistics.interval.ms with metrics.listen */
 
@@ -243,6 +244,7 @@ static void run_metrics(run_ctx *r, const app_status *st, int64_t now, uint64_t 
         .error = st->error,
         .source_connected = st->source_down_since_ms == 0 && (r->binlog || r->sqlite),
         .source_down_since_ms = st->source_down_since_ms,
+        .kafka_waiting_since_ms = st->kafka_waiting_since_ms,
         .source_encrypted = st->source_encrypted > 0,
         .lag_ms = st->lag_ms,
         .behind_bytes = r->behind,
@@ -257,6 +259,32 @@ static void run_metrics(run_ctx *r, const app_status *st, int64_t now, uint64_t 
     app_metrics_set_run(r->metrics, &v);
     if (r->use_kafka && r->ks && ksink_stats_json(r->ks, &r->kstats))
         app_metrics_set_kafka_stats(r->metrics, r->kstats.data, r->kstats.len);
+}
+
+/* Since when Kafka has acknowledged nothing while messages wait for it (Unix ms
+ * of the last acknowledgement, or of the first message waiting), once that is
+ * RUN_KAFKA_WAIT_MS or more; else 0. A WARN when the wait begins and an INFO
+ * when it ends: the connector waits (librdkafka retries), nothing is lost. */
+static int64_t run_kafka_waiting(run_ctx *r, int64_t now, uint64_t acked, uint64_t in_flight)
+{
+    if (in_flight == 0 || acked != r->ack_mark || r->ack_since_ms == 0) {
+        if (r->kafka_waiting && (in_flight == 0 || acked != r->ack_mark))
+            TB_INFO("run", "Kafka acknowledges writes again after %.1f s", (double)(now - r->ack_since_ms) / 1000.0);
+        r->kafka_waiting = false;
+        r->ack_mark = acked;
+        r->ack_since_ms = in_flight ? now : 0;
+        return 0;
+    }
+    if (now - r->ack_since_ms < RUN_KAFKA_WAIT_MS)
+        return 0;
+    if (!r->kafka_waiting)
+        TB_WARN("run",
+                "Kafka has acknowledged nothing for %.0f s, %" PRIu64 " messages waiting (brokers down, or fewer "
+                "in-sync replicas than the topic's min.insync.replicas): waiting for it; nothing is lost, the "
+                "position stays before them",
+                (double)(now - r->ack_since_ms) / 1000.0, in_flight);
+    r->kafka_waiting = true;
+    return r->ack_since_ms;
 }
 
 /* The status file: rewritten every RUN_STATUS_EVERY_MS, and at once when the
@@ -277,6 +305,7 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
     uint64_t acked, in_flight;
     sink_counts(r, &acked, &in_flight);
     bool down = down_since > 0;
+    int64_t kafka_waiting = run_kafka_waiting(r, now, acked, in_flight);
     app_status st = {
         .name = cfg_get_str(r->cfg, "name"),
         .state = state,
@@ -289,6 +318,7 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
         .snapshot_rows = r->snapshot_rows,
         .error = error,
         .source_down_since_ms = down_since,
+        .kafka_waiting_since_ms = kafka_waiting,
         .source_encrypted = r->binlog && !down ? (binlog_encrypted(r->binlog) ? 1 : -1) : 0,
         .started_ms = r->started_ms,
     };

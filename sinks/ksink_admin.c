@@ -95,8 +95,14 @@ static tb_code ksink_topic_plan(rd_kafka_t *rk, const cfg *c, int timeout_ms, co
         free(v);
         if (*rf < 1)
             *rf = 1;
-        if (md.brokers > 0 && *rf > md.brokers)
+        if (md.brokers > 0 && *rf > md.brokers) {
+            TB_WARN("ksink",
+                    "the cluster's default.replication.factor is %d but its metadata lists %d brokers: new topics "
+                    "get replication factor %d (a broker down now leaves them under-replicated for good: set "
+                    "topic.replication.factor to wait for it instead)",
+                    *rf, md.brokers, md.brokers);
             *rf = md.brokers;
+        }
     }
     *min_insync = cfg_is_set(c, "topic.min.insync.replicas") ? (int)cfg_get_int(c, "topic.min.insync.replicas")
                                                              : ksink_default_min_insync(*rf);

@@ -24,7 +24,7 @@ Test(app_status, json_has_every_field_and_nulls_for_unknowns)
     snprintf(want, sizeof(want),
              "{\"name\":\"n\",\"pid\":%ld,\"state\":\"starting\",\"started_ms\":5,\"updated_ms\":7,\"position\":null,"
              "\"position_text\":null,\"lag_ms\":null,\"events_behind\":null,\"events_total\":0,\"events_per_sec\":0,"
-             "\"snapshot\":{\"state\":\"none\",\"rows\":0},\"error\":null,\"source_down_since_ms\":null,\"source_encrypted\":null}",
+             "\"snapshot\":{\"state\":\"none\",\"rows\":0},\"error\":null,\"source_down_since_ms\":null,\"kafka_waiting_since_ms\":null,\"source_encrypted\":null}",
              (long)getpid());
     cr_assert_str_eq(b.data, want);
     tb_buf text;
@@ -147,6 +147,15 @@ Test(app_status, health_verdicts)
         cr_assert_str_eq(why, cases[i].why);
     }
     cr_assert_eq(app_status_health("{not json", 9, now, NULL), 1);
+    /* streaming, but messages have waited for Kafka's acknowledgement: unhealthy, and why */
+    tb_buf_reset(&b);
+    tb_buf_printf(&b,
+                  "{\"name\":\"n\",\"pid\":%ld,\"state\":\"streaming\",\"started_ms\":1,\"updated_ms\":%lld,"
+                  "\"kafka_waiting_since_ms\":%lld}",
+                  me, (long long)now, (long long)(now - 20000));
+    const char *why = NULL;
+    cr_assert_eq(app_status_health(b.data, b.len, now, &why), 1);
+    cr_assert_str_eq(why, "kafka not acknowledging writes");
     tb_buf_free(&b);
 }
 

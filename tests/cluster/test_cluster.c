@@ -12,6 +12,10 @@
  *                              back (at-least-once and exactly_once)
  *   rolling_restart            each broker in turn stopped and started, the next
  *                              one once every replica is back in sync
+ *   two_brokers_down           two brokers SIGKILLed (below min.insync.replicas,
+ *                              no controller quorum): the connector waits and
+ *                              says so in its status file, /health and
+ *                              /metrics, then goes on when they are back
  *
  * Each one then stops the workload, waits until the connector committed the
  * server's GTID position, stops it (SIGTERM, exit 0) and compares the topic
@@ -199,10 +203,36 @@ typedef struct cl_run {
     bool exactly_once;
 } cl_run;
 
+/* Poll until the cluster's metadata lists every broker (a test after one that restarted
+ * brokers may start while one still recovers: its topics would get fewer replicas). */
+static void cl_wait_brokers(void)
+{
+    int want = atoi(tb_itest_env("TRIBUTARY_TEST_KAFKA_BROKERS")), have = 0;
+    long long deadline = tb_itest_now_ms() + 300000;
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", cl_brokers(), errstr, sizeof errstr);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    cr_assert_not_null(rk, "%s", errstr);
+    for (;;) {
+        const rd_kafka_metadata_t *md = NULL;
+        if (rd_kafka_metadata(rk, 0, NULL, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            have = md->broker_cnt;
+            rd_kafka_metadata_destroy(md);
+        }
+        if (have >= want)
+            break;
+        cr_assert(tb_itest_now_ms() < deadline, "the cluster lists %d of %d brokers after 300 s", have, want);
+        usleep(500000);
+    }
+    rd_kafka_destroy(rk);
+}
+
 static void cl_setup(cl_run *r, const char *tag, bool exactly_once, const char *extra)
 {
     memset(r, 0, sizeof(*r));
     const char *brokers = cl_brokers();
+    cl_wait_brokers();
     r->exactly_once = exactly_once;
     tb_itest_unique(r->db, sizeof r->db, tag);
     snprintf(r->dir, sizeof r->dir, "/tmp/e2e_%s", r->db);
@@ -370,6 +400,7 @@ static void cl_compare(const cl_run *r, const char *what)
 static void cl_restore(void)
 {
     e2e_kill_children();
+    setenv("TRIBUTARY_TESTENV_TIMEOUT", "300", 1);
     const char *n = getenv("TRIBUTARY_TEST_KAFKA_BROKERS");
     for (int i = 1; n && i <= atoi(n); i++) {
         char cmd[600];
@@ -494,6 +525,118 @@ Test(cluster, rolling_restart, .timeout = 600, .fini = cl_restore)
     cl_stop_workload(&r);
     cl_catch_up_and_stop(&r);
     cl_compare(&r, "rolling_restart");
+    e2e_rmtree(r.dir);
+}
+
+/* The status file, /health and /metrics of a run, each read once. */
+typedef struct cl_view {
+    bool status_waiting;  /* status file: kafka_waiting_since_ms is a number */
+    bool health_waiting;  /* /health: unhealthy, the reason says Kafka does not acknowledge */
+    bool health_ok;       /* /health: 200, "status":"ok" */
+    double metric_wait;   /* tributary_kafka_waiting_seconds, -1 absent */
+    char reason[256];
+} cl_view;
+
+static void cl_look(const cl_run *r, unsigned port, cl_view *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->metric_wait = -1;
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    if (e2e_slurp(r->status, &b) && b.len > 0) {
+        json_t *st = jo_parse(b.data, b.len);
+        v->status_waiting = json_is_integer(json_object_get(st, "kafka_waiting_since_ms"));
+        json_decref(st);
+    }
+    int code = e2e_http_get(port, "/health", &b);
+    if (code > 0 && b.len > 0) {
+        json_t *h = jo_parse(b.data, b.len);
+        const char *reason = json_string_value(json_object_get(h, "reason"));
+        const char *status = json_string_value(json_object_get(h, "status"));
+        snprintf(v->reason, sizeof v->reason, "%d %s: %s", code, status ? status : "?", reason ? reason : "null");
+        v->health_waiting = code == 503 && reason && strncmp(reason, "kafka not acknowledging writes since ", 37) == 0 &&
+                            json_is_false(json_object_get(h, "healthy"));
+        v->health_ok = code == 200 && status && strcmp(status, "ok") == 0;
+        json_decref(h);
+    }
+    if (e2e_http_get(port, "/metrics", &b) == 200) {
+        tb_buf_putc(&b, '\0');
+        const char *l = strstr(tb_buf_cstr(&b), "\ntributary_kafka_waiting_seconds");
+        if (l && (l = strchr(l + 1, ' ')))
+            v->metric_wait = strtod(l + 1, NULL);
+    }
+    tb_buf_free(&b);
+}
+
+/* Two of the three brokers down: fewer in-sync replicas than min.insync.replicas (2) and no
+ * controller quorum. The connector waits (it must not stop), says so in its status file,
+ * /health and /metrics, and goes on when they are back, losing nothing. */
+Test(cluster, two_brokers_down, .timeout = 900, .fini = cl_restore)
+{
+    unsigned port = e2e_free_port();
+    char extra[64];
+    snprintf(extra, sizeof extra, "metrics.listen=127.0.0.1:%u\n", port);
+    cl_run r;
+    cl_setup(&r, "cl2d", false, extra);
+    cl_start(&r);
+    cl_wait_streaming(&r);
+    cl_start_workload(&r);
+    cl_sleep_ms(2000);
+    cl_part p = {-1, 0, 0};
+    cr_assert(cl_partition(r.topic, 0, &p) && p.leader >= 1, "no leader for %s", r.topic);
+    int down[2], nd = 0;
+    for (int n = 1; n <= 3; n++)
+        if (n != p.leader)
+            down[nd++] = n;
+    char cmd[64];
+    for (int i = 0; i < 2; i++) {
+        fprintf(stderr, "cluster[two_brokers_down]: SIGKILL of broker %d (the leader %d stays)\n", down[i], p.leader);
+        snprintf(cmd, sizeof cmd, "kill-broker %d", down[i]);
+        tb_itest_testenv(cmd);
+    }
+    cl_view v;
+    long long deadline = tb_itest_now_ms() + 120000;
+    for (;;) {
+        cl_assert_running(&r);
+        cl_look(&r, port, &v);
+        if (v.status_waiting && v.health_waiting && v.metric_wait > 0)
+            break;
+        cr_assert(tb_itest_now_ms() < deadline,
+                  "120 s after two brokers went down: status waiting %d, /health %s, tributary_kafka_waiting_seconds "
+                  "%g; see %s",
+                  (int)v.status_waiting, v.reason, v.metric_wait, r.log);
+        usleep(500000);
+    }
+    fprintf(stderr, "cluster[two_brokers_down]: waiting as expected: /health %s, waiting %g s\n", v.reason,
+            v.metric_wait);
+    /* a node recovering from SIGKILL on this loaded machine may take minutes to register */
+    setenv("TRIBUTARY_TESTENV_TIMEOUT", "300", 1);
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "start-broker %d", down[i]);
+        tb_itest_testenv(cmd);
+    }
+    deadline = tb_itest_now_ms() + 180000;
+    for (;;) {
+        cl_assert_running(&r);
+        cl_look(&r, port, &v);
+        if (!v.status_waiting && v.health_ok && v.metric_wait == 0)
+            break;
+        cr_assert(tb_itest_now_ms() < deadline,
+                  "180 s after the brokers came back: status waiting %d, /health %s, tributary_kafka_waiting_seconds "
+                  "%g; see %s",
+                  (int)v.status_waiting, v.reason, v.metric_wait, r.log);
+        usleep(500000);
+    }
+    tb_buf lg;
+    tb_buf_init(&lg, 0);
+    cr_assert(e2e_slurp(r.log, &lg) && strstr(tb_buf_cstr(&lg), "Kafka has acknowledged nothing for") &&
+                  strstr(tb_buf_cstr(&lg), "Kafka acknowledges writes again"),
+              "the log does not say that the connector waited for Kafka and went on; see %s", r.log);
+    tb_buf_free(&lg);
+    cl_sleep_ms(2000);
+    cl_stop_workload(&r);
+    cl_catch_up_and_stop(&r);
+    cl_compare(&r, "two_brokers_down");
     e2e_rmtree(r.dir);
 }
 
