@@ -97,7 +97,7 @@ static void column_clear(evt_column *c)
 
 static void table_destroy(evt_table *t)
 {
-    for (size_t i = 0; i < t->ncols; i++)
+    for (size_t i = 0; t->cols && i < t->ncols; i++) /* cols NULL: its allocation failed */
         column_clear(&t->cols[i]);
     free(t->cols);
     free(t->pk);
