@@ -17,6 +17,7 @@
 #include "stdout_sink.h"
 #include "tb_buf.h"
 #include "tb_hmap.h"
+#include "tb_kset.h"
 #include "tb_position.h"
 
 typedef struct run_ctx {
@@ -85,6 +86,7 @@ typedef struct run_ctx {
     size_t txm_n, txm_cap;
     ksink_lease *lease;            /* owned: ha.enabled (run_lease.c) */
     bool lease_lost;               /* the lease was lost: produce and commit nothing more */
+    uint64_t reconciled_keys;      /* keys deleted by reconcile steps (run_keys.c) */
 } run_ctx;
 
 /* cmd_run.c: rewrite the status file (at most once a second unless force). */
@@ -133,5 +135,54 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err);
  * its deletes under ddl.drop.policy=tombstone); warn: also a WARN naming the
  * table and the position. */
 tb_code run_on_dropped(run_ctx *r, const evt_event *ev, tb_error *err);
+
+/* run_keys.c: where the deletes of run_keys_delete go. */
+typedef struct run_keys_at {
+    const tb_position *pos; /* their source position (copied; rows numbered from 1) */
+    evt_connector conn;
+    const char *txid;       /* transaction id (GTID), may be NULL */
+    int64_t ts_ms;          /* commit time */
+    const char *what;       /* what they follow, for messages: "TRUNCATE", "snapshot", ... */
+    bool any_key;           /* a key of other members than t's key columns is deleted as it is
+                               (reconcile), instead of refused (statements) */
+} run_keys_at;
+/* Delete (delete event and tombstone, at at->pos, in the current source
+ * transaction) every key the topic of db.table holds whose digest is not in
+ * keep (NULL: every key; ksink_topic_keys). t: the table's descriptor, or
+ * NULL (one is made from the topic's first key: keys_only). *n: keys
+ * deleted. sink=kafka only. */
+tb_code run_keys_delete(run_ctx *r, evt_table *t, const char *db, const char *table, const tb_kset *keep,
+                        const run_keys_at *at, uint64_t *n, tb_error *err);
+/* The reconcile step (DESIGN 6a): after the rows of db.table were sent
+ * again, keep holding the digests of the table's keys (ksink_key_digest),
+ * delete every other key its topic holds, at at->pos, in the current source
+ * transaction (before the transaction's end, so its position is committed
+ * only with them). Logs what it did (WARN when it deleted keys). sink=stdout:
+ * nothing. */
+tb_code run_reconcile(run_ctx *r, evt_table *t, const char *db, const char *table, const tb_kset *keep,
+                      const run_keys_at *at, tb_error *err);
+/* The same for a MySQL/MariaDB table, with the keys it has now
+ * (snap_keys_scan): after an incremental snapshot. A table gone since is
+ * left to its statement (INFO). */
+tb_code run_reconcile_mysql(run_ctx *r, const char *db, const char *table, const run_keys_at *at, tb_error *err);
+
+/* A blocking snapshot's reconcile steps: run_snapkeys_row for every row
+ * sent (rows come table by table; a table's step runs when the next table's
+ * first row comes), run_snapkeys_end after the last row, with every table
+ * of the snapshot (those without rows lose every key) and the hand-off
+ * position, before the snapshot's transaction ends. */
+typedef struct run_snapkeys {
+    tb_kset keys;      /* digests of the current table's rows */
+    evt_table *t;      /* the current table (a reference) */
+    tb_position pos;   /* its rows' position */
+    evt_connector conn;
+    int64_t ts_ms;
+    tb_hmap done;      /* "db\0table" of the tables seen */
+} run_snapkeys;
+void run_snapkeys_init(run_snapkeys *sk);
+void run_snapkeys_free(run_snapkeys *sk);
+tb_code run_snapkeys_row(run_ctx *r, run_snapkeys *sk, const evt_event *ev, tb_error *err);
+tb_code run_snapkeys_end(run_ctx *r, run_snapkeys *sk, const char *const *dbs, const char *const *tables, size_t n,
+                         const tb_position *pos, evt_connector conn, tb_error *err);
 
 #endif

@@ -17,6 +17,9 @@
  *      the source and reads it again from ksink_committable().
  *      Incremental snapshots (binlog): every event goes to snap_inc_observe
  *      first; released chunk rows are sent before it (docs/snapshot.md).
+ *      Every resnapshot of a table ends with its reconcile step (run_keys.c,
+ *      DESIGN 6a): the keys its topic holds that the table no longer has
+ *      are deleted, in the resnapshot's source transaction.
  *      A binlog the server no longer has (error 1236, binlog_position_gone):
  *      snapshot.mode=when_needed snapshots again, other modes stop.
  *   4. Positions are committed only once Kafka acknowledged everything before
@@ -375,10 +378,14 @@ static void run_snap_estimate(const char *db, const char *table, int64_t rows, v
     app_metrics_set_estimate(r->metrics, app_metrics_table(r->metrics, db, table), rows);
 }
 
+static tb_code sink_error(run_ctx *r, tb_code rc, bool from_commit, tb_error *err);
+
 /* MySQL/MariaDB snapshot through snapshot/; sets *hand_off. */
 static tb_code run_mysql_snapshot(run_ctx *r, tb_position *hand_off, tb_error *err)
 {
     snap *s = NULL;
+    run_snapkeys sk;
+    run_snapkeys_init(&sk);
     tb_code rc = snap_open(r->cfg, &s, err);
     if (rc != TB_OK)
         goto out;
@@ -391,12 +398,14 @@ static tb_code run_mysql_snapshot(run_ctx *r, tb_position *hand_off, tb_error *e
             run_snap_estimate(t[i].db, t[i].table, (int64_t)t[i].rows_estimated, r);
     }
     TB_INFO("run", "snapshot started");
+    evt_connector conn = EVT_CONN_MYSQL;
     for (;;) {
         evt_event *ev = NULL;
         rc = snap_next(s, &ev, err);
         if (rc != TB_OK || !ev)
             break;
-        if ((rc = sink_send(r, ev, err)) != TB_OK)
+        conn = evt_event_connector(ev);
+        if ((rc = sink_send(r, ev, err)) != TB_OK || (rc = run_snapkeys_row(r, &sk, ev, err)) != TB_OK)
             break;
         r->snapshot_rows++;
         if (r->use_kafka)
@@ -411,6 +420,22 @@ static tb_code run_mysql_snapshot(run_ctx *r, tb_position *hand_off, tb_error *e
         goto out;
     if ((rc = tb_position_copy(hand_off, snap_position(s))) != TB_OK)
         goto out;
+    {
+        /* the reconcile steps: keys the topics hold that the tables no longer have */
+        const snap_table_progress *tp;
+        size_t n = snap_progress(s, &tp);
+        const char **dbs = calloc(n ? n : 1, sizeof(*dbs)), **names = calloc(n ? n : 1, sizeof(*names));
+        for (size_t i = 0; dbs && names && i < n; i++) {
+            dbs[i] = tp[i].db;
+            names[i] = tp[i].table;
+        }
+        rc = dbs && names ? run_snapkeys_end(r, &sk, dbs, names, n, hand_off, conn, err)
+                          : tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        free(dbs);
+        free(names);
+        if ((rc = sink_error(r, rc, false, err)) != TB_OK)
+            goto out;
+    }
     rc = sink_end_tx(r, hand_off, err);
     r->in_tx = false;
     r->snapshot_state = "done";
@@ -418,6 +443,7 @@ static tb_code run_mysql_snapshot(run_ctx *r, tb_position *hand_off, tb_error *e
 out:
     if (rc != TB_OK && rc != TB_ERR_STOPPED)
         r->snapshot_state = "failed";
+    run_snapkeys_free(&sk);
     snap_close(s);
     return rc;
 }
@@ -561,6 +587,16 @@ static tb_code run_incremental(run_ctx *r, const evt_event *ev, tb_error *err)
         if (run_keep(r, row))
             rc = sink_error(r, sink_send(r, row, err), false, err);
     }
+    evt_table *done = rc == TB_OK ? snap_inc_take_finished(r->inc) : NULL;
+    if (done && snap_filter_match(&r->filter, evt_table_db(done), evt_table_name(done))) {
+        /* its last chunk is out: the reconcile step, in the high watermark's transaction */
+        run_keys_at at = {.pos = evt_event_position(ev),
+                          .conn = evt_event_connector(ev),
+                          .ts_ms = evt_event_commit_ts_ms(ev),
+                          .what = "incremental snapshot"};
+        rc = sink_error(r, run_reconcile_mysql(r, evt_table_db(done), evt_table_name(done), &at, err), false, err);
+    }
+    evt_table_unref(done);
     return rc;
 }
 

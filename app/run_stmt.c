@@ -11,7 +11,7 @@
  *    table, the GTID and binlog position, and the statement's first 200
  *    bytes; the position stays before it, never past a change not sent.
  *  - TRUNCATE (ddl.truncate.policy=tombstone, sink=kafka): every key the
- *    table's topic holds (ksink_topic_keys: the topic read to its end after
+ *    table's topic holds (run_keys_delete: the topic read to its end after
  *    a flush) gets a delete event (its before image: the key columns) and a
  *    tombstone, at the statement's position, as one source transaction that
  *    ends at the position after the statement: that position is committed
@@ -156,120 +156,6 @@ static void stmt_warn(const binlog_stmt *st, const binlog_stmt_table *t)
 
 /* ------------------------------------------------------------ TRUNCATE */
 
-typedef struct trunc_ctx {
-    run_ctx *r;
-    const binlog_stmt *st;
-    evt_table *t;       /* the table's descriptor; NULL until made from its topic's keys */
-    evt_table *topic_t; /* names the topic: t, or a placeholder of the name */
-    evt_event *e;
-    tb_buf scratch;
-    tb_position pos;
-    uint64_t n;
-} trunc_ctx;
-
-/* A table gone from the catalog whose descriptor this run has not seen:
- * one made from the key members of its topic's first key (keys_only), in
- * x->t, and the event x->e. */
-static tb_code trunc_keys_table(trunc_ctx *x, const evt_jv *obj, tb_error *err)
-{
-    size_t n = evt_jv_size(obj);
-    evt_table *t = evt_table_new(evt_table_db(x->topic_t), evt_table_name(x->topic_t), n);
-    size_t *pk = calloc(n ? n : 1, sizeof(*pk));
-    tb_code rc = t && pk ? TB_OK : TB_ERR_NOMEM;
-    for (size_t i = 0; rc == TB_OK && i < n; i++) {
-        size_t kl;
-        const char *k = evt_jv_key_at(obj, i, &kl);
-        char *name = strndup(k, kl);
-        rc = name ? evt_table_set_column(t, i, name, EVT_T_UNKNOWN, NULL, false, false) : TB_ERR_NOMEM;
-        free(name);
-        pk[i] = i;
-    }
-    if (rc == TB_OK)
-        rc = evt_table_set_pk(t, pk, n);
-    free(pk);
-    if (rc == TB_OK) {
-        evt_table_set_keys_only(t);
-        evt_table_seal(t);
-        x->t = t;
-        t = NULL;
-        if (!(x->e = evt_event_new(EVT_OP_DELETE, x->t)))
-            rc = TB_ERR_NOMEM;
-    }
-    evt_table_unref(t);
-    return rc == TB_OK ? TB_OK : tb_error_set(err, rc, false, "out of memory");
-}
-
-/* One key the topic holds: a delete event with the key columns as its before image. */
-static tb_code trunc_key(void *opaque, const char *key, size_t klen, tb_error *err)
-{
-    trunc_ctx *x = opaque;
-    const evt_table *t = x->topic_t;
-    evt_jv *v = NULL;
-    tb_code rc = evt_jv_parse(key, klen, &v, err);
-    if (rc != TB_OK)
-        return tb_error_prefix(err, rc, "%s.%s: TRUNCATE: unreadable key %.*s in its topic: ", evt_table_db(t),
-                               evt_table_name(t), (int)(klen > 200 ? 200 : klen), key);
-    const evt_jv *obj = v;
-    if (evt_jv_type_of(v) == EVT_JV_OBJECT && evt_jv_get(v, "schema") && evt_jv_get(v, "payload"))
-        obj = evt_jv_get(v, "payload"); /* value.schemas=true: Kafka Connect JSON */
-    size_t found = 0;
-    if (evt_jv_type_of(obj) == EVT_JV_OBJECT && evt_jv_size(obj) == 0) {
-        evt_jv_free(v); /* the key of an op "t" record whose tombstone was lost: no row */
-        return TB_OK;
-    }
-    if (evt_jv_type_of(obj) != EVT_JV_OBJECT) {
-        rc = TB_ERR_INVALID;
-    } else if (!x->t && (rc = trunc_keys_table(x, obj, err)) != TB_OK) {
-        evt_jv_free(v);
-        return rc;
-    } else {
-        t = x->t;
-        evt_event_reset(x->e, EVT_OP_DELETE, x->t);
-        for (size_t i = 0; rc == TB_OK && i < evt_jv_size(obj); i++) {
-            size_t kl;
-            const char *k = evt_jv_key_at(obj, i, &kl);
-            long col = evt_table_find(t, k);
-            if (col < 0 || evt_table_column(t, (size_t)col)->pk_ordinal == 0) {
-                rc = TB_ERR_INVALID;
-                break;
-            }
-            found++;
-            const evt_jv *m = evt_jv_at(obj, i);
-            if (evt_jv_type_of(m) == EVT_JV_NULL) {
-                evt_set_null(x->e, EVT_BEFORE, (size_t)col);
-                continue;
-            }
-            evt_jw w;
-            tb_buf_reset(&x->scratch);
-            evt_jw_init(&w, &x->scratch);
-            if (evt_jv_write(m, &w) != TB_OK || evt_jw_finish(&w) != TB_OK)
-                rc = TB_ERR_NOMEM;
-            else
-                evt_set_json(x->e, EVT_BEFORE, (size_t)col, x->scratch.data, x->scratch.len);
-        }
-    }
-    evt_jv_free(v);
-    if (rc == TB_OK && found != evt_table_npk(t))
-        rc = TB_ERR_INVALID;
-    if (rc != TB_OK)
-        return tb_error_set(err, rc, false,
-                            "%s.%s: TRUNCATE: key %.*s in its topic does not match the table's key columns (the "
-                            "key changed?); the topic cannot be emptied key by key: delete the topic and snapshot "
-                            "the table again, or set ddl.truncate.policy=fail",
-                            evt_table_db(t), evt_table_name(t), (int)(klen > 200 ? 200 : klen), key);
-    if (evt_event_error(x->e))
-        return tb_error_set(err, evt_event_error(x->e)->code, false, "%s.%s: TRUNCATE: %s", evt_table_db(t),
-                            evt_table_name(t), evt_event_error(x->e)->msg);
-    x->pos.row = ++x->n;
-    evt_event_set_position(x->e, &x->pos);
-    evt_event_set_connector(x->e, binlog_dec_is_mariadb(binlog_reader_decoder(x->r->binlog)) ? EVT_CONN_MARIADB
-                                                                                             : EVT_CONN_MYSQL);
-    evt_event_set_txid(x->e, x->st->gtid);
-    evt_event_set_commit_ts_ms(x->e, x->st->ts_ms);
-    evt_event_set_last_in_tx(x->e, false);
-    return run_send(x->r, x->e, err);
-}
-
 /* The table's descriptor: the decoder's (what the sink announced), else
  * the catalog's (not for a dropped table: *out NULL). One reference for the
  * caller. */
@@ -290,49 +176,45 @@ static tb_code trunc_table(run_ctx *r, const binlog_stmt *st, const binlog_stmt_
     return rc == TB_OK ? TB_OK : tb_error_prefix(err, rc, "%s.%s: TRUNCATE: its key columns: ", bt->db, bt->table);
 }
 
-/* ddl.truncate.policy=tombstone: delete every key the table's topic holds.
- * *sent: events sent. */
+/* ddl.truncate.policy=tombstone: delete every key the table's topic holds
+ * (run_keys_delete). *sent: events sent. */
 static tb_code stmt_truncate(run_ctx *r, const binlog_stmt *st, const binlog_stmt_table *bt, uint64_t *sent,
                              tb_error *err)
 {
-    trunc_ctx x;
-    memset(&x, 0, sizeof(x));
-    x.r = r;
-    x.st = st;
-    tb_buf_init(&x.scratch, 0);
-    tb_position_init(&x.pos);
-    x.pos.kind = TB_POS_MYSQL;
-    x.pos.mariadb = st->after ? st->after->mariadb : false;
-    x.pos.server_id = st->after ? st->after->server_id : 0;
-    x.pos.pos = st->pos;
-    tb_code rc = tb_position_set_file(&x.pos, st->file);
+    evt_table *t = NULL;
+    evt_event *e = NULL;
+    uint64_t n = 0;
+    tb_position pos;
+    tb_position_init(&pos);
+    pos.kind = TB_POS_MYSQL;
+    pos.mariadb = st->after ? st->after->mariadb : false;
+    pos.server_id = st->after ? st->after->server_id : 0;
+    pos.pos = st->pos;
+    tb_code rc = tb_position_set_file(&pos, st->file);
     if (rc != TB_OK) {
         rc = tb_error_set(err, rc, false, "out of memory");
         goto out;
     }
-    if ((rc = trunc_table(r, st, bt, &x.t, err)) != TB_OK)
+    if ((rc = trunc_table(r, st, bt, &t, err)) != TB_OK)
         goto out;
-    if (!x.t) /* gone from the catalog, not seen since the run started: keyed by its topic's keys */
-        x.topic_t = evt_table_new(bt->db, bt->table, 0);
-    else {
-        x.topic_t = evt_table_ref(x.t);
-        x.e = evt_event_new(EVT_OP_DELETE, x.t);
-    }
-    if (!x.topic_t || (x.t && !x.e)) {
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-        goto out;
-    }
-    rc = ksink_topic_keys(r->ks, x.topic_t, trunc_key, &x, err);
-    if (rc == TB_OK && st->kind == BINLOG_STMT_TRUNCATE && x.e) {
+    evt_connector conn =
+        binlog_dec_is_mariadb(binlog_reader_decoder(r->binlog)) ? EVT_CONN_MARIADB : EVT_CONN_MYSQL;
+    run_keys_at at = {.pos = &pos, .conn = conn, .txid = st->gtid, .ts_ms = st->ts_ms, .what = st->verb};
+    /* t NULL: gone from the catalog, not seen since the run started: keyed by its topic's keys */
+    rc = run_keys_delete(r, t, bt->db, bt->table, NULL, &at, &n, err);
+    *sent += n;
+    if (rc == TB_OK && st->kind == BINLOG_STMT_TRUNCATE && t) {
         /* then the "op":"t" record, for consumers that understand it (evt_render_truncate) */
-        evt_event_reset(x.e, EVT_OP_DELETE, x.t);
-        x.pos.row = x.n + 1;
-        evt_event_set_position(x.e, &x.pos);
-        evt_event_set_connector(x.e, binlog_dec_is_mariadb(binlog_reader_decoder(r->binlog)) ? EVT_CONN_MARIADB
-                                                                                            : EVT_CONN_MYSQL);
-        evt_event_set_txid(x.e, st->gtid);
-        evt_event_set_commit_ts_ms(x.e, st->ts_ms);
-        if ((rc = run_send_truncate(r, x.e, err)) == TB_OK)
+        if (!(e = evt_event_new(EVT_OP_DELETE, t))) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        pos.row = n + 1;
+        evt_event_set_position(e, &pos);
+        evt_event_set_connector(e, conn);
+        evt_event_set_txid(e, st->gtid);
+        evt_event_set_commit_ts_ms(e, st->ts_ms);
+        if ((rc = run_send_truncate(r, e, err)) == TB_OK)
             *sent += 1;
     }
     if (rc == TB_OK) {
@@ -340,16 +222,13 @@ static tb_code stmt_truncate(run_ctx *r, const binlog_stmt *st, const binlog_stm
         tb_buf_init(&where, 0);
         stmt_where(st, &where);
         TB_INFO("run", "%s.%s: %s at %s: %" PRIu64 " keys of its topic deleted (delete event and tombstone each)",
-                bt->db, bt->table, st->verb, tb_buf_cstr(&where), x.n);
+                bt->db, bt->table, st->verb, tb_buf_cstr(&where), n);
         tb_buf_free(&where);
     }
-    *sent += x.n;
 out:
-    evt_event_free(x.e);
-    evt_table_unref(x.t);
-    evt_table_unref(x.topic_t);
-    tb_buf_free(&x.scratch);
-    tb_position_free(&x.pos);
+    evt_event_free(e);
+    evt_table_unref(t);
+    tb_position_free(&pos);
     return rc;
 }
 

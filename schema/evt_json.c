@@ -415,6 +415,11 @@ tb_code evt_json_key(const evt_event *e, evt_image img, tb_buf *out, tb_error *e
     return key_into(NULL, e, img, out, err);
 }
 
+tb_code evt_render_key(const evt_codec_opts *o, const evt_event *e, evt_image img, tb_buf *out, tb_error *err)
+{
+    return key_into(o, e, img, out, err);
+}
+
 tb_code evt_json_row(const evt_event *e, evt_image img, tb_buf *out, tb_error *err)
 {
     tb_code rc = check_event(e, err);

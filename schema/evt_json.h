@@ -128,6 +128,8 @@ tb_code evt_json_schema_topic(const evt_codec_opts *o, tb_buf *out);
  * Writes null when the table has no key. A key column absent from img (a
  * MINIMAL after image) is taken from the other image. */
 tb_code evt_json_key(const evt_event *e, evt_image img, tb_buf *out, tb_error *err);
+/* The key as evt_render writes it under o (value.encoding, key.schemas). */
+tb_code evt_render_key(const evt_codec_opts *o, const evt_event *e, evt_image img, tb_buf *out, tb_error *err);
 /* Value of the event in the configured format (envelope or row). For op=d in
  * row format there is no value: returns TB_ERR_NOT_FOUND and writes nothing. */
 tb_code evt_json_value(const evt_codec_opts *o, const evt_event *e, tb_buf *out, tb_error *err);

@@ -954,6 +954,7 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
     tb_buf_init(&ks->stats_json, 0);
     tb_buf_init(&ks->scratch, 0);
     tb_buf_init(&ks->scratch2, 0);
+    tb_buf_init(&ks->keybuf, 0);
     tb_buf_init(&ks->tabkey, 0);
     tb_hmap_init(&ks->tabs);
     tb_buf_init(&ks->offsets_key, 0);
@@ -1029,6 +1030,7 @@ void ksink_close(ksink *ks)
     evt_rendered_free(&ks->r);
     tb_buf_free(&ks->scratch);
     tb_buf_free(&ks->scratch2);
+    tb_buf_free(&ks->keybuf);
     tb_buf_free(&ks->offsets_key);
     tb_position_free(&ks->committable);
     tb_position_free(&ks->committed);

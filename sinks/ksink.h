@@ -239,16 +239,27 @@ tb_code ksink_commit_nowait(ksink *ks, tb_error *err);
  * delivery error if there is one. */
 tb_code ksink_flush(ksink *ks, int timeout_ms, tb_error *err);
 
-/* Calls fn once for each key that the topic of table t holds: its latest
- * record is not a tombstone. Flushes the sink first, then reads every
- * partition from its beginning to its high watermark at the start of the
- * read (read_uncommitted). A topic that does not exist holds no keys. The
- * key bytes are borrowed for the call. A non-OK return of fn stops and is
- * returned. For statements that remove rows without row events (TRUNCATE,
- * DROP TABLE with ddl.drop.policy=tombstone): the topic's own keys are the
- * rows a consumer holds. */
+/* Calls fn once for each key that the topic of table t holds (its latest
+ * record is not a tombstone) and whose digest (tb_kset_digest of the key's
+ * bytes) is not in keep. Flushes the sink first, then reads every partition
+ * from its beginning to its high watermark at the start of the read. A topic
+ * that does not exist holds no keys. The key bytes are borrowed for the
+ * call; fn may send (what it sends is not read). A non-OK return of fn stops
+ * and is returned. Memory: a digest per key outside keep, never the keys'
+ * bytes (ksink_keys.c).
+ *  keep NULL: every key, read_uncommitted (the sink's own messages of an
+ *    open Kafka transaction count): for statements that remove rows without
+ *    row events (TRUNCATE, DROP TABLE with ddl.drop.policy=tombstone).
+ *  keep a set of the table's keys (ksink_key_digest of each row): the keys
+ *    a consumer holds (read_committed) that the table no longer has: the
+ *    reconcile step after a resnapshot (DESIGN 6a). */
+struct tb_kset;
 typedef tb_code (*ksink_key_fn)(void *opaque, const char *key, size_t klen, tb_error *err);
-tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *opaque, tb_error *err);
+tb_code ksink_topic_keys(ksink *ks, const evt_table *t, const struct tb_kset *keep, ksink_key_fn fn, void *opaque,
+                         tb_error *err);
+/* The digest of e's key (its after image) as the sink writes it to the
+ * topic (value.encoding, key.schemas): tb_kset_digest of those bytes. */
+tb_code ksink_key_digest(ksink *ks, const evt_event *e, uint64_t *digest, tb_error *err);
 
 /* Every record of a topic, read from the beginning of each partition to the
  * high watermark it had when the read started (committed: read_committed,

@@ -129,6 +129,7 @@ struct ksink {
     evt_rendered r;
     ksink_stage stage;
     tb_buf scratch, scratch2;
+    tb_buf keybuf;           /* ksink_key_digest's rendering */
 
     tb_hmap tabs;            /* "<db>\0<table>" -> ksink_table * (owned) */
     tb_buf tabkey;           /* the key being looked up */

@@ -2,11 +2,14 @@
  * ksink_keys: what a topic holds, read from the beginning of every partition
  * to the high watermark each had when the read started (ksink_topic_read):
  *
- *   ksink_topic_keys     the keys of a table's topic (ksink.h), with
- *                        read_uncommitted (the sink's own messages of an open
- *                        Kafka transaction count: they are committed or,
- *                        after an abort, sent again). A key is held when its
- *                        latest record is not a tombstone.
+ *   ksink_topic_keys     the keys a table's topic holds that a caller's set
+ *                        of digests does not (ksink.h): every key for
+ *                        TRUNCATE and DROP (read_uncommitted: the sink's own
+ *                        messages of an open Kafka transaction count), the
+ *                        keys the table no longer has for the reconcile step
+ *                        after a resnapshot (read_committed: what a consumer
+ *                        sees). A key is held when its latest record is not a
+ *                        tombstone.
  *   ksink_schema_seen_*  the latest schema record per table in the schema
  *                        topic, read once per sink with read_committed, so
  *                        that a record the topic already holds for a table is
@@ -14,8 +17,14 @@
  *                        64-bit FNV-1a digest of the value without its
  *                        version number, and that number.
  *
- * Keys are collected in a tb_hmap of their bytes; memory grows with the
- * number of distinct keys.
+ * Memory of ksink_topic_keys: no key's bytes are kept. A first read keeps a
+ * digest and a state byte per distinct key outside the caller's set
+ * (tb_kset: 12 to 24 bytes a key); when some are held, a second read to the
+ * same offsets hands each held key's bytes to the caller once, from any of
+ * its records (a key's bytes are canonical: every record of it carries the
+ * same). A topic of 10M keys costs at most about 240 MB, and a reconcile
+ * whose table still has most keys far less (those keys are in the caller's
+ * set, not in this one).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +32,7 @@
 
 #include "ksink_int.h"
 #include "tb_hmap.h"
+#include "tb_kset.h"
 #include "tb_log.h"
 
 /* Called for every record of the topic below the read's end; value NULL: a tombstone. */
@@ -167,26 +177,56 @@ tb_code ksink_topic_scan(const cfg *c, const char *topic, bool committed, const 
 
 /* ------------------------------------------------------------ keys of a table's topic */
 
-/* Record the latest state of a key (live: its latest record is not a tombstone). */
-static tb_code kk_add_key(void *opaque, const char *key, size_t klen, const char *value, size_t vlen,
-                          tb_error *err)
+enum { KK_LIVE = 1, KK_GONE = 2, KK_DONE = 3 }; /* state byte of a key read */
+
+typedef struct kk_read {
+    const tb_kset *keep; /* keys the caller keeps (NULL: none) */
+    tb_kset seen;        /* every other key read, with its latest state */
+    size_t live;         /* keys of seen whose latest record is not a tombstone */
+    ksink_key_fn fn;     /* second read: called once per live key */
+    void *opaque;
+} kk_read;
+
+/* First read: the latest state of every key outside keep. */
+static tb_code kk_note_key(void *opaque, const char *key, size_t klen, const char *value, size_t vlen,
+                           tb_error *err)
 {
     (void)vlen;
-    tb_hmap *k = opaque;
-    void **v;
-    if (tb_hmap_put(k, key, klen, &v) != TB_OK)
+    kk_read *k = opaque;
+    uint64_t d = tb_kset_digest(key, klen);
+    if (k->keep && tb_kset_has(k->keep, d))
+        return TB_OK;
+    uint8_t *st;
+    if (tb_kset_put(&k->seen, d, &st) != TB_OK)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory for its keys");
-    *v = value ? (void *)k : NULL; /* any non-NULL pointer marks a live key */
+    uint8_t now = value ? KK_LIVE : KK_GONE;
+    k->live += (now == KK_LIVE) - (*st == KK_LIVE);
+    *st = now;
     return TB_OK;
 }
 
-tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *opaque, tb_error *err)
+/* Second read: each key still held, once. */
+static tb_code kk_give_key(void *opaque, const char *key, size_t klen, const char *value, size_t vlen,
+                           tb_error *err)
+{
+    (void)value, (void)vlen;
+    kk_read *k = opaque;
+    uint8_t *st = tb_kset_find(&k->seen, tb_kset_digest(key, klen));
+    if (!st || *st != KK_LIVE)
+        return TB_OK;
+    *st = KK_DONE;
+    return k->fn(k->opaque, key, klen, err);
+}
+
+tb_code ksink_topic_keys(ksink *ks, const evt_table *t, const tb_kset *keep, ksink_key_fn fn, void *opaque,
+                         tb_error *err)
 {
     tb_code rc = TB_OK;
-    tb_hmap keys;
-    tb_hmap_init(&keys);
+    kk_read k = {.keep = keep, .fn = fn, .opaque = opaque};
+    tb_kset_init(&k.seen);
     tb_buf topic;
     tb_buf_init(&topic, 0);
+    const char *isolation = keep ? "read_committed" : "read_uncommitted";
     if ((rc = evt_json_topic(&ks->copts, t, &topic)) != TB_OK) {
         rc = tb_error_set(err, rc, false, "topic name of %s.%s", evt_table_db(t), evt_table_name(t));
         goto out;
@@ -194,19 +234,23 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, ksink_key_fn fn, void *o
     /* everything sent so far is in the topic before it is read */
     if ((rc = ksink_flush(ks, ksink_request_timeout_ms(ks->c), err)) != TB_OK)
         goto out;
-    kk_plain p = {kk_add_key, &keys};
-    if ((rc = ksink_topic_read(ks->c, topic.data, "read_uncommitted", "keys-reader", kk_plain_record, &p, err)) !=
-        TB_OK)
+    kk_plain note = {kk_note_key, &k}, give = {kk_give_key, &k};
+    if ((rc = ksink_topic_read(ks->c, topic.data, isolation, "keys-reader", kk_plain_record, &note, err)) != TB_OK)
         goto out;
-    const char *key;
-    size_t klen;
-    void *live;
-    for (size_t it = 0; rc == TB_OK && tb_hmap_next(&keys, &it, &key, &klen, &live);)
-        if (live)
-            rc = fn(opaque, key, klen, err);
+    if (k.live > 0)
+        rc = ksink_topic_read(ks->c, topic.data, isolation, "keys-reader", kk_plain_record, &give, err);
 out:
-    tb_hmap_free(&keys, NULL);
+    tb_kset_free(&k.seen);
     tb_buf_free(&topic);
+    return rc;
+}
+
+tb_code ksink_key_digest(ksink *ks, const evt_event *e, uint64_t *digest, tb_error *err)
+{
+    tb_buf_reset(&ks->keybuf);
+    tb_code rc = evt_render_key(&ks->copts, e, EVT_AFTER, &ks->keybuf, err);
+    if (rc == TB_OK)
+        *digest = tb_kset_digest(ks->keybuf.data ? ks->keybuf.data : "", ks->keybuf.len);
     return rc;
 }
 

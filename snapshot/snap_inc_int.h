@@ -38,8 +38,9 @@ struct snap_inc {
     bool has_key;
     uint64_t chunks, rows;
     uint64_t dropped;
-    /* current table */
+    /* current table: described again before every chunk */
     evt_table *t;
+    evt_table *finished;  /* the table whose last chunk was released, not yet taken */
     /* in-flight chunk */
     snap_inc_phase ph;
     int64_t id_lo, id_hi;

@@ -202,8 +202,12 @@ static tb_code state_json(const snap_inc *si, tb_buf *out)
 
 tb_code snap_inc_queue_push(snap_inc *si, const char *db_table)
 {
+    /* queued and not begun: that snapshot reads the table as it is then.
+     * Begun (some of its chunks already read): queued again, so every row
+     * is sent once more as the table is after this signal's statement. */
+    bool begun = si->has_key || si->ph != PH_IDLE || si->chunks > 0;
     for (size_t i = 0; i < si->nqueue; i++)
-        if (strcmp(si->queue[i], db_table) == 0)
+        if (strcmp(si->queue[i], db_table) == 0 && (i > 0 || !begun))
             return TB_OK;
     char **q = realloc(si->queue, (si->nqueue + 1) * sizeof(*q));
     if (!q)

@@ -84,12 +84,20 @@ void snap_inc_close(snap_inc *si)
     free(si->saves);
     snap_key_free(&si->key);
     evt_table_unref(si->t);
+    evt_table_unref(si->finished);
     tb_position_free(&si->hw);
     tb_buf_free(&si->kbuf);
     if (si->my)
         mysql_close(si->my);
     free(si->state_path);
     free(si);
+}
+
+evt_table *snap_inc_take_finished(snap_inc *si)
+{
+    evt_table *t = si->finished;
+    si->finished = NULL;
+    return t;
 }
 
 bool snap_inc_active(const snap_inc *si)
@@ -273,6 +281,18 @@ out:
     return rc;
 }
 
+/* Same key columns (names, in key order). */
+static bool same_key(const evt_table *a, const evt_table *b)
+{
+    if (evt_table_npk(a) != evt_table_npk(b))
+        return false;
+    for (size_t k = 0; k < evt_table_npk(a); k++)
+        if (strcmp(evt_table_column(a, evt_table_pk_col(a, k))->name,
+                   evt_table_column(b, evt_table_pk_col(b, k))->name) != 0)
+            return false;
+    return true;
+}
+
 tb_code snap_inc_poll(snap_inc *si, tb_error *err)
 {
     if (si->ph != PH_IDLE || si->nqueue == 0)
@@ -286,10 +306,23 @@ tb_code snap_inc_poll(snap_inc *si, tb_error *err)
         snap_inc_queue_pop(si);
         goto out;
     }
-    if (!si->t || strcmp(evt_table_db(si->t), db) != 0 || strcmp(evt_table_name(si->t), table) != 0) {
-        evt_table_unref(si->t);
+    /* every chunk reads the table as it is now: an ALTER since the last
+     * chunk (a column added or dropped) changes the SELECT's columns */
+    {
+        evt_table *prev = si->t;
         si->t = NULL;
         rc = snap_schema_describe(si->my, si->c, db, table, &si->t, err);
+        bool same = prev && rc == TB_OK && strcmp(evt_table_db(prev), db) == 0 &&
+                    strcmp(evt_table_name(prev), table) == 0 && same_key(prev, si->t);
+        if (rc == TB_OK && si->has_key && !same) {
+            /* the key columns changed: the saved key says nothing about the new order */
+            TB_INFO(FAC, "incremental snapshot of %s: its key columns changed; it starts again from the first chunk",
+                    si->queue[0]);
+            snap_key_free(&si->key);
+            si->has_key = false;
+            si->chunks = si->rows = si->dropped = 0;
+        }
+        evt_table_unref(prev);
         if (rc == TB_ERR_CONFIG || rc == TB_ERR_NOT_FOUND) {
             /* no such table or no key: retrying cannot help */
             TB_ERROR(FAC, "incremental snapshot of %s dropped: %s", si->queue[0], err ? err->msg : "");
@@ -386,6 +419,8 @@ static tb_code finish_chunk(snap_inc *si, tb_error *err)
     }
     si->chunks++;
     if (si->chunk_last) {
+        evt_table_unref(si->finished);
+        si->finished = evt_table_ref(si->t);
         TB_INFO(FAC, "incremental snapshot of %s done: %llu chunk(s), %llu row(s), %llu replaced by the stream",
                 si->queue[0], (unsigned long long)si->chunks, (unsigned long long)si->rows,
                 (unsigned long long)si->dropped);

@@ -18,6 +18,8 @@
  *  (snap_inc_is_signal_table()).
  *
  * ONE CHUNK (snap_inc_poll, when no chunk is in flight)
+ *  0. describe the table as it is now (a column added or dropped since the
+ *     last chunk changes the SELECT; a changed key starts it again)
  *  1. INSERT a low watermark row (autocommit)            -> id_lo
  *  2. SELECT <cols> FROM t WHERE key > last_key ORDER BY key LIMIT
  *     snapshot.chunk.size (keyset pagination; a composite key expands to
@@ -98,6 +100,12 @@ tb_code snap_inc_poll(snap_inc *si, tb_error *err);
 /* The caller committed position p: saves the progress of every finished
  * chunk whose high watermark is at or before p. */
 tb_code snap_inc_committed(snap_inc *si, const tb_position *p, tb_error *err);
+
+/* The descriptor of the table whose last chunk the latest
+ * snap_inc_next_event() call released (the table's incremental snapshot is
+ * complete; its reconcile step follows, DESIGN 6a), or NULL; once per
+ * table. One reference for the caller. */
+evt_table *snap_inc_take_finished(snap_inc *si);
 
 /* True while a table is queued or a chunk is in flight or unsaved. */
 bool snap_inc_active(const snap_inc *si);
