@@ -136,6 +136,11 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err);
  * table and the position. */
 tb_code run_on_dropped(run_ctx *r, const evt_event *ev, tb_error *err);
 
+/* run_history.c: after error 1236 for stored, whether the server never had
+ * some of the transactions it covers (diverged history) rather than purged
+ * them; server: the server's GTID position, for the message. */
+bool run_history_diverged(const cfg *c, const tb_position *stored, tb_buf *server);
+
 /* run_keys.c: where the deletes of run_keys_delete go. */
 typedef struct run_keys_at {
     const tb_position *pos; /* their source position (copied; rows numbered from 1) */

@@ -862,12 +862,27 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
         const tb_position *at = binlog_position(r->binlog);
         if (!at || at->kind == TB_POS_NONE || !at->file || !*at->file)
             at = &resume;
-        tb_buf b;
+        tb_buf b, server;
         tb_buf_init(&b, 0);
+        tb_buf_init(&server, 0);
         tb_position_format(at, &b);
+        /* purged, or never written by this server (a failover to one that lacks them) */
+        bool diverged = run_history_diverged(r->cfg, &resume, &server);
+        if (diverged) {
+            TB_ERROR("run",
+                     "the server's history diverged from what the topics hold: the stored position has GTID %s, "
+                     "the server's binlog ends at GTID %s and never had some of those transactions (a failover to "
+                     "a server that lacks transactions already published?). Their changes are in the topics but "
+                     "not on this server",
+                     resume.gtid_set ? resume.gtid_set : "?", server.len ? tb_buf_cstr(&server) : "(none)");
+        }
         if (strcmp(cfg_get_str(r->cfg, "snapshot.mode"), "when_needed") == 0 && resnapshots++ < 3) {
-            TB_WARN("run", "position %s is no longer in the server's binlog (%s); snapshotting again "
-                           "(snapshot.mode=when_needed)", tb_buf_cstr(&b), why);
+            if (diverged)
+                TB_WARN("run", "snapshotting again (snapshot.mode=when_needed); the reconcile step after it "
+                               "deletes what this server does not have, so the topics equal it");
+            else
+                TB_WARN("run", "position %s is no longer in the server's binlog (%s); snapshotting again "
+                               "(snapshot.mode=when_needed)", tb_buf_cstr(&b), why);
             tb_error_clear(err);
             binlog_close(r->binlog);
             r->binlog = NULL;
@@ -876,6 +891,14 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
             tb_position_free(&r->last_end);
             force_snapshot = true;
             rc = TB_OK;
+        } else if (diverged) {
+            rc = tb_error_set(err, TB_ERR_SOURCE, false,
+                              "position %s (GTID %s) is not in the server's history, which ends at GTID %s: the "
+                              "server never had some transactions the topics hold (diverged history, not a purged "
+                              "binlog; %s). To make the topics equal this server, snapshot again with the "
+                              "reconcile step: set snapshot.mode=when_needed and restart",
+                              tb_buf_cstr(&b), resume.gtid_set ? resume.gtid_set : "?",
+                              server.len ? tb_buf_cstr(&server) : "(none)", why);
         } else {
             rc = tb_error_set(err, TB_ERR_SOURCE, false,
                               "position %s is no longer in the server's binlog (purged or reset; %s). "
@@ -885,6 +908,7 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
                               tb_buf_cstr(&b), why);
         }
         tb_buf_free(&b);
+        tb_buf_free(&server);
     }
     tb_position_free(&resume);
     return rc;

@@ -312,9 +312,10 @@ tb_code snap_inc_poll(snap_inc *si, tb_error *err)
         evt_table *prev = si->t;
         si->t = NULL;
         rc = snap_schema_describe(si->my, si->c, db, table, &si->t, err);
-        bool same = prev && rc == TB_OK && strcmp(evt_table_db(prev), db) == 0 &&
-                    strcmp(evt_table_name(prev), table) == 0 && same_key(prev, si->t);
-        if (rc == TB_OK && si->has_key && !same) {
+        /* (no descriptor yet after a restart: the saved key is checked against the table's key when read) */
+        bool changed = prev && rc == TB_OK && strcmp(evt_table_db(prev), db) == 0 &&
+                       strcmp(evt_table_name(prev), table) == 0 && !same_key(prev, si->t);
+        if (si->has_key && changed) {
             /* the key columns changed: the saved key says nothing about the new order */
             TB_INFO(FAC, "incremental snapshot of %s: its key columns changed; it starts again from the first chunk",
                     si->queue[0]);
