@@ -495,3 +495,36 @@ Test(it, replay_keeps_fetching)
     it_rm_db(db);
     unlink(log);
 }
+
+/* it/schema_topic_outside_the_regex: cache.topics takes the table topics only
+ * (^<prefix>[.]db1[.]), not <prefix>.schema; the schema topic is read all the
+ * same (its prefix is topic.prefix, or that of a topic the regex takes), so the
+ * table is typed from its record, not inferred. */
+Test(it, schema_topic_outside_the_regex)
+{
+    char prefix[64], topic[128], db[256], log[256], key[64], val[1024], re[160];
+    rd_kafka_t *rk = setup_topics("r", 1, 0, prefix, topic, NULL);
+    for (long id = 0; id < 5; id++) {
+        snprintf(key, sizeof(key), "{\"id\":%ld}", id);
+        env_row(val, sizeof(val), "c", id, id, NULL);
+        it_produce(rk, topic, -1, key, val);
+    }
+    it_flush(rk);
+    snprintf(re, sizeof re, "^%s[.]db1[.].*", prefix);
+    for (int with_prefix = 0; with_prefix < 2; with_prefix++) {
+        paths(prefix, with_prefix ? "rp" : "r", db, log);
+        const char *args[] = {"--brokers", it_brokers(), "--topics", re, "--db", db, "--until-caught-up",
+                              "--set", "log.level=info", with_prefix ? "--prefix" : NULL, prefix, NULL};
+        pid_t pid = it_spawn(log, args);
+        cr_assert_eq(it_wait(pid, 120), 0, "the cache did not catch up (see %s)", log);
+        cr_expect_eq(it_sql_int(db, "SELECT count(*) FROM \"db1.t\""), 5, "see %s", log);
+        cr_expect_eq(it_sql_int(db, "SELECT inferred FROM _tributary_tables WHERE tbl='db1.t'"), 0,
+                     "typed from its schema record (prefix %s; see %s)", with_prefix ? "given" : "not given", log);
+        cr_expect_eq(it_sql_int(db, "SELECT count(*) FROM _tributary_columns WHERE tbl='db1.t' AND name='n' AND "
+                                    "type='int'"),
+                     1, "see %s", log);
+        it_rm_db(db);
+        unlink(log);
+    }
+    rd_kafka_destroy(rk);
+}
