@@ -39,7 +39,8 @@
  * The fraction digits of a TIME/DATETIME are the column's fsp in the
  * tributary encoding; Connect schemas do not carry it (unless the connector
  * propagates source types: parameter __debezium.source.column.scale), so the
- * cache writes the shortest exact fraction ("10:00:00.5", "10:00:00").
+ * cache writes the shortest exact fraction ("10:00:00.5", "10:00:00"), except
+ * for a MicroTimestamp (DATETIME(4) to (6)): six digits, DATETIME(6)'s.
  *
  * A table the cache typed otherwise (from tributary's <prefix>.schema record)
  * keeps its column types; a BIGINT UNSIGNED column there turns Debezium's
@@ -284,6 +285,10 @@ static void set_decoder(cache_col *c, const cx_kind *k)
     /* a temporal's fsp the Connect schema lacks: the schema record's, when the table has one */
     if (k->dz >= DZ_TIME_MS && k->dz <= DZ_TS_NS && k->arg < 0 && c->scale >= 0 && c->scale <= 6)
         c->dz_arg = (int8_t)c->scale;
+    /* a MicroTimestamp is a DATETIME(4..6) (time.precision.mode=adaptive): six digits, as the
+     * tributary encoding writes DATETIME(6), the usual one, so a key is one text whoever wrote it */
+    else if (k->dz == DZ_TS_US && k->arg < 0)
+        c->dz_arg = 6;
     /* a BIGINT UNSIGNED column (typed from a schema record) given as int64: undo the wrap */
     if (c->cls == CC_UINT64 && k->dz == DZ_NONE && (k->cls == CC_INT))
         c->dz = DZ_U64;
@@ -303,7 +308,9 @@ static void warn_losses(cache_table *t, const cj_val *rowf)
         kind_of(&fs, &k);
         if (!cj_obj_get(&fs, "field", &n) || n.type != CJ_STRING)
             continue;
-        tb_buf *b = k.dz >= DZ_TIME_MS && k.dz <= DZ_TS_NS && k.arg < 0 ? &fsp : k.has_default ? &dflt : NULL;
+        tb_buf *b = k.dz >= DZ_TIME_MS && k.dz <= DZ_TS_NS && k.dz != DZ_TS_US && k.arg < 0 ? &fsp
+                    : k.has_default                                                        ? &dflt
+                                                                                           : NULL;
         if (b)
             tb_buf_printf(b, "%s\"%.*s\"", b->len ? ", " : "", (int)n.len, n.ptr);
     }

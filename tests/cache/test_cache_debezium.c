@@ -149,8 +149,6 @@ static const loss LOSSES[] = {
     /* every variant with Connect schemas ("-schemas") */
     {"-schemas", "types", "c_datetime3", "1", "fsp not in the schema: trailing zeros of .000 not written"},
     {"-schemas", "types", "c_datetime3", "101", "fsp not in the schema"},
-    {"-schemas", "types", "c_datetime6", "1", "fsp not in the schema"},
-    {"-schemas", "types", "c_datetime6", "101", "fsp not in the schema"},
     /* tributary's own topics, time.precision.mode=connect */
     {"own-debezium-connect-time", "types", "c_time", "*", "connect Time: null outside 00:00..24:00"},
     {"own-debezium-connect-time", "types", "c_time3", "*", "connect Time: null outside 00:00..24:00"},
