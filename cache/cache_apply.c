@@ -425,7 +425,16 @@ static tb_code apply_renamed(cache_store *s, const char *prefix, const cj_val *v
     tb_buf_init(&topic, 0);
     tb_code rc = names_of(&from, prefix, &name, &db_len, &topic, err);
     cache_table *old = rc == TB_OK ? cache_store_find(s, tb_buf_cstr(&name)) : NULL;
-    if (old) {
+    if (rc == TB_OK && strcmp(tb_buf_cstr(&name), nt->name) != 0) {
+        /* the old name is gone at the source: its topic's messages (the rows before the rename and
+         * their deletes, read after this record when the cache replays from scratch) do not make
+         * its table again, as after a dropped record; a record describing it again undoes this */
+        tb_buf key;
+        tb_buf_init(&key, 0);
+        rc = cache_store_put_state(s, dropped_key(&key, tb_buf_cstr(&topic)), 1, err);
+        tb_buf_free(&key);
+    }
+    if (rc == TB_OK && old) {
         TB_INFO("cache", "table \"%s\": renamed to \"%s\" at the source; renamed here too, with its rows",
                 old->name, nt->name);
         if ((rc = cache_store_rename(s, old, nt->name, nt->db_len, nt->topic, err)) == TB_OK)

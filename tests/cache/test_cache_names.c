@@ -191,3 +191,40 @@ Test(cache_names, bad_names_in_a_schema_record)
     cr_assert_eq(tables(s), 0);
     close_store(s, true);
 }
+
+/* A source RENAME replayed from scratch: the schema topic first (the old name's record, then the
+ * new name's with renamed_from), then the old topic's rows and deletes, then the new topic's rows.
+ * The old name leaves no (inferred, empty) table behind, so every table is typed and `cache
+ * publish` takes them all. */
+Test(cache_names, rename_replayed_from_scratch)
+{
+    cache_store *s = open_store();
+    tb_error err;
+    cr_assert_eq(schema(s, "d", "a", &err), TB_OK, "%s", err.msg);
+    const char *rec = "{\"db\":\"d\",\"table\":\"b\",\"version\":2,\"names_known\":true,\"columns\":[{\"name\":"
+                      "\"id\",\"type\":\"int\"},{\"name\":\"v\",\"type\":\"varchar\"}],\"primary_key\":[\"id\"],"
+                      "\"renamed_from\":{\"db\":\"d\",\"table\":\"a\"}}";
+    cr_assert_eq(cache_apply_schema(s, "p", "{}", 2, rec, strlen(rec), NULL, NULL, &err), TB_OK, "%s", err.msg);
+    for (int id = 1; id <= 2; id++)
+        cr_assert_eq(row(s, "p.d.a", id, "old", &err), TB_OK, "%s", err.msg);
+    for (int id = 1; id <= 2; id++) {
+        char key[32];
+        snprintf(key, sizeof key, "{\"id\":%d}", id);
+        cr_assert_eq(cache_apply_msg(s, "p.d.a", "p", 0, key, strlen(key), NULL, 0, &err), TB_OK, "%s", err.msg);
+    }
+    for (int id = 1; id <= 2; id++)
+        cr_assert_eq(row(s, "p.d.b", id, "new", &err), TB_OK, "%s", err.msg);
+    cr_expect_eq(tables(s), 1);
+    cr_expect_str_eq(value_of(s, "d.b", 2), "new");
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(s->db, "SELECT count(*) FROM _tributary_tables WHERE inferred != 0", -1, &st, NULL),
+                 SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    cr_expect_eq(sqlite3_column_int(st, 0), 0, "an inferred table is left (cache publish refuses it)");
+    sqlite3_finalize(st);
+    /* the old name created again at the source: its topic applies again */
+    cr_assert_eq(schema(s, "d", "a", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(row(s, "p.d.a", 7, "again", &err), TB_OK, "%s", err.msg);
+    cr_expect_str_eq(value_of(s, "d.a", 7), "again");
+    close_store(s, true);
+}
