@@ -265,6 +265,7 @@ int cmd_cache(int argc, char **argv)
     o.error_policy = strcmp(pol, "skip") == 0 ? CACHE_ERR_SKIP : strcmp(pol, "dlq") == 0 ? CACHE_ERR_DLQ : CACHE_ERR_FAIL;
     o.batch_size = (int)cfg_get_int(c, "cache.batch.size");
     o.busy_timeout_ms = (int)cfg_get_int(c, "cache.busy.timeout.ms");
+    o.offline_fail = strcmp(cfg_get_str(c, "cache.offline.policy"), "fail") == 0;
     const char *dd = cfg_get_str(c, "cache.debezium.decimal.handling.mode");
     const char *dt = cfg_get_str(c, "cache.debezium.time.precision.mode");
     const char *db = cfg_get_str(c, "cache.debezium.binary.handling.mode");

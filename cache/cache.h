@@ -80,6 +80,9 @@ typedef struct cache_opts {
     cache_dbz_opts dbz;           /* Debezium values without Connect schemas (default: Debezium's defaults) */
     int batch_size;               /* messages per transaction (default 5000) */
     int busy_timeout_ms;          /* wait for another process's lock on the file (default 5000) */
+    bool offline_fail;            /* cache.offline.policy=fail: a resume after more than a topic's
+                                   * delete.retention.ms fails naming the fix; else (rebuild) the
+                                   * topic's partitions are replayed from the beginning */
     int metadata_refresh_ms;      /* global mode: look for new topics (default 5000) */
     bool until_caught_up;         /* return once every partition reached its start watermark */
     const char *const *kafka_props; /* extra librdkafka properties: key, value, key, value, ..., NULL */

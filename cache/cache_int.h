@@ -15,7 +15,8 @@
  *                           watermark recorded when the partition was assigned)
  *   _tributary_state        key, value: caught_up (0/1), caught_up_at (unix ms),
  *                           applied (messages applied, ever: row changes, not schema
- *                           records), skipped, dlq
+ *                           records), skipped, dlq, alive_at (unix ms of the last commit:
+ *                           the cache had read its topics up to its offsets then)
  * Every batch of applied messages and the offsets after it are written in one
  * transaction, so the file always holds a state "the topics up to these offsets".
  */

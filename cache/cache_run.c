@@ -37,6 +37,9 @@ typedef struct cache_ctx {
     regex_t re;
     bool re_ok;
     char *prefix;       /* known <prefix> (options or a schema topic) */
+    int64_t alive0;     /* alive_at when this run opened the file: the end of the last run */
+    char *ret_topic;    /* the topic whose delete.retention.ms is ret_ms (-1 unknown) */
+    int64_t ret_ms;
     cache_part *parts;
     size_t nparts, cap;
     int64_t batch_n;
@@ -205,6 +208,54 @@ static tb_code begin(cache_ctx *c)
 
 /* ------------------------------------------------------------- assignment */
 
+/* A partition resumed at its stored offset after the cache was stopped longer than the topic's
+ * delete.retention.ms (DescribeConfigs; once per topic and run): compaction may have removed
+ * tombstones it never read, so its rows could outlive their deletes. Policy rebuild: the
+ * partition's rows are dropped and it is replayed from the beginning (*replay); fail: an error
+ * naming the fix. */
+static tb_code check_offline(cache_ctx *c, rd_kafka_t *rk, cache_part *p, bool *replay, tb_error *err)
+{
+    *replay = false;
+    int64_t alive = c->alive0, offline = tb_wall_ms() - alive;
+    if (alive <= 0 || p->schema || p->next < 0)
+        return TB_OK;
+    if (!c->ret_topic || strcmp(c->ret_topic, p->topic) != 0) {
+        const char *keys[] = {"delete.retention.ms"};
+        char *v[1] = {NULL};
+        tb_error e;
+        free(c->ret_topic);
+        c->ret_topic = strdup(p->topic);
+        c->ret_ms = -1;
+        if (kafka_describe_configs(rk, RD_KAFKA_RESOURCE_TOPIC, p->topic, keys, v, 1, 10000, NULL, &e) != TB_OK)
+            TB_WARN("cache", "%s: its delete.retention.ms is unknown (%s): a resume after a long stop is not checked",
+                    p->topic, e.msg);
+        else if (v[0])
+            c->ret_ms = strtoll(v[0], NULL, 10);
+        free(v[0]);
+    }
+    if (c->ret_ms < 0 || offline <= c->ret_ms)
+        return TB_OK;
+    if (c->o->offline_fail)
+        return tb_error_set(err, TB_ERR_STATE, false,
+                            "%s [%d]: the cache was stopped for %lld s, longer than the topic's delete.retention.ms "
+                            "(%lld s): deletes compacted away meanwhile would be missed; rebuild the cache (delete "
+                            "%s, or set cache.offline.policy=rebuild), or raise delete.retention.ms on the topic "
+                            "(topic.delete.retention.ms for new topics)",
+                            p->topic, (int)p->partition, (long long)(offline / 1000), (long long)(c->ret_ms / 1000),
+                            c->o->db_path);
+    TB_WARN("cache",
+            "%s [%d]: the cache was stopped for %lld s, longer than the topic's delete.retention.ms (%lld s): "
+            "rebuilding the partition from the beginning (deletes compacted away meanwhile are not in it; "
+            "cache.offline.policy=rebuild)",
+            p->topic, (int)p->partition, (long long)(offline / 1000), (long long)(c->ret_ms / 1000));
+    tb_code rc = begin(c);
+    if (rc == TB_OK && (rc = cache_store_drop_partition(c->s, p->topic, p->partition, err)) == TB_OK) {
+        p->next = -1;
+        *replay = true;
+    }
+    return rc;
+}
+
 /* Assign these partitions (topic/partition filled) to rk at their stored offsets. */
 static tb_code assign(cache_ctx *c, rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l)
 {
@@ -226,6 +277,9 @@ static tb_code assign(cache_ctx *c, rd_kafka_t *rk, rd_kafka_topic_partition_lis
             TB_WARN("cache", "%s [%d]: high watermark unknown: %s", tp->topic, (int)tp->partition,
                     rd_kafka_err2str(ke));
         p->high = ke ? -1 : hi;
+        bool replay;
+        if (check_offline(c, rk, p, &replay, &e) != TB_OK)
+            return set_fatal(c, &e);
         p->assigned = true;
         p->dirty = p->next >= 0;
         /* from the beginning: start at the low watermark just read, a concrete offset (librdkafka
@@ -706,7 +760,7 @@ static tb_code run_loop(cache_ctx *c, tb_error *err)
         c->assigned_once = true; /* c->listed is true: phase 1 waited for it */
     }
     c->last_meta = now_s();
-    double last_schema = 0, last_file = now_s();
+    double last_schema = 0, last_file = now_s(), last_alive = now_s();
     while (!stopping(c)) {
         double t = now_s();
         if (t - last_schema >= 0.1) { /* schema records are rare: look every 100 ms */
@@ -725,6 +779,11 @@ static tb_code run_loop(cache_ctx *c, tb_error *err)
             cache_nudge_check(c->nudge, c->q, c->parts, c->nparts);
         if (c->s->in_tx && (!got || t - c->batch_t0 >= 1.0))
             commit(c);
+        if (t - last_alive >= 30.0) { /* idle and caught up: still reading every tombstone */
+            last_alive = t;
+            if (!c->s->in_tx && begin(c) == TB_OK)
+                commit(c); /* the commit records alive_at */
+        }
         if (c->o->mode == CACHE_MODE_GLOBAL && t - c->last_meta >= c->o->metadata_refresh_ms / 1000.0) {
             c->last_meta = t;
             scan_topics(c, c->rks, false);
@@ -770,6 +829,7 @@ tb_code cache_run(const cache_opts *o, tb_error *err)
     c.re_ok = true;
     if ((rc = cache_store_open_busy(o->db_path, false, o->busy_timeout_ms, &c.s, err)) != TB_OK)
         goto out;
+    c.alive0 = cache_store_get_state(c.s, "alive_at", 0);
     c.s->dbz = o->dbz;
     c.s->drop_on_drop = o->drop_on_drop;
     c.applied0 = c.s->applied;
@@ -845,6 +905,7 @@ out:
     free(c.parts);
     free(c.lags);
     free(c.prefix);
+    free(c.ret_topic);
     free(c.dlq_topic);
     cache_store_close(c.s);
     tb_buf_free(&gid);

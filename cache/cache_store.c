@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cache_int.h"
+#include "tb_clock.h"
 #include "tb_hmap.h"
 #include "tb_log.h"
 
@@ -431,7 +432,8 @@ tb_code cache_store_commit(cache_store *s, tb_error *err)
     if (!s->in_tx)
         return TB_OK;
     tb_code rc;
-    if ((rc = cache_store_put_state(s, "applied", s->applied, err)) != TB_OK ||
+    if ((rc = cache_store_put_state(s, "alive_at", tb_wall_ms(), err)) != TB_OK ||
+        (rc = cache_store_put_state(s, "applied", s->applied, err)) != TB_OK ||
         (rc = cache_store_put_state(s, "skipped", s->skipped, err)) != TB_OK ||
         (rc = cache_store_put_state(s, "dlq", s->dlq, err)) != TB_OK ||
         (rc = cache_exec(s, "COMMIT", err)) != TB_OK)

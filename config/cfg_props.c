@@ -29,6 +29,7 @@ static const char *const v_error_policy[] = {"fail", "skip", "dlq", NULL};
 static const char *const v_cache_dbz_time[] = {"adaptive_time_microseconds", "adaptive", "connect", NULL};
 static const char *const v_log_level[] = {"error", "warn", "info", "debug", "trace", NULL};
 static const char *const v_revoke[] = {"drop", "keep", NULL};
+static const char *const v_offline_policy[] = {"rebuild", "fail", NULL};
 static const char *const v_row_image_policy[] = {"fail", "warn", NULL};
 static const char *const v_truncate_policy[] = {"tombstone", "fail", NULL};
 static const char *const v_ssl_mode[] = {"disabled", "preferred", "required", "verify_ca", "verify_identity", NULL};
@@ -115,6 +116,7 @@ static const cfg_prop props[] = {
     /* ---- topics and values */
     {"topic.prefix", CFG_STRING, "tributary", 0, 0, NULL, "First part of every topic name.", false, "topics"},
     {"topic.partitions", CFG_INT, "1", 1, 100000, NULL, "Partitions of topics the sink creates.", false, "topics"},
+    {"topic.delete.retention.ms", CFG_MS, "86400000", 0, I64MAX, NULL, "delete.retention.ms of the compacted topics the sink creates: how long Kafka keeps a tombstone once compacted, so the longest a cache (or any reader of the topic as a table) may stay stopped and still see every delete; a cache stopped longer rebuilds the topic's partitions (cache.offline.policy).", false, "topics"},
     {"topic.replication.factor", CFG_INT, NULL, 1, 32767, NULL,
      "Replication factor of topics the sink creates (offsets and lease topics too). Unset: the cluster's `default.replication.factor` (read from a broker), at most the number of brokers. An existing topic with replication factor 1 on a cluster of several brokers gets a WARN naming the fix.", false, "topics"},
     {"topic.min.insync.replicas", CFG_INT, NULL, 1, 32767, NULL,
@@ -159,6 +161,7 @@ static const cfg_prop props[] = {
     {"cache.on.drop", CFG_ENUM, "keep", 0, 0, v_revoke, "A table dropped at the source (its schema record says `dropped`): `keep` its rows in the cache, or `drop` the cache table (messages of its topic read afterwards are not applied until the table is described again).", false, "cache"},
     {"cache.error.policy", CFG_ENUM, "fail", 0, 0, v_error_policy, "An undecodable message: stop, skip (logged) or copy to <name>.cache.dlq.", false, "cache"},
     {"cache.batch.size", CFG_INT, "5000", 1, 10000000, NULL, "Messages applied per SQLite transaction.", false, "cache"},
+    {"cache.offline.policy", CFG_ENUM, "rebuild", 0, 0, v_offline_policy, "A cache started after it was stopped longer than a table topic's delete.retention.ms (read from the broker) may have missed deletes whose tombstones compaction removed: `rebuild` replays that topic's partitions from the beginning (WARN), `fail` stops with an error naming the fix.", false, "cache"},
     {"cache.busy.timeout.ms", CFG_MS, "5000", 0, 3600000, NULL, "How long the cache waits for another process's lock on the cache file (a reader's checkpoint, an open write transaction in the sqlite3 shell) before it stops with an error naming the lock.", false, "cache"},
     {"cache.debezium.decimal.handling.mode", CFG_ENUM, "precise", 0, 0, v_dbz_decimal, "How the Debezium connector wrote DECIMAL values of topics without Connect schemas (its decimal.handling.mode): decoded by the types of tributary's schema record, named in the warning for a foreign topic.", false, "cache"},
     {"cache.debezium.time.precision.mode", CFG_ENUM, "adaptive_time_microseconds", 0, 0, v_cache_dbz_time, "How the Debezium connector wrote TIME/DATETIME values of topics without Connect schemas (its time.precision.mode).", false, "cache"},

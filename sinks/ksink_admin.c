@@ -167,11 +167,15 @@ tb_code ksink_topic_ensure_until(rd_kafka_t *rk, const cfg *c, const char *topic
         return rc;
     char misr[16];
     snprintf(misr, sizeof misr, "%d", min_insync);
+    char dret[24];
+    snprintf(dret, sizeof dret, "%lld", (long long)cfg_get_int(c, "topic.delete.retention.ms"));
     const char *configs[8];
     size_t n = 0;
-    if (compact) {
+    if (compact) { /* a tombstone stays delete.retention.ms once compacted: the longest a cache may be stopped */
         configs[n++] = "cleanup.policy";
         configs[n++] = "compact";
+        configs[n++] = "delete.retention.ms";
+        configs[n++] = dret;
     }
     if (min_insync > 0) {
         configs[n++] = "min.insync.replicas";

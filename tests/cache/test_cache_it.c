@@ -528,3 +528,62 @@ Test(it, schema_topic_outside_the_regex)
     }
     rd_kafka_destroy(rk);
 }
+
+/* it/offline_longer_than_delete_retention: a cache stopped while deletes were
+ * written, and compaction removed their tombstones (delete.retention.ms=100 on
+ * the topic), resumes past them: it rebuilds the partition from the beginning
+ * (cache.offline.policy=rebuild) and equals the topic read as a table again;
+ * with cache.offline.policy=fail it stops naming the fix. */
+Test(it, offline_longer_than_delete_retention)
+{
+    char prefix[64], topic[128], db[256], log[256];
+    rd_kafka_t *rk = setup_topics("o", 1, 1, prefix, topic, NULL);
+    model m = new_model(12);
+    for (long id = 0; id < 10; id++)
+        upsert(rk, topic, &m, id, id);
+    it_flush(rk);
+    paths(prefix, "o", db, log);
+    const char *until[] = {"--until-caught-up", NULL};
+    cr_assert_eq(it_wait(start_cache(prefix, db, log, until), 120), 0, "see %s", log);
+    cr_assert_eq(it_sql_int(db, "SELECT count(*) FROM \"db1.t\""), 10, "see %s", log);
+    /* stopped: deletes arrive, then compaction removes them with their tombstones */
+    for (long id = 0; id < 5; id++)
+        delete_row(rk, topic, &m, id, 0);
+    it_flush(rk);
+    double deadline = it_now() + 120;
+    long n;
+    for (long i = 0; (n = it_count_records(topic, 1)) > 8; i++) { /* 6 live keys, and the active segment */
+        cr_assert(it_now() < deadline, "the broker did not compact the tombstones away (%ld records)", n);
+        upsert(rk, topic, &m, 10, 100 + i); /* rolls segments (segment.ms=100) */
+        it_flush(rk);
+        it_nap(300);
+    }
+    cr_assert_eq(it_wait(start_cache(prefix, db, log, until), 120), 0, "see %s", log);
+    char *want = expected_dump(&m), *have = cache_dump(db);
+    cr_assert_str_eq(have, want, "the resumed cache differs from the topic (see %s)", log);
+    free(want);
+    free(have);
+    FILE *f = fopen(log, "r");
+    char line[2048];
+    bool warned = false;
+    while (f && fgets(line, sizeof(line), f))
+        warned = warned || strstr(line, "rebuilding the partition from the beginning");
+    if (f)
+        fclose(f);
+    cr_assert(warned, "no WARN about the rebuild in %s", log);
+    /* policy fail: the same situation stops the cache with the fix named */
+    it_nap(200); /* past the topic's 100 ms since the last commit (a duration the test sets up, not a wait) */
+    const char *fail[] = {"--until-caught-up", "--set", "cache.offline.policy=fail", NULL};
+    cr_expect_neq(it_wait(start_cache(prefix, db, log, fail), 120), 0, "see %s", log);
+    f = fopen(log, "r");
+    bool named = false;
+    while (f && fgets(line, sizeof(line), f))
+        named = named || strstr(line, "longer than the topic's delete.retention.ms");
+    if (f)
+        fclose(f);
+    cr_assert(named, "no error naming delete.retention.ms in %s", log);
+    free(m.n);
+    rd_kafka_destroy(rk);
+    it_rm_db(db);
+    unlink(log);
+}
