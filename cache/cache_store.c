@@ -576,8 +576,25 @@ static tb_code reserved_column(const char *table, const char *name, tb_error *er
                         table, name);
 }
 
+/* Two columns SQLite cannot hold apart (it compares column names without case): the message or
+ * record that names both is refused (TB_ERR_INVALID: cache.error.policy), not the cache file. */
+static tb_code same_column(const char *table, const char *a, const char *b, tb_error *err)
+{
+    return tb_error_set(err, TB_ERR_INVALID, false,
+                        "table \"%s\": columns \"%s\" and \"%s\" differ only in case, which SQLite cannot hold "
+                        "apart (column names are compared without case)",
+                        table, a, b);
+}
+
 tb_code cache_store_create(cache_store *s, cache_table *t, tb_error *err)
 {
+    for (size_t i = 0; i < t->ncols; i++)
+        for (size_t j = i + 1; j < t->ncols; j++)
+            if (sqlite3_stricmp(t->cols[i].name, t->cols[j].name) == 0) {
+                tb_code rc = same_column(t->name, t->cols[i].name, t->cols[j].name, err);
+                cache_table_free(t);
+                return rc;
+            }
     tb_code rc = cache_store_flush(s, err);
     tb_buf *q = &s->sql;
     char *sqlname = NULL;
@@ -677,6 +694,9 @@ tb_code cache_store_add_column(cache_store *s, cache_table *t, const char *name,
     tb_code rc;
     if ((rc = reserved_column(t->name, name, err)) != TB_OK)
         return rc;
+    for (size_t i = 0; i < t->ncols; i++)
+        if (sqlite3_stricmp(t->cols[i].name, name) == 0)
+            return same_column(t->name, t->cols[i].name, name, err);
     if ((rc = cache_store_flush(s, err)) != TB_OK) /* pending rows: bound for the columns as they were */
         return rc;
     cache_col *nc = realloc(t->cols, (t->ncols + 1) * sizeof(*nc));

@@ -228,3 +228,24 @@ Test(cache_names, rename_replayed_from_scratch)
     cr_expect_str_eq(value_of(s, "d.a", 7), "again");
     close_store(s, true);
 }
+
+/* Column names that differ only in case (SQLite cannot hold both): the record or message naming
+ * them is refused as bad input (cache.error.policy), never as a failure of the cache file. */
+Test(cache_names, column_case_variants_refused_as_input)
+{
+    cache_store *s = open_store();
+    tb_error err;
+    const char *rec = "{\"db\":\"d\",\"table\":\"c\",\"version\":1,\"columns\":[{\"name\":\"id\",\"type\":\"int\"},"
+                      "{\"name\":\"v\",\"type\":\"int\"},{\"name\":\"V\",\"type\":\"int\"}],\"primary_key\":[\"id\"]}";
+    cr_assert_eq(cache_apply_schema(s, "p", "{}", 2, rec, strlen(rec), NULL, NULL, &err), TB_ERR_INVALID);
+    cr_expect_not_null(strstr(err.msg, "columns \"v\" and \"V\" differ only in case"), "%s", err.msg);
+    cr_assert_eq(schema(s, "d", "t", &err), TB_OK, "%s", err.msg);
+    const char *key = "{\"id\":1}", *val = "{\"id\":1,\"v\":\"a\",\"V\":\"b\"}";
+    cr_assert_eq(cache_apply_msg(s, "p.d.t", "p", 0, key, strlen(key), val, strlen(val), &err), TB_ERR_INVALID);
+    cr_expect_not_null(strstr(err.msg, "differ only in case"), "%s", err.msg);
+    cache_store_discard(s);
+    cache_store_release(s);
+    cr_assert_eq(row(s, "p.d.t", 2, "ok", &err), TB_OK, "%s", err.msg);
+    cr_expect_str_eq(value_of(s, "d.t", 2), "ok");
+    close_store(s, true);
+}
