@@ -206,6 +206,9 @@ void cache_store_discard(cache_store *s);
 /* Delete by key object. */
 tb_code cache_store_delete(cache_store *s, cache_table *t, const cj_val *key, tb_error *err);
 tb_code cache_store_drop_partition(cache_store *s, const char *topic, int32_t partition, tb_error *err);
+/* cache_store_drop_partition for every partition with a stored offset for which keep() is false. */
+tb_code cache_store_drop_partitions_unless(cache_store *s, bool (*keep)(const char *topic, int32_t partition, void *opaque),
+                                           void *opaque, tb_error *err);
 /* Delete t's rows of Kafka partition `partition` (*n: how many). */
 tb_code cache_store_delete_partition(cache_store *s, cache_table *t, int32_t partition, int *n, tb_error *err);
 tb_code cache_store_put_offset(cache_store *s, const char *topic, int32_t partition, int64_t next,

@@ -432,6 +432,49 @@ tb_code cache_store_drop_partition(cache_store *s, const char *topic, int32_t pa
     return rc;
 }
 
+tb_code cache_store_drop_partitions_unless(cache_store *s, bool (*keep)(const char *topic, int32_t partition, void *opaque),
+                                           void *opaque, tb_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    tb_code rc = cache_store_flush(s, err);
+    if (rc != TB_OK)
+        return rc;
+    if (sqlite3_prepare_v2(s->db, "SELECT topic, partition FROM _tributary_offsets", -1, &st, NULL) != SQLITE_OK)
+        return step_fail(s, "listing stored offsets", err);
+    /* collected first: dropping deletes from the table being read */
+    size_t n = 0, cap = 0;
+    struct { char *topic; int32_t partition; } *drop = NULL;
+    int sr;
+    while (rc == TB_OK && (sr = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        int32_t p = (int32_t)sqlite3_column_int(st, 1);
+        if (!t || keep(t, p, opaque))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            void *g = realloc(drop, cap * sizeof(*drop));
+            if (!g) {
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+                break;
+            }
+            drop = g;
+        }
+        if (!(drop[n].topic = strdup(t))) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            break;
+        }
+        drop[n++].partition = p;
+    }
+    sqlite3_finalize(st);
+    for (size_t i = 0; i < n; i++) {
+        if (rc == TB_OK)
+            rc = cache_store_drop_partition(s, drop[i].topic, drop[i].partition, err);
+        free(drop[i].topic);
+    }
+    free(drop);
+    return rc;
+}
+
 tb_code cache_store_put_offset(cache_store *s, const char *topic, int32_t partition, int64_t next, int64_t high,
                                tb_error *err)
 {

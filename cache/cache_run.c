@@ -327,10 +327,44 @@ static tb_code revoke_parts(cache_ctx *c, rd_kafka_t *rk, rd_kafka_topic_partiti
     return rc;
 }
 
+typedef struct owned_ctx {
+    cache_ctx *c;
+    const rd_kafka_topic_partition_list_t *l;
+} owned_ctx;
+
+/* A stored partition this instance keeps at its first group assignment: a schema
+ * partition, or one of the assignment. */
+static bool owned(const char *topic, int32_t partition, void *opaque)
+{
+    const owned_ctx *o = opaque;
+    return is_schema_topic(o->c, topic) || rd_kafka_topic_partition_list_find(o->l, topic, partition) != NULL;
+}
+
+/* Group mode with cache.on.revoke=drop, the first assignment of this process: the rows
+ * of partitions the file holds from an earlier run but the group did not give back
+ * (another instance took them over while this one was down) are dropped with their
+ * offsets, as a revoke would have, so that each row is in one instance only; a
+ * partition assigned later is read again from its beginning. */
+static void drop_unowned(cache_ctx *c, const rd_kafka_topic_partition_list_t *l)
+{
+    tb_error e;
+    owned_ctx o = {c, l};
+    if (begin(c) != TB_OK)
+        return;
+    TB_INFO("cache", "first assignment (%d partitions): dropping the rows of stored partitions not assigned", l->cnt);
+    if (cache_store_drop_partitions_unless(c->s, owned, &o, &e) != TB_OK) {
+        set_fatal(c, &e);
+        return;
+    }
+    commit(c);
+}
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *l, void *opaque)
 {
     cache_ctx *c = opaque;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        if (!c->assigned_once && c->o->mode == CACHE_MODE_GROUP && c->o->drop_on_revoke)
+            drop_unowned(c, l);
         assign(c, rk, l);
         c->assigned_once = true;
     } else {

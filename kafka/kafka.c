@@ -314,7 +314,7 @@ tb_code kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions
     if (!rkt)
         return kafka_error(err, rd_kafka_last_error(), "topic %s: metadata", topic);
     int64_t deadline = tb_mono_ms() + timeout_ms;
-    int seen = -1, led = 0;
+    int seen = -1, led = 0, brokers = 1, in_a_row = 0;
     tb_code rc = TB_OK;
     for (;;) {
         const struct rd_kafka_metadata *md = NULL;
@@ -323,6 +323,7 @@ tb_code kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions
                 RD_KAFKA_RESP_ERR_NO_ERROR &&
             md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
             const struct rd_kafka_metadata_topic *mt = &md->topics[0];
+            brokers = md->broker_cnt > 0 ? md->broker_cnt : 1;
             seen = mt->partition_cnt;
             led = 0;
             for (int p = 0; p < mt->partition_cnt; p++)
@@ -330,8 +331,12 @@ tb_code kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions
         }
         if (md)
             rd_kafka_metadata_destroy(md);
-        if (seen == partitions && led == partitions)
+        /* each answer comes from a broker librdkafka picks at random: twice as many complete
+         * answers in a row as there are brokers make it likely that each of them has the topic */
+        in_a_row = seen == partitions && led == partitions ? in_a_row + 1 : 0;
+        if (in_a_row >= 2 * brokers - 1)
             break;
+        seen = -1;
         if (tb_mono_ms() >= deadline || (stop && *stop)) {
             rc = tb_error_set(err, TB_ERR_KAFKA, true,
                               "topic %s: created, but the metadata shows %d of its %d partitions with a leader "

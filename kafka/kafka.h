@@ -79,7 +79,8 @@ tb_code kafka_cluster_metadata(rd_kafka_t *rk, const char *topic, int timeout_ms
 
 /* After CreateTopics: poll the metadata (which also fills the client's own
  * cache) every 100 ms until topic shows `partitions` partitions, each with a
- * leader. On a cluster the brokers learn of a new topic one after the other;
+ * leader, in 2 * brokers - 1 answers in a row (each from a broker librdkafka
+ * picks). On a cluster the brokers learn of a new topic one after the other;
  * a client that asks a broker still without it would see the partitions vanish
  * and fail what it queued for them (_UNKNOWN_PARTITION). TB_ERR_KAFKA,
  * retriable, when that takes more than timeout_ms; stop: as kafka_admin_wait. */
