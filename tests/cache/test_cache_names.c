@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cache_apply.h"
+#include "tb_log.h"
 
 static char path[64];
 
@@ -247,5 +248,34 @@ Test(cache_names, column_case_variants_refused_as_input)
     cache_store_release(s);
     cr_assert_eq(row(s, "p.d.t", 2, "ok", &err), TB_OK, "%s", err.msg);
     cr_expect_str_eq(value_of(s, "d.t", 2), "ok");
+    close_store(s, true);
+}
+
+static char warned[2048];
+
+static void warn_sink(tb_log_level level, const char *line, void *opaque)
+{
+    (void)opaque;
+    if (level == TB_LOG_WARN && !*warned)
+        snprintf(warned, sizeof warned, "%s", line);
+}
+
+/* A table of tributary's encoding (an envelope without ts_us, or a row) whose schema record was
+ * not read: a WARN naming the table, its topic and the fix (an INFO before). */
+Test(cache_names, inferred_tributary_table_warns)
+{
+    cache_store *s = open_store();
+    tb_error err;
+    tb_log_set_sink(warn_sink, NULL);
+    const char *key = "{\"id\":1}",
+               *val = "{\"before\":null,\"after\":{\"id\":1,\"b\":\"AP8=\"},\"source\":{},\"op\":\"c\"}";
+    cr_assert_eq(cache_apply_msg(s, "p.shop.items", "p", 0, key, strlen(key), val, strlen(val), &err), TB_OK, "%s",
+                 err.msg);
+    tb_log_set_sink(NULL, NULL);
+    cr_expect_not_null(strstr(warned, "table \"shop.items\": no schema record for topic p.shop.items was read"),
+                       "%s", warned);
+    cr_expect_not_null(strstr(warned, "<prefix>.schema"), "%s", warned);
+    cache_store_flush(s, &err);
+    cache_store_release(s);
     close_store(s, true);
 }
