@@ -87,6 +87,8 @@ typedef struct run_ctx {
     ksink_lease *lease;            /* owned: ha.enabled (run_lease.c) */
     bool lease_lost;               /* the lease was lost: produce and commit nothing more */
     uint64_t reconciled_keys;      /* keys deleted by reconcile steps (run_keys.c) */
+    const char *sqlite_reconcile;  /* SQLite: the reconcile step is due after the first transaction
+                                      ("gap", "snapshot"; static string), NULL when not */
 } run_ctx;
 
 /* cmd_run.c: rewrite the status file (at most once a second unless force). */
@@ -170,6 +172,11 @@ tb_code run_reconcile(run_ctx *r, evt_table *t, const char *db, const char *tabl
  * (snap_keys_scan): after an incremental snapshot. A table gone since is
  * left to its statement (INFO). */
 tb_code run_reconcile_mysql(run_ctx *r, const char *db, const char *table, const run_keys_at *at, tb_error *err);
+
+/* The same for every captured table of the SQLite source, with its rows at
+ * the position of the transaction just decoded (sqlcap_scan_tables): after
+ * a gap (sqlcap_take_gap) and after a snapshot. */
+tb_code run_reconcile_sqlite(run_ctx *r, const run_keys_at *at, tb_error *err);
 
 /* A blocking snapshot's reconcile steps: run_snapkeys_row for every row
  * sent (rows come table by table; a table's step runs when the next table's

@@ -600,6 +600,15 @@ static tb_code run_incremental(run_ctx *r, const evt_event *ev, tb_error *err)
     return rc;
 }
 
+/* SQLite: the reconcile step due after a gap or a snapshot (DESIGN 6a), at
+ * pos, in the transaction ending there. */
+static tb_code run_sqlite_reconcile(run_ctx *r, const tb_position *pos, tb_error *err)
+{
+    run_keys_at at = {.pos = pos, .conn = EVT_CONN_SQLITE, .ts_ms = tb_wall_ms(), .what = r->sqlite_reconcile};
+    r->sqlite_reconcile = NULL;
+    return sink_error(r, run_reconcile_sqlite(r, &at, err), false, err);
+}
+
 /* Starting "now" (nothing stored, no snapshot): store the source's start
  * position before reading anything, so that a crash before the first commit
  * resumes from there instead of from a later "now" (which would lose the
@@ -672,6 +681,8 @@ static tb_code run_stream(run_ctx *r, tb_error *err)
                     return rc;
             }
             r->in_tx = !evt_event_last_in_tx(ev);
+            if (!r->in_tx && r->sqlite_reconcile && (rc = run_sqlite_reconcile(r, evt_event_position(ev), err)) != TB_OK)
+                return rc;
             if (!r->in_tx && ((rc = sink_error(r, run_txmeta_end(r, err), false, err)) != TB_OK ||
                               (rc = sink_error(r, sink_end_tx(r, evt_event_position(ev), err), false, err)) != TB_OK))
                 return rc;
@@ -682,6 +693,12 @@ static tb_code run_stream(run_ctx *r, tb_error *err)
             r->idle = true;
             int64_t hb = cfg_get_int(r->cfg, "heartbeat.interval.ms"), now = tb_wall_ms();
             const tb_position *p = r->binlog ? binlog_position(r->binlog) : sqlcap_position(r->sqlite);
+            if (r->sqlite_reconcile && !r->in_tx && p && p->kind != TB_POS_NONE) {
+                /* a gap or snapshot that sent nothing: its reconcile step is a transaction of its own */
+                if ((rc = run_sqlite_reconcile(r, p, err)) != TB_OK ||
+                    (rc = sink_error(r, sink_end_tx(r, p, err), false, err)) != TB_OK)
+                    return rc;
+            }
             if (hb > 0 && now - r->last_heartbeat_ms >= hb && !r->in_tx && p && p->kind != TB_POS_NONE &&
                 !tb_position_equal(p, &r->last_end)) {
                 r->last_heartbeat_ms = now;
@@ -922,6 +939,10 @@ static tb_code run_sqlite_pass(run_ctx *r, const tb_position *resume, tb_error *
     tb_code rc = sqlcap_open(r->cfg, snapshot ? NULL : resume, &r->sqlite, err);
     if (rc != TB_OK)
         return rc;
+    /* what the topics hold may differ from the database: after a gap (rows
+     * delivered after the committed position and deleted meanwhile are not
+     * in its net diff) and after a snapshot taken again */
+    r->sqlite_reconcile = sqlcap_take_gap(r->sqlite) ? "gap" : snapshot ? "snapshot" : NULL;
     if (snapshot) {
         tb_position pos;
         tb_position_init(&pos);

@@ -372,3 +372,42 @@ tb_code run_snapkeys_end(run_ctx *r, run_snapkeys *sk, const char *const *dbs, c
     }
     return rc;
 }
+
+/* ------------------------------------------------------------ SQLite */
+
+typedef struct sqlkeys_ctx {
+    run_ctx *r;
+    const run_keys_at *at;
+    tb_kset keys;
+} sqlkeys_ctx;
+
+static tb_code sqlkeys_table(void *opaque, evt_table *t, bool end, tb_error *err)
+{
+    sqlkeys_ctx *k = opaque;
+    tb_code rc = TB_OK;
+    if (end && snap_filter_match(&k->r->filter, evt_table_db(t), evt_table_name(t)))
+        rc = run_reconcile(k->r, t, evt_table_db(t), evt_table_name(t), &k->keys, k->at, err);
+    tb_kset_free(&k->keys);
+    return rc;
+}
+
+static tb_code sqlkeys_row(void *opaque, const evt_event *ev, tb_error *err)
+{
+    sqlkeys_ctx *k = opaque;
+    uint64_t d;
+    tb_code rc = ksink_key_digest(k->r->ks, ev, &d, err);
+    if (rc == TB_OK && tb_kset_put(&k->keys, d, NULL) != TB_OK)
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory for the table's keys");
+    return rc;
+}
+
+tb_code run_reconcile_sqlite(run_ctx *r, const run_keys_at *at, tb_error *err)
+{
+    if (!r->use_kafka)
+        return TB_OK;
+    sqlkeys_ctx k = {.r = r, .at = at};
+    tb_kset_init(&k.keys);
+    tb_code rc = sqlcap_scan_tables(r->sqlite, sqlkeys_table, sqlkeys_row, &k, err);
+    tb_kset_free(&k.keys);
+    return rc;
+}

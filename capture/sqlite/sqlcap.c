@@ -258,6 +258,7 @@ static tb_code sqlcap_gap(sqlcap *c, const sqlcap_shmhdr *h, const sqlcap_walhdr
             sqlcap_map_del(&diff, p);
     }
     c->gap = true;
+    c->gap_taken = true;
     rc = sqlcap_apply_txn(c, &diff, h->mxframe, c->ck1, c->ck2, curpages, true, err);
     if (rc == TB_OK && !c->o.shadow)
         sqlcap_map_clear(&c->overlay);
@@ -542,6 +543,41 @@ tb_code sqlcap_open(const cfg *cf, const tb_position *start, sqlcap **out, tb_er
     o.drop_events = true;
     tb_code rc = sqlcap_open_opts(&o, start, out, err);
     free(dflt_shadow);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- gaps */
+
+bool sqlcap_take_gap(sqlcap *c)
+{
+    bool g = c->gap_taken;
+    c->gap_taken = false;
+    return g;
+}
+
+tb_code sqlcap_scan_tables(sqlcap *c, sqlcap_table_fn on_table, sqlcap_row_fn on_row, void *opaque, tb_error *err)
+{
+    const sqlcap_schema *s = sqlcap_engine_schema(c->eng);
+    sqlcap_evlist rows = {0};
+    tb_code rc = TB_OK;
+    for (size_t i = 0; rc == TB_OK && i < s->n; i++) {
+        const sqlcap_tbl *t = s->tbls[i];
+        if (!t->captured)
+            continue;
+        if ((rc = on_table(opaque, t->et, false, err)) != TB_OK)
+            break;
+        size_t cursor = 0;
+        do {
+            rc = sqlcap_engine_scan(c->eng, t, &cursor, &rows, err);
+            for (size_t k = 0; rc == TB_OK && k < rows.n; k++)
+                rc = on_row(opaque, rows.v[k], err);
+            sqlcap_evlist_clear(&rows);
+        } while (rc == TB_OK && cursor != 0);
+        if (rc == TB_OK)
+            rc = on_table(opaque, t->et, true, err);
+    }
+    sqlcap_evlist_clear(&rows);
+    free(rows.v);
     return rc;
 }
 

@@ -215,6 +215,21 @@ tb_code sqlcap_snapshot_begin(sqlcap *c, tb_position *pos, tb_error *err);
 typedef void (*sqlcap_count_fn)(const char *db, const char *table, int64_t rows, void *opaque);
 tb_code sqlcap_snapshot_count(sqlcap *c, sqlcap_count_fn fn, void *opaque, tb_error *err);
 
+/* Whether sqlcap_open took a gap (the WAL was reset while the reader was
+ * down: one net-diff transaction, sqlite-wal.md 2.11); true once. Rows
+ * delivered after the durable position and deleted before the gap are not
+ * in that diff: the caller reconciles the topics (DESIGN 6a). */
+bool sqlcap_take_gap(sqlcap *c);
+
+/* Every row of every captured table at the position of the last
+ * transaction decoded (sqlcap_position once its events are delivered): per
+ * table on_table(t, false), on_row per row (an op=r event, borrowed for the
+ * call), on_table(t, true). Leaf page by leaf page: memory of one page of
+ * rows. For the reconcile step; call between sqlcap_next calls. */
+typedef tb_code (*sqlcap_table_fn)(void *opaque, evt_table *t, bool end, tb_error *err);
+typedef tb_code (*sqlcap_row_fn)(void *opaque, const evt_event *ev, tb_error *err);
+tb_code sqlcap_scan_tables(sqlcap *c, sqlcap_table_fn on_table, sqlcap_row_fn on_row, void *opaque, tb_error *err);
+
 /* Statistics for logs and status. */
 typedef struct sqlcap_stats {
     uint64_t txns, events, frames, cksum_mismatch, wal_bytes, lag_frames, generations;

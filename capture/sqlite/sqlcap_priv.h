@@ -117,6 +117,7 @@ struct sqlcap {
     size_t snap_tbl, snap_cursor;
     bool snap_any;
     bool gap;                   /* the next applied transaction is a gap net diff */
+    bool gap_taken;             /* a gap was taken at open, not yet reported (sqlcap_take_gap) */
     sqlcap_stats st;
     /* observation time (wall clock, ms) of the newest wal-index header that showed
      * new commits: the commit time of the events (SQLite records none) */

@@ -168,3 +168,175 @@ Test(e2e_reconcile, two_alters, .timeout = 300, .fini = e2e_kill_children)
     mysql_close(m);
     e2e_rmtree(r.dir);
 }
+
+/* ------------------------------------------------------------ SQLite gap */
+
+static sqlite3 *rc_app; /* the application's connection */
+
+static void rc_sl(const char *path, const char *sql)
+{
+    if (!rc_app) {
+        cr_assert_eq(sqlite3_open(path, &rc_app), SQLITE_OK, "%s", path);
+        sqlite3_busy_timeout(rc_app, 10000);
+    }
+    char *msg = NULL;
+    cr_assert_eq(sqlite3_exec(rc_app, sql, NULL, NULL, &msg), SQLITE_OK, "%s: %s", sql, msg ? msg : "?");
+}
+
+static void rc_sl_fini(void)
+{
+    e2e_kill_children();
+    sqlite3_close(rc_app);
+    rc_app = NULL;
+}
+
+/* Whether topic exists (its partitions are known to the broker). */
+static bool rc_topic_exists(const char *topic)
+{
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", tb_itest_env("TRIBUTARY_TEST_KAFKA"), errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "allow.auto.create.topics", "false", errstr, sizeof errstr);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    cr_assert_not_null(rk, "%s", errstr);
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    const rd_kafka_metadata_t *md = NULL;
+    bool ok = rd_kafka_metadata(rk, 0, rkt, &md, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+              md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topics[0].partition_cnt > 0;
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_destroy(rk);
+    return ok;
+}
+
+/* Until the topic of table t holds exactly want ("id|v\n" lines). */
+static void rc_sl_wait_topic(const rc_run *r, const char *t, const char *want)
+{
+    char topic[256];
+    snprintf(topic, sizeof topic, "%s.%s.%s", r->db, r->db, t);
+    static const char *const cols[] = {"id", "v", NULL};
+    long long deadline = tb_itest_now_ms() + 90000;
+    for (;;) {
+        tb_buf top;
+        tb_buf_init(&top, 0);
+        if (rc_topic_exists(topic))
+            st_topic_table(topic, cols, &top);
+        bool same = top.len > 0 && strcmp(tb_buf_cstr(&top), want) == 0;
+        tb_buf_free(&top);
+        if (same)
+            return;
+        cr_assert_eq(e2e_wait(r->pid, 0), -2, "tributary run stopped early; see %s", r->log);
+        cr_assert(tb_itest_now_ms() < deadline, "topic %s did not reach the expected rows; see %s", topic, r->log);
+        usleep(300000);
+    }
+}
+
+/* Rows from..from+29 written and delivered (with exactly_once: in an open
+ * Kafka transaction, which a consumer never sees), then kill -9. */
+static void late_rows(rc_run *r, const char *path, int from, tb_buf *want, bool eos)
+{
+    char q[300];
+    snprintf(q, sizeof q,
+             "WITH RECURSIVE s(i) AS (SELECT %d UNION ALL SELECT i+1 FROM s WHERE i<%d) "
+             "INSERT INTO t SELECT i, 'late' || i FROM s;",
+             from, from + 29);
+    rc_sl(path, q);
+    if (!eos) {
+        for (int i = from; i < from + 30; i++)
+            tb_buf_printf(want, "%d|late%d\n", i, i);
+        rc_sl_wait_topic(r, "t", tb_buf_cstr(want));
+    } else
+        usleep(500000);
+    kill(r->pid, SIGKILL);
+    cr_assert_eq(e2e_wait(r->pid, 10000), -1);
+}
+
+/* Rows delivered after the committed position (a long commit interval),
+ * kill -9, then while the connector is down the application deletes them
+ * and the WAL is reset (checkpointed and truncated, then written again): the
+ * restart's gap transaction (a net diff from the committed position) does
+ * not see them; its reconcile step deletes them. */
+static void sqlite_gap(bool eos)
+{
+    rc_run r;
+    char extra[2400], path[400];
+    rc_setup(&r, eos ? "e2ercgape" : "e2ercgap", NULL);
+    snprintf(path, sizeof path, "%s/src.db", r.dir);
+    snprintf(extra, sizeof extra,
+             "name=%s\nsource.type=sqlite\nsource.path=%s\nsource.database.name=%s\n"
+             "source.sqlite.shadow.path=%s/shadow.db\nsource.sqlite.poll.ms=20\ntopic.prefix=%s\n"
+             "kafka.bootstrap.servers=%s\noffsets.storage=kafka\noffsets.commit.interval.ms=%d\n"
+             "status.file=%s\ncache.path=%s\nsnapshot.mode=initial\nheartbeat.interval.ms=100\n"
+             "topic.partitions=3\nha.enabled=false\n%s",
+             r.db, path, r.db, r.dir, r.db, tb_itest_env("TRIBUTARY_TEST_KAFKA"),
+             eos ? 300 : 600000, /* exactly_once: a consumer sees committed transactions only */
+             r.status, r.cache, eos ? "exactly_once=true\n" : "");
+    FILE *f = fopen(r.cfg, "w");
+    cr_assert_not_null(f);
+    fputs(extra, f);
+    fclose(f);
+    rc_sl(path, "PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);"
+                "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i<20) "
+                "INSERT INTO t SELECT i, 'v' || i FROM s;");
+    rc_start(&r, NULL);
+    tb_buf want;
+    tb_buf_init(&want, 0);
+    for (int i = 1; i <= 20; i++)
+        tb_buf_printf(&want, "%d|v%d\n", i, i);
+    rc_sl_wait_topic(&r, "t", tb_buf_cstr(&want));
+    /* 1. a crash before the first committed position: rows delivered (not committed:
+     * offsets.commit.interval.ms is long), kill -9, the rows deleted; the restart
+     * snapshots again and its reconcile step deletes them */
+    late_rows(&r, path, 100, &want, eos);
+    rc_sl(path, "DELETE FROM t WHERE id >= 100");
+    rc_start(&r, NULL);
+    tb_buf_reset(&want);
+    for (int i = 1; i <= 20; i++)
+        tb_buf_printf(&want, "%d|v%d\n", i, i);
+    rc_sl_wait_topic(&r, "t", tb_buf_cstr(&want));
+    if (!eos)
+        cr_expect_geq(rc_log_count(&r, "reconcile after snapshot: 30 key(s)"), 1, "see %s", r.log);
+    rc_stop(&r); /* commits the position */
+    /* 2. a gap: rows delivered after the committed position, kill -9, then while it
+     * is down the rows go, the WAL is reset, the application writes on */
+    rc_start(&r, NULL);
+    rc_sl_wait_topic(&r, "t", tb_buf_cstr(&want));
+    late_rows(&r, path, 200, &want, eos);
+    rc_sl(path, "DELETE FROM t WHERE id >= 100; PRAGMA wal_checkpoint(TRUNCATE);");
+    rc_sl(path, "INSERT INTO t VALUES (21, 'v21'); DELETE FROM t WHERE id = 1;");
+    rc_start(&r, NULL);
+    tb_buf_reset(&want);
+    for (int i = 2; i <= 21; i++)
+        tb_buf_printf(&want, "%d|v%d\n", i, i);
+    rc_sl_wait_topic(&r, "t", tb_buf_cstr(&want));
+    cr_expect_geq(rc_log_count(&r, "net-diff gap"), 1, "no gap was taken; see %s", r.log);
+    cr_expect_geq(rc_log_count(&r, eos ? "reconcile after gap" : "reconcile after gap: 30 key(s)"), 1,
+                  "no reconcile after the gap; see %s", r.log);
+    rc_stop(&r);
+    rc_cache_build(&r);
+    tb_buf cache;
+    tb_buf_init(&cache, 0);
+    char ctable[200];
+    snprintf(ctable, sizeof ctable, "%s.t", r.db);
+    st_cache_rows(r.cache, ctable, "id, v", &cache);
+    tb_buf src;
+    tb_buf_init(&src, 0);
+    st_cache_rows(path, "t", "id, v", &src); /* the SQLite source, by query */
+    cr_expect_str_eq(tb_buf_cstr(&src), tb_buf_cstr(&want));
+    cr_expect_str_eq(tb_buf_cstr(&cache), tb_buf_cstr(&src), "the cache differs from the source");
+    tb_buf_free(&cache);
+    tb_buf_free(&src);
+    tb_buf_free(&want);
+    e2e_rmtree(r.dir);
+}
+
+Test(e2e_reconcile, sqlite_gap, .timeout = 300, .fini = rc_sl_fini)
+{
+    sqlite_gap(false);
+}
+
+Test(e2e_reconcile, sqlite_gap_exactly_once, .timeout = 300, .fini = rc_sl_fini)
+{
+    sqlite_gap(true);
+}
