@@ -1,6 +1,7 @@
 /* app_metrics: the metrics registry and its rendering (see app_metrics.h).
  * The HTTP server around it is app_metrics_http.c. */
 #include "app_metrics.h"
+#include "app_health.h"
 #include "app_metrics_int.h"
 
 #include <jansson.h>
@@ -162,7 +163,7 @@ void app_metrics_set_cache(app_metrics *m, const app_metrics_cache *v)
 void app_metrics_set_kafka_stats_interval(app_metrics *m, int64_t interval_ms)
 {
     if (m)
-        m->kafka_stale_ms = interval_ms > 0 ? (3 * interval_ms > 15000 ? 3 * interval_ms : 15000) : 0;
+        m->kafka_stale_ms = app_health_stats_stale_ms(interval_ms);
 }
 
 void app_metrics_set_kafka_stats(app_metrics *m, const char *json, size_t len)
@@ -323,32 +324,8 @@ static void render_kafka(tb_buf *out, const app_metrics *m, const char *js)
  * message needs it, so "no broker up" alone is not a fault. */
 static bool kafka_unreachable(const app_metrics *m, int64_t now_ms)
 {
-    if (!m->kafka_json)
-        return false;
-    /* statistics that stopped arriving (the loop did not serve the producer) are not evidence */
-    if (m->kafka_stale_ms > 0 && now_ms - m->kafka_json_ms > m->kafka_stale_ms)
-        return false;
-    json_error_t jerr;
-    json_t *root = json_loads(m->kafka_json, 0, &jerr);
-    json_t *brokers = root ? json_object_get(root, "brokers") : NULL;
-    if (root && json_i(root, "msg_cnt") <= 0) {
-        json_decref(root);
-        return false;
-    }
-    bool any = false, up = false;
-    const char *key;
-    json_t *b;
-    json_object_foreach(brokers, key, b)
-    {
-        if (json_i(b, "nodeid") < 0)
-            continue;
-        any = true;
-        json_t *st = json_object_get(b, "state");
-        if (json_is_string(st) && strcmp(json_string_value(st), "UP") == 0)
-            up = true;
-    }
-    json_decref(root);
-    return any && !up;
+    return m->kafka_json && app_health_kafka_unreachable(m->kafka_json, strlen(m->kafka_json), now_ms - m->kafka_json_ms,
+                                                         m->kafka_stale_ms, !m->run.lease_waiting);
 }
 
 static const char *const app_metrics_states[] = {"starting", "snapshot", "streaming", "reconnecting", "standby",
@@ -508,14 +485,6 @@ tb_code app_metrics_render(app_metrics *m, tb_buf *out)
     return tb_buf_putc(out, '\0') == TB_OK ? (out->len--, TB_OK) : TB_ERR_NOMEM;
 }
 
-static void health_iso(int64_t ms, char out[40])
-{
-    time_t s = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    strftime(out, 40, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 int app_metrics_health(app_metrics *m, int64_t now_ms, tb_buf *out)
 {
     pthread_mutex_lock(&m->mu);
@@ -527,29 +496,22 @@ int app_metrics_health(app_metrics *m, int64_t now_ms, tb_buf *out)
             healthy = false, snprintf(reason, sizeof reason, "failed");
         else if (strcmp(state, "stopped") == 0)
             active = false, snprintf(reason, sizeof reason, "stopping");
-    } else if (strcmp(state, "failed") == 0) {
-        healthy = false;
-        snprintf(reason, sizeof reason, "failed: %s", m->error ? m->error : "unknown error");
-    } else if (strcmp(state, "reconnecting") == 0 || (!m->run.source_connected && strcmp(state, "streaming") == 0)) {
-        char t[40];
-        health_iso(m->run.source_down_since_ms ? m->run.source_down_since_ms : now_ms, t);
-        healthy = false;
-        snprintf(reason, sizeof reason, "source down since %s", t);
-    } else if (kafka_unreachable(m, now_ms)) {
-        healthy = false;
-        snprintf(reason, sizeof reason, "kafka unreachable");
-    } else if (m->role == APP_METRICS_RUN && m->run.kafka_waiting_since_ms > 0) {
-        char t[40];
-        health_iso(m->run.kafka_waiting_since_ms, t);
-        healthy = false;
-        snprintf(reason, sizeof reason, "kafka not acknowledging writes since %s (%llu messages waiting)", t,
-                 (unsigned long long)m->run.in_flight);
-    } else if (strcmp(state, "standby") == 0) {
-        active = false;
-        snprintf(reason, sizeof reason, "standby");
-    } else if (strcmp(state, "starting") == 0 || strcmp(state, "stopping") == 0 || strcmp(state, "stopped") == 0) {
-        active = false;
-        snprintf(reason, sizeof reason, "%s", strcmp(state, "starting") == 0 ? "starting" : "stopping");
+    } else {
+        app_health h;
+        app_health_in in = {
+            .state = state,
+            .error = m->error,
+            .source_connected = m->run.source_connected,
+            .source_down_since_ms = m->run.source_down_since_ms,
+            .kafka_unreachable = kafka_unreachable(m, now_ms),
+            .kafka_waiting_since_ms = m->run.kafka_waiting_since_ms,
+            .in_flight = m->run.in_flight,
+            .lease_waiting = m->run.lease_waiting,
+        };
+        app_health_run(&h, &in, now_ms);
+        healthy = h.healthy;
+        active = h.active;
+        memcpy(reason, h.reason, sizeof reason);
     }
     int64_t lag = m->run.lag_ms;
     pthread_mutex_unlock(&m->mu);

@@ -81,6 +81,7 @@ typedef struct app_metrics_run {
     const char *state;            /* static string: the status file's state */
     const char *error;            /* last error, NULL = none (copied) */
     bool source_connected;
+    bool lease_waiting;           /* the HA lease is not confirmed: producing nothing (app_health) */
     int64_t source_down_since_ms; /* Unix ms, 0 = up */
     int64_t kafka_waiting_since_ms; /* Unix ms (app_status.h), 0 = not waiting */
     bool source_encrypted;        /* the replication connection uses TLS */

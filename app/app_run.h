@@ -74,6 +74,8 @@ typedef struct run_ctx {
     uint64_t events_filtered;
     tb_hmap keyless;               /* "db\x01table" of captured tables refused for having no key */
     uint64_t events_keyless;       /* their events, not sent */
+    bool lease_waiting;            /* run_lease_check_slow waits for an unconfirmed lease */
+    int64_t kstats_ms;             /* wall time r->kstats (librdkafka's statistics) arrived */
     snap_inc *inc;                 /* owned: incremental snapshots signalled through the binlog */
     int64_t last_heartbeat_ms;     /* wall time the idle position last went to the sink */
     /* transaction.topic (run_txmeta.c) */

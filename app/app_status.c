@@ -76,6 +76,16 @@ tb_code app_status_json(const app_status *st, tb_buf *out, tb_error *err)
     evt_jw_key(&w, "rows", (size_t)-1);
     evt_jw_uint(&w, st->snapshot_rows);
     evt_jw_obj_end(&w);
+    if (st->health) {
+        evt_jw_key(&w, "health", (size_t)-1);
+        evt_jw_obj_begin(&w);
+        evt_jw_key(&w, "healthy", (size_t)-1);
+        evt_jw_bool(&w, st->health->healthy);
+        evt_jw_key(&w, "active", (size_t)-1);
+        evt_jw_bool(&w, st->health->active);
+        app_jw_opt_str(&w, "reason", st->health->reason[0] ? st->health->reason : NULL);
+        evt_jw_obj_end(&w);
+    }
     if (st->sqlite_wal) {
         evt_jw_key(&w, "sqlite_wal", (size_t)-1);
         evt_jw_obj_begin(&w);
@@ -286,6 +296,21 @@ out:
 
 /* ------------------------------------------------------------ health */
 
+/* The file's "health" says unhealthy: *why = its reason (kept until the next call). */
+static bool unhealthy_reason(const evt_jv *root, const char **why)
+{
+    static _Thread_local char reason[600];
+    const evt_jv *h = evt_jv_get(root, "health");
+    if (!h || evt_jv_type_of(h) != EVT_JV_OBJECT)
+        return false;
+    const evt_jv *ok = evt_jv_get(h, "healthy");
+    if (!ok || evt_jv_type_of(ok) != EVT_JV_BOOL || evt_jv_bool(ok))
+        return false;
+    const char *r = app_jv_str(h, "reason", reason, sizeof reason);
+    *why = r ? r : "unhealthy";
+    return true;
+}
+
 int app_status_health(const char *json, size_t len, int64_t now_ms, const char **why)
 {
     const char *dummy;
@@ -320,6 +345,8 @@ int app_status_health(const char *json, size_t len, int64_t now_ms, const char *
     } else if (app_jv_i64(root, "kafka_waiting_since_ms", &waiting) && waiting > 0) {
         code = 1;
         *why = "kafka not acknowledging writes";
+    } else if (unhealthy_reason(root, why)) { /* the run's own judgement, as /health gives it */
+        code = 1;
     } else if (strcmp(s, "starting") == 0 || strcmp(s, "snapshot") == 0 || strcmp(s, "streaming") == 0 ||
                strcmp(s, "standby") == 0) {
         code = 0;

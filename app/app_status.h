@@ -27,9 +27,13 @@
  * handler: the last record armed with app_status_arm_last_words() (state
  * "failed", error naming the signal), written with async-signal-safe calls.
  *
+ * "health":{"healthy":bool,"active":bool,"reason":text|null} is the run's own
+ * judgement (app_health_run, the one GET /health gives).
+ *
  * HEALTH (app_status_health, the exit code of `tributary status`):
  *   0 active and healthy: starting, snapshot, streaming, standby
- *   1 unhealthy or failed: reconnecting, failed
+ *   1 unhealthy or failed: reconnecting, failed, or "health" says unhealthy
+ *     (Kafka unreachable); the reason is the file's
  *   3 not running or stale: stopping/stopped, a process that is gone, or a
  *     file not rewritten for APP_STATUS_STALE_MS (the run loop is stuck)
  *
@@ -39,6 +43,7 @@
 #define APP_STATUS_H
 
 #include <stdint.h>
+#include "app_health.h"
 #include "cfg.h"
 #include "tb_buf.h"
 #include "tb_clock.h"
@@ -66,6 +71,7 @@ typedef struct app_status {
     bool sqlite_wal;             /* a SQLite WAL source: the four below are set */
     uint64_t wal_bytes, wal_largest_bytes, wal_lag_frames, wal_resets;
     int64_t updated_ms;          /* 0 = now */
+    const app_health *health;    /* the run's health (app_health_run), as /health says it; NULL = not written */
 } app_status;
 
 /* Render st as the JSON object above (appended to out). */

@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "app.h"
+#include "app_health.h"
 #include "app_run.h"
 #include "app_status.h"
 #include "binlog.h"
@@ -246,6 +247,7 @@ static void run_metrics(run_ctx *r, const app_status *st, int64_t now, uint64_t 
         .state = st->state,
         .error = st->error,
         .source_connected = st->source_down_since_ms == 0 && (r->binlog || r->sqlite),
+        .lease_waiting = r->lease_waiting,
         .source_down_since_ms = st->source_down_since_ms,
         .kafka_waiting_since_ms = st->kafka_waiting_since_ms,
         .source_encrypted = st->source_encrypted > 0,
@@ -260,8 +262,6 @@ static void run_metrics(run_ctx *r, const app_status *st, int64_t now, uint64_t 
         .restarts = r->restarts,
     };
     app_metrics_set_run(r->metrics, &v);
-    if (r->use_kafka && r->ks && ksink_stats_json(r->ks, &r->kstats))
-        app_metrics_set_kafka_stats(r->metrics, r->kstats.data, r->kstats.len);
 }
 
 /* Since when Kafka has acknowledged nothing while messages wait for it (Unix ms
@@ -334,6 +334,28 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
         int64_t since = r->last_commit_ts_ms > r->caught_up_ms ? r->last_commit_ts_ms : r->caught_up_ms;
         st.lag_ms = since > 0 ? now - since : -1;
     }
+    /* one judgement of health for the status file and /health (app_health) */
+    if (r->use_kafka && r->ks && ksink_stats_json(r->ks, &r->kstats)) {
+        r->kstats_ms = now;
+        if (r->metrics)
+            app_metrics_set_kafka_stats(r->metrics, r->kstats.data, r->kstats.len);
+    }
+    int64_t interval = cfg_is_set(r->cfg, "kafka.statistics.interval.ms")
+                           ? atoll(cfg_get_str(r->cfg, "kafka.statistics.interval.ms")) : 0;
+    app_health health;
+    app_health_in hin = {
+        .state = state,
+        .error = error,
+        .source_connected = !down && (r->binlog || r->sqlite),
+        .source_down_since_ms = down_since,
+        .kafka_unreachable = app_health_kafka_unreachable(r->kstats.data, r->kstats.len, now - r->kstats_ms,
+                                                          app_health_stats_stale_ms(interval), !r->lease_waiting),
+        .kafka_waiting_since_ms = kafka_waiting,
+        .in_flight = in_flight,
+        .lease_waiting = r->lease_waiting,
+    };
+    app_health_run(&health, &hin, now);
+    st.health = &health;
     const char *mode = cfg_get_str(r->cfg, "source.sqlite.mode");
     if (r->sqlite && !(mode && strcmp(mode, "trigger") == 0)) {
         sqlcap_stats ss;
@@ -358,6 +380,10 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
     st.state = "failed";
     st.error = "ended by a second SIGINT/SIGTERM before the final flush (what Kafka acknowledged is committed; "
                "the rest is sent again after a restart)";
+    app_health lwh;
+    app_health_in lwin = {.state = st.state, .error = st.error, .source_down_since_ms = down_since};
+    app_health_run(&lwh, &lwin, now);
+    st.health = &lwh;
     if (app_status_json(&st, &lw, &err) == TB_OK)
         app_status_arm_last_words(tb_buf_cstr(&r->status_path), lw.data, lw.len);
     tb_buf_free(&lw);
@@ -1037,9 +1063,11 @@ int cmd_run(int argc, char **argv)
         app_topic_prefix(r.cfg, &pfx);
         tb_buf_free(&pfx);
     }
-    /* metrics.listen: librdkafka's statistics feed the tributary_kafka_* series and /health's
-     * "kafka unreachable"; kafka.statistics.interval.ms set (0 = off) wins */
-    if (cfg_is_set(r.cfg, "metrics.listen") && !cfg_is_set(r.cfg, "kafka.statistics.interval.ms") &&
+    /* sink=kafka or metrics.listen: librdkafka's statistics feed the tributary_kafka_* series and the
+     * "kafka unreachable" of /health and the status file (app_health); kafka.statistics.interval.ms
+     * set (0 = off) wins */
+    if ((cfg_is_set(r.cfg, "metrics.listen") || strcmp(cfg_get_str(r.cfg, "sink"), "kafka") == 0) &&
+        !cfg_is_set(r.cfg, "kafka.statistics.interval.ms") &&
         (rc = cfg_set(r.cfg, "kafka.statistics.interval.ms", RUN_METRICS_STATS_MS, "metrics.listen", &err)) != TB_OK)
         goto out;
     r.started_ms = tb_wall_ms();

@@ -85,8 +85,10 @@ tb_code run_lease_check_slow(run_ctx *r, tb_error *err)
         binlog_check_connection(r->binlog);
         if (r->ks)
             ksink_serve(r->ks);
+        r->lease_waiting = true; /* unhealthy while it lasts (app_health) */
         run_write_status(r, "streaming", NULL, false);
     }
+    r->lease_waiting = false;
     if (rc == TB_OK && said)
         TB_INFO("lease", "%s: the lease is confirmed; producing again", cfg_get_str(r->cfg, "name"));
     if (rc != TB_OK && !r->lease_lost) {

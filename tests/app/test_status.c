@@ -159,6 +159,32 @@ Test(app_status, health_verdicts)
     tb_buf_free(&b);
 }
 
+/* The run's own judgement in the file ("health", what /health says) decides
+ * for a live streaming run: Kafka unreachable is exit 1 with that reason. */
+Test(app_status, health_member_is_the_runs_judgement)
+{
+    app_health h;
+    app_health_in in = {.state = "streaming", .source_connected = true, .kafka_unreachable = true};
+    app_health_run(&h, &in, tb_wall_ms());
+    cr_assert(!h.healthy);
+    cr_assert_str_eq(h.reason, "kafka unreachable");
+    app_status st = {.name = "n", .state = "streaming", .lag_ms = -1, .events_behind = -1, .health = &h};
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_error err;
+    cr_assert_eq(app_status_json(&st, &b, &err), TB_OK);
+    const char *why = NULL;
+    cr_assert_eq(app_status_health(b.data, b.len, tb_wall_ms(), &why), 1, "%s", tb_buf_cstr(&b));
+    cr_assert_str_eq(why, "kafka unreachable");
+    in.kafka_unreachable = false;
+    app_health_run(&h, &in, tb_wall_ms());
+    tb_buf_reset(&b);
+    cr_assert_eq(app_status_json(&st, &b, &err), TB_OK);
+    cr_assert_eq(app_status_health(b.data, b.len, tb_wall_ms(), &why), 0, "%s", tb_buf_cstr(&b));
+    cr_assert_str_eq(why, "healthy");
+    tb_buf_free(&b);
+}
+
 Test(app_status, last_words_replace_the_file)
 {
     char dir[] = "/tmp/tb_status_lw_XXXXXX";

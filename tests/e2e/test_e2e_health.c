@@ -647,3 +647,56 @@ Test(e2e_health, source_down_noticed_while_the_lease_waits_for_kafka, .timeout =
     mysql_close(h.m);
     e2e_rmtree(h.dir);
 }
+
+/* Kafka stopped while streaming, a row waiting to be sent: /health says "kafka unreachable"
+ * (503), and `tributary status` says the same, unhealthy, exit 1 (app_health: one judgement for
+ * both). Kafka back: both healthy again. */
+Test(e2e_health, status_and_health_agree_when_kafka_is_down, .timeout = 300, .fini = restore_servers)
+{
+    hctx h;
+    setup(&h, "e2ehk");
+    unsigned port = e2e_free_port();
+    FILE *f = fopen(h.cfgp, "a");
+    cr_assert_not_null(f);
+    fprintf(f, "metrics.listen=127.0.0.1:%u\nkafka.statistics.interval.ms=1000\n", port);
+    fclose(f);
+    start_run(&h);
+    tb_buf body, out;
+    tb_buf_init(&body, 0);
+    tb_buf_init(&out, 0);
+    wait_health(port, 200, 30000, "started", &body);
+    wait_events(&h, 2);
+    wait_status_exit(&h, 0, 30000, "streaming");
+
+    tb_itest_testenv("stop-kafka");
+    e2e_sql(h.m, "INSERT INTO %s.t VALUES (3, 3)", h.db); /* a message waits: Kafka is needed */
+    long long deadline = tb_itest_now_ms() + 90000;
+    for (;;) {
+        int st = e2e_http_get(port, "/health", &body);
+        if (st == 503 && health_reason_is(&body, "kafka unreachable"))
+            break;
+        cr_assert_eq(e2e_wait(h.pid, 0), -2, "tributary run stopped; see %s", h.log);
+        cr_assert(tb_itest_now_ms() < deadline, "Kafka stopped: /health %d %s", st, tb_buf_cstr(&body));
+        usleep(200000);
+    }
+    deadline = tb_itest_now_ms() + 30000;
+    int rc;
+    while ((rc = status_exit(&h, &out)) != 1) {
+        cr_assert(tb_itest_now_ms() < deadline, "/health says kafka unreachable, tributary status exits %d:\n%s",
+                  rc, tb_buf_cstr(&out));
+        usleep(200000);
+    }
+    cr_expect(strstr(tb_buf_cstr(&out), "health:         kafka unreachable (exit 1)"), "%s", tb_buf_cstr(&out));
+
+    tb_itest_testenv("start-kafka");
+    wait_health(port, 200, 120000, "Kafka back", &body);
+    wait_status_exit(&h, 0, 60000, "Kafka back");
+    wait_events(&h, 3);
+    kill(h.pid, SIGTERM);
+    cr_assert_eq(e2e_wait(h.pid, 30000), 0, "see %s", h.log);
+    e2e_assert_clean_log(h.log);
+    tb_buf_free(&body);
+    tb_buf_free(&out);
+    mysql_close(h.m);
+    e2e_rmtree(h.dir);
+}
