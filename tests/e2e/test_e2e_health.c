@@ -651,7 +651,7 @@ Test(e2e_health, source_down_noticed_while_the_lease_waits_for_kafka, .timeout =
 /* Kafka stopped while streaming, a row waiting to be sent: /health says "kafka unreachable"
  * (503), and `tributary status` says the same, unhealthy, exit 1 (app_health: one judgement for
  * both). Kafka back: both healthy again. */
-Test(e2e_health, status_and_health_agree_when_kafka_is_down, .timeout = 300, .fini = restore_servers)
+Test(e2e_health, status_and_health_agree_when_kafka_is_down, .timeout = 300, .fini = e2e_fini_servers)
 {
     hctx h;
     setup(&h, "e2ehk");
