@@ -68,8 +68,10 @@ static tb_code sink_open(run_ctx *r, tb_error *err)
     r->use_kafka = strcmp(kind, "kafka") == 0;
     if (r->use_kafka) {
         tb_code rc = ksink_open(r->cfg, &r->ks, err);
-        if (rc == TB_OK)
+        if (rc == TB_OK) {
             ksink_set_gate(r->ks, sink_gate, r);
+            ksink_set_stop(r->ks, &app_stop_requested);
+        }
         return rc;
     }
     return stdout_sink_open(r->cfg, stdout, &r->ss, err);

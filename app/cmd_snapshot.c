@@ -46,7 +46,10 @@ static tb_code out_open(out_ctx *oc, const cfg *c, tb_error *err)
     memset(oc, 0, sizeof(*oc));
     if (strcmp(cfg_get_str(c, "sink"), "stdout") == 0)
         return stdout_sink_open(c, stdout, &oc->so, err);
-    return ksink_open(c, &oc->ks, err);
+    tb_code rc = ksink_open(c, &oc->ks, err);
+    if (rc == TB_OK)
+        ksink_set_stop(oc->ks, &app_stop_requested);
+    return rc;
 }
 
 static tb_code out_event(out_ctx *oc, const evt_event *ev, tb_error *err)

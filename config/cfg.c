@@ -654,6 +654,26 @@ tb_code cfg_validate(const cfg *c, tb_error *err)
         return tb_error_set(err, TB_ERR_CONFIG, false, "%ssource.start.position needs source.start.file",
                             cfg_where(c, "source.start.position", w, sizeof(w)));
 
+    static const char *const converters[] = {"key.converter", "value.converter"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *v = cfg_get_str(c, converters[i]);
+        if (!v || strcmp(v, "avro") != 0)
+            continue;
+        if (!cfg_is_set(c, "schema.registry.url"))
+            return tb_error_set(err, TB_ERR_CONFIG, false, "%s%s=avro needs schema.registry.url",
+                                cfg_where(c, converters[i], w, sizeof(w)), converters[i]);
+        if (cfg_get_bool(c, i ? "value.schemas" : "key.schemas"))
+            return tb_error_set(err, TB_ERR_CONFIG, false,
+                                "%s%s=avro: %s=true wraps JSON with its schema; the Avro messages carry a schema "
+                                "id instead: leave %s unset",
+                                cfg_where(c, converters[i], w, sizeof(w)), converters[i],
+                                i ? "value.schemas" : "key.schemas", i ? "value.schemas" : "key.schemas");
+    }
+    if (cfg_is_set(c, "schema.registry.basic.auth.password") && cfg_is_set(c, "schema.registry.basic.auth.password.file"))
+        return tb_error_set(err, TB_ERR_CONFIG, false,
+                            "%sschema.registry.basic.auth.password.file: set either the password or its file, not both",
+                            cfg_where(c, "schema.registry.basic.auth.password.file", w, sizeof(w)));
+
     const char *off = cfg_get_str(c, "offsets.storage");
     if (off && strcmp(off, "file") == 0) {
         const char *f = cfg_get_str(c, "offsets.file");

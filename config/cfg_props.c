@@ -16,6 +16,7 @@ static const char *const v_sqlite_mode[] = {"wal", "trigger", NULL};
 static const char *const v_sqlite_checkpoint[] = {"off", "on", "barrier", NULL};
 static const char *const v_value_format[] = {"envelope", "row", NULL};
 static const char *const v_value_encoding[] = {"tributary", "debezium", NULL};
+static const char *const v_converter[] = {"json", "avro", NULL};
 static const char *const v_dbz_decimal[] = {"precise", "string", "double", NULL};
 static const char *const v_dbz_bigint[] = {"long", "precise", NULL};
 static const char *const v_dbz_time[] = {"adaptive_time_microseconds", "connect", NULL};
@@ -130,6 +131,20 @@ static const cfg_prop props[] = {
      "Wrap keys as Kafka Connect JSON (schema + payload), as JsonConverter with schemas.enable=true reads them (needed by the Debezium JDBC sink's primary.key.mode=record_key).", false, "topics"},
     {"value.encoding", CFG_ENUM, "tributary", 0, 0, v_value_encoding,
      "Column values and envelope: `tributary` (lossless, readable: DESIGN 5) or `debezium` (what Debezium 3.6's MySQL/MariaDB connector writes, with the debezium.* options: DESIGN 5a).", false, "topics"},
+    {"key.converter", CFG_ENUM, "json", 0, 0, v_converter,
+     "Table topics' keys as `json` or `avro`: Confluent's wire format (byte 0, 4-byte schema id, Avro binary) with the key's schema registered in schema.registry.url under <topic>-key (DESIGN 4b).", false, "topics"},
+    {"value.converter", CFG_ENUM, "json", 0, 0, v_converter,
+     "Table topics' values as `json` or `avro` (as key.converter, subject <topic>-value; the schemas of Debezium's Avro output under value.encoding=debezium: DESIGN 4b).", false, "topics"},
+    {"schema.registry.url", CFG_STRING, NULL, 0, 0, NULL,
+     "Base URL of a Confluent-compatible schema registry (e.g. http://127.0.0.1:8081, or Apicurio's .../apis/ccompat/v7); needed by key.converter or value.converter avro.", false, "topics"},
+    {"schema.registry.basic.auth.user", CFG_STRING, NULL, 0, 0, NULL, "User for the schema registry's HTTP basic authentication.", false, "topics"},
+    {"schema.registry.basic.auth.password", CFG_STRING, NULL, 0, 0, NULL,
+     "Its password. Prefer schema.registry.basic.auth.password.file.", true, "topics"},
+    {"schema.registry.basic.auth.password.file", CFG_PATH, NULL, 0, 0, NULL, "File holding the schema registry password.", false, "topics"},
+    {"schema.registry.ssl.ca.location", CFG_PATH, NULL, 0, 0, NULL, "PEM file of the CA certificates that may sign an https registry's certificate (default: the system's).", false, "topics"},
+    {"schema.registry.request.timeout.ms", CFG_INT, "10000", 100, 600000, NULL, "Timeout of one schema registry request, connecting included.", false, "topics"},
+    {"schema.registry.retry.timeout.ms", CFG_INT, "300000", 0, I64MAX, NULL,
+     "How long registering a schema is retried while the registry is unreachable, slow or failing (nothing is sent meanwhile), before the run stops with an error.", false, "topics"},
     {"debezium.decimal.handling.mode", CFG_ENUM, "precise", 0, 0, v_dbz_decimal,
      "value.encoding=debezium: DECIMAL as Connect Decimal bytes (`precise`), `string` or `double`.", false, "topics"},
     {"debezium.bigint.unsigned.handling.mode", CFG_ENUM, "long", 0, 0, v_dbz_bigint,

@@ -628,12 +628,74 @@ static tb_code ksink_send_as(ksink *ks, const evt_event *e, bool truncate, tb_er
     return rc;
 }
 
+/* Message m of e in Confluent's wire format (key.converter / value.converter
+ * avro) into *out; a null key or value (a tombstone) stays null. The truncate
+ * record's key {} fits no Key schema: under Avro keys the truncate is told by
+ * the tombstone per key alone (false: m is not sent). The deletes of the keys
+ * a topic holds (ksink_topic_keys: TRUNCATE, DROP) reuse the key bytes the
+ * topic holds, and their delete event, whose before image holds the key
+ * columns only, which an Avro Value record cannot hold, is left out: the
+ * tombstone deletes the row. */
+static bool ksink_avro_msg(ksink *ks, const evt_event *e, const ksink_table *te, const evt_msg *m, evt_msg *out,
+                           tb_code *rc, tb_error *err)
+{
+    static const char empty_key[] = "{\"schema\":null,\"payload\":{}}";
+    *out = *m;
+    *rc = TB_OK;
+    const evt_table *t = evt_event_table(e);
+    if (ks->avro_key && ks->topic_key) {
+        if (m->value)
+            return false;
+        out->key = ks->topic_key;
+        out->key_len = ks->topic_key_len;
+        return true;
+    }
+    if (ks->avro_key && m->key) {
+        if (m->key_len == sizeof empty_key - 1 && memcmp(m->key, empty_key, m->key_len) == 0)
+            return false;
+        tb_buf_reset(&ks->scratch);
+        tb_buf_reset(&ks->avro_k);
+        tb_buf_printf(&ks->scratch, "%s-key", te->topic);
+        char what[600];
+        snprintf(what, sizeof what, "table %s.%s version %" PRIu32 " (key)", evt_table_db(t), evt_table_name(t),
+                 evt_table_version(t));
+        if ((*rc = av_ser_encode(ks->avro, tb_buf_cstr(&ks->scratch), what, m->key, m->key_len, &ks->avro_k, err)) !=
+            TB_OK)
+            return false;
+        out->key = ks->avro_k.data;
+        out->key_len = ks->avro_k.len;
+    }
+    if (ks->avro_value && m->value) {
+        tb_buf_reset(&ks->scratch);
+        tb_buf_reset(&ks->avro_v);
+        tb_buf_printf(&ks->scratch, "%s-value", te->topic);
+        char what[600];
+        snprintf(what, sizeof what, "table %s.%s version %" PRIu32, evt_table_db(t), evt_table_name(t),
+                 evt_table_version(t));
+        if ((*rc = av_ser_encode(ks->avro, tb_buf_cstr(&ks->scratch), what, m->value, m->value_len, &ks->avro_v,
+                                 err)) != TB_OK)
+            return false;
+        out->value = ks->avro_v.data;
+        out->value_len = ks->avro_v.len;
+    }
+    return true;
+}
+
 /* The messages of ks->r, rendered from e, to te's topic. */
 static tb_code ksink_send_rendered(ksink *ks, const evt_event *e, ksink_table *te, tb_error *err)
 {
     tb_code rc;
     for (size_t i = 0; i < ks->r.n; i++) {
         const evt_msg *m = &ks->r.msgs[i];
+        evt_msg am;
+        if (ks->avro) {
+            if (!ksink_avro_msg(ks, e, te, m, &am, &rc, err)) {
+                if (rc != TB_OK)
+                    return rc;
+                continue;
+            }
+            m = &am;
+        }
         if (m->key_len + m->value_len + KSINK_RECORD_OVERHEAD > (size_t)ks->max_bytes) {
             if ((rc = ksink_oversized(ks, e, te->topic, m, err)) != TB_OK)
                 return rc;
@@ -966,6 +1028,19 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
     ks->copts.row_format = strcmp(cfg_get_str(c, "value.format"), "row") == 0;
     ks->copts.schemas = cfg_get_bool(c, "value.schemas");
     evt_codec_opts_encoding(&ks->copts, c);
+    tb_buf_init(&ks->avro_k, 0);
+    tb_buf_init(&ks->avro_v, 0);
+    ks->avro_key = strcmp(cfg_get_str(c, "key.converter"), "avro") == 0;
+    ks->avro_value = strcmp(cfg_get_str(c, "value.converter"), "avro") == 0;
+    if (ks->avro_key || ks->avro_value) {
+        /* the codec renders each message with its Connect schema; av_ser turns both into Avro */
+        if (ks->avro_key)
+            ks->copts.key_schemas = true;
+        if (ks->avro_value)
+            ks->copts.schemas = true;
+        if ((rc = av_ser_open(c, &ks->avro, err)) != TB_OK)
+            goto out;
+    }
     const char *pol = cfg_get_str(c, "oversize.policy");
     ks->oversize = strcmp(pol, "dlq") == 0 ? KSINK_OVERSIZE_DLQ
                    : strcmp(pol, "skip") == 0 ? KSINK_OVERSIZE_SKIP : KSINK_OVERSIZE_FAIL;
@@ -1002,6 +1077,12 @@ static void ksink_aux_free(ksink_aux_topic *a)
     free(a->name);
 }
 
+void ksink_set_stop(ksink *ks, volatile sig_atomic_t *stop)
+{
+    if (ks && ks->avro)
+        av_ser_set_stop(ks->avro, stop);
+}
+
 void ksink_close(ksink *ks)
 {
     if (!ks)
@@ -1028,6 +1109,9 @@ void ksink_close(ksink *ks)
     ksink_ring_free(ks);
     ksink_stage_free(&ks->stage);
     evt_rendered_free(&ks->r);
+    av_ser_close(ks->avro);
+    tb_buf_free(&ks->avro_k);
+    tb_buf_free(&ks->avro_v);
     tb_buf_free(&ks->scratch);
     tb_buf_free(&ks->scratch2);
     tb_buf_free(&ks->keybuf);

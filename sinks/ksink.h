@@ -128,6 +128,7 @@
 #ifndef KSINK_H
 #define KSINK_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -144,6 +145,9 @@ typedef struct ksink ksink;
  * (TB_ERR_CONFIG for a bad kafka.* key). No network traffic is needed for
  * this call to succeed, except with exactly.once (InitProducerId). */
 tb_code ksink_open(const cfg *c, ksink **out, tb_error *err);
+/* A flag a signal handler raises: waits inside the sink that can last long
+ * (the schema registry's retries, DESIGN 4b) stop when it is set. */
+void ksink_set_stop(ksink *ks, volatile sig_atomic_t *stop);
 
 /* The check the sink makes right before each message it stages or hands to its producer (change
  * rows, schema, dead-letter and transaction records): `tributary run` sets its lease check

@@ -18,6 +18,7 @@
 #include "tb_error.h"
 #include "tb_hmap.h"
 #include "tb_position.h"
+#include "av_ser.h"
 
 typedef enum ksink_role {
     KSINK_ROLE_PRODUCER,    /* idempotent producer, throughput defaults */
@@ -127,6 +128,12 @@ struct ksink {
     bool stats_new;          /* stats_json not yet taken by ksink_stats_json() */
     evt_codec_opts copts;
     evt_rendered r;
+    av_ser *avro;            /* key.converter or value.converter avro: the serializer, else NULL */
+    bool avro_key, avro_value;
+    tb_buf avro_k, avro_v;   /* the wire-format key and value of the message being sent */
+    const char *topic_key;   /* during ksink_topic_keys with Avro keys: the key's bytes as the topic holds
+                              * them, which the deletes of that key reuse (borrowed) */
+    size_t topic_key_len;
     ksink_stage stage;
     tb_buf scratch, scratch2;
     tb_buf keybuf;           /* ksink_key_digest's rendering */

@@ -185,6 +185,9 @@ typedef struct kk_read {
     size_t live;         /* keys of seen whose latest record is not a tombstone */
     ksink_key_fn fn;     /* second read: called once per live key */
     void *opaque;
+    ksink *ks;           /* key.converter=avro: keys are decoded to their JSON payload first */
+    const char *topic;
+    tb_buf kjson;
 } kk_read;
 
 /* First read: the latest state of every key outside keep. */
@@ -215,15 +218,28 @@ static tb_code kk_give_key(void *opaque, const char *key, size_t klen, const cha
     if (!st || *st != KK_LIVE)
         return TB_OK;
     *st = KK_DONE;
-    return k->fn(k->opaque, key, klen, err);
+    if (!k->ks->avro_key)
+        return k->fn(k->opaque, key, klen, err);
+    /* key.converter=avro: the key's JSON payload, as the codec wrote it; the deletes of the
+     * key reuse its bytes as the topic holds them (ksink_avro_msg) */
+    tb_buf_reset(&k->kjson);
+    tb_code rc = av_ser_decode(k->ks->avro, k->topic, key, klen, &k->kjson, err);
+    if (rc != TB_OK)
+        return rc;
+    k->ks->topic_key = key;
+    k->ks->topic_key_len = klen;
+    rc = k->fn(k->opaque, k->kjson.data, k->kjson.len, err);
+    k->ks->topic_key = NULL;
+    return rc;
 }
 
 tb_code ksink_topic_keys(ksink *ks, const evt_table *t, const tb_kset *keep, ksink_key_fn fn, void *opaque,
                          tb_error *err)
 {
     tb_code rc = TB_OK;
-    kk_read k = {.keep = keep, .fn = fn, .opaque = opaque};
+    kk_read k = {.keep = keep, .fn = fn, .opaque = opaque, .ks = ks};
     tb_kset_init(&k.seen);
+    tb_buf_init(&k.kjson, 0);
     tb_buf topic;
     tb_buf_init(&topic, 0);
     const char *isolation = keep ? "read_committed" : "read_uncommitted";
@@ -237,11 +253,13 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, const tb_kset *keep, ksi
     kk_plain note = {kk_note_key, &k}, give = {kk_give_key, &k};
     if ((rc = ksink_topic_read(ks->c, topic.data, isolation, "keys-reader", kk_plain_record, &note, err)) != TB_OK)
         goto out;
+    k.topic = topic.data;
     if (k.live > 0)
         rc = ksink_topic_read(ks->c, topic.data, isolation, "keys-reader", kk_plain_record, &give, err);
 out:
     tb_kset_free(&k.seen);
     tb_buf_free(&topic);
+    tb_buf_free(&k.kjson);
     return rc;
 }
 

@@ -20,3 +20,20 @@ tb_rdkafka_scram_dir() {
   printf '%s/librdkafka-confluent-kafka-%s\n' "${TRIBUTARY_CACHE:-${HOME:-/root}/.cache/tributary}" \
     "$TB_RDKAFKA_WHEEL_VERSION"
 }
+
+# The schema registry for the Avro tests: Apicurio Registry (Confluent-compatible API at
+# /apis/ccompat/v7), the runnable Quarkus tarball from Maven Central, unpacked into the cache.
+# It needs Java 21 or newer; Debian 12 packages only Java 17, so it runs on the Temurin JDK that
+# this kind of machine has beside it (TB_REGISTRY_JAVA_HOME overrides the folder).
+TB_REGISTRY_VERSION=3.3.3
+TB_REGISTRY_JAVA_HOME="${TB_REGISTRY_JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
+tb_registry_dir() {
+  printf '%s/apicurio-registry-%s\n' "${TRIBUTARY_CACHE:-${HOME:-/root}/.cache/tributary}" "$TB_REGISTRY_VERSION"
+}
+
+# The independent Avro consumer of the tests: confluent-kafka's AvroDeserializer and schema
+# registry client (with fastavro), in a virtual environment in the cache.
+TB_PYAVRO_VERSION=2.16.1
+tb_pyavro_venv() {
+  printf '%s/pyavro-confluent-kafka-%s\n' "${TRIBUTARY_CACHE:-${HOME:-/root}/.cache/tributary}" "$TB_PYAVRO_VERSION"
+}

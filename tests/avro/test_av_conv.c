@@ -1,0 +1,352 @@
+/*
+ * av_conv against avro-c: the Avro schemas derived from the codec's Connect
+ * schemas parse in avro-c, and avro-c reads every body av_encode writes back
+ * to the values of the event (compared with Jansson over avro-c's JSON form),
+ * consuming exactly the bytes written.
+ */
+#include <criterion/criterion.h>
+#include <avro.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "av_conv.h"
+#include "evt.h"
+#include "evt_json.h"
+
+static void mysql_meta(evt_event *e)
+{
+    tb_position p;
+    tb_position_init(&p);
+    p.kind = TB_POS_MYSQL;
+    p.server_id = 1;
+    p.file = "binlog.000001";
+    p.pos = 4;
+    evt_event_set_position(e, &p);
+    evt_event_set_connector(e, EVT_CONN_MARIADB);
+    evt_event_set_commit_ts_ms(e, 1700000000000);
+}
+
+/* The wrapper's schema and payload, parsed (caller frees *root). */
+static void split(const char *text, size_t len, evt_jv **root, const evt_jv **schema, const evt_jv **payload)
+{
+    tb_error err;
+    cr_assert_eq(evt_jv_parse(text, len, root, &err), TB_OK, "%s", err.msg);
+    *schema = evt_jv_get(*root, "schema");
+    *payload = evt_jv_get(*root, "payload");
+    cr_assert_not_null(*schema);
+    cr_assert_not_null(*payload);
+}
+
+/* Encode payload under schema, read it back with avro-c; its JSON form (Jansson; caller decrefs). */
+static json_t *round_trip(const evt_jv *cs, const evt_jv *payload, char **avsc_out)
+{
+    tb_buf avsc, bin;
+    tb_buf_init(&avsc, 0);
+    tb_buf_init(&bin, 0);
+    tb_error err;
+    cr_assert_eq(av_schema_from_connect(cs, &avsc, &err), TB_OK, "%s", err.msg);
+    avro_schema_t s = NULL;
+    cr_assert_eq(avro_schema_from_json_length(avsc.data, avsc.len, &s), 0, "avro-c refuses %s: %s", avsc.data,
+                 avro_strerror());
+    cr_assert_eq(av_encode(cs, payload, &bin, &err), TB_OK, "%s", err.msg);
+    avro_value_iface_t *iface = avro_generic_class_from_schema(s);
+    avro_value_t v;
+    cr_assert_eq(avro_generic_value_new(iface, &v), 0);
+    avro_reader_t rd = avro_reader_memory(bin.data, (int64_t)bin.len);
+    cr_assert_eq(avro_value_read(rd, &v), 0, "avro-c cannot read the body: %s", avro_strerror());
+    char extra;
+    cr_assert_neq(avro_read(rd, &extra, 1), 0, "bytes left after the value");
+    char *js = NULL;
+    cr_assert_eq(avro_value_to_json(&v, 1, &js), 0);
+    json_error_t je;
+    json_t *j = json_loads(js, JSON_ALLOW_NUL, &je);
+    cr_assert_not_null(j, "%s: %s", js, je.text);
+    free(js);
+    avro_reader_free(rd);
+    avro_value_decref(&v);
+    avro_value_iface_decref(iface);
+    avro_schema_decref(s);
+    if (avsc_out)
+        *avsc_out = tb_buf_detach(&avsc, NULL);
+    tb_buf_free(&avsc);
+    tb_buf_free(&bin);
+    return j;
+}
+
+/* avro-c's JSON of a union branch: {"type": value}; of a record: the object. */
+static json_t *branch(json_t *u, const char *type)
+{
+    json_t *b = json_object_get(u, type);
+    cr_assert_not_null(b, "no %s branch in %s", type, json_dumps(u, 0));
+    return b;
+}
+
+/* avro-c writes bytes as a JSON string of code points U+0000..U+00FF, one per byte. */
+static void expect_bytes(json_t *s, const char *want, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)json_string_value(s);
+    size_t len = json_string_length(s), k = 0;
+    cr_assert_not_null(p);
+    for (size_t i = 0; i < len; k++) {
+        unsigned cp = p[i] < 0x80 ? p[i++] : (unsigned)(((p[i] & 0x1f) << 6) | (p[i + 1] & 0x3f));
+        if (cp > 0x7f)
+            i += 2;
+        cr_assert_lt(k, n, "more bytes than expected");
+        cr_expect_eq(cp, (unsigned char)want[k], "byte %zu", k);
+    }
+    cr_expect_eq(k, n);
+}
+
+static evt_table *every_type(void)
+{
+    static const struct {
+        const char *name;
+        evt_type t;
+        bool u;
+    } cols[] = {
+        {"id", EVT_T_INT, false},       {"ti", EVT_T_TINYINT, false}, {"bu", EVT_T_BIGINT, true},
+        {"d", EVT_T_DECIMAL, false},    {"f", EVT_T_FLOAT, false},    {"db", EVT_T_DOUBLE, false},
+        {"s", EVT_T_VARCHAR, false},    {"b", EVT_T_BLOB, false},     {"dt", EVT_T_DATE, false},
+        {"tm", EVT_T_TIME, false},      {"st", EVT_T_SET, false},     {"bit1", EVT_T_BIT, false},
+        {"g", EVT_T_GEOMETRY, false},   {"n", EVT_T_INT, false},      {"odd-name", EVT_T_INT, false},
+    };
+    size_t n = sizeof cols / sizeof cols[0];
+    evt_table *t = evt_table_new("shop", "every", n);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(evt_table_set_column(t, i, cols[i].name, cols[i].t, NULL, i != 0, cols[i].u), TB_OK);
+    evt_table_set_column_details(t, 3, 0, 65, 30, NULL);
+    evt_table_set_column_details(t, 9, 0, 0, 0, NULL);
+    evt_table_set_column_details(t, 11, 1, 0, 0, NULL);
+    const char *labels[] = {"x", "y", "z"};
+    evt_table_set_labels(t, 10, labels, 3);
+    size_t pk[] = {0};
+    evt_table_set_pk(t, pk, 1);
+    evt_table_seal(t);
+    return t;
+}
+
+static evt_event *every_event(evt_table *t)
+{
+    evt_event *e = evt_event_new(EVT_OP_CREATE, t);
+    mysql_meta(e);
+    evt_set_int(e, EVT_AFTER, 0, 42);
+    evt_set_int(e, EVT_AFTER, 1, -128);
+    evt_set_uint(e, EVT_AFTER, 2, UINT64_MAX);
+    const char *dec = "-12345678901234567890123456789012345.123456789012345678901234567890";
+    evt_set_decimal(e, EVT_AFTER, 3, dec, strlen(dec));
+    evt_set_float(e, EVT_AFTER, 4, 1.5f);
+    evt_set_double(e, EVT_AFTER, 5, -2.25);
+    evt_set_string(e, EVT_AFTER, 6, "h\xc3\xa9llo", 6);
+    evt_set_bytes(e, EVT_AFTER, 7, "\x01\xff\x10", 3);
+    evt_temporal d = {.year = 2024, .month = 1, .day = 31};
+    evt_set_temporal(e, EVT_AFTER, 8, EVT_V_DATE, &d);
+    evt_temporal tm = {.hour = 838, .minute = 59, .second = 59, .negative = true};
+    evt_set_temporal(e, EVT_AFTER, 9, EVT_V_TIME, &tm);
+    const char *l[] = {"x", "z"};
+    evt_set_set(e, EVT_AFTER, 10, l, NULL, 2);
+    evt_set_bool(e, EVT_AFTER, 11, true);
+    evt_set_geometry(e, EVT_AFTER, 12, 4326, "\x01\x02", 2);
+    evt_set_null(e, EVT_AFTER, 13);
+    evt_set_int(e, EVT_AFTER, 14, 7);
+    cr_assert_null(evt_event_error(e));
+    return e;
+}
+
+static json_t *value_round_trip(const evt_codec_opts *o, const evt_event *e, char **avsc)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_error err;
+    evt_codec_opts w = *o;
+    w.schemas = true;
+    cr_assert_eq(evt_json_value(&w, e, &b, &err), TB_OK, "%s", err.msg);
+    evt_jv *root;
+    const evt_jv *cs, *p;
+    split(b.data, b.len, &root, &cs, &p);
+    json_t *j = round_trip(cs, p, avsc);
+    evt_jv_free(root);
+    tb_buf_free(&b);
+    return j;
+}
+
+/* tributary's own encoding: the lossless mapping (BIGINT UNSIGNED as decimal(20,0),
+ * DECIMAL(65,30) and TIME beyond 24 h as their text, SET as an array). */
+Test(av_conv, tributary_encoding_every_type)
+{
+    evt_table *t = every_type();
+    evt_event *e = every_event(t);
+    evt_codec_opts o = {.topic_prefix = "tb", .now_ms = 1700000000001};
+    char *avsc = NULL;
+    json_t *j = value_round_trip(&o, e, &avsc);
+    json_t *after = branch(json_object_get(j, "after"), "Value");
+    cr_expect_eq(json_integer_value(json_object_get(after, "id")), 42);
+    cr_expect_eq(json_integer_value(branch(json_object_get(after, "ti"), "int")), -128);
+    /* 2^64-1 as decimal(20,0) bytes: 00 ff ff ff ff ff ff ff ff (sign byte first) */
+    /* avro-c's JSON form cuts bytes at a 0 byte: the sign byte of 2^64-1 (00 ff..ff) is checked
+     * in decimal_numbers, here only its branch */
+    cr_expect(json_is_string(branch(json_object_get(after, "bu"), "bytes")));
+    expect_bytes(branch(json_object_get(after, "b"), "bytes"), "\x01\xff\x10", 3);
+    cr_expect_str_eq(json_string_value(branch(json_object_get(after, "d"), "string")),
+                     "-12345678901234567890123456789012345.123456789012345678901234567890");
+    cr_expect_eq(json_real_value(branch(json_object_get(after, "f"), "float")), 1.5);
+    cr_expect_eq(json_real_value(branch(json_object_get(after, "db"), "double")), -2.25);
+    cr_expect_str_eq(json_string_value(branch(json_object_get(after, "s"), "string")), "h\xc3\xa9llo");
+    cr_expect_str_eq(json_string_value(branch(json_object_get(after, "dt"), "string")), "2024-01-31");
+    cr_expect_str_eq(json_string_value(branch(json_object_get(after, "tm"), "string")), "-838:59:59");
+    json_t *set = branch(json_object_get(after, "st"), "array");
+    cr_expect_eq(json_array_size(set), 2);
+    cr_expect_str_eq(json_string_value(json_array_get(set, 1)), "z");
+    cr_expect(json_is_true(branch(json_object_get(after, "bit1"), "boolean")));
+    json_t *g = branch(json_object_get(after, "g"), "Geometry");
+    cr_expect_eq(json_integer_value(branch(json_object_get(g, "srid"), "int")), 4326);
+    cr_expect(json_is_null(json_object_get(after, "n")));
+    cr_expect_eq(json_integer_value(branch(json_object_get(after, "odd_name"), "int")), 7, "name made Avro-safe");
+    cr_expect(json_is_null(json_object_get(j, "before")));
+    cr_expect_str_eq(json_string_value(json_object_get(j, "op")), "c");
+    json_t *src = json_object_get(j, "source");
+    cr_expect_str_eq(json_string_value(json_object_get(src, "db")), "shop");
+    cr_expect_str_eq(json_string_value(json_object_get(src, "file")), "binlog.000001");
+    cr_expect_eq(json_integer_value(branch(json_object_get(j, "ts_ms"), "long")), 1700000000001);
+    /* the schema: record names and Connect annotations */
+    json_t *s = json_loads(avsc, 0, NULL);
+    cr_assert_not_null(s);
+    cr_expect_str_eq(json_string_value(json_object_get(s, "name")), "Envelope");
+    cr_expect_str_eq(json_string_value(json_object_get(s, "namespace")), "tb.shop.every");
+    json_t *before = json_array_get(json_object_get(s, "fields"), 0);
+    cr_expect_str_eq(json_string_value(json_array_get(json_object_get(before, "type"), 0)), "null");
+    cr_expect(json_is_null(json_object_get(before, "default")));
+    json_t *after_f = json_array_get(json_object_get(s, "fields"), 1);
+    cr_expect_str_eq(json_string_value(json_array_get(json_object_get(after_f, "type"), 1)), "tb.shop.every.Value",
+                     "the second use of Value refers to it by name");
+    free(avsc);
+    json_decref(s);
+    json_decref(j);
+    evt_event_free(e);
+    evt_table_unref(t);
+}
+
+/* value.encoding=debezium: Debezium's logical types (Decimal bytes, Date days,
+ * MicroTime, EnumSet text), record names and the Source record. */
+Test(av_conv, debezium_encoding_every_type)
+{
+    evt_table *t = every_type();
+    evt_event *e = every_event(t);
+    evt_codec_opts o = {.topic_prefix = "tb", .encoding = EVT_ENC_DEBEZIUM, .now_ms = 1700000000001};
+    char *avsc = NULL;
+    json_t *j = value_round_trip(&o, e, &avsc);
+    json_t *after = branch(json_object_get(j, "after"), "Value");
+    cr_expect_eq(json_integer_value(branch(json_object_get(after, "dt"), "int")), 19753, "days since 1970");
+    cr_expect_eq(json_integer_value(branch(json_object_get(after, "tm"), "long")), -3020399000000LL);
+    cr_expect_str_eq(json_string_value(branch(json_object_get(after, "st"), "string")), "x,z");
+    cr_expect_eq(json_integer_value(branch(json_object_get(after, "bu"), "long")), -1, "long mode wraps");
+    json_t *s = json_loads(avsc, 0, NULL);
+    cr_assert_not_null(s);
+    cr_expect_str_eq(json_string_value(json_object_get(s, "connect.name")), "tb.shop.every.Envelope");
+    cr_expect_eq(json_integer_value(json_object_get(s, "connect.version")), 2);
+    json_t *fields = json_object_get(s, "fields");
+    json_t *src = json_array_get(fields, 2);
+    json_t *srct = json_object_get(src, "type");
+    cr_expect_str_eq(json_string_value(json_object_get(srct, "name")), "Source");
+    cr_expect_str_eq(json_string_value(json_object_get(srct, "namespace")), "io.debezium.connector.mariadb");
+    /* source.snapshot: an Enum with a default: [T,"null"], default "false" */
+    json_t *snap = json_array_get(json_object_get(srct, "fields"), 4);
+    cr_expect_str_eq(json_string_value(json_object_get(snap, "name")), "snapshot");
+    cr_expect_str_eq(json_string_value(json_object_get(snap, "default")), "false");
+    cr_expect_str_eq(json_string_value(json_array_get(json_object_get(snap, "type"), 1)), "null");
+    /* the Value record's decimal column */
+    json_t *val = json_array_get(json_object_get(json_array_get(fields, 0), "type"), 1);
+    json_t *dcol = json_array_get(json_object_get(val, "fields"), 3);
+    json_t *dt = json_array_get(json_object_get(dcol, "type"), 1);
+    cr_expect_str_eq(json_string_value(json_object_get(dt, "logicalType")), "decimal");
+    cr_expect_eq(json_integer_value(json_object_get(dt, "precision")), 65);
+    cr_expect_eq(json_integer_value(json_object_get(dt, "scale")), 30);
+    cr_expect_str_eq(json_string_value(json_object_get(dt, "connect.name")), "org.apache.kafka.connect.data.Decimal");
+    json_t *titype = json_array_get(json_object_get(json_array_get(json_object_get(val, "fields"), 1), "type"), 1);
+    cr_expect_str_eq(json_string_value(json_object_get(titype, "connect.type")), "int16");
+    free(avsc);
+    json_decref(s);
+    json_decref(j);
+    evt_event_free(e);
+    evt_table_unref(t);
+}
+
+/* Decimal payloads as JSON numbers (BIGINT UNSIGNED in the tributary
+ * encoding): the unscaled two's complement in the fewest bytes. */
+Test(av_conv, decimal_numbers)
+{
+    static const struct {
+        const char *num;
+        const char *scale;
+        const char *hex;
+    } cases[] = {
+        {"0", "0", "00"},          {"127", "0", "7f"},      {"128", "0", "0080"},  {"-1", "0", "ff"},
+        {"-128", "0", "80"},       {"-129", "0", "ff7f"},   {"1.5", "2", "0096"},  {"-0.01", "2", "ff"},
+        {"18446744073709551615", "0", "00ffffffffffffffff"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char cs_text[256], p_text[64];
+        snprintf(cs_text, sizeof cs_text,
+                 "{\"type\":\"bytes\",\"optional\":false,\"name\":\"org.apache.kafka.connect.data.Decimal\","
+                 "\"parameters\":{\"scale\":\"%s\"}}",
+                 cases[i].scale);
+        snprintf(p_text, sizeof p_text, "%s", cases[i].num);
+        evt_jv *cs, *p;
+        tb_error err;
+        cr_assert_eq(evt_jv_parse(cs_text, strlen(cs_text), &cs, &err), TB_OK);
+        cr_assert_eq(evt_jv_parse(p_text, strlen(p_text), &p, &err), TB_OK);
+        tb_buf b;
+        tb_buf_init(&b, 0);
+        cr_assert_eq(av_encode(cs, p, &b, &err), TB_OK, "%s: %s", cases[i].num, err.msg);
+        char hex[64] = "";
+        size_t n = (size_t)(unsigned char)b.data[0] / 2; /* zig-zag length prefix, one byte here */
+        cr_assert_eq(b.len, n + 1);
+        for (size_t k = 0; k < n; k++)
+            snprintf(hex + 2 * k, 3, "%02x", (unsigned char)b.data[1 + k]);
+        cr_expect_str_eq(hex, cases[i].hex, "%s at scale %s", cases[i].num, cases[i].scale);
+        tb_buf_free(&b);
+        evt_jv_free(cs);
+        evt_jv_free(p);
+    }
+}
+
+/* A payload that does not fit its schema is refused, naming the field. */
+Test(av_conv, refuses_misfits)
+{
+    const char *cs_text = "{\"type\":\"struct\",\"optional\":false,\"name\":\"a.K\",\"fields\":["
+                          "{\"type\":\"int16\",\"optional\":false,\"field\":\"x\"}]}";
+    const char *bad[] = {"{\"x\":40000}", "{}", "{\"x\":null}", "{\"x\":\"1\"}", "[1]"};
+    evt_jv *cs;
+    tb_error err;
+    cr_assert_eq(evt_jv_parse(cs_text, strlen(cs_text), &cs, &err), TB_OK);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        evt_jv *p;
+        cr_assert_eq(evt_jv_parse(bad[i], strlen(bad[i]), &p, &err), TB_OK);
+        tb_buf b;
+        tb_buf_init(&b, 0);
+        cr_expect_eq(av_encode(cs, p, &b, &err), TB_ERR_INVALID, "%s accepted", bad[i]);
+        tb_buf_free(&b);
+        evt_jv_free(p);
+    }
+    evt_jv_free(cs);
+}
+
+/* Zig-zag varints (the Avro specification's examples). */
+Test(av_conv, zigzag)
+{
+    static const struct {
+        int64_t v;
+        const char *bytes;
+        size_t n;
+    } cases[] = {{0, "\x00", 1}, {-1, "\x01", 1}, {1, "\x02", 1}, {-64, "\x7f", 1}, {64, "\x80\x01", 2},
+                 {INT64_MIN, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tb_buf b;
+        tb_buf_init(&b, 0);
+        cr_assert_eq(av_put_long(&b, cases[i].v), TB_OK);
+        cr_expect_eq(b.len, cases[i].n);
+        cr_expect_eq(memcmp(b.data, cases[i].bytes, cases[i].n), 0, "%lld", (long long)cases[i].v);
+        tb_buf_free(&b);
+    }
+}

@@ -1,0 +1,333 @@
+/*
+ * Avro with a real schema registry (DESIGN 4b): tributary runs against the testenv MariaDB,
+ * Kafka and schema registry (scripts/testenv up --registry) with key.converter=avro and
+ * value.converter=avro; an independent consumer (tests/avro/avro_consume.py: confluent-kafka's
+ * AvroDeserializer and schema registry client, fastavro underneath) decodes every message, and
+ * the values are compared with what the source database itself says (SQL expressions that
+ * compute each column's expected encoding). Fails (never skips) without the registry.
+ */
+#include <sys/stat.h>
+
+#include "../e2e/e2e_util.h"
+
+typedef struct av_run {
+    char db[96], dir[256], cfg[320], log[320], status[320];
+    pid_t pid;
+} av_run;
+
+static const char *registry(void) { return tb_itest_env("TRIBUTARY_TEST_REGISTRY_URL"); }
+
+/* Every message of topic, decoded by the Python consumer: a Jansson array of
+ * {"topic","offset","key","value",...} (caller decrefs). Fails on any message
+ * that does not decode. */
+static json_t *consume(const char *topic)
+{
+    const char *py = tb_itest_env("TRIBUTARY_TEST_PYAVRO");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' '%s/tests/avro/avro_consume.py' '%s' '%s' '%s'", py, TB_SOURCE_DIR,
+             tb_itest_env("TRIBUTARY_TEST_KAFKA"), registry(), topic);
+    fflush(NULL);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "popen %s", cmd);
+    json_t *all = json_array();
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, p)) > 0)
+        json_array_append_new(all, jo_parse(line, (size_t)n));
+    free(line);
+    int st = pclose(p);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the Avro consumer failed on topic %s (status %d)", topic, st);
+    return all;
+}
+
+/* Consume topic until it holds at least want messages (generous deadline). */
+static json_t *consume_at_least(const char *topic, size_t want, const av_run *r)
+{
+    long long deadline = tb_itest_now_ms() + 180000;
+    for (;;) {
+        json_t *all = consume(topic);
+        if (json_array_size(all) >= want)
+            return all;
+        size_t have = json_array_size(all);
+        json_decref(all);
+        cr_assert(tb_itest_now_ms() < deadline, "topic %s: %zu messages, want %zu; see %s", topic, have, want,
+                  r->log);
+        if (r->pid > 0)
+            cr_assert_eq(e2e_wait(r->pid, 0), -2, "tributary exited; see %s", r->log);
+        usleep(500000);
+    }
+}
+
+/* Start tributary on the tables of r->db (its name is the run's and the topic prefix) that
+ * match tables (a regex alternative), with extra config lines. */
+static void run_start(av_run *r, const char *tables, const char *extra)
+{
+    snprintf(r->dir, sizeof r->dir, "/tmp/e2e%s", r->db);
+    cr_assert_eq(mkdir(r->dir, 0700), 0);
+    snprintf(r->cfg, sizeof r->cfg, "%s/run.properties", r->dir);
+    snprintf(r->log, sizeof r->log, "%s/run.log", r->dir);
+    snprintf(r->status, sizeof r->status, "%s/status.json", r->dir);
+    FILE *f = fopen(r->cfg, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "name=%s\nsource.type=mysql\nsource.host=%s\nsource.port=%s\nsource.user=%s\nsource.password=%s\n"
+            "source.server.id=%u\ntables.include=%s[.](%s)\ntopic.prefix=%s\nkafka.bootstrap.servers=%s\n"
+            "offsets.storage=kafka\noffsets.commit.interval.ms=200\nstatus.file=%s\nsnapshot.mode=initial\n"
+            "key.converter=avro\nvalue.converter=avro\nschema.registry.url=%s\n%s",
+            r->db, getenv("TRIBUTARY_TEST_MYSQL_HOST"), getenv("TRIBUTARY_TEST_MYSQL_PORT"),
+            getenv("TRIBUTARY_TEST_MYSQL_USER"), getenv("TRIBUTARY_TEST_MYSQL_PASSWORD"),
+            9000 + (unsigned)getpid() % 1000, r->db, tables, r->db, tb_itest_env("TRIBUTARY_TEST_KAFKA"), r->status,
+            registry(), extra ? extra : "");
+    fclose(f);
+    const char *args[] = {"run", "--config", r->cfg, NULL};
+    r->pid = e2e_spawn(args, r->log);
+}
+
+static void run_stop(av_run *r)
+{
+    kill(r->pid, SIGTERM);
+    cr_assert_eq(e2e_wait(r->pid, 60000), 0, "tributary run did not stop cleanly; see %s", r->log);
+    e2e_assert_clean_log(r->log);
+    r->pid = 0;
+}
+
+/* A decoded JSON value as the text the SQL expressions give ("\N" for null). */
+static void as_text(json_t *v, tb_buf *out)
+{
+    tb_buf_reset(out);
+    if (!v || json_is_null(v))
+        tb_buf_puts(out, "\\N");
+    else if (json_is_string(v))
+        tb_buf_append(out, json_string_value(v), json_string_length(v));
+    else if (json_is_integer(v))
+        tb_buf_printf(out, "%lld", (long long)json_integer_value(v));
+    else if (json_is_boolean(v))
+        tb_buf_puts(out, json_is_true(v) ? "true" : "false");
+    else if (json_is_object(v) && json_object_get(v, "wkb")) /* Geometry: wkb/srid */
+        tb_buf_printf(out, "%s/%lld", json_string_value(json_object_get(v, "wkb")),
+                      (long long)json_integer_value(json_object_get(v, "srid")));
+    else {
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        tb_buf_puts(out, s);
+        free(s);
+    }
+}
+
+/* The table state the topic says: for every key, the after image of its last
+ * message, the key gone after a tombstone. A JSON object "<key json>" -> after. */
+static json_t *topic_state(json_t *msgs)
+{
+    json_t *state = json_object();
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m) {
+        char *k = json_dumps(json_object_get(m, "key"), JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+        json_t *v = json_object_get(m, "value");
+        if (json_is_null(v))
+            json_object_del(state, k);
+        else if (json_is_object(json_object_get(v, "after")))
+            json_object_set(state, k, json_object_get(v, "after"));
+        free(k);
+    }
+    return state;
+}
+
+/* Compare the topic's state with the source: sql selects the key column first,
+ * then one expected text per column of cols (NULL-terminated). */
+static void expect_state(MYSQL *m, json_t *msgs, const char *sql, const char *const *cols, const char *what)
+{
+    json_t *state = topic_state(msgs);
+    cr_assert_eq(mysql_query(m, sql), 0, "%s: %s", sql, mysql_error(m));
+    MYSQL_RES *res = mysql_store_result(m);
+    cr_assert_not_null(res);
+    size_t rows = 0;
+    MYSQL_ROW row;
+    tb_buf got;
+    tb_buf_init(&got, 0);
+    while ((row = mysql_fetch_row(res))) {
+        rows++;
+        char key[128];
+        snprintf(key, sizeof key, "{\"id\":%s}", row[0]);
+        json_t *after = json_object_get(state, key);
+        cr_assert_not_null(after, "%s: the topic has no row for key %s", what, key);
+        for (size_t c = 0; cols[c]; c++) {
+            as_text(json_object_get(after, cols[c]), &got);
+            const char *want = row[c + 1] ? row[c + 1] : "\\N";
+            cr_expect_str_eq(tb_buf_cstr(&got), want, "%s: key %s column %s: the topic has %s, the source %s", what,
+                             key, cols[c], tb_buf_cstr(&got), want);
+        }
+    }
+    mysql_free_result(res);
+    cr_expect_eq(json_object_size(state), rows, "%s: the topic holds %zu rows, the source %zu", what,
+                 json_object_size(state), rows);
+    tb_buf_free(&got);
+    json_decref(state);
+}
+
+/* Every message carries the wire format's schema ids: key always, value unless a tombstone. */
+static void expect_wire_ids(json_t *msgs)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m) {
+        cr_expect(json_integer_value(json_object_get(m, "key_schema_id")) > 0, "message %zu: no key schema id", i);
+        if (!json_is_null(json_object_get(m, "value")))
+            cr_expect(json_integer_value(json_object_get(m, "value_schema_id")) > 0, "message %zu: no value schema id",
+                      i);
+    }
+}
+
+#define EVERY_COLS                                                                                              \
+    "id INT PRIMARY KEY, ti TINYINT, su SMALLINT UNSIGNED, bi BIGINT, bu BIGINT UNSIGNED, d DECIMAL(10,2), "   \
+    "dd DECIMAL(65,30), f FLOAT, db DOUBLE, c VARCHAR(40), b BLOB, dt DATE, dt3 DATETIME(3), dt6 DATETIME(6), " \
+    "ts TIMESTAMP(2) NULL, tm TIME(3), y YEAR, e ENUM('a','b'), s SET('x','y','z'), bit1 BIT(1), bit9 BIT(9), " \
+    "j LONGTEXT, g GEOMETRY, n INT NULL"
+
+static void insert_every(MYSQL *m, const char *db, int id, int variant)
+{
+    if (variant == 0)
+        e2e_sql(m,
+                "INSERT INTO %s.every VALUES (%d, -128, 65535, -9223372036854775808, 18446744073709551615, -12.50, "
+                "-12345678901234567890123456789012345.123456789012345678901234567890, 1.5, -2.25, 'h\xc3\xa9llo \xf0\x9f\x98\x80', "
+                "X'00ff10', '2024-01-31', '2024-01-31 10:00:00.123', '1969-12-31 23:59:59.999999', "
+                "'2024-01-31 10:00:00.12', '-838:59:59.000', 2024, 'b', 'x,z', 1, b'101010101', '{\"a\":[1,2]}', "
+                "ST_GeomFromText('POINT(1 2)'), NULL)",
+                db, id);
+    else
+        e2e_sql(m,
+                "INSERT INTO %s.every VALUES (%d, 127, 0, 9223372036854775807, 0, 0.00, 0, -0.5, 0.125, '', '', "
+                "'1000-01-01', '9999-12-31 23:59:59.999', '1970-01-01 00:00:00', '1970-01-01 00:00:01.25', "
+                "'838:59:59.999', 1901, 'a', '', 0, b'0', '[]', ST_GeomFromText('LINESTRING(0 0, 1 1)'), 7)",
+                db, id);
+}
+
+/* value.encoding=debezium: snapshot and stream of a table of every column type, a key change,
+ * deletes (tombstones) and a TRUNCATE, decoded by the independent consumer and equal to the
+ * source. */
+Test(avro_e2e, debezium_every_type, .timeout = 600, .fini = e2e_kill_children)
+{
+    av_run r;
+    memset(&r, 0, sizeof r);
+    registry();
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "SET time_zone = '+00:00'");
+    char db[96];
+    tb_itest_unique(db, sizeof db, "avdbz");
+    snprintf(r.db, sizeof r.db, "%s", db);
+    e2e_sql(m, "CREATE DATABASE %s", db);
+    e2e_sql(m, "CREATE TABLE %s.every (" EVERY_COLS ")", db);
+    e2e_sql(m, "CREATE TABLE %s.trunc (id INT PRIMARY KEY, v VARCHAR(10))", db);
+    insert_every(m, db, 1, 0);
+    insert_every(m, db, 2, 1);
+    e2e_sql(m, "INSERT INTO %s.trunc VALUES (1,'a'),(2,'b'),(3,'c')", db);
+    run_start(&r, "every|trunc", "value.encoding=debezium\ndebezium.bigint.unsigned.handling.mode=precise\n");
+
+    char every[256], trunc[256];
+    snprintf(every, sizeof every, "%s.%s.every", db, db);
+    snprintf(trunc, sizeof trunc, "%s.%s.trunc", db, db);
+    json_decref(consume_at_least(every, 2, &r)); /* the snapshot is on the topic: stream from here */
+    json_decref(consume_at_least(trunc, 3, &r));
+    insert_every(m, db, 3, 0);
+    insert_every(m, db, 4, 1);
+    e2e_sql(m, "UPDATE %s.every SET c = 'changed', n = 42, d = 99999999.99 WHERE id = 3", db);
+    e2e_sql(m, "UPDATE %s.every SET id = 5 WHERE id = 4", db); /* key change */
+    e2e_sql(m, "DELETE FROM %s.every WHERE id = 2", db);
+    e2e_sql(m, "TRUNCATE TABLE %s.trunc", db);
+    /* every: 2 r + 2 c + 1 u + (d, tombstone, c) + (d, tombstone) = 10; trunc: 3 r + 3 tombstones
+     * (under Avro keys TRUNCATE writes a tombstone per key, DESIGN 4b) */
+    json_t *msgs = consume_at_least(every, 10, &r);
+    json_t *tmsgs = consume_at_least(trunc, 6, &r);
+    run_stop(&r);
+
+    static const char *const cols[] = {"ti", "su", "bi", "bu", "d", "dd", "f", "db", "c", "b", "dt", "dt3", "dt6",
+                                       "ts", "tm", "y", "e", "s", "bit1", "bit9", "j", "g", "n", NULL};
+    char sql[4096];
+    snprintf(sql, sizeof sql,
+             "SELECT id, ti, su, bi, CAST(bu AS CHAR), CAST(d AS CHAR), CAST(dd AS CHAR), CAST(f AS CHAR), "
+             "CAST(db AS CHAR), c, LOWER(HEX(b)), DATEDIFF(dt, '1970-01-01'), "
+             "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', dt3) DIV 1000, "
+             "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', dt6), "
+             "CONCAT(DATE_FORMAT(ts, '%%Y-%%m-%%dT%%H:%%i:%%s'), IF(MICROSECOND(ts) = 0, '', "
+             "CONCAT('.', TRIM(TRAILING '0' FROM LEFT(DATE_FORMAT(ts, '%%f'), 2)))), 'Z'), "
+             "CAST(ROUND(TIME_TO_SEC(tm) * 1000000) AS SIGNED), y, e, s, IF(bit1, 'true', 'false'), "
+             "LOWER(CONCAT(LPAD(HEX(bit9 & 255), 2, '0'), LPAD(HEX(bit9 >> 8), 2, '0'))), j, "
+             "CONCAT(LOWER(HEX(ST_AsWKB(g))), '/', ST_SRID(g)), n FROM %s.every ORDER BY id",
+             db);
+    expect_state(m, msgs, sql, cols, "every");
+    expect_wire_ids(msgs);
+    expect_wire_ids(tmsgs);
+
+    /* ops: snapshot reads, then the stream's; the key change is a delete and tombstone of
+     * key 4, then a create of key 5 */
+    static const char *const ops[] = {"r", "r", "c", "c", "u", "d", NULL, "c", "d", NULL};
+    cr_assert_eq(json_array_size(msgs), 10, "every: %zu messages", json_array_size(msgs));
+    for (size_t i = 0; i < 10; i++) {
+        json_t *v = json_object_get(json_array_get(msgs, i), "value");
+        if (!ops[i])
+            cr_expect(json_is_null(v), "message %zu is a tombstone", i);
+        else
+            cr_expect_str_eq(json_string_value(json_object_get(v, "op")), ops[i], "message %zu", i);
+    }
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(json_array_get(msgs, 5), "key"), "id")), 4);
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(json_array_get(msgs, 7), "key"), "id")), 5);
+    /* the source record, as Debezium's */
+    json_t *src = json_object_get(json_object_get(json_array_get(msgs, 2), "value"), "source");
+    cr_expect_str_eq(json_string_value(json_object_get(src, "connector")), "mariadb");
+    cr_expect_str_eq(json_string_value(json_object_get(src, "table")), "every");
+    cr_expect_str_eq(json_string_value(json_object_get(src, "snapshot")), "false");
+    /* TRUNCATE: a delete and a tombstone per key; the table is empty on the topic */
+    json_t *tstate = topic_state(tmsgs);
+    cr_expect_eq(json_object_size(tstate), 0, "trunc: rows left on the topic after TRUNCATE");
+    cr_expect_eq(json_array_size(tmsgs), 6, "trunc: %zu messages (no record under the key {})",
+                 json_array_size(tmsgs));
+    for (size_t i = 3; i < json_array_size(tmsgs); i++)
+        cr_expect(json_is_null(json_object_get(json_array_get(tmsgs, i), "value")), "trunc: message %zu", i);
+    json_decref(tstate);
+    json_decref(msgs);
+    json_decref(tmsgs);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
+/* tributary's own encoding: the values it keeps exactly (BIGINT UNSIGNED, DECIMAL(65,30),
+ * TIME beyond 24 h, zero dates) come out of the Avro consumer as the source's text. */
+Test(avro_e2e, tributary_encoding_lossless, .timeout = 600, .fini = e2e_kill_children)
+{
+    av_run r;
+    memset(&r, 0, sizeof r);
+    registry();
+    MYSQL *m = e2e_mysql();
+    tb_itest_unique(r.db, sizeof r.db, "avtrib");
+    e2e_sql(m, "SET SESSION sql_mode = ''");
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    e2e_sql(m,
+            "CREATE TABLE %s.lossless (id INT PRIMARY KEY, bu BIGINT UNSIGNED, dd DECIMAL(65,30), tm TIME(6), "
+            "dt DATE, s SET('x','y'))",
+            r.db);
+    e2e_sql(m,
+            "INSERT INTO %s.lossless VALUES (1, 18446744073709551615, "
+            "99999999999999999999999999999999999.999999999999999999999999999999, '838:59:59.999999', '0000-00-00', "
+            "'x,y'), (2, 0, -0.000000000000000000000000000001, '-838:59:59.000000', '2024-02-29', '')",
+            r.db);
+    av_run *rp = &r;
+    const char *db = r.db;
+    run_start(rp, "lossless", NULL);
+    char topic[256];
+    snprintf(topic, sizeof topic, "%s.%s.lossless", db, db);
+    json_decref(consume_at_least(topic, 2, rp));
+    e2e_sql(m, "UPDATE %s.lossless SET tm = '-00:00:00.000001', bu = 9223372036854775808 WHERE id = 2", db);
+    json_t *msgs = consume_at_least(topic, 3, rp);
+    run_stop(rp);
+    static const char *const cols[] = {"bu", "dd", "tm", "dt", "s", NULL};
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "SELECT id, CAST(bu AS CHAR), CAST(dd AS CHAR), CAST(tm AS CHAR), CAST(dt AS CHAR), "
+             "IF(s = '', '[]', CONCAT('[\"', REPLACE(s, ',', '\",\"'), '\"]')) FROM %s.lossless ORDER BY id",
+             db);
+    expect_state(m, msgs, sql, cols, "lossless");
+    expect_wire_ids(msgs);
+    json_decref(msgs);
+    mysql_close(m);
+    e2e_rmtree(rp->dir);
+}
