@@ -7,7 +7,8 @@ beginning to the end, and print one JSON line per message:
 
 Values are made JSON-friendly in one way only: bytes as lower-case hex, decimal.Decimal as its
 plain text (format 'f'), datetime/date/time as isoformat(), floats as repr() text. A null value (tombstone)
-is null. A topic that does not exist yet has no messages. A message that does not decode stops the script with exit status 1, naming it.
+is null. A topic that does not exist yet has no messages. Exit status 124: the registry did not
+answer a request within 30 s (try again). A message that does not decode stops the script with exit status 1, naming it.
 
 usage: avro_consume.py BOOTSTRAP REGISTRY_URL TOPIC...
 """
@@ -49,7 +50,7 @@ def schema_id(b):
 
 def main():
     bootstrap, url, topics = sys.argv[1], sys.argv[2], sys.argv[3:]
-    src = SchemaRegistryClient({"url": url})
+    src = SchemaRegistryClient({"url": url, "timeout": 30})
     deser = AvroDeserializer(src)
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "avro-consume", "enable.auto.commit": False,
                   "auto.offset.reset": "earliest", "enable.partition.eof": True})
@@ -83,6 +84,9 @@ def main():
             rec = {"topic": m.topic(), "offset": m.offset(), "key": plain(k), "value": plain(v),
                    "key_schema_id": schema_id(m.key()), "value_schema_id": schema_id(m.value())}
         except Exception as e:  # noqa: BLE001 - any decoding failure fails the test
+            if "Timeout" in type(e).__name__:  # the registry did not answer: the caller tries again
+                print("%s offset %d: registry timeout: %r" % (m.topic(), m.offset(), e), file=sys.stderr)
+                sys.exit(124)
             sys.exit("%s offset %d: cannot decode: %r" % (m.topic(), m.offset(), e))
         print(json.dumps(rec, sort_keys=True), flush=True)
         if tp in left and m.offset() + 1 >= left[tp]:
