@@ -337,3 +337,93 @@ Test(avro_e2e, tributary_encoding_lossless, .timeout = 900, .fini = e2e_kill_chi
     mysql_close(m);
     e2e_rmtree(rp->dir);
 }
+
+/* Poll the run's log until it holds text (generous deadline). */
+static void wait_log(const av_run *r, const char *text)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    long long deadline = tb_itest_now_ms() + 180000;
+    while (!(e2e_slurp(r->log, &b) && strstr(tb_buf_cstr(&b), text))) {
+        cr_assert(tb_itest_now_ms() < deadline, "no \"%s\" in %s", text, r->log);
+        usleep(200000);
+    }
+    tb_buf_free(&b);
+}
+
+static void set_compatibility(const char *subject, const char *level)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "curl -fsS -X PUT -H 'Content-Type: application/vnd.schemaregistry.v1+json' "
+             "--data '{\"compatibility\":\"%s\"}' '%s/config/%s' >&2",
+             level, registry(), subject);
+    fflush(NULL);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* The schema registry stopped while streaming: rows of a registered schema still flow, a new
+ * table version waits (nothing sent, WARN) until the registry is back, then nothing is lost.
+ * Under BACKWARD an added nullable column is accepted (a new schema id); a change the registry
+ * refuses (VARCHAR to INT) stops the run naming the subject, the table version and the level, and
+ * nothing of it reaches the topic. */
+Test(avro_e2e, registry_outage_and_backward_evolution, .timeout = 900, .fini = e2e_kill_children)
+{
+    av_run r;
+    memset(&r, 0, sizeof r);
+    registry();
+    MYSQL *m = e2e_mysql();
+    tb_itest_unique(r.db, sizeof r.db, "avevo");
+    const char *db = r.db;
+    e2e_sql(m, "CREATE DATABASE %s", db);
+    e2e_sql(m, "CREATE TABLE %s.t (id INT PRIMARY KEY, a VARCHAR(10))", db);
+    e2e_sql(m, "INSERT INTO %s.t VALUES (1, '1')", db);
+    run_start(&r, "t", "ddl.alter.policy=warn\n");
+    char topic[256], subject[300];
+    snprintf(topic, sizeof topic, "%s.%s.t", db, db);
+    snprintf(subject, sizeof subject, "%s-value", topic);
+    json_decref(consume_at_least(topic, 1, &r));
+    set_compatibility(subject, "BACKWARD");
+
+    tb_itest_testenv("stop-registry");
+    e2e_sql(m, "INSERT INTO %s.t VALUES (2, '2')", db); /* its schema is registered: it is sent */
+    e2e_sql(m, "ALTER TABLE %s.t ADD COLUMN b INT DEFAULT 5", db);
+    e2e_sql(m, "INSERT INTO %s.t VALUES (3, '3', 7)", db); /* a new version: waits for the registry */
+    wait_log(&r, "cannot register subject");
+    cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary exited while the registry was down; see %s", r.log);
+    tb_itest_testenv("start-registry");
+    json_t *msgs = consume_at_least(topic, 3, &r);
+    cr_assert_eq(json_array_size(msgs), 3, "%zu messages", json_array_size(msgs));
+    json_t *m3 = json_array_get(msgs, 2);
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(m3, "key"), "id")), 3);
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(json_object_get(m3, "value"), "after"), "b")), 7);
+    json_int_t id1 = json_integer_value(json_object_get(json_array_get(msgs, 0), "value_schema_id"));
+    json_int_t id3 = json_integer_value(json_object_get(m3, "value_schema_id"));
+    cr_expect_neq(id1, id3, "the added column registered a new version");
+    static const char *const cols[] = {"a", NULL};
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT id, a FROM %s.t ORDER BY id", db);
+    expect_state(m, msgs, sql, cols, "t");
+    json_decref(msgs);
+
+    /* incompatible under BACKWARD: the run stops, nothing of the new version is sent */
+    e2e_sql(m, "ALTER TABLE %s.t MODIFY a INT", db);
+    e2e_sql(m, "INSERT INTO %s.t VALUES (4, 4, 4)", db);
+    int rc = e2e_wait(r.pid, 180000);
+    cr_assert(rc > 0, "tributary did not stop on the refused schema (wait: %d); see %s", rc, r.log);
+    r.pid = 0;
+    tb_buf log;
+    tb_buf_init(&log, 0);
+    cr_assert(e2e_slurp(r.log, &log));
+    const char *l = tb_buf_cstr(&log);
+    cr_expect(strstr(l, subject) && strstr(l, "incompatible") && strstr(l, "BACKWARD") && strstr(l, "version"),
+              "the error names the subject, the change and the compatibility level; see %s", r.log);
+    tb_buf_free(&log);
+    msgs = consume(topic);
+    cr_assert_not_null(msgs);
+    cr_expect_eq(json_array_size(msgs), 3, "nothing sent with the refused schema: %zu messages",
+                 json_array_size(msgs));
+    json_decref(msgs);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
