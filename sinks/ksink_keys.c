@@ -267,6 +267,20 @@ tb_code ksink_key_digest(ksink *ks, const evt_event *e, uint64_t *digest, tb_err
 {
     tb_buf_reset(&ks->keybuf);
     tb_code rc = evt_render_key(&ks->copts, e, EVT_AFTER, &ks->keybuf, err);
+    if (rc == TB_OK && ks->avro_key) { /* the key's bytes as the topic holds them: the wire format */
+        const evt_table *t = evt_event_table(e);
+        tb_buf subject;
+        tb_buf_init(&subject, 0);
+        if ((rc = evt_json_topic(&ks->copts, t, &subject)) == TB_OK && (rc = tb_buf_puts(&subject, "-key")) == TB_OK) {
+            tb_buf_reset(&ks->avro_k);
+            rc = av_ser_encode(ks->avro, tb_buf_cstr(&subject), evt_table_name(t), ks->keybuf.data, ks->keybuf.len,
+                               &ks->avro_k, err);
+        }
+        tb_buf_free(&subject);
+        if (rc == TB_OK)
+            *digest = tb_kset_digest(ks->avro_k.data ? ks->avro_k.data : "", ks->avro_k.len);
+        return rc;
+    }
     if (rc == TB_OK)
         *digest = tb_kset_digest(ks->keybuf.data ? ks->keybuf.data : "", ks->keybuf.len);
     return rc;

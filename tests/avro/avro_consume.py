@@ -8,7 +8,7 @@ beginning to the end, and print one JSON line per message:
 Values are made JSON-friendly in one way only: bytes as lower-case hex, decimal.Decimal as its
 plain text (format 'f'), datetime/date/time as isoformat(), floats as repr() text. A null value (tombstone)
 is null. A topic that does not exist yet has no messages. Exit status 124: the registry did not
-answer a request within 30 s (try again). A message that does not decode stops the script with exit status 1, naming it.
+answer a request within 30 s, or a topic's metadata or offsets are not there yet (try again). A message that does not decode stops the script with exit status 1, naming it.
 
 usage: avro_consume.py BOOTSTRAP REGISTRY_URL TOPIC...
 """
@@ -18,7 +18,7 @@ import json
 import struct
 import sys
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
@@ -54,6 +54,17 @@ def main():
     deser = AvroDeserializer(src)
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "avro-consume", "enable.auto.commit": False,
                   "auto.offset.reset": "earliest", "enable.partition.eof": True})
+    try:
+        parts = partitions(c, topics)
+    except KafkaException as e:  # a topic being created: metadata or offsets not there yet
+        print("metadata: %r" % e, file=sys.stderr)
+        sys.exit(124)
+    if not parts:
+        return
+    read(c, deser, parts)
+
+
+def partitions(c, topics):
     parts = []
     for t in topics:
         md = c.list_topics(t, timeout=30).topics[t]
@@ -65,8 +76,10 @@ def main():
             lo, hi = c.get_watermark_offsets(TopicPartition(t, p), timeout=30)
             if hi > lo:
                 parts.append((t, p, lo, hi))
-    if not parts:
-        return
+    return parts
+
+
+def read(c, deser, parts):
     c.assign([TopicPartition(t, p, lo) for t, p, lo, hi in parts])
     left = {(t, p): hi for t, p, lo, hi in parts}
     while left:
