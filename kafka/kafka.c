@@ -184,6 +184,11 @@ tb_code kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions, in
     } else if (terr != RD_KAFKA_RESP_ERR_NO_ERROR) {
         const char *detail = nres == 1 ? rd_kafka_topic_result_error_string(trs[0]) : NULL;
         rc = kafka_error(err, terr, "topic %s: CreateTopics%s%s", topic, detail ? ": " : "", detail ? detail : "");
+        /* A KRaft broker that just (re)started is fenced until the controller has seen it catch up:
+         * "Unable to replicate the partition ... All brokers are currently fenced" passes within
+         * seconds, whatever the error code (INVALID_REPLICATION_FACTOR) says. */
+        if (err && detail && strstr(detail, "fenced"))
+            err->retriable = true;
     }
 out:
     if (ev)

@@ -17,8 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ksink_int.h"
+#include "tb_clock.h"
 #include "tb_log.h"
 
 /* The min.insync.replicas a topic of replication factor rf gets by default:
@@ -183,9 +185,24 @@ tb_code ksink_topic_ensure_until(rd_kafka_t *rk, const cfg *c, const char *topic
     }
     configs[n] = NULL;
     bool exists = false;
-    rc = kafka_topic_create(rk, topic, partitions, rf, configs, timeout_ms, stop, &exists, err);
-    if (rc != TB_OK)
-        return rc;
+    /* Retriable refusals (a broker still fenced after its restart, a controller moving) are tried
+     * again until the request timeout has passed since the first try. */
+    int64_t deadline = tb_mono_ms() + timeout_ms;
+    for (;;) {
+        tb_error cerr;
+        tb_error_clear(&cerr);
+        rc = kafka_topic_create(rk, topic, partitions, rf, configs, timeout_ms, stop, &exists, &cerr);
+        if (rc == TB_OK)
+            break;
+        if (!cerr.retriable || tb_mono_ms() >= deadline || (stop && *stop)) {
+            if (err)
+                *err = cerr;
+            return rc;
+        }
+        TB_DEBUG("ksink", "%s; trying again", cerr.msg);
+        struct timespec ts = {0, 250 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     if (!exists) {
         if ((rc = kafka_topic_wait_ready(rk, topic, partitions, timeout_ms, stop, err)) != TB_OK)
             return rc;
