@@ -44,6 +44,14 @@ tb_code tb_error_prefix(tb_error *err, tb_code code, const char *fmt, ...)
     va_end(ap);
     memcpy(old, err->msg, sizeof(old));
     size_t plen = strlen(prefix);
+    /* The message already names what the prefix starts with ("source h:p: cannot
+     * connect" under "source h:p: ..."): the common leading part, up to a ": ",
+     * is said once. */
+    size_t common = 0;
+    for (size_t i = 0; i + 1 < plen && prefix[i] == old[i]; i++)
+        if (prefix[i] == ':' && prefix[i + 1] == ' ' && old[i + 1] == ' ')
+            common = i + 2;
+    memmove(old, old + common, sizeof(old) - common);
     size_t olen = strnlen(old, sizeof(old) - 1);
     if (plen > sizeof(err->msg) - 1)
         plen = sizeof(err->msg) - 1;

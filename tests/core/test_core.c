@@ -70,6 +70,21 @@ Test(error, set_prefix_and_exit_codes)
     cr_assert_eq(tb_error_set(NULL, TB_ERR_IO, true, "x"), TB_ERR_IO);
 }
 
+/* A prefix whose leading part the message already starts with says it once. */
+Test(error, prefix_not_repeated)
+{
+    tb_error err;
+    tb_error_clear(&err);
+    tb_error_set(&err, TB_ERR_SOURCE, true, "source 127.0.0.1:1: cannot connect: refused");
+    tb_error_prefix(&err, TB_ERR_SOURCE, "%s: %s", "source 127.0.0.1:1", "");
+    cr_assert_str_eq(err.msg, "source 127.0.0.1:1: cannot connect: refused");
+    tb_error_prefix(&err, TB_ERR_SOURCE, "%s: %s", "source 127.0.0.1:1", "not reachable within 5 s: ");
+    cr_assert_str_eq(err.msg, "source 127.0.0.1:1: not reachable within 5 s: cannot connect: refused");
+    tb_error_set(&err, TB_ERR_SOURCE, true, "source 127.0.0.2:1: cannot connect");
+    tb_error_prefix(&err, TB_ERR_SOURCE, "source 127.0.0.1:1: ");
+    cr_assert_str_eq(err.msg, "source 127.0.0.1:1: source 127.0.0.2:1: cannot connect");
+}
+
 /* `return tb_error_prefix(err, rc, ...)` returns the failed call's code whether
  * or not the caller passed an error struct, and keeps the retriable flag. */
 Test(error, prefix_returns_the_given_code)
