@@ -5,7 +5,9 @@
 
 Python's sqlite3 as an application uses it: default (deferred) transactions begun by the first
 INSERT/UPDATE/DELETE, busy timeout 5 s, default autocheckpoint. RATE transactions a second
-(default 100), each 1-4 row changes on two tables, one in ten with a 3-20 KB value. Prints one
+(default 100), each 1-4 row changes on two tables, one in ten with a 3-20 KB value.
+RATE 0: the unpaced writer: as fast as it can, BEGIN IMMEDIATE transactions of 1-8 statements,
+values up to 29 kB, wal_autocheckpoint=300 (busy timeout 5 s). Prints one
 JSON line: transactions, errors, wall time per transaction (us), process CPU seconds, commit
 latency p50/p99/max (ms, the time of the whole transaction from its first statement to the
 return of COMMIT), and the largest WAL file size seen (polled after every commit; a WAL file
@@ -15,22 +17,54 @@ import json, os, random, resource, sqlite3, sys, time
 
 db_path, secs = sys.argv[1], float(sys.argv[2])
 rate = float(sys.argv[3]) if len(sys.argv) > 3 else 100.0
-db = sqlite3.connect(db_path, timeout=5.0)
+unpaced = rate <= 0
+db = sqlite3.connect(db_path, timeout=5.0, isolation_level=None if unpaced else "")
 db.execute("PRAGMA journal_mode=WAL")
+if unpaced:
+    db.execute("PRAGMA wal_autocheckpoint=300")
 db.execute("CREATE TABLE IF NOT EXISTS orders(id INTEGER PRIMARY KEY, customer INTEGER, note TEXT, amount REAL)")
 db.execute("CREATE TABLE IF NOT EXISTS events(id INTEGER PRIMARY KEY, kind TEXT, payload BLOB)")
-db.commit()
+if not unpaced:
+    db.commit()
 rnd = random.Random(42)
 lat, errors, n, wal_max = [], 0, 0, 0
 t0 = time.monotonic()
 cpu0 = resource.getrusage(resource.RUSAGE_SELF)
 nxt = t0
 while time.monotonic() - t0 < secs:
-    nxt += 1.0 / rate
-    d = nxt - time.monotonic()
-    if d > 0:
-        time.sleep(d)
+    if not unpaced:
+        nxt += 1.0 / rate
+        d = nxt - time.monotonic()
+        if d > 0:
+            time.sleep(d)
     s = time.monotonic()
+    if unpaced:
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            for _ in range(rnd.randrange(1, 9)):
+                k = rnd.randrange(5)
+                oid = rnd.randrange(1, 20000)
+                if k == 0:
+                    db.execute("INSERT OR REPLACE INTO orders VALUES(?,?,?,?)", (oid, rnd.randrange(1000), "n" * rnd.randrange(10, 29000), rnd.random() * 100))
+                elif k == 1:
+                    db.execute("UPDATE orders SET amount = amount + 1 WHERE id = ?", (oid,))
+                elif k == 2:
+                    db.execute("DELETE FROM orders WHERE id = ?", (oid,))
+                else:
+                    db.execute("INSERT INTO events VALUES(NULL,?,?)", ("big", os.urandom(rnd.randrange(16, 29000))))
+            db.execute("COMMIT")
+            n += 1
+        except sqlite3.Error as e:
+            errors += 1
+            print("error: %s" % e, file=sys.stderr)
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+        lat.append((time.monotonic() - s) * 1000.0)
+        try:
+            wal_max = max(wal_max, os.stat(db_path + "-wal").st_size)
+        except FileNotFoundError:
+            pass
+        continue
     try:
         k = rnd.randrange(4)
         oid = rnd.randrange(1, 20000)

@@ -7,6 +7,11 @@
 # errors the application saw.
 #
 #   bench/sqlite_steady_bench.sh [SECONDS=90] [RUNS=3] [RATE=100]
+# RATE 0: the unpaced writer (bench/sqlite_app.py: BEGIN IMMEDIATE transactions of 1-8 statements,
+# values up to 29 kB, wal_autocheckpoint=300, no pause).
+# TB_BENCH_HOG=1: a CPU hog keeps both cores busy while each run's writer runs (one busy loop per
+# core, started before the writer and stopped after it; each loop also ends by itself after
+# SECONDS+30 s).
 # TB_BENCH_BUILD_DIR: a build with app/tributary (default build-bench-sqlite, built Release here).
 set -euo pipefail
 secs="${1:-90}" runs="${2:-3}" rate="${3:-100}"
@@ -17,8 +22,21 @@ if [[ ! -x "$build/app/tributary" ]]; then
   cmake --build "$build" -j2 --target tributary >/dev/null
 fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/sqlite-steady.XXXXXX")"
-cpid=""
-cleanup() { [[ -n "$cpid" ]] && kill "$cpid" 2>/dev/null; rm -rf "$work"; }
+cpid="" hogs=""
+hog_start() {
+  [[ "${TB_BENCH_HOG:-0}" == 1 ]] || return 0
+  local n; n=$(nproc)
+  for _ in $(seq 1 "$n"); do
+    timeout "$((secs + 30))" bash -c 'while :; do :; done' &
+    hogs="$hogs $!"
+  done
+}
+hog_stop() {
+  local p
+  for p in $hogs; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  hogs=""
+}
+cleanup() { [[ -n "$cpid" ]] && kill "$cpid" 2>/dev/null; hog_stop; rm -rf "$work"; }
 trap cleanup EXIT
 results="$work/results.jsonl"
 one() { # mode run
@@ -32,9 +50,13 @@ one() { # mode run
     cpid=$!
     for _ in $(seq 1 200); do [[ -s "$d/offsets" ]] && break; sleep 0.05; done # attached: start position stored
   fi
+  hog_start
   python3 "$root/bench/sqlite_app.py" "$d/app.db" "$secs" "$rate" >"$d/app.json" 2>"$d/app.err"
+  hog_stop
   if [[ -n "$cpid" ]]; then
     kill -TERM "$cpid"; wait "$cpid" || true; cpid=""
+    # what the connector said about the WAL (resets it could not make, and why)
+    grep -E "WARN|ERROR" "$d/run.log" | head -n 5 >&2 || true
   fi
   python3 -c "import json,sys; r=json.load(open('$d/app.json')); r['mode']='$mode'; r['run']=$2; print(json.dumps(r))" >>"$results"
   tail -n 1 "$results"
@@ -46,11 +68,13 @@ done
 python3 - "$results" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print("medians over %d runs each (load %s):" % (len(rows) // 2, open("/proc/loadavg").read().split()[0]))
+print("medians over %d runs each (load average %s):" % (len(rows) // 2, " ".join(open("/proc/loadavg").read().split()[:3])))
 for mode in ("none", "connector"):
     rs = [r for r in rows if r["mode"] == mode]
     m = lambda k: statistics.median(r[k] for r in rs)
-    print("  %-9s largest WAL %.1f MB, wall/tx %.0f us, writer CPU %.2f s, p50 %.2f ms, p99 %.2f ms, max %.1f ms, "
-          "errors %d, tx %d" % (mode, m("wal_max_bytes") / 1e6, m("wall_per_tx_us"), m("cpu_s"), m("p50_ms"),
-                                m("p99_ms"), max(r["max_ms"] for r in rs), sum(r["errors"] for r in rs), m("tx")))
+    print("  %-9s largest WAL %.1f MB (runs: %s), wall/tx %.0f us, writer CPU %.2f s, p50 %.2f ms, p99 %.2f ms, "
+          "max %.1f ms, errors %d, tx %d" % (mode, m("wal_max_bytes") / 1e6,
+                                             " ".join("%.1f" % (r["wal_max_bytes"] / 1e6) for r in rs),
+                                             m("wall_per_tx_us"), m("cpu_s"), m("p50_ms"), m("p99_ms"),
+                                             max(r["max_ms"] for r in rs), sum(r["errors"] for r in rs), m("tx")))
 PY

@@ -671,6 +671,8 @@ tb_code sqlcap_next(sqlcap *c, int timeout_ms, evt_event **ev, tb_error *err)
     }
     for (;;) {
         if (c->evq.next < c->evq.n) {
+            if (!c->trig && !c->snapping)
+                sqlcap_bound_check(c);
             /* the end of a transaction may be stored as durable by the consumer
              * as soon as it has it: its pages must be durable first (.pend) */
             if (evt_event_last_in_tx(c->evq.v[c->evq.next]) && !c->trig) {
@@ -773,7 +775,33 @@ tb_code sqlcap_snapshot_count(sqlcap *c, sqlcap_count_fn fn, void *opaque, tb_er
     return TB_OK;
 }
 
-void sqlcap_get_stats(const sqlcap *c, sqlcap_stats *st) { *st = c->st; }
+void sqlcap_get_stats(const sqlcap *c, sqlcap_stats *st)
+{
+    *st = c->st;
+    if (c->trig || c->o.offline || c->shmfd < 0 || c->walfd < 0)
+        return;
+    /* the lag and the WAL size now, not at the last poll: the wal-index header
+     * (retried while the writer updates it) against the consumed position */
+    sqlcap_shmhdr h;
+    tb_error e;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        tb_code rc = sqlcap_shm_read(c->shmfd, &h, &e);
+        if (rc == TB_OK) {
+            bool same = h.salt1 == c->salt1 && h.salt2 == c->salt2;
+            /* a new generation not switched to yet: all its frames are still to consume */
+            st->lag_frames = same ? (h.mxframe > c->frame ? h.mxframe - c->frame : 0) : h.mxframe;
+            break;
+        }
+        if (rc != TB_ERR_CORRUPT)
+            break;
+    }
+    struct stat sb;
+    if (fstat(c->walfd, &sb) == 0) {
+        st->wal_bytes = (uint64_t)sb.st_size;
+        if (st->wal_bytes > st->wal_max_bytes)
+            st->wal_max_bytes = st->wal_bytes;
+    }
+}
 
 void sqlcap_close(sqlcap *c)
 {

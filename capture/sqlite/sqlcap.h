@@ -102,8 +102,14 @@
  * bound and the reader is caught up, a reset window (PASSIVE checkpoint up to
  * the pin, then a leapfrog into lock 0) is tried at most every 100 ms without
  * any lock an application waits for; from half the bound the window is taken
- * under the write barrier below (the application's writers wait for it, with
- * their busy timeout). Checkpoints of the reader never overlap a reset (the
+ * under the write barrier below once the reader has (nearly) caught up (the
+ * application's writers wait for it, with their busy timeout); from three
+ * quarters the barrier is taken however far behind the reader is, also from
+ * inside a consume (the last resort: writers wait while it reads the rest, at
+ * most a second). The bound is also checked every 20 ms while sqlcap_next
+ * hands out queued events. A read transaction of another process that keeps
+ * the checkpoint back is named in a WARN (pid, slot, frame). Checkpoints of
+ * the reader never overlap a reset (the
  * pin or the barrier excludes one), so the WAL-reset bug of SQLite < 3.51.3
  * (1.10) cannot be met by them.
  *
@@ -230,7 +236,8 @@ typedef tb_code (*sqlcap_table_fn)(void *opaque, evt_table *t, bool end, tb_erro
 typedef tb_code (*sqlcap_row_fn)(void *opaque, const evt_event *ev, tb_error *err);
 tb_code sqlcap_scan_tables(sqlcap *c, sqlcap_table_fn on_table, sqlcap_row_fn on_row, void *opaque, tb_error *err);
 
-/* Statistics for logs and status. */
+/* Statistics for logs and status; wal_bytes and lag_frames are read at the call
+ * (the -shm header and the WAL file), not at the last poll. */
 typedef struct sqlcap_stats {
     uint64_t txns, events, frames, cksum_mismatch, wal_bytes, lag_frames, generations;
     uint64_t pin_moves;       /* leapfrogs (the read mark advanced) */

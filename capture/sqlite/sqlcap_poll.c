@@ -123,7 +123,7 @@ tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offline, bool
     uint8_t *pgnos = malloc(32768);
     uint32_t pgblock = UINT32_MAX; /* -shm hash block cached in pgnos */
     uint32_t s0 = c->ck1, s1 = c->ck2;
-    uint32_t start = c->frame;
+    uint32_t start = c->frame, hard_checked = c->frame;
     /* frames of the current transaction are read into slots of c->fslab (the
      * page images the diff and the shadow queue use: fc maps frame -> image);
      * a transaction larger than the slab reads the rest into fbuf again */
@@ -231,7 +231,14 @@ tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offline, bool
             if (rc != TB_OK)
                 goto out;
             start = i;
-            if (c->evq.n - (c->ahead_base == SIZE_MAX ? c->evq.next : c->ahead_base) >= SQLCAP_BATCH_EVENTS)
+            /* the WAL near its bound: the write lock now (the hard limit) */
+            if (c->o.wal_max_bytes && !c->w_held && i - hard_checked >= 8) {
+                hard_checked = i;
+                sqlcap_bound_hard(c);
+            }
+            /* a reset window consumes everything (what it reads is bounded by the WAL bound) */
+            if (!c->in_window && !c->w_held &&
+                c->evq.n - (c->ahead_base == SIZE_MAX ? c->evq.next : c->ahead_base) >= SQLCAP_BATCH_EVENTS)
                 break;
         }
     }
@@ -265,7 +272,7 @@ static void sqlcap_switch_gen(sqlcap *c, const sqlcap_walhdr *w)
         sqlcap_map_clear(&c->overlay); /* the database file now equals the state at P */
 }
 
-static void sqlcap_report(sqlcap *c, const sqlcap_shmhdr *h)
+void sqlcap_report(sqlcap *c, const sqlcap_shmhdr *h)
 {
     struct stat sb;
     if (fstat(c->walfd, &sb) == 0) {
@@ -285,160 +292,9 @@ static void sqlcap_report(sqlcap *c, const sqlcap_shmhdr *h)
     }
 }
 
-static sqlite3 *sqlcap_rw_conn(sqlcap *c)
-{
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(c->path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-        sqlite3_close(db);
-        return NULL;
-    }
-    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
-    /* a connection learns the database is in WAL mode only when it first reads
-     * it: until then sqlite3_wal_checkpoint_v2 does nothing (log = -1) */
-    sqlite3_busy_timeout(db, 1000);
-    sqlite3_exec(db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL, NULL);
-    return db;
-}
-
-/* reset windows are tried at most this often */
-#define SQLCAP_WINDOW_MS 100
-
-/*
- * Which reset window is due after a poll that read h (sqlite-wal.md 2.13): 0
- * none, 1 a window without a lock (PASSIVE checkpoint up to the pin, then a
- * leapfrog into lock 0), 2 the same under the write barrier. With the bound
- * (wal_max_bytes): from a quarter of it without, from half of it with the
- * barrier; with source.sqlite.checkpoint=on|barrier from 1000 frames. None
- * while everything is backfilled (the next leapfrog takes lock 0 by itself).
- */
-static int sqlcap_window_due(const sqlcap *c, const sqlcap_shmhdr *h)
-{
-    if (c->in_window || c->o.offline || h->nbackfill >= h->mxframe || h->salt1 != c->salt1 ||
-        h->salt2 != c->salt2)
-        return 0;
-    int want = 0;
-    if (c->o.checkpoint && h->mxframe >= 1000)
-        want = c->o.checkpoint_barrier ? 2 : 1;
-    uint64_t used = 32 + (uint64_t)h->mxframe * (c->pg.pgsz + 24), max = (uint64_t)c->o.wal_max_bytes;
-    if (max && used >= max / 4 && want < 2)
-        want = used >= max / 2 ? 2 : 1;
-    return want;
-}
-
-static void sqlcap_maybe_checkpoint(sqlcap *c, const sqlcap_shmhdr *h)
-{
-    int want = sqlcap_window_due(c, h);
-    bool barrier = want == 2, held = false;
-    int64_t held_since = 0, t_consumed = 0, t_ckpt = 0;
-    /* only when caught up with what this poll read: under the barrier the
-     * application waits while the reader consumes what came since */
-    if (!want || c->frame != h->mxframe || c->protector < 0)
-        return;
-    int64_t now = tb_mono_ms();
-    if (now - c->last_ckpt_ms < SQLCAP_WINDOW_MS)
-        return;
-    c->last_ckpt_ms = now;
-    if ((!c->K && !(c->K = sqlcap_rw_conn(c))) || (barrier && !c->W && !(c->W = sqlcap_rw_conn(c))))
-        return;
-    if (barrier)
-        sqlite3_busy_timeout(c->W, 200); /* queue for the write lock a little (a busy writer rarely lets go) */
-    /* Our pin is a read mark (it began while the WAL was not fully backfilled),
-     * so no reset can run while this checkpoint does (the WAL-reset bug of
-     * SQLite < 3.51.3 needs one, sqlite-wal.md 1.10); under lock 0 it would
-     * backfill nothing. */
-    int log = 0, ck = 0;
-    sqlite3_wal_checkpoint_v2(c->K, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &ck);
-    TB_DEBUG(SQLCAP_FAC, "%s: PASSIVE checkpoint log=%d checkpointed=%d", c->path, log, ck);
-    if (barrier) {
-        /* Most frames are backfilled now, up to our pin. First, without any
-         * lock, consume what was committed meanwhile, backfill that too and
-         * flush the database and the WAL, so that the window under the write
-         * lock finds (almost) nothing left to do: the application waits less. */
-        tb_error e;
-        sqlcap_shmhdr hb;
-        c->in_window = true;
-        tb_code rc = sqlcap_poll(c, &e); /* an error here comes again at the next poll */
-        c->in_window = false;
-        if (rc != TB_OK)
-            return;
-        sqlite3_wal_checkpoint_v2(c->K, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &ck);
-        if (fdatasync(c->dbfd) != 0 || fdatasync(c->walfd) != 0)
-            TB_DEBUG(SQLCAP_FAC, "%s: fdatasync before the barrier: %s", c->path, strerror(errno));
-        /* Now hold the write lock (busy timeout 200 ms: if the application
-         * holds it, try later), consume what was committed before it, and
-         * checkpoint the rest: nothing can commit (or reset the WAL) in
-         * between, so the window cannot be missed. */
-        if (sqlite3_exec(c->W, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
-            sqlite3_exec(c->W, "ROLLBACK", NULL, NULL, NULL);
-            return;
-        }
-        held = true;
-        held_since = tb_mono_us();
-        c->st.barriers++;
-        if (sqlcap_shm(c, &hb, NULL) == TB_OK && hb.mxframe == c->frame && hb.nbackfill == hb.mxframe &&
-            hb.salt1 == c->salt1 && hb.salt2 == c->salt2 && c->pin_frame == c->frame) {
-            /* nothing committed since: everything is backfilled, leapfrog at once */
-            log = ck = (int)c->frame;
-            t_consumed = t_ckpt = tb_mono_us();
-        } else {
-            c->in_window = true;
-            rc = sqlcap_poll(c, &e);
-            c->in_window = false;
-            t_consumed = tb_mono_us();
-            if (rc != TB_OK || sqlcap_shm(c, &hb, NULL) != TB_OK || hb.mxframe != c->frame ||
-                hb.salt1 != c->salt1 || hb.salt2 != c->salt2)
-                goto out;
-            /* the application's own checkpoint after its last commit may still hold
-             * the checkpoint lock (PASSIVE never waits): retry briefly */
-            int r = SQLITE_BUSY;
-            for (int k = 0; k < 20 && r == SQLITE_BUSY; k++) {
-                if (k)
-                    sqlcap_sleep_ms(1);
-                log = ck = 0;
-                r = sqlite3_wal_checkpoint_v2(c->K, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &ck);
-            }
-            t_ckpt = tb_mono_us();
-            TB_DEBUG(SQLCAP_FAC, "%s: PASSIVE checkpoint under the barrier: %s, log=%d checkpointed=%d", c->path,
-                     sqlite3_errstr(r), log, ck);
-        }
-    }
-    if (log <= 0 || log != ck || c->protector < 0 || (uint32_t)log != c->frame)
-        goto out;
-    /* Everything is backfilled: leapfrog now, so the new read transaction takes
-     * WAL_READ_LOCK(0) and the writer's next commit can rewind the WAL. The
-     * old pin is released only if no frame was appended meanwhile (else the
-     * new mark could be above P). */
-    int j = 1 - c->protector;
-    sqlcap_shmhdr h2;
-    if (sqlcap_begin(c, j, NULL) != TB_OK)
-        goto out;
-    if (sqlcap_shm(c, &h2, NULL) == TB_OK && h2.mxframe == c->frame && h2.nbackfill == h2.mxframe &&
-        h2.salt1 == c->salt1 && h2.salt2 == c->salt2) {
-        sqlcap_end(c, c->protector);
-        c->protector = j;
-        c->st.windows++;
-        c->pin_frame = h2.mxframe;
-        c->last_pin_ms = 0; /* probably lock 0: not kept by the coarse pin */
-    } else {
-        sqlcap_end(c, j);
-    }
-out:
-    if (held) {
-        sqlite3_exec(c->W, "ROLLBACK", NULL, NULL, NULL);
-        int64_t t_end = tb_mono_us();
-        uint64_t us = (uint64_t)(t_end - held_since);
-        TB_DEBUG(SQLCAP_FAC, "%s: write barrier held %lld us (consume %lld, checkpoint %lld, leapfrog %lld)", c->path,
-                 (long long)us, (long long)(t_consumed ? t_consumed - held_since : 0),
-                 (long long)(t_ckpt ? t_ckpt - t_consumed : 0), (long long)(t_ckpt ? t_end - t_ckpt : 0));
-        c->st.barrier_us += us;
-        if (us > c->st.barrier_max_us)
-            c->st.barrier_max_us = us;
-    }
-}
-
 /* One leapfrog step: begin the other read transaction, consume up to the
  * mxFrame read after it, release the old one only when all was consumed. */
-tb_code sqlcap_poll(sqlcap *c, tb_error *err)
+static tb_code sqlcap_poll_step(sqlcap *c, tb_error *err)
 {
     tb_code rc;
     int i = c->protector < 0 ? 0 : 1 - c->protector;
@@ -465,7 +321,7 @@ tb_code sqlcap_poll(sqlcap *c, tb_error *err)
             c->last_new_ms = now;
         bool idle = h.mxframe == c->frame && c->pin_frame != h.mxframe && now - c->last_new_ms >= SQLCAP_IDLE_REPIN_MS;
         /* a reset window due (bounded WAL): the full step, which tries it */
-        bool due = sqlcap_window_due(c, &h) && now - c->last_ckpt_ms >= SQLCAP_WINDOW_MS;
+        bool due = sqlcap_window_ready(c, &h, now);
         if (!idle && !due && h.mxframe >= c->frame && h.nbackfill < h.mxframe && h.salt1 == c->salt1 &&
             h.salt2 == c->salt2 && h.pgsz == c->pg.pgsz) {
             if (h.mxframe == c->frame) {
@@ -527,5 +383,14 @@ finish:
     }
 release_new:
     sqlcap_end(c, i);
+    if (rc == TB_OK && !done)
+        sqlcap_maybe_checkpoint(c, &h); /* behind (one batch consumed): the barrier tiers may be due */
+    return rc;
+}
+
+tb_code sqlcap_poll(sqlcap *c, tb_error *err)
+{
+    tb_code rc = sqlcap_poll_step(c, err);
+    sqlcap_bound_finish(c); /* a consume that took the write lock (the hard limit): the window now */
     return rc;
 }

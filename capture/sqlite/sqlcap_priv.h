@@ -88,6 +88,14 @@ struct sqlcap {
     sqlite3 *K;                 /* PASSIVE checkpoints (optional) */
     sqlite3 *W;                 /* write barrier (checkpoint_barrier), never writes */
     bool in_window;             /* inside a barrier window: no nested window */
+    int64_t w_deadline_us;      /* W's busy handler gives up at this monotonic time */
+    bool w_held;                /* W holds the write lock (a barrier window is under way) */
+    int64_t w_since_us;         /* ... since then */
+    /* the bounded WAL (sqlcap_bound.c): what keeps it from being reset */
+    int pinner_pid, pinner_slot;  /* another process's read transaction holding the checkpoint back */
+    uint32_t pinner_mark;
+    int64_t pinner_since_ms, pinner_warn_ms, bound_warn_ms, bound_check_ms;
+    char bound_cause[320];      /* why the last window failed ("" = none or it opened) */
     int64_t window_fail_ms;     /* monotonic time the last window without barrier missed */
     uint8_t *fslab;             /* sqlcap_consume: frames (header + page) of the current
                                  * transaction, up to SQLCAP_FCACHE bytes, so the diff and
@@ -222,6 +230,22 @@ tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offline, bool
 /* One leapfrog step: begin the other read transaction, consume up to the
  * mxFrame read after it, release the old one only when all was consumed. */
 tb_code sqlcap_poll(sqlcap *c, tb_error *err);
+/* Update the statistics from the header a poll read (and log them every 10 s). */
+void sqlcap_report(sqlcap *c, const sqlcap_shmhdr *h);
+/* bounded WAL (sqlcap_bound.c): a reset window is due and its interval has passed */
+bool sqlcap_window_ready(const sqlcap *c, const sqlcap_shmhdr *h, int64_t now);
+/* After a poll that read h: try the reset window that is due, if any (sqlite-wal.md 2.13). */
+void sqlcap_maybe_checkpoint(sqlcap *c, const sqlcap_shmhdr *h);
+/* While events wait for the consumer (no poll runs): at most every 20 ms, the
+ * barrier windows of the bound when due, so the WAL is reset whatever the
+ * consumer's pace (the events consumed meanwhile queue behind). */
+void sqlcap_bound_check(sqlcap *c);
+/* Inside a consume, between transactions: when the WAL holds 3/4 of the bound,
+ * take the write lock at once (the hard limit: the application's writers wait
+ * from here until the window is done); sqlcap_bound_finish completes it. */
+void sqlcap_bound_hard(sqlcap *c);
+/* At the end of a poll: complete a window whose lock sqlcap_bound_hard took. */
+void sqlcap_bound_finish(sqlcap *c);
 
 /* deliver=false: events are dropped and (mode B) the shadow advances at once. */
 tb_code sqlcap_apply_txn(sqlcap *c, sqlcap_map *txn, uint32_t frame, uint32_t ck1, uint32_t ck2, uint32_t npages,

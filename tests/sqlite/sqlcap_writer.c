@@ -8,6 +8,12 @@
  * every US microseconds, busy timeout 5 s, deferred transactions whose first
  * statement writes (as Python's sqlite3 issues them), one in ten with a value
  * of 3-20 KB.
+ * SQLCAP_WRITER_UNPACED=1 (run): the unpaced application writer: no pause,
+ * BEGIN IMMEDIATE transactions of 1-8 statements, values up to 29 kB,
+ * wal_autocheckpoint=300, busy timeout 5 s.
+ * SQLCAP_WRITER_HOLD_READ=MS (run): from a quarter of the workload on, a
+ * second connection of the writer holds a read transaction for MS ms (an
+ * application reader that pins the WAL), then ends it.
  *
  * Tables: t_ipk (INTEGER PRIMARY KEY), t_comp (composite TEXT key),
  * t_wr (WITHOUT ROWID), later t_new (CREATE TABLE mid-stream) and column e of
@@ -34,6 +40,7 @@
 static sqlite3 *db;
 static uint64_t rng;
 static long steady_us; /* SQLCAP_WRITER_STEADY */
+static int unpaced;     /* SQLCAP_WRITER_UNPACED */
 
 static uint64_t rnd(void)
 {
@@ -214,6 +221,8 @@ static void op_wr(void)
     int blen = rnd_n(15) == 0 ? pgsz + rnd_n(pgsz) : rnd_n(60);
     if (steady_us && rnd_n(10) == 0)
         blen = 3000 + rnd_n(17000);
+    if (unpaced && rnd_n(4) == 0)
+        blen = rnd_n(29000);
     if (kind < 6)
         sql = sqlite3_mprintf("INSERT OR REPLACE INTO t_wr VALUES(%Q,randomblob(%d),%d)", k, blen, rnd_n(1000));
     else if (kind < 8)
@@ -308,15 +317,37 @@ static int cmd_run(const char *path, unsigned long long seed, int ntx, const cha
     if (!log || sqlite3_open(path, &db) != SQLITE_OK)
         die("open");
     steady_us = getenv("SQLCAP_WRITER_STEADY") ? atol(getenv("SQLCAP_WRITER_STEADY")) : 0;
-    sqlite3_busy_timeout(db, steady_us ? 5000 : 60000);
+    unpaced = getenv("SQLCAP_WRITER_UNPACED") != NULL;
+    long hold_ms = getenv("SQLCAP_WRITER_HOLD_READ") ? atol(getenv("SQLCAP_WRITER_HOLD_READ")) : 0;
+    sqlite3 *holder = NULL;
+    struct timespec hold_t0 = {0};
+    sqlite3_busy_timeout(db, steady_us || unpaced ? 5000 : 60000);
     rng = seed * 2654435761ull + 88172645463325252ull;
     sqlite3_stmt *st;
     sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &st, NULL);
     sqlite3_step(st);
     pgsz = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
-    exec("PRAGMA wal_autocheckpoint=1000; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-256");
+    exec(unpaced ? "PRAGMA wal_autocheckpoint=300; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-256"
+                 : "PRAGMA wal_autocheckpoint=1000; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-256");
     for (int t = 1; t <= ntx; t++) {
+        if (hold_ms && t == ntx / 4 && !holder) {
+            /* an application reader of the same process: its read transaction pins the WAL */
+            if (sqlite3_open(path, &holder) != SQLITE_OK ||
+                sqlite3_exec(holder, "BEGIN; SELECT count(*) FROM t_ipk", NULL, NULL, NULL) != SQLITE_OK)
+                die("holder");
+            clock_gettime(CLOCK_MONOTONIC, &hold_t0);
+        }
+        if (holder) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if ((now.tv_sec - hold_t0.tv_sec) * 1000L + (now.tv_nsec - hold_t0.tv_nsec) / 1000000L >= hold_ms) {
+                sqlite3_exec(holder, "COMMIT", NULL, NULL, NULL);
+                sqlite3_close(holder);
+                holder = NULL;
+                hold_ms = 0;
+            }
+        }
         if (!plain && t == ntx / 3) {
             exec("ALTER TABLE t_ipk ADD COLUMN e TEXT DEFAULT 'x'");
             have_e = 1;
@@ -339,8 +370,12 @@ static int cmd_run(const char *path, unsigned long long seed, int ntx, const cha
         } else {
             exec("BEGIN IMMEDIATE");
         }
-        int shape = rnd_n(20);
-        if (shape == 0) {
+        int shape = unpaced ? 2 : rnd_n(20);
+        if (unpaced) {
+            int n = 1 + rnd_n(8);
+            for (int i = 0; i < n; i++)
+                random_op();
+        } else if (shape == 0) {
             int n = 50 + rnd_n(150); /* page splits */
             for (int i = 0; i < n; i++)
                 op_ipk(1);
@@ -361,6 +396,10 @@ static int cmd_run(const char *path, unsigned long long seed, int ntx, const cha
             }
         }
         commit_and_log(log, t);
+    }
+    if (holder) {
+        sqlite3_exec(holder, "COMMIT", NULL, NULL, NULL);
+        sqlite3_close(holder);
     }
     exec("BEGIN IMMEDIATE");
     touch("t_ipk", "i:-1", "id=-1");

@@ -402,7 +402,20 @@ typedef struct reader_cfg {
     bool no_pin; /* negative control */
     bool barrier;        /* reset windows under a write barrier (sqlcap_opts.checkpoint_barrier) */
     int min_generations; /* exit status 4 when fewer WAL generations were seen */
+    const char *warn_log; /* WARN lines are appended to this file too (NULL: stderr only) */
 } reader_cfg;
+
+/* the reader child's WARN lines: stderr and reader_cfg.warn_log */
+static FILE *reader_warn_file;
+static void reader_warn_sink(tb_log_level level, const char *line, void *opaque)
+{
+    (void)opaque;
+    fprintf(stderr, "%s\n", line);
+    if (level <= TB_LOG_WARN && reader_warn_file) {
+        fprintf(reader_warn_file, "%s\n", line);
+        fflush(reader_warn_file);
+    }
+}
 
 /* The reader process: returns its exit status (0 ok, 1 capture error, 2 replay errors, 3 timeout). */
 static int reader_main(const reader_cfg *rc)
@@ -413,6 +426,8 @@ static int reader_main(const reader_cfg *rc)
     tb_position_init(&start);
     r.drop_nth = rc->drop_nth;
     r.upsert = rc->trigger;
+    if (rc->warn_log && (reader_warn_file = fopen(rc->warn_log, "a")) != NULL)
+        tb_log_set_sink(reader_warn_sink, NULL);
     if (sqlite3_open(rc->replay, &r.db) != SQLITE_OK)
         return 1;
     sqlite3_exec(r.db, "CREATE TABLE IF NOT EXISTS _pos(id INTEGER PRIMARY KEY, pos TEXT)", NULL, NULL, NULL);
@@ -644,7 +659,7 @@ static run_result run_one_cfg(int pagesize, unsigned long long seed, int ntx, in
     cr_assert_eq(run_writer(init), 0, "writer init failed");
     copy_file(db, rep);
     /* the writer's run connection keeps the WAL; a first connection recreates it */
-    reader_cfg rc = {db, rep, rlog, -1, drop_nth, shadow, 50, false, no_pin, barrier, min_generations};
+    reader_cfg rc = {db, rep, rlog, -1, drop_nth, shadow, 50, false, no_pin, barrier, min_generations, NULL};
     pid_t rd = spawn_reader(&rc);
     char *run[] = {"sqlcap_writer", "run", db, sd, nt, wlog, NULL};
     writer_proc wr = spawn_writer(run);
@@ -730,7 +745,7 @@ Test(sqlcap, bounded_wal_steady_writer, .timeout = 240)
     char *init[] = {"sqlcap_writer", "init", db, "4096", "WAL", NULL};
     cr_assert_eq(run_writer(init), 0, "writer init failed");
     copy_file(db, rep);
-    reader_cfg rc = {db, rep, rlog, -1, 0, true, 120, false, false, false, 3};
+    reader_cfg rc = {db, rep, rlog, -1, 0, true, 120, false, false, false, 3, NULL};
     pid_t rd = spawn_reader(&rc);
     char *run[] = {"sqlcap_writer", "run", db, sd, "1200", wlog, "plain", NULL};
     writer_proc wr = spawn_writer(run);
@@ -746,6 +761,148 @@ Test(sqlcap, bounded_wal_steady_writer, .timeout = 240)
     cr_expect_eq(reader_status, 0, "reader status %d (2 = replay errors, 4 = fewer than 3 WAL generations)",
                  reader_status);
     cr_expect_lt(sb.st_size, 2 * max, "WAL reached %lld bytes with a %lld-byte bound", (long long)sb.st_size, max);
+    cr_expect_eq(diffs, 0, "final database differs from the replay (seed %llu)", seed);
+    cr_expect_eq(compare_logs(wlog, rlog), 0, "per-commit change sets differ from the writer's log (seed %llu)", seed);
+    rm_tmpdir();
+}
+
+/* Largest size of the WAL file while a writer runs: sampled every 2 ms until
+ * the writer prints "done" (a WAL file only grows until a TRUNCATE, so the
+ * final size is the largest too; the samples also see a file SQLite deleted). */
+static long long wal_watch(writer_proc *wr, const char *wal, bool *done)
+{
+    long long most = 0;
+    fcntl(wr->from, F_SETFL, O_NONBLOCK);
+    char buf[8] = {0};
+    size_t got = 0;
+    time_t deadline = time(NULL) + 600;
+    *done = false;
+    while (time(NULL) < deadline) {
+        struct stat sb;
+        if (stat(wal, &sb) == 0 && sb.st_size > most)
+            most = sb.st_size;
+        ssize_t n = read(wr->from, buf + got, 5 - got);
+        if (n == 0)
+            break; /* the writer died */
+        if (n > 0 && (got += (size_t)n) == 5) {
+            *done = memcmp(buf, "done", 4) == 0;
+            break;
+        }
+        struct timespec ts = {0, 2000000L};
+        nanosleep(&ts, NULL);
+    }
+    fcntl(wr->from, F_SETFL, 0);
+    return most;
+}
+
+/* Count of lines of a file holding needle. */
+static int lines_with(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    char line[4096];
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, needle) != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/*
+ * The unpaced application writer (no pause; BEGIN IMMEDIATE transactions of
+ * 1-8 statements, values up to 29 kB, wal_autocheckpoint=300): the reader
+ * always holds a read mark, so SQLite alone never restarts the WAL; the bound
+ * (4 MiB here) must hold anyway: the largest WAL file at most the bound, at
+ * least 3 generations, the writer without error, replay exact.
+ */
+Test(sqlcap, bounded_wal_unpaced_writer, .timeout = 600)
+{
+    unsigned long long seed = test_seed();
+    fprintf(stderr, "sqlcap unpaced writer: seed %llu (SQLCAP_SEED=%llu to reproduce)\n", seed, seed);
+    mk_tmpdir();
+    setenv("SQLCAP_WRITER_UNPACED", "1", 1);
+    const char *max_env = getenv("SQLCAP_TEST_WAL_MAX");
+    long long max = max_env ? atoll(max_env) : 4 << 20;
+    char maxs[32];
+    snprintf(maxs, sizeof maxs, "%lld", max);
+    setenv("SQLCAP_WAL_MAX", maxs, 1);
+    char db[300], wal[310], rep[300], wlog[300], rlog[300], sd[32];
+    snprintf(db, sizeof db, "%s/src.db", tdir);
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    snprintf(rep, sizeof rep, "%s/replay.db", tdir);
+    snprintf(wlog, sizeof wlog, "%s/writer.log", tdir);
+    snprintf(rlog, sizeof rlog, "%s/reader.log", tdir);
+    snprintf(sd, sizeof sd, "%llu", seed);
+    char *init[] = {"sqlcap_writer", "init", db, "4096", "WAL", NULL};
+    cr_assert_eq(run_writer(init), 0, "writer init failed");
+    copy_file(db, rep);
+    reader_cfg rc = {db, rep, rlog, -1, 0, true, 500, false, false, false, 3, NULL};
+    pid_t rd = spawn_reader(&rc);
+    char *run[] = {"sqlcap_writer", "run", db, sd, "4000", wlog, "plain", NULL};
+    writer_proc wr = spawn_writer(run);
+    bool done = false;
+    long long most = wal_watch(&wr, wal, &done);
+    int reader_status = wait_status(rd);
+    int diffs = compare_dbs(db, rep);
+    int writer_status = writer_finish(&wr);
+    unsetenv("SQLCAP_WRITER_UNPACED");
+    fprintf(stderr, "sqlcap unpaced writer: largest WAL %lld bytes (bound %lld)\n", most, max);
+    cr_expect(done && writer_status == 0, "the writer failed (status %d)", writer_status);
+    cr_expect_eq(reader_status, 0, "reader status %d (2 = replay errors, 4 = fewer than 3 WAL generations)",
+                 reader_status);
+    cr_expect_leq(most, max, "WAL reached %lld bytes with a %lld-byte bound", most, max);
+    cr_expect_eq(diffs, 0, "final database differs from the replay (seed %llu)", seed);
+    cr_expect_eq(compare_logs(wlog, rlog), 0, "per-commit change sets differ from the writer's log (seed %llu)", seed);
+    rm_tmpdir();
+}
+
+/*
+ * A writer that holds its own read transaction (a second connection of the
+ * writer process, for 4 s): nothing can checkpoint past it, so the WAL passes
+ * the bound (SQLite's behaviour); the reader must say so, naming the cause
+ * (a read transaction of another process, with its pid), and the WAL must be
+ * reset again once the read transaction ends. Replay exact.
+ */
+Test(sqlcap, bounded_wal_held_read, .timeout = 600)
+{
+    unsigned long long seed = test_seed();
+    fprintf(stderr, "sqlcap held read: seed %llu (SQLCAP_SEED=%llu to reproduce)\n", seed, seed);
+    mk_tmpdir();
+    setenv("SQLCAP_WRITER_STEADY", "2000", 1);
+    setenv("SQLCAP_WRITER_HOLD_READ", "4000", 1);
+    setenv("SQLCAP_WAL_MAX", "1048576", 1);
+    char db[300], wal[310], rep[300], wlog[300], rlog[300], sd[32], warns[300];
+    snprintf(db, sizeof db, "%s/src.db", tdir);
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    snprintf(rep, sizeof rep, "%s/replay.db", tdir);
+    snprintf(wlog, sizeof wlog, "%s/writer.log", tdir);
+    snprintf(rlog, sizeof rlog, "%s/reader.log", tdir);
+    snprintf(warns, sizeof warns, "%s/warn.log", tdir);
+    snprintf(sd, sizeof sd, "%llu", seed);
+    char *init[] = {"sqlcap_writer", "init", db, "4096", "WAL", NULL};
+    cr_assert_eq(run_writer(init), 0, "writer init failed");
+    copy_file(db, rep);
+    reader_cfg rc = {db, rep, rlog, -1, 0, true, 500, false, false, false, 4, warns};
+    pid_t rd = spawn_reader(&rc);
+    char *run[] = {"sqlcap_writer", "run", db, sd, "4000", wlog, "plain", NULL};
+    writer_proc wr = spawn_writer(run);
+    bool done = false;
+    long long most = wal_watch(&wr, wal, &done);
+    int reader_status = wait_status(rd);
+    int diffs = compare_dbs(db, rep);
+    pid_t wpid = wr.pid;
+    int writer_status = writer_finish(&wr);
+    unsetenv("SQLCAP_WRITER_STEADY");
+    unsetenv("SQLCAP_WRITER_HOLD_READ");
+    char pidtxt[32];
+    snprintf(pidtxt, sizeof pidtxt, "pid %d", (int)wpid);
+    fprintf(stderr, "sqlcap held read: largest WAL %lld bytes\n", most);
+    cr_expect(done && writer_status == 0, "the writer failed (status %d)", writer_status);
+    cr_expect_eq(reader_status, 0, "reader status %d (2 = replay errors, 4 = fewer than 4 WAL generations)",
+                 reader_status);
+    cr_expect_gt(most, 1048576, "the held read transaction did not make the WAL pass the bound (%lld bytes)", most);
+    cr_expect_gt(lines_with(warns, "holds a read transaction"), 0, "no WARN naming the held read transaction");
+    cr_expect_gt(lines_with(warns, pidtxt), 0, "the WARN does not name the writer's %s", pidtxt);
     cr_expect_eq(diffs, 0, "final database differs from the replay (seed %llu)", seed);
     cr_expect_eq(compare_logs(wlog, rlog), 0, "per-commit change sets differ from the writer's log (seed %llu)", seed);
     rm_tmpdir();
@@ -782,7 +939,7 @@ Test(sqlcap, kill9_restart_shadow)
     char *init[] = {"sqlcap_writer", "init", db, "4096", "WAL", NULL};
     cr_assert_eq(run_writer(init), 0);
     copy_file(db, rep);
-    reader_cfg rc = {db, rep, rlog, -1, 0, true, 50, false, false, false, 0};
+    reader_cfg rc = {db, rep, rlog, -1, 0, true, 50, false, false, false, 0, NULL};
     pid_t rd = spawn_reader(&rc);
     char *run[] = {"sqlcap_writer", "run", db, sd, "500", wlog, NULL};
     writer_proc wr = spawn_writer(run);
@@ -835,7 +992,7 @@ Test(sqlcap, trigger_mode_rollback_journal)
     char *init[] = {"sqlcap_writer", "init", db, "4096", "DELETE", NULL};
     cr_assert_eq(run_writer(init), 0);
     copy_file(db, rep);
-    reader_cfg rc = {db, rep, rlog, -1, 0, false, 50, true, false, false, 0};
+    reader_cfg rc = {db, rep, rlog, -1, 0, false, 50, true, false, false, 0, NULL};
     pid_t rd = spawn_reader(&rc);
     char *run[] = {"sqlcap_writer", "run", db, sd, "300", wlog, "plain", NULL};
     writer_proc wr = spawn_writer(run);
