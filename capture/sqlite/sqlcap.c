@@ -707,6 +707,8 @@ tb_code sqlcap_next(sqlcap *c, int timeout_ms, evt_event **ev, tb_error *err)
                     continue;
                 return tb_error_set(err, TB_ERR_NOT_FOUND, false, "%s-wal: end of committed frames", c->path);
             }
+            if ((rc = sqlcap_watch(c, err)) != TB_OK)
+                return rc;
             rc = sqlcap_poll(c, err);
         }
         if (rc != TB_OK)

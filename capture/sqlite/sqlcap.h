@@ -101,10 +101,10 @@
  * the configuration; sqlite-wal.md 2.13): once the WAL holds a quarter of the
  * bound and the reader is caught up, a reset window (PASSIVE checkpoint up to
  * the pin, then a leapfrog into lock 0) is tried at most every 100 ms without
- * any lock an application waits for; from half the bound the window is taken
- * under the write barrier below once the reader has (nearly) caught up (the
- * application's writers wait for it, with their busy timeout); from three
- * quarters the barrier is taken however far behind the reader is, also from
+ * any lock an application waits for; from three eighths of the bound the window
+ * is taken under the write barrier below once the reader has (nearly) caught up
+ * (the application's writers wait for it, with their busy timeout); from half
+ * of it the barrier is taken however far behind the reader is, also from
  * inside a consume (the last resort: writers wait while it reads the rest, at
  * most a second). The bound is also checked every 20 ms while sqlcap_next
  * hands out queued events. A read transaction of another process that keeps
@@ -133,6 +133,13 @@
  * Events returned by sqlcap_next are borrowed until the next sqlcap_next or
  * sqlcap_close. sqlcap_position returns a borrowed pointer valid until the
  * next call on the object.
+ *
+ * THE FILE (wal mode, sqlite-wal.md 2.14): when no other process has the
+ * database open and everything is read, the WAL is backfilled completely (the
+ * reader's SHARED lock kept the application's last close from doing it), so a
+ * replaced file never gets the old frames. A database file or WAL replaced
+ * (another inode at the path) or deleted: sqlcap_next fails with TB_ERR_STATE
+ * naming the recovery.
  *
  * THREADS. One thread per object. The process must not close() any file
  * descriptor of the database, -wal or -shm while an sqlcap is open (POSIX

@@ -29,7 +29,7 @@
 #define SQLCAP_SHM_WRITE_LOCK 120
 #define SQLCAP_SHM_READ_LOCK(i) (123 + (i))
 
-static sqlite3 *sqlcap_rw_conn(sqlcap *c)
+sqlite3 *sqlcap_rw_conn(sqlcap *c)
 {
     sqlite3 *db = NULL;
     if (sqlite3_open_v2(c->path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
@@ -71,7 +71,7 @@ static uint64_t sqlcap_wal_used(const sqlcap *c, const sqlcap_shmhdr *h)
  * 0; only when caught up), 2 the same under the write barrier once the reader
  * has (nearly) caught up without it, 3 the barrier now, however far behind (the
  * writer waits while the reader consumes the rest: the last resort). With the
- * bound: from a quarter, half and three quarters of it; with
+ * bound: from a quarter, three eighths and half of it; with
  * source.sqlite.checkpoint=on|barrier tier 1|2 from 1000 frames. None while
  * everything is backfilled (the next leapfrog takes lock 0 by itself).
  */
@@ -85,7 +85,7 @@ static int sqlcap_window_due(const sqlcap *c, const sqlcap_shmhdr *h)
         want = c->o.checkpoint_barrier ? 2 : 1;
     uint64_t used = sqlcap_wal_used(c, h), max = (uint64_t)c->o.wal_max_bytes;
     if (max && used >= max / 4) {
-        int t = used >= max / 4 * 3 ? 3 : used >= max / 2 ? 2 : 1;
+        int t = used >= max / 2 ? 3 : used >= max / 8 * 3 ? 2 : 1;
         want = t > want ? t : want;
     }
     return want;
@@ -98,12 +98,17 @@ bool sqlcap_window_ready(const sqlcap *c, const sqlcap_shmhdr *h, int64_t now)
 }
 
 /* Say (WARN, at most every 10 s) why the WAL holds more than the bound. */
-static void sqlcap_bound_warn(sqlcap *c, const sqlcap_shmhdr *h, int64_t now)
+void sqlcap_bound_warn(sqlcap *c, const sqlcap_shmhdr *h, int64_t now)
 {
     uint64_t used = sqlcap_wal_used(c, h), max = (uint64_t)c->o.wal_max_bytes;
-    if (!max || used <= max || !c->bound_cause[0] || now - c->bound_warn_ms < SQLCAP_BOUND_WARN_MS)
+    if (!max || used <= max || now - c->bound_warn_ms < SQLCAP_BOUND_WARN_MS)
         return;
     c->bound_warn_ms = now;
+    if (!c->bound_cause[0])
+        snprintf(c->bound_cause, sizeof c->bound_cause,
+                 "the writer filled the last half of the bound before the reader had the write lock (the reader is "
+                 "%u frames behind; it was not scheduled or was busy meanwhile)",
+                 h->mxframe > c->frame ? h->mxframe - c->frame : 0);
     TB_WARN(SQLCAP_FAC, "%s: the WAL holds %llu bytes, more than source.sqlite.wal.max.bytes=%llu: %s", c->path,
             (unsigned long long)used, (unsigned long long)max, c->bound_cause);
 }
@@ -294,7 +299,7 @@ void sqlcap_bound_hard(sqlcap *c)
         h.nbackfill >= h.mxframe)
         return;
     uint64_t max = (uint64_t)c->o.wal_max_bytes;
-    if (sqlcap_wal_used(c, &h) < max - max / 4)
+    if (sqlcap_wal_used(c, &h) < max / 2)
         return;
     (void)sqlcap_lock_take(c, SQLCAP_LOCK_HARD_MS); /* the poll finishes the window (sqlcap_bound_finish) */
 }
@@ -373,7 +378,9 @@ void sqlcap_maybe_checkpoint(sqlcap *c, const sqlcap_shmhdr *h)
             return; /* behind: the writer would wait for the rest; tier 3 takes the lock anyway */
         }
         sqlite3_wal_checkpoint_v2(c->K, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &ck);
-        if (fdatasync(c->dbfd) != 0 || fdatasync(c->walfd) != 0)
+        /* the syncs SQLite does under the lock are then short; not in the last
+         * tier, where the lock is needed before the writer fills the rest */
+        if (want < 3 && (fdatasync(c->dbfd) != 0 || fdatasync(c->walfd) != 0))
             TB_DEBUG(SQLCAP_FAC, "%s: fdatasync before the barrier: %s", c->path, strerror(errno));
         if (!sqlcap_lock_take(c, want >= 3 ? SQLCAP_LOCK_HARD_MS : SQLCAP_LOCK_WAIT_MS))
             return;

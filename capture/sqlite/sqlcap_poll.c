@@ -282,6 +282,8 @@ void sqlcap_report(sqlcap *c, const sqlcap_shmhdr *h)
     }
     c->st.lag_frames = h->mxframe > c->frame ? h->mxframe - c->frame : 0;
     int64_t now = tb_mono_ms();
+    if (h->salt1 == c->salt1 && h->salt2 == c->salt2)
+        sqlcap_bound_warn(c, h, now);
     if (now - c->last_log_ms >= 10000) {
         c->last_log_ms = now;
         TB_INFO(SQLCAP_FAC, "%s: wal %llu bytes, mxFrame %u, consumed frame %u (lag %llu frames), backfilled %u, "

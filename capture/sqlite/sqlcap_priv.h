@@ -96,6 +96,7 @@ struct sqlcap {
     uint32_t pinner_mark;
     int64_t pinner_since_ms, pinner_warn_ms, bound_warn_ms, bound_check_ms;
     char bound_cause[320];      /* why the last window failed ("" = none or it opened) */
+    int64_t watch_ms;           /* the files' inodes last checked (sqlcap_watch.c) */
     int64_t window_fail_ms;     /* monotonic time the last window without barrier missed */
     uint8_t *fslab;             /* sqlcap_consume: frames (header + page) of the current
                                  * transaction, up to SQLCAP_FCACHE bytes, so the diff and
@@ -240,12 +241,21 @@ void sqlcap_maybe_checkpoint(sqlcap *c, const sqlcap_shmhdr *h);
  * barrier windows of the bound when due, so the WAL is reset whatever the
  * consumer's pace (the events consumed meanwhile queue behind). */
 void sqlcap_bound_check(sqlcap *c);
-/* Inside a consume, between transactions: when the WAL holds 3/4 of the bound,
+/* Inside a consume, between transactions: when the WAL holds half the bound,
  * take the write lock at once (the hard limit: the application's writers wait
  * from here until the window is done); sqlcap_bound_finish completes it. */
 void sqlcap_bound_hard(sqlcap *c);
 /* At the end of a poll: complete a window whose lock sqlcap_bound_hard took. */
 void sqlcap_bound_finish(sqlcap *c);
+/* WARN (at most every 10 s) with the cause while the WAL holds more than the bound. */
+void sqlcap_bound_warn(sqlcap *c, const sqlcap_shmhdr *h, int64_t now);
+/* Between polls (at most every 250 ms): the database file or its WAL replaced
+ * or deleted -> TB_ERR_STATE with the recovery; the application gone (no other
+ * process has the database open) -> the WAL backfilled completely once read
+ * (sqlcap_watch.c). */
+tb_code sqlcap_watch(sqlcap *c, tb_error *err);
+/* A read-write connection of the reader's (checkpoints, the barrier), or NULL. */
+sqlite3 *sqlcap_rw_conn(sqlcap *c);
 
 /* deliver=false: events are dropped and (mode B) the shadow advances at once. */
 tb_code sqlcap_apply_txn(sqlcap *c, sqlcap_map *txn, uint32_t frame, uint32_t ck1, uint32_t ck2, uint32_t npages,

@@ -29,6 +29,7 @@
 #include "sqlcap.h"
 #include "sqlcap_int.h"
 #include "sqlcap_test_util.h"
+#include "tb_clock.h"
 #include "tb_log.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -812,8 +813,9 @@ static int lines_with(const char *path, const char *needle)
  * The unpaced application writer (no pause; BEGIN IMMEDIATE transactions of
  * 1-8 statements, values up to 29 kB, wal_autocheckpoint=300): the reader
  * always holds a read mark, so SQLite alone never restarts the WAL; the bound
- * (4 MiB here) must hold anyway: the largest WAL file at most the bound, at
- * least 3 generations, the writer without error, replay exact.
+ * (4 MiB here) must hold anyway: the largest WAL file at most the bound (or a
+ * WARN saying why not, and never twice the bound; before the barrier tiers
+ * 141 MB), at least 3 generations, the writer without error, replay exact.
  */
 Test(sqlcap, bounded_wal_unpaced_writer, .timeout = 600)
 {
@@ -836,7 +838,9 @@ Test(sqlcap, bounded_wal_unpaced_writer, .timeout = 600)
     char *init[] = {"sqlcap_writer", "init", db, "4096", "WAL", NULL};
     cr_assert_eq(run_writer(init), 0, "writer init failed");
     copy_file(db, rep);
-    reader_cfg rc = {db, rep, rlog, -1, 0, true, 500, false, false, false, 3, NULL};
+    char warns[300];
+    snprintf(warns, sizeof warns, "%s/warn.log", tdir);
+    reader_cfg rc = {db, rep, rlog, -1, 0, true, 500, false, false, false, 3, warns};
     pid_t rd = spawn_reader(&rc);
     char *run[] = {"sqlcap_writer", "run", db, sd, "4000", wlog, "plain", NULL};
     writer_proc wr = spawn_writer(run);
@@ -850,7 +854,11 @@ Test(sqlcap, bounded_wal_unpaced_writer, .timeout = 600)
     cr_expect(done && writer_status == 0, "the writer failed (status %d)", writer_status);
     cr_expect_eq(reader_status, 0, "reader status %d (2 = replay errors, 4 = fewer than 3 WAL generations)",
                  reader_status);
-    cr_expect_leq(most, max, "WAL reached %lld bytes with a %lld-byte bound", most, max);
+    /* the bound holds, or the reader said why not (a loaded machine can keep it
+     * from running while the writer fills the last half); never far past it */
+    cr_expect(most <= max || lines_with(warns, "more than source.sqlite.wal.max.bytes") > 0,
+              "WAL reached %lld bytes with a %lld-byte bound, and no WARN said why", most, max);
+    cr_expect_leq(most, 2 * max, "WAL reached %lld bytes with a %lld-byte bound", most, max);
     cr_expect_eq(diffs, 0, "final database differs from the replay (seed %llu)", seed);
     cr_expect_eq(compare_logs(wlog, rlog), 0, "per-commit change sets differ from the writer's log (seed %llu)", seed);
     rm_tmpdir();
@@ -1171,6 +1179,174 @@ Test(sqlcap, resume_without_shadow)
     if (rc == TB_OK)
         sqlcap_close(c);
     tb_position_free(&pos);
+    rm_tmpdir();
+}
+
+/* In a child process (the test process must not open connections to the
+ * database itself, sqlcap.h THREADS): PRAGMA integrity_check says ok and
+ * `SELECT count(*) FROM t` gives want. Exit status 0 if so. */
+static int child_check(const char *db, int want)
+{
+    pid_t p = fork();
+    if (p == 0) {
+        sqlite3 *h;
+        sqlite3_stmt *st;
+        if (sqlite3_open(db, &h) != SQLITE_OK || sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, NULL))
+            _exit(1);
+        int ok = sqlite3_step(st) == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), "ok") == 0;
+        if (!ok)
+            fprintf(stderr, "integrity_check: %s\n", (const char *)sqlite3_column_text(st, 0));
+        sqlite3_finalize(st);
+        if (sqlite3_prepare_v2(h, "SELECT count(*) FROM t", -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW)
+            _exit(2);
+        int n = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(h);
+        if (n != want)
+            fprintf(stderr, "count %d, want %d\n", n, want);
+        _exit(!ok ? 3 : n != want ? 4 : 0);
+    }
+    return sqlcap_test_wait(p);
+}
+
+/* Events until none comes for 300 ms: the number of inserts. */
+static int drain_inserts(sqlcap *c)
+{
+    int n = 0;
+    tb_error err;
+    for (;;) {
+        evt_event *ev;
+        cr_assert_eq(sqlcap_next(c, 300, &ev, &err), TB_OK, "%s", err.msg);
+        if (!ev)
+            return n;
+        n += evt_event_op(ev) == EVT_OP_CREATE;
+    }
+}
+
+/* In a child process (raw bytes, no SQLite): the -shm header says every frame
+ * of the WAL is backfilled (nBackfill == mxFrame > 0). Exit status 0 if so. */
+static int child_backfilled(const char *db)
+{
+    pid_t p = fork();
+    if (p == 0) {
+        char shm[310];
+        snprintf(shm, sizeof shm, "%s-shm", db);
+        uint8_t b[136];
+        int fd = open(shm, O_RDONLY);
+        if (fd < 0 || pread(fd, b, sizeof b, 0) != (ssize_t)sizeof b)
+            _exit(1);
+        uint32_t mx, nb;
+        memcpy(&mx, b + 16, 4);
+        memcpy(&nb, b + 96, 4);
+        _exit(mx > 0 && nb == mx ? 0 : 2);
+    }
+    return sqlcap_test_wait(p);
+}
+
+/*
+ * The application closes (its last connection) while the reader is attached,
+ * then the database is replaced with `mv new.db app.db`, as a deployment does.
+ * The reader's SHARED lock keeps that close from checkpointing and removing
+ * the WAL, so a WAL with frames not in the database file would stay and be
+ * applied to the new file (integrity_check: "btreeInitPage() returns error
+ * code 11"): once the application has no connection and the reader has read
+ * everything, the reader backfills the WAL completely (a backfilled WAL is
+ * never read again). Then the new file is intact (integrity_check ok, its own
+ * rows only), and the reader says within seconds that the file was replaced,
+ * naming the recovery.
+ */
+Test(sqlcap, replaced_database_mv)
+{
+    quiet_logs();
+    mk_tmpdir();
+    char db[300], nw[300];
+    snprintf(db, sizeof db, "%s/app.db", tdir);
+    snprintf(nw, sizeof nw, "%s/new.db", tdir);
+    child_sql(db, "PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES(1,'a');",
+              true);
+    sqlcap_opts o = {.path = db, .shadow = true, .poll_ms = 5};
+    sqlcap *c = NULL;
+    tb_error err;
+    cr_assert_eq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK, "%s", err.msg);
+    /* the application: frames its own checkpoints leave in the WAL, then its last close */
+    child_sql(db, "PRAGMA wal_autocheckpoint=0; INSERT INTO t VALUES(2,'b'); INSERT INTO t VALUES(3,'c');", true);
+    int got = drain_inserts(c);
+    cr_expect_eq(got, 2, "the rows of the application's last transactions: %d", got);
+    int64_t deadline = tb_mono_ms() + 10000;
+    int bf;
+    while ((bf = child_backfilled(db)) != 0 && tb_mono_ms() < deadline) {
+        evt_event *ev;
+        cr_assert_eq(sqlcap_next(c, 50, &ev, &err), TB_OK, "%s", err.msg);
+    }
+    cr_expect_eq(bf, 0, "the WAL the application left was not backfilled within 10 s");
+    /* the deployment: a new file replaces the old one */
+    child_sql(nw, "PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES(10,'x');",
+              true);
+    cr_assert_eq(rename(nw, db), 0);
+    cr_expect_eq(child_check(db, 1), 0, "the replacing database is damaged or holds rows of the old WAL");
+    child_sql(db, "INSERT INTO t VALUES(11,'y');", true);
+    deadline = tb_mono_ms() + 10000;
+    tb_code rc = TB_OK;
+    while (rc == TB_OK && tb_mono_ms() < deadline) {
+        evt_event *ev;
+        rc = sqlcap_next(c, 100, &ev, &err);
+    }
+    cr_expect_eq(rc, TB_ERR_STATE, "the replaced file was not reported within 10 s (%s)", tb_code_name(rc));
+    cr_expect(rc == TB_OK || (strstr(err.msg, "replaced") && strstr(err.msg, "Recovery")), "message: %s", err.msg);
+    sqlcap_close(c);
+    cr_expect_eq(child_check(db, 2), 0, "the replacing database is damaged after the reader closed");
+    rm_tmpdir();
+}
+
+/* sqlcap_get_stats gives the lag now (the status file and the metrics read it
+ * between polls): commits after the last poll count, and 0 once consumed. */
+Test(sqlcap, stats_lag_is_current)
+{
+    quiet_logs();
+    mk_tmpdir();
+    char db[300];
+    snprintf(db, sizeof db, "%s/lag.db", tdir);
+    child_sql(db, "PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);", false);
+    sqlcap_opts o = {.path = db, .shadow = true, .poll_ms = 5};
+    sqlcap *c = NULL;
+    tb_error err;
+    cr_assert_eq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK, "%s", err.msg);
+    cr_expect_eq(drain_inserts(c), 0);
+    child_sql(db, "INSERT INTO t VALUES(1,'a'); INSERT INTO t VALUES(2,'b'); INSERT INTO t VALUES(3,'c');", false);
+    sqlcap_stats st;
+    sqlcap_get_stats(c, &st);
+    cr_expect_eq(st.lag_frames, 3, "3 commits of one page each not read yet: lag %llu", (unsigned long long)st.lag_frames);
+    cr_expect_gt(st.wal_bytes, 0);
+    cr_expect_eq(drain_inserts(c), 3);
+    sqlcap_get_stats(c, &st);
+    cr_expect_eq(st.lag_frames, 0, "lag %llu after reading everything", (unsigned long long)st.lag_frames);
+    sqlcap_close(c);
+    rm_tmpdir();
+}
+
+/* The database file deleted while the reader runs: reported within seconds. */
+Test(sqlcap, deleted_database)
+{
+    quiet_logs();
+    mk_tmpdir();
+    char db[300];
+    snprintf(db, sizeof db, "%s/app.db", tdir);
+    child_sql(db, "PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES(1,'a');",
+              false);
+    sqlcap_opts o = {.path = db, .shadow = true, .poll_ms = 5};
+    sqlcap *c = NULL;
+    tb_error err;
+    cr_assert_eq(sqlcap_open_opts(&o, NULL, &c, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(unlink(db), 0);
+    int64_t deadline = tb_mono_ms() + 10000;
+    tb_code rc = TB_OK;
+    while (rc == TB_OK && tb_mono_ms() < deadline) {
+        evt_event *ev;
+        rc = sqlcap_next(c, 100, &ev, &err);
+    }
+    cr_expect_eq(rc, TB_ERR_STATE, "the deleted file was not reported within 10 s (%s)", tb_code_name(rc));
+    cr_expect(rc == TB_OK || strstr(err.msg, "deleted"), "message: %s", err.msg);
+    sqlcap_close(c);
     rm_tmpdir();
 }
 
