@@ -48,6 +48,7 @@ tb_code tb_buf_reserve(tb_buf *b, size_t extra)
     char *p = realloc(b->data, cap);
     if (!p)
         return TB_ERR_NOMEM;
+    p[b->len] = '\0'; /* a reserved buffer reads as its text so far, even before the first append */
     b->data = p;
     b->cap = cap;
     return TB_OK;

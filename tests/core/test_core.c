@@ -241,3 +241,17 @@ Test(num, strict_decimal)
     cr_expect(!tb_parse_u64_n("12345", 0, UINT64_MAX, &v));
     cr_expect(!tb_parse_u64(NULL, UINT64_MAX, &v));
 }
+
+/* A buffer reads as its text so far from its first reservation on: a decoder that reserved room
+ * and appended nothing (an empty JSON string) leaves "", not uninitialised bytes. */
+Test(buf, reserved_buffer_is_terminated)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert_eq(tb_buf_reserve(&b, 64), TB_OK);
+    cr_expect_str_eq(tb_buf_cstr(&b), "");
+    cr_assert_eq(tb_buf_puts(&b, "abc"), TB_OK);
+    cr_assert_eq(tb_buf_reserve(&b, 4096), TB_OK);
+    cr_expect_str_eq(tb_buf_cstr(&b), "abc");
+    tb_buf_free(&b);
+}
