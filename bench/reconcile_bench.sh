@@ -64,7 +64,7 @@ purge() {
 
 mysql_q "CREATE DATABASE $db"
 mysql_q "CREATE TABLE $db.t (id BIGINT PRIMARY KEY, a INT NOT NULL, b VARCHAR(32) NOT NULL)"
-mysql_q "INSERT INTO $db.t SELECT seq, seq % 1000, CONCAT('row-', seq) FROM seq_1_to_$rows"
+mysql_q "INSERT INTO $db.t SELECT seq, seq % 1000, CONCAT('row-', seq) FROM $db.seq_1_to_$rows"
 "$bin" run --config "$cfg" >"$work/first.log" 2>&1 &
 run_pid=$!
 caught_up
@@ -79,7 +79,7 @@ for round in $(seq 1 "$runs"); do
   run_pid=$!
   caught_up
   # the rows back, streamed, for the next round
-  mysql_q "INSERT INTO $db.t SELECT seq, seq % 1000, CONCAT('row-', seq) FROM seq_1_to_$rows WHERE seq % 10 = $((round % 10))"
+  mysql_q "INSERT INTO $db.t SELECT seq, seq % 1000, CONCAT('row-', seq) FROM $db.seq_1_to_$rows WHERE seq % 10 = $((round % 10))"
   caught_up
   stop_run
   line=$(grep 'reconcile after snapshot' "$log" | tail -1)
