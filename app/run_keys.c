@@ -24,6 +24,7 @@
 #include "tb_clock.h"
 #include "tb_kset.h"
 #include "tb_log.h"
+#include "tb_num.h"
 
 typedef struct keys_ctx {
     run_ctx *r;
@@ -85,6 +86,50 @@ static bool keys_match(const evt_table *t, const evt_jv *obj)
     return true;
 }
 
+/* An integer or text key member as the typed value of its column, so that every value encoding
+ * renders it in the before image as it renders the column (Debezium's writes JSON values as
+ * strings): integers of integer columns, strings of text columns. Anything else (other column
+ * types, a descriptor made from the topic's keys) goes in as JSON; the message key itself is the
+ * topic's bytes whatever the image holds (evt_event_set_wire_key). */
+static bool keys_fill_typed(evt_event *e, const evt_column *c, size_t col, const evt_jv *m)
+{
+    size_t n;
+    const char *text = evt_jv_text(m, &n);
+    if (!c || !text)
+        return false;
+    switch (c->type) {
+    case EVT_T_TINYINT: case EVT_T_SMALLINT: case EVT_T_MEDIUMINT: case EVT_T_INT: case EVT_T_BIGINT:
+    case EVT_T_YEAR: case EVT_T_SQLITE_INTEGER: {
+        if (evt_jv_type_of(m) != EVT_JV_NUMBER || n == 0 || n > 20)
+            return false;
+        char buf[24];
+        memcpy(buf, text, n);
+        buf[n] = '\0';
+        uint64_t u;
+        if (buf[0] == '-') {
+            if (!tb_parse_u64(buf + 1, (uint64_t)INT64_MAX + 1, &u))
+                return false;
+            evt_set_int(e, EVT_BEFORE, col, u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u);
+        } else {
+            if (!tb_parse_u64(buf, UINT64_MAX, &u))
+                return false;
+            if (c->is_unsigned || u > (uint64_t)INT64_MAX)
+                evt_set_uint(e, EVT_BEFORE, col, u);
+            else
+                evt_set_int(e, EVT_BEFORE, col, (int64_t)u);
+        }
+        return true;
+    }
+    case EVT_T_CHAR: case EVT_T_VARCHAR: case EVT_T_TEXT: case EVT_T_SQLITE_TEXT:
+        if (evt_jv_type_of(m) != EVT_JV_STRING)
+            return false;
+        evt_set_string(e, EVT_BEFORE, col, text, n);
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* The before image of x->e (reset to a delete of t): the key's members. */
 static tb_code keys_fill(keys_ctx *x, const evt_table *t, const evt_jv *obj)
 {
@@ -105,6 +150,8 @@ static tb_code keys_fill(keys_ctx *x, const evt_table *t, const evt_jv *obj)
             evt_set_null(x->e, EVT_BEFORE, (size_t)col);
             continue;
         }
+        if (keys_fill_typed(x->e, evt_table_column(t, (size_t)col), (size_t)col, m))
+            continue;
         evt_jw w;
         tb_buf_reset(&x->scratch);
         evt_jw_init(&w, &x->scratch);
@@ -170,6 +217,7 @@ static tb_code keys_one(void *opaque, const char *key, size_t klen, tb_error *er
     evt_event_set_txid(x->e, at->txid);
     evt_event_set_commit_ts_ms(x->e, at->ts_ms);
     evt_event_set_last_in_tx(x->e, false);
+    evt_event_set_wire_key(x->e, key, klen); /* the topic's own bytes, whatever the encoding renders */
     return run_send(x->r, x->e, err);
 }
 

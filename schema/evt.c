@@ -45,6 +45,8 @@ struct evt_event {
     uint32_t src_row;
     uint64_t src_pos;
     evt_connector connector;
+    const char *wire_key; /* in mem: the message key to send verbatim, or NULL */
+    size_t wire_key_len;
     bool failed;
     tb_error err;
 };
@@ -68,6 +70,8 @@ static void event_prepare(evt_event *e, evt_op op, evt_table *t, bool holds_t)
     e->snap_edges = 0;
     e->has_src = false;
     e->connector = EVT_CONN_MYSQL;
+    e->wire_key = NULL;
+    e->wire_key_len = 0;
     if (op != EVT_OP_CREATE && op != EVT_OP_UPDATE && op != EVT_OP_DELETE && op != EVT_OP_READ)
         evt_event_fail(e, TB_ERR_INVALID, "invalid op %d", (int)op);
     size_t n = t ? t->ncols : 0;
@@ -447,6 +451,30 @@ void evt_event_set_txid(evt_event *e, const char *txid)
 {
     if (e)
         e->txid = arena_strdup(e, txid);
+}
+
+void evt_event_set_wire_key(evt_event *e, const char *key, size_t len)
+{
+    if (!e)
+        return;
+    e->wire_key = NULL;
+    e->wire_key_len = 0;
+    if (!key)
+        return;
+    char *p = evt_arena_alloc(&e->mem, len ? len : 1);
+    if (!p) {
+        evt_event_fail(e, TB_ERR_NOMEM, "out of memory copying the event's message key");
+        return;
+    }
+    memcpy(p, key, len);
+    e->wire_key = p;
+    e->wire_key_len = len;
+}
+
+const char *evt_event_wire_key(const evt_event *e, size_t *len)
+{
+    *len = e->wire_key_len;
+    return e->wire_key;
 }
 
 void evt_event_set_commit_ts_ms(evt_event *e, int64_t ts_ms) { if (e) e->commit_ts_ms = ts_ms; }

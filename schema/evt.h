@@ -241,6 +241,12 @@ void evt_event_fail(evt_event *e, tb_code code, const char *fmt, ...) __attribut
 /* Metadata. */
 void evt_event_set_position(evt_event *e, const tb_position *pos); /* copied */
 void evt_event_set_txid(evt_event *e, const char *txid);          /* copied; NULL clears */
+/* The message key of a delete, verbatim: a key read back from the table's topic. Renderers send
+ * these bytes instead of the key rendered from the before image, so the delete and its tombstone
+ * name the very record the topic holds whatever the value encoding writes for a key column (the
+ * before image is rebuilt from the key's JSON members, which an encoding such as Debezium's may
+ * render differently from the topic's key). Copied; NULL clears; reset clears it. */
+void evt_event_set_wire_key(evt_event *e, const char *key, size_t len);
 void evt_event_set_commit_ts_ms(evt_event *e, int64_t ts_ms);
 void evt_event_set_last_in_tx(evt_event *e, bool last);
 void evt_event_set_snapshot(evt_event *e, evt_snapshot_flag flag);
@@ -278,6 +284,7 @@ const evt_value *evt_event_values(const evt_event *e, evt_image img);
  * never tb_position_free() it (tb_position_copy() it to keep it). */
 const tb_position *evt_event_position(const evt_event *e);
 const char *evt_event_txid(const evt_event *e);               /* NULL if none */
+const char *evt_event_wire_key(const evt_event *e, size_t *len); /* NULL if none */
 int64_t evt_event_commit_ts_ms(const evt_event *e);
 bool evt_event_last_in_tx(const evt_event *e);
 evt_snapshot_flag evt_event_snapshot(const evt_event *e);

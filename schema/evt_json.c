@@ -395,6 +395,10 @@ static tb_code key_into(const evt_codec_opts *o, const evt_event *e, evt_image i
     tb_code rc = check_event(e, err);
     if (rc != TB_OK)
         return rc;
+    size_t wlen;
+    const char *wire = evt_event_wire_key(e, &wlen);
+    if (wire && img == EVT_BEFORE && evt_event_op(e) == EVT_OP_DELETE) /* a key read from the topic */
+        return tb_buf_append(out, wire, wlen) == TB_OK ? TB_OK : tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     evt_jw w;
     evt_jw_init(&w, out);
     bool wrap = o && o->key_schemas && evt_table_npk(evt_event_table(e)) > 0;
