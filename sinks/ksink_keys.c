@@ -257,6 +257,12 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, const tb_kset *keep, ksi
     if (k.live > 0)
         rc = ksink_topic_read(ks->c, topic.data, isolation, "keys-reader", kk_plain_record, &give, err);
 out:
+    /* A refused login or certificate is what the reader's failure means: the producer's error
+     * callback knows it (served here, since nothing polled the producer during the read). */
+    if (rc != TB_OK && !ks->failed)
+        rd_kafka_poll(ks->rk, 0);
+    if (rc != TB_OK && ks->failed)
+        rc = ksink_failed(ks, err);
     tb_kset_free(&k.seen);
     tb_buf_free(&topic);
     tb_buf_free(&k.kjson);
