@@ -454,11 +454,13 @@ void cache_store_rollback(cache_store *s)
     }
 }
 
-/* The mapped name of a table named `name` (see cache_store_sql_name) into b. */
+/* The mapped name of a table named `name` (see cache_store_sql_name) into b: "<name>~<hash>", with
+ * a leading "~" when name starts with SQLite's reserved "sqlite_", which the mapped name must not. */
 static tb_code mapped_name(tb_buf *b, const char *name)
 {
     tb_buf_reset(b);
-    return tb_buf_printf(b, "%s~%016llx", name, (unsigned long long)tb_hash_bytes(name, strlen(name)));
+    return tb_buf_printf(b, "%s%s~%016llx", sqlite3_strnicmp(name, "sqlite_", 7) == 0 ? "~" : "", name,
+                         (unsigned long long)tb_hash_bytes(name, strlen(name)));
 }
 
 cache_table *cache_store_find(cache_store *s, const char *name)
