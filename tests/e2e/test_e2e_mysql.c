@@ -26,6 +26,13 @@
  * BINARY(4)) carry their text form from the snapshot and from the binlog, in
  * value.encoding=tributary and debezium, under one schema record (type char,
  * source_type uuid/inet6/inet4); topic and cache equal the source.
+ *
+ * case_variant_tables: source tables whose names differ only in case
+ * (`Orders` and `orders`, which SQLite cannot hold apart) beside an ordinary
+ * one, snapshotted and streamed, the cache killed and resumed: every table is
+ * cached (one under its own name, the other under the documented mapped name
+ * docs/cache.md gives, recorded in _tributary_tables with its topic), each
+ * equals its source table, and `cache get` finds a row by either source name.
  */
 #include "e2e_tables.h"
 
@@ -361,4 +368,104 @@ Test(e2e_mysql, text_types, .timeout = 300, .fini = e2e_kill_children)
         mysql_close(m);
         e2e_rmtree(r.dir);
     }
+}
+
+/* The cache table that holds topic's rows (_tributary_tables), or "" when none. */
+static void cache_table_of(const char *path, const char *topic, char *out, size_t cap)
+{
+    sqlite3 *db = NULL;
+    out[0] = '\0';
+    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK, "%s", path);
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT tbl FROM _tributary_tables WHERE topic = ?1", -1, &st, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_bind_text(st, 1, topic, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        snprintf(out, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+Test(e2e_mysql, case_variant_tables, .timeout = 300, .fini = e2e_kill_children)
+{
+    st_run r;
+    st_setup(&r, "e2ecase", NULL);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    st_table(m, r.db, "Orders", "upper", 4);
+    st_table(m, r.db, "orders", "lower", 6);
+    st_table(m, r.db, "items", "item", 3);
+    st_start(&r);
+    wait_caught_up(m, r.status, r.pid, r.log);
+    st_cache_build(&r); /* the snapshot's rows */
+    e2e_sql(m, "INSERT INTO %s.Orders VALUES (10, 'upper10', 10)", r.db);
+    e2e_sql(m, "UPDATE %s.orders SET v = 'changed' WHERE id = 2", r.db);
+    e2e_sql(m, "DELETE FROM %s.orders WHERE id = 3", r.db);
+    e2e_sql(m, "DELETE FROM %s.Orders WHERE id = 1", r.db);
+    e2e_sql(m, "INSERT INTO %s.items VALUES (4, 'item4', 4)", r.db);
+    wait_caught_up(m, r.status, r.pid, r.log);
+    kill(r.pid, SIGTERM);
+    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
+    e2e_assert_clean_log(r.log);
+    st_cache_build(&r); /* resumed from its stored offsets: the streamed changes */
+
+    const char *names[] = {"Orders", "orders", "items"};
+    const char *tcols[] = {"id", "v", "n", NULL};
+    char tables[3][256];
+    for (int i = 0; i < 3; i++) {
+        char topic[256];
+        snprintf(topic, sizeof topic, "%s.%s.%s", r.db, r.db, names[i]);
+        cache_table_of(r.cache, topic, tables[i], sizeof tables[i]);
+        cr_assert(tables[i][0], "no cache table holds topic %s", topic);
+        tb_buf src, top, cache;
+        tb_buf_init(&src, 0);
+        tb_buf_init(&top, 0);
+        tb_buf_init(&cache, 0);
+        st_source_rows(m, r.db, names[i], "id, v, n", &src);
+        st_topic_table(topic, tcols, &top);
+        st_cache_rows(r.cache, tables[i], "id, v, n", &cache);
+        cr_expect_str_eq(tb_buf_cstr(&top), tb_buf_cstr(&src), "%s: topic as a KTable differs from the source",
+                         names[i]);
+        cr_expect_str_eq(tb_buf_cstr(&cache), tb_buf_cstr(&src), "%s: cache table %s differs from the source",
+                         names[i], tables[i]);
+        tb_buf_free(&src);
+        tb_buf_free(&top);
+        tb_buf_free(&cache);
+    }
+    /* One of the two case variants keeps its name, the other takes the mapped one of docs/cache.md. */
+    char plain[2][200];
+    snprintf(plain[0], sizeof plain[0], "%s.Orders", r.db);
+    snprintf(plain[1], sizeof plain[1], "%s.orders", r.db);
+    int kept = strcmp(tables[0], plain[0]) == 0 ? 0 : 1;
+    cr_assert_str_eq(tables[kept], plain[kept], "neither Orders nor orders kept its name: %s, %s", tables[0],
+                     tables[1]);
+    unsigned long long h = 0xcbf29ce484222325ULL; /* 64-bit FNV-1a of the exact name, as documented */
+    for (const char *c = plain[1 - kept]; *c; c++)
+        h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+    char mapped[256];
+    snprintf(mapped, sizeof mapped, "%s~%016llx", plain[1 - kept], h);
+    cr_expect_str_eq(tables[1 - kept], mapped, "the other case variant is not cached under the documented name");
+    char items[200];
+    snprintf(items, sizeof items, "%s.items", r.db);
+    cr_expect_str_eq(tables[2], items);
+
+    /* cache get takes the source name of either table. */
+    for (int i = 0; i < 2; i++) {
+        char tname[200], clog[400], want[64];
+        snprintf(tname, sizeof tname, "%s.%s", r.db, names[i]);
+        snprintf(clog, sizeof clog, "%s/get%d.log", r.dir, i);
+        const char *gargs[] = {"cache", "get", "--db", r.cache, "--table", tname, "--key", "{\"id\":2}", NULL};
+        pid_t gp = e2e_spawn(gargs, clog);
+        cr_assert_eq(e2e_wait(gp, 30000), 0, "cache get --table %s failed; see %s", tname, clog);
+        tb_buf out;
+        tb_buf_init(&out, 0);
+        cr_assert(e2e_slurp(clog, &out));
+        snprintf(want, sizeof want, "\"%s\"", i == 0 ? "upper2" : "changed");
+        cr_expect(strstr(tb_buf_cstr(&out), want), "cache get --table %s: %s lacks %s", tname, tb_buf_cstr(&out),
+                  want);
+        tb_buf_free(&out);
+    }
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
 }
