@@ -9,9 +9,9 @@
 #   bench/sqlite_steady_bench.sh [SECONDS=90] [RUNS=3] [RATE=100]
 # RATE 0: the unpaced writer (bench/sqlite_app.py: BEGIN IMMEDIATE transactions of 1-8 statements,
 # values up to 29 kB, wal_autocheckpoint=300, no pause).
-# TB_BENCH_HOG=1: a CPU hog keeps both cores busy while each run's writer runs (one busy loop per
-# core, started before the writer and stopped after it; each loop also ends by itself after
-# SECONDS+30 s).
+# TB_BENCH_HOG=1: a CPU hog keeps both cores busy while each run's writer runs (scripts/cpu-hog:
+# one busy loop per core, started before the writer and stopped after it; each loop also ends by
+# itself after SECONDS+30 s).
 # TB_BENCH_BUILD_DIR: a build with app/tributary (default build-bench-sqlite, built Release here).
 set -euo pipefail
 secs="${1:-90}" runs="${2:-3}" rate="${3:-100}"
@@ -22,21 +22,10 @@ if [[ ! -x "$build/app/tributary" ]]; then
   cmake --build "$build" -j2 --target tributary >/dev/null
 fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/sqlite-steady.XXXXXX")"
-cpid="" hogs=""
-hog_start() {
-  [[ "${TB_BENCH_HOG:-0}" == 1 ]] || return 0
-  local n; n=$(nproc)
-  for _ in $(seq 1 "$n"); do
-    timeout "$((secs + 30))" bash -c 'while :; do :; done' &
-    hogs="$hogs $!"
-  done
-}
-hog_stop() {
-  local p
-  for p in $hogs; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-  hogs=""
-}
-cleanup() { [[ -n "$cpid" ]] && kill "$cpid" 2>/dev/null; hog_stop; rm -rf "$work"; }
+cpid=""
+hog=()
+[[ "${TB_BENCH_HOG:-0}" == 1 ]] && hog=("$root/scripts/cpu-hog" --seconds "$((secs + 30))")
+cleanup() { [[ -n "$cpid" ]] && kill "$cpid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 results="$work/results.jsonl"
 one() { # mode run
@@ -50,9 +39,7 @@ one() { # mode run
     cpid=$!
     for _ in $(seq 1 200); do [[ -s "$d/offsets" ]] && break; sleep 0.05; done # attached: start position stored
   fi
-  hog_start
-  python3 "$root/bench/sqlite_app.py" "$d/app.db" "$secs" "$rate" >"$d/app.json" 2>"$d/app.err"
-  hog_stop
+  "${hog[@]}" python3 "$root/bench/sqlite_app.py" "$d/app.db" "$secs" "$rate" >"$d/app.json" 2>"$d/app.err"
   if [[ -n "$cpid" ]]; then
     kill -TERM "$cpid"; wait "$cpid" || true; cpid=""
     # what the connector said about the WAL (resets it could not make, and why)
