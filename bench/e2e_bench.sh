@@ -17,7 +17,9 @@
 #     topic is pre-created with message.timestamp.type=LogAppendTime, so each message carries
 #     the broker's append time. latency = append time - ts (commit-to-Kafka, same clock).
 # Environment: TB_E2E_ROWS (1000000), TB_E2E_RATE (10000), TB_E2E_SECONDS (20), TB_E2E_BATCH (10),
-#              TB_E2E_KAFKA_PROPS (extra properties for the connector, e.g. "kafka.linger.ms=5").
+#              TB_E2E_KAFKA_PROPS (extra properties for the connector, e.g. "kafka.linger.ms=5"),
+#              TB_E2E_RF (replication factor of the two data topics, default 1; 3 with
+#              min.insync.replicas=2 on a three-broker testenv: bench/cluster_bench.sh).
 #
 # Figures: docs/STATUS.md (Benchmarks) lists the latest with this command.
 set -euo pipefail
@@ -26,6 +28,7 @@ rows=${TB_E2E_ROWS:-1000000}
 rate=${TB_E2E_RATE:-10000}
 seconds=${TB_E2E_SECONDS:-20}
 batch=${TB_E2E_BATCH:-10}
+rf=${TB_E2E_RF:-1}
 # shellcheck source=bench/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_keep_work=1
@@ -66,8 +69,8 @@ snapshot.mode=initial
 log.level=warn
 PROPS
     for kv in ${TB_E2E_KAFKA_PROPS:-}; do echo "$kv" >> "$cfg"; done
-    "$load" topic "$TRIBUTARY_TEST_KAFKA" "$name.$name.bulk"
-    "$load" topic "$TRIBUTARY_TEST_KAFKA" "$name.$name.steady"
+    "$load" topic "$TRIBUTARY_TEST_KAFKA" "$name.$name.bulk" "$rf"
+    "$load" topic "$TRIBUTARY_TEST_KAFKA" "$name.$name.steady" "$rf"
     mysql_q "CREATE DATABASE $name"
     "$load" bulk "$name" bulk 0 1 >/dev/null
     "$load" bulk "$name" steady 0 1 >/dev/null
@@ -106,7 +109,7 @@ PROPS
     if grep -qE "ERROR|WARN" "$work/$name.log"; then echo "run $i log:" >&2; grep -E "ERROR|WARN" "$work/$name.log" | head -5 >&2; fi
 done
 
-echo "== tributary run, MariaDB -> Kafka, medians of $runs runs (rows=$rows; steady $rate rows/s, $batch rows/transaction, ${seconds}s)"
+echo "== tributary run, MariaDB -> Kafka (${TRIBUTARY_TEST_KAFKA_BROKERS:-1} broker(s), data topics RF $rf), medians of $runs runs (rows=$rows; steady $rate rows/s, $batch rows/transaction, ${seconds}s)"
 echo "catch-up rows/s (start to last append):   $(awk '{ print $1 }' "$work/results" | median)   (target >= 250000)"
 echo "catch-up rows/s (first to last append):   $(awk '{ print $2 }' "$work/results" | median)"
 echo "peak RSS MB:                              $(awk '{ printf "%.1f\n", $3 / 1024 }' "$work/results" | median)   (target < 64)"

@@ -6,8 +6,10 @@
  *   e2e_load steady DB TABLE RATE SECONDS BATCH
  *                                              insert RATE rows/s for SECONDS, BATCH rows per
  *                                              transaction; column ts = wall clock ms at the INSERT
- *   e2e_load topic  BROKERS TOPIC              create TOPIC compacted with
- *                                              message.timestamp.type=LogAppendTime (broker time)
+ *   e2e_load topic  BROKERS TOPIC [RF]         create TOPIC compacted with
+ *                                              message.timestamp.type=LogAppendTime (broker time),
+ *                                              replication factor RF (default 1; with RF >= 3,
+ *                                              min.insync.replicas=2, as the connector's topics)
  *   e2e_load latency BROKERS TOPIC             read TOPIC to its end; per change message
  *                                              latency = broker append time - ts column; prints
  *                                              count, first/last append time, p50/p90/p99/max
@@ -146,12 +148,14 @@ static rd_kafka_t *client(const char *brokers, rd_kafka_type_t type)
     return rk;
 }
 
-static int cmd_topic(const char *brokers, const char *topic)
+static int cmd_topic(const char *brokers, const char *topic, int rf)
 {
     rd_kafka_t *rk = client(brokers, RD_KAFKA_PRODUCER);
     char errstr[512];
-    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, 1, 1, errstr, sizeof errstr);
+    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, 1, rf, errstr, sizeof errstr);
     rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+    if (rf >= 3)
+        rd_kafka_NewTopic_set_config(nt, "min.insync.replicas", "2");
     rd_kafka_NewTopic_set_config(nt, "message.timestamp.type", "LogAppendTime");
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
     rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
@@ -236,11 +240,11 @@ int main(int argc, char **argv)
         return cmd_bulk(argv[2], argv[3], atoll(argv[4]), atoi(argv[5]));
     if (argc == 7 && strcmp(argv[1], "steady") == 0)
         return cmd_steady(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
-    if (argc == 4 && strcmp(argv[1], "topic") == 0)
-        return cmd_topic(argv[2], argv[3]);
+    if ((argc == 4 || argc == 5) && strcmp(argv[1], "topic") == 0)
+        return cmd_topic(argv[2], argv[3], argc == 5 ? atoi(argv[4]) : 1);
     if (argc == 4 && strcmp(argv[1], "latency") == 0)
         return cmd_latency(argv[2], argv[3]);
     fprintf(stderr, "usage: e2e_load bulk DB TABLE ROWS BATCH | steady DB TABLE RATE SECONDS BATCH |\n"
-                    "       topic BROKERS TOPIC | latency BROKERS TOPIC\n");
+                    "       topic BROKERS TOPIC [RF] | latency BROKERS TOPIC\n");
     return 2;
 }

@@ -27,7 +27,10 @@
  * server's GTID position, stops it (SIGTERM, exit 0) and compares the topic
  * read as a table with the source table (by query); with exactly_once, a
  * read_committed consumer sees no change event twice. The connector must never
- * stop by itself.
+ * stop by itself. The broker-loss tests (leader_killed_*, rolling_restart,
+ * two_brokers_down) also run a `tributary cache` beside the connector through
+ * the faults: it must not stop by itself, and once resumed to the topic's end
+ * its table equals the source table.
  */
 #include <sys/stat.h>
 #include <time.h>
@@ -204,7 +207,10 @@ typedef struct cl_run {
     char status[320];
     char topic[256];
     char offsets[256];
+    char cache[320];  /* the cache file the broker-loss tests keep beside the connector */
+    char clog[320];
     pid_t connector;
+    pid_t cache_pid;  /* a `tributary cache` running through the faults, 0 none */
     pid_t wl;
     bool exactly_once;
 } cl_run;
@@ -248,6 +254,8 @@ static void cl_setup(cl_run *r, const char *tag, bool exactly_once, const char *
     snprintf(r->status, sizeof r->status, "%s/status.json", r->dir);
     snprintf(r->topic, sizeof r->topic, "%s.%s.t", r->db, r->db);
     snprintf(r->offsets, sizeof r->offsets, "%s.offsets", r->db);
+    snprintf(r->cache, sizeof r->cache, "%s/cache.db", r->dir);
+    snprintf(r->clog, sizeof r->clog, "%s/cache.log", r->dir);
 
     MYSQL *m = e2e_mysql();
     e2e_sql(m, "CREATE DATABASE %s", r->db);
@@ -262,11 +270,11 @@ static void cl_setup(cl_run *r, const char *tag, bool exactly_once, const char *
             "source.server.id=%u\nsource.heartbeat.ms=1000\nheartbeat.interval.ms=500\n"
             "tables.include=%s[.]t\ntopic.prefix=%s\nkafka.bootstrap.servers=%s\noffsets.storage=kafka\n"
             "offsets.commit.interval.ms=300\nstatus.file=%s\nsnapshot.mode=initial\nexactly_once=%s\n"
-            "log.level=info\nha.enabled=false\n%s",
+            "log.level=info\nha.enabled=false\ncache.path=%s\n%s",
             r->db, getenv("TRIBUTARY_TEST_MYSQL_HOST"), getenv("TRIBUTARY_TEST_MYSQL_PORT"),
             getenv("TRIBUTARY_TEST_MYSQL_USER"), getenv("TRIBUTARY_TEST_MYSQL_PASSWORD"),
             6000 + (unsigned)getpid() % 1000, r->db, r->db, brokers, r->status, exactly_once ? "true" : "false",
-            extra ? extra : "");
+            r->cache, extra ? extra : "");
     fclose(f);
 }
 
@@ -274,6 +282,16 @@ static void cl_start(cl_run *r)
 {
     const char *args[] = {"run", "--config", r->cfg, NULL};
     r->connector = e2e_spawn(args, r->log);
+}
+
+/* A `tributary cache` of the connector's configuration that runs through the
+ * faults (its consumer loses the leader and the coordinator as the connector does). */
+static void cl_start_cache(cl_run *r)
+{
+    char listen[64]; /* its own metrics port: the connector's configuration may name one */
+    snprintf(listen, sizeof listen, "metrics.listen=127.0.0.1:%u", e2e_free_port());
+    const char *args[] = {"cache", "--config", r->cfg, "--set", listen, NULL};
+    r->cache_pid = e2e_spawn(args, r->clog);
 }
 
 static void cl_log_tail(const char *path, char *out, size_t cap)
@@ -361,8 +379,11 @@ static void cl_catch_up_and_stop(cl_run *r)
 }
 
 /* The topic read as a table equals the source table; with exactly_once no
- * change event is seen twice by a read_committed consumer. */
-static void cl_compare(const cl_run *r, const char *what)
+ * change event is seen twice by a read_committed consumer. With a cache that
+ * ran through the faults: it must still be running; it is stopped (SIGTERM,
+ * exit 0), resumed with --until-caught-up, and its table must equal the
+ * source table too. */
+static void cl_compare(cl_run *r, const char *what)
 {
     MYSQL *m = e2e_mysql();
     tb_buf src, got;
@@ -389,6 +410,36 @@ static void cl_compare(const cl_run *r, const char *what)
     size_t rows = 0;
     for (const char *p = a; *p; p++)
         rows += *p == '\n';
+    if (r->cache_pid > 0) {
+        int rc = e2e_wait(r->cache_pid, 0);
+        cr_assert_eq(rc, -2, "%s: the cache stopped by itself during the faults (status %d); see %s", what, rc, r->clog);
+        kill(r->cache_pid, SIGTERM);
+        rc = e2e_wait(r->cache_pid, 60000);
+        cr_assert_eq(rc, 0, "%s: the cache did not stop cleanly on SIGTERM (status %d); see %s", what, rc, r->clog);
+        r->cache_pid = 0;
+        const char *cargs[] = {"cache", "--config", r->cfg, "--until-caught-up", "--set", "metrics.listen=", NULL};
+        pid_t cp = e2e_spawn(cargs, r->clog);
+        rc = e2e_wait(cp, 180000);
+        cr_assert_eq(rc, 0, "%s: tributary cache --until-caught-up failed (status %d); see %s", what, rc, r->clog);
+        e2e_assert_clean_log(r->clog);
+        tb_buf cache;
+        tb_buf_init(&cache, 0);
+        char table[200];
+        snprintf(table, sizeof table, "%s.t", r->db);
+        st_cache_rows(r->cache, table, "id, v, s", &cache);
+        const char *cc = tb_buf_cstr(&cache);
+        if (strcmp(a, cc) != 0) {
+            size_t i = 0;
+            while (a[i] && a[i] == cc[i])
+                i++;
+            while (i > 0 && a[i - 1] != '\n')
+                i--;
+            cr_assert_fail("%s: the cache %s differs from the source table from here:\nsource: %.120s\ncache:  %.120s",
+                           what, r->cache, a + i, cc + i);
+        }
+        tb_buf_free(&cache);
+        fprintf(stderr, "cluster[%s]: the cache that ran through the faults equals the source\n", what);
+    }
     const char *topics[] = {r->topic, NULL};
     e2e_counts c = e2e_count_changes(cl_brokers(), topics);
     fprintf(stderr, "cluster[%s]: RESULT rows=%zu change_events=%llu duplicates=%llu exactly_once=%d\n", what, rows,
@@ -470,6 +521,7 @@ static void cl_leader_killed(bool exactly_once)
     cl_setup(&r, exactly_once ? "clke" : "clka", exactly_once, NULL);
     cl_start(&r);
     cl_wait_streaming(&r);
+    cl_start_cache(&r);
     cl_start_workload(&r);
     cl_sleep_ms(3000);
     cl_part p = {-1, 0, 0};
@@ -513,6 +565,7 @@ Test(cluster, rolling_restart, .timeout = 600, .fini = cl_restore)
     cl_setup(&r, "clrr", true, NULL);
     cl_start(&r);
     cl_wait_streaming(&r);
+    cl_start_cache(&r);
     cl_start_workload(&r);
     const char *topics[] = {r.topic, r.offsets, NULL};
     for (int n = 1; n <= 3; n++) {
@@ -586,6 +639,7 @@ Test(cluster, two_brokers_down, .timeout = 900, .fini = cl_restore)
     cl_setup(&r, "cl2d", false, extra);
     cl_start(&r);
     cl_wait_streaming(&r);
+    cl_start_cache(&r);
     cl_start_workload(&r);
     cl_sleep_ms(2000);
     cl_part p = {-1, 0, 0};
