@@ -24,9 +24,12 @@
  *    run started, one made from its topic's key members: keys_only); warn:
  *    a WARN. Either way a schema
  *    record that says the table was dropped (evt_table_new_dropped).
- *  - ALTER TABLE that can give existing rows new values (fills_rows):
- *    ddl.alter.policy=resnapshot signals an incremental snapshot of the
- *    table (snap_inc_signal); warn: WARN. Other ALTERs change no values.
+ *  - ALTER TABLE that can give existing rows new values (fills_rows) or
+ *    new keys (changes_key: ADD or DROP PRIMARY KEY, a table keyed by
+ *    key.columns that gains a primary key): ddl.alter.policy=resnapshot
+ *    signals an incremental snapshot of the table (snap_inc_signal), whose
+ *    reconcile step (DESIGN 6a) deletes the keys of the old key columns;
+ *    warn: WARN. Other ALTERs change no values and no keys.
  *  - RENAME TABLE / ALTER TABLE ... RENAME: the old name's topic loses
  *    its keys (as DROP with tombstone), the new name gets a schema record
  *    that says where it came from (renamed_from) and the old name one that
@@ -120,6 +123,10 @@ static const char *stmt_effect(const binlog_stmt *st)
     case BINLOG_STMT_TRUNCATE:
         return "the rows it removed are still in the topic (sink=stdout: no topic to read the keys from)";
     case BINLOG_STMT_ALTER:
+        if (st->changes_key)
+            return "it changed the table's key: rows reach the topic under the new key only when each next "
+                   "changes, and the records under the old key stay (ddl.alter.policy=warn; `resnapshot` "
+                   "re-sends the rows under the new key and deletes the old keys)";
         return "values it gave existing rows (a new column's default, a changed type) reach the topic only "
                "when each row next changes (ddl.alter.policy=warn; `resnapshot` re-sends the rows)";
     case BINLOG_STMT_RENAME:
@@ -442,8 +449,8 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
             continue;
         if (st->kind == BINLOG_STMT_DML)
             return stmt_dml(st, t, err);
-        if (st->kind == BINLOG_STMT_ALTER && !st->fills_rows)
-            continue; /* indexes, options, engine: no row changes its values */
+        if (st->kind == BINLOG_STMT_ALTER && !st->fills_rows && !st->changes_key)
+            continue; /* indexes, options, engine: no row changes its values or its key */
         if (st->kind == BINLOG_STMT_ALTER && strcmp(cfg_get_str(r->cfg, "ddl.alter.policy"), "resnapshot") == 0) {
             if ((rc = stmt_resnapshot(r, st, t, err)) != TB_OK)
                 return rc;

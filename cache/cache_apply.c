@@ -663,6 +663,33 @@ static tb_code table_of(cache_store *s, const char *topic, const char *prefix, c
     return rc;
 }
 
+/* Whether obj (a key or a row image) has a member for each of t's key columns. */
+static bool has_key_columns(const cache_table *t, const cj_val *obj)
+{
+    cj_val v;
+    if (obj->type != CJ_OBJECT)
+        return false;
+    for (size_t k = 0; k < t->npk; k++)
+        if (!cj_obj_get(obj, t->cols[t->pk[k]].name, &v))
+            return false;
+    return true;
+}
+
+/* A record of t's topic whose key lacks t's key columns was written under an earlier key of the
+ * table (a primary key added or dropped, or key.columns changed: DESIGN 6a). It is passed over,
+ * upsert or delete alike: the resnapshot that follows a key change sends every row under the new
+ * key, and its reconcile step deletes every old key, so the topic read as a table holds the rows
+ * under the current key only. Applying them instead would make the cache depend on the order in
+ * which it reads the partitions (a row's old and new keys are on different partitions). */
+static void pass_earlier_key(cache_store *s, cache_table *t)
+{
+    if (!t->earlier_key_said)
+        TB_INFO("cache", "table \"%s\": records under an earlier key of the table (its key changed) are passed "
+                "over; the rows are those its topic holds under the current key", t->name);
+    t->earlier_key_said = true;
+    s->applied++;
+}
+
 tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, int32_t partition, const char *key,
                         size_t klen, const char *value, size_t vlen, tb_error *err)
 {
@@ -805,6 +832,10 @@ tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, i
         cache_dbz_typed(s, t);
     if (t && t->cx_conv && (rc = cache_cx_key(s, t, &kv, &kv, err)) != TB_OK)
         return rc;
+    if (t && !has_key_columns(t, &kv)) {
+        pass_earlier_key(s, t);
+        return TB_OK;
+    }
     if (del) {
         rc = t ? cache_store_delete(s, t, &kv, err) : TB_OK; /* nothing cached for an unknown table */
         if (rc == TB_OK)

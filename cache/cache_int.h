@@ -91,6 +91,7 @@ typedef struct cache_table {
     size_t *pk;      /* column indexes in key order */
     size_t npk;
     bool inferred;
+    bool earlier_key_said; /* the INFO about records under an earlier key was logged */
     int64_t version;
     /* Kafka Connect schemas (cache_connect.c): the last key and value schema
      * texts the columns were typed from (a message with the same bytes needs

@@ -109,6 +109,8 @@ typedef struct binlog_stmt {
     bool alters;               /* ALTER TABLE ... RENAME that also changes the table */
     bool fills_rows;           /* ALTER TABLE that can give existing rows new values: ADD, MODIFY,
                                   CHANGE or DROP of a column, CONVERT TO CHARACTER SET */
+    bool changes_key;          /* ALTER TABLE that adds or drops the primary key (ADD [CONSTRAINT
+                                  [name]] PRIMARY KEY, DROP PRIMARY KEY): every row gets a new key */
     /* Filled by the decoder before the callback; borrowed for its duration. */
     const char *text;          /* the statement (not NUL-terminated) */
     size_t text_len;

@@ -326,7 +326,22 @@ static tb_code classify_alter(qlex *lx, binlog_stmt *st, const char *defdb, size
             st->fills_rows = true;
         } else if (at_start && (is_word(t, "ADD") || is_word(t, "DROP"))) {
             qtok u = next(lx);
-            if (is_word(u, "COLUMN") || (name_tok(u) && !word_in(u, not_columns)) || is_punct(u, '('))
+            if (is_word(t, "ADD") && is_word(u, "CONSTRAINT")) { /* ADD CONSTRAINT [name] PRIMARY KEY */
+                qtok sym = next(lx);
+                if (!is_word(sym, "PRIMARY") && name_tok(sym)) {
+                    qtok w = next(lx);
+                    if (is_word(w, "PRIMARY"))
+                        sym = w;
+                    else
+                        push_back(lx, w);
+                }
+                st->changes_key |= is_word(sym, "PRIMARY");
+                other = true;
+                continue;
+            }
+            if (is_word(u, "PRIMARY"))
+                st->changes_key = true;
+            else if (is_word(u, "COLUMN") || (name_tok(u) && !word_in(u, not_columns)) || is_punct(u, '('))
                 st->fills_rows = true;
             else if (is_word(u, "IF")) /* ADD COLUMN IF NOT EXISTS is written with COLUMN; DROP IF EXISTS c */
                 st->fills_rows = is_word(t, "DROP");

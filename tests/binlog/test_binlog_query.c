@@ -157,6 +157,36 @@ static bool fills(const char *q)
     return f;
 }
 
+static bool changes_key(const char *q)
+{
+    binlog_stmt st;
+    memset(&st, 0, sizeof st);
+    cr_assert_eq(binlog_stmt_classify(&st, q, strlen(q), "d", 1), TB_OK);
+    bool k = st.changes_key && st.kind == BINLOG_STMT_ALTER && st.ntables == 1;
+    binlog_stmt_free(&st);
+    return k;
+}
+
+/* ALTERs that give every row a new key: a resnapshot under ddl.alter.policy=resnapshot, whose
+ * reconcile step deletes the keys of the old key columns. */
+Test(binlog_query, alter_changes_key)
+{
+    cr_expect(changes_key("ALTER TABLE u ADD PRIMARY KEY (id)"));
+    cr_expect(changes_key("ALTER TABLE d.u DROP PRIMARY KEY"));
+    cr_expect(changes_key("ALTER TABLE u DROP PRIMARY KEY, ADD PRIMARY KEY (a, b)"));
+    cr_expect(changes_key("ALTER TABLE u ADD CONSTRAINT pk PRIMARY KEY (a)"));
+    cr_expect(changes_key("ALTER TABLE u ADD CONSTRAINT `my pk` PRIMARY KEY (a)"));
+    cr_expect(changes_key("ALTER TABLE u ADD CONSTRAINT PRIMARY KEY (a)"));
+    cr_expect(changes_key("alter table u add column c int, add primary key (c)"));
+    cr_expect(!changes_key("ALTER TABLE u ADD UNIQUE KEY k (a)"));
+    cr_expect(!changes_key("ALTER TABLE u ADD CONSTRAINT c CHECK (a > 0)"));
+    cr_expect(!changes_key("ALTER TABLE u ADD CONSTRAINT fk FOREIGN KEY (a) REFERENCES v (id)"));
+    cr_expect(!changes_key("ALTER TABLE u ADD COLUMN primary_note INT"));
+    cr_expect(!changes_key("ALTER TABLE u ADD INDEX i (a), COMMENT 'primary key'"));
+    cr_expect(!changes_key("ALTER TABLE u DROP INDEX `PRIMARY2`"));
+    cr_expect(!changes_key("CREATE TABLE u (a INT, PRIMARY KEY (a))"));
+}
+
 Test(binlog_query, alter_fills_rows)
 {
     cr_expect(fills("ALTER TABLE tr.u ADD COLUMN w VARCHAR(10) DEFAULT 'x'"));
@@ -170,7 +200,7 @@ Test(binlog_query, alter_fills_rows)
     cr_expect(fills("ALTER TABLE u CONVERT TO CHARACTER SET latin1"));
     cr_expect(!fills("ALTER TABLE u ADD INDEX i (a)"));
     cr_expect(!fills("ALTER TABLE u ADD UNIQUE KEY k (a), DROP INDEX j"));
-    cr_expect(!fills("ALTER TABLE u DROP PRIMARY KEY, ADD PRIMARY KEY (a, b)"));
+    cr_expect(!fills("ALTER TABLE u DROP PRIMARY KEY, ADD PRIMARY KEY (a, b)")); /* a new key, not new values */
     cr_expect(!fills("ALTER TABLE u ENGINE=InnoDB"));
     cr_expect(!fills("ALTER TABLE u ALTER COLUMN v SET DEFAULT 'y'"));
     cr_expect(!fills("ALTER TABLE u COMMENT 'add column'"));

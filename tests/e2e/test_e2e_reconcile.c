@@ -15,6 +15,12 @@
  * two_alters: ddl.alter.policy=resnapshot with ADD COLUMN a1, ADD COLUMN a2
  *   and DROP COLUMN w in a row: every row reaches the topic with a1 and a2,
  *   and the run never stops on the column that is gone.
+ * key_change (exactly_once off and on): a table without a primary key keyed
+ *   by key.columns (n) gains one (ADD PRIMARY KEY (id)), then loses it
+ *   again (DROP PRIMARY KEY): each time, under ddl.alter.policy=resnapshot,
+ *   every row is sent under the new key and the records under the old key
+ *   are deleted, so the topic read as a KTable never holds a row twice;
+ *   changes after each ALTER follow, and the cache equals the source.
  */
 #include "e2e_reconcile.h"
 
@@ -167,6 +173,85 @@ Test(e2e_reconcile, two_alters, .timeout = 300, .fini = e2e_kill_children)
     e2e_sql(m, "DROP DATABASE %s", r.db);
     mysql_close(m);
     e2e_rmtree(r.dir);
+}
+
+/* Until the topic read as a KTable equals db.k (the resnapshots run in the background). */
+static void rc_wait_topic_equal(MYSQL *m, const rc_run *r, const char *table, const char *const *cols,
+                                const char *colsql, const char *what)
+{
+    char topic[256];
+    snprintf(topic, sizeof topic, "%s.%s.%s", r->db, r->db, table);
+    long long deadline = tb_itest_now_ms() + 120000;
+    for (;;) {
+        tb_buf src, top;
+        tb_buf_init(&src, 0);
+        tb_buf_init(&top, 0);
+        st_source_rows(m, r->db, table, colsql, &src);
+        st_topic_table(topic, cols, &top);
+        bool same = strcmp(tb_buf_cstr(&src), tb_buf_cstr(&top)) == 0;
+        if (!same && tb_itest_now_ms() >= deadline)
+            cr_assert_fail("%s: the topic as a KTable does not equal the source after 120 s (see %s):\n"
+                           "source:\n%.400s\ntopic:\n%.400s",
+                           what, r->log, tb_buf_cstr(&src), tb_buf_cstr(&top));
+        tb_buf_free(&src);
+        tb_buf_free(&top);
+        if (same)
+            break;
+        cr_assert_eq(e2e_wait(r->pid, 0), -2, "tributary run stopped early; see %s", r->log);
+        usleep(500000);
+    }
+}
+
+static void key_change(bool eos)
+{
+    rc_run r;
+    char extra[400];
+    rc_setup(&r, eos ? "e2erckeos" : "e2erck", NULL);
+    snprintf(extra, sizeof extra, "snapshot.chunk.size=25\nddl.alter.policy=resnapshot\nkey.columns.%s.k=n\n%s", r.db,
+             eos ? "exactly_once=true\n" : "");
+    FILE *f = fopen(r.cfg, "a");
+    cr_assert_not_null(f);
+    fputs(extra, f);
+    fclose(f);
+    static const char *const cols[] = {"id", "v", "n", NULL};
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    e2e_sql(m, "CREATE TABLE %s.k (id INT NOT NULL, v VARCHAR(20), n INT NOT NULL)", r.db);
+    e2e_sql(m, "INSERT INTO %s.k SELECT seq, CONCAT('v', seq), 1000 + seq FROM %s.seq_1_to_90", r.db, r.db);
+    rc_start(&r, NULL);
+    rc_caught_up(m, &r);
+    rc_wait_topic_equal(m, &r, "k", cols, "id, v, n", "keyed by key.columns (n)");
+
+    /* a primary key: every row gets the key {"id":...}; the {"n":...} records go */
+    e2e_sql(m, "ALTER TABLE %s.k ADD PRIMARY KEY (id)", r.db);
+    e2e_sql(m, "UPDATE %s.k SET v = 'after-pk' WHERE id IN (3, 40)", r.db);
+    e2e_sql(m, "DELETE FROM %s.k WHERE id IN (5, 77)", r.db);
+    rc_wait_topic_equal(m, &r, "k", cols, "id, v, n", "after ADD PRIMARY KEY");
+    cr_assert_geq(rc_log_count(&r, "reconcile after incremental snapshot"), 1, "no reconcile step; see %s", r.log);
+
+    /* and without it again: keyed by key.columns once more; the {"id":...} records go */
+    e2e_sql(m, "ALTER TABLE %s.k DROP PRIMARY KEY", r.db);
+    e2e_sql(m, "INSERT INTO %s.k VALUES (200, 'new', 1200)", r.db);
+    e2e_sql(m, "UPDATE %s.k SET v = 'after-drop' WHERE id = 41", r.db);
+    rc_wait_topic_equal(m, &r, "k", cols, "id, v, n", "after DROP PRIMARY KEY");
+    rc_caught_up(m, &r);
+    rc_stop(&r);
+    cr_expect_eq(rc_log_count(&r, "ERROR"), 0, "the run logged an ERROR; see %s", r.log);
+    rc_cache_build(&r);
+    rc_assert_equal(&r, m, "k", cols, "id, v, n", true);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
+Test(e2e_reconcile, key_change, .timeout = 400, .fini = e2e_kill_children)
+{
+    key_change(false);
+}
+
+Test(e2e_reconcile, key_change_exactly_once, .timeout = 400, .fini = e2e_kill_children)
+{
+    key_change(true);
 }
 
 /* ------------------------------------------------------------ SQLite gap */
