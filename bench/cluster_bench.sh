@@ -47,7 +47,7 @@ run_on() {
 run_on one -- TB_E2E_RF=1
 run_on three --brokers 3 -- TB_E2E_RF=3
 
-fig() { sed -n "s/^$2: *\([0-9.]*\).*/\1/p" "$work/$1.out"; }
+fig() { awk -v w="$2:" 'index($0, w) == 1 { sub(/^[^:]*: */, ""); print $1 }' "$work/$1.out"; }
 echo "== three brokers (RF 3, acks=all) / one broker (RF 1), ratio of the medians"
 for what in "catch-up rows/s (start to last append)" "catch-up rows/s (first to last append)" \
             "commit-to-Kafka latency p50 ms" "commit-to-Kafka latency p99 ms" "peak RSS MB"; do
