@@ -128,6 +128,26 @@ static uint64_t sqlcap_cellhash(const uint8_t *p, size_t n)
 static bool sqlcap_is_leaf(uint8_t t) { return t == 10 || t == 13; }
 static bool sqlcap_is_inner(uint8_t t) { return t == 2 || t == 5; }
 
+/* A child pointer of interior page p: a page of the database (1..npages), or
+ * the tree is corrupt. Every page number the walk returns is so bounded, which
+ * the callers' per-page maps (sized by npages) rely on, and so is a level's
+ * length (a cycle would otherwise multiply it at each level). */
+static tb_code sqlcap_tree_child(const sqlcap_view *v, uint32_t root, uint32_t p, uint32_t child, sqlcap_u32s *next,
+                                 tb_error *err)
+{
+    if (child == 0 || child > v->npages)
+        return tb_error_set(err, TB_ERR_CORRUPT, false,
+                            "b-tree at root %u: page %u points to page %u, outside the database's %u pages", root, p,
+                            child, v->npages);
+    if (next->n >= v->npages) /* a level of a tree holds distinct pages: a cycle */
+        return tb_error_set(err, TB_ERR_CORRUPT, false,
+                            "b-tree at root %u: a level has more children than the database's %u pages", root,
+                            v->npages);
+    if (sqlcap_u32s_push(next, child) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "tree walk: out of memory");
+    return TB_OK;
+}
+
 tb_code sqlcap_tree_pages(const sqlcap_view *v, uint32_t root, sqlcap_u32s *inner, sqlcap_u32s *leaves,
                           tb_error *err)
 {
@@ -182,15 +202,11 @@ tb_code sqlcap_tree_pages(const sqlcap_view *v, uint32_t root, sqlcap_u32s *inne
                     rc = tb_error_set(err, TB_ERR_CORRUPT, false, "page %u: cell %u offset %u out of range", p, c, off);
                     goto out;
                 }
-                if (sqlcap_u32s_push(&next, sqlcap_be32(buf + off)) != TB_OK) {
-                    rc = tb_error_set(err, TB_ERR_NOMEM, false, "tree walk: out of memory");
+                if ((rc = sqlcap_tree_child(v, root, p, sqlcap_be32(buf + off), &next, err)) != TB_OK)
                     goto out;
-                }
             }
-            if (sqlcap_u32s_push(&next, sqlcap_be32(buf + h + 8)) != TB_OK) {
-                rc = tb_error_set(err, TB_ERR_NOMEM, false, "tree walk: out of memory");
+            if ((rc = sqlcap_tree_child(v, root, p, sqlcap_be32(buf + h + 8), &next, err)) != TB_OK)
                 goto out;
-            }
         }
         sqlcap_u32s tmp = level;
         level = next;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sqlcap_int.h"
 
@@ -92,4 +93,79 @@ Test(sqlcap_page, index_interior_cell_at_the_page_end_is_corrupt)
     cr_assert_eq(decode(img, &s, &err), TB_ERR_CORRUPT);
     cr_assert_eq(s.n, 0);
     free(img);
+}
+
+/* A 3-page database file of 512-byte pages whose page 2 is a table interior
+ * page (type 5) with ncells cells pointing to child and its right child to
+ * right; page 3 is an empty table leaf. The tree walk from root 2 is returned. */
+static tb_code walk(unsigned ncells, uint32_t child, uint32_t right, sqlcap_u32s *inner, sqlcap_u32s *leaves,
+                    tb_error *err)
+{
+    uint8_t img[3 * 512] = {0};
+    uint8_t *p2 = img + 512, *p3 = img + 1024;
+    p2[0] = 5;
+    p2[3] = (uint8_t)(ncells >> 8);
+    p2[4] = (uint8_t)ncells;
+    p2[8] = (uint8_t)(right >> 24), p2[9] = (uint8_t)(right >> 16), p2[10] = (uint8_t)(right >> 8);
+    p2[11] = (uint8_t)right;
+    for (unsigned c = 0; c < ncells; c++) { /* every cell at offset 400: child, rowid varint c */
+        p2[12 + 2 * c] = 400 >> 8;
+        p2[13 + 2 * c] = 400 & 0xff;
+    }
+    p2[400] = (uint8_t)(child >> 24), p2[401] = (uint8_t)(child >> 16), p2[402] = (uint8_t)(child >> 8);
+    p2[403] = (uint8_t)child;
+    p2[404] = 1;
+    p3[0] = 13;
+    char path[] = "/tmp/test_sqlcap_page.XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    unlink(path);
+    cr_assert_eq(write(fd, img, sizeof img), (ssize_t)sizeof img);
+    sqlcap_pages pg = {.dbfd = fd, .walfd = -1, .basefd = fd, .pgsz = 512, .usable = 512};
+    sqlcap_view v = {.pg = &pg, .npages = 3};
+    tb_code rc = sqlcap_tree_pages(&v, 2, inner, leaves, err);
+    close(fd);
+    return rc;
+}
+
+Test(sqlcap_page, tree_walk_of_a_well_formed_interior_page)
+{
+    sqlcap_u32s inner = {0}, leaves = {0};
+    tb_error err = {0};
+    cr_assert_eq(walk(1, 3, 3, &inner, &leaves, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(inner.n, 1);
+    cr_assert_eq(inner.v[0], 2);
+    cr_assert_eq(leaves.n, 2);
+    free(inner.v);
+    free(leaves.v);
+}
+
+/* A child pointer past the database (or 0) is corruption, not a page number
+ * handed to the callers' per-page maps (which are sized by the database's
+ * page count: fuzz_sqlite_wal wrote past them). */
+Test(sqlcap_page, tree_walk_child_outside_the_database_is_corrupt)
+{
+    uint32_t bad[][2] = {{3, 99999}, {0xffffffffu, 3}, {0, 3}, {3, 4}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sqlcap_u32s inner = {0}, leaves = {0};
+        tb_error err = {0};
+        cr_assert_eq(walk(1, bad[i][0], bad[i][1], &inner, &leaves, &err), TB_ERR_CORRUPT, "children %u, %u",
+                     bad[i][0], bad[i][1]);
+        cr_assert(strstr(err.msg, "outside the database"), "%s", err.msg);
+        cr_assert_eq(leaves.n, 0);
+        free(inner.v);
+        free(leaves.v);
+    }
+}
+
+/* A page whose children are itself is a cycle: each level would multiply the
+ * last; it is refused once a level has more pages than the database. */
+Test(sqlcap_page, tree_walk_cycle_is_corrupt)
+{
+    sqlcap_u32s inner = {0}, leaves = {0};
+    tb_error err = {0};
+    cr_assert_eq(walk(20, 2, 2, &inner, &leaves, &err), TB_ERR_CORRUPT);
+    cr_assert(strstr(err.msg, "more children than"), "%s", err.msg);
+    free(inner.v);
+    free(leaves.v);
 }
