@@ -106,10 +106,16 @@ static char *slurp(const char *p, size_t *len)
     rewind(f);
     char *b = malloc((size_t)n + 1);
     cr_assert_not_null(b);
-    cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
-    b[n] = 0;
+    /* A run starting on the file truncates a partial last line (the kill's),
+     * so the file may be shorter by the time it is read: take what is there. */
+    size_t got = fread(b, 1, (size_t)n, f);
+    bool err = ferror(f);
     fclose(f);
-    *len = (size_t)n;
+    if (err)
+        free(b);
+    cr_assert(!err, "reading %s failed", p);
+    b[got] = 0;
+    *len = got;
     return b;
 }
 
