@@ -145,6 +145,13 @@ tb_code run_on_dropped(run_ctx *r, const evt_event *ev, tb_error *err);
  * them; server: the server's GTID position, for the message. */
 bool run_history_diverged(const cfg *c, const tb_position *stored, tb_buf *server);
 
+/* run_stmt.c: true when the source's catalog has no table db.table now (MySQL/MariaDB:
+ * information_schema; SQLite: sqlcap_table_exists); false when it has it or cannot be asked. */
+bool run_table_gone(run_ctx *r, const char *db, const char *table);
+/* run_keys.c: the topics of captured tables that disappeared (ksink_topics_gone), per
+ * topic.missing.policy; before anything is sent when resuming from a stored position. */
+tb_code run_topics_gone(run_ctx *r, tb_error *err);
+
 /* run_keys.c: where the deletes of run_keys_delete go. */
 typedef struct run_keys_at {
     const tb_position *pos; /* their source position (copied; rows numbered from 1) */

@@ -883,6 +883,8 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
     tb_code rc = run_start_retry(r, addr, start_preflight, NULL, err);
     if (rc == TB_OK)
         rc = snap_check_topics(r->cfg, err);
+    if (rc == TB_OK && stored->kind != TB_POS_NONE)
+        rc = run_topics_gone(r, err);
     if (rc != TB_OK)
         return rc;
     tb_position resume;
@@ -1008,7 +1010,9 @@ static tb_code run_sqlite(run_ctx *r, const tb_position *stored, tb_error *err)
 {
     tb_position resume;
     tb_position_init(&resume);
-    tb_code rc = tb_position_copy(&resume, stored);
+    tb_code rc = stored->kind != TB_POS_NONE ? run_topics_gone(r, err) : TB_OK;
+    if (rc == TB_OK)
+        rc = tb_position_copy(&resume, stored);
     while (rc == TB_OK) {
         rc = run_sqlite_pass(r, &resume, err);
         if (rc == TB_OK || !r->restart)

@@ -20,6 +20,7 @@
 
 #include "app_run.h"
 #include "evt_json.h"
+#include "snap_incremental.h"
 #include "snap_keys.h"
 #include "tb_clock.h"
 #include "tb_kset.h"
@@ -458,4 +459,54 @@ tb_code run_reconcile_sqlite(run_ctx *r, const run_keys_at *at, tb_error *err)
     tb_code rc = sqlcap_scan_tables(r->sqlite, sqlkeys_table, sqlkeys_row, &k, err);
     tb_kset_free(&k.keys);
     return rc;
+}
+
+/* ------------------------------------------------------------ topics that disappeared */
+
+static bool gone_captured(void *opaque, const char *db, const char *table)
+{
+    run_ctx *r = opaque;
+    return snap_filter_match(&r->filter, db, table);
+}
+
+/* A captured table's topic is gone (DESIGN 6a): never made again silently. A table the source
+ * no longer has is not captured (its topic was deleted after it went). */
+static tb_code gone_table(void *opaque, const char *db, const char *table, const char *topic, tb_error *err)
+{
+    run_ctx *r = opaque;
+    if (run_table_gone(r, db, table)) {
+        TB_INFO("run", "topic %s is gone and so is table %s.%s: nothing to make again", topic, db, table);
+        return TB_ERR_NOT_FOUND;
+    }
+    if (strcmp(cfg_get_str(r->cfg, "topic.missing.policy"), "resnapshot") != 0)
+        return tb_error_set(err, TB_ERR_STATE, false,
+                            "topic %s of table %s.%s is gone: the schema topic holds the table's record, written "
+                            "when the topic was made, so it was deleted while the table is captured, and made "
+                            "again it would hold only the changes from now on. Set topic.missing.policy="
+                            "resnapshot%s to make it again and snapshot the table, or forget the stored position "
+                            "(tributary offsets set --position none) to snapshot every table again; the reconcile "
+                            "step then makes each topic equal its table",
+                            topic, db, table,
+                            strcmp(cfg_get_str(r->cfg, "source.type"), "sqlite") == 0 ? " (MySQL/MariaDB)" : "");
+    /* the signal first: in the binlog, it outlives a crash before the topic is made */
+    char name[1024];
+    snprintf(name, sizeof name, "%s.%s", db, table);
+    tb_code rc = snap_inc_signal(r->cfg, name, err);
+    if (rc != TB_OK)
+        return tb_error_prefix(err, rc,
+                               "topic %s of table %s.%s is gone; asking for an incremental snapshot of it failed "
+                               "(grant INSERT on %s.%s, or see topic.missing.policy): ",
+                               topic, db, table, db, SNAP_SIGNAL_TABLE);
+    TB_WARN("run", "topic %s of table %s.%s was gone (deleted while the table is captured): made again, and an "
+                   "incremental snapshot of the table signalled; until it ends the topic holds only part of the "
+                   "table (topic.missing.policy=resnapshot)",
+            topic, db, table);
+    return TB_OK;
+}
+
+tb_code run_topics_gone(run_ctx *r, tb_error *err)
+{
+    if (!r->use_kafka || !r->ks)
+        return TB_OK;
+    return ksink_topics_gone(r->ks, gone_captured, gone_table, r, err);
 }

@@ -51,6 +51,7 @@
 #include "app_run.h"
 #include "evt_json.h"
 #include "snap_incremental.h"
+#include "sqlcap.h"
 #include "snap_schema.h"
 #include "snap_sql.h"
 #include "tb_buf.h"
@@ -265,16 +266,18 @@ static tb_code count_row(void *opaque, char **col, unsigned long *len, unsigned 
     return TB_OK;
 }
 
-/* True when the catalog has no table db.table now (renamed or dropped again
- * since the statement being read). */
-static bool table_gone(run_ctx *r, const binlog_stmt_table *t)
+bool run_table_gone(run_ctx *r, const char *db, const char *table)
 {
+    tb_error e;
+    tb_error_clear(&e);
+    if (strcmp(cfg_get_str(r->cfg, "source.type"), "sqlite") == 0) {
+        bool exists = true;
+        return sqlcap_table_exists(r->cfg, db, table, &exists, &e) == TB_OK && !exists;
+    }
     MYSQL *my = NULL;
     bool mariadb = false;
     int n = -1;
-    tb_error e;
-    tb_error_clear(&e);
-    const char *params[] = {t->db, t->table};
+    const char *params[] = {db, table};
     if (snap_sql_connect(r->cfg, &my, &mariadb, &e) == TB_OK) {
         n = 0;
         if (snap_sql_query(my, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
@@ -298,7 +301,7 @@ static tb_code stmt_resnapshot(run_ctx *r, const binlog_stmt *st, const binlog_s
     tb_code rc = tb_buf_printf(&name, "%s.%s", t->db, t->table);
     if (rc != TB_OK)
         rc = tb_error_set(err, rc, false, "out of memory");
-    else if ((rc = snap_inc_signal(r->cfg, tb_buf_cstr(&name), err)) != TB_OK && table_gone(r, t)) {
+    else if ((rc = snap_inc_signal(r->cfg, tb_buf_cstr(&name), err)) != TB_OK && run_table_gone(r, t->db, t->table)) {
         /* gone since (renamed or dropped further on in the binlog): the
          * statement that took it away is handled when it is read */
         TB_INFO("run", "%s: %s at %s: the table no longer exists under this name (%s); nothing to send again",

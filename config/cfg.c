@@ -607,6 +607,13 @@ tb_code cfg_validate(const cfg *c, tb_error *err)
         return tb_error_set(err, TB_ERR_CONFIG, false, "%ssource.type=sqlite needs source.path",
                             cfg_where(c, "source.type", w, sizeof(w)));
 
+    if (src && strcmp(src, "sqlite") == 0 && strcmp(cfg_get_str(c, "topic.missing.policy"), "resnapshot") == 0)
+        return tb_error_set(err, TB_ERR_CONFIG, false,
+                            "%stopic.missing.policy=resnapshot needs source.type=mysql (an incremental snapshot "
+                            "of one table); for SQLite, forget the stored position (tributary offsets set "
+                            "--position none) to snapshot every table again",
+                            cfg_where(c, "topic.missing.policy", w, sizeof(w)));
+
     bool has_kafka = cfg_is_set(c, "kafka.bootstrap.servers");
     static const char *const kafka_users[] = {"sink", "offsets.storage"};
     for (size_t i = 0; i < 2; i++) {

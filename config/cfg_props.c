@@ -36,6 +36,7 @@ static const char *const v_truncate_policy[] = {"tombstone", "fail", NULL};
 static const char *const v_ssl_mode[] = {"disabled", "preferred", "required", "verify_ca", "verify_identity", NULL};
 static const char *const v_drop_policy[] = {"warn", "tombstone", NULL};
 static const char *const v_alter_policy[] = {"resnapshot", "warn", NULL};
+static const char *const v_missing_policy[] = {"fail", "resnapshot", NULL};
 
 #define I64MAX INT64_MAX
 
@@ -122,6 +123,8 @@ static const cfg_prop props[] = {
      "Replication factor of topics the sink creates (offsets and lease topics too). Unset: the cluster's `default.replication.factor` (read from a broker), at most the number of brokers. An existing topic with replication factor 1 on a cluster of several brokers gets a WARN naming the fix.", false, "topics"},
     {"topic.min.insync.replicas", CFG_INT, NULL, 1, 32767, NULL,
      "`min.insync.replicas` of topics the sink creates: how many replicas must have a write before the brokers acknowledge it (the producer uses acks=all). Unset: 2 for a replication factor of 3 or more, else 1. An existing topic whose value can lose acknowledged writes (1 with 3 or more replicas) or stops writes (above, or with several replicas equal to, its replication factor) gets a WARN naming the fix.", false, "topics"},
+    {"topic.missing.policy", CFG_ENUM, "fail", 0, 0, v_missing_policy,
+     "A captured table's topic that is gone when `tributary run` resumes (deleted while the table is captured; the schema topic holds the table's record): `fail` refuses to start, naming the topic (recreated, it would hold only later changes); `resnapshot` (MySQL/MariaDB) creates it again with a WARN and signals an incremental snapshot of the table, whose reconcile step makes the topic equal the table (docs/DESIGN.md 6a). With topic.create=true.", false, "topics"},
     {"topic.check.compact", CFG_BOOL, "true", 0, 0, NULL, "Refuse an existing topic whose cleanup.policy is not compact.", false, "topics"},
     {"topic.create", CFG_BOOL, "true", 0, 0, NULL,
      "Create missing topics and check existing ones through the Kafka Admin API (false: topics must exist or be auto-created).", false, "topics"},

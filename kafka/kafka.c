@@ -312,6 +312,32 @@ out:
     return rc;
 }
 
+tb_code kafka_topic_missing(rd_kafka_t *rk, const char *topic, int timeout_ms, bool *missing, tb_error *err)
+{
+    *missing = false;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    if (!rkt)
+        return kafka_error(err, rd_kafka_last_error(), "topic %s: metadata", topic);
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t rerr = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
+    tb_code rc = TB_OK;
+    if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR)
+        rc = kafka_error(err, rerr, "topic %s: metadata", topic);
+    for (int t = 0; rc == TB_OK && t < md->topic_cnt; t++) {
+        const struct rd_kafka_metadata_topic *mt = &md->topics[t];
+        if (strcmp(mt->topic, topic) != 0)
+            continue;
+        if (mt->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || mt->err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)
+            *missing = true;
+        else if (mt->err != RD_KAFKA_RESP_ERR_NO_ERROR)
+            rc = kafka_error(err, mt->err, "topic %s: metadata", topic);
+    }
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+    return rc;
+}
+
 tb_code kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions, int timeout_ms, const bool *stop,
                                tb_error *err)
 {

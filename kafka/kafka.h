@@ -77,6 +77,13 @@ typedef struct kafka_cluster_md {
 tb_code kafka_cluster_metadata(rd_kafka_t *rk, const char *topic, int timeout_ms, kafka_cluster_md *out,
                                tb_error *err);
 
+/* Whether topic is missing from the cluster: *missing is true when the metadata (one request,
+ * at most timeout_ms) answers UNKNOWN_TOPIC_OR_PART for it, false when it has the topic. A
+ * producer asks with allow.auto.create.topics=false (ksink_conf_new with topic.create), so the
+ * request does not create it on a broker with auto.create.topics.enable. Any other failure is
+ * the error returned. */
+tb_code kafka_topic_missing(rd_kafka_t *rk, const char *topic, int timeout_ms, bool *missing, tb_error *err);
+
 /* After CreateTopics: poll the metadata (which also fills the client's own
  * cache) every 100 ms until topic shows `partitions` partitions, each with a
  * leader, in 2 * brokers - 1 answers in a row (each from a broker librdkafka

@@ -33,6 +33,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "evt_json.h"
 #include "ksink.h"
 #include "ksink_int.h"
@@ -413,13 +415,9 @@ static tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, const cha
     return rc;
 }
 
-/* The schema record of t, unless the schema topic's latest record for the
- * table says the same, but for the version number when an earlier run wrote
- * it (the topic is read once, before the first record of the run). Versions
- * continue the topic's numbering: a descriptor's own number, which starts at
- * 1 in every run, is shifted so that a record the topic holds keeps its
- * number and a new one gets a higher number than the topic's latest. */
-static tb_code ksink_announce(ksink *ks, ksink_table *te, evt_table *t, tb_error *err)
+/* The schema topic ensured and its records read (once; one that cannot be read is a WARN, and
+ * an empty set: every record written again). */
+static tb_code ksink_schema_ready(ksink *ks, tb_error *err)
 {
     tb_code rc;
     if ((rc = ksink_aux_ensure(ks, &ks->schema, 0, true, err)) != TB_OK)
@@ -431,6 +429,90 @@ static tb_code ksink_announce(ksink *ks, ksink_table *te, evt_table *t, tb_error
             TB_WARN("ksink", "schema topic %s not read (%s): schema records are written again", ks->schema.name,
                     lerr.msg);
     }
+    return TB_OK;
+}
+
+/* ksink_schema_seen_each: the db and table of each key ({"db":…,"table":…}, canonical JSON),
+ * NUL-separated pairs in a buffer. */
+typedef struct gone_names {
+    tb_buf names;
+    tb_code rc;
+} gone_names;
+
+static void gone_collect(void *opaque, const char *key, size_t klen)
+{
+    gone_names *g = opaque;
+    json_error_t je;
+    json_t *k = json_loadb(key, klen, 0, &je);
+    const char *db = json_string_value(json_object_get(k, "db")), *table = json_string_value(json_object_get(k, "table"));
+    if (db && table && g->rc == TB_OK &&
+        ((g->rc = tb_buf_append(&g->names, db, strlen(db) + 1)) != TB_OK ||
+         (g->rc = tb_buf_append(&g->names, table, strlen(table) + 1)) != TB_OK))
+        g->rc = TB_ERR_NOMEM;
+    json_decref(k);
+}
+
+tb_code ksink_topics_gone(ksink *ks, ksink_captured_fn captured, ksink_gone_fn gone, void *opaque, tb_error *err)
+{
+    if (!cfg_get_bool(ks->c, "topic.create"))
+        return TB_OK;
+    tb_code rc = ksink_schema_ready(ks, err);
+    if (rc != TB_OK)
+        return rc;
+    gone_names g = {.rc = TB_OK};
+    tb_buf_init(&g.names, 0);
+    tb_buf topic;
+    tb_buf_init(&topic, 0);
+    ksink_schema_seen_each(ks, gone_collect, &g);
+    if ((rc = g.rc) != TB_OK)
+        tb_error_set(err, rc, false, "schema topic %s: out of memory", ks->schema.name);
+    size_t checked = 0, made = 0;
+    int timeout_ms = ksink_request_timeout_ms(ks->c);
+    for (size_t at = 0; rc == TB_OK && at < g.names.len;) {
+        const char *db = g.names.data + at, *table = db + strlen(db) + 1;
+        at = (size_t)(table + strlen(table) + 1 - g.names.data);
+        if (!captured(opaque, db, table))
+            continue;
+        tb_buf_reset(&topic);
+        if ((rc = evt_topic_name(ks->copts.topic_prefix, db, table, &topic)) != TB_OK) {
+            tb_error_set(err, rc, false, "topic name of %s.%s: out of memory", db, table);
+            break;
+        }
+        bool missing = false;
+        checked++;
+        if ((rc = kafka_topic_missing(ks->rk, tb_buf_cstr(&topic), timeout_ms, &missing, err)) != TB_OK || !missing)
+            continue;
+        if ((rc = gone(opaque, db, table, tb_buf_cstr(&topic), err)) == TB_ERR_NOT_FOUND) {
+            rc = TB_OK; /* not captured after all */
+            continue;
+        }
+        if (rc != TB_OK)
+            break;
+        if ((rc = ksink_ensure(ks, tb_buf_cstr(&topic), 0, true, err)) != TB_OK) {
+            tb_error_prefix(err, rc, "table %s.%s: ", db, table);
+            break;
+        }
+        made++;
+    }
+    if (rc == TB_OK)
+        TB_DEBUG("ksink", "topics of the %zu captured tables %s describes: checked, %zu of them made again", checked,
+                 ks->schema.name, made);
+    tb_buf_free(&topic);
+    tb_buf_free(&g.names);
+    return rc;
+}
+
+/* The schema record of t, unless the schema topic's latest record for the
+ * table says the same, but for the version number when an earlier run wrote
+ * it (the topic is read once, before the first record of the run). Versions
+ * continue the topic's numbering: a descriptor's own number, which starts at
+ * 1 in every run, is shifted so that a record the topic holds keeps its
+ * number and a new one gets a higher number than the topic's latest. */
+static tb_code ksink_announce(ksink *ks, ksink_table *te, evt_table *t, tb_error *err)
+{
+    tb_code rc;
+    if ((rc = ksink_schema_ready(ks, err)) != TB_OK)
+        return rc;
     uint32_t own = evt_table_version(t), held = 0;
     int64_t v = (int64_t)own + te->vshift;
     if (v < 1)

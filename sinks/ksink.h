@@ -159,6 +159,22 @@ void ksink_set_stop(ksink *ks, volatile sig_atomic_t *stop);
 typedef tb_code (*ksink_gate_fn)(void *opaque, tb_error *err);
 void ksink_set_gate(ksink *ks, ksink_gate_fn fn, void *opaque);
 
+/* Topics that disappeared (DESIGN 6a). A table the schema topic holds a record for (the latest
+ * one not saying it was dropped) had its topic: the record is written after the topic is made.
+ * For each such table for which captured(opaque, db, table) is true and whose topic the cluster
+ * no longer has (deleted while the table is captured), gone(opaque, db, table, topic, err)
+ * decides: TB_OK means the caller has arranged for the table's rows to be sent again, and the
+ * topic is created again here; TB_ERR_NOT_FOUND, that the table is not captured after all
+ * (the source no longer has it): nothing done; any other code is returned at once (the topic not created, so
+ * the next start finds it missing too). Nothing to do with topic.create=false. It reads the
+ * schema topic (once per sink) and asks for each such table's metadata, a request each. A
+ * schema topic that cannot be read is a WARN and no check. The caller: `tributary run`
+ * resuming from a stored position, before it sends anything (a topic made again on purpose,
+ * by `cache publish` or a snapshot, is not this). */
+typedef bool (*ksink_captured_fn)(void *opaque, const char *db, const char *table);
+typedef tb_code (*ksink_gone_fn)(void *opaque, const char *db, const char *table, const char *topic, tb_error *err);
+tb_code ksink_topics_gone(ksink *ks, ksink_captured_fn captured, ksink_gone_fn gone, void *opaque, tb_error *err);
+
 /* Render e and produce all of its messages (see MESSAGES). Ensures the topic
  * and the schema record first when needed (this can block on the Admin API,
  * at most kafka's request timeout). Blocks, polling, while the local queue is

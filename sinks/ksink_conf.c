@@ -95,6 +95,11 @@ tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_
     } else {
         for (size_t i = 0; rc == TB_OK && i < sizeof(defs_producer) / sizeof(defs_producer[0]); i++)
             rc = kafka_conf_set(conf, defs_producer[i].k, defs_producer[i].v, err);
+        /* the sink makes its topics (compacted, replicated as planned): a broker with
+         * auto.create.topics.enable must not make one of its own, with the broker's defaults,
+         * when a topic that was deleted is produced to or asked about */
+        if (rc == TB_OK && cfg_get_bool(c, "topic.create"))
+            rc = kafka_conf_set(conf, "allow.auto.create.topics", "false", err);
     }
     if (rc != TB_OK)
         goto out;

@@ -206,6 +206,8 @@ bool ksink_schema_seen(const ksink *ks, const char *key, size_t klen, const char
                        uint32_t *version, bool *same);
 void ksink_schema_seen_set(ksink *ks, const char *key, size_t klen, const char *value, size_t vlen);
 void ksink_schema_seen_free(ksink *ks);
+/* fn for the key of every schema record held whose table was not dropped since. */
+void ksink_schema_seen_each(const ksink *ks, void (*fn)(void *opaque, const char *key, size_t klen), void *opaque);
 /* After an aborted Kafka transaction: its schema records are not in the
  * topic, so every table's is written again unless the topic (read again)
  * holds it (ksink.c). */

@@ -298,6 +298,7 @@ typedef struct kk_schema {
     uint64_t digest;  /* of the latest value, without its version */
     uint32_t version; /* and its version */
     bool mine;        /* written by this sink, not read from the topic */
+    bool dropped;     /* the latest record says the table was dropped (evt_json_schema_value_as) */
 } kk_schema;
 
 /* A schema record's digest without its version number, and that number.
@@ -339,8 +340,10 @@ static tb_code kk_add_schema(void *opaque, const char *key, size_t klen, const c
     kk_schema *s = *v ? *v : calloc(1, sizeof(*s));
     if (!s)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory for its records");
+    static const char drop_tag[] = "\"dropped\":true";
     s->digest = kk_schema_digest(value, vlen, &s->version);
     s->mine = false;
+    s->dropped = memmem(value, vlen, drop_tag, sizeof drop_tag - 1) != NULL;
     *v = s;
     return TB_OK;
 }
@@ -380,6 +383,16 @@ bool ksink_schema_seen(const ksink *ks, const char *key, size_t klen, const char
     *same = s->digest == kk_schema_digest(value, vlen, &own) && (!s->mine || s->version == own);
     *version = s->version;
     return true;
+}
+
+void ksink_schema_seen_each(const ksink *ks, void (*fn)(void *opaque, const char *key, size_t klen), void *opaque)
+{
+    const char *k;
+    size_t klen;
+    void *v;
+    for (size_t it = 0; ks->schema_seen && tb_hmap_next(ks->schema_seen, &it, &k, &klen, &v);)
+        if (v && !((const kk_schema *)v)->dropped)
+            fn(opaque, k, klen);
 }
 
 void ksink_schema_seen_set(ksink *ks, const char *key, size_t klen, const char *value, size_t vlen)

@@ -427,6 +427,37 @@ static char *sqlcap_stem(const char *path)
     return strndup(b, dot && dot != b ? (size_t)(dot - b) : strlen(b));
 }
 
+tb_code sqlcap_table_exists(const cfg *c, const char *db, const char *table, bool *exists, tb_error *err)
+{
+    *exists = false;
+    const char *path = cfg_get_str(c, "source.path"), *named = cfg_get_str(c, "source.database.name");
+    if (!path)
+        return tb_error_set(err, TB_ERR_CONFIG, false, "source.type=sqlite needs source.path");
+    char *stem = named ? NULL : sqlcap_stem(path);
+    if (!named && !stem)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    bool mine = strcmp(db, named ? named : stem) == 0;
+    free(stem);
+    if (!mine)
+        return TB_OK;
+    sqlite3 *h = NULL;
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL);
+    if (src == SQLITE_OK)
+        src = sqlite3_prepare_v2(h, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1", -1, &st, NULL);
+    if (src == SQLITE_OK)
+        src = sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    if (src == SQLITE_OK && (src = sqlite3_step(st)) == SQLITE_ROW)
+        *exists = true;
+    tb_code rc = TB_OK;
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        rc = tb_error_set(err, TB_ERR_SOURCE, true, "SQLite database %s: %s", path,
+                          h ? sqlite3_errmsg(h) : "cannot open");
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return rc;
+}
+
 tb_code sqlcap_open_opts(const sqlcap_opts *o, const tb_position *start, sqlcap **out, tb_error *err)
 {
     tb_code rc = TB_OK;

@@ -257,6 +257,11 @@ void sqlcap_get_stats(const sqlcap *c, sqlcap_stats *st);
 
 void sqlcap_close(sqlcap *c);
 
+/* Whether the database the configuration names (source.path; its tables' db name:
+ * source.database.name, else the file name without its extension) has a table db.table now.
+ * *exists is false for another db name. Opens the file read-only for the one query. */
+tb_code sqlcap_table_exists(const cfg *c, const char *db, const char *table, bool *exists, tb_error *err);
+
 /* Trigger mode: remove _cdc_log and every _cdc_* trigger from the database.
  * *ntriggers (may be NULL) gets the number of triggers removed, *had_log
  * (may be NULL) whether a _cdc_log table was there. */

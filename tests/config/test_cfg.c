@@ -204,6 +204,26 @@ Test(cfg, missing_required_sqlite_path)
     cfg_free(c);
 }
 
+/* topic.missing.policy=resnapshot is an incremental snapshot of one table: MySQL/MariaDB only */
+Test(cfg, topic_missing_policy_resnapshot_needs_mysql)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    cr_assert_eq(load_text(c, "sink=stdout\noffsets.storage=file\nsource.type=sqlite\nsource.path=/tmp/x.db\n"
+                              "topic.missing.policy=resnapshot\n", &err), TB_OK);
+    cr_assert_eq(cfg_validate(c, &err), TB_ERR_CONFIG);
+    cr_assert(strstr(err.msg, "t.properties:5: topic.missing.policy=resnapshot needs source.type=mysql") != NULL, "%s",
+              err.msg);
+    cr_assert(strstr(err.msg, "tributary offsets set --position none") != NULL, "%s", err.msg);
+    cr_assert_eq(cfg_set(c, "topic.missing.policy", "fail", "--set", &err), TB_OK);
+    cr_assert_eq(cfg_validate(c, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(cfg_set(c, "source.type", "mysql", "--set", &err), TB_OK);
+    cr_assert_eq(cfg_set(c, "topic.missing.policy", "resnapshot", "--set", &err), TB_OK);
+    cr_assert_eq(cfg_validate(c, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(cfg_set(c, "topic.missing.policy", "later", "--set", &err), TB_ERR_CONFIG);
+    cfg_free(c);
+}
+
 Test(cfg, missing_required_kafka_bootstrap)
 {
     cfg *c = cfg_new();

@@ -14,13 +14,21 @@
  *   its end deletes their keys.
  * two_alters: ddl.alter.policy=resnapshot with ADD COLUMN a1, ADD COLUMN a2
  *   and DROP COLUMN w in a row: every row reaches the topic with a1 and a2,
- *   and the run never stops on the column that is gone.
+ *   and the run never stops on the column that is gone; the cache rebuilt
+ *   from the topic has the table's columns and rows.
  * key_change (exactly_once off and on): a table without a primary key keyed
  *   by key.columns (n) gains one (ADD PRIMARY KEY (id)), then loses it
  *   again (DROP PRIMARY KEY): each time, under ddl.alter.policy=resnapshot,
  *   every row is sent under the new key and the records under the old key
  *   are deleted, so the topic read as a KTable never holds a row twice;
  *   changes after each ALTER follow, and the cache equals the source.
+ * topic_gone (MySQL) and sqlite_topic_gone: a captured table's topic deleted
+ *   while the connector is down (rows deleted and added meanwhile): the next
+ *   run refuses to start (exit 1, naming the topic) and does not make the
+ *   topic; with topic.missing.policy=resnapshot (MySQL) it makes it again
+ *   with a WARN and an incremental snapshot fills it; on SQLite the fix the
+ *   refusal names (forget the stored position) snapshots every table again.
+ *   The topics and the cache then equal the source.
  */
 #include "e2e_reconcile.h"
 
@@ -177,7 +185,8 @@ Test(e2e_reconcile, two_alters, .timeout = 300, .fini = e2e_kill_children)
     rc_wait_topic_equal(m, &r, "t", cols, "id, v, n, a1, a2", "a1 and a2 for every row");
     rc_caught_up(m, &r);
     rc_stop(&r);
-    rc_assert_equal(&r, m, "t", cols, "id, v, n, a1, a2", false);
+    rc_cache_build(&r);
+    rc_assert_equal(&r, m, "t", cols, "id, v, n, a1, a2", true);
     e2e_sql(m, "DROP DATABASE %s", r.db);
     mysql_close(m);
     e2e_rmtree(r.dir);
@@ -233,6 +242,97 @@ Test(e2e_reconcile, key_change, .timeout = 400, .fini = e2e_kill_children)
 Test(e2e_reconcile, key_change_exactly_once, .timeout = 400, .fini = e2e_kill_children)
 {
     key_change(true);
+}
+
+/* ------------------------------------------------------------ topics that disappear */
+
+/* Delete topic (Admin API), and wait until the broker says it is gone. */
+static void rc_delete_topic(const char *topic)
+{
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", tb_itest_env("TRIBUTARY_TEST_KAFKA"), errstr, sizeof errstr);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    cr_assert_not_null(rk, "%s", errstr);
+    rd_kafka_DeleteTopic_t *dt = rd_kafka_DeleteTopic_new(topic);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_DeleteTopics(rk, &dt, 1, NULL, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+    cr_assert_not_null(ev, "DeleteTopics %s: no answer in 30 s", topic);
+    const rd_kafka_DeleteTopics_result_t *res = rd_kafka_event_DeleteTopics_result(ev);
+    cr_assert_not_null(res, "DeleteTopics %s: %s", topic, rd_kafka_event_error_string(ev));
+    size_t n = 0;
+    const rd_kafka_topic_result_t **tr = rd_kafka_DeleteTopics_result_topics(res, &n);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(rd_kafka_topic_result_error(tr[0]), RD_KAFKA_RESP_ERR_NO_ERROR, "DeleteTopics %s: %s", topic,
+                 rd_kafka_topic_result_error_string(tr[0]));
+    rd_kafka_event_destroy(ev);
+    rd_kafka_DeleteTopic_destroy(dt);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+}
+
+static bool rc_topic_exists(const char *topic);
+
+/* The run refuses: exits 1 by itself, says which topic is gone, and leaves it gone. */
+static void rc_refused(rc_run *r, const char *topic)
+{
+    static int nth;
+    char log[sizeof r->log], saved[sizeof r->log];
+    snprintf(saved, sizeof saved, "%s", r->log);
+    snprintf(log, sizeof log, "%.250s/refused%d.log", r->dir, ++nth);
+    snprintf(r->log, sizeof r->log, "%s", log);
+    rc_start(r, NULL);
+    int rc = e2e_wait(r->pid, 120000);
+    cr_assert_eq(rc, 1, "tributary run with a deleted topic: status %d, not 1; see %s", rc, log);
+    char want[400];
+    snprintf(want, sizeof want, "topic %s of table", topic);
+    cr_expect_eq(rc_log_count(r, want), 1, "the refusal does not name %s; see %s", topic, log);
+    cr_expect_geq(rc_log_count(r, "topic.missing.policy=resnapshot"), 1, "no fix named; see %s", log);
+    cr_expect(!rc_topic_exists(topic), "the refused run made %s again", topic);
+    snprintf(r->log, sizeof r->log, "%s", saved);
+}
+
+Test(e2e_reconcile, topic_gone, .timeout = 400, .fini = e2e_kill_children)
+{
+    rc_run r;
+    rc_setup(&r, "e2ercgone", "snapshot.chunk.size=40\n");
+    static const char *const cols[] = {"id", "v", "n", NULL};
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    rc_table(m, r.db, "t", 150);
+    rc_table(m, r.db, "keep", 30);
+    rc_start(&r, NULL);
+    rc_caught_up(m, &r);
+    rc_stop(&r);
+    char topic[256];
+    snprintf(topic, sizeof topic, "%s.%s.t", r.db, r.db);
+    rc_delete_topic(topic);
+    e2e_sql(m, "DELETE FROM %s.t WHERE id %% 4 = 0", r.db);
+    e2e_sql(m, "INSERT INTO %s.t VALUES (500, 'down', 5)", r.db);
+    e2e_sql(m, "UPDATE %s.keep SET v = 'down' WHERE id = 3", r.db);
+    rc_refused(&r, topic);
+    rc_refused(&r, topic); /* and again: nothing was made the first time */
+
+    const char *more[] = {"--set", "topic.missing.policy=resnapshot", NULL};
+    rc_start(&r, more);
+    long long deadline = tb_itest_now_ms() + 60000;
+    while (!rc_topic_exists(topic)) {
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+        cr_assert(tb_itest_now_ms() < deadline, "%s not made again in 60 s; see %s", topic, r.log);
+        usleep(100000);
+    }
+    rc_wait_topic_equal(m, &r, "t", cols, "id, v, n", "the topic made again");
+    e2e_sql(m, "UPDATE %s.t SET v = 'after' WHERE id = 1", r.db); /* streaming goes on into it */
+    rc_caught_up(m, &r);
+    rc_stop(&r);
+    cr_expect_eq(rc_log_count(&r, "was gone (deleted while the table is captured)"), 1, "no WARN; see %s", r.log);
+    rc_cache_build(&r);
+    rc_assert_equal(&r, m, "t", cols, "id, v, n", true);
+    rc_assert_equal(&r, m, "keep", cols, "id, v, n", true);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
 }
 
 /* ------------------------------------------------------------ SQLite gap */
@@ -405,4 +505,70 @@ Test(e2e_reconcile, sqlite_gap, .timeout = 300, .fini = rc_sl_fini)
 Test(e2e_reconcile, sqlite_gap_exactly_once, .timeout = 300, .fini = rc_sl_fini)
 {
     sqlite_gap(true);
+}
+
+Test(e2e_reconcile, sqlite_topic_gone, .timeout = 300, .fini = rc_sl_fini)
+{
+    rc_run r;
+    char extra[2400], path[400];
+    rc_setup(&r, "e2ercsgone", NULL);
+    snprintf(path, sizeof path, "%s/src.db", r.dir);
+    snprintf(extra, sizeof extra,
+             "name=%s\nsource.type=sqlite\nsource.path=%s\nsource.database.name=%s\n"
+             "source.sqlite.shadow.path=%s/shadow.db\nsource.sqlite.poll.ms=20\ntopic.prefix=%s\n"
+             "kafka.bootstrap.servers=%s\noffsets.storage=kafka\noffsets.commit.interval.ms=100\n"
+             "status.file=%s\ncache.path=%s\nsnapshot.mode=initial\nheartbeat.interval.ms=100\n"
+             "topic.partitions=3\nha.enabled=false\n",
+             r.db, path, r.db, r.dir, r.db, tb_itest_env("TRIBUTARY_TEST_KAFKA"), r.status, r.cache);
+    FILE *f = fopen(r.cfg, "w");
+    cr_assert_not_null(f);
+    fputs(extra, f);
+    fclose(f);
+    rc_sl(path, "PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);"
+                "CREATE TABLE keep (id INTEGER PRIMARY KEY, v TEXT);"
+                "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i<20) "
+                "INSERT INTO t SELECT i, 'v' || i FROM s;"
+                "INSERT INTO keep VALUES (1, 'k1'), (2, 'k2');");
+    rc_start(&r, NULL);
+    tb_buf want;
+    tb_buf_init(&want, 0);
+    for (int i = 1; i <= 20; i++)
+        tb_buf_printf(&want, "%d|v%d\n", i, i);
+    rc_sl_wait_topic(&r, "t", tb_buf_cstr(&want));
+    rc_sl_wait_topic(&r, "keep", "1|k1\n2|k2\n");
+    rc_stop(&r);
+    char topic[256];
+    snprintf(topic, sizeof topic, "%s.%s.t", r.db, r.db);
+    rc_delete_topic(topic);
+    rc_sl(path, "DELETE FROM t WHERE id > 10; DELETE FROM keep WHERE id = 2;");
+    rc_refused(&r, topic);
+    /* the fix the refusal names: forget the stored position */
+    char olog[400];
+    snprintf(olog, sizeof olog, "%s/offsets.log", r.dir);
+    const char *oargs[] = {"offsets", "set", "--config", r.cfg, "--position", "none", NULL};
+    int rc = e2e_wait(e2e_spawn(oargs, olog), 60000);
+    cr_assert_eq(rc, 0, "tributary offsets set --position none failed (%d); see %s", rc, olog);
+    rc_start(&r, NULL);
+    tb_buf_reset(&want);
+    for (int i = 1; i <= 10; i++)
+        tb_buf_printf(&want, "%d|v%d\n", i, i);
+    rc_sl_wait_topic(&r, "t", tb_buf_cstr(&want));
+    rc_sl_wait_topic(&r, "keep", "1|k1\n"); /* the reconcile step of the snapshot deletes 2 */
+    rc_stop(&r);
+    rc_cache_build(&r);
+    static const char *const tables[] = {"t", "keep"};
+    for (int i = 0; i < 2; i++) {
+        tb_buf cache, src;
+        tb_buf_init(&cache, 0);
+        tb_buf_init(&src, 0);
+        char ctable[200];
+        snprintf(ctable, sizeof ctable, "%s.%s", r.db, tables[i]);
+        st_cache_rows(r.cache, ctable, "id, v", &cache);
+        st_cache_rows(path, tables[i], "id, v", &src); /* the SQLite source, by query */
+        cr_expect_str_eq(tb_buf_cstr(&cache), tb_buf_cstr(&src), "%s: the cache differs from the source", tables[i]);
+        tb_buf_free(&cache);
+        tb_buf_free(&src);
+    }
+    tb_buf_free(&want);
+    e2e_rmtree(r.dir);
 }
