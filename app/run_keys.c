@@ -263,6 +263,7 @@ tb_code run_reconcile(run_ctx *r, evt_table *t, const char *db, const char *tabl
     run_keys_at a = *at;
     a.any_key = true;
     a.what = "reconcile";
+    TB_INFO("run", "%s.%s: reconcile after %s: reading the keys its topic holds", db, table, at->what);
     tb_code rc = run_keys_delete(r, t, db, table, keep, &a, &n, err);
     if (rc != TB_OK)
         return tb_error_prefix(err, rc, "%s.%s: reconcile after %s: ", db, table, at->what);

@@ -9,6 +9,9 @@
  *   inserted while the connector is down, then the binlog holding them is
  *   purged; snapshot.mode=when_needed snapshots again and the deleted rows'
  *   keys are tombstoned. A table emptied while down loses every key.
+ * kill_in_reconcile (exactly_once off and on): the same after a purge, with
+ *   kill -9 inside the reconcile step: the next run snapshots and reconciles
+ *   again, and topic and cache equal the source.
  * incremental_after_silent_deletes: rows deleted with sql_log_bin=0 (no row
  *   events: the topic cannot know), then `tributary snapshot --incremental`;
  *   its end deletes their keys.
@@ -103,6 +106,67 @@ Test(e2e_reconcile, purged_when_needed, .timeout = 300, .fini = e2e_kill_childre
 Test(e2e_reconcile, purged_when_needed_exactly_once, .timeout = 300, .fini = e2e_kill_children)
 {
     purged_when_needed(true);
+}
+
+/* kill -9 inside the reconcile step (after its first log line, before its result): the
+ * position after the snapshot is not committed, so the next run snapshots and reconciles
+ * again, and the topic ends equal to the table (exactly_once: the open transaction, rows
+ * and deletes, is aborted). Tried up to 5 times until a kill lands before the result. */
+static void kill_in_reconcile(bool eos)
+{
+    rc_run r;
+    rc_setup(&r, eos ? "e2erckeos9" : "e2erck9", eos ? "exactly_once=true\n" : "");
+    static const char *const cols[] = {"id", "v", "n", NULL};
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    rc_table(m, r.db, "t", 3000);
+    rc_start(&r, NULL);
+    rc_caught_up(m, &r);
+    rc_stop(&r);
+    e2e_sql(m, "DELETE FROM %s.t WHERE id %% 7 = 0", r.db);
+    rc_purge(m);
+    const char *more[] = {"--set", "snapshot.mode=when_needed", NULL};
+    char saved[sizeof r.log];
+    snprintf(saved, sizeof saved, "%s", r.log);
+    int landed = 0;
+    for (int i = 0; i < 5 && !landed; i++) {
+        snprintf(r.log, sizeof r.log, "%.250s/killed%d.log", r.dir, i);
+        rc_start(&r, more);
+        long long deadline = tb_itest_now_ms() + 120000;
+        while (rc_log_count(&r, "reconcile after snapshot: reading the keys") < 1) {
+            cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+            cr_assert(tb_itest_now_ms() < deadline, "no reconcile step began; see %s", r.log);
+            usleep(2000);
+        }
+        kill(r.pid, SIGKILL);
+        cr_assert_eq(e2e_wait(r.pid, 10000), -1);
+        landed = rc_log_count(&r, "key(s) its topic held") == 0 && rc_log_count(&r, "holds no key the table") == 0;
+    }
+    cr_assert(landed, "no kill landed inside the reconcile step in 5 tries; see %s", r.log);
+    snprintf(r.log, sizeof r.log, "%s", saved);
+    rc_start(&r, more);
+    rc_caught_up(m, &r);
+    e2e_sql(m, "DELETE FROM %s.t WHERE id = 1", r.db); /* streaming goes on after it */
+    rc_caught_up(m, &r);
+    rc_stop(&r);
+    /* 428 keys, fewer when deletes of the killed run were acknowledged before the kill */
+    cr_expect_geq(rc_log_count(&r, "key(s) its topic held") + rc_log_count(&r, "holds no key the table"), 1,
+                  "the run after the kill did not end a reconcile step; see %s", r.log);
+    rc_cache_build(&r);
+    rc_assert_equal(&r, m, "t", cols, "id, v, n", true);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
+Test(e2e_reconcile, kill_in_reconcile, .timeout = 400, .fini = e2e_kill_children)
+{
+    kill_in_reconcile(false);
+}
+
+Test(e2e_reconcile, kill_in_reconcile_exactly_once, .timeout = 400, .fini = e2e_kill_children)
+{
+    kill_in_reconcile(true);
 }
 
 Test(e2e_reconcile, incremental_after_silent_deletes, .timeout = 300, .fini = e2e_kill_children)
