@@ -19,6 +19,8 @@
  *   and DROP COLUMN w in a row: every row reaches the topic with a1 and a2,
  *   and the run never stops on the column that is gone; the cache rebuilt
  *   from the topic has the table's columns and rows.
+ * alter_during_resnapshot: ADD COLUMN a2 (and updates, deletes) while the
+ *   resnapshot of ADD COLUMN a1 is half done: every row ends with both.
  * key_change (exactly_once off and on): a table without a primary key keyed
  *   by key.columns (n) gains one (ADD PRIMARY KEY (id)), then loses it
  *   again (DROP PRIMARY KEY): each time, under ddl.alter.policy=resnapshot,
@@ -245,6 +247,49 @@ Test(e2e_reconcile, two_alters, .timeout = 300, .fini = e2e_kill_children)
     e2e_sql(m, "ALTER TABLE %s.t ADD COLUMN a1 INT NOT NULL DEFAULT 1", r.db);
     e2e_sql(m, "ALTER TABLE %s.t ADD COLUMN a2 INT NOT NULL DEFAULT 2", r.db);
     e2e_sql(m, "ALTER TABLE %s.t DROP COLUMN w", r.db);
+    static const char *const cols[] = {"id", "v", "n", "a1", "a2", NULL};
+    rc_wait_topic_equal(m, &r, "t", cols, "id, v, n, a1, a2", "a1 and a2 for every row");
+    rc_caught_up(m, &r);
+    rc_stop(&r);
+    rc_cache_build(&r);
+    rc_assert_equal(&r, m, "t", cols, "id, v, n, a1, a2", true);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
+/* An ALTER while the resnapshot of the ALTER before it runs (its state file says chunks are
+ * done and the table still queued): the resnapshot reads the table's schema at each chunk, the
+ * second ALTER queues another, and the topic and the cache end with every row's new columns,
+ * with the changes made meanwhile. */
+Test(e2e_reconcile, alter_during_resnapshot, .timeout = 300, .fini = e2e_kill_children)
+{
+    rc_run r;
+    rc_setup(&r, "e2ercdur", "snapshot.chunk.size=20\nddl.alter.policy=resnapshot\n");
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    rc_table(m, r.db, "t", 6000);
+    rc_start(&r, NULL);
+    rc_caught_up(m, &r);
+    e2e_sql(m, "ALTER TABLE %s.t ADD COLUMN a1 INT NOT NULL DEFAULT 1", r.db);
+    char state[400];
+    snprintf(state, sizeof state, "%.300s/offsets.incsnap", r.dir);
+    long long deadline = tb_itest_now_ms() + 120000;
+    for (;;) { /* mid-way: some chunks done, the table still queued */
+        json_error_t je;
+        json_t *st = json_load_file(state, 0, &je);
+        json_int_t chunks = json_integer_value(json_object_get(st, "chunks"));
+        size_t queued = json_array_size(json_object_get(st, "queue"));
+        json_decref(st);
+        if (chunks >= 2 && queued >= 1)
+            break;
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+        cr_assert(tb_itest_now_ms() < deadline, "the resnapshot never showed its progress in %s; see %s", state, r.log);
+        usleep(20000);
+    }
+    e2e_sql(m, "ALTER TABLE %s.t ADD COLUMN a2 INT NOT NULL DEFAULT 2", r.db);
+    e2e_sql(m, "UPDATE %s.t SET v = 'during', a2 = 9 WHERE id %% 500 = 0", r.db);
+    e2e_sql(m, "DELETE FROM %s.t WHERE id %% 333 = 0", r.db);
     static const char *const cols[] = {"id", "v", "n", "a1", "a2", NULL};
     rc_wait_topic_equal(m, &r, "t", cols, "id, v, n, a1, a2", "a1 and a2 for every row");
     rc_caught_up(m, &r);
