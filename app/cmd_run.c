@@ -826,6 +826,12 @@ static tb_code start_lease(run_ctx *r, void *arg, tb_error *err)
     return run_lease_acquire(r, err);
 }
 
+static tb_code start_kafka(run_ctx *r, void *arg, tb_error *err)
+{
+    (void)arg;
+    return r->use_kafka ? ksink_ready(r->ks, err) : TB_OK;
+}
+
 static tb_code start_offsets(run_ctx *r, void *stored, tb_error *err)
 {
     return ksink_offsets_read(r->cfg, stored, err);
@@ -1108,8 +1114,10 @@ int cmd_run(int argc, char **argv)
     r.txmeta = r.use_kafka && cfg_get_bool(r.cfg, "transaction.topic");
     if (!r.use_kafka && cfg_get_bool(r.cfg, "transaction.topic"))
         TB_WARN("run", "transaction.topic=true needs sink=kafka; no transaction records are written");
-    /* the stored position; Kafka is retried at start as the source is */
-    if ((rc = run_start_retry(&r, kafka_addr, start_offsets, &stored, &err)) != TB_OK)
+    /* the stored position; Kafka is retried at start as the source is (also with file
+     * offsets: the sink's first request, before anything is read from the source) */
+    if ((rc = run_start_retry(&r, kafka_addr, start_offsets, &stored, &err)) != TB_OK ||
+        (rc = run_start_retry(&r, kafka_addr, start_kafka, NULL, &err)) != TB_OK)
         goto out;
     if (stored.kind != TB_POS_NONE) {
         tb_buf b;

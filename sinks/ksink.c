@@ -417,6 +417,8 @@ static tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, const cha
 
 /* The schema topic ensured and its records read (once; one that cannot be read is a WARN, and
  * an empty set: every record written again). */
+#define KSINK_READY_PROBE_MS 5000 /* ksink_ready's metadata request */
+
 static tb_code ksink_schema_ready(ksink *ks, tb_error *err)
 {
     tb_code rc;
@@ -430,6 +432,19 @@ static tb_code ksink_schema_ready(ksink *ks, tb_error *err)
                     lerr.msg);
     }
     return TB_OK;
+}
+
+tb_code ksink_ready(ksink *ks, tb_error *err)
+{
+    kafka_cluster_md md;
+    tb_code rc = kafka_cluster_metadata(ks->rk, NULL, KSINK_READY_PROBE_MS, &md, err);
+    if (rc == TB_OK)
+        rc = ksink_schema_ready(ks, err);
+    if (rc != TB_OK && !ks->failed)
+        rd_kafka_poll(ks->rk, 0); /* a refused login is what the failure means */
+    if (rc != TB_OK && ks->failed)
+        return ksink_failed(ks, err);
+    return rc;
 }
 
 /* ksink_schema_seen_each: the db and table of each key ({"db":…,"table":…}, canonical JSON),

@@ -159,6 +159,12 @@ void ksink_set_stop(ksink *ks, volatile sig_atomic_t *stop);
 typedef tb_code (*ksink_gate_fn)(void *opaque, tb_error *err);
 void ksink_set_gate(ksink *ks, ksink_gate_fn fn, void *opaque);
 
+/* Whether the cluster answers: one metadata request (at most 5 s), then the schema topic made
+ * when missing and read (as the first schema record would). TB_ERR_KAFKA when the brokers do
+ * not answer (`tributary run` retries it at start for source.connect.retry.ms); a refused login
+ * is the error the producer reported. */
+tb_code ksink_ready(ksink *ks, tb_error *err);
+
 /* Topics that disappeared (DESIGN 6a). A table the schema topic holds a record for (the latest
  * one not saying it was dropped) had its topic: the record is written after the topic is made.
  * For each such table for which captured(opaque, db, table) is true and whose topic the cluster

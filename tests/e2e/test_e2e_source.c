@@ -559,6 +559,48 @@ Test(e2e_source, source_down_at_start_is_retried, .timeout = 240, .fini = e2e_fi
     e2e_rmtree(e.dir);
 }
 
+/* Kafka down when the connector starts with file offsets (nothing read from Kafka for the
+ * position): the sink's first request is retried like the source (a WARN per attempt naming
+ * the bootstrap servers), nothing is read from the source meanwhile, and it snapshots and
+ * streams once the broker is back. */
+Test(e2e_source, kafka_down_at_start_is_retried_with_file_offsets, .timeout = 240, .fini = e2e_fini_servers)
+{
+    src_env e;
+    char extra[600];
+    snprintf(extra, sizeof extra,
+             "sink=kafka\nkafka.bootstrap.servers=%s\noffsets.storage=file\nha.enabled=false\n"
+             "source.connect.retry.ms=120000\n",
+             tb_itest_env("TRIBUTARY_TEST_KAFKA"));
+    src_setup(&e, "e2ekretry", extra);
+    FILE *f = fopen(e.cfg, "a");
+    cr_assert_not_null(f);
+    fprintf(f, "offsets.file=%s\n", e.offsets);
+    fclose(f);
+    tb_itest_testenv("stop-kafka");
+    const char *args[] = {"run", "--config", e.cfg, NULL};
+    pid_t pid = e2e_spawn(args, e.log);
+    char want[300];
+    snprintf(want, sizeof want, "Kafka at %s: attempt 2 failed, retrying", tb_itest_env("TRIBUTARY_TEST_KAFKA"));
+    long long deadline = tb_itest_now_ms() + 60000;
+    while (!log_has(e.log, want)) {
+        cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped while Kafka was down; see %s", e.log);
+        cr_assert(tb_itest_now_ms() < deadline, "no \"%s\" after 60 s; see %s", want, e.log);
+        usleep(50000);
+    }
+    cr_assert_not(log_has(e.log, "snapshot"), "the source was read while Kafka was down; see %s", e.log);
+    tb_itest_testenv("start-kafka");
+    deadline = tb_itest_now_ms() + 90000;
+    while (!log_has(e.log, "streaming from the binlog")) {
+        cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped; see %s", e.log);
+        cr_assert(tb_itest_now_ms() < deadline, "not streaming 90 s after Kafka came back; see %s", e.log);
+        usleep(50000);
+    }
+    kill(pid, SIGTERM);
+    cr_assert_eq(e2e_wait(pid, 30000), 0, "see %s", e.log);
+    e2e_assert_clean_log(e.log);
+    e2e_rmtree(e.dir);
+}
+
 /* source.connect.retry.ms=0: a source or Kafka that cannot be reached fails
  * at once, naming the address and the bootstrap servers. */
 Test(e2e_source, unreachable_fails_naming_the_address, .timeout = 120, .fini = e2e_kill_children)
