@@ -874,6 +874,31 @@ out:
     return rc;
 }
 
+/* tables.include/exclude set and no table of the source captured: a WARN, once at start (a run
+ * with zero tables looks healthy otherwise). */
+static void run_warn_unmatched(run_ctx *r, size_t ntables)
+{
+    bool inc = cfg_is_set(r->cfg, "tables.include"), exc = cfg_is_set(r->cfg, "tables.exclude");
+    if (ntables > 0 || (!inc && !exc))
+        return;
+    TB_WARN("run",
+            "the table filter (%s%s%s%s%s) captures no table of the source: nothing is sent until a table it "
+            "captures is created; both are regular expressions over db.table",
+            inc ? "tables.include=" : "", inc ? cfg_get_str(r->cfg, "tables.include") : "", inc && exc ? ", " : "",
+            exc ? "tables.exclude=" : "", exc ? cfg_get_str(r->cfg, "tables.exclude") : "");
+}
+
+typedef struct sqlite_count {
+    run_ctx *r;
+    size_t n;
+} sqlite_count;
+
+static void sqlite_count_one(void *opaque, const char *db, const char *table)
+{
+    sqlite_count *c = opaque;
+    c->n += snap_filter_match(&c->r->filter, db, table);
+}
+
 static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
 {
     if (stored->kind != TB_POS_NONE && stored->kind != TB_POS_MYSQL)
@@ -887,8 +912,9 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
     snprintf(addr, sizeof addr, "source %s:%lld", cfg_get_str(r->cfg, "source.host"),
              (long long)cfg_get_int(r->cfg, "source.port"));
     tb_code rc = run_start_retry(r, addr, start_preflight, NULL, err);
-    if (rc == TB_OK)
-        rc = snap_check_topics(r->cfg, err);
+    size_t ntables = 0;
+    if (rc == TB_OK && (rc = snap_check_topics(r->cfg, &ntables, err)) == TB_OK)
+        run_warn_unmatched(r, ntables);
     if (rc == TB_OK && stored->kind != TB_POS_NONE)
         rc = run_topics_gone(r, err);
     if (rc != TB_OK)
@@ -1016,6 +1042,11 @@ static tb_code run_sqlite(run_ctx *r, const tb_position *stored, tb_error *err)
 {
     tb_position resume;
     tb_position_init(&resume);
+    sqlite_count sc = {r, 0};
+    tb_error lerr;
+    tb_error_clear(&lerr);
+    if (sqlcap_list_tables(r->cfg, sqlite_count_one, &sc, &lerr) == TB_OK)
+        run_warn_unmatched(r, sc.n);
     tb_code rc = stored->kind != TB_POS_NONE ? run_topics_gone(r, err) : TB_OK;
     if (rc == TB_OK)
         rc = tb_position_copy(&resume, stored);

@@ -94,8 +94,9 @@ bool snap_decide(const cfg *c, bool have_offset, bool offset_still_on_server);
 /* The captured tables (tables.include/exclude) of the source each get a
  * topic of their own: two whose names sanitize to one topic (evt_topic_name)
  * are TB_ERR_CONFIG naming both and the topic. Opens and closes its own
- * connection; run calls it at start, before anything is sent. */
-tb_code snap_check_topics(const cfg *c, tb_error *err);
+ * connection; run calls it at start, before anything is sent. *ntables (may
+ * be NULL): how many tables the filter captures. */
+tb_code snap_check_topics(const cfg *c, size_t *ntables, tb_error *err);
 
 /* Whether streaming follows the snapshot (false for initial_only). */
 bool snap_then_stream(const cfg *c);

@@ -140,7 +140,7 @@ static int topic_cmp(const void *a, const void *b)
     return strcmp(((const topic_of *)a)->topic, ((const topic_of *)b)->topic);
 }
 
-tb_code snap_check_topics(const cfg *c, tb_error *err)
+tb_code snap_check_topics(const cfg *c, size_t *ntables, tb_error *err)
 {
     snap_filter f;
     MYSQL *my = NULL;
@@ -170,6 +170,8 @@ tb_code snap_check_topics(const cfg *c, tb_error *err)
             goto out;
         }
     }
+    if (ntables)
+        *ntables = n;
     qsort(v, n, sizeof(*v), topic_cmp);
     for (size_t i = 1; i < n; i++)
         if (strcmp(v[i - 1].topic, v[i].topic) == 0) {

@@ -427,34 +427,52 @@ static char *sqlcap_stem(const char *path)
     return strndup(b, dot && dot != b ? (size_t)(dot - b) : strlen(b));
 }
 
-tb_code sqlcap_table_exists(const cfg *c, const char *db, const char *table, bool *exists, tb_error *err)
+tb_code sqlcap_list_tables(const cfg *c, sqlcap_name_fn fn, void *opaque, tb_error *err)
 {
-    *exists = false;
     const char *path = cfg_get_str(c, "source.path"), *named = cfg_get_str(c, "source.database.name");
     if (!path)
         return tb_error_set(err, TB_ERR_CONFIG, false, "source.type=sqlite needs source.path");
     char *stem = named ? NULL : sqlcap_stem(path);
     if (!named && !stem)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-    bool mine = strcmp(db, named ? named : stem) == 0;
-    free(stem);
-    if (!mine)
-        return TB_OK;
     sqlite3 *h = NULL;
     sqlite3_stmt *st = NULL;
     int src = sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL);
     if (src == SQLITE_OK)
-        src = sqlite3_prepare_v2(h, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1", -1, &st, NULL);
-    if (src == SQLITE_OK)
-        src = sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-    if (src == SQLITE_OK && (src = sqlite3_step(st)) == SQLITE_ROW)
-        *exists = true;
+        src = sqlite3_prepare_v2(h,
+                                 "SELECT name FROM sqlite_schema WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_' "
+                                 "AND name <> '_cdc_log'",
+                                 -1, &st, NULL);
+    while (src == SQLITE_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        fn(opaque, named ? named : stem, (const char *)sqlite3_column_text(st, 0));
+        src = SQLITE_OK;
+    }
     tb_code rc = TB_OK;
-    if (src != SQLITE_ROW && src != SQLITE_DONE)
+    if (src != SQLITE_DONE)
         rc = tb_error_set(err, TB_ERR_SOURCE, true, "SQLite database %s: %s", path,
                           h ? sqlite3_errmsg(h) : "cannot open");
     sqlite3_finalize(st);
     sqlite3_close(h);
+    free(stem);
+    return rc;
+}
+
+typedef struct exists_ctx {
+    const char *db, *table;
+    bool found;
+} exists_ctx;
+
+static void exists_one(void *opaque, const char *db, const char *table)
+{
+    exists_ctx *x = opaque;
+    x->found = x->found || (strcmp(db, x->db) == 0 && strcmp(table, x->table) == 0);
+}
+
+tb_code sqlcap_table_exists(const cfg *c, const char *db, const char *table, bool *exists, tb_error *err)
+{
+    exists_ctx x = {db, table, false};
+    tb_code rc = sqlcap_list_tables(c, exists_one, &x, err);
+    *exists = x.found;
     return rc;
 }
 

@@ -257,9 +257,13 @@ void sqlcap_get_stats(const sqlcap *c, sqlcap_stats *st);
 
 void sqlcap_close(sqlcap *c);
 
-/* Whether the database the configuration names (source.path; its tables' db name:
- * source.database.name, else the file name without its extension) has a table db.table now.
- * *exists is false for another db name. Opens the file read-only for the one query. */
+/* The tables of the database the configuration names (source.path; their db name:
+ * source.database.name, else the file name without its extension), as the capture sees them
+ * (sqlite_* and the trigger mode's _cdc_log left out, as sqlcap_schema does): fn(opaque, db, table) for each, now.
+ * Opens the file read-only for the one query. */
+typedef void (*sqlcap_name_fn)(void *opaque, const char *db, const char *table);
+tb_code sqlcap_list_tables(const cfg *c, sqlcap_name_fn fn, void *opaque, tb_error *err);
+/* sqlcap_list_tables: whether db.table is one of them. */
 tb_code sqlcap_table_exists(const cfg *c, const char *db, const char *table, bool *exists, tb_error *err);
 
 /* Trigger mode: remove _cdc_log and every _cdc_* trigger from the database.

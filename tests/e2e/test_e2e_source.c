@@ -628,3 +628,58 @@ Test(e2e_source, unreachable_fails_naming_the_address, .timeout = 120, .fini = e
     e2e_rmtree(e.dir);
     e2e_rmtree(k.dir);
 }
+
+/* A table filter that captures no table of the source: a WARN at start naming the filter (a run
+ * with zero tables looks healthy otherwise), MySQL and SQLite alike; none when it captures one. */
+static void filter_warn_run(const char *cfgpath, const char *log, bool want_warn, const char *started)
+{
+    const char *args[] = {"run", "--config", cfgpath, NULL};
+    pid_t pid = e2e_spawn(args, log);
+    long long deadline = tb_itest_now_ms() + 60000;
+    const char *ready = want_warn ? "captures no table of the source" : started; /* logged after the check */
+    while (!log_has(log, ready)) {
+        cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped; see %s", log);
+        cr_assert(tb_itest_now_ms() < deadline, "no \"%s\" after 60 s; see %s", ready, log);
+        usleep(50000);
+    }
+    kill(pid, SIGTERM);
+    cr_assert_eq(e2e_wait(pid, 30000), 0, "see %s", log);
+    cr_assert_eq(log_has(log, "captures no table of the source"), want_warn, "see %s", log);
+}
+
+Test(e2e_source, filter_that_matches_nothing_warns, .timeout = 240, .fini = e2e_kill_children)
+{
+    src_env e;
+    src_setup(&e, "e2enomatch", NULL);
+    FILE *f = fopen(e.cfg, "a");
+    cr_assert_not_null(f);
+    fprintf(f, "tables.include=^%s_typo[.]\n", e.db); /* the later line wins */
+    fclose(f);
+    filter_warn_run(e.cfg, e.log, true, NULL);
+    assert_log_has(e.log, "tables.include=^e2enomatch");
+
+    /* SQLite: a table t, a filter for u, then one for t */
+    char path[400], scfg[400], slog[400], slog2[400];
+    snprintf(path, sizeof path, "%s/app.db", e.dir);
+    snprintf(scfg, sizeof scfg, "%s/sqlite.properties", e.dir);
+    snprintf(slog, sizeof slog, "%s/sqlite.log", e.dir);
+    snprintf(slog2, sizeof slog2, "%s/sqlite2.log", e.dir);
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, "PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY);", NULL, NULL,
+                              NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    for (int i = 0; i < 2; i++) {
+        f = fopen(scfg, "w");
+        cr_assert_not_null(f);
+        fprintf(f,
+                "name=%s\nsource.type=sqlite\nsource.path=%s\nsource.database.name=app\nsink=stdout\n"
+                "offsets.storage=file\noffsets.file=%s/sqlite%d.offsets\nsource.sqlite.shadow.path=%s/shadow%d.db\n"
+                "status.file=%s/sqlite%d.status\ntables.include=^app[.]%s$\n",
+                e.db, path, e.dir, i, e.dir, i, e.dir, i, i == 0 ? "u" : "t");
+        fclose(f);
+        filter_warn_run(scfg, i == 0 ? slog : slog2, i == 0, ": capturing (wal mode");
+    }
+    e2e_rmtree(e.dir);
+}
