@@ -683,3 +683,69 @@ Test(e2e_source, filter_that_matches_nothing_warns, .timeout = 240, .fini = e2e_
     }
     e2e_rmtree(e.dir);
 }
+
+/* An idle SQLite database restarted: the application's last connection closing while the
+ * connector is down checkpoints and resets the WAL; the restart finds the database as at its
+ * committed position and says so at INFO, with no WARN (a WARN is for a gap that merged
+ * changes); rows written after it stream as usual. */
+Test(e2e_source, sqlite_idle_restart_is_quiet, .timeout = 240, .fini = e2e_kill_children)
+{
+    src_env e;
+    src_setup(&e, "e2eidle", NULL);
+    char path[400], scfg[400], log1[400], log2[400];
+    snprintf(path, sizeof path, "%s/app.db", e.dir);
+    snprintf(scfg, sizeof scfg, "%s/sqlite.properties", e.dir);
+    snprintf(log1, sizeof log1, "%s/first.log", e.dir);
+    snprintf(log2, sizeof log2, "%s/second.log", e.dir);
+    FILE *f = fopen(scfg, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "name=%s\nsource.type=sqlite\nsource.path=%s\nsource.database.name=app\nsink=stdout\n"
+            "offsets.storage=file\noffsets.file=%s/sqlite.offsets\nsource.sqlite.shadow.path=%s/shadow.db\n"
+            "status.file=%s/sqlite.status\nsource.sqlite.poll.ms=20\n",
+            e.db, path, e.dir, e.dir, e.dir);
+    fclose(f);
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, "PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);"
+                                  "INSERT INTO t VALUES (1, 'one');", NULL, NULL, NULL),
+                 SQLITE_OK);
+    const char *args[] = {"run", "--config", scfg, NULL};
+    pid_t pid = e2e_spawn(args, log1);
+    long long deadline = tb_itest_now_ms() + 60000;
+    while (!log_has(log1, "\"one\"")) {
+        cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped; see %s", log1);
+        cr_assert(tb_itest_now_ms() < deadline, "row 1 not printed; see %s", log1);
+        usleep(20000);
+    }
+    kill(pid, SIGTERM);
+    cr_assert_eq(e2e_wait(pid, 30000), 0, "see %s", log1);
+    sqlite3_close(db); /* the last connection: SQLite checkpoints and removes the WAL */
+    struct stat sb;
+    char wal[420];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    cr_assert(stat(wal, &sb) != 0, "the WAL is still there after the last connection closed");
+    pid = e2e_spawn(args, log2);
+    deadline = tb_itest_now_ms() + 60000;
+    while (!log_has(log2, ": capturing (wal mode")) {
+        cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped; see %s", log2);
+        cr_assert(tb_itest_now_ms() < deadline, "not capturing after 60 s; see %s", log2);
+        usleep(20000);
+    }
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, "INSERT INTO t VALUES (2, 'two');", NULL, NULL, NULL), SQLITE_OK);
+    deadline = tb_itest_now_ms() + 60000;
+    while (!log_has(log2, "\"two\"")) {
+        cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped; see %s", log2);
+        cr_assert(tb_itest_now_ms() < deadline, "row 2 not printed; see %s", log2);
+        usleep(20000);
+    }
+    kill(pid, SIGTERM);
+    cr_assert_eq(e2e_wait(pid, 30000), 0, "see %s", log2);
+    sqlite3_close(db);
+    cr_expect(log_has(log2, "an empty gap transaction"), "no INFO for the reset WAL; see %s", log2);
+    cr_expect(!log_has(log2, " WARN "), "a WARN on an idle restart; see %s", log2);
+    cr_expect(!log_has(log2, "\"one\""), "row 1 sent again; see %s", log2);
+    e2e_assert_clean_log(log2);
+    e2e_rmtree(e.dir);
+}
