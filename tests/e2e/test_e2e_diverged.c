@@ -8,17 +8,17 @@
  * exit 1 and a message that says the history diverged (not "purged"), with
  * the GTIDs of both sides; snapshot.mode=when_needed then snapshots again,
  * and the reconcile step leaves the topic (read as a KTable) and the cache
- * equal to the new primary.
+ * equal to the new primary. With exactly_once off and on.
  *
  * Alone in its executable: RESET MASTER changes the server's history for
  * every connector reading it.
  */
 #include "e2e_reconcile.h"
 
-Test(e2e_diverged, failover_to_a_server_that_lacks_transactions, .timeout = 300, .fini = e2e_kill_children)
+static void failover(bool eos)
 {
     rc_run r;
-    rc_setup(&r, "e2ediv", "");
+    rc_setup(&r, eos ? "e2edive" : "e2ediv", eos ? "exactly_once=true\n" : "");
     static const char *const cols[] = {"id", "v", "n", NULL};
     MYSQL *m = e2e_mysql();
     e2e_sql(m, "CREATE DATABASE %s", r.db);
@@ -76,4 +76,15 @@ Test(e2e_diverged, failover_to_a_server_that_lacks_transactions, .timeout = 300,
     e2e_sql(m, "DROP DATABASE %s", r.db);
     mysql_close(m);
     e2e_rmtree(r.dir);
+}
+
+Test(e2e_diverged, failover_to_a_server_that_lacks_transactions, .timeout = 300, .fini = e2e_kill_children)
+{
+    failover(false);
+}
+
+Test(e2e_diverged, failover_to_a_server_that_lacks_transactions_exactly_once, .timeout = 300,
+     .fini = e2e_kill_children)
+{
+    failover(true);
 }

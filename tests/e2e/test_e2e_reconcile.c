@@ -14,7 +14,7 @@
  *   again, and topic and cache equal the source.
  * incremental_after_silent_deletes: rows deleted with sql_log_bin=0 (no row
  *   events: the topic cannot know), then `tributary snapshot --incremental`;
- *   its end deletes their keys.
+ *   its end deletes their keys (exactly_once off and on).
  * two_alters: ddl.alter.policy=resnapshot with ADD COLUMN a1, ADD COLUMN a2
  *   and DROP COLUMN w in a row: every row reaches the topic with a1 and a2,
  *   and the run never stops on the column that is gone; the cache rebuilt
@@ -171,10 +171,10 @@ Test(e2e_reconcile, kill_in_reconcile_exactly_once, .timeout = 400, .fini = e2e_
     kill_in_reconcile(true);
 }
 
-Test(e2e_reconcile, incremental_after_silent_deletes, .timeout = 300, .fini = e2e_kill_children)
+static void incremental_after_silent_deletes(bool eos)
 {
     rc_run r;
-    rc_setup(&r, "e2ercinc", "snapshot.chunk.size=40\n");
+    rc_setup(&r, eos ? "e2ercince" : "e2ercinc", eos ? "snapshot.chunk.size=40\nexactly_once=true\n" : "snapshot.chunk.size=40\n");
     static const char *const cols[] = {"id", "v", "n", NULL};
     MYSQL *m = e2e_mysql();
     e2e_sql(m, "CREATE DATABASE %s", r.db);
@@ -205,6 +205,16 @@ Test(e2e_reconcile, incremental_after_silent_deletes, .timeout = 300, .fini = e2
     e2e_sql(m, "DROP DATABASE %s", r.db);
     mysql_close(m);
     e2e_rmtree(r.dir);
+}
+
+Test(e2e_reconcile, incremental_after_silent_deletes, .timeout = 300, .fini = e2e_kill_children)
+{
+    incremental_after_silent_deletes(false);
+}
+
+Test(e2e_reconcile, incremental_after_silent_deletes_exactly_once, .timeout = 300, .fini = e2e_kill_children)
+{
+    incremental_after_silent_deletes(true);
 }
 
 /* Until the topic read as a KTable equals db.table (resnapshots run in the background). */
