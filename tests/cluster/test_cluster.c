@@ -19,9 +19,10 @@
  *   cache_group_failover       three `tributary cache` of cache.mode=group over a
  *                              6-partition topic: every row in exactly one file, on
  *                              its key's partition (as Kafka holds it), in the
- *                              instance storing that partition's offset; one
- *                              SIGKILLed (its partitions move to the others), then
- *                              restarted (the assignment settles the same way)
+ *                              instance storing that partition's offset, with the
+ *                              source's values; the one owning most partitions
+ *                              SIGKILLed (each of them moves to another), then
+ *                              restarted (the assignment settles again)
  *
  * Each one then stops the workload, waits until the connector committed the
  * server's GTID position, stops it (SIGTERM, exit 0) and compares the topic
@@ -746,8 +747,14 @@ static void cl_key_partitions(const char *topic, int *part, int nids)
 
 /* What one cache file holds: per id its row's _partition (-1 none); the partitions it stores
  * an offset for (bit mask). False when the file cannot be read yet. */
+/* The source's values of row id (the cache must hold the same): v, and s as text. */
+typedef struct cl_row {
+    int v;
+    char s[48];
+} cl_row;
+
 static bool cl_cache_rows(const char *path, const char *table, const char *topic, int *row_part, int nids,
-                          unsigned *owned)
+                          unsigned *owned, const cl_row *want, char *why, size_t cap)
 {
     for (int i = 0; i < nids; i++)
         row_part[i] = -1;
@@ -761,17 +768,26 @@ static bool cl_cache_rows(const char *path, const char *table, const char *topic
     char q[512];
     sqlite3_stmt *st = NULL;
     bool ok = true;
-    snprintf(q, sizeof q, "SELECT id, _partition FROM \"%s\"", table);
+    snprintf(q, sizeof q, "SELECT id, _partition, v, s FROM \"%s\"", table);
     if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
         ok = false;
     } else {
         int rc;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
             int id = sqlite3_column_int(st, 0);
-            if (id >= 0 && id < nids)
-                row_part[id] = sqlite3_column_int(st, 1);
+            if (id < 0 || id >= nids)
+                continue;
+            row_part[id] = sqlite3_column_int(st, 1);
+            const char *sv = (const char *)sqlite3_column_text(st, 3);
+            if (sqlite3_column_int(st, 2) != want[id].v || !sv || strcmp(sv, want[id].s) != 0) {
+                snprintf(why, cap, "id %d in %s: v=%d s=%s, the source has v=%d s=%s", id, path,
+                         sqlite3_column_int(st, 2), sv ? sv : "NULL", want[id].v, want[id].s);
+                rc = SQLITE_DONE;
+                ok = false;
+                break;
+            }
         }
-        ok = rc == SQLITE_DONE;
+        ok = ok && rc == SQLITE_DONE;
     }
     sqlite3_finalize(st);
     st = NULL;
@@ -792,15 +808,21 @@ static bool cl_cache_rows(const char *path, const char *table, const char *topic
  * the group also assigns the schema and offsets topics' partitions, which the assignor counts,
  * so one instance may hold none of the table's.) */
 static bool cl_caches_settled(const char caches[][320], const bool *live, const char *table, const char *topic,
-                              const int *src, const int *kpart, int nids, char *why, size_t cap)
+                              const int *src, const cl_row *want, const int *kpart, int nids, unsigned *owned,
+                              char *why, size_t cap)
 {
     static int rows[CL_CACHES][CL_IDS];
-    unsigned owned[CL_CACHES], all = 0;
+    unsigned all = 0;
     for (int c = 0; c < CL_CACHES; c++) {
+        owned[c] = 0;
         if (!live[c])
             continue;
-        if (!cl_cache_rows(caches[c], table, topic, rows[c], nids, &owned[c]))
-            return snprintf(why, cap, "cache %d not readable yet", c + 1), false;
+        why[0] = '\0';
+        if (!cl_cache_rows(caches[c], table, topic, rows[c], nids, &owned[c], want, why, cap)) {
+            if (!why[0])
+                snprintf(why, cap, "cache %d not readable yet", c + 1);
+            return false;
+        }
         if (all & owned[c])
             return snprintf(why, cap, "cache %d stores an offset of a partition another one stores", c + 1), false;
         all |= owned[c];
@@ -826,6 +848,21 @@ static bool cl_caches_settled(const char caches[][320], const bool *live, const 
     return true;
 }
 
+/* The group has settled with the table's partitions spread: a balanced assignment of the 8
+ * partitions (6 of the table, the schema and offsets topics' one each) gives 3, 3 and 2 to three
+ * members and 4 each to two, so at least two instances own partitions of the table. Until then
+ * the instances that have not joined yet own nothing and the others everything. */
+static bool cl_spread(const unsigned *owned, const bool *live, char *why, size_t cap)
+{
+    int n = 0;
+    for (int c = 0; c < CL_CACHES; c++)
+        n += live[c] && owned[c] != 0;
+    if (n >= 2)
+        return true;
+    snprintf(why, cap, "%d instance(s) own partitions of the table, not yet spread", n);
+    return false;
+}
+
 Test(cluster, cache_group_failover, .timeout = 900, .fini = cl_restore)
 {
     cl_run r;
@@ -839,17 +876,25 @@ Test(cluster, cache_group_failover, .timeout = 900, .fini = cl_restore)
     cl_catch_up_and_stop(&r);
 
     static int src[CL_IDS], kpart[CL_IDS];
+    static cl_row want[CL_IDS];
     memset(src, 0, sizeof src);
+    memset(want, 0, sizeof want);
     m = e2e_mysql();
     tb_buf ids;
     tb_buf_init(&ids, 0);
     char q[256];
-    snprintf(q, sizeof q, "SELECT id FROM %s.t", r.db);
+    snprintf(q, sizeof q, "SELECT id, v, s FROM %s.t", r.db);
     e2e_query_text(m, q, &ids);
     mysql_close(m);
     tb_buf_putc(&ids, '\0');
-    for (const char *p = tb_buf_cstr(&ids); *p; p = strchr(p, '\n') + 1)
-        src[atoi(p)] = 1;
+    for (const char *p = tb_buf_cstr(&ids); *p; p = strchr(p, '\n') + 1) { /* id|v|s lines */
+        int id = atoi(p);
+        const char *bar = strchr(p, '|'), *bar2 = bar ? strchr(bar + 1, '|') : NULL, *nl = strchr(p, '\n');
+        cr_assert(id >= 0 && id < CL_IDS && bar2 && nl && bar2 < nl, "source row %.60s", p);
+        src[id] = 1;
+        want[id].v = atoi(bar + 1);
+        snprintf(want[id].s, sizeof want[id].s, "%.*s", (int)(nl - bar2 - 1), bar2 + 1);
+    }
     tb_buf_free(&ids);
     cl_key_partitions(r.topic, kpart, CL_IDS);
     for (int id = 0; id < CL_IDS; id++)
@@ -878,6 +923,7 @@ Test(cluster, cache_group_failover, .timeout = 900, .fini = cl_restore)
         snprintf(sets[c], sizeof sets[c], "status.file=%s/cache%d.status", r.dir, c + 1);
     }
     char table[200], why[300] = "";
+    unsigned owned[CL_CACHES];
     snprintf(table, sizeof table, "%s.t", r.db);
 #define CL_START_CACHE(c)                                                                                     \
     do {                                                                                                      \
@@ -888,7 +934,8 @@ Test(cluster, cache_group_failover, .timeout = 900, .fini = cl_restore)
 #define CL_WAIT_SETTLED(what, secs)                                                                            \
     do {                                                                                                      \
         long long d_ = tb_itest_now_ms() + (secs) * 1000LL;                                                   \
-        while (!cl_caches_settled(caches, live, table, r.topic, src, kpart, CL_IDS, why, sizeof why)) {       \
+        while (!cl_caches_settled(caches, live, table, r.topic, src, want, kpart, CL_IDS, owned, why, sizeof why) || \
+               !cl_spread(owned, live, why, sizeof why)) {                                                   \
             for (int c_ = 0; c_ < CL_CACHES; c_++)                                                            \
                 cr_assert(!live[c_] || e2e_wait(pid[c_], 0) == -2, "cache %d stopped; see %s", c_ + 1,        \
                           logs[c_]);                                                                          \
@@ -903,15 +950,28 @@ Test(cluster, cache_group_failover, .timeout = 900, .fini = cl_restore)
     CL_WAIT_SETTLED("three instances", 180);
     fprintf(stderr, "cluster[cache_group]: three instances hold every row once\n");
 
-    kill(pid[1], SIGKILL);
-    cr_assert_eq(e2e_wait(pid[1], 10000), -1);
-    live[1] = false;
-    CL_WAIT_SETTLED("instance 2 killed", 180);
-    fprintf(stderr, "cluster[cache_group]: after SIGKILL of instance 2, instances 1 and 3 hold every row once\n");
+    /* the victim: an instance that owns partitions of the table (the group also assigns the
+     * schema and offsets topics, so one may own none of them) */
+    int victim = 0;
+    for (int c = 1; c < CL_CACHES; c++)
+        if (__builtin_popcount(owned[c]) > __builtin_popcount(owned[victim]))
+            victim = c;
+    unsigned moved = owned[victim];
+    cr_assert_neq(moved, 0u);
+    kill(pid[victim], SIGKILL);
+    cr_assert_eq(e2e_wait(pid[victim], 10000), -1);
+    live[victim] = false;
+    CL_WAIT_SETTLED("an instance killed", 180);
+    unsigned took = 0;
+    for (int c = 0; c < CL_CACHES; c++)
+        took |= live[c] ? owned[c] & moved : 0;
+    cr_assert_eq(took, moved, "partitions %#x of the killed instance, %#x taken over", moved, took);
+    fprintf(stderr, "cluster[cache_group]: after SIGKILL of instance %d (partitions %#x), the others hold every "
+                    "row once, with the source's values\n", victim + 1, moved);
 
-    CL_START_CACHE(1);
-    CL_WAIT_SETTLED("instance 2 restarted", 180);
-    fprintf(stderr, "cluster[cache_group]: instance 2 restarted, the assignment settled\n");
+    CL_START_CACHE(victim);
+    CL_WAIT_SETTLED("the killed instance restarted", 180);
+    fprintf(stderr, "cluster[cache_group]: instance %d restarted, the assignment settled\n", victim + 1);
 #undef CL_START_CACHE
 #undef CL_WAIT_SETTLED
     for (int c = 0; c < CL_CACHES; c++) {
