@@ -171,6 +171,11 @@ Test(kafka, topics_created_compacted)
     for (size_t i = 0; i < 3; i++) {
         topic_config(x.bootstrap, topics[i], "cleanup.policy", v, sizeof v);
         cr_expect_str_eq(v, "compact", "topic %s", topics[i]);
+        /* how long a tombstone stays once compacted: the longest a cache may be stopped */
+        topic_config(x.bootstrap, topics[i], "delete.retention.ms", v, sizeof v);
+        cr_expect_str_eq(v, "86400000", "topic %s: delete.retention.ms (topic.delete.retention.ms)", topics[i]);
+        topic_config(x.bootstrap, topics[i], "min.insync.replicas", v, sizeof v);
+        cr_expect_str_eq(v, "1", "topic %s: min.insync.replicas for replication factor 1", topics[i]);
     }
     cr_expect_eq(topic_partitions(x.bootstrap, x.topic), 3);
     cr_expect_eq(topic_partitions(x.bootstrap, ot), 1);

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 
 #include "ksink_test_util.h"
+#include "ksink_int.h"
+#include "tb_log.h"
 
 Test(murmur2, kafka_vectors)
 {
@@ -189,4 +191,60 @@ Test(open, eos_needs_kafka_offsets)
     cr_assert_null(ks);
     cfg_free(c);
     ksink_close(NULL);
+}
+
+/* The WARNs for an existing topic's replication (ksink_topic_check_replication), each naming
+ * its fix, and none for a safe setting; the min.insync.replicas a new topic gets. */
+typedef struct repl_log {
+    char last[1024];
+    int warns;
+} repl_log;
+
+static void repl_sink(tb_log_level level, const char *line, void *opaque)
+{
+    repl_log *l = opaque;
+    if (level == TB_LOG_WARN) {
+        l->warns++;
+        snprintf(l->last, sizeof l->last, "%s", line);
+    }
+}
+
+Test(ksink_topics, replication_warnings)
+{
+    static const struct {
+        int brokers, rf, misr;
+        const char *want; /* NULL: no WARN */
+    } cases[] = {
+        {1, 1, 1, NULL},
+        {3, 3, 2, NULL},
+        {5, 3, 2, NULL},
+        {3, 2, 1, NULL},
+        {3, 1, 1, "replication factor 1 on a cluster of 3 brokers"},
+        {3, 3, 1, "may be on one broker only"},
+        {3, 3, 3, "equals its replication factor"},
+        {3, 2, 2, "equals its replication factor"},
+        {1, 1, 2, "is more than its replication factor 1"},
+        {3, 3, 4, "is more than its replication factor 3"},
+        {3, 3, 0, NULL}, /* not read: nothing said of it */
+    };
+    repl_log l;
+    tb_log_set_sink(repl_sink, &l);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memset(&l, 0, sizeof l);
+        ksink_topic_check_replication("t", cases[i].brokers, cases[i].rf, cases[i].misr);
+        if (!cases[i].want) {
+            cr_expect_eq(l.warns, 0, "brokers %d rf %d min.insync %d: %s", cases[i].brokers, cases[i].rf,
+                         cases[i].misr, l.last);
+            continue;
+        }
+        cr_expect_eq(l.warns, 1, "brokers %d rf %d min.insync %d", cases[i].brokers, cases[i].rf, cases[i].misr);
+        cr_expect(strstr(l.last, cases[i].want) != NULL, "case %zu: %s", i, l.last);
+        cr_expect(strstr(l.last, "kafka-configs") || strstr(l.last, "kafka-reassign-partitions"),
+                  "case %zu names no fix: %s", i, l.last);
+    }
+    tb_log_set_sink(NULL, NULL);
+    cr_expect_eq(ksink_default_min_insync(1), 1);
+    cr_expect_eq(ksink_default_min_insync(2), 1);
+    cr_expect_eq(ksink_default_min_insync(3), 2);
+    cr_expect_eq(ksink_default_min_insync(5), 2);
 }
