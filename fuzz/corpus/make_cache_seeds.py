@@ -23,7 +23,8 @@ root = pathlib.Path(__file__).resolve().parents[2]
 out = root / "fuzz/corpus/fuzz_cache"
 out.mkdir(parents=True, exist_ok=True)
 for f in out.iterdir():
-    if not f.name.startswith("found-"):  # inputs the fuzzer found: kept as regression seeds
+    # inputs the fuzzer found (found-*) and the crashes it reported (crash-*): kept as regression seeds
+    if not f.name.startswith(("found-", "crash-")):
         f.unlink()
 MAX = 60000
 n = 0
