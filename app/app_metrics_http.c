@@ -312,9 +312,13 @@ tb_code app_metrics_start(const cfg *c, app_metrics_role role, app_metrics **out
         free(h);
         return rc;
     }
-    if (h->token && !*h->token) {
+    if (h->token && !*h->token) { /* metrics.token= set to nothing: not "no token" without a word */
         free(h->token);
-        h->token = NULL;
+        pthread_mutex_destroy(&h->log_mu);
+        free(h);
+        return tb_error_set(err, TB_ERR_CONFIG, false,
+                            "metrics.token is set but empty: set the token (or metrics.token.file), or remove the "
+                            "key to serve /metrics and /health without one");
     }
     app_metrics *m = app_metrics_new(cfg_get_str(c, "name"), role);
     if (!m) {

@@ -218,6 +218,20 @@ Test(metrics_http, bearer_token)
     app_metrics_stop(m);
 }
 
+/* metrics.token set to nothing is refused (it would serve without one, unsaid) */
+Test(metrics_http, empty_token_refused)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    app_metrics *m = NULL;
+    cr_assert_eq(cfg_set(c, "metrics.listen", "127.0.0.1:0", "t", &err), TB_OK);
+    cr_assert_eq(cfg_set(c, "metrics.token", "", "t", &err), TB_OK);
+    cr_assert_eq(app_metrics_start(c, APP_METRICS_RUN, &m, &err), TB_ERR_CONFIG);
+    cr_assert_null(m);
+    cr_assert(strstr(err.msg, "metrics.token is set but empty") != NULL, "%s", err.msg);
+    cfg_free(c);
+}
+
 Test(metrics_http, loopback_hosts)
 {
     const char *yes[] = {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1", "localhost"};
