@@ -421,9 +421,10 @@ tb_code app_metrics_render(app_metrics *m, tb_buf *out)
         }
     family(out, "tributary_events_skipped_total", "counter",
            "Change events of captured tables not sent, by table and reason: oversize (over message.max.bytes, "
-           "oversize.policy=skip), no_key (a table without a primary key or key.columns). Not in "
+           "oversize.policy=skip), no_key (a table without a primary key or key.columns), sequence (a MariaDB "
+           "SEQUENCE's generator state). Not in "
            "tributary_events_total.");
-    static const char *const skip_reasons[] = {"oversize", NULL, "no_key"};
+    static const char *const skip_reasons[] = {"oversize", NULL, "no_key", "sequence"};
     for (size_t i = 0; i < n; i++)
         for (size_t o = 0; o < APP_METRICS_NSKIP; o++) {
             uint64_t v = atomic_load_explicit(&m->tabs[i]->skipped[o], memory_order_relaxed);

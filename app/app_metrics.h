@@ -68,6 +68,7 @@ typedef enum app_metrics_skip_reason {
     APP_METRICS_SKIP_OVERSIZE = 0, /* oversize.policy=skip: over message.max.bytes, dropped */
     APP_METRICS_SKIP_DLQ,          /* oversize.policy=dlq: a record in <name>.dlq instead */
     APP_METRICS_SKIP_NO_KEY,       /* a table without a primary key or key.columns */
+    APP_METRICS_SKIP_SEQUENCE,     /* a MariaDB SEQUENCE: its generator state, not captured */
     APP_METRICS_NSKIP
 } app_metrics_skip_reason;
 /* One event of the table in slot not sent, for reason. */

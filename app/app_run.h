@@ -148,6 +148,18 @@ bool run_history_diverged(const cfg *c, const tb_position *stored, tb_buf *serve
 /* run_stmt.c: true when the source's catalog has no table db.table now (MySQL/MariaDB:
  * information_schema; SQLite: sqlcap_table_exists); false when it has it or cannot be asked. */
 bool run_table_gone(run_ctx *r, const char *db, const char *table);
+/* run_stmt.c: whether db.table is a MariaDB SEQUENCE (information_schema.TABLES.TABLE_TYPE):
+ * its row events carry the generator's state (next_not_cached_value, ...), written by NEXTVAL
+ * and SETVAL. False when it is not or the source cannot be asked. */
+bool run_is_sequence(run_ctx *r, const char *db, const char *table);
+/* run_stmt.c: at start, an INFO for each captured SEQUENCE (not captured), each marked in
+ * r->keyless as one (run_keyless_mark), so its row events are passed over without a lookup. */
+tb_code run_note_sequences(run_ctx *r, tb_error *err);
+/* cmd_run.c: what r->keyless holds for db.table (a table without a key, or a SEQUENCE); false
+ * when out of memory. */
+#define RUN_KEYLESS_TABLE ((void *)1)
+#define RUN_KEYLESS_SEQUENCE ((void *)2)
+bool run_keyless_mark(run_ctx *r, const char *db, const char *table, void *what);
 /* run_keys.c: the topics of captured tables that disappeared (ksink_topics_gone), per
  * topic.missing.policy; before anything is sent when resuming from a stored position. */
 tb_code run_topics_gone(run_ctx *r, tb_error *err);

@@ -569,13 +569,13 @@ static bool run_keep(run_ctx *r, const evt_event *ev)
  * rows would have no key on a compacted topic. It is refused as the start
  * refuses it (snap_schema.c), by name with the fix, without stopping the
  * other tables: an ERROR once per table, its events counted
- * (tributary_events_skipped_total, reason no_key) and not sent. */
-static bool run_keyless(run_ctx *r, const evt_event *ev)
+ * (tributary_events_skipped_total, reason no_key) and not sent. A MariaDB
+ * SEQUENCE (keyless too) is not captured: an INFO once, its events counted
+ * under reason sequence (the snapshot lists base and system-versioned tables
+ * only, so its state never reaches a topic). */
+/* The slot of db.name in r->keyless (key "db\1name"), added when missing; NULL when out of memory. */
+static void **run_keyless_slot(run_ctx *r, const char *db, const char *name)
 {
-    const evt_table *t = evt_event_table(ev);
-    if (!r->binlog || !t || evt_table_npk(t) > 0 || evt_table_dropped(t))
-        return false;
-    const char *db = evt_table_db(t), *name = evt_table_name(t);
     size_t dl = strlen(db), nl = strlen(name);
     char *k = malloc(dl + nl + 2);
     void **v = NULL;
@@ -586,18 +586,43 @@ static bool run_keyless(run_ctx *r, const evt_event *ev)
         if (tb_hmap_put(&r->keyless, k, dl + nl + 1, &v) != TB_OK)
             v = NULL;
     }
-    if (!v || !*v) {
+    free(k);
+    return v;
+}
+
+bool run_keyless_mark(run_ctx *r, const char *db, const char *table, void *what)
+{
+    void **v = run_keyless_slot(r, db, table);
+    if (v)
+        *v = what;
+    return v != NULL;
+}
+
+static bool run_keyless(run_ctx *r, const evt_event *ev)
+{
+    const evt_table *t = evt_event_table(ev);
+    if (!r->binlog || !t || evt_table_npk(t) > 0 || evt_table_dropped(t))
+        return false;
+    const char *db = evt_table_db(t), *name = evt_table_name(t);
+    void **v = run_keyless_slot(r, db, name);
+    if (v && !*v && run_is_sequence(r, db, name)) { /* created while streaming */
+        *v = RUN_KEYLESS_SEQUENCE;
+        TB_INFO("run", "%s.%s is a SEQUENCE: not captured (its row is the generator's state, not a table's "
+                "rows); tables.exclude leaves it out without this line",
+                db, name);
+    } else if (!v || !*v) {
         if (v)
-            *v = (void *)1;
+            *v = RUN_KEYLESS_TABLE;
         TB_ERROR("run", "table %s.%s has no primary key: its changes are not captured (a compacted topic needs a "
                  "key); set key.columns.%s.%s=<columns> or exclude it with tables.exclude, restart, and snapshot "
                  "it (tributary snapshot --incremental --table %s.%s). The other tables go on",
                  db, name, db, name, db, name);
     }
-    free(k);
-    r->events_keyless++;
+    bool seq = v && *v == RUN_KEYLESS_SEQUENCE;
+    if (!seq)
+        r->events_keyless++;
     if (r->metrics)
-        app_metrics_skip(r->metrics, run_slot(r, ev), APP_METRICS_SKIP_NO_KEY);
+        app_metrics_skip(r->metrics, run_slot(r, ev), seq ? APP_METRICS_SKIP_SEQUENCE : APP_METRICS_SKIP_NO_KEY);
     return true;
 }
 
@@ -915,6 +940,8 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
     size_t ntables = 0;
     if (rc == TB_OK && (rc = snap_check_topics(r->cfg, &ntables, err)) == TB_OK)
         run_warn_unmatched(r, ntables);
+    if (rc == TB_OK)
+        rc = run_note_sequences(r, err);
     if (rc == TB_OK && stored->kind != TB_POS_NONE)
         rc = run_topics_gone(r, err);
     if (rc != TB_OK)

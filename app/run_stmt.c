@@ -289,6 +289,62 @@ bool run_table_gone(run_ctx *r, const char *db, const char *table)
     return n == 0;
 }
 
+typedef struct seq_list {
+    run_ctx *r;
+    size_t n;
+} seq_list;
+
+static tb_code seq_row(void *opaque, char **col, unsigned long *len, unsigned ncols, tb_error *err)
+{
+    (void)len, (void)err;
+    seq_list *l = opaque;
+    if (ncols < 2 || !col[0] || !col[1] || !snap_filter_match(&l->r->filter, col[0], col[1]))
+        return TB_OK;
+    l->n++;
+    TB_INFO("run", "%s.%s is a SEQUENCE: not captured (its row is the generator's state, not a table's rows); "
+            "tables.exclude leaves it out without this line",
+            col[0], col[1]);
+    return run_keyless_mark(l->r, col[0], col[1], RUN_KEYLESS_SEQUENCE) ? TB_OK
+                                                                        : tb_error_set(err, TB_ERR_NOMEM, false,
+                                                                                       "out of memory");
+}
+
+tb_code run_note_sequences(run_ctx *r, tb_error *err)
+{
+    MYSQL *my = NULL;
+    bool mariadb = false;
+    tb_code rc = snap_sql_connect(r->cfg, &my, &mariadb, err);
+    seq_list l = {r, 0};
+    if (rc == TB_OK && mariadb)
+        rc = snap_sql_query(my,
+                            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = "
+                            "'SEQUENCE' ORDER BY TABLE_SCHEMA, TABLE_NAME",
+                            NULL, 0, seq_row, &l, err);
+    if (my)
+        mysql_close(my);
+    return rc;
+}
+
+bool run_is_sequence(run_ctx *r, const char *db, const char *table)
+{
+    MYSQL *my = NULL;
+    bool mariadb = false, seq = false;
+    tb_error e;
+    tb_error_clear(&e);
+    const char *params[] = {db, table};
+    if (snap_sql_connect(r->cfg, &my, &mariadb, &e) == TB_OK && mariadb) {
+        int n = 0;
+        if (snap_sql_query(my,
+                           "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND "
+                           "TABLE_TYPE = 'SEQUENCE'",
+                           params, 2, count_row, &n, &e) == TB_OK)
+            seq = n > 0;
+    }
+    if (my)
+        mysql_close(my);
+    return seq;
+}
+
 /* ddl.alter.policy=resnapshot: signal an incremental snapshot of the table
  * (a row in the signalling table, seen in the binlog after the ALTER), so
  * the topic gets every row with the values the ALTER gave it. */
