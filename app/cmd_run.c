@@ -818,7 +818,10 @@ static tb_code run_start_retry(run_ctx *r, const char *what, tb_code (*fn)(run_c
     for (unsigned attempt = 1;; attempt++) {
         tb_error_clear(err);
         tb_code rc = fn(r, arg, err);
-        bool again = (rc == TB_ERR_SOURCE && err->retriable) || rc == TB_ERR_KAFKA;
+        /* Kafka is retried, but not a sink that failed for good (a refused login, a broker
+         * certificate that does not verify: librdkafka would retry them for ever) */
+        bool again = (rc == TB_ERR_SOURCE && err->retriable) ||
+                     (rc == TB_ERR_KAFKA && !(r->ks && ksink_failed(r->ks, NULL) != TB_OK));
         if (rc == TB_OK || !again)
             return rc;
         int64_t now = tb_wall_ms();

@@ -159,6 +159,11 @@ void ksink_set_stop(ksink *ks, volatile sig_atomic_t *stop);
 typedef tb_code (*ksink_gate_fn)(void *opaque, tb_error *err);
 void ksink_set_gate(ksink *ks, ksink_gate_fn fn, void *opaque);
 
+/* TB_OK while the sink works; once it failed for good (a refused login, a broker certificate
+ * that does not verify, a fatal producer error), that error (into *err unless NULL) and its
+ * code: retrying does not heal it. */
+tb_code ksink_failed(const ksink *ks, tb_error *err);
+
 /* Whether the cluster answers: one metadata request (at most 5 s), then the schema topic made
  * when missing and read (as the first schema record would). TB_ERR_KAFKA when the brokers do
  * not answer (`tributary run` retries it at start for source.connect.retry.ms); a refused login

@@ -213,8 +213,6 @@ void ksink_schema_seen_each(const ksink *ks, void (*fn)(void *opaque, const char
  * holds it (ksink.c). */
 void ksink_schema_forget(ksink *ks);
 
-/* The recorded failure (copied into err) or TB_OK. */
-tb_code ksink_failed(const ksink *ks, tb_error *err);
 /* Newest transaction of the ring, or NULL. */
 ksink_tx *ksink_tail(ksink *ks);
 /* Drop every transaction of the ring (frees their positions). */
