@@ -93,8 +93,8 @@ static void smoke_create_compacted(rd_kafka_t *rk, const char *topic)
 }
 
 /* The value of topic config key name as the broker reports it, copied into out ("" if absent). */
-static void smoke_topic_config(rd_kafka_t *rk, const char *topic, const char *name, char *out,
-                               size_t cap)
+static void smoke_topic_config_try(rd_kafka_t *rk, const char *topic, const char *name, char *out, size_t cap,
+                                   int tries_left)
 {
     out[0] = '\0';
     rd_kafka_ConfigResource_t *cr = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
@@ -112,6 +112,16 @@ static void smoke_topic_config(rd_kafka_t *rk, const char *topic, const char *na
     const rd_kafka_ConfigResource_t **res =
         rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &nres);
     cr_assert_eq(nres, 1);
+    /* a topic just created may not have reached the broker that answers yet: ask again until it
+     * has (the deadline of the whole call, SMOKE_TIMEOUT_MS per answer, bounds it) */
+    if (rd_kafka_ConfigResource_error(res[0]) == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART && tries_left > 0) {
+        rd_kafka_event_destroy(ev);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_ConfigResource_destroy(cr);
+        usleep(100000); /* interval of the retry of the condition above */
+        smoke_topic_config_try(rk, topic, name, out, cap, tries_left - 1);
+        return;
+    }
     cr_assert_eq(rd_kafka_ConfigResource_error(res[0]), RD_KAFKA_RESP_ERR_NO_ERROR,
                  "DescribeConfigs %s: %s", topic, rd_kafka_ConfigResource_error_string(res[0]));
     size_t nent = 0;
@@ -124,6 +134,11 @@ static void smoke_topic_config(rd_kafka_t *rk, const char *topic, const char *na
     rd_kafka_event_destroy(ev);
     rd_kafka_queue_destroy(q);
     rd_kafka_ConfigResource_destroy(cr);
+}
+
+static void smoke_topic_config(rd_kafka_t *rk, const char *topic, const char *name, char *out, size_t cap)
+{
+    smoke_topic_config_try(rk, topic, name, out, cap, 100); /* at most about 10 s of retries */
 }
 
 /* Delivery reports: counts successes and remembers the first error. Only counts (O(1)). */
