@@ -943,8 +943,10 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
     size_t ntables = 0;
     if (rc == TB_OK && (rc = snap_check_topics(r->cfg, &ntables, err)) == TB_OK)
         run_warn_unmatched(r, ntables);
-    if (rc == TB_OK)
-        rc = run_note_sequences(r, err);
+    tb_error serr; /* naming the sequences is no reason to stop */
+    tb_error_clear(&serr);
+    if (rc == TB_OK && run_note_sequences(r, &serr) != TB_OK)
+        TB_WARN("run", "the captured SEQUENCEs were not listed (%s): each is named at its first row event", serr.msg);
     if (rc == TB_OK && stored->kind != TB_POS_NONE)
         rc = run_topics_gone(r, err);
     if (rc != TB_OK)
