@@ -62,6 +62,13 @@ static tb_code sink_gate(void *opaque, tb_error *err)
     return run_lease_check(opaque, err);
 }
 
+/* The sink waits for Kafka inside a call: the status file, /health and the metrics go on. */
+static void sink_wait(void *opaque)
+{
+    run_ctx *r = opaque;
+    run_write_status(r, r->status_state ? r->status_state : "streaming", NULL, false);
+}
+
 static tb_code sink_open(run_ctx *r, tb_error *err)
 {
     const char *kind = cfg_get_str(r->cfg, "sink");
@@ -70,6 +77,7 @@ static tb_code sink_open(run_ctx *r, tb_error *err)
         tb_code rc = ksink_open(r->cfg, &r->ks, err);
         if (rc == TB_OK) {
             ksink_set_gate(r->ks, sink_gate, r);
+            ksink_set_wait(r->ks, sink_wait, r);
             ksink_set_stop(r->ks, &app_stop_requested);
         }
         return rc;

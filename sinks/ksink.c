@@ -388,6 +388,12 @@ void ksink_set_gate(ksink *ks, ksink_gate_fn fn, void *opaque)
     ks->gate_opaque = opaque;
 }
 
+void ksink_set_wait(ksink *ks, ksink_wait_fn fn, void *opaque)
+{
+    ks->wait = fn;
+    ks->wait_opaque = opaque;
+}
+
 /* Every message of the sink but the offsets records goes through here: the gate first (the
  * transaction slot is looked up after it, since the gate may serve delivery reports). */
 static tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_t klen,
@@ -1176,6 +1182,8 @@ static void ksink_aux_free(ksink_aux_topic *a)
 
 void ksink_set_stop(ksink *ks, volatile sig_atomic_t *stop)
 {
+    if (ks)
+        ks->stop = stop;
     if (ks && ks->avro)
         av_ser_set_stop(ks->avro, stop);
 }

@@ -158,6 +158,11 @@ void ksink_set_stop(ksink *ks, volatile sig_atomic_t *stop);
  * no exactly_once abort). It may serve the producer's callbacks (ksink_serve). NULL: none. */
 typedef tb_code (*ksink_gate_fn)(void *opaque, tb_error *err);
 void ksink_set_gate(ksink *ks, ksink_gate_fn fn, void *opaque);
+/* Called about once a second while the sink waits long for Kafka inside a call (exactly.once:
+ * a Kafka transaction's commit or abort that the brokers do not answer), so that the caller's
+ * status, /health and metrics keep saying so. NULL: none. */
+typedef void (*ksink_wait_fn)(void *opaque);
+void ksink_set_wait(ksink *ks, ksink_wait_fn fn, void *opaque);
 
 /* TB_OK while the sink works; once it failed for good (a refused login, a broker certificate
  * that does not verify, a fatal producer error), that error (into *err unless NULL) and its

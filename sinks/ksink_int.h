@@ -160,6 +160,8 @@ struct ksink {
 
     ksink_gate_fn gate;      /* checked before each message is staged (ksink_set_gate); NULL: none */
     void *gate_opaque;
+    ksink_wait_fn wait;      /* ksink_set_wait; NULL: none */
+    void *wait_opaque;
     bool gate_refused;       /* the last message was refused by the gate (no exactly_once abort) */
     bool failed;             /* set by callbacks */
     tb_error fail_err;
@@ -169,6 +171,7 @@ struct ksink {
     ksink_oversize oversize;
     long max_bytes;
     bool eos, in_txn, file_storage;
+    volatile sig_atomic_t *stop; /* ksink_set_stop: long waits end when it is set */
     int64_t commit_interval_ms, last_commit_ms;
     uint64_t offs_sent, offs_acked;
     ksink_stats st;

@@ -13,6 +13,58 @@
 #include "ksink_int.h"
 #include "tb_log.h"
 
+/* commit_transaction() or abort_transaction() until it is done: either times
+ * out (retriable) while the transaction coordinator cannot write its marker
+ * or the transaction's messages wait (brokers down, fewer in-sync replicas
+ * than min.insync.replicas), and librdkafka wants the same call again to
+ * resume it; until it is done it refuses anything else ("Conflicting
+ * abort_transaction API call is already in progress"). Each call waits at
+ * most a second, then the wait hook runs (ksink_set_wait); a WARN once the
+ * wait passes KSINK_TXN_WAIT_WARN_MS, an INFO when it ends; a stop request
+ * ends the wait (the retriable error is returned). */
+#define KSINK_TXN_WAIT_WARN_MS 10000
+static rd_kafka_error_t *ksink_txn_end_wait(ksink *ks, bool commit)
+{
+    const char *what = commit ? "committing" : "aborting";
+    int64_t t0 = tb_wall_ms();
+    bool warned = false;
+    for (;;) {
+        rd_kafka_error_t *kerr = commit ? rd_kafka_commit_transaction(ks->rk, 1000) : rd_kafka_abort_transaction(ks->rk, 1000);
+        if (!kerr || !rd_kafka_error_is_retriable(kerr) || (ks->stop && *ks->stop)) {
+            if (warned && !kerr)
+                TB_INFO("ksink", "%s the Kafka transaction is done after %.1f s of waiting for the brokers", what,
+                        (double)(tb_wall_ms() - t0) / 1000.0);
+            return kerr;
+        }
+        if (!warned && tb_wall_ms() - t0 >= KSINK_TXN_WAIT_WARN_MS) {
+            TB_WARN("ksink",
+                    "%s the Kafka transaction waits for the brokers (%s): brokers down, or fewer in-sync replicas "
+                    "than min.insync.replicas; trying again until they answer, nothing is lost",
+                    what, rd_kafka_error_string(kerr));
+            warned = true;
+        }
+        rd_kafka_error_destroy(kerr);
+        if (ks->wait)
+            ks->wait(ks->wait_opaque);
+    }
+}
+
+/* The abort's error says that the coordinator ended the transaction itself:
+ * INVALID_TXN_STATE once transaction.timeout.ms passed while the brokers
+ * were away (the coordinator aborted it and bumped the producer epoch).
+ * librdkafka calls it fatal, yet nothing was fenced: a new producer with the
+ * same transactional.id (InitProducerId) may go on, as long as this instance
+ * still holds its lease (the gate). A fence (PRODUCER_FENCED,
+ * INVALID_PRODUCER_EPOCH: a newer instance took over) stays fatal. */
+static bool ksink_txn_ended_by_coordinator(ksink *ks, const rd_kafka_error_t *aerr)
+{
+    if (!rd_kafka_error_is_fatal(aerr) || rd_kafka_error_code(aerr) != RD_KAFKA_RESP_ERR_INVALID_TXN_STATE)
+        return false;
+    tb_error gerr;
+    tb_error_clear(&gerr);
+    return !ks->gate || ks->gate(ks->gate_opaque, &gerr) == TB_OK;
+}
+
 /* exactly.once: abort the open Kafka transaction after an abortable error
  * (err already filled); the caller resumes from ksink_committable(). */
 tb_code ksink_eos_abort(ksink *ks, tb_error *err)
@@ -21,10 +73,20 @@ tb_code ksink_eos_abort(ksink *ks, tb_error *err)
     ks->valid_seq = ks->next_seq; /* ignore reports of the aborted messages */
     ksink_schema_forget(ks);      /* schema records of the aborted transaction are not in the topic */
     ks->st.aborts++;
-    rd_kafka_error_t *aerr = ks->in_txn ? rd_kafka_abort_transaction(ks->rk, ksink_request_timeout_ms(ks->c)) : NULL;
+    rd_kafka_error_t *aerr = ks->in_txn ? ksink_txn_end_wait(ks, false) : NULL;
     ksink_ring_clear(ks);
     ks->in_txn = false;
     ks->txn_dr_failed = false;
+    if (aerr && ksink_txn_ended_by_coordinator(ks, aerr)) {
+        TB_WARN("ksink",
+                "the transaction coordinator ended the Kafka transaction itself (%s: transaction.timeout.ms passed "
+                "while it could not be committed): a new producer with the same transactional.id goes on",
+                rd_kafka_error_string(aerr));
+        rd_kafka_error_destroy(aerr);
+        aerr = NULL;
+        ks->failed = false; /* the fatal error is the replaced producer's (ksink_error_cb) */
+        tb_error_clear(&ks->fail_err);
+    }
     if (aerr) {
         rc = kafka_error_obj(err, aerr, "abort Kafka transaction");
         if (rd_kafka_error_is_fatal(aerr)) {
@@ -77,14 +139,7 @@ tb_code ksink_commit_eos(ksink *ks, tb_error *err)
         return rc;
     if ((rc = ksink_produce_offsets(ks, target, false, err)) != TB_OK)
         return rc;
-    rd_kafka_error_t *kerr = NULL;
-    for (int attempt = 0; attempt < 3; attempt++) {
-        kerr = rd_kafka_commit_transaction(ks->rk, ksink_request_timeout_ms(ks->c));
-        if (!kerr || !rd_kafka_error_is_retriable(kerr))
-            break;
-        rd_kafka_error_destroy(kerr);
-        kerr = NULL;
-    }
+    rd_kafka_error_t *kerr = ksink_txn_end_wait(ks, true);
     if (!kerr) {
         ks->txn_dr_failed = false;
         tb_position tmp;

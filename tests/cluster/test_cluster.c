@@ -475,7 +475,7 @@ static void cl_restore(void)
 Test(cluster, topics_fit_the_cluster, .timeout = 300, .fini = cl_restore)
 {
     cl_run r;
-    cl_setup(&r, "clrf", false, NULL);
+    cl_setup(&r, "clrf", true, NULL); /* exactly_once: the transaction state log exists too */
     /* the data topic exists already, with replication factor 1 */
     cl_create_topic(r.topic, 1);
     cl_start(&r);
@@ -494,6 +494,25 @@ Test(cluster, topics_fit_the_cluster, .timeout = 300, .fini = cl_restore)
     cr_assert_str_eq(v, "2", "%s: min.insync.replicas=%s", r.offsets, v);
     cl_topic_config(r.offsets, "cleanup.policy", v, sizeof v);
     cr_assert_str_eq(v, "compact");
+
+    /* the cluster's own topics (scripts/testenv --brokers 3): the consumer offsets of the lease
+     * group and the transaction state log of exactly_once, each of its 5 partitions on all three
+     * brokers, min.insync.replicas 2, so that one broker lost loses no commit or transaction */
+    const char *internal[] = {"__consumer_offsets", "__transaction_state"};
+    for (size_t t = 0; t < 2; t++) {
+        until = tb_itest_now_ms() + 60000;
+        while (!cl_partition(internal[t], 0, &p)) {
+            cr_assert(tb_itest_now_ms() < until, "no topic %s after 60 s of an exactly_once run", internal[t]);
+            usleep(200000);
+        }
+        for (int part = 0; part < 5; part++) {
+            cr_assert(cl_partition(internal[t], part, &p), "%s has no partition %d (want 5)", internal[t], part);
+            cr_assert_eq(p.replicas, 3, "%s[%d]: replication factor %d, want 3", internal[t], part, p.replicas);
+        }
+        cr_assert(!cl_partition(internal[t], 5, &p), "%s has more than 5 partitions", internal[t]);
+        cl_topic_config(internal[t], "min.insync.replicas", v, sizeof v);
+        cr_assert_str_eq(v, "2", "%s: min.insync.replicas=%s, want 2", internal[t], v);
+    }
 
     /* the existing data topic keeps replication factor 1, with a WARN naming the fix */
     tb_buf lg;
@@ -631,13 +650,14 @@ static void cl_look(const cl_run *r, unsigned port, cl_view *v)
 /* Two of the three brokers down: fewer in-sync replicas than min.insync.replicas (2) and no
  * controller quorum. The connector waits (it must not stop), says so in its status file,
  * /health and /metrics, and goes on when they are back, losing nothing. */
-Test(cluster, two_brokers_down, .timeout = 900, .fini = cl_restore)
+static void cl_two_down(bool exactly_once)
 {
+    const char *what = exactly_once ? "two_brokers_down_exactly_once" : "two_brokers_down";
     unsigned port = e2e_free_port();
     char extra[64];
     snprintf(extra, sizeof extra, "metrics.listen=127.0.0.1:%u\n", port);
     cl_run r;
-    cl_setup(&r, "cl2d", false, extra);
+    cl_setup(&r, exactly_once ? "cl2e" : "cl2d", exactly_once, extra);
     cl_start(&r);
     cl_wait_streaming(&r);
     cl_start_cache(&r);
@@ -651,7 +671,7 @@ Test(cluster, two_brokers_down, .timeout = 900, .fini = cl_restore)
             down[nd++] = n;
     char cmd[64];
     for (int i = 0; i < 2; i++) {
-        fprintf(stderr, "cluster[two_brokers_down]: SIGKILL of broker %d (the leader %d stays)\n", down[i], p.leader);
+        fprintf(stderr, "cluster[%s]: SIGKILL of broker %d (the leader %d stays)\n", what, down[i], p.leader);
         snprintf(cmd, sizeof cmd, "kill-broker %d", down[i]);
         tb_itest_testenv(cmd);
     }
@@ -668,8 +688,29 @@ Test(cluster, two_brokers_down, .timeout = 900, .fini = cl_restore)
                   (int)v.status_waiting, v.reason, v.metric_wait, r.log);
         usleep(500000);
     }
-    fprintf(stderr, "cluster[two_brokers_down]: waiting as expected: /health %s, waiting %g s\n", v.reason,
-            v.metric_wait);
+    fprintf(stderr, "cluster[%s]: waiting as expected: /health %s, waiting %g s\n", what, v.reason, v.metric_wait);
+    if (exactly_once) {
+        /* the open Kafka transaction outlives transaction.timeout.ms (60 s): its messages fail,
+         * the connector aborts it, and the abort itself waits for the brokers (librdkafka
+         * refuses a new transaction until it is done) */
+        const char *want = "aborting the Kafka transaction waits for the brokers";
+        tb_buf lg;
+        tb_buf_init(&lg, 0);
+        deadline = tb_itest_now_ms() + 240000;
+        while (!(e2e_slurp(r.log, &lg) && strstr(tb_buf_cstr(&lg), want))) {
+            cl_assert_running(&r);
+            cl_look(&r, port, &v);
+            cr_assert(v.status_waiting && v.health_waiting && v.metric_wait > 0,
+                      "%s: no longer says it waits for Kafka while the transaction cannot end: status waiting %d, "
+                      "/health %s, tributary_kafka_waiting_seconds %g; see %s",
+                      what, (int)v.status_waiting, v.reason, v.metric_wait, r.log);
+            cr_assert(tb_itest_now_ms() < deadline, "%s: no WARN \"%s\" within 240 s; see %s", what, want, r.log);
+            usleep(500000);
+        }
+        tb_buf_free(&lg);
+        fprintf(stderr, "cluster[%s]: the abort waits for the brokers, still saying so: /health %s, waiting %g s\n",
+                what, v.reason, v.metric_wait);
+    }
     /* a node recovering from SIGKILL on this loaded machine may take minutes to register */
     setenv("TRIBUTARY_TESTENV_TIMEOUT", "300", 1);
     for (int i = 0; i < 2; i++) {
@@ -690,15 +731,36 @@ Test(cluster, two_brokers_down, .timeout = 900, .fini = cl_restore)
     }
     tb_buf lg;
     tb_buf_init(&lg, 0);
-    cr_assert(e2e_slurp(r.log, &lg) && strstr(tb_buf_cstr(&lg), "Kafka has acknowledged nothing for") &&
-                  strstr(tb_buf_cstr(&lg), "Kafka acknowledges writes again"),
-              "the log does not say that the connector waited for Kafka and went on; see %s", r.log);
+    bool read = e2e_slurp(r.log, &lg);
+    const char *l = tb_buf_cstr(&lg);
+    bool waited = read && strstr(l, "Kafka has acknowledged nothing for") && strstr(l, "Kafka acknowledges writes again");
+    /* the abort ends when the brokers answer, or the coordinator ended the transaction itself
+     * (transaction.timeout.ms) and a new producer goes on; either way the source is read again */
+    bool resumed = read && (strstr(l, "aborting the Kafka transaction is done after") ||
+                            strstr(l, "the transaction coordinator ended the Kafka transaction itself")) &&
+                   strstr(l, "reading the source again from");
     tb_buf_free(&lg);
+    cr_assert(waited, "the log does not say that the connector waited for Kafka and went on; see %s", r.log);
+    cr_assert(!exactly_once || resumed,
+              "the log does not say that the abort ended and the source was read again; see %s", r.log);
     cl_sleep_ms(2000);
     cl_stop_workload(&r);
     cl_catch_up_and_stop(&r);
-    cl_compare(&r, "two_brokers_down");
+    cl_compare(&r, what);
     e2e_rmtree(r.dir);
+}
+
+Test(cluster, two_brokers_down, .timeout = 900, .fini = cl_restore)
+{
+    cl_two_down(false);
+}
+
+/* The same with exactly_once: the open Kafka transaction cannot commit while two brokers are
+ * down; the connector waits or aborts and resumes from its committed position, and a
+ * read_committed consumer still sees every change once. */
+Test(cluster, two_brokers_down_exactly_once, .timeout = 900, .fini = cl_restore)
+{
+    cl_two_down(true);
 }
 
 /* ------------------------------------------------------------ the cache across instances */
