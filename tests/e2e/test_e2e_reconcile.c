@@ -18,7 +18,7 @@
  * two_alters: ddl.alter.policy=resnapshot with ADD COLUMN a1, ADD COLUMN a2
  *   and DROP COLUMN w in a row: every row reaches the topic with a1 and a2,
  *   and the run never stops on the column that is gone; the cache rebuilt
- *   from the topic has the table's columns and rows.
+ *   from the topic has the table's columns and rows (exactly_once off and on).
  * alter_during_resnapshot: ADD COLUMN a2 (and updates, deletes) while the
  *   resnapshot of ADD COLUMN a1 is half done: every row ends with both.
  * key_change (exactly_once off and on): a table without a primary key keyed
@@ -244,10 +244,12 @@ static void rc_wait_topic_equal(MYSQL *m, const rc_run *r, const char *table, co
     }
 }
 
-Test(e2e_reconcile, two_alters, .timeout = 300, .fini = e2e_kill_children)
+static void two_alters(bool eos)
 {
     rc_run r;
-    rc_setup(&r, "e2ercalt", "snapshot.chunk.size=30\nddl.alter.policy=resnapshot\n");
+    rc_setup(&r, eos ? "e2ercalte" : "e2ercalt",
+             eos ? "snapshot.chunk.size=30\nddl.alter.policy=resnapshot\nexactly.once=true\n"
+                 : "snapshot.chunk.size=30\nddl.alter.policy=resnapshot\n");
     MYSQL *m = e2e_mysql();
     e2e_sql(m, "CREATE DATABASE %s", r.db);
     rc_table(m, r.db, "t", 100);
@@ -266,6 +268,16 @@ Test(e2e_reconcile, two_alters, .timeout = 300, .fini = e2e_kill_children)
     e2e_sql(m, "DROP DATABASE %s", r.db);
     mysql_close(m);
     e2e_rmtree(r.dir);
+}
+
+Test(e2e_reconcile, two_alters, .timeout = 300, .fini = e2e_kill_children)
+{
+    two_alters(false);
+}
+
+Test(e2e_reconcile, two_alters_exactly_once, .timeout = 300, .fini = e2e_kill_children)
+{
+    two_alters(true);
 }
 
 /* An ALTER while the resnapshot of the ALTER before it runs (its state file says chunks are
