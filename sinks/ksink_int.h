@@ -171,6 +171,7 @@ struct ksink {
     ksink_oversize oversize;
     long max_bytes;
     bool eos, in_txn, file_storage;
+    int64_t txn_begin_ms;    /* tb_mono_ms() when the open Kafka transaction began */
     volatile sig_atomic_t *stop; /* ksink_set_stop: long waits end when it is set */
     int64_t commit_interval_ms, last_commit_ms;
     uint64_t offs_sent, offs_acked;

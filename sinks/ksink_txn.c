@@ -11,6 +11,9 @@
  * the same transactional.id) stops the sink.
  */
 #include "ksink_int.h"
+#include "tb_clock.h"
+
+#include <stdlib.h>
 #include "tb_log.h"
 
 /* commit_transaction() or abort_transaction() until it is done: either times
@@ -54,26 +57,59 @@ static rd_kafka_error_t *ksink_txn_end_wait(ksink *ks, bool commit)
  * were away (the coordinator aborted it and bumped the producer epoch).
  * librdkafka calls it fatal, yet nothing was fenced: a new producer with the
  * same transactional.id (InitProducerId) may go on, as long as this instance
- * still holds its lease (the gate). A fence (PRODUCER_FENCED,
- * INVALID_PRODUCER_EPOCH: a newer instance took over) stays fatal. */
+ * still holds its lease (the gate). The epoch bump answers the old producer
+ * with _FENCED (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH), as a newer
+ * instance's InitProducerId does: it counts as the coordinator's only when
+ * transaction.timeout.ms has passed since the transaction began and the
+ * lease holds; any other fence stays fatal. */
 static bool ksink_txn_ended_by_coordinator(ksink *ks, const rd_kafka_error_t *aerr)
 {
-    if (!rd_kafka_error_is_fatal(aerr) || rd_kafka_error_code(aerr) != RD_KAFKA_RESP_ERR_INVALID_TXN_STATE)
+    if (!rd_kafka_error_is_fatal(aerr))
         return false;
+    switch (rd_kafka_error_code(aerr)) {
+    case RD_KAFKA_RESP_ERR_INVALID_TXN_STATE:   /* the coordinator aborted it (transaction.timeout.ms) */
+    case RD_KAFKA_RESP_ERR__FENCED:             /* ... and bumped the producer epoch doing so */
+    case RD_KAFKA_RESP_ERR_PRODUCER_FENCED:
+    case RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH:
+        break;
+    default:
+        return false;
+    }
+    /* The coordinator ends a transaction only once transaction.timeout.ms
+     * passed since it began; sooner, the fence is another instance's. */
+    char v[32];
+    size_t vn = sizeof v;
+    long long timeout_ms = 60000;
+    if (rd_kafka_conf_get(rd_kafka_conf(ks->rk), "transaction.timeout.ms", v, &vn) == RD_KAFKA_CONF_OK)
+        timeout_ms = atoll(v);
+    if (tb_mono_ms() - ks->txn_begin_ms < timeout_ms)
+        return false;
+    /* Later, a fence by another instance with the same transactional.id is
+     * told apart by the lease (ha.enabled): that instance holds it, so the
+     * gate refuses. */
     tb_error gerr;
     tb_error_clear(&gerr);
     return !ks->gate || ks->gate(ks->gate_opaque, &gerr) == TB_OK;
 }
 
+static tb_code eos_abort(ksink *ks, rd_kafka_error_t *ended, tb_error *err);
+
 /* exactly.once: abort the open Kafka transaction after an abortable error
  * (err already filled); the caller resumes from ksink_committable(). */
 tb_code ksink_eos_abort(ksink *ks, tb_error *err)
+{
+    return eos_abort(ks, NULL, err);
+}
+
+/* ksink_eos_abort; ended: the fatal error that ended the transaction in its
+ * commit (NULL: abort it), owned here. */
+static tb_code eos_abort(ksink *ks, rd_kafka_error_t *ended, tb_error *err)
 {
     tb_code rc = TB_ERR_KAFKA; /* one code for "aborted, resume from the committed position" */
     ks->valid_seq = ks->next_seq; /* ignore reports of the aborted messages */
     ksink_schema_forget(ks);      /* schema records of the aborted transaction are not in the topic */
     ks->st.aborts++;
-    rd_kafka_error_t *aerr = ks->in_txn ? ksink_txn_end_wait(ks, false) : NULL;
+    rd_kafka_error_t *aerr = ended ? ended : ks->in_txn ? ksink_txn_end_wait(ks, false) : NULL;
     ksink_ring_clear(ks);
     ks->in_txn = false;
     ks->txn_dr_failed = false;
@@ -121,6 +157,7 @@ tb_code ksink_txn_begin(ksink *ks, tb_error *err)
         return rc;
     }
     ks->in_txn = true;
+    ks->txn_begin_ms = tb_mono_ms();
     return TB_OK;
 }
 
@@ -165,6 +202,8 @@ tb_code ksink_commit_eos(ksink *ks, tb_error *err)
         return ksink_eos_abort(ks, err);
     }
     rc = kafka_error_obj(err, kerr, "commit Kafka transaction");
+    if (ksink_txn_ended_by_coordinator(ks, kerr))
+        return eos_abort(ks, kerr, err); /* the coordinator aborted it: as an abort */
     if (rd_kafka_error_is_fatal(kerr)) {
         err->retriable = false;
         ks->failed = true;

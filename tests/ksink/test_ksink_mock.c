@@ -18,6 +18,10 @@
  *   mock/exactly_once_commit_mid_transaction_refused
  *   mock/exactly_once_abortable_error: abortable error -> abort, retriable error,
  *     position kept at the last committed Kafka transaction
+ *   mock/exactly_once_fenced_early_stops, exactly_once_fenced_after_timeout_goes_on:
+ *     EndTxn answered PRODUCER_FENCED before transaction.timeout.ms (another
+ *     instance: the sink stops) and after it (the coordinator's own abort: aborted,
+ *     retriable, a new producer goes on)
  *   mock/gate_asked_before_each_message: the gate (ksink_set_gate: the run's lease
  *     check) is asked right before each message; refused, nothing is staged or sent
  */
@@ -752,3 +756,53 @@ Test(mock, exactly_once_commit_mid_transaction_refused)
     cfg_free(c);
     mock_down(&m);
 }
+
+/* exactly_once: the coordinator answers the commit's EndTxn with PRODUCER_FENCED (librdkafka:
+ * _FENCED, fatal). Sooner than transaction.timeout.ms after the transaction began, another
+ * instance fenced this one: the sink stops (not retriable, ksink_failed). Later, it is how the
+ * coordinator answers after it aborted the transaction itself and bumped the epoch: the
+ * transaction counts as aborted (retriable, the position stays), and the same sink goes on
+ * with a new producer. */
+static void fenced_run(bool after_timeout)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    kt_set(c, "exactly.once", "true");
+    kt_set(c, "kafka.transaction.timeout.ms", after_timeout ? "1000" : "60000");
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    evt_event *e = kt_event(t, EVT_OP_CREATE, 0, 1, "a", NULL, 0, 1);
+    tb_error err;
+    kt_send_tx(ks, e, 100);
+    cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
+
+    kt_send_tx(ks, e, 200);
+    if (after_timeout) /* the transaction outlives transaction.timeout.ms: the time itself is the condition */
+        usleep(1200 * 1000);
+    rd_kafka_mock_push_request_errors(m.mc, 26 /* EndTxn */, 1, RD_KAFKA_RESP_ERR_PRODUCER_FENCED);
+    tb_error_clear(&err);
+    tb_code rc = ksink_commit(ks, &err);
+    cr_assert_eq(rc, TB_ERR_KAFKA, "commit answered PRODUCER_FENCED: %s", err.msg);
+    cr_assert_eq(ksink_committable(ks)->pos, 100, "position passed a fenced transaction");
+    tb_error ferr;
+    if (!after_timeout) {
+        cr_assert(!err.retriable, "a fence by another instance is retriable: %s", err.msg);
+        cr_assert_neq(ksink_failed(ks, &ferr), TB_OK, "the sink goes on after a fence by another instance");
+    } else {
+        cr_assert(err.retriable, "the coordinator's own abort is not retriable: %s", err.msg);
+        cr_assert(strstr(err.msg, "aborted") != NULL, "%s", err.msg);
+        cr_assert_eq(ksink_failed(ks, &ferr), TB_OK, "the sink stopped: %s", ferr.msg);
+        kt_send_tx(ks, e, 300); /* a new producer goes on */
+        cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
+        cr_assert_eq(ksink_committable(ks)->pos, 300);
+    }
+    evt_event_free(e);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+Test(mock, exactly_once_fenced_early_stops) { fenced_run(false); }
+Test(mock, exactly_once_fenced_after_timeout_goes_on) { fenced_run(true); }
