@@ -101,11 +101,14 @@ static tb_code stmt_dml(const binlog_stmt *st, const binlog_stmt_table *t, tb_er
     tb_code rc = tb_error_set(
         err, TB_ERR_SOURCE, false,
         "%s.%s is captured, but this %s on it was logged as a statement, not as row changes (%s): the "
-        "session that wrote it used binlog_format=STATEMENT (or MIXED chose it), so the binlog does not say "
-        "which rows changed and the change cannot be sent. Stopping here; nothing after it is committed. "
-        "Statement: '%s'. Fix: make every writer log rows (binlog_format=ROW globally, and no session "
-        "override), then set the position past this transaction (`tributary offsets set`) and snapshot the "
-        "table again (`tributary snapshot --incremental --table %s.%s`)",
+        "session that wrote it used binlog_format=STATEMENT (or MIXED chose it), or the table is "
+        "system-versioned with transaction-precise history (a BIGINT UNSIGNED period), whose changes MariaDB "
+        "always logs as statements; so the binlog does not say which rows changed and the change cannot be "
+        "sent. Stopping here; nothing after it is committed. Statement: '%s'. Fix: make every writer log rows "
+        "(binlog_format=ROW globally, and no session override; a transaction-precise table: exclude it with "
+        "tables.exclude, or give it a TIMESTAMP(6) period), then set the position past this transaction "
+        "(`tributary offsets set`) and snapshot the table again (`tributary snapshot --incremental --table "
+        "%s.%s`)",
         t->db, t->table, st->verb, tb_buf_cstr(&where), tb_buf_cstr(&text), t->db, t->table);
     tb_buf_free(&where);
     tb_buf_free(&text);

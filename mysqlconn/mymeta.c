@@ -1,6 +1,7 @@
 /* mymeta: MySQL/MariaDB table metadata (see mymeta.h). */
 #include "mymeta.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -140,4 +141,38 @@ tb_code mymeta_parse_default(const char *column_default, const char *extra, bool
     *is_expr = !is_number(column_default);
     *text = strdup(column_default);
     return *text ? TB_OK : TB_ERR_NOMEM;
+}
+
+/* ------------------------------------------------------------ system versioning */
+
+void mymeta_period_table(mymeta_period *p, const char *table, const char *table_name, const char *table_type)
+{
+    if (table && table_name && table_type && strcmp(table, table_name) == 0 &&
+        strcmp(table_type, "SYSTEM VERSIONED") == 0)
+        p->versioned = true;
+}
+
+void mymeta_period_column(mymeta_period *p, const char *name, const char *generation_expression)
+{
+    if (!name || !generation_expression)
+        return;
+    if (strcmp(generation_expression, "ROW START") == 0)
+        snprintf(p->start, sizeof p->start, "%s", name);
+    else if (strcmp(generation_expression, "ROW END") == 0)
+        snprintf(p->end, sizeof p->end, "%s", name);
+}
+
+bool mymeta_period_implicit(mymeta_period *p)
+{
+    p->implicit = p->versioned && !p->end[0];
+    if (p->implicit) {
+        snprintf(p->start, sizeof p->start, "row_start");
+        snprintf(p->end, sizeof p->end, "row_end");
+    }
+    return p->implicit;
+}
+
+bool mymeta_period_keeps_key(const mymeta_period *p, const char *name)
+{
+    return !(p->versioned && p->end[0] && name && strcmp(name, p->end) == 0);
 }

@@ -515,6 +515,15 @@ bool evt_event_source_row(const evt_event *e, uint64_t *pos, uint32_t *row)
 }
 evt_connector evt_event_connector(const evt_event *e) { return e->connector; }
 
+tb_code evt_event_update_to_delete(evt_event *e)
+{
+    if (!e || e->op != EVT_OP_UPDATE)
+        return TB_ERR_STATE;
+    e->op = EVT_OP_DELETE;
+    e->has[EVT_AFTER] = false;
+    return TB_OK;
+}
+
 bool evt_event_has_image(const evt_event *e, evt_image img)
 {
     return (img == EVT_BEFORE || img == EVT_AFTER) && e->has[img];

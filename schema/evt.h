@@ -112,6 +112,11 @@ evt_table *evt_table_new_dropped(const char *db, const char *table);
  * key columns only, and sinks write no schema record for it. */
 void evt_table_set_keys_only(evt_table *t);
 bool evt_table_keys_only(const evt_table *t);
+/* A MariaDB system-versioned table (mysqlconn/mymeta.h): col is the column that ends each row's
+ * period; a row image whose value there is not the type's maximum is a history row. -1 (the
+ * default): not versioned. */
+tb_code evt_table_set_row_end(evt_table *t, long col);
+long evt_table_row_end(const evt_table *t);
 /* Primary key as column indexes in key order (replaces any previous key). */
 tb_code evt_table_set_pk(evt_table *t, const size_t *cols, size_t n);
 void evt_table_set_version(evt_table *t, uint32_t version);
@@ -272,6 +277,9 @@ bool evt_event_source_row(const evt_event *e, uint64_t *pos, uint32_t *row);
 /* The sticky error, or NULL when the event is well formed. Borrowed. */
 const tb_error *evt_event_error(const evt_event *e);
 
+/* An update whose after image is to be dropped becomes a delete of its before image (a
+ * system-versioned row that moved into the table's history). TB_ERR_STATE unless e is an update. */
+tb_code evt_event_update_to_delete(evt_event *e);
 evt_op evt_event_op(const evt_event *e);
 evt_table *evt_event_table(const evt_event *e);               /* borrowed */
 bool evt_event_has_image(const evt_event *e, evt_image img);

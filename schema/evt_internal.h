@@ -24,6 +24,7 @@ struct evt_table {
     bool sealed;
     bool dropped;
     bool keys_only;
+    long row_end; /* evt_table_set_row_end: -1 none */
     char *renamed_db, *renamed_table; /* NULL unless renamed_from was set */
     char *keyfrag;   /* set by seal: each column name as JSON key text, then EVT_KEYFRAG_PAD bytes */
     size_t *keyoff;  /* ncols + 1 offsets into keyfrag */

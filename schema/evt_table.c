@@ -122,6 +122,7 @@ evt_table *evt_table_new(const char *db, const char *table, size_t ncols)
     t->ncols = ncols;
     t->cols = ncols ? calloc(ncols, sizeof(evt_column)) : NULL;
     t->names_known = true;
+    t->row_end = -1;
     if (!t->db || !t->name || (ncols && !t->cols))
         goto fail;
     for (size_t i = 0; i < ncols; i++) {
@@ -325,6 +326,7 @@ evt_table *evt_table_copy(const evt_table *t)
     c->version = t->version;
     c->names_known = t->names_known;
     c->dropped = t->dropped;
+    c->row_end = t->row_end;
     return c;
 }
 
@@ -336,6 +338,21 @@ evt_table *evt_table_new_dropped(const char *db, const char *table)
     t->dropped = true;
     evt_table_seal(t);
     return t;
+}
+
+tb_code evt_table_set_row_end(evt_table *t, long col)
+{
+    if (!t || col < -1 || (col >= 0 && (size_t)col >= t->ncols))
+        return TB_ERR_INVALID;
+    if (t->sealed)
+        return TB_ERR_STATE;
+    t->row_end = col;
+    return TB_OK;
+}
+
+long evt_table_row_end(const evt_table *t)
+{
+    return t ? t->row_end : -1;
 }
 
 void evt_table_set_keys_only(evt_table *t)
@@ -457,7 +474,7 @@ static bool str_same(const char *a, const char *b)
 static bool same_frame(const evt_table *a, const evt_table *b)
 {
     if (strcmp(a->db, b->db) || strcmp(a->name, b->name) || a->ncols != b->ncols || a->npk != b->npk ||
-        a->names_known != b->names_known)
+        a->names_known != b->names_known || a->row_end != b->row_end)
         return false;
     for (size_t k = 0; k < a->npk; k++)
         if (a->pk[k] != b->pk[k])

@@ -218,6 +218,8 @@ typedef struct desc_ctx {
     size_t n, cap;
     char **pk;
     size_t npk;
+    mymeta_period period;
+    const char *table; /* the described table's name */
 } desc_ctx;
 
 static uint64_t num_or_zero(const char *s)
@@ -254,6 +256,44 @@ static tb_code col_cb(void *opaque, char **col, unsigned long *len, unsigned nco
     r->extra = dup_or_null(col[10]);
     if (!r->name || !r->data_type || !r->column_type || (col[9] && !r->dflt) || (col[10] && !r->extra))
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    mymeta_period_column(&d->period, col[0], col[11]);
+    return TB_OK;
+}
+
+/* The invisible row_start and row_end of an implicit period (mymeta.h), which
+ * information_schema.COLUMNS does not list: TIMESTAMP(6) NOT NULL, last, as
+ * the binlog has them. The SELECT of the rows names them, so they are read. */
+static tb_code add_period_columns(desc_ctx *d, tb_error *err)
+{
+    const char *names[2] = {d->period.start, d->period.end};
+    for (int k = 0; k < 2; k++) {
+        if (d->n == d->cap) {
+            size_t cap = d->cap ? d->cap * 2 : 16;
+            col_row *v = realloc(d->v, cap * sizeof(*v));
+            if (!v)
+                return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            d->v = v;
+            d->cap = cap;
+        }
+        col_row *r = &d->v[d->n++];
+        memset(r, 0, sizeof(*r));
+        r->name = strdup(names[k]);
+        r->data_type = strdup("timestamp");
+        r->column_type = strdup("timestamp(6)");
+        r->dt_prec = 6;
+        if (!r->name || !r->data_type || !r->column_type)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    return TB_OK;
+}
+
+static tb_code type_cb(void *opaque, char **col, unsigned long *len, unsigned ncols, tb_error *err)
+{
+    desc_ctx *d = opaque;
+    (void)len;
+    (void)ncols;
+    (void)err;
+    mymeta_period_table(&d->period, d->table, col[0], col[1]);
     return TB_OK;
 }
 
@@ -318,24 +358,41 @@ tb_code snap_schema_describe(MYSQL *my, const cfg *c, const char *db, const char
     bool mariadb = server && strstr(server, "MariaDB");
     *out = NULL;
 
-    tb_code rc = snap_sql_query(my,
-                                "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, "
-                                "CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, "
-                                "COLUMN_DEFAULT, EXTRA FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=? AND TABLE_NAME=? "
-                                "ORDER BY ORDINAL_POSITION",
+#define SNAP_COLUMNS_SQL(period)                                                                                   \
+    "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, CHARACTER_MAXIMUM_LENGTH, "      \
+    "NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, COLUMN_DEFAULT, EXTRA, " period                         \
+    " FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=? AND TABLE_NAME=? ORDER BY ORDINAL_POSITION"
+    tb_code rc = snap_sql_query(my, mariadb ? SNAP_COLUMNS_SQL(MYMETA_PERIOD_COLUMNS)
+                                            : SNAP_COLUMNS_SQL(MYMETA_PERIOD_COLUMNS_MYSQL),
                                 params, 2, col_cb, &d, err);
+#undef SNAP_COLUMNS_SQL
     if (rc != TB_OK)
         goto out;
     if (d.n == 0) {
         rc = tb_error_set(err, TB_ERR_NOT_FOUND, false, "table %s.%s: no columns (does it exist?)", db, table);
         goto out;
     }
+    d.table = table;
+    if (mariadb && (rc = snap_sql_query(my, MYMETA_PERIOD_TABLE_SQL, params, 2, type_cb, &d, err)) != TB_OK)
+        goto out;
+    if (mymeta_period_implicit(&d.period) && (rc = add_period_columns(&d, err)) != TB_OK)
+        goto out;
     rc = snap_sql_query(my,
                         "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA=? AND "
                         "TABLE_NAME=? AND CONSTRAINT_NAME='PRIMARY' ORDER BY ORDINAL_POSITION",
                         params, 2, pk_cb, &d, err);
     if (rc != TB_OK)
         goto out;
+    /* a system-versioned table's key is its declared one, without the period's end (mymeta.h) */
+    for (size_t k = 0; k < d.npk;) {
+        if (mymeta_period_keeps_key(&d.period, d.pk[k])) {
+            k++;
+            continue;
+        }
+        free(d.pk[k]);
+        memmove(&d.pk[k], &d.pk[k + 1], (d.npk - k - 1) * sizeof(*d.pk));
+        d.npk--;
+    }
     if (d.npk == 0) {
         rc = key_columns(c, db, table, &d, err);
         if (rc != TB_OK)
@@ -426,6 +483,10 @@ tb_code snap_schema_describe(MYSQL *my, const cfg *c, const char *db, const char
     rc = evt_table_set_pk(t, pkidx, d.npk);
     if (rc != TB_OK) {
         tb_error_set(err, rc, false, "table %s.%s: setting the key failed", db, table);
+        goto out;
+    }
+    if (d.period.versioned && (rc = evt_table_set_row_end(t, evt_table_find(t, d.period.end))) != TB_OK) {
+        tb_error_set(err, rc, false, "table %s.%s: marking its period's end column failed", db, table);
         goto out;
     }
     evt_table_set_version(t, 1);

@@ -340,10 +340,34 @@ static tb_code adopt_text_types(evt_table *t, const evt_table *from)
     return TB_OK;
 }
 
-/* The defaults of info's columns, by name, into t (unsealed). */
+/* A system-versioned table (mysqlconn/mymeta.h), as from (the catalog's
+ * descriptor, or the table's previous version) says: t (unsealed) gets the
+ * period's end column marked, by name, and left out of its key, which the
+ * binlog's metadata gives with it. Nothing when from is not versioned. */
+static tb_code take_period(evt_table *t, const evt_table *from)
+{
+    long re = evt_table_row_end(from);
+    if (re < 0)
+        return TB_OK;
+    long j = evt_table_find(t, evt_table_column(from, (size_t)re)->name);
+    if (j < 0)
+        return TB_OK;
+    size_t n = evt_table_npk(t), m = 0;
+    size_t *idx = n ? malloc(n * sizeof(*idx)) : NULL;
+    if (n && !idx)
+        return TB_ERR_NOMEM;
+    for (size_t k = 0; k < n; k++)
+        if (evt_table_pk_col(t, k) != (size_t)j)
+            idx[m++] = evt_table_pk_col(t, k);
+    tb_code rc = m != n ? evt_table_set_pk(t, idx, m) : TB_OK;
+    free(idx);
+    return rc == TB_OK ? evt_table_set_row_end(t, j) : rc;
+}
+
+/* The defaults of info's columns, by name, into t (unsealed); its period too. */
 static tb_code take_defaults(evt_table *t, const evt_table *info, tb_error *err)
 {
-    if (adopt_text_types(t, info) != TB_OK)
+    if (adopt_text_types(t, info) != TB_OK || take_period(t, info) != TB_OK)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     for (size_t i = 0; i < evt_table_ncols(t); i++) {
         long j = evt_table_find(info, evt_table_column(t, i)->name);
@@ -422,7 +446,7 @@ static tb_code on_table_map(binlog_dec *d, const uint8_t *body, size_t len, tb_e
     for (size_t i = 0; i < d->nvers; i++)
         if (strcmp(d->vers[i].key, key) == 0)
             v = &d->vers[i];
-    if (v && adopt_text_types(m->table, v->table) != TB_OK) {
+    if (v && (adopt_text_types(m->table, v->table) != TB_OK || take_period(m->table, v->table) != TB_OK)) {
         free(key);
         bl_tmap_free(m);
         return FAIL(err, TB_ERR_NOMEM, "out of memory");
@@ -556,6 +580,46 @@ static tb_code on_rows(binlog_dec *d, int type, const uint8_t *hdr, const uint8_
     return TB_OK;
 }
 
+/* Whether the image's period end (column re) is its type's maximum: the row
+ * is current. TIMESTAMP(6): 2038-01-19 03:14:07.999999 UTC, or 2106-02-07
+ * 06:28:15.999999 where the server's TIMESTAMP reaches 2106 (MariaDB 11.5 on
+ * 64-bit); BIGINT UNSIGNED (transaction-precise): 18446744073709551615. */
+static bool period_current(const evt_event *e, evt_image img, size_t re)
+{
+    const evt_value *v = evt_event_value(e, img, re);
+    if (v->kind == EVT_V_UINT)
+        return v->v.u == UINT64_MAX;
+    if (v->kind != EVT_V_TIMESTAMP)
+        return true; /* absent (a MINIMAL image) or not a period type: keep the change */
+    const evt_temporal *t = &v->v.t;
+    return t->usec == 999999 && ((t->year == 2038 && t->month == 1 && t->day == 19 && t->hour == 3 &&
+                                  t->minute == 14 && t->second == 7) ||
+                                 (t->year == 2106 && t->month == 2 && t->day == 7 && t->hour == 6 &&
+                                  t->minute == 28 && t->second == 15));
+}
+
+/* A row of a system-versioned table (mysqlconn/mymeta.h; re: its period's end
+ * column, -1 not versioned) as a change of the table's current rows: false to
+ * pass it over (a history row written, changed or deleted: DELETE HISTORY);
+ * an update that moves the current row into the history (how the server logs
+ * a DELETE) becomes the delete of its before image. */
+static bool period_row(evt_event *e, long re)
+{
+    if (re < 0)
+        return true;
+    switch (evt_event_op(e)) {
+    case EVT_OP_CREATE: return period_current(e, EVT_AFTER, (size_t)re);
+    case EVT_OP_DELETE: return period_current(e, EVT_BEFORE, (size_t)re);
+    case EVT_OP_UPDATE:
+        if (!period_current(e, EVT_BEFORE, (size_t)re))
+            return false;
+        if (!period_current(e, EVT_AFTER, (size_t)re))
+            evt_event_update_to_delete(e);
+        return true;
+    default: return true;
+    }
+}
+
 static tb_code decode_row(binlog_dec *d, tb_error *err)
 {
     bl_tmap *m = d->rtm;
@@ -609,6 +673,8 @@ static tb_code decode_row(binlog_dec *d, tb_error *err)
     uint32_t index = d->rows_index++; /* the row's place in its rows event */
     if (d->tx_skip)
         return TB_OK; /* executed before the start GTID set: decoded to move on, not emitted */
+    if (!period_row(e, evt_table_row_end(m->table)))
+        return TB_OK; /* a system-versioned table's history row */
     d->tx_rows++;
     tb_position rp = {0};
     rp.kind = TB_POS_MYSQL;

@@ -5,15 +5,21 @@
  * connection (the first one streams the binlog). Bound parameters only.
  *
  *   SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLUMN_KEY,
- *          COLUMN_DEFAULT, EXTRA FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?
+ *          COLUMN_DEFAULT, EXTRA, GENERATION_EXPRESSION (MariaDB; MySQL: NULL)
+ *     FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?
  *     ORDER BY ORDINAL_POSITION
+ *   SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES
+ *     WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?  (MariaDB)
  *   SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE
  *     WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND CONSTRAINT_NAME = 'PRIMARY'
  *     ORDER BY ORDINAL_POSITION
  * ENUM/SET labels are read from COLUMN_TYPE ("enum('a','b''c')", mymeta_parse_labels),
  * defaults from COLUMN_DEFAULT and EXTRA (mymeta_parse_default). The decoder
  * also looks every new table version up here for its columns' defaults,
- * which the binlog does not carry.
+ * which the binlog does not carry. A MariaDB system-versioned table's
+ * period (mymeta_period) marks its end column (evt_table_set_row_end) and
+ * leaves it out of the key; an implicit period's invisible row_start and
+ * row_end, which COLUMNS does not list, are appended, as the binlog has them.
  */
 #include "binlog_schema.h"
 #include "evt_mysql.h"
@@ -24,6 +30,7 @@
 #include <string.h>
 
 #define SC_TEXT 65536
+#define SC_NRES 8 /* results of the COLUMNS query */
 
 typedef struct sc_col {
     char *name, *type, *charset, *dflt, *extra;
@@ -38,7 +45,7 @@ static tb_code run(MYSQL *m, const char *q, const char *db, const char *table, i
     MYSQL_STMT *st = mysql_stmt_init(m);
     if (!st)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-    MYSQL_BIND in[2], out[8];
+    MYSQL_BIND in[2], out[SC_NRES];
     memset(in, 0, sizeof(in));
     memset(out, 0, sizeof(out));
     unsigned long dl = (unsigned long)strlen(db), tl = (unsigned long)strlen(table);
@@ -50,7 +57,7 @@ static tb_code run(MYSQL *m, const char *q, const char *db, const char *table, i
     in[1].buffer = (void *)table;
     in[1].buffer_length = tl;
     in[1].length = &tl;
-    my_bool isnull[8];
+    my_bool isnull[SC_NRES];
     for (int i = 0; i < nres; i++) {
         out[i].buffer_type = MYSQL_TYPE_STRING;
         out[i].buffer = bufs[i];
@@ -90,24 +97,35 @@ typedef struct sc_cols {
     sc_col *cols;
     size_t n, cap;
     bool oom;
+    mymeta_period period;
 } sc_cols;
+
+static sc_col *col_add(sc_cols *c)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        sc_col *nc = realloc(c->cols, cap * sizeof(*nc));
+        if (!nc) {
+            c->oom = true;
+            return NULL;
+        }
+        c->cols = nc;
+        c->cap = cap;
+    }
+    sc_col *col = &c->cols[c->n++];
+    memset(col, 0, sizeof(*col));
+    return col;
+}
 
 static void col_row(void *opaque, char **b, unsigned long *l, bool *nulls)
 {
     sc_cols *c = opaque;
     if (c->oom)
         return;
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 16;
-        sc_col *nc = realloc(c->cols, cap * sizeof(*nc));
-        if (!nc) {
-            c->oom = true;
-            return;
-        }
-        c->cols = nc;
-        c->cap = cap;
-    }
-    sc_col *col = &c->cols[c->n++];
+    sc_col *col = col_add(c);
+    if (!col)
+        return;
+    mymeta_period_column(&c->period, b[0], nulls[7] ? NULL : b[7]);
     col->name = strndup(b[0], l[0]);
     col->type = strndup(b[1], l[1]);
     col->nullable = strcmp(b[2], "YES") == 0;
@@ -125,6 +143,18 @@ typedef struct sc_pk {
     bool oom;
 } sc_pk;
 
+typedef struct sc_type {
+    mymeta_period *period;
+    const char *table;
+} sc_type;
+
+static void type_row(void *opaque, char **b, unsigned long *l, bool *nulls)
+{
+    sc_type *t = opaque;
+    (void)l;
+    mymeta_period_table(t->period, t->table, nulls[0] ? NULL : b[0], nulls[1] ? NULL : b[1]);
+}
+
 static void pk_row(void *opaque, char **b, unsigned long *l, bool *nulls)
 {
     sc_pk *p = opaque;
@@ -140,32 +170,48 @@ static void pk_row(void *opaque, char **b, unsigned long *l, bool *nulls)
 tb_code binlog_schema_lookup(MYSQL *m, const char *db, const char *table, evt_table **out, tb_error *err)
 {
     *out = NULL;
-    char *bufs[7] = {0};
-    unsigned long lens[7];
-    bool nulls[7];
+    char *bufs[SC_NRES] = {0};
+    unsigned long lens[SC_NRES];
+    bool nulls[SC_NRES];
     sc_cols cols = {0};
     sc_pk pk = {0};
     evt_table *t = NULL;
     tb_code rc = TB_OK;
     const char *server = mysql_get_server_info(m);
     bool mariadb = server && strstr(server, "MariaDB");
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < SC_NRES; i++)
         if (!(bufs[i] = malloc(SC_TEXT))) {
             rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
             goto out;
         }
-    rc = run(m,
-             "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLUMN_KEY, COLUMN_DEFAULT, EXTRA "
-             "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
-             db, table, 7, bufs, lens, nulls, col_row, &cols, err);
+#define SC_COLUMNS_SQL(period)                                                                                     \
+    "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLUMN_KEY, COLUMN_DEFAULT, EXTRA, " period    \
+    " FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION"
+    rc = run(m, mariadb ? SC_COLUMNS_SQL(MYMETA_PERIOD_COLUMNS) : SC_COLUMNS_SQL(MYMETA_PERIOD_COLUMNS_MYSQL), db,
+             table, SC_NRES, bufs, lens, nulls, col_row, &cols, err);
+#undef SC_COLUMNS_SQL
     if (rc != TB_OK)
         goto out;
+    if (cols.n == 0)
+        goto out; /* not found */
+    if (mariadb) {
+        sc_type ty = {&cols.period, table};
+        rc = run(m, MYMETA_PERIOD_TABLE_SQL, db, table, 2, bufs, lens, nulls, type_row, &ty, err);
+        if (rc != TB_OK)
+            goto out;
+    }
+    /* an implicit period's invisible columns, last, as the binlog has them (mymeta.h) */
+    if (mymeta_period_implicit(&cols.period))
+        for (int k = 0; k < 2 && !cols.oom; k++) {
+            sc_col *pc = col_add(&cols);
+            if (pc && (!(pc->name = strdup(k ? cols.period.end : cols.period.start)) ||
+                       !(pc->type = strdup("timestamp(6)"))))
+                cols.oom = true;
+        }
     if (cols.oom) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
     }
-    if (cols.n == 0)
-        goto out; /* not found */
     pk.cap = cols.n;
     pk.names = calloc(cols.n, sizeof(char *));
     if (!pk.names) {
@@ -214,10 +260,13 @@ tb_code binlog_schema_lookup(MYSQL *m, const char *db, const char *table, evt_ta
         size_t np = 0;
         for (size_t k = 0; k < pk.n && np < 4096; k++)
             for (size_t i = 0; i < cols.n; i++)
-                if (pk.names[k] && strcmp(pk.names[k], cols.cols[i].name) == 0)
+                if (pk.names[k] && strcmp(pk.names[k], cols.cols[i].name) == 0 &&
+                    mymeta_period_keeps_key(&cols.period, pk.names[k]))
                     idx[np++] = i;
         rc = evt_table_set_pk(t, idx, np);
     }
+    if (rc == TB_OK && cols.period.versioned)
+        rc = evt_table_set_row_end(t, evt_table_find(t, cols.period.end));
     if (rc != TB_OK) {
         rc = tb_error_set(err, rc, false, "%s.%s: cannot build the descriptor from information_schema", db, table);
         goto out;
@@ -238,7 +287,7 @@ out:
     for (size_t i = 0; i < pk.n; i++)
         free(pk.names[i]);
     free(pk.names);
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < SC_NRES; i++)
         free(bufs[i]);
     return rc;
 }

@@ -291,6 +291,8 @@ static tb_code build_table(bl_tmap *m, const char *db, const char *name, char **
     }
     if (rc == TB_OK && npk)
         rc = evt_table_set_pk(t, pk, npk);
+    if (rc == TB_OK && info)
+        rc = evt_table_set_row_end(t, evt_table_row_end(info)); /* the same columns, by index */
     evt_table_set_names_known(t, names != NULL);
     evt_mysql_conv_free(conv);
     tb_buf_free(&st);

@@ -193,3 +193,37 @@ Test(snapshot_unit, connection_errors_are_retriable)
     cr_expect_not_null(strstr(err.msg, "mysql error 2002"), "%s", err.msg);
     mysql_close(my);
 }
+
+/* mymeta_period: a system-versioned table's period from its catalog rows. */
+Test(snapshot_unit, system_versioning_period)
+{
+    mymeta_period p = {0};
+    mymeta_period_table(&p, "t", "T", "SYSTEM VERSIONED"); /* the other case variant's row */
+    cr_assert(!p.versioned);
+    mymeta_period_table(&p, "t", "t", "BASE TABLE");
+    cr_assert(!p.versioned);
+    mymeta_period_table(&p, "t", "t", "SYSTEM VERSIONED");
+    cr_assert(p.versioned);
+    mymeta_period_column(&p, "id", NULL);
+    cr_assert(mymeta_period_implicit(&p), "no ROW END column: the implicit period");
+    cr_assert_str_eq(p.start, "row_start");
+    cr_assert_str_eq(p.end, "row_end");
+    cr_assert(!mymeta_period_keeps_key(&p, "row_end"));
+    cr_assert(mymeta_period_keeps_key(&p, "id"));
+
+    mymeta_period q = {0};
+    mymeta_period_table(&q, "e", "e", "SYSTEM VERSIONED");
+    mymeta_period_column(&q, "s", "ROW START");
+    mymeta_period_column(&q, "until", "ROW END");
+    mymeta_period_column(&q, "g", "a + 1"); /* a generated column */
+    cr_assert(!mymeta_period_implicit(&q));
+    cr_assert_str_eq(q.start, "s");
+    cr_assert_str_eq(q.end, "until");
+    cr_assert(!mymeta_period_keeps_key(&q, "until"));
+    cr_assert(mymeta_period_keeps_key(&q, "g"));
+
+    mymeta_period plain = {0}; /* not versioned: every key column stays, even one named row_end */
+    mymeta_period_column(&plain, "row_end", NULL);
+    cr_assert(!mymeta_period_implicit(&plain));
+    cr_assert(mymeta_period_keeps_key(&plain, "row_end"));
+}
