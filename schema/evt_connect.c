@@ -33,6 +33,7 @@
  *   JSON                 string io.debezium.data.Json                      same (the payload holds the
  *                                                                          document, not text: a known limit)
  *   GEOMETRY             struct io.debezium.data.geometry.Geometry {wkb, srid}  same {srid, wkb}
+ *   POINT                struct io.debezium.data.geometry.Point {x, y, wkb, srid}  as GEOMETRY
  *   VECTOR               array of float                                    same
  *   SQLite INTEGER, REAL int64, double                                     same
  *   other text           string                                            same
@@ -211,6 +212,18 @@ static void column_schema(evt_jw *w, const evt_codec_opts *o, const evt_column *
         evt_jw_obj_end(w);
         return;
     case EVT_T_GEOMETRY:
+        if (dbz && evt_dbz_is_point(c)) { /* Debezium's Point: a Geometry with x and y first */
+            field_open(w, "struct", optional, "io.debezium.data.geometry.Point", 1, f);
+            EVT_JW_KEY(w, "fields");
+            evt_jw_arr_begin(w);
+            simple(w, "double", false, "x");
+            simple(w, "double", false, "y");
+            simple(w, "bytes", true, "wkb");
+            simple(w, "int32", true, "srid");
+            evt_jw_arr_end(w);
+            evt_jw_obj_end(w);
+            return;
+        }
         field_open(w, "struct", optional, "io.debezium.data.geometry.Geometry", 1, f);
         EVT_JW_KEY(w, "fields");
         evt_jw_arr_begin(w);

@@ -37,7 +37,8 @@
  *                          digits; snapshot reads: trailing zeros dropped
  *                          (Java's ISO_OFFSET_DATE_TIME), as Debezium does
  *   zero/invalid dates     null (NOT NULL columns: 0 / "1970-01-01T00:00:00Z")
- *   GEOMETRY               {"wkb":"<base64>","srid":N}
+ *   GEOMETRY               {"wkb":"<base64>","srid":N}; SRID 0: null
+ *   POINT                  {"x":X,"y":Y,"wkb":"<base64>","srid":N}
  *   VECTOR                 array of numbers
  */
 #include "evt_internal.h"
@@ -227,6 +228,27 @@ static void put_binary(evt_jw *w, const evt_dbz_opts *d, const uint8_t *b, size_
 
 /* "YYYY-MM-DDTHH:MM:SS[.f]Z": streamed with fsp digits, snapshot reads with
  * trailing zeros dropped. */
+/* x and y of a 2D point's WKB (21 bytes: byte order, type 1, two doubles), as
+ * Debezium's Point.parseWKBPoint reads them; false for anything else. */
+static bool wkb_point(const uint8_t *b, size_t n, double *x, double *y)
+{
+    if (n != 21)
+        return false;
+    bool le = b[0] != 0;
+    uint64_t v[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        const uint8_t *p = b + 1 + (k ? 4 + 8 * (k - 1) : 0);
+        int len = k ? 8 : 4;
+        for (int i = 0; i < len; i++)
+            v[k] |= (uint64_t)p[le ? i : len - 1 - i] << (8 * i);
+    }
+    if (v[0] != 1)
+        return false;
+    memcpy(x, &v[1], sizeof(*x));
+    memcpy(y, &v[2], sizeof(*y));
+    return true;
+}
+
 static void put_zoned(evt_jw *w, const evt_temporal *t, bool snapshot)
 {
     evt_temporal u = *t;
@@ -377,14 +399,32 @@ void evt_dbz_value(evt_jw *w, const evt_codec_opts *o, const evt_column *c, cons
         tb_buf_free(&j);
         return;
     }
-    case EVT_V_GEOMETRY:
+    case EVT_V_GEOMETRY: {
+        double x, y;
+        bool point = evt_dbz_is_point(c);
+        if (point && !wkb_point(v->v.geo.wkb, v->v.geo.len, &x, &y)) {
+            tb_error_set(err, TB_ERR_INVALID, false, "column %s: a POINT value that is not a 2D point (%zu bytes of WKB)",
+                         c->name, v->v.geo.len);
+            evt_jw_fail(w, TB_ERR_INVALID);
+            return;
+        }
         evt_jw_obj_begin(w);
+        if (point) {
+            EVT_JW_KEY(w, "x");
+            evt_jw_double(w, x);
+            EVT_JW_KEY(w, "y");
+            evt_jw_double(w, y);
+        }
         EVT_JW_KEY(w, "wkb");
         evt_jw_base64(w, v->v.geo.wkb, v->v.geo.len);
         EVT_JW_KEY(w, "srid");
-        evt_jw_uint(w, v->v.geo.srid);
+        if (v->v.geo.srid)
+            evt_jw_uint(w, v->v.geo.srid);
+        else
+            evt_jw_null(w); /* Debezium: SRID 0 is unset */
         evt_jw_obj_end(w);
         return;
+    }
     case EVT_V_VECTOR:
         evt_jw_arr_begin(w);
         for (size_t k = 0; k < v->v.vec.n; k++)

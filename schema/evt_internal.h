@@ -245,6 +245,14 @@ static inline char *jw_i64_raw(char *p, int64_t v)
  * TIMESTAMP text). On failure the writer's error is set and err says why. */
 void evt_dbz_value(evt_jw *w, const evt_codec_opts *o, const evt_column *c, const evt_value *v, bool snapshot,
                    tb_error *err);
+/* A POINT column (source type "point": the snapshot's COLUMN_TYPE, the binlog's GEOMETRY_TYPE
+ * metadata), which Debezium writes as io.debezium.data.geometry.Point {x, y, wkb, srid}. */
+static inline bool evt_dbz_is_point(const evt_column *c)
+{
+    const char *s = c->source_type;
+    return c->type == EVT_T_GEOMETRY && s && (s[0] | 0x20) == 'p' && (s[1] | 0x20) == 'o' &&
+           (s[2] | 0x20) == 'i' && (s[3] | 0x20) == 'n' && (s[4] | 0x20) == 't' && s[5] == '\0';
+}
 /* ---- Kafka Connect JSON schemas (evt_connect.c) */
 void evt_connect_key_schema(evt_jw *w, const evt_codec_opts *o, const evt_table *t);
 void evt_connect_value_schema(evt_jw *w, const evt_codec_opts *o, const evt_event *e);

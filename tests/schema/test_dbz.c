@@ -14,13 +14,18 @@ typedef struct col_spec {
     uint32_t length, precision, scale;
 } col_spec;
 
+/* Set by a test for the dbz_after calls that follow: column v's source type (NULL: none), and
+ * value.schemas=true, under which dbz_after returns v's Connect schema instead of its value. */
+static const char *v_source_type;
+static bool v_schema;
+
 /* The JSON text of column "v" of the after image of an event in Debezium's
  * encoding; snapshot: the event is a snapshot read. Returns a Jansson value. */
 static json_t *dbz_after(col_spec cs, const evt_value *v, const evt_dbz_opts *d, bool snapshot, json_t **source)
 {
     evt_table *t = evt_table_new("db", "t", 2);
     cr_assert_eq(evt_table_set_column(t, 0, "id", EVT_T_INT, "int", false, false), TB_OK);
-    cr_assert_eq(evt_table_set_column(t, 1, "v", cs.type, NULL, true, cs.is_unsigned), TB_OK);
+    cr_assert_eq(evt_table_set_column(t, 1, "v", cs.type, v_source_type, true, cs.is_unsigned), TB_OK);
     cr_assert_eq(evt_table_set_column_details(t, 1, cs.length, cs.precision, cs.scale, NULL), TB_OK);
     size_t pk = 0;
     cr_assert_eq(evt_table_set_pk(t, &pk, 1), TB_OK);
@@ -46,6 +51,7 @@ static json_t *dbz_after(col_spec cs, const evt_value *v, const evt_dbz_opts *d,
     evt_codec_opts o = {.topic_prefix = "p", .name = "n", .now_ms = 1700000000123, .encoding = EVT_ENC_DEBEZIUM};
     if (d)
         o.dbz = *d;
+    o.schemas = v_schema;
     tb_buf b;
     tb_buf_init(&b, 0);
     tb_error err;
@@ -54,7 +60,16 @@ static json_t *dbz_after(col_spec cs, const evt_value *v, const evt_dbz_opts *d,
     json_error_t je;
     json_t *root = json_loads(tb_buf_cstr(&b), 0, &je);
     cr_assert_not_null(root, "%s: %s", je.text, tb_buf_cstr(&b));
-    json_t *val = json_incref(json_object_get(json_object_get(root, "after"), "v"));
+    json_t *val = NULL;
+    if (v_schema) { /* the "v" field of the after struct in the wrapper's schema */
+        json_t *fields = json_object_get(json_object_get(root, "schema"), "fields"), *f, *g;
+        size_t i, k;
+        json_array_foreach(fields, i, f) if (strcmp(json_string_value(json_object_get(f, "field")), "after") == 0)
+            json_array_foreach(json_object_get(f, "fields"), k, g) if (strcmp(json_string_value(json_object_get(g, "field")), "v") == 0)
+                val = json_incref(g);
+    } else {
+        val = json_incref(json_object_get(json_object_get(root, "after"), "v"));
+    }
     cr_assert_not_null(val, "%s", tb_buf_cstr(&b));
     if (source)
         *source = json_incref(root);
@@ -286,4 +301,42 @@ Test(dbz, envelope_and_source)
     free(gs);
     json_decref(root);
     json_decref(want);
+}
+
+/* GEOMETRY as Debezium's io.debezium.data.geometry.Geometry {wkb, srid}, SRID 0 as null
+ * (BinlogGeometry.fromBytes); a POINT column as io.debezium.data.geometry.Point, whose x and y
+ * come from the WKB (Point.createValue), in its schema before wkb (now optional) and srid. */
+Test(dbz, geometry_and_point)
+{
+    static const uint8_t pt[21] = {1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f, /* x = 1.5 */
+                                   0, 0, 0, 0, 0, 0, 0x04, 0xc0};              /* y = -2.5 */
+    evt_value v = {.kind = EVT_V_GEOMETRY, .v.geo = {.srid = 4326, .wkb = pt, .len = sizeof pt}};
+    col_spec geo = {EVT_T_GEOMETRY, false, 0, 0, 0};
+    v_source_type = "geometry";
+    expect(geo, &v, "{\"wkb\":\"AQEAAAAAAAAAAAD4PwAAAAAAAATA\",\"srid\":4326}");
+    v_source_type = "point";
+    expect(geo, &v, "{\"x\":1.5,\"y\":-2.5,\"wkb\":\"AQEAAAAAAAAAAAD4PwAAAAAAAATA\",\"srid\":4326}");
+    v.v.geo.srid = 0;
+    expect(geo, &v, "{\"x\":1.5,\"y\":-2.5,\"wkb\":\"AQEAAAAAAAAAAAD4PwAAAAAAAATA\",\"srid\":null}");
+    v_source_type = "geometry";
+    expect(geo, &v, "{\"wkb\":\"AQEAAAAAAAAAAAD4PwAAAAAAAATA\",\"srid\":null}");
+    static const uint8_t be[21] = {0, 0, 0, 0, 1, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0, /* big-endian WKB */
+                                   0xc0, 0x04, 0, 0, 0, 0, 0, 0};
+    v.v.geo.wkb = be;
+    v_source_type = "POINT";
+    expect(geo, &v, "{\"x\":1.5,\"y\":-2.5,\"wkb\":\"AAAAAAE/+AAAAAAAAMAEAAAAAAAA\",\"srid\":null}");
+
+    v_schema = true;
+    expect(geo, &v,
+           "{\"type\":\"struct\",\"optional\":true,\"name\":\"io.debezium.data.geometry.Point\",\"version\":1,"
+           "\"field\":\"v\",\"fields\":[{\"type\":\"double\",\"optional\":false,\"field\":\"x\"},"
+           "{\"type\":\"double\",\"optional\":false,\"field\":\"y\"},{\"type\":\"bytes\",\"optional\":true,"
+           "\"field\":\"wkb\"},{\"type\":\"int32\",\"optional\":true,\"field\":\"srid\"}]}");
+    v_source_type = "geometry";
+    expect(geo, &v,
+           "{\"type\":\"struct\",\"optional\":true,\"name\":\"io.debezium.data.geometry.Geometry\",\"version\":1,"
+           "\"field\":\"v\",\"fields\":[{\"type\":\"bytes\",\"optional\":false,\"field\":\"wkb\"},"
+           "{\"type\":\"int32\",\"optional\":true,\"field\":\"srid\"}]}");
+    v_schema = false;
+    v_source_type = NULL;
 }
