@@ -9,12 +9,11 @@
 #include "app_metrics.h"
 #include "binlog.h"
 #include "cfg.h"
-#include "ksink.h"
 #include "ksink_lease.h"
 #include "snap_incremental.h"
 #include "snap_schema.h"
 #include "sqlcap.h"
-#include "stdout_sink.h"
+#include "sink.h"
 #include "tb_buf.h"
 #include "tb_hmap.h"
 #include "tb_kset.h"
@@ -22,17 +21,13 @@
 
 typedef struct run_ctx {
     cfg *cfg;                      /* owned */
-    bool use_kafka;
-    ksink *ks;                     /* owned, sink=kafka */
-    stdout_sink *ss;               /* owned, sink=stdout */
+    sink *sink;                    /* owned (sinks/sink.h) */
     binlog_reader *binlog;         /* owned, source.type=mysql */
     sqlcap *sqlite;                /* owned, source.type=sqlite */
     tb_position committed;         /* last position written to the offsets store */
     tb_position last_end;          /* position of the last ended source transaction */
-    tb_position stdout_committable;
     uint64_t events_sent;
     int64_t last_commit_ts_ms;     /* source commit time of the newest event sent */
-    int64_t last_commit_ms;        /* wall time of the last offsets commit (stdout sink) */
     int64_t started_ms;
     int64_t last_status_ms;
     uint64_t status_acked;
@@ -60,8 +55,8 @@ typedef struct run_ctx {
     tb_buf status_path;
     bool in_tx;                    /* an event of an unfinished source transaction was sent */
     bool restart;                  /* exactly.once: a Kafka transaction was aborted; re-read the
-                                      source from ksink_committable() */
-    uint64_t aborts_seen;          /* ksink_stats.aborts already acted on */
+                                      source from sink_committable() */
+    uint64_t aborts_seen;          /* sink_stats.aborts already acted on */
     uint64_t restarts;             /* source re-reads after aborted Kafka transactions */
     snap_filter filter;            /* tables.include / tables.exclude (owned) */
     bool filter_ok;

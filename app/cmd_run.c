@@ -13,8 +13,8 @@
  *      idle (timeout or server heartbeat) and its position moved, an empty
  *      transaction carries the new position every heartbeat.interval.ms, so
  *      it advances on idle tables too.
- *      exactly.once: an aborted Kafka transaction (ksink_stats.aborts) closes
- *      the source and reads it again from ksink_committable().
+ *      exactly.once: an aborted Kafka transaction (sink_stats.aborts) closes
+ *      the source and reads it again from sink_committable().
  *      Incremental snapshots (binlog): every event goes to snap_inc_observe
  *      first; released chunk rows are sent before it (docs/snapshot.md).
  *      Every resnapshot of a table ends with its reconcile step (run_keys.c,
@@ -44,7 +44,7 @@
 #include "snap.h"
 #include "snap_incremental.h"
 #include "sqlcap.h"
-#include "stdout_sink.h"
+#include "sink.h"
 #include "tb_log.h"
 
 #define RUN_POLL_MS 200
@@ -56,33 +56,17 @@
 
 /* ------------------------------------------------------------ the sink */
 
-/* The lease check right before each message goes to the producer (ksink_set_gate). */
-static tb_code sink_gate(void *opaque, tb_error *err)
+/* The lease check right before each message goes to the producer (sink_hooks.gate). */
+static tb_code run_gate(void *opaque, tb_error *err)
 {
     return run_lease_check(opaque, err);
 }
 
 /* The sink waits for Kafka inside a call: the status file, /health and the metrics go on. */
-static void sink_wait(void *opaque)
+static void run_wait(void *opaque)
 {
     run_ctx *r = opaque;
     run_write_status(r, r->status_state ? r->status_state : "streaming", NULL, false);
-}
-
-static tb_code sink_open(run_ctx *r, tb_error *err)
-{
-    const char *kind = cfg_get_str(r->cfg, "sink");
-    r->use_kafka = strcmp(kind, "kafka") == 0;
-    if (r->use_kafka) {
-        tb_code rc = ksink_open(r->cfg, &r->ks, err);
-        if (rc == TB_OK) {
-            ksink_set_gate(r->ks, sink_gate, r);
-            ksink_set_wait(r->ks, sink_wait, r);
-            ksink_set_stop(r->ks, &app_stop_requested);
-        }
-        return rc;
-    }
-    return stdout_sink_open(r->cfg, stdout, &r->ss, err);
 }
 
 /* metrics.listen: the counter slot of e's table (a held reference per cached
@@ -103,7 +87,7 @@ static int run_slot(run_ctx *r, const evt_event *e)
     return r->mcache[i].slot;
 }
 
-static tb_code sink_send(run_ctx *r, const evt_event *e, tb_error *err)
+static tb_code run_sink_send(run_ctx *r, const evt_event *e, tb_error *err)
 {
     tb_code lrc = run_lease_check(r, err);
     if (lrc != TB_OK)
@@ -112,20 +96,15 @@ static tb_code sink_send(run_ctx *r, const evt_event *e, tb_error *err)
     int64_t ts = evt_event_commit_ts_ms(e);
     if (ts > 0)
         r->last_commit_ts_ms = ts;
-    if (!r->use_kafka) {
-        if (r->metrics)
-            app_metrics_count(r->metrics, run_slot(r, e), evt_event_op(e));
-        return stdout_sink_send(r->ss, e, err);
-    }
-    ksink_stats st;
+    sink_stats st;
     uint64_t oversized = 0;
     if (r->metrics) {
-        ksink_get_stats(r->ks, &st);
+        sink_get_stats(r->sink, &st);
         oversized = st.oversized;
     }
-    tb_code rc = ksink_send(r->ks, e, err);
+    tb_code rc = sink_send(r->sink, e, err);
     if (r->metrics && rc == TB_OK) { /* an event oversize.policy took is not counted as sent */
-        ksink_get_stats(r->ks, &st);
+        sink_get_stats(r->sink, &st);
         int slot = run_slot(r, e);
         if (st.oversized == oversized)
             app_metrics_count(r->metrics, slot, evt_event_op(e));
@@ -138,54 +117,30 @@ static tb_code sink_send(run_ctx *r, const evt_event *e, tb_error *err)
 }
 
 /* A source transaction ended; pos is where to resume after it. */
-static tb_code sink_end_tx(run_ctx *r, const tb_position *pos, tb_error *err)
+static tb_code run_sink_end_tx(run_ctx *r, const tb_position *pos, tb_error *err)
 {
     tb_code rc = tb_position_copy(&r->last_end, pos);
     if (rc != TB_OK)
         return tb_error_set(err, rc, false, "out of memory");
-    if (r->use_kafka)
-        return ksink_end_tx(r->ks, pos, err);
-    /* stdout: written synchronously, so the position is committable at once. */
-    rc = tb_position_copy(&r->stdout_committable, pos);
-    if (rc != TB_OK)
-        return tb_error_set(err, rc, false, "out of memory");
-    return TB_OK;
+    return sink_end_tx(r->sink, pos, err);
 }
 
-static const tb_position *sink_committable(run_ctx *r)
-{
-    return r->use_kafka ? ksink_committable(r->ks) : &r->stdout_committable;
-}
-
-/* Commit the acknowledged position to the offsets store, then tell the source. */
-static tb_code sink_commit(run_ctx *r, bool force, tb_error *err)
+/* Commit the delivered position to the offsets store, then tell the source. */
+static tb_code run_sink_commit(run_ctx *r, bool force, tb_error *err)
 {
     tb_code rc = run_lease_check(r, err);
     if (rc != TB_OK)
         return rc;
-    int64_t now = tb_wall_ms();
-    if (r->use_kafka) {
-        ksink_poll(r->ks, 0);
-        if (!force && !ksink_commit_due(r->ks))
-            return TB_OK;
-        /* While streaming a binlog, do not wait for the offsets record's
-         * acknowledgement (the loop would stall behind the queued batches);
-         * SQLite capture must know the position is stored (sqlcap_ack), and
-         * a forced commit (shutdown) waits. */
-        rc = force || r->sqlite ? ksink_commit(r->ks, err) : ksink_commit_nowait(r->ks, err);
-    } else {
-        if (!force && now - r->last_commit_ms < cfg_get_int(r->cfg, "offsets.commit.interval.ms"))
-            return TB_OK;
-        if (tb_position_equal(&r->stdout_committable, &r->committed))
-            return stdout_sink_commit(r->ss, NULL, err) == TB_OK ? TB_OK : err->code;
-        rc = stdout_sink_commit(r->ss, &r->stdout_committable, err);
-        if (rc == TB_OK && strcmp(cfg_get_str(r->cfg, "offsets.storage"), "kafka") == 0)
-            rc = ksink_offsets_write(r->cfg, &r->stdout_committable, err);
-    }
-    r->last_commit_ms = now;
-    if (rc != TB_OK)
+    sink_poll(r->sink, 0);
+    if (!force && !sink_commit_due(r->sink))
+        return TB_OK;
+    /* While streaming a binlog, do not wait for the offsets record's
+     * acknowledgement (the loop would stall behind the queued batches);
+     * SQLite capture must know the position is stored (sqlcap_ack), and
+     * a forced commit (shutdown) waits. */
+    if ((rc = sink_commit(r->sink, force || r->sqlite, err)) != TB_OK)
         return rc;
-    const tb_position *c = sink_committable(r);
+    const tb_position *c = sink_committable(r->sink);
     if (c->kind != TB_POS_NONE && !tb_position_equal(c, &r->committed)) {
         if (tb_position_copy(&r->committed, c) != TB_OK)
             return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
@@ -195,16 +150,16 @@ static tb_code sink_commit(run_ctx *r, bool force, tb_error *err)
     return rc;
 }
 
-/* Messages acknowledged (stdout: written) and messages still in flight. */
-static void sink_counts(run_ctx *r, uint64_t *acked, uint64_t *in_flight)
+/* Messages delivered and messages still in flight. */
+static void run_sink_counts(run_ctx *r, uint64_t *acked, uint64_t *in_flight)
 {
-    if (!r->use_kafka || !r->ks) {
+    if (!r->sink) {
         *acked = r->events_sent;
         *in_flight = 0;
         return;
     }
-    ksink_stats st;
-    ksink_get_stats(r->ks, &st);
+    sink_stats st;
+    sink_get_stats(r->sink, &st);
     *acked = st.acked;
     *in_flight = st.messages - st.acked;
 }
@@ -316,7 +271,7 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
         return;
     double secs = (double)(now - r->last_status_ms) / 1000.0;
     uint64_t acked, in_flight;
-    sink_counts(r, &acked, &in_flight);
+    run_sink_counts(r, &acked, &in_flight);
     bool down = down_since > 0;
     int64_t kafka_waiting = run_kafka_waiting(r, now, acked, in_flight);
     app_status st = {
@@ -345,7 +300,7 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
         st.lag_ms = since > 0 ? now - since : -1;
     }
     /* one judgement of health for the status file and /health (app_health) */
-    if (r->use_kafka && r->ks && ksink_stats_json(r->ks, &r->kstats)) {
+    if (r->sink && sink_stats_json(r->sink, &r->kstats)) {
         r->kstats_ms = now;
         if (r->metrics)
             app_metrics_set_kafka_stats(r->metrics, r->kstats.data, r->kstats.len);
@@ -414,7 +369,7 @@ static void run_snap_estimate(const char *db, const char *table, int64_t rows, v
     app_metrics_set_estimate(r->metrics, app_metrics_table(r->metrics, db, table), rows);
 }
 
-static tb_code sink_error(run_ctx *r, tb_code rc, bool from_commit, tb_error *err);
+static tb_code run_sink_error(run_ctx *r, tb_code rc, bool from_commit, tb_error *err);
 
 /* MySQL/MariaDB snapshot through snapshot/; sets *hand_off. */
 static tb_code run_mysql_snapshot(run_ctx *r, tb_position *hand_off, tb_error *err)
@@ -441,11 +396,10 @@ static tb_code run_mysql_snapshot(run_ctx *r, tb_position *hand_off, tb_error *e
         if (rc != TB_OK || !ev)
             break;
         conn = evt_event_connector(ev);
-        if ((rc = sink_send(r, ev, err)) != TB_OK || (rc = run_snapkeys_row(r, &sk, ev, err)) != TB_OK)
+        if ((rc = run_sink_send(r, ev, err)) != TB_OK || (rc = run_snapkeys_row(r, &sk, ev, err)) != TB_OK)
             break;
         r->snapshot_rows++;
-        if (r->use_kafka)
-            ksink_poll(r->ks, 0);
+        sink_poll(r->sink, 0);
         run_write_status(r, "snapshot", NULL, false);
         if (app_stop_requested) {
             rc = tb_error_set(err, TB_ERR_STOPPED, false, "stopped during the snapshot; it starts again next time");
@@ -469,10 +423,10 @@ static tb_code run_mysql_snapshot(run_ctx *r, tb_position *hand_off, tb_error *e
                           : tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         free(dbs);
         free(names);
-        if ((rc = sink_error(r, rc, false, err)) != TB_OK)
+        if ((rc = run_sink_error(r, rc, false, err)) != TB_OK)
             goto out;
     }
-    rc = sink_end_tx(r, hand_off, err);
+    rc = run_sink_end_tx(r, hand_off, err);
     r->in_tx = false;
     r->snapshot_state = "done";
     TB_INFO("run", "snapshot done: %" PRIu64 " rows", r->snapshot_rows);
@@ -485,14 +439,14 @@ out:
 }
 
 /* After a sink error: true when the Kafka transaction was aborted
- * (exactly.once) and the source must be re-read from ksink_committable();
+ * (exactly.once) and the source must be re-read from sink_committable();
  * sets r->restart. */
-static bool sink_aborted(run_ctx *r)
+static bool run_sink_aborted(run_ctx *r)
 {
-    if (!r->use_kafka || !r->ks)
+    if (!r->sink)
         return false;
-    ksink_stats st;
-    ksink_get_stats(r->ks, &st);
+    sink_stats st;
+    sink_get_stats(r->sink, &st);
     if (st.aborts == r->aborts_seen)
         return false;
     r->aborts_seen = st.aborts;
@@ -503,9 +457,9 @@ static bool sink_aborted(run_ctx *r)
 /* Sorts a sink error: TB_OK to go on (a retriable commit error: the position
  * is written again at the next commit), else rc (r->restart set when the
  * source must be re-read). */
-static tb_code sink_error(run_ctx *r, tb_code rc, bool from_commit, tb_error *err)
+static tb_code run_sink_error(run_ctx *r, tb_code rc, bool from_commit, tb_error *err)
 {
-    if (rc == TB_OK || sink_aborted(r))
+    if (rc == TB_OK || run_sink_aborted(r))
         return rc;
     if (from_commit && rc == TB_ERR_KAFKA && err->retriable) {
         TB_WARN("run", "offsets commit failed, trying again at the next interval: %s", err->msg);
@@ -517,16 +471,16 @@ static tb_code sink_error(run_ctx *r, tb_code rc, bool from_commit, tb_error *er
 
 tb_code run_send(run_ctx *r, const evt_event *e, tb_error *err)
 {
-    tb_code rc = sink_error(r, run_txmeta_event(r, e, err), false, err);
-    return rc != TB_OK ? rc : sink_error(r, sink_send(r, e, err), false, err);
+    tb_code rc = run_sink_error(r, run_txmeta_event(r, e, err), false, err);
+    return rc != TB_OK ? rc : run_sink_error(r, run_sink_send(r, e, err), false, err);
 }
 
 tb_code run_send_truncate(run_ctx *r, const evt_event *e, tb_error *err)
 {
     tb_code rc = run_lease_check(r, err);
-    if (rc != TB_OK || !r->use_kafka)
+    if (rc != TB_OK || !sink_has(r->sink, SINK_CAP_TOPICS))
         return rc;
-    return sink_error(r, ksink_send_truncate(r->ks, e, err), false, err);
+    return run_sink_error(r, sink_send_truncate(r->sink, e, err), false, err);
 }
 
 tb_code run_announce(run_ctx *r, evt_table *t, tb_error *err)
@@ -534,14 +488,13 @@ tb_code run_announce(run_ctx *r, evt_table *t, tb_error *err)
     tb_code rc = run_lease_check(r, err);
     if (rc != TB_OK)
         return rc;
-    rc = r->use_kafka ? ksink_announce_table(r->ks, t, err) : stdout_sink_announce(r->ss, t, err);
-    return sink_error(r, rc, false, err);
+    return run_sink_error(r, sink_announce(r->sink, t, err), false, err);
 }
 
 tb_code run_end_tx(run_ctx *r, const tb_position *pos, tb_error *err)
 {
-    tb_code rc = sink_error(r, run_txmeta_end(r, err), false, err);
-    return rc != TB_OK ? rc : sink_error(r, sink_end_tx(r, pos, err), false, err);
+    tb_code rc = run_sink_error(r, run_txmeta_end(r, err), false, err);
+    return rc != TB_OK ? rc : run_sink_error(r, run_sink_end_tx(r, pos, err), false, err);
 }
 
 /* tables.include / tables.exclude (and never the system schemas or the
@@ -646,7 +599,7 @@ static tb_code run_incremental(run_ctx *r, const evt_event *ev, tb_error *err)
             break;
         r->snapshot_rows++;
         if (run_keep(r, row))
-            rc = sink_error(r, sink_send(r, row, err), false, err);
+            rc = run_sink_error(r, run_sink_send(r, row, err), false, err);
     }
     evt_table *done = rc == TB_OK ? snap_inc_take_finished(r->inc) : NULL;
     if (done && snap_filter_match(&r->filter, evt_table_db(done), evt_table_name(done))) {
@@ -655,7 +608,7 @@ static tb_code run_incremental(run_ctx *r, const evt_event *ev, tb_error *err)
                           .conn = evt_event_connector(ev),
                           .ts_ms = evt_event_commit_ts_ms(ev),
                           .what = "incremental snapshot"};
-        rc = sink_error(r, run_reconcile_mysql(r, evt_table_db(done), evt_table_name(done), &at, err), false, err);
+        rc = run_sink_error(r, run_reconcile_mysql(r, evt_table_db(done), evt_table_name(done), &at, err), false, err);
     }
     evt_table_unref(done);
     return rc;
@@ -667,7 +620,7 @@ static tb_code run_sqlite_reconcile(run_ctx *r, const tb_position *pos, tb_error
 {
     run_keys_at at = {.pos = pos, .conn = EVT_CONN_SQLITE, .ts_ms = tb_wall_ms(), .what = r->sqlite_reconcile};
     r->sqlite_reconcile = NULL;
-    return sink_error(r, run_reconcile_sqlite(r, &at, err), false, err);
+    return run_sink_error(r, run_reconcile_sqlite(r, &at, err), false, err);
 }
 
 /* Starting "now" (nothing stored, no snapshot): store the source's start
@@ -679,9 +632,9 @@ static tb_code run_pin_start(run_ctx *r, tb_error *err)
     const tb_position *p = r->binlog ? binlog_position(r->binlog) : sqlcap_position(r->sqlite);
     if (!p || p->kind == TB_POS_NONE)
         return TB_OK;
-    tb_code rc = sink_error(r, sink_end_tx(r, p, err), false, err);
+    tb_code rc = run_sink_error(r, run_sink_end_tx(r, p, err), false, err);
     if (rc == TB_OK)
-        rc = sink_error(r, sink_commit(r, true, err), true, err);
+        rc = run_sink_error(r, run_sink_commit(r, true, err), true, err);
     return rc;
 }
 
@@ -712,10 +665,10 @@ static tb_code run_stream(run_ctx *r, tb_error *err)
         evt_event *ev = NULL;
         /* Messages staged in the sink go to Kafka before waiting for the
          * source: first ask it without waiting, then hand them over. */
-        bool staged = r->use_kafka && ksink_staged(r->ks) > 0;
+        bool staged = sink_staged(r->sink) > 0;
         rc = run_source_next(r, staged ? 0 : RUN_POLL_MS, &ev, err);
         if (rc == TB_OK && !ev && staged) {
-            ksink_kick(r->ks);
+            sink_kick(r->sink);
             rc = run_source_next(r, RUN_POLL_MS, &ev, err);
         }
         if (rc != TB_OK)
@@ -736,16 +689,16 @@ static tb_code run_stream(run_ctx *r, tb_error *err)
                 if ((rc = run_on_dropped(r, ev, err)) != TB_OK) /* a table gone, not a row change */
                     return rc;
             } else {
-                if ((rc = sink_error(r, run_txmeta_event(r, ev, err), false, err)) != TB_OK)
+                if ((rc = run_sink_error(r, run_txmeta_event(r, ev, err), false, err)) != TB_OK)
                     return rc;
-                if ((rc = sink_error(r, sink_send(r, ev, err), false, err)) != TB_OK)
+                if ((rc = run_sink_error(r, run_sink_send(r, ev, err), false, err)) != TB_OK)
                     return rc;
             }
             r->in_tx = !evt_event_last_in_tx(ev);
             if (!r->in_tx && r->sqlite_reconcile && (rc = run_sqlite_reconcile(r, evt_event_position(ev), err)) != TB_OK)
                 return rc;
-            if (!r->in_tx && ((rc = sink_error(r, run_txmeta_end(r, err), false, err)) != TB_OK ||
-                              (rc = sink_error(r, sink_end_tx(r, evt_event_position(ev), err), false, err)) != TB_OK))
+            if (!r->in_tx && ((rc = run_sink_error(r, run_txmeta_end(r, err), false, err)) != TB_OK ||
+                              (rc = run_sink_error(r, run_sink_end_tx(r, evt_event_position(ev), err), false, err)) != TB_OK))
                 return rc;
         } else {
             /* Idle: a heartbeat or a skipped transaction may have moved the
@@ -757,17 +710,17 @@ static tb_code run_stream(run_ctx *r, tb_error *err)
             if (r->sqlite_reconcile && !r->in_tx && p && p->kind != TB_POS_NONE) {
                 /* a gap or snapshot that sent nothing: its reconcile step is a transaction of its own */
                 if ((rc = run_sqlite_reconcile(r, p, err)) != TB_OK ||
-                    (rc = sink_error(r, sink_end_tx(r, p, err), false, err)) != TB_OK)
+                    (rc = run_sink_error(r, run_sink_end_tx(r, p, err), false, err)) != TB_OK)
                     return rc;
             }
             if (hb > 0 && now - r->last_heartbeat_ms >= hb && !r->in_tx && p && p->kind != TB_POS_NONE &&
                 !tb_position_equal(p, &r->last_end)) {
                 r->last_heartbeat_ms = now;
-                if ((rc = sink_error(r, sink_end_tx(r, p, err), false, err)) != TB_OK)
+                if ((rc = run_sink_error(r, run_sink_end_tx(r, p, err), false, err)) != TB_OK)
                     return rc;
             }
         }
-        if (!r->in_tx && (rc = sink_error(r, sink_commit(r, false, err), true, err)) != TB_OK)
+        if (!r->in_tx && (rc = run_sink_error(r, run_sink_commit(r, false, err), true, err)) != TB_OK)
             return rc;
         if (r->inc && snap_inc_active(r->inc)) {
             if (r->committed.kind != TB_POS_NONE && (rc = snap_inc_committed(r->inc, &r->committed, err)) != TB_OK)
@@ -793,7 +746,7 @@ static tb_code run_prepare_restart(run_ctx *r, tb_position *resume, tb_error *er
     r->in_tx = false;
     r->txm_open = false;
     r->restarts++;
-    const tb_position *c = ksink_committable(r->ks);
+    const tb_position *c = sink_committable(r->sink);
     if (c->kind != TB_POS_NONE && tb_position_copy(resume, c) != TB_OK)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     tb_position_free(&r->last_end);
@@ -829,7 +782,7 @@ static tb_code run_start_retry(run_ctx *r, const char *what, tb_code (*fn)(run_c
         /* Kafka is retried, but not a sink that failed for good (a refused login, a broker
          * certificate that does not verify: librdkafka would retry them for ever) */
         bool again = (rc == TB_ERR_SOURCE && err->retriable) ||
-                     (rc == TB_ERR_KAFKA && !(r->ks && ksink_failed(r->ks, NULL) != TB_OK));
+                     (rc == TB_ERR_KAFKA && !(r->sink && sink_failed(r->sink, NULL) != TB_OK));
         if (rc == TB_OK || !again)
             return rc;
         int64_t now = tb_wall_ms();
@@ -865,7 +818,7 @@ static tb_code start_lease(run_ctx *r, void *arg, tb_error *err)
 static tb_code start_kafka(run_ctx *r, void *arg, tb_error *err)
 {
     (void)arg;
-    return r->use_kafka ? ksink_ready(r->ks, err) : TB_OK;
+    return sink_ready(r->sink, err);
 }
 
 static tb_code start_offsets(run_ctx *r, void *stored, tb_error *err)
@@ -887,7 +840,7 @@ static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_
         if (force_snapshot && (rc = binlog_preflight(r->cfg, err)) != TB_OK)
             goto out;
         if ((rc = run_mysql_snapshot(r, &start, err)) != TB_OK) {
-            sink_aborted(r);
+            run_sink_aborted(r);
             goto out;
         }
         if (!snap_then_stream(r->cfg))
@@ -1062,12 +1015,12 @@ static tb_code run_sqlite_pass(run_ctx *r, const tb_position *resume, tb_error *
                 evt_event *ev = NULL;
                 if ((rc = sqlcap_next(r->sqlite, RUN_POLL_MS, &ev, err)) != TB_OK || !ev)
                     return rc;
-                if (run_keep(r, ev) && (rc = sink_error(r, sink_send(r, ev, err), false, err)) != TB_OK)
+                if (run_keep(r, ev) && (rc = run_sink_error(r, run_sink_send(r, ev, err), false, err)) != TB_OK)
                     return rc;
                 r->snapshot_rows++;
                 if (evt_event_snapshot(ev) == EVT_SNAPSHOT_LAST) {
                     r->snapshot_state = "done";
-                    return sink_error(r, sink_end_tx(r, evt_event_position(ev), err), false, err);
+                    return run_sink_error(r, run_sink_end_tx(r, evt_event_position(ev), err), false, err);
                 }
             }
             return TB_OK;
@@ -1180,11 +1133,15 @@ int cmd_run(int argc, char **argv)
     if ((rc = snap_filter_init(&r.filter, r.cfg, &err)) != TB_OK)
         goto out;
     r.filter_ok = true;
-    if ((rc = sink_open(&r, &err)) != TB_OK)
-        goto out;
-    r.txmeta = r.use_kafka && cfg_get_bool(r.cfg, "transaction.topic");
-    if (!r.use_kafka && cfg_get_bool(r.cfg, "transaction.topic"))
-        TB_WARN("run", "transaction.topic=true needs sink=kafka; no transaction records are written");
+    {
+        sink_hooks hooks = {.gate = run_gate, .wait = run_wait, .opaque = &r, .stop = &app_stop_requested};
+        if ((rc = sink_open(r.cfg, &hooks, &r.sink, &err)) != TB_OK)
+            goto out;
+    }
+    r.txmeta = sink_has(r.sink, SINK_CAP_TOPICS) && cfg_get_bool(r.cfg, "transaction.topic");
+    if (!sink_has(r.sink, SINK_CAP_TOPICS) && cfg_get_bool(r.cfg, "transaction.topic"))
+        TB_WARN("run", "transaction.topic=true needs sink=kafka (sink=%s writes no topics); no transaction records "
+                       "are written", sink_name(r.sink));
     /* the stored position; Kafka is retried at start as the source is (also with file
      * offsets: the sink's first request, before anything is read from the source) */
     if ((rc = run_start_retry(&r, kafka_addr, start_offsets, &stored, &err)) != TB_OK ||
@@ -1197,7 +1154,6 @@ int cmd_run(int argc, char **argv)
         TB_INFO("run", "resuming from %s", tb_buf_cstr(&b));
         tb_buf_free(&b);
         tb_position_copy(&r.committed, &stored);
-        tb_position_copy(&r.stdout_committable, &stored);
     }
     if (strcmp(cfg_get_str(r.cfg, "source.type"), "sqlite") == 0)
         rc = run_sqlite(&r, &stored, &err);
@@ -1212,16 +1168,16 @@ int cmd_run(int argc, char **argv)
         tb_error_clear(&ferr);
         run_write_status(&r, rc == TB_OK ? "stopping" : "failed", rc == TB_OK ? NULL : err.msg, true);
         /* a lost lease: another instance may be active; nothing more is
-         * flushed or committed (ksink_close purges what is queued) */
+         * flushed or committed (sink_close purges what is queued) */
         tb_code frc = run_lease_check(&r, &ferr);
-        if (frc == TB_OK && r.use_kafka && r.ks)
-            frc = ksink_flush(r.ks, RUN_FLUSH_MS, &ferr);
-        bool eos_open = r.in_tx && r.use_kafka && cfg_get_bool(r.cfg, "exactly.once");
+        if (frc == TB_OK && r.sink)
+            frc = sink_flush(r.sink, RUN_FLUSH_MS, &ferr);
+        bool eos_open = r.in_tx && cfg_get_bool(r.cfg, "exactly.once"); /* sink=kafka (cfg_check) */
         if (eos_open)
             TB_INFO("run", "stopped inside a source transaction: exactly.once keeps the last committed "
                            "position (the open Kafka transaction is aborted)");
-        if ((r.ks || r.ss) && !eos_open && !r.lease_lost && (frc == TB_OK || rc != TB_OK)) {
-            tb_code crc = sink_commit(&r, true, &ferr);
+        if (r.sink && !eos_open && !r.lease_lost && (frc == TB_OK || rc != TB_OK)) {
+            tb_code crc = run_sink_commit(&r, true, &ferr);
             if (frc == TB_OK)
                 frc = crc;
         }
@@ -1243,13 +1199,11 @@ out:
     tb_buf_free(&r.kstats);
     binlog_close(r.binlog);
     sqlcap_close(r.sqlite);
-    ksink_close(r.ks);
-    stdout_sink_close(r.ss);
+    sink_close(r.sink);
     run_lease_release(&r);
     tb_position_free(&stored);
     tb_position_free(&r.committed);
     tb_position_free(&r.last_end);
-    tb_position_free(&r.stdout_committable);
     tb_buf_free(&r.status_path);
     if (r.filter_ok)
         snap_filter_free(&r.filter);

@@ -25,39 +25,30 @@
 
 #include "app.h"
 #include "evt_json.h"
-#include "ksink.h"
 #include "snap.h"
 #include "snap_incremental.h"
 #include "sqlcap.h"
-#include "stdout_sink.h"
+#include "sink.h"
 #include "tb_clock.h"
 #include "tb_log.h"
 
 /* ------------------------------------------------------------ output */
 
-/* The configured sink: stdout (JSON lines) or Kafka. */
+/* The configured sink (sinks/sink.h): stdout (JSON lines) or Kafka. */
 typedef struct out_ctx {
-    stdout_sink *so;
-    ksink *ks;
+    sink *s;
 } out_ctx;
 
 static tb_code out_open(out_ctx *oc, const cfg *c, tb_error *err)
 {
-    memset(oc, 0, sizeof(*oc));
-    if (strcmp(cfg_get_str(c, "sink"), "stdout") == 0)
-        return stdout_sink_open(c, stdout, &oc->so, err);
-    tb_code rc = ksink_open(c, &oc->ks, err);
-    if (rc == TB_OK)
-        ksink_set_stop(oc->ks, &app_stop_requested);
-    return rc;
+    sink_hooks hooks = {.stop = &app_stop_requested};
+    return sink_open(c, &hooks, &oc->s, err);
 }
 
 static tb_code out_event(out_ctx *oc, const evt_event *ev, tb_error *err)
 {
-    if (oc->so)
-        return stdout_sink_send(oc->so, ev, err);
-    tb_code rc = ksink_send(oc->ks, ev, err);
-    ksink_poll(oc->ks, 0);
+    tb_code rc = sink_send(oc->s, ev, err);
+    sink_poll(oc->s, 0);
     return rc;
 }
 
@@ -65,24 +56,22 @@ static tb_code out_event(out_ctx *oc, const evt_event *ev, tb_error *err)
  * connector's offset so that `tributary run` streams on from it. */
 static tb_code out_finish(out_ctx *oc, const tb_position *pos, tb_error *err)
 {
-    if (oc->so)
-        return stdout_sink_commit(oc->so, pos, err);
-    tb_code rc = ksink_end_tx(oc->ks, pos, err);
+    tb_code rc = sink_end_tx(oc->s, pos, err);
     while (rc == TB_OK) {
-        rc = ksink_flush(oc->ks, 1000, err);
+        rc = sink_flush(oc->s, 1000, err);
         if (rc == TB_OK || !err->retriable || app_stop_requested)
             break;
         rc = TB_OK; /* still in flight: keep waiting */
     }
     if (rc == TB_OK)
-        rc = ksink_commit(oc->ks, err);
+        rc = sink_commit(oc->s, true, err);
     return rc;
 }
 
 static void out_close(out_ctx *oc)
 {
-    stdout_sink_close(oc->so);
-    ksink_close(oc->ks);
+    sink_close(oc->s);
+    oc->s = NULL;
 }
 
 /* ------------------------------------------------------------ progress */

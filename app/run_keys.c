@@ -15,6 +15,7 @@
  * its own members (keys_only), so the records of the old key go too.
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -241,7 +242,7 @@ tb_code run_keys_delete(run_ctx *r, evt_table *t, const char *db, const char *ta
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
     }
-    rc = ksink_topic_keys(r->ks, topic_t, keep, keys_one, &x, err);
+    rc = sink_topic_keys(r->sink, topic_t, keep, keys_one, &x, err);
 out:
     *n = x.n;
     evt_event_free(x.e);
@@ -256,7 +257,7 @@ out:
 tb_code run_reconcile(run_ctx *r, evt_table *t, const char *db, const char *table, const tb_kset *keep,
                       const run_keys_at *at, tb_error *err)
 {
-    if (!r->use_kafka)
+    if (!sink_has(r->sink, SINK_CAP_TOPICS))
         return TB_OK; /* sink=stdout: no topic to read */
     int64_t t0 = tb_mono_ms();
     uint64_t n = 0;
@@ -295,7 +296,7 @@ static tb_code keyscan_row(void *opaque, const evt_event *ev, tb_error *err)
 {
     keyscan_ctx *k = opaque;
     uint64_t d;
-    tb_code rc = ksink_key_digest(k->r->ks, ev, &d, err);
+    tb_code rc = sink_key_digest(k->r->sink, ev, &d, err);
     if (rc == TB_OK && tb_kset_put(k->keys, d, NULL) != TB_OK)
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory for the table's keys");
     return rc;
@@ -303,7 +304,7 @@ static tb_code keyscan_row(void *opaque, const evt_event *ev, tb_error *err)
 
 tb_code run_reconcile_mysql(run_ctx *r, const char *db, const char *table, const run_keys_at *at, tb_error *err)
 {
-    if (!r->use_kafka)
+    if (!sink_has(r->sink, SINK_CAP_TOPICS))
         return TB_OK;
     tb_kset keys;
     tb_kset_init(&keys);
@@ -373,7 +374,7 @@ static tb_code snapkeys_mark(run_snapkeys *sk, const char *db, const char *table
 
 tb_code run_snapkeys_row(run_ctx *r, run_snapkeys *sk, const evt_event *ev, tb_error *err)
 {
-    if (!r->use_kafka)
+    if (!sink_has(r->sink, SINK_CAP_TOPICS))
         return TB_OK;
     evt_table *t = (evt_table *)evt_event_table(ev);
     tb_code rc = TB_OK;
@@ -391,7 +392,7 @@ tb_code run_snapkeys_row(run_ctx *r, run_snapkeys *sk, const evt_event *ev, tb_e
             return rc;
     }
     uint64_t d;
-    if ((rc = ksink_key_digest(r->ks, ev, &d, err)) != TB_OK)
+    if ((rc = sink_key_digest(r->sink, ev, &d, err)) != TB_OK)
         return rc;
     if (tb_kset_put(&sk->keys, d, NULL) != TB_OK)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory for the snapshot's keys");
@@ -401,7 +402,7 @@ tb_code run_snapkeys_row(run_ctx *r, run_snapkeys *sk, const evt_event *ev, tb_e
 tb_code run_snapkeys_end(run_ctx *r, run_snapkeys *sk, const char *const *dbs, const char *const *tables, size_t n,
                          const tb_position *pos, evt_connector conn, tb_error *err)
 {
-    if (!r->use_kafka)
+    if (!sink_has(r->sink, SINK_CAP_TOPICS))
         return TB_OK;
     tb_code rc = snapkeys_close(r, sk, err);
     /* tables that had no row: every key their topics hold goes */
@@ -445,7 +446,7 @@ static tb_code sqlkeys_row(void *opaque, const evt_event *ev, tb_error *err)
 {
     sqlkeys_ctx *k = opaque;
     uint64_t d;
-    tb_code rc = ksink_key_digest(k->r->ks, ev, &d, err);
+    tb_code rc = sink_key_digest(k->r->sink, ev, &d, err);
     if (rc == TB_OK && tb_kset_put(&k->keys, d, NULL) != TB_OK)
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory for the table's keys");
     return rc;
@@ -453,7 +454,7 @@ static tb_code sqlkeys_row(void *opaque, const evt_event *ev, tb_error *err)
 
 tb_code run_reconcile_sqlite(run_ctx *r, const run_keys_at *at, tb_error *err)
 {
-    if (!r->use_kafka)
+    if (!sink_has(r->sink, SINK_CAP_TOPICS))
         return TB_OK;
     sqlkeys_ctx k = {.r = r, .at = at};
     tb_kset_init(&k.keys);
@@ -507,7 +508,7 @@ static tb_code gone_table(void *opaque, const char *db, const char *table, const
 
 tb_code run_topics_gone(run_ctx *r, tb_error *err)
 {
-    if (!r->use_kafka || !r->ks)
+    if (!sink_has(r->sink, SINK_CAP_TOPICS))
         return TB_OK;
-    return ksink_topics_gone(r->ks, gone_captured, gone_table, r, err);
+    return sink_topics_gone(r->sink, gone_captured, gone_table, r, err);
 }

@@ -5,7 +5,7 @@
  * position read: a standby waits here, state "standby" in its status file,
  * logging `standby: <name> is active on <host:pid>` once per active
  * instance it sees. run_lease_check() guards every produce and commit of
- * the run loop (cmd_run.c: sink_send, sink_commit, and the final flush);
+ * the run loop (cmd_run.c: run_sink_send, run_sink_commit, and the final flush);
  * once it fails, r->lease_lost is set and the run ends without flushing or
  * committing anything more. run_lease_release() comes after the sink is
  * closed, so a standby never starts while this instance still produces.
@@ -17,7 +17,6 @@
 #include "app_run.h"
 #include "app_status.h"
 #include "binlog.h"
-#include "ksink.h"
 #include "ksink_lease.h"
 #include "tb_log.h"
 
@@ -83,8 +82,8 @@ tb_code run_lease_check_slow(run_ctx *r, tb_error *err)
          * (status "reconnecting", /health "source down") as it is while streaming, and the
          * producer's callbacks keep /health's view of Kafka current; nothing staged goes out. */
         binlog_check_connection(r->binlog);
-        if (r->ks)
-            ksink_serve(r->ks);
+        if (r->sink)
+            sink_serve(r->sink);
         r->lease_waiting = true; /* unhealthy while it lasts (app_health) */
         run_write_status(r, "streaming", NULL, false);
     }

@@ -471,11 +471,12 @@ static tb_code stmt_rename(run_ctx *r, const binlog_stmt *st, const binlog_stmt_
         return TB_OK;
     tb_code rc = TB_OK;
     TB_INFO("run", "%s.%s renamed to %s.%s (%s): %s%s", from->db, from->table, to->db, to->table, st->verb,
-            cf ? (r->use_kafka ? "the old name's topic is emptied" : "the old name's topic is left (sink=stdout)")
+            cf ? (sink_has(r->sink, SINK_CAP_TOPICS) ? "the old name's topic is emptied"
+                                                : "the old name's topic is left (sink=stdout)")
                : "the old name was not captured",
             ct ? "; the rows are sent again under the new name (incremental snapshot)"
                : "; the new name is not captured");
-    if (cf && r->use_kafka && st->after && (rc = stmt_truncate(r, st, from, sent, err)) != TB_OK)
+    if (cf && sink_has(r->sink, SINK_CAP_TOPICS) && st->after && (rc = stmt_truncate(r, st, from, sent, err)) != TB_OK)
         return rc;
     if (ct && st->after && (rc = stmt_renamed(r, st, from, to, sent, err)) != TB_OK)
         return rc;
@@ -519,7 +520,7 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
             continue;
         }
         if (st->kind == BINLOG_STMT_DROP && st->after) {
-            if (r->use_kafka && strcmp(cfg_get_str(r->cfg, "ddl.drop.policy"), "tombstone") == 0) {
+            if (sink_has(r->sink, SINK_CAP_TOPICS) && strcmp(cfg_get_str(r->cfg, "ddl.drop.policy"), "tombstone") == 0) {
                 if ((rc = stmt_truncate(r, st, t, &sent, err)) != TB_OK)
                     return rc;
             } else
@@ -531,7 +532,7 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
         if (st->kind == BINLOG_STMT_TRUNCATE && st->after) {
             if (strcmp(cfg_get_str(r->cfg, "ddl.truncate.policy"), "fail") == 0)
                 return stmt_truncate_fail(st, t, err);
-            if (r->use_kafka) {
+            if (sink_has(r->sink, SINK_CAP_TOPICS)) {
                 if ((rc = stmt_truncate(r, st, t, &sent, err)) != TB_OK)
                     return rc;
                 continue;

@@ -89,7 +89,7 @@ static tb_code txm_send(run_ctx *r, bool end, tb_error *err)
     if (rc != TB_OK)
         rc = tb_error_set(err, rc, false, "transaction record of %s: cannot encode", r->txm_id);
     else
-        rc = ksink_send_txmeta(r->ks, k.data, k.len, v.data, v.len, err);
+        rc = sink_send_txmeta(r->sink, k.data, k.len, v.data, v.len, err);
     tb_buf_free(&k);
     tb_buf_free(&v);
     return rc;
