@@ -1,13 +1,15 @@
 /*
  * `tributary snapshot` end to end (integration): a snapshot to the stdout
- * sink (JSON lines, summary, hand-off position stored in the offsets file),
- * and the incremental signal row.
+ * sink (JSON lines, summary, hand-off position stored in the offsets file,
+ * or in the offsets topic with offsets.storage=kafka), and the incremental
+ * signal row.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -110,6 +112,54 @@ Test(snapshot_cli, snapshot_to_stdout_then_signal, .timeout = 120)
     free(a_port);
     free(a_user);
     free(a_off);
+    free(e_pw);
+    mysql_close(my);
+}
+
+/* sink=stdout with offsets.storage=kafka: the hand-off position goes to the
+ * offsets topic, where `tributary offsets show` reads it back. */
+Test(snapshot_cli, snapshot_to_stdout_offsets_in_kafka, .timeout = 120)
+{
+    MYSQL *my = st_connect();
+    st_sql(my, "DROP DATABASE IF EXISTS snaptest_clik");
+    st_sql(my, "CREATE DATABASE snaptest_clik");
+    st_sql(my, "CREATE TABLE snaptest_clik.a (id INT PRIMARY KEY)");
+    st_sql(my, "INSERT INTO snaptest_clik.a VALUES (1), (2)");
+    char name[64];
+    snprintf(name, sizeof name, "name=clik%ld", (long)getpid());
+    char *a_host = arg("source.host=%s", getenv("TRIBUTARY_TEST_MYSQL_HOST"));
+    char *a_port = arg("source.port=%s", getenv("TRIBUTARY_TEST_MYSQL_PORT"));
+    char *a_user = arg("source.user=%s", getenv("TRIBUTARY_TEST_MYSQL_USER"));
+    char *a_kafka = arg("kafka.bootstrap.servers=%s", getenv("TRIBUTARY_TEST_KAFKA"));
+    char *e_pw = arg("TRIBUTARY_SOURCE_PASSWORD=%s", getenv("TRIBUTARY_TEST_MYSQL_PASSWORD"));
+    const char *env[] = {e_pw, NULL};
+    const char *args[] = {"snapshot", "--set", a_host, "--set", a_port, "--set", a_user, "--set", "sink=stdout",
+                          "--set", "offsets.storage=kafka", "--set", a_kafka, "--set", name,
+                          "--set", "topic.prefix=clik", "--set", "tables.include=^snaptest_clik\\.", NULL};
+    run_result r = run_tributary(args, env);
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err.data);
+    const char *from = strstr(r.err.data, "stream from ");
+    cr_assert_not_null(from, "summary missing: %s", r.err.data);
+    from += strlen("stream from ");
+    size_t plen = strcspn(from, "\n");
+    char *want = strndup(from, plen);
+    run_result_free(&r);
+
+    const char *sargs[] = {"offsets", "show", "--set", a_kafka, "--set", name, "--set", "offsets.storage=kafka",
+                           "--set", "source.type=mysql", NULL};
+    r = run_tributary(sargs, env);
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err.data);
+    const char *text = strstr(r.out.data, "text: ");
+    cr_assert_not_null(text, "no position shown: %s", r.out.data);
+    text += strlen("text: ");
+    cr_assert(strncmp(text, want, plen) == 0 && (text[plen] == '\n' || text[plen] == 0),
+              "offsets topic holds '%.*s', the snapshot handed off at '%s'", (int)strcspn(text, "\n"), text, want);
+    run_result_free(&r);
+    free(want);
+    free(a_host);
+    free(a_port);
+    free(a_user);
+    free(a_kafka);
     free(e_pw);
     mysql_close(my);
 }
