@@ -1,5 +1,6 @@
 /*
- * app_run: state of one `tributary run` (cmd_run.c). Private to app/.
+ * app_run: state of one `tributary run` (cmd_run.c and the run_*.c files
+ * below it, DESIGN 2). Private to app/.
  */
 #ifndef APP_RUN_H
 #define APP_RUN_H
@@ -18,6 +19,8 @@
 #include "tb_hmap.h"
 #include "tb_kset.h"
 #include "tb_position.h"
+
+#define RUN_POLL_MS 200 /* the longest wait for the source in one call */
 
 typedef struct run_ctx {
     cfg *cfg;                      /* owned */
@@ -88,7 +91,33 @@ typedef struct run_ctx {
                                       ("gap", "snapshot"; static string), NULL when not */
 } run_ctx;
 
-/* cmd_run.c: rewrite the status file (at most once a second unless force). */
+/* run_sink.c: the run's side of the sink (see its header). */
+tb_code run_sink_open(run_ctx *r, tb_error *err);
+/* metrics.listen: the counter slot of e's table; -1 without a table. */
+int run_slot(run_ctx *r, const evt_event *e);
+/* One event to the sink (lease check, metrics). */
+tb_code run_sink_send(run_ctx *r, const evt_event *e, tb_error *err);
+/* A source transaction ended; pos is where to resume after it. */
+tb_code run_sink_end_tx(run_ctx *r, const tb_position *pos, tb_error *err);
+/* Commit the delivered position (force: now, and wait until it is stored),
+ * then tell the source (sqlcap_ack). */
+tb_code run_sink_commit(run_ctx *r, bool force, tb_error *err);
+/* Sorts a sink error: TB_OK to go on (a retriable commit error), else rc
+ * (r->restart set when an aborted Kafka transaction means reading the
+ * source again). */
+tb_code run_sink_error(run_ctx *r, tb_code rc, bool from_commit, tb_error *err);
+/* After a sink error: true when the Kafka transaction was aborted (sets r->restart). */
+bool run_sink_aborted(run_ctx *r);
+/* run_tables.c: tables.include / tables.exclude: whether ev's table is captured. */
+bool run_keep(run_ctx *r, const evt_event *ev);
+/* Starting "now": store the source's start position before reading. */
+tb_code run_pin_start(run_ctx *r, tb_error *err);
+/* Stream from the open source until stopped, failed or r->restart. */
+tb_code run_stream(run_ctx *r, tb_error *err);
+/* After an aborted Kafka transaction: close the source; *resume is where to read it again. */
+tb_code run_prepare_restart(run_ctx *r, tb_position *resume, tb_error *err);
+
+/* run_status.c: rewrite the status file (at most once a second unless force). */
 void run_write_status(run_ctx *r, const char *state, const char *error, bool force);
 
 /* run_lease.c (DESIGN 12). Stand by until this instance holds the lease
@@ -112,7 +141,7 @@ tb_code run_txmeta_event(run_ctx *r, const evt_event *ev, tb_error *err);
 tb_code run_txmeta_end(run_ctx *r, tb_error *err);
 void run_txmeta_free(run_ctx *r);
 
-/* cmd_run.c: send a captured event from outside the stream loop (a
+/* run_pipe.c: send a captured event from outside the stream loop (a
  * statement's events): transaction metadata, then the sink; and end the
  * source transaction at pos. Sink errors as in the loop (r->restart set
  * after an aborted Kafka transaction). */
@@ -140,21 +169,23 @@ tb_code run_on_dropped(run_ctx *r, const evt_event *ev, tb_error *err);
  * them; server: the server's GTID position, for the message. */
 bool run_history_diverged(const cfg *c, const tb_position *stored, tb_buf *server);
 
-/* run_stmt.c: true when the source's catalog has no table db.table now (MySQL/MariaDB:
+/* run_tables.c: true when the source's catalog has no table db.table now (MySQL/MariaDB:
  * information_schema; SQLite: sqlcap_table_exists); false when it has it or cannot be asked. */
 bool run_table_gone(run_ctx *r, const char *db, const char *table);
-/* run_stmt.c: whether db.table is a MariaDB SEQUENCE (information_schema.TABLES.TABLE_TYPE):
+/* run_tables.c: whether db.table is a MariaDB SEQUENCE (information_schema.TABLES.TABLE_TYPE):
  * its row events carry the generator's state (next_not_cached_value, ...), written by NEXTVAL
  * and SETVAL. False when it is not or the source cannot be asked. */
 bool run_is_sequence(run_ctx *r, const char *db, const char *table);
-/* run_stmt.c: at start, an INFO for each captured SEQUENCE (not captured), each marked in
+/* run_tables.c: at start, an INFO for each captured SEQUENCE (not captured), each marked in
  * r->keyless as one (run_keyless_mark), so its row events are passed over without a lookup. */
 tb_code run_note_sequences(run_ctx *r, tb_error *err);
-/* cmd_run.c: what r->keyless holds for db.table (a table without a key, or a SEQUENCE); false
+/* run_tables.c: what r->keyless holds for db.table (a table without a key, or a SEQUENCE); false
  * when out of memory. */
 #define RUN_KEYLESS_TABLE ((void *)1)
 #define RUN_KEYLESS_SEQUENCE ((void *)2)
 bool run_keyless_mark(run_ctx *r, const char *db, const char *table, void *what);
+/* run_tables.c: ev is of a captured table without a key, or of a SEQUENCE: not to be sent. */
+bool run_keyless(run_ctx *r, const evt_event *ev);
 /* run_keys.c: the topics of captured tables that disappeared (ksink_topics_gone), per
  * topic.missing.policy; before anything is sent when resuming from a stored position. */
 tb_code run_topics_gone(run_ctx *r, tb_error *err);

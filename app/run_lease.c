@@ -5,7 +5,7 @@
  * position read: a standby waits here, state "standby" in its status file,
  * logging `standby: <name> is active on <host:pid>` once per active
  * instance it sees. run_lease_check() guards every produce and commit of
- * the run loop (cmd_run.c: run_sink_send, run_sink_commit, and the final flush);
+ * the run loop (run_sink.c: run_sink_send, run_sink_commit, and cmd_run.c's final flush);
  * once it fails, r->lease_lost is set and the run ends without flushing or
  * committing anything more. run_lease_release() comes after the sink is
  * closed, so a standby never starts while this instance still produces.

@@ -1,0 +1,195 @@
+/*
+ * run_tables: which tables `tributary run` captures, and what it knows of
+ * them: tables.include / tables.exclude per event (run_keep), captured
+ * tables refused for having no key and MariaDB SEQUENCEs (run_keyless,
+ * run_keyless_mark, run_note_sequences, run_is_sequence), and whether the
+ * source's catalog still has a table (run_table_gone). Below run_pipe.c,
+ * run_stmt.c and run_keys.c; it calls only run_sink.c (metrics slots).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app_run.h"
+#include "snap_sql.h"
+#include "sqlcap.h"
+#include "tb_log.h"
+
+/* tables.include / tables.exclude (and never the system schemas or the
+ * signalling table): whether ev's table is captured. The source readers
+ * deliver every table; the filter applies here, per table descriptor. */
+bool run_keep(run_ctx *r, const evt_event *ev)
+{
+    const evt_table *t = evt_event_table(ev);
+    if (!t)
+        return true;
+    const char *db = evt_table_db(t), *name = evt_table_name(t);
+    size_t dl = strlen(db), nl = strlen(name);
+    size_t n = sizeof(r->filter_cache) / sizeof(r->filter_cache[0]);
+    bool cacheable = dl + nl + 2 <= sizeof(r->filter_cache[0].name);
+    for (size_t i = 0; cacheable && i < n; i++) {
+        const char *c = r->filter_cache[i].name;
+        if (r->filter_cache[i].t == t && strcmp(c, db) == 0 && strcmp(c + dl + 1, name) == 0)
+            return r->filter_cache[i].keep;
+    }
+    bool keep = snap_filter_match(&r->filter, db, name);
+    if (cacheable) {
+        size_t slot = r->filter_next++ % n;
+        r->filter_cache[slot].t = t;
+        memcpy(r->filter_cache[slot].name, db, dl + 1);
+        memcpy(r->filter_cache[slot].name + dl + 1, name, nl + 1);
+        r->filter_cache[slot].keep = keep;
+    }
+    return keep;
+}
+
+/* A captured MySQL/MariaDB table without a key (no primary key and no
+ * key.columns.<db>.<table>), as a table created while streaming can be: its
+ * rows would have no key on a compacted topic. It is refused as the start
+ * refuses it (snap_schema.c), by name with the fix, without stopping the
+ * other tables: an ERROR once per table, its events counted
+ * (tributary_events_skipped_total, reason no_key) and not sent. A MariaDB
+ * SEQUENCE (keyless too) is not captured: an INFO once, its events counted
+ * under reason sequence (the snapshot lists base and system-versioned tables
+ * only, so its state never reaches a topic). */
+/* The slot of db.name in r->keyless (key "db\1name"), added when missing; NULL when out of memory. */
+static void **run_keyless_slot(run_ctx *r, const char *db, const char *name)
+{
+    size_t dl = strlen(db), nl = strlen(name);
+    char *k = malloc(dl + nl + 2);
+    void **v = NULL;
+    if (k) {
+        memcpy(k, db, dl);
+        k[dl] = 1;
+        memcpy(k + dl + 1, name, nl + 1);
+        if (tb_hmap_put(&r->keyless, k, dl + nl + 1, &v) != TB_OK)
+            v = NULL;
+    }
+    free(k);
+    return v;
+}
+
+bool run_keyless_mark(run_ctx *r, const char *db, const char *table, void *what)
+{
+    void **v = run_keyless_slot(r, db, table);
+    if (v)
+        *v = what;
+    return v != NULL;
+}
+
+/* An event of a captured binlog table that has no key (refused: an ERROR once, then
+ * counted) or of a SEQUENCE: true when it must not be sent. */
+bool run_keyless(run_ctx *r, const evt_event *ev)
+{
+    const evt_table *t = evt_event_table(ev);
+    if (!r->binlog || !t || evt_table_npk(t) > 0 || evt_table_dropped(t))
+        return false;
+    const char *db = evt_table_db(t), *name = evt_table_name(t);
+    void **v = run_keyless_slot(r, db, name);
+    if (v && !*v && run_is_sequence(r, db, name)) { /* created while streaming */
+        *v = RUN_KEYLESS_SEQUENCE;
+        TB_INFO("run", "%s.%s is a SEQUENCE: not captured (its row is the generator's state, not a table's "
+                "rows); tables.exclude leaves it out without this line",
+                db, name);
+    } else if (!v || !*v) {
+        if (v)
+            *v = RUN_KEYLESS_TABLE;
+        TB_ERROR("run", "table %s.%s has no primary key: its changes are not captured (a compacted topic needs a "
+                 "key); set key.columns.%s.%s=<columns> or exclude it with tables.exclude, restart, and snapshot "
+                 "it (tributary snapshot --incremental --table %s.%s). The other tables go on",
+                 db, name, db, name, db, name);
+    }
+    bool seq = v && *v == RUN_KEYLESS_SEQUENCE;
+    if (!seq)
+        r->events_keyless++;
+    if (r->metrics)
+        app_metrics_skip(r->metrics, run_slot(r, ev), seq ? APP_METRICS_SKIP_SEQUENCE : APP_METRICS_SKIP_NO_KEY);
+    return true;
+}
+
+static tb_code count_row(void *opaque, char **col, unsigned long *len, unsigned ncols, tb_error *err)
+{
+    (void)col, (void)len, (void)ncols, (void)err;
+    (*(int *)opaque)++;
+    return TB_OK;
+}
+
+bool run_table_gone(run_ctx *r, const char *db, const char *table)
+{
+    tb_error e;
+    tb_error_clear(&e);
+    if (strcmp(cfg_get_str(r->cfg, "source.type"), "sqlite") == 0) {
+        bool exists = true;
+        return sqlcap_table_exists(r->cfg, db, table, &exists, &e) == TB_OK && !exists;
+    }
+    MYSQL *my = NULL;
+    bool mariadb = false;
+    int n = -1;
+    const char *params[] = {db, table};
+    if (snap_sql_connect(r->cfg, &my, &mariadb, &e) == TB_OK) {
+        n = 0;
+        if (snap_sql_query(my, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+                           params, 2, count_row, &n, &e) != TB_OK)
+            n = -1;
+    }
+    if (my)
+        mysql_close(my);
+    return n == 0;
+}
+
+typedef struct seq_list {
+    run_ctx *r;
+    size_t n;
+} seq_list;
+
+static tb_code seq_row(void *opaque, char **col, unsigned long *len, unsigned ncols, tb_error *err)
+{
+    (void)len, (void)err;
+    seq_list *l = opaque;
+    if (ncols < 2 || !col[0] || !col[1] || !snap_filter_match(&l->r->filter, col[0], col[1]))
+        return TB_OK;
+    l->n++;
+    TB_INFO("run", "%s.%s is a SEQUENCE: not captured (its row is the generator's state, not a table's rows); "
+            "tables.exclude leaves it out without this line",
+            col[0], col[1]);
+    return run_keyless_mark(l->r, col[0], col[1], RUN_KEYLESS_SEQUENCE) ? TB_OK
+                                                                        : tb_error_set(err, TB_ERR_NOMEM, false,
+                                                                                       "out of memory");
+}
+
+tb_code run_note_sequences(run_ctx *r, tb_error *err)
+{
+    MYSQL *my = NULL;
+    bool mariadb = false;
+    tb_code rc = snap_sql_connect(r->cfg, &my, &mariadb, err);
+    seq_list l = {r, 0};
+    if (rc == TB_OK && mariadb)
+        rc = snap_sql_query(my,
+                            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = "
+                            "'SEQUENCE' ORDER BY TABLE_SCHEMA, TABLE_NAME",
+                            NULL, 0, seq_row, &l, err);
+    if (my)
+        mysql_close(my);
+    return rc;
+}
+
+bool run_is_sequence(run_ctx *r, const char *db, const char *table)
+{
+    MYSQL *my = NULL;
+    bool mariadb = false, seq = false;
+    tb_error e;
+    tb_error_clear(&e);
+    const char *params[] = {db, table};
+    if (snap_sql_connect(r->cfg, &my, &mariadb, &e) == TB_OK && mariadb) {
+        int n = 0;
+        if (snap_sql_query(my,
+                           "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND "
+                           "TABLE_TYPE = 'SEQUENCE'",
+                           params, 2, count_row, &n, &e) == TB_OK)
+            seq = n > 0;
+    }
+    if (my)
+        mysql_close(my);
+    return seq;
+}
+
