@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "tb_cast.h"
 #include "app.h"
 #include "evt_json.h"
 #include "tb_log.h"
@@ -183,7 +184,7 @@ tb_code app_load_config(int *argc, char **argv, cfg **out, tb_error *err)
          * /proc/PID/cmdline: once stored, its characters in the argument are overwritten, as the
          * mysql client does (the argument strings are the process's own, writable memory). */
         if (rc == TB_OK && cfg_key_is_secret(key)) {
-            char *value = (char *)eq + 1;
+            char *value = TB_UNCONST(eq + 1); /* the process's own argument memory (see above) */
             memset(value, 'x', strlen(value));
         }
         free(key);

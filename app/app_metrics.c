@@ -1,5 +1,6 @@
 /* app_metrics: the metrics registry and its rendering (see app_metrics.h).
  * The HTTP server around it is app_metrics_http.c. */
+#include "tb_cast.h"
 #include "app_metrics.h"
 #include "app_health.h"
 #include "app_metrics_int.h"
@@ -55,7 +56,7 @@ void app_metrics_free(app_metrics *m)
     free(m->error);
     free(m->kafka_json);
     for (size_t i = 0; i < m->nlags; i++)
-        free((char *)m->lags[i].topic);
+        free(TB_UNCONST(m->lags[i].topic)); /* the copy app_metrics_set_cache made */
     free(m->lags);
     pthread_mutex_destroy(&m->mu);
     free(m);
@@ -156,7 +157,7 @@ void app_metrics_set_cache(app_metrics *m, const app_metrics_cache *v)
     }
     pthread_mutex_unlock(&m->mu);
     for (size_t i = 0; i < nold; i++)
-        free((char *)old[i].topic);
+        free(TB_UNCONST(old[i].topic)); /* the copy made here */
     free(old);
 }
 

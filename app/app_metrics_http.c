@@ -66,7 +66,8 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+/* libmicrohttpd's own messages (its formats) */
+__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     struct app_http *h = cls;
     int64_t now = mono_ms();

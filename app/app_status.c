@@ -189,7 +189,13 @@ static const char *app_jv_rate_text(const evt_jv *obj, const char *key, char buf
     const char *t = app_jv_num_text(obj, key, raw);
     if (strcmp(t, "-") == 0)
         return "-";
-    snprintf(buf, 64, "%.1f", strtod(t, NULL));
+    double v = strtod(t, NULL);
+    if (!(fabs(v) < 1e15)) { /* as a rate, nonsense: shown whole, not cut */
+        snprintf(buf, 64, "%.3g", v);
+        return buf;
+    }
+    long long tenths = llround(fabs(v) * 10.0);
+    snprintf(buf, 64, "%s%lld.%lld", v < 0 && tenths ? "-" : "", tenths / 10, tenths % 10);
     return buf;
 }
 

@@ -94,7 +94,7 @@ static void on_progress(const cache_progress *p, void *opaque)
     if (p->caught_up)
         snprintf(eta, sizeof(eta), "caught up");
     else if (p->eta_s >= 0)
-        snprintf(eta, sizeof(eta), "ETA %.0fs", p->eta_s);
+        snprintf(eta, sizeof(eta), "ETA %llds", (long long)(p->eta_s < 1e15 ? p->eta_s + 0.5 : 1e15));
     fprintf(stderr, "\rcache: %lld messages, %.0f rows/s, %lld to go, %s   ", (long long)p->messages,
             p->rows_per_s, (long long)p->remaining, eta);
     if (p->caught_up)

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tb_cast.h"
 #include "app_run.h"
 #include "evt_json.h"
 #include "snap_incremental.h"
@@ -135,7 +136,7 @@ static bool keys_fill_typed(evt_event *e, const evt_column *c, size_t col, const
 /* The before image of x->e (reset to a delete of t): the key's members. */
 static tb_code keys_fill(keys_ctx *x, const evt_table *t, const evt_jv *obj)
 {
-    evt_event_reset(x->e, EVT_OP_DELETE, (evt_table *)t);
+    evt_event_reset(x->e, EVT_OP_DELETE, TB_UNCONST(t)); /* the event holds a reference */
     for (size_t i = 0; i < evt_jv_size(obj); i++) {
         size_t kl;
         const char *k = evt_jv_key_at(obj, i, &kl);
@@ -197,7 +198,7 @@ static tb_code keys_one(void *opaque, const char *key, size_t klen, tb_error *er
         }
         t = x->alt;
     }
-    if (rc == TB_OK && !x->e && !(x->e = evt_event_new(EVT_OP_DELETE, (evt_table *)t)))
+    if (rc == TB_OK && !x->e && !(x->e = evt_event_new(EVT_OP_DELETE, TB_UNCONST(t))) /* a reference held */)
         rc = TB_ERR_NOMEM;
     if (rc == TB_OK)
         rc = keys_fill(x, t, obj);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tb_cast.h"
 #include "app.h"
 #include "app_health.h"
 #include "app_run.h"
@@ -60,7 +61,7 @@ int run_slot(run_ctx *r, const evt_event *e)
             return r->mcache[i].slot;
     size_t i = r->mnext++ % n;
     evt_table_unref(r->mcache[i].t);
-    r->mcache[i].t = evt_table_ref((evt_table *)t);
+    r->mcache[i].t = evt_table_ref(TB_UNCONST(t)); /* a reference count only */
     r->mcache[i].slot = app_metrics_table(r->metrics, evt_table_db(t), evt_table_name(t));
     return r->mcache[i].slot;
 }

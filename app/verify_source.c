@@ -42,11 +42,9 @@ static bool selected(const vsrc *s, const char *db, const char *table)
         return false;
     if (!s->has_only)
         return true;
-    size_t n = strlen(db) + strlen(table) + 2;
-    char *name = malloc(n);
-    if (!name)
+    char *name = NULL;
+    if (asprintf(&name, "%s.%s", db, table) < 0)
         return false;
-    snprintf(name, n, "%s.%s", db, table);
     bool ok = regexec(&s->only, name, 0, NULL, 0) == 0;
     free(name);
     return ok;

@@ -4,6 +4,7 @@
  */
 #include "av_conv.h"
 
+#include <stdarg.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -79,10 +80,15 @@ typedef struct conv {
     tb_code rc;
 } conv;
 
-static tb_code conv_fail(conv *c, const char *fmt, const char *what)
+/* The first failure of a conversion (the later ones are its consequences). */
+__attribute__((format(printf, 2, 3))) static tb_code conv_fail(conv *c, const char *fmt, ...)
 {
-    if (c->rc == TB_OK)
-        c->rc = tb_error_set(c->err, TB_ERR_INVALID, false, fmt, what ? what : "?");
+    if (c->rc == TB_OK) {
+        va_list ap;
+        va_start(ap, fmt);
+        c->rc = tb_error_vset(c->err, TB_ERR_INVALID, false, fmt, ap);
+        va_end(ap);
+    }
     return c->rc;
 }
 
@@ -106,13 +112,13 @@ static bool conv_defined(conv *c, const char *full, const evt_jv *cs)
     bool found = false;
     const evt_jv *fields = evt_jv_get(cs, "fields"); /* what the encoder follows */
     if (!fields || !canonical(fields, &text)) {
-        conv_fail(c, "Avro schema: struct %s cannot be written", full);
+        conv_fail(c, "Avro schema: struct %s cannot be written", full ? full : "?");
         goto out;
     }
     for (size_t i = 0; i < c->ndefined; i += 2)
         if (strcmp(c->defined[i], full) == 0) {
             if (strcmp(c->defined[i + 1], tb_buf_cstr(&text)) != 0)
-                conv_fail(c, "Avro schema: two different structs are named %s", full);
+                conv_fail(c, "Avro schema: two different structs are named %s", full ? full : "?");
             found = true;
             goto out;
         }
@@ -198,12 +204,12 @@ static void conv_record(conv *c, const evt_jv *cs, int depth)
     evt_jw_arr_begin(&c->w);
     const evt_jv *fields = evt_jv_get(cs, "fields");
     if (!fields || evt_jv_type_of(fields) != EVT_JV_ARRAY)
-        conv_fail(c, "Avro schema: struct %s has no fields array", cname);
+        conv_fail(c, "Avro schema: struct %s has no fields array", cname ? cname : "?");
     for (size_t i = 0; fields && i < evt_jv_size(fields) && c->rc == TB_OK; i++) {
         const evt_jv *f = evt_jv_at(fields, i);
         const char *fname = member_str(f, "field");
         if (!fname) {
-            conv_fail(c, "Avro schema: a field of struct %s has no name", cname);
+            conv_fail(c, "Avro schema: a field of struct %s has no name", cname ? cname : "?");
             break;
         }
         const evt_jv *dflt = evt_jv_get(f, "default");
@@ -252,7 +258,7 @@ static void conv_type(conv *c, const evt_jv *cs, int depth, const evt_jv *dflt)
     const char *type = member_str(cs, "type");
     const char *name = member_str(cs, "name");
     if (depth > AV_MAX_DEPTH || !type) {
-        conv_fail(c, "Avro schema: a Connect schema without a type (or nested too deep) near %s", name);
+        conv_fail(c, "Avro schema: a Connect schema without a type (or nested too deep) near %s", name ? name : "?");
         return;
     }
     if (strcmp(type, "struct") == 0) {
@@ -271,7 +277,7 @@ static void conv_type(conv *c, const evt_jv *cs, int depth, const evt_jv *dflt)
     while (k < sizeof(prim) / sizeof(prim[0]) && strcmp(prim[k].connect, type) != 0)
         k++;
     if (k == sizeof(prim) / sizeof(prim[0])) {
-        conv_fail(c, "Avro schema: Connect type %s has no Avro mapping", type);
+        conv_fail(c, "Avro schema: Connect type %s has no Avro mapping", type ? type : "?");
         return;
     }
     bool array = strcmp(type, "array") == 0;
@@ -286,7 +292,7 @@ static void conv_type(conv *c, const evt_jv *cs, int depth, const evt_jv *dflt)
         jw_key(&c->w, "items");
         const evt_jv *items = evt_jv_get(cs, "items");
         if (!items) {
-            conv_fail(c, "Avro schema: array %s has no items", name);
+            conv_fail(c, "Avro schema: array %s has no items", name ? name : "?");
             return;
         }
         conv_type(c, items, depth + 1, NULL);

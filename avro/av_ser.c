@@ -291,7 +291,7 @@ tb_code av_ser_encode(av_ser *s, const char *subject, const char *what, const ch
     const char *pt = se + sizeof mid - 1;
     if (end[-1] != '}')
         return tb_error_set(err, TB_ERR_INVALID, false, "%s: not a schema and payload wrapper", what);
-    av_entry *e;
+    av_entry *e = NULL;
     tb_code rc = lookup(s, subject, what, st, (size_t)(se - st), &e, err);
     if (rc != TB_OK)
         return rc;

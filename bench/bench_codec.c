@@ -84,8 +84,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "render failed: %s\n", err.msg);
             return 1;
         }
-        for (size_t k = 0; k < r.n; k++)
-            bytes += r.msgs[k].key_len + r.msgs[k].value_len;
+        for (size_t m = 0; m < r.n; m++)
+            bytes += r.msgs[m].key_len + r.msgs[m].value_len;
         if (i == 0) {
             tb_buf a;
             tb_buf_init(&a, 0);

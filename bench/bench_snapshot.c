@@ -73,10 +73,12 @@ int main(int argc, char **argv)
     set(c, "source.password", env("TRIBUTARY_TEST_MYSQL_PASSWORD"));
     set(c, "name", "bench-snapshot");
     set(c, "topic.prefix", "bench");
-    char inc[512];
+    char *inc = NULL;
     const char *dot = strchr(table, '.');
-    snprintf(inc, sizeof(inc), "^%.*s\\.%s$", dot ? (int)(dot - table) : 0, table, dot ? dot + 1 : table);
+    if (asprintf(&inc, "^%.*s\\.%s$", dot ? (int)(dot - table) : 0, table, dot ? dot + 1 : table) < 0)
+        return 1;
     set(c, "tables.include", inc);
+    free(inc);
     bool kafka = strcmp(sink, "kafka") == 0;
     bool none = strcmp(sink, "none") == 0;
     if (kafka) {

@@ -24,6 +24,7 @@
  * Errors of the message itself are TB_ERR_INVALID (the caller applies
  * cache.error.policy); anything else is an I/O failure of the cache file.
  */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,9 +51,13 @@ tb_code cache_table_name_of(const char *topic, const char *prefix, tb_buf *out)
     return tb_buf_puts(out, start);
 }
 
-static tb_code bad(tb_error *err, const char *fmt, const char *arg)
+__attribute__((format(printf, 2, 3))) static tb_code bad(tb_error *err, const char *fmt, ...)
 {
-    return tb_error_set(err, TB_ERR_INVALID, false, fmt, arg);
+    va_list ap;
+    va_start(ap, fmt);
+    tb_code rc = tb_error_vset(err, TB_ERR_INVALID, false, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 /* ----------------------------------------------------------- schema records */
@@ -463,6 +468,8 @@ tb_code cache_apply_schema(cache_store *s, const char *prefix, const char *key, 
         return apply_dropped(s, prefix, &v, err);
     if ((rc = parse_descriptor(&v, &nt, err)) != TB_OK)
         return rc;
+    if (!nt)
+        return bad(err, "schema record: %s", "no table descriptor");
     tb_buf_init(&why, 0);
     tb_buf_init(&topic, 0);
     /* the sink's topic of db.table (sanitized names: evt_topic_name) */

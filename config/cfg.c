@@ -126,8 +126,10 @@ const char *cfg_suggest(const char *key, char *scratch, size_t scratch_len)
             memcpy(want, name, len - 1);
             want[len - 1] = '\0';
             d = cfg_edit_distance(prefix, want);
-            if (d < best_d && d > 0 && scratch_len > 0) {
-                snprintf(scratch, scratch_len, "%s%s", want, key + len - 1);
+            size_t rest = strlen(key + len - 1);
+            if (d < best_d && d > 0 && len - 1 + rest < scratch_len) { /* a whole suggestion, never a cut one */
+                memcpy(scratch, want, len - 1);
+                memcpy(scratch + len - 1, key + len - 1, rest + 1);
                 best_d = d;
                 best = scratch;
             }

@@ -47,7 +47,8 @@ void tb_error_clear(tb_error *err);
 /* Fill err (if not NULL) and return code. printf-style message. */
 tb_code tb_error_set(tb_error *err, tb_code code, bool retriable, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-tb_code tb_error_vset(tb_error *err, tb_code code, bool retriable, const char *fmt, va_list ap);
+tb_code tb_error_vset(tb_error *err, tb_code code, bool retriable, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 /* Prepend context ("file.cnf:12: ") to an already-set message and set its code
  * to `code` (the code the failed call returned). Returns `code`, err NULL or not. */

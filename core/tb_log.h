@@ -37,7 +37,8 @@ void tb_log_set_sink(tb_log_sink_fn fn, void *opaque);
 
 void tb_log(tb_log_level level, const char *facility, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void tb_vlog(tb_log_level level, const char *facility, const char *fmt, va_list ap);
+void tb_vlog(tb_log_level level, const char *facility, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* Route a syslog-levelled message (librdkafka's log_cb) into the logger. */
 void tb_log_syslog(int syslog_level, const char *facility, const char *message);

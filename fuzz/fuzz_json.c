@@ -79,8 +79,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t nn = evt_fmt_double(dv, num);
         check(nn == strlen(num));
         if (isfinite(dv)) {
-            double back = strtod(num, NULL);
-            check(memcmp(&back, &dv, 8) == 0);
+            double dback = strtod(num, NULL);
+            check(memcmp(&dback, &dv, 8) == 0);
             tb_buf_reset(&a);
             evt_jw_init(&w, &a);
             evt_jw_raw_number(&w, num, nn);
@@ -124,8 +124,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char num[32];
         evt_fmt_float(fv, num);
         if (isfinite(fv)) {
-            float back = strtof(num, NULL);
-            check(memcmp(&back, &fv, 4) == 0);
+            float fback = strtof(num, NULL);
+            check(memcmp(&fback, &fv, 4) == 0);
         }
     }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tb_cast.h"
 #include "cfg.h"
 
 static char path[256];
@@ -77,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tb_buf d;
         tb_buf_init(&d, 0);
         check(cfg_dump(c, &d) == TB_OK);
-        cfg_each_prefixed(c, "kafka.", each_kafka, (void *)tb_buf_cstr(&d));
+        cfg_each_prefixed(c, "kafka.", each_kafka, TB_UNCONST(tb_buf_cstr(&d))); /* read only */
         if (cfg_is_set(c, "source.password"))
             check_masked(tb_buf_cstr(&d), "source.password", cfg_get_str(c, "source.password"));
         tb_buf_free(&d);

@@ -45,8 +45,9 @@ static tb_code kafka_code_of(rd_kafka_resp_err_t rerr, bool *retriable)
     }
 }
 
-static tb_code kafka_verror(tb_error *err, tb_code code, bool retriable, const char *what, const char *name,
-                            const char *fmt, va_list ap)
+__attribute__((format(printf, 6, 0))) static tb_code kafka_verror(tb_error *err, tb_code code, bool retriable,
+                                                                  const char *what, const char *name, const char *fmt,
+                                                                  va_list ap)
 {
     char ctx[512];
     vsnprintf(ctx, sizeof(ctx), fmt, ap);

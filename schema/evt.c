@@ -420,7 +420,7 @@ void evt_set_value(evt_event *e, evt_image img, size_t col, const evt_value *v)
 
 /* ------------------------------------------------------------ metadata */
 
-static const char *arena_strdup(evt_event *e, const char *s)
+static char *arena_strdup(evt_event *e, const char *s)
 {
     if (!s)
         return NULL;
@@ -443,8 +443,8 @@ void evt_event_set_position(evt_event *e, const tb_position *pos)
         return;
     }
     e->pos = *pos;
-    e->pos.file = (char *)arena_strdup(e, pos->file);
-    e->pos.gtid_set = (char *)arena_strdup(e, pos->gtid_set);
+    e->pos.file = arena_strdup(e, pos->file);
+    e->pos.gtid_set = arena_strdup(e, pos->gtid_set);
 }
 
 void evt_event_set_txid(evt_event *e, const char *txid)

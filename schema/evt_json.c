@@ -131,6 +131,7 @@
  *  - BIT(n>1) is a number (UINT), BIT(1) a boolean: the capture decides by
  *    the value kind it sets.
  */
+#include "tb_cast.h"
 #include "evt_internal.h"
 
 #include <stdio.h>
@@ -921,7 +922,7 @@ static tb_code render_topic(const evt_codec_opts *o, const evt_table *t, evt_ren
     free(r->topic_prefix);
     r->topic_prefix = pcopy;
     evt_table_unref(r->topic_table);
-    r->topic_table = evt_table_ref((evt_table *)t); /* the count is atomic; the table itself stays const */
+    r->topic_table = evt_table_ref(TB_UNCONST(t)); /* the count is atomic; the table itself stays const */
     return TB_OK;
 }
 

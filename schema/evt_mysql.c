@@ -19,6 +19,7 @@
  *  TIMESTAMP2: 4 bytes big-endian seconds since the epoch (UTC), then the
  *    fraction as above.
  */
+#include "tb_cast.h"
 #include "evt_mysql.h"
 
 #include <arpa/inet.h>
@@ -197,7 +198,7 @@ static tb_code iconv_to_utf8(evt_mysql_conv *c, int cs, const char *in, size_t l
     if (c->cd[cs] == (iconv_t)-1) /* charset unknown to iconv: keep the bytes */
         return len ? tb_buf_append(out, in, len) : tb_buf_reserve(out, 1);
     iconv(c->cd[cs], NULL, NULL, NULL, NULL);
-    char *src = (char *)in;
+    char *src = TB_UNCONST(in); /* iconv reads its input only */
     size_t left = len;
     while (left > 0) {
         tb_code rc = tb_buf_reserve(out, left * 4 + 8);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tb_cast.h"
 #include "ksink_int.h"
 
 #define KSINK_STAGE_MSGS 256
@@ -40,7 +41,8 @@ tb_code ksink_produce(ksink *ks, rd_kafka_topic_t *rkt, int32_t partition, const
     for (;;) {
         rd_kafka_resp_err_t rerr = rd_kafka_producev(
             ks->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(partition),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_VALUE((void *)value, vlen),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(TB_UNCONST(key), klen), /* both copied (F_COPY) */
+            RD_KAFKA_V_VALUE(TB_UNCONST(value), vlen),
             RD_KAFKA_V_OPAQUE((void *)(uintptr_t)seq), RD_KAFKA_V_END);
         if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR)
             break;

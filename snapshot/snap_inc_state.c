@@ -7,6 +7,7 @@
  *   queue[0] is the table in progress; key is the last primary key of its
  *   last finished chunk (snap_inc_key.h), null before the first chunk.
  */
+#include "tb_cast.h"
 #include "snap_inc_int.h"
 
 #include <stdio.h>
@@ -100,15 +101,15 @@ tb_code snap_inc_insert_signal(MYSQL *my, const char *db, const char *connector,
     unsigned long len[3] = {(unsigned long)strlen(type), (unsigned long)strlen(data), (unsigned long)strlen(connector)};
     memset(b, 0, sizeof(b));
     b[0].buffer_type = MYSQL_TYPE_STRING;
-    b[0].buffer = (void *)type;
+    b[0].buffer = TB_UNCONST(type); /* input parameters: read only */
     b[0].buffer_length = len[0];
     b[0].length = &len[0];
     b[1].buffer_type = MYSQL_TYPE_STRING;
-    b[1].buffer = (void *)data;
+    b[1].buffer = TB_UNCONST(data);
     b[1].buffer_length = len[1];
     b[1].length = &len[1];
     b[2].buffer_type = MYSQL_TYPE_STRING;
-    b[2].buffer = (void *)connector;
+    b[2].buffer = TB_UNCONST(connector);
     b[2].buffer_length = len[2];
     b[2].length = &len[2];
     if (mysql_stmt_prepare(st, tb_buf_cstr(&sql), sql.len) != 0 || mysql_stmt_bind_param(st, b) != 0 ||

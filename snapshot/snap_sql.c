@@ -2,6 +2,7 @@
  * snap_sql: connection and metadata-query helpers of the snapshotter.
  * See snap_sql.h.
  */
+#include "tb_cast.h"
 #include "snap_sql.h"
 
 #include <stdlib.h>
@@ -98,7 +99,7 @@ tb_code snap_sql_query(MYSQL *my, const char *sql, const char *const *params, si
         for (size_t i = 0; i < nparams; i++) {
             plen[i] = (unsigned long)strlen(params[i]);
             pb[i].buffer_type = MYSQL_TYPE_STRING;
-            pb[i].buffer = (void *)params[i];
+            pb[i].buffer = TB_UNCONST(params[i]); /* an input parameter: read only */
             pb[i].buffer_length = plen[i];
             pb[i].length = &plen[i];
         }

@@ -435,13 +435,11 @@ static tb_code on_table_map(binlog_dec *d, const uint8_t *body, size_t len, tb_e
     }
     /* one descriptor per shape: reuse the previous one when nothing changed */
     const char *db = evt_table_db(m->table), *tn = evt_table_name(m->table);
-    size_t kl = strlen(db) + strlen(tn) + 2;
-    char *key = malloc(kl);
-    if (!key) {
+    char *key = NULL;
+    if (asprintf(&key, "%s%c%s", db, 1, tn) < 0) {
         bl_tmap_free(m);
         return FAIL(err, TB_ERR_NOMEM, "out of memory");
     }
-    snprintf(key, kl, "%s%c%s", db, 1, tn);
     bl_ver *v = NULL;
     for (size_t i = 0; i < d->nvers; i++)
         if (strcmp(d->vers[i].key, key) == 0)

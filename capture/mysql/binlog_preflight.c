@@ -174,14 +174,15 @@ static bool is_on(const char *v)
     return v && (strcasecmp(v, "ON") == 0 || strcmp(v, "1") == 0);
 }
 
-/* 'name'@'host' from "name@host" (the user name may hold an @: split at the last). */
-static void quote_user(const char *user, char *out, size_t cap)
+/* 'name'@'host' from "name@host" (the user name may hold an @: split at the last); NULL when
+ * out of memory. The caller frees it. */
+static char *quote_user(const char *user)
 {
     const char *at = user ? strrchr(user, '@') : NULL;
-    if (!at)
-        snprintf(out, cap, "'%s'", user ? user : "?");
-    else
-        snprintf(out, cap, "'%.*s'@'%s'", (int)(at - user), user, at + 1);
+    char *out = NULL;
+    int n = at ? asprintf(&out, "'%.*s'@'%s'", (int)(at - user), user, at + 1)
+               : asprintf(&out, "'%s'", user ? user : "?");
+    return n < 0 ? NULL : out;
 }
 
 static void need_priv(judge *j, const pv_set *pv, const char *who, unsigned bits, bool global, const char *name,
@@ -230,8 +231,8 @@ tb_code bl_preflight_judge(const bl_preflight_in *in, const bl_preflight_opts *o
         for (size_t i = 0; i < in->ngrants; i++)
             if (in->grants[i])
                 pv_add_line(&pv, in->grants[i]);
-        char who[512];
-        quote_user(in->user, who, sizeof who);
+        char *who_text = quote_user(in->user);
+        const char *who = who_text ? who_text : "the connector's user";
         need_priv(&j, &pv, who, PV_REPL_SLAVE, true, "REPLICATION SLAVE", "read the binlog", false);
         bool monitor = in->mariadb && in->version >= 100500;
         need_priv(&j, &pv, who, PV_REPL_CLIENT | PV_SUPER, true, monitor ? "BINLOG MONITOR" : "REPLICATION CLIENT",
@@ -245,6 +246,7 @@ tb_code bl_preflight_judge(const bl_preflight_in *in, const bl_preflight_opts *o
                       false);
         need_priv(&j, &pv, who, PV_INSERT, false, "INSERT",
                   "write the watermark rows of an incremental snapshot to <db>.tributary_signal", true);
+        free(who_text);
     }
     if (j.problems == 0)
         return TB_OK;

@@ -21,6 +21,7 @@
  * leaves it out of the key; an implicit period's invisible row_start and
  * row_end, which COLUMNS does not list, are appended, as the binlog has them.
  */
+#include "tb_cast.h"
 #include "binlog_schema.h"
 #include "evt_mysql.h"
 #include "mymeta.h"
@@ -50,11 +51,11 @@ static tb_code run(MYSQL *m, const char *q, const char *db, const char *table, i
     memset(out, 0, sizeof(out));
     unsigned long dl = (unsigned long)strlen(db), tl = (unsigned long)strlen(table);
     in[0].buffer_type = MYSQL_TYPE_STRING;
-    in[0].buffer = (void *)db;
+    in[0].buffer = TB_UNCONST(db); /* an input parameter: read only */
     in[0].buffer_length = dl;
     in[0].length = &dl;
     in[1].buffer_type = MYSQL_TYPE_STRING;
-    in[1].buffer = (void *)table;
+    in[1].buffer = TB_UNCONST(table);
     in[1].buffer_length = tl;
     in[1].length = &tl;
     my_bool isnull[SC_NRES];

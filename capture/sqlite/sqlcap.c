@@ -584,11 +584,10 @@ tb_code sqlcap_open(const cfg *cf, const tb_position *start, sqlcap **out, tb_er
         /* <offsets dir>/<name>.shadow.db, the offsets dir being that of offsets.file */
         const char *of = cfg_get_str(cf, "offsets.file"), *nm = cfg_get_str(cf, "name");
         const char *slash = of ? strrchr(of, '/') : NULL;
-        size_t dl = slash ? (size_t)(slash - of) : 1;
-        size_t n = dl + strlen(nm ? nm : "tributary") + 16;
-        dflt_shadow = malloc(n);
+        int dl = slash ? (int)(slash - of) : 1;
+        if (asprintf(&dflt_shadow, "%.*s/%s.shadow.db", dl, slash ? of : ".", nm ? nm : "tributary") < 0)
+            dflt_shadow = NULL;
         if (dflt_shadow) {
-            snprintf(dflt_shadow, n, "%.*s/%s.shadow.db", (int)dl, slash ? of : ".", nm ? nm : "tributary");
             o.shadow_path = dflt_shadow;
         }
     }

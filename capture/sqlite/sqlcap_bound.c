@@ -154,9 +154,9 @@ static void sqlcap_find_pinner(sqlcap *c, const sqlcap_shmhdr *h, int64_t now)
         return;
     snprintf(c->bound_cause, sizeof c->bound_cause,
              "process pid %d holds a read transaction on the database (WAL read lock %d%s, frame %u of %u) for "
-             "%.1f s at least: SQLite cannot checkpoint past it, so nothing can reset the WAL until it ends", pid,
-             slot, slot == 0 ? ": it reads the database file only and blocks every checkpoint" : "", mark,
-             h->mxframe, (double)held / 1000.0);
+             "%lld.%lld s at least: SQLite cannot checkpoint past it, so nothing can reset the WAL until it ends",
+             pid, slot, slot == 0 ? ": it reads the database file only and blocks every checkpoint" : "", mark,
+             h->mxframe, (long long)(held / 1000), (long long)(held % 1000 / 100));
     if (now - c->pinner_warn_ms >= SQLCAP_BOUND_WARN_MS) {
         c->pinner_warn_ms = c->bound_warn_ms = now; /* one WARN for this cause */
         TB_WARN(SQLCAP_FAC, "%s: the WAL (%llu bytes, bound %lld) cannot be reset: %s", c->path,

@@ -95,7 +95,7 @@ struct sqlcap {
     int pinner_pid, pinner_slot;  /* another process's read transaction holding the checkpoint back */
     uint32_t pinner_mark;
     int64_t pinner_since_ms, pinner_warn_ms, bound_warn_ms, bound_check_ms;
-    char bound_cause[320];      /* why the last window failed ("" = none or it opened) */
+    char bound_cause[384];      /* why the last window failed ("" = none or it opened) */
     int64_t watch_ms;           /* the files' inodes last checked (sqlcap_watch.c) */
     int64_t window_fail_ms;     /* monotonic time the last window without barrier missed */
     uint8_t *fslab;             /* sqlcap_consume: frames (header + page) of the current

@@ -132,11 +132,8 @@ bool sqlcap_pos_le(const tb_position *a, const tb_position *b)
 
 char *sqlcap_strcat3(const char *a, const char *b)
 {
-    size_t n = strlen(a) + strlen(b) + 1;
-    char *s = malloc(n);
-    if (s)
-        snprintf(s, n, "%s%s", a, b);
-    return s;
+    char *s = NULL;
+    return asprintf(&s, "%s%s", a, b) < 0 ? NULL : s;
 }
 
 tb_code sqlcap_write_all(int fd, const void *p, size_t n, const char *what, tb_error *err)

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tb_cast.h"
 #include "evt_json.h"
 #include "sqlcap_priv.h"
 #include "tb_log.h"
@@ -491,7 +492,7 @@ tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err)
             continue;
         }
         evt_op eo = op[0] == 'I' ? EVT_OP_CREATE : op[0] == 'U' ? EVT_OP_UPDATE : EVT_OP_DELETE;
-        evt_event *ev = evt_event_new(eo, (evt_table *)et);
+        evt_event *ev = evt_event_new(eo, TB_UNCONST(et)); /* a reference held */
         if (!ev) {
             rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
             break;

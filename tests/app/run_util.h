@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tb_cast.h"
 #include "tb_buf.h"
 #include "tb_file.h"
 
@@ -59,15 +60,15 @@ static run_result run_tributary(const char *const *args, const char *const *extr
     char **argv = calloc(nargs + 2, sizeof(char *));
     char **envp = calloc(nenv + nextra + 1, sizeof(char *));
     cr_assert(argv && envp);
-    argv[0] = (char *)TRIBUTARY_BIN;
+    argv[0] = TB_UNCONST(TRIBUTARY_BIN); /* execv does not write its arguments */
     for (size_t i = 0; i < nargs; i++)
-        argv[i + 1] = (char *)args[i];
+        argv[i + 1] = TB_UNCONST(args[i]);
     size_t k = 0;
     for (size_t i = 0; i < nenv; i++)
         if (strncmp(environ[i], "TRIBUTARY_", 10) != 0 || strncmp(environ[i], "TRIBUTARY_TEST_", 15) == 0)
             envp[k++] = environ[i];
     for (size_t i = 0; i < nextra; i++)
-        envp[k++] = (char *)extra_env[i];
+        envp[k++] = TB_UNCONST(extra_env[i]);
 
     fflush(NULL);
     pid_t pid = fork();

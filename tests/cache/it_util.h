@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+
+#include "tb_cast.h"
 #include <unistd.h>
 
 static inline const char *it_brokers(void)
@@ -65,10 +67,10 @@ static inline void it_create_topic(rd_kafka_t *rk, const char *topic, int partit
     char errstr[512];
     rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, 1, errstr, sizeof(errstr));
     cr_assert_not_null(nt, "%s", errstr);
-    const char *cfg[] = {"cleanup.policy", aggressive < 0 ? "delete" : "compact", "segment.ms", "100", "min.cleanable.dirty.ratio", "0.01",
+    const char *topic_cfg[] = {"cleanup.policy", aggressive < 0 ? "delete" : "compact", "segment.ms", "100", "min.cleanable.dirty.ratio", "0.01",
                          "delete.retention.ms", "100", "min.compaction.lag.ms", "0", NULL};
-    for (int i = 0; cfg[i] && (aggressive > 0 || i == 0); i += 2)
-        cr_assert_eq(rd_kafka_NewTopic_set_config(nt, cfg[i], cfg[i + 1]), 0);
+    for (int i = 0; topic_cfg[i] && (aggressive > 0 || i == 0); i += 2)
+        cr_assert_eq(rd_kafka_NewTopic_set_config(nt, topic_cfg[i], topic_cfg[i + 1]), 0);
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
     rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
     rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
@@ -107,7 +109,7 @@ static inline void it_produce(rd_kafka_t *rk, const char *topic, int partition, 
     for (;;) {
         rd_kafka_resp_err_t e = rd_kafka_producev(
             rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition < 0 ? RD_KAFKA_PARTITION_UA : partition),
-            RD_KAFKA_V_KEY((void *)key, strlen(key)), RD_KAFKA_V_VALUE((void *)value, value ? strlen(value) : 0),
+            RD_KAFKA_V_KEY(TB_UNCONST(key), strlen(key)), RD_KAFKA_V_VALUE(TB_UNCONST(value), value ? strlen(value) : 0),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
         if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
             rd_kafka_poll(rk, 10);
@@ -175,7 +177,7 @@ static inline pid_t it_spawn(const char *logpath, const char *const *args)
         argv[n] = NULL;
         FILE *f = freopen(logpath, "a", stderr);
         (void)f;
-        execv(bin, (char *const *)argv);
+        execv(bin, TB_UNCONST(argv)); /* execv does not write its arguments */
         _exit(127);
     }
     return pid;

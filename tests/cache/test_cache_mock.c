@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tb_cast.h"
 #include "cache.h"
 #include "json_oracle.h"
 #include "cache_read.h"
@@ -73,8 +74,8 @@ TestSuite(mock, .init = setup, .fini = teardown, .timeout = 120);
 static void produce(const char *topic, int part, const char *key, const char *value)
 {
     rd_kafka_resp_err_t e = rd_kafka_producev(prod, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(part),
-                                              RD_KAFKA_V_KEY((void *)key, key ? strlen(key) : 0),
-                                              RD_KAFKA_V_VALUE((void *)value, value ? strlen(value) : 0),
+                                              RD_KAFKA_V_KEY(TB_UNCONST(key), key ? strlen(key) : 0),
+                                              RD_KAFKA_V_VALUE(TB_UNCONST(value), value ? strlen(value) : 0),
                                               RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
     cr_assert_eq(e, 0, "produce: %s", rd_kafka_err2str(e));
 }

@@ -23,6 +23,7 @@
 #include <math.h>
 #include <sys/stat.h>
 
+#include "tb_cast.h"
 #include "../e2e/e2e_util.h"
 
 #define FIX TB_FIXTURES_DIR "/debezium"
@@ -60,9 +61,9 @@ static pid_t spawn_split(const char *const *args, const char *out_path, const ch
 {
     char *argv[8];
     size_t n = 0;
-    argv[n++] = (char *)E2E_BIN;
+    argv[n++] = TB_UNCONST(E2E_BIN); /* execv does not write its arguments */
     for (; args[n - 1] && n < 7; n++)
-        argv[n] = (char *)args[n - 1];
+        argv[n] = TB_UNCONST(args[n - 1]);
     argv[n] = NULL;
     fflush(NULL);
     pid_t pid = fork();

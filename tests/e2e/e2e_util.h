@@ -37,6 +37,7 @@
 #include <librdkafka/rdkafka.h>
 #include <mysql.h>
 
+#include "tb_cast.h"
 #include "../integration/tb_itest.h"
 #include "json_oracle.h"
 #include "tb_buf.h"
@@ -145,9 +146,9 @@ static inline pid_t e2e_spawn(const char *const *args, const char *log_path)
 {
     char *argv[16];
     size_t n = 0;
-    argv[n++] = (char *)E2E_BIN;
+    argv[n++] = TB_UNCONST(E2E_BIN); /* execv does not write its arguments */
     for (; args[n - 1] && n < 15; n++)
-        argv[n] = (char *)args[n - 1];
+        argv[n] = TB_UNCONST(args[n - 1]);
     argv[n] = NULL;
     fflush(NULL);
     pid_t pid = fork();

@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include "tb_cast.h"
 #include "e2e_util.h"
 
 typedef struct vt_env {
@@ -151,8 +152,8 @@ static void vt_produce(const char *topic, const char *key, const char *value)
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
     cr_assert_not_null(rk, "%s", errstr);
     rd_kafka_resp_err_t err =
-        rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, strlen(key)),
-                          RD_KAFKA_V_VALUE((void *)value, value ? strlen(value) : 0),
+        rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(TB_UNCONST(key), strlen(key)),
+                          RD_KAFKA_V_VALUE(TB_UNCONST(value), value ? strlen(value) : 0),
                           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
     cr_assert_eq(err, 0, "produce: %s", rd_kafka_err2str(err));
     cr_assert_eq(rd_kafka_flush(rk, 30000), 0);

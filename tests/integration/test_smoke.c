@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tb_cast.h"
 #include "tb_itest.h"
 
 #define SMOKE_TIMEOUT_MS 30000
@@ -179,12 +180,12 @@ Test(kafka, compacted_topic_round_trip, .timeout = 120)
     const char *key = "{\"id\":42}";
     const char *val = "{\"after\":{\"id\":42,\"name\":\"smoke\"}}";
     cr_assert_eq(rd_kafka_producev(prod, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
-                                   RD_KAFKA_V_KEY(key, strlen(key)),
-                                   RD_KAFKA_V_VALUE((void *)val, strlen(val)),
+                                   RD_KAFKA_V_KEY(TB_UNCONST(key), strlen(key)),
+                                   RD_KAFKA_V_VALUE(TB_UNCONST(val), strlen(val)),
                                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
                  RD_KAFKA_RESP_ERR_NO_ERROR);
     cr_assert_eq(rd_kafka_producev(prod, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
-                                   RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE(NULL, 0),
+                                   RD_KAFKA_V_KEY(TB_UNCONST(key), strlen(key)), RD_KAFKA_V_VALUE(NULL, 0),
                                    RD_KAFKA_V_END),
                  RD_KAFKA_RESP_ERR_NO_ERROR);
     cr_assert_eq(rd_kafka_flush(prod, SMOKE_TIMEOUT_MS), RD_KAFKA_RESP_ERR_NO_ERROR,

@@ -399,9 +399,9 @@ static void oversize_run(const char *policy, tb_code want_send, size_t want_topi
         cr_assert_str_eq(ms.m[0].key, "{\"id\":2}");
         /* the dead-letter record: {"topic","key","position","size"} */
         json_t *v = jo_parse(ms.m[0].value, ms.m[0].value_len);
-        char want_topic[sizeof m.topic + 3];
-        snprintf(want_topic, sizeof want_topic, "\"%s\"", m.topic);
-        cr_assert(jo_expect_at(v, JO_PATH("topic"), want_topic), "%s", ms.m[0].value);
+        char dlq_topic[sizeof m.topic + 3];
+        snprintf(dlq_topic, sizeof dlq_topic, "\"%s\"", m.topic);
+        cr_assert(jo_expect_at(v, JO_PATH("topic"), dlq_topic), "%s", ms.m[0].value);
         cr_assert(jo_expect_at(v, JO_PATH("key"), "{\"id\":2}"), "%s", ms.m[0].value);
         cr_assert(json_is_object(json_object_get(v, "position")), "%s", ms.m[0].value);
         cr_assert(jo_expect_at(v, JO_PATH("position", "pos"), "2"), "%s", ms.m[0].value);

@@ -468,7 +468,7 @@ uint64_t st_writer_stop(st_writer *w)
     waitpid(w->pid, &status, 0);
     uint64_t ops = w->shared[0];
     uint64_t e = w->shared[2];
-    munmap((void *)w->shared, 4096);
+    munmap((void *)(uintptr_t)w->shared, 4096); /* the mapping (volatile while shared); the writer has exited */
     free(w);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer failed (mysql error %llu)",
               (unsigned long long)e);

@@ -6,6 +6,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +19,14 @@
 #include "json_oracle.h"
 #include "snap_test_util.h"
 
-static char *arg(const char *fmt, const char *v)
+__attribute__((format(printf, 1, 2))) static char *arg(const char *fmt, ...)
 {
     char *s = NULL;
-    if (asprintf(&s, fmt, v) < 0)
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0)
         cr_assert_fail("asprintf");
     return s;
 }

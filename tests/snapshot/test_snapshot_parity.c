@@ -65,9 +65,9 @@ static const char *const rows[] = {
     " '\"just a string\"', ST_GeomFromText('MULTIPOINT(1 1, 2 2)', 3857), ST_GeomFromText('POINT(-1 1e10)', 0))",
 };
 
-/* Snapshot of db.table with the extra settings: rows into *rows (may be NULL)
+/* Snapshot of db.table with the extra settings: rows into *out_rows (may be NULL)
  * and the schema record of its descriptor into schema. */
-static void snapshot_of(const char *db, const char *table, const char *const *extra, st_map *rows, tb_buf *schema)
+static void snapshot_of(const char *db, const char *table, const char *const *extra, st_map *out_rows, tb_buf *schema)
 {
     char inc[512];
     snprintf(inc, sizeof(inc), "tables.include=^%s\\.%s$", db, table);
@@ -87,8 +87,8 @@ static void snapshot_of(const char *db, const char *table, const char *const *ex
             break;
         if (schema->len == 0)
             cr_assert_eq(evt_json_schema_value(evt_event_table(ev), schema), TB_OK);
-        if (rows)
-            st_map_apply(rows, ev);
+        if (out_rows)
+            st_map_apply(out_rows, ev);
     }
     snap_close(s);
     cfg_free(c);
