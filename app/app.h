@@ -33,7 +33,7 @@ int cmd_decode_wal(int argc, char **argv);
  *   --config FILE, --set key=value (repeatable), TRIBUTARY_* environment.
  * Consumes those options from argv (compacting it, updating *argc) and
  * returns a validated cfg (caller frees) or an error (code TB_ERR_CONFIG). */
-tb_code app_load_config(int *argc, char **argv, cfg **out, tb_error *err);
+TB_MUST_USE tb_code app_load_config(int *argc, char **argv, cfg **out, tb_error *err);
 
 /* Commands that talk to Kafka, at start: log the librdkafka in use (INFO,
  * its rd_kafka_version_str()), and WARN when kafka.sasl.mechanisms names
@@ -63,7 +63,7 @@ typedef struct app_optspec {
 
 /* Parse argv[first..] against spec[0..n). TB_ERR_CONFIG naming the argument for
  * an unknown option, a value option without a value, or a stray argument. */
-tb_code app_parse_opts(int argc, char **argv, int first, const app_optspec *spec, size_t n, tb_error *err);
+TB_MUST_USE tb_code app_parse_opts(int argc, char **argv, int first, const app_optspec *spec, size_t n, tb_error *err);
 
 /* Set once by the SIGINT/SIGTERM handler installed by app_install_signals(). */
 extern volatile sig_atomic_t app_stop_requested;

@@ -545,7 +545,7 @@ int app_metrics_health(app_metrics *m, int64_t now_ms, tb_buf *out)
             evt_jw_null(&w);
     }
     evt_jw_obj_end(&w);
-    evt_jw_finish(&w);
-    tb_buf_putc(out, '\n');
+    if (evt_jw_finish(&w) != TB_OK || tb_buf_putc(out, '\n') != TB_OK)
+        return 500; /* out of memory: the body is not whole */
     return ok ? 200 : 503;
 }

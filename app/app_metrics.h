@@ -44,12 +44,12 @@ typedef enum app_metrics_role { APP_METRICS_RUN, APP_METRICS_CACHE } app_metrics
  * it is not). TB_ERR_CONFIG for a listen address that does not parse or a
  * host that is not a numeric IPv4/IPv6 address or "localhost"; TB_ERR_IO when
  * the address cannot be bound (in use). */
-tb_code app_metrics_start(const cfg *c, app_metrics_role role, app_metrics **out, tb_error *err);
+TB_MUST_USE tb_code app_metrics_start(const cfg *c, app_metrics_role role, app_metrics **out, tb_error *err);
 /* Stop the server and free the registry. NULL-safe. */
 void app_metrics_stop(app_metrics *m);
 
 /* Parse "HOST:PORT" ("[v6]:PORT" for IPv6). Exposed for tests. */
-tb_code app_metrics_parse_listen(const char *s, char *host, size_t host_cap, unsigned *port, tb_error *err);
+TB_MUST_USE tb_code app_metrics_parse_listen(const char *s, char *host, size_t host_cap, unsigned *port, tb_error *err);
 /* Whether a listen host reaches this host only (127.0.0.0/8, ::1, ::ffff:127.x, localhost).
  * Bound elsewhere without metrics.token, the endpoint logs a WARN at start. */
 bool app_metrics_is_loopback(const char *host);
@@ -124,7 +124,7 @@ void app_metrics_set_kafka_stats_interval(app_metrics *m, int64_t interval_ms);
 /* ---- rendering (what the endpoint serves; exposed for tests) */
 
 /* The /metrics body, appended to out. */
-tb_code app_metrics_render(app_metrics *m, tb_buf *out);
+TB_MUST_USE tb_code app_metrics_render(app_metrics *m, tb_buf *out);
 /* The /health body appended to out; returns the HTTP status (200 or 503). */
 int app_metrics_health(app_metrics *m, int64_t now_ms, tb_buf *out);
 

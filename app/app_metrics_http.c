@@ -255,8 +255,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             MHD_destroy_response(r);
         }
     } else if (strcmp(url, "/metrics") == 0 && get) {
-        app_metrics_render(m, &b);
-        rc = respond(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &b);
+        if (app_metrics_render(m, &b) == TB_OK) {
+            rc = respond(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &b);
+        } else { /* out of memory: a cut exposition would read as series gone */
+            tb_buf_reset(&b);
+            tb_buf_puts(&b, "out of memory rendering the metrics\n");
+            rc = respond(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", &b);
+        }
     } else if (strcmp(url, "/health") == 0 && get) {
         int status = app_metrics_health(m, tb_wall_ms(), &b);
         rc = respond(conn, (unsigned)status, "application/json", &b);

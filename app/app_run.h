@@ -92,40 +92,40 @@ typedef struct run_ctx {
 } run_ctx;
 
 /* run_sink.c: the run's side of the sink (see its header). */
-tb_code run_sink_open(run_ctx *r, tb_error *err);
+TB_MUST_USE tb_code run_sink_open(run_ctx *r, tb_error *err);
 /* metrics.listen: the counter slot of e's table; -1 without a table. */
 int run_slot(run_ctx *r, const evt_event *e);
 /* One event to the sink (lease check, metrics). */
-tb_code run_sink_send(run_ctx *r, const evt_event *e, tb_error *err);
+TB_MUST_USE tb_code run_sink_send(run_ctx *r, const evt_event *e, tb_error *err);
 /* A source transaction ended; pos is where to resume after it. */
-tb_code run_sink_end_tx(run_ctx *r, const tb_position *pos, tb_error *err);
+TB_MUST_USE tb_code run_sink_end_tx(run_ctx *r, const tb_position *pos, tb_error *err);
 /* Commit the delivered position (force: now, and wait until it is stored),
  * then tell the source (sqlcap_ack). */
-tb_code run_sink_commit(run_ctx *r, bool force, tb_error *err);
+TB_MUST_USE tb_code run_sink_commit(run_ctx *r, bool force, tb_error *err);
 /* Sorts a sink error: TB_OK to go on (a retriable commit error), else rc
  * (r->restart set when an aborted Kafka transaction means reading the
  * source again). */
-tb_code run_sink_error(run_ctx *r, tb_code rc, bool from_commit, tb_error *err);
+TB_MUST_USE tb_code run_sink_error(run_ctx *r, tb_code rc, bool from_commit, tb_error *err);
 /* After a sink error: true when the Kafka transaction was aborted (sets r->restart). */
 bool run_sink_aborted(run_ctx *r);
 /* run_tables.c: tables.include / tables.exclude: whether ev's table is captured. */
 bool run_keep(run_ctx *r, const evt_event *ev);
 /* Starting "now": store the source's start position before reading. */
-tb_code run_pin_start(run_ctx *r, tb_error *err);
+TB_MUST_USE tb_code run_pin_start(run_ctx *r, tb_error *err);
 /* Stream from the open source until stopped, failed or r->restart. */
-tb_code run_stream(run_ctx *r, tb_error *err);
+TB_MUST_USE tb_code run_stream(run_ctx *r, tb_error *err);
 /* After an aborted Kafka transaction: close the source; *resume is where to read it again. */
-tb_code run_prepare_restart(run_ctx *r, tb_position *resume, tb_error *err);
+TB_MUST_USE tb_code run_prepare_restart(run_ctx *r, tb_position *resume, tb_error *err);
 
 /* run_status.c: rewrite the status file (at most once a second unless force). */
 void run_write_status(run_ctx *r, const char *state, const char *error, bool force);
 
 /* run_lease.c (DESIGN 12). Stand by until this instance holds the lease
  * (ha.enabled; status "standby"); TB_ERR_STOPPED on SIGINT/SIGTERM. */
-tb_code run_lease_acquire(run_ctx *r, tb_error *err);
+TB_MUST_USE tb_code run_lease_acquire(run_ctx *r, tb_error *err);
 /* Before producing or committing: TB_OK while the lease is held (or
  * ha.enabled=false); else sets r->lease_lost and fills err. */
-tb_code run_lease_check_slow(run_ctx *r, tb_error *err);
+TB_MUST_USE tb_code run_lease_check_slow(run_ctx *r, tb_error *err);
 static inline tb_code run_lease_check(run_ctx *r, tb_error *err)
 {
     return r->lease ? run_lease_check_slow(r, err) : TB_OK;
@@ -135,34 +135,34 @@ void run_lease_release(run_ctx *r);
 
 /* run_txmeta.c: a captured change ev is about to be sent (BEGIN first if
  * its transaction has none yet; counts it). */
-tb_code run_txmeta_event(run_ctx *r, const evt_event *ev, tb_error *err);
+TB_MUST_USE tb_code run_txmeta_event(run_ctx *r, const evt_event *ev, tb_error *err);
 /* The source transaction ends: END, if a BEGIN was sent. Call before the
  * sink's end of transaction. */
-tb_code run_txmeta_end(run_ctx *r, tb_error *err);
+TB_MUST_USE tb_code run_txmeta_end(run_ctx *r, tb_error *err);
 void run_txmeta_free(run_ctx *r);
 
 /* run_pipe.c: send a captured event from outside the stream loop (a
  * statement's events): transaction metadata, then the sink; and end the
  * source transaction at pos. Sink errors as in the loop (r->restart set
  * after an aborted Kafka transaction). */
-tb_code run_send(run_ctx *r, const evt_event *e, tb_error *err);
-tb_code run_end_tx(run_ctx *r, const tb_position *pos, tb_error *err);
+TB_MUST_USE tb_code run_send(run_ctx *r, const evt_event *e, tb_error *err);
+TB_MUST_USE tb_code run_end_tx(run_ctx *r, const tb_position *pos, tb_error *err);
 /* Write t's schema record now (a dropped table's, or a renamed one's), in
  * the current source transaction (ksink_announce_table). */
-tb_code run_announce(run_ctx *r, evt_table *t, tb_error *err);
+TB_MUST_USE tb_code run_announce(run_ctx *r, evt_table *t, tb_error *err);
 /* sink=kafka: the truncate record of e's table (ksink_send_truncate), in the
  * current source transaction. */
-tb_code run_send_truncate(run_ctx *r, const evt_event *e, tb_error *err);
+TB_MUST_USE tb_code run_send_truncate(run_ctx *r, const evt_event *e, tb_error *err);
 
 /* run_stmt.c: the binlog statement callback (binlog_set_stmt_fn), opaque =
  * the run_ctx. Stops on DML logged as a statement on a captured table. */
-tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err);
+TB_MUST_USE tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err);
 /* run_stmt.c: a SQLite DROP TABLE of a captured table (an event whose
  * descriptor is evt_table_dropped, sqlcap_opts.drop_events): the schema
  * record that says the table was dropped, in the DROP's transaction (after
  * its deletes under ddl.drop.policy=tombstone); warn: also a WARN naming the
  * table and the position. */
-tb_code run_on_dropped(run_ctx *r, const evt_event *ev, tb_error *err);
+TB_MUST_USE tb_code run_on_dropped(run_ctx *r, const evt_event *ev, tb_error *err);
 
 /* run_history.c: after error 1236 for stored, whether the server never had
  * some of the transactions it covers (diverged history) rather than purged
@@ -178,7 +178,7 @@ bool run_table_gone(run_ctx *r, const char *db, const char *table);
 bool run_is_sequence(run_ctx *r, const char *db, const char *table);
 /* run_tables.c: at start, an INFO for each captured SEQUENCE (not captured), each marked in
  * r->keyless as one (run_keyless_mark), so its row events are passed over without a lookup. */
-tb_code run_note_sequences(run_ctx *r, tb_error *err);
+TB_MUST_USE tb_code run_note_sequences(run_ctx *r, tb_error *err);
 /* run_tables.c: what r->keyless holds for db.table (a table without a key, or a SEQUENCE); false
  * when out of memory. */
 #define RUN_KEYLESS_TABLE ((void *)1)
@@ -188,7 +188,7 @@ bool run_keyless_mark(run_ctx *r, const char *db, const char *table, void *what)
 bool run_keyless(run_ctx *r, const evt_event *ev);
 /* run_keys.c: the topics of captured tables that disappeared (ksink_topics_gone), per
  * topic.missing.policy; before anything is sent when resuming from a stored position. */
-tb_code run_topics_gone(run_ctx *r, tb_error *err);
+TB_MUST_USE tb_code run_topics_gone(run_ctx *r, tb_error *err);
 
 /* run_keys.c: where the deletes of run_keys_delete go. */
 typedef struct run_keys_at {
@@ -205,7 +205,7 @@ typedef struct run_keys_at {
  * keep (NULL: every key; ksink_topic_keys). t: the table's descriptor, or
  * NULL (one is made from the topic's first key: keys_only). *n: keys
  * deleted. sink=kafka only. */
-tb_code run_keys_delete(run_ctx *r, evt_table *t, const char *db, const char *table, const tb_kset *keep,
+TB_MUST_USE tb_code run_keys_delete(run_ctx *r, evt_table *t, const char *db, const char *table, const tb_kset *keep,
                         const run_keys_at *at, uint64_t *n, tb_error *err);
 /* The reconcile step (DESIGN 6a): after the rows of db.table were sent
  * again, keep holding the digests of the table's keys (ksink_key_digest),
@@ -213,17 +213,17 @@ tb_code run_keys_delete(run_ctx *r, evt_table *t, const char *db, const char *ta
  * transaction (before the transaction's end, so its position is committed
  * only with them). Logs what it did (WARN when it deleted keys). sink=stdout:
  * nothing. */
-tb_code run_reconcile(run_ctx *r, evt_table *t, const char *db, const char *table, const tb_kset *keep,
+TB_MUST_USE tb_code run_reconcile(run_ctx *r, evt_table *t, const char *db, const char *table, const tb_kset *keep,
                       const run_keys_at *at, tb_error *err);
 /* The same for a MySQL/MariaDB table, with the keys it has now
  * (snap_keys_scan): after an incremental snapshot. A table gone since is
  * left to its statement (INFO). */
-tb_code run_reconcile_mysql(run_ctx *r, const char *db, const char *table, const run_keys_at *at, tb_error *err);
+TB_MUST_USE tb_code run_reconcile_mysql(run_ctx *r, const char *db, const char *table, const run_keys_at *at, tb_error *err);
 
 /* The same for every captured table of the SQLite source, with its rows at
  * the position of the transaction just decoded (sqlcap_scan_tables): after
  * a gap (sqlcap_take_gap) and after a snapshot. */
-tb_code run_reconcile_sqlite(run_ctx *r, const run_keys_at *at, tb_error *err);
+TB_MUST_USE tb_code run_reconcile_sqlite(run_ctx *r, const run_keys_at *at, tb_error *err);
 
 /* A blocking snapshot's reconcile steps: run_snapkeys_row for every row
  * sent (rows come table by table; a table's step runs when the next table's
@@ -240,8 +240,8 @@ typedef struct run_snapkeys {
 } run_snapkeys;
 void run_snapkeys_init(run_snapkeys *sk);
 void run_snapkeys_free(run_snapkeys *sk);
-tb_code run_snapkeys_row(run_ctx *r, run_snapkeys *sk, const evt_event *ev, tb_error *err);
-tb_code run_snapkeys_end(run_ctx *r, run_snapkeys *sk, const char *const *dbs, const char *const *tables, size_t n,
+TB_MUST_USE tb_code run_snapkeys_row(run_ctx *r, run_snapkeys *sk, const evt_event *ev, tb_error *err);
+TB_MUST_USE tb_code run_snapkeys_end(run_ctx *r, run_snapkeys *sk, const char *const *dbs, const char *const *tables, size_t n,
                          const tb_position *pos, evt_connector conn, tb_error *err);
 
 #endif

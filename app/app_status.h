@@ -75,18 +75,18 @@ typedef struct app_status {
 } app_status;
 
 /* Render st as the JSON object above (appended to out). */
-tb_code app_status_json(const app_status *st, tb_buf *out, tb_error *err);
+TB_MUST_USE tb_code app_status_json(const app_status *st, tb_buf *out, tb_error *err);
 
 /* Write st to path atomically. All pointers in st are borrowed for the call. */
-tb_code app_status_write(const char *path, const app_status *st, tb_error *err);
+TB_MUST_USE tb_code app_status_write(const char *path, const app_status *st, tb_error *err);
 
 /* The status file path for c (status.file, or the default), appended to out. */
-tb_code app_status_path(const cfg *c, tb_buf *out);
+TB_MUST_USE tb_code app_status_path(const cfg *c, tb_buf *out);
 
 /* Human-readable text of a status file's JSON (appended to out). now_ms is
  * the current time (for "updated N s ago"). TB_ERR_CORRUPT names path when
  * the JSON does not parse or is not a status object. */
-tb_code app_status_format(const char *path, const char *json, size_t len, int64_t now_ms, tb_buf *out,
+TB_MUST_USE tb_code app_status_format(const char *path, const char *json, size_t len, int64_t now_ms, tb_buf *out,
                           tb_error *err);
 
 #define APP_STATUS_STALE_MS 60000

@@ -180,7 +180,7 @@ static tb_code build_table(cache_db *db, size_t i, const cache_table_info *ti, e
     }
     for (size_t c = 0; rc == TB_OK && c < ti->ncols; c++) {
         cache_column_info ci;
-        cache_db_column(db, i, c, &ci);
+        tb_ignore(cache_db_column(db, i, c, &ci)); /* c < ti->ncols: found */
         evt_type ty = evt_type_from_name(ci.type);
         if (ty == EVT_T_UNKNOWN) {
             rc = tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\", column \"%s\": unknown type \"%s\"",
@@ -239,7 +239,7 @@ static tb_code publish_table(cfg *c, const char *fixed, cache_db *db, size_t i, 
     tb_buf_init(&pfx, 0);
     tb_buf_init(&topic, 0);
     tb_buf_init(&x.scratch, 0);
-    cache_db_table(db, i, &ti);
+    tb_ignore(cache_db_table(db, i, &ti)); /* the caller's i < cache_db_ntables: found */
     x.name = ti.name;
     if ((rc = build_table(db, i, &ti, &x.t, err)) != TB_OK || (rc = table_prefix(fixed, &ti, &pfx, err)) != TB_OK)
         goto out;
@@ -270,7 +270,10 @@ static tb_code publish_table(cfg *c, const char *fixed, cache_db *db, size_t i, 
     if ((rc = ksink_end_tx(*ks, &none, err)) != TB_OK || (rc = ksink_flush(*ks, PUB_FLUSH_MS, err)) != TB_OK)
         goto out;
     evt_codec_opts o = {.topic_prefix = tb_buf_cstr(&pfx)};
-    evt_json_topic(&o, x.t, &topic);
+    if ((rc = evt_json_topic(&o, x.t, &topic)) != TB_OK) {
+        rc = tb_error_set(err, rc, false, "%s: out of memory naming its topic", ti.name);
+        goto out;
+    }
     fprintf(stderr, "tributary cache publish: %s: %llu rows -> %s\n", ti.name, (unsigned long long)x.rows,
             tb_buf_cstr(&topic));
 out:
@@ -304,7 +307,7 @@ static tb_code select_tables(cache_db *db, const char *re_text, const char *fixe
     }
     for (size_t i = 0; rc == TB_OK && i < cache_db_ntables(db); i++) {
         cache_table_info ti;
-        cache_db_table(db, i, &ti);
+        tb_ignore(cache_db_table(db, i, &ti)); /* i < cache_db_ntables: found */
         if (!(selected[i] = regexec(&re, ti.name, 0, NULL, 0) == 0))
             continue;
         (*nsel)++;

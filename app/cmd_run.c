@@ -525,7 +525,10 @@ int cmd_run(int argc, char **argv)
         tb_position_format(&stored, &b);
         TB_INFO("run", "resuming from %s", tb_buf_cstr(&b));
         tb_buf_free(&b);
-        tb_position_copy(&r.committed, &stored);
+        if ((rc = tb_position_copy(&r.committed, &stored)) != TB_OK) {
+            rc = tb_error_set(&err, rc, false, "out of memory copying the stored position");
+            goto out;
+        }
     }
     if (strcmp(cfg_get_str(r.cfg, "source.type"), "sqlite") == 0)
         rc = run_sqlite(&r, &stored, &err);

@@ -576,8 +576,9 @@ static tb_code compare(vrun *r, tb_error *err)
     for (int k = 0; rc == TB_OK && differing(r) > 0 && k < VERIFY_RECHECKS; k++) {
         rc = one_pass(r, true, &now, err);
         bool moved = !tb_position_equal(&prev, &now);
-        tb_position_copy(&prev, &now);
-        if (!moved || overflow)
+        if (rc == TB_OK && (rc = tb_position_copy(&prev, &now)) != TB_OK)
+            rc = tb_error_set(err, rc, false, "out of memory copying the source position");
+        if (rc != TB_OK || !moved || overflow)
             break; /* nothing changed at the source since the pass before: the differences are real */
     }
     tb_position_free(&prev);

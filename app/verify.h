@@ -71,7 +71,7 @@ typedef struct vkeys {
     size_t n, cap;
     bool overflow; /* more than VERIFY_RECHECK_MAX were added */
 } vkeys;
-tb_code vkeys_add(vkeys *k, uint64_t h);
+TB_MUST_USE tb_code vkeys_add(vkeys *k, uint64_t h);
 void vkeys_sort(vkeys *k);
 bool vkeys_has(const vkeys *k, uint64_t h); /* after vkeys_sort */
 void vkeys_free(vkeys *k);
@@ -94,14 +94,14 @@ typedef struct vsrc vsrc;
  * exclude) that match only_re (POSIX ERE over "db.table", NULL = all). For
  * MySQL/MariaDB it sets tables.include of c to only_re (the snapshot reads
  * only those tables); c must outlive the read. */
-tb_code vsrc_open(cfg *c, const char *only_re, vsrc **out, tb_error *err);
+TB_MUST_USE tb_code vsrc_open(cfg *c, const char *only_re, vsrc **out, tb_error *err);
 /* The source read's position (borrowed). */
 const tb_position *vsrc_position(const vsrc *s);
 /* The tables the read covers, in the order their rows come. */
 size_t vsrc_ntables(const vsrc *s);
 void vsrc_table(const vsrc *s, size_t i, const char **db, const char **table);
 /* The next row (op r event, after image), *ev NULL at the end. */
-tb_code vsrc_next(vsrc *s, evt_event **ev, tb_error *err);
+TB_MUST_USE tb_code vsrc_next(vsrc *s, evt_event **ev, tb_error *err);
 void vsrc_close(vsrc *s);
 
 /* ------------------------------------------------------------ the other side */
@@ -119,7 +119,7 @@ typedef tb_code (*vtarget_fn)(void *opaque, const char *key, size_t klen, const 
  * `after`, or the row; Kafka Connect's payload unwrapped). at: the source
  * read's position, against which an envelope's source position says whether
  * a record is late (NULL, or value.format=row: never late). */
-tb_code vtarget_topic(const cfg *c, const evt_codec_opts *o, const char *topic, const tb_position *at,
+TB_MUST_USE tb_code vtarget_topic(const cfg *c, const evt_codec_opts *o, const char *topic, const tb_position *at,
                       vtarget_fn fn, void *opaque, tb_error *err);
 
 /* Whether an envelope's `source` object names a place after at (MySQL:
@@ -128,7 +128,7 @@ tb_code vtarget_topic(const cfg *c, const evt_codec_opts *o, const char *topic, 
 bool vtarget_after(const char *source, size_t len, const tb_position *at);
 /* Read the cache table "<db>.<table>" of the cache file: fn per row with its
  * canonical key. A cache without that table holds no rows (*present false). */
-tb_code vtarget_cache(const char *path, const char *db, const char *table, bool *present, vtarget_fn fn,
+TB_MUST_USE tb_code vtarget_cache(const char *path, const char *db, const char *table, bool *present, vtarget_fn fn,
                       void *opaque, tb_error *err);
 
 #endif

@@ -53,13 +53,13 @@
 #include "tb_error.h"
 
 /* The Avro schema (JSON text) of Connect schema cs, appended to out. */
-tb_code av_schema_from_connect(const evt_jv *cs, tb_buf *out, tb_error *err);
+TB_MUST_USE tb_code av_schema_from_connect(const evt_jv *cs, tb_buf *out, tb_error *err);
 
 /* The Avro binary of payload under Connect schema cs, appended to out.
  * TB_ERR_INVALID (naming the field) when the payload does not fit the schema. */
-tb_code av_encode(const evt_jv *cs, const evt_jv *payload, tb_buf *out, tb_error *err);
+TB_MUST_USE tb_code av_encode(const evt_jv *cs, const evt_jv *payload, tb_buf *out, tb_error *err);
 
 /* Avro's zig-zag varint of v, appended to out. */
-tb_code av_put_long(tb_buf *out, int64_t v);
+TB_MUST_USE tb_code av_put_long(tb_buf *out, int64_t v);
 
 #endif

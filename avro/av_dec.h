@@ -30,11 +30,11 @@
 typedef struct av_reader av_reader;
 
 /* A reader of bodies written with the Avro schema writer_json. */
-tb_code av_reader_new(const char *writer_json, size_t len, av_reader **out, tb_error *err);
+TB_MUST_USE tb_code av_reader_new(const char *writer_json, size_t len, av_reader **out, tb_error *err);
 void av_reader_free(av_reader *r); /* NULL-safe */
 
 /* The JSON payload of one body, appended to out. TB_ERR_CORRUPT when the
  * bytes do not hold exactly one value of the schema. */
-tb_code av_reader_json(av_reader *r, const void *body, size_t len, tb_buf *out, tb_error *err);
+TB_MUST_USE tb_code av_reader_json(av_reader *r, const void *body, size_t len, tb_buf *out, tb_error *err);
 
 #endif

@@ -35,7 +35,7 @@
 typedef struct av_ser av_ser;
 
 /* From schema.registry.* of c. */
-tb_code av_ser_open(const cfg *c, av_ser **out, tb_error *err);
+TB_MUST_USE tb_code av_ser_open(const cfg *c, av_ser **out, tb_error *err);
 void av_ser_close(av_ser *s); /* NULL-safe */
 /* Raised by a signal handler: a retry loop stops waiting. */
 void av_ser_set_stop(av_ser *s, volatile sig_atomic_t *stop);
@@ -43,14 +43,14 @@ void av_ser_set_stop(av_ser *s, volatile sig_atomic_t *stop);
 /* The wire-format message of json (a {"schema","payload"} wrapper) under
  * subject, appended to out. what names the change in errors (e.g. "table
  * db.t version 2"). */
-tb_code av_ser_encode(av_ser *s, const char *subject, const char *what, const char *json, size_t len, tb_buf *out,
+TB_MUST_USE tb_code av_ser_encode(av_ser *s, const char *subject, const char *what, const char *json, size_t len, tb_buf *out,
                       tb_error *err);
 
 /* The JSON payload of a wire-format message (msg, len) read from a topic,
  * appended to out: the writer schema is fetched by its id from the registry
  * once (retried like a registration) and kept; the body is read with avro-c
  * (av_dec.h). TB_ERR_CORRUPT for bytes that are not such a message. */
-tb_code av_ser_decode(av_ser *s, const char *what, const void *msg, size_t len, tb_buf *out, tb_error *err);
+TB_MUST_USE tb_code av_ser_decode(av_ser *s, const char *what, const void *msg, size_t len, tb_buf *out, tb_error *err);
 
 /* True while a registration is failing (for status and /health). */
 bool av_ser_registry_down(const av_ser *s);

@@ -35,14 +35,14 @@ typedef struct sreg_opts {
     long timeout_ms;       /* per request, connect included */
 } sreg_opts;
 
-tb_code sreg_open(const sreg_opts *o, sreg **out, tb_error *err);
+TB_MUST_USE tb_code sreg_open(const sreg_opts *o, sreg **out, tb_error *err);
 void sreg_close(sreg *r); /* NULL-safe */
 
 /* Register schema (Avro JSON text) under subject; its id in *id. */
-tb_code sreg_register(sreg *r, const char *subject, const char *schema, uint32_t *id, tb_error *err);
+TB_MUST_USE tb_code sreg_register(sreg *r, const char *subject, const char *schema, uint32_t *id, tb_error *err);
 /* The schema with this id; *schema is malloc'ed, the caller frees it. */
-tb_code sreg_schema_by_id(sreg *r, uint32_t id, char **schema, tb_error *err);
+TB_MUST_USE tb_code sreg_schema_by_id(sreg *r, uint32_t id, char **schema, tb_error *err);
 /* The subject's compatibility level (or the registry's default); caller frees. */
-tb_code sreg_compatibility(sreg *r, const char *subject, char **level, tb_error *err);
+TB_MUST_USE tb_code sreg_compatibility(sreg *r, const char *subject, char **level, tb_error *err);
 
 #endif

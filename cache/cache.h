@@ -95,10 +95,10 @@ void cache_opts_init(cache_opts *o);
 
 /* Consume and apply until stopped, caught up (until_caught_up) or failed.
  * TB_OK on a clean stop (the current batch committed). */
-tb_code cache_run(const cache_opts *o, tb_error *err);
+TB_MUST_USE tb_code cache_run(const cache_opts *o, tb_error *err);
 
 /* Per-partition stored offset vs high watermark (recorded at start, and the
  * current one when brokers is not NULL), and whether the cache caught up. */
-tb_code cache_status(const char *db_path, const char *brokers, tb_buf *out, tb_error *err);
+TB_MUST_USE tb_code cache_status(const char *db_path, const char *brokers, tb_buf *out, tb_error *err);
 
 #endif

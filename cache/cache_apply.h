@@ -13,15 +13,15 @@ typedef tb_code (*cache_rewind_fn)(const char *topic, void *opaque, tb_error *er
 
 /* "<db>.<table>" of a table topic: the topic without "<prefix>." when prefix
  * is known, else its last two dot-separated parts. Written into out. */
-tb_code cache_table_name_of(const char *topic, const char *prefix, tb_buf *out);
+TB_MUST_USE tb_code cache_table_name_of(const char *topic, const char *prefix, tb_buf *out);
 
 /* A record of <prefix>.schema (value NULL: a tombstone, ignored). */
-tb_code cache_apply_schema(cache_store *s, const char *prefix, const char *key, size_t klen, const char *value,
+TB_MUST_USE tb_code cache_apply_schema(cache_store *s, const char *prefix, const char *key, size_t klen, const char *value,
                            size_t vlen, cache_rewind_fn rewind, void *opaque, tb_error *err);
 
 /* A record of a table topic. TB_ERR_INVALID: the message itself is bad (the
  * caller applies cache.error.policy); other codes: the cache file failed. */
-tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, int32_t partition, const char *key,
+TB_MUST_USE tb_code cache_apply_msg(cache_store *s, const char *topic, const char *prefix, int32_t partition, const char *key,
                         size_t klen, const char *value, size_t vlen, tb_error *err);
 
 #endif

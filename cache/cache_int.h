@@ -151,22 +151,22 @@ typedef struct cache_store {
  * other processes up to 5 s. A writer takes the file's lock first ("<path>.lock", flock,
  * holding the writer's pid): a second writer of the same file, in this process or another,
  * is refused naming the holder. */
-tb_code cache_store_open(const char *path, bool readonly, cache_store **out, tb_error *err);
+TB_MUST_USE tb_code cache_store_open(const char *path, bool readonly, cache_store **out, tb_error *err);
 /* The same, waiting up to busy_ms (cache.busy.timeout.ms) for SQLite's locks. */
-tb_code cache_store_open_busy(const char *path, bool readonly, int busy_ms, cache_store **out, tb_error *err);
+TB_MUST_USE tb_code cache_store_open_busy(const char *path, bool readonly, int busy_ms, cache_store **out, tb_error *err);
 /* TB_OK while `path` is still the file the store opened; an error naming the fix when it was
  * deleted or replaced (the store would write a file nobody can open). */
-tb_code cache_store_check_file(cache_store *s, tb_error *err);
+TB_MUST_USE tb_code cache_store_check_file(cache_store *s, tb_error *err);
 /* The one translation of SQLite's result codes on the cache file (code: extended code; msg:
  * SQLite's text, NULL: the connection's last): a lock held too long (retriable, names
  * cache.busy.timeout.ms), a corrupt file (TB_ERR_CORRUPT: rebuild it from the topics), a file
  * deleted under the store; anything else TB_ERR_IO. what: what was being done. */
-tb_code cache_sqlite_error(cache_store *s, int code, const char *what, const char *msg, tb_error *err);
+TB_MUST_USE tb_code cache_sqlite_error(cache_store *s, int code, const char *what, const char *msg, tb_error *err);
 void cache_store_close(cache_store *s); /* NULL-safe; rolls back an open transaction */
-tb_code cache_store_begin(cache_store *s, tb_error *err);
-tb_code cache_store_commit(cache_store *s, tb_error *err);
+TB_MUST_USE tb_code cache_store_begin(cache_store *s, tb_error *err);
+TB_MUST_USE tb_code cache_store_commit(cache_store *s, tb_error *err);
 void cache_store_rollback(cache_store *s);
-tb_code cache_exec(cache_store *s, const char *sql, tb_error *err);
+TB_MUST_USE tb_code cache_exec(cache_store *s, const char *sql, tb_error *err);
 /* The table of source name "<db>.<table>", under that name or its mapped name
  * (cache_store_sql_name). */
 cache_table *cache_store_find(cache_store *s, const char *name);
@@ -176,21 +176,21 @@ cache_table *cache_store_find(cache_store *s, const char *name);
  * only; names beginning with sqlite_ are reserved): then
  * "<name>~<16 hex digits of FNV-1a 64 of the exact name>" (logged at WARN).
  * The first of two such names to arrive keeps its name. */
-tb_code cache_store_sql_name(cache_store *s, const cache_table *self, const char *name, char **out, tb_error *err);
+TB_MUST_USE tb_code cache_store_sql_name(cache_store *s, const cache_table *self, const char *name, char **out, tb_error *err);
 cache_table *cache_store_find_topic(cache_store *s, const char *topic);
 /* Create (or replace after a rebuild) a table with these columns; takes ownership of t. */
-tb_code cache_store_create(cache_store *s, cache_table *t, tb_error *err);
-tb_code cache_store_drop(cache_store *s, cache_table *t, tb_error *err); /* frees t */
+TB_MUST_USE tb_code cache_store_create(cache_store *s, cache_table *t, tb_error *err);
+TB_MUST_USE tb_code cache_store_drop(cache_store *s, cache_table *t, tb_error *err); /* frees t */
 /* Add a column; dflt_sql (may be NULL): its default as an SQL literal, which the rows
  * already in the table take. */
-tb_code cache_store_add_column(cache_store *s, cache_table *t, const char *name, const char *type,
+TB_MUST_USE tb_code cache_store_add_column(cache_store *s, cache_table *t, const char *name, const char *type,
                                cache_class cls, const char *dflt_sql, tb_error *err);
 /* Rename table t to name (db_len: bytes of <db> in it), now holding topic. */
-tb_code cache_store_rename(cache_store *s, cache_table *t, const char *name, size_t db_len, const char *topic,
+TB_MUST_USE tb_code cache_store_rename(cache_store *s, cache_table *t, const char *name, size_t db_len, const char *topic,
                            tb_error *err);
-tb_code cache_store_update_column(cache_store *s, cache_table *t, size_t i, const char *type,
+TB_MUST_USE tb_code cache_store_update_column(cache_store *s, cache_table *t, size_t i, const char *type,
                                   cache_class cls, tb_error *err);
-tb_code cache_store_set_topic(cache_store *s, cache_table *t, const char *topic, tb_error *err);
+TB_MUST_USE tb_code cache_store_set_topic(cache_store *s, cache_table *t, const char *topic, tb_error *err);
 /* Upsert the row object `row` (partition p), or when mem is not NULL its
  * members mem[0..nmem) (cj_parse_top_members: row is then not read); unknown
  * members make new (untyped) columns; key columns absent from a partial row
@@ -198,26 +198,26 @@ tb_code cache_store_set_topic(cache_store *s, cache_table *t, const char *topic,
  * multi-row statement that runs later: the text of row and key must stay valid
  * until cache_store_flush (every other cache_store call that writes flushes
  * first, and a rollback drops what is pending). */
-tb_code cache_store_upsert(cache_store *s, cache_table *t, const cj_val *row, const cj_member *mem, size_t nmem,
+TB_MUST_USE tb_code cache_store_upsert(cache_store *s, cache_table *t, const cj_val *row, const cj_member *mem, size_t nmem,
                            const cj_val *key, int32_t partition, tb_error *err);
 /* Run the pending upserts (see cache_store_upsert). */
-tb_code cache_store_flush(cache_store *s, tb_error *err);
+TB_MUST_USE tb_code cache_store_flush(cache_store *s, tb_error *err);
 /* Drop the pending upserts (a rollback). */
 void cache_store_discard(cache_store *s);
 /* Delete by key object. */
-tb_code cache_store_delete(cache_store *s, cache_table *t, const cj_val *key, tb_error *err);
-tb_code cache_store_drop_partition(cache_store *s, const char *topic, int32_t partition, tb_error *err);
+TB_MUST_USE tb_code cache_store_delete(cache_store *s, cache_table *t, const cj_val *key, tb_error *err);
+TB_MUST_USE tb_code cache_store_drop_partition(cache_store *s, const char *topic, int32_t partition, tb_error *err);
 /* cache_store_drop_partition for every partition with a stored offset for which keep() is false. */
-tb_code cache_store_drop_partitions_unless(cache_store *s, bool (*keep)(const char *topic, int32_t partition, void *opaque),
+TB_MUST_USE tb_code cache_store_drop_partitions_unless(cache_store *s, bool (*keep)(const char *topic, int32_t partition, void *opaque),
                                            void *opaque, tb_error *err);
 /* Delete t's rows of Kafka partition `partition` (*n: how many). */
-tb_code cache_store_delete_partition(cache_store *s, cache_table *t, int32_t partition, int *n, tb_error *err);
-tb_code cache_store_put_offset(cache_store *s, const char *topic, int32_t partition, int64_t next,
+TB_MUST_USE tb_code cache_store_delete_partition(cache_store *s, cache_table *t, int32_t partition, int *n, tb_error *err);
+TB_MUST_USE tb_code cache_store_put_offset(cache_store *s, const char *topic, int32_t partition, int64_t next,
                                int64_t high, tb_error *err);
-tb_code cache_store_del_offsets(cache_store *s, const char *topic, tb_error *err);
+TB_MUST_USE tb_code cache_store_del_offsets(cache_store *s, const char *topic, tb_error *err);
 /* Stored next offset of a partition, or -1 when none. */
 int64_t cache_store_get_offset(cache_store *s, const char *topic, int32_t partition);
-tb_code cache_store_put_state(cache_store *s, const char *key, int64_t v, tb_error *err);
+TB_MUST_USE tb_code cache_store_put_state(cache_store *s, const char *key, int64_t v, tb_error *err);
 int64_t cache_store_get_state(cache_store *s, const char *key, int64_t dflt);
 
 /* Memory for n bytes that stays valid until cache_store_release (NULL: out of memory). */
@@ -226,7 +226,7 @@ char *cache_store_alloc(cache_store *s, size_t n);
  * what cache_store_alloc handed out for them. */
 void cache_store_release(cache_store *s);
 /* Delete every row of t (a truncate event). */
-tb_code cache_store_truncate(cache_store *s, cache_table *t, tb_error *err);
+TB_MUST_USE tb_code cache_store_truncate(cache_store *s, cache_table *t, tb_error *err);
 
 /* ---- cache_connect.c: Kafka Connect JSON (Debezium) keys and values */
 /* text is {"schema":S,"payload":P} as JsonConverter writes it (compact) with S
@@ -240,12 +240,12 @@ bool cache_cx_unwrap(const cj_val *v, cj_val *schema, cj_val *payload);
  * value schema, each NULL when absent; a span equal to t's remembered schema
  * may point into that memory): create it, or add columns and set
  * the columns' decoders. *t: the table (NULL when not known yet). */
-tb_code cache_cx_table(cache_store *s, const char *topic, const char *prefix, const cj_val *kschema,
+TB_MUST_USE tb_code cache_cx_table(cache_store *s, const char *topic, const char *prefix, const cj_val *kschema,
                        const cj_val *vschema, const cj_val *key, cache_table **t, tb_error *err);
 /* The members of row image `row` decoded for t's columns (an unavailable
  * value, __debezium_unavailable_value, is left out like a column absent from
  * a partial image): *out borrows s (valid until cache_store_release). */
-tb_code cache_cx_row(cache_store *s, const cache_table *t, const cj_val *row, const cj_member *in, size_t nin,
+TB_MUST_USE tb_code cache_cx_row(cache_store *s, const cache_table *t, const cj_val *row, const cj_member *in, size_t nin,
                      cj_member **out, size_t *nout, tb_error *err);
 /* A table typed from tributary's <prefix>.schema record whose values come in
  * Debezium's encoding without Connect schemas (value.encoding=debezium): set
@@ -255,12 +255,12 @@ void cache_dbz_typed(const cache_store *s, cache_table *t);
  * table and run which columns cannot be decoded faithfully, and why. */
 void cache_dbz_warn_schemaless(const cache_store *s, cache_table *t, const cj_val *row);
 /* The key object decoded for t's key columns into *out (text in the arena). */
-tb_code cache_cx_key(cache_store *s, const cache_table *t, const cj_val *key, cj_val *out, tb_error *err);
+TB_MUST_USE tb_code cache_cx_key(cache_store *s, const cache_table *t, const cj_val *key, cj_val *out, tb_error *err);
 
 /* ---- cache_ckpt.c: WAL checkpoints on a thread of their own (writer only).
  * start: a second connection and a thread, owned by s (s->ckpt); stop: joins
  * and frees them, NULL-safe, called by cache_store_close before the close. */
-tb_code cache_ckpt_start(cache_store *s, tb_error *err);
+TB_MUST_USE tb_code cache_ckpt_start(cache_store *s, tb_error *err);
 void cache_ckpt_stop(cache_store *s);
 
 void cache_table_free(cache_table *t); /* NULL-safe */
@@ -268,14 +268,14 @@ void cache_table_free(cache_table *t); /* NULL-safe */
  * come in table order). -1 when t has no such column. */
 long cache_col_find(const cache_table *t, const char *k, size_t klen, size_t hint);
 /* Quoted SQL identifier appended to b. */
-tb_code cache_quote_ident(tb_buf *b, const char *name);
+TB_MUST_USE tb_code cache_quote_ident(tb_buf *b, const char *name);
 /* Class of an evt type name (with the column's source type for BIT(1), unsigned). */
 cache_class cache_class_of(const char *type, const char *source_type, bool is_unsigned);
 const char *cache_class_decl(cache_class c);
 
 /* ---- cache_value.c: JSON <-> SQLite values */
 /* Bind JSON value v for a column of class cls at index idx. scratch is reused. */
-tb_code cache_bind(sqlite3_stmt *st, int idx, cache_class cls, const cj_val *v, tb_buf *scratch,
+TB_MUST_USE tb_code cache_bind(sqlite3_stmt *st, int idx, cache_class cls, const cj_val *v, tb_buf *scratch,
                    const char *col, tb_error *err);
 
 #endif

@@ -57,7 +57,7 @@ typedef struct cj_iter {
 
 /* Parse exactly one JSON value spanning text[0..len) (surrounding whitespace
  * allowed). TB_ERR_INVALID with the byte offset on bad input. */
-tb_code cj_parse(const char *text, size_t len, cj_val *out, tb_error *err);
+TB_MUST_USE tb_code cj_parse(const char *text, size_t len, cj_val *out, tb_error *err);
 
 /* One member of an object: key span (raw, between the quotes) and value. */
 typedef struct cj_member {
@@ -74,7 +74,7 @@ typedef struct cj_member {
  * says how many there are, and only the first cap were stored (iterate the
  * object instead). *nmem = 0 when that member is absent or not an object (or
  * collect >= n). Saves iterating the object again. */
-tb_code cj_parse_top_members(const char *text, size_t len, cj_val *out, const char *const *names, size_t n,
+TB_MUST_USE tb_code cj_parse_top_members(const char *text, size_t len, cj_val *out, const char *const *names, size_t n,
                              cj_val *vals, bool *found, size_t *count, size_t collect, cj_member *mem, size_t cap,
                              size_t *nmem, tb_error *err);
 
@@ -91,7 +91,7 @@ void cj_arr_begin(const cj_val *arr, cj_iter *it);
 bool cj_arr_next(cj_iter *it, cj_val *val);
 
 /* Decode a STRING span (or a raw key span) into out (appended). */
-tb_code cj_str_decode(const char *ptr, size_t len, tb_buf *out);
+TB_MUST_USE tb_code cj_str_decode(const char *ptr, size_t len, tb_buf *out);
 /* Key span equals the plain string s (handles escaped keys). */
 bool cj_key_eq(const char *k, size_t klen, const char *s);
 

@@ -34,7 +34,7 @@ rd_kafka_conf_t *cache_kafka_conf(const char *brokers, const char *const *props,
  * outlive the nudge. check: call after a poll that returned messages; it
  * never blocks (parts borrowed for the call, topic names copied). */
 typedef struct cache_nudge cache_nudge;
-tb_code cache_nudge_start(rd_kafka_t *rk, cache_nudge **out, tb_error *err);
+TB_MUST_USE tb_code cache_nudge_start(rd_kafka_t *rk, cache_nudge **out, tb_error *err);
 void cache_nudge_check(cache_nudge *n, rd_kafka_queue_t *q, const cache_part *parts, size_t nparts);
 void cache_nudge_stop(cache_nudge *n);
 

@@ -30,7 +30,7 @@
 typedef struct cache_db cache_db;
 
 /* Open a cache file read-only. Caller closes *out with cache_db_close. */
-tb_code cache_db_open(const char *path, cache_db **out, tb_error *err);
+TB_MUST_USE tb_code cache_db_open(const char *path, cache_db **out, tb_error *err);
 void cache_db_close(cache_db *db);
 
 /* The row of `table` ("db.table") whose key is key_json (e.g. {"id":1}),
@@ -41,7 +41,7 @@ void cache_db_close(cache_db *db);
  * (cache_db_has_table tells which); TB_ERR_INVALID when the key is not such
  * an object (a member that is not a key column, a key column missing, an
  * object or array value); TB_ERR_IO when the file cannot be read. */
-tb_code cache_get(cache_db *db, const char *table, const char *key_json, tb_buf *row_json_out, tb_error *err);
+TB_MUST_USE tb_code cache_get(cache_db *db, const char *table, const char *key_json, tb_buf *row_json_out, tb_error *err);
 
 /* Whether the cache holds table `table` ("db.table"). */
 bool cache_db_has_table(cache_db *db, const char *table);
@@ -50,7 +50,7 @@ bool cache_db_has_table(cache_db *db, const char *table);
 typedef int (*cache_row_fn)(const char *row_json, size_t len, void *opaque);
 
 /* Every row of `table` in key order. TB_ERR_NOT_FOUND for an unknown table. */
-tb_code cache_iter(cache_db *db, const char *table, cache_row_fn fn, void *opaque, tb_error *err);
+TB_MUST_USE tb_code cache_iter(cache_db *db, const char *table, cache_row_fn fn, void *opaque, tb_error *err);
 
 /* ---- table definitions (for `tributary cache publish`) */
 
@@ -76,9 +76,9 @@ typedef struct cache_column_info {
 /* Number of tables (read at open), in name order. */
 size_t cache_db_ntables(const cache_db *db);
 /* Table i (0 <= i < cache_db_ntables) into *out; TB_ERR_NOT_FOUND past the end. */
-tb_code cache_db_table(const cache_db *db, size_t i, cache_table_info *out);
+TB_MUST_USE tb_code cache_db_table(const cache_db *db, size_t i, cache_table_info *out);
 /* Column col (table order) of table i into *out; TB_ERR_NOT_FOUND past the end. */
-tb_code cache_db_column(const cache_db *db, size_t i, size_t col, cache_column_info *out);
+TB_MUST_USE tb_code cache_db_column(const cache_db *db, size_t i, size_t col, cache_column_info *out);
 /* The path the handle was opened with (borrowed). */
 const char *cache_db_path(const cache_db *db);
 

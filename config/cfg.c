@@ -163,7 +163,7 @@ void cfg_free(cfg *c)
         free(c->v[i].origin);
     }
     free(c->v);
-    cfg_set_base_dir(c, NULL);
+    tb_ignore(cfg_set_base_dir(c, NULL)); /* NULL only frees */
     free(c);
 }
 

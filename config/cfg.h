@@ -83,21 +83,21 @@ void cfg_free(cfg *c);
  * (offsets.file, cache.path) once a file is loaded (the last file's folder
  * counts). Values from the environment and --set stay as given (relative
  * to the working directory). */
-tb_code cfg_load_file(cfg *c, const char *path, tb_error *err);
+TB_MUST_USE tb_code cfg_load_file(cfg *c, const char *path, tb_error *err);
 /* The folder relative `path` defaults resolve against (cfg_load_file sets
  * it to the file's absolute folder); NULL = the working directory. Returns
  * TB_ERR_NOMEM on allocation failure. dir is copied. */
-tb_code cfg_set_base_dir(cfg *c, const char *dir);
+TB_MUST_USE tb_code cfg_set_base_dir(cfg *c, const char *dir);
 /* dir + "/" + path into out (path as is when absolute or dir is NULL/empty;
  * a leading "./" is dropped). */
-tb_code cfg_path_join(const char *dir, const char *path, tb_buf *out);
+TB_MUST_USE tb_code cfg_path_join(const char *dir, const char *path, tb_buf *out);
 /* envp: NULL-terminated "NAME=value" strings (environ). Only TRIBUTARY_* are read;
  * TRIBUTARY_TEST_* are ignored (they belong to the test harness). */
-tb_code cfg_load_env(cfg *c, char *const *envp, tb_error *err);
+TB_MUST_USE tb_code cfg_load_env(cfg *c, char *const *envp, tb_error *err);
 /* origin is used in error messages ("--set", "file.properties:12"). */
-tb_code cfg_set(cfg *c, const char *key, const char *value, const char *origin, tb_error *err);
+TB_MUST_USE tb_code cfg_set(cfg *c, const char *key, const char *value, const char *origin, tb_error *err);
 /* Cross-key checks (required keys for the chosen source/sink, ranges). */
-tb_code cfg_validate(const cfg *c, tb_error *err);
+TB_MUST_USE tb_code cfg_validate(const cfg *c, tb_error *err);
 
 /* Getters return the set value or the table default. Asking for a key that is
  * not in the table is a programming error (asserts in debug builds). */
@@ -107,12 +107,12 @@ bool cfg_get_bool(const cfg *c, const char *key);
 bool cfg_is_set(const cfg *c, const char *key);
 /* The secret for `key` (e.g. "source.password"): the value of key, or the
  * content of the file named by "<key>.file" (trailing newline stripped). */
-tb_code cfg_get_secret(const cfg *c, const char *key, char **out, tb_error *err); /* caller frees *out */
+TB_MUST_USE tb_code cfg_get_secret(const cfg *c, const char *key, char **out, tb_error *err); /* caller frees *out */
 
 /* key.columns.<db>.<table> split at commas, blanks around each name dropped:
  * *cols (caller frees with cfg_list_free) and *n; *cols NULL and *n 0 when the
  * key is not set. TB_ERR_NOMEM only. */
-tb_code cfg_key_columns(const cfg *c, const char *db, const char *table, char ***cols, size_t *n);
+TB_MUST_USE tb_code cfg_key_columns(const cfg *c, const char *db, const char *table, char ***cols, size_t *n);
 void cfg_list_free(char **list, size_t n);
 
 /* Call fn for every set key starting with prefix (e.g. "kafka."), with the
@@ -132,9 +132,9 @@ bool cfg_key_is_secret(const char *key);
 bool cfg_file_mode(const cfg *c, unsigned *mode);
 
 /* The effective configuration as key=value lines, secrets as "********". */
-tb_code cfg_dump(const cfg *c, tb_buf *out);
+TB_MUST_USE tb_code cfg_dump(const cfg *c, tb_buf *out);
 /* --help-config text, and the Markdown reference (docs/configuration.md). */
-tb_code cfg_help_text(tb_buf *out);
-tb_code cfg_help_markdown(tb_buf *out);
+TB_MUST_USE tb_code cfg_help_text(tb_buf *out);
+TB_MUST_USE tb_code cfg_help_markdown(tb_buf *out);
 
 #endif

@@ -29,7 +29,7 @@ typedef struct tb_buf {
 void tb_buf_init(tb_buf *b, size_t max);
 void tb_buf_free(tb_buf *b);                 /* b may be NULL; leaves b empty and reusable */
 void tb_buf_reset(tb_buf *b);                /* len = 0, keeps memory */
-tb_code tb_buf_reserve(tb_buf *b, size_t extra);
+TB_MUST_USE tb_code tb_buf_reserve(tb_buf *b, size_t extra);
 tb_code tb_buf_append(tb_buf *b, const void *data, size_t len);
 tb_code tb_buf_puts(tb_buf *b, const char *s);
 tb_code tb_buf_putc(tb_buf *b, char c);
@@ -41,8 +41,8 @@ char *tb_buf_detach(tb_buf *b, size_t *len);
 const char *tb_buf_cstr(const tb_buf *b);
 
 /* Base64 (RFC 4648, with padding) of len bytes appended to b. */
-tb_code tb_buf_base64(tb_buf *b, const void *data, size_t len);
+TB_MUST_USE tb_code tb_buf_base64(tb_buf *b, const void *data, size_t len);
 /* Decode base64 text into out (appended). TB_ERR_INVALID on bad input. */
-tb_code tb_base64_decode(const char *text, size_t len, tb_buf *out);
+TB_MUST_USE tb_code tb_base64_decode(const char *text, size_t len, tb_buf *out);
 
 #endif

@@ -35,6 +35,17 @@ typedef enum tb_code {
 
 #define TB_ERROR_MSG_MAX 1024
 
+/* A call whose tb_code is dropped is a compile-time warning (an error with TB_WERROR): the
+ * failure it reports would be lost. Where ignoring it is right (best effort, a failure that
+ * cannot happen for the arguments), pass the result to tb_ignore and say why; GCC does not
+ * accept a cast to void for this attribute. Tests define TB_MUST_USE empty. */
+#ifndef TB_MUST_USE
+#define TB_MUST_USE __attribute__((warn_unused_result))
+#endif
+
+static inline void tb_ignore(tb_code rc) { (void)rc; }
+
+
 typedef struct tb_error {
     tb_code code;
     bool retriable;             /* true when retrying the same call may succeed */

@@ -37,13 +37,13 @@
 /* Write all n bytes of p to fd, going on after EINTR and short writes.
  * TB_OK, or TB_ERR_IO with errno set (a write that writes nothing is EIO).
  * Async-signal-safe: usable from a signal handler. */
-tb_code tb_write_all(int fd, const void *p, size_t n);
+TB_MUST_USE tb_code tb_write_all(int fd, const void *p, size_t n);
 
 /* Append the whole content of path to out: at most max bytes (0 = 16 MiB).
  * TB_ERR_NOT_FOUND when the file does not exist, TB_ERR_IO when it cannot be
  * read or is larger than max, TB_ERR_NOMEM when out cannot hold it. On failure
  * out holds what it held before. */
-tb_code tb_file_read(const char *path, size_t max, tb_buf *out, tb_error *err);
+TB_MUST_USE tb_code tb_file_read(const char *path, size_t max, tb_buf *out, tb_error *err);
 
 typedef struct tb_file_replace {
     int fd;     /* the temporary file, open for writing; -1 when none */
@@ -54,18 +54,18 @@ typedef struct tb_file_replace {
 /* Create the temporary file for replacing path: mode (less the umask), opened
  * O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | extra_flags (e.g. O_APPEND). On
  * failure r needs no abort. */
-tb_code tb_file_replace_begin(tb_file_replace *r, const char *path, mode_t mode, int extra_flags, tb_error *err);
+TB_MUST_USE tb_code tb_file_replace_begin(tb_file_replace *r, const char *path, mode_t mode, int extra_flags, tb_error *err);
 
 /* fsync the temporary file, rename it over path, fsync the folder. keep_open:
  * r->fd stays open (now the file at path) and the caller closes it; otherwise it
  * is closed. On failure the temporary file is gone and r->fd is closed. Either
  * way r holds nothing more to free (abort is a no-op after it). */
-tb_code tb_file_replace_commit(tb_file_replace *r, bool keep_open, tb_error *err);
+TB_MUST_USE tb_code tb_file_replace_commit(tb_file_replace *r, bool keep_open, tb_error *err);
 
 /* Close and unlink the temporary file. Safe after a failed begin or a commit. */
 void tb_file_replace_abort(tb_file_replace *r);
 
 /* Replace path with len bytes of data (begin, write, commit with mode 0666). */
-tb_code tb_file_write_atomic(const char *path, const void *data, size_t len, tb_error *err);
+TB_MUST_USE tb_code tb_file_write_atomic(const char *path, const void *data, size_t len, tb_error *err);
 
 #endif

@@ -59,7 +59,7 @@ void tb_hmap_free(tb_hmap *m, void (*free_val)(void *));
 /* The value slot of key, added (holding NULL) when the key is new.
  * TB_ERR_NOMEM when the key or a larger table cannot be allocated; m is then
  * as it was. */
-tb_code tb_hmap_put(tb_hmap *m, const void *key, size_t len, void ***val);
+TB_MUST_USE tb_code tb_hmap_put(tb_hmap *m, const void *key, size_t len, void ***val);
 
 /* The value slot of key, or NULL when the map does not hold it. */
 void **tb_hmap_find(const tb_hmap *m, const void *key, size_t len);

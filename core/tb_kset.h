@@ -39,7 +39,7 @@ void tb_kset_init(tb_kset *s);
 void tb_kset_free(tb_kset *s);
 /* Adds d (its state byte 0 when new); *state (may be NULL) points at its
  * state byte, valid until the next put. TB_ERR_NOMEM leaves s as it was. */
-tb_code tb_kset_put(tb_kset *s, uint64_t d, uint8_t **state);
+TB_MUST_USE tb_code tb_kset_put(tb_kset *s, uint64_t d, uint8_t **state);
 bool tb_kset_has(const tb_kset *s, uint64_t d);
 /* The state byte of d, or NULL when d is not a member. */
 uint8_t *tb_kset_find(const tb_kset *s, uint64_t d);

@@ -64,7 +64,7 @@ void tb_vlog(tb_log_level level, const char *facility, const char *fmt, va_list 
         size_t len = strlen(line);
         line[len < sizeof(line) - 1 ? len : sizeof(line) - 2] = '\n';
         len = len < sizeof(line) - 1 ? len + 1 : sizeof(line) - 1;
-        (void)tb_write_all(STDERR_FILENO, line, len);
+        tb_ignore(tb_write_all(STDERR_FILENO, line, len)); /* stderr gone: nowhere left to say it */
     }
     pthread_mutex_unlock(&g_lock);
 }

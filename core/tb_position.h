@@ -59,14 +59,14 @@ typedef struct tb_position {
 
 void tb_position_init(tb_position *p);       /* kind NONE, all zero */
 void tb_position_free(tb_position *p);       /* frees owned strings; p may be NULL; leaves NONE */
-tb_code tb_position_copy(tb_position *dst, const tb_position *src); /* dst is overwritten (freed first) */
-tb_code tb_position_set_file(tb_position *p, const char *file);   /* copies */
-tb_code tb_position_set_gtid(tb_position *p, const char *gtid_set); /* copies; NULL clears */
+TB_MUST_USE tb_code tb_position_copy(tb_position *dst, const tb_position *src); /* dst is overwritten (freed first) */
+TB_MUST_USE tb_code tb_position_set_file(tb_position *p, const char *file);   /* copies */
+TB_MUST_USE tb_code tb_position_set_gtid(tb_position *p, const char *gtid_set); /* copies; NULL clears */
 bool tb_position_equal(const tb_position *a, const tb_position *b);
 
 /* Append the text form to out. */
 tb_code tb_position_format(const tb_position *p, tb_buf *out);
 /* Parse the text form into p (which is freed first). err names the bad part. */
-tb_code tb_position_parse(const char *text, tb_position *p, tb_error *err);
+TB_MUST_USE tb_code tb_position_parse(const char *text, tb_position *p, tb_error *err);
 
 #endif

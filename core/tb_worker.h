@@ -41,7 +41,7 @@ typedef struct tb_worker {
 
 /* Start the thread. On failure (TB_ERR_NOMEM, message in err) w is not up
  * and needs no stop. */
-tb_code tb_worker_start(tb_worker *w, tb_worker_fn fn, void *arg, tb_error *err);
+TB_MUST_USE tb_code tb_worker_start(tb_worker *w, tb_worker_fn fn, void *arg, tb_error *err);
 
 /* Ask for a run; true when this wake queued one, false when a run was
  * already pending. */

@@ -27,11 +27,11 @@ rd_kafka_conf_t *kafka_conf_new(void);
 
 /* Set one property. TB_ERR_CONFIG "kafka.<key>: <librdkafka's reason>" (the value
  * is not repeated: it may be a secret). */
-tb_code kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, tb_error *err);
+TB_MUST_USE tb_code kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, tb_error *err);
 
 /* rd_kafka_new; conf is taken (destroyed on failure). what names the client in
  * the error ("DLQ producer"): TB_ERR_CONFIG "cannot create the <what>: <reason>". */
-tb_code kafka_client_new(rd_kafka_conf_t *conf, rd_kafka_type_t type, const char *what, rd_kafka_t **out,
+TB_MUST_USE tb_code kafka_client_new(rd_kafka_conf_t *conf, rd_kafka_type_t type, const char *what, rd_kafka_t **out,
                          tb_error *err);
 
 /* Fill err from a librdkafka error: "<context>: <reason> (<ERR_NAME>)", the code
@@ -54,14 +54,14 @@ rd_kafka_event_t *kafka_admin_wait(rd_kafka_t *rk, rd_kafka_queue_t *q, int time
  * whether the broker answered that the topic exists already, which is not an
  * error. Errors name the topic; a request that gets no answer within
  * timeout_ms (+1 s) is TB_ERR_KAFKA, retriable. stop: as kafka_admin_wait. */
-tb_code kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions, int replication_factor,
+TB_MUST_USE tb_code kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions, int replication_factor,
                            const char *const *configs, int timeout_ms, const bool *stop, bool *exists, tb_error *err);
 
 /* DescribeConfigs of one resource (RD_KAFKA_RESOURCE_TOPIC or _BROKER, name
  * the topic or the broker id): values[i] = a copy of the value of keys[i]
  * (caller frees each), NULL when the broker did not return it. Errors name the
  * resource. */
-tb_code kafka_describe_configs(rd_kafka_t *rk, rd_kafka_ResourceType_t type, const char *name,
+TB_MUST_USE tb_code kafka_describe_configs(rd_kafka_t *rk, rd_kafka_ResourceType_t type, const char *name,
                                const char *const *keys, char **values, size_t n, int timeout_ms, const bool *stop,
                                tb_error *err);
 
@@ -74,7 +74,7 @@ typedef struct kafka_cluster_md {
     int32_t broker_id;
     int replicas;
 } kafka_cluster_md;
-tb_code kafka_cluster_metadata(rd_kafka_t *rk, const char *topic, int timeout_ms, kafka_cluster_md *out,
+TB_MUST_USE tb_code kafka_cluster_metadata(rd_kafka_t *rk, const char *topic, int timeout_ms, kafka_cluster_md *out,
                                tb_error *err);
 
 /* Whether topic is missing from the cluster: *missing is true when the metadata (one request,
@@ -82,7 +82,7 @@ tb_code kafka_cluster_metadata(rd_kafka_t *rk, const char *topic, int timeout_ms
  * producer asks with allow.auto.create.topics=false (ksink_conf_new with topic.create), so the
  * request does not create it on a broker with auto.create.topics.enable. Any other failure is
  * the error returned. */
-tb_code kafka_topic_missing(rd_kafka_t *rk, const char *topic, int timeout_ms, bool *missing, tb_error *err);
+TB_MUST_USE tb_code kafka_topic_missing(rd_kafka_t *rk, const char *topic, int timeout_ms, bool *missing, tb_error *err);
 
 /* After CreateTopics: poll the metadata (which also fills the client's own
  * cache) every 100 ms until topic shows `partitions` partitions, each with a
@@ -91,7 +91,7 @@ tb_code kafka_topic_missing(rd_kafka_t *rk, const char *topic, int timeout_ms, b
  * a client that asks a broker still without it would see the partitions vanish
  * and fail what it queued for them (_UNKNOWN_PARTITION). TB_ERR_KAFKA,
  * retriable, when that takes more than timeout_ms; stop: as kafka_admin_wait. */
-tb_code kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions, int timeout_ms, const bool *stop,
+TB_MUST_USE tb_code kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions, int timeout_ms, const bool *stop,
                                tb_error *err);
 
 #endif

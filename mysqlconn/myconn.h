@@ -41,14 +41,14 @@ typedef struct myconn_opts {
 
 /* Read source.host/port/user/password(.file)/connect.timeout.ms and source.ssl.*; the password
  * file is read now. Errors: TB_ERR_CONFIG (unreadable password file, verify_* without a CA). */
-tb_code myconn_new(const cfg *c, myconn **out, tb_error *err);
+TB_MUST_USE tb_code myconn_new(const cfg *c, myconn **out, tb_error *err);
 void myconn_free(myconn *mc);
 
 /* Open a connection. On failure *out is NULL and err says, in one line, which host:port, and
  * why; a failed certificate check reads "TLS certificate verification failed: <reason>".
  * Retriable: network errors and broken TLS handshakes; not retriable: access denied and
  * certificates that do not verify. */
-tb_code myconn_connect(const myconn *mc, const myconn_opts *o, MYSQL **out, tb_error *err);
+TB_MUST_USE tb_code myconn_connect(const myconn *mc, const myconn_opts *o, MYSQL **out, tb_error *err);
 
 const char *myconn_host(const myconn *mc);
 unsigned myconn_port(const myconn *mc);

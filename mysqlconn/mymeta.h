@@ -15,7 +15,7 @@
  * backslash escapes the next character (information_schema writes a label's
  * backslash as two). *labels: n malloc'd strings, free with mymeta_labels_free.
  * TB_ERR_INVALID when column_type is not such a list; TB_ERR_NOMEM. */
-tb_code mymeta_parse_labels(const char *column_type, char ***labels, size_t *n);
+TB_MUST_USE tb_code mymeta_parse_labels(const char *column_type, char ***labels, size_t *n);
 void mymeta_labels_free(char **labels, size_t n); /* labels may be NULL */
 
 /* A column's default from information_schema.COLUMNS: COLUMN_DEFAULT
@@ -26,7 +26,7 @@ void mymeta_labels_free(char **labels, size_t n); /* labels may be NULL */
  * *is_expr, the text of an expression the server evaluates per row
  * (MariaDB: what is neither quoted nor a number, e.g. current_timestamp();
  * MySQL: EXTRA says DEFAULT_GENERATED, or CURRENT_TIMESTAMP). TB_ERR_NOMEM. */
-tb_code mymeta_parse_default(const char *column_default, const char *extra, bool mariadb, char **text, bool *is_expr);
+TB_MUST_USE tb_code mymeta_parse_default(const char *column_default, const char *extra, bool mariadb, char **text, bool *is_expr);
 
 /* MariaDB system-versioned tables (WITH SYSTEM VERSIONING, TABLE_TYPE 'SYSTEM VERSIONED'). The
  * server keeps every row's history in the table and makes the period's end column part of the

@@ -89,16 +89,16 @@ evt_table *evt_table_ref(evt_table *t);
 void evt_table_unref(evt_table *t);
 
 /* Mutators: only before evt_table_seal(). Strings are copied. */
-tb_code evt_table_set_column(evt_table *t, size_t i, const char *name, evt_type type,
+TB_MUST_USE tb_code evt_table_set_column(evt_table *t, size_t i, const char *name, evt_type type,
                              const char *source_type, bool nullable, bool is_unsigned);
-tb_code evt_table_set_column_details(evt_table *t, size_t i, uint32_t length, uint32_t precision,
+TB_MUST_USE tb_code evt_table_set_column_details(evt_table *t, size_t i, uint32_t length, uint32_t precision,
                                      uint32_t scale, const char *charset);
-tb_code evt_table_set_labels(evt_table *t, size_t i, const char *const *labels, size_t n);
+TB_MUST_USE tb_code evt_table_set_labels(evt_table *t, size_t i, const char *const *labels, size_t n);
 /* The column's default (see evt_column.default_text; text NULL: none). */
-tb_code evt_table_set_default(evt_table *t, size_t i, const char *text, bool is_expr);
+TB_MUST_USE tb_code evt_table_set_default(evt_table *t, size_t i, const char *text, bool is_expr);
 /* The table was renamed from db.table (the schema record says where it came
  * from); NULL clears. */
-tb_code evt_table_set_renamed_from(evt_table *t, const char *db, const char *table);
+TB_MUST_USE tb_code evt_table_set_renamed_from(evt_table *t, const char *db, const char *table);
 /* A new unsealed copy of t (one reference for the caller, version and
  * everything else kept), to derive a descriptor from a sealed one; NULL on
  * allocation failure. */
@@ -115,10 +115,10 @@ bool evt_table_keys_only(const evt_table *t);
 /* A MariaDB system-versioned table (mysqlconn/mymeta.h): col is the column that ends each row's
  * period; a row image whose value there is not the type's maximum is a history row. -1 (the
  * default): not versioned. */
-tb_code evt_table_set_row_end(evt_table *t, long col);
+TB_MUST_USE tb_code evt_table_set_row_end(evt_table *t, long col);
 long evt_table_row_end(const evt_table *t);
 /* Primary key as column indexes in key order (replaces any previous key). */
-tb_code evt_table_set_pk(evt_table *t, const size_t *cols, size_t n);
+TB_MUST_USE tb_code evt_table_set_pk(evt_table *t, const size_t *cols, size_t n);
 void evt_table_set_version(evt_table *t, uint32_t version);
 /* False when column names are placeholders (@1..@n): events then say so. */
 void evt_table_set_names_known(evt_table *t, bool known);
@@ -279,7 +279,7 @@ const tb_error *evt_event_error(const evt_event *e);
 
 /* An update whose after image is to be dropped becomes a delete of its before image (a
  * system-versioned row that moved into the table's history). TB_ERR_STATE unless e is an update. */
-tb_code evt_event_update_to_delete(evt_event *e);
+TB_MUST_USE tb_code evt_event_update_to_delete(evt_event *e);
 evt_op evt_event_op(const evt_event *e);
 evt_table *evt_event_table(const evt_event *e);               /* borrowed */
 bool evt_event_has_image(const evt_event *e, evt_image img);

@@ -243,11 +243,15 @@ static void column_schema(evt_jw *w, const evt_codec_opts *o, const evt_column *
     evt_jw_obj_end(w);
 }
 
-static void topic_name(const evt_codec_opts *o, const evt_table *t, const char *suffix, tb_buf *b)
+/* A failure (out of memory) is the writer's sticky error, reported by evt_jw_finish. */
+static void topic_name(evt_jw *w, const evt_codec_opts *o, const evt_table *t, const char *suffix, tb_buf *b)
 {
     tb_buf_reset(b);
-    evt_json_topic(o, t, b);
-    tb_buf_puts(b, suffix);
+    tb_code rc = evt_json_topic(o, t, b);
+    if (rc == TB_OK)
+        rc = tb_buf_puts(b, suffix);
+    if (rc != TB_OK)
+        evt_jw_fail(w, rc);
 }
 
 /* struct "<topic>.Value" of the table's columns; field NULL at top level. */
@@ -255,7 +259,7 @@ static void row_schema(evt_jw *w, const evt_codec_opts *o, const evt_table *t, b
 {
     tb_buf n;
     tb_buf_init(&n, 0);
-    topic_name(o, t, ".Value", &n);
+    topic_name(w, o, t, ".Value", &n);
     field_open(w, "struct", optional, tb_buf_cstr(&n), 0, field);
     tb_buf_free(&n);
     EVT_JW_KEY(w, "fields");
@@ -272,7 +276,7 @@ void evt_connect_key_schema(evt_jw *w, const evt_codec_opts *o, const evt_table 
 {
     tb_buf n;
     tb_buf_init(&n, 0);
-    topic_name(o, t, ".Key", &n);
+    topic_name(w, o, t, ".Key", &n);
     field_open(w, "struct", false, tb_buf_cstr(&n), 0, NULL);
     tb_buf_free(&n);
     EVT_JW_KEY(w, "fields");
@@ -346,7 +350,7 @@ void evt_connect_value_schema(evt_jw *w, const evt_codec_opts *o, const evt_even
     bool dbz = o && o->encoding == EVT_ENC_DEBEZIUM;
     tb_buf n;
     tb_buf_init(&n, 0);
-    topic_name(o, t, ".Envelope", &n);
+    topic_name(w, o, t, ".Envelope", &n);
     field_open(w, "struct", false, tb_buf_cstr(&n), dbz ? 2 : 0, NULL);
     tb_buf_free(&n);
     EVT_JW_KEY(w, "fields");

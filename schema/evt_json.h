@@ -64,7 +64,7 @@ void evt_jw_base64(evt_jw *w, const void *data, size_t len);     /* as a JSON st
  * TB_ERR_INVALID if it is not valid JSON. */
 void evt_jw_json(evt_jw *w, const char *json, size_t len);
 /* TB_ERR_INVALID when containers are left open or a key has no value. */
-tb_code evt_jw_finish(evt_jw *w);
+TB_MUST_USE tb_code evt_jw_finish(evt_jw *w);
 
 /* Shortest text for a double/float that reads back to the same value
  * (exponent as "1e300", "5e-324"); non-finite: "NaN", "Infinity", "-Infinity"
@@ -111,7 +111,7 @@ void evt_codec_opts_encoding(evt_codec_opts *o, const struct cfg *c);
 void evt_codec_warn_lossy(const evt_codec_opts *o, const evt_table *t);
 
 /* "<prefix>.<db>.<table>" */
-tb_code evt_json_topic(const evt_codec_opts *o, const evt_table *t, tb_buf *out);
+TB_MUST_USE tb_code evt_json_topic(const evt_codec_opts *o, const evt_table *t, tb_buf *out);
 /* Kafka's longest topic name. */
 #define EVT_TOPIC_MAX 249
 /* The topic of table db.table under prefix (NULL or "" = none), appended to
@@ -120,32 +120,32 @@ tb_code evt_json_topic(const evt_codec_opts *o, const evt_table *t, tb_buf *out)
  * shortened to fit with a hash suffix of the full name. The event keeps the
  * real names (source.db, source.table); two tables whose names sanitize
  * alike share a topic, which the sink and the snapshot refuse. */
-tb_code evt_topic_name(const char *prefix, const char *db, const char *table, tb_buf *out);
+TB_MUST_USE tb_code evt_topic_name(const char *prefix, const char *db, const char *table, tb_buf *out);
 /* "<prefix>.schema" */
-tb_code evt_json_schema_topic(const evt_codec_opts *o, tb_buf *out);
+TB_MUST_USE tb_code evt_json_schema_topic(const evt_codec_opts *o, tb_buf *out);
 
 /* Canonical key of image img: {"id":42}, columns in key order, no spaces.
  * Writes null when the table has no key. A key column absent from img (a
  * MINIMAL after image) is taken from the other image. */
-tb_code evt_json_key(const evt_event *e, evt_image img, tb_buf *out, tb_error *err);
+TB_MUST_USE tb_code evt_json_key(const evt_event *e, evt_image img, tb_buf *out, tb_error *err);
 /* The key as evt_render writes it under o (value.encoding, key.schemas). */
-tb_code evt_render_key(const evt_codec_opts *o, const evt_event *e, evt_image img, tb_buf *out, tb_error *err);
+TB_MUST_USE tb_code evt_render_key(const evt_codec_opts *o, const evt_event *e, evt_image img, tb_buf *out, tb_error *err);
 /* Value of the event in the configured format (envelope or row). For op=d in
  * row format there is no value: returns TB_ERR_NOT_FOUND and writes nothing. */
-tb_code evt_json_value(const evt_codec_opts *o, const evt_event *e, tb_buf *out, tb_error *err);
+TB_MUST_USE tb_code evt_json_value(const evt_codec_opts *o, const evt_event *e, tb_buf *out, tb_error *err);
 /* An image as a plain object {"col":value,...} in table order, absent columns left out. */
-tb_code evt_json_row(const evt_event *e, evt_image img, tb_buf *out, tb_error *err);
+TB_MUST_USE tb_code evt_json_row(const evt_event *e, evt_image img, tb_buf *out, tb_error *err);
 
 /* Schema record of a table: key {"db":…,"table":…}, value = descriptor. */
-tb_code evt_json_schema_key(const evt_table *t, tb_buf *out);
-tb_code evt_json_schema_value(const evt_table *t, tb_buf *out);
+TB_MUST_USE tb_code evt_json_schema_key(const evt_table *t, tb_buf *out);
+TB_MUST_USE tb_code evt_json_schema_value(const evt_table *t, tb_buf *out);
 /* The same, naming the table version `version` instead of t's own (the Kafka
  * sink continues the numbering its schema topic holds). */
-tb_code evt_json_schema_value_as(const evt_table *t, uint32_t version, tb_buf *out);
+TB_MUST_USE tb_code evt_json_schema_value_as(const evt_table *t, uint32_t version, tb_buf *out);
 
 /* Positions as JSON objects (tb_position's JSON form). */
-tb_code evt_position_to_json(const tb_position *p, tb_buf *out);
-tb_code evt_position_from_json(const char *json, size_t len, tb_position *p, tb_error *err);
+TB_MUST_USE tb_code evt_position_to_json(const tb_position *p, tb_buf *out);
+TB_MUST_USE tb_code evt_position_from_json(const char *json, size_t len, tb_position *p, tb_error *err);
 
 /* The messages one event becomes on the wire, in order (DESIGN 4):
  *  c/r/u with unchanged key: 1 message (key, value)
@@ -168,16 +168,16 @@ typedef struct evt_rendered {
 
 void evt_rendered_init(evt_rendered *r);
 void evt_rendered_free(evt_rendered *r); /* NULL-safe */
-tb_code evt_render(const evt_codec_opts *o, const evt_event *e, evt_rendered *r, tb_error *err);
+TB_MUST_USE tb_code evt_render(const evt_codec_opts *o, const evt_event *e, evt_rendered *r, tb_error *err);
 /* The truncate of e's table (e: any event of it, for the source block and
  * position; its op and images are not used): envelope format: (key {},
  * "op":"t" envelope with null images), ({}, tombstone); row format: none. */
-tb_code evt_render_truncate(const evt_codec_opts *o, const evt_event *e, evt_rendered *r, tb_error *err);
+TB_MUST_USE tb_code evt_render_truncate(const evt_codec_opts *o, const evt_event *e, evt_rendered *r, tb_error *err);
 
 /* One printed line (DESIGN 10): {"topic":…,"key":…,"value":…} where key and
  * value are JSON texts embedded verbatim (they must be valid JSON, as this
  * codec produces them; NULL or empty -> null). */
-tb_code evt_json_line(const char *topic, const char *key, size_t key_len, const char *value,
+TB_MUST_USE tb_code evt_json_line(const char *topic, const char *key, size_t key_len, const char *value,
                       size_t value_len, tb_buf *out);
 
 /* ------------------------------------------------------------ reader */
@@ -188,7 +188,7 @@ typedef enum evt_jv_type { EVT_JV_NULL, EVT_JV_BOOL, EVT_JV_NUMBER, EVT_JV_STRIN
 typedef struct evt_jv evt_jv;
 
 /* Parse one JSON text. On error, err says the byte offset. Caller frees with evt_jv_free. */
-tb_code evt_jv_parse(const char *text, size_t len, evt_jv **out, tb_error *err);
+TB_MUST_USE tb_code evt_jv_parse(const char *text, size_t len, evt_jv **out, tb_error *err);
 void evt_jv_free(evt_jv *v);
 evt_jv_type evt_jv_type_of(const evt_jv *v);
 bool evt_jv_bool(const evt_jv *v);

@@ -70,7 +70,7 @@ void evt_mysql_conv_free(evt_mysql_conv *c);
  * invalid sequence is copied byte for byte (the JSON writer then keeps it as
  * \udcXX), so no data is ever lost; a charset iconv does not know is copied
  * as is. Returns TB_ERR_NOMEM on allocation failure. */
-tb_code evt_mysql_to_utf8(evt_mysql_conv *c, const char *charset, const char *in, size_t len, tb_buf *out);
+TB_MUST_USE tb_code evt_mysql_to_utf8(evt_mysql_conv *c, const char *charset, const char *in, size_t len, tb_buf *out);
 
 /* ------------------------------------------------------------ DECIMAL */
 
@@ -114,7 +114,7 @@ evt_type evt_mysql_type_of(int binlog_type, uint16_t meta, bool binary);
 int evt_mysql_string_real_type(uint16_t meta, uint32_t *max_len);
 /* A source type text, e.g. "int unsigned", "decimal(10,2)", "datetime(3)",
  * "varchar(255)" (length in bytes when the charset is unknown), appended to out. */
-tb_code evt_mysql_source_type(int binlog_type, uint16_t meta, bool is_unsigned, bool binary, tb_buf *out);
+TB_MUST_USE tb_code evt_mysql_source_type(int binlog_type, uint16_t meta, bool is_unsigned, bool binary, tb_buf *out);
 
 /* MariaDB's UUID, INET6 and INET4 columns (10.7+) are stored, and logged in
  * the binlog, as BINARY(16) / BINARY(16) / BINARY(4) (the binlog strips the
@@ -126,6 +126,6 @@ tb_code evt_mysql_source_type(int binlog_type, uint16_t meta, bool is_unsigned, 
  * ("2001:db8::1", "::ffff:1.2.3.4"), inet4 "192.168.1.1"; out is replaced.
  * TB_ERR_INVALID when n is over the size. */
 int evt_mysql_text_type(const char *source_type);
-tb_code evt_mysql_text_form(int text_type, const uint8_t *p, size_t n, tb_buf *out);
+TB_MUST_USE tb_code evt_mysql_text_form(int text_type, const uint8_t *p, size_t n, tb_buf *out);
 
 #endif

@@ -144,7 +144,7 @@ typedef struct ksink ksink;
  * frees with ksink_close(); on failure *out is NULL and err is filled
  * (TB_ERR_CONFIG for a bad kafka.* key). No network traffic is needed for
  * this call to succeed, except with exactly.once (InitProducerId). */
-tb_code ksink_open(const cfg *c, ksink **out, tb_error *err);
+TB_MUST_USE tb_code ksink_open(const cfg *c, ksink **out, tb_error *err);
 /* A flag a signal handler raises: waits inside the sink that can last long
  * (the schema registry's retries, DESIGN 4b) stop when it is set. */
 void ksink_set_stop(ksink *ks, volatile sig_atomic_t *stop);
@@ -167,13 +167,13 @@ void ksink_set_wait(ksink *ks, ksink_wait_fn fn, void *opaque);
 /* TB_OK while the sink works; once it failed for good (a refused login, a broker certificate
  * that does not verify, a fatal producer error), that error (into *err unless NULL) and its
  * code: retrying does not heal it. */
-tb_code ksink_failed(const ksink *ks, tb_error *err);
+TB_MUST_USE tb_code ksink_failed(const ksink *ks, tb_error *err);
 
 /* Whether the cluster answers: one metadata request (at most 5 s), then the schema topic made
  * when missing and read (as the first schema record would). TB_ERR_KAFKA when the brokers do
  * not answer (`tributary run` retries it at start for source.connect.retry.ms); a refused login
  * is the error the producer reported. */
-tb_code ksink_ready(ksink *ks, tb_error *err);
+TB_MUST_USE tb_code ksink_ready(ksink *ks, tb_error *err);
 
 /* Topics that disappeared (DESIGN 6a). A table the schema topic holds a record for (the latest
  * one not saying it was dropped) had its topic: the record is written after the topic is made.
@@ -189,18 +189,18 @@ tb_code ksink_ready(ksink *ks, tb_error *err);
  * by `cache publish` or a snapshot, is not this). */
 typedef bool (*ksink_captured_fn)(void *opaque, const char *db, const char *table);
 typedef tb_code (*ksink_gone_fn)(void *opaque, const char *db, const char *table, const char *topic, tb_error *err);
-tb_code ksink_topics_gone(ksink *ks, ksink_captured_fn captured, ksink_gone_fn gone, void *opaque, tb_error *err);
+TB_MUST_USE tb_code ksink_topics_gone(ksink *ks, ksink_captured_fn captured, ksink_gone_fn gone, void *opaque, tb_error *err);
 
 /* Render e and produce all of its messages (see MESSAGES). Ensures the topic
  * and the schema record first when needed (this can block on the Admin API,
  * at most kafka's request timeout). Blocks, polling, while the local queue is
  * full. e is borrowed for the call only. Returns a recorded delivery error
  * first if there is one. */
-tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err);
+TB_MUST_USE tb_code ksink_send(ksink *ks, const evt_event *e, tb_error *err);
 /* The truncate of e's table (evt_render_truncate: value.format=envelope an
  * "op":"t" record and its tombstone under the key {}; row format nothing),
  * with e's source position, like ksink_send. */
-tb_code ksink_send_truncate(ksink *ks, const evt_event *e, tb_error *err);
+TB_MUST_USE tb_code ksink_send_truncate(ksink *ks, const evt_event *e, tb_error *err);
 
 /* Write the schema record of t now, as a message of the current source
  * transaction: a dropped table's (evt_table_new_dropped), or a descriptor
@@ -208,28 +208,28 @@ tb_code ksink_send_truncate(ksink *ks, const evt_event *e, tb_error *err);
  * Later events of the table with the same columns do not write it again;
  * after a dropped record the table's next event writes its schema again.
  * t is borrowed (a reference is kept when needed). */
-tb_code ksink_announce_table(ksink *ks, evt_table *t, tb_error *err);
+TB_MUST_USE tb_code ksink_announce_table(ksink *ks, evt_table *t, tb_error *err);
 
 /* A tombstone of key (exactly the bytes the topic's records carry) to topic,
  * tracked as a message of the current source transaction like ksink_send
  * (exactly_once: in the open Kafka transaction). The topic must exist. For a
  * key that no event names any more (`tributary verify --repair`: a key the
  * topic holds that the source lacks). key is borrowed for the call. */
-tb_code ksink_send_tombstone(ksink *ks, const char *topic, const char *key, size_t klen, tb_error *err);
+TB_MUST_USE tb_code ksink_send_tombstone(ksink *ks, const char *topic, const char *key, size_t klen, tb_error *err);
 
 /* transaction.topic=true: one transaction-metadata record (BEGIN or END,
  * Debezium-style, built by the caller) to <topic.prefix>.transaction
  * (created on first use, delete policy), tracked with the current source
  * transaction like its change messages (exactly.once: in the same Kafka
  * transaction). key and value are borrowed for the call. */
-tb_code ksink_send_txmeta(ksink *ks, const char *key, size_t klen, const char *value, size_t vlen, tb_error *err);
+TB_MUST_USE tb_code ksink_send_txmeta(ksink *ks, const char *key, size_t klen, const char *value, size_t vlen, tb_error *err);
 
 /* The current source transaction ends; pos_after_tx (copied) is the position
  * to resume from once it is acknowledged. A transaction with no messages is
  * allowed (heartbeats, skipped tables): its position is committable as soon
  * as every earlier transaction is. Returns the recorded error if any, or
  * TB_ERR_NOMEM. */
-tb_code ksink_end_tx(ksink *ks, const tb_position *pos_after_tx, tb_error *err);
+TB_MUST_USE tb_code ksink_end_tx(ksink *ks, const tb_position *pos_after_tx, tb_error *err);
 
 /* Serve delivery reports and errors, waiting up to timeout_ms (0 = no wait).
  * Hands the staged messages over first when it waits or when the first of
@@ -260,7 +260,7 @@ bool ksink_commit_due(const ksink *ks);
  * TB_OK the caller may act on ksink_committable() being stored (e.g. let the
  * source drop its change log up to there). With a large backlog the wait can
  * take as long as the queued batches ahead of the record (tens of ms). */
-tb_code ksink_commit(ksink *ks, tb_error *err);
+TB_MUST_USE tb_code ksink_commit(ksink *ks, tb_error *err);
 
 /* As ksink_commit(), but with offsets.storage=kafka and exactly.once=false
  * the offsets record is only produced, not waited for, so a streaming loop
@@ -268,12 +268,12 @@ tb_code ksink_commit(ksink *ks, tb_error *err);
  * Kafka acknowledges the record (a failure is reported by a later call, like
  * any delivery failure). For callers that do not act on "stored" (binlog
  * sources); use ksink_commit() at shutdown and where the source must know. */
-tb_code ksink_commit_nowait(ksink *ks, tb_error *err);
+TB_MUST_USE tb_code ksink_commit_nowait(ksink *ks, tb_error *err);
 
 /* Wait until every produced message is acknowledged or timeout_ms passes
  * (TB_ERR_KAFKA, retriable, when messages remain). Returns a recorded
  * delivery error if there is one. */
-tb_code ksink_flush(ksink *ks, int timeout_ms, tb_error *err);
+TB_MUST_USE tb_code ksink_flush(ksink *ks, int timeout_ms, tb_error *err);
 
 /* Calls fn once for each key that the topic of table t holds (its latest
  * record is not a tombstone) and whose digest (tb_kset_digest of the key's
@@ -291,11 +291,11 @@ tb_code ksink_flush(ksink *ks, int timeout_ms, tb_error *err);
  *    reconcile step after a resnapshot (DESIGN 6a). */
 struct tb_kset;
 typedef tb_code (*ksink_key_fn)(void *opaque, const char *key, size_t klen, tb_error *err);
-tb_code ksink_topic_keys(ksink *ks, const evt_table *t, const struct tb_kset *keep, ksink_key_fn fn, void *opaque,
+TB_MUST_USE tb_code ksink_topic_keys(ksink *ks, const evt_table *t, const struct tb_kset *keep, ksink_key_fn fn, void *opaque,
                          tb_error *err);
 /* The digest of e's key (its after image) as the sink writes it to the
  * topic (value.encoding, key.schemas): tb_kset_digest of those bytes. */
-tb_code ksink_key_digest(ksink *ks, const evt_event *e, uint64_t *digest, tb_error *err);
+TB_MUST_USE tb_code ksink_key_digest(ksink *ks, const evt_event *e, uint64_t *digest, tb_error *err);
 
 /* Every record of a topic, read from the beginning of each partition to the
  * high watermark it had when the read started (committed: read_committed,
@@ -315,7 +315,7 @@ typedef struct ksink_record {
     size_t vlen;
 } ksink_record;
 typedef tb_code (*ksink_scan_fn)(void *opaque, const ksink_record *rec, tb_error *err);
-tb_code ksink_topic_scan(const cfg *c, const char *topic, bool committed, const char *reader, ksink_scan_fn fn,
+TB_MUST_USE tb_code ksink_topic_scan(const cfg *c, const char *topic, bool committed, const char *reader, ksink_scan_fn fn,
                          void *opaque, tb_error *err);
 
 /* Counters for status and tests. */
@@ -354,15 +354,15 @@ void ksink_close(ksink *ks);
 /* Read the stored position for cfg's connector into out (freed first).
  * Nothing stored (no file, no topic, no record, or a tombstone): TB_OK with
  * out->kind == TB_POS_NONE. Usable without an open sink. */
-tb_code ksink_offsets_read(const cfg *c, tb_position *out, tb_error *err);
+TB_MUST_USE tb_code ksink_offsets_read(const cfg *c, tb_position *out, tb_error *err);
 
 /* Store pos (TB_POS_NONE writes a tombstone / a file saying "none"). Waits
  * for the acknowledgement (kafka) or the fsync (file). Usable without an open
  * sink; do not call it while a connector with the same name runs. */
-tb_code ksink_offsets_write(const cfg *c, const tb_position *pos, tb_error *err);
+TB_MUST_USE tb_code ksink_offsets_write(const cfg *c, const tb_position *pos, tb_error *err);
 
 /* The offsets record key for a connector name: the name as a JSON string.
  * Appended to out. */
-tb_code ksink_offsets_key(const char *name, tb_buf *out);
+TB_MUST_USE tb_code ksink_offsets_key(const char *name, tb_buf *out);
 
 #endif

@@ -29,7 +29,7 @@ typedef enum ksink_role {
 /* A new librdkafka configuration for role: fixed settings, tuned defaults,
  * every kafka.* key, the log callback. Caller owns *out (rd_kafka_conf_destroy
  * or hand it to rd_kafka_new). */
-tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_error *err);
+TB_MUST_USE tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_error *err);
 
 /* Clients are created with kafka_client_new and librdkafka's errors become
  * tb_codes in kafka_error / kafka_error_obj (kafka/kafka.h). */
@@ -43,11 +43,11 @@ int ksink_request_timeout_ms(const cfg *c);
 /* Make sure topic exists: create it (compacted when compact) or, when it
  * exists and compact && topic.check.compact, check its cleanup.policy.
  * partitions <= 0 means topic.partitions. Honors topic.create=false. */
-tb_code ksink_topic_ensure(rd_kafka_t *rk, const cfg *c, const char *topic, int partitions,
+TB_MUST_USE tb_code ksink_topic_ensure(rd_kafka_t *rk, const cfg *c, const char *topic, int partitions,
                            bool compact, tb_error *err);
 /* The same, serving rk's callbacks while it waits and giving up once *stop is set (the sink's
  * failed flag: a refused login seen by its error callback). */
-tb_code ksink_topic_ensure_until(rd_kafka_t *rk, const cfg *c, const char *topic, int partitions,
+TB_MUST_USE tb_code ksink_topic_ensure_until(rd_kafka_t *rk, const cfg *c, const char *topic, int partitions,
                                  bool compact, const bool *stop, tb_error *err);
 
 /* min.insync.replicas for a new topic of replication factor rf without
@@ -60,14 +60,14 @@ int ksink_default_min_insync(int rf);
 void ksink_topic_check_replication(const char *topic, int brokers, int rf, int min_insync);
 
 /* "<name>.offsets", "<name>.dlq" appended to out. */
-tb_code ksink_offsets_topic(const cfg *c, tb_buf *out);
-tb_code ksink_dlq_topic(const cfg *c, tb_buf *out);
+TB_MUST_USE tb_code ksink_offsets_topic(const cfg *c, tb_buf *out);
+TB_MUST_USE tb_code ksink_dlq_topic(const cfg *c, tb_buf *out);
 
 /* The offsets record value for pos: JSON, or *is_null = true for NONE. */
-tb_code ksink_offsets_value(const tb_position *pos, tb_buf *out, bool *is_null);
+TB_MUST_USE tb_code ksink_offsets_value(const tb_position *pos, tb_buf *out, bool *is_null);
 
 /* Atomic file write of the text form. */
-tb_code ksink_offsets_file_write(const char *path, const tb_position *pos, tb_error *err);
+TB_MUST_USE tb_code ksink_offsets_file_write(const char *path, const tb_position *pos, tb_error *err);
 
 /* ------------------------------------------------------------ the sink */
 /* Shared by ksink.c (producer, tracker) and ksink_txn.c (exactly.once). */
@@ -180,11 +180,11 @@ struct ksink {
 
 /* Hand one message to librdkafka now (after the staged ones), polling while
  * the queue is full. seq: the delivery opaque. */
-tb_code ksink_produce(ksink *ks, rd_kafka_topic_t *rkt, int32_t partition, const char *key, size_t klen,
+TB_MUST_USE tb_code ksink_produce(ksink *ks, rd_kafka_topic_t *rkt, int32_t partition, const char *key, size_t klen,
                       const char *value, size_t vlen, uint64_t seq, tb_error *err);
 /* Stage one message for rkt (partitioned by librdkafka); produced directly
  * with exactly.once and when large. Copies key and value. */
-tb_code ksink_stage_add(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_t klen, const char *value,
+TB_MUST_USE tb_code ksink_stage_add(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_t klen, const char *value,
                         size_t vlen, uint64_t seq, tb_error *err);
 /* Hand the staged messages over; a refused one records the sink's failure. */
 void ksink_stage_flush(ksink *ks);
@@ -205,7 +205,7 @@ void ksink_advance(ksink *ks);
  * then *version is its version and *same whether it equals value, but for
  * the version when an earlier run wrote it. _set: value, written by this
  * sink, is now the latest for key (out of memory empties the set). */
-tb_code ksink_schema_seen_load(ksink *ks, const char *topic, tb_error *err);
+TB_MUST_USE tb_code ksink_schema_seen_load(ksink *ks, const char *topic, tb_error *err);
 bool ksink_schema_seen(const ksink *ks, const char *key, size_t klen, const char *value, size_t vlen,
                        uint32_t *version, bool *same);
 void ksink_schema_seen_set(ksink *ks, const char *key, size_t klen, const char *value, size_t vlen);
@@ -222,13 +222,13 @@ ksink_tx *ksink_tail(ksink *ks);
 /* Drop every transaction of the ring (frees their positions). */
 void ksink_ring_clear(ksink *ks);
 /* Produce the offsets record of pos; wait for its acknowledgement when asked. */
-tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wait, tb_error *err);
+TB_MUST_USE tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wait, tb_error *err);
 /* exactly.once (ksink_txn.c) */
 /* Begin a Kafka transaction unless one is open. */
-tb_code ksink_txn_begin(ksink *ks, tb_error *err);
-tb_code ksink_commit_eos(ksink *ks, tb_error *err);
-tb_code ksink_eos_abort(ksink *ks, tb_error *err);
+TB_MUST_USE tb_code ksink_txn_begin(ksink *ks, tb_error *err);
+TB_MUST_USE tb_code ksink_commit_eos(ksink *ks, tb_error *err);
+TB_MUST_USE tb_code ksink_eos_abort(ksink *ks, tb_error *err);
 /* A new producer after an abort (ksink.c); records a failure if it cannot. */
-tb_code ksink_client_reset(ksink *ks, tb_error *err);
+TB_MUST_USE tb_code ksink_client_reset(ksink *ks, tb_error *err);
 
 #endif

@@ -63,11 +63,11 @@ typedef enum ksink_lease_state {
 /* Join the group (or open the lock file). Does not wait for the lease.
  * TB_ERR_CONFIG for a bad kafka.* key or an offsets topic that is missing
  * with topic.create=false. */
-tb_code ksink_lease_open(const cfg *c, ksink_lease **out, tb_error *err);
+TB_MUST_USE tb_code ksink_lease_open(const cfg *c, ksink_lease **out, tb_error *err);
 
 /* Serve the group protocol (callbacks) for up to timeout_ms and say where
  * the lease stands. Errors are fatal (configuration, missing topic). */
-tb_code ksink_lease_poll(ksink_lease *l, int timeout_ms, ksink_lease_state *state, tb_error *err);
+TB_MUST_USE tb_code ksink_lease_poll(ksink_lease *l, int timeout_ms, ksink_lease_state *state, tb_error *err);
 
 /* The holder, "<host>:<pid>", appended to out when known (a standby asks
  * the group coordinator, at most once a second; may block up to 5 s).
@@ -83,7 +83,7 @@ const char *ksink_lease_self(const ksink_lease *l);
  * then TB_ERR_STATE with retriable=true (call again; produce nothing
  * meanwhile). Lost: TB_ERR_STATE, not retriable, naming why, and from then
  * on always that. */
-tb_code ksink_lease_check(ksink_lease *l, tb_error *err);
+TB_MUST_USE tb_code ksink_lease_check(ksink_lease *l, tb_error *err);
 
 /* Leave the group (or unlock and close the file). NULL-safe. */
 void ksink_lease_close(ksink_lease *l);

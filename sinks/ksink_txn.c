@@ -187,8 +187,8 @@ tb_code ksink_commit_eos(ksink *ks, tb_error *err)
         tb_position_free(&ks->committable);
         ks->committable = tmp;
         tb_position_free(&ks->committed);
-        tb_position_copy(&ks->committed, &ks->committable);
-        ks->committed_valid = true;
+        /* out of memory: nothing is reported committed, so the next commit stores it again */
+        ks->committed_valid = tb_position_copy(&ks->committed, &ks->committable) == TB_OK;
         ks->in_txn = false;
         ks->st.commits++;
         return TB_OK;

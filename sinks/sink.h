@@ -113,7 +113,7 @@ typedef struct sink {
 /* Open the sink the `sink` setting names (kafka, stdout: its lines on the
  * process's standard output) with the settings of c; hooks may be NULL.
  * TB_ERR_CONFIG for an unknown kind or a bad setting of the kind. */
-tb_code sink_open(const cfg *c, const sink_hooks *hooks, sink **out, tb_error *err);
+TB_MUST_USE tb_code sink_open(const cfg *c, const sink_hooks *hooks, sink **out, tb_error *err);
 void sink_close(sink *s);
 
 static inline bool sink_has(const sink *s, unsigned cap)
@@ -203,11 +203,11 @@ static inline bool sink_stats_json(sink *s, tb_buf *out)
 }
 
 /* SINK_CAP_TOPICS (see ksink.h for each) */
-tb_code sink_send_truncate(sink *s, const evt_event *e, tb_error *err);
-tb_code sink_send_txmeta(sink *s, const char *key, size_t klen, const char *value, size_t vlen, tb_error *err);
-tb_code sink_topic_keys(sink *s, const evt_table *t, const struct tb_kset *keep, sink_key_fn fn, void *opaque,
+TB_MUST_USE tb_code sink_send_truncate(sink *s, const evt_event *e, tb_error *err);
+TB_MUST_USE tb_code sink_send_txmeta(sink *s, const char *key, size_t klen, const char *value, size_t vlen, tb_error *err);
+TB_MUST_USE tb_code sink_topic_keys(sink *s, const evt_table *t, const struct tb_kset *keep, sink_key_fn fn, void *opaque,
                         tb_error *err);
-tb_code sink_key_digest(sink *s, const evt_event *e, uint64_t *digest, tb_error *err);
-tb_code sink_topics_gone(sink *s, sink_captured_fn captured, sink_gone_fn gone, void *opaque, tb_error *err);
+TB_MUST_USE tb_code sink_key_digest(sink *s, const evt_event *e, uint64_t *digest, tb_error *err);
+TB_MUST_USE tb_code sink_topics_gone(sink *s, sink_captured_fn captured, sink_gone_fn gone, void *opaque, tb_error *err);
 
 #endif

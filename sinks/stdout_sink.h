@@ -43,20 +43,20 @@ typedef struct stdout_sink stdout_sink;
 /* Open a sink writing to fp (usually stdout) with the settings of c
  * (topic.prefix, name, value.format, value.schemas, offsets.storage,
  * offsets.file). c is only read during the call. */
-tb_code stdout_sink_open(const cfg *c, FILE *fp, stdout_sink **out, tb_error *err);
+TB_MUST_USE tb_code stdout_sink_open(const cfg *c, FILE *fp, stdout_sink **out, tb_error *err);
 
 /* Print the messages of one event (and the schema record when due).
  * TB_ERR_IO when the stream fails (e.g. a closed pipe); an event whose
  * builder failed is refused with its own error. */
-tb_code stdout_sink_send(stdout_sink *s, const evt_event *e, tb_error *err);
+TB_MUST_USE tb_code stdout_sink_send(stdout_sink *s, const evt_event *e, tb_error *err);
 
 /* Print the schema record of t now (a dropped table's, or one that says
  * where the table was renamed from; see ksink_announce_table). */
-tb_code stdout_sink_announce(stdout_sink *s, const evt_table *t, tb_error *err);
+TB_MUST_USE tb_code stdout_sink_announce(stdout_sink *s, const evt_table *t, tb_error *err);
 
 /* Flush the output, then store pos (offsets.storage=file). pos must be a
  * transaction boundary whose events were all sent; NULL = flush only. */
-tb_code stdout_sink_commit(stdout_sink *s, const tb_position *pos, tb_error *err);
+TB_MUST_USE tb_code stdout_sink_commit(stdout_sink *s, const tb_position *pos, tb_error *err);
 
 /* Flush and free. NULL-safe. Does not commit. */
 void stdout_sink_close(stdout_sink *s);

@@ -70,14 +70,14 @@ typedef struct snap_table_progress {
     int64_t started_ms, finished_ms; /* CLOCK_MONOTONIC ms, 0 = not yet */
 } snap_table_progress;
 
-tb_code snap_open(const cfg *c, snap **out, tb_error *err);
+TB_MUST_USE tb_code snap_open(const cfg *c, snap **out, tb_error *err);
 
 /* The hand-off position: streaming must start exactly here. */
 const tb_position *snap_position(const snap *s);
 
 /* Next snapshot event in *ev, or *ev = NULL when every table is done.
  * On error *ev is NULL and the snapshot cannot continue. */
-tb_code snap_next(snap *s, evt_event **ev, tb_error *err);
+TB_MUST_USE tb_code snap_next(snap *s, evt_event **ev, tb_error *err);
 
 /* Per-table progress: returns the number of tables, *tables the array. */
 size_t snap_progress(const snap *s, const snap_table_progress **tables);
@@ -96,7 +96,7 @@ bool snap_decide(const cfg *c, bool have_offset, bool offset_still_on_server);
  * are TB_ERR_CONFIG naming both and the topic. Opens and closes its own
  * connection; run calls it at start, before anything is sent. *ntables (may
  * be NULL): how many tables the filter captures. */
-tb_code snap_check_topics(const cfg *c, size_t *ntables, tb_error *err);
+TB_MUST_USE tb_code snap_check_topics(const cfg *c, size_t *ntables, tb_error *err);
 
 /* Whether streaming follows the snapshot (false for initial_only). */
 bool snap_then_stream(const cfg *c);

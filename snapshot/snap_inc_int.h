@@ -63,15 +63,15 @@ struct snap_inc {
 bool snap_inc_split_table(const char *db_table, char **db, char **table);
 /* CREATE TABLE IF NOT EXISTS `db`.tributary_signal (...); a table made before signals named
  * their connector gets the connector column. */
-tb_code snap_inc_ensure_signal_table(MYSQL *my, const char *db, tb_error *err);
+TB_MUST_USE tb_code snap_inc_ensure_signal_table(MYSQL *my, const char *db, tb_error *err);
 /* Insert a signal row for connector (the `name` key); *id = its AUTO_INCREMENT id. */
-tb_code snap_inc_insert_signal(MYSQL *my, const char *db, const char *connector, const char *type, const char *data,
+TB_MUST_USE tb_code snap_inc_insert_signal(MYSQL *my, const char *db, const char *connector, const char *type, const char *data,
                                int64_t *id, tb_error *err);
-tb_code snap_inc_queue_push(snap_inc *si, const char *db_table); /* no-op when queued already */
+TB_MUST_USE tb_code snap_inc_queue_push(snap_inc *si, const char *db_table); /* no-op when queued already */
 void snap_inc_queue_pop(snap_inc *si);
 /* Read si->state_path (a missing file is an empty state). */
-tb_code snap_inc_load_state(snap_inc *si, tb_error *err);
+TB_MUST_USE tb_code snap_inc_load_state(snap_inc *si, tb_error *err);
 /* Remember the current state, to be written once `pos` is committed. */
-tb_code snap_inc_push_save(snap_inc *si, const tb_position *pos, tb_error *err);
+TB_MUST_USE tb_code snap_inc_push_save(snap_inc *si, const tb_position *pos, tb_error *err);
 
 #endif

@@ -38,10 +38,10 @@ typedef struct snap_key {
 
 void snap_key_free(snap_key *k);
 /* Key of ev's after image (table's key columns). */
-tb_code snap_key_from_event(snap_key *k, const evt_event *ev, tb_error *err);
+TB_MUST_USE tb_code snap_key_from_event(snap_key *k, const evt_event *ev, tb_error *err);
 /* Bind parameter b for part i (b borrows k). */
 void snap_key_bind(snap_key *k, size_t i, MYSQL_BIND *b);
 void snap_key_to_json(const snap_key *k, evt_jw *w);
-tb_code snap_key_from_json(snap_key *k, const evt_jv *v, tb_error *err);
+TB_MUST_USE tb_code snap_key_from_json(snap_key *k, const evt_jv *v, tb_error *err);
 
 #endif

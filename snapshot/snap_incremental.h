@@ -80,26 +80,26 @@
 typedef struct snap_inc snap_inc;
 
 /* Write the execute-snapshot signal for "db.table" (see SIGNALLING). */
-tb_code snap_inc_signal(const cfg *c, const char *db_table, tb_error *err);
+TB_MUST_USE tb_code snap_inc_signal(const cfg *c, const char *db_table, tb_error *err);
 
 /* state_path NULL = "<offsets.file>.incsnap". Loads saved progress. */
-tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_error *err);
+TB_MUST_USE tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_error *err);
 void snap_inc_close(snap_inc *si);
 
 /* Feed one binlog event (any table), in log order. */
-tb_code snap_inc_observe(snap_inc *si, const evt_event *ev, tb_error *err);
+TB_MUST_USE tb_code snap_inc_observe(snap_inc *si, const evt_event *ev, tb_error *err);
 
 /* Released chunk rows, one per call; *ev = NULL when none is ready (the
  * call that returns NULL after a chunk records the chunk as finished). */
-tb_code snap_inc_next_event(snap_inc *si, evt_event **ev, tb_error *err);
+TB_MUST_USE tb_code snap_inc_next_event(snap_inc *si, evt_event **ev, tb_error *err);
 
 /* If no chunk is in flight and a table is queued: run the next chunk's
  * watermarks and SELECT (a round trip to the source). Cheap otherwise. */
-tb_code snap_inc_poll(snap_inc *si, tb_error *err);
+TB_MUST_USE tb_code snap_inc_poll(snap_inc *si, tb_error *err);
 
 /* The caller committed position p: saves the progress of every finished
  * chunk whose high watermark is at or before p. */
-tb_code snap_inc_committed(snap_inc *si, const tb_position *p, tb_error *err);
+TB_MUST_USE tb_code snap_inc_committed(snap_inc *si, const tb_position *p, tb_error *err);
 
 /* The descriptor of the table whose last chunk the latest
  * snap_inc_next_event() call released (the table's incremental snapshot is

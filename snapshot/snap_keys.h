@@ -19,7 +19,7 @@
 
 typedef tb_code (*snap_key_row_fn)(void *opaque, const evt_event *ev, tb_error *err);
 
-tb_code snap_keys_scan(const cfg *c, const char *db, const char *table, evt_table **desc, snap_key_row_fn fn,
+TB_MUST_USE tb_code snap_keys_scan(const cfg *c, const char *db, const char *table, evt_table **desc, snap_key_row_fn fn,
                        void *opaque, tb_error *err);
 
 #endif

@@ -212,7 +212,7 @@ tb_code snap_mysql_begin(MYSQL *my, bool mariadb, bool lock_minimal, tb_position
     rc = fill_position(&k, mariadb, pos, err);
 out:
     if (locked)
-        snap_sql_exec(my, "UNLOCK TABLES", NULL);
+        tb_ignore(snap_sql_exec(my, "UNLOCK TABLES", NULL)); /* closing the connection releases it too */
     free(k.file);
     free(k.gtid);
     return rc;

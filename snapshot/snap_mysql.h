@@ -13,10 +13,10 @@
 
 /* Start a consistent-snapshot transaction on `my` and read its exact binlog
  * position into pos (overwritten). See snap.h for the method per flavour. */
-tb_code snap_mysql_begin(MYSQL *my, bool mariadb, bool lock_minimal, tb_position *pos, tb_error *err);
+TB_MUST_USE tb_code snap_mysql_begin(MYSQL *my, bool mariadb, bool lock_minimal, tb_position *pos, tb_error *err);
 
 /* The server's current binlog position (SHOW MASTER STATUS + GTID), e.g. to
  * know when a reader has caught up. */
-tb_code snap_mysql_current_position(MYSQL *my, bool mariadb, tb_position *pos, tb_error *err);
+TB_MUST_USE tb_code snap_mysql_current_position(MYSQL *my, bool mariadb, tb_position *pos, tb_error *err);
 
 #endif

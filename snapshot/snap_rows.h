@@ -24,15 +24,15 @@
 typedef struct snap_rows snap_rows;
 
 /* Append "SELECT `c1`,`c2`,... FROM `db`.`t`" to out. */
-tb_code snap_rows_select_sql(const evt_table *t, tb_buf *out);
+TB_MUST_USE tb_code snap_rows_select_sql(const evt_table *t, tb_buf *out);
 
 /* Prepare and execute sql (params: nparams bound parameters, may be NULL). */
-tb_code snap_rows_open(MYSQL *my, evt_table *t, const char *sql, MYSQL_BIND *params, unsigned nparams,
+TB_MUST_USE tb_code snap_rows_open(MYSQL *my, evt_table *t, const char *sql, MYSQL_BIND *params, unsigned nparams,
                        snap_rows **out, tb_error *err);
 
 /* Fill the after image of ev (reset by the caller to op r and this table)
  * with the next row. *got = false at the end of the result. */
-tb_code snap_rows_next(snap_rows *r, evt_event *ev, bool *got, tb_error *err);
+TB_MUST_USE tb_code snap_rows_next(snap_rows *r, evt_event *ev, bool *got, tb_error *err);
 
 void snap_rows_close(snap_rows *r);
 

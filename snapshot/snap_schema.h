@@ -35,7 +35,7 @@ typedef struct snap_filter {
     bool has_inc, has_exc;
 } snap_filter;
 
-tb_code snap_filter_init(snap_filter *f, const cfg *c, tb_error *err);
+TB_MUST_USE tb_code snap_filter_init(snap_filter *f, const cfg *c, tb_error *err);
 bool snap_filter_match(const snap_filter *f, const char *db, const char *table);
 void snap_filter_free(snap_filter *f); /* NULL-safe */
 
@@ -45,10 +45,10 @@ typedef struct snap_tinfo {
     char *engine;         /* owned; may be NULL */
 } snap_tinfo;
 
-tb_code snap_schema_list(MYSQL *my, const snap_filter *f, snap_tinfo **out, size_t *n, tb_error *err);
+TB_MUST_USE tb_code snap_schema_list(MYSQL *my, const snap_filter *f, snap_tinfo **out, size_t *n, tb_error *err);
 void snap_tinfo_free_all(snap_tinfo *t, size_t n);
 
-tb_code snap_schema_describe(MYSQL *my, const cfg *c, const char *db, const char *table, evt_table **out,
+TB_MUST_USE tb_code snap_schema_describe(MYSQL *my, const cfg *c, const char *db, const char *table, evt_table **out,
                              tb_error *err);
 
 

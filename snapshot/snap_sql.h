@@ -21,14 +21,14 @@
 
 /* Connect with the source.* keys; the session gets time_zone='+00:00',
  * utf8mb4 results and long network timeouts. *mariadb says which flavour. */
-tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err);
+TB_MUST_USE tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err);
 
 /* Fill err from the connection's last error, with a prefix naming what was done. */
-tb_code snap_sql_fail(MYSQL *my, tb_error *err, const char *what);
-tb_code snap_sql_stmt_fail(MYSQL_STMT *st, tb_error *err, const char *what);
+TB_MUST_USE tb_code snap_sql_fail(MYSQL *my, tb_error *err, const char *what);
+TB_MUST_USE tb_code snap_sql_stmt_fail(MYSQL_STMT *st, tb_error *err, const char *what);
 
 /* Run a statement without a result set. */
-tb_code snap_sql_exec(MYSQL *my, const char *sql, tb_error *err);
+TB_MUST_USE tb_code snap_sql_exec(MYSQL *my, const char *sql, tb_error *err);
 
 /* Row callback: col[i] is NULL for SQL NULL; len[i] the byte length. Return
  * TB_OK to go on, anything else stops the query and is returned. */
@@ -38,10 +38,10 @@ typedef tb_code (*snap_sql_row_fn)(void *opaque, char **col, unsigned long *len,
 /* Prepared statement with string parameters (params may be NULL when n=0);
  * every result row is given as text to fn. The whole result is buffered
  * (use for metadata queries only). */
-tb_code snap_sql_query(MYSQL *my, const char *sql, const char *const *params, size_t nparams,
+TB_MUST_USE tb_code snap_sql_query(MYSQL *my, const char *sql, const char *const *params, size_t nparams,
                        snap_sql_row_fn fn, void *opaque, tb_error *err);
 
 /* Append `name` as a quoted identifier (backticks, doubled inside). */
-tb_code snap_sql_ident(tb_buf *b, const char *name);
+TB_MUST_USE tb_code snap_sql_ident(tb_buf *b, const char *name);
 
 #endif

@@ -48,12 +48,12 @@ typedef struct snap_colbuf {
 } snap_colbuf;
 
 /* Set up cb and the result binding b for column col. */
-tb_code snap_colbuf_bind(snap_colbuf *cb, MYSQL_BIND *b, const evt_column *col, tb_error *err);
+TB_MUST_USE tb_code snap_colbuf_bind(snap_colbuf *cb, MYSQL_BIND *b, const evt_column *col, tb_error *err);
 void snap_colbuf_free(snap_colbuf *cb); /* NULL-safe */
 
 /* Grow cb to hold cb->len bytes (after a truncated fetch) and point b at the
  * new buffer; the caller then re-binds and re-fetches the column. */
-tb_code snap_colbuf_grow(snap_colbuf *cb, MYSQL_BIND *b, tb_error *err);
+TB_MUST_USE tb_code snap_colbuf_grow(snap_colbuf *cb, MYSQL_BIND *b, tb_error *err);
 
 /* Store the fetched value into ev's after image at column index ci. */
 void snap_value_set(evt_event *ev, size_t ci, const evt_column *col, const snap_colbuf *cb);

@@ -129,7 +129,7 @@ void binlog_stmt_free(binlog_stmt *st);
 /* Classify q[0..n) (replacing st's previous content). defdb[0..deflen):
  * the event's default database, for names without one (may be NULL).
  * TB_ERR_NOMEM only: text that is not understood is BINLOG_STMT_OTHER. */
-tb_code binlog_stmt_classify(binlog_stmt *st, const char *q, size_t n, const char *defdb, size_t deflen);
+TB_MUST_USE tb_code binlog_stmt_classify(binlog_stmt *st, const char *q, size_t n, const char *defdb, size_t deflen);
 
 /* Called by the decoder for each statement that is not transaction control,
  * before the statement's transaction commits. An error stops the decoder
@@ -174,14 +174,14 @@ void binlog_dec_free(binlog_dec *d);
  * returned *out == NULL. Call binlog_dec_next() until then before feeding
  * again. Errors (TB_ERR_CORRUPT, TB_ERR_UNSUPPORTED, TB_ERR_SOURCE for an
  * INCIDENT) name the input label and the byte offset. */
-tb_code binlog_dec_feed(binlog_dec *d, const uint8_t *ev, size_t len, uint64_t off, tb_error *err);
+TB_MUST_USE tb_code binlog_dec_feed(binlog_dec *d, const uint8_t *ev, size_t len, uint64_t off, tb_error *err);
 
 /* Next change event, or *out = NULL when the fed event is used up. */
-tb_code binlog_dec_next(binlog_dec *d, evt_event **out, tb_error *err);
+TB_MUST_USE tb_code binlog_dec_next(binlog_dec *d, evt_event **out, tb_error *err);
 
 /* End of input: returns a held-back event (a transaction without a commit
  * event, e.g. at the end of an unfinished file), else *out = NULL. */
-tb_code binlog_dec_finish(binlog_dec *d, evt_event **out);
+TB_MUST_USE tb_code binlog_dec_finish(binlog_dec *d, evt_event **out);
 
 /* on: a transaction whose MySQL GTID is already in the decoder's executed set
  * (the one binlog_dec_set_position gave it) is decoded but not emitted; its
@@ -210,7 +210,7 @@ const tb_position *binlog_dec_position(const binlog_dec *d);
  * prepared XA transaction is pending, the resume point before its group. */
 const tb_position *binlog_dec_commit_position(const binlog_dec *d);
 /* Set the starting position (GTID state, file name) before feeding. Copied. */
-tb_code binlog_dec_set_position(binlog_dec *d, const tb_position *p);
+TB_MUST_USE tb_code binlog_dec_set_position(binlog_dec *d, const tb_position *p);
 
 /* From the FORMAT_DESCRIPTION event: the server's flavor. */
 bool binlog_dec_is_mariadb(const binlog_dec *d);
@@ -224,7 +224,7 @@ typedef struct binlog_reader binlog_reader;
  * NULL or kind NONE = source.start.* from cfg, else the server's current
  * position. A MySQL/MariaDB position with gtid_set resumes by GTID, else by
  * file + pos. */
-tb_code binlog_open(const cfg *c, const tb_position *start, binlog_reader **out, tb_error *err);
+TB_MUST_USE tb_code binlog_open(const cfg *c, const tb_position *start, binlog_reader **out, tb_error *err);
 
 /* Checks that the source in cfg can be captured without losing data: log_bin
  * ON, binlog_format ROW, binlog_row_image FULL (source.row.image.policy),
@@ -234,7 +234,7 @@ tb_code binlog_open(const cfg *c, const tb_position *start, binlog_reader **out,
  * statement that fixes it; the result is then TB_ERR_CONFIG (exit code 2).
  * A connection failure is TB_ERR_SOURCE. binlog_open checks the same on every
  * (re)connection of the replication client; run calls this before a snapshot. */
-tb_code binlog_preflight(const cfg *c, tb_error *err);
+TB_MUST_USE tb_code binlog_preflight(const cfg *c, tb_error *err);
 
 /* The replica server id for c: source.server.id when set, else derived
  * from `name`: 2^30 + (FNV-1a 32 of the name mod 2^30), i.e. in
@@ -248,7 +248,7 @@ uint32_t binlog_server_id(const cfg *c, bool *derived);
 /* Offline: a binlog file. start_pos 0 or 4 = from the beginning; otherwise
  * events before start_pos are read for their FORMAT_DESCRIPTION and
  * TABLE_MAP state only, and no change event before it is returned. */
-tb_code binlog_open_file(const char *path, uint64_t start_pos, binlog_reader **out, tb_error *err);
+TB_MUST_USE tb_code binlog_open_file(const char *path, uint64_t start_pos, binlog_reader **out, tb_error *err);
 
 /* Files: take key.columns.<db>.<table> from keys (borrowed, must outlive r)
  * for tables without a primary key, as binlog_open does from its cfg. Call
@@ -257,7 +257,7 @@ void binlog_set_keys(binlog_reader *r, const cfg *keys);
 
 /* Next change event. *ev = NULL on timeout, heartbeat, or (files) at the end:
  * binlog_at_end() then says true. Errors stop the reader. */
-tb_code binlog_next(binlog_reader *r, int timeout_ms, evt_event **ev, tb_error *err);
+TB_MUST_USE tb_code binlog_next(binlog_reader *r, int timeout_ms, evt_event **ev, tb_error *err);
 bool binlog_at_end(const binlog_reader *r);
 /* Live: true once binlog_next failed because the server cannot send the
  * binlog from the position asked for (MySQL/MariaDB error 1236: the files or
@@ -283,7 +283,7 @@ void binlog_check_connection(binlog_reader *r);
  * binlog_position() (SHOW BINARY LOGS on a second connection: a round trip,
  * call it every few seconds, not per event; -1 while disconnected); files,
  * the bytes left in the file. */
-tb_code binlog_behind_bytes(binlog_reader *r, int64_t *bytes, tb_error *err);
+TB_MUST_USE tb_code binlog_behind_bytes(binlog_reader *r, int64_t *bytes, tb_error *err);
 /* The decoder underneath (flavor, server version, counters). Borrowed. */
 const binlog_dec *binlog_reader_decoder(const binlog_reader *r);
 /* The statement callback of the reader's decoder (see binlog_dec_set_stmt_fn). */

@@ -41,7 +41,7 @@
 typedef struct bl_fetch bl_fetch;
 
 /* Start the thread on an opened binlog stream (mariadb_rpl_open done). */
-tb_code bl_fetch_start(MYSQL *mysql, MARIADB_RPL *rpl, bl_fetch **out, tb_error *err);
+TB_MUST_USE tb_code bl_fetch_start(MYSQL *mysql, MARIADB_RPL *rpl, bl_fetch **out, tb_error *err);
 
 typedef enum bl_fetch_rc {
     BL_FETCH_EVENT,   /* *ev is the next event */

@@ -103,14 +103,14 @@ typedef struct bl_tmap {
  * new map (caller frees with bl_tmap_free). `id_len` is 4 or 6. mariadb
  * tells how YEAR counts for signedness. err names nothing: the caller
  * prefixes file and offset. */
-tb_code bl_tmap_parse(const uint8_t *body, size_t len, unsigned id_len, bool mariadb, bl_tmap **out,
+TB_MUST_USE tb_code bl_tmap_parse(const uint8_t *body, size_t len, unsigned id_len, bool mariadb, bl_tmap **out,
                       tb_error *err);
 void bl_tmap_free(bl_tmap *m);
 /* Replace the map's descriptor by one named after `info` (a table as
  * information_schema describes it: names, key, signedness, charsets, labels),
  * for maps without COLUMN_NAME metadata. TB_ERR_NOT_FOUND when the column
  * counts differ (the binlog is then decoded with @1..@n). */
-tb_code bl_tmap_apply_info(bl_tmap *m, const evt_table *info, tb_error *err);
+TB_MUST_USE tb_code bl_tmap_apply_info(bl_tmap *m, const evt_table *info, tb_error *err);
 
 /* ------------------------------------------------------------ rows */
 typedef struct bl_rowctx {
@@ -136,16 +136,16 @@ void bl_rowctx_free(bl_rowctx *c);
  * present-columns bitmap `present`. partial_bits (PARTIAL_UPDATE_ROWS after
  * image) marks JSON columns that hold a diff to apply to the before image of
  * the same event; NULL otherwise. Advances *p. Errors name table and column. */
-tb_code bl_row_decode(bl_rowctx *c, const bl_tmap *m, const uint8_t **p, const uint8_t *end,
+TB_MUST_USE tb_code bl_row_decode(bl_rowctx *c, const bl_tmap *m, const uint8_t **p, const uint8_t *end,
                       const uint8_t *present, const uint8_t *partial_bits, evt_event *e, evt_image img,
                       tb_error *err);
 
 /* ------------------------------------------------------------ JSON */
 /* MySQL binary JSON -> JSON text appended to out. */
-tb_code bl_json_to_text(const uint8_t *p, size_t len, tb_buf *out, tb_error *err);
+TB_MUST_USE tb_code bl_json_to_text(const uint8_t *p, size_t len, tb_buf *out, tb_error *err);
 /* Apply a MySQL JSON diff list (PARTIAL_JSON) to the binary JSON `before`,
  * writing the new document's JSON text to out. */
-tb_code bl_json_apply_diff(const uint8_t *before, size_t before_len, const uint8_t *diff, size_t diff_len,
+TB_MUST_USE tb_code bl_json_apply_diff(const uint8_t *before, size_t before_len, const uint8_t *diff, size_t diff_len,
                            tb_buf *out, tb_error *err);
 
 /* ------------------------------------------------------------ GTID sets */
@@ -154,13 +154,13 @@ bl_gtids *bl_gtids_new(void);
 void bl_gtids_free(bl_gtids *g);
 void bl_gtids_clear(bl_gtids *g);
 /* MySQL: add [start, end) for uuid (16 bytes) and tag ("" = untagged). */
-tb_code bl_gtids_add_mysql(bl_gtids *g, const uint8_t uuid[16], const char *tag, int64_t start, int64_t end);
+TB_MUST_USE tb_code bl_gtids_add_mysql(bl_gtids *g, const uint8_t uuid[16], const char *tag, int64_t start, int64_t end);
 /* MariaDB: set domain's last GTID. */
-tb_code bl_gtids_set_mariadb(bl_gtids *g, uint32_t domain, uint32_t server, uint64_t seq);
+TB_MUST_USE tb_code bl_gtids_set_mariadb(bl_gtids *g, uint32_t domain, uint32_t server, uint64_t seq);
 /* Parse a text set (either flavor) into g (replacing it). */
-tb_code bl_gtids_parse(bl_gtids *g, const char *text, bool mariadb, tb_error *err);
+TB_MUST_USE tb_code bl_gtids_parse(bl_gtids *g, const char *text, bool mariadb, tb_error *err);
 /* Text form appended to out ("" when empty). */
-tb_code bl_gtids_format(const bl_gtids *g, bool mariadb, tb_buf *out);
+TB_MUST_USE tb_code bl_gtids_format(const bl_gtids *g, bool mariadb, tb_buf *out);
 bool bl_gtids_empty(const bl_gtids *g);
 /* MySQL: gno of uuid/tag is in g (g may be NULL: false). */
 bool bl_gtids_contains_mysql(const bl_gtids *g, const uint8_t uuid[16], const char *tag, int64_t gno);
@@ -173,12 +173,12 @@ bool bl_gtids_subset_mysql(const bl_gtids *a, const bl_gtids *b);
  * everything before it was executed, and from it on the decoder skips what
  * start holds (binlog_dec_skip_executed). No such file: TB_ERR_NOT_FOUND, the
  * transactions after start were purged (the error names the oldest file). */
-tb_code bl_gtid_start_file(const char *const *files, const char *const *previous, size_t n, const char *start,
+TB_MUST_USE tb_code bl_gtid_start_file(const char *const *files, const char *const *previous, size_t n, const char *start,
                            size_t *pick, tb_error *err);
 
 /* Unpack a MariaDB compressed buffer (1 header byte 0x80|n, n bytes big-endian
  * length, zlib stream) into out (replaced). */
-tb_code bl_unzip_mariadb(const uint8_t *p, size_t len, tb_buf *out);
+TB_MUST_USE tb_code bl_unzip_mariadb(const uint8_t *p, size_t len, tb_buf *out);
 
 /* ------------------------------------------------------------ decoder state */
 /* Shared by binlog_dec.c (input, rows, transactions) and binlog_events.c. */
@@ -269,28 +269,28 @@ struct binlog_dec {
 #define FAIL(err, code, ...) tb_error_set(err, code, false, __VA_ARGS__)
 
 void bl_dec_tx_begin(binlog_dec *d, const uint8_t *hdr);
-tb_code bl_dec_commit(binlog_dec *d, const uint8_t *hdr);
+TB_MUST_USE tb_code bl_dec_commit(binlog_dec *d, const uint8_t *hdr);
 void bl_dec_drop_maps(binlog_dec *d);
-tb_code bl_on_fde(binlog_dec *d, const uint8_t *ev, size_t len, tb_error *err);
-tb_code bl_on_query(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *body, size_t len, tb_error *err);
-tb_code bl_on_gtid(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *body, size_t len, tb_error *err);
-tb_code bl_on_gtid_tagged(binlog_dec *d, const uint8_t *hdr, const uint8_t *body, size_t len, tb_error *err);
-tb_code bl_on_previous_gtids(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err);
-tb_code bl_on_maria_gtid_list(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err);
-tb_code bl_on_payload(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err);
+TB_MUST_USE tb_code bl_on_fde(binlog_dec *d, const uint8_t *ev, size_t len, tb_error *err);
+TB_MUST_USE tb_code bl_on_query(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *body, size_t len, tb_error *err);
+TB_MUST_USE tb_code bl_on_gtid(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *body, size_t len, tb_error *err);
+TB_MUST_USE tb_code bl_on_gtid_tagged(binlog_dec *d, const uint8_t *hdr, const uint8_t *body, size_t len, tb_error *err);
+TB_MUST_USE tb_code bl_on_previous_gtids(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err);
+TB_MUST_USE tb_code bl_on_maria_gtid_list(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err);
+TB_MUST_USE tb_code bl_on_payload(binlog_dec *d, const uint8_t *body, size_t len, tb_error *err);
 
 /* XA (binlog_xa.c). */
 void bl_xa_init(binlog_dec *d);
 void bl_xa_free(binlog_dec *d);
 /* The open group is a prepared XA transaction's (MariaDB GTID flag, MySQL XA START). */
-tb_code bl_xa_start(binlog_dec *d);
+TB_MUST_USE tb_code bl_xa_start(binlog_dec *d);
 /* Keep a TABLE_MAP or rows event of the prepared group (checksum stripped when strip). */
-tb_code bl_xa_keep(binlog_dec *d, const uint8_t *ev, size_t len, bool strip, uint64_t off);
+TB_MUST_USE tb_code bl_xa_keep(binlog_dec *d, const uint8_t *ev, size_t len, bool strip, uint64_t off);
 /* XA_PREPARE event: the prepared group ends (kept until its XA COMMIT), or,
  * one_phase, commits now. */
-tb_code bl_xa_on_prepare(binlog_dec *d, const uint8_t *hdr, const uint8_t *body, size_t len, tb_error *err);
+TB_MUST_USE tb_code bl_xa_on_prepare(binlog_dec *d, const uint8_t *hdr, const uint8_t *body, size_t len, tb_error *err);
 /* XA COMMIT / XA ROLLBACK query q[0..n). */
-tb_code bl_xa_on_end(binlog_dec *d, bool commit, const uint8_t *hdr, const char *q, size_t n, tb_error *err);
+TB_MUST_USE tb_code bl_xa_on_end(binlog_dec *d, bool commit, const uint8_t *hdr, const char *q, size_t n, tb_error *err);
 /* The entry being replayed is done: remove it. */
 void bl_xa_replayed(binlog_dec *d);
 /* The position a consumer may commit: before the oldest pending prepared group. */

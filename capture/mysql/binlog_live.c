@@ -310,13 +310,16 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
     /* the decoder starts from this position (GTID state, file) */
     tb_position p;
     tb_position_init(&p);
-    tb_position_copy(&p, &l->start);
+    tb_code prc = tb_position_copy(&p, &l->start);
     p.kind = TB_POS_MYSQL;
     p.mariadb = l->mariadb;
-    if (kept_file && tb_position_set_file(&p, kept_file) != TB_OK)
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    if (prc == TB_OK && kept_file)
+        prc = tb_position_set_file(&p, kept_file);
+    if (prc == TB_OK)
+        prc = binlog_dec_set_position(dec, &p);
+    if (prc != TB_OK)
+        rc = tb_error_set(err, prc, false, "%s:%u: out of memory setting the start position", l->host, l->port);
     free(kept_file);
-    binlog_dec_set_position(dec, &p);
     tb_position_free(&p);
     if (rc != TB_OK || (rc = bl_fetch_start(l->mysql, l->rpl, &l->fetch, err)) != TB_OK)
         return rc;

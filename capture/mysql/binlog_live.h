@@ -10,10 +10,10 @@
 typedef struct binlog_live binlog_live;
 
 /* Connect and start streaming; creates the decoder (*dec, owned by the caller). */
-tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **out, binlog_dec **dec,
+TB_MUST_USE tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **out, binlog_dec **dec,
                          tb_error *err);
 /* Next change event (NULL on timeout or heartbeat); reconnects with backoff. */
-tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_event **ev, tb_error *err);
+TB_MUST_USE tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_event **ev, tb_error *err);
 void binlog_live_free(binlog_live *l);
 /* True after the server refused to send the binlog from the requested
  * position (error 1236: purged, reset, or never there). */
@@ -30,6 +30,6 @@ bool binlog_live_connected(const binlog_live *l, int64_t *down_since_ms);
 /* Bytes of binlog on the server after the decoder's position (SHOW BINARY
  * LOGS on the second connection); *bytes = -1 when unknown (disconnected,
  * no file position yet). */
-tb_code binlog_live_behind(binlog_live *l, const binlog_dec *dec, int64_t *bytes, tb_error *err);
+TB_MUST_USE tb_code binlog_live_behind(binlog_live *l, const binlog_dec *dec, int64_t *bytes, tb_error *err);
 
 #endif

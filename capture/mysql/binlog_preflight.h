@@ -61,11 +61,11 @@ typedef struct bl_preflight_in {
  * lines (may be NULL), "ERROR " or "WARN " first, one per line. TB_OK when
  * there is no problem, else TB_ERR_CONFIG naming the first problem (and how
  * many there are). */
-tb_code bl_preflight_judge(const bl_preflight_in *in, const bl_preflight_opts *o, const char *label, bool quiet,
+TB_MUST_USE tb_code bl_preflight_judge(const bl_preflight_in *in, const bl_preflight_opts *o, const char *label, bool quiet,
                            tb_buf *lines, tb_error *err);
 
 /* Read settings and grants over m and judge them. A failing query of the
  * settings is TB_ERR_SOURCE (retriable); a failing SHOW GRANTS is a warning. */
-tb_code bl_preflight_conn(MYSQL *m, const bl_preflight_opts *o, const char *label, bool quiet, tb_error *err);
+TB_MUST_USE tb_code bl_preflight_conn(MYSQL *m, const bl_preflight_opts *o, const char *label, bool quiet, tb_error *err);
 
 #endif

@@ -107,7 +107,7 @@ static tb_code file_next(binlog_reader *r, evt_event **ev, tb_error *err)
         if (r->at_end)
             return TB_OK;
         if (r->off == r->size) {
-            binlog_dec_finish(r->dec, ev);
+            tb_ignore(binlog_dec_finish(r->dec, ev)); /* only hands over a held event */
             if (*ev)
                 return TB_OK;
             r->at_end = true;

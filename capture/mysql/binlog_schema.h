@@ -12,6 +12,6 @@
 /* *out: a new descriptor (caller unrefs) with names, COLUMN_TYPE as source
  * type, nullability, signedness, charsets, ENUM/SET labels and the primary
  * key; NULL when the table does not exist. */
-tb_code binlog_schema_lookup(MYSQL *m, const char *db, const char *table, evt_table **out, tb_error *err);
+TB_MUST_USE tb_code binlog_schema_lookup(MYSQL *m, const char *db, const char *table, evt_table **out, tb_error *err);
 
 #endif

@@ -372,7 +372,7 @@ static tb_code sqlcap_attach(sqlcap *c, const tb_position *start, tb_error *err)
         tb_position_free(&sp);
         c->pg.basefd = c->shadowfd;
         c->pg.overlay_images = true;
-        (void)tb_position_copy(&c->skip_to, start);
+        tb_ignore(tb_position_copy(&c->skip_to, start)); /* a SQLite position owns no strings */
         if ((rc = sqlcap_engine_attach(c->eng, c->npages, err)) != TB_OK)
             return rc;
     } else {
@@ -551,7 +551,7 @@ tb_code sqlcap_open_opts(const sqlcap_opts *o, const tb_position *start, sqlcap 
     if (c->evq.n == 0) {
         sqlcap_pos_make(c, c->frame, c->ck1, c->ck2, c->npages, &c->pos);
         if (start && start->kind == TB_POS_SQLITE_WAL && sqlcap_pos_le(&c->pos, start))
-            (void)tb_position_copy(&c->pos, start);
+            tb_ignore(tb_position_copy(&c->pos, start)); /* a SQLite position owns no strings */
     }
     TB_INFO(SQLCAP_FAC, "%s: capturing (wal mode, %s), page size %u, %u pages, frame %u", c->path,
             c->o.shadow ? "shadow" : "no shadow", c->pg.pgsz, c->npages, c->frame);
@@ -741,7 +741,7 @@ tb_code sqlcap_next(sqlcap *c, int timeout_ms, evt_event **ev, tb_error *err)
             }
             evt_event *e = c->evq.v[c->evq.next++];
             if (evt_event_last_in_tx(e) && evt_event_position(e))
-                (void)tb_position_copy(&c->pos, evt_event_position(e));
+                tb_ignore(tb_position_copy(&c->pos, evt_event_position(e))); /* SQLite: no strings */
             *ev = e;
             return TB_OK;
         }

@@ -198,12 +198,12 @@ typedef struct sqlcap_opts {
 /* Open from the configuration (source.path, source.sqlite.*, source.database.name).
  * start: TB_POS_NONE (or NULL) starts at the current state without a snapshot;
  * else resume after that position. *out is set on success only. */
-tb_code sqlcap_open(const cfg *c, const tb_position *start, sqlcap **out, tb_error *err);
-tb_code sqlcap_open_opts(const sqlcap_opts *o, const tb_position *start, sqlcap **out, tb_error *err);
+TB_MUST_USE tb_code sqlcap_open(const cfg *c, const tb_position *start, sqlcap **out, tb_error *err);
+TB_MUST_USE tb_code sqlcap_open_opts(const sqlcap_opts *o, const tb_position *start, sqlcap **out, tb_error *err);
 
 /* Next event, waiting up to timeout_ms (0 = poll once). *ev is NULL on timeout
  * (and in offline mode once the WAL is exhausted, with TB_ERR_NOT_FOUND). */
-tb_code sqlcap_next(sqlcap *c, int timeout_ms, evt_event **ev, tb_error *err);
+TB_MUST_USE tb_code sqlcap_next(sqlcap *c, int timeout_ms, evt_event **ev, tb_error *err);
 
 /* Position of the last complete transaction delivered (all its events were
  * returned by sqlcap_next), or of the start. Borrowed. */
@@ -211,7 +211,7 @@ const tb_position *sqlcap_position(sqlcap *c);
 
 /* Everything up to pos is durable downstream. WAL mode B: advances the shadow
  * copy; trigger mode: deletes drained change-log rows with seq <= pos.seq. */
-tb_code sqlcap_ack(sqlcap *c, const tb_position *pos, tb_error *err);
+TB_MUST_USE tb_code sqlcap_ack(sqlcap *c, const tb_position *pos, tb_error *err);
 
 /* Snapshot support: call right after sqlcap_open with start NONE and
  * before any sqlcap_next. The reader's read transaction fixes the position;
@@ -220,13 +220,13 @@ tb_code sqlcap_ack(sqlcap *c, const tb_position *pos, tb_error *err);
  * the snapshot position), table by table, page by page (memory bounded by one
  * page of rows), then continue streaming exactly after that position.
  * *pos (optional) receives the snapshot position (caller frees with tb_position_free). */
-tb_code sqlcap_snapshot_begin(sqlcap *c, tb_position *pos, tb_error *err);
+TB_MUST_USE tb_code sqlcap_snapshot_begin(sqlcap *c, tb_position *pos, tb_error *err);
 
 /* After sqlcap_snapshot_begin: fn(db, table, rows, opaque) once for each captured table with its
  * row count in the snapshot, from the cells of its b-tree pages (one read of each leaf page, no
  * row decoded). For progress reports (metrics.listen); the names are borrowed for the call. */
 typedef void (*sqlcap_count_fn)(const char *db, const char *table, int64_t rows, void *opaque);
-tb_code sqlcap_snapshot_count(sqlcap *c, sqlcap_count_fn fn, void *opaque, tb_error *err);
+TB_MUST_USE tb_code sqlcap_snapshot_count(sqlcap *c, sqlcap_count_fn fn, void *opaque, tb_error *err);
 
 /* Whether sqlcap_open took a gap (the WAL was reset while the reader was
  * down: one net-diff transaction, sqlite-wal.md 2.11); true once. Rows
@@ -241,7 +241,7 @@ bool sqlcap_take_gap(sqlcap *c);
  * rows. For the reconcile step; call between sqlcap_next calls. */
 typedef tb_code (*sqlcap_table_fn)(void *opaque, evt_table *t, bool end, tb_error *err);
 typedef tb_code (*sqlcap_row_fn)(void *opaque, const evt_event *ev, tb_error *err);
-tb_code sqlcap_scan_tables(sqlcap *c, sqlcap_table_fn on_table, sqlcap_row_fn on_row, void *opaque, tb_error *err);
+TB_MUST_USE tb_code sqlcap_scan_tables(sqlcap *c, sqlcap_table_fn on_table, sqlcap_row_fn on_row, void *opaque, tb_error *err);
 
 /* Statistics for logs and status; wal_bytes and lag_frames are read at the call
  * (the -shm header and the WAL file), not at the last poll. */
@@ -262,13 +262,13 @@ void sqlcap_close(sqlcap *c);
  * (sqlite_* and the trigger mode's _cdc_log left out, as sqlcap_schema does): fn(opaque, db, table) for each, now.
  * Opens the file read-only for the one query. */
 typedef void (*sqlcap_name_fn)(void *opaque, const char *db, const char *table);
-tb_code sqlcap_list_tables(const cfg *c, sqlcap_name_fn fn, void *opaque, tb_error *err);
+TB_MUST_USE tb_code sqlcap_list_tables(const cfg *c, sqlcap_name_fn fn, void *opaque, tb_error *err);
 /* sqlcap_list_tables: whether db.table is one of them. */
-tb_code sqlcap_table_exists(const cfg *c, const char *db, const char *table, bool *exists, tb_error *err);
+TB_MUST_USE tb_code sqlcap_table_exists(const cfg *c, const char *db, const char *table, bool *exists, tb_error *err);
 
 /* Trigger mode: remove _cdc_log and every _cdc_* trigger from the database.
  * *ntriggers (may be NULL) gets the number of triggers removed, *had_log
  * (may be NULL) whether a _cdc_log table was there. */
-tb_code sqlcap_trigger_uninstall(const char *path, int *ntriggers, bool *had_log, tb_error *err);
+TB_MUST_USE tb_code sqlcap_trigger_uninstall(const char *path, int *ntriggers, bool *had_log, tb_error *err);
 
 #endif

@@ -112,7 +112,7 @@ bool sqlcap_map_del(sqlcap_map *m, uint32_t k)
         uint64_t vv = m->vals[j];
         m->keys[j] = 0;
         m->n--;
-        (void)sqlcap_map_put(m, kk, vv); /* cannot grow: n decreased */
+        tb_ignore(sqlcap_map_put(m, kk, vv)); /* cannot grow: n decreased */
         j = (j + 1) & (m->cap - 1);
     }
     return true;

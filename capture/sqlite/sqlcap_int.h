@@ -38,7 +38,7 @@ typedef struct sqlcap_map {
     size_t cap, n;
 } sqlcap_map;
 
-tb_code sqlcap_map_put(sqlcap_map *m, uint32_t k, uint64_t v);
+TB_MUST_USE tb_code sqlcap_map_put(sqlcap_map *m, uint32_t k, uint64_t v);
 bool sqlcap_map_get(const sqlcap_map *m, uint32_t k, uint64_t *v);
 bool sqlcap_map_del(sqlcap_map *m, uint32_t k);
 void sqlcap_map_clear(sqlcap_map *m);
@@ -76,12 +76,12 @@ void sqlcap_cksum(bool bigend, const uint8_t *data, size_t len, uint32_t *s0, ui
 void sqlcap_walhdr_parse(const uint8_t b[32], sqlcap_walhdr *h);
 /* Read and validate the -shm header (both copies, isInit, aCksum). TB_ERR_CORRUPT
  * (retriable) while the writer is updating it; TB_ERR_IO on read errors. */
-tb_code sqlcap_shm_read(int shmfd, sqlcap_shmhdr *h, tb_error *err);
+TB_MUST_USE tb_code sqlcap_shm_read(int shmfd, sqlcap_shmhdr *h, tb_error *err);
 
 /* Append the text form of a TB_POS_SQLITE_WAL position to out: the same bytes
  * as tb_position_format, without printf (one per .pend record). Other kinds
  * go to tb_position_format. */
-tb_code sqlcap_pos_text(const tb_position *p, tb_buf *out);
+TB_MUST_USE tb_code sqlcap_pos_text(const tb_position *p, tb_buf *out);
 
 /* ------------------------------------------------------------ values, tables */
 
@@ -144,12 +144,12 @@ typedef struct sqlcap_view {
 
 /* Read page pgno of the view into buf (pgsz bytes). Pages past npages or past
  * the end of the file read as zeros. */
-tb_code sqlcap_view_read(const sqlcap_view *v, uint32_t pgno, uint8_t *buf, tb_error *err);
-tb_code sqlcap_wal_read_page(int walfd, uint32_t pgsz, uint32_t frame, uint8_t *buf, tb_error *err);
+TB_MUST_USE tb_code sqlcap_view_read(const sqlcap_view *v, uint32_t pgno, uint8_t *buf, tb_error *err);
+TB_MUST_USE tb_code sqlcap_wal_read_page(int walfd, uint32_t pgsz, uint32_t frame, uint8_t *buf, tb_error *err);
 /* Page pgno of the view without a copy when it is in memory (the transaction's
  * frames, mode B overlay images): *out points there (borrowed, valid while
  * that source is), else the page is read into buf (pgsz bytes) and *out = buf. */
-tb_code sqlcap_view_ptr(const sqlcap_view *v, uint32_t pgno, uint8_t *buf, const uint8_t **out, tb_error *err);
+TB_MUST_USE tb_code sqlcap_view_ptr(const sqlcap_view *v, uint32_t pgno, uint8_t *buf, const uint8_t **out, tb_error *err);
 
 /* The array v (n elements of elem bytes, capacity *cap) with room for one
  * more: v itself, or v moved to twice the capacity (first when *cap is 0),
@@ -162,9 +162,9 @@ typedef struct sqlcap_u32s {
     size_t n, cap;
 } sqlcap_u32s;
 /* Room for extra more entries. */
-tb_code sqlcap_u32s_reserve(sqlcap_u32s *l, size_t extra);
+TB_MUST_USE tb_code sqlcap_u32s_reserve(sqlcap_u32s *l, size_t extra);
 /* Append x (the slow path grows the array). */
-tb_code sqlcap_u32s_grow(sqlcap_u32s *l, uint32_t x);
+TB_MUST_USE tb_code sqlcap_u32s_grow(sqlcap_u32s *l, uint32_t x);
 static inline tb_code sqlcap_u32s_push(sqlcap_u32s *l, uint32_t x)
 {
     if (l->n < l->cap) {
@@ -177,7 +177,7 @@ void sqlcap_u32s_free(sqlcap_u32s *l);
 
 /* All b-tree pages (interior and leaves) of the tree at root, in view v.
  * leaves receives leaf pages, inner the interior pages. */
-tb_code sqlcap_tree_pages(const sqlcap_view *v, uint32_t root, sqlcap_u32s *inner, sqlcap_u32s *leaves,
+TB_MUST_USE tb_code sqlcap_tree_pages(const sqlcap_view *v, uint32_t root, sqlcap_u32s *inner, sqlcap_u32s *leaves,
                           tb_error *err);
 
 /* Callback for every row cell on one page: payload (assembled, borrowed until
@@ -185,9 +185,9 @@ tb_code sqlcap_tree_pages(const sqlcap_view *v, uint32_t root, sqlcap_u32s *inne
 typedef tb_code (*sqlcap_cell_fn)(void *opaque, uint32_t pgno, int64_t rowid, const uint8_t *payload,
                                   size_t len, const sqlcap_u32s *ovfl, tb_error *err);
 /* Decode the row cells of one page (table leaf, index leaf or index interior). */
-tb_code sqlcap_page_rows(const sqlcap_view *v, uint32_t pgno, sqlcap_cell_fn fn, void *opaque, tb_error *err);
+TB_MUST_USE tb_code sqlcap_page_rows(const sqlcap_view *v, uint32_t pgno, sqlcap_cell_fn fn, void *opaque, tb_error *err);
 /* Same, skipping cells c < nskip with skip[c] != 0. */
-tb_code sqlcap_page_rows_skip(const sqlcap_view *v, uint32_t pgno, const uint8_t *skip, size_t nskip, sqlcap_cell_fn fn,
+TB_MUST_USE tb_code sqlcap_page_rows_skip(const sqlcap_view *v, uint32_t pgno, const uint8_t *skip, size_t nskip, sqlcap_cell_fn fn,
                               void *opaque, tb_error *err);
 /* For page pgno in both views: mark cells whose local bytes are identical in
  * both versions and that do not spill (the same row, unchanged: it can be left
@@ -195,23 +195,23 @@ tb_code sqlcap_page_rows_skip(const sqlcap_view *v, uint32_t pgno, const uint8_t
  * memory where the views have them (valid while the views' sources are), else
  * read into abuf, bbuf (pgsz bytes each). skip0, skip1 need pgsz/4+1 bytes; n0,
  * n1 receive the cell counts (0 = no filtering possible). */
-tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uint32_t pgno, uint8_t *abuf, uint8_t *bbuf,
+TB_MUST_USE tb_code sqlcap_page_same_cells(const sqlcap_view *v0, const sqlcap_view *v1, uint32_t pgno, uint8_t *abuf, uint8_t *bbuf,
                                const uint8_t **pa, const uint8_t **pb, uint8_t *skip0, size_t *n0, uint8_t *skip1,
                                size_t *n1, void *scratch, tb_error *err);
 /* Bytes of scratch sqlcap_page_same_cells needs for page size pgsz (caller-owned,
  * reusable; zeroed before its first use: calloc). */
 size_t sqlcap_same_cells_scratch(uint32_t pgsz);
 /* sqlcap_page_rows_skip on a page image already read (img, pgsz bytes; NULL = read it). */
-tb_code sqlcap_page_rows_img(const sqlcap_view *v, uint32_t pgno, const uint8_t *img, const uint8_t *skip, size_t nskip,
+TB_MUST_USE tb_code sqlcap_page_rows_img(const sqlcap_view *v, uint32_t pgno, const uint8_t *img, const uint8_t *skip, size_t nskip,
                              sqlcap_cell_fn fn, void *opaque, tb_error *err);
 
 /* Decode a record into vals (ncols_max slots). *ncols = values present. The
  * values borrow from payload. */
-tb_code sqlcap_record(const uint8_t *payload, size_t len, sqlcap_val *vals, size_t ncols_max, size_t *ncols);
+TB_MUST_USE tb_code sqlcap_record(const uint8_t *payload, size_t len, sqlcap_val *vals, size_t ncols_max, size_t *ncols);
 
 /* A row of table t decoded to t's column order: defaults for missing
  * columns, IPK from rowid, REAL affinity conversion. vals has t->ncols slots. */
-tb_code sqlcap_row_decode(const sqlcap_tbl *t, int64_t rowid, const uint8_t *payload, size_t len,
+TB_MUST_USE tb_code sqlcap_row_decode(const sqlcap_tbl *t, int64_t rowid, const uint8_t *payload, size_t len,
                           sqlcap_val *vals, tb_error *err);
 
 /* ------------------------------------------------------------ schema */
@@ -224,14 +224,14 @@ typedef struct sqlcap_schema {
 /* Read sqlite_schema in view v and build table infos (decoding via a private
  * in-memory SQLite). prev (may be NULL) lets unchanged tables keep their id
  * and descriptor. dbname is the evt_table db. next_id is advanced for new tables. */
-tb_code sqlcap_schema_load(const sqlcap_view *v, const sqlcap_schema *prev, const char *dbname, int *next_id,
+TB_MUST_USE tb_code sqlcap_schema_load(const sqlcap_view *v, const sqlcap_schema *prev, const char *dbname, int *next_id,
                            sqlite3 *mem, sqlcap_schema *out, sqlcap_u32s *ovfl_pages, tb_error *err);
 void sqlcap_schema_free(sqlcap_schema *s);
 /* Column affinity of a declared type ('I','R','T','B','N') and its evt_type. */
 int sqlcap_affinity(const char *decl);
 evt_type sqlcap_evt_type(int aff, const char *decl);
 /* name\0root\0sql\0 of every table, in b-tree order: cheap change detection. */
-tb_code sqlcap_schema_sig(const sqlcap_view *v, tb_buf *out, sqlcap_u32s *ovfl_pages, tb_error *err);
+TB_MUST_USE tb_code sqlcap_schema_sig(const sqlcap_view *v, tb_buf *out, sqlcap_u32s *ovfl_pages, tb_error *err);
 sqlcap_tbl *sqlcap_schema_find(const sqlcap_schema *s, const char *name);
 
 /* ------------------------------------------------------------ diff engine */
@@ -254,19 +254,19 @@ void sqlcap_engine_free(sqlcap_engine *e);
  * (sqlcap_opts.drop_events), and no WARN of its own at a DROP. */
 void sqlcap_engine_set_ddl(sqlcap_engine *e, bool drop, bool rename, bool alter, bool marks);
 /* Build schema and owners from the view at P (O(database) once). */
-tb_code sqlcap_engine_attach(sqlcap_engine *e, uint32_t npages, tb_error *err);
+TB_MUST_USE tb_code sqlcap_engine_attach(sqlcap_engine *e, uint32_t npages, tb_error *err);
 /* Diff one transaction: txn = pgno -> source, new size. Appends events
  * (without positions) to out and advances the state to after the txn. The
  * overlay is NOT updated here (the caller does that afterwards). */
-tb_code sqlcap_engine_txn(sqlcap_engine *e, const sqlcap_map *txn, uint32_t new_npages, sqlcap_evlist *out,
+TB_MUST_USE tb_code sqlcap_engine_txn(sqlcap_engine *e, const sqlcap_map *txn, uint32_t new_npages, sqlcap_evlist *out,
                           tb_error *err);
 const sqlcap_schema *sqlcap_engine_schema(const sqlcap_engine *e);
 /* Emit op=r events for every row of table t in the view at P, leaf by leaf:
  * leaf index *cursor (0 to start); returns the next cursor or 0 when done. */
 /* The rows of table t in the view at P: the cells of its leaf pages (and of its interior pages
  * for WITHOUT ROWID), one read of each such page. */
-tb_code sqlcap_engine_count(sqlcap_engine *e, const sqlcap_tbl *t, int64_t *rows, tb_error *err);
-tb_code sqlcap_engine_scan(sqlcap_engine *e, const sqlcap_tbl *t, size_t *cursor, sqlcap_evlist *out,
+TB_MUST_USE tb_code sqlcap_engine_count(sqlcap_engine *e, const sqlcap_tbl *t, int64_t *rows, tb_error *err);
+TB_MUST_USE tb_code sqlcap_engine_scan(sqlcap_engine *e, const sqlcap_tbl *t, size_t *cursor, sqlcap_evlist *out,
                            tb_error *err);
 
 /* ------------------------------------------------------------ row maps, events (sqlcap_rows.c) */
@@ -294,9 +294,9 @@ void sqlcap_rowmap_reset(sqlcap_rowmap *m);
 /* Index of the entry with key k (hash h), or -1. */
 long sqlcap_rowmap_find(const sqlcap_rowmap *m, const uint8_t *k, size_t kn, uint64_t h);
 /* Add a row (key and payload copied into the arena). TB_ERR_NOMEM on failure. */
-tb_code sqlcap_rowmap_add(sqlcap_rowmap *m, const uint8_t *k, size_t kn, const uint8_t *p, size_t pn, int64_t rowid);
+TB_MUST_USE tb_code sqlcap_rowmap_add(sqlcap_rowmap *m, const uint8_t *k, size_t kn, const uint8_t *p, size_t pn, int64_t rowid);
 /* Canonical key bytes of a decoded row (t->pk columns) into out (reset first). */
-tb_code sqlcap_key(const sqlcap_tbl *t, const sqlcap_val *vals, tb_buf *out);
+TB_MUST_USE tb_code sqlcap_key(const sqlcap_tbl *t, const sqlcap_val *vals, tb_buf *out);
 
 /* Delivered events kept for reuse by sqlcap_make_event. */
 typedef struct sqlcap_evpool {
@@ -308,7 +308,7 @@ void sqlcap_evpool_put(sqlcap_evpool *p, evt_event *ev);
 /* Free the kept events and the pool's array. */
 void sqlcap_evpool_free(sqlcap_evpool *p);
 /* Append ev to l (l owns it); TB_ERR_NOMEM (ev freed) or when ev is NULL. */
-tb_code sqlcap_evpush(sqlcap_evlist *l, evt_event *ev);
+TB_MUST_USE tb_code sqlcap_evpush(sqlcap_evlist *l, evt_event *ev);
 
 /* Set column c of image img from a value of any storage class. TEXT and BLOB
  * follow the declared type (blob_col: the column is declared BLOB): bytes in a

@@ -135,66 +135,66 @@ struct sqlcap {
 };
 
 void sqlcap_sleep_ms(int ms);
-tb_code sqlcap_open_reader(sqlcap *c, sqlite3 **db, tb_error *err);
-tb_code sqlcap_begin(sqlcap *c, int i, tb_error *err);
+TB_MUST_USE tb_code sqlcap_open_reader(sqlcap *c, sqlite3 **db, tb_error *err);
+TB_MUST_USE tb_code sqlcap_begin(sqlcap *c, int i, tb_error *err);
 void sqlcap_end(sqlcap *c, int i);
-tb_code sqlcap_shm(sqlcap *c, sqlcap_shmhdr *h, tb_error *err);
-tb_code sqlcap_walhdr_read(sqlcap *c, sqlcap_walhdr *w, tb_error *err);
+TB_MUST_USE tb_code sqlcap_shm(sqlcap *c, sqlcap_shmhdr *h, tb_error *err);
+TB_MUST_USE tb_code sqlcap_walhdr_read(sqlcap *c, sqlcap_walhdr *w, tb_error *err);
 void sqlcap_pos_make(const sqlcap *c, uint32_t frame, uint32_t ck1, uint32_t ck2, uint32_t npages, tb_position *p);
 bool sqlcap_pos_le(const tb_position *a, const tb_position *b);
 char *sqlcap_strcat3(const char *a, const char *b);
-tb_code sqlcap_shadow_meta(sqlcap *c, const tb_position *pos, tb_error *err);
-tb_code sqlcap_redo_apply(sqlcap *c, const uint8_t *b, size_t n, tb_position *pos, tb_error *err);
-tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err);
+TB_MUST_USE tb_code sqlcap_shadow_meta(sqlcap *c, const tb_position *pos, tb_error *err);
+TB_MUST_USE tb_code sqlcap_redo_apply(sqlcap *c, const uint8_t *b, size_t n, tb_position *pos, tb_error *err);
+TB_MUST_USE tb_code sqlcap_shadow_advance(sqlcap *c, const tb_position *pos, tb_error *err);
 /* The newest image of every page of un[0 .. k) into last (pgno -> image, borrowed). */
-tb_code sqlcap_shadow_last(sqlcap *c, size_t k, sqlcap_map *last, tb_error *err);
+TB_MUST_USE tb_code sqlcap_shadow_last(sqlcap *c, size_t k, sqlcap_map *last, tb_error *err);
 /* Write the images of last (pages <= npages) into the shadow, size it to
  * npages, fsync, then .pos = pos. Touches only the shadow files: safe in the
  * helper thread while the main thread runs (pages it writes are all in the
  * overlay, so no view reads them from the file meanwhile). */
-tb_code sqlcap_shadow_write(sqlcap *c, const sqlcap_map *last, uint32_t npages, const tb_position *pos, tb_error *err);
+TB_MUST_USE tb_code sqlcap_shadow_write(sqlcap *c, const sqlcap_map *last, uint32_t npages, const tb_position *pos, tb_error *err);
 /* After the shadow reached un[k-1]: drop un[0 .. k), their overlay entries and
  * images, the .pend records below the shadow (truncate or compact). */
-tb_code sqlcap_shadow_retire(sqlcap *c, size_t k, uint32_t npages, tb_error *err);
+TB_MUST_USE tb_code sqlcap_shadow_retire(sqlcap *c, size_t k, uint32_t npages, tb_error *err);
 /* Start advancing the shadow through un[0 .. k) (all durable in .pend) in the
  * helper thread; none may be running. Without a thread: at once. */
-tb_code sqlcap_shadow_bg_start(sqlcap *c, size_t k, tb_error *err);
+TB_MUST_USE tb_code sqlcap_shadow_bg_start(sqlcap *c, size_t k, tb_error *err);
 /* If a background advance was started: when it has ended (or wait: once it
  * ends) retire its transactions and clear shw_inflight; else leave it running. */
-tb_code sqlcap_shadow_bg_finish(sqlcap *c, bool wait, tb_error *err);
+TB_MUST_USE tb_code sqlcap_shadow_bg_finish(sqlcap *c, bool wait, tb_error *err);
 /* Join the helper thread (at close, after sqlcap_shadow_bg_finish). */
 void sqlcap_shadow_bg_stop(sqlcap *c);
 /* Advance the shadow to c->acked when due: force, or SQLCAP_SHADOW_MS since the
  * last advance, or SQLCAP_SHADOW_BYTES of acknowledged page images waiting.
  * Until then those pages are durable in .pend (replayed on resume), so a
  * crash in between loses nothing; grouping saves fsyncs and rewrites of hot pages. */
-tb_code sqlcap_shadow_flush(sqlcap *c, bool force, tb_error *err);
+TB_MUST_USE tb_code sqlcap_shadow_flush(sqlcap *c, bool force, tb_error *err);
 /* write(2) all n bytes (retrying short writes); what names the file in errors. */
-tb_code sqlcap_write_all(int fd, const void *p, size_t n, const char *what, tb_error *err);
+TB_MUST_USE tb_code sqlcap_write_all(int fd, const void *p, size_t n, const char *what, tb_error *err);
 /* .pend write-ahead (sqlcap_pend.c). Queue the record of un[t] (u32 length,
  * then its one-transaction redo): headers and page numbers in c->iobuf, page
  * images by reference (they must stay allocated until the pieces are written). */
-tb_code sqlcap_pend_queue(sqlcap *c, size_t t, tb_error *err);
+TB_MUST_USE tb_code sqlcap_pend_queue(sqlcap *c, size_t t, tb_error *err);
 /* Write the queued pieces to c->pendfd (writev) and start their writeback, in
  * the writer thread (queued; errors come at sqlcap_sync_wait) or here; add them
  * to pend_bytes, then empty the queue and c->iobuf. Not durable by itself. */
-tb_code sqlcap_pend_pieces_write(sqlcap *c, tb_error *err);
+TB_MUST_USE tb_code sqlcap_pend_pieces_write(sqlcap *c, tb_error *err);
 /* fsync .pend after everything written or queued so far (through the writer
  * thread when it runs, waiting for it). */
-tb_code sqlcap_pend_fsync(sqlcap *c, tb_error *err);
+TB_MUST_USE tb_code sqlcap_pend_fsync(sqlcap *c, tb_error *err);
 /* Forget the queued pieces and empty c->iobuf (their records are written again). */
 void sqlcap_pend_pieces_drop(sqlcap *c);
 /* Queue the records of un[pend_written .. nun) and an fsync of .pend covering
  * un[0 .. nun) for the writer thread (started on first use; without it, all
  * here and now). Durable only after sqlcap_sync_wait. */
-tb_code sqlcap_sync_start(sqlcap *c, tb_error *err);
+TB_MUST_USE tb_code sqlcap_sync_start(sqlcap *c, tb_error *err);
 /* Wait until the writer thread has done every queued job; then pend_logged
  * covers the fsync queued by sqlcap_sync_start. TB_ERR_IO when a write or
  * fsync failed. */
-tb_code sqlcap_sync_wait(sqlcap *c, tb_error *err);
+TB_MUST_USE tb_code sqlcap_sync_wait(sqlcap *c, tb_error *err);
 /* Wait only for the jobs up to the fsync queued by sqlcap_sync_start (writes
  * queued after it, such as a read-ahead batch's, go on). */
-tb_code sqlcap_sync_wait_fsync(sqlcap *c, tb_error *err);
+TB_MUST_USE tb_code sqlcap_sync_wait_fsync(sqlcap *c, tb_error *err);
 /* Stop and join the writer thread, free its jobs (at close, after a wait). */
 void sqlcap_sync_stop(sqlcap *c);
 /* A page image buffer (pgsz bytes, contents undefined) from the free list (a
@@ -208,29 +208,29 @@ void sqlcap_img_put(sqlcap *c, uint8_t *img);
 void sqlcap_img_free_all(sqlcap *c);
 /* Make every queued unacknowledged transaction durable in <shadow>.pend (one
  * fsync). Called before a transaction's end can reach the consumer. */
-tb_code sqlcap_pend_log(sqlcap *c, tb_error *err);
+TB_MUST_USE tb_code sqlcap_pend_log(sqlcap *c, tb_error *err);
 /* Write ahead: append the .pend records of the queued transactions not written
  * yet to c->iobuf and, once it holds SQLCAP_IOBUF bytes, write it and start its
  * writeback, so the fsync of sqlcap_pend_log finds little left. Durable only
  * after sqlcap_pend_log. */
-tb_code sqlcap_pend_ahead(sqlcap *c, tb_error *err);
+TB_MUST_USE tb_code sqlcap_pend_ahead(sqlcap *c, tb_error *err);
 /* Resume: bring the shadow (at *sp) forward through the .pend records up to
  * and including start, then empty the .pend file. *sp is updated. */
-tb_code sqlcap_pend_replay(sqlcap *c, tb_position *sp, const tb_position *start, tb_error *err);
+TB_MUST_USE tb_code sqlcap_pend_replay(sqlcap *c, tb_position *sp, const tb_position *start, tb_error *err);
 /* polling (sqlcap_poll.c) */
 typedef struct sqlcap_frame {
     uint32_t pgno, commit, salt1, salt2, ck1, ck2;
 } sqlcap_frame;
 /* Header of WAL frame i (1-based) into f; with page (pgsz bytes, preceded by 24
  * bytes of room that receive the header) also its page, in one read. */
-tb_code sqlcap_frame_hdr(sqlcap *c, uint32_t i, sqlcap_frame *f, uint8_t *page, tb_error *err);
+TB_MUST_USE tb_code sqlcap_frame_hdr(sqlcap *c, uint32_t i, sqlcap_frame *f, uint8_t *page, tb_error *err);
 /* Consume committed frames c->frame+1 .. upto (at most one batch of events).
  * Offline: stop at the first frame whose salts or checksum chain fail.
  * *done = consumed everything. */
-tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offline, bool *done, tb_error *err);
+TB_MUST_USE tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offline, bool *done, tb_error *err);
 /* One leapfrog step: begin the other read transaction, consume up to the
  * mxFrame read after it, release the old one only when all was consumed. */
-tb_code sqlcap_poll(sqlcap *c, tb_error *err);
+TB_MUST_USE tb_code sqlcap_poll(sqlcap *c, tb_error *err);
 /* Update the statistics from the header a poll read (and log them every 10 s). */
 void sqlcap_report(sqlcap *c, const sqlcap_shmhdr *h);
 /* bounded WAL (sqlcap_bound.c): a reset window is due and its interval has passed */
@@ -253,18 +253,18 @@ void sqlcap_bound_warn(sqlcap *c, const sqlcap_shmhdr *h, int64_t now);
  * or deleted -> TB_ERR_STATE with the recovery; the application gone (no other
  * process has the database open) -> the WAL backfilled completely once read
  * (sqlcap_watch.c). */
-tb_code sqlcap_watch(sqlcap *c, tb_error *err);
+TB_MUST_USE tb_code sqlcap_watch(sqlcap *c, tb_error *err);
 /* A read-write connection of the reader's (checkpoints, the barrier), or NULL. */
 sqlite3 *sqlcap_rw_conn(sqlcap *c);
 
 /* deliver=false: events are dropped and (mode B) the shadow advances at once. */
-tb_code sqlcap_apply_txn(sqlcap *c, sqlcap_map *txn, uint32_t frame, uint32_t ck1, uint32_t ck2, uint32_t npages,
+TB_MUST_USE tb_code sqlcap_apply_txn(sqlcap *c, sqlcap_map *txn, uint32_t frame, uint32_t ck1, uint32_t ck2, uint32_t npages,
                          bool deliver, tb_error *err);
 
 /* trigger mode (sqlcap_trig.c) */
-tb_code sqlcap_trig_open(sqlcap *c, const tb_position *start, tb_error *err);
-tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err);
-tb_code sqlcap_trig_ack(sqlcap *c, const tb_position *pos, tb_error *err);
+TB_MUST_USE tb_code sqlcap_trig_open(sqlcap *c, const tb_position *start, tb_error *err);
+TB_MUST_USE tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err);
+TB_MUST_USE tb_code sqlcap_trig_ack(sqlcap *c, const tb_position *pos, tb_error *err);
 void sqlcap_trig_close(sqlcap *c);
 
 #endif

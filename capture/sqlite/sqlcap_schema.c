@@ -350,7 +350,11 @@ static tb_code sqlcap_tbl_derive(sqlite3 *mem, sqlcap_tbl *t, const char *dbname
         for (size_t c = 0; c < n; c++) {
             evt_type ty = sqlcap_evt_type(t->affinity[c], decl[c]);
             bool is_expr;
-            evt_table_set_column(t->et, c, t->colnames[c], ty, decl[c], !notnull[c] && !(synth && c == n - 1), false);
+            if (evt_table_set_column(t->et, c, t->colnames[c], ty, decl[c], !notnull[c] && !(synth && c == n - 1),
+                                     false) != TB_OK) {
+                tb_buf_free(&dt);
+                goto nomem;
+            }
             if (sqlcap_default_text(t, c, dexpr[c], constant[c], ty == EVT_T_SQLITE_BLOB, &dt, &is_expr) &&
                 evt_table_set_default(t->et, c, tb_buf_cstr(&dt), is_expr) != TB_OK) {
                 tb_buf_free(&dt);
@@ -358,7 +362,8 @@ static tb_code sqlcap_tbl_derive(sqlite3 *mem, sqlcap_tbl *t, const char *dbname
             }
         }
         tb_buf_free(&dt);
-        evt_table_set_pk(t->et, t->pk, t->npk);
+        if (evt_table_set_pk(t->et, t->pk, t->npk) != TB_OK)
+            goto nomem;
         evt_table_set_version(t->et, prev && prev->et ? evt_table_version(prev->et) + 1 : 1);
         evt_table_seal(t->et);
     }
