@@ -15,6 +15,7 @@
 
 #define LEASE_POLL_EVERY_MS 100
 #define LEASE_HOLDER_EVERY_MS 1000
+#define LEASE_SLICE_MS 10 /* lease_serve's longest single poll: how late it sees a change */
 #define LEASE_DESCRIBE_MS 5000
 #define LEASE_RING 8 /* renewals in flight at most */
 
@@ -33,6 +34,7 @@ struct ksink_lease {
                                 S - 2H: produce nothing until it is held again with no other holder
                                 in between (see ksink_lease_check) */
     bool started;            /* the first renewal as holder succeeded */
+    bool changed;            /* a group callback ran in this lease_serve: its wait ends */
     char lost_why[200];
     int64_t confirmed_ms;    /* monotonic send time of the newest successful renewal */
     int64_t renew_sent_ms;   /* monotonic send time of the newest renewal */
@@ -69,12 +71,23 @@ static bool lease_ours(const ksink_lease *l, const rd_kafka_topic_partition_list
     return false;
 }
 
+/* A callback changed what the lease knows: lease_serve returns at once rather than at its
+ * timeout, so the waits on an assignment or a renewal's answer take the round trip, not the
+ * caller's poll interval. rd_kafka_yield ends the poll that runs a commit callback; the one that
+ * runs a rebalance callback goes on waiting (librdkafka 2.0), hence LEASE_SLICE_MS. */
+static void lease_changed(ksink_lease *l)
+{
+    l->changed = true;
+    rd_kafka_yield(l->rk);
+}
+
 /* librdkafka requires the (incremental) assign/unassign here; the rest only
  * sets flags. */
 static void lease_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_topic_partition_list_t *parts,
                                void *opaque)
 {
     ksink_lease *l = opaque;
+    lease_changed(l);
     bool coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
     bool ours = lease_ours(l, parts);
     if (e == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
@@ -118,6 +131,7 @@ static void lease_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_topi
     ksink_lease *l = opaque;
     if (l->done_n == l->sent_n)
         return; /* not a renewal (the final commit of a close) */
+    lease_changed(l);
     size_t k = l->done_n++ % LEASE_RING;
     l->renew_err = e;
     if (e == RD_KAFKA_RESP_ERR_NO_ERROR && l->sent_at[k] >= l->confirmed_ms) {
@@ -241,13 +255,16 @@ tb_code ksink_lease_open(const cfg *c, ksink_lease **out, tb_error *err)
 
 /* ------------------------------------------------------------ poll */
 
-/* Serve callbacks; a message is only ever an error (the partition is paused). */
+/* Serve callbacks until timeout_ms passed or a callback changed the lease's state; a message
+ * is only ever an error (the partition is paused). */
 static tb_code lease_serve(ksink_lease *l, int timeout_ms, tb_error *err)
 {
     int64_t deadline = lease_now_ms() + timeout_ms;
+    l->changed = false;
     do {
         int64_t left = deadline - lease_now_ms();
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(l->rk, left > 0 ? (int)left : 0);
+        rd_kafka_message_t *m =
+            rd_kafka_consumer_poll(l->rk, left > LEASE_SLICE_MS ? LEASE_SLICE_MS : left > 0 ? (int)left : 0);
         if (!m)
             continue;
         rd_kafka_resp_err_t e = m->err;
@@ -270,7 +287,7 @@ static tb_code lease_serve(ksink_lease *l, int timeout_ms, tb_error *err)
         if (e && e != RD_KAFKA_RESP_ERR__PARTITION_EOF)
             TB_DEBUG("lease", "group %s: %s", l->group, rd_kafka_message_errstr(m));
         rd_kafka_message_destroy(m);
-    } while (lease_now_ms() < deadline);
+    } while (!l->changed && lease_now_ms() < deadline);
     l->last_poll_ms = lease_now_ms();
     return TB_OK;
 }
@@ -305,15 +322,25 @@ tb_code ksink_lease_poll(ksink_lease *l, int timeout_ms, ksink_lease_state *stat
         *state = lease_state(l);
         return TB_OK;
     }
-    tb_code rc = lease_serve(l, timeout_ms, err);
     /* A new holder's first act is a renewal (its committed offset), before
      * anything is produced: an earlier holder that lost contact can then
-     * tell whether someone else held the lease meanwhile. */
-    if (rc == TB_OK && l->assigned && !l->started) {
-        if (l->confirmed_ms > 0 && l->last_val > 0)
-            l->started = true;
-        else if (lease_now_ms() - l->renew_sent_ms >= l->heartbeat_ms)
-            lease_renew(l, lease_now_ms());
+     * tell whether someone else held the lease meanwhile. The renewal goes out
+     * as soon as the partition is assigned and the lease is held as soon as
+     * it is answered, both within this call's timeout. */
+    int64_t deadline = lease_now_ms() + timeout_ms;
+    tb_code rc;
+    for (;;) {
+        int64_t left = deadline - lease_now_ms();
+        if ((rc = lease_serve(l, left > 0 ? (int)left : 0, err)) != TB_OK)
+            break;
+        if (l->assigned && !l->started) {
+            if (l->confirmed_ms > 0 && l->last_val > 0)
+                l->started = true;
+            else if (lease_now_ms() - l->renew_sent_ms >= l->heartbeat_ms)
+                lease_renew(l, lease_now_ms());
+        }
+        if (lease_state(l) != KSINK_LEASE_WAITING || lease_now_ms() >= deadline)
+            break;
     }
     *state = lease_state(l);
     return rc;
