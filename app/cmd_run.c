@@ -48,6 +48,7 @@
 #include "sink.h"
 #include "snap.h"
 #include "snap_incremental.h"
+#include "snap_sql.h"
 #include "sqlcap.h"
 #include "tb_clock.h"
 #include "tb_log.h"
@@ -585,6 +586,7 @@ out:
     tb_hmap_free(&r.keyless, NULL);
     run_txmeta_free(&r);
     snap_inc_close(r.inc);
+    snap_sql_release_kept();
     cfg_free(r.cfg);
     if (rc != TB_OK)
         return app_fail("run", &err);

@@ -96,6 +96,6 @@ bool run_history_diverged(const cfg *c, const tb_position *stored, tb_buf *serve
             diverged = strcmp(tb_buf_cstr(&sub), "0") == 0;
         tb_buf_free(&sub);
     }
-    mysql_close(my);
+    snap_sql_release(c, my);
     return diverged;
 }

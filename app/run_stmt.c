@@ -183,7 +183,7 @@ static tb_code trunc_table(run_ctx *r, const binlog_stmt *st, const binlog_stmt_
     if (rc == TB_OK)
         rc = snap_schema_describe(my, r->cfg, bt->db, bt->table, out, err);
     if (my)
-        mysql_close(my);
+        snap_sql_release(r->cfg, my);
     return rc == TB_OK ? TB_OK : tb_error_prefix(err, rc, "%s.%s: TRUNCATE: its key columns: ", bt->db, bt->table);
 }
 
@@ -348,7 +348,7 @@ static tb_code stmt_renamed(run_ctx *r, const binlog_stmt *st, const binlog_stmt
     if (rc == TB_OK)
         rc = snap_schema_describe(my, r->cfg, to->db, to->table, &d, &derr);
     if (my)
-        mysql_close(my);
+        snap_sql_release(r->cfg, my);
     if (rc == TB_ERR_NOMEM)
         return tb_error_set(err, rc, false, "out of memory");
     if (rc != TB_OK) {

@@ -133,7 +133,7 @@ bool run_table_gone(run_ctx *r, const char *db, const char *table)
             n = -1;
     }
     if (my)
-        mysql_close(my);
+        snap_sql_release(r->cfg, my);
     return n == 0;
 }
 
@@ -169,7 +169,7 @@ tb_code run_note_sequences(run_ctx *r, tb_error *err)
                             "'SEQUENCE' ORDER BY TABLE_SCHEMA, TABLE_NAME",
                             NULL, 0, seq_row, &l, err);
     if (my)
-        mysql_close(my);
+        snap_sql_release(r->cfg, my);
     return rc;
 }
 
@@ -189,7 +189,7 @@ bool run_is_sequence(run_ctx *r, const char *db, const char *table)
             seq = n > 0;
     }
     if (my)
-        mysql_close(my);
+        snap_sql_release(r->cfg, my);
     return seq;
 }
 

@@ -2,6 +2,12 @@
 # bench/e2e_bench.sh: `tributary run` end to end, MariaDB -> Kafka. Not a test.
 #
 #   bench/e2e_bench.sh [RUNS]        (default 3; medians are printed at the end)
+#   TB_E2E_BASELINE=REV bench/e2e_bench.sh [RUNS]
+#                                    also builds git revision REV of this repository (git archive
+#                                    into the work folder, a Release tree in build-bench-e2e-REV)
+#                                    and runs it and this tree in turn, RUNS rounds of one run
+#                                    each (baseline first), then prints the medians of both and
+#                                    the ratio this/baseline of each figure
 #
 # Uses the testenv in the environment (eval "$(scripts/testenv up)") or starts its own.
 # Builds a Release tree in build-bench-e2e (TB_BENCH_BUILD_DIR; set-up in bench/lib.sh). Per run,
@@ -11,7 +17,9 @@
 #     under /usr/bin/time and stopped once its committed GTID (status file) equals
 #     @@gtid_binlog_pos. rows/s = rows / (broker append time of the last message - start time);
 #     also rows / (last - first append time) (the streaming rate without start-up).
-#     Peak RSS = "Maximum resident set size" of /usr/bin/time.
+#     Peak RSS = "Maximum resident set size" of /usr/bin/time; CPU = its user + system time;
+#     start to first message = broker append time of the first message - start time (the start
+#     resumes from a stored position in Kafka, with the lease on: the defaults).
 #  2. latency: with the connector running, rows are written at a steady RATE rows/s
 #     (BATCH rows per transaction), each with ts = wall clock ms at the INSERT; the table's
 #     topic is pre-created with message.timestamp.type=LogAppendTime, so each message carries
@@ -48,9 +56,11 @@ wait_caught_up() {
     done
 }
 
-: > "$work/results"
-for i in $(seq 1 "$runs"); do
-    name=e2eb_$$_$i
+# one_run TAG BINARY I: one catch-up and one steady run of BINARY, a line of figures appended to
+# $work/results.TAG
+one_run() {
+    local tag=$1 tb=$2 i=$3
+    name=e2eb_$$_${tag}_$i
     cfg=$work/$name.properties
     cat > "$cfg" <<PROPS
 name=$name
@@ -87,13 +97,14 @@ PROPS
     stop_run
     lat=$("$load" latency "$TRIBUTARY_TEST_KAFKA" "$name.$name.bulk")
     rss_kb=$(awk -F: '/Maximum resident set size/ { gsub(/ /, "", $2); print $2 }' "$work/$name.time")
+    cpu_s=$(awk -F: '/User time|System time/ { gsub(/ /, "", $2); s += $2 } END { printf "%.2f", s }' "$work/$name.time")
     first=$(sed -E 's/.*first_append_ms=([0-9]+).*/\1/' <<<"$lat")
     last=$(sed -E 's/.*last_append_ms=([0-9]+).*/\1/' <<<"$lat")
     count=$(sed -E 's/.*count=([0-9]+).*/\1/' <<<"$lat")
     [ "$count" = "$rows" ] || { echo "run $i: $count messages on the topic, want $rows" >&2; exit 1; }
     rps=$(awk -v r="$rows" -v a="$t0" -v b="$last" 'BEGIN { printf "%.0f", r / ((b - a) / 1000) }')
     rps_stream=$(awk -v r="$rows" -v a="$first" -v b="$last" 'BEGIN { printf "%.0f", r / ((b - a) / 1000) }')
-    echo "run $i catch-up: $rows rows, start->last append $((last - t0)) ms ($rps rows/s), first->last append $((last - first)) ms ($rps_stream rows/s), status saw it after $((t_seen - t0)) ms, peak RSS $((rss_kb / 1024)) MB" >&2
+    echo "run $i ($tag) catch-up: $rows rows, start->first append $((first - t0)) ms, start->last append $((last - t0)) ms ($rps rows/s), first->last append $((last - first)) ms ($rps_stream rows/s), status saw it after $((t_seen - t0)) ms, CPU ${cpu_s} s, peak RSS $((rss_kb / 1024)) MB" >&2
 
     # 2. latency at a steady rate
     "$tb" run --config "$cfg" 2>>"$work/$name.log" & run_pid=$!
@@ -102,17 +113,54 @@ PROPS
     wait_caught_up "$work/$name.status.json" 60
     stop_run
     lat2=$("$load" latency "$TRIBUTARY_TEST_KAFKA" "$name.$name.steady")
-    echo "run $i steady: $lat2" >&2
+    echo "run $i ($tag) steady: $lat2" >&2
     p50=$(sed -E 's/.*p50=([0-9-]+).*/\1/' <<<"$lat2")
     p99=$(sed -E 's/.*p99=([0-9-]+).*/\1/' <<<"$lat2")
-    echo "$rps $rps_stream $rss_kb $p50 $p99" >> "$work/results"
+    echo "$rps $rps_stream $rss_kb $p50 $p99 $((first - t0)) $cpu_s" >> "$work/results.$tag"
     if grep -qE "ERROR|WARN" "$work/$name.log"; then echo "run $i log:" >&2; grep -E "ERROR|WARN" "$work/$name.log" | head -5 >&2; fi
+}
+
+tags=(this)
+declare -A bin=([this]="$build/app/tributary")
+if [[ -n "${TB_E2E_BASELINE:-}" ]]; then
+    base_rev=$(git -C "$root" rev-parse --short "${TB_E2E_BASELINE}^{commit}")
+    base_build="${TB_E2E_BASELINE_BUILD_DIR:-$root/build-bench-e2e-$base_rev}"
+    mkdir -p "$work/base-src"
+    git -C "$root" archive "$base_rev" | tar -x -C "$work/base-src"
+    cmake -S "$work/base-src" -B "$base_build" -DCMAKE_BUILD_TYPE=Release -DTB_TESTS=OFF >/dev/null
+    cmake --build "$base_build" -j2 --target tributary >/dev/null
+    tags=(base this)
+    bin[base]="$base_build/app/tributary"
+    echo "baseline: $base_rev ($(git -C "$root" log -1 --format=%s "$base_rev" | cut -c1-80))" >&2
+fi
+for i in $(seq 1 "$runs"); do
+    for tag in "${tags[@]}"; do
+        : >> "$work/results.$tag"
+        one_run "$tag" "${bin[$tag]}" "$i"
+    done
 done
 
-echo "== tributary run, MariaDB -> Kafka (${TRIBUTARY_TEST_KAFKA_BROKERS:-1} broker(s), data topics RF $rf), medians of $runs runs (rows=$rows; steady $rate rows/s, $batch rows/transaction, ${seconds}s)"
-echo "catch-up rows/s (start to last append):   $(awk '{ print $1 }' "$work/results" | median)   (target >= 250000)"
-echo "catch-up rows/s (first to last append):   $(awk '{ print $2 }' "$work/results" | median)"
-echo "peak RSS MB:                              $(awk '{ printf "%.1f\n", $3 / 1024 }' "$work/results" | median)   (target < 64)"
-echo "commit-to-Kafka latency p50 ms:           $(awk '{ print $4 }' "$work/results" | median)"
-echo "commit-to-Kafka latency p99 ms:           $(awk '{ print $5 }' "$work/results" | median)   (target < 20)"
+# col FILE N: median of column N of FILE
+col() { awk -v n="$2" '{ print $n }' "$1" | median; }
+for tag in "${tags[@]}"; do
+    r="$work/results.$tag"
+    what="this tree"
+    [[ "$tag" == base ]] && what="baseline $base_rev"
+    echo "== tributary run ($what), MariaDB -> Kafka (${TRIBUTARY_TEST_KAFKA_BROKERS:-1} broker(s), data topics RF $rf), medians of $runs runs (rows=$rows; steady $rate rows/s, $batch rows/transaction, ${seconds}s)"
+    echo "start to first message ms:                $(col "$r" 6)   (target <= 100)"
+    echo "catch-up rows/s (start to last append):   $(col "$r" 1)   (target >= 250000)"
+    echo "catch-up rows/s (first to last append):   $(col "$r" 2)"
+    echo "CPU s for the catch-up:                   $(col "$r" 7)"
+    echo "peak RSS MB:                              $(awk '{ printf "%.1f\n", $3 / 1024 }' "$r" | median)   (target < 64)"
+    echo "commit-to-Kafka latency p50 ms:           $(col "$r" 4)"
+    echo "commit-to-Kafka latency p99 ms:           $(col "$r" 5)   (target < 20)"
+done
+if [[ -n "${TB_E2E_BASELINE:-}" ]]; then
+    echo "== this tree / baseline $base_rev (medians; interleaved, baseline first in each round)"
+    for spec in "6:start to first message" "1:catch-up rows/s from start" "2:catch-up rows/s first to last" "7:CPU s" "3:peak RSS" "5:latency p99"; do
+        n=${spec%%:*}
+        awk -v a="$(col "$work/results.this" "$n")" -v b="$(col "$work/results.base" "$n")" -v w="${spec#*:}" \
+            'BEGIN { printf "%-34s %s / %s = %.2f\n", w ":", a, b, (b > 0 ? a / b : 0) }'
+    done
+fi
 bench_ok=1

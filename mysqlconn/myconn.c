@@ -48,6 +48,17 @@ void myconn_free(myconn *mc)
     free(mc);
 }
 
+static bool same_str(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+bool myconn_same(const myconn *a, const myconn *b)
+{
+    return a && b && a->port == b->port && a->mode == b->mode && a->connect_timeout_ms == b->connect_timeout_ms &&
+           same_str(a->host, b->host) && same_str(a->user, b->user) && same_str(a->password, b->password) &&
+           same_str(a->ca, b->ca) && same_str(a->capath, b->capath) && same_str(a->cert, b->cert) &&
+           same_str(a->key, b->key) && same_str(a->crl, b->crl) && same_str(a->cipher, b->cipher) &&
+           same_str(a->tls_version, b->tls_version);
+}
+
 /* A copy of a set string key, NULL when unset or empty; false when out of memory. */
 static bool dup_key(const cfg *c, const char *key, char **out)
 {

@@ -50,6 +50,10 @@ void myconn_free(myconn *mc);
  * certificates that do not verify. */
 TB_MUST_USE tb_code myconn_connect(const myconn *mc, const myconn_opts *o, MYSQL **out, tb_error *err);
 
+/* Whether a and b open connections to the same server with the same account and TLS settings
+ * (a connection of one may serve the other). */
+bool myconn_same(const myconn *a, const myconn *b);
+
 const char *myconn_host(const myconn *mc);
 unsigned myconn_port(const myconn *mc);
 

@@ -78,6 +78,6 @@ out:
     evt_table_unref(k);
     tb_buf_free(&sql);
     if (my)
-        mysql_close(my);
+        snap_sql_release(c, my);
     return rc;
 }

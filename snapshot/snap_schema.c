@@ -187,7 +187,7 @@ out:
     free(v);
     snap_tinfo_free_all(tinfo, n);
     if (my)
-        mysql_close(my);
+        snap_sql_release(c, my);
     snap_filter_free(&f);
     return rc;
 }

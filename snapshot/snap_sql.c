@@ -5,8 +5,10 @@
 #include "tb_cast.h"
 #include "snap_sql.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "myconn.h"
 #include "tb_log.h"
@@ -37,6 +39,76 @@ tb_code snap_sql_exec(MYSQL *my, const char *sql, tb_error *err)
     return TB_OK;
 }
 
+/* The connection snap_sql_release keeps: its source (to match the next snap_sql_connect's) and
+ * since when it is idle. */
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static MYSQL *kept_my;
+static myconn *kept_mc;
+static int64_t kept_since_ms;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The kept connection when it serves mc and answers a ping, else NULL (it is closed). */
+static MYSQL *take_kept(const myconn *mc)
+{
+    pthread_mutex_lock(&kept_mu);
+    MYSQL *my = kept_my;
+    myconn *kmc = kept_mc;
+    int64_t since = kept_since_ms;
+    kept_my = NULL;
+    kept_mc = NULL;
+    pthread_mutex_unlock(&kept_mu);
+    if (my && !(myconn_same(kmc, mc) && mono_ms() - since < SNAP_SQL_KEEP_MS && mysql_ping(my) == 0)) {
+        mysql_close(my);
+        my = NULL;
+    }
+    myconn_free(kmc);
+    return my;
+}
+
+void snap_sql_release(const cfg *c, MYSQL *my)
+{
+    if (!my)
+        return;
+    unsigned status = 0;
+    myconn *mc = NULL;
+    tb_error e;
+    /* not kept: an open transaction, a result not read to its end */
+    if (my->status == MYSQL_STATUS_READY && mariadb_get_infov(my, MARIADB_CONNECTION_SERVER_STATUS, &status) == 0 &&
+        !(status & SERVER_STATUS_IN_TRANS) && myconn_new(c, &mc, &e) == TB_OK) {
+        pthread_mutex_lock(&kept_mu);
+        if (!kept_my) {
+            kept_my = my;
+            kept_mc = mc;
+            kept_since_ms = mono_ms();
+            my = NULL;
+            mc = NULL;
+        }
+        pthread_mutex_unlock(&kept_mu);
+    }
+    myconn_free(mc);
+    if (my)
+        mysql_close(my);
+}
+
+void snap_sql_release_kept(void)
+{
+    pthread_mutex_lock(&kept_mu);
+    MYSQL *my = kept_my;
+    myconn *mc = kept_mc;
+    kept_my = NULL;
+    kept_mc = NULL;
+    pthread_mutex_unlock(&kept_mu);
+    if (my)
+        mysql_close(my);
+    myconn_free(mc);
+}
+
 tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err)
 {
     tb_code rc = TB_OK;
@@ -46,6 +118,13 @@ tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err
 
     if ((rc = myconn_new(c, &mc, err)) != TB_OK)
         goto out;
+    if ((my = take_kept(mc)) != NULL) {
+        const char *ver = mysql_get_server_info(my);
+        *mariadb = ver && strstr(ver, "MariaDB") != NULL;
+        *out = my;
+        my = NULL;
+        goto out;
+    }
     myconn_opts o = {.purpose = "snapshot", .charset = "utf8mb4"};
     if ((rc = myconn_connect(mc, &o, &my, err)) != TB_OK)
         goto out;

@@ -4,7 +4,8 @@
  * happens here (snap_sql_fail).
  *
  * Ownership: snap_sql_connect() returns a MYSQL* the caller closes with
- * mysql_close(). Row callbacks receive borrowed column texts valid only for
+ * mysql_close(), or hands back with snap_sql_release() when it left the session as it got it
+ * (no open transaction, no lock, no SET). Row callbacks receive borrowed column texts valid only for
  * the duration of the call.
  */
 #ifndef SNAP_SQL_H
@@ -22,6 +23,16 @@
 /* Connect with the source.* keys; the session gets time_zone='+00:00',
  * utf8mb4 results and long network timeouts. *mariadb says which flavour. */
 TB_MUST_USE tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err);
+
+/* Done with a connection of snap_sql_connect: it is kept (one per process) for the next
+ * snap_sql_connect of the same source within SNAP_SQL_KEEP_MS, which then takes it after a
+ * ping instead of a new connection and TLS handshake (a run's start and each DDL ask the
+ * catalog a few questions in a row). Closed instead when one is kept already or a
+ * transaction is open. my may be NULL. Thread-safe. */
+#define SNAP_SQL_KEEP_MS 30000
+void snap_sql_release(const cfg *c, MYSQL *my);
+/* Close the kept connection, if any (at the end of a command). */
+void snap_sql_release_kept(void);
 
 /* Fill err from the connection's last error, with a prefix naming what was done. */
 TB_MUST_USE tb_code snap_sql_fail(MYSQL *my, tb_error *err, const char *what);
