@@ -4,7 +4,8 @@
 #   bench/e2e_bench.sh [RUNS]        (default 3; medians are printed at the end)
 #   TB_E2E_BASELINE=REV bench/e2e_bench.sh [RUNS]
 #                                    also builds git revision REV of this repository (git archive
-#                                    into the work folder, a Release tree in build-bench-e2e-REV)
+#                                    into build-bench-e2e-REV-src, a Release tree in
+#                                    build-bench-e2e-REV)
 #                                    and runs it and this tree in turn, RUNS rounds of one run
 #                                    each (baseline first), then prints the medians of both and
 #                                    the ratio this/baseline of each figure
@@ -125,9 +126,11 @@ declare -A bin=([this]="$build/app/tributary")
 if [[ -n "${TB_E2E_BASELINE:-}" ]]; then
     base_rev=$(git -C "$root" rev-parse --short "${TB_E2E_BASELINE}^{commit}")
     base_build="${TB_E2E_BASELINE_BUILD_DIR:-$root/build-bench-e2e-$base_rev}"
-    mkdir -p "$work/base-src"
-    git -C "$root" archive "$base_rev" | tar -x -C "$work/base-src"
-    cmake -S "$work/base-src" -B "$base_build" -DCMAKE_BUILD_TYPE=Release -DTB_TESTS=OFF >/dev/null
+    base_src="$base_build-src" # a fixed place: the build tree's cache names its source folder
+    rm -rf "$base_src"
+    mkdir -p "$base_src"
+    git -C "$root" archive "$base_rev" | tar -x -C "$base_src"
+    cmake -S "$base_src" -B "$base_build" -DCMAKE_BUILD_TYPE=Release -DTB_TESTS=OFF >/dev/null
     cmake --build "$base_build" -j2 --target tributary >/dev/null
     tags=(base this)
     bin[base]="$base_build/app/tributary"
