@@ -121,6 +121,12 @@ unsigned myconn_port(const myconn *mc)
     return mc->port;
 }
 
+bool myconn_is_mariadb(MYSQL *my)
+{
+    const char *ver = mysql_get_server_info(my);
+    return ver && strstr(ver, "MariaDB") != NULL;
+}
+
 bool myconn_encrypted(MYSQL *my)
 {
     return my && mysql_get_ssl_cipher(my) != NULL;

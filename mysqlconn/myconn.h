@@ -57,6 +57,9 @@ bool myconn_same(const myconn *a, const myconn *b);
 const char *myconn_host(const myconn *mc);
 unsigned myconn_port(const myconn *mc);
 
+/* Is the server of this connection MariaDB (its version string says so), not MySQL? */
+bool myconn_is_mariadb(MYSQL *my);
+
 /* Is this connection encrypted (TLS)? */
 bool myconn_encrypted(MYSQL *my);
 

@@ -8,9 +8,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "myconn.h"
+#include "tb_clock.h"
 #include "tb_log.h"
 
 tb_code snap_sql_fail(MYSQL *my, tb_error *err, const char *what)
@@ -46,13 +46,6 @@ static MYSQL *kept_my;
 static myconn *kept_mc;
 static int64_t kept_since_ms;
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The kept connection when it serves mc and answers a ping, else NULL (it is closed). */
 static MYSQL *take_kept(const myconn *mc)
 {
@@ -63,7 +56,7 @@ static MYSQL *take_kept(const myconn *mc)
     kept_my = NULL;
     kept_mc = NULL;
     pthread_mutex_unlock(&kept_mu);
-    if (my && !(myconn_same(kmc, mc) && mono_ms() - since < SNAP_SQL_KEEP_MS && mysql_ping(my) == 0)) {
+    if (my && !(myconn_same(kmc, mc) && tb_mono_ms() - since < SNAP_SQL_KEEP_MS && mysql_ping(my) == 0)) {
         mysql_close(my);
         my = NULL;
     }
@@ -85,7 +78,7 @@ void snap_sql_release(const cfg *c, MYSQL *my)
         if (!kept_my) {
             kept_my = my;
             kept_mc = mc;
-            kept_since_ms = mono_ms();
+            kept_since_ms = tb_mono_ms();
             my = NULL;
             mc = NULL;
         }
@@ -119,8 +112,7 @@ tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err
     if ((rc = myconn_new(c, &mc, err)) != TB_OK)
         goto out;
     if ((my = take_kept(mc)) != NULL) {
-        const char *ver = mysql_get_server_info(my);
-        *mariadb = ver && strstr(ver, "MariaDB") != NULL;
+        *mariadb = myconn_is_mariadb(my);
         *out = my;
         my = NULL;
         goto out;
@@ -131,7 +123,7 @@ tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err
     const char *host = myconn_host(mc);
     unsigned port = myconn_port(mc);
     const char *ver = mysql_get_server_info(my);
-    *mariadb = ver && strstr(ver, "MariaDB") != NULL;
+    *mariadb = myconn_is_mariadb(my);
     /* Values as the binlog has them: UTC timestamps, utf8mb4 text, and long
      * write timeouts so a slow sink does not make the server drop a stream. */
     rc = snap_sql_exec(my,

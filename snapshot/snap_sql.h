@@ -24,9 +24,9 @@
  * utf8mb4 results and long network timeouts. *mariadb says which flavour. */
 TB_MUST_USE tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err);
 
-/* Done with a connection of snap_sql_connect: it is kept (one per process) for the next
- * snap_sql_connect of the same source within SNAP_SQL_KEEP_MS, which then takes it after a
- * ping instead of a new connection and TLS handshake (a run's start and each DDL ask the
+/* Done with a connection of snap_sql_connect: it is kept open (one per process) and the next
+ * snap_sql_connect of the same source within SNAP_SQL_KEEP_MS takes it after a ping instead of
+ * a new connection and TLS handshake (later than that it closes it and connects anew) (a run's start and each DDL ask the
  * catalog a few questions in a row). Closed instead when one is kept already or a
  * transaction is open. my may be NULL. Thread-safe. */
 #define SNAP_SQL_KEEP_MS 30000

@@ -232,7 +232,7 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
     l->tls_logged = true;
     l->encrypted = myconn_encrypted(l->mysql);
     const char *ver = mysql_get_server_info(l->mysql);
-    l->mariadb = ver && strstr(ver, "MariaDB");
+    l->mariadb = myconn_is_mariadb(l->mysql);
     /* settings and grants, on every connection: a server changed to
      * binlog_format=STATEMENT while we were away would lose changes silently */
     char label[300];

@@ -300,8 +300,7 @@ tb_code bl_preflight_conn(MYSQL *m, const bl_preflight_opts *o, const char *labe
     rows names = {0}, vals = {0}, user = {0}, grants = {0};
     bl_preflight_in in;
     memset(&in, 0, sizeof in);
-    const char *ver = mysql_get_server_info(m);
-    in.mariadb = ver && strstr(ver, "MariaDB");
+    in.mariadb = myconn_is_mariadb(m);
     in.version = mysql_get_server_version(m);
     const char *q = "SHOW GLOBAL VARIABLES WHERE Variable_name IN "
                     "('log_bin', 'binlog_format', 'binlog_row_image', 'binlog_row_metadata')";
