@@ -326,6 +326,13 @@ tb_code app_metrics_start(const cfg *c, app_metrics_role role, app_metrics **out
                             "metrics.token is set but empty: set the token (or metrics.token.file), or remove the "
                             "key to serve /metrics and /health without one");
     }
+    /* said before the bind, whether or not it succeeds: the setting is the mistake */
+    if (!loopback && !h->token)
+        TB_WARN("metrics",
+                "metrics.listen=%s is reachable from other hosts and no metrics.token is set: anyone who can reach "
+                "it reads the metrics and health; set metrics.token.file (clients send Authorization: Bearer), or "
+                "bind 127.0.0.1",
+                listen);
     app_metrics *m = app_metrics_new(cfg_get_str(c, "name"), role);
     if (!m) {
         free(h->token);
@@ -348,12 +355,6 @@ tb_code app_metrics_start(const cfg *c, app_metrics_role role, app_metrics **out
     }
     TB_INFO("metrics", "serving /metrics and /health on http://%s%s%s:%u%s", strchr(host, ':') ? "[" : "", host,
             strchr(host, ':') ? "]" : "", port, h->token ? " (bearer token required)" : "");
-    if (!loopback && !h->token)
-        TB_WARN("metrics",
-                "metrics.listen=%s is reachable from other hosts and no metrics.token is set: anyone who can reach "
-                "it reads the metrics and health; set metrics.token.file (clients send Authorization: Bearer), or "
-                "bind 127.0.0.1",
-                listen);
     *out = m;
     return TB_OK;
 }

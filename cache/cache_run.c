@@ -208,17 +208,10 @@ static tb_code begin(cache_ctx *c)
 
 /* ------------------------------------------------------------- assignment */
 
-/* A partition resumed at its stored offset after the cache was stopped longer than the topic's
- * delete.retention.ms (DescribeConfigs; once per topic and run): compaction may have removed
- * tombstones it never read, so its rows could outlive their deletes. Policy rebuild: the
- * partition's rows are dropped and it is replayed from the beginning (*replay); fail: an error
- * naming the fix. */
-static tb_code check_offline(cache_ctx *c, rd_kafka_t *rk, cache_part *p, bool *replay, tb_error *err)
+/* The topic's delete.retention.ms into p->ret_ms (DescribeConfigs; once per topic and run, -1
+ * when unknown, with a WARN). */
+static void topic_retention(cache_ctx *c, rd_kafka_t *rk, cache_part *p)
 {
-    *replay = false;
-    int64_t alive = c->alive0, offline = tb_wall_ms() - alive;
-    if (alive <= 0 || p->schema || p->next < 0)
-        return TB_OK;
     if (!c->ret_topic || strcmp(c->ret_topic, p->topic) != 0) {
         const char *keys[] = {"delete.retention.ms"};
         char *v[1] = {NULL};
@@ -227,30 +220,53 @@ static tb_code check_offline(cache_ctx *c, rd_kafka_t *rk, cache_part *p, bool *
         c->ret_topic = strdup(p->topic);
         c->ret_ms = -1;
         if (kafka_describe_configs(rk, RD_KAFKA_RESOURCE_TOPIC, p->topic, keys, v, 1, 10000, NULL, &e) != TB_OK)
-            TB_WARN("cache", "%s: its delete.retention.ms is unknown (%s): a resume after a long stop is not checked",
+            TB_WARN("cache", "%s: its delete.retention.ms is unknown (%s): a resume after a long stop, or a cache "
+                             "that falls behind for long, is not checked",
                     p->topic, e.msg);
         else if (v[0])
             c->ret_ms = strtoll(v[0], NULL, 10);
         free(v[0]);
     }
-    if (c->ret_ms < 0 || offline <= c->ret_ms)
+    p->ret_ms = c->ret_ms;
+}
+
+/* The tombstone horizon. Kafka removes a tombstone of a compacted topic no sooner than the topic's
+ * delete.retention.ms after it was appended. A tombstone the cache never read leaves a gap: the
+ * next offset it reads (a record, or the partition's end) is past the one it expected. Such a gap
+ * is harmless (records compaction superseded, transaction markers) unless the records in it were
+ * appended more than delete.retention.ms ago, that is, after the latest write time of what the
+ * cache had read (p->fresh_ms: the timestamps of its records, CreateTime, the time tributary's
+ * and Connect's producers send them) by more than that. Then deletes compacted away meanwhile
+ * would be missed and their rows kept for ever: policy rebuild drops the partition's rows and
+ * replays it from the beginning (*replay); fail stops with the fix named. At assignment a
+ * partition resumed at its stored offset is checked against alive_at, the end of the last run
+ * (resumed: the cache was stopped); a replay from the beginning only once it reached its end
+ * (nothing was held before). */
+static tb_code check_fresh(cache_ctx *c, cache_part *p, bool resumed, bool *replay, tb_error *err)
+{
+    *replay = false;
+    int64_t behind = tb_wall_ms() - p->fresh_ms;
+    if (p->schema || !p->checked || p->fresh_ms <= 0 || p->ret_ms < 0 || behind <= p->ret_ms)
         return TB_OK;
+    char what[96];
+    snprintf(what, sizeof what, resumed ? "the cache was stopped for %.1f s" : "the cache fell %.1f s behind it",
+             (double)behind / 1000);
+    double ret_s = (double)p->ret_ms / 1000;
     if (c->o->offline_fail)
         return tb_error_set(err, TB_ERR_STATE, false,
-                            "%s [%d]: the cache was stopped for %lld s, longer than the topic's delete.retention.ms "
-                            "(%lld s): deletes compacted away meanwhile would be missed; rebuild the cache (delete "
-                            "%s, or set cache.offline.policy=rebuild), or raise delete.retention.ms on the topic "
+                            "%s [%d]: %s, longer than the topic's delete.retention.ms (%.1f s): deletes compacted "
+                            "away meanwhile would be missed; rebuild the cache (delete %s, or set "
+                            "cache.offline.policy=rebuild), or raise delete.retention.ms on the topic "
                             "(topic.delete.retention.ms for new topics)",
-                            p->topic, (int)p->partition, (long long)(offline / 1000), (long long)(c->ret_ms / 1000),
-                            c->o->db_path);
+                            p->topic, (int)p->partition, what, ret_s, c->o->db_path);
     TB_WARN("cache",
-            "%s [%d]: the cache was stopped for %lld s, longer than the topic's delete.retention.ms (%lld s): "
-            "rebuilding the partition from the beginning (deletes compacted away meanwhile are not in it; "
-            "cache.offline.policy=rebuild)",
-            p->topic, (int)p->partition, (long long)(offline / 1000), (long long)(c->ret_ms / 1000));
+            "%s [%d]: %s, longer than the topic's delete.retention.ms (%.1f s): rebuilding the partition from the "
+            "beginning (deletes compacted away meanwhile are not in it; cache.offline.policy=rebuild)",
+            p->topic, (int)p->partition, what, ret_s);
     tb_code rc = begin(c);
     if (rc == TB_OK && (rc = cache_store_drop_partition(c->s, p->topic, p->partition, err)) == TB_OK) {
         p->next = -1;
+        p->checked = false;
         *replay = true;
     }
     return rc;
@@ -277,8 +293,12 @@ static tb_code assign(cache_ctx *c, rd_kafka_t *rk, rd_kafka_topic_partition_lis
             TB_WARN("cache", "%s [%d]: high watermark unknown: %s", tp->topic, (int)tp->partition,
                     rd_kafka_err2str(ke));
         p->high = ke ? -1 : hi;
+        topic_retention(c, rk, p);
+        p->fresh_ms = p->next >= 0 ? c->alive0 : 0;
+        p->checked = p->next >= 0;
+        p->end_at = p->high;
         bool replay;
-        if (check_offline(c, rk, p, &replay, &e) != TB_OK)
+        if (check_fresh(c, p, true, &replay, &e) != TB_OK)
             return set_fatal(c, &e);
         p->assigned = true;
         p->dirty = p->next >= 0;
@@ -439,18 +459,19 @@ static tb_code scan_topics(cache_ctx *c, rd_kafka_t *via, bool schema_only)
     return rc;
 }
 
-/* An incompatible schema change dropped a table: replay its topic. */
-static tb_code rewind_topic(const char *topic, void *opaque, tb_error *err)
+/* Replay a topic's partitions (partition -1: all) from the beginning: their rows were dropped. */
+static tb_code rewind_parts(cache_ctx *c, const char *topic, int32_t partition, tb_error *err)
 {
-    cache_ctx *c = opaque;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
     for (size_t i = 0; i < c->nparts; i++) {
         cache_part *p = &c->parts[i];
-        if (strcmp(p->topic, topic) != 0)
+        if (strcmp(p->topic, topic) != 0 || (partition >= 0 && p->partition != partition))
             continue;
         p->next = -1;
         p->dirty = false;
         p->skip_stale = true;
+        p->checked = false;
+        p->end_at = -1;
         if (p->assigned)
             rd_kafka_topic_partition_list_add(l, topic, p->partition)->offset = RD_KAFKA_OFFSET_BEGINNING;
     }
@@ -464,6 +485,12 @@ static tb_code rewind_topic(const char *topic, void *opaque, tb_error *err)
     }
     rd_kafka_topic_partition_list_destroy(l);
     return rc;
+}
+
+/* An incompatible schema change dropped a table: replay its topic. */
+static tb_code rewind_topic(const char *topic, void *opaque, tb_error *err)
+{
+    return rewind_parts(opaque, topic, -1, err);
 }
 
 /* ------------------------------------------------------------- bad input */
@@ -546,12 +573,20 @@ static tb_code handle(cache_ctx *c, const rd_kafka_message_t *m, bool from_schem
         return TB_OK; /* group mode: the schema consumer reads it */
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
         cache_part *p = part_find(c, topic, m->partition, false);
-        if (p && m->offset > p->next) { /* compacted-away or control records at the end */
+        if (!p || p->skip_stale)
+            return TB_OK;
+        if (p->next >= 0 && m->offset > p->next) { /* compacted-away or control records at the end */
+            bool replay;
+            if ((rc = check_fresh(c, p, false, &replay, &e)) != TB_OK)
+                return set_fatal(c, &e);
+            if (replay)
+                return rewind_parts(c, topic, m->partition, &e) == TB_OK ? TB_OK : set_fatal(c, &e);
             if ((rc = begin(c)) != TB_OK)
                 return rc;
             p->next = m->offset;
             p->dirty = true;
         }
+        p->checked = true; /* at the end: from here on its gaps are checked */
         return TB_OK;
     }
     if (m->err) {
@@ -565,6 +600,19 @@ static tb_code handle(cache_ctx *c, const rd_kafka_message_t *m, bool from_schem
         return TB_OK; /* a message of a partition revoked meanwhile, or fetched before a rewind */
     if (p->next >= 0 && m->offset < p->next)
         return TB_OK; /* already applied (refetch after a seek or rebalance) */
+    if (!p->schema) {
+        if (p->next >= 0 && m->offset > p->next) { /* a gap: did tombstones vanish in it? */
+            bool replay;
+            if ((rc = check_fresh(c, p, false, &replay, &e)) != TB_OK)
+                return set_fatal(c, &e);
+            if (replay)
+                return rewind_parts(c, topic, m->partition, &e) == TB_OK ? TB_OK : set_fatal(c, &e);
+        }
+        rd_kafka_timestamp_type_t tst;
+        int64_t ts = rd_kafka_message_timestamp(m, &tst);
+        if (ts > p->fresh_ms)
+            p->fresh_ms = ts;
+    }
     if ((rc = begin(c)) != TB_OK)
         return rc;
     tb_error_clear(&e);
@@ -592,6 +640,8 @@ static tb_code handle(cache_ctx *c, const rd_kafka_message_t *m, bool from_schem
         return rc;
     p->next = m->offset + 1;
     p->dirty = true;
+    if (p->end_at >= 0 && p->next >= p->end_at)
+        p->checked = true; /* a replay reached the end it had when assigned */
     c->batch_n++;
     c->msgs++;
     if (c->batch_n >= c->o->batch_size)

@@ -241,3 +241,44 @@ Test(metrics_http, loopback_hosts)
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         cr_expect_not(app_metrics_is_loopback(no[i]), "%s", no[i]);
 }
+
+/* A WARN line of the metrics facility holding "reachable from other hosts". */
+static _Atomic int public_warns;
+static void public_sink(tb_log_level level, const char *line, void *opaque)
+{
+    (void)opaque;
+    if (level == TB_LOG_WARN && strstr(line, "reachable from other hosts and no metrics.token is set"))
+        atomic_fetch_add(&public_warns, 1);
+}
+
+/* metrics.listen beyond loopback without a token WARNs (with one, or on loopback, it does not).
+ * The addresses are TEST-NET-1 (RFC 5737), on no host: the bind fails and nothing is served or
+ * sent beyond loopback; the WARN is about the setting and comes first. */
+Test(metrics_http, public_bind_warns_without_token)
+{
+    struct {
+        const char *listen, *token;
+        int warns;
+    } cases[] = {{"192.0.2.1:0", NULL, 1}, {"[2001:db8::1]:0", NULL, 1}, {"192.0.2.1:0", "t0ken", 0},
+                 {"127.0.0.1:0", NULL, 0}};
+    tb_log_set_sink(public_sink, NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cfg *c = cfg_new();
+        tb_error err;
+        app_metrics *m = NULL;
+        atomic_store(&public_warns, 0);
+        cr_assert_eq(cfg_set(c, "metrics.listen", cases[i].listen, "t", &err), TB_OK);
+        if (cases[i].token)
+            cr_assert_eq(cfg_set(c, "metrics.token", cases[i].token, "t", &err), TB_OK);
+        tb_code rc = app_metrics_start(c, APP_METRICS_RUN, &m, &err);
+        if (strncmp(cases[i].listen, "127.", 4) == 0)
+            cr_expect_eq(rc, TB_OK, "%s", err.msg);
+        else
+            cr_expect_eq(rc, TB_ERR_IO, "%s: not an address of this host", cases[i].listen);
+        cr_expect_eq(atomic_load(&public_warns), cases[i].warns, "metrics.listen=%s, token %s", cases[i].listen,
+                     cases[i].token ? "set" : "unset");
+        app_metrics_stop(m);
+        cfg_free(c);
+    }
+    tb_log_set_sink(NULL, NULL);
+}

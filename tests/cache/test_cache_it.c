@@ -529,6 +529,36 @@ Test(it, schema_topic_outside_the_regex)
     rd_kafka_destroy(rk);
 }
 
+/* Whether a line of the log file holds text. */
+static bool log_has(const char *log, const char *text)
+{
+    FILE *f = fopen(log, "r");
+    char line[4096];
+    bool found = false;
+    while (f && !found && fgets(line, sizeof(line), f))
+        found = strstr(line, text) != NULL;
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* Delete ids [from, to) and roll segments until the broker compacted them away with their
+ * tombstones (the topic's delete.retention.ms is 100 ms): at most live + 2 records are left. */
+static void delete_and_compact(rd_kafka_t *rk, const char *topic, model *m, long from, long to, long live)
+{
+    for (long id = from; id < to; id++)
+        delete_row(rk, topic, m, id, 0);
+    it_flush(rk);
+    double deadline = it_now() + 120;
+    long n;
+    for (long i = 0; (n = it_count_records(topic, 1)) > live + 2; i++) { /* the live keys, the active segment */
+        cr_assert(it_now() < deadline, "the broker did not compact the tombstones away (%ld records)", n);
+        upsert(rk, topic, m, 10, 100 + i); /* rolls segments (segment.ms=100) */
+        it_flush(rk);
+        it_nap(300);
+    }
+}
+
 /* it/offline_longer_than_delete_retention: a cache stopped while deletes were
  * written, and compaction removed their tombstones (delete.retention.ms=100 on
  * the topic), resumes past them: it rebuilds the partition from the beginning
@@ -547,43 +577,82 @@ Test(it, offline_longer_than_delete_retention)
     cr_assert_eq(it_wait(start_cache(prefix, db, log, until), 120), 0, "see %s", log);
     cr_assert_eq(it_sql_int(db, "SELECT count(*) FROM \"db1.t\""), 10, "see %s", log);
     /* stopped: deletes arrive, then compaction removes them with their tombstones */
-    for (long id = 0; id < 5; id++)
-        delete_row(rk, topic, &m, id, 0);
-    it_flush(rk);
-    double deadline = it_now() + 120;
-    long n;
-    for (long i = 0; (n = it_count_records(topic, 1)) > 8; i++) { /* 6 live keys, and the active segment */
-        cr_assert(it_now() < deadline, "the broker did not compact the tombstones away (%ld records)", n);
-        upsert(rk, topic, &m, 10, 100 + i); /* rolls segments (segment.ms=100) */
-        it_flush(rk);
-        it_nap(300);
-    }
+    delete_and_compact(rk, topic, &m, 0, 5, 6);
     cr_assert_eq(it_wait(start_cache(prefix, db, log, until), 120), 0, "see %s", log);
     char *want = expected_dump(&m), *have = cache_dump(db);
     cr_assert_str_eq(have, want, "the resumed cache differs from the topic (see %s)", log);
     free(want);
     free(have);
-    FILE *f = fopen(log, "r");
-    char line[2048];
-    bool warned = false;
-    while (f && fgets(line, sizeof(line), f))
-        warned = warned || strstr(line, "rebuilding the partition from the beginning");
-    if (f)
-        fclose(f);
-    cr_assert(warned, "no WARN about the rebuild in %s", log);
+    cr_assert(log_has(log, "rebuilding the partition from the beginning"), "no WARN about the rebuild in %s", log);
     /* policy fail: the same situation stops the cache with the fix named */
     it_nap(200); /* past the topic's 100 ms since the last commit (a duration the test sets up, not a wait) */
     const char *fail[] = {"--until-caught-up", "--set", "cache.offline.policy=fail", NULL};
     cr_expect_neq(it_wait(start_cache(prefix, db, log, fail), 120), 0, "see %s", log);
-    f = fopen(log, "r");
-    bool named = false;
-    while (f && fgets(line, sizeof(line), f))
-        named = named || strstr(line, "longer than the topic's delete.retention.ms");
-    if (f)
-        fclose(f);
-    cr_assert(named, "no error naming delete.retention.ms in %s", log);
+    cr_assert(log_has(log, "longer than the topic's delete.retention.ms"), "no error naming delete.retention.ms in %s", log);
     free(m.n);
     rd_kafka_destroy(rk);
     it_rm_db(db);
     unlink(log);
+}
+
+/* Wait until the cache file holds exactly the model's rows (a running cache). */
+static void wait_equal(const char *db, const model *m, const char *log, int seconds)
+{
+    char *want = expected_dump(m), *have = NULL;
+    double deadline = it_now() + seconds;
+    for (;;) {
+        free(have);
+        have = it_sql_int(db, "SELECT count(*) FROM \"db1.t\"") >= 0 ? cache_dump(db) : NULL;
+        if (have && strcmp(have, want) == 0)
+            break;
+        cr_assert(it_now() < deadline, "the running cache differs from the topic after %d s (see %s):\n%s\nwant:\n%s",
+                  seconds, log, have ? have : "(no table)", want);
+        it_nap(100);
+    }
+    free(want);
+    free(have);
+}
+
+/* it/running_cache_behind_delete_retention: a cache that keeps running but
+ * reads nothing for longer than the topic's delete.retention.ms (stopped with
+ * SIGSTOP: any stall or lag does the same) while deletes are written and
+ * compacted away with their tombstones: on reading on it rebuilds the
+ * partition and equals the topic read as a table (without the check it kept
+ * the deleted rows); with cache.offline.policy=fail it stops naming the fix. */
+Test(it, running_cache_behind_delete_retention)
+{
+    char prefix[64], topic[128], db[256], log[256];
+    rd_kafka_t *rk = setup_topics("b", 1, 1, prefix, topic, NULL);
+    model m = new_model(12);
+    for (long id = 0; id < 10; id++)
+        upsert(rk, topic, &m, id, id);
+    it_flush(rk);
+    for (int fail = 0; fail < 2; fail++) {
+        paths(prefix, fail ? "b2" : "b", db, log); /* a new file: a resume 100 ms later is a long stop */
+        const char *rebuild[] = {NULL}, *policy_fail[] = {"--set", "cache.offline.policy=fail", NULL};
+        pid_t pid = start_cache(prefix, db, log, fail ? policy_fail : rebuild);
+        wait_equal(db, &m, log, 60);
+        cr_assert_eq(kill(pid, SIGSTOP), 0);
+        /* the fetch it had in flight answers empty after fetch.wait.max.ms (500 ms), so the deletes
+         * can reach the cache only from the log (a duration the test sets up, not a wait) */
+        it_nap(1000);
+        delete_and_compact(rk, topic, &m, fail ? 5 : 0, fail ? 8 : 5, fail ? 3 : 6);
+        cr_assert_eq(kill(pid, SIGCONT), 0);
+        if (!fail) {
+            wait_equal(db, &m, log, 60);
+            cr_assert(log_has(log, "behind it, longer than the topic's delete.retention.ms"),
+                      "no WARN about the rebuild in %s", log);
+            cr_assert(log_has(log, "rebuilding the partition from the beginning"), "see %s", log);
+            kill(pid, SIGTERM);
+            cr_assert_eq(it_wait(pid, 60), 0, "see %s", log);
+        } else {
+            cr_expect_neq(it_wait(pid, 60), 0, "the cache went on past missed deletes (see %s)", log);
+            cr_assert(log_has(log, "behind it, longer than the topic's delete.retention.ms"), "see %s", log);
+            cr_assert(log_has(log, "set cache.offline.policy=rebuild"), "no error naming the fix in %s", log);
+        }
+        it_rm_db(db);
+        unlink(log);
+    }
+    free(m.n);
+    rd_kafka_destroy(rk);
 }
