@@ -276,6 +276,8 @@ int cmd_cache(int argc, char **argv)
                    : strcmp(db, "base64-url-safe") == 0 ? CACHE_DBZ_BASE64_URL
                    : strcmp(db, "base64") == 0          ? CACHE_DBZ_BASE64
                                                         : CACHE_DBZ_BYTES;
+    if (cfg_is_set(c, "cache.debezium.history.topic"))
+        o.dbz_history_topic = cfg_get_str(c, "cache.debezium.history.topic");
     o.until_caught_up = until;
     cfg_each_prefixed(c, "kafka.", add_prop, &kp);
     o.kafka_props = kp.kv;

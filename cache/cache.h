@@ -78,6 +78,8 @@ typedef struct cache_opts {
     bool drop_on_drop;            /* cache.on.drop=drop: a schema record that says dropped drops the table */
     cache_error_policy error_policy;
     cache_dbz_opts dbz;           /* Debezium values without Connect schemas (default: Debezium's defaults) */
+    const char *dbz_history_topic; /* Debezium's schema history topic: the fsp of its temporal columns
+                                   * (cache_history.c); NULL: none */
     int batch_size;               /* messages per transaction (default 5000) */
     int busy_timeout_ms;          /* wait for another process's lock on the file (default 5000) */
     bool offline_fail;            /* cache.offline.policy=fail: a resume after more than a topic's

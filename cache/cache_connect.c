@@ -282,6 +282,7 @@ static void set_decoder(cache_col *c, const cx_kind *k)
 {
     c->dz = k->dz;
     c->dz_arg = k->arg;
+    c->fsp_history = false;
     /* a temporal's fsp the Connect schema lacks: the schema record's, when the table has one */
     if (k->dz >= DZ_TIME_MS && k->dz <= DZ_TS_NS && k->arg < 0 && c->scale >= 0 && c->scale <= 6)
         c->dz_arg = (int8_t)c->scale;
@@ -292,6 +293,46 @@ static void set_decoder(cache_col *c, const cx_kind *k)
     /* a BIGINT UNSIGNED column (typed from a schema record) given as int64: undo the wrap */
     if (c->cls == CC_UINT64 && k->dz == DZ_NONE && (k->cls == CC_INT))
         c->dz = DZ_U64;
+}
+
+/* The fsp of the temporal columns whose Connect schema lacks it, from Debezium's schema history
+ * (cache.debezium.history.topic, read on to its end first: a new schema follows its history
+ * record), in the table's state whose columns are the row's fields. */
+static tb_code apply_history(cache_store *s, cache_table *t, const cj_val *rowf, tb_error *err)
+{
+    if (!s->history)
+        return TB_OK;
+    if (s->history_refresh)
+        s->history_refresh(s->history_opaque);
+    size_t nf = cj_count(rowf), n = 0;
+    char **names = calloc(nf ? nf : 1, sizeof(*names));
+    tb_buf tmp;
+    tb_buf_init(&tmp, 0);
+    cj_iter it;
+    cj_val fs;
+    tb_code rc = names ? TB_OK : tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    cj_arr_begin(rowf, &it);
+    while (rc == TB_OK && n < nf && cj_arr_next(&it, &fs))
+        if (!(names[n++] = field_name(&fs, &tmp)))
+            rc = tb_error_set(err, TB_ERR_INVALID, false, "table \"%s\": a Connect field without a name", t->name);
+    cj_arr_begin(rowf, &it);
+    for (size_t f = 0; rc == TB_OK && f < n && cj_arr_next(&it, &fs); f++) {
+        cx_kind k;
+        kind_of(&fs, &k);
+        if (k.dz < DZ_TIME_MS || k.dz > DZ_TS_NS || k.arg >= 0)
+            continue; /* not a temporal, or its schema has the fsp */
+        int fsp = cache_history_fsp(s->history, t->name, (const char *const *)names, n, names[f]);
+        for (size_t i = 0; fsp >= 0 && i < t->ncols; i++)
+            if (strcmp(t->cols[i].name, names[f]) == 0) {
+                t->cols[i].dz_arg = (int8_t)fsp;
+                t->cols[i].fsp_history = true;
+            }
+    }
+    for (size_t i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+    tb_buf_free(&tmp);
+    return rc;
 }
 
 /* The losses this table's encoding causes, logged once per table and run. */
@@ -308,7 +349,10 @@ static void warn_losses(cache_table *t, const cj_val *rowf)
         kind_of(&fs, &k);
         if (!cj_obj_get(&fs, "field", &n) || n.type != CJ_STRING)
             continue;
-        tb_buf *b = k.dz >= DZ_TIME_MS && k.dz <= DZ_TS_NS && k.dz != DZ_TS_US && k.arg < 0 ? &fsp
+        bool known = false; /* from the schema history */
+        for (size_t i = 0; i < t->ncols; i++)
+            known = known || (t->cols[i].fsp_history && cj_key_eq(n.ptr, n.len, t->cols[i].name));
+        tb_buf *b = k.dz >= DZ_TIME_MS && k.dz <= DZ_TS_NS && k.dz != DZ_TS_US && k.arg < 0 && !known ? &fsp
                     : k.has_default                                                        ? &dflt
                                                                                            : NULL;
         if (b)
@@ -316,7 +360,8 @@ static void warn_losses(cache_table *t, const cj_val *rowf)
     }
     if (fsp.len)
         TB_INFO("cache", "table \"%s\": the Connect schema has no fraction digits (fsp) for %s: written as the "
-                         "shortest exact fraction (the tributary encoding writes fsp digits)",
+                         "shortest exact fraction (the tributary encoding writes fsp digits; set "
+                         "cache.debezium.history.topic to Debezium's schema.history.internal.kafka.topic)",
                 t->name, tb_buf_cstr(&fsp));
     if (dflt.len)
         TB_INFO("cache", "table \"%s\": %s have a default: with JsonConverter's replace.null.with.default=true a "
@@ -459,6 +504,8 @@ tb_code cache_cx_table(cache_store *s, const char *topic, const char *prefix, co
         }
     }
     t->cx_conv = true;
+    if (has_row && (rc = apply_history(s, t, &rowf, err)) != TB_OK)
+        goto out;
     if (has_row && !t->cx_warned)
         warn_losses(t, &rowf);
     if ((rc = remember(&t->cx_kschema, &t->cx_klen, kschema, err)) != TB_OK ||

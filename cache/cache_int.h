@@ -75,6 +75,7 @@ typedef struct cache_col {
     int16_t scale;   /* from the schema record: DECIMAL scale, TIME/DATETIME fsp; -1 unknown */
     uint8_t dz;      /* cache_dz: set from the message's Connect schema (not stored in the file) */
     int8_t dz_arg;   /* DECIMAL scale; fraction digits of a temporal (-1: unknown, shortest exact) */
+    bool fsp_history; /* dz_arg from Debezium's schema history (cache_history.c) */
     char *dflt_sql;  /* the column's default as an SQL literal of the stored value (schema record's
                         default, cache_apply.c), declared when the column is created; NULL: none */
 } cache_col;
@@ -120,6 +121,9 @@ typedef struct cache_store {
     cache_table **tables;
     size_t ntables;
     cache_table *last_hit;
+    struct cache_history *history; /* cache.debezium.history.topic read so far (NULL: none) */
+    void (*history_refresh)(void *opaque); /* reads the history topic on to its end */
+    void *history_opaque;
     sqlite3_stmt *st_offset;  /* upsert offset */
     sqlite3_stmt *st_state;   /* upsert state */
     bool in_tx;
@@ -236,6 +240,19 @@ bool cache_cx_same_schema(const char *text, size_t len, const char *schema, size
                           size_t *plen);
 /* v is {"schema":S,"payload":P} (exactly these members): S and P. */
 bool cache_cx_unwrap(const cj_val *v, cj_val *schema, cj_val *payload);
+/* cache_history.c: the fsp of Debezium's temporal columns from its schema
+ * history topic. cache_history_add: one record's value (TB_ERR_INVALID when it
+ * is not one; the states read before stay). cache_history_fsp: the column's
+ * fsp (0..6) in the state of table "<db>.<table>" whose columns are
+ * fields[0..nf) (else the latest), -1 when unknown or not a temporal. */
+typedef struct cache_history cache_history;
+cache_history *cache_history_new(void);
+void cache_history_free(cache_history *h);
+TB_MUST_USE tb_code cache_history_add(cache_history *h, const char *value, size_t len, tb_error *err);
+int cache_history_fsp(const cache_history *h, const char *table, const char *const *fields, size_t nf,
+                      const char *column);
+int64_t cache_history_records(const cache_history *h);
+
 /* Type the table of `topic` from a message's Connect schemas (key schema and
  * value schema, each NULL when absent; a span equal to t's remembered schema
  * may point into that memory): create it, or add columns and set

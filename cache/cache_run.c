@@ -55,6 +55,8 @@ typedef struct cache_ctx {
     double last_progress, last_log, last_meta;
     int dlq_pending, dlq_failed;
     cache_nudge *nudge; /* wakes the table consumer's fetcher (cache_nudge.c) */
+    rd_kafka_t *rkh;    /* cache.debezium.history.topic reader (partition 0, assigned) */
+    int64_t hist_next;  /* its next offset */
     cache_partition_lag *lags; /* progress(): per-partition lag, reused */
     size_t lags_cap;
 } cache_ctx;
@@ -491,6 +493,83 @@ static tb_code rewind_parts(cache_ctx *c, const char *topic, int32_t partition, 
 static tb_code rewind_topic(const char *topic, void *opaque, tb_error *err)
 {
     return rewind_parts(opaque, topic, -1, err);
+}
+
+/* ------------------------------------------------------------- Debezium's schema history */
+
+/* Read cache.debezium.history.topic on from where the last read ended to its high watermark
+ * (cache_history.c). Debezium writes it with one partition. A record that is not a history
+ * record, or a topic that cannot be read, is a WARN: the columns concerned keep the shortest
+ * exact fraction. */
+static void history_read(void *opaque)
+{
+    cache_ctx *c = opaque;
+    const char *topic = c->o->dbz_history_topic;
+    int64_t lo = 0, hi = 0;
+    rd_kafka_resp_err_t ke = rd_kafka_query_watermark_offsets(c->rkh, topic, 0, &lo, &hi, 10000);
+    if (ke) {
+        TB_WARN("cache", "cache.debezium.history.topic=%s: %s: the fsp of Debezium's temporal columns is unknown",
+                topic, rd_kafka_err2str(ke));
+        return;
+    }
+    if (c->hist_next < lo)
+        c->hist_next = lo;
+    if (c->hist_next >= hi)
+        return;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, 0)->offset = c->hist_next;
+    ke = rd_kafka_assign(c->rkh, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    int64_t deadline = tb_mono_ms() + 30000;
+    while (!ke && c->hist_next < hi && tb_mono_ms() < deadline) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rkh, 200);
+        if (!m)
+            continue;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            c->hist_next = m->offset > c->hist_next ? m->offset : c->hist_next;
+        } else if (m->err) {
+            TB_WARN("cache", "cache.debezium.history.topic=%s: %s", topic, rd_kafka_message_errstr(m));
+        } else if (m->offset >= c->hist_next) {
+            tb_error e;
+            if (m->payload && cache_history_add(c->s->history, m->payload, m->len, &e) != TB_OK)
+                TB_WARN("cache", "%s [0] offset %lld: not a schema history record (%s): passed over", topic,
+                        (long long)m->offset, e.msg);
+            c->hist_next = m->offset + 1;
+        }
+        rd_kafka_message_destroy(m);
+    }
+    if (ke || c->hist_next < hi)
+        TB_WARN("cache", "cache.debezium.history.topic=%s: read to offset %lld of %lld%s%s", topic,
+                (long long)c->hist_next, (long long)hi, ke ? ": " : " in 30 s", ke ? rd_kafka_err2str(ke) : "");
+    rd_kafka_assign(c->rkh, NULL);
+}
+
+static tb_code history_open(cache_ctx *c, tb_error *err)
+{
+    rd_kafka_conf_t *conf = cache_kafka_conf(c->o->brokers, c->o->kafka_props, err);
+    if (!conf)
+        return err ? err->code : TB_ERR_CONFIG;
+    char gid[300];
+    snprintf(gid, sizeof gid, "%s-cache-history-%ld", c->o->name ? c->o->name : "tributary", (long)getpid());
+    tb_code rc = kafka_conf_set(conf, "group.id", gid, err);
+    if (rc == TB_OK)
+        rc = kafka_conf_set(conf, "enable.auto.commit", "false", err);
+    if (rc == TB_OK)
+        rc = kafka_conf_set(conf, "enable.partition.eof", "true", err);
+    if (rc != TB_OK) {
+        rd_kafka_conf_destroy(conf);
+        return rc;
+    }
+    if ((rc = kafka_client_new(conf, RD_KAFKA_CONSUMER, "history reader", &c->rkh, err)) != TB_OK)
+        return rc;
+    if (!(c->s->history = cache_history_new()))
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    c->s->history_refresh = history_read;
+    c->s->history_opaque = c;
+    history_read(c);
+    TB_INFO("cache", "cache.debezium.history.topic=%s: %lld records read", c->o->dbz_history_topic,
+            (long long)cache_history_records(c->s->history));
+    return TB_OK;
 }
 
 /* ------------------------------------------------------------- bad input */
@@ -944,6 +1023,8 @@ tb_code cache_run(const cache_opts *o, tb_error *err)
     }
     if (o->error_policy == CACHE_ERR_DLQ && (rc = dlq_open(&c, err)) != TB_OK)
         goto out;
+    if (o->dbz_history_topic && *o->dbz_history_topic && (rc = history_open(&c, err)) != TB_OK)
+        goto out;
     if ((rc = cache_nudge_start(c.rk, &c.nudge, err)) != TB_OK)
         goto out;
     c.q = rd_kafka_queue_get_consumer(c.rk);
@@ -981,6 +1062,15 @@ out:
     if (c.dlq) {
         rd_kafka_flush(c.dlq, 10000);
         rd_kafka_destroy(c.dlq);
+    }
+    if (c.rkh) {
+        rd_kafka_consumer_close(c.rkh);
+        rd_kafka_destroy(c.rkh);
+    }
+    if (c.s) {
+        cache_history_free(c.s->history);
+        c.s->history = NULL;
+        c.s->history_refresh = NULL;
     }
     if (c.re_ok)
         regfree(&c.re);

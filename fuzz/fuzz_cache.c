@@ -12,7 +12,9 @@
  * in order to one cache in memory, in transactions of a few messages, as
  * `tributary cache` applies a batch, so schema records, Connect schemas that
  * change between messages, both encodings of keys and values, tombstones and
- * truncates meet the tables the earlier lines made.
+ * truncates meet the tables the earlier lines made. TOPIC "<x>.schemahistory"
+ * is a record of Debezium's schema history (cache_history_add), read by the
+ * Connect schemas of the lines after it (cache.debezium.history.topic).
  *
  * A message may be refused (TB_ERR_INVALID, the cache applies
  * cache.error.policy), never crash, leak or overflow; any other error is a
@@ -26,6 +28,7 @@
 #include <string.h>
 
 #include "cache_apply.h"
+#include "cache_int.h"
 #include "tb_log.h"
 
 #define FUZZ_BATCH 4
@@ -58,6 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fprintf(stderr, "fuzz_cache: cannot open a cache in memory: %s\n", err.msg);
         abort();
     }
+    if (!(s->history = cache_history_new()))
+        abort();
     char *copy = malloc(size + 1); /* NUL-terminated topic names, spans for the rest */
     if (!copy)
         abort();
@@ -89,7 +94,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         prefix[pl] = 0;
         tb_code rc;
         tb_error_clear(&err);
-        if (tl > 7 && strcmp(topic + tl - 7, ".schema") == 0) {
+        if (tl > 14 && strcmp(topic + tl - 14, ".schemahistory") == 0) {
+            rc = vlen ? cache_history_add(s->history, value, vlen, &err) : TB_OK;
+        } else if (tl > 7 && strcmp(topic + tl - 7, ".schema") == 0) {
             memcpy(prefix, topic, tl - 7 < sizeof(prefix) ? tl - 7 : 0);
             prefix[tl - 7 < sizeof(prefix) ? tl - 7 : 0] = 0;
             rc = cache_apply_schema(s, prefix, key, klen, vlen ? value : NULL, vlen, no_rewind, NULL, &err);
@@ -108,6 +115,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     tb_error_clear(&err);
     check_rc(cache_store_commit(s, &err), &err, "commit");
+    cache_history_free(s->history);
+    s->history = NULL;
     cache_store_close(s);
     free(copy);
     return 0;

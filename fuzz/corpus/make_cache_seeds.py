@@ -45,7 +45,7 @@ def compact(v):
 
 # Debezium's topics
 for d in sorted((root / "tests/fixtures/debezium").iterdir()):
-    if not d.is_dir():
+    if not d.is_dir() or not (d / "connector.properties").exists():
         continue
     props = dict(l.split("=", 1) for l in (d / "connector.properties").read_text().splitlines() if "=" in l)
     prefix = props["topic.prefix"]
@@ -58,6 +58,17 @@ for d in sorted((root / "tests/fixtures/debezium").iterdir()):
             emit(f"dbz-{d.name}-{table}-{i}", chunk)
             key = chunk[0].split("\t")[1]
             emit(f"dbz-{d.name}-{table}-{i}-tomb", chunk + [f"{topic}\t{key}\t"])
+
+# Debezium's schema history (cache.debezium.history.topic) before the Connect schemas it types
+for d in sorted((root / "tests/fixtures/debezium/history").iterdir()):
+    if not d.is_dir():
+        continue
+    prefix = d.name.replace("-", "_")
+    hist = [f"{prefix}.schemahistory\tNULL\t{l.split(chr(9), 1)[1]}"
+            for l in (d / "schemahistory.tsv").read_text().splitlines() if l]
+    for table in ("t", "k"):
+        rows = [f"{prefix}.fsp.{table}\t{l}" for l in (d / f"{table}.tsv").read_text().splitlines() if l]
+        emit(f"dbz-history-{d.name}-{table}", hist + rows)
 
 # tributary's topics
 for f in sorted((root / "fuzz/corpus/tributary").glob("*.jsonl")):

@@ -248,3 +248,60 @@ Test(cache_connect, micro_timestamp_key_as_tributary_writes_it)
     cache_store_close(s);
     unlink(path);
 }
+
+/* cache_history (Debezium's schema history records): the precision of temporal columns, absent
+ * "length" as fsp 0, quoted ids, the state whose columns are a schema's fields, DROP, bad records. */
+#include "cache_int.h"
+
+static const char *HREC_CREATE =
+    "{\"databaseName\":\"d\",\"ddl\":\"CREATE TABLE ...\",\"tableChanges\":[{\"type\":\"CREATE\","
+    "\"id\":\"\\\"d\\\".\\\"t\\\"\",\"table\":{\"columns\":[{\"name\":\"id\",\"typeName\":\"INT\",\"length\":11},"
+    "{\"name\":\"a\",\"typeName\":\"DATETIME\"},{\"name\":\"b\",\"typeName\":\"DATETIME\",\"length\":1},"
+    "{\"name\":\"c\",\"typeName\":\"TIME\",\"length\":6},{\"name\":\"z\",\"typeName\":\"TIMESTAMP\",\"length\":3}]}}]}";
+static const char *HREC_ALTER =
+    "{\"databaseName\":\"d\",\"tableChanges\":[{\"type\":\"ALTER\",\"id\":\"\\\"d\\\".\\\"t\\\"\",\"table\":"
+    "{\"columns\":[{\"name\":\"id\",\"typeName\":\"INT\"},{\"name\":\"a\",\"typeName\":\"DATETIME\"},"
+    "{\"name\":\"b\",\"typeName\":\"DATETIME\",\"length\":3},{\"name\":\"c\",\"typeName\":\"TIME\",\"length\":6},"
+    "{\"name\":\"z\",\"typeName\":\"TIMESTAMP\",\"length\":3},{\"name\":\"n\",\"typeName\":\"DATETIME\",\"length\":5}]}}]}";
+
+Test(cache_connect, schema_history_fsp)
+{
+    cache_history *h = cache_history_new();
+    tb_error err;
+    const char *set = "{\"ddl\":\"SET character_set_server=utf8mb4\"}";
+    cr_assert_eq(cache_history_add(h, set, strlen(set), &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(cache_history_add(h, HREC_CREATE, strlen(HREC_CREATE), &err), TB_OK, "%s", err.msg);
+    const char *before[] = {"id", "a", "b", "c", "z"}, *after[] = {"id", "a", "b", "c", "z", "n"};
+    cr_expect_eq(cache_history_fsp(h, "d.t", before, 5, "a"), 0, "no length: declared without a precision");
+    cr_expect_eq(cache_history_fsp(h, "d.t", before, 5, "b"), 1);
+    cr_expect_eq(cache_history_fsp(h, "d.t", before, 5, "c"), 6);
+    cr_expect_eq(cache_history_fsp(h, "d.t", before, 5, "z"), 3);
+    cr_expect_eq(cache_history_fsp(h, "d.t", before, 5, "id"), -1, "not a temporal");
+    cr_expect_eq(cache_history_fsp(h, "d.u", before, 5, "a"), -1, "another table");
+    cr_assert_eq(cache_history_add(h, HREC_ALTER, strlen(HREC_ALTER), &err), TB_OK, "%s", err.msg);
+    cr_expect_eq(cache_history_fsp(h, "d.t", after, 6, "b"), 3, "the state after the ALTER");
+    cr_expect_eq(cache_history_fsp(h, "d.t", after, 6, "n"), 5);
+    cr_expect_eq(cache_history_fsp(h, "d.t", before, 5, "b"), 1, "a schema of the columns before the ALTER");
+    const char *other[] = {"id", "q"};
+    cr_expect_eq(cache_history_fsp(h, "d.t", other, 2, "b"), 3, "no state matches: the latest");
+    /* quotes doubled inside a part of the id; a dot in a name */
+    const char *odd = "{\"tableChanges\":[{\"type\":\"CREATE\",\"id\":\"\\\"d.x\\\".\\\"t\\\"\\\"q\\\"\",\"table\":"
+                      "{\"columns\":[{\"name\":\"w\",\"typeName\":\"TIME\",\"length\":2}]}}]}";
+    cr_assert_eq(cache_history_add(h, odd, strlen(odd), &err), TB_OK, "%s", err.msg);
+    const char *w[] = {"w"};
+    cr_expect_eq(cache_history_fsp(h, "d.x.t\"q", w, 1, "w"), 2);
+    /* DROP keeps no state; the earlier ones stay */
+    const char *drop = "{\"tableChanges\":[{\"type\":\"DROP\",\"id\":\"\\\"d\\\".\\\"t\\\"\"}]}";
+    cr_assert_eq(cache_history_add(h, drop, strlen(drop), &err), TB_OK, "%s", err.msg);
+    cr_expect_eq(cache_history_fsp(h, "d.t", after, 6, "n"), 5);
+    /* refused: not JSON, not an object, a bad id, a precision outside 0..6 */
+    const char *bad[] = {"{\"tableChanges\":", "[1]", "{\"tableChanges\":{}}",
+                         "{\"tableChanges\":[{\"type\":\"CREATE\",\"id\":\"d.t\",\"table\":{\"columns\":[]}}]}",
+                         "{\"tableChanges\":[{\"type\":\"CREATE\",\"id\":\"\\\"d\\\".\\\"t\\\"\",\"table\":{\"columns\":"
+                         "[{\"name\":\"a\",\"typeName\":\"TIME\",\"length\":7}]}}]}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_expect_eq(cache_history_add(h, bad[i], strlen(bad[i]), &err), TB_ERR_INVALID, "%s", bad[i]);
+    cr_expect_eq(cache_history_fsp(h, "d.t", before, 5, "b"), 1, "the states read before stay");
+    cr_expect_eq(cache_history_records(h), 5 + 3, "records read (three of the refused ones are objects)");
+    cache_history_free(h);
+}
