@@ -62,16 +62,6 @@ __attribute__((format(printf, 2, 3))) static tb_code bad(tb_error *err, const ch
 
 /* ----------------------------------------------------------- schema records */
 
-static char *dup_str(const cj_val *v, tb_buf *tmp)
-{
-    if (v->type != CJ_STRING)
-        return NULL;
-    tb_buf_reset(tmp);
-    if (cj_str_decode(v->ptr, v->len, tmp) != TB_OK)
-        return NULL;
-    return strdup(tb_buf_cstr(tmp));
-}
-
 /* A number as SQLite reads a signed-number literal: [+-]digits[.digits][e[+-]digits]. */
 static bool sql_number(const char *p)
 {
@@ -246,8 +236,8 @@ static tb_code parse_descriptor(const cj_val *val, cache_table **out, tb_error *
             goto out;
         }
         cache_col *col = &t->cols[t->ncols];
-        col->name = dup_str(&name, &tmp);
-        col->type = dup_str(&type, &tmp);
+        col->name = cj_strdup(&name, &tmp);
+        col->type = cj_strdup(&type, &tmp);
         if (!col->name || !col->type) {
             free(col->name);
             free(col->type);
@@ -259,7 +249,7 @@ static tb_code parse_descriptor(const cj_val *val, cache_table **out, tb_error *
         int64_t scale = -1;
         col->scale = cj_obj_get(&c, "scale", &sc) && cj_int64(&sc, &scale) && scale >= 0 && scale < 128
                          ? (int16_t)scale : -1;
-        char *source_type = cj_obj_get(&c, "source_type", &st) ? dup_str(&st, &tmp) : NULL;
+        char *source_type = cj_obj_get(&c, "source_type", &st) ? cj_strdup(&st, &tmp) : NULL;
         bool is_unsigned = cj_obj_get(&c, "unsigned", &uns) && uns.type == CJ_TRUE;
         col->cls = cache_class_of(col->type, source_type, is_unsigned);
         if (strcmp(col->type, "bit") == 0 && cj_obj_get(&c, "length", &len) && len.len == 1 && len.ptr[0] == '1')
@@ -268,7 +258,7 @@ static tb_code parse_descriptor(const cj_val *val, cache_table **out, tb_error *
         cj_val dv, de;
         if (cj_obj_get(&c, "default", &dv) && dv.type == CJ_STRING &&
             !(cj_obj_get(&c, "default_expr", &de) && de.type == CJ_TRUE)) {
-            char *text = dup_str(&dv, &tmp);
+            char *text = cj_strdup(&dv, &tmp);
             bool oom = !text;
             col->dflt_sql = text ? default_sql(col->type, col->cls, text, &oom) : NULL;
             free(text);

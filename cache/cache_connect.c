@@ -270,12 +270,7 @@ static tb_code remember(char **mem, size_t *len, const cj_val *v, tb_error *err)
 static char *field_name(const cj_val *fs, tb_buf *tmp)
 {
     cj_val n;
-    if (!cj_obj_get(fs, "field", &n) || n.type != CJ_STRING)
-        return NULL;
-    tb_buf_reset(tmp);
-    if (cj_str_decode(n.ptr, n.len, tmp) != TB_OK)
-        return NULL;
-    return strdup(tb_buf_cstr(tmp));
+    return cj_obj_get(fs, "field", &n) ? cj_strdup(&n, tmp) : NULL;
 }
 
 static void set_decoder(cache_col *c, const cx_kind *k)

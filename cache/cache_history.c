@@ -72,17 +72,6 @@ int64_t cache_history_records(const cache_history *h)
     return h ? h->records : 0;
 }
 
-/* The decoded text of a JSON string into a new C string (NULL: not a string, or out of memory). */
-static char *str_of(const cj_val *v, tb_buf *tmp)
-{
-    if (v->type != CJ_STRING)
-        return NULL;
-    tb_buf_reset(tmp);
-    if (cj_str_decode(v->ptr, v->len, tmp) != TB_OK)
-        return NULL;
-    return strdup(tb_buf_cstr(tmp));
-}
-
 /* "\"db\".\"table\"" (Debezium's quoted id; a quote inside a part is doubled) into "db.table". */
 static char *table_of_id(const char *id)
 {
@@ -143,7 +132,7 @@ static tb_code add_change(cache_history *h, const cj_val *ch, tb_buf *tmp, tb_er
     if (!cj_obj_get(ch, "table", &tbl) || tbl.type != CJ_OBJECT || !cj_obj_get(&tbl, "columns", &cols) ||
         cols.type != CJ_ARRAY || !cj_obj_get(ch, "id", &v))
         return tb_error_set(err, TB_ERR_INVALID, false, "a table change without its id, table or columns");
-    char *id = str_of(&v, tmp);
+    char *id = cj_strdup(&v, tmp);
     char *table = id ? table_of_id(id) : NULL;
     free(id);
     if (!table)
@@ -169,12 +158,12 @@ static tb_code add_change(cache_history *h, const cj_val *ch, tb_buf *tmp, tb_er
     while (rc == TB_OK && s->ncols < n && cj_arr_next(&it, &col)) {
         cj_val name, type, len;
         hist_col *c = &s->cols[s->ncols];
-        if (col.type != CJ_OBJECT || !cj_obj_get(&col, "name", &name) || !(c->name = str_of(&name, tmp))) {
+        if (col.type != CJ_OBJECT || !cj_obj_get(&col, "name", &name) || !(c->name = cj_strdup(&name, tmp))) {
             rc = tb_error_set(err, TB_ERR_INVALID, false, "table %s: a column without a name", table);
             break;
         }
         s->ncols++;
-        char *tn = cj_obj_get(&col, "typeName", &type) ? str_of(&type, tmp) : NULL;
+        char *tn = cj_obj_get(&col, "typeName", &type) ? cj_strdup(&type, tmp) : NULL;
         c->temporal = tn && is_temporal(tn);
         free(tn);
         int64_t l = 0;

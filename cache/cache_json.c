@@ -672,3 +672,13 @@ bool cj_int64(const cj_val *v, int64_t *out)
         *out = (int64_t)acc;
     return true;
 }
+
+char *cj_strdup(const cj_val *v, tb_buf *tmp)
+{
+    if (v->type != CJ_STRING)
+        return NULL;
+    tb_buf_reset(tmp);
+    if (cj_str_decode(v->ptr, v->len, tmp) != TB_OK)
+        return NULL;
+    return strdup(tb_buf_cstr(tmp));
+}

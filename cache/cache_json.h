@@ -92,6 +92,9 @@ bool cj_arr_next(cj_iter *it, cj_val *val);
 
 /* Decode a STRING span (or a raw key span) into out (appended). */
 TB_MUST_USE tb_code cj_str_decode(const char *ptr, size_t len, tb_buf *out);
+/* A STRING's decoded text as a new C string (the caller frees; tmp is scratch); NULL when v is
+ * not a string, or out of memory. */
+char *cj_strdup(const cj_val *v, tb_buf *tmp);
 /* Key span equals the plain string s (handles escaped keys). */
 bool cj_key_eq(const char *k, size_t klen, const char *s);
 
