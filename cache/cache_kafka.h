@@ -21,7 +21,7 @@ typedef struct cache_part {
     bool schema;      /* a <prefix>.schema partition (read by the schema consumer) */
     bool assigned;
     bool skip_stale;  /* rewound: ignore the rest of the current fetched batch */
-    int64_t ret_ms;   /* the topic's delete.retention.ms; -1 unknown */
+    int64_t ret_ms;   /* the topic's delete.retention.ms; -1 unknown, -2 not asked yet */
     int64_t fresh_ms; /* the latest write time known of what the cache read of it (cache_run.c,
                        * check_fresh); alive_at when resumed */
     bool checked;     /* resumed, or a replay that reached its end: its gaps are checked */

@@ -211,7 +211,7 @@ static tb_code begin(cache_ctx *c)
 /* ------------------------------------------------------------- assignment */
 
 /* The topic's delete.retention.ms into p->ret_ms (DescribeConfigs; once per topic and run, -1
- * when unknown, with a WARN). */
+ * when unknown, with a WARN; -2 until asked). */
 static void topic_retention(cache_ctx *c, rd_kafka_t *rk, cache_part *p)
 {
     if (!c->ret_topic || strcmp(c->ret_topic, p->topic) != 0) {
@@ -232,6 +232,10 @@ static void topic_retention(cache_ctx *c, rd_kafka_t *rk, cache_part *p)
     p->ret_ms = c->ret_ms;
 }
 
+/* A gap within this of the latest record read is not checked: a delete.retention.ms under a
+ * second keeps no tombstone for any reader, and the topic's setting is asked only when needed. */
+#define CACHE_GAP_FLOOR_MS 1000
+
 /* The tombstone horizon. Kafka removes a tombstone of a compacted topic no sooner than the topic's
  * delete.retention.ms after it was appended. A tombstone the cache never read leaves a gap: the
  * next offset it reads (a record, or the partition's end) is past the one it expected. Such a gap
@@ -248,7 +252,11 @@ static tb_code check_fresh(cache_ctx *c, cache_part *p, bool resumed, bool *repl
 {
     *replay = false;
     int64_t behind = tb_wall_ms() - p->fresh_ms;
-    if (p->schema || !p->checked || p->fresh_ms <= 0 || p->ret_ms < 0 || behind <= p->ret_ms)
+    if (p->schema || !p->checked || p->fresh_ms <= 0 || (!resumed && behind <= CACHE_GAP_FLOOR_MS))
+        return TB_OK;
+    if (p->ret_ms == -2) /* not asked yet: once per topic and run */
+        topic_retention(c, c->rk, p);
+    if (p->ret_ms < 0 || behind <= p->ret_ms)
         return TB_OK;
     char what[96];
     snprintf(what, sizeof what, resumed ? "the cache was stopped for %.1f s" : "the cache fell %.1f s behind it",
@@ -295,7 +303,9 @@ static tb_code assign(cache_ctx *c, rd_kafka_t *rk, rd_kafka_topic_partition_lis
             TB_WARN("cache", "%s [%d]: high watermark unknown: %s", tp->topic, (int)tp->partition,
                     rd_kafka_err2str(ke));
         p->high = ke ? -1 : hi;
-        topic_retention(c, rk, p);
+        p->ret_ms = -2; /* asked when needed: at a resume, or at the first gap (check_fresh) */
+        if (p->next >= 0 && c->alive0 > 0)
+            topic_retention(c, rk, p);
         p->fresh_ms = p->next >= 0 ? c->alive0 : 0;
         p->checked = p->next >= 0;
         p->end_at = p->high;
