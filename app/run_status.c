@@ -26,8 +26,9 @@
 #define RUN_STATUS_EVERY_MS 1000
 #define RUN_KAFKA_WAIT_MS 10000 /* messages waiting this long for an acknowledgement: "waiting for Kafka" */
 
-static void run_sink_counts(run_ctx *r, uint64_t *acked, uint64_t *in_flight)
+static void run_sink_counts(run_ctx *r, uint64_t *acked, uint64_t *in_flight, int64_t *txn_wait)
 {
+    *txn_wait = 0;
     if (!r->sink) {
         *acked = r->events_sent;
         *in_flight = 0;
@@ -37,6 +38,7 @@ static void run_sink_counts(run_ctx *r, uint64_t *acked, uint64_t *in_flight)
     sink_get_stats(r->sink, &st);
     *acked = st.acked;
     *in_flight = st.messages - st.acked;
+    *txn_wait = st.waiting_since_ms;
 }
 
 
@@ -108,8 +110,12 @@ static void run_metrics(run_ctx *r, const app_status *st, int64_t now, uint64_t 
  * of the last acknowledgement, or of the first message waiting), once that is
  * RUN_KAFKA_WAIT_MS or more; else 0. A WARN when the wait begins and an INFO
  * when it ends: the connector waits (librdkafka retries), nothing is lost. */
-static int64_t run_kafka_waiting(run_ctx *r, int64_t now, uint64_t acked, uint64_t in_flight)
+static int64_t run_kafka_waiting(run_ctx *r, int64_t now, uint64_t acked, uint64_t in_flight, int64_t txn_wait)
 {
+    /* exactly.once: the end of a Kafka transaction waits (its coordinator or in-sync replicas are
+     * down), every message of it perhaps acknowledged; the sink WARNs about it */
+    if (txn_wait > 0 && now - txn_wait >= RUN_KAFKA_WAIT_MS)
+        return txn_wait;
     if (in_flight == 0 || acked != r->ack_mark || r->ack_since_ms == 0) {
         if (r->kafka_waiting && (in_flight == 0 || acked != r->ack_mark))
             TB_INFO("run", "Kafka acknowledges writes again after %.1f s", (double)(now - r->ack_since_ms) / 1000.0);
@@ -146,9 +152,10 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
         return;
     double secs = (double)(now - r->last_status_ms) / 1000.0;
     uint64_t acked, in_flight;
-    run_sink_counts(r, &acked, &in_flight);
+    int64_t txn_wait;
+    run_sink_counts(r, &acked, &in_flight, &txn_wait);
     bool down = down_since > 0;
-    int64_t kafka_waiting = run_kafka_waiting(r, now, acked, in_flight);
+    int64_t kafka_waiting = run_kafka_waiting(r, now, acked, in_flight, txn_wait);
     app_status st = {
         .name = cfg_get_str(r->cfg, "name"),
         .state = state,

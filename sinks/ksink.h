@@ -330,6 +330,8 @@ typedef struct ksink_stats {
     uint64_t aborts;         /* exactly.once: Kafka transactions aborted (each one means: resume the
                                 source from ksink_committable(); a retriable error without a new
                                 abort leaves the transaction open, to be committed again later) */
+    int64_t txn_waiting_since_ms; /* exactly.once: wall ms since which committing or aborting the Kafka
+                                     transaction waits for the brokers (a retriable timeout); 0 none */
 } ksink_stats;
 void ksink_get_stats(const ksink *ks, ksink_stats *out);
 

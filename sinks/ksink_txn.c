@@ -34,6 +34,7 @@ static rd_kafka_error_t *ksink_txn_end_wait(ksink *ks, bool commit)
     for (;;) {
         rd_kafka_error_t *kerr = commit ? rd_kafka_commit_transaction(ks->rk, 1000) : rd_kafka_abort_transaction(ks->rk, 1000);
         if (!kerr || !rd_kafka_error_is_retriable(kerr) || (ks->stop && *ks->stop)) {
+            ks->st.txn_waiting_since_ms = 0;
             if (warned && !kerr)
                 TB_INFO("ksink", "%s the Kafka transaction is done after %.1f s of waiting for the brokers", what,
                         (double)(tb_wall_ms() - t0) / 1000.0);
@@ -47,6 +48,8 @@ static rd_kafka_error_t *ksink_txn_end_wait(ksink *ks, bool commit)
             warned = true;
         }
         rd_kafka_error_destroy(kerr);
+        if (!ks->st.txn_waiting_since_ms) /* status, /health and metrics say so (run_status.c) */
+            ks->st.txn_waiting_since_ms = t0;
         if (ks->wait)
             ks->wait(ks->wait_opaque);
     }

@@ -60,7 +60,8 @@ static void k_get_stats(const void *k, sink_stats *out)
 {
     ksink_stats st;
     ksink_get_stats(k, &st);
-    *out = (sink_stats){.messages = st.messages, .acked = st.acked, .oversized = st.oversized, .aborts = st.aborts};
+    *out = (sink_stats){.messages = st.messages, .acked = st.acked, .oversized = st.oversized, .aborts = st.aborts,
+                        .waiting_since_ms = st.txn_waiting_since_ms};
 }
 static void k_close(void *k)
 {

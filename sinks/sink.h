@@ -58,6 +58,8 @@ typedef struct sink_stats {
     uint64_t acked;     /* of them acknowledged */
     uint64_t oversized; /* messages handled by oversize.policy dlq/skip */
     uint64_t aborts;    /* exactly.once: Kafka transactions aborted */
+    int64_t waiting_since_ms; /* wall ms since which ending a Kafka transaction waits for the
+                               * brokers (its messages may all be acknowledged); 0 none */
 } sink_stats;
 
 /* Hooks of the caller, all optional (ksink_set_gate, ksink_set_wait,
