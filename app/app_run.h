@@ -75,6 +75,8 @@ typedef struct run_ctx {
     bool lease_waiting;            /* run_lease_check_slow waits for an unconfirmed lease */
     int64_t kstats_ms;             /* wall time r->kstats (librdkafka's statistics) arrived */
     snap_inc *inc;                 /* owned: incremental snapshots signalled through the binlog */
+    int64_t inc_retry_ms;          /* tb_mono_ms before which no chunk is tried (after a failed one) */
+    unsigned inc_failures;         /* chunks failed in a row on a connection error */
     int64_t last_heartbeat_ms;     /* wall time the idle position last went to the sink */
     /* transaction.topic (run_txmeta.c) */
     bool txmeta;                   /* transaction.topic=true and sink=kafka */
@@ -168,6 +170,20 @@ TB_MUST_USE tb_code run_on_dropped(run_ctx *r, const evt_event *ev, tb_error *er
  * some of the transactions it covers (diverged history) rather than purged
  * them; server: the server's GTID position, for the message. */
 bool run_history_diverged(const cfg *c, const tb_position *stored, tb_buf *server);
+
+/* run_tables.c: call fn until it succeeds, fails in a way a retry cannot mend
+ * (configuration, a refused login, a sink that failed for good), a stop is
+ * requested or source.connect.retry.ms pass (0: one attempt), with the
+ * streaming reconnect's backoff (100 ms doubling up to
+ * source.reconnect.backoff.max.ms). A source that cannot be reached
+ * (TB_ERR_SOURCE, retriable) and Kafka failures are retried. Each failed
+ * attempt is a WARN naming what (an address, a table); the last error is
+ * returned prefixed with it. Start-up uses it for the source and Kafka, the
+ * stream for the catalog queries a statement needs (TRUNCATE's key columns,
+ * a RENAME's new name, the signal of a resnapshot): the source restarting
+ * then holds the stream up instead of stopping it. */
+TB_MUST_USE tb_code run_retry(run_ctx *r, const char *what, tb_code (*fn)(run_ctx *, void *, tb_error *), void *arg,
+                              tb_error *err);
 
 /* run_tables.c: true when the source's catalog has no table db.table now (MySQL/MariaDB:
  * information_schema; SQLite: sqlcap_table_exists); false when it has it or cannot be asked. */

@@ -139,44 +139,6 @@ out:
  * sets r->restart. */
 /* ------------------------------------------------------------ start-up retries */
 
-/* Call fn until it succeeds, fails in a way a retry cannot mend, a stop is
- * requested or source.connect.retry.ms pass (0: one attempt), with the
- * streaming reconnect's backoff (100 ms doubling up to
- * source.reconnect.backoff.max.ms). Each failed attempt is a WARN naming
- * what (the address); the last error is returned prefixed with it. A source
- * that cannot be reached (TB_ERR_SOURCE, retriable) and Kafka failures are
- * retried; configuration problems are not. */
-static tb_code run_start_retry(run_ctx *r, const char *what, tb_code (*fn)(run_ctx *, void *, tb_error *), void *arg,
-                               tb_error *err)
-{
-    int64_t limit = cfg_get_int(r->cfg, "source.connect.retry.ms");
-    int64_t backoff_max = cfg_get_int(r->cfg, "source.reconnect.backoff.max.ms");
-    int64_t deadline = tb_wall_ms() + limit, backoff = 100;
-    for (unsigned attempt = 1;; attempt++) {
-        tb_error_clear(err);
-        tb_code rc = fn(r, arg, err);
-        /* Kafka is retried, but not a sink that failed for good (a refused login, a broker
-         * certificate that does not verify: librdkafka would retry them for ever) */
-        bool again = (rc == TB_ERR_SOURCE && err->retriable) ||
-                     (rc == TB_ERR_KAFKA && !(r->sink && sink_failed(r->sink, NULL) != TB_OK));
-        if (rc == TB_OK || !again)
-            return rc;
-        int64_t now = tb_wall_ms();
-        if (now + backoff > deadline || app_stop_requested)
-            return tb_error_prefix(err, rc, "%s: %s", what,
-                                   limit > 0 ? "not reachable within source.connect.retry.ms: " : "");
-        TB_WARN("run", "%s: attempt %u failed, retrying in %lld ms (for %lld s more, source.connect.retry.ms): %s",
-                what, attempt, (long long)backoff, (long long)((deadline - now) / 1000), err->msg);
-        for (int64_t until = now + backoff; tb_wall_ms() < until && !app_stop_requested;) {
-            struct timespec ts = {0, 20 * 1000000L};
-            nanosleep(&ts, NULL);
-        }
-        if (app_stop_requested)
-            return tb_error_set(err, TB_ERR_STOPPED, false, "stopped while waiting for %s", what);
-        backoff = backoff * 2 > backoff_max ? backoff_max : backoff * 2;
-    }
-}
-
 static tb_code start_preflight(run_ctx *r, void *arg, tb_error *err)
 {
     (void)arg;
@@ -276,7 +238,7 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
     char addr[300];
     snprintf(addr, sizeof addr, "source %s:%lld", cfg_get_str(r->cfg, "source.host"),
              (long long)cfg_get_int(r->cfg, "source.port"));
-    tb_code rc = run_start_retry(r, addr, start_preflight, NULL, err);
+    tb_code rc = run_retry(r, addr, start_preflight, NULL, err);
     size_t ntables = 0;
     if (rc == TB_OK && (rc = snap_check_topics(r->cfg, &ntables, err)) == TB_OK)
         run_warn_unmatched(r, ntables);
@@ -499,7 +461,7 @@ int cmd_run(int argc, char **argv)
         const char *bs = cfg_get_str(r.cfg, "kafka.bootstrap.servers");
         snprintf(kafka_addr, sizeof kafka_addr, "Kafka at %s", bs ? bs : "(kafka.bootstrap.servers not set)");
     }
-    if ((rc = run_start_retry(&r, kafka_addr, start_lease, NULL, &err)) != TB_OK) {
+    if ((rc = run_retry(&r, kafka_addr, start_lease, NULL, &err)) != TB_OK) {
         if (rc == TB_ERR_STOPPED) {
             rc = TB_OK;
             run_write_status(&r, "stopped", NULL, true);
@@ -517,8 +479,8 @@ int cmd_run(int argc, char **argv)
                        "are written", sink_name(r.sink));
     /* the stored position; Kafka is retried at start as the source is (also with file
      * offsets: the sink's first request, before anything is read from the source) */
-    if ((rc = run_start_retry(&r, kafka_addr, start_offsets, &stored, &err)) != TB_OK ||
-        (rc = run_start_retry(&r, kafka_addr, start_kafka, NULL, &err)) != TB_OK)
+    if ((rc = run_retry(&r, kafka_addr, start_offsets, &stored, &err)) != TB_OK ||
+        (rc = run_retry(&r, kafka_addr, start_kafka, NULL, &err)) != TB_OK)
         goto out;
     if (stored.kind != TB_POS_NONE) {
         tb_buf b;

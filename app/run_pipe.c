@@ -83,6 +83,38 @@ static tb_code run_source_next(run_ctx *r, int timeout_ms, evt_event **ev, tb_er
     return r->binlog ? binlog_next(r->binlog, timeout_ms, ev, err) : sqlcap_next(r->sqlite, timeout_ms, ev, err);
 }
 
+/* The next chunk of an incremental snapshot. A chunk that failed on a
+ * connection error (the source restarted or went away for a moment) is tried
+ * again after a pause that doubles up to 30 s, with a WARN, while the binlog
+ * stream goes on (its reader has its own reconnect rules): the snapshot's
+ * state is unchanged by a failed chunk. Other errors stop the run. */
+#define RUN_INC_RETRY_MAX_MS 30000
+static tb_code run_inc_poll(run_ctx *r, tb_error *err)
+{
+    if (r->inc_retry_ms && tb_mono_ms() < r->inc_retry_ms)
+        return TB_OK;
+    tb_code rc = snap_inc_poll(r->inc, err);
+    if (rc == TB_OK) {
+        if (r->inc_failures)
+            TB_INFO("run", "incremental snapshot: the source answers again; chunks go on");
+        r->inc_failures = 0;
+        r->inc_retry_ms = 0;
+        return TB_OK;
+    }
+    if (!err->retriable)
+        return rc;
+    int64_t wait = 500;
+    for (unsigned i = 0; i < r->inc_failures && wait < RUN_INC_RETRY_MAX_MS; i++)
+        wait *= 2;
+    if (wait > RUN_INC_RETRY_MAX_MS)
+        wait = RUN_INC_RETRY_MAX_MS;
+    r->inc_failures++;
+    r->inc_retry_ms = tb_mono_ms() + wait;
+    TB_WARN("run", "incremental snapshot: a chunk failed (%s); trying it again in %lld ms", err->msg, (long long)wait);
+    tb_error_clear(err);
+    return TB_OK;
+}
+
 /* Stream from an open source until stopped or failed. A stop request lets an
  * unfinished source transaction end first (at most RUN_STOP_TX_MS), so that
  * the position committed at shutdown covers everything sent. */
@@ -165,7 +197,7 @@ tb_code run_stream(run_ctx *r, tb_error *err)
         if (r->inc && snap_inc_active(r->inc)) {
             if (r->committed.kind != TB_POS_NONE && (rc = snap_inc_committed(r->inc, &r->committed, err)) != TB_OK)
                 return rc;
-            if ((rc = snap_inc_poll(r->inc, err)) != TB_OK)
+            if ((rc = run_inc_poll(r, err)) != TB_OK)
                 return rc;
         }
         run_write_status(r, "streaming", NULL, false);

@@ -45,10 +45,12 @@
  * ddl.drop.policy=warn.
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "app_run.h"
+#include "tb_cast.h"
 #include "evt_json.h"
 #include "snap_incremental.h"
 #include "sqlcap.h"
@@ -167,6 +169,34 @@ static void stmt_warn(const binlog_stmt *st, const binlog_stmt_table *t)
 
 /* ------------------------------------------------------------ TRUNCATE */
 
+/* The catalog's descriptor of db.table, one attempt of run_retry (which
+ * tries again while the source cannot be reached). */
+typedef struct describe_arg {
+    const char *db, *table;
+    evt_table **out;
+} describe_arg;
+
+static tb_code describe_once(run_ctx *r, void *arg, tb_error *err)
+{
+    describe_arg *a = arg;
+    MYSQL *my = NULL;
+    bool mariadb = false;
+    tb_code rc = snap_sql_connect(r->cfg, &my, &mariadb, err);
+    if (rc == TB_OK)
+        rc = snap_schema_describe(my, r->cfg, a->db, a->table, a->out, err);
+    if (my)
+        snap_sql_release(r->cfg, my);
+    return rc;
+}
+
+static tb_code describe(run_ctx *r, const char *db, const char *table, evt_table **out, tb_error *err)
+{
+    char what[400];
+    snprintf(what, sizeof what, "%s.%s: its description from the source's catalog", db, table);
+    describe_arg a = {db, table, out};
+    return run_retry(r, what, describe_once, &a, err);
+}
+
 /* The table's descriptor: the decoder's (what the sink announced), else
  * the catalog's (not for a dropped table: *out NULL). One reference for the
  * caller. */
@@ -177,13 +207,7 @@ static tb_code trunc_table(run_ctx *r, const binlog_stmt *st, const binlog_stmt_
     *out = t ? evt_table_ref(t) : NULL;
     if (t || st->kind == BINLOG_STMT_DROP || st->kind == BINLOG_STMT_RENAME)
         return TB_OK; /* the old name is gone from the catalog */
-    MYSQL *my = NULL;
-    bool mariadb = false;
-    tb_code rc = snap_sql_connect(r->cfg, &my, &mariadb, err);
-    if (rc == TB_OK)
-        rc = snap_schema_describe(my, r->cfg, bt->db, bt->table, out, err);
-    if (my)
-        snap_sql_release(r->cfg, my);
+    tb_code rc = describe(r, bt->db, bt->table, out, err);
     return rc == TB_OK ? TB_OK : tb_error_prefix(err, rc, "%s.%s: TRUNCATE: its key columns: ", bt->db, bt->table);
 }
 
@@ -262,6 +286,16 @@ static tb_code stmt_truncate_fail(const binlog_stmt *st, const binlog_stmt_table
 
 /* ------------------------------------------------------------ ALTER */
 
+/* One attempt of run_retry at the signal of an incremental snapshot of arg ("db.table"). */
+static tb_code signal_once(run_ctx *r, void *arg, tb_error *err) { return snap_inc_signal(r->cfg, arg, err); }
+
+static tb_code resnapshot_signal(run_ctx *r, const char *name, tb_error *err)
+{
+    char what[400];
+    snprintf(what, sizeof what, "%s: the signal of its incremental snapshot", name);
+    return run_retry(r, what, signal_once, TB_UNCONST(name), err); /* signal_once only reads it */
+}
+
 /* ddl.alter.policy=resnapshot: signal an incremental snapshot of the table
  * (a row in the signalling table, seen in the binlog after the ALTER), so
  * the topic gets every row with the values the ALTER gave it. */
@@ -274,7 +308,7 @@ static tb_code stmt_resnapshot(run_ctx *r, const binlog_stmt *st, const binlog_s
     tb_code rc = tb_buf_printf(&name, "%s.%s", t->db, t->table);
     if (rc != TB_OK)
         rc = tb_error_set(err, rc, false, "out of memory");
-    else if ((rc = snap_inc_signal(r->cfg, tb_buf_cstr(&name), err)) != TB_OK && run_table_gone(r, t->db, t->table)) {
+    else if ((rc = resnapshot_signal(r, tb_buf_cstr(&name), err)) != TB_OK && run_table_gone(r, t->db, t->table)) {
         /* gone since (renamed or dropped further on in the binlog): the
          * statement that took it away is handled when it is read */
         TB_INFO("run", "%s: %s at %s: the table no longer exists under this name (%s); nothing to send again",
@@ -339,16 +373,10 @@ tb_code run_on_dropped(run_ctx *r, const evt_event *ev, tb_error *err)
 static tb_code stmt_renamed(run_ctx *r, const binlog_stmt *st, const binlog_stmt_table *from,
                             const binlog_stmt_table *to, uint64_t *sent, tb_error *err)
 {
-    MYSQL *my = NULL;
-    bool mariadb = false;
     evt_table *d = NULL, *t = NULL;
     tb_error derr;
     tb_error_clear(&derr);
-    tb_code rc = snap_sql_connect(r->cfg, &my, &mariadb, &derr);
-    if (rc == TB_OK)
-        rc = snap_schema_describe(my, r->cfg, to->db, to->table, &d, &derr);
-    if (my)
-        snap_sql_release(r->cfg, my);
+    tb_code rc = describe(r, to->db, to->table, &d, &derr);
     if (rc == TB_ERR_NOMEM)
         return tb_error_set(err, rc, false, "out of memory");
     if (rc != TB_OK) {

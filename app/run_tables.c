@@ -9,10 +9,14 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "app.h"
 #include "app_run.h"
+#include "sink.h"
 #include "snap_sql.h"
 #include "sqlcap.h"
+#include "tb_clock.h"
 #include "tb_log.h"
 
 /* tables.include / tables.exclude (and never the system schemas or the
@@ -112,6 +116,37 @@ static tb_code count_row(void *opaque, char **col, unsigned long *len, unsigned 
     (void)col, (void)len, (void)ncols, (void)err;
     (*(int *)opaque)++;
     return TB_OK;
+}
+
+/* See app_run.h. */
+tb_code run_retry(run_ctx *r, const char *what, tb_code (*fn)(run_ctx *, void *, tb_error *), void *arg, tb_error *err)
+{
+    int64_t limit = cfg_get_int(r->cfg, "source.connect.retry.ms");
+    int64_t backoff_max = cfg_get_int(r->cfg, "source.reconnect.backoff.max.ms");
+    int64_t deadline = tb_wall_ms() + limit, backoff = 100;
+    for (unsigned attempt = 1;; attempt++) {
+        tb_error_clear(err);
+        tb_code rc = fn(r, arg, err);
+        /* Kafka is retried, but not a sink that failed for good (a refused login, a broker
+         * certificate that does not verify: librdkafka would retry them for ever) */
+        bool again = (rc == TB_ERR_SOURCE && err->retriable) ||
+                     (rc == TB_ERR_KAFKA && !(r->sink && sink_failed(r->sink, NULL) != TB_OK));
+        if (rc == TB_OK || !again)
+            return rc;
+        int64_t now = tb_wall_ms();
+        if (now + backoff > deadline || app_stop_requested)
+            return tb_error_prefix(err, rc, "%s: %s", what,
+                                   limit > 0 ? "not reachable within source.connect.retry.ms: " : "");
+        TB_WARN("run", "%s: attempt %u failed, retrying in %lld ms (for %lld s more, source.connect.retry.ms): %s",
+                what, attempt, (long long)backoff, (long long)((deadline - now) / 1000), err->msg);
+        for (int64_t until = now + backoff; tb_wall_ms() < until && !app_stop_requested;) {
+            struct timespec ts = {0, 20 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (app_stop_requested)
+            return tb_error_set(err, TB_ERR_STOPPED, false, "stopped while waiting for %s", what);
+        backoff = backoff * 2 > backoff_max ? backoff_max : backoff * 2;
+    }
 }
 
 bool run_table_gone(run_ctx *r, const char *db, const char *table)

@@ -352,6 +352,11 @@ tb_code snap_inc_poll(snap_inc *si, tb_error *err)
     TB_DEBUG(FAC, "%s chunk %llu: %zu rows read, window %lld..%lld", si->queue[0],
              (unsigned long long)si->chunks + 1, si->nrows, (long long)si->id_lo, (long long)si->id_hi);
 out:
+    if (rc != TB_OK && err && err->retriable && si->my) {
+        /* a connection error (the server restarted, say): the next poll connects anew */
+        mysql_close(si->my);
+        si->my = NULL;
+    }
     free(db);
     free(table);
     return rc;

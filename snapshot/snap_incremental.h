@@ -94,7 +94,10 @@ TB_MUST_USE tb_code snap_inc_observe(snap_inc *si, const evt_event *ev, tb_error
 TB_MUST_USE tb_code snap_inc_next_event(snap_inc *si, evt_event **ev, tb_error *err);
 
 /* If no chunk is in flight and a table is queued: run the next chunk's
- * watermarks and SELECT (a round trip to the source). Cheap otherwise. */
+ * watermarks and SELECT (a round trip to the source). Cheap otherwise. On
+ * an error with err->retriable (the connection failed) the chunk is not in
+ * flight and its connection is closed: a later call connects again and runs
+ * the chunk again (a window opened and never closed is passed over). */
 TB_MUST_USE tb_code snap_inc_poll(snap_inc *si, tb_error *err);
 
 /* The caller committed position p: saves the progress of every finished
