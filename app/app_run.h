@@ -171,6 +171,9 @@ TB_MUST_USE tb_code run_on_dropped(run_ctx *r, const evt_event *ev, tb_error *er
  * them; server: the server's GTID position, for the message. */
 bool run_history_diverged(const cfg *c, const tb_position *stored, tb_buf *server);
 
+/* run_keys.c: the schema record that says db.table was dropped (or renamed away). */
+TB_MUST_USE tb_code run_dropped_record(run_ctx *r, const char *db, const char *table, tb_error *err);
+
 /* run_tables.c: call fn until it succeeds, fails in a way a retry cannot mend
  * (configuration, a refused login, a sink that failed for good), a stop is
  * requested or source.connect.retry.ms pass (0: one attempt), with the
@@ -216,6 +219,17 @@ typedef struct run_keys_at {
     bool any_key;           /* a key of other members than t's key columns is deleted as it is
                                (reconcile), instead of refused (statements) */
 } run_keys_at;
+
+/* run_keys.c: the end of a snapshot taken again after a gap (a purged or
+ * diverged binlog, a SQLite WAL reset, a crash before the first committed
+ * position): every captured table the sink's schema topic describes (not
+ * dropped) that is not in present ("db\0table" keys: the tables the source
+ * has) was dropped or renamed while the connector could not follow the log.
+ * Its topic loses every key (ddl.drop.policy=tombstone) or is left with a
+ * WARN (warn), and gets the schema record that says it was dropped, at at. */
+struct tb_hmap;
+TB_MUST_USE tb_code run_reconcile_vanished(run_ctx *r, const struct tb_hmap *present, const run_keys_at *at,
+                                           tb_error *err);
 /* Delete (delete event and tombstone, at at->pos, in the current source
  * transaction) every key the topic of db.table holds whose digest is not in
  * keep (NULL: every key; ksink_topic_keys). t: the table's descriptor, or

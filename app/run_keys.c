@@ -25,6 +25,7 @@
 #include "snap_incremental.h"
 #include "snap_keys.h"
 #include "tb_clock.h"
+#include "tb_hmap.h"
 #include "tb_kset.h"
 #include "tb_log.h"
 #include "tb_num.h"
@@ -400,6 +401,78 @@ tb_code run_snapkeys_row(run_ctx *r, run_snapkeys *sk, const evt_event *ev, tb_e
     return TB_OK;
 }
 
+tb_code run_dropped_record(run_ctx *r, const char *db, const char *table, tb_error *err)
+{
+    evt_table *t = evt_table_new_dropped(db, table);
+    if (!t)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    tb_code rc = run_announce(r, t, err);
+    evt_table_unref(t);
+    if (rc != TB_OK)
+        return tb_error_prefix(err, rc, "%s.%s: the schema record that says it was dropped: ", db, table);
+    return TB_OK;
+}
+
+/* "db\0table" into k (cleared first). */
+static tb_code table_key(tb_buf *k, const char *db, const char *table)
+{
+    tb_buf_reset(k);
+    tb_code rc = tb_buf_puts(k, db);
+    if (rc == TB_OK)
+        rc = tb_buf_putc(k, 0);
+    if (rc == TB_OK)
+        rc = tb_buf_puts(k, table);
+    return rc;
+}
+
+/* Tables the source lost while the connector could not follow its log. */
+typedef struct vanished_ctx {
+    run_ctx *r;
+    const run_keys_at *at;
+    const tb_hmap *present; /* "db\0table" of the tables the source has */
+    tb_buf k;
+} vanished_ctx;
+
+static tb_code vanished_one(void *opaque, const char *db, const char *table, tb_error *err)
+{
+    vanished_ctx *v = opaque;
+    if (!snap_filter_match(&v->r->filter, db, table))
+        return TB_OK;
+    if (table_key(&v->k, db, table) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    if (tb_hmap_find(v->present, v->k.data, v->k.len))
+        return TB_OK;
+    tb_code rc = TB_OK;
+    if (strcmp(cfg_get_str(v->r->cfg, "ddl.drop.policy"), "tombstone") == 0) {
+        TB_WARN("run", "%s.%s: the schema topic describes it, but the source no longer has it after the %s (dropped "
+                       "or renamed while the connector could not follow the source's log): every key of its topic "
+                       "is deleted and a schema record says it was dropped (ddl.drop.policy=tombstone)",
+                db, table, v->at->what);
+        tb_kset none;
+        tb_kset_init(&none);
+        rc = run_reconcile(v->r, NULL, db, table, &none, v->at, err);
+    } else {
+        TB_WARN("run", "%s.%s: the schema topic describes it, but the source no longer has it after the %s (dropped "
+                       "or renamed while the connector could not follow the source's log): its topic is left as it "
+                       "is (ddl.drop.policy=warn), a schema record says it was dropped",
+                db, table, v->at->what);
+    }
+    if (rc == TB_OK)
+        rc = run_dropped_record(v->r, db, table, err);
+    return rc;
+}
+
+tb_code run_reconcile_vanished(run_ctx *r, const tb_hmap *present, const run_keys_at *at, tb_error *err)
+{
+    if (!sink_has(r->sink, SINK_CAP_TOPICS))
+        return TB_OK;
+    vanished_ctx v = {.r = r, .at = at, .present = present};
+    tb_buf_init(&v.k, 0);
+    tb_code rc = sink_tables_known(r->sink, vanished_one, &v, err);
+    tb_buf_free(&v.k);
+    return rc;
+}
+
 tb_code run_snapkeys_end(run_ctx *r, run_snapkeys *sk, const char *const *dbs, const char *const *tables, size_t n,
                          const tb_position *pos, evt_connector conn, tb_error *err)
 {
@@ -422,6 +495,23 @@ tb_code run_snapkeys_end(run_ctx *r, run_snapkeys *sk, const char *const *dbs, c
         run_keys_at at = {.pos = pos, .conn = conn, .ts_ms = tb_wall_ms(), .what = "snapshot"};
         rc = run_reconcile(r, NULL, dbs[i], tables[i], &none, &at, err);
     }
+    /* tables the schema topic describes that the source lost meanwhile */
+    tb_hmap present;
+    tb_hmap_init(&present);
+    tb_buf k;
+    tb_buf_init(&k, 0);
+    for (size_t i = 0; rc == TB_OK && i < n; i++) {
+        void **v;
+        if (table_key(&k, dbs[i], tables[i]) != TB_OK || tb_hmap_put(&present, k.data, k.len, &v) != TB_OK)
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        else
+            *v = &present;
+    }
+    run_keys_at at = {.pos = pos, .conn = conn, .ts_ms = tb_wall_ms(), .what = "snapshot"};
+    if (rc == TB_OK)
+        rc = run_reconcile_vanished(r, &present, &at, err);
+    tb_buf_free(&k);
+    tb_hmap_free(&present, NULL);
     return rc;
 }
 
@@ -431,12 +521,20 @@ typedef struct sqlkeys_ctx {
     run_ctx *r;
     const run_keys_at *at;
     tb_kset keys;
+    tb_hmap present; /* "db\0table" of every table scanned */
+    tb_buf k;
 } sqlkeys_ctx;
 
 static tb_code sqlkeys_table(void *opaque, evt_table *t, bool end, tb_error *err)
 {
     sqlkeys_ctx *k = opaque;
     tb_code rc = TB_OK;
+    void **v;
+    if (end && (table_key(&k->k, evt_table_db(t), evt_table_name(t)) != TB_OK ||
+                tb_hmap_put(&k->present, k->k.data, k->k.len, &v) != TB_OK))
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    if (end)
+        *v = k;
     if (end && snap_filter_match(&k->r->filter, evt_table_db(t), evt_table_name(t)))
         rc = run_reconcile(k->r, t, evt_table_db(t), evt_table_name(t), &k->keys, k->at, err);
     tb_kset_free(&k->keys);
@@ -459,8 +557,14 @@ tb_code run_reconcile_sqlite(run_ctx *r, const run_keys_at *at, tb_error *err)
         return TB_OK;
     sqlkeys_ctx k = {.r = r, .at = at};
     tb_kset_init(&k.keys);
+    tb_hmap_init(&k.present);
+    tb_buf_init(&k.k, 0);
     tb_code rc = sqlcap_scan_tables(r->sqlite, sqlkeys_table, sqlkeys_row, &k, err);
+    if (rc == TB_OK) /* tables dropped or renamed in the gap */
+        rc = run_reconcile_vanished(r, &k.present, at, err);
     tb_kset_free(&k.keys);
+    tb_hmap_free(&k.present, NULL);
+    tb_buf_free(&k.k);
     return rc;
 }
 

@@ -330,22 +330,9 @@ static tb_code stmt_resnapshot(run_ctx *r, const binlog_stmt *st, const binlog_s
 
 /* ------------------------------------------------------------ schema records */
 
-/* The schema record that says db.table was dropped (or renamed away). */
-static tb_code dropped_record(run_ctx *r, const char *db, const char *table, tb_error *err)
-{
-    evt_table *t = evt_table_new_dropped(db, table);
-    if (!t)
-        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-    tb_code rc = run_announce(r, t, err);
-    evt_table_unref(t);
-    if (rc != TB_OK)
-        return tb_error_prefix(err, rc, "%s.%s: the schema record that says it was dropped: ", db, table);
-    return TB_OK;
-}
-
 static tb_code stmt_dropped(run_ctx *r, const binlog_stmt_table *bt, uint64_t *sent, tb_error *err)
 {
-    tb_code rc = dropped_record(r, bt->db, bt->table, err);
+    tb_code rc = run_dropped_record(r, bt->db, bt->table, err);
     if (rc == TB_OK)
         (*sent)++;
     return rc;
@@ -364,7 +351,7 @@ tb_code run_on_dropped(run_ctx *r, const evt_event *ev, tb_error *err)
                 where.len ? tb_buf_cstr(&where) : "?", DROP_EFFECT);
         tb_buf_free(&where);
     }
-    return dropped_record(r, evt_table_db(t), evt_table_name(t), err);
+    return run_dropped_record(r, evt_table_db(t), evt_table_name(t), err);
 }
 
 /* The schema record of the new name, saying where the table came from

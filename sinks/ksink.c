@@ -473,6 +473,25 @@ static void gone_collect(void *opaque, const char *key, size_t klen)
     json_decref(k);
 }
 
+tb_code ksink_tables_known(ksink *ks, ksink_table_fn fn, void *opaque, tb_error *err)
+{
+    tb_code rc = ksink_schema_ready(ks, err);
+    if (rc != TB_OK)
+        return rc;
+    gone_names g = {.rc = TB_OK};
+    tb_buf_init(&g.names, 0);
+    ksink_schema_seen_each(ks, gone_collect, &g);
+    if ((rc = g.rc) != TB_OK)
+        tb_error_set(err, rc, false, "schema topic %s: out of memory", ks->schema.name);
+    for (size_t at = 0; rc == TB_OK && at < g.names.len;) {
+        const char *db = g.names.data + at, *table = db + strlen(db) + 1;
+        at = (size_t)(table + strlen(table) + 1 - g.names.data);
+        rc = fn(opaque, db, table, err);
+    }
+    tb_buf_free(&g.names);
+    return rc;
+}
+
 tb_code ksink_topics_gone(ksink *ks, ksink_captured_fn captured, ksink_gone_fn gone, void *opaque, tb_error *err)
 {
     if (!cfg_get_bool(ks->c, "topic.create"))

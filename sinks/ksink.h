@@ -190,6 +190,12 @@ TB_MUST_USE tb_code ksink_ready(ksink *ks, tb_error *err);
 typedef bool (*ksink_captured_fn)(void *opaque, const char *db, const char *table);
 typedef tb_code (*ksink_gone_fn)(void *opaque, const char *db, const char *table, const char *topic, tb_error *err);
 TB_MUST_USE tb_code ksink_topics_gone(ksink *ks, ksink_captured_fn captured, ksink_gone_fn gone, void *opaque, tb_error *err);
+/* fn(opaque, db, table) for each table whose latest record in the schema
+ * topic (read once, then kept up to date by this run's records) is not a
+ * dropped one: the tables this connector captured, as far as the topic says.
+ * The first error fn returns ends the walk. */
+typedef tb_code (*ksink_table_fn)(void *opaque, const char *db, const char *table, tb_error *err);
+TB_MUST_USE tb_code ksink_tables_known(ksink *ks, ksink_table_fn fn, void *opaque, tb_error *err);
 
 /* Render e and produce all of its messages (see MESSAGES). Ensures the topic
  * and the schema record first when needed (this can block on the Admin API,

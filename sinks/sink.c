@@ -109,6 +109,11 @@ static tb_code k_topics_gone(void *k, sink_captured_fn captured, sink_gone_fn go
     return ksink_topics_gone(k, captured, gone, opaque, err);
 }
 
+static tb_code k_tables_known(void *k, sink_table_fn fn, void *opaque, tb_error *err)
+{
+    return ksink_tables_known(k, fn, opaque, err);
+}
+
 static const sink_ops kafka_ops = {
     .name = "kafka",
     .caps = SINK_CAP_TOPICS,
@@ -133,6 +138,7 @@ static const sink_ops kafka_ops = {
     .topic_keys = k_topic_keys,
     .key_digest = k_key_digest,
     .topics_gone = k_topics_gone,
+    .tables_known = k_tables_known,
 };
 
 /* ------------------------------------------------------------ stdout */
@@ -331,6 +337,12 @@ tb_code sink_key_digest(sink *s, const evt_event *e, uint64_t *digest, tb_error 
 {
     return sink_has(s, SINK_CAP_TOPICS) ? s->ops->key_digest(s->impl, e, digest, err)
                                         : no_topics(s, "digest a topic key", err);
+}
+
+tb_code sink_tables_known(sink *s, sink_table_fn fn, void *opaque, tb_error *err)
+{
+    return sink_has(s, SINK_CAP_TOPICS) ? s->ops->tables_known(s->impl, fn, opaque, err)
+                                        : no_topics(s, "list the tables of the schema topic", err);
 }
 
 tb_code sink_topics_gone(sink *s, sink_captured_fn captured, sink_gone_fn gone, void *opaque, tb_error *err)

@@ -75,6 +75,7 @@ struct tb_kset;
 typedef tb_code (*sink_key_fn)(void *opaque, const char *key, size_t klen, tb_error *err);
 typedef bool (*sink_captured_fn)(void *opaque, const char *db, const char *table);
 typedef tb_code (*sink_gone_fn)(void *opaque, const char *db, const char *table, const char *topic, tb_error *err);
+typedef tb_code (*sink_table_fn)(void *opaque, const char *db, const char *table, tb_error *err);
 
 typedef struct sink_ops {
     const char *name; /* the `sink` setting that picks it */
@@ -105,6 +106,7 @@ typedef struct sink_ops {
     tb_code (*key_digest)(void *impl, const evt_event *e, uint64_t *digest, tb_error *err);
     tb_code (*topics_gone)(void *impl, sink_captured_fn captured, sink_gone_fn gone, void *opaque,
                            tb_error *err);
+    tb_code (*tables_known)(void *impl, sink_table_fn fn, void *opaque, tb_error *err);
 } sink_ops;
 
 typedef struct sink {
@@ -211,5 +213,8 @@ TB_MUST_USE tb_code sink_topic_keys(sink *s, const evt_table *t, const struct tb
                         tb_error *err);
 TB_MUST_USE tb_code sink_key_digest(sink *s, const evt_event *e, uint64_t *digest, tb_error *err);
 TB_MUST_USE tb_code sink_topics_gone(sink *s, sink_captured_fn captured, sink_gone_fn gone, void *opaque, tb_error *err);
+/* fn for each table the sink's schema topic describes and does not say is
+ * dropped (ksink_tables_known): the tables written to before. */
+TB_MUST_USE tb_code sink_tables_known(sink *s, sink_table_fn fn, void *opaque, tb_error *err);
 
 #endif

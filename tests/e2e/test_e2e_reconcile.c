@@ -9,6 +9,10 @@
  *   inserted while the connector is down, then the binlog holding them is
  *   purged; snapshot.mode=when_needed snapshots again and the deleted rows'
  *   keys are tombstoned. A table emptied while down loses every key.
+ * tables_gone_while_purged: a table renamed and one dropped while the
+ *   connector is down, their statements purged: the snapshot's end deletes
+ *   every key of the old names' topics (ddl.drop.policy=tombstone) and says
+ *   they were dropped.
  * kill_in_reconcile (exactly_once off and on): the same after a purge, with
  *   kill -9 inside the reconcile step: the next run snapshots and reconciles
  *   again, and topic and cache equal the source.
@@ -108,6 +112,67 @@ Test(e2e_reconcile, purged_when_needed, .timeout = 300, .fini = e2e_kill_childre
 Test(e2e_reconcile, purged_when_needed_exactly_once, .timeout = 300, .fini = e2e_kill_children)
 {
     purged_when_needed(true);
+}
+
+/* The st_* helpers of e2e_tables.h over an rc_run (the same fields). */
+static st_run rc_as_st(const rc_run *r)
+{
+    st_run s;
+    memset(&s, 0, sizeof(s));
+    snprintf(s.db, sizeof s.db, "%s", r->db);
+    snprintf(s.dir, sizeof s.dir, "%s", r->dir);
+    snprintf(s.cfg, sizeof s.cfg, "%s", r->cfg);
+    snprintf(s.log, sizeof s.log, "%s", r->log);
+    snprintf(s.status, sizeof s.status, "%s", r->status);
+    snprintf(s.cache, sizeof s.cache, "%s", r->cache);
+    s.pid = r->pid;
+    return s;
+}
+
+/* A table renamed and another dropped while the connector is down, the
+ * binlog holding both statements purged: the snapshot when_needed takes
+ * again reads neither old name. Its end walks the tables the schema topic
+ * describes: both old names' topics lose every key (ddl.drop.policy=
+ * tombstone) and get the record that says dropped; the new name's topic
+ * holds its rows; the cache equals the source and holds no row under the
+ * old names. */
+Test(e2e_reconcile, tables_gone_while_purged, .timeout = 300, .fini = e2e_kill_children)
+{
+    rc_run r;
+    rc_setup(&r, "e2ercgone", "ddl.drop.policy=tombstone\n");
+    static const char *const cols[] = {"id", "v", "n", NULL};
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    rc_table(m, r.db, "t", 60);
+    rc_table(m, r.db, "ren", 30);
+    rc_table(m, r.db, "drp", 20);
+    rc_start(&r, NULL);
+    rc_caught_up(m, &r);
+    rc_stop(&r);
+
+    e2e_sql(m, "RENAME TABLE %s.ren TO %s.ren2", r.db, r.db);
+    e2e_sql(m, "DELETE FROM %s.ren2 WHERE id %% 3 = 0", r.db);
+    e2e_sql(m, "DROP TABLE %s.drp", r.db);
+    e2e_sql(m, "DELETE FROM %s.t WHERE id %% 5 = 0", r.db);
+    rc_purge(m);
+
+    const char *more[] = {"--set", "snapshot.mode=when_needed", NULL};
+    rc_start(&r, more);
+    rc_caught_up(m, &r);
+    rc_stop(&r);
+    cr_expect_eq(rc_log_count(&r, "no longer has it after the snapshot"), 2,
+                 "the two tables gone are not named once each; see %s", r.log);
+    rc_cache_build(&r);
+    rc_assert_equal(&r, m, "t", cols, "id, v, n", true);
+    rc_assert_equal(&r, m, "ren2", cols, "id, v, n", true);
+    st_run s = rc_as_st(&r);
+    st_assert_gone(&s, "ren", cols, false);
+    st_assert_gone(&s, "drp", cols, false);
+    st_expect_dropped(&s, "ren");
+    st_expect_dropped(&s, "drp");
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
 }
 
 /* kill -9 inside the reconcile step (after its first log line, before its result): the
