@@ -39,6 +39,8 @@ app_metrics *app_metrics_new(const char *connector, app_metrics_role role)
     m->run.wal_bytes = m->run.wal_resets = -1;
     m->cache.state = "starting";
     m->cache.remaining = -1;
+    m->verify.state = "starting";
+    atomic_init(&m->scrapes, 0);
     return m;
 }
 
@@ -87,6 +89,9 @@ int app_metrics_table(app_metrics *m, const char *db, const char *table)
     memcpy(name + dl + 1, table, tl + 1);
     t->name = name;
     atomic_init(&t->estimated, -1);
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < 4; j++)
+            atomic_init(&t->vdiff[k][j], -1);
     pthread_mutex_lock(&m->mu);
     m->tabs[n] = t;
     atomic_store(&m->ntabs, n + 1); /* publishes the slot to the HTTP thread */
@@ -159,6 +164,38 @@ void app_metrics_set_cache(app_metrics *m, const app_metrics_cache *v)
     for (size_t i = 0; i < nold; i++)
         free(TB_UNCONST(old[i].topic)); /* the copy made here */
     free(old);
+}
+
+void app_metrics_set_verify(app_metrics *m, const app_metrics_verify *v)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->verify = *v;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void app_metrics_verify_rows(app_metrics *m, int slot, bool cache, uint64_t n)
+{
+    if (!m || slot < 0)
+        return;
+    _Atomic uint64_t *c = &m->tabs[slot]->vrows[cache];
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
+}
+
+void app_metrics_verify_result(app_metrics *m, int slot, bool cache, uint64_t missing, uint64_t extra,
+                               uint64_t different, uint64_t in_flight)
+{
+    if (!m || slot < 0)
+        return;
+    const uint64_t v[4] = {missing, extra, different, in_flight};
+    for (int j = 0; j < 4; j++)
+        atomic_store_explicit(&m->tabs[slot]->vdiff[cache][j], (int64_t)v[j], memory_order_relaxed);
+}
+
+uint64_t app_metrics_scrapes(const app_metrics *m)
+{
+    return m ? atomic_load(&m->scrapes) : 0;
 }
 
 void app_metrics_set_kafka_stats_interval(app_metrics *m, int64_t interval_ms)
@@ -334,12 +371,80 @@ static const char *const app_metrics_states[] = {"starting", "snapshot", "stream
 static const char *const app_metrics_cache_states[] = {"starting", "catching_up", "caught_up", "stopped", "failed",
                                                        NULL};
 static const char *const app_metrics_ops[] = {"c", "u", "d", "r"};
+static const char *const app_metrics_verify_states[] = {"starting", "waiting", "comparing", "repairing", "done",
+                                                        "failed", NULL};
+static const char *const app_metrics_against[] = {"topics", "cache"};
+
+/* name{connector,table,against="..."}: the start of a verify sample of table t. */
+static void verify_sample(tb_buf *out, const app_metrics *m, const char *name, const app_metrics_tab *t, int against)
+{
+    sample_begin(out, m, name);
+    tb_buf_puts(out, ",table=\"");
+    put_label_value(out, t->name);
+    tb_buf_printf(out, "\",against=\"%s\"", app_metrics_against[against]);
+}
+
+/* The series of `tributary verify` (docs/metrics.md). */
+static void render_verify(tb_buf *out, const app_metrics *m, const app_metrics_verify *v, size_t n)
+{
+    family(out, "tributary_verify_state", "gauge", "1 for verify's current state, 0 for the others.");
+    for (size_t i = 0; app_metrics_verify_states[i]; i++) {
+        sample_begin(out, m, "tributary_verify_state");
+        tb_buf_printf(out, ",state=\"%s\"} %d\n", app_metrics_verify_states[i],
+                      strcmp(v->state, app_metrics_verify_states[i]) == 0);
+    }
+    family(out, "tributary_verify_passes_total", "counter",
+           "Passes run (a consistent read of the source compared with the other side), against topics or the "
+           "cache.");
+    for (int k = 0; k < 2; k++) {
+        sample_begin(out, m, "tributary_verify_passes_total");
+        tb_buf_printf(out, ",against=\"%s\"} %llu\n", app_metrics_against[k], (unsigned long long)v->passes[k]);
+    }
+    gauge_i(out, m, "tributary_verify_connector_behind",
+            "1 when the connector's committed position did not reach a source read's position within --wait-ms.",
+            v->behind);
+    family(out, "tributary_verify_rows_total", "counter",
+           "Source rows compared, by table and against (topics, cache), all passes together.");
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++) {
+            if (atomic_load_explicit(&m->tabs[i]->vdiff[k][0], memory_order_relaxed) < 0 &&
+                atomic_load_explicit(&m->tabs[i]->vrows[k], memory_order_relaxed) == 0)
+                continue; /* not compared on that side */
+            verify_sample(out, m, "tributary_verify_rows_total", m->tabs[i], k);
+            tb_buf_printf(out, "} %llu\n",
+                          (unsigned long long)atomic_load_explicit(&m->tabs[i]->vrows[k], memory_order_relaxed));
+        }
+    family(out, "tributary_verify_differences", "gauge",
+           "Keys that differ in the table's latest pass, by kind: missing (in the source, not the other side), "
+           "extra (the reverse), different.");
+    static const char *const kinds[] = {"missing", "extra", "different"};
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < 3; j++) {
+                int64_t d = atomic_load_explicit(&m->tabs[i]->vdiff[k][j], memory_order_relaxed);
+                if (d < 0)
+                    continue;
+                verify_sample(out, m, "tributary_verify_differences", m->tabs[i], k);
+                tb_buf_printf(out, ",kind=\"%s\"} %lld\n", kinds[j], (long long)d);
+            }
+    family(out, "tributary_verify_in_flight_keys", "gauge",
+           "Keys changed after the source read of the table's latest pass: not compared, not differences.");
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++) {
+            int64_t d = atomic_load_explicit(&m->tabs[i]->vdiff[k][3], memory_order_relaxed);
+            if (d < 0)
+                continue;
+            verify_sample(out, m, "tributary_verify_in_flight_keys", m->tabs[i], k);
+            tb_buf_printf(out, "} %lld\n", (long long)d);
+        }
+}
 
 tb_code app_metrics_render(app_metrics *m, tb_buf *out)
 {
     pthread_mutex_lock(&m->mu);
     app_metrics_run run = m->run;
     app_metrics_cache cache = m->cache;
+    app_metrics_verify verify = m->verify;
     char *kjs = m->kafka_json ? strdup(m->kafka_json) : NULL;
     pthread_mutex_unlock(&m->mu);
     size_t n = atomic_load(&m->ntabs);
@@ -347,6 +452,11 @@ tb_code app_metrics_render(app_metrics *m, tb_buf *out)
     gauge_i(out, m, "tributary_start_time_seconds", "Start time of the process since the Unix epoch.",
             m->started_ms / 1000);
     gauge_i(out, m, "tributary_process_resident_memory_bytes", "Resident set size of the process.", rss_bytes());
+    if (m->role == APP_METRICS_VERIFY) {
+        render_verify(out, m, &verify, n);
+        free(kjs);
+        return tb_buf_putc(out, '\0') == TB_OK ? (out->len--, TB_OK) : TB_ERR_NOMEM;
+    }
     if (m->role == APP_METRICS_CACHE) {
         family(out, "tributary_cache_state", "gauge", "1 for the cache consumer's current state, 0 for the others.");
         for (size_t i = 0; app_metrics_cache_states[i]; i++) {
@@ -490,10 +600,15 @@ tb_code app_metrics_render(app_metrics *m, tb_buf *out)
 int app_metrics_health(app_metrics *m, int64_t now_ms, tb_buf *out)
 {
     pthread_mutex_lock(&m->mu);
-    const char *state = m->role == APP_METRICS_CACHE ? m->cache.state : m->run.state;
+    const char *state = m->role == APP_METRICS_CACHE    ? m->cache.state
+                        : m->role == APP_METRICS_VERIFY ? m->verify.state
+                                                        : m->run.state;
     bool healthy = true, active = true;
     char reason[600] = "";
-    if (m->role == APP_METRICS_CACHE) {
+    if (m->role == APP_METRICS_VERIFY) {
+        if (strcmp(state, "failed") == 0)
+            healthy = false, snprintf(reason, sizeof reason, "failed");
+    } else if (m->role == APP_METRICS_CACHE) {
         if (strcmp(state, "failed") == 0)
             healthy = false, snprintf(reason, sizeof reason, "failed");
         else if (strcmp(state, "stopped") == 0)

@@ -1,6 +1,7 @@
 /*
- * app_metrics: the metrics registry and the HTTP endpoint of `tributary run`
- * and `tributary cache`, on for metrics.listen=HOST:PORT (off when unset).
+ * app_metrics: the metrics registry and the HTTP endpoint of `tributary run`,
+ * `tributary cache` and `tributary verify`, on for metrics.listen=HOST:PORT
+ * (off when unset).
  *
  * ENDPOINT (libmicrohttpd, its own thread, bound where metrics.listen says):
  *   GET /metrics  Prometheus text exposition format 0.0.4. Every name starts
@@ -12,6 +13,8 @@
  *                 "reason" otherwise: "source down since <time>", "kafka
  *                 unreachable", "failed: <error>", "starting", "stopping",
  *                 "standby" (healthy, not active). A snapshot is healthy.
+ *                 cache and verify: 503 "failed" once they failed, cache
+ *                 also "stopping" once it stopped.
  * Other paths 404, other methods 405.
  *
  * THREADS AND COST. One thread (the run or cache loop) writes; the HTTP
@@ -38,7 +41,7 @@
 
 typedef struct app_metrics app_metrics;
 
-typedef enum app_metrics_role { APP_METRICS_RUN, APP_METRICS_CACHE } app_metrics_role;
+typedef enum app_metrics_role { APP_METRICS_RUN, APP_METRICS_CACHE, APP_METRICS_VERIFY } app_metrics_role;
 
 /* Start the endpoint when metrics.listen is set (*out = NULL and TB_OK when
  * it is not). TB_ERR_CONFIG for a listen address that does not parse or a
@@ -114,6 +117,26 @@ typedef struct app_metrics_cache {
     size_t nparts;
 } app_metrics_cache;
 void app_metrics_set_cache(app_metrics *m, const app_metrics_cache *v);
+
+/* ---- tributary verify (the writer: the command's thread) */
+
+typedef struct app_metrics_verify {
+    const char *state;    /* static string: "starting", "waiting" (for the connector's position),
+                             "comparing", "repairing", "done", "failed" */
+    uint64_t passes[2];   /* passes run against topics [0] and against the cache [1] */
+    bool behind;          /* a pass's connector position did not reach its source read's in --wait-ms */
+} app_metrics_verify;
+void app_metrics_set_verify(app_metrics *m, const app_metrics_verify *v);
+/* n more source rows of the table in slot (app_metrics_table) compared
+ * against topics (cache false) or the cache (tributary_verify_rows_total). */
+void app_metrics_verify_rows(app_metrics *m, int slot, bool cache, uint64_t n);
+/* The outcome of the table's latest pass against topics or the cache:
+ * keys missing, extra, different, and changed during the read (in flight). */
+void app_metrics_verify_result(app_metrics *m, int slot, bool cache, uint64_t missing, uint64_t extra,
+                               uint64_t different, uint64_t in_flight);
+/* GET /metrics requests answered so far (a verify that lingers after its
+ * end waits for one). 0 when m is NULL. */
+uint64_t app_metrics_scrapes(const app_metrics *m);
 
 /* librdkafka's statistics JSON (copied; parsed at scrape time). */
 void app_metrics_set_kafka_stats(app_metrics *m, const char *json, size_t len);

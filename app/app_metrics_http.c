@@ -257,6 +257,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     } else if (strcmp(url, "/metrics") == 0 && get) {
         if (app_metrics_render(m, &b) == TB_OK) {
             rc = respond(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &b);
+            *req = (void *)2; /* counted in on_completed once the body is sent */
         } else { /* out of memory: a cut exposition would read as series gone */
             tb_buf_reset(&b);
             tb_buf_puts(&b, "out of memory rendering the metrics\n");
@@ -274,6 +275,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     tb_buf_free(&b);
     return rc;
+}
+
+/* A request ended: a /metrics body sent whole counts as a scrape (app_metrics_scrapes). */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req, enum MHD_RequestTerminationCode toe)
+{
+    (void)conn;
+    app_metrics *m = cls;
+    if (req && *req == (void *)2 && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        atomic_fetch_add(&m->scrapes, 1);
 }
 
 tb_code app_metrics_start(const cfg *c, app_metrics_role role, app_metrics **out, tb_error *err)
@@ -345,7 +355,8 @@ tb_code app_metrics_start(const cfg *c, app_metrics_role role, app_metrics **out
                                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_SOCK_ADDR, &ss,
                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)APP_HTTP_IDLE_S, MHD_OPTION_CONNECTION_LIMIT,
                                 (unsigned)APP_HTTP_MAX, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
-                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768, MHD_OPTION_END);
+                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768, MHD_OPTION_NOTIFY_COMPLETED,
+                                on_completed, m, MHD_OPTION_END);
     if (!m->httpd) {
         app_metrics_stop(m);
         return tb_error_set(err, TB_ERR_IO, false,

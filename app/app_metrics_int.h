@@ -17,6 +17,8 @@ typedef struct app_metrics_tab {
     _Atomic uint64_t ops[4];     /* events by op: c, u, d, r (written by the loop only) */
     _Atomic uint64_t skipped[APP_METRICS_NSKIP]; /* events not sent, by app_metrics_skip reason */
     _Atomic int64_t estimated;   /* snapshot row estimate, -1 unknown */
+    _Atomic uint64_t vrows[2];   /* verify: source rows compared, against topics [0] and the cache [1] */
+    _Atomic int64_t vdiff[2][4]; /* verify: the latest pass's missing, extra, different, in flight; -1 none yet */
 } app_metrics_tab;
 
 struct app_metrics {
@@ -29,6 +31,8 @@ struct app_metrics {
     app_metrics_run run;         /* run.error unused: see error */
     char *error;
     app_metrics_cache cache;     /* cache.parts: lags below */
+    app_metrics_verify verify;
+    _Atomic uint64_t scrapes;    /* GET /metrics answered (written by the HTTP thread) */
     app_metrics_lag *lags;       /* owned copies (topic strings too) */
     size_t nlags;
     char *kafka_json;            /* librdkafka statistics, NUL-terminated, or NULL */

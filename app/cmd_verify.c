@@ -28,6 +28,7 @@
  *  encoding, without schemas.
  */
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "app_metrics.h"
 #include "ksink.h"
 #include "tb_clock.h"
 #include "tb_hmap.h"
@@ -48,7 +50,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: tributary verify --config FILE [--tables REGEX] [--against topics|cache|both] [--json]\n"
-            "                        [--show N] [--wait-ms MS] [--cache PATH] [--repair] [--set key=value]...\n"
+            "                        [--show N] [--wait-ms MS] [--cache PATH] [--repair] [--metrics-linger-ms MS]\n"
+            "                        [--set key=value]...\n"
             "\n"
             "Compares every captured table of the source (one consistent read) with its topic read as a\n"
             "table (the last record per key; tombstones delete) and/or with its table in the cache, row\n"
@@ -64,6 +67,14 @@ static void usage(FILE *out)
             "  --cache PATH     the cache file (default: cache.path)\n"
             "  --repair         write the upserts and tombstones that make each topic equal the source,\n"
             "                   through the Kafka sink, then compare again (the report is that comparison's)\n"
+            "  --metrics-linger-ms MS  with metrics.listen: after the report, keep serving /metrics until one\n"
+            "                   scrape has read the final values, at most MS (default 0: stop at once)\n"
+            "\n"
+            "With metrics.listen=HOST:PORT, /metrics and /health are served while verify runs:\n"
+            "tributary_verify_state{state}, tributary_verify_passes_total{against},\n"
+            "tributary_verify_connector_behind, tributary_verify_rows_total{table,against},\n"
+            "tributary_verify_differences{table,against,kind} (missing, extra, different: the latest pass),\n"
+            "tributary_verify_in_flight_keys{table,against} (docs/metrics.md).\n"
             "\n"
             "Exit status: 0 equal, 1 differences, 2 usage or configuration error, 3 the source or Kafka\n"
             "could not be read (or another failure stopped the comparison).\n");
@@ -83,6 +94,7 @@ typedef struct vtab {
     uint64_t rows;            /* source rows compared (first pass) */
     uint64_t count[3];        /* by vkind */
     uint64_t inflight;        /* keys changed after the source read: not compared */
+    int mslot;                /* the table's metrics slot, -1 none */
     vkeys diff;               /* keys that differed in the last pass */
     vsample *samples[3];
     size_t nsamples[3];
@@ -108,7 +120,17 @@ typedef struct vrun {
     const tb_position *at;    /* the source read's position of the current pass */
     ksink *repair;            /* --repair: the sink a repair pass writes through */
     uint64_t upserts, tombstones; /* what the repair pass wrote */
+    app_metrics *metrics;     /* NULL without metrics.listen */
+    app_metrics_verify *mv;   /* the command's verify gauges, shared by its runs */
+    size_t mem_max;           /* verify.memory.max.bytes: the digest map's bound */
 } vrun;
+
+/* verify's state and passes, as /metrics shows them. */
+static void set_state(vrun *r, const char *state)
+{
+    r->mv->state = state;
+    app_metrics_set_verify(r->metrics, r->mv);
+}
 
 static void samples_free(vtab *t)
 {
@@ -179,28 +201,52 @@ typedef struct vpass {
     const vkeys *only;  /* keys of this pass (NULL: all) */
     vkeys next;         /* keys that differ in this pass */
     vmap map;
+    vspill *spill;      /* the table is compared in hash partitions on disk (verify.h, MEMORY) */
     tb_hmap store;      /* key bytes -> stored (re-check passes) */
     uint64_t rows;
+    uint64_t reported;  /* rows already added to tributary_verify_rows_total */
     uint64_t count[3];
     uint64_t inflight;
     evt_rendered rend;
     int64_t last_progress;
 } vpass;
 
-static tb_code on_target(void *opaque, const char *key, size_t klen, const char *row, size_t rlen, bool late,
-                         bool tombstone, tb_error *err)
+/* The map is full: the table goes on in hash partitions on disk, the map's keys first. */
+static tb_code start_spill(vpass *p, tb_error *err)
+{
+    tb_code rc = vspill_open(0, &p->spill, err);
+    for (size_t i = 0; rc == TB_OK && i < p->map.cap; i++)
+        if (p->map.slots[i].khash)
+            rc = vspill_target(p->spill, p->map.slots[i].khash, p->map.slots[i].vdig, err);
+    TB_INFO("verify", "%s.%s (%s): more keys than verify.memory.max.bytes=%zu holds in memory (%zu): compared in "
+            "hash partitions on disk", p->t->db, p->t->table, p->r->against, p->map.max_bytes, p->map.n);
+    vmap_free(&p->map);
+    return rc;
+}
+
+static tb_code on_target(void *opaque, const vtarget_rec *rec, tb_error *err)
 {
     vpass *p = opaque;
+    const char *key = rec->key, *row = rec->row;
+    size_t klen = rec->klen, rlen = rec->rlen;
     uint64_t h = vmap_hash(key, klen);
     if (p->only && !vkeys_has(p->only, h))
         return TB_OK;
+    /* the delete event before a tombstone said where the delete is */
+    uint64_t word = rec->tombstone ? VMAP_TOMB
+                                   : (row ? vmap_digest(row, rlen) | VMAP_LIVE : 0) | (rec->late ? VMAP_LATE : 0);
+    if (p->spill)
+        return vspill_target(p->spill, h, word, err);
+    if (!p->map.cap && rec->total && vmap_reserve(&p->map, rec->total) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory for the keys of the other side");
     vmap_slot *s = vmap_put(&p->map, h);
+    if (!s && p->map.full) {
+        tb_code rc = start_spill(p, err);
+        return rc == TB_OK ? vspill_target(p->spill, h, word, err) : rc;
+    }
     if (!s)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory for the keys of the other side");
-    if (tombstone)
-        s->vdig &= VMAP_LATE; /* the delete event before it said where the delete is */
-    else
-        s->vdig = (row ? vmap_digest(row, rlen) | VMAP_LIVE : 0) | (late ? VMAP_LATE : 0);
+    vmap_apply(s, word);
     if (p->only) {
         void **v;
         if (tb_hmap_put(&p->store, key, klen, &v) != TB_OK)
@@ -250,10 +296,41 @@ static tb_code repair_row(vpass *p, const evt_event *e, tb_error *err)
     return rc;
 }
 
+/* What a source row's verdict means: in flight, or a difference (with the
+ * row's key and image when e is given, else by hash alone: a first pass
+ * in hash partitions keeps no bytes). */
+static tb_code judged(vpass *p, vverdict v, uint64_t h, const evt_msg *m, const evt_event *e, tb_error *err)
+{
+    tb_code rc;
+    switch (v) {
+    case VV_EQUAL:
+        return TB_OK;
+    case VV_LATE:
+        p->inflight++;
+        return vkeys_add(&p->next, h) == TB_OK ? TB_OK : tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    default:
+        rc = difference(p, v == VV_MISSING ? VK_MISSING : VK_DIFFERENT, h, m ? m->key : NULL, m ? m->key_len : 0,
+                        m ? m->value : NULL, m ? m->value_len : 0, err);
+        return rc == TB_OK && e ? repair_row(p, e, err) : rc;
+    }
+}
+
+/* Debezium's snapshot and stream forms differ for FLOAT and TIMESTAMP (DESIGN 5a): the row
+ * rendered in its other form (left in p->rend; render the first form again to use it). */
+static tb_code render_other_form(vpass *p, evt_event *e, tb_error *err)
+{
+    evt_snapshot_flag f = evt_event_snapshot(e);
+    evt_event_set_snapshot(e, f == EVT_SNAPSHOT_FALSE ? EVT_SNAPSHOT_TRUE : EVT_SNAPSHOT_FALSE);
+    tb_code rc = evt_render(&p->r->orow, e, &p->rend, err);
+    evt_event_set_snapshot(e, f);
+    return rc;
+}
+
 /* One source row: its key and row image as the connector writes them, looked up. */
 static tb_code on_source_row(vpass *p, evt_event *e, tb_error *err)
 {
     const evt_codec_opts *o = &p->r->orow;
+    bool two_forms = p->r->dbz && !p->r->cache;
     tb_code rc = evt_render(o, e, &p->rend, err);
     if (rc != TB_OK)
         return rc;
@@ -262,44 +339,41 @@ static tb_code on_source_row(vpass *p, evt_event *e, tb_error *err)
     if (p->only && !vkeys_has(p->only, h))
         return TB_OK;
     p->rows++;
-    vmap_slot *s = vmap_find(&p->map, h);
-    if (s && (s->vdig & VMAP_LATE)) { /* changed after the read: judged in the next pass */
-        s->vdig |= VMAP_SEEN;
-        p->inflight++;
-        return vkeys_add(&p->next, h) == TB_OK ? TB_OK : tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-    }
-    if (!s || !(s->vdig & VMAP_LIVE)) {
-        if ((rc = difference(p, VK_MISSING, h, m->key, m->key_len, m->value, m->value_len, err)) != TB_OK)
+    uint64_t d1 = vmap_digest(m->value, m->value_len);
+    if (p->spill) { /* compared later, in its partition */
+        if (two_forms && (rc = render_other_form(p, e, err)) != TB_OK)
             return rc;
-        return repair_row(p, e, err);
+        return vspill_source(p->spill, h, d1, two_forms ? vmap_digest(m->value, m->value_len) : 0, err);
     }
-    s->vdig |= VMAP_SEEN;
-    if (vmap_digest(m->value, m->value_len) == vmap_dig(s))
-        return TB_OK;
-    if (p->r->dbz && !p->r->cache) {
-        /* Debezium's snapshot and stream forms differ for FLOAT and TIMESTAMP (DESIGN 5a) */
-        evt_snapshot_flag f = evt_event_snapshot(e);
-        evt_event_set_snapshot(e, f == EVT_SNAPSHOT_FALSE ? EVT_SNAPSHOT_TRUE : EVT_SNAPSHOT_FALSE);
-        rc = evt_render(o, e, &p->rend, err);
-        evt_event_set_snapshot(e, f);
-        if (rc != TB_OK)
+    vmap_slot *s;
+    vverdict v = vmap_judge(&p->map, h, d1, &s);
+    if (v == VV_DIFFERENT && two_forms) {
+        if ((rc = render_other_form(p, e, err)) != TB_OK)
             return rc;
         if (vmap_digest(m->value, m->value_len) == vmap_dig(s))
             return TB_OK;
         if ((rc = evt_render(o, e, &p->rend, err)) != TB_OK)
             return rc;
     }
-    if ((rc = difference(p, VK_DIFFERENT, h, m->key, m->key_len, m->value, m->value_len, err)) != TB_OK)
-        return rc;
-    return repair_row(p, e, err);
+    return judged(p, v, h, m, e, err);
 }
 
-/* The keys the other side holds and no source row visited. */
-static tb_code extras(vpass *p, tb_error *err)
+/* A source row of a table compared in hash partitions, against its partition's map. */
+static tb_code on_spilled_row(void *opaque, vmap *map, uint64_t h, uint64_t d1, uint64_t d2, tb_error *err)
 {
-    tb_code rc = TB_OK;
-    for (size_t i = 0; rc == TB_OK && i < p->map.cap; i++) {
-        const vmap_slot *s = &p->map.slots[i];
+    vpass *p = opaque;
+    vmap_slot *s;
+    vverdict v = vmap_judge(map, h, d1, &s);
+    if (v == VV_DIFFERENT && d2 && d2 == vmap_dig(s))
+        v = VV_EQUAL;
+    return judged(p, v, h, NULL, NULL, err);
+}
+
+/* The keys of map that the other side holds and no source row visited. */
+static tb_code extras_in(vpass *p, const vmap *map, tb_error *err)
+{
+    for (size_t i = 0; i < map->cap; i++) {
+        const vmap_slot *s = &map->slots[i];
         if (!s->khash || (s->vdig & VMAP_SEEN))
             continue;
         if (s->vdig & VMAP_LATE)
@@ -311,8 +385,20 @@ static tb_code extras(vpass *p, tb_error *err)
         if (vkeys_add(&p->next, s->khash) != TB_OK)
             return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     }
-    if (!p->only)
-        return TB_OK;
+    return TB_OK;
+}
+
+/* The end of a hash partition: its extras. */
+static tb_code on_spilled_end(void *opaque, vmap *map, tb_error *err) { return extras_in(opaque, map, err); }
+
+/* The keys the other side holds and no source row visited (a table in hash
+ * partitions: partition by partition, from its files). */
+static tb_code extras(vpass *p, tb_error *err)
+{
+    tb_code rc = p->spill ? vspill_join(p->spill, &p->map, on_spilled_row, on_spilled_end, p, err)
+                          : extras_in(p, &p->map, err);
+    if (rc != TB_OK || !p->only)
+        return rc;
     const char *key;
     size_t klen;
     void *v;
@@ -361,6 +447,7 @@ static tb_code wait_connector(vrun *r, const tb_position *p, const tb_position *
     tb_position_init(&cp);
     int64_t deadline = tb_mono_ms() + r->wait_ms;
     tb_code rc;
+    set_state(r, "waiting");
     for (;;) {
         if ((rc = committed(r->c, &cp, err)) != TB_OK)
             break;
@@ -379,12 +466,14 @@ static tb_code wait_connector(vrun *r, const tb_position *p, const tb_position *
             tb_buf_free(&a);
             tb_buf_free(&b);
             r->lagging = true;
+            r->mv->behind = true;
             break;
         }
         struct timespec ts = {0, VERIFY_POLL_MS * 1000000L};
         nanosleep(&ts, NULL);
     }
     tb_position_free(&cp);
+    set_state(r, r->repair ? "repairing" : "comparing");
     return rc;
 }
 
@@ -406,6 +495,7 @@ static tb_code tabs_from_source(vrun *r, vsrc *s, tb_error *err)
             return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         }
         t->topic = topic.data; /* owned now */
+        t->mslot = app_metrics_table(r->metrics, db, table);
     }
     return TB_OK;
 }
@@ -421,6 +511,8 @@ static long find_tab(const vrun *r, const evt_table *et)
 static void pass_free(vpass *p)
 {
     vmap_free(&p->map);
+    vspill_close(p->spill);
+    p->spill = NULL;
     tb_hmap_free(&p->store, free);
     vkeys_free(&p->next);
     evt_rendered_free(&p->rend);
@@ -434,6 +526,8 @@ static tb_code table_begin(vrun *r, vpass *p, size_t i, bool recheck, tb_error *
     p->t = &r->tabs[i];
     evt_rendered_init(&p->rend);
     vmap_init(&p->map);
+    /* a re-check pass holds only the keys that differed, with their bytes: not bounded (verify.h) */
+    p->map.max_bytes = recheck ? 0 : r->mem_max;
     tb_hmap_init(&p->store);
     if (recheck) {
         vkeys_sort(&p->t->diff);
@@ -449,6 +543,7 @@ static tb_code table_end(vrun *r, vpass *p, bool recheck, tb_error *err)
 {
     tb_code rc = extras(p, err);
     vtab *t = p->t;
+    app_metrics_verify_rows(r->metrics, t->mslot, r->cache, p->rows - p->reported);
     if (rc == TB_OK) {
         if (!recheck)
             t->rows = p->rows;
@@ -461,6 +556,8 @@ static tb_code table_end(vrun *r, vpass *p, bool recheck, tb_error *err)
         t->diff = p->next;
         t->diff.overflow = overflow;
         memset(&p->next, 0, sizeof(p->next));
+        app_metrics_verify_result(r->metrics, t->mslot, r->cache, t->count[VK_MISSING], t->count[VK_EXTRA],
+                                  t->count[VK_DIFFERENT], t->inflight);
     }
     if (r->tty)
         fprintf(stderr, "\r\033[K");
@@ -470,10 +567,13 @@ static tb_code table_end(vrun *r, vpass *p, bool recheck, tb_error *err)
 
 static void progress(vrun *r, vpass *p)
 {
-    if (!r->tty || tb_mono_ms() - p->last_progress < 1000)
+    if ((!r->tty && !r->metrics) || tb_mono_ms() - p->last_progress < 1000)
         return;
     p->last_progress = tb_mono_ms();
-    fprintf(stderr, "\r\033[Kverify: %s.%s (%s): %" PRIu64 " rows", p->t->db, p->t->table, r->against, p->rows);
+    app_metrics_verify_rows(r->metrics, p->t->mslot, r->cache, p->rows - p->reported);
+    p->reported = p->rows;
+    if (r->tty)
+        fprintf(stderr, "\r\033[Kverify: %s.%s (%s): %" PRIu64 " rows", p->t->db, p->t->table, r->against, p->rows);
 }
 
 /* One pass: a consistent read, the connector past it, every table compared.
@@ -501,6 +601,8 @@ static tb_code one_pass(vrun *r, bool recheck, tb_position *pos, tb_error *err)
     if (rc == TB_OK && !(done = calloc(r->ntabs + 1, sizeof(*done))))
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     r->passes++;
+    r->mv->passes[r->cache]++;
+    app_metrics_set_verify(r->metrics, r->mv);
     while (rc == TB_OK) {
         if (app_stop_requested) {
             rc = tb_error_set(err, TB_ERR_STOPPED, false, "stopped by a signal");
@@ -753,6 +855,21 @@ static int exit_for(const tb_error *err)
     return err->code == TB_ERR_CONFIG ? 2 : 3;
 }
 
+/* --metrics-linger-ms: the endpoint stays up until a scrape after the end
+ * has read the final values (a body sent whole), linger_ms passed, or a
+ * signal came. */
+static void linger(app_metrics *m, int64_t linger_ms)
+{
+    if (!m || linger_ms <= 0)
+        return;
+    uint64_t seen = app_metrics_scrapes(m);
+    int64_t deadline = tb_mono_ms() + linger_ms;
+    while (app_metrics_scrapes(m) == seen && tb_mono_ms() < deadline && !app_stop_requested) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 int cmd_verify(int argc, char **argv)
 {
     if (app_wants_help(argc, argv)) {
@@ -762,7 +879,8 @@ int cmd_verify(int argc, char **argv)
     tb_error err;
     tb_error_clear(&err);
     cfg *c = NULL;
-    const char *tables = NULL, *against = "topics", *show = NULL, *wait = NULL, *cache_path = NULL;
+    const char *tables = NULL, *against = "topics", *show = NULL, *wait = NULL, *cache_path = NULL,
+               *linger_opt = NULL;
     bool json = false, fix = false;
     int ret = 0;
     tb_buf out;
@@ -770,22 +888,26 @@ int cmd_verify(int argc, char **argv)
     vrun runs[2];
     memset(runs, 0, sizeof(runs));
     int nruns = 0;
+    app_metrics *metrics = NULL;
+    app_metrics_verify mv = {.state = "starting"};
     tb_code rc = app_load_config(&argc, argv, &c, &err);
     if (rc == TB_OK) {
         const app_optspec spec[] = {{"--tables", &tables, NULL},  {"--against", &against, NULL},
                                     {"--json", NULL, &json},       {"--show", &show, NULL},
                                     {"--wait-ms", &wait, NULL},    {"--cache", &cache_path, NULL},
-                                    {"--repair", NULL, &fix}};
+                                    {"--repair", NULL, &fix},      {"--metrics-linger-ms", &linger_opt, NULL}};
         rc = app_parse_opts(argc, argv, 1, spec, sizeof(spec) / sizeof(spec[0]), &err);
     }
     bool topics = strcmp(against, "topics") == 0 || strcmp(against, "both") == 0;
     bool cache = strcmp(against, "cache") == 0 || strcmp(against, "both") == 0;
     char *end = NULL;
-    long long nshow = show ? strtoll(show, &end, 10) : 10, nwait = 60000;
+    long long nshow = show ? strtoll(show, &end, 10) : 10, nwait = 60000, nlinger = 0;
     if (rc == TB_OK && show && (*end || nshow < 0 || nshow > 100000))
         rc = tb_error_set(&err, TB_ERR_CONFIG, false, "--show '%s': a number of keys, 0 to 100000", show);
     if (rc == TB_OK && wait && ((nwait = strtoll(wait, &end, 10)) < 0 || *end))
         rc = tb_error_set(&err, TB_ERR_CONFIG, false, "--wait-ms '%s': milliseconds, 0 or more", wait);
+    if (rc == TB_OK && linger_opt && ((nlinger = strtoll(linger_opt, &end, 10)) < 0 || *end))
+        rc = tb_error_set(&err, TB_ERR_CONFIG, false, "--metrics-linger-ms '%s': milliseconds, 0 or more", linger_opt);
     if (rc == TB_OK && !topics && !cache)
         rc = tb_error_set(&err, TB_ERR_CONFIG, false, "--against '%s': topics, cache or both", against);
     if (rc == TB_OK && cache && !cache_path && !(cache_path = cfg_get_str(c, "cache.path")))
@@ -795,6 +917,8 @@ int cmd_verify(int argc, char **argv)
         rc = tb_error_set(&err, TB_ERR_CONFIG, false, "--repair repairs topics: use --against topics or both");
     if (rc == TB_OK && cache && access(cache_path, R_OK) != 0)
         rc = tb_error_set(&err, TB_ERR_CONFIG, false, "cache file %s: not readable", cache_path);
+    if (rc == TB_OK)
+        rc = app_metrics_start(c, APP_METRICS_VERIFY, &metrics, &err);
     if (rc != TB_OK) {
         app_fail("verify", &err);
         ret = rc == TB_ERR_CONFIG ? 2 : 3;
@@ -802,6 +926,12 @@ int cmd_verify(int argc, char **argv)
     }
     app_install_signals();
     app_kafka_client_check(c);
+#ifdef M_MMAP_THRESHOLD
+    /* glibc raises its mmap threshold to the size of each large block freed, up to 32 MiB, and
+     * then keeps those blocks (librdkafka's fetch buffers, 1-2 MiB) in its heaps instead of
+     * giving them back: a fixed threshold keeps large blocks mapped and returned when freed */
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
     evt_codec_opts o = {.topic_prefix = cfg_get_str(c, "topic.prefix"), .name = cfg_get_str(c, "name")};
     o.row_format = strcmp(cfg_get_str(c, "value.format"), "row") == 0;
     o.schemas = cfg_get_bool(c, "value.schemas");
@@ -829,6 +959,9 @@ int cmd_verify(int argc, char **argv)
             r->orow.row_format = true;
         }
         r->tty = !json && isatty(2);
+        r->metrics = metrics;
+        r->mv = &mv;
+        r->mem_max = (size_t)cfg_get_int(c, "verify.memory.max.bytes");
         if ((rc = compare(r, &err)) == TB_OK && fix && !r->cache && run_differences(r) > 0 &&
             (rc = repair(r, &err)) == TB_OK) {
             uint64_t up = r->upserts, tomb = r->tombstones;
@@ -843,9 +976,11 @@ int cmd_verify(int argc, char **argv)
         if (rc != TB_OK) {
             ret = exit_for(&err);
             app_fail("verify", &err);
+            mv.state = "failed";
             goto out;
         }
     }
+    mv.state = "done";
     uint64_t diffs = 0;
     if (json) {
         evt_jw w;
@@ -874,6 +1009,9 @@ int cmd_verify(int argc, char **argv)
     fflush(stdout);
     ret = diffs ? 1 : 0;
 out:
+    app_metrics_set_verify(metrics, &mv);
+    linger(metrics, nlinger);
+    app_metrics_stop(metrics);
     for (int k = 0; k < nruns; k++)
         run_free(&runs[k]);
     tb_buf_free(&out);

@@ -17,7 +17,9 @@ void vmap_free(vmap *m)
     if (!m)
         return;
     free(m->slots);
+    size_t max = m->max_bytes;
     memset(m, 0, sizeof(*m));
+    m->max_bytes = max;
 }
 
 uint64_t vmap_hash(const void *p, size_t n)
@@ -40,9 +42,18 @@ static vmap_slot *probe(vmap_slot *slots, size_t cap, uint64_t khash)
     return &slots[i];
 }
 
-static bool grow(vmap *m)
+/* The map's capacity as cap slots: within max_bytes, the old slots counted too while they are copied. */
+static bool room(const vmap *m, size_t cap)
 {
-    size_t cap = m->cap ? m->cap * 2 : 1024;
+    return !m->max_bytes || (cap + m->cap) * sizeof(vmap_slot) <= m->max_bytes;
+}
+
+static bool grow_to(vmap *m, size_t cap)
+{
+    if (!room(m, cap)) {
+        m->full = true;
+        return false;
+    }
     vmap_slot *s = calloc(cap, sizeof(*s));
     if (!s)
         return false;
@@ -55,9 +66,21 @@ static bool grow(vmap *m)
     return true;
 }
 
+tb_code vmap_reserve(vmap *m, uint64_t n)
+{
+    size_t cap = 1024;
+    while ((uint64_t)cap * 3 < n * 4 && cap < ((size_t)1 << 40))
+        cap *= 2;
+    while (m->max_bytes && cap > 1024 && cap * sizeof(vmap_slot) > m->max_bytes)
+        cap /= 2;
+    if (cap <= m->cap)
+        return TB_OK;
+    return grow_to(m, cap) || m->full ? TB_OK : TB_ERR_NOMEM;
+}
+
 vmap_slot *vmap_put(vmap *m, uint64_t khash)
 {
-    if ((m->n + 1) * 4 > m->cap * 3 && !grow(m))
+    if ((m->n + 1) * 4 > m->cap * 3 && !grow_to(m, m->cap ? m->cap * 2 : 1024))
         return NULL;
     vmap_slot *s = probe(m->slots, m->cap, khash);
     if (!s->khash) {
@@ -74,6 +97,19 @@ vmap_slot *vmap_find(const vmap *m, uint64_t khash)
         return NULL;
     vmap_slot *s = probe(m->slots, m->cap, khash);
     return s->khash ? s : NULL;
+}
+
+vverdict vmap_judge(vmap *m, uint64_t khash, uint64_t dig, vmap_slot **slot)
+{
+    vmap_slot *s = *slot = vmap_find(m, khash);
+    if (s && (s->vdig & VMAP_LATE)) { /* changed after the read: judged in the next pass */
+        s->vdig |= VMAP_SEEN;
+        return VV_LATE;
+    }
+    if (!s || !(s->vdig & VMAP_LIVE))
+        return VV_MISSING;
+    s->vdig |= VMAP_SEEN;
+    return dig == vmap_dig(s) ? VV_EQUAL : VV_DIFFERENT;
 }
 
 /* ------------------------------------------------------------ keys to check again */

@@ -73,28 +73,34 @@ static tb_code on_record(void *opaque, const ksink_record *rec, tb_error *err)
     topic_ctx *x = opaque;
     if (truncate_key(rec->key, rec->klen))
         return TB_OK;
-    if (!rec->value)
-        return x->fn(x->opaque, rec->key, rec->klen, NULL, 0, false, true, err);
+    vtarget_rec r = {.key = rec->key, .klen = rec->klen, .total = rec->total > 0 ? (uint64_t)rec->total : 0};
+    if (!rec->value) {
+        r.tombstone = true;
+        return x->fn(x->opaque, &r, err);
+    }
     cj_val v, inner;
     tb_error perr;
     if (cj_parse(rec->value, rec->vlen, &v, &perr) != TB_OK || v.type != CJ_OBJECT) {
         /* not a message the connector writes: a row that equals nothing */
         static const char bad[] = "\"(not a JSON object)\"";
-        return x->fn(x->opaque, rec->key, rec->klen, bad, sizeof bad - 1, false, false, err);
+        r.row = bad;
+        r.rlen = sizeof bad - 1;
+        return x->fn(x->opaque, &r, err);
     }
     if (x->o->schemas && cj_obj_get(&v, "payload", &inner))
         v = inner;
-    bool late = false;
     if (!x->o->row_format) {
         cj_val src;
-        late = x->at && cj_obj_get(&v, "source", &src) && src.type == CJ_OBJECT && vtarget_after(src.ptr, src.len, x->at);
+        r.late =
+            x->at && cj_obj_get(&v, "source", &src) && src.type == CJ_OBJECT && vtarget_after(src.ptr, src.len, x->at);
         if (!cj_obj_get(&v, "after", &inner) || inner.type == CJ_NULL)
-            return x->fn(x->opaque, rec->key, rec->klen, NULL, 0, late, false, err); /* a delete event, or op t */
+            return x->fn(x->opaque, &r, err); /* a delete event, or op t */
         v = inner;
     }
-    if (v.type == CJ_STRING) /* the span of a string is between its quotes */
-        return x->fn(x->opaque, rec->key, rec->klen, v.ptr - 1, v.len + 2, late, false, err);
-    return x->fn(x->opaque, rec->key, rec->klen, v.ptr, v.len, late, false, err);
+    /* the span of a string is between its quotes */
+    r.row = v.type == CJ_STRING ? v.ptr - 1 : v.ptr;
+    r.rlen = v.type == CJ_STRING ? v.len + 2 : v.len;
+    return x->fn(x->opaque, &r, err);
 }
 
 tb_code vtarget_topic(const cfg *c, const evt_codec_opts *o, const char *topic, const tb_position *at,
@@ -159,7 +165,8 @@ static int on_cache_row(const char *row, size_t len, void *opaque)
         x->rc = tb_error_set(x->err, TB_ERR_INVALID, false, "unreadable cache row %.200s", row);
         return 1;
     }
-    x->rc = x->fn(x->opaque, x->key.data, x->key.len, x->row.data, x->row.len, false, false, x->err);
+    vtarget_rec r = {.key = x->key.data, .klen = x->key.len, .row = x->row.data, .rlen = x->row.len};
+    x->rc = x->fn(x->opaque, &r, x->err);
     return x->rc != TB_OK;
 }
 

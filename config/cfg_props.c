@@ -186,11 +186,15 @@ static const cfg_prop props[] = {
     {"cache.debezium.history.topic", CFG_STRING, NULL, 0, 0, NULL, "Debezium's schema history topic (its schema.history.internal.kafka.topic), read for the fractional-second precision of TIME, DATETIME and TIMESTAMP columns, which its Connect schemas lack: with it a Debezium topic's temporal values are written with the column's fsp digits, as tributary's own topics hold them (a key is one text whoever wrote the topic); without it, the shortest exact fraction.", false, "cache"},
     {"cache.debezium.binary.handling.mode", CFG_ENUM, "bytes", 0, 0, v_dbz_binary, "How the Debezium connector wrote binary values of topics without Connect schemas (its binary.handling.mode).", false, "cache"},
 
+    /* ---- verify */
+    {"verify.memory.max.bytes", CFG_INT, "33554432", 16384, I64MAX, NULL,
+     "`tributary verify`: the most memory the digest map of a table's other side (its topic or cache table) takes, 16 bytes a slot, at most 3/4 full (the default holds 1.5M keys). A table with more keys is compared in hash partitions through temporary files in TMPDIR (16 bytes per topic record, 24 per source row), read back once (DESIGN 10a).", false, "verify"},
+
     /* ---- metrics */
     {"metrics.token", CFG_STRING, NULL, 0, 0, NULL, "A bearer token every request to /metrics and /health must carry (`Authorization: Bearer <token>`; 401 without it). Prefer metrics.token.file or TRIBUTARY_METRICS_TOKEN. Without one, a metrics.listen address other than loopback gets a WARN at start; set but empty, it is refused.", true, "metrics"},
     {"metrics.token.file", CFG_PATH, NULL, 0, 0, NULL, "File holding metrics.token.", false, "metrics"},
     {"metrics.listen", CFG_STRING, NULL, 0, 0, NULL,
-     "HOST:PORT where `run` and `cache` serve GET /metrics (Prometheus text format) and GET /health (200 when active and healthy, else 503 with the reason); off when unset. Use 127.0.0.1 unless a scraper on another host needs it (0.0.0.0 in a container). With it (and with sink=kafka), `run` turns on librdkafka's statistics every 5 s for the tributary_kafka_* series and the \"kafka unreachable\" verdict of /health and of `tributary status`, unless kafka.statistics.interval.ms is set (0 turns them off; docs/metrics.md).", false, "metrics"},
+     "HOST:PORT where `run`, `cache` and `verify` serve GET /metrics (Prometheus text format) and GET /health (200 when active and healthy, else 503 with the reason); off when unset. Use 127.0.0.1 unless a scraper on another host needs it (0.0.0.0 in a container). With it (and with sink=kafka), `run` turns on librdkafka's statistics every 5 s for the tributary_kafka_* series and the \"kafka unreachable\" verdict of /health and of `tributary status`, unless kafka.statistics.interval.ms is set (0 turns them off; docs/metrics.md).", false, "metrics"},
 
     /* ---- kafka pass-through */
     {"kafka.*", CFG_STRING, NULL, 0, 0, NULL,

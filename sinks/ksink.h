@@ -311,7 +311,12 @@ TB_MUST_USE tb_code ksink_key_digest(ksink *ks, const evt_event *e, uint64_t *di
  * partition; the record's bytes are borrowed for the call (value NULL: a
  * tombstone). A topic that does not exist holds nothing (TB_OK, no call).
  * A non-OK return of fn stops and is returned. Usable without an open sink
- * (`tributary verify` reads a table's topic as a table with it). */
+ * (`tributary verify` reads a table's topic as a table with it). The
+ * reader's prefetch queue is 1 MiB (queued.max.messages.kbytes), a fetch
+ * 256 KiB a partition (max.partition.fetch.bytes) and at most 1 MiB or
+ * message.max.bytes in all (fetch.max.bytes); kafka.* keys override them.
+ * librdkafka's defaults (64 MiB, 1 MiB, 50 MiB) would hold up to 64 MiB of a
+ * large topic. */
 typedef struct ksink_record {
     int32_t partition;
     int64_t offset;
@@ -319,6 +324,8 @@ typedef struct ksink_record {
     size_t klen;
     const char *value; /* NULL: tombstone */
     size_t vlen;
+    int64_t total;     /* records the read covers, all partitions (the same in every call):
+                          at least the number of distinct keys */
 } ksink_record;
 typedef tb_code (*ksink_scan_fn)(void *opaque, const ksink_record *rec, tb_error *err);
 TB_MUST_USE tb_code ksink_topic_scan(const cfg *c, const char *topic, bool committed, const char *reader, ksink_scan_fn fn,

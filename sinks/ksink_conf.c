@@ -17,7 +17,7 @@
 /* Keys the contract fixes: a kafka.* setting that contradicts them is refused. */
 static bool ksink_conf_fixed(const char *key, const char *value, ksink_role role, const char **why)
 {
-    if (role == KSINK_ROLE_CONSUMER)
+    if (role == KSINK_ROLE_CONSUMER || role == KSINK_ROLE_SCAN)
         return false;
     if (strcmp(key, "enable.idempotence") == 0 && strcmp(value, "true") != 0) {
         *why = "the sink needs enable.idempotence=true (DESIGN 6)";
@@ -69,7 +69,7 @@ tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_
     if (!conf)
         return tb_error_set(err, TB_ERR_NOMEM, false, "kafka configuration: out of memory");
     snprintf(client_id, sizeof(client_id), "%s%s", name ? name : "tributary",
-             role == KSINK_ROLE_CONSUMER ? "-offsets-reader" : "");
+             role == KSINK_ROLE_CONSUMER ? "-offsets-reader" : role == KSINK_ROLE_SCAN ? "-reader" : "");
 
     /* Tuned defaults first, so kafka.* can override them. */
     struct { const char *k, *v; } defs_producer[] = {
@@ -89,7 +89,8 @@ tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_
         {"enable.partition.eof", "true"},
         {"auto.offset.reset", "earliest"},
     };
-    if (role == KSINK_ROLE_CONSUMER) {
+    bool consumer = role == KSINK_ROLE_CONSUMER || role == KSINK_ROLE_SCAN;
+    if (consumer) {
         for (size_t i = 0; rc == TB_OK && i < sizeof(defs_consumer) / sizeof(defs_consumer[0]); i++)
             rc = kafka_conf_set(conf, defs_consumer[i].k, defs_consumer[i].v, err);
     } else {
@@ -101,6 +102,24 @@ tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_
         if (rc == TB_OK && cfg_get_bool(c, "topic.create"))
             rc = kafka_conf_set(conf, "allow.auto.create.topics", "false", err);
     }
+    if (rc == TB_OK && role == KSINK_ROLE_SCAN) {
+        /* one pass over a topic: the prefetch queue (64 MiB by default) and a fetch response
+         * (fetch.max.bytes, 50 MiB; 1 MiB a partition) kept small. A response is queued whole,
+         * decompressed, over the queue's bound: 256 KiB a partition. A batch larger than that
+         * still comes, alone (Kafka returns at least one). */
+        char kb[32], fetch[32];
+        long max_msg = ksink_max_message_bytes(c);
+        snprintf(kb, sizeof kb, "%d", KSINK_SCAN_QUEUE_KB);
+        snprintf(fetch, sizeof fetch, "%ld", max_msg > 1048576 ? max_msg : 1048576);
+        if ((rc = kafka_conf_set(conf, "queued.max.messages.kbytes", kb, err)) == TB_OK &&
+            (rc = kafka_conf_set(conf, "fetch.max.bytes", fetch, err)) == TB_OK)
+            rc = kafka_conf_set(conf, "max.partition.fetch.bytes", "262144", err);
+        /* librdkafka 2.4 and later: re-check a partition whose queue was full after 10 ms, not
+         * 1 s (older versions do not know the key: ksink_topic_read wakes the fetcher instead) */
+        char errstr[256];
+        if (rc == TB_OK) /* the result is not looked at: unknown before 2.4, handled there */
+            (void)rd_kafka_conf_set(conf, "fetch.queue.backoff.ms", "10", errstr, sizeof errstr);
+    }
     if (rc != TB_OK)
         goto out;
 
@@ -109,7 +128,7 @@ tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_
     if ((rc = x.rc) != TB_OK)
         goto out;
 
-    if (role != KSINK_ROLE_CONSUMER) {
+    if (!consumer) {
         if ((rc = kafka_conf_set(conf, "enable.idempotence", "true", err)) != TB_OK ||
             (rc = kafka_conf_set(conf, "acks", "all", err)) != TB_OK ||
             (rc = kafka_conf_set(conf, "partitioner", "murmur2_random", err)) != TB_OK)

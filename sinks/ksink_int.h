@@ -20,10 +20,15 @@
 #include "tb_position.h"
 #include "av_ser.h"
 
+/* The prefetch queue of a KSINK_ROLE_SCAN reader (queued.max.messages.kbytes). */
+#define KSINK_SCAN_QUEUE_KB 1024
+
 typedef enum ksink_role {
     KSINK_ROLE_PRODUCER,    /* idempotent producer, throughput defaults */
     KSINK_ROLE_TXN,         /* same, plus transactional.id = name */
     KSINK_ROLE_CONSUMER,    /* offsets reader: read_committed, no group commits */
+    KSINK_ROLE_SCAN,        /* the same, reading a whole topic once: a small prefetch queue
+                               (ksink_topic_scan, KSINK_SCAN_QUEUE_KB) */
 } ksink_role;
 
 /* A new librdkafka configuration for role: fixed settings, tuned defaults,

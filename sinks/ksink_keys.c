@@ -51,13 +51,20 @@ static tb_code kk_plain_record(void *opaque, const ksink_record *rec, tb_error *
     return p->fn(p->opaque, rec->key, rec->klen, rec->value, rec->vlen, err);
 }
 
+/* librdkafka before 2.4 (no fetch.queue.backoff.ms) looks again at a partition whose prefetch
+ * queue was full only when its broker thread wakes, about once a second: a small queue would
+ * hold a reader to a queue's worth of messages a second. A request to the partition's leader
+ * wakes that thread; a scan sends one (a watermark query) each time it has read half a queue (its
+ * answer, a round trip, is not used). */
+static bool scan_needs_wakeup(void) { return rd_kafka_version() < 0x02040000; }
+
 /* Read topic from the start of every partition to its high watermark at
  * the start of the read (or, with read_committed, its last stable offset),
  * calling fn per record that has a key. A topic that does not exist holds
  * nothing. isolation: librdkafka's isolation.level; reader: the group.id
  * suffix (no group is joined: partitions are assigned; nothing is committed). */
-static tb_code ksink_topic_read(const cfg *c, const char *topic, const char *isolation, const char *reader,
-                                ksink_scan_fn fn, void *opaque, tb_error *err)
+static tb_code ksink_topic_read(const cfg *c, ksink_role role, const char *topic, const char *isolation,
+                                const char *reader, ksink_scan_fn fn, void *opaque, tb_error *err)
 {
     tb_code rc = TB_OK;
     rd_kafka_t *rk = NULL;
@@ -68,9 +75,14 @@ static tb_code ksink_topic_read(const cfg *c, const char *topic, const char *iso
     int64_t *hi = NULL;
     int timeout_ms = ksink_request_timeout_ms(c);
     rd_kafka_conf_t *conf = NULL;
-    if ((rc = ksink_conf_new(c, KSINK_ROLE_CONSUMER, &conf, err)) != TB_OK)
+    if ((rc = ksink_conf_new(c, role, &conf, err)) != TB_OK)
         goto out;
-    char errstr[256], gid[300];
+    char errstr[256], gid[300], kb[32];
+    size_t kbsz = sizeof kb;
+    /* half the prefetch queue (whatever kafka.* made it) between two wake-ups of the fetcher */
+    size_t wake_bytes = rd_kafka_conf_get(conf, "queued.max.messages.kbytes", kb, &kbsz) == RD_KAFKA_CONF_OK
+                            ? (size_t)strtoull(kb, NULL, 10) * 512
+                            : (size_t)KSINK_SCAN_QUEUE_KB * 512;
     snprintf(gid, sizeof gid, "%s-%s", cfg_get_str(c, "name"), reader);
     if (rd_kafka_conf_set(conf, "isolation.level", isolation, errstr, sizeof errstr) != RD_KAFKA_CONF_OK ||
         rd_kafka_conf_set(conf, "group.id", gid, errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
@@ -95,6 +107,9 @@ static tb_code ksink_topic_read(const cfg *c, const char *topic, const char *iso
         goto out;
     }
     int np = md->topics[0].partition_cnt, left = 0;
+    int64_t total = 0;                 /* records below the end offsets, all partitions */
+    size_t since_wake = 0;             /* bytes read since the fetcher was last woken */
+    bool wake = role == KSINK_ROLE_SCAN && scan_needs_wakeup();
     parts = rd_kafka_topic_partition_list_new(np);
     hi = calloc((size_t)np, sizeof(*hi));
     if (!parts || !hi) {
@@ -111,6 +126,7 @@ static tb_code ksink_topic_read(const cfg *c, const char *topic, const char *iso
         if (hi[i] > lo) {
             rd_kafka_topic_partition_list_add(parts, topic, p)->offset = lo; /* no logical-offset lookup */
             left++;
+            total += hi[i] - lo;
         }
     }
     if (left == 0)
@@ -139,7 +155,7 @@ static tb_code ksink_topic_read(const cfg *c, const char *topic, const char *iso
         while (i < np && md->topics[0].partitions[i].id != m->partition)
             i++;
         ksink_record rec = {.partition = m->partition, .offset = m->offset, .key = m->key, .klen = m->key_len,
-                            .value = m->payload, .vlen = m->payload ? m->len : 0};
+                            .value = m->payload, .vlen = m->payload ? m->len : 0, .total = total};
         if (!m->err && m->key && i < np && m->offset < hi[i] && (rc = fn(opaque, &rec, err)) != TB_OK) {
             rd_kafka_message_destroy(m);
             tb_error_prefix(err, rc, "topic %s: ", topic);
@@ -150,6 +166,13 @@ static tb_code ksink_topic_read(const cfg *c, const char *topic, const char *iso
             left--;
         }
         idle_deadline = tb_mono_ms() + timeout_ms;
+        since_wake += m->len + m->key_len;
+        if (wake && left > 0 && since_wake >= wake_bytes) {
+            int64_t wlo, whi;
+            since_wake = 0;
+            /* its answer is not needed: the request is the wake-up */
+            (void)rd_kafka_query_watermark_offsets(rk, topic, m->partition, &wlo, &whi, timeout_ms);
+        }
         rd_kafka_message_destroy(m);
     }
 out:
@@ -172,7 +195,8 @@ out:
 tb_code ksink_topic_scan(const cfg *c, const char *topic, bool committed, const char *reader, ksink_scan_fn fn,
                          void *opaque, tb_error *err)
 {
-    return ksink_topic_read(c, topic, committed ? "read_committed" : "read_uncommitted", reader, fn, opaque, err);
+    return ksink_topic_read(c, KSINK_ROLE_SCAN, topic, committed ? "read_committed" : "read_uncommitted", reader, fn,
+                            opaque, err);
 }
 
 /* ------------------------------------------------------------ keys of a table's topic */
@@ -251,11 +275,13 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, const tb_kset *keep, ksi
     if ((rc = ksink_flush(ks, ksink_request_timeout_ms(ks->c), err)) != TB_OK)
         goto out;
     kk_plain note = {kk_note_key, &k}, give = {kk_give_key, &k};
-    if ((rc = ksink_topic_read(ks->c, topic.data, isolation, "keys-reader", kk_plain_record, &note, err)) != TB_OK)
+    if ((rc = ksink_topic_read(ks->c, KSINK_ROLE_CONSUMER, topic.data, isolation, "keys-reader", kk_plain_record,
+                               &note, err)) != TB_OK)
         goto out;
     k.topic = topic.data;
     if (k.live > 0)
-        rc = ksink_topic_read(ks->c, topic.data, isolation, "keys-reader", kk_plain_record, &give, err);
+        rc = ksink_topic_read(ks->c, KSINK_ROLE_CONSUMER, topic.data, isolation, "keys-reader", kk_plain_record,
+                              &give, err);
 out:
     /* A refused login or certificate is what the reader's failure means: the producer's error
      * callback knows it (served here, since nothing polled the producer during the read). */
@@ -363,7 +389,8 @@ tb_code ksink_schema_seen_load(ksink *ks, const char *topic, tb_error *err)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     tb_hmap_init(ks->schema_seen);
     kk_plain p = {kk_add_schema, ks->schema_seen};
-    tb_code rc = ksink_topic_read(ks->c, topic, "read_committed", "schema-reader", kk_plain_record, &p, err);
+    tb_code rc = ksink_topic_read(ks->c, KSINK_ROLE_CONSUMER, topic, "read_committed", "schema-reader",
+                                  kk_plain_record, &p, err);
     if (rc != TB_OK) /* an empty set: every record is written, as without the read */
         tb_hmap_free(ks->schema_seen, free);
     return rc;

@@ -4,8 +4,12 @@
  * changed value, a value with a column missing, a row deleted from the
  * cache) is found exactly, in both value encodings, for a composite key and
  * a key.columns table; a live connector under a steady write load shows no
- * difference. verify's --json output is read with Jansson.
+ * difference. verify's --json output is read with Jansson. With a digest map
+ * capped far below a table's keys the report is the same (hash partitions on
+ * disk); with metrics.listen, /metrics is scraped and parsed line by line.
  */
+#include <ctype.h>
+#include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -472,6 +476,258 @@ Test(verify, live_load_no_false_positive)
     l.stop = 1;
     pthread_join(th, NULL);
     cr_expect_gt(l.writes, 50, "the load wrote %lld times", l.writes);
+    vt_stop(e.run);
+    e2e_assert_clean_log(e.log);
+    mysql_close(m);
+    e2e_rmtree(e.dir);
+}
+
+/* ------------------------------------------------------------ metrics */
+
+/* One sample of a Prometheus text exposition (format 0.0.4), parsed: the
+ * name, up to 8 label pairs, the value. */
+typedef struct prom_sample {
+    char name[128];
+    char lk[8][64], lv[8][256];
+    int nl;
+    double value;
+} prom_sample;
+
+/* Parse one sample line; false for a line that is not one (comments, blank). */
+static bool prom_parse_line(const char *line, size_t len, prom_sample *s)
+{
+    memset(s, 0, sizeof(*s));
+    size_t i = 0, n = 0;
+    if (len == 0 || line[0] == '#')
+        return false;
+    while (i < len && (isalnum((unsigned char)line[i]) || line[i] == '_' || line[i] == ':')) {
+        cr_assert_lt(n, sizeof s->name - 1, "metric name too long: %.*s", (int)len, line);
+        s->name[n++] = line[i++];
+    }
+    cr_assert_gt(n, 0, "no metric name: %.*s", (int)len, line);
+    if (i < len && line[i] == '{') {
+        i++;
+        while (i < len && line[i] != '}') {
+            cr_assert_lt(s->nl, 8);
+            size_t k = 0;
+            while (i < len && line[i] != '=')
+                s->lk[s->nl][k++] = line[i++];
+            cr_assert(i + 1 < len && line[i + 1] == '"', "label without a quoted value: %.*s", (int)len, line);
+            i += 2;
+            size_t v = 0;
+            while (i < len && line[i] != '"') {
+                if (line[i] == '\\' && i + 1 < len) {
+                    i++;
+                    s->lv[s->nl][v++] = line[i] == 'n' ? '\n' : line[i];
+                } else {
+                    s->lv[s->nl][v++] = line[i];
+                }
+                i++;
+            }
+            cr_assert(i < len, "unterminated label value: %.*s", (int)len, line);
+            i++; /* the closing quote */
+            s->nl++;
+            if (i < len && line[i] == ',')
+                i++;
+        }
+        cr_assert(i < len, "unterminated label set: %.*s", (int)len, line);
+        i++;
+    }
+    cr_assert(i < len && line[i] == ' ', "no value: %.*s", (int)len, line);
+    char num[64];
+    size_t m = len - i - 1 < sizeof num - 1 ? len - i - 1 : sizeof num - 1;
+    memcpy(num, line + i + 1, m);
+    num[m] = '\0';
+    char *end;
+    s->value = strtod(num, &end);
+    cr_assert(end != num && *end == '\0', "value '%s' does not parse: %.*s", num, (int)len, line);
+    return true;
+}
+
+/* The value of the one sample named `name` whose labels are exactly the
+ * NULL-terminated pairs in `labels` ("k", "v", ...); NAN when none. */
+static double prom_value(const char *body, const char *name, const char *const *labels)
+{
+    int want = 0;
+    while (labels[2 * want])
+        want++;
+    double found = NAN;
+    int hits = 0;
+    for (const char *p = body; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        prom_sample s;
+        if (prom_parse_line(p, len, &s) && strcmp(s.name, name) == 0 && s.nl == want) {
+            int match = 0;
+            for (int i = 0; i < want; i++)
+                for (int j = 0; j < s.nl; j++)
+                    match += strcmp(s.lk[j], labels[2 * i]) == 0 && strcmp(s.lv[j], labels[2 * i + 1]) == 0;
+            if (match == want) {
+                found = s.value;
+                hits++;
+            }
+        }
+        p += len + (nl ? 1 : 0);
+    }
+    cr_assert_leq(hits, 1, "%d samples of %s with the same labels", hits, name);
+    return found;
+}
+
+/* verify with metrics.listen: /metrics and /health while it runs; after the
+ * report it serves until one scrape has read the final values
+ * (--metrics-linger-ms), which this test reads and parses line by line. */
+Test(verify, metrics_endpoint)
+{
+    vt_env e;
+    vt_setup(&e, "vfym");
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", e.db);
+    e2e_sql(m, "CREATE TABLE %s.t (id INT PRIMARY KEY, v VARCHAR(20))", e.db);
+    e2e_sql(m, "USE %s", e.db);
+    e2e_sql(m, "INSERT INTO t SELECT seq, CONCAT('v', seq) FROM seq_1_to_50");
+    vt_config(&e, false, NULL);
+    vt_start(&e);
+    vt_wait_equal(&e, "topics");
+
+    /* drift: a tombstone (missing), a key the source lacks (extra), a changed value (different) */
+    char topic[300];
+    snprintf(topic, sizeof topic, "%s.%s.t", e.db, e.db);
+    vt_produce(topic, "{\"id\":1}", NULL);
+    vt_produce(topic, "{\"id\":900}", "{\"before\":null,\"after\":{\"id\":900,\"v\":\"x\"},\"op\":\"c\"}");
+    vt_produce(topic, "{\"id\":2}", "{\"before\":null,\"after\":{\"id\":2,\"v\":\"changed\"},\"op\":\"u\"}");
+
+    char log[320];
+    snprintf(log, sizeof log, "%s/verify-metrics.log", e.dir);
+    unsigned port = e2e_free_port(); /* verify's own (the connector serves none) */
+    char listen[64];
+    snprintf(listen, sizeof listen, "metrics.listen=127.0.0.1:%u", port);
+    const char *args[] = {"verify", "--config", e.cfg, "--json", "--wait-ms", "20000", "--metrics-linger-ms",
+                          "120000", "--set", listen, NULL};
+    pid_t v = e2e_spawn(args, log);
+    tb_buf body;
+    tb_buf_init(&body, 0);
+    const char *done[] = {"connector", e.db, "state", "done", NULL};
+    bool healthy_seen = false;
+    long long deadline = tb_itest_now_ms() + 120000;
+    for (;;) { /* polls until verify says it is done (then it serves the final values) */
+        int st = e2e_http_get(port, "/metrics", &body);
+        if (st == 200 && prom_value(tb_buf_cstr(&body), "tributary_verify_state", done) == 1)
+            break;
+        if (!healthy_seen) {
+            tb_buf h;
+            tb_buf_init(&h, 0);
+            healthy_seen = e2e_http_get(port, "/health", &h) == 200;
+            tb_buf_free(&h);
+        }
+        cr_assert(tb_itest_now_ms() < deadline, "verify never said done (last scrape %d):\n%s", st,
+                  tb_buf_cstr(&body));
+        usleep(50000);
+    }
+    cr_expect(healthy_seen, "/health never answered 200 while verify ran");
+    cr_expect_eq(e2e_wait(v, 60000), 1, "verify: exit 1 (differences) after the final scrape; see %s", log);
+    const char *text = tb_buf_cstr(&body);
+    char table[128];
+    snprintf(table, sizeof table, "%s.t", e.db);
+    const char *miss[] = {"connector", e.db, "table", table, "against", "topics", "kind", "missing", NULL};
+    const char *ext[] = {"connector", e.db, "table", table, "against", "topics", "kind", "extra", NULL};
+    const char *dif[] = {"connector", e.db, "table", table, "against", "topics", "kind", "different", NULL};
+    const char *rows[] = {"connector", e.db, "table", table, "against", "topics", NULL};
+    const char *passes[] = {"connector", e.db, "against", "topics", NULL};
+    const char *cpasses[] = {"connector", e.db, "against", "cache", NULL};
+    const char *none[] = {"connector", e.db, NULL};
+    cr_expect_eq(prom_value(text, "tributary_verify_differences", miss), 1, "%s", text);
+    cr_expect_eq(prom_value(text, "tributary_verify_differences", ext), 1, "%s", text);
+    cr_expect_eq(prom_value(text, "tributary_verify_differences", dif), 1, "%s", text);
+    cr_expect_eq(prom_value(text, "tributary_verify_in_flight_keys", rows), 0, "%s", text);
+    double np = prom_value(text, "tributary_verify_passes_total", passes);
+    cr_expect(np >= 2 && np <= 4, "passes %g:\n%s", np, text);
+    cr_expect_eq(prom_value(text, "tributary_verify_passes_total", cpasses), 0, "%s", text);
+    /* the first pass compares the 50 rows, each re-check pass the two keys the source has */
+    cr_expect_eq(prom_value(text, "tributary_verify_rows_total", rows), 50 + 2 * (np - 1), "%s", text);
+    cr_expect_eq(prom_value(text, "tributary_verify_connector_behind", none), 0, "%s", text);
+    const char *failed[] = {"connector", e.db, "state", "failed", NULL};
+    cr_expect_eq(prom_value(text, "tributary_verify_state", failed), 0, "%s", text);
+    cr_expect(prom_value(text, "tributary_process_resident_memory_bytes", none) > 0, "%s", text);
+    /* promtool (Debian's prometheus package) checks the exposition */
+    char mfile[400], cmd[900];
+    snprintf(mfile, sizeof mfile, "%s/metrics.txt", e.dir);
+    FILE *f = fopen(mfile, "w");
+    cr_assert_not_null(f);
+    fwrite(body.data, 1, body.len, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "promtool check metrics < '%s' >&2", mfile);
+    cr_expect_eq(system(cmd), 0, "promtool check metrics failed on:\n%s", text);
+    tb_buf_free(&body);
+    vt_stop(e.run);
+    e2e_assert_clean_log(e.log);
+    mysql_close(m);
+    e2e_rmtree(e.dir);
+}
+
+/* ------------------------------------------------------------ bounded memory */
+
+/* A digest map capped far below the table's keys (verify.memory.max.bytes,
+ * 1024 slots: 768 keys) makes verify compare in hash partitions on disk: the
+ * report (counts and samples of every kind) is the one of the comparison in
+ * memory. */
+Test(verify, partitioned_same_report)
+{
+    vt_env e;
+    vt_setup(&e, "vfyp");
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", e.db);
+    e2e_sql(m, "CREATE TABLE %s.t (id INT PRIMARY KEY, v VARCHAR(20), n INT)", e.db);
+    e2e_sql(m, "USE %s", e.db);
+    e2e_sql(m, "INSERT INTO t SELECT seq, CONCAT('v', seq), seq * 3 FROM seq_1_to_3000");
+    e2e_sql(m, "CREATE TABLE %s.small (id INT PRIMARY KEY)", e.db);
+    e2e_sql(m, "INSERT INTO %s.small VALUES (1),(2)", e.db);
+    vt_config(&e, false, NULL);
+    vt_start(&e);
+    e2e_sql(m, "UPDATE %s.t SET n = n + 1 WHERE id %% 7 = 0", e.db); /* records after the snapshot's */
+    vt_wait_equal(&e, "topics");
+
+    char topic[300];
+    snprintf(topic, sizeof topic, "%s.%s.t", e.db, e.db);
+    char key[64], val[256];
+    for (int id = 100; id <= 2900; id += 700) { /* 5 missing */
+        snprintf(key, sizeof key, "{\"id\":%d}", id);
+        vt_produce(topic, key, NULL);
+    }
+    for (int id = 5001; id <= 5003; id++) { /* 3 extra */
+        snprintf(key, sizeof key, "{\"id\":%d}", id);
+        snprintf(val, sizeof val, "{\"before\":null,\"after\":{\"id\":%d,\"v\":\"x\",\"n\":0},\"op\":\"c\"}", id);
+        vt_produce(topic, key, val);
+    }
+    for (int id = 11; id <= 2011; id += 500) { /* 5 different */
+        snprintf(key, sizeof key, "{\"id\":%d}", id);
+        snprintf(val, sizeof val, "{\"before\":null,\"after\":{\"id\":%d,\"v\":\"drift\",\"n\":%d},\"op\":\"u\"}", id,
+                 id * 3);
+        vt_produce(topic, key, val);
+    }
+    json_t *mem = NULL, *part = NULL;
+    const char *show[] = {"--show", "100", NULL};
+    cr_assert_eq(vt_verify(&e, show, &mem), 1);
+    const char *capped[] = {"--show", "100", "--set", "verify.memory.max.bytes=16384", NULL};
+    cr_assert_eq(vt_verify(&e, capped, &part), 1);
+    json_t *tm = json_object_get(json_array_get(json_object_get(mem, "results"), 0), "tables");
+    json_t *tp = json_object_get(json_array_get(json_object_get(part, "results"), 0), "tables");
+    char *a = json_dumps(tm, JSON_COMPACT | JSON_SORT_KEYS), *b = json_dumps(tp, JSON_COMPACT | JSON_SORT_KEYS);
+    cr_expect(json_equal(tm, tp), "in memory:\n%s\nin partitions:\n%s", a, b);
+    vt_expect(vt_table(mem, 0, "t"), 5, 3, 5);
+    cr_expect_eq(json_integer_value(json_object_get(vt_table(part, 0, "t"), "rows")), 3000);
+    cr_expect_eq(json_array_size(json_object_get(json_object_get(vt_table(part, 0, "t"), "samples"), "different")), 5);
+    free(a);
+    free(b);
+    json_decref(mem);
+    json_decref(part);
+    /* the capped run did compare in partitions (it says so) */
+    char vlog[320];
+    snprintf(vlog, sizeof vlog, "%s/verify.log", e.dir);
+    tb_buf l;
+    tb_buf_init(&l, 0);
+    cr_assert(e2e_slurp(vlog, &l));
+    cr_expect(strstr(tb_buf_cstr(&l), "compared in hash partitions on disk") != NULL, "%s", tb_buf_cstr(&l));
+    tb_buf_free(&l);
     vt_stop(e.run);
     e2e_assert_clean_log(e.log);
     mysql_close(m);
