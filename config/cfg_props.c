@@ -82,7 +82,7 @@ static const cfg_prop props[] = {
     {"source.start.gtid", CFG_STRING, NULL, 0, 0, NULL, "GTID set to start after when no offset is stored (MySQL uuid:1-n or MariaDB d-s-n list).", false, "source"},
     {"source.connect.timeout.ms", CFG_MS, "10000", 0, I64MAX, NULL, "Connect timeout to the source.", false, "source"},
     {"source.connect.retry.ms", CFG_MS, "300000", 0, I64MAX, NULL,
-     "At start, keep retrying a source or Kafka that cannot be reached for this long (0 = fail at once), with the reconnect backoff; each attempt is logged. While streaming, the same for the catalog queries a statement needs (a TRUNCATE's key columns, a RENAME's new table, the signal of a resnapshot): the stream waits for the source instead of stopping.", false, "source"},
+     "At start, keep retrying a source or Kafka that cannot be reached for this long (0 = fail at once), with the reconnect backoff; each attempt is logged. While streaming, the same for the catalog queries a statement needs (a TRUNCATE's key columns, a RENAME's new table, the signal of a resnapshot) and the catalog lookups of a new table version (at most 60 s): the stream waits for the source instead of stopping.", false, "source"},
     {"source.reconnect.backoff.max.ms", CFG_MS, "30000", 0, I64MAX, NULL, "Upper bound of the exponential reconnect backoff.", false, "source"},
     {"source.row.image.policy", CFG_ENUM, "fail", 0, 0, v_row_image_policy,
      "binlog_row_image other than FULL (MINIMAL, NOBLOB): refuse to start (`fail`), or `warn` and capture partial row images (absent columns are left out of before/after).", false, "source"},

@@ -70,6 +70,7 @@ struct binlog_live {
     unsigned port;
     uint32_t server_id;
     int64_t heartbeat_ms, backoff_max_ms, connect_timeout_ms;
+    int64_t retry_ms;      /* source.connect.retry.ms: the longest live_schema asks again */
     bool mariadb;
     tb_position start;     /* where the next connection starts */
     bool connected;
@@ -344,20 +345,35 @@ static tb_code meta_connect(binlog_live *l, tb_error *err)
     return myconn_connect(l->mc, &o, &l->meta, err);
 }
 
-/* binlog_schema_fn for tables whose TABLE_MAP has no column names. */
+/* binlog_schema_fn: the catalog's descriptor of a table (its column names
+ * when the TABLE_MAP has none, its defaults, the text types of UUID/INET
+ * columns). A lookup that fails on a connection error (the source
+ * restarting) connects again and tries again, 200 ms doubling up to 2 s
+ * apart, for up to LIVE_SCHEMA_RETRY_MS or source.connect.retry.ms if less:
+ * a descriptor made without the catalog would type such columns as the
+ * binlog does (BINARY) and say no defaults. The decoder waits meanwhile, as
+ * the stream does for the source. */
+#define LIVE_SCHEMA_RETRY_MS 60000
 static tb_code live_schema(void *opaque, const char *db, const char *table, evt_table **out, tb_error *err)
 {
     binlog_live *l = opaque;
-    *out = NULL;
-    tb_code rc = meta_connect(l, err);
-    if (rc != TB_OK)
-        return rc;
-    rc = binlog_schema_lookup(l->meta, db, table, out, err);
-    if (rc != TB_OK) {
-        mysql_close(l->meta); /* reconnect next time */
-        l->meta = NULL;
+    int64_t limit = l->retry_ms < LIVE_SCHEMA_RETRY_MS ? l->retry_ms : LIVE_SCHEMA_RETRY_MS;
+    int64_t until = tb_mono_ms() + limit, wait = 200;
+    for (unsigned attempt = 1;; attempt++) {
+        *out = NULL;
+        tb_code rc = meta_connect(l, err);
+        if (rc == TB_OK && (rc = binlog_schema_lookup(l->meta, db, table, out, err)) != TB_OK) {
+            mysql_close(l->meta); /* connect again next time */
+            l->meta = NULL;
+        }
+        if (rc == TB_OK || !err->retriable || tb_mono_ms() + wait > until)
+            return rc;
+        TB_WARN("binlog", "%s.%s: the catalog did not answer (%s): asking again in %lld ms (attempt %u)", db, table,
+                err->msg, (long long)wait, attempt);
+        struct timespec ts = {(time_t)(wait / 1000), (long)(wait % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        wait = wait * 2 > 2000 ? 2000 : wait * 2;
     }
-    return rc;
 }
 
 tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **out, binlog_dec **dec,
@@ -381,6 +397,7 @@ tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **o
                 l->server_id, cfg_get_str(c, "name"));
     l->heartbeat_ms = cfg_get_int(c, "source.heartbeat.interval.ms");
     l->backoff_max_ms = cfg_get_int(c, "source.reconnect.backoff.max.ms");
+    l->retry_ms = cfg_get_int(c, "source.connect.retry.ms");
     l->connect_timeout_ms = cfg_get_int(c, "source.connect.timeout.ms");
     bl_preflight_opts_from_cfg(c, &l->preflight);
     if (start && start->kind == TB_POS_MYSQL) {
