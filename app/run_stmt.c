@@ -205,7 +205,7 @@ static tb_code trunc_table(run_ctx *r, const binlog_stmt *st, const binlog_stmt_
 {
     evt_table *t = binlog_dec_table(binlog_reader_decoder(r->binlog), bt->db, bt->table);
     *out = t ? evt_table_ref(t) : NULL;
-    if (t || st->kind == BINLOG_STMT_DROP || st->kind == BINLOG_STMT_RENAME)
+    if (t || st->kind == BINLOG_STMT_DROP || st->kind == BINLOG_STMT_DROP_DATABASE || st->kind == BINLOG_STMT_RENAME)
         return TB_OK; /* the old name is gone from the catalog */
     tb_code rc = describe(r, bt->db, bt->table, out, err);
     return rc == TB_OK ? TB_OK : tb_error_prefix(err, rc, "%s.%s: TRUNCATE: its key columns: ", bt->db, bt->table);
@@ -338,6 +338,39 @@ static tb_code stmt_dropped(run_ctx *r, const binlog_stmt_table *bt, uint64_t *s
     return rc;
 }
 
+/* DROP TABLE of a captured table: its topic emptied (ddl.drop.policy=
+ * tombstone) or left with a WARN, then the schema record that says dropped. */
+static tb_code stmt_drop(run_ctx *r, const binlog_stmt *st, const binlog_stmt_table *t, uint64_t *sent,
+                         tb_error *err)
+{
+    tb_code rc;
+    if (sink_has(r->sink, SINK_CAP_TOPICS) && strcmp(cfg_get_str(r->cfg, "ddl.drop.policy"), "tombstone") == 0) {
+        if ((rc = stmt_truncate(r, st, t, sent, err)) != TB_OK)
+            return rc;
+    } else
+        stmt_warn(st, t);
+    return stmt_dropped(r, t, sent, err);
+}
+
+/* DROP DATABASE: each captured table of it that the schema topic describes
+ * (the tables written to, not dropped since) is dropped as by DROP TABLE;
+ * a database none of whose tables was captured is nothing to the run. */
+typedef struct dropdb_ctx {
+    run_ctx *r;
+    const binlog_stmt *st;
+    const char *db;
+    uint64_t *sent;
+} dropdb_ctx;
+
+static tb_code dropdb_one(void *opaque, const char *db, const char *table, tb_error *err)
+{
+    dropdb_ctx *d = opaque;
+    binlog_stmt_table t = {TB_UNCONST(db), TB_UNCONST(table)}; /* read only */
+    if (strcmp(db, d->db) != 0 || !captured(d->r, &t))
+        return TB_OK;
+    return stmt_drop(d->r, d->st, &t, d->sent, err);
+}
+
 tb_code run_on_dropped(run_ctx *r, const evt_event *ev, tb_error *err)
 {
     const evt_table *t = evt_event_table(ev);
@@ -434,7 +467,13 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
     for (size_t i = 0; i < st->ntables; i++) {
         const binlog_stmt_table *t = &st->tables[i];
         if (st->kind == BINLOG_STMT_DROP_DATABASE) {
-            stmt_warn(st, t); /* which of its tables were captured is not known here */
+            if (!sink_has(r->sink, SINK_CAP_TOPICS) || !st->after) {
+                stmt_warn(st, t); /* which of its tables were captured is not known here */
+                continue;
+            }
+            dropdb_ctx d = {r, st, t->db, &sent};
+            if ((rc = sink_tables_known(r->sink, dropdb_one, &d, err)) != TB_OK)
+                return tb_error_prefix(err, rc, "database %s: DROP DATABASE: ", t->db);
             continue;
         }
         if (!captured(r, t))
@@ -449,12 +488,7 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
             continue;
         }
         if (st->kind == BINLOG_STMT_DROP && st->after) {
-            if (sink_has(r->sink, SINK_CAP_TOPICS) && strcmp(cfg_get_str(r->cfg, "ddl.drop.policy"), "tombstone") == 0) {
-                if ((rc = stmt_truncate(r, st, t, &sent, err)) != TB_OK)
-                    return rc;
-            } else
-                stmt_warn(st, t);
-            if ((rc = stmt_dropped(r, t, &sent, err)) != TB_OK)
+            if ((rc = stmt_drop(r, st, t, &sent, err)) != TB_OK)
                 return rc;
             continue;
         }

@@ -122,12 +122,46 @@ static inline void st_cell(json_t *v, tb_buf *out)
         tb_buf_puts(out, json_string_value(v));
     else if (json_is_integer(v))
         tb_buf_printf(out, "%lld", (long long)json_integer_value(v));
-    else
-        cr_assert_fail("unexpected JSON value type %d", (int)json_typeof(v));
+    else if (json_is_real(v)) /* the tests' doubles are exact with few digits: %.17g gives their text */
+        tb_buf_printf(out, "%.17g", json_real_value(v));
+    else if (json_is_true(v) || json_is_false(v)) /* BIT(1) */
+        tb_buf_puts(out, json_is_true(v) ? "1" : "0");
+    else if (json_is_array(v) && (json_array_size(v) == 0 || json_is_string(json_array_get(v, 0)))) {
+        /* a SET: its labels, as the server prints them ("a,c"; none: "") */
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            cr_assert(json_is_string(json_array_get(v, i)), "an array of other than strings");
+            tb_buf_printf(out, "%s%s", i ? "," : "", json_string_value(json_array_get(v, i)));
+        }
+    } else { /* a JSON column's value: compact, keys in order */
+        char *j = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+        cr_assert_not_null(j);
+        tb_buf_puts(out, j);
+        free(j);
+    }
 }
 
 /* "op":"t" records seen by st_topic_table. */
 static int st_truncates __attribute__((unused));
+
+/* Whether the broker has the topic (with partitions). */
+static inline bool st_topic_exists(const char *topic)
+{
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", tb_itest_env("TRIBUTARY_TEST_KAFKA"), errstr, sizeof errstr);
+    rd_kafka_conf_set(conf, "allow.auto.create.topics", "false", errstr, sizeof errstr);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    cr_assert_not_null(rk, "%s", errstr);
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    const rd_kafka_metadata_t *md = NULL;
+    bool ok = rd_kafka_metadata(rk, 0, rkt, &md, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+              md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topics[0].partition_cnt > 0;
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_destroy(rk);
+    return ok;
+}
 
 /* The topic read as a KTable: for every key whose latest record is not a
  * tombstone, the after image's columns cols[] as "c1|c2|..\n", sorted by id
@@ -278,8 +312,12 @@ static inline void st_assert_equal(const st_run *r, MYSQL *m, const char *table,
     st_cache_rows(r->cache, ctable, colsql, &cache);
     fprintf(stderr, "e2e_statements: %s: source %zu bytes, topic %zu, cache %zu\n", table, src.len, top.len,
             cache.len);
-    cr_expect_str_eq(tb_buf_cstr(&top), tb_buf_cstr(&src), "%s: topic as a KTable differs from the source", table);
-    cr_expect_str_eq(tb_buf_cstr(&cache), tb_buf_cstr(&src), "%s: cache differs from the source", table);
+    cr_expect_str_eq(tb_buf_cstr(&top), tb_buf_cstr(&src),
+                     "%s: topic as a KTable differs from the source (folder %s):\ntopic:\n%.4000ssource:\n%.4000s", table,
+                     r->dir, tb_buf_cstr(&top), tb_buf_cstr(&src));
+    cr_expect_str_eq(tb_buf_cstr(&cache), tb_buf_cstr(&src),
+                     "%s: cache differs from the source (folder %s):\ncache:\n%.4000ssource:\n%.4000s", table, r->dir,
+                     tb_buf_cstr(&cache), tb_buf_cstr(&src));
     tb_buf_free(&src);
     tb_buf_free(&top);
     tb_buf_free(&cache);

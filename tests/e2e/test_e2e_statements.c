@@ -247,6 +247,42 @@ Test(e2e_statements, drop_tombstone, .timeout = 240, .fini = e2e_kill_children)
     e2e_rmtree(r.dir);
 }
 
+/* DROP DATABASE with ddl.drop.policy=tombstone: each captured table of it is
+ * dropped as by DROP TABLE (its topic holds no key, its schema record says
+ * dropped, the cache has no row of it); a database with no captured table
+ * dropped beside it is passed over without a WARN. */
+Test(e2e_statements, drop_database, .timeout = 240, .fini = e2e_kill_children)
+{
+    st_run r;
+    st_setup(&r, "e2edropdb", "ddl.drop.policy=tombstone\n");
+    MYSQL *m = e2e_mysql();
+    char other[128];
+    snprintf(other, sizeof other, "%s_other", r.db);
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    e2e_sql(m, "CREATE DATABASE %s", other);
+    st_table(m, r.db, "a", "a", 10);
+    st_table(m, r.db, "b", "b", 5);
+    st_table(m, other, "c", "c", 3);
+    st_start(&r);
+    wait_caught_up(m, r.status, r.pid, r.log);
+    e2e_sql(m, "INSERT INTO %s.a VALUES (11, 'streamed', 11)", r.db);
+    e2e_sql(m, "DROP DATABASE %s", other);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    wait_caught_up(m, r.status, r.pid, r.log);
+    kill(r.pid, SIGTERM);
+    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
+    e2e_assert_clean_log(r.log);
+    cr_expect_eq(st_log_count(&r, other), 0, "the database with no captured table is named in %s", r.log);
+    st_cache_build(&r);
+    const char *cols[] = {"id", "v", "n", NULL};
+    st_assert_gone(&r, "a", cols, false);
+    st_assert_gone(&r, "b", cols, false);
+    st_expect_dropped(&r, "a");
+    st_expect_dropped(&r, "b");
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
 /* ALTER TABLE ... ADD COLUMN ... DEFAULT with ddl.alter.policy=resnapshot
  * (the default): the rows written before it reach the topic and the cache
  * with the new column's default, through an incremental snapshot; an ALTER
@@ -426,6 +462,8 @@ Test(e2e_statements, alter_default_cache, .timeout = 240, .fini = e2e_kill_child
     json_decref(rec);
 
     st_cache_build(&r);
+    const char *idv[] = {"id", "v", NULL};
+    st_assert_equal(&r, m, "u", idv, "id, v");
     /* the cache holds temporals and SETs as the topic writes them */
     tb_buf src, cache;
     tb_buf_init(&src, 0);
@@ -435,7 +473,8 @@ Test(e2e_statements, alter_default_cache, .timeout = 240, .fini = e2e_kill_child
     st_source_rows(m, r.db, "u",
                    "id, v, w, k, d, REPLACE(dt, ' ', 'T'), e, CONCAT('[\"', REPLACE(st, ',', '\",\"'), '\"]'), z", &src);
     st_cache_rows(r.cache, ctable, "id, v, w, k, d, dt, e, st, z", &cache);
-    cr_expect_str_eq(tb_buf_cstr(&cache), tb_buf_cstr(&src), "cache differs from the source");
+    cr_expect_str_eq(tb_buf_cstr(&cache), tb_buf_cstr(&src), "cache differs from the source:\ncache:\n%ssource:\n%s",
+                     tb_buf_cstr(&cache), tb_buf_cstr(&src));
     /* the expression default is not applied: rows from before the ALTER hold NULL there */
     tb_buf_reset(&cache);
     st_cache_rows(r.cache, ctable, "id, ts IS NULL", &cache);
@@ -601,26 +640,6 @@ static void sl_close(void)
     sl_app = NULL;
 }
 
-/* Whether topic exists (its partitions are known to the broker). */
-static bool sl_topic_exists(const char *topic)
-{
-    char errstr[512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_conf_set(conf, "bootstrap.servers", tb_itest_env("TRIBUTARY_TEST_KAFKA"), errstr, sizeof errstr);
-    rd_kafka_conf_set(conf, "allow.auto.create.topics", "false", errstr, sizeof errstr);
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-    cr_assert_not_null(rk, "%s", errstr);
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
-    const rd_kafka_metadata_t *md = NULL;
-    bool ok = rd_kafka_metadata(rk, 0, rkt, &md, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
-              md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topics[0].partition_cnt > 0;
-    if (md)
-        rd_kafka_metadata_destroy(md);
-    rd_kafka_topic_destroy(rkt);
-    rd_kafka_destroy(rk);
-    return ok;
-}
-
 /* Everything written so far has reached the topics: a new row of table
  * mark (id n) is waited for in its topic. */
 static void sl_sync(const st_run *r, int n)
@@ -633,7 +652,7 @@ static void sl_sync(const st_run *r, int n)
     long long deadline = tb_itest_now_ms() + 60000;
     for (;;) {
         bool seen = false;
-        if (sl_topic_exists(topic)) {
+        if (st_topic_exists(topic)) {
             tb_buf top;
             tb_buf_init(&top, 0);
             tb_buf_putc(&top, '\n');
@@ -690,7 +709,8 @@ static bool sl_assert_equal(const st_run *r, const char *path, const char *table
     fprintf(stderr, "e2e_statements sqlite: %s: source %zu bytes, topic %zu, cache %zu\n", table, src.len, top.len,
             cache.len);
     cr_expect_str_eq(tb_buf_cstr(&top), tb_buf_cstr(&src), "%s: topic as a KTable differs from the source", table);
-    cr_expect_str_eq(tb_buf_cstr(&cache), tb_buf_cstr(&src), "%s: cache differs from the source", table);
+    cr_expect_str_eq(tb_buf_cstr(&cache), tb_buf_cstr(&src), "%s: cache differs from the source:\ncache:\n%ssource:\n%s",
+                     table, tb_buf_cstr(&cache), tb_buf_cstr(&src));
     bool ok = strcmp(tb_buf_cstr(&top), tb_buf_cstr(&src)) == 0 && strcmp(tb_buf_cstr(&cache), tb_buf_cstr(&src)) == 0;
     tb_buf_free(&src);
     tb_buf_free(&top);
@@ -808,9 +828,9 @@ Test(e2e_statements, sqlite_statements, .timeout = 400, .fini = sl_fini)
     ok = sl_assert_equal(&r, src, "p", cols_g, "id, v", false) && ok;
     char topic[300];
     snprintf(topic, sizeof topic, "%s.%s.x", r.db, r.db);
-    cr_expect(!sl_topic_exists(topic), "%s: a table not captured has a topic", topic);
+    cr_expect(!st_topic_exists(topic), "%s: a table not captured has a topic", topic);
     snprintf(topic, sizeof topic, "%s.%s.q", r.db, r.db);
-    cr_expect(!sl_topic_exists(topic), "%s: a table not captured has a topic", topic);
+    cr_expect(!st_topic_exists(topic), "%s: a table not captured has a topic", topic);
     if (ok)
         e2e_rmtree(r.dir); /* kept for its logs otherwise */
 }
