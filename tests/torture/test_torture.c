@@ -10,15 +10,38 @@
  * range inserts, updates and deletes, primary-key changes, large
  * transactions (INSERT ... SELECT from the sequence engine), multi-table
  * transactions, savepoints rolled back to, whole transactions rolled back,
- * XA transactions committed or rolled back, TRUNCATE, ALTER TABLE ADD and DROP
- * COLUMN; in some rounds `tributary run` or `tributary cache` is killed with
- * SIGKILL halfway and started again. Every statement of a round is written to
- * <dir>/round-N.sql; a round whose check fails prints the seed, the round
- * and its statements, and the folder is kept.
+ * XA transactions committed or rolled back, TRUNCATE, ALTER TABLE ADD, DROP and
+ * MODIFY COLUMN, RENAME TABLE, DROP TABLE and CREATE it again, and a table
+ * without a primary key (keyed by key.columns, a UNIQUE key at the source)
+ * that gains and loses one; values of twenty types (INT, VARCHAR, BIGINT at
+ * its limits, DECIMAL, DATE, DATETIME(6), DOUBLE, BIGINT UNSIGNED, VARBINARY,
+ * ENUM, TIME(3), YEAR, SET, BIT, TEXT, BLOB, TIMESTAMP(3), JSON, FLOAT,
+ * UUID; not spatial types, whose topic values the oracle does not read).
+ * The SQLite workload has the data kinds, TRUNCATE (DELETE of every row),
+ * ADD and DROP COLUMN, RENAME and DROP/CREATE, on INTEGER and TEXT columns.
+ * Faults, halfway through some rounds: `tributary run` or `tributary cache`
+ * killed with SIGKILL and started again, MariaDB or the Kafka broker
+ * restarted, or the connector stopped while the binlog files it needs are
+ * purged (snapshot.mode=when_needed: a resnapshot and its reconcile step).
+ * ddl.alter.policy is resnapshot or warn by the seed. After each round the
+ * check waits (a bounded time) for the topic to converge, since a
+ * resnapshot goes on after the binlog was read to its end. Every statement
+ * of a round is written to <dir>/round-N.sql; a round whose check fails
+ * prints the seed, the round and its statements, and the folder is kept; a
+ * failing MariaDB round is then reduced to the shortest list of its
+ * transactions that still fails (<dir>/round-N.min.sql).
  *
  *   TB_TORTURE_SECONDS  how long to run rounds (default 120: two thirds MariaDB, one
  *                       third SQLite)
  *   TB_TORTURE_SEED     the seed (default: from the clock; always printed)
+ *   TB_TORTURE_FAULTS   the faults allowed, by name (kill_run, kill_cache,
+ *                       restart_mysql, restart_kafka, purge; default all)
+ *   TB_TORTURE_REDUCE_SECONDS  the time a failing MariaDB round's reduction may
+ *                       take (default 600, 0: none): its transactions and fault
+ *                       are replayed from a copy of the round's start (<db>_s)
+ *                       on new databases, ddmin keeps the fewest that still fail
+ *   TB_TORTURE_PLANT    R: round R also makes a change without a binlog event
+ *                       (a negative control: the round fails and reduces to it)
  *
  * Statement kinds that wait for a defect to be fixed are listed in
  * torture_disabled[] with the defect they wait for (none today).
@@ -27,17 +50,30 @@
 
 #include "../e2e/e2e_tables.h"
 
-#define NTABLES 3
-#define MAXCOLS 12
+#define NTABLES 4
+#define MAXCOLS 24
+/* The MariaDB tables' columns at creation (an added column is "x<N> INT"). */
+#define NBASE 20
+static const char *const base_cols[NBASE] = {"id", "v", "n", "d", "dt", "t6", "f", "u", "b", "e",
+                                             "tm", "yr", "st", "bt", "tx", "bl", "ts", "j", "fl", "uu"};
+#define BASE_DDL                                                                                                 \
+    "v VARCHAR(40), n BIGINT, d DECIMAL(10,2), dt DATE, t6 DATETIME(6), f DOUBLE, u BIGINT UNSIGNED, "           \
+    "b VARBINARY(16), e ENUM('s','m','l'), tm TIME(3), yr YEAR, st SET('a','b','c'), bt BIT(5), tx TEXT, "    \
+    "bl BLOB, ts TIMESTAMP(3) NULL, j JSON, fl FLOAT, uu UUID"
 
 typedef enum tk_kind {
     TK_INSERT, TK_UPDATE, TK_DELETE, TK_PK_CHANGE, TK_BIG, TK_MULTI, TK_SAVEPOINT, TK_ROLLBACK, TK_XA,
-    TK_TRUNCATE, TK_ADD_COLUMN, TK_DROP_COLUMN, TK_NKINDS
+    TK_TRUNCATE, TK_ADD_COLUMN, TK_DROP_COLUMN, TK_MODIFY_COLUMN, TK_RENAME, TK_RECREATE, TK_KEY_CHANGE,
+    TK_NKINDS
 } tk_kind;
 
 static const char *const tk_names[TK_NKINDS] = {"insert", "update", "delete", "pk_change", "big", "multi",
                                                 "savepoint", "rollback", "xa", "truncate", "add_column",
-                                                "drop_column"};
+                                                "drop_column", "modify_column", "rename", "recreate",
+                                                "key_change"};
+
+/* Kinds that change a table's definition: drawn a quarter as often as the others. */
+static bool tk_ddl(tk_kind k) { return k >= TK_TRUNCATE; }
 
 /* Kinds left out of the workload, each with the defect it waits for. */
 static const struct {
@@ -46,10 +82,16 @@ static const struct {
 } torture_disabled[] = {{TK_NKINDS, NULL}};
 
 typedef struct tt_table {
-    char name[16];
+    char name[24];
     char cols[MAXCOLS][16]; /* cols[0] = "id" */
     size_t ncols;
+    bool keyless;           /* no primary key at creation: keyed by key.columns (k0) */
+    bool has_pk;            /* it has a primary key now */
+    unsigned renames;
 } tt_table;
+
+#define MAXGONE 32
+#define MAXUNITS 64
 
 typedef struct tt {
     st_run r;
@@ -57,10 +99,24 @@ typedef struct tt {
     unsigned long long seed;
     unsigned rnd;
     tt_table t[NTABLES];
+    int ntables;
+    char gone[MAXGONE][24]; /* names renamed away: their topics must read as empty tables */
+    int ngone;
     tb_buf log;             /* the round's statements */
     int round, xa, added;
     pid_t cache;
     char clog[400];
+    bool quiet;             /* a replay of the reduction: differences are not printed */
+    bool resnapshot;        /* ddl.alter.policy=resnapshot (else warn) */
+    int plant;              /* the round that makes a change without a binlog event (0: none) */
+    bool planted;           /* it was made */
+    int reduced;            /* units the reduction kept (0: none ran or it did not reproduce) */
+    /* the round's units, for its reduction: a transaction or a fault each, in x->log from
+     * unit_off[i] to unit_off[i + 1] (the last one to the log's end) */
+    size_t unit_off[MAXUNITS];
+    int unit_fault[MAXUNITS]; /* tt_fault; 0 (none): a transaction */
+    int nunits;
+    tt_table start_t[NTABLES]; /* the tables at the round's start (their rows in <db>_s) */
 } tt;
 
 static unsigned rnd(tt *x, unsigned n)
@@ -124,9 +180,80 @@ static void value_list(tt *x, const tt_table *t, int id, tb_buf *cols, tb_buf *v
             tb_buf_printf(vals, "%d.%02u", (int)rnd(x, 200000) - 100000, rnd(x, 100));
         else if (strcmp(n, "dt") == 0)
             tb_buf_printf(vals, "'%04u-%02u-%02u'", 1970 + rnd(x, 80), 1 + rnd(x, 12), 1 + rnd(x, 28));
-        else
+        else if (strcmp(n, "t6") == 0)
+            tb_buf_printf(vals, "'%04u-%02u-%02u %02u:%02u:%02u.%06u'", 1000 + rnd(x, 8999), 1 + rnd(x, 12),
+                          1 + rnd(x, 28), rnd(x, 24), rnd(x, 60), rnd(x, 60), rnd(x, 4) ? rnd(x, 1000000) : 0);
+        else if (strcmp(n, "f") == 0) /* quarters: exact in binary, the same text on every side */
+            tb_buf_printf(vals, "%d.%02u", (int)rnd(x, 2000000) - 1000000, 25 * rnd(x, 4));
+        else if (strcmp(n, "u") == 0) {
+            static const char *const edge[] = {"0", "1", "9223372036854775807", "4294967295"};
+            if (rnd(x, 3) == 0)
+                tb_buf_puts(vals, edge[rnd(x, 4)]);
+            else
+                tb_buf_printf(vals, "%u%05u", rnd(x, 100000), rnd(x, 100000));
+        } else if (strcmp(n, "b") == 0) {
+            unsigned len = rnd(x, 17);
+            if (len == 0)
+                tb_buf_puts(vals, "''");
+            else {
+                tb_buf_puts(vals, "X'");
+                for (unsigned i = 0; i < len; i++)
+                    tb_buf_printf(vals, "%02x", rnd(x, 256));
+                tb_buf_putc(vals, '\'');
+            }
+        } else if (strcmp(n, "e") == 0) {
+            static const char *const e[] = {"'s'", "'m'", "'l'"};
+            tb_buf_puts(vals, e[rnd(x, 3)]);
+        } else if (strcmp(n, "tm") == 0) {
+            tb_buf_printf(vals, "'%s%u:%02u:%02u.%03u'", rnd(x, 4) ? "" : "-", rnd(x, 839), rnd(x, 60), rnd(x, 60),
+                          rnd(x, 1000));
+        } else if (strcmp(n, "yr") == 0) {
+            tb_buf_printf(vals, "%u", 1901 + rnd(x, 255));
+        } else if (strcmp(n, "st") == 0) {
+            static const char *const st[] = {"''", "'a'", "'b,c'", "'a,b,c'", "'a,c'"};
+            tb_buf_puts(vals, st[rnd(x, 5)]);
+        } else if (strcmp(n, "bt") == 0) {
+            tb_buf_printf(vals, "b'%u%u%u%u%u'", rnd(x, 2), rnd(x, 2), rnd(x, 2), rnd(x, 2), rnd(x, 2));
+        } else if (strcmp(n, "tx") == 0) {
+            tb_buf_printf(vals, "REPEAT('t\\'x %u ', %u)", rnd(x, 100), rnd(x, 40));
+        } else if (strcmp(n, "bl") == 0) {
+            tb_buf_printf(vals, "UNHEX(REPEAT(MD5(%u), %u))", rnd(x, 1000), rnd(x, 5));
+        } else if (strcmp(n, "ts") == 0) {
+            tb_buf_printf(vals, "'%04u-%02u-%02u %02u:%02u:%02u.%03u'", 1971 + rnd(x, 66), 1 + rnd(x, 12),
+                          1 + rnd(x, 28), rnd(x, 24), rnd(x, 60), rnd(x, 60), rnd(x, 1000));
+        } else if (strcmp(n, "j") == 0) { /* compact JSON as Jansson prints it (no strings or null alone) */
+            static const char *const j[] = {"'{\"a\":1,\"b\":[1,2]}'", "'[1,2,3]'", "'42'", "'{}'",
+                                            "'{\"k\":{\"n\":-7}}'"};
+            tb_buf_puts(vals, j[rnd(x, 5)]);
+        } else if (strcmp(n, "fl") == 0) { /* quarters: exact in a float */
+            tb_buf_printf(vals, "%d.%02u", (int)rnd(x, 200000) - 100000, 25 * rnd(x, 4));
+        } else if (strcmp(n, "uu") == 0) {
+            tb_buf_printf(vals, "'%08x-%04x-%04x-%04x-%04x%08x'", rnd(x, 0), rnd(x, 65536), rnd(x, 65536),
+                          rnd(x, 65536), rnd(x, 65536), rnd(x, 0));
+        } else
             tb_buf_printf(vals, "%u", rnd(x, 100000));
     }
+}
+
+/* CREATE TABLE t with the base columns (keyless: a UNIQUE key instead of a
+ * primary key) and nrows rows of random values. */
+static void table_create(tt *x, tt_table *t, int nrows)
+{
+    for (size_t c = 0; c < NBASE; c++)
+        snprintf(t->cols[c], sizeof t->cols[0], "%s", base_cols[c]);
+    t->ncols = NBASE;
+    t->has_pk = !t->keyless;
+    exec(x, "CREATE TABLE %s (id INT NOT NULL, " BASE_DDL ", %s (id))", t->name,
+         t->keyless ? "UNIQUE KEY" : "PRIMARY KEY");
+    tb_buf cols, vals;
+    tb_buf_init(&cols, 0);
+    tb_buf_init(&vals, 0);
+    for (int i = 0; i < nrows; i++) {
+        value_list(x, t, 1 + (int)rnd(x, 300), &cols, &vals);
+        exec(x, "INSERT IGNORE INTO %s (%s) VALUES (%s)", t->name, cols.data, vals.data);
+    }
+    tb_buf_free(&cols);
+    tb_buf_free(&vals);
 }
 
 /* One data statement on table t (no DDL): kind TK_INSERT..TK_PK_CHANGE, or
@@ -144,9 +271,18 @@ static void data_stmt_kind(tt *x, tt_table *t, tk_kind kind)
         exec(x, "INSERT INTO %s (%s) VALUES (%s) ON DUPLICATE KEY UPDATE %s=VALUES(%s)", t->name, cols.data,
              vals.data, t->ncols > 1 ? t->cols[1] : "id", t->ncols > 1 ? t->cols[1] : "id");
         break;
-    case 4: case 5:
+    case 4:
         exec(x, "UPDATE %s SET v=CONCAT(IFNULL(v,''),'u'), n=IFNULL(n,0) DIV 2 + %d WHERE id BETWEEN %d AND %d",
              t->name, k, id, id + k);
+        break;
+    case 5:
+        exec(x, "UPDATE %s SET f=IF(ABS(f)<1e9,f*2,f-SIGN(f)*1e9), t6=t6 + INTERVAL %d MICROSECOND, b=REVERSE(b), "
+                "u=IFNULL(u,0) DIV 3, e=IF(e='l','s','l'), st=IF(st='','b,c',''), bt=bt ^ 1, "
+                "yr=IF(yr < 2155, yr + 1, 1901), tm=IF(tm < '800:00:00', ADDTIME(tm, '1:00:00.5'), '-1:00:00'), "
+                "tx=CONCAT(IFNULL(tx,''),'+'), bl=REVERSE(bl), ts=ts + INTERVAL 1 SECOND, fl=IF(fl=0,1,-fl), "
+                "j=IF(j='[1,2,3]','{}','[1,2,3]') "
+                "WHERE id BETWEEN %d AND %d",
+             t->name, k + 1, id, id + k);
         break;
     case 6: case 7:
         exec(x, "DELETE FROM %s WHERE id BETWEEN %d AND %d", t->name, id, id + k / 2);
@@ -167,14 +303,24 @@ static void data_stmt_kind(tt *x, tt_table *t, tk_kind kind)
 
 static void data_stmt(tt *x, tt_table *t) { data_stmt_kind(x, t, TK_NKINDS); }
 
-static tt_table *table(tt *x) { return &x->t[rnd(x, NTABLES)]; }
+static tt_table *table(tt *x) { return &x->t[rnd(x, (unsigned)x->ntables)]; }
 
 static void one_transaction(tt *x)
 {
+    /* a change the binlog never sees, in round x->plant (a negative control of the check and of
+     * the reduction: that round must fail, and reduce to this unit) */
+    if (x->plant && x->plant == x->round && !x->planted) {
+        x->planted = true;
+        tb_buf_printf(&x->log, "-- planted: a change without a binlog event\n");
+        exec(x, "SET SESSION sql_log_bin = 0");
+        exec(x, "UPDATE %s SET v = 'planted' ORDER BY id LIMIT 1", x->t[0].name);
+        exec(x, "SET SESSION sql_log_bin = 1");
+        return;
+    }
     tk_kind k;
     do
         k = (tk_kind)rnd(x, TK_NKINDS);
-    while (disabled(k) || ((k == TK_TRUNCATE || k == TK_ADD_COLUMN || k == TK_DROP_COLUMN) && rnd(x, 4) != 0));
+    while (disabled(k) || (tk_ddl(k) && rnd(x, 4) != 0));
     tt_table *t = table(x);
     tb_buf_printf(&x->log, "-- %s\n", tk_names[k]);
     switch (k) {
@@ -230,9 +376,45 @@ static void one_transaction(tt *x)
         }
         break;
     case TK_DROP_COLUMN:
-        if (t->ncols > 5) { /* only added columns */
+        if (t->ncols > NBASE) { /* only added columns */
             exec(x, "ALTER TABLE %s DROP COLUMN %s", t->name, t->cols[t->ncols - 1]);
             t->ncols--;
+        }
+        break;
+    case TK_MODIFY_COLUMN: /* changes that keep every value (ddl.alter.policy=warn sends none again) */
+        switch (rnd(x, 3)) {
+        case 0:
+            exec(x, "ALTER TABLE %s MODIFY COLUMN v VARCHAR(%d)", t->name, rnd(x, 2) ? 40 : 64);
+            break;
+        case 1:
+            exec(x, "ALTER TABLE %s MODIFY COLUMN n %s", t->name, rnd(x, 2) ? "BIGINT" : "DECIMAL(20,0)");
+            break;
+        default:
+            if (t->ncols > NBASE)
+                exec(x, "ALTER TABLE %s MODIFY COLUMN %s %s", t->name, t->cols[t->ncols - 1],
+                     rnd(x, 2) ? "BIGINT" : "INT");
+            else
+                exec(x, "ALTER TABLE %s MODIFY COLUMN e ENUM('s','m','l','xl')", t->name);
+            break;
+        }
+        break;
+    case TK_RENAME: /* not k0: its key.columns setting names it */
+        if (!t->keyless && x->ngone < MAXGONE) {
+            char to[24];
+            snprintf(to, sizeof to, "t%d_r%u", (int)(t - x->t), ++t->renames);
+            exec(x, rnd(x, 2) ? "RENAME TABLE %s TO %s" : "ALTER TABLE %s RENAME TO %s", t->name, to);
+            memcpy(x->gone[x->ngone++], t->name, sizeof t->name);
+            memcpy(t->name, to, sizeof to);
+        }
+        break;
+    case TK_RECREATE: /* ddl.drop.policy=tombstone: the topic is emptied at the DROP */
+        exec(x, "DROP TABLE %s", t->name);
+        table_create(x, t, 1 + rnd(x, 20));
+        break;
+    case TK_KEY_CHANGE: /* k0 gains or loses its primary key (the key columns stay "id") */
+        if (t->keyless) {
+            exec(x, t->has_pk ? "ALTER TABLE %s DROP PRIMARY KEY" : "ALTER TABLE %s ADD PRIMARY KEY (id)", t->name);
+            t->has_pk = !t->has_pk;
         }
         break;
     default:
@@ -252,11 +434,73 @@ static void kill9(pid_t pid)
     e2e_wait(pid, 30000);
 }
 
+/* The topic read as a table (st_topic_table); one the connector has not
+ * made yet (a table created or renamed meanwhile) reads as an empty table. */
+static void tt_topic_table(const char *topic, const char *const *cols, tb_buf *out)
+{
+    if (st_topic_exists(topic))
+        st_topic_table(topic, cols, out);
+}
+
 /* The round's statements on stderr (a failing round's reproduction). */
 static void print_round(const tt *x, const char *what)
 {
+    if (x->quiet)
+        return;
     fprintf(stderr, "torture: FAILED round %d (seed %llu, folder %s): %s\nstatements of the round:\n%s\n", x->round,
             x->seed, x->r.dir, what, tb_buf_cstr(&x->log));
+}
+
+/* How a column reads on each side, as the same text: from the source for the
+ * topic comparison, from the source for the cache comparison, from the cache
+ * (SQLite). A DATETIME(6) is written "YYYY-MM-DDTHH:MM:SS.ffffff"; a VARBINARY
+ * is base64 in the topic and a BLOB in the cache (compared as hex); a DOUBLE
+ * (a FLOAT too) holds quarters below 1e9, whose shortest text %.17g also
+ * gives; a BIT is a number; a SET is an array of labels in the topic (read
+ * as "a,c") and its JSON text in the cache; a TIMESTAMP(3) is UTC with a Z;
+ * a JSON value is read back compact (st_cell), as the source holds it. */
+typedef enum tt_side { SIDE_SRC_TOPIC, SIDE_SRC_CACHE, SIDE_CACHE } tt_side;
+
+static void col_expr(const char *col, tt_side side, tb_buf *out)
+{
+    if (strcmp(col, "t6") == 0 && side != SIDE_CACHE)
+        tb_buf_puts(out, "DATE_FORMAT(t6, '%Y-%m-%dT%H:%i:%s.%f')");
+    else if (strcmp(col, "b") == 0 || strcmp(col, "bl") == 0)
+        tb_buf_printf(out, side == SIDE_SRC_TOPIC   ? "REPLACE(TO_BASE64(%s), '\\n', '')"
+                           : side == SIDE_SRC_CACHE ? "HEX(%s)"
+                                                    : "CASE WHEN %1$s IS NULL THEN NULL ELSE hex(%1$s) END",
+                      col);
+    else if ((strcmp(col, "f") == 0 || strcmp(col, "fl") == 0) && side == SIDE_CACHE)
+        tb_buf_printf(out, "CASE WHEN %1$s IS NULL THEN NULL ELSE printf('%%.17g', %1$s) END", col);
+    else if (strcmp(col, "fl") == 0) /* the server prints a FLOAT with 6 digits: as a DOUBLE, all of them */
+        tb_buf_puts(out, "CAST(fl AS DOUBLE)");
+    else if (strcmp(col, "ts") == 0 && side != SIDE_CACHE) /* UTC, milliseconds, Z */
+        tb_buf_puts(out, "CONCAT(DATE_FORMAT(CONVERT_TZ(ts, @@session.time_zone, '+00:00'), '%Y-%m-%dT%H:%i:%s.'), "
+                         "LPAD(MICROSECOND(ts) DIV 1000, 3, '0'), 'Z')");
+    else if (strcmp(col, "bt") == 0 && side != SIDE_CACHE)
+        tb_buf_puts(out, "bt + 0");
+    else if (strcmp(col, "st") == 0 && side == SIDE_SRC_CACHE) /* the cache holds a SET as the topic's array */
+        tb_buf_puts(out, "CASE WHEN st = '' THEN '[]' ELSE CONCAT('[\"', REPLACE(st, ',', '\",\"'), '\"]') END");
+    else
+        tb_buf_puts(out, col);
+}
+
+/* Whether the cache file has table (false when the file has no such table). */
+static bool tt_cache_has(const char *path, const char *table)
+{
+    sqlite3 *db = NULL;
+    bool has = false;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", -1, &st, NULL) ==
+            SQLITE_OK) {
+            sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+            has = sqlite3_step(st) == SQLITE_ROW;
+        }
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return has;
 }
 
 /* Rows of a cache table as "c1|c2|..\n" ordered by id. A column the cache
@@ -276,115 +520,618 @@ static void tt_cache_rows(const char *path, const char *table, const tt_table *t
         cr_assert_eq(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK, "%s: %s", q, sqlite3_errmsg(db));
         bool has = sqlite3_step(st) == SQLITE_ROW;
         sqlite3_finalize(st);
-        tb_buf_printf(&sel, "%s%s", c ? "," : "", has ? t->cols[c] : "NULL");
+        if (c)
+            tb_buf_putc(&sel, ',');
+        if (has)
+            col_expr(t->cols[c], SIDE_CACHE, &sel);
+        else
+            tb_buf_puts(&sel, "NULL");
     }
     sqlite3_close(db);
     st_cache_rows(path, table, sel.data, out);
     tb_buf_free(&sel);
 }
 
-/* Source, topic as a KTable and cache hold the same rows of every table. */
-static bool check(tt *x)
+/* Write the three sides of a differing table to a file and print the round. */
+static void report_diff(tt *x, const char *table, const char *bad, const tb_buf *src, const tb_buf *top,
+                        const tb_buf *cache)
+{
+    char path[400], what[700];
+    snprintf(path, sizeof path, "%s/%s.round-%d.diff", x->r.dir, table, x->round);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "== source\n%s== topic\n%s== cache\n%s", tb_buf_cstr(src), tb_buf_cstr(top), tb_buf_cstr(cache));
+        fclose(f);
+    }
+    snprintf(what, sizeof what, "table %s: %s (source, topic and cache rows in %s)", table, bad, path);
+    print_round(x, what);
+}
+
+/* Nothing is in flight: the connector committed the server's GTID position
+ * and no incremental snapshot is queued (<offsets.file>.incsnap: offsets.file
+ * is relative to the configuration's folder). */
+static bool settled(tt *x)
+{
+    char want[256], got[256] = "", path[400];
+    server_gtid(x->m, want, sizeof want);
+    if (!e2e_status_gtid(x->r.status, got, sizeof got) || strcmp(got, want) != 0)
+        return false;
+    snprintf(path, sizeof path, "%s/tributary.offsets.incsnap", x->r.dir);
+    json_error_t je;
+    json_t *st = json_load_file(path, 0, &je);
+    bool idle = !st || json_array_size(json_object_get(st, "queue")) == 0;
+    json_decref(st);
+    return idle;
+}
+
+/* The topic of every table equals its source table, the topics of the names
+ * renamed away read as empty tables: checked again until it holds, until
+ * until_ms (a resnapshot goes on after the binlog was read to its end), or
+ * until it failed twice in a row with nothing in flight (settled), then
+ * reported when report is set. */
+static bool topics_equal(tt *x, long long until_ms, bool report)
+{
+    for (int settled_fails = 0;;) {
+        bool quiet = settled(x);
+        bool ok = true;
+        for (int i = 0; i < x->ntables && ok; i++) {
+            tt_table *t = &x->t[i];
+            const char *cols[MAXCOLS + 1];
+            tb_buf colsql, src, top, none;
+            tb_buf_init(&colsql, 0);
+            tb_buf_init(&src, 0);
+            tb_buf_init(&top, 0);
+            tb_buf_init(&none, 0);
+            for (size_t c = 0; c < t->ncols; c++) {
+                cols[c] = t->cols[c];
+                if (c)
+                    tb_buf_putc(&colsql, ',');
+                col_expr(t->cols[c], SIDE_SRC_TOPIC, &colsql);
+            }
+            cols[t->ncols] = NULL;
+            char topic[300];
+            snprintf(topic, sizeof topic, "%s.%s.%s", x->r.db, x->r.db, t->name);
+            st_source_rows(x->m, x->r.db, t->name, colsql.data, &src);
+            tt_topic_table(topic, cols, &top);
+            if (strcmp(tb_buf_cstr(&src), tb_buf_cstr(&top)) != 0) {
+                ok = false;
+                if (report || tb_itest_now_ms() >= until_ms)
+                    report_diff(x, t->name, "the topic read as a table differs from the source", &src, &top, &none);
+            }
+            tb_buf_free(&colsql);
+            tb_buf_free(&src);
+            tb_buf_free(&top);
+            tb_buf_free(&none);
+        }
+        for (int g = 0; g < x->ngone && ok; g++) {
+            const char *cols[] = {"id", NULL};
+            char topic[300];
+            tb_buf top, none;
+            tb_buf_init(&top, 0);
+            tb_buf_init(&none, 0);
+            snprintf(topic, sizeof topic, "%s.%s.%s", x->r.db, x->r.db, x->gone[g]);
+            tt_topic_table(topic, cols, &top);
+            if (top.len) {
+                ok = false;
+                if (report || tb_itest_now_ms() >= until_ms)
+                    report_diff(x, x->gone[g], "the topic of a table renamed away still holds keys", &none, &top,
+                                &none);
+            }
+            tb_buf_free(&top);
+            tb_buf_free(&none);
+        }
+        settled_fails = !ok && quiet && settled(x) ? settled_fails + 1 : 0;
+        if (!ok && !report && settled_fails >= 2 && tb_itest_now_ms() < until_ms)
+            return topics_equal(x, 0, true); /* report it now */
+        if (ok || report || tb_itest_now_ms() >= until_ms)
+            return ok;
+        usleep(500000);
+    }
+}
+
+/* The cache (built again from the topics) holds every table's source rows,
+ * and no rows under a name renamed away. */
+static bool cache_equal(tt *x)
 {
     bool ok = true;
-    for (int i = 0; i < NTABLES; i++) {
+    for (int i = 0; i < x->ntables && ok; i++) {
         tt_table *t = &x->t[i];
-        const char *cols[MAXCOLS + 1];
-        tb_buf colsql, src, top, cache;
+        tb_buf colsql, src, cache, none;
         tb_buf_init(&colsql, 0);
         tb_buf_init(&src, 0);
-        tb_buf_init(&top, 0);
         tb_buf_init(&cache, 0);
+        tb_buf_init(&none, 0);
         for (size_t c = 0; c < t->ncols; c++) {
-            cols[c] = t->cols[c];
-            tb_buf_printf(&colsql, "%s%s", c ? "," : "", t->cols[c]);
+            if (c)
+                tb_buf_putc(&colsql, ',');
+            col_expr(t->cols[c], SIDE_SRC_CACHE, &colsql);
         }
-        cols[t->ncols] = NULL;
-        char topic[300], ctable[300];
-        snprintf(topic, sizeof topic, "%s.%s.%s", x->r.db, x->r.db, t->name);
+        char ctable[300];
         snprintf(ctable, sizeof ctable, "%s.%s", x->r.db, t->name);
         st_source_rows(x->m, x->r.db, t->name, colsql.data, &src);
-        st_topic_table(topic, cols, &top);
-        tt_cache_rows(x->r.cache, ctable, t, &cache);
-        const char *bad = strcmp(src.data, top.data) != 0 ? "the topic read as a table differs from the source"
-                          : strcmp(src.data, cache.data) != 0 ? "the cache differs from the source"
-                                                              : NULL;
-        if (bad) {
-            char path[400];
-            snprintf(path, sizeof path, "%s/%s.round-%d.diff", x->r.dir, t->name, x->round);
-            FILE *f = fopen(path, "w");
-            if (f) {
-                fprintf(f, "== source\n%s== topic\n%s== cache\n%s", src.data, top.data, cache.data);
-                fclose(f);
-            }
-            char what[700];
-            snprintf(what, sizeof what, "table %s: %s (source, topic and cache rows in %s)", t->name, bad, path);
-            print_round(x, what);
+        if (tt_cache_has(x->r.cache, ctable))
+            tt_cache_rows(x->r.cache, ctable, t, &cache);
+        if (strcmp(tb_buf_cstr(&src), tb_buf_cstr(&cache)) != 0) {
+            report_diff(x, t->name, "the cache differs from the source", &src, &none, &cache);
             ok = false;
         }
         tb_buf_free(&colsql);
         tb_buf_free(&src);
-        tb_buf_free(&top);
         tb_buf_free(&cache);
+        tb_buf_free(&none);
+    }
+    for (int g = 0; g < x->ngone && ok; g++) {
+        char ctable[300];
+        snprintf(ctable, sizeof ctable, "%s.%s", x->r.db, x->gone[g]);
+        if (!tt_cache_has(x->r.cache, ctable))
+            continue;
+        tb_buf cache, none;
+        tb_buf_init(&cache, 0);
+        tb_buf_init(&none, 0);
+        st_cache_rows(x->r.cache, ctable, "id", &cache);
+        if (cache.len) {
+            report_diff(x, x->gone[g], "the cache still holds rows of a table renamed away", &none, &none, &cache);
+            ok = false;
+        }
+        tb_buf_free(&cache);
+        tb_buf_free(&none);
     }
     return ok;
 }
 
-static void tt_fini(void) { e2e_kill_children(); }
-
-Test(torture, mariadb, .fini = tt_fini, .timeout = 0)
+/* A new connection to the test database, after a MariaDB restart too. */
+static void tt_connect(tt *x)
 {
-    tt x;
-    memset(&x, 0, sizeof(x));
-    const char *s = getenv("TB_TORTURE_SECONDS"), *sd = getenv("TB_TORTURE_SEED");
-    long long seconds = (s && *s ? atoll(s) : 120) * 2 / 3; /* the SQLite test takes the rest */
+    if (x->m)
+        mysql_close(x->m);
+    x->m = e2e_mysql();
+    cr_assert_eq(mysql_select_db(x->m, x->r.db), 0, "%s", mysql_error(x->m));
+}
+
+/* Faults, drawn per round (the others run none). */
+typedef enum tt_fault {
+    TF_NONE, TF_KILL_RUN, TF_KILL_CACHE, TF_RESTART_MYSQL, TF_RESTART_KAFKA, TF_PURGE, TF_NFAULTS
+} tt_fault;
+static const char *const tf_names[TF_NFAULTS] = {"none", "kill -9 tributary run", "kill -9 tributary cache",
+                                                 "restart MariaDB", "restart the Kafka broker",
+                                                 "binlog purged while the connector is stopped"};
+
+/* A fault for the round (drawn whatever TB_TORTURE_FAULTS allows, so a seed
+ * draws the same statements; a fault it leaves out is none). */
+static tt_fault draw_fault(tt *x)
+{
+    unsigned f = rnd(x, 12);
+    tt_fault k = f < 3 ? TF_KILL_RUN : f < 5 ? TF_KILL_CACHE : f == 5 ? TF_RESTART_MYSQL : f == 6 ? TF_RESTART_KAFKA
+                 : f == 7 ? TF_PURGE : TF_NONE;
+    static const char *const keys[TF_NFAULTS] = {"", "kill_run", "kill_cache", "restart_mysql", "restart_kafka",
+                                                 "purge"};
+    const char *allow = getenv("TB_TORTURE_FAULTS");
+    if (k != TF_NONE && allow && !strstr(allow, keys[k]))
+        k = TF_NONE;
+    return k;
+}
+
+/* The fault's first half, halfway through the round's transactions. */
+static void fault_begin(tt *x, tt_fault f)
+{
+    if (f != TF_NONE)
+        tb_buf_printf(&x->log, "-- fault: %s\n", tf_names[f]);
+    switch (f) {
+    case TF_KILL_RUN:
+        kill9(x->r.pid);
+        st_start(&x->r);
+        break;
+    case TF_KILL_CACHE:
+        kill9(x->cache);
+        start_cache(x);
+        break;
+    case TF_RESTART_MYSQL:
+        tb_itest_testenv("stop-mysql");
+        tb_itest_testenv("start-mysql");
+        tt_connect(x); /* the old connection went with the server */
+        break;
+    case TF_RESTART_KAFKA: /* the rest of the round is written while the broker is away */
+        tb_itest_testenv("stop-kafka");
+        break;
+    case TF_PURGE:
+        kill(x->r.pid, SIGTERM);
+        cr_assert_eq(e2e_wait(x->r.pid, 60000), 0, "tributary run did not stop cleanly; see %s", x->r.log);
+        exec(x, "FLUSH BINARY LOGS");
+        break;
+    default:
+        break;
+    }
+}
+
+/* The fault's second half, after the round's transactions. */
+static void fault_end(tt *x, tt_fault f)
+{
+    if (f == TF_RESTART_KAFKA) {
+        tb_itest_testenv("start-kafka");
+    } else if (f == TF_PURGE) {
+        /* every binlog file the stopped connector needs goes: when_needed snapshots again and
+         * reconciles (the rows deleted meanwhile are deleted from the topics) */
+        exec(x, "FLUSH BINARY LOGS");
+        tb_buf cur;
+        tb_buf_init(&cur, 0);
+        e2e_query_text(x->m, "SHOW MASTER STATUS", &cur);
+        char file[256] = "";
+        sscanf(tb_buf_cstr(&cur), "%255[^|\n]", file);
+        tb_buf_free(&cur);
+        cr_assert(*file, "SHOW MASTER STATUS gave no file");
+        exec(x, "PURGE BINARY LOGS TO '%s'", file);
+        st_start(&x->r);
+    }
+}
+
+/* ------------------------------------------------------------ reduction */
+
+/* The round's tables, rows included, copied to <db>_s: where its replays start. */
+static void save_start(tt *x)
+{
+    char sdb[128];
+    snprintf(sdb, sizeof sdb, "%s_s", x->r.db);
+    e2e_sql(x->m, "DROP DATABASE IF EXISTS %s", sdb);
+    e2e_sql(x->m, "CREATE DATABASE %s", sdb);
+    for (int i = 0; i < x->ntables; i++) {
+        e2e_sql(x->m, "CREATE TABLE %s.%s LIKE %s.%s", sdb, x->t[i].name, x->r.db, x->t[i].name);
+        e2e_sql(x->m, "INSERT INTO %s.%s SELECT * FROM %s.%s", sdb, x->t[i].name, x->r.db, x->t[i].name);
+    }
+    memcpy(x->start_t, x->t, sizeof x->t);
+    x->nunits = 0;
+}
+
+/* A unit of the round begins here: a transaction (fault TF_NONE) or a fault. */
+static void unit_begin(tt *x, tt_fault fault)
+{
+    if (x->nunits < MAXUNITS) {
+        x->unit_off[x->nunits] = x->log.len;
+        x->unit_fault[x->nunits++] = (int)fault;
+    }
+}
+
+/* The configuration of a torture run, appended to st_setup's. */
+static void tt_config(const tt *x)
+{
+    FILE *cf = fopen(x->r.cfg, "a");
+    cr_assert_not_null(cf);
+    fprintf(cf,
+            "ddl.alter.policy=%s\nddl.drop.policy=tombstone\nha.enabled=false\nsnapshot.mode=when_needed\n"
+            "key.columns.%s.k0=id\nsource.connect.retry.ms=120000\n",
+            x->resnapshot ? "resnapshot" : "warn", x->r.db);
+    fclose(cf);
+}
+
+/* Whether the status file says the connector streams (its snapshot done). */
+static bool status_streaming(const char *status)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    bool streaming = false;
+    if (e2e_slurp(status, &b) && b.len) {
+        json_t *v = jo_parse(b.data, b.len);
+        const char *st = json_string_value(json_object_get(v, "state"));
+        streaming = st && strcmp(st, "streaming") == 0;
+        json_decref(v);
+    }
+    tb_buf_free(&b);
+    return streaming;
+}
+
+/* Until the connector streams and committed the server's GTID position
+ * (the snapshot's position is the server's at its start: streaming first);
+ * false when it stopped or ms passed. */
+static bool caught_up_within(tt *x, long long ms)
+{
+    char want[256], got[256] = "";
+    for (long long until = tb_itest_now_ms() + ms; tb_itest_now_ms() < until; usleep(50000)) {
+        server_gtid(x->m, want, sizeof want);
+        if (status_streaming(x->r.status) && e2e_status_gtid(x->r.status, got, sizeof got) && strcmp(got, want) == 0)
+            return true;
+        if (e2e_wait(x->r.pid, 0) != -2)
+            return false;
+    }
+    return false;
+}
+
+/* The tables of a replay as the catalog has them (names, columns), and the
+ * names renamed away: topics of the replay's prefix whose table is gone. */
+static void state_from_catalog(tt *y)
+{
+    tb_buf names;
+    tb_buf_init(&names, 0);
+    char q[600];
+    snprintf(q, sizeof q,
+             "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = '%s' AND TABLE_NAME <> "
+             "'tributary_signal' ORDER BY TABLE_NAME",
+             y->r.db);
+    e2e_query_text(y->m, q, &names);
+    y->ntables = 0;
+    for (char *line = names.data, *nl; line && *line && y->ntables < NTABLES; line = nl + 1) {
+        if (!(nl = strchr(line, '\n')))
+            break;
+        *nl = '\0';
+        tt_table *t = &y->t[y->ntables++];
+        memset(t, 0, sizeof(*t));
+        snprintf(t->name, sizeof t->name, "%s", line);
+        t->keyless = strcmp(line, "k0") == 0;
+        tb_buf cols;
+        tb_buf_init(&cols, 0);
+        snprintf(q, sizeof q,
+                 "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '%s' AND TABLE_NAME = '%s' "
+                 "ORDER BY ORDINAL_POSITION",
+                 y->r.db, t->name);
+        e2e_query_text(y->m, q, &cols);
+        for (char *c = cols.data, *cn; c && *c && t->ncols < MAXCOLS; c = cn + 1) {
+            if (!(cn = strchr(c, '\n')))
+                break;
+            *cn = '\0';
+            snprintf(t->cols[t->ncols++], sizeof t->cols[0], "%s", c);
+        }
+        tb_buf_free(&cols);
+    }
+    tb_buf_free(&names);
+    /* the renamed-away names: topics "<db>.<db>.<name>" without a table */
+    char errstr[512], prefix[256];
+    snprintf(prefix, sizeof prefix, "%s.%s.", y->r.db, y->r.db);
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", tb_itest_env("TRIBUTARY_TEST_KAFKA"), errstr, sizeof errstr);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    cr_assert_not_null(rk, "%s", errstr);
+    const rd_kafka_metadata_t *md = NULL;
+    cr_assert_eq(rd_kafka_metadata(rk, 1, NULL, &md, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    y->ngone = 0;
+    for (int i = 0; i < md->topic_cnt && y->ngone < MAXGONE; i++) {
+        const char *tn = md->topics[i].topic;
+        if (strncmp(tn, prefix, strlen(prefix)) != 0)
+            continue;
+        const char *name = tn + strlen(prefix);
+        bool exists = strlen(name) >= sizeof y->gone[0];
+        for (int k = 0; k < y->ntables && !exists; k++)
+            exists = strcmp(y->t[k].name, name) == 0;
+        if (!exists)
+            snprintf(y->gone[y->ngone++], sizeof y->gone[0], "%s", name);
+    }
+    rd_kafka_metadata_destroy(md);
+    rd_kafka_destroy(rk);
+}
+
+/* Replay the kept units of x's round on a new database copied from the
+ * round's start, with a connector and cache of its own: true when the
+ * topics or the cache then differ from the source (the failure reproduced). */
+static bool replay(tt *x, const bool *keep, int n)
+{
+    tt y;
+    memset(&y, 0, sizeof(y));
+    y.seed = x->seed;
+    y.round = x->round;
+    y.quiet = true;
+    y.resnapshot = x->resnapshot;
+    tb_buf_init(&y.log, 0);
+    st_setup(&y.r, "e2e_tmin", NULL);
+    tt_config(&y);
+    snprintf(y.clog, sizeof y.clog, "%s/cache.log", y.r.dir);
+    y.m = e2e_mysql();
+    e2e_sql(y.m, "CREATE DATABASE %s", y.r.db);
+    cr_assert_eq(mysql_select_db(y.m, y.r.db), 0);
+    y.ntables = x->ntables;
+    memcpy(y.t, x->start_t, sizeof y.t);
+    for (int i = 0; i < y.ntables; i++) {
+        e2e_sql(y.m, "CREATE TABLE %s LIKE %s_s.%s", y.t[i].name, x->r.db, y.t[i].name);
+        e2e_sql(y.m, "INSERT INTO %s SELECT * FROM %s_s.%s", y.t[i].name, x->r.db, y.t[i].name);
+    }
+    st_start(&y.r);
+    bool differs = false;
+    if (caught_up_within(&y, 60000)) {
+        start_cache(&y);
+        tt_fault pending = TF_NONE;
+        for (int u = 0; u < n; u++) {
+            if (!keep[u])
+                continue;
+            if (x->unit_fault[u] != TF_NONE) {
+                pending = (tt_fault)x->unit_fault[u];
+                fault_begin(&y, pending);
+                continue;
+            }
+            size_t end = u + 1 < x->nunits ? x->unit_off[u + 1] : x->log.len;
+            char *text = strndup(x->log.data + x->unit_off[u], end - x->unit_off[u]);
+            for (char *line = text, *nl; line && *line; line = nl + 1) {
+                nl = strchr(line, '\n');
+                if (nl)
+                    *nl = '\0';
+                size_t len = strlen(line);
+                if (len > 1 && strncmp(line, "--", 2) != 0 && line[len - 1] == ';') {
+                    line[len - 1] = '\0';
+                    exec(&y, "%s", line);
+                }
+                if (!nl)
+                    break;
+            }
+            free(text);
+        }
+        fault_end(&y, pending);
+        state_from_catalog(&y);
+        if (caught_up_within(&y, 120000)) {
+            differs = !topics_equal(&y, tb_itest_now_ms() + 60000, false);
+            kill(y.cache, SIGTERM);
+            e2e_wait(y.cache, 60000);
+            if (!differs) {
+                const char *cargs[] = {"cache", "--config", y.r.cfg, "--until-caught-up", NULL};
+                pid_t cp = e2e_spawn(cargs, y.clog);
+                differs = e2e_wait(cp, 120000) != 0 || !cache_equal(&y);
+            }
+        } else {
+            differs = true; /* the connector stopped or never caught up: a failure too */
+        }
+    }
+    e2e_kill_children();
+    e2e_sql(y.m, "DROP DATABASE %s", y.r.db);
+    mysql_close(y.m);
+    tb_buf_free(&y.log);
+    e2e_rmtree(y.r.dir);
+    return differs;
+}
+
+/* A failing round: the shortest list of its units that still fails when
+ * replayed from the round's start (ddmin over transactions and the fault),
+ * within TB_TORTURE_REDUCE_SECONDS (default 600; 0: no reduction), printed
+ * and written to <dir>/round-N.min.sql. A failure that no replay reproduces
+ * (a timing it needs) is said to be so. */
+static void reduce(tt *x)
+{
+    const char *rs = getenv("TB_TORTURE_REDUCE_SECONDS");
+    long long budget = rs && *rs ? atoll(rs) : 600;
+    int n = x->nunits;
+    if (budget <= 0 || n == 0)
+        return;
+    long long until = tb_itest_now_ms() + budget * 1000;
+    bool cur[MAXUNITS], trial[MAXUNITS];
+    /* the round's own connector and cache go: a replay's connector has the same server id */
+    kill9(x->r.pid);
+    kill9(x->cache);
+    for (int i = 0; i < n; i++)
+        cur[i] = true;
+    fprintf(stderr, "torture: reducing round %d (%d units) within %lld s\n", x->round, n, budget);
+    int tries = 1;
+    if (!replay(x, cur, n)) {
+        fprintf(stderr, "torture: round %d did not fail again when replayed from its start on a new database: "
+                        "it needs a timing the replay did not give; its whole statement list is above\n",
+                x->round);
+        return;
+    }
+    int chunks = 2;
+    for (;;) {
+        int live = 0;
+        for (int i = 0; i < n; i++)
+            live += cur[i];
+        if (live < 2 || tb_itest_now_ms() >= until)
+            break;
+        if (chunks > live)
+            chunks = live;
+        bool reduced = false;
+        /* each chunk alone, then each complement */
+        for (int pass = 0; pass < 2 && !reduced; pass++) {
+            for (int c = 0; c < chunks && !reduced && tb_itest_now_ms() < until; c++) {
+                int idx = 0, in = 0;
+                for (int i = 0; i < n; i++) {
+                    trial[i] = false;
+                    if (!cur[i])
+                        continue;
+                    bool mine = idx++ * chunks / live == c;
+                    trial[i] = pass == 0 ? mine : !mine;
+                    in += trial[i];
+                }
+                if (in == 0 || in == live)
+                    continue;
+                tries++;
+                if (replay(x, trial, n)) {
+                    memcpy(cur, trial, sizeof cur);
+                    chunks = pass == 0 ? 2 : (chunks - 1 > 2 ? chunks - 1 : 2);
+                    reduced = true;
+                }
+            }
+        }
+        if (!reduced) {
+            if (chunks >= live)
+                break;
+            chunks = chunks * 2 > live ? live : chunks * 2;
+        }
+    }
+    tb_buf out;
+    tb_buf_init(&out, 0);
+    int kept = 0;
+    x->reduced = 0;
+    for (int i = 0; i < n; i++) {
+        if (!cur[i])
+            continue;
+        kept++;
+        size_t end = i + 1 < x->nunits ? x->unit_off[i + 1] : x->log.len;
+        tb_buf_printf(&out, "%.*s", (int)(end - x->unit_off[i]), x->log.data + x->unit_off[i]);
+    }
+    x->reduced = kept;
+    char path[400];
+    snprintf(path, sizeof path, "%s/round-%d.min.sql", x->r.dir, x->round);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "-- round %d, seed %llu: %d of %d units, from the tables as in %s_s\n%s", x->round, x->seed, kept,
+                n, x->r.db, tb_buf_cstr(&out));
+        fclose(f);
+    }
+    fprintf(stderr,
+            "torture: the shortest list found (%d replays%s) that still fails, %d of the round's %d units, replayed "
+            "from the round's start (database %s_s), in %s:\n%s\n",
+            tries, tb_itest_now_ms() >= until ? ", the time budget ran out" : "", kept, n, x->r.db, path,
+            tb_buf_cstr(&out));
+    tb_buf_free(&out);
+}
+
+static void tt_fini(void)
+{
+    e2e_kill_children();
+    tb_itest_restore_servers(); /* a round that failed between a stop and its start */
+}
+
+/* The MariaDB torture for about seconds (at least one round); plant: the
+ * round that also makes a change without a binlog event (0: none). Returns
+ * whether every round's check held; x (zeroed by the caller) keeps the
+ * outcome (its round, log and reduction) and is freed by tt_done. */
+static bool torture_mariadb(tt *x_, long long seconds, int plant)
+{
+#define x (*x_)
+    const char *sd = getenv("TB_TORTURE_SEED");
+    x.plant = plant;
     x.seed = sd && *sd ? strtoull(sd, NULL, 10) : (unsigned long long)time(NULL) ^ (unsigned long long)getpid();
     x.rnd = (unsigned)(x.seed ^ (x.seed >> 32)) | 1u;
+    bool resnapshot = x.resnapshot = x.seed & 1;
     tb_buf_init(&x.log, 0);
-    st_setup(&x.r, "e2e_torture", "ddl.alter.policy=warn\nha.enabled=false\n");
-    fprintf(stderr, "torture: seed %llu, %lld s, folder %s (TB_TORTURE_SEED=%llu reproduces it)\n", x.seed, seconds,
-            x.r.dir, x.seed);
+    st_setup(&x.r, "e2e_torture", NULL);
+    tt_config(&x);
+    fprintf(stderr,
+            "torture: seed %llu, %lld s, ddl.alter.policy=%s, folder %s (TB_TORTURE_SEED=%llu reproduces it)\n",
+            x.seed, seconds, resnapshot ? "resnapshot" : "warn", x.r.dir, x.seed);
     snprintf(x.clog, sizeof x.clog, "%s/cache.log", x.r.dir);
     x.m = e2e_mysql();
     e2e_sql(x.m, "CREATE DATABASE %s", x.r.db);
     cr_assert_eq(mysql_select_db(x.m, x.r.db), 0);
+    x.ntables = NTABLES;
     for (int i = 0; i < NTABLES; i++) {
         tt_table *t = &x.t[i];
-        snprintf(t->name, sizeof t->name, "t%d", i);
-        const char *base[] = {"id", "v", "n", "d", "dt"};
-        for (size_t c = 0; c < 5; c++)
-            snprintf(t->cols[c], sizeof t->cols[0], "%s", base[c]);
-        t->ncols = 5;
-        e2e_sql(x.m, "CREATE TABLE %s (id INT PRIMARY KEY, v VARCHAR(40), n BIGINT, d DECIMAL(10,2), dt DATE)",
+        t->keyless = i == NTABLES - 1;
+        snprintf(t->name, sizeof t->name, t->keyless ? "k0" : "t%d", i);
+        table_create(&x, t, 0);
+        e2e_sql(x.m, "INSERT INTO %s (id, v, n, d, dt, t6, f, u, b, e, tm, yr, st, bt, tx, bl, ts, j, fl, uu) "
+                  "SELECT seq, CONCAT('s', seq), seq * 3, seq / 4, '2020-01-01' + INTERVAL seq DAY, "
+                  "'2020-01-01 00:00:00.000001' + INTERVAL seq SECOND, seq / 4, seq * 1000000007, UNHEX(MD5(seq)), "
+                  "ELT(1 + seq %% 3, 's', 'm', 'l'), SEC_TO_TIME(CAST(seq AS SIGNED) * 1000 - 50000), 1901 + seq, "
+                  "ELT(1 + seq %% 4, '', 'a', 'b,c', 'a,c'), seq %% 32, CONCAT('text ', seq), UNHEX(MD5(seq + 1)), "
+                  "'2020-01-01 00:00:00.500' + INTERVAL seq HOUR, JSON_ARRAY(seq), seq / 4, UUID() "
+                  "FROM seq_1_to_200",
                 t->name);
-        e2e_sql(x.m, "INSERT INTO %s (id, v, n, d, dt) SELECT seq, CONCAT('s', seq), seq * 3, seq / 4, "
-                     "'2020-01-01' + INTERVAL seq DAY FROM seq_1_to_200", t->name);
     }
     st_start(&x.r);
-    wait_caught_up(x.m, x.r.status, x.r.pid, x.r.log); /* the snapshot made every table's topic */
+    /* the snapshot made every table's topic */
+    cr_assert(caught_up_within(&x, 120000), "the connector never streamed or caught up; see %s", x.r.log);
     start_cache(&x);
     long long end = tb_itest_now_ms() + seconds * 1000;
-    uint64_t kills_run = 0, kills_cache = 0;
+    uint64_t faults[TF_NFAULTS] = {0};
     bool ok = true;
-    while (ok && (x.round == 0 || tb_itest_now_ms() < end)) {
+    while (ok && (x.round == 0 || x.round < x.plant || tb_itest_now_ms() < end)) {
         x.round++;
         tb_buf_reset(&x.log);
         tb_buf_printf(&x.log, "-- round %d, seed %llu\n", x.round, x.seed);
-        unsigned n = 6 + rnd(&x, 14), fault = rnd(&x, 4);
+        unsigned n = 6 + rnd(&x, 14);
+        tt_fault fault = draw_fault(&x);
+        save_start(&x);
         for (unsigned i = 0; i < n; i++) {
-            if (i == n / 2 && fault == 1) { /* kill -9 of the connector, then start it again */
-                tb_buf_printf(&x.log, "-- kill -9 tributary run\n");
-                kill9(x.r.pid);
-                kills_run++;
-                st_start(&x.r);
-            } else if (i == n / 2 && fault == 2) {
-                tb_buf_printf(&x.log, "-- kill -9 tributary cache\n");
-                kill9(x.cache);
-                kills_cache++;
-                start_cache(&x);
+            if (i == n / 2 && fault != TF_NONE) {
+                unit_begin(&x, fault);
+                fault_begin(&x, fault);
             }
+            unit_begin(&x, TF_NONE);
             one_transaction(&x);
         }
+        fault_end(&x, fault);
+        faults[fault]++;
         char path[400];
         snprintf(path, sizeof path, "%s/round-%d.sql", x.r.dir, x.round);
         FILE *f = fopen(path, "w");
@@ -393,24 +1140,81 @@ Test(torture, mariadb, .fini = tt_fini, .timeout = 0)
             fclose(f);
         }
         wait_caught_up(x.m, x.r.status, x.r.pid, x.r.log);
+        ok = topics_equal(&x, tb_itest_now_ms() + 120000, false);
         kill(x.cache, SIGTERM);
         cr_assert_neq(e2e_wait(x.cache, 60000), -2, "tributary cache did not stop; see %s", x.clog);
-        st_cache_build(&x.r);
-        ok = check(&x);
-        start_cache(&x);
+        if (ok) {
+            st_cache_build(&x.r);
+            ok = cache_equal(&x);
+        }
+        if (!ok)
+            reduce(&x);
+        else
+            start_cache(&x);
     }
-    fprintf(stderr, "torture: %d round(s), %" PRIu64 " kill -9 of run, %" PRIu64 " of cache, seed %llu: %s\n",
-            x.round, kills_run, kills_cache, x.seed, ok ? "source, topics and cache equal" : "FAILED");
-    cr_assert(ok, "torture round %d failed (seed %llu); see stderr and %s", x.round, x.seed, x.r.dir);
-    kill(x.cache, SIGTERM);
-    e2e_wait(x.cache, 60000);
-    kill(x.r.pid, SIGTERM);
-    e2e_wait(x.r.pid, 60000);
-    e2e_assert_clean_log(x.r.log);
-    e2e_assert_clean_log(x.clog);
-    mysql_close(x.m);
-    tb_buf_free(&x.log);
-    e2e_rmtree(x.r.dir);
+    fprintf(stderr,
+            "torture: %d round(s); faults: %" PRIu64 " kill -9 of run, %" PRIu64 " of cache, %" PRIu64
+            " MariaDB restarts, %" PRIu64 " broker restarts, %" PRIu64 " purges; seed %llu: %s\n",
+            x.round, faults[TF_KILL_RUN], faults[TF_KILL_CACHE], faults[TF_RESTART_MYSQL], faults[TF_RESTART_KAFKA],
+            faults[TF_PURGE], x.seed, ok ? "source, topics and cache equal" : "FAILED");
+    if (ok) {
+        kill(x.cache, SIGTERM);
+        e2e_wait(x.cache, 60000);
+        kill(x.r.pid, SIGTERM);
+        e2e_wait(x.r.pid, 60000);
+        e2e_assert_clean_log(x.r.log);
+        e2e_assert_clean_log(x.clog);
+    }
+    return ok;
+#undef x
+}
+
+/* The end of a torture_mariadb: its databases dropped, its folder removed
+ * (kept when keep). */
+static void tt_done(tt *x, bool keep)
+{
+    e2e_kill_children();
+    e2e_sql(x->m, "DROP DATABASE IF EXISTS %s_s", x->r.db);
+    if (!keep)
+        e2e_sql(x->m, "DROP DATABASE IF EXISTS %s", x->r.db);
+    mysql_close(x->m);
+    tb_buf_free(&x->log);
+    if (!keep)
+        e2e_rmtree(x->r.dir);
+}
+
+Test(torture, mariadb, .fini = tt_fini, .timeout = 0)
+{
+    const char *s = getenv("TB_TORTURE_SECONDS"), *p = getenv("TB_TORTURE_PLANT");
+    long long seconds = (s && *s ? atoll(s) : 120) * 2 / 3; /* the SQLite test takes the rest */
+    tt x;
+    memset(&x, 0, sizeof(x));
+    bool ok = torture_mariadb(&x, seconds, p && *p ? atoi(p) : 0);
+    if (!ok)
+        cr_assert_fail("torture round %d failed (seed %llu); see stderr and %s", x.round, x.seed, x.r.dir);
+    tt_done(&x, false);
+}
+
+/* The check and the reduction catch a silent divergence: round 2 makes a
+ * change without a binlog event (sql_log_bin=0), which no connector can see.
+ * The round fails, and its reduction keeps that transaction alone. */
+Test(torture, negative_control_planted_drift, .fini = tt_fini, .timeout = 600)
+{
+    tt x;
+    memset(&x, 0, sizeof(x));
+    setenv("TB_TORTURE_FAULTS", "none", 1); /* this round's failure is the planted change alone */
+    bool ok = torture_mariadb(&x, 1, 2);
+    cr_expect(!ok, "the round with a change the binlog never saw passed the check");
+    cr_expect_eq(x.round, 2, "the check failed in round %d, not in the planted round 2", x.round);
+    cr_expect_eq(x.reduced, 1, "the reduction kept %d units, not the planted one alone", x.reduced);
+    char path[400];
+    snprintf(path, sizeof path, "%s/round-2.min.sql", x.r.dir);
+    tb_buf min;
+    tb_buf_init(&min, 0);
+    cr_expect(e2e_slurp(path, &min) && strstr(tb_buf_cstr(&min), "sql_log_bin = 0"),
+              "%s does not hold the planted change", path);
+    tb_buf_free(&min);
+    tt_done(&x, false);
 }
 
 /* ------------------------------------------------------------ SQLite */
@@ -495,8 +1299,7 @@ static void sq_transaction(sq *q)
     tk_kind k;
     do
         k = (tk_kind)rnd(x, TK_NKINDS);
-    while (disabled(k) || k == TK_XA ||
-           ((k == TK_TRUNCATE || k == TK_ADD_COLUMN || k == TK_DROP_COLUMN) && rnd(x, 4) != 0));
+    while (disabled(k) || k == TK_XA || k == TK_MODIFY_COLUMN || k == TK_KEY_CHANGE || (tk_ddl(k) && rnd(x, 4) != 0));
     tt_table *t = table(x);
     tb_buf_printf(&x->log, "-- %s\n", tk_names[k]);
     switch (k) {
@@ -550,6 +1353,22 @@ static void sq_transaction(sq *q)
             t->ncols--;
         }
         break;
+    case TK_RENAME:
+        if (x->ngone < MAXGONE) {
+            char to[24];
+            snprintf(to, sizeof to, "t%d_r%u", (int)(t - x->t), ++t->renames);
+            sq_exec(q, "ALTER TABLE %s RENAME TO %s", t->name, to);
+            memcpy(x->gone[x->ngone++], t->name, sizeof t->name);
+            memcpy(t->name, to, sizeof to);
+        }
+        break;
+    case TK_RECREATE: /* ddl.drop.policy=tombstone: the topic is emptied at the DROP */
+        sq_exec(q, "DROP TABLE %s", t->name);
+        sq_exec(q, "CREATE TABLE %s (id INTEGER PRIMARY KEY, v TEXT, n INTEGER)", t->name);
+        t->ncols = 3;
+        for (unsigned i = 0, n = 1 + rnd(x, 20); i < n; i++)
+            sq_data(q, t, 0);
+        break;
     default:
         break;
     }
@@ -567,7 +1386,7 @@ static bool sq_check(sq *q, long long until_ms, bool report)
 {
     tt *x = &q->x;
     bool ok = true;
-    for (int i = 0; i < NTABLES && ok; i++) {
+    for (int i = 0; i < x->ntables && ok; i++) {
         tt_table *t = &x->t[i];
         const char *cols[MAXCOLS + 1];
         tb_buf colsql, src, top, cache;
@@ -587,19 +1406,19 @@ static bool sq_check(sq *q, long long until_ms, bool report)
         const char *bad = NULL;
         do {
             tb_buf_reset(&top);
-            st_topic_table(topic, cols, &top);
-            bad = strcmp(src.data, top.data) != 0 ? "the topic read as a table differs from the source" : NULL;
+            tt_topic_table(topic, cols, &top);
+            bad = strcmp(tb_buf_cstr(&src), tb_buf_cstr(&top)) != 0 ? "the topic read as a table differs from the source" : NULL;
         } while (bad && until_ms && tb_itest_now_ms() < until_ms && (usleep(300000), true));
         if (!bad && report) {
             tt_cache_rows(x->r.cache, ctable, t, &cache);
-            bad = strcmp(src.data, cache.data) != 0 ? "the cache differs from the source" : NULL;
+            bad = strcmp(tb_buf_cstr(&src), tb_buf_cstr(&cache)) != 0 ? "the cache differs from the source" : NULL;
         }
         if (bad && report) {
             char path[400], what[700];
             snprintf(path, sizeof path, "%s/%s.round-%d.diff", x->r.dir, t->name, x->round);
             FILE *f = fopen(path, "w");
             if (f) {
-                fprintf(f, "== source\n%s== topic\n%s== cache\n%s", src.data, top.data, cache.data);
+                fprintf(f, "== source\n%s== topic\n%s== cache\n%s", tb_buf_cstr(&src), tb_buf_cstr(&top), tb_buf_cstr(&cache));
                 fclose(f);
             }
             snprintf(what, sizeof what, "table %s: %s (source, topic and cache rows in %s)", t->name, bad, path);
@@ -610,6 +1429,32 @@ static bool sq_check(sq *q, long long until_ms, bool report)
         tb_buf_free(&src);
         tb_buf_free(&top);
         tb_buf_free(&cache);
+    }
+    /* the names renamed away: their topics read as empty tables, their cache tables hold no row */
+    for (int g = 0; g < x->ngone && ok; g++) {
+        const char *cols[] = {"id", NULL};
+        char topic[300], ctable[300];
+        snprintf(topic, sizeof topic, "%s.%s.%s", x->r.db, x->r.db, x->gone[g]);
+        snprintf(ctable, sizeof ctable, "%s.%s", x->r.db, x->gone[g]);
+        tb_buf top, cache, none;
+        tb_buf_init(&top, 0);
+        tb_buf_init(&cache, 0);
+        tb_buf_init(&none, 0);
+        do {
+            tb_buf_reset(&top);
+            tt_topic_table(topic, cols, &top);
+        } while (top.len && until_ms && tb_itest_now_ms() < until_ms && (usleep(300000), true));
+        if (report && !top.len && tt_cache_has(x->r.cache, ctable))
+            st_cache_rows(x->r.cache, ctable, "id", &cache);
+        if (top.len || cache.len) {
+            ok = false;
+            if (report)
+                report_diff(x, x->gone[g], "a table renamed away still has rows in its topic or its cache", &none,
+                            &top, &cache);
+        }
+        tb_buf_free(&top);
+        tb_buf_free(&cache);
+        tb_buf_free(&none);
     }
     return ok;
 }
@@ -634,7 +1479,7 @@ Test(torture, sqlite, .fini = tt_fini, .timeout = 0)
             "name=%s\nsource.type=sqlite\nsource.path=%s\nsource.database.name=%s\nsource.sqlite.shadow.path=%s/"
             "shadow.db\nsource.sqlite.poll.ms=20\ntopic.prefix=%s\nkafka.bootstrap.servers=%s\noffsets.storage=kafka\n"
             "offsets.commit.interval.ms=100\nstatus.file=%s\ncache.path=%s\nheartbeat.interval.ms=100\n"
-            "topic.partitions=3\nha.enabled=false\n",
+            "topic.partitions=3\nha.enabled=false\nddl.drop.policy=tombstone\n",
             x->r.db, q.src, x->r.db, x->r.dir, x->r.db, tb_itest_env("TRIBUTARY_TEST_KAFKA"), x->r.status, x->r.cache);
     fclose(f);
     fprintf(stderr, "torture sqlite: seed %llu, %lld s, folder %s (TB_TORTURE_SEED=%llu reproduces it)\n", x->seed,
@@ -642,7 +1487,8 @@ Test(torture, sqlite, .fini = tt_fini, .timeout = 0)
     cr_assert_eq(sqlite3_open(q.src, &q.db), SQLITE_OK);
     sqlite3_busy_timeout(q.db, 5000);
     sq_exec(&q, "PRAGMA journal_mode=WAL");
-    for (int i = 0; i < NTABLES; i++) {
+    x->ntables = 3;
+    for (int i = 0; i < x->ntables; i++) {
         tt_table *t = &x->t[i];
         snprintf(t->name, sizeof t->name, "t%d", i);
         const char *base[] = {"id", "v", "n"};
