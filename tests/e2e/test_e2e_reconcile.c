@@ -468,8 +468,6 @@ static void rc_delete_topic(const char *topic)
     rd_kafka_destroy(rk);
 }
 
-static bool rc_topic_exists(const char *topic);
-
 /* The run refuses: exits 1 by itself, says which topic is gone, and leaves it gone. */
 static void rc_refused(rc_run *r, const char *topic)
 {
@@ -485,7 +483,7 @@ static void rc_refused(rc_run *r, const char *topic)
     snprintf(want, sizeof want, "topic %s of table", topic);
     cr_expect_eq(rc_log_count(r, want), 1, "the refusal does not name %s; see %s", topic, log);
     cr_expect_geq(rc_log_count(r, "topic.missing.policy=resnapshot"), 1, "no fix named; see %s", log);
-    cr_expect(!rc_topic_exists(topic), "the refused run made %s again", topic);
+    cr_expect(!st_topic_exists(topic), "the refused run made %s again", topic);
     snprintf(r->log, sizeof r->log, "%s", saved);
 }
 
@@ -513,7 +511,7 @@ Test(e2e_reconcile, topic_gone, .timeout = 400, .fini = e2e_kill_children)
     const char *more[] = {"--set", "topic.missing.policy=resnapshot", NULL};
     rc_start(&r, more);
     long long deadline = tb_itest_now_ms() + 60000;
-    while (!rc_topic_exists(topic)) {
+    while (!st_topic_exists(topic)) {
         cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
         cr_assert(tb_itest_now_ms() < deadline, "%s not made again in 60 s; see %s", topic, r.log);
         usleep(100000);
@@ -552,26 +550,6 @@ static void rc_sl_fini(void)
     rc_app = NULL;
 }
 
-/* Whether topic exists (its partitions are known to the broker). */
-static bool rc_topic_exists(const char *topic)
-{
-    char errstr[512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_conf_set(conf, "bootstrap.servers", tb_itest_env("TRIBUTARY_TEST_KAFKA"), errstr, sizeof errstr);
-    rd_kafka_conf_set(conf, "allow.auto.create.topics", "false", errstr, sizeof errstr);
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-    cr_assert_not_null(rk, "%s", errstr);
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
-    const rd_kafka_metadata_t *md = NULL;
-    bool ok = rd_kafka_metadata(rk, 0, rkt, &md, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
-              md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topics[0].partition_cnt > 0;
-    if (md)
-        rd_kafka_metadata_destroy(md);
-    rd_kafka_topic_destroy(rkt);
-    rd_kafka_destroy(rk);
-    return ok;
-}
-
 /* Until the topic of table t holds exactly want ("id|v\n" lines). */
 static void rc_sl_wait_topic(const rc_run *r, const char *t, const char *want)
 {
@@ -582,7 +560,7 @@ static void rc_sl_wait_topic(const rc_run *r, const char *t, const char *want)
     for (;;) {
         tb_buf top;
         tb_buf_init(&top, 0);
-        if (rc_topic_exists(topic))
+        if (st_topic_exists(topic))
             st_topic_table(topic, cols, &top);
         bool same = top.len > 0 && strcmp(tb_buf_cstr(&top), want) == 0;
         tb_buf_free(&top);
