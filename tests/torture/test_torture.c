@@ -28,18 +28,19 @@
  * resnapshot goes on after the binlog was read to its end. Every statement
  * of a round is written to <dir>/round-N.sql; a round whose check fails
  * prints the seed, the round and its statements, and the folder is kept; a
- * failing MariaDB round is then reduced to the shortest list of its
- * transactions that still fails (<dir>/round-N.min.sql).
+ * failing round is then reduced to the shortest list of its transactions
+ * that still fails (<dir>/round-N.min.sql), replayed from a copy of the
+ * round's start (MariaDB: the database <db>_s; SQLite: round-start.db).
  *
  *   TB_TORTURE_SECONDS  how long to run rounds (default 120: two thirds MariaDB, one
  *                       third SQLite)
  *   TB_TORTURE_SEED     the seed (default: from the clock; always printed)
  *   TB_TORTURE_FAULTS   the faults allowed, by name (kill_run, kill_cache,
  *                       restart_mysql, restart_kafka, purge; default all)
- *   TB_TORTURE_REDUCE_SECONDS  the time a failing MariaDB round's reduction may
- *                       take (default 600, 0: none): its transactions and fault
- *                       are replayed from a copy of the round's start (<db>_s)
- *                       on new databases, ddmin keeps the fewest that still fail
+ *   TB_TORTURE_REDUCE_SECONDS  the time a failing round's reduction may take
+ *                       (default 600, 0: none): its transactions and fault are
+ *                       replayed from a copy of the round's start on new
+ *                       databases, ddmin keeps the fewest that still fail
  *   TB_TORTURE_PLANT    R: round R also makes a change without a binlog event
  *                       (a negative control: the round fails and reduces to it)
  *
@@ -117,6 +118,7 @@ typedef struct tt {
     int unit_fault[MAXUNITS]; /* tt_fault; 0 (none): a transaction */
     int nunits;
     tt_table start_t[NTABLES]; /* the tables at the round's start (their rows in <db>_s) */
+    char start_desc[400];      /* where the round's start is kept, for the reduction's report */
 } tt;
 
 static unsigned rnd(tt *x, unsigned n)
@@ -768,6 +770,7 @@ static void save_start(tt *x)
         e2e_sql(x->m, "INSERT INTO %s.%s SELECT * FROM %s.%s", sdb, x->t[i].name, x->r.db, x->t[i].name);
     }
     memcpy(x->start_t, x->t, sizeof x->t);
+    snprintf(x->start_desc, sizeof x->start_desc, "database %s", sdb);
     x->nunits = 0;
 }
 
@@ -824,6 +827,8 @@ static bool caught_up_within(tt *x, long long ms)
     return false;
 }
 
+static void gone_from_topics(tt *y);
+
 /* The tables of a replay as the catalog has them (names, columns), and the
  * names renamed away: topics of the replay's prefix whose table is gone. */
 static void state_from_catalog(tt *y)
@@ -861,7 +866,13 @@ static void state_from_catalog(tt *y)
         tb_buf_free(&cols);
     }
     tb_buf_free(&names);
-    /* the renamed-away names: topics "<db>.<db>.<name>" without a table */
+    gone_from_topics(y);
+}
+
+/* The names renamed away: topics "<db>.<db>.<name>" of y's prefix without a
+ * table in y->t. */
+static void gone_from_topics(tt *y)
+{
     char errstr[512], prefix[256];
     snprintf(prefix, sizeof prefix, "%s.%s.", y->r.db, y->r.db);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -886,11 +897,36 @@ static void state_from_catalog(tt *y)
     rd_kafka_destroy(rk);
 }
 
+/* Each statement of unit u of x's round (its lines ending in ';', not the
+ * "--" comments), without the ';', to fn. */
+static void unit_statements(const tt *x, int u, void (*fn)(void *opaque, const char *stmt), void *opaque)
+{
+    size_t end = u + 1 < x->nunits ? x->unit_off[u + 1] : x->log.len;
+    char *text = strndup(x->log.data + x->unit_off[u], end - x->unit_off[u]);
+    cr_assert_not_null(text);
+    for (char *line = text, *nl; line && *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        size_t len = strlen(line);
+        if (len > 1 && strncmp(line, "--", 2) != 0 && line[len - 1] == ';') {
+            line[len - 1] = '\0';
+            fn(opaque, line);
+        }
+        if (!nl)
+            break;
+    }
+    free(text);
+}
+
+static void exec_stmt(void *opaque, const char *stmt) { exec(opaque, "%s", stmt); }
+
 /* Replay the kept units of x's round on a new database copied from the
  * round's start, with a connector and cache of its own: true when the
  * topics or the cache then differ from the source (the failure reproduced). */
-static bool replay(tt *x, const bool *keep, int n)
+static bool replay_mariadb(void *ctx, const bool *keep, int n)
 {
+    tt *x = ctx;
     tt y;
     memset(&y, 0, sizeof(y));
     y.seed = x->seed;
@@ -923,21 +959,7 @@ static bool replay(tt *x, const bool *keep, int n)
                 fault_begin(&y, pending);
                 continue;
             }
-            size_t end = u + 1 < x->nunits ? x->unit_off[u + 1] : x->log.len;
-            char *text = strndup(x->log.data + x->unit_off[u], end - x->unit_off[u]);
-            for (char *line = text, *nl; line && *line; line = nl + 1) {
-                nl = strchr(line, '\n');
-                if (nl)
-                    *nl = '\0';
-                size_t len = strlen(line);
-                if (len > 1 && strncmp(line, "--", 2) != 0 && line[len - 1] == ';') {
-                    line[len - 1] = '\0';
-                    exec(&y, "%s", line);
-                }
-                if (!nl)
-                    break;
-            }
-            free(text);
+            unit_statements(x, u, exec_stmt, &y);
         }
         fault_end(&y, pending);
         state_from_catalog(&y);
@@ -967,7 +989,9 @@ static bool replay(tt *x, const bool *keep, int n)
  * within TB_TORTURE_REDUCE_SECONDS (default 600; 0: no reduction), printed
  * and written to <dir>/round-N.min.sql. A failure that no replay reproduces
  * (a timing it needs) is said to be so. */
-static void reduce(tt *x)
+typedef bool (*tt_replay_fn)(void *ctx, const bool *keep, int n);
+
+static void reduce(tt *x, tt_replay_fn replay, void *ctx)
 {
     const char *rs = getenv("TB_TORTURE_REDUCE_SECONDS");
     long long budget = rs && *rs ? atoll(rs) : 600;
@@ -983,7 +1007,7 @@ static void reduce(tt *x)
         cur[i] = true;
     fprintf(stderr, "torture: reducing round %d (%d units) within %lld s\n", x->round, n, budget);
     int tries = 1;
-    if (!replay(x, cur, n)) {
+    if (!replay(ctx, cur, n)) {
         fprintf(stderr, "torture: round %d did not fail again when replayed from its start on a new database: "
                         "it needs a timing the replay did not give; its whole statement list is above\n",
                 x->round);
@@ -1014,7 +1038,7 @@ static void reduce(tt *x)
                 if (in == 0 || in == live)
                     continue;
                 tries++;
-                if (replay(x, trial, n)) {
+                if (replay(ctx, trial, n)) {
                     memcpy(cur, trial, sizeof cur);
                     chunks = pass == 0 ? 2 : (chunks - 1 > 2 ? chunks - 1 : 2);
                     reduced = true;
@@ -1043,14 +1067,14 @@ static void reduce(tt *x)
     snprintf(path, sizeof path, "%s/round-%d.min.sql", x->r.dir, x->round);
     FILE *f = fopen(path, "w");
     if (f) {
-        fprintf(f, "-- round %d, seed %llu: %d of %d units, from the tables as in %s_s\n%s", x->round, x->seed, kept,
-                n, x->r.db, tb_buf_cstr(&out));
+        fprintf(f, "-- round %d, seed %llu: %d of %d units, from the tables as in %s\n%s", x->round, x->seed, kept, n,
+                x->start_desc, tb_buf_cstr(&out));
         fclose(f);
     }
     fprintf(stderr,
             "torture: the shortest list found (%d replays%s) that still fails, %d of the round's %d units, replayed "
-            "from the round's start (database %s_s), in %s:\n%s\n",
-            tries, tb_itest_now_ms() >= until ? ", the time budget ran out" : "", kept, n, x->r.db, path,
+            "from the round's start (%s), in %s:\n%s\n",
+            tries, tb_itest_now_ms() >= until ? ", the time budget ran out" : "", kept, n, x->start_desc, path,
             tb_buf_cstr(&out));
     tb_buf_free(&out);
 }
@@ -1148,7 +1172,7 @@ static bool torture_mariadb(tt *x_, long long seconds, int plant)
             ok = cache_equal(&x);
         }
         if (!ok)
-            reduce(&x);
+            reduce(&x, replay_mariadb, &x);
         else
             start_cache(&x);
     }
@@ -1459,6 +1483,118 @@ static bool sq_check(sq *q, long long until_ms, bool report)
     return ok;
 }
 
+/* The run's configuration for q's database (replacing st_setup's MariaDB one). */
+static void sq_config(const sq *q)
+{
+    const tt *x = &q->x;
+    FILE *f = fopen(x->r.cfg, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "name=%s\nsource.type=sqlite\nsource.path=%s\nsource.database.name=%s\nsource.sqlite.shadow.path=%s/"
+            "shadow.db\nsource.sqlite.poll.ms=20\ntopic.prefix=%s\nkafka.bootstrap.servers=%s\noffsets.storage=kafka\n"
+            "offsets.commit.interval.ms=100\nstatus.file=%s\ncache.path=%s\nheartbeat.interval.ms=100\n"
+            "topic.partitions=3\nha.enabled=false\nddl.drop.policy=tombstone\n",
+            x->r.db, q->src, x->r.db, x->r.dir, x->r.db, tb_itest_env("TRIBUTARY_TEST_KAFKA"), x->r.status, x->r.cache);
+    fclose(f);
+}
+
+/* The database at the round's start, copied (VACUUM INTO) for its replays. */
+static void sq_save_start(sq *q)
+{
+    tt *x = &q->x;
+    snprintf(x->start_desc, sizeof x->start_desc, "%s/round-start.db", x->r.dir);
+    unlink(x->start_desc);
+    char *err = NULL;
+    char *sql = sqlite3_mprintf("VACUUM INTO %Q", x->start_desc);
+    cr_assert_eq(sqlite3_exec(q->db, sql, NULL, NULL, &err), SQLITE_OK, "%s: %s", sql, err ? err : "?");
+    sqlite3_free(sql);
+    memcpy(x->start_t, x->t, sizeof x->t);
+    x->nunits = 0;
+}
+
+static void sq_stmt(void *opaque, const char *stmt) { sq_exec(opaque, "%s", stmt); }
+
+/* The tables of a SQLite replay as its database has them, and the names renamed away. */
+static void sq_state(sq *y)
+{
+    tt *x = &y->x;
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(y->db,
+                                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' "
+                                    "ORDER BY name",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    x->ntables = 0;
+    while (sqlite3_step(st) == SQLITE_ROW && x->ntables < NTABLES) {
+        tt_table *t = &x->t[x->ntables++];
+        memset(t, 0, sizeof(*t));
+        snprintf(t->name, sizeof t->name, "%s", (const char *)sqlite3_column_text(st, 0));
+        sqlite3_stmt *ci = NULL;
+        cr_assert_eq(sqlite3_prepare_v2(y->db, "SELECT name FROM pragma_table_info(?) ORDER BY cid", -1, &ci, NULL),
+                     SQLITE_OK);
+        sqlite3_bind_text(ci, 1, t->name, -1, SQLITE_STATIC);
+        while (sqlite3_step(ci) == SQLITE_ROW && t->ncols < MAXCOLS)
+            snprintf(t->cols[t->ncols++], sizeof t->cols[0], "%s", (const char *)sqlite3_column_text(ci, 0));
+        sqlite3_finalize(ci);
+    }
+    sqlite3_finalize(st);
+    gone_from_topics(x);
+}
+
+/* A replay of the kept units of q's round (replay_mariadb for SQLite): the
+ * round's start copied into a new folder, a connector and cache of its own. */
+static bool replay_sqlite(void *ctx, const bool *keep, int n)
+{
+    sq *q = ctx;
+    tt *x = &q->x;
+    sq y;
+    memset(&y, 0, sizeof(y));
+    tt *yx = &y.x;
+    yx->seed = x->seed;
+    yx->round = x->round;
+    yx->quiet = true;
+    tb_buf_init(&yx->log, 0);
+    st_setup(&yx->r, "e2e_tsmin", NULL);
+    snprintf(y.src, sizeof y.src, "%s/src.db", yx->r.dir);
+    snprintf(yx->clog, sizeof yx->clog, "%s/cache.log", yx->r.dir);
+    sq_config(&y);
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", x->start_desc, y.src);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    cr_assert_eq(sqlite3_open(y.src, &y.db), SQLITE_OK);
+    sqlite3_busy_timeout(y.db, 5000);
+    sq_exec(&y, "PRAGMA journal_mode=WAL");
+    st_start(&yx->r);
+    bool differs = true;
+    long long until = tb_itest_now_ms() + 60000;
+    while (!status_streaming(yx->r.status) && tb_itest_now_ms() < until && e2e_wait(yx->r.pid, 0) == -2)
+        usleep(50000);
+    if (status_streaming(yx->r.status)) {
+        start_cache(yx);
+        for (int u = 0; u < n; u++) {
+            if (!keep[u])
+                continue;
+            if (x->unit_fault[u] != TF_NONE)
+                fault_begin(yx, (tt_fault)x->unit_fault[u]);
+            else
+                unit_statements(x, u, sq_stmt, &y);
+        }
+        sq_state(&y);
+        differs = !sq_check(&y, tb_itest_now_ms() + 30000, false);
+        kill(yx->cache, SIGTERM);
+        e2e_wait(yx->cache, 60000);
+        if (!differs) {
+            const char *cargs[] = {"cache", "--config", yx->r.cfg, "--until-caught-up", NULL};
+            differs = e2e_wait(e2e_spawn(cargs, yx->clog), 120000) != 0 || !sq_check(&y, 0, true);
+        }
+    }
+    e2e_kill_children();
+    sqlite3_close(y.db);
+    tb_buf_free(&yx->log);
+    e2e_rmtree(yx->r.dir);
+    return differs;
+}
+
 Test(torture, sqlite, .fini = tt_fini, .timeout = 0)
 {
     sq q;
@@ -1469,19 +1605,11 @@ Test(torture, sqlite, .fini = tt_fini, .timeout = 0)
     x->seed = sd && *sd ? strtoull(sd, NULL, 10) : (unsigned long long)time(NULL) ^ (unsigned long long)getpid();
     x->rnd = (unsigned)(x->seed ^ (x->seed >> 32)) | 1u;
     tb_buf_init(&x->log, 0);
-    /* st_setup writes a MariaDB configuration; this one replaces it */
+    /* st_setup writes a MariaDB configuration; sq_config replaces it */
     st_setup(&x->r, "e2e_tortsq", NULL);
     snprintf(q.src, sizeof q.src, "%s/src.db", x->r.dir);
     snprintf(x->clog, sizeof x->clog, "%s/cache.log", x->r.dir);
-    FILE *f = fopen(x->r.cfg, "w");
-    cr_assert_not_null(f);
-    fprintf(f,
-            "name=%s\nsource.type=sqlite\nsource.path=%s\nsource.database.name=%s\nsource.sqlite.shadow.path=%s/"
-            "shadow.db\nsource.sqlite.poll.ms=20\ntopic.prefix=%s\nkafka.bootstrap.servers=%s\noffsets.storage=kafka\n"
-            "offsets.commit.interval.ms=100\nstatus.file=%s\ncache.path=%s\nheartbeat.interval.ms=100\n"
-            "topic.partitions=3\nha.enabled=false\nddl.drop.policy=tombstone\n",
-            x->r.db, q.src, x->r.db, x->r.dir, x->r.db, tb_itest_env("TRIBUTARY_TEST_KAFKA"), x->r.status, x->r.cache);
-    fclose(f);
+    sq_config(&q);
     fprintf(stderr, "torture sqlite: seed %llu, %lld s, folder %s (TB_TORTURE_SEED=%llu reproduces it)\n", x->seed,
             seconds, x->r.dir, x->seed);
     cr_assert_eq(sqlite3_open(q.src, &q.db), SQLITE_OK);
@@ -1524,19 +1652,17 @@ Test(torture, sqlite, .fini = tt_fini, .timeout = 0)
         x->round++;
         tb_buf_reset(&x->log);
         tb_buf_printf(&x->log, "-- round %d, seed %llu (SQLite)\n", x->round, x->seed);
-        unsigned n = 6 + rnd(x, 14), fault = rnd(x, 4);
+        unsigned n = 6 + rnd(x, 14), f = rnd(x, 4);
+        tt_fault fault = f == 1 ? TF_KILL_RUN : f == 2 ? TF_KILL_CACHE : TF_NONE;
+        sq_save_start(&q);
         for (unsigned i = 0; i < n; i++) {
-            if (i == n / 2 && fault == 1) {
-                tb_buf_printf(&x->log, "-- kill -9 tributary run\n");
-                kill9(x->r.pid);
-                kills_run++;
-                st_start(&x->r);
-            } else if (i == n / 2 && fault == 2) {
-                tb_buf_printf(&x->log, "-- kill -9 tributary cache\n");
-                kill9(x->cache);
-                kills_cache++;
-                start_cache(x);
+            if (i == n / 2 && fault != TF_NONE) {
+                unit_begin(x, fault);
+                fault_begin(x, fault);
+                kills_run += fault == TF_KILL_RUN;
+                kills_cache += fault == TF_KILL_CACHE;
             }
+            unit_begin(x, TF_NONE);
             sq_transaction(&q);
         }
         char path[400];
@@ -1552,7 +1678,10 @@ Test(torture, sqlite, .fini = tt_fini, .timeout = 0)
         st_cache_build(&x->r);
         ok = sq_check(&q, 0, true);
         (void)caught_up;
-        start_cache(x);
+        if (!ok)
+            reduce(x, replay_sqlite, &q);
+        else
+            start_cache(x);
     }
     fprintf(stderr, "torture sqlite: %d round(s), %" PRIu64 " kill -9 of run, %" PRIu64 " of cache, seed %llu: %s\n",
             x->round, kills_run, kills_cache, x->seed, ok ? "source, topics and cache equal" : "FAILED");
