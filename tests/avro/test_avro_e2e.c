@@ -351,11 +351,14 @@ static void wait_log(const av_run *r, const char *text)
     tb_buf_free(&b);
 }
 
+/* The subject's compatibility level. Each attempt is bounded (20 s) and tried again: the registry
+ * has been seen to hold a PUT without an answer (the test then waited for its own timeout). */
 static void set_compatibility(const char *subject, const char *level)
 {
     char cmd[1024];
     snprintf(cmd, sizeof cmd,
-             "curl -fsS -X PUT -H 'Content-Type: application/vnd.schemaregistry.v1+json' "
+             "curl -fsS --max-time 20 --retry 5 --retry-delay 1 --retry-all-errors -X PUT "
+             "-H 'Content-Type: application/vnd.schemaregistry.v1+json' "
              "--data '{\"compatibility\":\"%s\"}' '%s/config/%s' >&2",
              level, registry(), subject);
     fflush(NULL);
