@@ -308,9 +308,13 @@ static tb_code stmt_resnapshot(run_ctx *r, const binlog_stmt *st, const binlog_s
     tb_code rc = tb_buf_printf(&name, "%s.%s", t->db, t->table);
     if (rc != TB_OK)
         rc = tb_error_set(err, rc, false, "out of memory");
-    else if ((rc = resnapshot_signal(r, tb_buf_cstr(&name), err)) != TB_OK && run_table_gone(r, t->db, t->table)) {
+    else if ((rc = resnapshot_signal(r, tb_buf_cstr(&name), err)) != TB_OK &&
+             (rc == TB_ERR_NOT_FOUND || run_table_gone(r, t->db, t->table))) {
         /* gone since (renamed or dropped further on in the binlog): the
-         * statement that took it away is handled when it is read */
+         * statement that took it away is handled when it is read. The
+         * catalog's "no such table" says so by itself: asking it again could
+         * find a table of that name created since (DROP and CREATE further
+         * on), whose rows come as row events after its CREATE. */
         TB_INFO("run", "%s: %s at %s: the table no longer exists under this name (%s); nothing to send again",
                 tb_buf_cstr(&name), st->verb, tb_buf_cstr(&where), err->msg);
         tb_error_clear(err);

@@ -106,9 +106,11 @@ static inline size_t st_log_count(const st_run *r, const char *needle)
 /* Rows of db.table as sorted "c1|c2|..\n" lines, from the source. */
 static inline void st_source_rows(MYSQL *m, const char *db, const char *table, const char *cols, tb_buf *out)
 {
-    char q[512];
-    snprintf(q, sizeof q, "SELECT %s FROM %s.%s ORDER BY id", cols, db, table);
-    e2e_query_text(m, q, out);
+    tb_buf q;
+    tb_buf_init(&q, 0);
+    tb_buf_printf(&q, "SELECT %s FROM %s.%s ORDER BY id", cols, db, table);
+    e2e_query_text(m, tb_buf_cstr(&q), out);
+    tb_buf_free(&q);
     tb_buf_putc(out, '\0');
     out->len--;
 }
@@ -277,10 +279,13 @@ static inline void st_cache_rows(const char *path, const char *table, const char
 {
     sqlite3 *db = NULL;
     cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK, "%s", path);
-    char q[512];
-    snprintf(q, sizeof q, "SELECT %s FROM \"%s\" ORDER BY id", cols, table);
+    tb_buf q;
+    tb_buf_init(&q, 0);
+    tb_buf_printf(&q, "SELECT %s FROM \"%s\" ORDER BY id", cols, table);
     sqlite3_stmt *st = NULL;
-    cr_assert_eq(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK, "%s: %s", q, sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_prepare_v2(db, tb_buf_cstr(&q), -1, &st, NULL), SQLITE_OK, "%s: %s", tb_buf_cstr(&q),
+                 sqlite3_errmsg(db));
+    tb_buf_free(&q);
     while (sqlite3_step(st) == SQLITE_ROW) {
         for (int i = 0; i < sqlite3_column_count(st); i++) {
             if (i)

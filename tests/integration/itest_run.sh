@@ -6,7 +6,7 @@
 # killed it and then failed, or timed out, before it restarted it) is started again
 # (scripts/testenv restore), so that one failure never takes the tests after it down with it.
 # After the test, a server left stopped fails the test, naming it (the test's teardown must
-# restart what it stopped), and is started again. Without TRIBUTARY_TEST_DIR the command runs
+# restart what it stopped), and is started again; anything the test left running is killed. Without TRIBUTARY_TEST_DIR the command runs
 # as is (integration tests then fail, naming the variable).
 set -u
 src="$1"
@@ -23,8 +23,16 @@ if [[ -n "$dir" && -d "$dir" ]] && ! st="$("$testenv" status "$dir" 2>&1)"; then
   fi
 fi
 
-"$@"
+# The test runs in a process group of its own, killed as a whole once the test ends: a test that
+# timed out (Criterion kills its worker) leaves the tributary processes it started, which hold
+# ctest's output pipe open, so ctest would wait for them for ever instead of going on.
+setsid "$@" &
+pid=$!
+trap 'kill -KILL -- "-$pid" 2>/dev/null; exit 143' TERM INT
+wait "$pid"
 rc=$?
+kill -KILL -- "-$pid" 2>/dev/null || true
+trap - TERM INT
 
 if [[ -n "$dir" && -d "$dir" ]] && ! st="$("$testenv" status "$dir" 2>&1)"; then
   echo "itest_run: FAIL: $name left a test server stopped: $(printf '%s' "$st" | grep stopped | tr '\n' ' ')(its teardown must start what it stopped: tb_itest_restore_servers); starting it" >&2

@@ -13,10 +13,10 @@
  * XA transactions committed or rolled back, TRUNCATE, ALTER TABLE ADD, DROP and
  * MODIFY COLUMN, RENAME TABLE, DROP TABLE and CREATE it again, and a table
  * without a primary key (keyed by key.columns, a UNIQUE key at the source)
- * that gains and loses one; values of twenty types (INT, VARCHAR, BIGINT at
+ * that gains and loses one; values of twenty-six types (INT, VARCHAR, BIGINT at
  * its limits, DECIMAL, DATE, DATETIME(6), DOUBLE, BIGINT UNSIGNED, VARBINARY,
  * ENUM, TIME(3), YEAR, SET, BIT, TEXT, BLOB, TIMESTAMP(3), JSON, FLOAT,
- * UUID; not spatial types, whose topic values the oracle does not read).
+ * UUID, INET6, INET4, POINT, TINYINT UNSIGNED, CHAR, BINARY).
  * The SQLite workload has the data kinds, TRUNCATE (DELETE of every row),
  * ADD and DROP COLUMN, RENAME and DROP/CREATE, on INTEGER and TEXT columns.
  * Faults, halfway through some rounds: `tributary run` or `tributary cache`
@@ -52,15 +52,16 @@
 #include "../e2e/e2e_tables.h"
 
 #define NTABLES 4
-#define MAXCOLS 24
+#define MAXCOLS 30
 /* The MariaDB tables' columns at creation (an added column is "x<N> INT"). */
-#define NBASE 20
-static const char *const base_cols[NBASE] = {"id", "v", "n", "d", "dt", "t6", "f", "u", "b", "e",
-                                             "tm", "yr", "st", "bt", "tx", "bl", "ts", "j", "fl", "uu"};
+#define NBASE 26
+static const char *const base_cols[NBASE] = {"id", "v", "n", "d", "dt", "t6", "f", "u", "b", "e", "tm", "yr", "st",
+                                             "bt", "tx", "bl", "ts", "j", "fl", "uu", "i6", "i4", "g", "ti", "ch", "bn"};
 #define BASE_DDL                                                                                                 \
     "v VARCHAR(40), n BIGINT, d DECIMAL(10,2), dt DATE, t6 DATETIME(6), f DOUBLE, u BIGINT UNSIGNED, "           \
     "b VARBINARY(16), e ENUM('s','m','l'), tm TIME(3), yr YEAR, st SET('a','b','c'), bt BIT(5), tx TEXT, "    \
-    "bl BLOB, ts TIMESTAMP(3) NULL, j JSON, fl FLOAT, uu UUID"
+    "bl BLOB, ts TIMESTAMP(3) NULL, j JSON, fl FLOAT, uu UUID, i6 INET6, i4 INET4, g POINT, ti TINYINT UNSIGNED, "  \
+    "ch CHAR(3), bn BINARY(4)"
 
 typedef enum tk_kind {
     TK_INSERT, TK_UPDATE, TK_DELETE, TK_PK_CHANGE, TK_BIG, TK_MULTI, TK_SAVEPOINT, TK_ROLLBACK, TK_XA,
@@ -232,6 +233,19 @@ static void value_list(tt *x, const tt_table *t, int id, tb_buf *cols, tb_buf *v
         } else if (strcmp(n, "uu") == 0) {
             tb_buf_printf(vals, "'%08x-%04x-%04x-%04x-%04x%08x'", rnd(x, 0), rnd(x, 65536), rnd(x, 65536),
                           rnd(x, 65536), rnd(x, 65536), rnd(x, 0));
+        } else if (strcmp(n, "i6") == 0) {
+            tb_buf_printf(vals, "'2001:db8::%x:%x'", rnd(x, 65536), rnd(x, 65536));
+        } else if (strcmp(n, "i4") == 0) {
+            tb_buf_printf(vals, "'10.%u.%u.%u'", rnd(x, 256), rnd(x, 256), rnd(x, 256));
+        } else if (strcmp(n, "g") == 0) {
+            tb_buf_printf(vals, "ST_GeomFromText('POINT(%d %d.5)')", (int)rnd(x, 2000) - 1000, (int)rnd(x, 180) - 90);
+        } else if (strcmp(n, "ti") == 0) {
+            tb_buf_printf(vals, "%u", rnd(x, 256));
+        } else if (strcmp(n, "ch") == 0) {
+            static const char *const ch[] = {"''", "'a'", "'ab'", "'abc'", "'x y'"};
+            tb_buf_puts(vals, ch[rnd(x, 5)]);
+        } else if (strcmp(n, "bn") == 0) {
+            tb_buf_printf(vals, "X'%02x%02x%02x%02x'", rnd(x, 256), rnd(x, 256), rnd(x, 3) ? rnd(x, 256) : 0, 0u);
         } else
             tb_buf_printf(vals, "%u", rnd(x, 100000));
     }
@@ -282,7 +296,7 @@ static void data_stmt_kind(tt *x, tt_table *t, tk_kind kind)
                 "u=IFNULL(u,0) DIV 3, e=IF(e='l','s','l'), st=IF(st='','b,c',''), bt=bt ^ 1, "
                 "yr=IF(yr < 2155, yr + 1, 1901), tm=IF(tm < '800:00:00', ADDTIME(tm, '1:00:00.5'), '-1:00:00'), "
                 "tx=CONCAT(IFNULL(tx,''),'+'), bl=REVERSE(bl), ts=ts + INTERVAL 1 SECOND, fl=IF(fl=0,1,-fl), "
-                "j=IF(j='[1,2,3]','{}','[1,2,3]') "
+                "j=IF(j='[1,2,3]','{}','[1,2,3]'), ti=255-ti, ch=REVERSE(ch), g=POINT(ST_Y(g), ST_X(g)) "
                 "WHERE id BETWEEN %d AND %d",
              t->name, k + 1, id, id + k);
         break;
@@ -450,14 +464,18 @@ static void print_round(const tt *x, const char *what)
  * (a FLOAT too) holds quarters below 1e9, whose shortest text %.17g also
  * gives; a BIT is a number; a SET is an array of labels in the topic (read
  * as "a,c") and its JSON text in the cache; a TIMESTAMP(3) is UTC with a Z;
- * a JSON value is read back compact (st_cell), as the source holds it. */
+ * a JSON value is read back compact (st_cell), as the source holds it; a
+ * POINT is {"srid":N,"wkb":"<base64>"} in the topic and in the cache. */
 typedef enum tt_side { SIDE_SRC_TOPIC, SIDE_SRC_CACHE, SIDE_CACHE } tt_side;
 
 static void col_expr(const char *col, tt_side side, tb_buf *out)
 {
     if (strcmp(col, "t6") == 0 && side != SIDE_CACHE)
         tb_buf_puts(out, "DATE_FORMAT(t6, '%Y-%m-%dT%H:%i:%s.%f')");
-    else if (strcmp(col, "b") == 0 || strcmp(col, "bl") == 0)
+    else if (strcmp(col, "g") == 0 && side != SIDE_CACHE) /* {"srid":N,"wkb":"<base64>"}, keys sorted */
+        tb_buf_puts(out, "CASE WHEN g IS NULL THEN NULL ELSE CONCAT('{\"srid\":', ST_SRID(g), ',\"wkb\":\"', "
+                         "REPLACE(TO_BASE64(ST_AsWKB(g)), '\\n', ''), '\"}') END");
+    else if (strcmp(col, "b") == 0 || strcmp(col, "bl") == 0 || strcmp(col, "bn") == 0)
         tb_buf_printf(out, side == SIDE_SRC_TOPIC   ? "REPLACE(TO_BASE64(%s), '\\n', '')"
                            : side == SIDE_SRC_CACHE ? "HEX(%s)"
                                                     : "CASE WHEN %1$s IS NULL THEN NULL ELSE hex(%1$s) END",
@@ -1114,13 +1132,15 @@ static bool torture_mariadb(tt *x_, long long seconds, int plant)
         t->keyless = i == NTABLES - 1;
         snprintf(t->name, sizeof t->name, t->keyless ? "k0" : "t%d", i);
         table_create(&x, t, 0);
-        e2e_sql(x.m, "INSERT INTO %s (id, v, n, d, dt, t6, f, u, b, e, tm, yr, st, bt, tx, bl, ts, j, fl, uu) "
+        e2e_sql(x.m, "INSERT INTO %s (id, v, n, d, dt, t6, f, u, b, e, tm, yr, st, bt, tx, bl, ts, j, fl, uu, i6, i4, "
+                     "g, ti, ch, bn) "
                   "SELECT seq, CONCAT('s', seq), seq * 3, seq / 4, '2020-01-01' + INTERVAL seq DAY, "
                   "'2020-01-01 00:00:00.000001' + INTERVAL seq SECOND, seq / 4, seq * 1000000007, UNHEX(MD5(seq)), "
                   "ELT(1 + seq %% 3, 's', 'm', 'l'), SEC_TO_TIME(CAST(seq AS SIGNED) * 1000 - 50000), 1901 + seq, "
                   "ELT(1 + seq %% 4, '', 'a', 'b,c', 'a,c'), seq %% 32, CONCAT('text ', seq), UNHEX(MD5(seq + 1)), "
-                  "'2020-01-01 00:00:00.500' + INTERVAL seq HOUR, JSON_ARRAY(seq), seq / 4, UUID() "
-                  "FROM seq_1_to_200",
+                  "'2020-01-01 00:00:00.500' + INTERVAL seq HOUR, JSON_ARRAY(seq), seq / 4, UUID(), "
+                  "CONCAT('2001:db8::', HEX(seq)), CONCAT('10.0.0.', seq), POINT(seq, -CAST(seq AS SIGNED) / 2), seq, "
+                  "LEFT(MD5(seq), 3), UNHEX(LEFT(MD5(seq), 8)) FROM seq_1_to_200",
                 t->name);
     }
     st_start(&x.r);
