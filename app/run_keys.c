@@ -304,6 +304,24 @@ static tb_code keyscan_row(void *opaque, const evt_event *ev, tb_error *err)
     return rc;
 }
 
+/* One attempt of run_retry at the table's keys (snap_keys_scan): a scan cut
+ * by a connection error starts again from nothing. */
+typedef struct keyscan_arg {
+    const char *db, *table;
+    evt_table **t;
+    keyscan_ctx *k;
+} keyscan_arg;
+
+static tb_code keyscan_once(run_ctx *r, void *arg, tb_error *err)
+{
+    keyscan_arg *a = arg;
+    evt_table_unref(*a->t);
+    *a->t = NULL;
+    tb_kset_free(a->k->keys);
+    tb_kset_init(a->k->keys);
+    return snap_keys_scan(r->cfg, a->db, a->table, a->t, keyscan_row, a->k, err);
+}
+
 tb_code run_reconcile_mysql(run_ctx *r, const char *db, const char *table, const run_keys_at *at, tb_error *err)
 {
     if (!sink_has(r->sink, SINK_CAP_TOPICS))
@@ -312,7 +330,10 @@ tb_code run_reconcile_mysql(run_ctx *r, const char *db, const char *table, const
     tb_kset_init(&keys);
     evt_table *t = NULL;
     keyscan_ctx k = {.r = r, .keys = &keys};
-    tb_code rc = snap_keys_scan(r->cfg, db, table, &t, keyscan_row, &k, err);
+    keyscan_arg a = {db, table, &t, &k};
+    char what[600];
+    snprintf(what, sizeof what, "%s.%s: the keys of its reconcile step", db, table);
+    tb_code rc = run_retry(r, what, keyscan_once, &a, err);
     if (rc == TB_ERR_NOT_FOUND || rc == TB_ERR_CONFIG) {
         /* gone (renamed or dropped since, or no key now): its statement, read later, says what to do */
         TB_INFO("run", "%s.%s: no reconcile after %s: %s", db, table, at->what, err->msg);

@@ -231,8 +231,9 @@ static void value_list(tt *x, const tt_table *t, int id, tb_buf *cols, tb_buf *v
         } else if (strcmp(n, "fl") == 0) { /* quarters: exact in a float */
             tb_buf_printf(vals, "%d.%02u", (int)rnd(x, 200000) - 100000, 25 * rnd(x, 4));
         } else if (strcmp(n, "uu") == 0) {
-            tb_buf_printf(vals, "'%08x-%04x-%04x-%04x-%04x%08x'", rnd(x, 0), rnd(x, 65536), rnd(x, 65536),
-                          rnd(x, 65536), rnd(x, 65536), rnd(x, 0));
+            /* version 4, variant 10xx: the server refuses some other bit patterns */
+            tb_buf_printf(vals, "'%08x-%04x-4%03x-%x%03x-%04x%08x'", rnd(x, 0), rnd(x, 65536), rnd(x, 4096),
+                          8 + rnd(x, 4), rnd(x, 4096), rnd(x, 65536), rnd(x, 0));
         } else if (strcmp(n, "i6") == 0) {
             tb_buf_printf(vals, "'2001:db8::%x:%x'", rnd(x, 65536), rnd(x, 65536));
         } else if (strcmp(n, "i4") == 0) {
