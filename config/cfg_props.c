@@ -154,6 +154,8 @@ static const cfg_prop props[] = {
      "value.encoding=debezium: BIGINT UNSIGNED as int64 (`long`, wraps above 2^63-1: a WARN per column) or Connect Decimal (`precise`).", false, "topics"},
     {"debezium.time.precision.mode", CFG_ENUM, "adaptive_time_microseconds", 0, 0, v_dbz_time,
      "value.encoding=debezium: TIME as microseconds and DATETIME by precision (`adaptive_time_microseconds`), or Kafka Connect's millisecond types (`connect`).", false, "topics"},
+    {"debezium.replace.null.with.default", CFG_BOOL, "true", 0, 0, NULL,
+     "value.encoding=debezium: a NULL in a column with a default is written as the default, as Kafka Connect's JsonConverter does by default (its replace.null.with.default); `false` keeps the null.", false, "topics"},
     {"debezium.binary.handling.mode", CFG_ENUM, "bytes", 0, 0, v_dbz_binary,
      "value.encoding=debezium: binary columns as `bytes` (base64 in JSON), `base64`, `base64-url-safe` or `hex` strings.", false, "topics"},
     {"oversize.policy", CFG_ENUM, "fail", 0, 0, v_error_policy,

@@ -16,7 +16,7 @@
  *                                                                          JsonConverter reads numbers as Decimal)
  *   DECIMAL(p,s)         precise: Decimal (bytes, scale, precision);       string
  *                        string: string; double: double
- *   FLOAT, DOUBLE        float, double                                     same
+ *   FLOAT, DOUBLE        float, double (FLOAT(M,D): double)                float, double
  *   DATE                 int32 io.debezium.time.Date (connect: Connect Date) string
  *   TIME                 int64 io.debezium.time.MicroTime (connect: int32  string
  *                        Connect Time)
@@ -30,6 +30,7 @@
  *   BIT(n)               bytes io.debezium.data.Bits, length=n             int64 (n = 64: Decimal(20,0))
  *   BINARY..BLOB         bytes (binary.handling.mode other than bytes:     bytes
  *                        string)
+ *   UUID (MariaDB)       string io.debezium.data.Uuid                      string
  *   JSON                 string io.debezium.data.Json                      same (the payload holds the
  *                                                                          document, not text: a known limit)
  *   GEOMETRY             struct io.debezium.data.geometry.Geometry {wkb, srid}  same {srid, wkb}
@@ -46,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define KEY_ARGS(lit) "\"" lit "\":", sizeof("\"" lit "\":") - 1
 
@@ -108,12 +110,27 @@ static void labels_param(evt_jw *w, const evt_column *c)
     tb_buf_free(&b);
 }
 
+/* Opens a column's field (field_open with the column's name) and, under
+ * value.encoding=debezium, gives it the column's default as Debezium's schema
+ * does ("default": the value as the payload would hold it). */
+static void col_open(evt_jw *w, const evt_codec_opts *o, const evt_column *c, const char *type, bool optional,
+                     const char *name, int version)
+{
+    field_open(w, type, optional, name, version, c->name);
+    evt_dbz_dflt d;
+    if (o && o->encoding == EVT_ENC_DEBEZIUM && evt_dbz_default(o, c, &d)) {
+        tb_error inner;
+        inner.code = TB_OK;
+        EVT_JW_KEY(w, "default");
+        evt_dbz_value(w, o, c, &d.v, true, &inner);
+    }
+}
+
 static void column_schema(evt_jw *w, const evt_codec_opts *o, const evt_column *c, bool optional)
 {
     bool dbz = o && o->encoding == EVT_ENC_DEBEZIUM;
     const evt_dbz_opts *d = o ? &o->dbz : NULL;
     bool u = c->is_unsigned;
-    const char *f = c->name;
     const char *type = "string", *name = NULL;
     switch (c->type) {
     case EVT_T_TINYINT: type = dbz || u ? "int16" : "int8"; break;
@@ -122,7 +139,7 @@ static void column_schema(evt_jw *w, const evt_codec_opts *o, const evt_column *
     case EVT_T_INT: type = u ? "int64" : "int32"; break;
     case EVT_T_BIGINT:
         if (u && (!dbz || d->bigint_precise)) {
-            field_open(w, "bytes", optional, "org.apache.kafka.connect.data.Decimal", 1, f);
+            col_open(w, o, c, "bytes", optional, "org.apache.kafka.connect.data.Decimal", 1);
             decimal_params(w, 0, 20);
             evt_jw_obj_end(w);
             return;
@@ -130,13 +147,13 @@ static void column_schema(evt_jw *w, const evt_codec_opts *o, const evt_column *
         type = "int64";
         break;
     case EVT_T_SQLITE_INTEGER: type = "int64"; break;
-    case EVT_T_FLOAT: type = "float"; break;
+    case EVT_T_FLOAT: type = dbz && evt_dbz_float_scale(c) >= 0 ? "double" : "float"; break;
     case EVT_T_DOUBLE:
     case EVT_T_SQLITE_REAL:
     case EVT_T_SQLITE_NUMERIC: type = "double"; break;
     case EVT_T_DECIMAL:
         if (dbz && d->decimal == EVT_DBZ_DEC_PRECISE) {
-            field_open(w, "bytes", optional, "org.apache.kafka.connect.data.Decimal", 1, f);
+            col_open(w, o, c, "bytes", optional, "org.apache.kafka.connect.data.Decimal", 1);
             decimal_params(w, c->scale, c->precision);
             evt_jw_obj_end(w);
             return;
@@ -168,14 +185,14 @@ static void column_schema(evt_jw *w, const evt_codec_opts *o, const evt_column *
     case EVT_T_ENUM:
     case EVT_T_SET:
         if (c->type == EVT_T_SET && !dbz) {
-            field_open(w, "array", optional, NULL, 0, f);
+            col_open(w, o, c, "array", optional, NULL, 0);
             EVT_JW_KEY(w, "items");
             simple(w, "string", false, NULL);
             evt_jw_obj_end(w);
             return;
         }
-        field_open(w, "string", optional, c->type == EVT_T_ENUM ? "io.debezium.data.Enum" : "io.debezium.data.EnumSet",
-                   1, f);
+        col_open(w, o, c, "string", optional, c->type == EVT_T_ENUM ? "io.debezium.data.Enum" : "io.debezium.data.EnumSet",
+                   1);
         labels_param(w, c);
         evt_jw_obj_end(w);
         return;
@@ -185,7 +202,7 @@ static void column_schema(evt_jw *w, const evt_codec_opts *o, const evt_column *
         else if (dbz) {
             char len[16];
             snprintf(len, sizeof len, "%u", c->length ? c->length : 64);
-            field_open(w, "bytes", optional, "io.debezium.data.Bits", 1, f);
+            col_open(w, o, c, "bytes", optional, "io.debezium.data.Bits", 1);
             EVT_JW_KEY(w, "parameters");
             evt_jw_obj_begin(w);
             str_member(w, KEY_ARGS("length"), len);
@@ -193,7 +210,7 @@ static void column_schema(evt_jw *w, const evt_codec_opts *o, const evt_column *
             evt_jw_obj_end(w);
             return;
         } else if (c->length == 0 || c->length == 64) {
-            field_open(w, "bytes", optional, "org.apache.kafka.connect.data.Decimal", 1, f);
+            col_open(w, o, c, "bytes", optional, "org.apache.kafka.connect.data.Decimal", 1);
             decimal_params(w, 0, 20);
             evt_jw_obj_end(w);
             return;
@@ -206,14 +223,15 @@ static void column_schema(evt_jw *w, const evt_codec_opts *o, const evt_column *
     case EVT_T_SQLITE_BLOB: type = dbz && d->binary != EVT_DBZ_BIN_BYTES ? "string" : "bytes"; break;
     case EVT_T_JSON: name = "io.debezium.data.Json"; break;
     case EVT_T_VECTOR:
-        field_open(w, "array", optional, dbz ? "io.debezium.data.FloatVector" : NULL, 1, f);
+        col_open(w, o, c, "array", optional, dbz ? "io.debezium.data.FloatVector" : NULL, 1);
         EVT_JW_KEY(w, "items");
         simple(w, "float", false, NULL);
         evt_jw_obj_end(w);
         return;
     case EVT_T_GEOMETRY:
         if (dbz && evt_dbz_is_point(c)) { /* Debezium's Point: a Geometry with x and y first */
-            field_open(w, "struct", optional, "io.debezium.data.geometry.Point", 1, f);
+            col_open(w, o, c, "struct", optional, "io.debezium.data.geometry.Point", 1);
+            str_member(w, KEY_ARGS("doc"), "Geometry (POINT)");
             EVT_JW_KEY(w, "fields");
             evt_jw_arr_begin(w);
             simple(w, "double", false, "x");
@@ -224,7 +242,7 @@ static void column_schema(evt_jw *w, const evt_codec_opts *o, const evt_column *
             evt_jw_obj_end(w);
             return;
         }
-        field_open(w, "struct", optional, "io.debezium.data.geometry.Geometry", 1, f);
+        col_open(w, o, c, "struct", optional, "io.debezium.data.geometry.Geometry", 1);
         EVT_JW_KEY(w, "fields");
         evt_jw_arr_begin(w);
         if (dbz) {
@@ -237,9 +255,13 @@ static void column_schema(evt_jw *w, const evt_codec_opts *o, const evt_column *
         evt_jw_arr_end(w);
         evt_jw_obj_end(w);
         return;
+    case EVT_T_CHAR:
+        if (dbz && c->source_type && strcasecmp(c->source_type, "uuid") == 0)
+            name = "io.debezium.data.Uuid"; /* MariaDB's UUID */
+        break;
     default: break;
     }
-    field_open(w, type, optional, name, name ? 1 : 0, f);
+    col_open(w, o, c, type, optional, name, name ? 1 : 0);
     evt_jw_obj_end(w);
 }
 

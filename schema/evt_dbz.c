@@ -18,7 +18,10 @@
  *   FLOAT, DOUBLE          number (shortest text of the float / double);
  *                          snapshot reads of FLOAT: the value rounded to 6
  *                          digits, as the server's text protocol gives it to
- *                          Debezium's snapshot ("3.40282E38")
+ *                          Debezium's snapshot ("3.40282E38"); FLOAT(M,D): a
+ *                          double, the float widened (-9999.999f as
+ *                          -9999.9990234375), its snapshot read with D decimals
+ *   UUID                   its text
  *   CHAR..TEXT, ENUM, JSON string (JSON: its text)
  *   SET                    the labels joined with ',' ("a,c")
  *   BINARY..BLOB           binary.handling.mode=bytes, base64 (default): base64;
@@ -40,13 +43,19 @@
  *   GEOMETRY               {"wkb":"<base64>","srid":N}; SRID 0: null
  *   POINT                  {"x":X,"y":Y,"wkb":"<base64>","srid":N}
  *   VECTOR                 array of numbers
+ *
+ * A NULL in a column with a default is the default (evt_dbz_default), unless
+ * debezium.replace.null.with.default=false: Debezium's messages pass through
+ * Kafka Connect's JsonConverter, which writes a null field's schema default.
  */
 #include "evt_internal.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cfg.h"
 #include "tb_log.h"
@@ -74,6 +83,7 @@ void evt_codec_opts_encoding(evt_codec_opts *o, const struct cfg *c)
     o->dbz.bigint_precise = b && strcmp(b, "precise") == 0;
     const char *t = cfg_get_str(c, "debezium.time.precision.mode");
     o->dbz.time_connect = t && strcmp(t, "connect") == 0;
+    o->dbz.keep_null = !cfg_get_bool(c, "debezium.replace.null.with.default");
 }
 
 void evt_codec_warn_lossy(const evt_codec_opts *o, const evt_table *t)
@@ -269,6 +279,246 @@ static void put_zoned(evt_jw *w, const evt_temporal *t, bool snapshot)
     evt_jw_str(w, tmp, n);
 }
 
+/* ============================================================ column defaults */
+
+/* Digits at *p into *out (at most max of them, at least one); advances *p. */
+static bool digits(const char **p, unsigned max, uint64_t *out, unsigned *n)
+{
+    uint64_t v = 0;
+    unsigned k = 0;
+    while (k < max && **p >= '0' && **p <= '9') {
+        v = v * 10 + (uint64_t)(**p - '0');
+        (*p)++;
+        k++;
+    }
+    *out = v;
+    if (n)
+        *n = k;
+    return k > 0;
+}
+
+/* ".ffffff" (1-6 digits) at *p into microseconds; nothing there is 0. */
+static bool fraction(const char **p, uint32_t *usec)
+{
+    *usec = 0;
+    if (**p != '.')
+        return true;
+    (*p)++;
+    uint64_t f;
+    unsigned n;
+    if (!digits(p, 6, &f, &n))
+        return false;
+    while (n++ < 6)
+        f *= 10;
+    *usec = (uint32_t)f;
+    return **p == '\0';
+}
+
+/* "YYYY-MM-DD[ HH:MM:SS[.f]]" (the server's text of a DATE, DATETIME or TIMESTAMP default). */
+static bool parse_datetime(const char *s, evt_temporal *t)
+{
+    uint64_t y, mo, d, h = 0, mi = 0, se = 0;
+    const char *p = s;
+    if (!digits(&p, 4, &y, NULL) || *p++ != '-' || !digits(&p, 2, &mo, NULL) || *p++ != '-' ||
+        !digits(&p, 2, &d, NULL))
+        return false;
+    memset(t, 0, sizeof(*t));
+    if (*p == ' ') {
+        p++;
+        if (!digits(&p, 2, &h, NULL) || *p++ != ':' || !digits(&p, 2, &mi, NULL) || *p++ != ':' ||
+            !digits(&p, 2, &se, NULL) || !fraction(&p, &t->usec))
+            return false;
+    } else if (*p)
+        return false;
+    if (mo > 12 || d > 31 || h > 23 || mi > 59 || se > 59)
+        return false;
+    t->year = (int32_t)y;
+    t->month = (uint8_t)mo;
+    t->day = (uint8_t)d;
+    t->hour = (uint32_t)h;
+    t->minute = (uint8_t)mi;
+    t->second = (uint8_t)se;
+    t->fsp = 6;
+    return true;
+}
+
+/* "[-]H:MM:SS[.f]" (a TIME default). */
+static bool parse_time(const char *s, evt_temporal *t)
+{
+    uint64_t h, mi, se;
+    const char *p = s;
+    memset(t, 0, sizeof(*t));
+    if (*p == '-') {
+        t->negative = true;
+        p++;
+    }
+    if (!digits(&p, 3, &h, NULL) || *p++ != ':' || !digits(&p, 2, &mi, NULL) || *p++ != ':' ||
+        !digits(&p, 2, &se, NULL) || !fraction(&p, &t->usec) || mi > 59 || se > 59)
+        return false;
+    t->hour = (uint32_t)h;
+    t->minute = (uint8_t)mi;
+    t->second = (uint8_t)se;
+    t->fsp = 6;
+    return true;
+}
+
+static bool is_current_timestamp(const char *s)
+{
+    return strncasecmp(s, "current_timestamp", 17) == 0 || strncasecmp(s, "now(", 4) == 0 ||
+           strncasecmp(s, "localtimestamp", 14) == 0;
+}
+
+int evt_dbz_float_scale(const evt_column *c)
+{
+    const char *s = c->source_type;
+    if (c->type != EVT_T_FLOAT || !s || strncasecmp(s, "float(", 6) != 0)
+        return -1;
+    const char *comma = strchr(s, ',');
+    if (!comma)
+        return -1;
+    char *end;
+    long d = strtol(comma + 1, &end, 10);
+    return *end == ')' && d >= 0 && d <= 30 ? (int)d : -1;
+}
+
+bool evt_dbz_default(const evt_codec_opts *o, const evt_column *c, evt_dbz_dflt *d)
+{
+    evt_value *v = &d->v;
+    const char *s = c->default_text;
+    if (!s)
+        return false;
+    if (c->default_expr) {
+        /* Debezium's DDL parser takes CURRENT_TIMESTAMP as "1970-01-01 00:00:00"
+         * (a nullable TIMESTAMP: none); b'...' is a BIT literal; any other
+         * expression has no default. */
+        if (is_current_timestamp(s) && (c->type == EVT_T_DATETIME || (c->type == EVT_T_TIMESTAMP && !c->nullable)))
+            s = "1970-01-01 00:00:00";
+        else if (c->type == EVT_T_BIT && (s[0] == 'b' || s[0] == 'B') && s[1] == '\'') {
+            uint64_t u = 0;
+            const char *p = s + 2;
+            for (unsigned n = 0; *p == '0' || *p == '1'; p++, n++) {
+                if (n >= 64)
+                    return false;
+                u = u << 1 | (uint64_t)(*p - '0');
+            }
+            if (p[0] != '\'' || p[1] != '\0')
+                return false;
+            v->kind = EVT_V_UINT;
+            v->v.u = u;
+            return true;
+        } else
+            return false;
+    }
+    char *end;
+    errno = 0;
+    switch (c->type) {
+    case EVT_T_TINYINT:
+    case EVT_T_SMALLINT:
+    case EVT_T_MEDIUMINT:
+    case EVT_T_INT:
+    case EVT_T_BIGINT:
+    case EVT_T_YEAR:
+        if (c->is_unsigned && s[0] != '-') {
+            v->kind = EVT_V_UINT;
+            v->v.u = strtoull(s, &end, 10);
+            if (c->type == EVT_T_BIGINT && !o->dbz.bigint_precise && v->v.u > INT64_MAX) {
+                v->kind = EVT_V_INT; /* Debezium's long mode caps a default (a value wraps) */
+                v->v.i = INT64_MAX;
+            }
+        } else {
+            v->kind = EVT_V_INT;
+            v->v.i = strtoll(s, &end, 10);
+        }
+        return errno == 0 && end != s && *end == '\0';
+    case EVT_T_BIT: {
+        /* MySQL writes a BIT default as its number */
+        v->kind = EVT_V_UINT;
+        v->v.u = strtoull(s, &end, 10);
+        return errno == 0 && end != s && *end == '\0';
+    }
+    case EVT_T_FLOAT:
+        v->kind = EVT_V_FLOAT;
+        v->v.f = (float)strtod(s, &end);
+        return end != s && *end == '\0';
+    case EVT_T_DOUBLE:
+        v->kind = EVT_V_DOUBLE;
+        v->v.d = strtod(s, &end);
+        return end != s && *end == '\0';
+    case EVT_T_DECIMAL: {
+        /* at the column's scale, as the server shows it */
+        size_t n = strlen(s);
+        const char *dot = strchr(s, '.');
+        size_t frac = dot ? n - (size_t)(dot - s) - 1 : 0;
+        if (n + c->scale + 2 > sizeof(d->text) || frac > c->scale)
+            return false;
+        memcpy(d->text, s, n);
+        if (!dot && c->scale)
+            d->text[n++] = '.';
+        for (; frac < c->scale; frac++)
+            d->text[n++] = '0';
+        d->text[n] = '\0';
+        v->kind = EVT_V_DECIMAL;
+        v->v.s.ptr = d->text;
+        v->v.s.len = n;
+        return true;
+    }
+    case EVT_T_CHAR:
+    case EVT_T_VARCHAR:
+    case EVT_T_TEXT:
+    case EVT_T_ENUM:
+    case EVT_T_JSON:
+        v->kind = c->type == EVT_T_JSON ? EVT_V_JSON : EVT_V_STRING;
+        v->v.s.ptr = s;
+        v->v.s.len = strlen(s);
+        return true;
+    case EVT_T_BINARY:
+    case EVT_T_VARBINARY:
+    case EVT_T_BLOB:
+        v->kind = EVT_V_BYTES;
+        v->v.s.ptr = s;
+        v->v.s.len = strlen(s);
+        return true;
+    case EVT_T_SET: {
+        size_t n = 0;
+        for (const char *p = s; *p;) {
+            const char *q = strchr(p, ',');
+            size_t len = q ? (size_t)(q - p) : strlen(p);
+            if (n >= sizeof(d->lens) / sizeof(d->lens[0]))
+                return false;
+            d->items[n] = p;
+            d->lens[n++] = len;
+            p += len + (q != NULL);
+        }
+        v->kind = EVT_V_SET;
+        v->v.set.items = d->items;
+        v->v.set.lens = d->lens;
+        v->v.set.n = n;
+        return true;
+    }
+    case EVT_T_DATE:
+    case EVT_T_DATETIME:
+    case EVT_T_TIMESTAMP:
+        if (!parse_datetime(s, &v->v.t))
+            return false;
+        if ((v->v.t.month == 0 || v->v.t.day == 0) && c->nullable)
+            return false; /* a zero date: none in a nullable column (Debezium) */
+        if (c->type == EVT_T_TIMESTAMP && c->nullable && strcmp(s, "1970-01-01 00:00:00") == 0)
+            return false;
+        v->kind = c->type == EVT_T_DATE ? EVT_V_DATE : c->type == EVT_T_DATETIME ? EVT_V_DATETIME : EVT_V_TIMESTAMP;
+        v->v.t.fsp = (uint8_t)c->scale;
+        return true;
+    case EVT_T_TIME:
+        if (!parse_time(s, &v->v.t))
+            return false;
+        if (o->dbz.time_connect && (v->v.t.negative || v->v.t.hour >= 24))
+            return false; /* not a time of day: Debezium's schema then has no default */
+        v->kind = EVT_V_TIME;
+        v->v.t.fsp = (uint8_t)c->scale;
+        return true;
+    default: return false;
+    }
+}
+
 /* ============================================================ values */
 
 void evt_dbz_value(evt_jw *w, const evt_codec_opts *o, const evt_column *c, const evt_value *v, bool snapshot,
@@ -299,6 +549,20 @@ void evt_dbz_value(evt_jw *w, const evt_codec_opts *o, const evt_column *c, cons
         return;
     case EVT_V_FLOAT: {
         float f = v->v.f;
+        int fd = evt_dbz_float_scale(c);
+        if (fd >= 0) { /* FLOAT(M,D): a double; the snapshot's text has D decimals */
+            if (!isfinite(f)) {
+                evt_jw_null(w);
+                return;
+            }
+            if (snapshot) {
+                char ftxt[352]; /* %f of any double with at most 31 decimals */
+                snprintf(ftxt, sizeof(ftxt), "%.*f", fd & 31, (double)f);
+                f = strtof(ftxt, NULL);
+            }
+            evt_jw_double(w, (double)f);
+            return;
+        }
         if (snapshot && isfinite(f)) { /* the server's 6-digit text, read back */
             snprintf(tmp, sizeof(tmp), "%.6g", (double)f);
             f = strtof(tmp, NULL);

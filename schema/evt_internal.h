@@ -245,6 +245,22 @@ static inline char *jw_i64_raw(char *p, int64_t v)
  * TIMESTAMP text). On failure the writer's error is set and err says why. */
 void evt_dbz_value(evt_jw *w, const evt_codec_opts *o, const evt_column *c, const evt_value *v, bool snapshot,
                    tb_error *err);
+/* A column's default as Debezium's schema gives it (BinlogDefaultValueConverter): its
+ * literal as a value of the column's type (CURRENT_TIMESTAMP of a DATETIME, or of a NOT NULL
+ * TIMESTAMP, as 1970-01-01 00:00:00; a BIT literal b'...'); false when Debezium gives none (no
+ * default, another expression, a zero date or a nullable TIMESTAMP's epoch, a text that does
+ * not parse). The value points into c->default_text and d. */
+typedef struct evt_dbz_dflt {
+    evt_value v;
+    char text[96];           /* a DECIMAL's digits at the column's scale */
+    const char *items[64];   /* a SET's labels */
+    size_t lens[64];
+} evt_dbz_dflt;
+bool evt_dbz_default(const evt_codec_opts *o, const evt_column *c, evt_dbz_dflt *d);
+/* D of a FLOAT(M,D) column (source type "float(7,3)"), which Debezium types as a double: the
+ * float's value widened (its snapshot reads the server's text with D decimals first); -1 for
+ * any other column. */
+int evt_dbz_float_scale(const evt_column *c);
 /* A POINT column (source type "point": the snapshot's COLUMN_TYPE, the binlog's GEOMETRY_TYPE
  * metadata), which Debezium writes as io.debezium.data.geometry.Point {x, y, wkb, srid}. */
 static inline bool evt_dbz_is_point(const evt_column *c)

@@ -291,7 +291,11 @@ static void put_member_dbz(evt_jw *w, const evt_codec_opts *o, const evt_event *
                            const evt_value *v, tb_error *inner)
 {
     evt_jw_key(w, c->name, (size_t)-1);
-    evt_dbz_value(w, o, c, v, evt_event_snapshot(e) != EVT_SNAPSHOT_FALSE, inner);
+    evt_dbz_dflt d;
+    if (v->kind == EVT_V_NULL && !o->dbz.keep_null && evt_dbz_default(o, c, &d))
+        evt_dbz_value(w, o, c, &d.v, true, inner); /* JsonConverter's replace.null.with.default */
+    else
+        evt_dbz_value(w, o, c, v, evt_event_snapshot(e) != EVT_SNAPSHOT_FALSE, inner);
 }
 
 static tb_code put_row(evt_jw *w, const evt_codec_opts *o, const evt_event *e, evt_image img, tb_error *err)
@@ -970,7 +974,17 @@ tb_code evt_render(const evt_codec_opts *o, const evt_event *e, evt_rendered *r,
         msg(r, k0, NULL);
         return TB_OK;
     }
-    if (op != EVT_OP_UPDATE || evt_event_key_unchanged(e)) {
+    /* A key change is a change of the key as written: key columns whose
+     * values differ but encode alike (DATETIME(6) under Debezium's connect
+     * time precision, milliseconds) keep the key, and the update is one. */
+    bool split = op == EVT_OP_UPDATE && !evt_event_key_unchanged(e);
+    if (split) {
+        if ((rc = key_into(o, e, EVT_BEFORE, k0, err)) != TB_OK || (rc = key_into(o, e, EVT_AFTER, k1, err)) != TB_OK)
+            return rc;
+        split = k0->len != k1->len || memcmp(k0->data, k1->data, k0->len) != 0;
+    }
+    if (!split) {
+        tb_buf_reset(k0);
         if ((rc = key_into(o, e, EVT_AFTER, k0, err)) != TB_OK ||
             (rc = put_message_value(o, e, op, true, true, v0, err)) != TB_OK)
             return rc;
@@ -978,8 +992,6 @@ tb_code evt_render(const evt_codec_opts *o, const evt_event *e, evt_rendered *r,
         return TB_OK;
     }
     /* primary-key change: delete (+ tombstone) the old key, create the new one */
-    if ((rc = key_into(o, e, EVT_BEFORE, k0, err)) != TB_OK || (rc = key_into(o, e, EVT_AFTER, k1, err)) != TB_OK)
-        return rc;
     if (!row) {
         if ((rc = put_message_value(o, e, EVT_OP_DELETE, true, false, v0, err)) != TB_OK)
             return rc;

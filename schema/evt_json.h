@@ -89,6 +89,8 @@ typedef struct evt_dbz_opts {
     bool bigint_precise;        /* bigint.unsigned.handling.mode=precise (else long: wraps) */
     bool time_connect;          /* time.precision.mode=connect (else adaptive_time_microseconds) */
     evt_dbz_binary binary;      /* binary.handling.mode */
+    bool keep_null;             /* a NULL stays null where the column has a default (Kafka Connect's
+                                   JsonConverter replace.null.with.default=false); else the default */
 } evt_dbz_opts;
 
 typedef struct evt_codec_opts {

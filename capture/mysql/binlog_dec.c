@@ -317,25 +317,36 @@ static tb_code apply_key_columns(binlog_dec *d, bl_tmap *m, tb_error *err)
     return rc;
 }
 
-/* MariaDB UUID / INET6 / INET4 columns, which the TABLE_MAP calls BINARY(16)
- * / BINARY(4): found by name in `from` (the catalog, or the table's previous
- * version), typed as the snapshot types them, so that the descriptor, the
- * schema record and the values (their text form, binlog_rows.c) are the
- * snapshot's. */
-static tb_code adopt_text_types(evt_table *t, const evt_table *from)
+/* What the TABLE_MAP cannot say of a column's declared type, found by name in
+ * `from` (the catalog, or the table's previous version), so that the
+ * descriptor, the schema record and the values are the snapshot's:
+ *  - MariaDB UUID / INET6 / INET4 columns, which the TABLE_MAP calls
+ *    BINARY(16) / BINARY(4): typed as the snapshot types them (their text
+ *    form, binlog_rows.c);
+ *  - FLOAT(M,D): the TABLE_MAP says FLOAT; the declared text keeps M and D
+ *    (value.encoding=debezium types it as a double, evt_dbz.c). */
+static tb_code adopt_declared_types(evt_table *t, const evt_table *from)
 {
     for (size_t i = 0; i < evt_table_ncols(t); i++) {
         const evt_column *c = evt_table_column(t, i);
-        if (c->type != EVT_T_BINARY || (c->length != 16 && c->length != 4))
+        bool text = c->type == EVT_T_BINARY && (c->length == 16 || c->length == 4);
+        if (!text && c->type != EVT_T_FLOAT)
             continue;
         long j = evt_table_find(from, c->name);
         const evt_column *fc = j < 0 ? NULL : evt_table_column(from, (size_t)j);
-        if (!fc || !evt_mysql_text_type(fc->source_type))
+        if (!fc)
             continue;
-        /* as the snapshot describes them (snap_values.c): char, no length, no charset */
-        if (evt_table_set_column(t, i, fc->name, EVT_T_CHAR, fc->source_type, c->nullable, false) != TB_OK ||
-            evt_table_set_column_details(t, i, 0, 0, 0, NULL) != TB_OK)
-            return TB_ERR_NOMEM;
+        if (text && evt_mysql_text_type(fc->source_type)) {
+            /* as the snapshot describes them (snap_values.c): char, no length, no charset */
+            if (evt_table_set_column(t, i, fc->name, EVT_T_CHAR, fc->source_type, c->nullable, false) != TB_OK ||
+                evt_table_set_column_details(t, i, 0, 0, 0, NULL) != TB_OK)
+                return TB_ERR_NOMEM;
+        } else if (!text && fc->source_type && strncasecmp(fc->source_type, "float(", 6) == 0 &&
+                   strchr(fc->source_type, ',')) { /* the catalog's descriptor has no evt_type */
+            /* the name is copied before the old one is freed; the details stay */
+            if (evt_table_set_column(t, i, c->name, EVT_T_FLOAT, fc->source_type, c->nullable, c->is_unsigned) != TB_OK)
+                return TB_ERR_NOMEM;
+        }
     }
     return TB_OK;
 }
@@ -367,7 +378,7 @@ static tb_code take_period(evt_table *t, const evt_table *from)
 /* The defaults of info's columns, by name, into t (unsealed); its period too. */
 static tb_code take_defaults(evt_table *t, const evt_table *info, tb_error *err)
 {
-    if (adopt_text_types(t, info) != TB_OK || take_period(t, info) != TB_OK)
+    if (adopt_declared_types(t, info) != TB_OK || take_period(t, info) != TB_OK)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     for (size_t i = 0; i < evt_table_ncols(t); i++) {
         long j = evt_table_find(info, evt_table_column(t, i)->name);
@@ -444,7 +455,7 @@ static tb_code on_table_map(binlog_dec *d, const uint8_t *body, size_t len, tb_e
     for (size_t i = 0; i < d->nvers; i++)
         if (strcmp(d->vers[i].key, key) == 0)
             v = &d->vers[i];
-    if (v && (adopt_text_types(m->table, v->table) != TB_OK || take_period(m->table, v->table) != TB_OK)) {
+    if (v && (adopt_declared_types(m->table, v->table) != TB_OK || take_period(m->table, v->table) != TB_OK)) {
         free(key);
         bl_tmap_free(m);
         return FAIL(err, TB_ERR_NOMEM, "out of memory");

@@ -18,6 +18,9 @@ typedef struct col_spec {
  * value.schemas=true, under which dbz_after returns v's Connect schema instead of its value. */
 static const char *v_source_type;
 static bool v_schema;
+/* Column v's default as the source reports it (evt_table_set_default), NULL: none. */
+static const char *v_default;
+static bool v_default_expr;
 
 /* The JSON text of column "v" of the after image of an event in Debezium's
  * encoding; snapshot: the event is a snapshot read. Returns a Jansson value. */
@@ -27,6 +30,7 @@ static json_t *dbz_after(col_spec cs, const evt_value *v, const evt_dbz_opts *d,
     cr_assert_eq(evt_table_set_column(t, 0, "id", EVT_T_INT, "int", false, false), TB_OK);
     cr_assert_eq(evt_table_set_column(t, 1, "v", cs.type, v_source_type, true, cs.is_unsigned), TB_OK);
     cr_assert_eq(evt_table_set_column_details(t, 1, cs.length, cs.precision, cs.scale, NULL), TB_OK);
+    cr_assert_eq(evt_table_set_default(t, 1, v_default, v_default_expr), TB_OK);
     size_t pk = 0;
     cr_assert_eq(evt_table_set_pk(t, &pk, 1), TB_OK);
     evt_table_seal(t);
@@ -329,7 +333,8 @@ Test(dbz, geometry_and_point)
     v_schema = true;
     expect(geo, &v,
            "{\"type\":\"struct\",\"optional\":true,\"name\":\"io.debezium.data.geometry.Point\",\"version\":1,"
-           "\"field\":\"v\",\"fields\":[{\"type\":\"double\",\"optional\":false,\"field\":\"x\"},"
+           "\"field\":\"v\",\"doc\":\"Geometry (POINT)\",\"fields\":[{\"type\":\"double\",\"optional\":false,"
+           "\"field\":\"x\"},"
            "{\"type\":\"double\",\"optional\":false,\"field\":\"y\"},{\"type\":\"bytes\",\"optional\":true,"
            "\"field\":\"wkb\"},{\"type\":\"int32\",\"optional\":true,\"field\":\"srid\"}]}");
     v_source_type = "geometry";
@@ -337,6 +342,119 @@ Test(dbz, geometry_and_point)
            "{\"type\":\"struct\",\"optional\":true,\"name\":\"io.debezium.data.geometry.Geometry\",\"version\":1,"
            "\"field\":\"v\",\"fields\":[{\"type\":\"bytes\",\"optional\":false,\"field\":\"wkb\"},"
            "{\"type\":\"int32\",\"optional\":true,\"field\":\"srid\"}]}");
+    v_schema = false;
+    v_source_type = NULL;
+}
+
+/* A NULL in a column with a default: the default (Kafka Connect's JsonConverter,
+ * replace.null.with.default=true), in the value and as the schema's "default"; the
+ * values are those Debezium 3.6.1 wrote (tests/fixtures/debezium/extra, table dflt). */
+static void expect_null(col_spec cs, const char *dflt, bool expr, const evt_dbz_opts *d, const char *want,
+                        const char *want_schema_default)
+{
+    evt_value null = {.kind = EVT_V_NULL};
+    v_default = dflt;
+    v_default_expr = expr;
+    expect_opts(cs, &null, d, false, want);
+    evt_dbz_opts keep = d ? *d : (evt_dbz_opts){0};
+    keep.keep_null = true; /* debezium.replace.null.with.default=false */
+    expect_opts(cs, &null, &keep, false, "null");
+    v_schema = true;
+    json_t *f = dbz_after(cs, &null, d, false, NULL);
+    json_t *got = json_object_get(f, "default");
+    if (!want_schema_default)
+        cr_expect_null(got, "type %s default %s: the schema has a default", evt_type_name(cs.type), dflt);
+    else {
+        json_t *w = json_loads(want_schema_default, JSON_DECODE_ANY, NULL);
+        cr_expect(got && json_equal(got, w), "type %s default %s: schema default differs", evt_type_name(cs.type),
+                  dflt);
+        json_decref(w);
+    }
+    json_decref(f);
+    v_schema = false;
+    v_default = NULL;
+    v_default_expr = false;
+}
+
+Test(dbz, null_with_default)
+{
+    evt_dbz_opts precise = {.bigint_precise = true, .decimal = EVT_DBZ_DEC_STRING};
+    evt_dbz_opts connect = {.time_connect = true};
+    expect_null((col_spec){EVT_T_INT, false, 0, 0, 0}, "42", false, NULL, "42", "42");
+    expect_null((col_spec){EVT_T_SMALLINT, false, 0, 0, 0}, "-7", false, NULL, "-7", "-7");
+    /* BIGINT UNSIGNED: Debezium's long mode caps a default (a value wraps to -1) */
+    expect_null((col_spec){EVT_T_BIGINT, true, 0, 0, 0}, "18446744073709551615", false, NULL,
+                "9223372036854775807", "9223372036854775807");
+    expect_null((col_spec){EVT_T_BIGINT, true, 0, 0, 0}, "18446744073709551615", false, &precise,
+                "\"AP//////////\"", "\"AP//////////\"");
+    expect_null((col_spec){EVT_T_DECIMAL, false, 0, 6, 2}, "1.50", false, NULL, "\"AJY=\"", "\"AJY=\"");
+    expect_null((col_spec){EVT_T_DECIMAL, false, 0, 6, 2}, "1.5", false, &precise, "\"1.50\"", "\"1.50\"");
+    expect_null((col_spec){EVT_T_FLOAT, false, 0, 0, 0}, "1.5", false, NULL, "1.5", "1.5");
+    expect_null((col_spec){EVT_T_DOUBLE, false, 0, 0, 0}, "-2.25", false, NULL, "-2.25", "-2.25");
+    expect_null((col_spec){EVT_T_VARCHAR, false, 8, 0, 0}, "dflt", false, NULL, "\"dflt\"", "\"dflt\"");
+    expect_null((col_spec){EVT_T_SET, false, 0, 0, 0}, "x,z", false, NULL, "\"x,z\"", "\"x,z\"");
+    expect_null((col_spec){EVT_T_DATE, false, 0, 0, 0}, "2020-02-29", false, NULL, "18321", "18321");
+    expect_null((col_spec){EVT_T_TIME, false, 0, 0, 3}, "-01:02:03.250", false, NULL, "-3723250000", "-3723250000");
+    /* connect: a TIME that is no time of day has no default (Debezium fails to convert it) */
+    expect_null((col_spec){EVT_T_TIME, false, 0, 0, 3}, "-01:02:03.250", false, &connect, "null", NULL);
+    expect_null((col_spec){EVT_T_DATETIME, false, 0, 0, 3}, "2001-02-03 04:05:06.789", false, NULL, "981173106789",
+                "981173106789");
+    expect_null((col_spec){EVT_T_DATETIME, false, 0, 0, 6}, "2001-02-03 04:05:06.123456", false, NULL,
+                "981173106123456", "981173106123456");
+    expect_null((col_spec){EVT_T_DATETIME, false, 0, 0, 6}, "2001-02-03 04:05:06.123456", false, &connect,
+                "981173106123", "981173106123");
+    expect_null((col_spec){EVT_T_TIMESTAMP, false, 0, 0, 0}, "2001-02-03 04:05:06", false, NULL,
+                "\"2001-02-03T04:05:06Z\"", "\"2001-02-03T04:05:06Z\"");
+    expect_null((col_spec){EVT_T_YEAR, false, 0, 0, 0}, "2024", false, NULL, "2024", "2024");
+    expect_null((col_spec){EVT_T_BIT, false, 1, 0, 0}, "b'1'", true, NULL, "true", "true");
+    expect_null((col_spec){EVT_T_BIT, false, 10, 0, 0}, "b'1000000001'", true, NULL, "\"AQI=\"", "\"AQI=\"");
+    expect_null((col_spec){EVT_T_VARBINARY, false, 4, 0, 0}, "ab", false, NULL, "\"YWI=\"", "\"YWI=\"");
+    /* CURRENT_TIMESTAMP: Debezium's DDL parser reads it as 1970-01-01 00:00:00 */
+    expect_null((col_spec){EVT_T_DATETIME, false, 0, 0, 0}, "current_timestamp()", true, NULL, "0", "0");
+    /* none: another expression, CURRENT_TIMESTAMP of a nullable TIMESTAMP, a zero date, a text
+     * that is no value of the type */
+    expect_null((col_spec){EVT_T_CHAR, false, 36, 0, 0}, "uuid()", true, NULL, "null", NULL);
+    expect_null((col_spec){EVT_T_TIMESTAMP, false, 0, 0, 0}, "current_timestamp()", true, NULL, "null", NULL);
+    expect_null((col_spec){EVT_T_DATE, false, 0, 0, 0}, "0000-00-00", false, NULL, "null", NULL);
+    expect_null((col_spec){EVT_T_INT, false, 0, 0, 0}, "4x", false, NULL, "null", NULL);
+    expect_null((col_spec){EVT_T_DATETIME, false, 0, 0, 0}, "2001-13-01 00:00:00", false, NULL, "null", NULL);
+    /* a value is never replaced */
+    v_default = "42";
+    evt_value one = ival(1);
+    expect((col_spec){EVT_T_INT, false, 0, 0, 0}, &one, "1");
+    v_default = NULL;
+}
+
+/* FLOAT(M,D) is a double in Debezium's schema: the float's value widened; its snapshot
+ * reads the server's text with D decimals (tests/fixtures/debezium/extra, table vals). */
+Test(dbz, float_m_d)
+{
+    evt_value f = {.kind = EVT_V_FLOAT, .v.f = -9999.999f};
+    col_spec fl = {EVT_T_FLOAT, false, 0, 0, 0};
+    v_source_type = "float(7,3)";
+    expect(fl, &f, "-9999.9990234375");
+    expect_opts(fl, &f, NULL, true, "-9999.9990234375");
+    f.v.f = 123.45f;
+    v_source_type = "float(5,2)";
+    expect(fl, &f, "123.44999694824219");
+    v_schema = true;
+    expect(fl, &f, "{\"type\":\"double\",\"optional\":true,\"field\":\"v\"}");
+    v_source_type = "float";
+    expect(fl, &f, "{\"type\":\"float\",\"optional\":true,\"field\":\"v\"}");
+    v_schema = false;
+    expect(fl, &f, "123.45");
+    v_source_type = NULL;
+}
+
+/* MariaDB's UUID: a string named io.debezium.data.Uuid. */
+Test(dbz, uuid_schema)
+{
+    evt_value u = {.kind = EVT_V_STRING, .v.s = {"123e4567-e89b-12d3-a456-426614174000", 36}};
+    v_source_type = "uuid";
+    expect((col_spec){EVT_T_CHAR, false, 0, 0, 0}, &u, "\"123e4567-e89b-12d3-a456-426614174000\"");
+    v_schema = true;
+    expect((col_spec){EVT_T_CHAR, false, 0, 0, 0}, &u,
+           "{\"type\":\"string\",\"optional\":true,\"name\":\"io.debezium.data.Uuid\",\"version\":1,\"field\":\"v\"}");
     v_schema = false;
     v_source_type = NULL;
 }
