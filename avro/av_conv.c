@@ -169,6 +169,39 @@ static void conv_connect_meta(conv *c, const evt_jv *cs, const char *name, const
     }
 }
 
+/* A field's Connect default as Avro's: numbers, strings and booleans as they
+ * are; bytes (Decimal, Bits, binary), base64 in Connect's JSON, as Avro's
+ * string of code points 0-255, one per byte. */
+static void put_default(conv *c, const evt_jv *f, const evt_jv *dflt)
+{
+    const char *type = member_str(f, "type");
+    size_t n;
+    const char *t = evt_jv_text(dflt, &n);
+    if (!type || strcmp(type, "bytes") != 0 || evt_jv_type_of(dflt) != EVT_JV_STRING) {
+        evt_jv_write(dflt, &c->w);
+        return;
+    }
+    tb_buf raw, u8;
+    tb_buf_init(&raw, 0);
+    tb_buf_init(&u8, 0);
+    tb_code rc = tb_base64_decode(t, n, &raw);
+    for (size_t i = 0; rc == TB_OK && i < raw.len; i++) {
+        uint8_t b = (uint8_t)raw.data[i];
+        if (b < 0x80)
+            rc = tb_buf_putc(&u8, (char)b);
+        else if ((rc = tb_buf_putc(&u8, (char)(0xC0 | (b >> 6)))) == TB_OK)
+            rc = tb_buf_putc(&u8, (char)(0x80 | (b & 0x3F)));
+    }
+    if (rc == TB_ERR_NOMEM)
+        conv_fail(c, "out of memory");
+    else if (rc != TB_OK)
+        conv_fail(c, "Avro schema: field %s: its default is not base64", member_str(f, "field"));
+    else
+        evt_jw_str(&c->w, u8.data ? u8.data : "", u8.len);
+    tb_buf_free(&raw);
+    tb_buf_free(&u8);
+}
+
 static void conv_record(conv *c, const evt_jv *cs, int depth)
 {
     const char *cname = member_str(cs, "name");
@@ -235,7 +268,7 @@ static void conv_record(conv *c, const evt_jv *cs, int depth)
         if (optional || dflt) {
             jw_key(&c->w, "default");
             if (dflt)
-                evt_jv_write(dflt, &c->w);
+                put_default(c, f, dflt);
             else
                 evt_jw_null(&c->w);
         }
