@@ -208,23 +208,40 @@ tb_code run_note_sequences(run_ctx *r, tb_error *err)
     return rc;
 }
 
-bool run_is_sequence(run_ctx *r, const char *db, const char *table)
+typedef struct seq_ask {
+    const char *db, *table;
+    bool seq;
+} seq_ask;
+
+static tb_code is_sequence_once(run_ctx *r, void *arg, tb_error *err)
 {
+    seq_ask *q = arg;
     MYSQL *my = NULL;
-    bool mariadb = false, seq = false;
-    tb_error e;
-    tb_error_clear(&e);
-    const char *params[] = {db, table};
-    if (snap_sql_connect(r->cfg, &my, &mariadb, &e) == TB_OK && mariadb) {
+    bool mariadb = false;
+    const char *params[] = {q->db, q->table};
+    tb_code rc = snap_sql_connect(r->cfg, &my, &mariadb, err);
+    if (rc == TB_OK && mariadb) {
         int n = 0;
-        if (snap_sql_query(my,
-                           "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND "
-                           "TABLE_TYPE = 'SEQUENCE'",
-                           params, 2, count_row, &n, &e) == TB_OK)
-            seq = n > 0;
+        rc = snap_sql_query(my,
+                            "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND "
+                            "TABLE_TYPE = 'SEQUENCE'",
+                            params, 2, count_row, &n, err);
+        q->seq = rc == TB_OK && n > 0;
     }
     if (my)
         snap_sql_release(r->cfg, my);
-    return seq;
+    return rc;
+}
+
+/* Asked through run_retry: a source restarting when a keyless table's first
+ * event arrives must not make a SEQUENCE look like a table without a key. */
+bool run_is_sequence(run_ctx *r, const char *db, const char *table)
+{
+    seq_ask q = {db, table, false};
+    tb_error e;
+    tb_error_clear(&e);
+    if (run_retry(r, "asking the source whether a keyless table is a SEQUENCE", is_sequence_once, &q, &e) != TB_OK)
+        TB_WARN("run", "%s.%s: %s; taken as a table", db, table, e.msg);
+    return q.seq;
 }
 
