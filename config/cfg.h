@@ -136,5 +136,8 @@ TB_MUST_USE tb_code cfg_dump(const cfg *c, tb_buf *out);
 /* --help-config text, and the Markdown reference (docs/configuration.md). */
 TB_MUST_USE tb_code cfg_help_text(tb_buf *out);
 TB_MUST_USE tb_code cfg_help_markdown(tb_buf *out);
+/* The configuration keys as roff for the man page (docs/tributary.1): one .SS per group, one
+ * .TP per key with its type, allowed values, default and description, then the renamed keys. */
+TB_MUST_USE tb_code cfg_help_man(tb_buf *out);
 
 #endif

@@ -233,3 +233,108 @@ tb_code cfg_help_markdown(tb_buf *out)
     tb_buf_free(&cell);
     return rc;
 }
+
+/* Text for roff: backslashes as \e, a line's leading '.' or '\'' made literal
+ * (\&), '-' as \- (so options and keys copy and paste as typed), `code`
+ * spans in bold. */
+static tb_code cfg_roff(tb_buf *out, const char *s)
+{
+    bool bold = false, bol = true;
+    tb_code rc = TB_OK;
+    for (; s && *s && rc == TB_OK; s++) {
+        if (bol && (*s == '.' || *s == '\''))
+            rc = tb_buf_puts(out, "\\&");
+        bol = false;
+        if (rc != TB_OK)
+            break;
+        if (*s == '`') {
+            rc = tb_buf_puts(out, bold ? "\\fR" : "\\fB");
+            bold = !bold;
+        } else if (*s == '\\')
+            rc = tb_buf_puts(out, "\\e");
+        else if (*s == '-')
+            rc = tb_buf_puts(out, "\\-");
+        else if (*s == '\n') {
+            rc = tb_buf_putc(out, ' ');
+        } else
+            rc = tb_buf_putc(out, *s);
+    }
+    if (rc == TB_OK && bold)
+        rc = tb_buf_puts(out, "\\fR");
+    return rc;
+}
+
+tb_code cfg_help_man(tb_buf *out)
+{
+    size_t n;
+    const cfg_prop *props = cfg_props(&n);
+    const char *groups[CFG_GROUPS_MAX];
+    size_t ng = cfg_groups(props, n, groups);
+    tb_buf allowed;
+    tb_buf_init(&allowed, 0);
+    char env[256];
+    tb_code rc = TB_OK;
+    for (size_t g = 0; g < ng && rc == TB_OK; g++) {
+        rc = tb_buf_printf(out, ".SS %s\n", groups[g]);
+        for (size_t i = 0; i < n && rc == TB_OK; i++) {
+            const cfg_prop *p = &props[i];
+            if (!cfg_in_group(p, groups[g]))
+                continue;
+            tb_buf_reset(&allowed);
+            if ((rc = cfg_allowed(p, &allowed, "", ", ")) != TB_OK)
+                break;
+            rc = tb_buf_puts(out, ".TP\n.B ");
+            if (rc == TB_OK)
+                rc = cfg_roff(out, p->name);
+            if (rc == TB_OK)
+                rc = tb_buf_printf(out, "\n(%s", cfg_type_name(p->type));
+            if (rc == TB_OK && allowed.len) {
+                rc = tb_buf_puts(out, ": ");
+                if (rc == TB_OK)
+                    rc = cfg_roff(out, tb_buf_cstr(&allowed));
+            }
+            if (rc == TB_OK && p->def) {
+                rc = tb_buf_puts(out, "; default ");
+                if (rc == TB_OK)
+                    rc = cfg_roff(out, p->def);
+            }
+            if (rc == TB_OK && p->secret)
+                rc = tb_buf_puts(out, "; secret");
+            if (rc == TB_OK)
+                rc = tb_buf_puts(out, ")\n");
+            if (rc == TB_OK)
+                rc = cfg_roff(out, p->help ? p->help : "");
+            if (rc == TB_OK)
+                rc = tb_buf_puts(out, " Environment: ");
+            if (rc == TB_OK)
+                rc = cfg_roff(out, cfg_env_hint(p, env, sizeof env));
+            if (rc == TB_OK)
+                rc = tb_buf_puts(out, ".\n");
+        }
+    }
+    size_t nr;
+    const cfg_renamed *rn = cfg_renamed_keys(&nr);
+    if (rc == TB_OK && nr)
+        rc = tb_buf_puts(out, ".SS renamed and retired keys\n"
+                              "The old name is still accepted, with a warning.\n");
+    for (size_t i = 0; i < nr && rc == TB_OK; i++) {
+        rc = tb_buf_puts(out, ".TP\n.B ");
+        if (rc == TB_OK)
+            rc = cfg_roff(out, rn[i].old_name);
+        if (rc == TB_OK)
+            rc = tb_buf_puts(out, "\n");
+        if (rc == TB_OK && rn[i].new_name) {
+            rc = tb_buf_puts(out, "now ");
+            if (rc == TB_OK)
+                rc = cfg_roff(out, rn[i].new_name);
+        } else if (rc == TB_OK) {
+            rc = tb_buf_puts(out, "ignored; ");
+            if (rc == TB_OK)
+                rc = cfg_roff(out, rn[i].note);
+        }
+        if (rc == TB_OK)
+            rc = tb_buf_puts(out, "\n");
+    }
+    tb_buf_free(&allowed);
+    return rc;
+}

@@ -98,6 +98,31 @@ Test(cli, help_config_markdown_is_the_committed_doc)
     run_result_free(&r);
 }
 
+/* The man page is generated too (app/main.c, config/cfg_help.c), and groff
+ * reads it without a warning (scripts/deps installs groff-base). */
+Test(cli, help_config_man_is_the_committed_page)
+{
+    run_result r = run_tributary((const char *[]){"--help-config", "--man", NULL}, NULL);
+    cr_assert_eq(r.status, 0);
+    tb_buf doc;
+    tb_buf_init(&doc, 0);
+    run_slurp(TB_SOURCE_DIR "/docs/tributary.1", &doc);
+    cr_assert(doc.len == r.out.len && memcmp(doc.data, r.out.data, doc.len) == 0,
+              "docs/tributary.1 differs from `tributary --help-config --man`: regenerate it");
+    tb_buf_free(&doc);
+    run_result_free(&r);
+    FILE *p = popen("groff -man -Tutf8 -ww -z " TB_SOURCE_DIR "/docs/tributary.1 2>&1", "r");
+    cr_assert_not_null(p);
+    char line[512];
+    size_t warnings = 0;
+    while (fgets(line, sizeof line, p)) {
+        cr_log_error("groff: %s", line);
+        warnings++;
+    }
+    cr_expect_eq(pclose(p), 0, "groff failed (is groff-base installed? scripts/deps installs it)");
+    cr_expect_eq(warnings, 0, "groff warns about docs/tributary.1");
+}
+
 Test(cli, every_subcommand_answers_help)
 {
     static const char *const cmds[] = {"run", "snapshot", "cache", "offsets", "status", "decode", "sqlite"};
