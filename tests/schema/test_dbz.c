@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "test_util.h"
+#include "cfg.h"
 
 typedef struct col_spec {
     evt_type type;
@@ -457,4 +458,25 @@ Test(dbz, uuid_schema)
            "{\"type\":\"string\",\"optional\":true,\"name\":\"io.debezium.data.Uuid\",\"version\":1,\"field\":\"v\"}");
     v_schema = false;
     v_source_type = NULL;
+}
+
+/* The debezium.* keys reach the codec options (evt_codec_opts_encoding); the
+ * null replacement is on unless debezium.replace.null.with.default=false. */
+Test(dbz, options_from_config)
+{
+    cfg *c = cfg_new();
+    cr_assert_not_null(c);
+    tb_error err;
+    evt_codec_opts o = {0};
+    evt_codec_opts_encoding(&o, c);
+    cr_expect_eq(o.encoding, EVT_ENC_TRIBUTARY);
+    cr_expect(!o.dbz.keep_null, "replace.null.with.default is JsonConverter's default");
+    cr_assert_eq(cfg_set(c, "value.encoding", "debezium", "t", &err), TB_OK);
+    cr_assert_eq(cfg_set(c, "debezium.replace.null.with.default", "false", "t", &err), TB_OK);
+    cr_assert_eq(cfg_set(c, "debezium.time.precision.mode", "connect", "t", &err), TB_OK);
+    evt_codec_opts_encoding(&o, c);
+    cr_expect_eq(o.encoding, EVT_ENC_DEBEZIUM);
+    cr_expect(o.dbz.keep_null);
+    cr_expect(o.dbz.time_connect);
+    cfg_free(c);
 }
