@@ -80,6 +80,9 @@ void app_health_run(app_health *h, const app_health_in *in, int64_t now_ms)
         h->healthy = false;
         snprintf(h->reason, sizeof h->reason, "kafka not acknowledging writes since %s (%llu messages waiting)", t,
                  (unsigned long long)in->in_flight);
+    } else if (in->registry_error) {
+        h->healthy = false;
+        snprintf(h->reason, sizeof h->reason, "schema registry unreachable: %s", in->registry_error);
     } else if (in->lease_waiting) {
         h->healthy = false;
         snprintf(h->reason, sizeof h->reason, "lease not confirmed: producing nothing");

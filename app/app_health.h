@@ -8,7 +8,8 @@
  *              statistics, not older than their staleness limit, say no broker
  *              with a node id is UP, and messages wait or the HA lease waits
  *              for the group coordinator); messages waiting 10 s or more for
- *              Kafka's acknowledgement; the lease not confirmed (producing
+ *              Kafka's acknowledgement; a send waiting for the schema registry
+ *              (Avro), which does not answer; the lease not confirmed (producing
  *              nothing) with Kafka up
  *   not active (healthy, but not serving): standby, starting, stopping, stopped
  */
@@ -43,6 +44,8 @@ typedef struct app_health_in {
     bool kafka_unreachable;         /* app_health_kafka_unreachable */
     int64_t kafka_waiting_since_ms; /* messages waited 10 s or more: Kafka's last acknowledgement, 0 = no */
     uint64_t in_flight;             /* messages waiting for an acknowledgement */
+    const char *registry_error;     /* Avro: a send waits for the schema registry, which does not answer:
+                                       "<url>: <error>"; NULL = not waiting */
     bool lease_waiting;             /* the HA lease waits unconfirmed: producing nothing */
 } app_health_in;
 

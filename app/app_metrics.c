@@ -56,6 +56,7 @@ void app_metrics_free(app_metrics *m)
     free(m->tabs);
     free(m->connector);
     free(m->error);
+    free(m->registry_error);
     free(m->kafka_json);
     for (size_t i = 0; i < m->nlags; i++)
         free(TB_UNCONST(m->lags[i].topic)); /* the copy app_metrics_set_cache made */
@@ -130,9 +131,14 @@ void app_metrics_set_run(app_metrics *m, const app_metrics_run *v)
     pthread_mutex_lock(&m->mu);
     m->run = *v;
     m->run.error = NULL;
+    m->run.registry_error = NULL;
     if (!v->error || !m->error || strcmp(v->error, m->error) != 0) {
         free(m->error);
         m->error = v->error ? strdup(v->error) : NULL;
+    }
+    if (!v->registry_error || !m->registry_error || strcmp(v->registry_error, m->registry_error) != 0) {
+        free(m->registry_error);
+        m->registry_error = v->registry_error ? strdup(v->registry_error) : NULL;
     }
     pthread_mutex_unlock(&m->mu);
 }
@@ -501,6 +507,10 @@ tb_code app_metrics_render(app_metrics *m, tb_buf *out)
             "Seconds since Kafka last acknowledged a message while messages have waited 10 s or more for an "
             "acknowledgement (brokers down, fewer in-sync replicas than min.insync.replicas); 0 otherwise.",
             run.kafka_waiting_since_ms > 0 ? (tb_wall_ms() - run.kafka_waiting_since_ms) / 1000 : 0);
+    gauge_i(out, m, "tributary_schema_registry_down_since_seconds",
+            "Avro: time since the Unix epoch a send began to wait for the schema registry, which does not "
+            "answer (nothing is sent meanwhile); 0 while it answers or is not used.",
+            run.registry_down_since_ms / 1000);
     counter_i(out, m, "tributary_source_reconnects_total", "Source connections lost (each one is retried).",
               (int64_t)run.reconnects);
     family(out, "tributary_lag_seconds", "gauge",
@@ -622,6 +632,7 @@ int app_metrics_health(app_metrics *m, int64_t now_ms, tb_buf *out)
             .source_down_since_ms = m->run.source_down_since_ms,
             .kafka_unreachable = kafka_unreachable(m, now_ms),
             .kafka_waiting_since_ms = m->run.kafka_waiting_since_ms,
+            .registry_error = m->run.registry_down_since_ms > 0 && m->registry_error ? m->registry_error : NULL,
             .in_flight = m->run.in_flight,
             .lease_waiting = m->run.lease_waiting,
         };

@@ -88,6 +88,9 @@ typedef struct app_metrics_run {
     bool lease_waiting;           /* the HA lease is not confirmed: producing nothing (app_health) */
     int64_t source_down_since_ms; /* Unix ms, 0 = up */
     int64_t kafka_waiting_since_ms; /* Unix ms (app_status.h), 0 = not waiting */
+    int64_t registry_down_since_ms; /* Unix ms a send began to wait for the schema registry (app_status.h),
+                                       0 = not waiting */
+    const char *registry_error;   /* then "<url>: <error>" (copied), NULL otherwise */
     bool source_encrypted;        /* the replication connection uses TLS */
     int64_t lag_ms;               /* -1 unknown */
     int64_t behind_bytes;         /* binlog bytes / WAL frames behind; -1 unknown */

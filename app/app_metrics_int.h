@@ -28,8 +28,9 @@ struct app_metrics {
     app_metrics_tab **tabs;      /* APP_METRICS_MAX_TABLES slots; the first ntabs are set */
     _Atomic size_t ntabs;
     pthread_mutex_t mu;          /* guards the members below */
-    app_metrics_run run;         /* run.error unused: see error */
+    app_metrics_run run;         /* run.error and run.registry_error unused: see error, registry_error */
     char *error;
+    char *registry_error;
     app_metrics_cache cache;     /* cache.parts: lags below */
     app_metrics_verify verify;
     _Atomic uint64_t scrapes;    /* GET /metrics answered (written by the HTTP thread) */

@@ -102,6 +102,9 @@ tb_code app_status_json(const app_status *st, tb_buf *out, tb_error *err)
     app_jw_opt_str(&w, "error", st->error);
     app_jw_opt_int(&w, "source_down_since_ms", st->source_down_since_ms > 0 ? st->source_down_since_ms : -1);
     app_jw_opt_int(&w, "kafka_waiting_since_ms", st->kafka_waiting_since_ms > 0 ? st->kafka_waiting_since_ms : -1);
+    app_jw_opt_int(&w, "schema_registry_down_since_ms",
+                   st->registry_down_since_ms > 0 ? st->registry_down_since_ms : -1);
+    app_jw_opt_str(&w, "schema_registry_error", st->registry_down_since_ms > 0 ? st->registry_error : NULL);
     evt_jw_key(&w, "source_encrypted", (size_t)-1);
     if (st->source_encrypted)
         evt_jw_bool(&w, st->source_encrypted > 0);
@@ -283,6 +286,14 @@ tb_code app_status_format(const char *path, const char *json, size_t len, int64_
         char kw[80];
         app_fmt_utc(kwait, kw);
         rc = tb_buf_printf(out, "kafka:          waiting: nothing acknowledged since %s\n", kw);
+    }
+    int64_t rdown = 0;
+    if (rc == TB_OK && app_jv_i64(root, "schema_registry_down_since_ms", &rdown) && rdown > 0) {
+        char rw[80], rerr[600];
+        app_fmt_utc(rdown, rw);
+        const char *re = app_jv_str(root, "schema_registry_error", rerr, sizeof rerr);
+        rc = tb_buf_printf(out, "schema registry: unreachable since %s, nothing sent meanwhile: %s\n", rw,
+                           re ? re : "-");
     }
     const evt_jv *wal = evt_jv_get(root, "sqlite_wal");
     if (rc == TB_OK && wal && evt_jv_type_of(wal) == EVT_JV_OBJECT) {

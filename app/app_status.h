@@ -16,6 +16,9 @@
  * and events_behind are null when unknown (-1 in app_status).
  * "kafka_waiting_since_ms" (Unix ms, or null) is set while messages have waited 10 s or
  * more for Kafka's acknowledgement (since the last one): the connector waits, loses nothing.
+ * "schema_registry_down_since_ms" (Unix ms, or null) and "schema_registry_error" ("<url>:
+ * <error>", or null) are set while a send waits for the schema registry (Avro), which does not
+ * answer: nothing is produced meanwhile, the position stays before the waiting message.
  * "source_down_since_ms" (Unix ms, or null) is set while the source
  * connection is down (state "reconnecting"). "source_encrypted" is true
  * while the MySQL/MariaDB replication connection uses TLS (source.ssl.mode),
@@ -66,6 +69,9 @@ typedef struct app_status {
     int64_t kafka_waiting_since_ms; /* Unix ms of Kafka's last acknowledgement while messages have been waiting
                                        for one for RUN_KAFKA_WAIT_MS or more (brokers down, fewer in-sync replicas
                                        than min.insync.replicas); 0 = not waiting */
+    int64_t registry_down_since_ms; /* Avro: Unix ms since which a send waits for the schema registry, which
+                                       does not answer (DESIGN 4b); 0 = not waiting */
+    const char *registry_error;  /* then "<url>: <error>" of the latest attempt; NULL otherwise */
     int source_encrypted;        /* replication connection: 1 TLS, -1 plaintext, 0 unknown (none up, SQLite) */
     int64_t started_ms;          /* process start, Unix ms */
     bool sqlite_wal;             /* a SQLite WAL source: the four below are set */

@@ -26,9 +26,14 @@
 #define RUN_STATUS_EVERY_MS 1000
 #define RUN_KAFKA_WAIT_MS 10000 /* messages waiting this long for an acknowledgement: "waiting for Kafka" */
 
-static void run_sink_counts(run_ctx *r, uint64_t *acked, uint64_t *in_flight, int64_t *txn_wait)
+/* The sink's counters; *reg_since and *reg_error: a send waiting for the schema registry
+ * (Avro, sink_stats), 0 and NULL otherwise. */
+static void run_sink_counts(run_ctx *r, uint64_t *acked, uint64_t *in_flight, int64_t *txn_wait, int64_t *reg_since,
+                            const char **reg_error)
 {
     *txn_wait = 0;
+    *reg_since = 0;
+    *reg_error = NULL;
     if (!r->sink) {
         *acked = r->events_sent;
         *in_flight = 0;
@@ -39,6 +44,10 @@ static void run_sink_counts(run_ctx *r, uint64_t *acked, uint64_t *in_flight, in
     *acked = st.acked;
     *in_flight = st.messages - st.acked;
     *txn_wait = st.waiting_since_ms;
+    if (st.registry_down_since_ms > 0) {
+        *reg_since = st.registry_down_since_ms;
+        *reg_error = st.registry_error ? st.registry_error : "no answer";
+    }
 }
 
 
@@ -92,6 +101,8 @@ static void run_metrics(run_ctx *r, const app_status *st, int64_t now, uint64_t 
         .lease_waiting = r->lease_waiting,
         .source_down_since_ms = st->source_down_since_ms,
         .kafka_waiting_since_ms = st->kafka_waiting_since_ms,
+        .registry_down_since_ms = st->registry_down_since_ms,
+        .registry_error = st->registry_error,
         .source_encrypted = st->source_encrypted > 0,
         .lag_ms = st->lag_ms,
         .behind_bytes = r->behind,
@@ -152,8 +163,9 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
         return;
     double secs = (double)(now - r->last_status_ms) / 1000.0;
     uint64_t acked, in_flight;
-    int64_t txn_wait;
-    run_sink_counts(r, &acked, &in_flight, &txn_wait);
+    int64_t txn_wait, reg_since;
+    const char *reg_error;
+    run_sink_counts(r, &acked, &in_flight, &txn_wait, &reg_since, &reg_error);
     bool down = down_since > 0;
     int64_t kafka_waiting = run_kafka_waiting(r, now, acked, in_flight, txn_wait);
     app_status st = {
@@ -169,6 +181,8 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
         .error = error,
         .source_down_since_ms = down_since,
         .kafka_waiting_since_ms = kafka_waiting,
+        .registry_down_since_ms = reg_since,
+        .registry_error = reg_error,
         .source_encrypted = r->binlog && !down ? (binlog_encrypted(r->binlog) ? 1 : -1) : 0,
         .started_ms = r->started_ms,
     };
@@ -198,6 +212,7 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
         .kafka_unreachable = app_health_kafka_unreachable(r->kstats.data, r->kstats.len, now - r->kstats_ms,
                                                           app_health_stats_stale_ms(interval), !r->lease_waiting),
         .kafka_waiting_since_ms = kafka_waiting,
+        .registry_error = reg_error,
         .in_flight = in_flight,
         .lease_waiting = r->lease_waiting,
     };

@@ -31,7 +31,12 @@ struct av_ser {
     long retry_timeout_ms;
     volatile sig_atomic_t *stop;
     bool down;
+    int64_t down_since_ms; /* wall ms of the first failed attempt of the current wait; 0 = answers */
+    char down_why[sizeof(((tb_error *)0)->msg)]; /* "<url>: <error>" of the latest failed attempt */
+    void (*wait)(void *opaque);
+    void *wait_opaque;
     uint64_t registered;
+    char *url; /* schema.registry.url, for down_why */
 };
 
 static void entry_free(void *p)
@@ -54,6 +59,7 @@ void av_ser_close(av_ser *s)
     tb_hmap_free(&s->readers, reader_free);
     tb_buf_free(&s->key);
     tb_buf_free(&s->avsc);
+    free(s->url);
     free(s);
 }
 
@@ -81,7 +87,10 @@ tb_code av_ser_open(const cfg *c, av_ser **out, tb_error *err)
         .ca_file = cfg_get_str(c, "schema.registry.ssl.ca.location"),
         .timeout_ms = cfg_get_int(c, "schema.registry.request.timeout.ms"),
     };
-    rc = sreg_open(&o, &s->reg, err);
+    s->url = strdup(o.url ? o.url : "");
+    for (size_t n = s->url ? strlen(s->url) : 0; n && s->url[n - 1] == '/'; n--)
+        s->url[n - 1] = 0; /* as sreg names it */
+    rc = s->url ? sreg_open(&o, &s->reg, err) : tb_error_set(err, TB_ERR_NOMEM, false, "Avro: out of memory");
     if (password) {
         memset(password, 0, strlen(password));
         free(password);
@@ -95,7 +104,21 @@ tb_code av_ser_open(const cfg *c, av_ser **out, tb_error *err)
 }
 
 void av_ser_set_stop(av_ser *s, volatile sig_atomic_t *stop) { s->stop = stop; }
-bool av_ser_registry_down(const av_ser *s) { return s && s->down; }
+void av_ser_set_wait(av_ser *s, void (*fn)(void *opaque), void *opaque)
+{
+    s->wait = fn;
+    s->wait_opaque = opaque;
+}
+bool av_ser_registry_down(const av_ser *s, int64_t *since_ms, const char **why)
+{
+    if (!s || !s->down)
+        return false;
+    if (since_ms)
+        *since_ms = s->down_since_ms;
+    if (why)
+        *why = s->down_why;
+    return true;
+}
 uint64_t av_ser_registered(const av_ser *s) { return s ? s->registered : 0; }
 
 /* The end of the JSON value that starts at p (a string-aware brace count over
@@ -134,6 +157,25 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+/* s->down_why: "<url>: <error>" from the client's message ("… schema registry <url>: <error>" or
+ * "… schema registry <url> answered HTTP <n>: …", sreg.h). */
+static void down_reason(av_ser *s, const char *msg)
+{
+    char pre[sizeof s->down_why];
+    snprintf(pre, sizeof pre, "schema registry %s", s->url);
+    const char *at = strstr(msg, pre);
+    if (!at) {
+        snprintf(s->down_why, sizeof s->down_why, "%s: %s", s->url, msg);
+        return;
+    }
+    const char *rest = at + strlen(pre);
+    if (rest[0] == ':')
+        rest++;
+    while (*rest == ' ')
+        rest++;
+    snprintf(s->down_why, sizeof s->down_why, "%s: %s", s->url, rest);
+}
+
 /* One registry call of the retry loop. */
 typedef tb_code (*reg_call)(av_ser *s, void *ctx, tb_error *err);
 
@@ -148,22 +190,38 @@ static tb_code with_retries(av_ser *s, const char *what, const char *doing, reg_
             if (s->down)
                 TB_INFO("avro", "schema registry answers again: %s (attempt %d)", doing, attempt);
             s->down = false;
+            s->down_since_ms = 0;
             return TB_OK;
         }
-        if (!err || !err->retriable)
+        if (!err || !err->retriable) {
+            s->down = false;
+            s->down_since_ms = 0;
             return tb_error_prefix(err, rc, "%s: ", what);
+        }
+        /* status, /health and metrics say so while the wait lasts (av_ser_registry_down) */
+        if (!s->down)
+            s->down_since_ms = tb_wall_ms();
         s->down = true;
+        down_reason(s, err->msg);
         int64_t now = tb_mono_ms();
-        if (now - t0 >= s->retry_timeout_ms)
+        if (now - t0 >= s->retry_timeout_ms) {
+            s->down = false;
+            s->down_since_ms = 0;
             return tb_error_prefix(err, rc, "%s: gave up after %ld ms (schema.registry.retry.timeout.ms): ", what,
                                    s->retry_timeout_ms);
+        }
         if (last_warn == 0 || now - last_warn >= 30000) {
             TB_WARN("avro", "%s: cannot %s, retrying (nothing is sent meanwhile): %s", what, doing, err->msg);
             last_warn = now;
         }
         for (long slept = 0; slept < wait; slept += 50) {
-            if (s->stop && *s->stop)
+            if (s->stop && *s->stop) {
+                s->down = false;
+                s->down_since_ms = 0;
                 return tb_error_set(err, TB_ERR_STOPPED, false, "stop requested while waiting for the schema registry");
+            }
+            if (s->wait && slept % 1000 == 0)
+                s->wait(s->wait_opaque);
             sleep_ms(50);
         }
         wait = wait * 2 > 5000 ? 5000 : wait * 2;

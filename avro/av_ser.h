@@ -52,8 +52,17 @@ TB_MUST_USE tb_code av_ser_encode(av_ser *s, const char *subject, const char *wh
  * (av_dec.h). TB_ERR_CORRUPT for bytes that are not such a message. */
 TB_MUST_USE tb_code av_ser_decode(av_ser *s, const char *what, const void *msg, size_t len, tb_buf *out, tb_error *err);
 
-/* True while a registration is failing (for status and /health). */
-bool av_ser_registry_down(const av_ser *s);
+/* Called about once a second while a registration or a schema fetch waits for
+ * the registry (between attempts), so that the caller's status file, /health and
+ * metrics keep saying so (ksink_set_wait). NULL: none. */
+void av_ser_set_wait(av_ser *s, void (*fn)(void *opaque), void *opaque);
+
+/* True while a registration or fetch is being retried because the registry
+ * cannot answer (from the first failed attempt until one succeeds, the wait
+ * gives up or a stop ends it): *since_ms (may be NULL) the wall ms of the
+ * first failed attempt, *why (may be NULL; valid until the next av_ser call)
+ * "<url>: <error>" of the latest one. For status, /health and metrics. */
+bool av_ser_registry_down(const av_ser *s, int64_t *since_ms, const char **why);
 /* Registrations done in this run (new subject/schema pairs). */
 uint64_t av_ser_registered(const av_ser *s);
 

@@ -388,6 +388,19 @@ void ksink_set_gate(ksink *ks, ksink_gate_fn fn, void *opaque)
     ks->gate_opaque = opaque;
 }
 
+/* av_ser waits for the schema registry inside a send (DESIGN 4b): the messages before the
+ * waiting one go on as the loop's poll would send them (staged ones handed over, delivery
+ * reports served: they are not "waiting for Kafka"), and the caller's wait hook runs (status,
+ * /health, metrics). */
+static void ksink_registry_wait(void *opaque)
+{
+    ksink *ks = opaque;
+    if (ks->rk)
+        ksink_poll(ks, 0);
+    if (ks->wait)
+        ks->wait(ks->wait_opaque);
+}
+
 void ksink_set_wait(ksink *ks, ksink_wait_fn fn, void *opaque)
 {
     ks->wait = fn;
@@ -906,6 +919,9 @@ void ksink_get_stats(const ksink *ks, ksink_stats *out)
 {
     *out = ks->st;
     out->tx_open = ks->count;
+    out->registry_down_since_ms = 0;
+    out->registry_error = NULL;
+    av_ser_registry_down(ks->avro, &out->registry_down_since_ms, &out->registry_error);
 }
 
 /* Produce the offsets record of pos (non-transactional path waits for it). */
@@ -1162,6 +1178,7 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
             ks->copts.schemas = true;
         if ((rc = av_ser_open(c, &ks->avro, err)) != TB_OK)
             goto out;
+        av_ser_set_wait(ks->avro, ksink_registry_wait, ks);
     }
     const char *pol = cfg_get_str(c, "oversize.policy");
     ks->oversize = strcmp(pol, "dlq") == 0 ? KSINK_OVERSIZE_DLQ

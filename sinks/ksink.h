@@ -158,9 +158,10 @@ void ksink_set_stop(ksink *ks, volatile sig_atomic_t *stop);
  * no exactly_once abort). It may serve the producer's callbacks (ksink_serve). NULL: none. */
 typedef tb_code (*ksink_gate_fn)(void *opaque, tb_error *err);
 void ksink_set_gate(ksink *ks, ksink_gate_fn fn, void *opaque);
-/* Called about once a second while the sink waits long for Kafka inside a call (exactly.once:
- * a Kafka transaction's commit or abort that the brokers do not answer), so that the caller's
- * status, /health and metrics keep saying so. NULL: none. */
+/* Called about once a second while the sink waits long inside a call (exactly.once: a Kafka
+ * transaction's commit or abort that the brokers do not answer; Avro: a schema registration
+ * retried while the registry does not answer, ksink_stats.registry_down_since_ms), so that the
+ * caller's status, /health and metrics keep saying so. NULL: none. */
 typedef void (*ksink_wait_fn)(void *opaque);
 void ksink_set_wait(ksink *ks, ksink_wait_fn fn, void *opaque);
 
@@ -345,6 +346,10 @@ typedef struct ksink_stats {
                                 abort leaves the transaction open, to be committed again later) */
     int64_t txn_waiting_since_ms; /* exactly.once: wall ms since which committing or aborting the Kafka
                                      transaction waits for the brokers (a retriable timeout); 0 none */
+    int64_t registry_down_since_ms; /* Avro: wall ms since which a registration (or a schema fetch) waits
+                                       for the schema registry, which does not answer; 0 none */
+    const char *registry_error;   /* then "<url>: <error>" of the latest attempt (valid until the next
+                                     ksink call); NULL otherwise */
 } ksink_stats;
 void ksink_get_stats(const ksink *ks, ksink_stats *out);
 

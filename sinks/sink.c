@@ -61,7 +61,9 @@ static void k_get_stats(const void *k, sink_stats *out)
     ksink_stats st;
     ksink_get_stats(k, &st);
     *out = (sink_stats){.messages = st.messages, .acked = st.acked, .oversized = st.oversized, .aborts = st.aborts,
-                        .waiting_since_ms = st.txn_waiting_since_ms};
+                        .waiting_since_ms = st.txn_waiting_since_ms,
+                        .registry_down_since_ms = st.registry_down_since_ms,
+                        .registry_error = st.registry_error};
 }
 static void k_close(void *k)
 {

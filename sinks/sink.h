@@ -60,6 +60,9 @@ typedef struct sink_stats {
     uint64_t aborts;    /* exactly.once: Kafka transactions aborted */
     int64_t waiting_since_ms; /* wall ms since which ending a Kafka transaction waits for the
                                * brokers (its messages may all be acknowledged); 0 none */
+    int64_t registry_down_since_ms; /* Avro: wall ms since which a send waits for the schema
+                                     * registry, which does not answer; 0 none */
+    const char *registry_error;     /* then "<url>: <error>" (valid until the next sink call) */
 } sink_stats;
 
 /* Hooks of the caller, all optional (ksink_set_gate, ksink_set_wait,

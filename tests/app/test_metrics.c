@@ -148,6 +148,40 @@ Test(app_metrics, health_reasons)
     app_metrics_stop(m);
 }
 
+/* Avro: a send waiting for the schema registry makes /health 503 naming the registry and its
+ * error, and sets tributary_schema_registry_down_since_seconds; both clear when it answers. */
+Test(app_metrics, registry_down_health_and_gauge)
+{
+    app_metrics *m = app_metrics_new("h", APP_METRICS_RUN);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    app_metrics_run v = {.state = "streaming", .source_connected = true, .lag_ms = -1, .behind_bytes = -1,
+                         .registry_down_since_ms = 1764547200000LL,
+                         .registry_error = "http://127.0.0.1:1/apis/ccompat/v7: Couldn't connect to server"};
+    app_metrics_set_run(m, &v);
+    cr_assert_eq(app_metrics_health(m, 1764547260000LL, &b), 503, "%s", tb_buf_cstr(&b));
+    cr_assert(jo_expect_text_at(b.data, b.len, JO_PATH("reason"),
+                                "\"schema registry unreachable: http://127.0.0.1:1/apis/ccompat/v7: Couldn't connect "
+                                "to server\""),
+              "%s", tb_buf_cstr(&b));
+    tb_buf_reset(&b);
+    cr_assert_eq(app_metrics_render(m, &b), TB_OK);
+    cr_assert_not_null(strstr(tb_buf_cstr(&b), "tributary_schema_registry_down_since_seconds{connector=\"h\"} "
+                                               "1764547200\n"),
+                       "%s", tb_buf_cstr(&b));
+    v.registry_down_since_ms = 0;
+    v.registry_error = NULL;
+    app_metrics_set_run(m, &v);
+    tb_buf_reset(&b);
+    cr_assert_eq(app_metrics_health(m, 1764547260000LL, &b), 200, "%s", tb_buf_cstr(&b));
+    tb_buf_reset(&b);
+    cr_assert_eq(app_metrics_render(m, &b), TB_OK);
+    cr_assert_not_null(strstr(tb_buf_cstr(&b), "tributary_schema_registry_down_since_seconds{connector=\"h\"} 0\n"),
+                       "%s", tb_buf_cstr(&b));
+    tb_buf_free(&b);
+    app_metrics_stop(m);
+}
+
 Test(app_metrics, listen_addresses)
 {
     char host[64];

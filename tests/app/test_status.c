@@ -24,7 +24,8 @@ Test(app_status, json_has_every_field_and_nulls_for_unknowns)
     snprintf(want, sizeof(want),
              "{\"name\":\"n\",\"pid\":%ld,\"state\":\"starting\",\"started_ms\":5,\"updated_ms\":7,\"position\":null,"
              "\"position_text\":null,\"lag_ms\":null,\"events_behind\":null,\"events_total\":0,\"events_per_sec\":0,"
-             "\"snapshot\":{\"state\":\"none\",\"rows\":0},\"error\":null,\"source_down_since_ms\":null,\"kafka_waiting_since_ms\":null,\"source_encrypted\":null}",
+             "\"snapshot\":{\"state\":\"none\",\"rows\":0},\"error\":null,\"source_down_since_ms\":null,\"kafka_waiting_since_ms\":null,"
+             "\"schema_registry_down_since_ms\":null,\"schema_registry_error\":null,\"source_encrypted\":null}",
              (long)getpid());
     cr_assert_str_eq(b.data, want);
     tb_buf text;
@@ -182,6 +183,50 @@ Test(app_status, health_member_is_the_runs_judgement)
     cr_assert_eq(app_status_json(&st, &b, &err), TB_OK);
     cr_assert_eq(app_status_health(b.data, b.len, tb_wall_ms(), &why), 0, "%s", tb_buf_cstr(&b));
     cr_assert_str_eq(why, "healthy");
+    tb_buf_free(&b);
+}
+
+/* Avro: a send waiting for the schema registry is unhealthy with the registry's URL and error, in
+ * the status file (its fields, the "health" reason, `tributary status`'s text and exit code). */
+Test(app_status, registry_down_is_unhealthy_and_named)
+{
+    const char *e = "http://127.0.0.1:1/apis/ccompat/v7: Couldn't connect to server";
+    app_health h;
+    app_health_in in = {.state = "streaming", .source_connected = true, .registry_error = e};
+    int64_t now = tb_wall_ms();
+    app_health_run(&h, &in, now);
+    cr_assert(!h.healthy);
+    cr_assert(h.active);
+    cr_assert_str_eq(h.reason, "schema registry unreachable: http://127.0.0.1:1/apis/ccompat/v7: Couldn't connect to "
+                               "server");
+    app_status st = {.name = "n", .state = "streaming", .lag_ms = -1, .events_behind = -1, .health = &h,
+                     .registry_down_since_ms = now - 3000, .registry_error = e};
+    tb_buf b, text;
+    tb_buf_init(&b, 0);
+    tb_buf_init(&text, 0);
+    tb_error err;
+    cr_assert_eq(app_status_json(&st, &b, &err), TB_OK);
+    char want[256];
+    snprintf(want, sizeof want, "\"schema_registry_down_since_ms\":%lld,\"schema_registry_error\":\"%s\"",
+             (long long)(now - 3000), e);
+    cr_assert_not_null(strstr(b.data, want), "%s", b.data);
+    const char *why = NULL;
+    cr_assert_eq(app_status_health(b.data, b.len, now, &why), 1, "%s", b.data);
+    cr_assert_str_eq(why, h.reason);
+    cr_assert_eq(app_status_format("f", b.data, b.len, now, &text, &err), TB_OK, "%s", err.msg);
+    cr_assert_not_null(strstr(text.data, "schema registry: unreachable since "), "%s", text.data);
+    cr_assert_not_null(strstr(text.data, e), "%s", text.data);
+    /* answering again: healthy, the fields null */
+    in.registry_error = NULL;
+    app_health_run(&h, &in, now);
+    st.registry_down_since_ms = 0;
+    st.registry_error = NULL;
+    tb_buf_reset(&b);
+    cr_assert_eq(app_status_json(&st, &b, &err), TB_OK);
+    cr_assert_not_null(strstr(b.data, "\"schema_registry_down_since_ms\":null,\"schema_registry_error\":null"), "%s",
+                       b.data);
+    cr_assert_eq(app_status_health(b.data, b.len, now, &why), 0, "%s", b.data);
+    tb_buf_free(&text);
     tb_buf_free(&b);
 }
 

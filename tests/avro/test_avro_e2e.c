@@ -430,3 +430,217 @@ Test(avro_e2e, registry_outage_and_backward_evolution, .timeout = 900, .fini = e
     mysql_close(m);
     e2e_rmtree(r.dir);
 }
+
+/* Messages on topic (every partition), read from the broker's watermarks without decoding. */
+static int64_t topic_messages(const char *topic)
+{
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers", tb_itest_env("TRIBUTARY_TEST_KAFKA"), errstr,
+                                   sizeof errstr),
+                 RD_KAFKA_CONF_OK);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    cr_assert_not_null(rk, "%s", errstr);
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    const rd_kafka_metadata_t *md = NULL;
+    cr_assert_eq(rd_kafka_metadata(rk, 0, rkt, &md, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    int64_t n = 0;
+    for (int i = 0; i < md->topic_cnt; i++)
+        for (int p = 0; p < md->topics[i].partition_cnt; p++) {
+            int64_t lo = 0, hi = 0;
+            cr_assert_eq(rd_kafka_query_watermark_offsets(rk, topic, md->topics[i].partitions[p].id, &lo, &hi, 30000),
+                         RD_KAFKA_RESP_ERR_NO_ERROR);
+            n += hi - lo;
+        }
+    rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_destroy(rk);
+    return n;
+}
+
+/* What the run says about the registry, each source read once. */
+typedef struct reg_view {
+    int health_code;     /* /health: HTTP status, 0 no answer */
+    char health[700];    /* /health's reason ("null" when none) */
+    bool status_down;    /* status file: schema_registry_down_since_ms is a number */
+    char status_reason[700]; /* the status file's health reason ("null" when none) */
+    bool status_healthy;
+    long long updated_ms; /* the status file's updated_ms */
+    char gtid[256];      /* the status file's committed GTID set ("" none) */
+    double metric;       /* tributary_schema_registry_down_since_seconds, -1 absent */
+} reg_view;
+
+static void reg_look(const av_run *r, unsigned port, reg_view *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->metric = -1;
+    snprintf(v->health, sizeof v->health, "null");
+    snprintf(v->status_reason, sizeof v->status_reason, "null");
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    if (e2e_slurp(r->status, &b) && b.len > 0) {
+        json_t *st = jo_parse(b.data, b.len); /* replaced by rename: a whole JSON text */
+        v->status_down = json_is_integer(json_object_get(st, "schema_registry_down_since_ms"));
+        json_t *h = json_object_get(st, "health");
+        v->status_healthy = json_is_true(json_object_get(h, "healthy"));
+        const char *reason = json_string_value(json_object_get(h, "reason"));
+        if (reason)
+            snprintf(v->status_reason, sizeof v->status_reason, "%s", reason);
+        v->updated_ms = (long long)json_integer_value(json_object_get(st, "updated_ms"));
+        const char *g = json_string_value(jo_get(st, JO_PATH("position", "gtid")));
+        snprintf(v->gtid, sizeof v->gtid, "%s", g ? g : "");
+        json_decref(st);
+    }
+    v->health_code = e2e_http_get(port, "/health", &b);
+    if (v->health_code > 0 && b.len > 0) {
+        json_t *h = jo_parse(b.data, b.len);
+        const char *reason = json_string_value(json_object_get(h, "reason"));
+        if (reason)
+            snprintf(v->health, sizeof v->health, "%s", reason);
+        json_decref(h);
+    }
+    if (e2e_http_get(port, "/metrics", &b) == 200) {
+        tb_buf_putc(&b, '\0');
+        const char *l = strstr(tb_buf_cstr(&b), "\ntributary_schema_registry_down_since_seconds{");
+        if (l && (l = strchr(l + 1, ' ')))
+            v->metric = strtod(l + 1, NULL);
+    }
+    tb_buf_free(&b);
+}
+
+/* The sequence number of a single-domain GTID set "D-S-N" (0 when empty). */
+static unsigned long long gtid_seq(const char *g)
+{
+    const char *dash = strrchr(g, '-');
+    return dash ? strtoull(dash + 1, NULL, 10) : 0;
+}
+
+/* The schema registry stopped while a new table version waits for its registration: /health
+ * (503 "schema registry unreachable: <url>: <error>"), the status file (its health reason and
+ * schema_registry_down_since_ms), `tributary status` (exit 1) and the gauge
+ * tributary_schema_registry_down_since_seconds say so; the committed position stays before the
+ * waiting rows and nothing reaches the topic. The registry back: every row arrives once, decoded
+ * by the independent consumer, equal to the source, and the run is healthy again. */
+Test(avro_e2e, registry_down_reported, .timeout = 900, .fini = e2e_fini_servers)
+{
+    av_run r;
+    memset(&r, 0, sizeof r);
+    const char *url = registry();
+    MYSQL *m = e2e_mysql();
+    tb_itest_unique(r.db, sizeof r.db, "avdown");
+    const char *db = r.db;
+    e2e_sql(m, "CREATE DATABASE %s", db);
+    e2e_sql(m, "CREATE TABLE %s.t (id INT PRIMARY KEY, a VARCHAR(10))", db);
+    e2e_sql(m, "INSERT INTO %s.t VALUES (1, '1')", db);
+    unsigned port = e2e_free_port();
+    char extra[256];
+    snprintf(extra, sizeof extra, "ddl.alter.policy=warn\nmetrics.listen=127.0.0.1:%u\n", port);
+    run_start(&r, "t", extra);
+    char topic[256];
+    snprintf(topic, sizeof topic, "%s.%s.t", db, db);
+    json_decref(consume_at_least(topic, 1, &r));
+    reg_view v;
+    long long deadline = tb_itest_now_ms() + 120000;
+    for (reg_look(&r, port, &v); !(v.health_code == 200 && v.status_healthy && v.metric == 0);
+         reg_look(&r, port, &v)) {
+        cr_assert(tb_itest_now_ms() < deadline, "not healthy before the outage: /health %d %s, metric %g; see %s",
+                  v.health_code, v.health, v.metric, r.log);
+        usleep(200000);
+    }
+
+    tb_itest_testenv("stop-registry");
+    long long t_stop = tb_itest_now_ms();
+    e2e_sql(m, "ALTER TABLE %s.t ADD COLUMN b INT", db);
+    /* a new table version: its first row waits for the registration */
+    e2e_sql(m, "INSERT INTO %s.t VALUES (2, '2', 2)", db);
+    tb_buf gb;
+    tb_buf_init(&gb, 0);
+    e2e_query_text(m, "SELECT @@last_gtid", &gb);
+    unsigned long long first_waiting = gtid_seq(tb_buf_cstr(&gb));
+    cr_assert_gt(first_waiting, 0, "@@last_gtid: %s", tb_buf_cstr(&gb));
+    tb_buf_free(&gb);
+    for (int i = 3; i <= 30; i++)
+        e2e_sql(m, "INSERT INTO %s.t VALUES (%d, '%d', %d)", db, i, i, i);
+    e2e_sql(m, "INSERT INTO %s.t SELECT seq, CAST(seq AS CHAR), seq * 10 FROM %s.seq_31_to_80", db, db);
+
+    /* every view says the registry is unreachable, naming it */
+    char want[512];
+    snprintf(want, sizeof want, "schema registry unreachable: %s: ", url);
+    deadline = tb_itest_now_ms() + 120000;
+    for (reg_look(&r, port, &v);
+         !(v.health_code == 503 && strncmp(v.health, want, strlen(want)) == 0 && v.status_down &&
+           !v.status_healthy && strncmp(v.status_reason, want, strlen(want)) == 0 && v.metric * 1000 >= t_stop - 2000);
+         reg_look(&r, port, &v)) {
+        cr_assert(tb_itest_now_ms() < deadline,
+                  "the registry is down, yet: /health %d \"%s\", status down %d \"%s\", metric %g; see %s",
+                  v.health_code, v.health, v.status_down, v.status_reason, v.metric, r.log);
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary exited while the registry was down; see %s", r.log);
+        usleep(200000);
+    }
+    fprintf(stderr, "avro_e2e: registry down reported after %lld ms: %s\n", tb_itest_now_ms() - t_stop, v.health);
+    /* `tributary status`: exit 1, the registry named */
+    char outp[400];
+    snprintf(outp, sizeof outp, "%s/status.out", r.dir);
+    const char *sargs[] = {"status", "--config", r.cfg, NULL};
+    int src = e2e_wait(e2e_spawn(sargs, outp), 30000);
+    tb_buf so;
+    tb_buf_init(&so, 0);
+    e2e_slurp(outp, &so);
+    cr_expect_eq(src, 1, "tributary status exits %d while the registry is down:\n%s", src, tb_buf_cstr(&so));
+    cr_expect(strstr(tb_buf_cstr(&so), "schema registry unreachable") && strstr(tb_buf_cstr(&so), url),
+              "tributary status does not name the registry:\n%s", tb_buf_cstr(&so));
+    tb_buf_free(&so);
+    /* the position stays before the waiting rows, while the status file goes on being rewritten */
+    char gtid0[256];
+    snprintf(gtid0, sizeof gtid0, "%s", v.gtid);
+    long long upd0 = v.updated_ms;
+    cr_expect(gtid_seq(gtid0) < first_waiting, "committed %s, the first waiting row is %llu", gtid0, first_waiting);
+    deadline = tb_itest_now_ms() + 60000;
+    do {
+        usleep(500000);
+        reg_look(&r, port, &v);
+        cr_assert(tb_itest_now_ms() < deadline, "the status file was not rewritten for 60 s while waiting; see %s",
+                  r.log);
+    } while (v.updated_ms < upd0 + 3000);
+    cr_expect(v.status_down && v.health_code == 503, "still waiting: /health %d %s", v.health_code, v.health);
+    cr_expect_str_eq(v.gtid, gtid0, "the committed position moved while the registry was down");
+    cr_expect(gtid_seq(v.gtid) < first_waiting, "committed %s, the first waiting row is %llu", v.gtid, first_waiting);
+    cr_expect_eq(topic_messages(topic), 1, "nothing of the new version reached the topic");
+
+    tb_itest_testenv("start-registry");
+    long long t_start = tb_itest_now_ms();
+    json_t *msgs = consume_at_least(topic, 80, &r);
+    /* no crash, nothing repeated: each row exactly once */
+    cr_expect_eq(json_array_size(msgs), 80, "%zu messages", json_array_size(msgs));
+    int seen[81] = {0};
+    size_t i;
+    json_t *msg;
+    json_array_foreach(msgs, i, msg) {
+        json_int_t id = json_integer_value(json_object_get(json_object_get(msg, "key"), "id"));
+        cr_assert(id >= 1 && id <= 80, "message %zu: key %lld", i, (long long)id);
+        seen[id]++;
+    }
+    for (int id = 1; id <= 80; id++)
+        cr_expect_eq(seen[id], 1, "key %d: %d messages", id, seen[id]);
+    static const char *const cols[] = {"a", "b", NULL};
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT id, a, b FROM %s.t ORDER BY id", db);
+    expect_state(m, msgs, sql, cols, "t");
+    expect_wire_ids(msgs);
+    json_decref(msgs);
+    /* healthy again, everywhere; the position passes the rows that waited */
+    deadline = tb_itest_now_ms() + 120000;
+    for (reg_look(&r, port, &v); !(v.health_code == 200 && v.status_healthy && !v.status_down && v.metric == 0 &&
+                                   gtid_seq(v.gtid) > first_waiting);
+         reg_look(&r, port, &v)) {
+        cr_assert(tb_itest_now_ms() < deadline,
+                  "the registry is back, yet: /health %d \"%s\", status down %d \"%s\", metric %g, committed %s; "
+                  "see %s",
+                  v.health_code, v.health, v.status_down, v.status_reason, v.metric, v.gtid, r.log);
+        usleep(200000);
+    }
+    fprintf(stderr, "avro_e2e: healthy %lld ms after the registry started\n", tb_itest_now_ms() - t_start);
+    run_stop(&r);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
