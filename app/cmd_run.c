@@ -330,6 +330,15 @@ static tb_code run_sqlite_pass(run_ctx *r, const tb_position *resume, tb_error *
     bool have = resume->kind != TB_POS_NONE;
     bool snapshot = snap_decide(r->cfg, have, true);
     tb_code rc = sqlcap_open(r->cfg, snapshot ? NULL : resume, &r->sqlite, err);
+    /* the stored position cannot be resumed from (TB_ERR_STATE: trigger mode's
+     * change log removed or made again, WAL mode without a shadow after a
+     * checkpoint past it): when_needed snapshots again, as after a purged binlog */
+    if (rc == TB_ERR_STATE && !snapshot && have && snap_decide(r->cfg, have, false)) {
+        TB_WARN("run", "%s; snapshotting again (snapshot.mode=when_needed), then the reconcile step", err->msg);
+        tb_error_clear(err);
+        snapshot = true;
+        rc = sqlcap_open(r->cfg, NULL, &r->sqlite, err);
+    }
     if (rc != TB_OK)
         return rc;
     /* what the topics hold may differ from the database: after a gap (rows

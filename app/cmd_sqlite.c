@@ -1,6 +1,6 @@
 /*
  * tributary sqlite uninstall --config F [--set k=v]: remove everything trigger
- * mode installed in source.path (_cdc_log and every _cdc_* trigger).
+ * mode installed in source.path (_cdc_log, _cdc_repl and every _cdc_* trigger).
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,8 +11,9 @@
 static void cmd_sqlite_usage(void)
 {
     printf("usage: tributary sqlite uninstall --config FILE [--set key=value]...\n"
-           "Remove the change-log table _cdc_log and the _cdc_* triggers that source.sqlite.mode=trigger\n"
-           "installed in the database named by source.path.\n");
+           "Remove the change-log table _cdc_log, the table _cdc_repl and the _cdc_* triggers that\n"
+           "source.sqlite.mode=trigger installed in the database named by source.path, when the connector\n"
+           "stops for good (while it is only stopped they keep logging changes for its next start).\n");
 }
 
 int cmd_sqlite(int argc, char **argv)
@@ -42,7 +43,7 @@ int cmd_sqlite(int argc, char **argv)
         else if (ntrig == 0 && !had_log)
             printf("%s: no tributary change-log table or triggers; nothing to remove\n", path);
         else
-            printf("%s: removed %s%d trigger%s\n", path, had_log ? "the change-log table _cdc_log and " : "", ntrig,
+            printf("%s: removed %s%d trigger%s\n", path, had_log ? "the tables _cdc_log and _cdc_repl and " : "", ntrig,
                    ntrig == 1 ? "" : "s");
     }
     cfg_free(c);

@@ -452,7 +452,7 @@ tb_code sqlcap_list_tables(const cfg *c, sqlcap_name_fn fn, void *opaque, tb_err
     if (src == SQLITE_OK)
         src = sqlite3_prepare_v2(h,
                                  "SELECT name FROM sqlite_schema WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_' "
-                                 "AND name <> '_cdc_log'",
+                                 "AND name NOT IN ('_cdc_log', '_cdc_repl')",
                                  -1, &st, NULL);
     while (src == SQLITE_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
         fn(opaque, named ? named : stem, (const char *)sqlite3_column_text(st, 0));
@@ -616,6 +616,8 @@ bool sqlcap_take_gap(sqlcap *c)
 
 tb_code sqlcap_scan_tables(sqlcap *c, sqlcap_table_fn on_table, sqlcap_row_fn on_row, void *opaque, tb_error *err)
 {
+    if (c->trig)
+        return sqlcap_trig_scan(c, on_table, on_row, opaque, err);
     const sqlcap_schema *s = sqlcap_engine_schema(c->eng);
     sqlcap_evlist rows = {0};
     tb_code rc = TB_OK;
@@ -748,7 +750,7 @@ tb_code sqlcap_next(sqlcap *c, int timeout_ms, evt_event **ev, tb_error *err)
         c->evq.n = c->evq.next = 0;
         tb_code rc;
         if (c->trig) {
-            rc = sqlcap_trig_poll(c, err);
+            rc = c->snapping ? sqlcap_trig_snap_step(c, err) : sqlcap_trig_poll(c, err);
         } else if (c->snapping) {
             rc = sqlcap_snap_step(c, err);
             if (rc == TB_OK && c->evq.n)
@@ -807,8 +809,10 @@ tb_code sqlcap_ack(sqlcap *c, const tb_position *pos, tb_error *err)
 
 tb_code sqlcap_snapshot_begin(sqlcap *c, tb_position *pos, tb_error *err)
 {
-    if (c->trig || c->evq.n || c->st.txns)
-        return tb_error_set(err, TB_ERR_STATE, false, "%s: snapshot must begin right after open in wal mode", c->path);
+    if (c->evq.n || c->st.txns || c->snapping)
+        return tb_error_set(err, TB_ERR_STATE, false, "%s: a snapshot must begin right after the open", c->path);
+    if (c->trig)
+        return sqlcap_trig_snapshot_begin(c, pos, err);
     c->snapping = true;
     c->snap_tbl = c->snap_cursor = 0;
     if (pos) {
@@ -822,6 +826,8 @@ tb_code sqlcap_snapshot_count(sqlcap *c, sqlcap_count_fn fn, void *opaque, tb_er
 {
     if (!c->snapping)
         return tb_error_set(err, TB_ERR_STATE, false, "%s: no snapshot to count", c->path);
+    if (c->trig)
+        return sqlcap_trig_snapshot_count(c, fn, opaque, err);
     const sqlcap_schema *s = sqlcap_engine_schema(c->eng);
     for (size_t i = 0; i < s->n; i++) {
         const sqlcap_tbl *t = s->tbls[i];

@@ -72,8 +72,9 @@
  * for any transaction (a DROP of a large table costs like deleting its
  * rows). VACUUM:
  * no events (keys are the declared primary key, so renumbered rowids do not
- * matter unless the table has no primary key). Generated/hidden columns and
- * UTF-16 databases are refused (table not captured / open fails).
+ * matter unless the table has no primary key). WAL mode refuses tables with
+ * generated/hidden columns (not captured, a WARN; trigger mode captures
+ * generated columns' values) and UTF-16 databases (open fails).
  *
  * VALUES (both modes, DESIGN 5 "SQLite dynamic typing"): TEXT and BLOB values
  * follow the declared type, not the value's class: bytes (EVT_V_BYTES) in a
@@ -214,7 +215,8 @@ const tb_position *sqlcap_position(sqlcap *c);
 TB_MUST_USE tb_code sqlcap_ack(sqlcap *c, const tb_position *pos, tb_error *err);
 
 /* Snapshot support: call right after sqlcap_open with start NONE and
- * before any sqlcap_next. The reader's read transaction fixes the position;
+ * before any sqlcap_next (both modes; trigger mode: one read transaction
+ * from the change log's highest sequence to the last row, sqlite-wal.md 3). The reader's read transaction fixes the position;
  * the following sqlcap_next calls first return every row of every captured
  * table as op=r events (snapshot flag true, last one SNAPSHOT_LAST, carrying
  * the snapshot position), table by table, page by page (memory bounded by one
@@ -266,9 +268,9 @@ TB_MUST_USE tb_code sqlcap_list_tables(const cfg *c, sqlcap_name_fn fn, void *op
 /* sqlcap_list_tables: whether db.table is one of them. */
 TB_MUST_USE tb_code sqlcap_table_exists(const cfg *c, const char *db, const char *table, bool *exists, tb_error *err);
 
-/* Trigger mode: remove _cdc_log and every _cdc_* trigger from the database.
+/* Trigger mode: remove _cdc_log, _cdc_repl and every _cdc_* trigger from the database.
  * *ntriggers (may be NULL) gets the number of triggers removed, *had_log
- * (may be NULL) whether a _cdc_log table was there. */
+ * (may be NULL) whether _cdc_log or _cdc_repl was there. */
 TB_MUST_USE tb_code sqlcap_trigger_uninstall(const char *path, int *ntriggers, bool *had_log, tb_error *err);
 
 #endif

@@ -266,5 +266,11 @@ TB_MUST_USE tb_code sqlcap_trig_open(sqlcap *c, const tb_position *start, tb_err
 TB_MUST_USE tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err);
 TB_MUST_USE tb_code sqlcap_trig_ack(sqlcap *c, const tb_position *pos, tb_error *err);
 void sqlcap_trig_close(sqlcap *c);
+/* the snapshot in trigger mode (sqlcap_snapshot_begin and _count, sqlcap_next while snapping) and sqlcap_scan_tables */
+TB_MUST_USE tb_code sqlcap_trig_snapshot_begin(sqlcap *c, tb_position *pos, tb_error *err);
+TB_MUST_USE tb_code sqlcap_trig_snapshot_count(sqlcap *c, sqlcap_count_fn fn, void *opaque, tb_error *err);
+TB_MUST_USE tb_code sqlcap_trig_snap_step(sqlcap *c, tb_error *err);
+TB_MUST_USE tb_code sqlcap_trig_scan(sqlcap *c, sqlcap_table_fn on_table, sqlcap_row_fn on_row, void *opaque,
+                                     tb_error *err);
 
 #endif

@@ -461,7 +461,7 @@ static tb_code sqlcap_schema_row(void *opaque, uint32_t pgno, int64_t rowid, con
                 break;
             }
     }
-    if (strncmp(t->name, "sqlite_", 7) == 0 || strcmp(t->name, "_cdc_log") == 0)
+    if (strncmp(t->name, "sqlite_", 7) == 0 || strcmp(t->name, "_cdc_log") == 0 || strcmp(t->name, "_cdc_repl") == 0)
         return TB_OK;
     return sqlcap_tbl_derive(x->mem, t, x->dbname, prev, err);
 }
