@@ -37,6 +37,9 @@ struct av_ser {
     void *wait_opaque;
     uint64_t registered;
     char *url; /* schema.registry.url, for down_why */
+#ifdef TB_TEST_HOOKS
+    char *stop_after; /* TB_TEST_AVRO_STOP_AFTER_REGISTER (av_ser.h): SIGSTOP after registering it */
+#endif
 };
 
 static void entry_free(void *p)
@@ -60,6 +63,9 @@ void av_ser_close(av_ser *s)
     tb_buf_free(&s->key);
     tb_buf_free(&s->avsc);
     free(s->url);
+#ifdef TB_TEST_HOOKS
+    free(s->stop_after);
+#endif
     free(s);
 }
 
@@ -99,6 +105,13 @@ tb_code av_ser_open(const cfg *c, av_ser **out, tb_error *err)
         av_ser_close(s);
         return rc;
     }
+#ifdef TB_TEST_HOOKS
+    const char *hook = getenv("TB_TEST_AVRO_STOP_AFTER_REGISTER");
+    if (hook && *hook && !(s->stop_after = strdup(hook))) {
+        av_ser_close(s);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "Avro: out of memory");
+    }
+#endif
     *out = s;
     return TB_OK;
 }
@@ -328,6 +341,11 @@ static tb_code lookup(av_ser *s, const char *subject, const char *what, const ch
     *slot = e;
     s->registered++;
     TB_INFO("avro", "subject %s: schema id %u (%s)", subject, e->id, what);
+#ifdef TB_TEST_HOOKS
+    /* tests only (av_ser.h): stopped here, registered, nothing of it encoded or sent */
+    if (s->stop_after && strcmp(s->stop_after, subject) == 0)
+        raise(SIGSTOP);
+#endif
     *out = e;
     return TB_OK;
 fail:

@@ -18,6 +18,14 @@
  * A 409 (incompatible) fails at once, naming the subject, the change (the
  * caller's `what`) and the compatibility level.
  *
+ * TEST HOOK (only in builds with TB_TESTS=ON, which define TB_TEST_HOOKS for
+ * this library; release and container builds set TB_TESTS=OFF): with the
+ * environment variable TB_TEST_AVRO_STOP_AFTER_REGISTER=<subject>, the process
+ * stops itself (SIGSTOP) right after the registry accepted a new schema of
+ * that subject and its INFO line was logged, before the message is encoded or
+ * handed to Kafka, so a test can SIGKILL it at that point
+ * (tests/avro/test_avro_e2e.c, kill9_between_register_and_send).
+ *
  * OWNERSHIP: one thread uses an av_ser; c is borrowed for av_ser_open only.
  */
 #ifndef AV_SER_H

@@ -644,3 +644,153 @@ Test(avro_e2e, registry_down_reported, .timeout = 900, .fini = e2e_fini_servers)
     mysql_close(m);
     e2e_rmtree(r.dir);
 }
+
+/* Start tributary again on r's configuration (its log appended to). */
+static void run_again(av_run *r)
+{
+    const char *args[] = {"run", "--config", r->cfg, NULL};
+    r->pid = e2e_spawn(args, r->log);
+}
+
+/* The registry's versions of subject: a JSON array (caller decrefs). */
+static json_t *subject_versions(const char *subject)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "curl -fsS --max-time 20 --retry 5 --retry-delay 1 --retry-all-errors '%s/subjects/%s/versions'",
+             registry(), subject);
+    fflush(NULL);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "popen %s", cmd);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, p);
+    int st = pclose(p);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d", cmd, st);
+    json_t *v = jo_parse(buf, n);
+    cr_assert(json_is_array(v), "%s: %.*s", cmd, (int)n, buf);
+    return v;
+}
+
+/* The schema id the log's last "subject <subject>: schema id N" line gives, 0 when none. */
+static unsigned long logged_schema_id(const char *log, const char *subject)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    unsigned long id = 0;
+    if (e2e_slurp(log, &b)) {
+        char needle[400];
+        snprintf(needle, sizeof needle, "subject %s: schema id ", subject);
+        for (const char *p = strstr(tb_buf_cstr(&b), needle); p; p = strstr(p + 1, needle))
+            id = strtoul(p + strlen(needle), NULL, 10);
+    }
+    tb_buf_free(&b);
+    return id;
+}
+
+/* kill -9 between registering a schema and sending with it: the run registers the new version of
+ * an ALTERed table and stops itself there (the test hook TB_TEST_AVRO_STOP_AFTER_REGISTER, av_ser.h:
+ * SIGSTOP after the registry's answer, before the first message of that version is encoded or
+ * handed to Kafka); it is SIGKILLed, more rows are written, and a restarted run registers the
+ * same schema again: the registry answers with the id it gave (no second version), and the topic,
+ * decoded by the independent consumer, equals the source table. */
+Test(avro_e2e, kill9_between_register_and_send, .timeout = 900, .fini = e2e_kill_children)
+{
+    av_run r;
+    memset(&r, 0, sizeof r);
+    registry();
+    MYSQL *m = e2e_mysql();
+    tb_itest_unique(r.db, sizeof r.db, "avkill");
+    const char *db = r.db;
+    e2e_sql(m, "CREATE DATABASE %s", db);
+    e2e_sql(m, "CREATE TABLE %s.t (id INT PRIMARY KEY, a VARCHAR(10))", db);
+    e2e_sql(m, "INSERT INTO %s.t VALUES (1, '1'), (2, '2'), (3, '3')", db);
+    run_start(&r, "t", "ddl.alter.policy=warn\n");
+    char topic[256], subject[300];
+    snprintf(topic, sizeof topic, "%s.%s.t", db, db);
+    snprintf(subject, sizeof subject, "%s-value", topic);
+    json_decref(consume_at_least(topic, 3, &r));
+    unsigned long id1 = logged_schema_id(r.log, subject);
+    cr_assert_gt(id1, 0, "no schema id logged for %s; see %s", subject, r.log);
+    run_stop(&r);
+
+    /* streaming with the hook: the first registration of the value subject in this run is the
+     * ALTERed table's version 2 (version 1's rows are all committed, and no row of version 1
+     * comes before the ALTER: the run would register version 1 again, its id kept per run) */
+    cr_assert_eq(setenv("TB_TEST_AVRO_STOP_AFTER_REGISTER", subject, 1), 0);
+    run_again(&r);
+    cr_assert_eq(unsetenv("TB_TEST_AVRO_STOP_AFTER_REGISTER"), 0);
+    e2e_sql(m, "ALTER TABLE %s.t ADD COLUMN b INT", db);
+    e2e_sql(m, "INSERT INTO %s.t SELECT seq, CAST(seq AS CHAR), seq * 10 FROM %s.seq_5_to_24", db, db);
+    for (int i = 25; i <= 34; i++)
+        e2e_sql(m, "INSERT INTO %s.t VALUES (%d, '%d', %d)", db, i, i, i);
+    /* stopped right after the registration (SIGSTOP), or the test fails */
+    long long deadline = tb_itest_now_ms() + 180000;
+    int st = 0;
+    for (;;) {
+        pid_t w = waitpid(r.pid, &st, WNOHANG | WUNTRACED);
+        cr_assert(w == 0 || (w == r.pid && WIFSTOPPED(st)), "tributary ended instead of stopping at the hook "
+                  "(status %d); see %s", st, r.log);
+        if (w == r.pid)
+            break;
+        cr_assert(tb_itest_now_ms() < deadline, "tributary did not stop after registering %s; see %s", subject,
+                  r.log);
+        usleep(20000);
+    }
+    unsigned long id2 = logged_schema_id(r.log, subject);
+    cr_assert(id2 > 0 && id2 != id1, "version 2 of %s: id %lu (version 1: %lu); see %s", subject, id2, id1, r.log);
+    cr_assert_eq(kill(r.pid, SIGKILL), 0);
+    cr_assert_eq(e2e_wait(r.pid, 60000), -1, "tributary did not die of SIGKILL; see %s", r.log);
+    r.pid = 0;
+    /* registered, nothing of version 2 sent: the snapshot's 3 rows */
+    cr_expect_eq(topic_messages(topic), 3, "messages on the topic at the kill");
+    json_t *vers = subject_versions(subject);
+    cr_expect_eq(json_array_size(vers), 2, "versions of %s at the kill: %zu", subject, json_array_size(vers));
+    json_decref(vers);
+
+    /* more changes while it is down, then the restart without the hook */
+    e2e_sql(m, "UPDATE %s.t SET a = 'x', b = -1 WHERE id IN (1, 5, 30)", db);
+    e2e_sql(m, "DELETE FROM %s.t WHERE id = 2", db);
+    e2e_sql(m, "INSERT INTO %s.t VALUES (35, '35', 35)", db);
+    run_again(&r);
+    /* 3 r + 30 c + 3 u + (d, tombstone) + 1 c = 39 at least (at least once: the killed run's
+     * transactions may come again) */
+    json_t *msgs = NULL;
+    deadline = tb_itest_now_ms() + 300000;
+    for (;;) {
+        msgs = consume_at_least(topic, 39, &r);
+        json_t *state = topic_state(msgs);
+        size_t rows = json_object_size(state);
+        json_decref(state);
+        if (rows == 33)
+            break;
+        cr_assert(tb_itest_now_ms() < deadline, "the topic holds %zu rows, the source 33; see %s", rows, r.log);
+        json_decref(msgs);
+        usleep(500000);
+    }
+    static const char *const cols[] = {"a", "b", NULL};
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT id, a, b FROM %s.t ORDER BY id", db);
+    expect_state(m, msgs, sql, cols, "t");
+    expect_wire_ids(msgs);
+    /* every message of version 2 carries the id registered before the kill */
+    size_t i, v2 = 0;
+    json_t *msg;
+    json_array_foreach(msgs, i, msg) {
+        json_t *after = json_object_get(json_object_get(msg, "value"), "after");
+        if (json_is_object(after) && json_object_get(after, "b")) {
+            v2++;
+            cr_expect_eq(json_integer_value(json_object_get(msg, "value_schema_id")), (json_int_t)id2,
+                         "message %zu: schema id %lld, registered before the kill %lu", i,
+                         (long long)json_integer_value(json_object_get(msg, "value_schema_id")), id2);
+        }
+    }
+    cr_expect_geq(v2, 34, "messages of version 2: %zu", v2);
+    json_decref(msgs);
+    cr_expect_eq(logged_schema_id(r.log, subject), id2, "the restarted run's id for %s; see %s", subject, r.log);
+    vers = subject_versions(subject);
+    cr_expect_eq(json_array_size(vers), 2, "versions of %s after the restart: %zu (the same schema registered "
+                 "twice must keep its version)", subject, json_array_size(vers));
+    json_decref(vers);
+    run_stop(&r);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
