@@ -195,6 +195,7 @@ int cmd_cache(int argc, char **argv)
     bool until = false;
     int nargc = 0, ret = 0;
     cache_watch watch = {0};
+    char *registry_password = NULL;
     char **nargv = calloc((size_t)argc * 2 + 2, sizeof(*nargv));
     sets = calloc((size_t)argc + 1, sizeof(*sets));
     tb_buf_init(&topics_re, 0);
@@ -279,6 +280,15 @@ int cmd_cache(int argc, char **argv)
     if (cfg_is_set(c, "cache.debezium.history.topic"))
         o.dbz_history_topic = cfg_get_str(c, "cache.debezium.history.topic");
     o.until_caught_up = until;
+    /* Avro topics: the run's schema registry settings */
+    o.registry_url = cfg_get_str(c, "schema.registry.url");
+    o.registry_user = cfg_get_str(c, "schema.registry.basic.auth.user");
+    o.registry_ca = cfg_get_str(c, "schema.registry.ssl.ca.location");
+    o.registry_timeout_ms = (long)cfg_get_int(c, "schema.registry.request.timeout.ms");
+    o.registry_retry_ms = cfg_get_int(c, "schema.registry.retry.timeout.ms");
+    if ((rc = cfg_get_secret(c, "schema.registry.basic.auth.password", &registry_password, &err)) != TB_OK)
+        goto out;
+    o.registry_password = registry_password;
     cfg_each_prefixed(c, "kafka.", add_prop, &kp);
     o.kafka_props = kp.kv;
     o.stop = &app_stop_requested;
@@ -305,6 +315,10 @@ out:
     free(kp.kv);
     tb_buf_free(&topics_re);
     tb_buf_free(&prefix_buf);
+    if (registry_password) {
+        explicit_bzero(registry_password, strlen(registry_password));
+        free(registry_password);
+    }
     cfg_free(c);
     return ret;
 }

@@ -87,6 +87,12 @@ typedef struct cache_opts {
                                    * topic's partitions are replayed from the beginning */
     int metadata_refresh_ms;      /* global mode: look for new topics (default 5000) */
     bool until_caught_up;         /* return once every partition reached its start watermark */
+    /* The schema registry of Avro topics (Confluent's wire format: cache_run reads them as the
+     * Kafka Connect JSON the codec writes, avro/av_msg.h); url NULL: none (an Avro message then
+     * stops the run naming schema.registry.url) */
+    const char *registry_url, *registry_user, *registry_password, *registry_ca;
+    long registry_timeout_ms;     /* one request (default 10000) */
+    int64_t registry_retry_ms;    /* how long an unreachable registry is asked again (0: not) */
     const char *const *kafka_props; /* extra librdkafka properties: key, value, key, value, ..., NULL */
     volatile sig_atomic_t *stop;  /* non-NULL: stop when it becomes non-zero (signal handler) */
     cache_progress_fn progress;   /* optional */

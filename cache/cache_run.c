@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "av_msg.h"
 #include "cache_apply.h"
 #include "cache_kafka.h"
 #include "tb_clock.h"
@@ -59,6 +60,9 @@ typedef struct cache_ctx {
     int64_t hist_next;  /* its next offset */
     cache_partition_lag *lags; /* progress(): per-partition lag, reused */
     size_t lags_cap;
+    av_msg *avro;       /* Avro topics: the registry's schemas by id (opened at the first Avro message) */
+    tb_buf *avbuf;      /* their keys and values as Kafka Connect JSON, kept until the batch is flushed */
+    size_t avbuf_n, avbuf_cap;
 } cache_ctx;
 
 static double now_s(void)
@@ -653,6 +657,56 @@ static tb_code bad_message(cache_ctx *c, const rd_kafka_message_t *m, const tb_e
 
 /* ------------------------------------------------------------- messages */
 
+static bool stopping(const cache_ctx *c);
+
+/* An Avro key or value (Confluent's wire format) as the Kafka Connect JSON the codec writes
+ * (avro/av_msg.h), in a buffer kept until the batch is flushed (pending upserts point into it).
+ * A registry that cannot be reached is asked again (backoff to 5 s) for
+ * schema.registry.retry.timeout.ms, the consumer's position held meanwhile. */
+static tb_code avro_json(cache_ctx *c, const void *msg, size_t len, const char **out, size_t *out_len, tb_error *err)
+{
+    const cache_opts *o = c->o;
+    if (!o->registry_url || !*o->registry_url)
+        return tb_error_set(err, TB_ERR_CONFIG, false,
+                            "an Avro message (Confluent's wire format): set schema.registry.url (and its "
+                            "schema.registry.* credentials) so that the cache can fetch its schema");
+    tb_code rc;
+    if (!c->avro) {
+        sreg_opts so = {o->registry_url, o->registry_user, o->registry_password, o->registry_ca,
+                        o->registry_timeout_ms > 0 ? o->registry_timeout_ms : 10000};
+        if ((rc = av_msg_open(&so, &c->avro, err)) != TB_OK)
+            return rc;
+    }
+    if (c->avbuf_n == c->avbuf_cap) {
+        size_t cap = c->avbuf_cap ? 2 * c->avbuf_cap : 64;
+        tb_buf *v = realloc(c->avbuf, cap * sizeof(*v));
+        if (!v)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        for (size_t i = c->avbuf_cap; i < cap; i++)
+            tb_buf_init(&v[i], 0);
+        c->avbuf = v;
+        c->avbuf_cap = cap;
+    }
+    tb_buf *b = &c->avbuf[c->avbuf_n];
+    int64_t deadline = tb_mono_ms() + o->registry_retry_ms, backoff = 200;
+    while ((rc = av_msg_json(c->avro, msg, len, b, err)) == TB_ERR_IO && err->retriable && !stopping(c) &&
+           tb_mono_ms() + backoff < deadline) {
+        TB_WARN("cache", "schema registry %s: %s; asking again in %lld ms", o->registry_url, err->msg,
+                (long long)backoff);
+        for (int64_t until = tb_mono_ms() + backoff; tb_mono_ms() < until && !stopping(c);) {
+            struct timespec ts = {0, 20 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+    }
+    if (rc != TB_OK)
+        return rc;
+    c->avbuf_n++;
+    *out = b->data;
+    *out_len = b->len;
+    return TB_OK;
+}
+
 static tb_code handle(cache_ctx *c, const rd_kafka_message_t *m, bool from_schema_consumer)
 {
     tb_error e;
@@ -711,8 +765,17 @@ static tb_code handle(cache_ctx *c, const rd_kafka_message_t *m, bool from_schem
                     : tb_error_set(&e, TB_ERR_NOMEM, false, "out of memory");
         free(prefix);
     } else {
-        rc = cache_apply_msg(c->s, topic, c->o->topic_prefix && *c->o->topic_prefix ? c->o->topic_prefix : c->prefix,
-                             m->partition, m->key, m->key_len, m->payload, m->len, &e);
+        const char *key = m->key, *value = m->payload;
+        size_t klen = m->key_len, vlen = m->len;
+        rc = TB_OK;
+        if (av_msg_is_avro(key, klen))
+            rc = avro_json(c, m->key, m->key_len, &key, &klen, &e);
+        if (rc == TB_OK && av_msg_is_avro(value, vlen))
+            rc = avro_json(c, m->payload, m->len, &value, &vlen, &e);
+        if (rc == TB_OK)
+            rc = cache_apply_msg(c->s, topic,
+                                 c->o->topic_prefix && *c->o->topic_prefix ? c->o->topic_prefix : c->prefix,
+                                 m->partition, key, klen, value, vlen, &e);
     }
     if (rc == TB_ERR_INVALID) {
         if (c->o->error_policy == CACHE_ERR_FAIL) {
@@ -890,6 +953,7 @@ static void poll_batch(cache_ctx *c, rd_kafka_queue_t *q, int timeout_ms, bool s
     }
     for (ssize_t i = 0; i < n; i++)
         rd_kafka_message_destroy(msgs[i]);
+    c->avbuf_n = 0; /* the Avro messages' JSON: reused */
     cache_store_release(c->s); /* values decoded from those messages */
     for (size_t i = 0; i < c->nparts; i++)
         c->parts[i].skip_stale = false;
@@ -1055,6 +1119,10 @@ tb_code cache_run(const cache_opts *o, tb_error *err)
 out:
     c.closing = true;
     cache_nudge_stop(c.nudge);
+    av_msg_close(c.avro);
+    for (size_t i = 0; i < c.avbuf_cap; i++)
+        tb_buf_free(&c.avbuf[i]);
+    free(c.avbuf);
     if (c.q)
         rd_kafka_queue_destroy(c.q);
     if (c.qs)

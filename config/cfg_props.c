@@ -139,7 +139,7 @@ static const cfg_prop props[] = {
     {"value.converter", CFG_ENUM, "json", 0, 0, v_converter,
      "Table topics' values as `json` or `avro` (as key.converter, subject <topic>-value; the schemas of Debezium's Avro output under value.encoding=debezium: DESIGN 4b).", false, "topics"},
     {"schema.registry.url", CFG_STRING, NULL, 0, 0, NULL,
-     "Base URL of a Confluent-compatible schema registry (e.g. http://127.0.0.1:8081, or Apicurio's .../apis/ccompat/v7); needed by key.converter or value.converter avro.", false, "topics"},
+     "Base URL of a Confluent-compatible schema registry (e.g. http://127.0.0.1:8081, or Apicurio's .../apis/ccompat/v7); needed by key.converter or value.converter avro, and by tributary cache to read Avro topics (the writer schemas by id).", false, "topics"},
     {"schema.registry.basic.auth.user", CFG_STRING, NULL, 0, 0, NULL, "User for the schema registry's HTTP basic authentication.", false, "topics"},
     {"schema.registry.basic.auth.password", CFG_STRING, NULL, 0, 0, NULL,
      "Its password. Prefer schema.registry.basic.auth.password.file.", true, "topics"},
