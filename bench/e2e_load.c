@@ -13,6 +13,9 @@
  *   e2e_load latency BROKERS TOPIC             read TOPIC to its end; per change message
  *                                              latency = broker append time - ts column; prints
  *                                              count, first/last append time, p50/p90/p99/max
+ *   e2e_load size BROKERS TOPIC                read TOPIC to its end, whatever the encoding (JSON
+ *                                              or Avro); prints count, first/last append time and
+ *                                              the key and value bytes of its messages
  * MariaDB from TRIBUTARY_TEST_MYSQL_HOST/PORT/USER/PASSWORD (scripts/testenv up).
  * The table: id BIGINT PRIMARY KEY, a INT, b VARCHAR(32), c DOUBLE, ts BIGINT.
  */
@@ -184,6 +187,49 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Every message of TOPIC (partition 0, as cmd_topic makes it): count, broker append times of
+ * the first and last, key and value bytes. */
+static int cmd_size(const char *brokers, const char *topic)
+{
+    rd_kafka_t *rk = client(brokers, RD_KAFKA_CONSUMER);
+    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(parts, topic, 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_assign(rk, parts);
+    uint64_t n = 0, kbytes = 0, vbytes = 0;
+    int64_t first = 0, last = 0;
+    int rc = 0;
+    for (;;) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 5000);
+        if (!m) {
+            fprintf(stderr, "e2e_load: no message in 5 s\n");
+            rc = 1;
+            break;
+        }
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            rd_kafka_message_destroy(m);
+            break;
+        }
+        if (!m->err) {
+            rd_kafka_timestamp_type_t tt;
+            int64_t at = rd_kafka_message_timestamp(m, &tt);
+            n++;
+            kbytes += m->key_len;
+            vbytes += m->len;
+            if (!first)
+                first = at;
+            last = at;
+        }
+        rd_kafka_message_destroy(m);
+    }
+    printf("size: count=%" PRIu64 " first_append_ms=%" PRId64 " last_append_ms=%" PRId64 " key_bytes=%" PRIu64
+           " value_bytes=%" PRIu64 "\n",
+           n, first, last, kbytes, vbytes);
+    rd_kafka_topic_partition_list_destroy(parts);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
 static int cmd_latency(const char *brokers, const char *topic)
 {
     rd_kafka_t *rk = client(brokers, RD_KAFKA_CONSUMER);
@@ -244,7 +290,9 @@ int main(int argc, char **argv)
         return cmd_topic(argv[2], argv[3], argc == 5 ? atoi(argv[4]) : 1);
     if (argc == 4 && strcmp(argv[1], "latency") == 0)
         return cmd_latency(argv[2], argv[3]);
+    if (argc == 4 && strcmp(argv[1], "size") == 0)
+        return cmd_size(argv[2], argv[3]);
     fprintf(stderr, "usage: e2e_load bulk DB TABLE ROWS BATCH | steady DB TABLE RATE SECONDS BATCH |\n"
-                    "       topic BROKERS TOPIC [RF] | latency BROKERS TOPIC\n");
+                    "       topic BROKERS TOPIC [RF] | latency BROKERS TOPIC | size BROKERS TOPIC\n");
     return 2;
 }
