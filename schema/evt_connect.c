@@ -118,11 +118,21 @@ static void col_open(evt_jw *w, const evt_codec_opts *o, const evt_column *c, co
 {
     field_open(w, type, optional, name, version, c->name);
     evt_dbz_dflt d;
+    tb_error inner;
+    inner.code = TB_OK;
     if (o && o->encoding == EVT_ENC_DEBEZIUM && evt_dbz_default(o, c, &d)) {
-        tb_error inner;
-        inner.code = TB_OK;
         EVT_JW_KEY(w, "default");
         evt_dbz_value(w, o, c, &d.v, true, &inner);
+        return;
+    }
+    /* the tributary encoding (Avro): a literal default, where the value's JSON is of the field's
+     * Connect type (not BIGINT UNSIGNED or BIT, numbers in a Decimal, nor JSON, spatial or vector) */
+    evt_codec_opts plain = {.dbz = {.bigint_precise = true}};
+    if (o && o->encoding != EVT_ENC_DEBEZIUM && o->schema_defaults && !c->default_expr &&
+        !(c->type == EVT_T_BIGINT && c->is_unsigned) && c->type != EVT_T_BIT && c->type != EVT_T_JSON &&
+        c->type != EVT_T_GEOMETRY && c->type != EVT_T_VECTOR && evt_dbz_default(&plain, c, &d)) {
+        EVT_JW_KEY(w, "default");
+        evt_json_put_value(w, &d.v, &inner);
     }
 }
 

@@ -239,6 +239,9 @@ static inline char *jw_i64_raw(char *p, int64_t v)
     return jw_u64_raw(p, (uint64_t)v);
 }
 
+/* One value in the tributary encoding (section 5 of DESIGN), as a member's value. */
+void evt_json_put_value(evt_jw *w, const evt_value *v, tb_error *err);
+
 /* ---- value.encoding=debezium (evt_dbz.c) */
 /* One value as Debezium writes it for column c; snapshot: the event is a
  * snapshot read (Debezium's snapshot and binlog paths differ for FLOAT and

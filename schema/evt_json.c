@@ -160,6 +160,10 @@ static void put_nonfinite_or(evt_jw *w, double d, bool is_float, float f)
 }
 
 /* Write one value; on failure the writer's error is set and err says why. */
+static void put_value(evt_jw *w, const evt_value *v, tb_error *err);
+
+void evt_json_put_value(evt_jw *w, const evt_value *v, tb_error *err) { put_value(w, v, err); }
+
 static void put_value(evt_jw *w, const evt_value *v, tb_error *err)
 {
     char tmp[48];

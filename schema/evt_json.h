@@ -102,6 +102,10 @@ typedef struct evt_codec_opts {
     int64_t now_ms;             /* envelope ts_ms (processing time); 0 = read the clock */
     evt_encoding encoding;      /* value.encoding */
     evt_dbz_opts dbz;           /* debezium.* (encoding debezium only) */
+    bool schema_defaults;       /* the tributary encoding's Connect schemas carry column defaults
+                                   (set for Avro, where a null is its own union branch: JSON
+                                   wrappers leave them out, JsonConverter would read a null as the
+                                   default); value.encoding=debezium always carries them */
 } evt_codec_opts;
 
 struct cfg;

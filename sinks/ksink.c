@@ -1176,6 +1176,7 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
             ks->copts.key_schemas = true;
         if (ks->avro_value)
             ks->copts.schemas = true;
+        ks->copts.schema_defaults = true; /* a null is its own union branch in Avro */
         if ((rc = av_ser_open(c, &ks->avro, err)) != TB_OK)
             goto out;
         av_ser_set_wait(ks->avro, ksink_registry_wait, ks);

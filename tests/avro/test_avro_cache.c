@@ -5,15 +5,16 @@
  * topics, fetching each writer schema from the registry by its id, and the cache table holds what
  * the source holds (queried directly), after a snapshot, inserts, updates, a key change, deletes
  * and an ADD COLUMN (a new schema version). Fails (never skips) without the registry.
+ * Under the registry's BACKWARD compatibility an ADD COLUMN ... NOT NULL DEFAULT is accepted: the
+ * Avro schemas carry the column defaults, in both encodings.
  */
 #include "../e2e/e2e_tables.h"
+#include "avro_registry.h"
 
-static const char *registry(void) { return tb_itest_env("TRIBUTARY_TEST_REGISTRY_URL"); }
-
-#define COLS "id, v, n, d, dt, bu, e, x"
+#define COLS "id, v, n, d, dt, bu, e, x, k"
 
 /* The source's columns as the cache holds them: a DATETIME in ISO form, with a T. */
-#define SOURCE_COLS "id, v, n, d, REPLACE(CAST(dt AS CHAR), ' ', 'T'), bu, e, x"
+#define SOURCE_COLS "id, v, n, d, REPLACE(CAST(dt AS CHAR), ' ', 'T'), bu, e, x, k"
 
 static void avro_cache(const char *tag, const char *encoding)
 {
@@ -40,10 +41,18 @@ static void avro_cache(const char *tag, const char *encoding)
     e2e_sql(m, "UPDATE %s.t SET v = 'upd', d = -99999999.99, n = NULL WHERE id <= 5", r.db);
     e2e_sql(m, "UPDATE %s.t SET id = 200 WHERE id = 6", r.db); /* a key change */
     e2e_sql(m, "DELETE FROM %s.t WHERE id IN (7, 8, 41)", r.db);
+    char subject[256];
+    snprintf(subject, sizeof subject, "%s.%s.t-value", r.db, r.db);
+    set_compatibility(subject, "BACKWARD");
     e2e_sql(m, "ALTER TABLE %s.t ADD COLUMN x VARCHAR(10) NULL", r.db); /* a new schema version */
-    e2e_sql(m, "INSERT INTO %s.t VALUES (300, 'after', 3, 3.00, NULL, 3, 'red', 'x')", r.db);
+    e2e_sql(m, "ALTER TABLE %s.t ADD COLUMN k INT NOT NULL DEFAULT 5", r.db); /* BACKWARD: needs the default */
+    e2e_sql(m, "INSERT INTO %s.t VALUES (300, 'after', 3, 3.00, NULL, 3, 'red', 'x', 6)", r.db);
     e2e_sql(m, "UPDATE %s.t SET x = 'y' WHERE id = 9", r.db);
     wait_caught_up(m, r.status, r.pid, r.log);
+    json_t *vers = subject_versions(subject);
+    /* the run went on (a refused version stops it): the NOT NULL column with its default was accepted */
+    cr_expect_geq(json_array_size(vers), 2, "%s: %zu versions", subject, json_array_size(vers));
+    json_decref(vers);
     kill(r.pid, SIGTERM);
     cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
     e2e_assert_clean_log(r.log);

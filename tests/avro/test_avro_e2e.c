@@ -9,13 +9,12 @@
 #include <sys/stat.h>
 
 #include "../e2e/e2e_util.h"
+#include "avro_registry.h"
 
 typedef struct av_run {
     char db[96], dir[256], cfg[320], log[320], status[320];
     pid_t pid;
 } av_run;
-
-static const char *registry(void) { return tb_itest_env("TRIBUTARY_TEST_REGISTRY_URL"); }
 
 /* Every message of topic, decoded by the Python consumer: a Jansson array of
  * {"topic","offset","key","value",...} (caller decrefs), or NULL when the
@@ -351,20 +350,6 @@ static void wait_log(const av_run *r, const char *text)
     tb_buf_free(&b);
 }
 
-/* The subject's compatibility level. Each attempt is bounded (20 s) and tried again: the registry
- * has been seen to hold a PUT without an answer (the test then waited for its own timeout). */
-static void set_compatibility(const char *subject, const char *level)
-{
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             "curl -fsS --max-time 20 --retry 5 --retry-delay 1 --retry-all-errors -X PUT "
-             "-H 'Content-Type: application/vnd.schemaregistry.v1+json' "
-             "--data '{\"compatibility\":\"%s\"}' '%s/config/%s' >&2",
-             level, registry(), subject);
-    fflush(NULL);
-    cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
 /* The schema registry stopped while streaming: rows of a registered schema still flow, a new
  * table version waits (nothing sent, WARN) until the registry is back, then nothing is lost.
  * Under BACKWARD an added nullable column is accepted (a new schema id); a change the registry
@@ -650,24 +635,6 @@ static void run_again(av_run *r)
 {
     const char *args[] = {"run", "--config", r->cfg, NULL};
     r->pid = e2e_spawn(args, r->log);
-}
-
-/* The registry's versions of subject: a JSON array (caller decrefs). */
-static json_t *subject_versions(const char *subject)
-{
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "curl -fsS --max-time 20 --retry 5 --retry-delay 1 --retry-all-errors '%s/subjects/%s/versions'",
-             registry(), subject);
-    fflush(NULL);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p, "popen %s", cmd);
-    char buf[4096];
-    size_t n = fread(buf, 1, sizeof buf - 1, p);
-    int st = pclose(p);
-    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d", cmd, st);
-    json_t *v = jo_parse(buf, n);
-    cr_assert(json_is_array(v), "%s: %.*s", cmd, (int)n, buf);
-    return v;
 }
 
 /* The schema id the log's last "subject <subject>: schema id N" line gives, 0 when none. */
