@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "app_run.h"
+#include "myconn.h"
 #include "snap_sql.h"
 
 static tb_code first_col(void *opaque, char **col, unsigned long *len, unsigned ncols, tb_error *err)
@@ -66,7 +67,7 @@ bool run_history_diverged(const cfg *c, const tb_position *stored, tb_buf *serve
     if (snap_sql_connect(c, &my, &mariadb, &e) != TB_OK)
         return false;
     if (mariadb) {
-        if (snap_sql_query(my, "SELECT @@global.gtid_binlog_pos", NULL, 0, first_col, server, &e) == TB_OK) {
+        if (myconn_query(my, "SELECT @@global.gtid_binlog_pos", NULL, 0, first_col, server, &e) == TB_OK) {
             const char *have = tb_buf_cstr(server);
             for (const char *p = stored->gtid_set; p && *p;) {
                 char *end;
@@ -90,8 +91,8 @@ bool run_history_diverged(const cfg *c, const tb_position *stored, tb_buf *serve
         tb_buf sub;
         tb_buf_init(&sub, 0);
         const char *params[] = {stored->gtid_set};
-        if (snap_sql_query(my, "SELECT @@global.gtid_executed", NULL, 0, first_col, server, &e) == TB_OK &&
-            snap_sql_query(my, "SELECT GTID_SUBSET(?, @@global.gtid_executed)", params, 1, first_col, &sub, &e) ==
+        if (myconn_query(my, "SELECT @@global.gtid_executed", NULL, 0, first_col, server, &e) == TB_OK &&
+            myconn_query(my, "SELECT GTID_SUBSET(?, @@global.gtid_executed)", params, 1, first_col, &sub, &e) ==
                 TB_OK)
             diverged = strcmp(tb_buf_cstr(&sub), "0") == 0;
         tb_buf_free(&sub);

@@ -14,6 +14,7 @@
 #include "app.h"
 #include "app_run.h"
 #include "sink.h"
+#include "myconn.h"
 #include "snap_sql.h"
 #include "sqlcap.h"
 #include "tb_clock.h"
@@ -163,8 +164,8 @@ bool run_table_gone(run_ctx *r, const char *db, const char *table)
     const char *params[] = {db, table};
     if (snap_sql_connect(r->cfg, &my, &mariadb, &e) == TB_OK) {
         n = 0;
-        if (snap_sql_query(my, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
-                           params, 2, count_row, &n, &e) != TB_OK)
+        if (myconn_query(my, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+                         params, 2, count_row, &n, &e) != TB_OK)
             n = -1;
     }
     if (my)
@@ -199,10 +200,10 @@ tb_code run_note_sequences(run_ctx *r, tb_error *err)
     tb_code rc = snap_sql_connect(r->cfg, &my, &mariadb, err);
     seq_list l = {r, 0};
     if (rc == TB_OK && mariadb)
-        rc = snap_sql_query(my,
-                            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = "
-                            "'SEQUENCE' ORDER BY TABLE_SCHEMA, TABLE_NAME",
-                            NULL, 0, seq_row, &l, err);
+        rc = myconn_query(my,
+                          "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = "
+                          "'SEQUENCE' ORDER BY TABLE_SCHEMA, TABLE_NAME",
+                          NULL, 0, seq_row, &l, err);
     if (my)
         snap_sql_release(r->cfg, my);
     return rc;
@@ -222,10 +223,10 @@ static tb_code is_sequence_once(run_ctx *r, void *arg, tb_error *err)
     tb_code rc = snap_sql_connect(r->cfg, &my, &mariadb, err);
     if (rc == TB_OK && mariadb) {
         int n = 0;
-        rc = snap_sql_query(my,
-                            "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND "
-                            "TABLE_TYPE = 'SEQUENCE'",
-                            params, 2, count_row, &n, err);
+        rc = myconn_query(my,
+                          "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND "
+                          "TABLE_TYPE = 'SEQUENCE'",
+                          params, 2, count_row, &n, err);
         q->seq = rc == TB_OK && n > 0;
     }
     if (my)

@@ -25,6 +25,7 @@
 
 #include <mysql.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cfg.h"
@@ -69,5 +70,21 @@ bool myconn_encrypted(MYSQL *my);
  * shutdown, query interrupted). A permission or syntax error is not: it is reported instead
  * of being retried for ever. The one list for every source connection. */
 bool myconn_errno_retriable(unsigned mysql_errno_value);
+
+/* Fill err from a prepared statement's last error (TB_ERR_SOURCE, retriable as
+ * myconn_errno_retriable says), with a prefix naming what was done. */
+TB_MUST_USE tb_code myconn_stmt_fail(MYSQL_STMT *st, tb_error *err, const char *what);
+
+/* Row callback of myconn_query: col[i] is NULL for SQL NULL, else borrowed text valid for the
+ * call only; len[i] its byte length. Return TB_OK to go on; anything else stops the query and
+ * is returned. */
+typedef tb_code (*myconn_row_fn)(void *opaque, char **col, unsigned long *len, unsigned ncols, tb_error *err);
+
+/* The one runner of catalog and status questions (myconn_query.c): a prepared statement with
+ * string parameters (params may be NULL when nparams is 0); every result row is given as text
+ * to fn. The whole result is buffered: for metadata queries, not for rows of tables. Errors:
+ * myconn_stmt_fail's, naming the statement; TB_ERR_NOMEM. */
+TB_MUST_USE tb_code myconn_query(MYSQL *my, const char *sql, const char *const *params, size_t nparams,
+                                 myconn_row_fn fn, void *opaque, tb_error *err);
 
 #endif

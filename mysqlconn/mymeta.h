@@ -1,14 +1,36 @@
 /*
- * mymeta: reading MySQL/MariaDB table metadata as information_schema spells it,
- * shared by capture/mysql (the binlog's schema lookups) and snapshot/.
+ * mymeta: reading MySQL/MariaDB table metadata as information_schema spells it, shared by
+ * capture/mysql (the binlog decoder's catalog lookups) and snapshot/: the one reader of a
+ * table's description (mymeta_describe) and the pieces it is made of.
+ *
+ * Ownership: mymeta_describe's descriptor is one reference for the caller (evt_table_unref);
+ * label lists are freed with mymeta_labels_free, default texts with free().
  */
 #ifndef MYMETA_H
 #define MYMETA_H
 
+#include <mysql.h>
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "evt.h"
 #include "tb_error.h"
+
+/* The descriptor of db.table as the catalog says it now (mymeta_describe.c): names, types,
+ * source types, nullability, signedness, lengths, precision and scale, charsets, defaults,
+ * ENUM/SET labels, the primary key (for a system-versioned table without its period's end
+ * column, which is marked with evt_table_set_row_end) and an implicit period's columns. The
+ * schema record of the snapshot and of the binlog path is made from it (DESIGN 4). *out is new
+ * and unsealed, version 0, names known; its key may be empty (no primary key: the caller decides,
+ * key.columns.<db>.<table> or a refusal). Errors: TB_ERR_NOT_FOUND when the table has no columns
+ * (it does not exist), myconn_query's (TB_ERR_SOURCE, retriable on a broken connection),
+ * TB_ERR_NOMEM. Reads one table version's description: not for per-event use. */
+TB_MUST_USE tb_code mymeta_describe(MYSQL *my, const char *db, const char *table, evt_table **out,
+                                    tb_error *err);
+
+/* information_schema.COLUMNS.DATA_TYPE (any case) -> evt type; EVT_T_UNKNOWN for a type
+ * tributary does not know (read as text). */
+evt_type mymeta_type(const char *data_type);
 
 /* The labels of an ENUM or SET column from its COLUMN_TYPE, e.g.
  * "enum('a','b''c','x\\y')" -> a, b'c, x\y. Inside a label a quote is doubled and a
@@ -35,27 +57,21 @@ TB_MUST_USE tb_code mymeta_parse_default(const char *column_default, const char 
  * value, the end column is not part of the key, and the binlog's history rows are passed over
  * (binlog_dec.c). Implicit periods (WITH SYSTEM VERSIONING alone) have invisible columns
  * row_start and row_end, TIMESTAMP(6), that information_schema.COLUMNS does not list and the
- * binlog has last; both readers add them (mymeta_period_implicit). */
+ * binlog has last; mymeta_describe adds them (mymeta_period_implicit). */
 typedef struct mymeta_period {
     bool versioned; /* TABLE_TYPE is SYSTEM VERSIONED */
     bool implicit;  /* the server's invisible row_start and row_end */
     char start[65], end[65];
 } mymeta_period;
 
-/* The expression both readers add to their information_schema.COLUMNS query of a MariaDB server,
- * after their own (MySQL: MYMETA_PERIOD_COLUMNS_MYSQL): the column's GENERATION_EXPRESSION
- * ('ROW START', 'ROW END' for an explicit period). */
-#define MYMETA_PERIOD_COLUMNS "GENERATION_EXPRESSION"
-#define MYMETA_PERIOD_COLUMNS_MYSQL "NULL"
-/* Then, on MariaDB, the table's type, with the schema and the table as its two parameters. The
+/* How mymeta_describe finds the period: its information_schema.COLUMNS query asks a MariaDB
+ * server for each column's GENERATION_EXPRESSION ('ROW START', 'ROW END' for an explicit
+ * period), then for the table's type (information_schema.TABLES: TABLE_NAME, TABLE_TYPE). That
  * comparison is case-insensitive, so the name that comes back is compared exactly
  * (mymeta_period_table): `Orders` and `orders` may both exist. */
-#define MYMETA_PERIOD_TABLE_SQL \
-    "SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?"
-
 /* One row of the COLUMNS query: the column's name and GENERATION_EXPRESSION (may be NULL). */
 void mymeta_period_column(mymeta_period *p, const char *name, const char *generation_expression);
-/* One row of MYMETA_PERIOD_TABLE_SQL asked for table `table`: its TABLE_NAME and TABLE_TYPE. */
+/* One row of the TABLES query asked for table `table`: its TABLE_NAME and TABLE_TYPE. */
 void mymeta_period_table(mymeta_period *p, const char *table, const char *table_name, const char *table_type);
 /* After the last row: true when the table has an implicit period, whose columns row_start and
  * row_end (TIMESTAMP(6) NOT NULL, in this order) the caller appends to the table's columns. */

@@ -16,6 +16,7 @@
 
 #include "evt_json.h"
 #include "snap_schema.h"
+#include "myconn.h"
 #include "snap_sql.h"
 #include "tb_file.h"
 #include "tb_log.h"
@@ -61,10 +62,10 @@ tb_code snap_inc_ensure_signal_table(MYSQL *my, const char *db, tb_error *err)
     bool has = false;
     const char *params[] = {db};
     if (rc == TB_OK)
-        rc = snap_sql_query(my,
-                            "SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = '"
-                            SNAP_SIGNAL_TABLE "' AND COLUMN_NAME = 'connector'",
-                            params, 1, has_row, &has, err);
+        rc = myconn_query(my,
+                          "SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = '"
+                          SNAP_SIGNAL_TABLE "' AND COLUMN_NAME = 'connector'",
+                          params, 1, has_row, &has, err);
     if (rc == TB_OK && !has) {
         tb_buf_reset(&sql);
         rc = tb_buf_puts(&sql, "ALTER TABLE ");
@@ -114,7 +115,7 @@ tb_code snap_inc_insert_signal(MYSQL *my, const char *db, const char *connector,
     b[2].length = &len[2];
     if (mysql_stmt_prepare(st, tb_buf_cstr(&sql), sql.len) != 0 || mysql_stmt_bind_param(st, b) != 0 ||
         mysql_stmt_execute(st) != 0) {
-        rc = snap_sql_stmt_fail(st, err, "writing a signal row");
+        rc = myconn_stmt_fail(st, err, "writing a signal row");
         tb_error_prefix(err, rc, "%s." SNAP_SIGNAL_TABLE ": ", db);
         goto out;
     }

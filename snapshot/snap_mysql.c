@@ -15,6 +15,7 @@
 
 #include "snap_rows.h"
 #include "snap_schema.h"
+#include "myconn.h"
 #include "snap_sql.h"
 #include "tb_clock.h"
 #include "tb_log.h"
@@ -124,9 +125,9 @@ static tb_code fill_position(kv_ctx *k, bool mariadb, tb_position *pos, tb_error
 static tb_code master_status(MYSQL *my, kv_ctx *k, tb_error *err)
 {
     tb_error e2;
-    tb_code rc = snap_sql_query(my, "SHOW MASTER STATUS", NULL, 0, master_cb, k, &e2);
+    tb_code rc = myconn_query(my, "SHOW MASTER STATUS", NULL, 0, master_cb, k, &e2);
     if (rc != TB_OK) /* MySQL 8.2+ renamed it */
-        rc = snap_sql_query(my, "SHOW BINARY LOG STATUS", NULL, 0, master_cb, k, err);
+        rc = myconn_query(my, "SHOW BINARY LOG STATUS", NULL, 0, master_cb, k, err);
     if (rc == TB_OK && (!k->have_pos || !k->file || !*k->file))
         rc = tb_error_set(err, TB_ERR_CONFIG, false, "the source has no binary log (enable log_bin)");
     return rc;
@@ -140,8 +141,8 @@ tb_code snap_mysql_current_position(MYSQL *my, bool mariadb, tb_position *pos, t
     if (rc == TB_OK) {
         char *g = k.gtid;
         k.gtid = NULL;
-        rc = snap_sql_query(my, mariadb ? "SELECT @@gtid_binlog_pos, @@server_id" : "SELECT NULL, @@server_id",
-                            NULL, 0, one_cb, &k, err);
+        rc = myconn_query(my, mariadb ? "SELECT @@gtid_binlog_pos, @@server_id" : "SELECT NULL, @@server_id",
+                          NULL, 0, one_cb, &k, err);
         if (!mariadb) {
             free(k.gtid);
             k.gtid = g;
@@ -167,7 +168,7 @@ tb_code snap_mysql_begin(MYSQL *my, bool mariadb, bool lock_minimal, tb_position
     if (mariadb) {
         rc = snap_sql_exec(my, "START TRANSACTION WITH CONSISTENT SNAPSHOT", err);
         if (rc == TB_OK)
-            rc = snap_sql_query(my, "SHOW STATUS LIKE 'binlog_snapshot_%'", NULL, 0, status_cb, &k, err);
+            rc = myconn_query(my, "SHOW STATUS LIKE 'binlog_snapshot_%'", NULL, 0, status_cb, &k, err);
         if (rc != TB_OK)
             goto out;
         if (!k.have_pos || !k.file || !*k.file) {
@@ -177,7 +178,7 @@ tb_code snap_mysql_begin(MYSQL *my, bool mariadb, bool lock_minimal, tb_position
         char posbuf[32];
         snprintf(posbuf, sizeof(posbuf), "%llu", (unsigned long long)k.pos);
         const char *params[2] = {k.file, posbuf};
-        rc = snap_sql_query(my, "SELECT BINLOG_GTID_POS(?, ?), @@server_id", params, 2, one_cb, &k, err);
+        rc = myconn_query(my, "SELECT BINLOG_GTID_POS(?, ?), @@server_id", params, 2, one_cb, &k, err);
         if (rc != TB_OK)
             goto out;
     } else {
@@ -203,7 +204,7 @@ tb_code snap_mysql_begin(MYSQL *my, bool mariadb, bool lock_minimal, tb_position
                     "view; a transaction committed in between may be missed", k.file, (unsigned long long)k.pos);
         char *g = k.gtid;
         k.gtid = NULL;
-        rc = snap_sql_query(my, "SELECT NULL, @@server_id", NULL, 0, one_cb, &k, err);
+        rc = myconn_query(my, "SELECT NULL, @@server_id", NULL, 0, one_cb, &k, err);
         free(k.gtid);
         k.gtid = g;
         if (rc != TB_OK)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "myconn.h"
 #include "snap_sql.h"
 #include "snap_values.h"
 
@@ -72,11 +73,11 @@ tb_code snap_rows_open(MYSQL *my, evt_table *t, const char *sql, MYSQL_BIND *par
         goto out;
     }
     if (mysql_stmt_prepare(r->st, sql, strlen(sql)) != 0) {
-        rc = snap_sql_stmt_fail(r->st, err, "prepare");
+        rc = myconn_stmt_fail(r->st, err, "prepare");
         goto out;
     }
     if (nparams > 0 && mysql_stmt_bind_param(r->st, params) != 0) {
-        rc = snap_sql_stmt_fail(r->st, err, "bind");
+        rc = myconn_stmt_fail(r->st, err, "bind");
         goto out;
     }
     if (mysql_stmt_field_count(r->st) != r->ncols) {
@@ -90,11 +91,11 @@ tb_code snap_rows_open(MYSQL *my, evt_table *t, const char *sql, MYSQL_BIND *par
             goto out;
     }
     if (mysql_stmt_execute(r->st) != 0) {
-        rc = snap_sql_stmt_fail(r->st, err, "execute");
+        rc = myconn_stmt_fail(r->st, err, "execute");
         goto out;
     }
     if (mysql_stmt_bind_result(r->st, r->bind) != 0) {
-        rc = snap_sql_stmt_fail(r->st, err, "bind result");
+        rc = myconn_stmt_fail(r->st, err, "bind result");
         goto out;
     }
     *out = r;
@@ -113,7 +114,7 @@ tb_code snap_rows_next(snap_rows *r, evt_event *ev, bool *got, tb_error *err)
     if (f == MYSQL_NO_DATA)
         return TB_OK;
     if (f == 1) {
-        tb_code rc = snap_sql_stmt_fail(r->st, err, "fetch");
+        tb_code rc = myconn_stmt_fail(r->st, err, "fetch");
         return tb_error_prefix(err, rc, "table %s.%s: ", evt_table_db(r->t), evt_table_name(r->t));
     }
     bool rebind = false;
@@ -125,7 +126,7 @@ tb_code snap_rows_next(snap_rows *r, evt_event *ev, bool *got, tb_error *err)
                 return tb_error_prefix(err, rc, "table %s.%s column %s: ", evt_table_db(r->t), evt_table_name(r->t),
                                        evt_table_column(r->t, i)->name);
             if (mysql_stmt_fetch_column(r->st, &r->bind[i], (unsigned)i, 0) != 0) {
-                rc = snap_sql_stmt_fail(r->st, err, "fetch column");
+                rc = myconn_stmt_fail(r->st, err, "fetch column");
                 return tb_error_prefix(err, rc, "table %s.%s column %s: ", evt_table_db(r->t), evt_table_name(r->t),
                                        evt_table_column(r->t, i)->name);
             }
@@ -134,7 +135,7 @@ tb_code snap_rows_next(snap_rows *r, evt_event *ev, bool *got, tb_error *err)
         snap_value_set(ev, i, evt_table_column(r->t, i), cb);
     }
     if (rebind && mysql_stmt_bind_result(r->st, r->bind) != 0)
-        return snap_sql_stmt_fail(r->st, err, "bind result");
+        return myconn_stmt_fail(r->st, err, "bind result");
     *got = true;
     return TB_OK;
 }

@@ -8,10 +8,11 @@
  *    never snapshotted.
  *  - snap_schema_list: the base tables that pass the filter, sorted by
  *    db.table, with information_schema.TABLES.TABLE_ROWS as the estimate.
- *  - snap_schema_describe: an evt_table (sealed, version 1) with names,
- *    types from DATA_TYPE/COLUMN_TYPE, unsigned, nullability, length,
- *    precision/scale/fsp, charset, ENUM/SET labels and the primary key (or
- *    key.columns.<db>.<table>). A table with neither is refused.
+ *  - snap_schema_describe: the catalog's descriptor (mymeta_describe in
+ *    mysqlconn/, the reader the binlog decoder uses too), sealed, version 1,
+ *    keyed by its primary key or else key.columns.<db>.<table>. A table with
+ *    neither is refused (TB_ERR_CONFIG); one that does not exist is
+ *    TB_ERR_NOT_FOUND.
  *
  * Ownership: the list is freed with snap_tinfo_free_all(); the evt_table is
  * one reference the caller drops with evt_table_unref().

@@ -1,12 +1,13 @@
 /*
  * snap_sql: the snapshotter's MySQL/MariaDB connection and small query
- * helpers (internal to snapshot/). All mysql_errno translation of snapshot/
- * happens here (snap_sql_fail).
+ * helpers (internal to snapshot/). The errors of snapshot/'s connections are
+ * translated by snap_sql_fail and, for prepared statements, myconn_stmt_fail
+ * (mysqlconn/), both with the one list of retriable errors.
  *
  * Ownership: snap_sql_connect() returns a MYSQL* the caller closes with
  * mysql_close(), or hands back with snap_sql_release() when it left the session as it got it
- * (no open transaction, no lock, no SET). Row callbacks receive borrowed column texts valid only for
- * the duration of the call.
+ * (no open transaction, no lock, no SET). Catalog questions on it go through myconn_query
+ * (mysqlconn/myconn.h).
  */
 #ifndef SNAP_SQL_H
 #define SNAP_SQL_H
@@ -34,23 +35,12 @@ void snap_sql_release(const cfg *c, MYSQL *my);
 /* Close the kept connection, if any (at the end of a command). */
 void snap_sql_release_kept(void);
 
-/* Fill err from the connection's last error, with a prefix naming what was done. */
+/* Fill err from the connection's last error, with a prefix naming what was done (a prepared
+ * statement's: myconn_stmt_fail). */
 TB_MUST_USE tb_code snap_sql_fail(MYSQL *my, tb_error *err, const char *what);
-TB_MUST_USE tb_code snap_sql_stmt_fail(MYSQL_STMT *st, tb_error *err, const char *what);
 
 /* Run a statement without a result set. */
 TB_MUST_USE tb_code snap_sql_exec(MYSQL *my, const char *sql, tb_error *err);
-
-/* Row callback: col[i] is NULL for SQL NULL; len[i] the byte length. Return
- * TB_OK to go on, anything else stops the query and is returned. */
-typedef tb_code (*snap_sql_row_fn)(void *opaque, char **col, unsigned long *len, unsigned ncols,
-                                   tb_error *err);
-
-/* Prepared statement with string parameters (params may be NULL when n=0);
- * every result row is given as text to fn. The whole result is buffered
- * (use for metadata queries only). */
-TB_MUST_USE tb_code snap_sql_query(MYSQL *my, const char *sql, const char *const *params, size_t nparams,
-                       snap_sql_row_fn fn, void *opaque, tb_error *err);
 
 /* Append `name` as a quoted identifier (backticks, doubled inside). */
 TB_MUST_USE tb_code snap_sql_ident(tb_buf *b, const char *name);

@@ -23,39 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct {
-    const char *name;
-    evt_type type;
-} type_map[] = {
-    {"tinyint", EVT_T_TINYINT}, {"smallint", EVT_T_SMALLINT}, {"mediumint", EVT_T_MEDIUMINT},
-    {"int", EVT_T_INT}, {"integer", EVT_T_INT}, {"bigint", EVT_T_BIGINT},
-    {"float", EVT_T_FLOAT}, {"double", EVT_T_DOUBLE}, {"real", EVT_T_DOUBLE},
-    {"double precision", EVT_T_DOUBLE}, {"decimal", EVT_T_DECIMAL}, {"numeric", EVT_T_DECIMAL},
-    {"char", EVT_T_CHAR}, {"varchar", EVT_T_VARCHAR},
-    {"tinytext", EVT_T_TEXT}, {"text", EVT_T_TEXT}, {"mediumtext", EVT_T_TEXT}, {"longtext", EVT_T_TEXT},
-    {"binary", EVT_T_BINARY}, {"varbinary", EVT_T_VARBINARY},
-    {"tinyblob", EVT_T_BLOB}, {"blob", EVT_T_BLOB}, {"mediumblob", EVT_T_BLOB}, {"longblob", EVT_T_BLOB},
-    {"date", EVT_T_DATE}, {"datetime", EVT_T_DATETIME}, {"timestamp", EVT_T_TIMESTAMP},
-    {"time", EVT_T_TIME}, {"year", EVT_T_YEAR},
-    {"enum", EVT_T_ENUM}, {"set", EVT_T_SET}, {"bit", EVT_T_BIT}, {"json", EVT_T_JSON},
-    {"geometry", EVT_T_GEOMETRY}, {"point", EVT_T_GEOMETRY}, {"linestring", EVT_T_GEOMETRY},
-    {"polygon", EVT_T_GEOMETRY}, {"multipoint", EVT_T_GEOMETRY}, {"multilinestring", EVT_T_GEOMETRY},
-    {"multipolygon", EVT_T_GEOMETRY}, {"geometrycollection", EVT_T_GEOMETRY},
-    {"geomcollection", EVT_T_GEOMETRY}, {"vector", EVT_T_VECTOR},
-    /* MariaDB 10.7+: read in their text form (the binlog path converts its bytes, evt_mysql_text_form) */
-    {"uuid", EVT_T_CHAR}, {"inet6", EVT_T_CHAR}, {"inet4", EVT_T_CHAR},
-};
-
-evt_type snap_type_from_data_type(const char *data_type)
-{
-    if (!data_type)
-        return EVT_T_UNKNOWN;
-    for (size_t i = 0; i < sizeof(type_map) / sizeof(type_map[0]); i++)
-        if (strcasecmp(type_map[i].name, data_type) == 0)
-            return type_map[i].type;
-    return EVT_T_UNKNOWN;
-}
-
 tb_code snap_colbuf_bind(snap_colbuf *cb, MYSQL_BIND *b, const evt_column *col, tb_error *err)
 {
     memset(cb, 0, sizeof(*cb));

@@ -27,9 +27,6 @@
 #include "evt.h"
 #include "tb_error.h"
 
-/* information_schema.COLUMNS.DATA_TYPE (lower case) -> evt type. */
-evt_type snap_type_from_data_type(const char *data_type);
-
 typedef enum snap_fetch_as { SNAP_AS_INT, SNAP_AS_FLOAT, SNAP_AS_DOUBLE, SNAP_AS_TIME, SNAP_AS_BYTES } snap_fetch_as;
 
 typedef struct snap_colbuf {

@@ -144,9 +144,11 @@ typedef struct binlog_dec binlog_dec;
 /* Looks a table up in the source's catalog when a TABLE_MAP carries no column
  * names (binlog_row_metadata=MINIMAL), and for the column defaults of every
  * new table version (the binlog has none). *out: a new descriptor with names,
- * key, signedness, charsets, ENUM/SET labels and defaults (types may be
- * EVT_T_UNKNOWN), or NULL when the table is not found; the decoder drops the
- * reference. The live reader installs one that reads information_schema. */
+ * key, signedness, charsets, ENUM/SET labels, defaults and the period of a
+ * system-versioned table (types may be EVT_T_UNKNOWN: the decoder reads the
+ * declared type from source_type), or NULL when the table is not found; the
+ * decoder drops the reference. The live reader installs one that reads
+ * information_schema (mymeta_describe, mysqlconn/mymeta.h). */
 typedef tb_code (*binlog_schema_fn)(void *opaque, const char *db, const char *table, evt_table **out,
                                     tb_error *err);
 

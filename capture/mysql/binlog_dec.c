@@ -342,7 +342,7 @@ static tb_code adopt_declared_types(evt_table *t, const evt_table *from)
                 evt_table_set_column_details(t, i, 0, 0, 0, NULL) != TB_OK)
                 return TB_ERR_NOMEM;
         } else if (!text && fc->source_type && strncasecmp(fc->source_type, "float(", 6) == 0 &&
-                   strchr(fc->source_type, ',')) { /* the catalog's descriptor has no evt_type */
+                   strchr(fc->source_type, ',')) { /* FLOAT(M,D) by its declared text */
             /* the name is copied before the old one is freed; the details stay */
             if (evt_table_set_column(t, i, c->name, EVT_T_FLOAT, fc->source_type, c->nullable, c->is_unsigned) != TB_OK)
                 return TB_ERR_NOMEM;

@@ -46,8 +46,8 @@
 #include "binlog_fetch.h"
 #include "binlog_int.h"
 #include "binlog_preflight.h"
-#include "binlog_schema.h"
 #include "myconn.h"
+#include "mymeta.h"
 #include "tb_clock.h"
 #include "tb_log.h"
 
@@ -345,14 +345,15 @@ static tb_code meta_connect(binlog_live *l, tb_error *err)
     return myconn_connect(l->mc, &o, &l->meta, err);
 }
 
-/* binlog_schema_fn: the catalog's descriptor of a table (its column names
- * when the TABLE_MAP has none, its defaults, the text types of UUID/INET
- * columns). A lookup that fails on a connection error (the source
- * restarting) connects again and tries again, 200 ms doubling up to 2 s
- * apart, for up to LIVE_SCHEMA_RETRY_MS or source.connect.retry.ms if less:
- * a descriptor made without the catalog would type such columns as the
- * binlog does (BINARY) and say no defaults. The decoder waits meanwhile, as
- * the stream does for the source. */
+/* binlog_schema_fn: the catalog's descriptor of a table (mymeta_describe, the
+ * snapshot's reader too: its column names when the TABLE_MAP has none, its
+ * defaults, its period, the declared types of UUID/INET and FLOAT(M,D)
+ * columns); a table that does not exist is *out NULL. A lookup that fails on
+ * a connection error (the source restarting) connects again and tries again,
+ * 200 ms doubling up to 2 s apart, for up to LIVE_SCHEMA_RETRY_MS or
+ * source.connect.retry.ms if less: a descriptor made without the catalog
+ * would type such columns as the binlog does (BINARY) and say no defaults.
+ * The decoder waits meanwhile, as the stream does for the source. */
 #define LIVE_SCHEMA_RETRY_MS 60000
 static tb_code live_schema(void *opaque, const char *db, const char *table, evt_table **out, tb_error *err)
 {
@@ -362,7 +363,11 @@ static tb_code live_schema(void *opaque, const char *db, const char *table, evt_
     for (unsigned attempt = 1;; attempt++) {
         *out = NULL;
         tb_code rc = meta_connect(l, err);
-        if (rc == TB_OK && (rc = binlog_schema_lookup(l->meta, db, table, out, err)) != TB_OK) {
+        if (rc == TB_OK && (rc = mymeta_describe(l->meta, db, table, out, err)) == TB_ERR_NOT_FOUND) {
+            tb_error_clear(err);
+            return TB_OK; /* *out NULL: no such table */
+        }
+        if (rc != TB_OK && l->meta) {
             mysql_close(l->meta); /* connect again next time */
             l->meta = NULL;
         }

@@ -11,7 +11,7 @@
  *   binlog_row_image     FULL               else a problem, or a warning with
  *                                           source.row.image.policy=warn
  *   binlog_row_metadata  FULL               else a warning (information_schema
- *                                           fallback, binlog_schema.c)
+ *                                           fallback, mymeta_describe)
  * Grants (SHOW GRANTS for CURRENT_USER()), on *.* unless said otherwise:
  *   REPLICATION SLAVE                       read the binlog
  *   MariaDB >= 10.5: BINLOG MONITOR; MySQL and older MariaDB: REPLICATION

@@ -279,7 +279,7 @@ static tb_code build_table(bl_tmap *m, const char *db, const char *name, char **
             break;
         const char *stype = tb_buf_cstr(&st);
         if (info && evt_table_column(info, i)->source_type)
-            stype = evt_table_column(info, i)->source_type; /* the server's own words, e.g. "int(10) unsigned" */
+            stype = evt_table_column(info, i)->source_type; /* the catalog's (mymeta_describe) */
         /* YEAR is flagged unsigned in MariaDB's signedness map; it is a year, not an unsigned number */
         rc = evt_table_set_column(t, i, cname, evt_mysql_type_of(c->type, c->meta, binary), stype, c->nullable,
                                   c->is_unsigned && !is_year);

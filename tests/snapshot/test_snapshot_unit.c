@@ -83,11 +83,11 @@ Test(snapshot_unit, defaults)
 
 Test(snapshot_unit, types)
 {
-    cr_assert_eq(snap_type_from_data_type("bigint"), EVT_T_BIGINT);
-    cr_assert_eq(snap_type_from_data_type("LONGBLOB"), EVT_T_BLOB);
-    cr_assert_eq(snap_type_from_data_type("point"), EVT_T_GEOMETRY);
-    cr_assert_eq(snap_type_from_data_type("mediumtext"), EVT_T_TEXT);
-    cr_assert_eq(snap_type_from_data_type("nonsense"), EVT_T_UNKNOWN);
+    cr_assert_eq(mymeta_type("bigint"), EVT_T_BIGINT);
+    cr_assert_eq(mymeta_type("LONGBLOB"), EVT_T_BLOB);
+    cr_assert_eq(mymeta_type("point"), EVT_T_GEOMETRY);
+    cr_assert_eq(mymeta_type("mediumtext"), EVT_T_TEXT);
+    cr_assert_eq(mymeta_type("nonsense"), EVT_T_UNKNOWN);
 }
 
 Test(snapshot_unit, filter)
