@@ -72,9 +72,11 @@
  * for any transaction (a DROP of a large table costs like deleting its
  * rows). VACUUM:
  * no events (keys are the declared primary key, so renumbered rowids do not
- * matter unless the table has no primary key). WAL mode refuses tables with
- * generated/hidden columns (not captured, a WARN; trigger mode captures
- * generated columns' values) and UTF-16 databases (open fails).
+ * matter unless the table has no primary key). Generated columns are
+ * captured with their values in both modes (WAL mode: STORED from the
+ * record, VIRTUAL computed in the private SQLite). WAL mode refuses tables
+ * with hidden columns (not captured, a WARN) and UTF-16 databases (open
+ * fails).
  *
  * VALUES (both modes, DESIGN 5 "SQLite dynamic typing"): TEXT and BLOB values
  * follow the declared type, not the value's class: bytes (EVT_V_BYTES) in a

@@ -250,7 +250,7 @@ static tb_code sqlcap_collect(void *opaque, uint32_t pgno, int64_t rowid, const 
             return tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory collecting rows", x->t->name);
         return TB_OK;
     }
-    if ((rc = sqlcap_row_decode(x->t, rowid, payload, len, x->vals, err)) != TB_OK)
+    if ((rc = sqlcap_row_decode_stored(x->t, rowid, payload, len, x->vals, err)) != TB_OK)
         return rc;
     if (sqlcap_key(x->t, x->vals, x->key) != TB_OK ||
         sqlcap_rowmap_add(x->map, (const uint8_t *)x->key->data, x->key->len, payload, len, rowid) != TB_OK)
@@ -369,8 +369,8 @@ static bool sqlcap_alter_fills(const sqlcap_tbl *t0, const sqlcap_tbl *t1)
         bool found = false;
         for (size_t k = 0; k < t0->ncols && !found; k++)
             found = strcmp(t0->colnames[k], t1->colnames[c]) == 0;
-        if (!found && t1->dflt[c].type != SQLCAP_NULL)
-            return true;
+        if (!found && (t1->dflt[c].type != SQLCAP_NULL || (t1->gen && t1->gen[c] == 2)))
+            return true; /* a default, or a VIRTUAL column computed for every row */
     }
     return false;
 }

@@ -112,8 +112,11 @@ typedef struct sqlcap_tbl {
     bool synth_rowid;       /* no declared key: trailing synthetic "rowid" column is the key */
     size_t npk;
     size_t *pk;             /* key columns (table order index), key order */
-    size_t *store;          /* WITHOUT ROWID: storage position -> column */
+    size_t *store;          /* record position -> column: WITHOUT ROWID (key first), or a rowid
+                             * table with VIRTUAL columns (not in the record); NULL: the same */
     size_t nstore;
+    uint8_t *gen;           /* per column: 0 plain, 2 VIRTUAL, 3 STORED generated (table_xinfo hidden) */
+    struct sqlcap_gen *gv;  /* VIRTUAL columns' evaluator (sqlcap_gen_eval), NULL when none */
     evt_table *et;          /* descriptor (one reference) */
 } sqlcap_tbl;
 
@@ -210,9 +213,18 @@ TB_MUST_USE tb_code sqlcap_page_rows_img(const sqlcap_view *v, uint32_t pgno, co
 TB_MUST_USE tb_code sqlcap_record(const uint8_t *payload, size_t len, sqlcap_val *vals, size_t ncols_max, size_t *ncols);
 
 /* A row of table t decoded to t's column order: defaults for missing
- * columns, IPK from rowid, REAL affinity conversion. vals has t->ncols slots. */
+ * columns, IPK from rowid, REAL affinity conversion, VIRTUAL generated
+ * columns computed (sqlcap_gen_eval: their TEXT/BLOB values stay valid
+ * until the table's fourth next decode). vals has t->ncols slots. */
 TB_MUST_USE tb_code sqlcap_row_decode(const sqlcap_tbl *t, int64_t rowid, const uint8_t *payload, size_t len,
                           sqlcap_val *vals, tb_error *err);
+/* The same without computing VIRTUAL columns (left NULL): enough for the key
+ * (a generated column is never part of a PRIMARY KEY). */
+TB_MUST_USE tb_code sqlcap_row_decode_stored(const sqlcap_tbl *t, int64_t rowid, const uint8_t *payload, size_t len,
+                                 sqlcap_val *vals, tb_error *err);
+/* Compute the VIRTUAL generated columns of t (t->gv) of a decoded row from
+ * its other columns, in the private SQLite (sqlcap_schema.c). */
+TB_MUST_USE tb_code sqlcap_gen_eval(const sqlcap_tbl *t, sqlcap_val *vals, tb_error *err);
 
 /* ------------------------------------------------------------ schema */
 

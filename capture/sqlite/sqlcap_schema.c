@@ -14,10 +14,209 @@
 #include "sqlcap_int.h"
 #include "tb_log.h"
 
+/*
+ * VIRTUAL generated columns are not in the record: their values are computed
+ * the way SQLite computes them when it reads the row. The private database
+ * holds a copy of the table (its CREATE text run there, then renamed to a
+ * private name) for each table version with VIRTUAL columns; a row image is
+ * inserted into it (its plain columns, bound with the values the record holds:
+ * the column's affinity, collation and the other generated columns apply as in
+ * the source), its VIRTUAL columns are read back with a SELECT and the row is
+ * deleted. The three statements are prepared once per table version. STORED
+ * columns come from the record (the copy computes its own, which the SELECT
+ * does not read). CHECK constraints are not enforced there (the row was
+ * accepted by the source already).
+ */
+#define SQLCAP_GEN_RING 4 /* TEXT/BLOB results kept per table: up to this many decoded rows alive */
+
+typedef struct sqlcap_gen {
+    sqlite3 *db;              /* the engine's private database (borrowed) */
+    char *tname;              /* the copy's name there */
+    sqlite3_stmt *ins, *sel, *del;
+    size_t *in_cols, nin;     /* plain columns bound to ins, in order */
+    size_t *v_cols, nv;       /* VIRTUAL columns, the columns of sel */
+    tb_buf ring[SQLCAP_GEN_RING];
+    unsigned next;
+} sqlcap_gen;
+
+static void sqlcap_gen_free(sqlcap_gen *g)
+{
+    if (!g)
+        return;
+    sqlite3_finalize(g->ins);
+    sqlite3_finalize(g->sel);
+    sqlite3_finalize(g->del);
+    if (g->tname) {
+        char *q = sqlite3_mprintf("DROP TABLE IF EXISTS \"%w\"", g->tname);
+        if (q)
+            sqlite3_exec(g->db, q, NULL, NULL, NULL);
+        sqlite3_free(q);
+    }
+    sqlite3_free(g->tname);
+    free(g->in_cols);
+    free(g->v_cols);
+    for (int i = 0; i < SQLCAP_GEN_RING; i++)
+        tb_buf_free(&g->ring[i]);
+    free(g);
+}
+
+/* The evaluator of t's VIRTUAL columns: the table t->name (just created in
+ * mem from t->sql) renamed to a private name, its statements prepared. NULL
+ * with a message in why (sqlite3_free) when it cannot be made. */
+static sqlcap_gen *sqlcap_gen_new(sqlite3 *mem, const sqlcap_tbl *t, size_t ncols, char **why)
+{
+    sqlcap_gen *g = calloc(1, sizeof *g);
+    sqlite3_str *ins = sqlite3_str_new(mem), *sel = sqlite3_str_new(mem);
+    char *q = NULL, *qi = NULL, *qs = NULL;
+    *why = NULL;
+    if (g) {
+        g->db = mem;
+        for (int i = 0; i < SQLCAP_GEN_RING; i++)
+            tb_buf_init(&g->ring[i], 0);
+    }
+    if (!g || !(g->in_cols = calloc(ncols + 1, sizeof *g->in_cols)) ||
+        !(g->v_cols = calloc(ncols + 1, sizeof *g->v_cols)))
+        goto fail;
+    g->tname = sqlite3_mprintf("tributary generated %p", (const void *)t);
+    q = sqlite3_mprintf("PRAGMA ignore_check_constraints = ON; ALTER TABLE \"%w\" RENAME TO \"%w\"", t->name,
+                        g->tname);
+    if (!g->tname || !q)
+        goto fail;
+    if (sqlite3_exec(mem, q, NULL, NULL, NULL) != SQLITE_OK) {
+        *why = sqlite3_mprintf("%s", sqlite3_errmsg(mem));
+        sqlite3_free(g->tname); /* not made: nothing to drop */
+        g->tname = NULL;
+        goto fail;
+    }
+    sqlite3_str_appendf(ins, "INSERT INTO \"%w\"(", g->tname);
+    sqlite3_str_appendall(sel, "SELECT ");
+    for (size_t c = 0; c < ncols; c++) {
+        if (t->gen[c] == 0) {
+            sqlite3_str_appendf(ins, "%s\"%w\"", g->nin ? ", " : "", t->colnames[c]);
+            g->in_cols[g->nin++] = c;
+        } else if (t->gen[c] == 2) {
+            sqlite3_str_appendf(sel, "%s\"%w\"", g->nv ? ", " : "", t->colnames[c]);
+            g->v_cols[g->nv++] = c;
+        }
+    }
+    sqlite3_str_appendall(ins, ") VALUES (");
+    for (size_t i = 0; i < g->nin; i++)
+        sqlite3_str_appendall(ins, i ? ", ?" : "?");
+    sqlite3_str_appendall(ins, ")");
+    sqlite3_str_appendf(sel, " FROM \"%w\"", g->tname);
+    qi = sqlite3_str_finish(ins);
+    qs = sqlite3_str_finish(sel);
+    ins = sel = NULL;
+    sqlite3_free(q);
+    q = sqlite3_mprintf("DELETE FROM \"%w\"", g->tname);
+    if (!qi || !qs || !q)
+        goto fail;
+    if (sqlite3_prepare_v2(mem, qi, -1, &g->ins, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(mem, qs, -1, &g->sel, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(mem, q, -1, &g->del, NULL) != SQLITE_OK) {
+        *why = sqlite3_mprintf("%s", sqlite3_errmsg(mem));
+        goto fail;
+    }
+    sqlite3_free(q);
+    sqlite3_free(qi);
+    sqlite3_free(qs);
+    return g;
+fail:
+    sqlite3_free(sqlite3_str_finish(ins));
+    sqlite3_free(sqlite3_str_finish(sel));
+    sqlite3_free(q);
+    sqlite3_free(qi);
+    sqlite3_free(qs);
+    sqlcap_gen_free(g);
+    return NULL;
+}
+
+tb_code sqlcap_gen_eval(const sqlcap_tbl *t, sqlcap_val *vals, tb_error *err)
+{
+    sqlcap_gen *g = t->gv;
+    int rc;
+    tb_buf *b = &g->ring[g->next++ % SQLCAP_GEN_RING];
+    tb_buf_reset(b);
+    sqlite3_reset(g->ins);
+    for (size_t i = 0; i < g->nin; i++) {
+        const sqlcap_val *v = &vals[g->in_cols[i]];
+        int k = (int)i + 1;
+        switch (v->type) {
+        case SQLCAP_INT: rc = sqlite3_bind_int64(g->ins, k, v->i); break;
+        case SQLCAP_REAL: rc = sqlite3_bind_double(g->ins, k, v->d); break;
+        case SQLCAP_TEXT: rc = sqlite3_bind_text64(g->ins, k, (const char *)v->p, v->n, SQLITE_STATIC, SQLITE_UTF8); break;
+        case SQLCAP_BLOB: rc = sqlite3_bind_blob64(g->ins, k, v->n ? (const void *)v->p : "", v->n, SQLITE_STATIC); break;
+        default: rc = sqlite3_bind_null(g->ins, k); break;
+        }
+        if (rc != SQLITE_OK)
+            goto sqlerr;
+    }
+    if (sqlite3_step(g->ins) != SQLITE_DONE)
+        goto sqlerr;
+    sqlite3_reset(g->ins);
+    sqlite3_clear_bindings(g->ins); /* the bound values borrow the page */
+    if (sqlite3_step(g->sel) != SQLITE_ROW)
+        goto sqlerr;
+    for (size_t j = 0; j < g->nv; j++) {
+        sqlcap_val *v = &vals[g->v_cols[j]];
+        memset(v, 0, sizeof *v);
+        switch (sqlite3_column_type(g->sel, (int)j)) {
+        case SQLITE_INTEGER:
+            v->type = SQLCAP_INT;
+            v->i = sqlite3_column_int64(g->sel, (int)j);
+            break;
+        case SQLITE_FLOAT:
+            v->type = SQLCAP_REAL;
+            v->d = sqlite3_column_double(g->sel, (int)j);
+            break;
+        case SQLITE_TEXT:
+        case SQLITE_BLOB: {
+            bool blob = sqlite3_column_type(g->sel, (int)j) == SQLITE_BLOB;
+            const void *p = blob ? sqlite3_column_blob(g->sel, (int)j) : (const void *)sqlite3_column_text(g->sel, (int)j);
+            v->type = blob ? SQLCAP_BLOB : SQLCAP_TEXT;
+            v->n = (size_t)sqlite3_column_bytes(g->sel, (int)j);
+            /* offsets first: the buffer may move while later values are appended */
+            v->i = (int64_t)b->len;
+            if ((v->n && (!p || tb_buf_append(b, p, v->n) != TB_OK)) || tb_buf_append(b, "", 1) != TB_OK) {
+                sqlite3_reset(g->sel);
+                return tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory computing its generated "
+                                    "columns", t->name);
+            }
+            break;
+        }
+        default: break;
+        }
+    }
+    for (size_t j = 0; j < g->nv; j++) {
+        sqlcap_val *v = &vals[g->v_cols[j]];
+        if (v->type == SQLCAP_TEXT || v->type == SQLCAP_BLOB) {
+            v->p = (const uint8_t *)b->data + v->i;
+            v->i = 0;
+        }
+    }
+    sqlite3_reset(g->sel);
+    if (sqlite3_step(g->del) != SQLITE_DONE)
+        goto sqlerr;
+    sqlite3_reset(g->del);
+    return TB_OK;
+sqlerr:;
+    tb_code e = tb_error_set(err, TB_ERR_SOURCE, false, "table %s: cannot compute its VIRTUAL generated columns: %s",
+                             t->name, sqlite3_errmsg(g->db));
+    sqlite3_reset(g->ins);
+    sqlite3_clear_bindings(g->ins);
+    sqlite3_reset(g->sel);
+    sqlite3_reset(g->del);
+    sqlite3_step(g->del); /* the copy empty again */
+    sqlite3_reset(g->del);
+    return e;
+}
+
 void sqlcap_tbl_free(sqlcap_tbl *t)
 {
     if (!t)
         return;
+    sqlcap_gen_free(t->gv);
+    free(t->gen);
     free(t->name);
     free(t->sql);
     for (size_t i = 0; i < t->ncols; i++) {
@@ -195,7 +394,9 @@ static bool sqlcap_default_text(const sqlcap_tbl *t, size_t c, const char *expr,
 }
 
 /* Derive decoding info for one table. Returns TB_OK with captured=false for
- * tables we do not capture (virtual, generated columns). */
+ * tables we do not capture (a CREATE text the private SQLite refuses, hidden
+ * columns of a virtual table). Generated columns are captured: STORED ones
+ * from the record, VIRTUAL ones computed (sqlcap_gen_eval). */
 static tb_code sqlcap_tbl_derive(sqlite3 *mem, sqlcap_tbl *t, const char *dbname, const sqlcap_tbl *prev,
                                  tb_error *err)
 {
@@ -223,8 +424,10 @@ static tb_code sqlcap_tbl_derive(sqlite3 *mem, sqlcap_tbl *t, const char *dbname
     pkpos = calloc(cap, sizeof *pkpos);
     notnull = calloc(cap, sizeof *notnull);
     char **dexpr = calloc(cap, sizeof *dexpr);
+    t->gen = calloc(cap, sizeof *t->gen);
     bool hidden = false;
-    if (!t->colnames || !t->affinity || !decl || !pkpos || !notnull || !dexpr)
+    size_t nvirt = 0;
+    if (!t->colnames || !t->affinity || !decl || !pkpos || !notnull || !dexpr || !t->gen)
         goto nomem;
     if (sqlite3_prepare_v2(mem, "SELECT name, type, \"notnull\", dflt_value, pk, hidden FROM pragma_table_xinfo(?)",
                            -1, &st, NULL) != SQLITE_OK)
@@ -245,7 +448,9 @@ static tb_code sqlcap_tbl_derive(sqlite3 *mem, sqlcap_tbl *t, const char *dbname
             if (f) notnull = f;
             char **g = realloc(dexpr, nc * sizeof *g);
             if (g) dexpr = g;
-            if (!a || !b || !d || !e || !f || !g)
+            uint8_t *h = realloc(t->gen, nc * sizeof *h);
+            if (h) t->gen = h;
+            if (!a || !b || !d || !e || !f || !g || !h)
                 goto nomem;
             cap = nc;
         }
@@ -258,15 +463,19 @@ static tb_code sqlcap_tbl_derive(sqlite3 *mem, sqlcap_tbl *t, const char *dbname
         t->affinity[n] = sqlcap_affinity(ty);
         notnull[n] = sqlite3_column_int(st, 2);
         pkpos[n] = sqlite3_column_int(st, 4);
-        if (sqlite3_column_int(st, 5) != 0)
-            hidden = true;
+        int hid = sqlite3_column_int(st, 5);
+        t->gen[n] = hid == 2 || hid == 3 ? (uint8_t)hid : 0;
+        if (hid == 2)
+            nvirt++;
+        else if (hid != 0 && hid != 3)
+            hidden = true; /* a virtual table's hidden column */
         n++;
     }
     sqlite3_finalize(st);
     st = NULL;
     t->ncols = n;
     if (hidden) {
-        TB_WARN(SQLCAP_FAC, "table %s: generated or hidden columns are not supported: not captured", t->name);
+        TB_WARN(SQLCAP_FAC, "table %s: hidden columns are not supported: not captured", t->name);
         goto out;
     }
     /* primary key */
@@ -312,8 +521,21 @@ static tb_code sqlcap_tbl_derive(sqlite3 *mem, sqlcap_tbl *t, const char *dbname
         }
         sqlite3_finalize(st);
         st = NULL;
-    } else if (npk == 1 && !pk_index && strcasecmp(decl[t->pk[0]], "INTEGER") == 0) {
-        t->ipk = (long)t->pk[0];
+    } else {
+        if (npk == 1 && !pk_index && strcasecmp(decl[t->pk[0]], "INTEGER") == 0)
+            t->ipk = (long)t->pk[0];
+        if (nvirt) {
+            /* the record holds the columns that are not VIRTUAL (STORED ones
+             * included) in declaration order */
+            t->store = calloc(n + 1, sizeof *t->store);
+            if (!t->store) {
+                free(pkidx);
+                goto nomem;
+            }
+            for (size_t c = 0; c < n; c++)
+                if (t->gen[c] != 2)
+                    t->store[t->nstore++] = c;
+        }
     }
     free(pkidx);
     /* rowid table without a primary key: synthetic trailing "rowid" key column */
@@ -324,6 +546,7 @@ static tb_code sqlcap_tbl_derive(sqlite3 *mem, sqlcap_tbl *t, const char *dbname
         dexpr[n] = NULL;
         t->affinity[n] = 'I';
         notnull[n] = 1;
+        t->gen[n] = 0;
         t->ncols = ++n;
         t->pk[0] = n - 1;
         t->npk = 1;
@@ -366,6 +589,20 @@ static tb_code sqlcap_tbl_derive(sqlite3 *mem, sqlcap_tbl *t, const char *dbname
             goto nomem;
         evt_table_set_version(t->et, prev && prev->et ? evt_table_version(prev->et) + 1 : 1);
         evt_table_seal(t->et);
+    }
+    if (nvirt) {
+        /* the private copy is made from the table created above: last, after
+         * every pragma on t->name */
+        char *why = NULL;
+        size_t nreal = synth ? n - 1 : n;
+        if (!(t->gv = sqlcap_gen_new(mem, t, nreal, &why))) {
+            if (!why)
+                goto nomem;
+            TB_WARN(SQLCAP_FAC, "table %s: cannot prepare the computation of its VIRTUAL columns (%s): not captured",
+                    t->name, why);
+            sqlite3_free(why);
+            goto out;
+        }
     }
     t->captured = true;
     goto out;

@@ -425,7 +425,16 @@ tb_code sqlcap_record(const uint8_t *payload, size_t len, sqlcap_val *vals, size
 tb_code sqlcap_row_decode(const sqlcap_tbl *t, int64_t rowid, const uint8_t *payload, size_t len,
                           sqlcap_val *vals, tb_error *err)
 {
-    size_t nst = t->without_rowid ? t->nstore : t->ncols;
+    tb_code rc = sqlcap_row_decode_stored(t, rowid, payload, len, vals, err);
+    if (rc == TB_OK && t->gv)
+        rc = sqlcap_gen_eval(t, vals, err);
+    return rc;
+}
+
+tb_code sqlcap_row_decode_stored(const sqlcap_tbl *t, int64_t rowid, const uint8_t *payload, size_t len,
+                                 sqlcap_val *vals, tb_error *err)
+{
+    size_t nst = t->store ? t->nstore : t->ncols;
     sqlcap_val tmp[64], *rec = nst <= 64 ? tmp : malloc(nst * sizeof *rec);
     size_t got = 0;
     tb_code rc = TB_OK;
@@ -439,7 +448,7 @@ tb_code sqlcap_row_decode(const sqlcap_tbl *t, int64_t rowid, const uint8_t *pay
     for (size_t c = 0; c < t->ncols; c++)
         vals[c] = t->dflt[c];
     for (size_t s = 0; s < got; s++) {
-        size_t c = t->without_rowid ? t->store[s] : s;
+        size_t c = t->store ? t->store[s] : s;
         if (c < t->ncols)
             vals[c] = rec[s];
     }
