@@ -10,6 +10,7 @@
 #include "app_metrics.h"
 #include "binlog.h"
 #include "cfg.h"
+#include "cfg_filter.h"
 #include "ksink_lease.h"
 #include "snap_incremental.h"
 #include "snap_schema.h"
@@ -61,7 +62,7 @@ typedef struct run_ctx {
                                       source from sink_committable() */
     uint64_t aborts_seen;          /* sink_stats.aborts already acted on */
     uint64_t restarts;             /* source re-reads after aborted Kafka transactions */
-    snap_filter filter;            /* tables.include / tables.exclude (owned) */
+    cfg_filter filter;             /* tables.include / tables.exclude (owned) */
     bool filter_ok;
     struct {
         const evt_table *t;        /* not dereferenced; names checked too (addresses get reused) */

@@ -223,7 +223,7 @@ typedef struct sqlite_count {
 static void sqlite_count_one(void *opaque, const char *db, const char *table)
 {
     sqlite_count *c = opaque;
-    c->n += snap_filter_match(&c->r->filter, db, table);
+    c->n += cfg_filter_match(&c->r->filter, db, table);
 }
 
 static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
@@ -477,7 +477,7 @@ int cmd_run(int argc, char **argv)
         }
         goto out;
     }
-    if ((rc = snap_filter_init(&r.filter, r.cfg, &err)) != TB_OK)
+    if ((rc = cfg_filter_init(&r.filter, r.cfg, &err)) != TB_OK)
         goto out;
     r.filter_ok = true;
     if ((rc = run_sink_open(&r, &err)) != TB_OK)
@@ -553,7 +553,7 @@ out:
     tb_position_free(&r.last_end);
     tb_buf_free(&r.status_path);
     if (r.filter_ok)
-        snap_filter_free(&r.filter);
+        cfg_filter_free(&r.filter);
     tb_hmap_free(&r.keyless, NULL);
     run_txmeta_free(&r);
     snap_inc_close(r.inc);

@@ -457,7 +457,7 @@ typedef struct vanished_ctx {
 static tb_code vanished_one(void *opaque, const char *db, const char *table, tb_error *err)
 {
     vanished_ctx *v = opaque;
-    if (!snap_filter_match(&v->r->filter, db, table))
+    if (!cfg_filter_match(&v->r->filter, db, table))
         return TB_OK;
     if (table_key(&v->k, db, table) != TB_OK)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
@@ -556,7 +556,7 @@ static tb_code sqlkeys_table(void *opaque, evt_table *t, bool end, tb_error *err
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     if (end)
         *v = k;
-    if (end && snap_filter_match(&k->r->filter, evt_table_db(t), evt_table_name(t)))
+    if (end && cfg_filter_match(&k->r->filter, evt_table_db(t), evt_table_name(t)))
         rc = run_reconcile(k->r, t, evt_table_db(t), evt_table_name(t), &k->keys, k->at, err);
     tb_kset_free(&k->keys);
     return rc;
@@ -594,7 +594,7 @@ tb_code run_reconcile_sqlite(run_ctx *r, const run_keys_at *at, tb_error *err)
 static bool gone_captured(void *opaque, const char *db, const char *table)
 {
     run_ctx *r = opaque;
-    return snap_filter_match(&r->filter, db, table);
+    return cfg_filter_match(&r->filter, db, table);
 }
 
 /* A captured table's topic is gone (DESIGN 6a): never made again silently. A table the source

@@ -42,7 +42,7 @@ static tb_code run_incremental(run_ctx *r, const evt_event *ev, tb_error *err)
             rc = run_sink_error(r, run_sink_send(r, row, err), false, err);
     }
     evt_table *done = rc == TB_OK ? snap_inc_take_finished(r->inc) : NULL;
-    if (done && snap_filter_match(&r->filter, evt_table_db(done), evt_table_name(done))) {
+    if (done && cfg_filter_match(&r->filter, evt_table_db(done), evt_table_name(done))) {
         /* its last chunk is out: the reconcile step, in the high watermark's transaction */
         run_keys_at at = {.pos = evt_event_position(ev),
                           .conn = evt_event_connector(ev),

@@ -90,7 +90,7 @@ static void stmt_text(const binlog_stmt *st, tb_buf *out)
 
 static bool captured(run_ctx *r, const binlog_stmt_table *t)
 {
-    return snap_filter_match(&r->filter, t->db, t->table);
+    return cfg_filter_match(&r->filter, t->db, t->table);
 }
 
 static tb_code stmt_dml(const binlog_stmt *st, const binlog_stmt_table *t, tb_error *err)

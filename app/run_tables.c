@@ -37,7 +37,7 @@ bool run_keep(run_ctx *r, const evt_event *ev)
         if (r->filter_cache[i].t == t && strcmp(c, db) == 0 && strcmp(c + dl + 1, name) == 0)
             return r->filter_cache[i].keep;
     }
-    bool keep = snap_filter_match(&r->filter, db, name);
+    bool keep = cfg_filter_match(&r->filter, db, name);
     if (cacheable) {
         size_t slot = r->filter_next++ % n;
         r->filter_cache[slot].t = t;
@@ -182,7 +182,7 @@ static tb_code seq_row(void *opaque, char **col, unsigned long *len, unsigned nc
 {
     (void)len, (void)err;
     seq_list *l = opaque;
-    if (ncols < 2 || !col[0] || !col[1] || !snap_filter_match(&l->r->filter, col[0], col[1]))
+    if (ncols < 2 || !col[0] || !col[1] || !cfg_filter_match(&l->r->filter, col[0], col[1]))
         return TB_OK;
     l->n++;
     TB_INFO("run", "%s.%s is a SEQUENCE: not captured (its row is the generator's state, not a table's rows); "

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cfg_filter.h"
 #include "snap.h"
 #include "snap_schema.h"
 #include "sqlcap.h"
@@ -29,7 +30,7 @@ struct vsrc {
     sqlcap *sq;           /* SQLite */
     bool sq_done;
     tb_position pos;
-    snap_filter filter;   /* tables.include / exclude */
+    cfg_filter filter;    /* tables.include / exclude */
     regex_t only;
     bool has_only;
     vsrc_tab *tabs;
@@ -38,7 +39,7 @@ struct vsrc {
 
 static bool selected(const vsrc *s, const char *db, const char *table)
 {
-    if (!snap_filter_match(&s->filter, db, table))
+    if (!cfg_filter_match(&s->filter, db, table))
         return false;
     if (!s->has_only)
         return true;
@@ -130,7 +131,7 @@ tb_code vsrc_open(cfg *c, const char *only_re, vsrc **out, tb_error *err)
     if (!s)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     tb_position_init(&s->pos);
-    tb_code rc = snap_filter_init(&s->filter, c, err);
+    tb_code rc = cfg_filter_init(&s->filter, c, err);
     if (rc == TB_OK && only_re) {
         if (regcomp(&s->only, only_re, REG_EXTENDED | REG_NOSUB) != 0)
             rc = tb_error_set(err, TB_ERR_CONFIG, false, "--tables: bad regex '%s'", only_re);
@@ -202,7 +203,7 @@ void vsrc_close(vsrc *s)
     snap_close(s->snap);
     sqlcap_close(s->sq);
     tb_position_free(&s->pos);
-    snap_filter_free(&s->filter);
+    cfg_filter_free(&s->filter);
     if (s->has_only)
         regfree(&s->only);
     for (size_t i = 0; i < s->ntabs; i++) {

@@ -254,7 +254,7 @@ void snap_close(snap *s)
 tb_code snap_open(const cfg *c, snap **out, tb_error *err)
 {
     tb_code rc = TB_OK;
-    snap_filter f;
+    cfg_filter f;
     memset(&f, 0, sizeof(f));
     *out = NULL;
     const char *type = cfg_get_str(c, "source.type");
@@ -265,7 +265,7 @@ tb_code snap_open(const cfg *c, snap **out, tb_error *err)
     if (!s)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     tb_position_init(&s->pos);
-    rc = snap_filter_init(&f, c, err);
+    rc = cfg_filter_init(&f, c, err);
     if (rc != TB_OK)
         goto out;
     rc = snap_sql_connect(c, &s->my, &s->mariadb, err);
@@ -312,7 +312,7 @@ tb_code snap_open(const cfg *c, snap **out, tb_error *err)
     *out = s;
     s = NULL;
 out:
-    snap_filter_free(&f);
+    cfg_filter_free(&f);
     snap_close(s);
     return rc;
 }

@@ -6,7 +6,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "evt_json.h"
 #include "myconn.h"
@@ -16,67 +15,10 @@
 #include "tb_buf.h"
 #include "tb_log.h"
 
-/* ============================================================ filter */
-
-tb_code snap_filter_init(snap_filter *f, const cfg *c, tb_error *err)
-{
-    memset(f, 0, sizeof(*f));
-    const char *inc = cfg_get_str(c, "tables.include");
-    const char *exc = cfg_get_str(c, "tables.exclude");
-    if (inc && *inc) {
-        if (regcomp(&f->inc, inc, REG_EXTENDED | REG_NOSUB) != 0)
-            return tb_error_set(err, TB_ERR_CONFIG, false, "tables.include: bad regex '%s'", inc);
-        f->has_inc = true;
-    }
-    if (exc && *exc) {
-        if (regcomp(&f->exc, exc, REG_EXTENDED | REG_NOSUB) != 0) {
-            snap_filter_free(f);
-            return tb_error_set(err, TB_ERR_CONFIG, false, "tables.exclude: bad regex '%s'", exc);
-        }
-        f->has_exc = true;
-    }
-    return TB_OK;
-}
-
-void snap_filter_free(snap_filter *f)
-{
-    if (!f)
-        return;
-    if (f->has_inc)
-        regfree(&f->inc);
-    if (f->has_exc)
-        regfree(&f->exc);
-    f->has_inc = f->has_exc = false;
-}
-
-static bool system_schema(const char *db)
-{
-    static const char *const sys[] = {"mysql", "information_schema", "performance_schema", "sys"};
-    for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
-        if (strcasecmp(db, sys[i]) == 0)
-            return true;
-    return false;
-}
-
-bool snap_filter_match(const snap_filter *f, const char *db, const char *table)
-{
-    if (system_schema(db) || strcmp(table, SNAP_SIGNAL_TABLE) == 0)
-        return false;
-    tb_buf b;
-    tb_buf_init(&b, 0);
-    bool ok = tb_buf_printf(&b, "%s.%s", db, table) == TB_OK;
-    if (ok && f->has_inc && regexec(&f->inc, tb_buf_cstr(&b), 0, NULL, 0) != 0)
-        ok = false;
-    if (ok && f->has_exc && regexec(&f->exc, tb_buf_cstr(&b), 0, NULL, 0) == 0)
-        ok = false;
-    tb_buf_free(&b);
-    return ok;
-}
-
 /* ============================================================ list */
 
 typedef struct list_ctx {
-    const snap_filter *f;
+    const cfg_filter *f;
     snap_tinfo *v;
     size_t n, cap;
 } list_ctx;
@@ -91,7 +33,7 @@ static tb_code list_row(void *opaque, char **col, unsigned long *len, unsigned n
     list_ctx *l = opaque;
     (void)len;
     (void)ncols;
-    if (!col[0] || !col[1] || !snap_filter_match(l->f, col[0], col[1]))
+    if (!col[0] || !col[1] || !cfg_filter_match(l->f, col[0], col[1]))
         return TB_OK;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
@@ -113,7 +55,7 @@ static tb_code list_row(void *opaque, char **col, unsigned long *len, unsigned n
     return TB_OK;
 }
 
-tb_code snap_schema_list(MYSQL *my, const snap_filter *f, snap_tinfo **out, size_t *n, tb_error *err)
+tb_code snap_schema_list(MYSQL *my, const cfg_filter *f, snap_tinfo **out, size_t *n, tb_error *err)
 {
     list_ctx l = {.f = f};
     tb_code rc = myconn_query(my,
@@ -141,13 +83,13 @@ static int topic_cmp(const void *a, const void *b)
 
 tb_code snap_check_topics(const cfg *c, size_t *ntables, tb_error *err)
 {
-    snap_filter f;
+    cfg_filter f;
     MYSQL *my = NULL;
     snap_tinfo *tinfo = NULL;
     topic_of *v = NULL;
     size_t n = 0;
     bool mariadb = false;
-    tb_code rc = snap_filter_init(&f, c, err);
+    tb_code rc = cfg_filter_init(&f, c, err);
     if (rc != TB_OK)
         return rc;
     if ((rc = snap_sql_connect(c, &my, &mariadb, err)) != TB_OK ||
@@ -187,7 +129,7 @@ out:
     snap_tinfo_free_all(tinfo, n);
     if (my)
         snap_sql_release(c, my);
-    snap_filter_free(&f);
+    cfg_filter_free(&f);
     return rc;
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cfg.h"
+#include "cfg_filter.h"
 #include "tb_file.h"
 #include "cfg_internal.h"
 
@@ -650,5 +651,32 @@ Test(cfg, empty_secret_file_refused)
     cr_expect_not_null(strstr(err.msg, "f:3: kafka.sasl.password.file: "), "%s", err.msg);
     cr_expect_not_null(strstr(err.msg, " is empty"), "%s", err.msg);
     cr_assert_not(cfg_is_set(c, "kafka.sasl.password"));
+    cfg_free(c);
+}
+
+/* cfg_filter: tables.include / tables.exclude over "db.table"; system schemas and the signal
+ * table never match; an empty filter matches the rest. */
+Test(cfg, table_filter)
+{
+    cfg *c = cfg_new();
+    tb_error err;
+    cr_assert_eq(cfg_set(c, "tables.include", "^shop\\.", "--set", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(cfg_set(c, "tables.exclude", "\\.audit_", "--set", &err), TB_OK, "%s", err.msg);
+    cfg_filter f;
+    cr_assert_eq(cfg_filter_init(&f, c, &err), TB_OK, "%s", err.msg);
+    cr_assert(cfg_filter_match(&f, "shop", "orders"));
+    cr_assert_not(cfg_filter_match(&f, "shop", "audit_log"));
+    cr_assert_not(cfg_filter_match(&f, "other", "orders"));
+    cr_assert_not(cfg_filter_match(&f, "shop", CFG_SIGNAL_TABLE));
+    cfg_filter_free(&f);
+    cfg_filter_free(&f); /* again: a no-op */
+    cfg_free(c);
+    c = cfg_new();
+    cr_assert_eq(cfg_filter_init(&f, c, &err), TB_OK);
+    cr_assert(cfg_filter_match(&f, "x", "y"));
+    cr_assert_not(cfg_filter_match(&f, "mysql", "user"));
+    cr_assert_not(cfg_filter_match(&f, "performance_schema", "threads"));
+    cr_assert_not(cfg_filter_match(&f, "x", "tributary_signal"));
+    cfg_filter_free(&f);
     cfg_free(c);
 }

@@ -1,4 +1,4 @@
-/* Unit tests of snapshot/: labels, type mapping, filters, snapshot.mode, saved keys. */
+/* Unit tests of snapshot/ and the mymeta pieces it reads with: labels, types, snapshot.mode, saved keys. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,28 +88,6 @@ Test(snapshot_unit, types)
     cr_assert_eq(mymeta_type("point"), EVT_T_GEOMETRY);
     cr_assert_eq(mymeta_type("mediumtext"), EVT_T_TEXT);
     cr_assert_eq(mymeta_type("nonsense"), EVT_T_UNKNOWN);
-}
-
-Test(snapshot_unit, filter)
-{
-    const char *kv[] = {"tables.include", "^shop\\.", "tables.exclude", "\\.audit_", NULL};
-    cfg *c = mk(kv);
-    snap_filter f;
-    tb_error err;
-    cr_assert_eq(snap_filter_init(&f, c, &err), TB_OK, "%s", err.msg);
-    cr_assert(snap_filter_match(&f, "shop", "orders"));
-    cr_assert_not(snap_filter_match(&f, "shop", "audit_log"));
-    cr_assert_not(snap_filter_match(&f, "other", "orders"));
-    cr_assert_not(snap_filter_match(&f, "shop", "tributary_signal"));
-    snap_filter_free(&f);
-    cfg_free(c);
-    c = mk(NULL);
-    cr_assert_eq(snap_filter_init(&f, c, &err), TB_OK);
-    cr_assert(snap_filter_match(&f, "x", "y"));
-    cr_assert_not(snap_filter_match(&f, "mysql", "user"));
-    cr_assert_not(snap_filter_match(&f, "performance_schema", "threads"));
-    snap_filter_free(&f);
-    cfg_free(c);
 }
 
 Test(snapshot_unit, decide)
