@@ -26,30 +26,6 @@
 
 static const char *registry(void) { return tb_itest_env("TRIBUTARY_TEST_REGISTRY_URL"); }
 
-/* Produce a fixture dump (lines "KEY\tVALUE", VALUE NULL = tombstone) into topic as it is. */
-static size_t produce_json(rd_kafka_t *rk, const char *path, const char *topic)
-{
-    tb_buf f;
-    tb_buf_init(&f, 0);
-    cr_assert(e2e_slurp(path, &f), "cannot read %s", path);
-    size_t n = 0;
-    char *p = f.data;
-    while (p && *p) {
-        char *nl = strchr(p, '\n');
-        if (nl)
-            *nl = 0;
-        char *tab = strchr(p, '\t');
-        cr_assert_not_null(tab, "%s: line without a TAB", path);
-        *tab = 0;
-        it_produce(rk, topic, 0, p, strcmp(tab + 1, "NULL") == 0 ? NULL : tab + 1);
-        n++;
-        p = nl ? nl + 1 : NULL;
-    }
-    it_flush(rk);
-    tb_buf_free(&f);
-    return n;
-}
-
 /* The same dump in Avro (dbz_avro_produce.py); asked again while the registry times out. */
 static size_t produce_avro(const char *path, const char *topic)
 {
@@ -213,7 +189,7 @@ Test(avro_dbz_cache, debezium_avro_equals_debezium_json, .timeout = 600, .fini =
             it_create_topic(rk, ta, 1, 0);
             it_create_topic(rk, tj, 1, 0);
             cr_assert_eq(produce_avro(path, ta), tables[t].messages, "%s in Avro", path);
-            cr_assert_eq(produce_json(rk, path, tj), tables[t].messages, "%s", path);
+            cr_assert_eq(it_produce_dump(rk, path, tj), tables[t].messages, "%s", path);
         }
         snprintf(dba, sizeof dba, "%s/%s-avro.db", dir, variants[v]);
         snprintf(dbj, sizeof dbj, "%s/%s-json.db", dir, variants[v]);

@@ -125,6 +125,38 @@ static inline void it_flush(rd_kafka_t *rk)
     cr_assert_eq(rd_kafka_flush(rk, 60000), 0, "flush timed out");
 }
 
+/* Produce a dump of Debezium's messages (tests/fixtures/debezium: "key<TAB>value" per line, the
+ * value NULL for a tombstone) to partition 0 of topic, in order; the number of messages. */
+static inline size_t it_produce_dump(rd_kafka_t *rk, const char *path, const char *topic)
+{
+    FILE *fp = fopen(path, "rb");
+    cr_assert_not_null(fp, "cannot read %s", path);
+    cr_assert_eq(fseek(fp, 0, SEEK_END), 0);
+    long len = ftell(fp);
+    cr_assert_geq(len, 0);
+    rewind(fp);
+    char *text = malloc((size_t)len + 1);
+    cr_assert_not_null(text);
+    cr_assert_eq(fread(text, 1, (size_t)len, fp), (size_t)len, "cannot read %s", path);
+    text[len] = 0;
+    fclose(fp);
+    size_t n = 0;
+    for (char *p = text; p && *p;) {
+        char *nl = strchr(p, '\n');
+        if (nl)
+            *nl = 0;
+        char *tab = strchr(p, '\t');
+        cr_assert_not_null(tab, "%s: line without a TAB", path);
+        *tab = 0;
+        it_produce(rk, topic, 0, p, strcmp(tab + 1, "NULL") == 0 ? NULL : tab + 1);
+        n++;
+        p = nl ? nl + 1 : NULL;
+    }
+    it_flush(rk);
+    free(text);
+    return n;
+}
+
 /* Count records now in a topic (all partitions, from the beginning). */
 static inline long it_count_records(const char *topic, int partitions)
 {

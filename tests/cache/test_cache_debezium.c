@@ -108,30 +108,6 @@ static void replay(const char *prefix, const char *db, const char *log, const ch
     e2e_assert_clean_log(log);
 }
 
-/* Produce a fixture dump (lines "KEY\tVALUE", VALUE NULL = tombstone) into topic. */
-static size_t produce_dump(rd_kafka_t *rk, const char *path, const char *topic)
-{
-    tb_buf f;
-    tb_buf_init(&f, 0);
-    slurp_or_fail(path, &f);
-    size_t n = 0;
-    char *p = f.data;
-    while (p && *p) {
-        char *nl = strchr(p, '\n');
-        if (nl)
-            *nl = 0;
-        char *tab = strchr(p, '\t');
-        cr_assert_not_null(tab, "%s: line without a TAB", path);
-        *tab = 0;
-        it_produce(rk, topic, 0, p, strcmp(tab + 1, "NULL") == 0 ? NULL : tab + 1);
-        n++;
-        p = nl ? nl + 1 : NULL;
-    }
-    it_flush(rk);
-    tb_buf_free(&f);
-    return n;
-}
-
 /* ------------------------------------------------------------- cell comparison */
 
 /* A cell Debezium's encoding lost: variant ("" = every variant, "-x" = every variant
@@ -467,7 +443,7 @@ Test(debezium, golden_variants_equal_tributary, .timeout = 600, .fini = e2e_kill
             snprintf(topic, sizeof topic, "%s.golden.%s", vp, table);
             snprintf(path, sizeof path, FIX "/%s/%s.tsv", variants[v], table);
             it_create_topic(rk, topic, 1, 0);
-            cr_assert_eq(produce_dump(rk, path, topic), (size_t)(k ? 22 : 18), "%s", path);
+            cr_assert_eq(it_produce_dump(rk, path, topic), (size_t)(k ? 22 : 18), "%s", path);
         }
         snprintf(dbb, sizeof dbb, "%s/%s.db", dir, variants[v]);
         snprintf(clog, sizeof clog, "%s/cache-%s.log", dir, variants[v]);
@@ -656,11 +632,11 @@ Test(debezium, fsp_from_schema_history, .timeout = 300, .fini = e2e_kill_childre
             snprintf(topic, sizeof topic, "%s.fsp.%s", vp, k ? "k" : "t");
             snprintf(path, sizeof path, FIX "/history/defaults-schemas/%s.tsv", k ? "k" : "t");
             it_create_topic(rk, topic, 1, 0);
-            cr_assert_eq(produce_dump(rk, path, topic), (size_t)(k ? 4 : 8), "%s", path);
+            cr_assert_eq(it_produce_dump(rk, path, topic), (size_t)(k ? 4 : 8), "%s", path);
         }
         snprintf(hist, sizeof hist, "hist_%s", vp); /* outside the cache's topic regex */
         it_create_topic(rk, hist, 1, -1);
-        cr_assert_eq(produce_dump(rk, FIX "/history/defaults-schemas/schemahistory.tsv", hist), (size_t)9);
+        cr_assert_eq(it_produce_dump(rk, FIX "/history/defaults-schemas/schemahistory.tsv", hist), (size_t)9);
         snprintf(dbb, sizeof dbb, "%s/debezium-%d.db", dir, with);
         snprintf(clog, sizeof clog, "%s/cache-debezium-%d.log", dir, with);
         snprintf(set, sizeof set, "cache.debezium.history.topic=%s", hist);
