@@ -75,9 +75,9 @@ static tb_code schema_of(av_msg *m, uint32_t id, av_msg_schema **out, tb_error *
         m->cap = cap;
     }
     char *avsc = NULL;
-    tb_code rc = sreg_schema_by_id(m->reg, id, &avsc, err);
+    tb_code rc = sreg_schema_by_id(m->reg, id, &avsc, err); /* its error names the id and the registry */
     if (rc != TB_OK)
-        return tb_error_prefix(err, rc, "Avro schema id %u: ", id);
+        return rc;
     av_msg_schema s = {id, NULL, NULL, 0};
     tb_buf cs;
     tb_buf_init(&cs, 0);
