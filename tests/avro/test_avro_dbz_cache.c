@@ -68,25 +68,6 @@ static void replay(const char *dir, const char *prefix, const char *db)
     e2e_assert_clean_log(log);
 }
 
-static void cell_text(sqlite3_stmt *st, int i, char *out, size_t cap)
-{
-    int t = sqlite3_column_type(st, i);
-    static const char *names[] = {"?", "INTEGER", "REAL", "TEXT", "BLOB", "NULL"};
-    if (t == SQLITE_BLOB) {
-        const unsigned char *b = sqlite3_column_blob(st, i);
-        int n = sqlite3_column_bytes(st, i);
-        size_t o = (size_t)snprintf(out, cap, "BLOB:x'");
-        for (int k = 0; k < n && o + 3 < cap; k++)
-            o += (size_t)snprintf(out + o, cap - o, "%02x", b[k]);
-        snprintf(out + o, cap - o, "'");
-    } else if (t == SQLITE_FLOAT) {
-        snprintf(out, cap, "REAL:%.17g", sqlite3_column_double(st, i));
-    } else {
-        const char *s = (const char *)sqlite3_column_text(st, i);
-        snprintf(out, cap, "%s:%s", names[t], s ? s : "");
-    }
-}
-
 /* Same storage class and value (REAL: the same bits; TEXT, BLOB: the same bytes). */
 static bool cell_eq(sqlite3_stmt *a, sqlite3_stmt *b, int i)
 {
@@ -149,8 +130,8 @@ static int compare_table(const char *avro_db, const char *json_db, const char *v
             if (cell_eq(sa, sj, i))
                 continue;
             char ta[512], tj[512];
-            cell_text(sa, i, ta, sizeof ta);
-            cell_text(sj, i, tj, sizeof tj);
+            it_cell_text(sa, i, ta, sizeof ta);
+            it_cell_text(sj, i, tj, sizeof tj);
             fprintf(stderr, "%s %s row %d column %s: Avro %s, JSON %s\n", variant, table, *rows,
                     sqlite3_column_name(sj, i), ta, tj);
             bad++;

@@ -157,6 +157,26 @@ static inline size_t it_produce_dump(rd_kafka_t *rk, const char *path, const cha
     return n;
 }
 
+/* One cache cell as "TYPE:value" for messages (BLOB as x'..', REAL with 17 digits). */
+static inline void it_cell_text(sqlite3_stmt *st, int i, char *out, size_t cap)
+{
+    int t = sqlite3_column_type(st, i);
+    static const char *names[] = {"?", "INTEGER", "REAL", "TEXT", "BLOB", "NULL"};
+    if (t == SQLITE_BLOB) {
+        const unsigned char *b = sqlite3_column_blob(st, i);
+        int n = sqlite3_column_bytes(st, i);
+        size_t o = (size_t)snprintf(out, cap, "BLOB:x'");
+        for (int k = 0; k < n && o + 3 < cap; k++)
+            o += (size_t)snprintf(out + o, cap - o, "%02x", b[k]);
+        snprintf(out + o, cap - o, "'");
+    } else if (t == SQLITE_FLOAT) {
+        snprintf(out, cap, "REAL:%.17g", sqlite3_column_double(st, i));
+    } else {
+        const char *s = (const char *)sqlite3_column_text(st, i);
+        snprintf(out, cap, "%s:%s", names[t], s ? s : "");
+    }
+}
+
 /* Count records now in a topic (all partitions, from the beginning). */
 static inline long it_count_records(const char *topic, int partitions)
 {

@@ -207,26 +207,6 @@ static const loss *lost(const char *variant, const char *table, const char *colu
     return NULL;
 }
 
-/* The text of one cell for messages: "TYPE:value". */
-static void cell_text(sqlite3_stmt *st, int i, char *out, size_t cap)
-{
-    int t = sqlite3_column_type(st, i);
-    static const char *names[] = {"?", "INTEGER", "REAL", "TEXT", "BLOB", "NULL"};
-    if (t == SQLITE_BLOB) {
-        const unsigned char *b = sqlite3_column_blob(st, i);
-        int n = sqlite3_column_bytes(st, i);
-        size_t o = (size_t)snprintf(out, cap, "BLOB:x'");
-        for (int k = 0; k < n && o + 3 < cap; k++)
-            o += (size_t)snprintf(out + o, cap - o, "%02x", b[k]);
-        snprintf(out + o, cap - o, "'");
-    } else if (t == SQLITE_FLOAT) {
-        snprintf(out, cap, "REAL:%.17g", sqlite3_column_double(st, i));
-    } else {
-        const char *s = (const char *)sqlite3_column_text(st, i);
-        snprintf(out, cap, "%s:%s", names[t], s ? s : "");
-    }
-}
-
 /* Same storage class and value (REAL: the same bits; TEXT, BLOB: the same bytes). */
 static bool cell_eq(sqlite3_stmt *a, int i, sqlite3_stmt *b, int j)
 {
@@ -291,8 +271,8 @@ static int compare_table_of(const char *dba, const char *dbb, const char *varian
                     break;
             cr_assert_lt(j, sqlite3_column_count(sb), "%s.%s: no column %s", variant, table, col);
             char ta[256], tb[256];
-            cell_text(sa, i, ta, sizeof ta);
-            cell_text(sb, j, tb, sizeof tb);
+            it_cell_text(sa, i, ta, sizeof ta);
+            it_cell_text(sb, j, tb, sizeof tb);
             bool same = cell_eq(sa, i, sb, j);
             const loss *l = lost(variant, table, col, rname);
             if (l) {
