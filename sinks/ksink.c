@@ -357,14 +357,51 @@ static ksink_table *ksink_tab_get(ksink *ks, evt_table *t, tb_error *err)
     return e;
 }
 
-/* ksink_topic_ensure for this sink: a failure the error callback recorded meanwhile (a refused
- * login) is the error reported, not the timeout it caused. */
+tb_code ksink_wait_kafka(ksink *ks, const char *what, ksink_op_fn op, void *arg, tb_error *err)
+{
+    bool said = false;
+    int64_t t0 = tb_mono_ms();
+    for (;;) {
+        tb_code rc = op(ks, arg, err);
+        if (rc != TB_OK && ks->failed) /* a refused login: the error, not the timeout it caused */
+            return ksink_failed(ks, err);
+        if (rc == TB_OK) {
+            ks->reached = true;
+            if (said)
+                TB_INFO("ksink", "%s: done, after %.1f s waiting for Kafka", what, (double)(tb_mono_ms() - t0) / 1000);
+            return TB_OK;
+        }
+        if (!ks->reached || !err->retriable || (ks->stop && *ks->stop))
+            return rc;
+        if (!said)
+            TB_WARN("ksink", "%s: %s: waiting for Kafka, trying again until it answers (nothing is lost)", what,
+                    err->msg);
+        said = true;
+        ksink_poll(ks, 500); /* the messages queued before go on; delivery reports are served */
+        if (ks->wait)
+            ks->wait(ks->wait_opaque);
+    }
+}
+
+typedef struct ksink_ensure_arg {
+    const char *topic;
+    int partitions;
+    bool compact;
+} ksink_ensure_arg;
+
+static tb_code ksink_ensure_once(ksink *ks, void *arg, tb_error *err)
+{
+    const ksink_ensure_arg *a = arg;
+    return ksink_topic_ensure_until(ks->rk, ks->c, a->topic, a->partitions, a->compact, &ks->failed, err);
+}
+
+/* ksink_topic_ensure for this sink, through ksink_wait_kafka. */
 static tb_code ksink_ensure(ksink *ks, const char *topic, int partitions, bool compact, tb_error *err)
 {
-    tb_code rc = ksink_topic_ensure_until(ks->rk, ks->c, topic, partitions, compact, &ks->failed, err);
-    if (rc != TB_OK && ks->failed)
-        return ksink_failed(ks, err);
-    return rc;
+    ksink_ensure_arg a = {topic, partitions, compact};
+    char what[320];
+    snprintf(what, sizeof what, "topic %s", topic);
+    return ksink_wait_kafka(ks, what, ksink_ensure_once, &a, err);
 }
 
 static tb_code ksink_aux_ensure(ksink *ks, ksink_aux_topic *a, int partitions, bool compact, tb_error *err)

@@ -169,6 +169,7 @@ struct ksink {
     void *wait_opaque;
     bool gate_refused;       /* the last message was refused by the gate (no exactly_once abort) */
     bool failed;             /* set by callbacks */
+    bool reached;            /* an operation through ksink_wait_kafka succeeded once */
     tb_error fail_err;
     bool txn_dr_failed;      /* exactly.once: a message of the open Kafka transaction failed */
     tb_error txn_err;
@@ -182,6 +183,16 @@ struct ksink {
     uint64_t offs_sent, offs_acked;
     ksink_stats st;
 };
+
+/* Kafka away once the sink has reached it is waited for, as a send waits for it (DESIGN 4):
+ * op, failing retriably (brokers down, a broker restarting, a request timed out), is tried
+ * again until it succeeds, fails otherwise, the producer's callbacks record a failure (that
+ * error is returned), or a stop is requested. The first retriable failure WARNs, naming what;
+ * between tries the messages queued before go on and the wait hook (ksink_set_wait) keeps
+ * status and /health current. Before the first success a failure is returned at once: start-up
+ * reports an unreachable Kafka (run_retry). */
+typedef tb_code (*ksink_op_fn)(ksink *ks, void *arg, tb_error *err);
+TB_MUST_USE tb_code ksink_wait_kafka(ksink *ks, const char *what, ksink_op_fn op, void *arg, tb_error *err);
 
 /* Hand one message to librdkafka now (after the staged ones), polling while
  * the queue is full. seq: the delivery opaque. */

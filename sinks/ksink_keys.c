@@ -257,41 +257,60 @@ static tb_code kk_give_key(void *opaque, const char *key, size_t klen, const cha
     return rc;
 }
 
-tb_code ksink_topic_keys(ksink *ks, const evt_table *t, const tb_kset *keep, ksink_key_fn fn, void *opaque,
-                         tb_error *err)
+typedef struct kk_arg {
+    const tb_kset *keep;
+    ksink_key_fn fn;
+    void *opaque;
+    const char *topic;
+} kk_arg;
+
+/* One read of the keys (ksink_topic_keys); a retriable failure reads again from the start. */
+static tb_code kk_once(ksink *ks, void *arg, tb_error *err)
 {
-    tb_code rc = TB_OK;
-    kk_read k = {.keep = keep, .fn = fn, .opaque = opaque, .ks = ks};
+    const kk_arg *a = arg;
+    tb_code rc;
+    kk_read k = {.keep = a->keep, .fn = a->fn, .opaque = a->opaque, .ks = ks};
     tb_kset_init(&k.seen);
     tb_buf_init(&k.kjson, 0);
-    tb_buf topic;
-    tb_buf_init(&topic, 0);
-    const char *isolation = keep ? "read_committed" : "read_uncommitted";
-    if ((rc = evt_json_topic(&ks->copts, t, &topic)) != TB_OK) {
-        rc = tb_error_set(err, rc, false, "topic name of %s.%s", evt_table_db(t), evt_table_name(t));
-        goto out;
-    }
+    const char *isolation = a->keep ? "read_committed" : "read_uncommitted";
     /* everything sent so far is in the topic before it is read */
     if ((rc = ksink_flush(ks, ksink_request_timeout_ms(ks->c), err)) != TB_OK)
         goto out;
     kk_plain note = {kk_note_key, &k}, give = {kk_give_key, &k};
-    if ((rc = ksink_topic_read(ks->c, KSINK_ROLE_CONSUMER, topic.data, isolation, "keys-reader", kk_plain_record,
+    if ((rc = ksink_topic_read(ks->c, KSINK_ROLE_CONSUMER, a->topic, isolation, "keys-reader", kk_plain_record,
                                &note, err)) != TB_OK)
         goto out;
-    k.topic = topic.data;
+    k.topic = a->topic;
     if (k.live > 0)
-        rc = ksink_topic_read(ks->c, KSINK_ROLE_CONSUMER, topic.data, isolation, "keys-reader", kk_plain_record,
+        rc = ksink_topic_read(ks->c, KSINK_ROLE_CONSUMER, a->topic, isolation, "keys-reader", kk_plain_record,
                               &give, err);
 out:
     /* A refused login or certificate is what the reader's failure means: the producer's error
      * callback knows it (served here, since nothing polled the producer during the read). */
     if (rc != TB_OK && !ks->failed)
         rd_kafka_poll(ks->rk, 0);
-    if (rc != TB_OK && ks->failed)
-        rc = ksink_failed(ks, err);
     tb_kset_free(&k.seen);
-    tb_buf_free(&topic);
     tb_buf_free(&k.kjson);
+    return rc;
+}
+
+tb_code ksink_topic_keys(ksink *ks, const evt_table *t, const tb_kset *keep, ksink_key_fn fn, void *opaque,
+                         tb_error *err)
+{
+    tb_buf topic;
+    tb_buf_init(&topic, 0);
+    tb_code rc = evt_json_topic(&ks->copts, t, &topic);
+    if (rc != TB_OK) {
+        rc = tb_error_set(err, rc, false, "topic name of %s.%s", evt_table_db(t), evt_table_name(t));
+    } else {
+        /* Kafka away meanwhile is waited for; a key given twice by a read tried again is a
+         * tombstone sent twice, which the topic read as a table does not see */
+        kk_arg a = {keep, fn, opaque, topic.data};
+        char what[320];
+        snprintf(what, sizeof what, "the keys of topic %s", topic.data);
+        rc = ksink_wait_kafka(ks, what, kk_once, &a, err);
+    }
+    tb_buf_free(&topic);
     return rc;
 }
 

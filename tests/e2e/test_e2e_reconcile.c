@@ -31,6 +31,11 @@
  *   every row is sent under the new key and the records under the old key
  *   are deleted, so the topic read as a KTable never holds a row twice;
  *   changes after each ALTER follow, and the cache equals the source.
+ * kafka_away_during_ddl: the broker stopped while streaming, then an ALTER
+ *   under ddl.alter.policy=resnapshot (its reconcile reads the topic), rows
+ *   deleted, and a table created (its topic is made): the run waits for
+ *   Kafka, WARNing what it waits for, instead of stopping; once the broker
+ *   is back the topics and the cache equal the source.
  * topic_gone (MySQL) and sqlite_topic_gone: a captured table's topic deleted
  *   while the connector is down (rows deleted and added meanwhile): the next
  *   run refuses to start (exit 1, naming the topic) and does not make the
@@ -343,6 +348,43 @@ Test(e2e_reconcile, two_alters, .timeout = 300, .fini = e2e_kill_children)
 Test(e2e_reconcile, two_alters_exactly_once, .timeout = 300, .fini = e2e_kill_children)
 {
     two_alters(true);
+}
+
+Test(e2e_reconcile, kafka_away_during_ddl, .timeout = 400, .init = tb_itest_restore_servers,
+     .fini = e2e_fini_servers)
+{
+    rc_run r;
+    rc_setup(&r, "e2ercaway", "ddl.alter.policy=resnapshot\nsnapshot.mode=when_needed\n");
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    rc_table(m, r.db, "t", 100);
+    rc_start(&r, NULL);
+    e2e_track(r.pid);
+    rc_caught_up(m, &r);
+    tb_itest_testenv("stop-kafka");
+    e2e_sql(m, "ALTER TABLE %s.t ADD COLUMN a1 INT NOT NULL DEFAULT 1", r.db);
+    e2e_sql(m, "DELETE FROM %s.t WHERE id <= 10", r.db);
+    rc_table(m, r.db, "t2", 20);
+    /* the reconcile's read or the new topic waits: the WARN names it (a request takes 30 s to time out) */
+    long long deadline = tb_itest_now_ms() + 180000;
+    while (rc_log_count(&r, "waiting for Kafka, trying again until it answers") == 0) {
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped while Kafka was away; see %s", r.log);
+        cr_assert(tb_itest_now_ms() < deadline, "no WARN of the wait for Kafka in 180 s; see %s", r.log);
+        usleep(200000);
+    }
+    tb_itest_testenv("start-kafka");
+    static const char *const cols[] = {"id", "v", "n", "a1", NULL};
+    static const char *const cols2[] = {"id", "v", "n", NULL};
+    rc_wait_topic_equal(m, &r, "t", cols, "id, v, n, a1", "t after Kafka came back");
+    rc_wait_topic_equal(m, &r, "t2", cols2, "id, v, n", "t2 after Kafka came back");
+    rc_caught_up(m, &r);
+    rc_stop(&r);
+    rc_cache_build(&r);
+    rc_assert_equal(&r, m, "t", cols, "id, v, n, a1", true);
+    rc_assert_equal(&r, m, "t2", cols2, "id, v, n", true);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
 }
 
 /* An ALTER while the resnapshot of the ALTER before it runs (its state file says chunks are
