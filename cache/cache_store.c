@@ -588,8 +588,27 @@ static tb_code same_column(const char *table, const char *a, const char *b, tb_e
                         table, a, b);
 }
 
+/* A table of ncols source columns beside the cache's own "_partition", which SQLite may not
+ * hold (SQLITE_LIMIT_COLUMN, 2000 in its default build): refused as reserved_column refuses
+ * its column (the cache stops, naming the table and the fix). */
+static tb_code too_many_columns(const cache_store *s, const char *table, size_t ncols, tb_error *err)
+{
+    int max = sqlite3_limit(s->db, SQLITE_LIMIT_COLUMN, -1);
+    if (ncols + 1 <= (size_t)max)
+        return TB_OK;
+    return tb_error_set(err, TB_ERR_UNSUPPORTED, false,
+                        "table \"%s\": %zu columns, but SQLite holds at most %d a table, the cache's own "
+                        "\"_partition\" included: leave the table out of cache.topics",
+                        table, ncols, max);
+}
+
 tb_code cache_store_create(cache_store *s, cache_table *t, tb_error *err)
 {
+    tb_code lrc = too_many_columns(s, t->name, t->ncols, err);
+    if (lrc != TB_OK) {
+        cache_table_free(t);
+        return lrc;
+    }
     for (size_t i = 0; i < t->ncols; i++)
         for (size_t j = i + 1; j < t->ncols; j++)
             if (sqlite3_stricmp(t->cols[i].name, t->cols[j].name) == 0) {
@@ -694,7 +713,8 @@ tb_code cache_store_add_column(cache_store *s, cache_table *t, const char *name,
                                cache_class cls, const char *dflt_sql, tb_error *err)
 {
     tb_code rc;
-    if ((rc = reserved_column(t->name, name, err)) != TB_OK)
+    if ((rc = reserved_column(t->name, name, err)) != TB_OK ||
+        (rc = too_many_columns(s, t->name, t->ncols + 1, err)) != TB_OK)
         return rc;
     for (size_t i = 0; i < t->ncols; i++)
         if (sqlite3_stricmp(t->cols[i].name, name) == 0)

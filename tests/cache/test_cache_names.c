@@ -251,6 +251,67 @@ Test(cache_names, column_case_variants_refused_as_input)
     close_store(s, true);
 }
 
+/* A schema record of n columns id, c1.. (int) for d.w, version ver. */
+static char *wide_record(int n, int ver)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_buf_printf(&b, "{\"db\":\"d\",\"table\":\"w\",\"version\":%d,\"columns\":[{\"name\":\"id\",\"type\":"
+                      "\"int\"}", ver);
+    for (int i = 1; i < n; i++)
+        tb_buf_printf(&b, ",{\"name\":\"c%d\",\"type\":\"int\"}", i);
+    tb_buf_puts(&b, "],\"primary_key\":[\"id\"]}");
+    return (char *)b.data;
+}
+
+/* A table wider than SQLite holds (SQLITE_LIMIT_COLUMN: 2000 with the cache's own _partition):
+ * its record, the record adding the column past the limit, and a message with more fields than
+ * the limit are refused as the cache's own column is (TB_ERR_UNSUPPORTED: the cache stops,
+ * naming the table, the limit and the fix), never as a failure of the cache file. */
+Test(cache_names, table_wider_than_sqlite_refused)
+{
+    cache_store *s = open_store();
+    tb_error err;
+    int max = sqlite3_limit(s->db, SQLITE_LIMIT_COLUMN, -1);
+    char *rec = wide_record(max, 1);
+    cr_assert_eq(cache_apply_schema(s, "p", "{}", 2, rec, strlen(rec), NULL, NULL, &err), TB_ERR_UNSUPPORTED);
+    cr_expect_not_null(strstr(err.msg, "table \"d.w\": "), "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "SQLite holds at most"), "%s", err.msg);
+    free(rec);
+    cache_store_discard(s);
+    cache_store_release(s);
+    rec = wide_record(max - 1, 1);
+    cr_assert_eq(cache_apply_schema(s, "p", "{}", 2, rec, strlen(rec), NULL, NULL, &err), TB_OK, "%s", err.msg);
+    free(rec);
+    const char *key = "{\"id\":1}", *val = "{\"id\":1,\"c1\":5}";
+    cr_assert_eq(cache_apply_msg(s, "p.d.w", "p", 0, key, strlen(key), val, strlen(val), &err), TB_OK, "%s",
+                 err.msg);
+    cr_assert_eq(cache_store_flush(s, &err), TB_OK, "%s", err.msg);
+    cache_store_release(s);
+    rec = wide_record(max, 2); /* one more column */
+    cr_assert_eq(cache_apply_schema(s, "p", "{}", 2, rec, strlen(rec), NULL, NULL, &err), TB_ERR_UNSUPPORTED);
+    cr_expect_not_null(strstr(err.msg, "SQLite holds at most"), "%s", err.msg);
+    free(rec);
+    cache_store_discard(s);
+    cache_store_release(s);
+    /* a table without a schema record, its columns from a message's fields */
+    tb_buf v;
+    tb_buf_init(&v, 0);
+    tb_buf_puts(&v, "{\"id\":1");
+    for (int i = 1; i < max; i++)
+        tb_buf_printf(&v, ",\"f%d\":%d", i, i);
+    tb_buf_putc(&v, '}');
+    tb_code rc = cache_apply_msg(s, "p.d.inferred", "p", 0, key, strlen(key), v.data, v.len, &err);
+    cr_expect(rc == TB_ERR_UNSUPPORTED, "code %d: %s", (int)rc, err.msg);
+    tb_buf_free(&v);
+    cache_store_discard(s);
+    cache_store_release(s);
+    cr_assert_eq(schema(s, "d", "t", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(row(s, "p.d.t", 2, "ok", &err), TB_OK, "%s", err.msg);
+    cr_expect_str_eq(value_of(s, "d.t", 2), "ok");
+    close_store(s, true);
+}
+
 static char warned[2048];
 
 static void warn_sink(tb_log_level level, const char *line, void *opaque)
