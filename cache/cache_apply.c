@@ -16,7 +16,7 @@
  * already there when the column is added, and rows of the topic written
  * before the source added it, take it, as the source's rows did. A
  * descriptor with "renamed_from" renames the old name's cache table when the
- * new name has none; one with "dropped" keeps the table (cache.on.drop=keep)
+ * new name has none, emptied (the new name's topic fills it); one with "dropped" keeps the table (cache.on.drop=keep)
  * or drops it and marks its topic, whose later messages are not applied
  * until the table is described again.
  *
@@ -406,7 +406,13 @@ out:
 }
 
 /* A descriptor of a table the cache does not hold under its name, renamed
- * from one it holds: that table becomes this one (*t), with its rows. */
+ * from one it holds: that table becomes this one (*t), emptied. Its rows come
+ * back from the new name's topic (the connector sends every row there after a
+ * RENAME): the old topic's last messages (a delete the source made before the
+ * RENAME, read after this record, which comes first in each batch) are not
+ * applied, so a row kept from the old table could be one the source deleted.
+ * The table is then what the new topic holds, live as when replayed from
+ * scratch. */
 static tb_code apply_renamed(cache_store *s, const char *prefix, const cj_val *v, const cache_table *nt,
                              cache_table **t, tb_error *err)
 {
@@ -430,9 +436,10 @@ static tb_code apply_renamed(cache_store *s, const char *prefix, const cj_val *v
         tb_buf_free(&key);
     }
     if (rc == TB_OK && old) {
-        TB_INFO("cache", "table \"%s\": renamed to \"%s\" at the source; renamed here too, with its rows",
-                old->name, nt->name);
-        if ((rc = cache_store_rename(s, old, nt->name, nt->db_len, nt->topic, err)) == TB_OK)
+        TB_INFO("cache", "table \"%s\": renamed to \"%s\" at the source; renamed here too, its rows read again "
+                "from the new name's topic", old->name, nt->name);
+        if ((rc = cache_store_rename(s, old, nt->name, nt->db_len, nt->topic, err)) == TB_OK &&
+            (rc = cache_store_truncate(s, old, err)) == TB_OK)
             *t = old;
     }
     tb_buf_free(&name);
