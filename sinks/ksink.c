@@ -651,17 +651,11 @@ void ksink_schema_forget(ksink *ks)
     ksink_schema_seen_free(ks);
 }
 
-/* Topic and schema record of the event's table, when needed. */
-static tb_code ksink_prepare_table(ksink *ks, evt_table *t, ksink_table **out, tb_error *err)
+/* The table's topic, made when the sink has not made it yet: before the table's first schema
+ * record, so that a record in the schema topic means the topic was made (ksink_topics_gone). */
+static tb_code ksink_table_topic(ksink *ks, ksink_table *te, const evt_table *t, tb_error *err)
 {
     tb_code rc;
-    ksink_table *te = ksink_tab_get(ks, t, err);
-    if (!te)
-        return TB_ERR_NOMEM;
-    if (te->last == t) {
-        *out = te;
-        return TB_OK;
-    }
     if (!te->topic) {
         tb_buf_reset(&ks->scratch);
         if ((rc = evt_json_topic(&ks->copts, t, &ks->scratch)) != TB_OK)
@@ -684,6 +678,22 @@ static tb_code ksink_prepare_table(ksink *ks, evt_table *t, ksink_table **out, t
             return tb_error_set(err, TB_ERR_NOMEM, false, "topic %s: out of memory", ks->scratch.data);
         evt_codec_warn_lossy(&ks->copts, t); /* once per table and run */
     }
+    return TB_OK;
+}
+
+/* Topic and schema record of the event's table, when needed. */
+static tb_code ksink_prepare_table(ksink *ks, evt_table *t, ksink_table **out, tb_error *err)
+{
+    tb_code rc;
+    ksink_table *te = ksink_tab_get(ks, t, err);
+    if (!te)
+        return TB_ERR_NOMEM;
+    if (te->last == t) {
+        *out = te;
+        return TB_OK;
+    }
+    if ((rc = ksink_table_topic(ks, te, t, err)) != TB_OK)
+        return rc;
     /* A new version, or other columns: not the same version described by another reader (the
      * snapshot's descriptor, then the binlog's, differ in lengths and declared types). */
     if (evt_table_keys_only(t)) { /* no table version: nothing to announce, nothing to compare with */
@@ -1064,6 +1074,10 @@ tb_code ksink_announce_table(ksink *ks, evt_table *t, tb_error *err)
     ksink_table *te = ksink_tab_get(ks, t, err);
     if (!te)
         return TB_ERR_NOMEM;
+    /* a table described without a row (a RENAME's new name): its topic first; a dropped one's
+     * is left as it is */
+    if (!evt_table_dropped(t) && (rc = ksink_table_topic(ks, te, t, err)) != TB_OK)
+        return rc;
     if ((rc = ksink_announce(ks, te, t, err)) != TB_OK) {
         if (ks->eos && !ks->failed && !ks->gate_refused &&
             rd_kafka_fatal_error(ks->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)

@@ -36,6 +36,10 @@
  *   deleted, and a table created (its topic is made): the run waits for
  *   Kafka, WARNing what it waits for, instead of stopping; once the broker
  *   is back the topics and the cache equal the source.
+ * rename_empty_then_restart: an empty table renamed while streaming (no
+ *   row ever goes to the new name's topic): the new name's topic is made
+ *   with its schema record, so the next run does not find it gone; rows
+ *   written after the restart reach it.
  * topic_gone (MySQL) and sqlite_topic_gone: a captured table's topic deleted
  *   while the connector is down (rows deleted and added meanwhile): the next
  *   run refuses to start (exit 1, naming the topic) and does not make the
@@ -382,6 +386,36 @@ Test(e2e_reconcile, kafka_away_during_ddl, .timeout = 400, .init = tb_itest_rest
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n, a1", true);
     rc_assert_equal(&r, m, "t2", cols2, "id, v, n", true);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
+Test(e2e_reconcile, rename_empty_then_restart, .timeout = 300, .fini = e2e_kill_children)
+{
+    rc_run r;
+    rc_setup(&r, "e2ercrnem", NULL);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    rc_table(m, r.db, "t", 0);
+    rc_table(m, r.db, "o", 3); /* the run's other table, with rows */
+    rc_start(&r, NULL);
+    e2e_track(r.pid);
+    rc_caught_up(m, &r);
+    e2e_sql(m, "RENAME TABLE %s.t TO %s.t2", r.db, r.db);
+    rc_caught_up(m, &r);
+    char topic[256];
+    snprintf(topic, sizeof topic, "%s.%s.t2", r.db, r.db);
+    cr_assert(st_topic_exists(topic), "topic %s not made with the new name's schema record; see %s", topic, r.log);
+    rc_stop(&r);
+    rc_start(&r, NULL);
+    e2e_track(r.pid);
+    rc_caught_up(m, &r);
+    e2e_sql(m, "INSERT INTO %s.t2 VALUES (1, 'v1', 1), (2, 'v2', 2)", r.db);
+    static const char *const cols[] = {"id", "v", "n", NULL};
+    rc_wait_topic_equal(m, &r, "t2", cols, "id, v, n", "t2 after the restart");
+    rc_caught_up(m, &r);
+    rc_stop(&r);
     e2e_sql(m, "DROP DATABASE %s", r.db);
     mysql_close(m);
     e2e_rmtree(r.dir);
