@@ -27,6 +27,7 @@ typedef struct run_ctx {
     cfg *cfg;                      /* owned */
     sink *sink;                    /* owned (sinks/sink.h) */
     binlog_reader *binlog;         /* owned, source.type=mysql */
+    struct myconn_warm *warm;      /* owned: the source connection opened while Kafka is asked (run_mysql takes it) */
     sqlcap *sqlite;                /* owned, source.type=sqlite */
     tb_position committed;         /* last position written to the offsets store */
     tb_position last_end;          /* position of the last ended source transaction */

@@ -45,6 +45,7 @@
 #include "binlog.h"
 #include "evt.h"
 #include "ksink.h" /* ksink_offsets_read: the position store of both kinds */
+#include "myconn.h"
 #include "sink.h"
 #include "snap.h"
 #include "snap_incremental.h"
@@ -238,6 +239,8 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
     char addr[300];
     snprintf(addr, sizeof addr, "source %s:%lld", cfg_get_str(r->cfg, "source.host"),
              (long long)cfg_get_int(r->cfg, "source.port"));
+    myconn_warm_join(r->warm); /* its connection, kept, is the preflight's */
+    r->warm = NULL;
     tb_code rc = run_retry(r, addr, start_preflight, NULL, err);
     size_t ntables = 0;
     if (rc == TB_OK && (rc = snap_check_topics(r->cfg, &ntables, err)) == TB_OK)
@@ -470,6 +473,10 @@ int cmd_run(int argc, char **argv)
         const char *bs = cfg_get_str(r.cfg, "kafka.bootstrap.servers");
         snprintf(kafka_addr, sizeof kafka_addr, "Kafka at %s", bs ? bs : "(kafka.bootstrap.servers not set)");
     }
+    /* the source's first connection (TCP, TLS) is opened while Kafka is asked for the lease and
+     * the stored position: the preflight takes it (myconn_warm) */
+    if (strcmp(cfg_get_str(r.cfg, "source.type"), "sqlite") != 0)
+        r.warm = myconn_warm_start(r.cfg);
     if ((rc = run_retry(&r, kafka_addr, start_lease, NULL, &err)) != TB_OK) {
         if (rc == TB_ERR_STOPPED) {
             rc = TB_OK;
@@ -557,6 +564,7 @@ out:
     tb_hmap_free(&r.keyless, NULL);
     run_txmeta_free(&r);
     snap_inc_close(r.inc);
+    myconn_warm_join(r.warm);
     snap_sql_release_kept();
     cfg_free(r.cfg);
     if (rc != TB_OK)

@@ -4,10 +4,12 @@
 #include "myconn.h"
 
 #include <errmsg.h>
+#include <pthread.h>
 #include <mysqld_error.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tb_clock.h"
 #include "tb_log.h"
 
 enum myconn_mode { MODE_DISABLED, MODE_PREFERRED, MODE_REQUIRED, MODE_VERIFY_CA, MODE_VERIFY_IDENTITY };
@@ -57,6 +59,129 @@ bool myconn_same(const myconn *a, const myconn *b)
            same_str(a->ca, b->ca) && same_str(a->capath, b->capath) && same_str(a->cert, b->cert) &&
            same_str(a->key, b->key) && same_str(a->crl, b->crl) && same_str(a->cipher, b->cipher) &&
            same_str(a->tls_version, b->tls_version);
+}
+
+/* A copy of s into *out (NULL stays NULL); false when out of memory. */
+static bool dup_str(const char *s, char **out)
+{
+    *out = s ? strdup(s) : NULL;
+    return !s || *out;
+}
+
+/* A copy of mc (NULL: out of memory). */
+static myconn *myconn_dup(const myconn *mc)
+{
+    myconn *d = calloc(1, sizeof(*d));
+    if (!d)
+        return NULL;
+    d->port = mc->port;
+    d->connect_timeout_ms = mc->connect_timeout_ms;
+    d->mode = mc->mode;
+    d->mode_name = mc->mode_name;
+    if (!dup_str(mc->host, &d->host) || !dup_str(mc->user, &d->user) || !dup_str(mc->password, &d->password) ||
+        !dup_str(mc->ca, &d->ca) || !dup_str(mc->capath, &d->capath) || !dup_str(mc->cert, &d->cert) ||
+        !dup_str(mc->key, &d->key) || !dup_str(mc->crl, &d->crl) || !dup_str(mc->cipher, &d->cipher) ||
+        !dup_str(mc->tls_version, &d->tls_version)) {
+        myconn_free(d);
+        return NULL;
+    }
+    return d;
+}
+
+int64_t myconn_catalog_timeout_ms(const myconn *mc)
+{
+    return mc->connect_timeout_ms > 60000 ? mc->connect_timeout_ms : 60000;
+}
+
+myconn_opts myconn_catalog_opts(const myconn *mc, const char *purpose)
+{
+    return (myconn_opts){.purpose = purpose, .quiet = true, .reuse = true, .any_timeout = true,
+                         .read_timeout_ms = myconn_catalog_timeout_ms(mc), .charset = "utf8mb4"};
+}
+
+/* ------------------------------------------------------------ kept connections (myconn_keep) */
+
+typedef struct kept_conn {
+    MYSQL *my;
+    myconn *mc;
+    int64_t since_ms;
+} kept_conn;
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static kept_conn kept[MYCONN_KEEP_MAX];
+
+/* The read timeout Connector/C gives a connection opened with read_timeout_ms (seconds). */
+static unsigned read_timeout_s(int64_t read_timeout_ms)
+{
+    return read_timeout_ms > 0 ? (unsigned)((read_timeout_ms + 999) / 1000) : 0;
+}
+
+void myconn_keep(const myconn *mc, MYSQL *my)
+{
+    if (!my)
+        return;
+    unsigned status = 0;
+    myconn *copy = NULL;
+    if (my->status == MYSQL_STATUS_READY && mariadb_get_infov(my, MARIADB_CONNECTION_SERVER_STATUS, &status) == 0 &&
+        !(status & SERVER_STATUS_IN_TRANS) && (copy = myconn_dup(mc))) {
+        pthread_mutex_lock(&kept_mu);
+        for (size_t i = 0; i < MYCONN_KEEP_MAX; i++)
+            if (!kept[i].my) {
+                kept[i] = (kept_conn){my, copy, tb_mono_ms()};
+                my = NULL;
+                copy = NULL;
+                break;
+            }
+        pthread_mutex_unlock(&kept_mu);
+    }
+    myconn_free(copy);
+    if (my)
+        mysql_close(my);
+}
+
+void myconn_keep_close(void)
+{
+    kept_conn all[MYCONN_KEEP_MAX];
+    pthread_mutex_lock(&kept_mu);
+    memcpy(all, kept, sizeof all);
+    memset(kept, 0, sizeof kept);
+    pthread_mutex_unlock(&kept_mu);
+    for (size_t i = 0; i < MYCONN_KEEP_MAX; i++) {
+        if (all[i].my)
+            mysql_close(all[i].my);
+        myconn_free(all[i].mc);
+    }
+}
+
+/* A kept connection that serves mc and o and answers a ping, else NULL. Those kept longer than
+ * MYCONN_KEEP_MS or for other source settings are closed. */
+static MYSQL *take_kept(const myconn *mc, const myconn_opts *o)
+{
+    kept_conn stale[MYCONN_KEEP_MAX], got = {0};
+    size_t nstale = 0;
+    int64_t now = tb_mono_ms();
+    pthread_mutex_lock(&kept_mu);
+    for (size_t i = 0; i < MYCONN_KEEP_MAX; i++) {
+        if (!kept[i].my)
+            continue;
+        if (now - kept[i].since_ms >= MYCONN_KEEP_MS || !myconn_same(kept[i].mc, mc)) { /* never to serve */
+            stale[nstale++] = kept[i];
+            kept[i] = (kept_conn){0};
+        } else if (!got.my && (o->any_timeout || kept[i].my->options.read_timeout == read_timeout_s(o->read_timeout_ms))) {
+            got = kept[i];
+            kept[i] = (kept_conn){0};
+        }
+    }
+    pthread_mutex_unlock(&kept_mu);
+    for (size_t i = 0; i < nstale; i++) {
+        mysql_close(stale[i].my);
+        myconn_free(stale[i].mc);
+    }
+    myconn_free(got.mc);
+    if (got.my && (mysql_ping(got.my) != 0 || (o->charset && mysql_set_character_set(got.my, o->charset) != 0))) {
+        mysql_close(got.my);
+        got.my = NULL;
+    }
+    return got.my;
 }
 
 /* A copy of a set string key, NULL when unset or empty; false when out of memory. */
@@ -190,10 +315,14 @@ static tb_code connect_error(const myconn *mc, MYSQL *my, tb_error *err)
 
 tb_code myconn_connect(const myconn *mc, const myconn_opts *o, MYSQL **out, tb_error *err)
 {
-    static const myconn_opts defaults = {"source", 0, NULL, false};
+    static const myconn_opts defaults = {.purpose = "source"};
     if (!o)
         o = &defaults;
     *out = NULL;
+    if (o->reuse && (*out = take_kept(mc, o)) != NULL) {
+        TB_DEBUG("mysql", "source %s:%u (%s): a kept connection", mc->host, mc->port, o->purpose ? o->purpose : "source");
+        return TB_OK;
+    }
     MYSQL *my = mysql_init(NULL);
     if (!my)
         return tb_error_set(err, TB_ERR_NOMEM, false, "mysql_init failed");
@@ -202,7 +331,7 @@ tb_code myconn_connect(const myconn *mc, const myconn_opts *o, MYSQL **out, tb_e
         ct = 1;
     mysql_optionsv(my, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
     if (o->read_timeout_ms > 0) {
-        unsigned rt = (unsigned)((o->read_timeout_ms + 999) / 1000);
+        unsigned rt = read_timeout_s(o->read_timeout_ms);
         mysql_optionsv(my, MYSQL_OPT_READ_TIMEOUT, &rt);
     }
     if (o->charset)
@@ -243,4 +372,49 @@ bool myconn_errno_retriable(unsigned e)
 {
     return (e >= 2000 && e < 3000) || e == ER_LOCK_WAIT_TIMEOUT || e == ER_LOCK_DEADLOCK || e == ER_CON_COUNT_ERROR ||
            e == ER_SERVER_SHUTDOWN || e == ER_QUERY_INTERRUPTED || e == 0;
+}
+
+/* ------------------------------------------------------------ myconn_warm */
+
+struct myconn_warm {
+    pthread_t th;
+    myconn *mc;
+};
+
+static void *warm_main(void *arg)
+{
+    myconn_warm *w = arg;
+    mysql_thread_init();
+    myconn_opts o = myconn_catalog_opts(w->mc, "preflight");
+    o.reuse = false;
+    MYSQL *my = NULL;
+    tb_error err;
+    if (myconn_connect(w->mc, &o, &my, &err) == TB_OK)
+        myconn_keep(w->mc, my);
+    else
+        TB_DEBUG("mysql", "early connection: %s (the preflight connects again)", err.msg);
+    mysql_thread_end();
+    return NULL;
+}
+
+myconn_warm *myconn_warm_start(const cfg *c)
+{
+    myconn_warm *w = calloc(1, sizeof(*w));
+    tb_error err;
+    if (!w || myconn_new(c, &w->mc, &err) != TB_OK || pthread_create(&w->th, NULL, warm_main, w) != 0) {
+        if (w)
+            myconn_free(w->mc);
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void myconn_warm_join(myconn_warm *w)
+{
+    if (!w)
+        return;
+    pthread_join(w->th, NULL);
+    myconn_free(w->mc);
+    free(w);
 }

@@ -38,6 +38,9 @@ typedef struct myconn_opts {
     int64_t read_timeout_ms; /* 0: Connector/C's default */
     const char *charset;     /* NULL: Connector/C's default */
     bool quiet;              /* log the TLS line at DEBUG, not INFO (connections opened often) */
+    bool reuse;              /* a connection myconn_keep kept for the same source may serve */
+    bool any_timeout;        /* with reuse: whatever read timeout it was opened with (catalog
+                                questions); else only one opened with read_timeout_ms */
 } myconn_opts;
 
 /* Read source.host/port/user/password(.file)/connect.timeout.ms and source.ssl.*; the password
@@ -51,6 +54,33 @@ void myconn_free(myconn *mc);
  * certificates that do not verify. */
 TB_MUST_USE tb_code myconn_connect(const myconn *mc, const myconn_opts *o, MYSQL **out, tb_error *err);
 
+/* Keep an idle connection of mc (no transaction open, no result pending; else it is closed)
+ * for the next myconn_connect with reuse of the same source within MYCONN_KEEP_MS, which takes
+ * it after a ping (and sets its charset) instead of a new connection and TLS handshake: a
+ * run's start asks the catalog several questions, from several modules, before it streams.
+ * At most MYCONN_KEEP_MAX are kept (another is closed); one of other source settings is closed
+ * at the next take. The session keeps what its last user SET. Thread-safe. */
+#define MYCONN_KEEP_MS 30000
+#define MYCONN_KEEP_MAX 2
+void myconn_keep(const myconn *mc, MYSQL *my);
+/* Close every kept connection (at the end of a command). */
+void myconn_keep_close(void);
+/* The read timeout of connections that ask the catalog (the preflight's, the binlog reader's
+ * schema lookups): source.connect.timeout.ms, at least 60 s (listing a large catalog). One
+ * value, so that such a connection, kept, serves the next (myconn_keep). */
+int64_t myconn_catalog_timeout_ms(const myconn *mc);
+/* Open, in a thread of its own, the connection the start's catalog questions take (the
+ * preflight's options: catalog read timeout, utf8mb4) and keep it (myconn_keep), so that its
+ * TCP and TLS handshakes go on while the caller waits for Kafka. A failure is forgotten: the
+ * first user connects and reports it. NULL when it cannot start (nothing is lost). */
+typedef struct myconn_warm myconn_warm;
+myconn_warm *myconn_warm_start(const cfg *c);
+/* Wait for the connection of myconn_warm_start to be kept (or to have failed); frees w.
+ * NULL is ignored. */
+void myconn_warm_join(myconn_warm *w);
+/* The options of the preflight connection, which the catalog questions and the binlog reader's
+ * schema lookups then take. */
+myconn_opts myconn_catalog_opts(const myconn *mc, const char *purpose);
 /* Whether a and b open connections to the same server with the same account and TLS settings
  * (a connection of one may serve the other). */
 bool myconn_same(const myconn *a, const myconn *b);

@@ -139,7 +139,7 @@ static tb_code ensure_conn(snap_inc *si, tb_error *err)
 {
     if (si->my)
         return TB_OK;
-    return snap_sql_connect(si->c, &si->my, &si->mariadb, err);
+    return snap_sql_connect_rows(si->c, &si->my, &si->mariadb, err);
 }
 
 /* "SELECT cols FROM t WHERE (k1 > ?) OR (k1 = ? AND k2 > ?) ... ORDER BY k1,k2 LIMIT n" */

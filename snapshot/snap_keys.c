@@ -47,7 +47,7 @@ tb_code snap_keys_scan(const cfg *c, const char *db, const char *table, evt_tabl
     tb_buf sql;
     tb_buf_init(&sql, 0);
     *desc = NULL;
-    tb_code rc = snap_sql_connect(c, &my, &mariadb, err);
+    tb_code rc = snap_sql_connect_rows(c, &my, &mariadb, err);
     if (rc == TB_OK)
         rc = snap_schema_describe(my, c, db, table, desc, err);
     if (rc != TB_OK)

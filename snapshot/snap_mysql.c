@@ -268,7 +268,7 @@ tb_code snap_open(const cfg *c, snap **out, tb_error *err)
     rc = cfg_filter_init(&f, c, err);
     if (rc != TB_OK)
         goto out;
-    rc = snap_sql_connect(c, &s->my, &s->mariadb, err);
+    rc = snap_sql_connect_rows(c, &s->my, &s->mariadb, err);
     if (rc != TB_OK)
         goto out;
     s->started_wall_ms = tb_wall_ms();

@@ -31,70 +31,27 @@ tb_code snap_sql_exec(MYSQL *my, const char *sql, tb_error *err)
     return TB_OK;
 }
 
-/* The connection snap_sql_release keeps: its source (to match the next snap_sql_connect's) and
- * since when it is idle. */
-static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
-static MYSQL *kept_my;
-static myconn *kept_mc;
-static int64_t kept_since_ms;
-
-/* The kept connection when it serves mc and answers a ping, else NULL (it is closed). */
-static MYSQL *take_kept(const myconn *mc)
-{
-    pthread_mutex_lock(&kept_mu);
-    MYSQL *my = kept_my;
-    myconn *kmc = kept_mc;
-    int64_t since = kept_since_ms;
-    kept_my = NULL;
-    kept_mc = NULL;
-    pthread_mutex_unlock(&kept_mu);
-    if (my && !(myconn_same(kmc, mc) && tb_mono_ms() - since < SNAP_SQL_KEEP_MS && mysql_ping(my) == 0)) {
-        mysql_close(my);
-        my = NULL;
-    }
-    myconn_free(kmc);
-    return my;
-}
-
 void snap_sql_release(const cfg *c, MYSQL *my)
 {
     if (!my)
         return;
-    unsigned status = 0;
     myconn *mc = NULL;
     tb_error e;
-    /* not kept: an open transaction, a result not read to its end */
-    if (my->status == MYSQL_STATUS_READY && mariadb_get_infov(my, MARIADB_CONNECTION_SERVER_STATUS, &status) == 0 &&
-        !(status & SERVER_STATUS_IN_TRANS) && myconn_new(c, &mc, &e) == TB_OK) {
-        pthread_mutex_lock(&kept_mu);
-        if (!kept_my) {
-            kept_my = my;
-            kept_mc = mc;
-            kept_since_ms = tb_mono_ms();
-            my = NULL;
-            mc = NULL;
-        }
-        pthread_mutex_unlock(&kept_mu);
-    }
-    myconn_free(mc);
-    if (my)
+    if (myconn_new(c, &mc, &e) == TB_OK)
+        myconn_keep(mc, my); /* closed when it cannot be kept */
+    else
         mysql_close(my);
+    myconn_free(mc);
 }
 
 void snap_sql_release_kept(void)
 {
-    pthread_mutex_lock(&kept_mu);
-    MYSQL *my = kept_my;
-    myconn *mc = kept_mc;
-    kept_my = NULL;
-    kept_mc = NULL;
-    pthread_mutex_unlock(&kept_mu);
-    if (my)
-        mysql_close(my);
-    myconn_free(mc);
+    myconn_keep_close();
 }
 
-tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err)
+/* A connection of the source with the snapshotter's session (see snap_sql.h); rows: for reading
+ * a table's rows, so never one opened with a read timeout (a catalog connection may be). */
+static tb_code sql_connect(const cfg *c, bool rows, MYSQL **out, bool *mariadb, tb_error *err)
 {
     tb_code rc = TB_OK;
     myconn *mc = NULL;
@@ -103,13 +60,9 @@ tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err
 
     if ((rc = myconn_new(c, &mc, err)) != TB_OK)
         goto out;
-    if ((my = take_kept(mc)) != NULL) {
-        *mariadb = myconn_is_mariadb(my);
-        *out = my;
-        my = NULL;
-        goto out;
-    }
-    myconn_opts o = {.purpose = "snapshot", .charset = "utf8mb4"};
+    /* a connection kept by an earlier user (myconn_keep: the preflight, a catalog question)
+     * serves after a ping: its session is set below in any case */
+    myconn_opts o = {.purpose = "snapshot", .charset = "utf8mb4", .reuse = true, .any_timeout = !rows};
     if ((rc = myconn_connect(mc, &o, &my, err)) != TB_OK)
         goto out;
     const char *host = myconn_host(mc);
@@ -132,6 +85,16 @@ out:
         mysql_close(my);
     myconn_free(mc);
     return rc;
+}
+
+tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err)
+{
+    return sql_connect(c, false, out, mariadb, err);
+}
+
+tb_code snap_sql_connect_rows(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err)
+{
+    return sql_connect(c, true, out, mariadb, err);
 }
 
 tb_code snap_sql_ident(tb_buf *b, const char *name)

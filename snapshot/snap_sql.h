@@ -21,18 +21,21 @@
 #include "tb_buf.h"
 #include "tb_error.h"
 
-/* Connect with the source.* keys; the session gets time_zone='+00:00',
- * utf8mb4 results and long network timeouts. *mariadb says which flavour. */
+/* Connect with the source.* keys, for catalog questions; the session gets time_zone='+00:00',
+ * utf8mb4 results and long network timeouts. *mariadb says which flavour. A connection kept
+ * (myconn_keep: the preflight's, or one handed back with snap_sql_release) serves after a ping
+ * instead of a new connection and TLS handshake (a run's start asks the catalog several
+ * questions in a row), whatever read timeout it was opened with. */
 TB_MUST_USE tb_code snap_sql_connect(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err);
+/* The same for reading a table's rows: a kept connection serves only when opened without a
+ * read timeout (a long scan must not time out between two packets). */
+TB_MUST_USE tb_code snap_sql_connect_rows(const cfg *c, MYSQL **out, bool *mariadb, tb_error *err);
 
-/* Done with a connection of snap_sql_connect: it is kept open (one per process) and the next
- * snap_sql_connect of the same source within SNAP_SQL_KEEP_MS takes it after a ping instead of
- * a new connection and TLS handshake (later than that it closes it and connects anew) (a run's start and each DDL ask the
- * catalog a few questions in a row). Closed instead when one is kept already or a
- * transaction is open. my may be NULL. Thread-safe. */
-#define SNAP_SQL_KEEP_MS 30000
+/* Done with a connection of snap_sql_connect(_rows): it is kept open (myconn_keep, within
+ * MYCONN_KEEP_MS) for the next connection of the same source. Closed instead when a
+ * transaction is open or MYCONN_KEEP_MAX are kept already. my may be NULL. Thread-safe. */
 void snap_sql_release(const cfg *c, MYSQL *my);
-/* Close the kept connection, if any (at the end of a command). */
+/* Close the kept connections, if any (at the end of a command). */
 void snap_sql_release_kept(void);
 
 /* Fill err from the connection's last error, with a prefix naming what was done (a prepared

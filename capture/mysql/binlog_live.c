@@ -335,13 +335,14 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
 }
 
 /* The second connection (information_schema lookups, SHOW BINARY LOGS),
- * opened on first use. */
+ * opened on first use, or the connection the start's catalog questions kept
+ * (myconn_keep: no second TLS handshake before the first event is sent). */
 static tb_code meta_connect(binlog_live *l, tb_error *err)
 {
     if (l->meta)
         return TB_OK;
-    myconn_opts o = {.purpose = "metadata", .read_timeout_ms = l->connect_timeout_ms, .charset = "utf8mb4",
-                     .quiet = true};
+    myconn_opts o = myconn_catalog_opts(l->mc, "metadata");
+    o.any_timeout = false; /* a connection with the catalog read timeout: a lookup never hangs */
     return myconn_connect(l->mc, &o, &l->meta, err);
 }
 

@@ -355,12 +355,17 @@ tb_code binlog_preflight(const cfg *c, tb_error *err)
         return rc;
     char label[300];
     snprintf(label, sizeof label, "%s:%u", myconn_host(mc), myconn_port(mc));
-    myconn_opts co = {.purpose = "preflight", .quiet = true};
+    myconn_opts co = myconn_catalog_opts(mc, "preflight");
     if ((rc = myconn_connect(mc, &co, &m, err)) != TB_OK)
         goto out;
     bl_preflight_opts o;
     bl_preflight_opts_from_cfg(c, &o);
     rc = bl_preflight_conn(m, &o, label, false, err);
+    if (rc == TB_OK) { /* the catalog questions of the start (snap_sql_connect), then the binlog
+                          * reader's schema lookups, take it */
+        myconn_keep(mc, m);
+        m = NULL;
+    }
 out:
     if (m)
         mysql_close(m);

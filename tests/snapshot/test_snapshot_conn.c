@@ -5,12 +5,18 @@
  * snap_sql_connect set up; a connection with an open transaction, one the server killed, one of
  * other source settings is never handed out again; snap_sql_release_kept closes it. The server's
  * PROCESSLIST is the oracle for which connections are open.
+ *
+ * catalog_connection_serves_the_start: the connection of a run's start (myconn_catalog_opts:
+ * the preflight's, opened early by myconn_warm) is taken by the catalog questions
+ * (snap_sql_connect) and then by the binlog reader's schema lookups (the same options), never
+ * by a reader of rows (snap_sql_connect_rows: a long scan must not meet its read timeout).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "myconn.h"
 #include "snap_sql.h"
 #include "snap_test_util.h"
 
@@ -100,5 +106,43 @@ Test(snapshot_conn, kept_taken_again_and_never_a_bad_one, .timeout = 300)
 
     mysql_close(admin);
     cfg_free(other);
+    cfg_free(c);
+}
+
+Test(snapshot_conn, catalog_connection_serves_the_start, .timeout = 300)
+{
+    cfg *c = st_cfg(NULL, NULL);
+    MYSQL *admin = st_connect();
+    myconn *mc = NULL;
+    tb_error err;
+    cr_assert_eq(myconn_new(c, &mc, &err), TB_OK, "%s", err.msg);
+    myconn_warm_join(myconn_warm_start(c)); /* opened and kept */
+    myconn_opts pre = myconn_catalog_opts(mc, "preflight");
+    MYSQL *my = NULL;
+    cr_assert_eq(myconn_connect(mc, &pre, &my, &err), TB_OK, "%s", err.msg);
+    unsigned long a = mysql_thread_id(my);
+    myconn_keep(mc, my);
+    /* a reader of rows does not take it */
+    bool mariadb = false;
+    MYSQL *rows = NULL;
+    cr_assert_eq(snap_sql_connect_rows(c, &rows, &mariadb, &err), TB_OK, "%s", err.msg);
+    cr_assert_neq(mysql_thread_id(rows), a, "a reader of rows took the connection with a read timeout");
+    /* a catalog question does, with the snapshotter's session */
+    unsigned long b = connect_id(c, &my);
+    cr_assert_eq(b, a, "the catalog question did not take the start's connection");
+    check_session(my);
+    snap_sql_release(c, my);
+    snap_sql_release(c, rows); /* kept beside it (rt 0) */
+    /* the binlog reader's schema lookups take the catalog one, not the rows reader's */
+    myconn_opts meta = myconn_catalog_opts(mc, "metadata");
+    meta.any_timeout = false;
+    cr_assert_eq(myconn_connect(mc, &meta, &my, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(mysql_thread_id(my), a, "the schema lookups did not take the start's connection");
+    cr_assert_eq(mysql_query(my, "SELECT 1"), 0, "%s", mysql_error(my));
+    mysql_free_result(mysql_store_result(my));
+    mysql_close(my);
+    snap_sql_release_kept();
+    myconn_free(mc);
+    mysql_close(admin);
     cfg_free(c);
 }
