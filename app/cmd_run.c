@@ -476,7 +476,7 @@ int cmd_run(int argc, char **argv)
     /* the source's first connection (TCP, TLS) is opened while Kafka is asked for the lease and
      * the stored position: the preflight takes it (myconn_warm) */
     if (strcmp(cfg_get_str(r.cfg, "source.type"), "sqlite") != 0)
-        r.warm = myconn_warm_start(r.cfg);
+        r.warm = myconn_warm_start(r.cfg, binlog_replication_timeout_ms(r.cfg));
     if ((rc = run_retry(&r, kafka_addr, start_lease, NULL, &err)) != TB_OK) {
         if (rc == TB_ERR_STOPPED) {
             rc = TB_OK;

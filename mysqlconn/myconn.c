@@ -152,6 +152,15 @@ void myconn_keep_close(void)
     }
 }
 
+/* Whether kept connection my, of mc's source, may serve o (see myconn_opts.any_timeout). */
+static bool serves(const MYSQL *my, const myconn *mc, const myconn_opts *o)
+{
+    unsigned rt = my->options.read_timeout;
+    if (o->any_timeout)
+        return rt == 0 || rt >= read_timeout_s(myconn_catalog_timeout_ms(mc));
+    return rt == read_timeout_s(o->read_timeout_ms);
+}
+
 /* A kept connection that serves mc and o and answers a ping, else NULL. Those kept longer than
  * MYCONN_KEEP_MS or for other source settings are closed. */
 static MYSQL *take_kept(const myconn *mc, const myconn_opts *o)
@@ -166,7 +175,7 @@ static MYSQL *take_kept(const myconn *mc, const myconn_opts *o)
         if (now - kept[i].since_ms >= MYCONN_KEEP_MS || !myconn_same(kept[i].mc, mc)) { /* never to serve */
             stale[nstale++] = kept[i];
             kept[i] = (kept_conn){0};
-        } else if (!got.my && (o->any_timeout || kept[i].my->options.read_timeout == read_timeout_s(o->read_timeout_ms))) {
+        } else if (!got.my && serves(kept[i].my, mc, o)) {
             got = kept[i];
             kept[i] = (kept_conn){0};
         }
@@ -377,35 +386,47 @@ bool myconn_errno_retriable(unsigned e)
 /* ------------------------------------------------------------ myconn_warm */
 
 struct myconn_warm {
-    pthread_t th;
     myconn *mc;
+    size_t n;
+    struct warm_one {
+        pthread_t th;
+        myconn_opts o;
+        const myconn *mc;
+    } one[2];
 };
 
 static void *warm_main(void *arg)
 {
-    myconn_warm *w = arg;
+    struct warm_one *w = arg;
     mysql_thread_init();
-    myconn_opts o = myconn_catalog_opts(w->mc, "preflight");
-    o.reuse = false;
     MYSQL *my = NULL;
     tb_error err;
-    if (myconn_connect(w->mc, &o, &my, &err) == TB_OK)
+    if (myconn_connect(w->mc, &w->o, &my, &err) == TB_OK)
         myconn_keep(w->mc, my);
     else
-        TB_DEBUG("mysql", "early connection: %s (the preflight connects again)", err.msg);
+        TB_DEBUG("mysql", "early %s connection: %s (it is made again when needed)", w->o.purpose, err.msg);
     mysql_thread_end();
     return NULL;
 }
 
-myconn_warm *myconn_warm_start(const cfg *c)
+myconn_warm *myconn_warm_start(const cfg *c, int64_t also_rt_ms)
 {
     myconn_warm *w = calloc(1, sizeof(*w));
     tb_error err;
-    if (!w || myconn_new(c, &w->mc, &err) != TB_OK || pthread_create(&w->th, NULL, warm_main, w) != 0) {
-        if (w)
-            myconn_free(w->mc);
+    if (!w || myconn_new(c, &w->mc, &err) != TB_OK) {
         free(w);
         return NULL;
+    }
+    w->one[0].o = myconn_catalog_opts(w->mc, "preflight");
+    w->one[0].o.reuse = false;
+    /* the INFO line of the replication connection's TLS, as when binlog_open opens it */
+    w->one[1].o = (myconn_opts){.purpose = "replication", .read_timeout_ms = also_rt_ms};
+    size_t want = also_rt_ms > 0 ? 2 : 1;
+    for (size_t i = 0; i < want; i++) {
+        w->one[i].mc = w->mc;
+        if (pthread_create(&w->one[i].th, NULL, warm_main, &w->one[i]) != 0)
+            break;
+        w->n++;
     }
     return w;
 }
@@ -414,7 +435,8 @@ void myconn_warm_join(myconn_warm *w)
 {
     if (!w)
         return;
-    pthread_join(w->th, NULL);
+    for (size_t i = 0; i < w->n; i++)
+        pthread_join(w->one[i].th, NULL);
     myconn_free(w->mc);
     free(w);
 }

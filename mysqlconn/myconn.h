@@ -39,8 +39,9 @@ typedef struct myconn_opts {
     const char *charset;     /* NULL: Connector/C's default */
     bool quiet;              /* log the TLS line at DEBUG, not INFO (connections opened often) */
     bool reuse;              /* a connection myconn_keep kept for the same source may serve */
-    bool any_timeout;        /* with reuse: whatever read timeout it was opened with (catalog
-                                questions); else only one opened with read_timeout_ms */
+    bool any_timeout;        /* with reuse: one opened without a read timeout or with the catalog's
+                                or a longer one (catalog questions); else only one opened with
+                                read_timeout_ms */
 } myconn_opts;
 
 /* Read source.host/port/user/password(.file)/connect.timeout.ms and source.ssl.*; the password
@@ -69,12 +70,14 @@ void myconn_keep_close(void);
  * schema lookups): source.connect.timeout.ms, at least 60 s (listing a large catalog). One
  * value, so that such a connection, kept, serves the next (myconn_keep). */
 int64_t myconn_catalog_timeout_ms(const myconn *mc);
-/* Open, in a thread of its own, the connection the start's catalog questions take (the
- * preflight's options: catalog read timeout, utf8mb4) and keep it (myconn_keep), so that its
- * TCP and TLS handshakes go on while the caller waits for Kafka. A failure is forgotten: the
- * first user connects and reports it. NULL when it cannot start (nothing is lost). */
+/* Open, each in a thread of its own, the connection the start's catalog questions take (the
+ * preflight's options: catalog read timeout, utf8mb4) and, with also_rt_ms > 0, one more with
+ * that read timeout for "replication" (binlog_replication_timeout_ms), and keep them
+ * (myconn_keep), so that their TCP and TLS handshakes go on while the caller waits for Kafka. A
+ * failure is forgotten: the first user connects and reports it. NULL when it cannot start
+ * (nothing is lost). */
 typedef struct myconn_warm myconn_warm;
-myconn_warm *myconn_warm_start(const cfg *c);
+myconn_warm *myconn_warm_start(const cfg *c, int64_t also_rt_ms);
 /* Wait for the connection of myconn_warm_start to be kept (or to have failed); frees w.
  * NULL is ignored. */
 void myconn_warm_join(myconn_warm *w);

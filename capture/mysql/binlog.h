@@ -238,6 +238,11 @@ TB_MUST_USE tb_code binlog_open(const cfg *c, const tb_position *start, binlog_r
  * (re)connection of the replication client; run calls this before a snapshot. */
 TB_MUST_USE tb_code binlog_preflight(const cfg *c, tb_error *err);
 
+/* The read timeout of the replication connection: three heartbeats
+ * (source.heartbeat.interval.ms), 60 s without heartbeats. myconn_warm_start
+ * opens that connection early with it, so that binlog_open takes it. */
+int64_t binlog_replication_timeout_ms(const cfg *c);
+
 /* The replica server id for c: source.server.id when set, else derived
  * from `name`: 2^30 + (FNV-1a 32 of the name mod 2^30), i.e. in
  * 1073741824 .. 2147483647, away from the small ids servers are usually

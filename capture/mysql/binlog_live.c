@@ -69,7 +69,7 @@ struct binlog_live {
     const char *host;      /* borrowed from mc, for messages */
     unsigned port;
     uint32_t server_id;
-    int64_t heartbeat_ms, backoff_max_ms, connect_timeout_ms;
+    int64_t heartbeat_ms, backoff_max_ms, connect_timeout_ms, repl_timeout_ms;
     int64_t retry_ms;      /* source.connect.retry.ms: the longest live_schema asks again */
     bool mariadb;
     tb_position start;     /* where the next connection starts */
@@ -221,13 +221,20 @@ static tb_code mysql_gtid_start(binlog_live *l, tb_error *err)
     return rc;
 }
 
+int64_t binlog_replication_timeout_ms(const cfg *c)
+{
+    int64_t hb = cfg_get_int(c, "source.heartbeat.interval.ms");
+    return hb > 0 ? hb * 3 : 60000;
+}
+
 static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
 {
     tb_code rc = TB_OK;
     char q[4096];
     /* the TLS line at INFO on the first connection, at DEBUG on reconnects */
-    myconn_opts o = {.purpose = "replication", .read_timeout_ms = l->heartbeat_ms > 0 ? l->heartbeat_ms * 3 : 60000,
-                     .quiet = l->tls_logged};
+    /* the connection myconn_warm opened at start (the same read timeout) serves the first time */
+    myconn_opts o = {.purpose = "replication", .read_timeout_ms = l->repl_timeout_ms, .quiet = l->tls_logged,
+                     .reuse = true};
     if ((rc = myconn_connect(l->mc, &o, &l->mysql, err)) != TB_OK)
         return rc;
     l->tls_logged = true;
@@ -402,6 +409,7 @@ tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **o
         TB_INFO("binlog", "source.server.id is not set: announcing replica server id %u, derived from name \"%s\"",
                 l->server_id, cfg_get_str(c, "name"));
     l->heartbeat_ms = cfg_get_int(c, "source.heartbeat.interval.ms");
+    l->repl_timeout_ms = binlog_replication_timeout_ms(c);
     l->backoff_max_ms = cfg_get_int(c, "source.reconnect.backoff.max.ms");
     l->retry_ms = cfg_get_int(c, "source.connect.retry.ms");
     l->connect_timeout_ms = cfg_get_int(c, "source.connect.timeout.ms");

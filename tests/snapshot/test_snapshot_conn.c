@@ -116,7 +116,7 @@ Test(snapshot_conn, catalog_connection_serves_the_start, .timeout = 300)
     myconn *mc = NULL;
     tb_error err;
     cr_assert_eq(myconn_new(c, &mc, &err), TB_OK, "%s", err.msg);
-    myconn_warm_join(myconn_warm_start(c)); /* opened and kept */
+    myconn_warm_join(myconn_warm_start(c, 0)); /* opened and kept */
     myconn_opts pre = myconn_catalog_opts(mc, "preflight");
     MYSQL *my = NULL;
     cr_assert_eq(myconn_connect(mc, &pre, &my, &err), TB_OK, "%s", err.msg);
