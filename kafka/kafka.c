@@ -35,6 +35,14 @@ static tb_code kafka_code_of(rd_kafka_resp_err_t rerr, bool *retriable)
     case RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND:
     case RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE:
     case RD_KAFKA_RESP_ERR_NOT_COORDINATOR:
+    /* a broker restarting: its partitions not yet in the metadata, their leaders being elected */
+    case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+    case RD_KAFKA_RESP_ERR_REPLICA_NOT_AVAILABLE:
+    case RD_KAFKA_RESP_ERR_NETWORK_EXCEPTION:
+    case RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS:
+    case RD_KAFKA_RESP_ERR_FENCED_LEADER_EPOCH:
+    case RD_KAFKA_RESP_ERR_UNKNOWN_LEADER_EPOCH:
+    case RD_KAFKA_RESP_ERR_OFFSET_NOT_AVAILABLE:
         *retriable = true;
         return TB_ERR_KAFKA;
     case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:

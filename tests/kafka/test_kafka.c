@@ -38,6 +38,14 @@ Test(kafka, errors_translate_codes_and_retriable)
     cr_expect(err.retriable);
     cr_expect_eq(strncmp(err.msg, "topic t1: ", 10), 0, "%s", err.msg);
     cr_expect_not_null(strstr(err.msg, "(_TRANSPORT)"), "%s", err.msg);
+    /* what a broker restarting answers for a while: tried again (ksink_wait_kafka) */
+    const rd_kafka_resp_err_t restarting[] = {RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION, RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE,
+                                              RD_KAFKA_RESP_ERR_OFFSET_NOT_AVAILABLE, RD_KAFKA_RESP_ERR_UNKNOWN_LEADER_EPOCH,
+                                              RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION};
+    for (size_t i = 0; i < sizeof restarting / sizeof *restarting; i++) {
+        cr_expect_eq(kafka_error(&err, restarting[i], "topic t [0]: watermarks"), TB_ERR_KAFKA);
+        cr_expect(err.retriable, "%s", err.msg);
+    }
     cr_expect_eq(kafka_error(&err, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART, "x"), TB_ERR_NOT_FOUND);
     cr_expect_not(err.retriable);
     cr_expect_eq(kafka_error(&err, RD_KAFKA_RESP_ERR__INVALID_ARG, "x"), TB_ERR_CONFIG);
