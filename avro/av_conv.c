@@ -406,10 +406,15 @@ static tb_code enc_fail(enc *e, const char *field, const char *what)
     return tb_error_set(e->err, TB_ERR_INVALID, false, "Avro: field %s: %s", field ? field : "(top)", what);
 }
 
-/* A JSON number (or "NaN"/"Infinity"/"-Infinity") as a double. */
+/* A JSON number (or "NaN"/"Infinity"/"-Infinity", or {"$real":one of them}: a
+ * non-finite real in a column of no class, evt_json_put_real) as a double. */
 static bool num_double(const evt_jv *v, double *d)
 {
     size_t n;
+    if (evt_jv_type_of(v) == EVT_JV_OBJECT) {
+        const evt_jv *s = evt_jv_size(v) == 1 ? evt_jv_get(v, EVT_JSON_REAL_TAG) : NULL;
+        return s && evt_jv_type_of(s) == EVT_JV_STRING && num_double(s, d);
+    }
     const char *t = evt_jv_text(v, &n);
     if (evt_jv_type_of(v) == EVT_JV_STRING) {
         if (strcmp(t, "NaN") == 0)

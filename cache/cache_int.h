@@ -294,5 +294,9 @@ const char *cache_class_decl(cache_class c);
 /* Bind JSON value v for a column of class cls at index idx. scratch is reused. */
 TB_MUST_USE tb_code cache_bind(sqlite3_stmt *st, int idx, cache_class cls, const cj_val *v, tb_buf *scratch,
                    const char *col, tb_error *err);
+/* The non-finite real v stands for in a column of class cls: "Infinity", "-Infinity",
+ * "NaN" in a CC_REAL column, {"$real":one of them} in a CC_ANY column (DESIGN 5,
+ * evt_json_put_real); false for any other value (then it is what it says: text, JSON). */
+bool cache_nonfinite(const cj_val *v, cache_class cls, double *d);
 
 #endif

@@ -2,7 +2,6 @@
  * cache_read: the read API (cache_read.h). Values go back to the wire
  * format's JSON by column class (cache_int.h), written with evt_jw.
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,14 +60,9 @@ static void render(evt_jw *w, const cache_col *c, sqlite3_stmt *st, int i)
         else
             evt_jw_int(w, sqlite3_column_int64(st, i));
         break;
-    case SQLITE_FLOAT: {
-        double d = sqlite3_column_double(st, i);
-        if (isfinite(d))
-            evt_jw_double(w, d);
-        else
-            evt_jw_str(w, isnan(d) ? "NaN" : d > 0 ? "Infinity" : "-Infinity", (size_t)-1);
+    case SQLITE_FLOAT: /* as the topic wrote it: in a column of no class, "2.0" and {"$real":"Infinity"} */
+        evt_json_put_real(w, sqlite3_column_double(st, i), c->cls == CC_ANY);
         break;
-    }
     case SQLITE_TEXT: {
         const unsigned char *t = sqlite3_column_text(st, i);
         int n = sqlite3_column_bytes(st, i);
@@ -179,7 +173,8 @@ tb_code cache_get(cache_db *db, const char *table, const char *key_json, tb_buf 
             rc = tb_error_set(err, TB_ERR_INVALID, false,
                               "table \"%s\": the key member \"%.*s\" is not a key column (the key is %s)", table,
                               (int)kl, kn, key_columns(t, &db->s->scratch));
-        else if (v.type == CJ_OBJECT || v.type == CJ_ARRAY)
+        else if ((v.type == CJ_OBJECT || v.type == CJ_ARRAY) &&
+                 !cache_nonfinite(&v, t->cols[t->pk[k]].cls, &(double){0})) /* {"$real":"Infinity"} is a value */
             rc = tb_error_set(err, TB_ERR_INVALID, false,
                               "table \"%s\": key column \"%s\" needs a scalar value, not a JSON %s", table,
                               t->cols[t->pk[k]].name, v.type == CJ_OBJECT ? "object" : "array");

@@ -11,11 +11,43 @@
  *   object / array             -> TEXT, the JSON text as received (canonical)
  *   null                       -> NULL
  * A JSON column (JSON, SET, GEOMETRY, VECTOR) stores the JSON text of any value.
+ * Non-finite reals (only SQLite holds them; evt_json_put_real): in a REAL
+ * column (float, double, sqlite_real) the strings "Infinity", "-Infinity",
+ * "NaN", in a column of no class (sqlite_numeric) the object
+ * {"$real":"Infinity"|"-Infinity"|"NaN"}, are REAL +-Inf (SQLite's 9e999,
+ * -9e999) and NaN, which SQLite stores as NULL, as it does at the source.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache_int.h"
+#include "evt_json.h"
+
+/* The real a non-finite text names ("Infinity", "-Infinity", "NaN"); false for any other text. */
+static bool nonfinite_text(const cj_val *s, double *d)
+{
+    if (s->type != CJ_STRING || s->escaped)
+        return false;
+    if (s->len == 8 && memcmp(s->ptr, "Infinity", 8) == 0)
+        *d = INFINITY;
+    else if (s->len == 9 && memcmp(s->ptr, "-Infinity", 9) == 0)
+        *d = -INFINITY;
+    else if (s->len == 3 && memcmp(s->ptr, "NaN", 3) == 0)
+        *d = NAN;
+    else
+        return false;
+    return true;
+}
+
+bool cache_nonfinite(const cj_val *v, cache_class cls, double *d)
+{
+    cj_val s;
+    if (cls == CC_REAL)
+        return nonfinite_text(v, d);
+    return cls == CC_ANY && v->type == CJ_OBJECT && cj_count(v) == 1 && cj_obj_get(v, EVT_JSON_REAL_TAG, &s) &&
+           nonfinite_text(&s, d);
+}
 
 static tb_code bind_rc(int rc, const char *col, tb_error *err)
 {
@@ -62,8 +94,11 @@ tb_code cache_bind(sqlite3_stmt *st, int idx, cache_class cls, const cj_val *v, 
         }
         break;
     }
-    case CJ_STRING:
-        if (cls == CC_BLOB) {
+    case CJ_STRING: {
+        double d;
+        if (cache_nonfinite(v, cls, &d)) {
+            rc = sqlite3_bind_double(st, idx, d); /* NaN binds as NULL */
+        } else if (cls == CC_BLOB) {
             tb_buf_reset(scratch);
             if (tb_base64_decode(v->ptr, v->len, scratch) != TB_OK)
                 return tb_error_set(err, TB_ERR_INVALID, false, "column \"%s\": binary value is not base64", col);
@@ -77,10 +112,16 @@ tb_code cache_bind(sqlite3_stmt *st, int idx, cache_class cls, const cj_val *v, 
             rc = sqlite3_bind_text(st, idx, tb_buf_cstr(scratch), (int)scratch->len, SQLITE_TRANSIENT);
         }
         break;
+    }
     case CJ_ARRAY:
-    case CJ_OBJECT:
-        rc = sqlite3_bind_text(st, idx, v->ptr, (int)v->len, SQLITE_STATIC);
+    case CJ_OBJECT: {
+        double d;
+        if (cache_nonfinite(v, cls, &d))
+            rc = sqlite3_bind_double(st, idx, d);
+        else
+            rc = sqlite3_bind_text(st, idx, v->ptr, (int)v->len, SQLITE_STATIC);
         break;
+    }
     }
     return bind_rc(rc, col, err);
 }

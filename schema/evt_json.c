@@ -45,7 +45,9 @@
  *   INT, UINT          number, exact ("-9223372036854775808", "18446744073709551615")
  *   FLOAT, DOUBLE      number, shortest round-trip text ("0.1", "1e300", "5e-324");
  *                      non-finite (SQLite REAL can hold +-Inf): the strings
- *                      "Infinity", "-Infinity", "NaN"
+ *                      "Infinity", "-Infinity", "NaN"; in a column of no class
+ *                      (sqlite_numeric) a number with a fraction or exponent
+ *                      ("2.0") and {"$real":"Infinity"} (evt_json_put_real)
  *   BOOL (BIT(1))      true|false
  *   DECIMAL            string, as formatted by the source ("12.50")
  *   STRING             string (invalid UTF-8 bytes as \udc80..\udcff, lossless)
@@ -124,7 +126,10 @@
  *    writer never writes \ud800..\udbff. Other JSON readers see U+DCxx.
  *    Valid UTF-8, 4-byte sequences (emoji) included, is written as is.
  *  - Non-finite FLOAT/DOUBLE (only SQLite REAL can hold them): the strings
- *    "Infinity", "-Infinity", "NaN" (JSON has no such numbers).
+ *    "Infinity", "-Infinity", "NaN" (JSON has no such numbers), where the
+ *    column's type says real; in a column that holds any class
+ *    (sqlite_numeric) a string is TEXT, so there a REAL keeps its class:
+ *    "2.0", {"$real":"Infinity"} (DESIGN 5 "REAL in a column of no class").
  *  - Number text: integral doubles below 2^53 print as integers ("42");
  *    exponents without '+' or leading zeros ("1e300", "5e-324"); -0.0 is "-0".
  *  - The zero TIMESTAMP is not an instant: "0000-00-00T00:00:00" without Z.
@@ -134,6 +139,7 @@
 #include "tb_cast.h"
 #include "evt_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,8 +165,41 @@ static void put_nonfinite_or(evt_jw *w, double d, bool is_float, float f)
         evt_jw_raw_json(w, tmp, n);
 }
 
-/* Write one value; on failure the writer's error is set and err says why. */
+void evt_json_put_real(evt_jw *w, double d, bool keep_class)
+{
+    if (!keep_class) {
+        put_nonfinite_or(w, d, false, 0);
+        return;
+    }
+    char tmp[40];
+    size_t n = evt_fmt_double(d, tmp);
+    if (!isfinite(d)) { /* {"$real":"Infinity"}: no string, so never the TEXT 'Infinity' */
+        evt_jw_obj_begin(w);
+        EVT_JW_KEY(w, EVT_JSON_REAL_TAG);
+        evt_jw_str(w, tmp, n);
+        evt_jw_obj_end(w);
+        return;
+    }
+    if (!memchr(tmp, '.', n) && !memchr(tmp, 'e', n)) { /* "2" would read back as the integer 2 */
+        memcpy(tmp + n, ".0", 3);
+        n += 2;
+    }
+    evt_jw_raw_json(w, tmp, n);
+}
+
+/* A value of a column of type `type`: a REAL in a column of no declared type
+ * or NUMERIC affinity (sqlite_numeric, which holds any class) keeps its class
+ * (evt_json_put_real); every other value by its kind alone. */
 static void put_value(evt_jw *w, const evt_value *v, tb_error *err);
+static inline void put_col_value(evt_jw *w, evt_type type, const evt_value *v, tb_error *err)
+{
+    if (v->kind == EVT_V_DOUBLE && type == EVT_T_SQLITE_NUMERIC)
+        evt_json_put_real(w, v->v.d, true);
+    else
+        put_value(w, v, err);
+}
+
+/* Write one value; on failure the writer's error is set and err says why. */
 
 void evt_json_put_value(evt_jw *w, const evt_value *v, tb_error *err) { put_value(w, v, err); }
 
@@ -228,8 +267,9 @@ static inline __attribute__((always_inline)) void put_member(evt_jw *w, const ev
                                                              const evt_value *v, bool first, tb_error *inner)
 {
     if (!t->keyoff || i >= t->ncols) { /* not sealed: the generic writer does the key */
-        evt_jw_key(w, evt_table_column(t, i)->name, (size_t)-1);
-        put_value(w, v, inner);
+        const evt_column *c = evt_table_column(t, i);
+        evt_jw_key(w, c->name, (size_t)-1);
+        put_col_value(w, c->type, v, inner);
         return;
     }
     size_t vlen = v->kind == EVT_V_STRING || v->kind == EVT_V_DECIMAL ? v->v.s.len : 0;
@@ -274,7 +314,7 @@ static inline __attribute__((always_inline)) void put_member(evt_jw *w, const ev
     jw_raw_done(w, p, &spill);
     if (generic && !w->err) { /* the value through the writer, as that of the key just written */
         w->after_key = true;
-        put_value(w, v, inner);
+        put_col_value(w, evt_table_column(t, i)->type, v, inner);
     }
 }
 

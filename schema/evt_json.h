@@ -71,6 +71,15 @@ TB_MUST_USE tb_code evt_jw_finish(evt_jw *w);
  * (not JSON numbers: the codec writes them as strings). NUL-terminated. */
 size_t evt_fmt_double(double v, char out[32]);
 size_t evt_fmt_float(float v, char out[32]);
+/* A REAL (double) as a value of the wire format (DESIGN 5). keep_class false
+ * (a column whose type says it is a real: FLOAT, DOUBLE, SQLite REAL): the
+ * shortest number text ("2", "0.5"), non-finite as the strings "Infinity",
+ * "-Infinity", "NaN". keep_class true (a column that holds any class: SQLite
+ * sqlite_numeric), the value itself says it is a real: a number with a
+ * fraction or exponent ("2.0", "0.5", "1e300", "-0.0"), non-finite as the
+ * object {"$real":"Infinity"|"-Infinity"|"NaN"} (a string there is TEXT). */
+#define EVT_JSON_REAL_TAG "$real"
+void evt_json_put_real(evt_jw *w, double d, bool keep_class);
 /* Temporal text per DESIGN 5 ("2024-01-31", "2024-01-31T10:00:00.5", "...Z", "-838:59:59"). */
 size_t evt_fmt_temporal(evt_kind kind, const evt_temporal *t, char out[48]);
 

@@ -3,6 +3,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "test_util.h"
 
@@ -276,6 +278,67 @@ Test(values, non_finite_are_strings)
     expect(EVT_T_SQLITE_REAL, &v, "\"-Infinity\"");
     v.v.d = NAN;
     expect(EVT_T_DOUBLE, &v, "\"NaN\"");
+}
+
+/* A REAL in a column that holds any class (sqlite_numeric: no declared type,
+ * NUMERIC, STRICT ANY) says it is a real by itself; in a REAL/DOUBLE column
+ * the type says it, and the number text is the shortest. */
+Test(values, real_keeps_its_class_in_a_column_of_no_class)
+{
+    static const struct { double d; const char *numeric, *real; } cases[] = {
+        {2.0, "2.0", "2"},         {-3.0, "-3.0", "-3"},       {0.0, "0.0", "0"},
+        {-0.0, "-0.0", "-0"},      {2.5, "2.5", "2.5"},        {1e300, "1e300", "1e300"},
+        {5e-324, "5e-324", "5e-324"}, {9007199254740992.0, "9007199254740992.0", "9007199254740992"},
+        {INFINITY, "{\"$real\":\"Infinity\"}", "\"Infinity\""},
+        {-INFINITY, "{\"$real\":\"-Infinity\"}", "\"-Infinity\""},
+        {NAN, "{\"$real\":\"NaN\"}", "\"NaN\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        evt_value v = {.kind = EVT_V_DOUBLE, .v.d = cases[i].d};
+        expect(EVT_T_SQLITE_NUMERIC, &v, cases[i].numeric);
+        expect(EVT_T_SQLITE_REAL, &v, cases[i].real);
+        expect(EVT_T_DOUBLE, &v, cases[i].real); /* MySQL DOUBLE: unchanged */
+        if (isfinite(cases[i].d)) { /* the text reads back to the same double */
+            double back = strtod(cases[i].numeric, NULL);
+            cr_expect(memcmp(&back, &cases[i].d, sizeof back) == 0, "%s", cases[i].numeric);
+        }
+    }
+    /* integers and text in the same column are unchanged: a string stays a string */
+    evt_value n = {.kind = EVT_V_INT, .v.i = 2};
+    expect(EVT_T_SQLITE_NUMERIC, &n, "2");
+    evt_value t = {.kind = EVT_V_STRING};
+    t.v.s.ptr = "Infinity";
+    t.v.s.len = 8;
+    expect(EVT_T_SQLITE_NUMERIC, &t, "\"Infinity\"");
+}
+
+/* The same rule in a key (the key writer is another path) and in a table not
+ * sealed (the generic writer). */
+Test(values, real_keeps_its_class_in_keys)
+{
+    for (int sealed = 0; sealed < 2; sealed++) {
+        evt_table *t = evt_table_new("db", "t", 2);
+        cr_assert_eq(evt_table_set_column(t, 0, "k", EVT_T_SQLITE_NUMERIC, NULL, true, false), TB_OK);
+        cr_assert_eq(evt_table_set_column(t, 1, "v", EVT_T_SQLITE_NUMERIC, NULL, true, false), TB_OK);
+        size_t pk[] = {0};
+        cr_assert_eq(evt_table_set_pk(t, pk, 1), TB_OK);
+        if (sealed)
+            evt_table_seal(t);
+        evt_event *e = evt_event_new(EVT_OP_CREATE, t);
+        evt_table_unref(t);
+        evt_set_double(e, EVT_AFTER, 0, -INFINITY);
+        evt_set_double(e, EVT_AFTER, 1, 7.0);
+        tb_buf b;
+        tb_buf_init(&b, 0);
+        tb_error err;
+        cr_assert_eq(evt_json_key(e, EVT_AFTER, &b, &err), TB_OK, "%s", err.msg);
+        cr_expect_str_eq(tb_buf_cstr(&b), "{\"k\":{\"$real\":\"-Infinity\"}}");
+        tb_buf_reset(&b);
+        cr_assert_eq(evt_json_row(e, EVT_AFTER, &b, &err), TB_OK, "%s", err.msg);
+        cr_expect_str_eq(tb_buf_cstr(&b), "{\"k\":{\"$real\":\"-Infinity\"},\"v\":7.0}");
+        tb_buf_free(&b);
+        evt_event_free(e);
+    }
 }
 
 Test(values, strings_and_bytes)

@@ -65,7 +65,7 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static off_t file_size(const char *p)
+static inline off_t file_size(const char *p)
 {
     struct stat sb;
     return stat(p, &sb) == 0 ? sb.st_size : -1;
@@ -314,7 +314,7 @@ static char *source_rows(const char *table)
 }
 
 /* Every table's topic equals the table. */
-static void expect_tables_equal(const char *const *tables, size_t n)
+static inline void expect_tables_equal(const char *const *tables, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         char *a = source_rows(tables[i]), *b = topic_rows(tables[i]);
@@ -337,7 +337,7 @@ static void expect_tables_equal(const char *const *tables, size_t n)
     }
 }
 
-static int rnd_n(uint64_t *x, int n)
+static inline int rnd_n(uint64_t *x, int n)
 {
     *x ^= *x << 13;
     *x ^= *x >> 7;
@@ -345,7 +345,7 @@ static int rnd_n(uint64_t *x, int n)
     return (int)(*x % (uint64_t)n);
 }
 
-static unsigned long long test_seed(void)
+static inline unsigned long long test_seed(void)
 {
     const char *e = getenv("SQLCAP_SEED");
     return e ? strtoull(e, NULL, 10) : (unsigned long long)time(NULL) ^ (unsigned long long)getpid();
