@@ -252,6 +252,17 @@ static tb_code sqlcap_collect(void *opaque, uint32_t pgno, int64_t rowid, const 
     }
     if ((rc = sqlcap_row_decode_stored(x->t, rowid, payload, len, x->vals, err)) != TB_OK)
         return rc;
+    if (!x->t->without_rowid && sqlcap_key_has_null(x->t, x->vals)) {
+        /* a declared key holding NULL (a rowid table allows it): rows are told apart by their
+         * rowid (sqlite-wal.md 2.6 "Keys"), under a tag no key tuple starts with */
+        uint8_t kb[9];
+        kb[0] = SQLCAP_KEY_ROWID_TAG;
+        for (int i = 0; i < 8; i++)
+            kb[1 + i] = (uint8_t)((uint64_t)rowid >> (56 - 8 * i));
+        if (sqlcap_rowmap_add(x->map, kb, 9, payload, len, rowid) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory collecting rows", x->t->name);
+        return TB_OK;
+    }
     if (sqlcap_key(x->t, x->vals, x->key) != TB_OK ||
         sqlcap_rowmap_add(x->map, (const uint8_t *)x->key->data, x->key->len, payload, len, rowid) != TB_OK)
         return tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory collecting rows", x->t->name);

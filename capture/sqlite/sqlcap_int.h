@@ -118,6 +118,7 @@ typedef struct sqlcap_tbl {
     uint8_t *gen;           /* per column: 0 plain, 2 VIRTUAL, 3 STORED generated (table_xinfo hidden) */
     struct sqlcap_gen *gv;  /* VIRTUAL columns' evaluator (sqlcap_gen_eval), NULL when none */
     evt_table *et;          /* descriptor (one reference) */
+    bool null_key_warned;   /* the WARN of a row whose key holds NULL was logged (sqlcap_key_null_warn) */
 } sqlcap_tbl;
 
 void sqlcap_tbl_free(sqlcap_tbl *t);
@@ -309,6 +310,18 @@ long sqlcap_rowmap_find(const sqlcap_rowmap *m, const uint8_t *k, size_t kn, uin
 TB_MUST_USE tb_code sqlcap_rowmap_add(sqlcap_rowmap *m, const uint8_t *k, size_t kn, const uint8_t *p, size_t pn, int64_t rowid);
 /* Canonical key bytes of a decoded row (t->pk columns) into out (reset first). */
 TB_MUST_USE tb_code sqlcap_key(const sqlcap_tbl *t, const sqlcap_val *vals, tb_buf *out);
+/* A key column of the row is NULL (a rowid table with a declared key allows it). Such rows are
+ * told apart by their rowid inside the capture: the diff's key is this tag and the rowid (8 bytes
+ * big endian), which no key tuple starts with (sqlcap_key's tags are the SQLCAP_* classes). */
+#define SQLCAP_KEY_ROWID_TAG 0xFE
+bool sqlcap_key_has_null(const sqlcap_tbl *t, const sqlcap_val *vals);
+/* Once per table version and run: WARN, naming the table and its key columns, that rows whose key
+ * holds NULL share one message key (the topic's compaction and the cache keep one of them, and a
+ * delete of one removes them all); vals: a row image (NULL: none). */
+void sqlcap_key_null_warn(const sqlcap_tbl *t, const sqlcap_val *vals);
+/* The same for an event of trigger mode (no sqlcap_tbl): a key column NULL in either image of ev
+ * (only a rowid table's declared key can hold one); *warned: the table's flag. */
+void sqlcap_event_key_null_warn(const evt_table *et, const evt_event *ev, bool *warned);
 
 /* Delivered events kept for reuse by sqlcap_make_event. */
 typedef struct sqlcap_evpool {

@@ -54,6 +54,7 @@
 typedef struct sqlcap_ttab {
     char *name;
     evt_table *et;
+    bool null_key_warned; /* sqlcap_event_key_null_warn */
 } sqlcap_ttab;
 
 struct sqlcap_trig {
@@ -342,8 +343,7 @@ static tb_code sqlcap_trig_table_add(sqlcap *c, sqlite3_str *s, const char *tn, 
     if (!nt)
         goto nomem;
     t->tabs = nt;
-    t->tabs[t->ntabs].name = name;
-    t->tabs[t->ntabs++].et = et;
+    t->tabs[t->ntabs++] = (sqlcap_ttab){.name = name, .et = et};
     name = NULL;
     et = NULL;
     /* triggers: the change log (ai, au, ad) and the rows REPLACE deletes (bi,
@@ -610,6 +610,20 @@ tb_code sqlcap_trig_open(sqlcap *c, const tb_position *start, tb_error *err)
     return TB_OK;
 }
 
+/* The null-key WARN flag of table name (a dummy for a table not found). */
+static bool *sqlcap_trig_warned(sqlcap_trig *t, const char *name)
+{
+    static bool none;
+    for (size_t i = 0; i < t->ntabs; i++)
+        if (strcmp(t->tabs[i].name, name) == 0)
+            return &t->tabs[i].null_key_warned;
+    for (size_t i = t->ngone; i-- > 0;)
+        if (strcmp(t->gone[i].name, name) == 0)
+            return &t->gone[i].null_key_warned;
+    none = false;
+    return &none;
+}
+
 static const evt_table *sqlcap_trig_table(sqlcap_trig *t, const char *name)
 {
     for (size_t i = 0; i < t->ntabs; i++)
@@ -776,6 +790,7 @@ tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err)
             evt_event_free(ev);
             break;
         }
+        sqlcap_event_key_null_warn(et, ev, sqlcap_trig_warned(t, tbl));
         pos.seq = seq;
         evt_event_set_position(ev, &pos);
         evt_event_set_last_in_tx(ev, true);
@@ -839,6 +854,7 @@ static tb_code sqlcap_trig_row_event(sqlcap *c, const evt_table *et, sqlite3_stm
         evt_event_free(ev);
         return tb_error_prefix(err, rc, "%s: table %s: ", c->path, evt_table_name(et));
     }
+    sqlcap_event_key_null_warn(et, ev, sqlcap_trig_warned(c->trig, evt_table_name(et)));
     *out = ev;
     return TB_OK;
 }
