@@ -644,9 +644,37 @@ tb_code sqlcap_scan_tables(sqlcap *c, sqlcap_table_fn on_table, sqlcap_row_fn on
 
 /* ---------------------------------------------------------------- next */
 
+bool sqlcap_snap_hold(sqlcap *c, bool done, tb_code *rc)
+{
+    *rc = TB_OK;
+    if (c->snap_held) {
+        evt_event **nv = sqlcap_grow(c->evq.v, c->evq.n, &c->evq.cap, sizeof *nv, 256);
+        if (!nv) {
+            *rc = TB_ERR_NOMEM;
+            return true;
+        }
+        c->evq.v = nv;
+        memmove(c->evq.v + 1, c->evq.v, c->evq.n * sizeof *c->evq.v);
+        c->evq.v[0] = c->snap_held;
+        c->evq.n++;
+        c->snap_held = NULL;
+    }
+    if (done) {
+        if (c->evq.n) {
+            evt_event_set_snapshot(c->evq.v[c->evq.n - 1], EVT_SNAPSHOT_LAST);
+            evt_event_set_last_in_tx(c->evq.v[c->evq.n - 1], true);
+        }
+        return true;
+    }
+    if (c->evq.n)
+        c->snap_held = c->evq.v[--c->evq.n];
+    return c->evq.n > 0;
+}
+
 static tb_code sqlcap_snap_step(sqlcap *c, tb_error *err)
 {
     const sqlcap_schema *s = sqlcap_engine_schema(c->eng);
+again:
     while (c->snap_tbl < s->n && c->evq.n == 0) {
         const sqlcap_tbl *t = s->tbls[c->snap_tbl];
         if (!t->captured) {
@@ -669,13 +697,14 @@ static tb_code sqlcap_snap_step(sqlcap *c, tb_error *err)
         c->snap_any = true;
     }
     tb_position_free(&p);
-    if (c->snap_tbl >= s->n) {
+    bool done = c->snap_tbl >= s->n;
+    tb_code rc;
+    if (!sqlcap_snap_hold(c, done, &rc))
+        goto again; /* one row read, held back: read on */
+    if (rc != TB_OK)
+        return tb_error_set(err, rc, false, "%s: snapshot: out of memory", c->path);
+    if (done)
         c->snapping = false;
-        if (c->evq.n) {
-            evt_event_set_snapshot(c->evq.v[c->evq.n - 1], EVT_SNAPSHOT_LAST);
-            evt_event_set_last_in_tx(c->evq.v[c->evq.n - 1], true);
-        }
-    }
     return TB_OK;
 }
 
@@ -905,6 +934,7 @@ void sqlcap_close(sqlcap *c)
     if (c->pendfd >= 0)
         close(c->pendfd);
     sqlcap_engine_free(c->eng);
+    evt_event_free(c->snap_held);
     for (size_t i = c->evq.next > 0 ? c->evq.next - 1 : 0; i < c->evq.n; i++)
         evt_event_free(c->evq.v[i]);
     free(c->evq.v);

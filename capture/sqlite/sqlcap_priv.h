@@ -125,6 +125,8 @@ struct sqlcap {
     bool snapping;
     size_t snap_tbl, snap_cursor;
     bool snap_any;
+    evt_event *snap_held;       /* the snapshot's newest row event, held back until it is known
+                                 * whether another row follows (sqlcap_snap_hold) */
     bool gap;                   /* the next applied transaction is a gap net diff */
     bool gap_taken;             /* a gap was taken at open, not yet reported (sqlcap_take_gap) */
     sqlcap_stats st;
@@ -270,6 +272,13 @@ void sqlcap_trig_close(sqlcap *c);
 TB_MUST_USE tb_code sqlcap_trig_snapshot_begin(sqlcap *c, tb_position *pos, tb_error *err);
 TB_MUST_USE tb_code sqlcap_trig_snapshot_count(sqlcap *c, sqlcap_count_fn fn, void *opaque, tb_error *err);
 TB_MUST_USE tb_code sqlcap_trig_snap_step(sqlcap *c, tb_error *err);
+/* End of a snapshot step, WAL and trigger mode: c->evq holds the rows read in this step (their
+ * position and snapshot flag set). The row held back by the previous step goes first; done (every
+ * table read): the last row is marked snapshot=last and ends its transaction; else the last row is
+ * held back, since the tables still to read may all be empty and then it is the snapshot's last.
+ * So the end is marked whatever tables are empty. False when nothing is left to hand out but the
+ * snapshot is not done (read on). TB_ERR_NOMEM in *rc. */
+bool sqlcap_snap_hold(sqlcap *c, bool done, tb_code *rc);
 TB_MUST_USE tb_code sqlcap_trig_scan(sqlcap *c, sqlcap_table_fn on_table, sqlcap_row_fn on_row, void *opaque,
                                      tb_error *err);
 

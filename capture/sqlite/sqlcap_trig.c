@@ -937,6 +937,7 @@ tb_code sqlcap_trig_snap_step(sqlcap *c, tb_error *err)
 {
     sqlcap_trig *t = c->trig;
     tb_code rc = TB_OK;
+again:
     while (t->snap_tbl < t->ntabs && c->evq.n < SQLCAP_TRIG_SNAP_BATCH) {
         const evt_table *et = t->tabs[t->snap_tbl].et;
         if (!t->snap_st && (rc = sqlcap_trig_rows_prepare(c, et, &t->snap_st, err)) != TB_OK)
@@ -968,13 +969,14 @@ tb_code sqlcap_trig_snap_step(sqlcap *c, tb_error *err)
         evt_event_set_snapshot(c->evq.v[i], EVT_SNAPSHOT_TRUE);
         evt_event_set_commit_ts_ms(c->evq.v[i], now);
     }
-    if (t->snap_tbl >= t->ntabs) {
+    bool done = t->snap_tbl >= t->ntabs;
+    if (!sqlcap_snap_hold(c, done, &rc))
+        goto again; /* one row read, held back: read on */
+    if (rc != TB_OK)
+        return tb_error_set(err, rc, false, "%s: snapshot: out of memory", c->path);
+    if (done) {
         sqlcap_trig_snap_end(t);
         c->snapping = false;
-        if (c->evq.n) {
-            evt_event_set_snapshot(c->evq.v[c->evq.n - 1], EVT_SNAPSHOT_LAST);
-            evt_event_set_last_in_tx(c->evq.v[c->evq.n - 1], true);
-        }
         TB_INFO(SQLCAP_FAC, "%s: trigger mode snapshot read; streaming from change-log sequence %lld", c->path,
                 (long long)t->last_seq);
     }

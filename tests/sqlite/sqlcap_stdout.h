@@ -132,7 +132,7 @@ static void wait_for(const char *needle, int64_t deadline_ms)
 }
 
 /* Run sql in a separate process (an application connection); recursive: with recursive_triggers on. */
-static void app_sql(const char *sql, bool recursive)
+static inline void app_sql(const char *sql, bool recursive)
 {
     fflush(NULL);
     pid_t p = fork();
