@@ -33,7 +33,8 @@
  *   changes after each ALTER follow, and the cache equals the source.
  * kafka_away_during_ddl: the broker stopped while streaming, then an ALTER
  *   under ddl.alter.policy=resnapshot (its reconcile reads the topic), rows
- *   deleted, and a table created (its topic is made): the run waits for
+ *   deleted, a table created (its topic is made) and one renamed (the old
+ *   name's keys read and deleted, the new topic made): the run waits for
  *   Kafka, WARNing what it waits for, instead of stopping; once the broker
  *   is back the topics and the cache equal the source.
  * rename_empty_then_restart: an empty table renamed while streaming (no
@@ -362,6 +363,7 @@ Test(e2e_reconcile, kafka_away_during_ddl, .timeout = 400, .init = tb_itest_rest
     MYSQL *m = e2e_mysql();
     e2e_sql(m, "CREATE DATABASE %s", r.db);
     rc_table(m, r.db, "t", 100);
+    rc_table(m, r.db, "r", 30);
     rc_start(&r, NULL);
     e2e_track(r.pid);
     rc_caught_up(m, &r);
@@ -369,6 +371,7 @@ Test(e2e_reconcile, kafka_away_during_ddl, .timeout = 400, .init = tb_itest_rest
     e2e_sql(m, "ALTER TABLE %s.t ADD COLUMN a1 INT NOT NULL DEFAULT 1", r.db);
     e2e_sql(m, "DELETE FROM %s.t WHERE id <= 10", r.db);
     rc_table(m, r.db, "t2", 20);
+    e2e_sql(m, "RENAME TABLE %s.r TO %s.r2", r.db, r.db); /* the old name's keys read, the new topic made */
     /* the reconcile's read or the new topic waits: the WARN names it (a request takes 30 s to time out) */
     long long deadline = tb_itest_now_ms() + 180000;
     while (rc_log_count(&r, "waiting for Kafka, trying again until it answers") == 0) {
@@ -381,11 +384,20 @@ Test(e2e_reconcile, kafka_away_during_ddl, .timeout = 400, .init = tb_itest_rest
     static const char *const cols2[] = {"id", "v", "n", NULL};
     rc_wait_topic_equal(m, &r, "t", cols, "id, v, n, a1", "t after Kafka came back");
     rc_wait_topic_equal(m, &r, "t2", cols2, "id, v, n", "t2 after Kafka came back");
+    rc_wait_topic_equal(m, &r, "r2", cols2, "id, v, n", "r2 after Kafka came back");
     rc_caught_up(m, &r);
     rc_stop(&r);
+    char old_topic[256];
+    snprintf(old_topic, sizeof old_topic, "%s.%s.r", r.db, r.db);
+    tb_buf gone;
+    tb_buf_init(&gone, 0);
+    st_topic_table(old_topic, cols2, &gone);
+    cr_expect_str_eq(tb_buf_cstr(&gone), "", "the renamed table's old topic still holds rows:\n%s", tb_buf_cstr(&gone));
+    tb_buf_free(&gone);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n, a1", true);
     rc_assert_equal(&r, m, "t2", cols2, "id, v, n", true);
+    rc_assert_equal(&r, m, "r2", cols2, "id, v, n", true);
     e2e_sql(m, "DROP DATABASE %s", r.db);
     mysql_close(m);
     e2e_rmtree(r.dir);
