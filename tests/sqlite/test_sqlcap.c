@@ -702,19 +702,27 @@ Test(sqlcap, replay_page_4k_shadow) { replay_test(4096, 400, true); }
 
 /* Barrier reset windows (sqlcap_opts.checkpoint_barrier): the WAL is rewound
  * under the reader (at least one generation after the first)
- * and the replay is still exact. */
+ * and the replay is still exact. Whether a window comes within a run's 600
+ * transactions depends on how the machine schedules the reader: a run without
+ * one (reader status 4) proves nothing and is run again with the next seed, up
+ * to 4 runs; every run's replay must be exact. */
 Test(sqlcap, replay_barrier_windows)
 {
     unsigned long long seed = test_seed();
-    fprintf(stderr, "sqlcap barrier windows: seed %llu (SQLCAP_SEED=%llu to reproduce)\n", seed, seed);
-    mk_tmpdir();
-    run_result r = run_one_cfg(4096, seed, 600, 0, true, false, true, 2);
-    cr_expect_eq(r.writer_status, 0, "writer failed (a barrier must not make it fail: it uses BEGIN IMMEDIATE)");
-    cr_expect_eq(r.reader_status, 0, "reader status %d (2 = replay errors, 4 = no WAL reset seen)",
-                 r.reader_status);
-    cr_expect_eq(r.diffs, 0, "final database differs from the replay (seed %llu)", seed);
-    cr_expect_eq(r.mism, 0, "per-commit change sets differ from the writer's log (seed %llu)", seed);
-    rm_tmpdir();
+    bool reset_seen = false;
+    for (int attempt = 0; attempt < 4 && !reset_seen; attempt++, seed++) {
+        fprintf(stderr, "sqlcap barrier windows: seed %llu (SQLCAP_SEED=%llu to reproduce)\n", seed, seed);
+        mk_tmpdir();
+        run_result r = run_one_cfg(4096, seed, 600, 0, true, false, true, 2);
+        cr_expect_eq(r.writer_status, 0, "writer failed (a barrier must not make it fail: it uses BEGIN IMMEDIATE)");
+        cr_expect(r.reader_status == 0 || r.reader_status == 4, "reader status %d (2 = replay errors)",
+                  r.reader_status);
+        cr_expect_eq(r.diffs, 0, "final database differs from the replay (seed %llu)", seed);
+        cr_expect_eq(r.mism, 0, "per-commit change sets differ from the writer's log (seed %llu)", seed);
+        reset_seen = r.reader_status == 0;
+        rm_tmpdir();
+    }
+    cr_expect(reset_seen, "no WAL reset under the reader in 4 runs of 600 transactions");
 }
 
 static int lines_with(const char *path, const char *needle)
