@@ -135,6 +135,73 @@ out:
     return rc;
 }
 
+/* snapshot.initial.method=chunked: the snapshot is the incremental machinery
+ * run over every captured table, streaming from the server's position now
+ * (*start). The order makes a kill -9 at any point safe: the state file
+ * naming the tables is written first, then the position is committed, so a
+ * crash before that commit snapshots from nothing again (no position
+ * stored) and one after it resumes the chunks not done (the state file).
+ * Each table's reconcile step follows its last chunk (run_pipe.c); the
+ * tables the schema topic describes that the source lost meanwhile are
+ * handled here, at *start, before the first chunk. */
+static tb_code run_mysql_chunked(run_ctx *r, tb_position *start, tb_error *err)
+{
+    snap_plan plan;
+    tb_hmap present;
+    tb_hmap_init(&present);
+    tb_buf k;
+    tb_buf_init(&k, 0);
+    tb_code rc = snap_plan_make(r->cfg, &plan, err);
+    if (rc != TB_OK)
+        goto out;
+    if (!r->inc && (rc = snap_inc_open(r->cfg, NULL, &r->inc, err)) != TB_OK)
+        goto out;
+    if ((rc = snap_inc_begin_initial(r->inc, plan.db_table, plan.n, err)) != TB_OK)
+        goto out;
+    for (size_t i = 0; r->metrics && i < plan.n; i++)
+        run_snap_estimate(plan.db[i], plan.table[i], (int64_t)plan.rows_estimated[i], r);
+    for (size_t i = 0; rc == TB_OK && i < plan.n; i++) {
+        void **v;
+        tb_buf_reset(&k);
+        if (tb_buf_puts(&k, plan.db[i]) != TB_OK || tb_buf_putc(&k, 0) != TB_OK ||
+            tb_buf_puts(&k, plan.table[i]) != TB_OK || tb_hmap_put(&present, k.data, k.len, &v) != TB_OK)
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        else
+            *v = &present;
+    }
+    if (rc != TB_OK)
+        goto out;
+    r->in_tx = true;
+    run_keys_at at = {.pos = &plan.pos,
+                      .conn = plan.mariadb ? EVT_CONN_MARIADB : EVT_CONN_MYSQL,
+                      .ts_ms = tb_wall_ms(),
+                      .what = "snapshot"};
+    if ((rc = run_sink_error(r, run_reconcile_vanished(r, &present, &at, err), false, err)) != TB_OK ||
+        (rc = run_sink_error(r, run_sink_end_tx(r, &plan.pos, err), false, err)) != TB_OK)
+        goto out;
+    r->in_tx = false;
+    if ((rc = run_sink_error(r, run_sink_commit(r, true, err), true, err)) != TB_OK)
+        goto out;
+    if ((rc = tb_position_copy(start, &plan.pos)) != TB_OK) {
+        rc = tb_error_set(err, rc, false, "out of memory");
+        goto out;
+    }
+    r->snapshot_state = plan.n ? "running" : "done";
+    tb_buf pb;
+    tb_buf_init(&pb, 0);
+    tb_position_format(&plan.pos, &pb);
+    TB_INFO("run", "initial snapshot (chunked) of %zu table(s), %lld row(s) a chunk, streaming from %s meanwhile",
+            plan.n, (long long)cfg_get_int(r->cfg, "snapshot.chunk.size"), tb_buf_cstr(&pb));
+    tb_buf_free(&pb);
+out:
+    if (rc != TB_OK && rc != TB_ERR_STOPPED)
+        r->snapshot_state = "failed";
+    tb_buf_free(&k);
+    tb_hmap_free(&present, NULL);
+    snap_plan_free(&plan);
+    return rc;
+}
+
 /* After a sink error: true when the Kafka transaction was aborted
  * (exactly.once) and the source must be re-read from sink_committable();
  * sets r->restart. */
@@ -178,7 +245,12 @@ static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_
          * checked them at start; binlog_open checks them on each connection) */
         if (force_snapshot && (rc = binlog_preflight(r->cfg, err)) != TB_OK)
             goto out;
-        if ((rc = run_mysql_snapshot(r, &start, err)) != TB_OK) {
+        if (snap_chunked(r->cfg)) {
+            if ((rc = run_mysql_chunked(r, &start, err)) != TB_OK) {
+                run_sink_aborted(r);
+                goto out;
+            }
+        } else if ((rc = run_mysql_snapshot(r, &start, err)) != TB_OK) {
             run_sink_aborted(r);
             goto out;
         }
@@ -195,6 +267,8 @@ static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_
         goto out;
     if (!r->inc && (rc = snap_inc_open(r->cfg, NULL, &r->inc, err)) != TB_OK)
         goto out;
+    if (snap_inc_initial(r->inc))
+        r->snapshot_state = "running"; /* a chunked initial snapshot, maybe resumed after a crash */
     TB_INFO("run", "streaming from the binlog");
     rc = run_stream(r, err);
 out:

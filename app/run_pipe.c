@@ -200,6 +200,10 @@ tb_code run_stream(run_ctx *r, tb_error *err)
             if ((rc = run_inc_poll(r, err)) != TB_OK)
                 return rc;
         }
+        if (r->inc && r->snapshot_state && strcmp(r->snapshot_state, "running") == 0 && !snap_inc_initial(r->inc)) {
+            r->snapshot_state = "done"; /* a chunked initial snapshot released its last row */
+            TB_INFO("run", "snapshot done: %" PRIu64 " rows", r->snapshot_rows);
+        }
         run_write_status(r, "streaming", NULL, false);
     }
     return TB_OK;

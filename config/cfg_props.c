@@ -23,6 +23,7 @@ static const char *const v_dbz_time[] = {"adaptive_time_microseconds", "connect"
 static const char *const v_dbz_binary[] = {"bytes", "base64", "base64-url-safe", "hex", NULL};
 static const char *const v_snapshot_mode[] = {"initial", "initial_only", "never", "when_needed", NULL};
 static const char *const v_snapshot_locking[] = {"minimal", "none", NULL};
+static const char *const v_snapshot_initial_method[] = {"consistent", "chunked", NULL};
 static const char *const v_offsets_storage[] = {"kafka", "file", NULL};
 static const char *const v_sink[] = {"kafka", "stdout", NULL};
 static const char *const v_cache_mode[] = {"global", "group", NULL};
@@ -113,7 +114,9 @@ static const cfg_prop props[] = {
     {"snapshot.mode", CFG_ENUM, "initial", 0, 0, v_snapshot_mode, "When to snapshot (DESIGN 7).", false, "snapshot"},
     {"snapshot.locking.mode", CFG_ENUM, "minimal", 0, 0, v_snapshot_locking,
      "MySQL 8: take a brief backup lock to read the position (`minimal`) or none.", false, "snapshot"},
-    {"snapshot.chunk.size", CFG_INT, "10000", 1, 100000000, NULL, "Rows per chunk of an incremental snapshot.", false, "snapshot"},
+    {"snapshot.chunk.size", CFG_INT, "10000", 1, 100000000, NULL, "Rows per chunk of an incremental snapshot (and of a `chunked` initial snapshot).", false, "snapshot"},
+    {"snapshot.initial.method", CFG_ENUM, "consistent", 0, 0, v_snapshot_initial_method,
+     "MySQL/MariaDB, `tributary run`: how the snapshot that `snapshot.mode` asks for is read. `consistent`: one consistent-snapshot transaction, streaming from its position afterwards; a crash reads every table again. `chunked`: streaming starts at once from the server's current position and every captured table is read as an incremental snapshot (primary-key chunks of `snapshot.chunk.size` between watermark rows in `<db>.tributary_signal`, no lock, no long transaction), its progress saved per chunk in `<offsets.file>.incsnap`, so a crash resumes with the chunks not done; needs INSERT and CREATE on `<db>.tributary_signal`, and each table's last row carries `snapshot=last`. `snapshot.mode=initial_only` and `tributary snapshot` always use `consistent` (docs/snapshot.md).", false, "snapshot"},
 
     /* ---- topics and values */
     {"topic.prefix", CFG_STRING, "tributary", 0, 0, NULL, "First part of every topic name.", false, "topics"},

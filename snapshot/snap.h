@@ -101,5 +101,28 @@ TB_MUST_USE tb_code snap_check_topics(const cfg *c, size_t *ntables, tb_error *e
 /* Whether streaming follows the snapshot (false for initial_only). */
 bool snap_then_stream(const cfg *c);
 
+/* snapshot.initial.method=chunked for a run that streams afterwards
+ * (snapshot.mode other than initial_only): the initial snapshot is taken by
+ * the incremental machinery (snap_incremental.h, snap_inc_begin_initial),
+ * streaming from snap_plan.pos meanwhile. */
+bool snap_chunked(const cfg *c);
+
+/* The plan of a chunked initial snapshot: the server's position now (where
+ * streaming starts; read first, so a table made after it is also in the
+ * stream) and the tables snap_open would read (tables.include/exclude,
+ * signalling tables skipped, db.table order), each described once, so a
+ * table with no key is refused here with TB_ERR_CONFIG as by snap_open.
+ * Opens and closes its own connection. Free with snap_plan_free. */
+typedef struct snap_plan {
+    tb_position pos;
+    size_t n;
+    char **db_table;     /* "db.table", owned */
+    char **db, **table;  /* owned */
+    uint64_t *rows_estimated;
+    bool mariadb;
+} snap_plan;
+TB_MUST_USE tb_code snap_plan_make(const cfg *c, snap_plan *p, tb_error *err);
+void snap_plan_free(snap_plan *p);
+
 
 #endif

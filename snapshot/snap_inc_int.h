@@ -38,6 +38,7 @@ struct snap_inc {
     bool has_key;
     uint64_t chunks, rows;
     uint64_t dropped;
+    bool initial;         /* the queue holds an initial snapshot's tables (snap_inc_begin_initial) */
     /* current table: described again before every chunk */
     evt_table *t;
     evt_table *finished;  /* the table whose last chunk was released, not yet taken */
@@ -71,6 +72,9 @@ TB_MUST_USE tb_code snap_inc_queue_push(snap_inc *si, const char *db_table); /* 
 void snap_inc_queue_pop(snap_inc *si);
 /* Read si->state_path (a missing file is an empty state). */
 TB_MUST_USE tb_code snap_inc_load_state(snap_inc *si, tb_error *err);
+/* snap_inc_begin_initial's state (the chunk in flight cleared by the caller): queue, progress,
+ * pending saves reset, written to the state file now. */
+TB_MUST_USE tb_code snap_inc_state_initial(snap_inc *si, char *const *tables, size_t n, tb_error *err);
 /* Remember the current state, to be written once `pos` is committed. */
 TB_MUST_USE tb_code snap_inc_push_save(snap_inc *si, const tb_position *pos, tb_error *err);
 

@@ -3,9 +3,11 @@
  * snapshots (see snap_incremental.h for both).
  *
  * STATE FILE (JSON, replaced atomically: temp file, fsync, rename)
- *   {"last_signal_id":N,"queue":["db.t",...],"chunks":N,"rows":N,"key":KEY|null}
+ *   {"last_signal_id":N,"queue":["db.t",...],"chunks":N,"rows":N,"key":KEY|null,"initial":B}
  *   queue[0] is the table in progress; key is the last primary key of its
- *   last finished chunk (snap_inc_key.h), null before the first chunk.
+ *   last finished chunk (snap_inc_key.h), null before the first chunk;
+ *   initial is true while the queue holds an initial snapshot's tables
+ *   (snap_inc_begin_initial; absent in files of older versions: false).
  */
 #include "tb_cast.h"
 #include "snap_inc_int.h"
@@ -198,6 +200,8 @@ static tb_code state_json(const snap_inc *si, tb_buf *out)
         snap_key_to_json(&si->key, &w);
     else
         evt_jw_null(&w);
+    evt_jw_key(&w, "initial", (size_t)-1);
+    evt_jw_bool(&w, si->initial);
     evt_jw_obj_end(&w);
     return evt_jw_finish(&w);
 }
@@ -229,6 +233,8 @@ void snap_inc_queue_pop(snap_inc *si)
     free(si->queue[0]);
     memmove(si->queue, si->queue + 1, (si->nqueue - 1) * sizeof(*si->queue));
     si->nqueue--;
+    if (si->nqueue == 0)
+        si->initial = false; /* its last table is done (or dropped) */
 }
 
 tb_code snap_inc_load_state(snap_inc *si, tb_error *err)
@@ -257,6 +263,8 @@ tb_code snap_inc_load_state(snap_inc *si, tb_error *err)
         si->chunks = strtoull(s, NULL, 10);
     if ((v = evt_jv_get(root, "rows")) && (s = evt_jv_text(v, &len)))
         si->rows = strtoull(s, NULL, 10);
+    if ((v = evt_jv_get(root, "initial")) && evt_jv_type_of(v) == EVT_JV_BOOL && evt_jv_bool(v))
+        si->initial = true;
     if ((v = evt_jv_get(root, "queue")) && evt_jv_type_of(v) == EVT_JV_ARRAY) {
         for (size_t i = 0; i < evt_jv_size(v) && rc == TB_OK; i++) {
             s = evt_jv_text(evt_jv_at(v, i), &len);
@@ -274,15 +282,51 @@ tb_code snap_inc_load_state(snap_inc *si, tb_error *err)
             tb_error_prefix(err, rc, "%s: ", si->state_path);
         si->has_key = rc == TB_OK;
     }
+    if (si->nqueue == 0)
+        si->initial = false;
     if (rc == TB_OK && si->nqueue > 0)
-        TB_INFO(FAC, "resuming incremental snapshot of %s after %llu chunk(s), %llu row(s)", si->queue[0],
-                (unsigned long long)si->chunks, (unsigned long long)si->rows);
+        TB_INFO(FAC, "resuming %s snapshot of %s after %llu chunk(s), %llu row(s)%s",
+                si->initial ? "the initial (chunked)" : "incremental", si->queue[0], (unsigned long long)si->chunks,
+                (unsigned long long)si->rows, si->nqueue > 1 ? "; more tables queued after it" : "");
 out:
     evt_jv_free(root);
     tb_buf_free(&b);
     if (rc != TB_OK && err && err->code == TB_OK)
         tb_error_set(err, rc, false, "%s: cannot load", si->state_path);
     return rc;
+}
+
+tb_code snap_inc_state_initial(snap_inc *si, char *const *tables, size_t n, tb_error *err)
+{
+    for (size_t i = 0; i < si->nsaves; i++) {
+        tb_position_free(&si->saves[i].pos);
+        free(si->saves[i].json);
+    }
+    si->nsaves = 0;
+    while (si->nqueue > 0)
+        snap_inc_queue_pop(si);
+    snap_key_free(&si->key);
+    si->has_key = false;
+    si->chunks = si->rows = si->dropped = 0;
+    for (size_t i = 0; i < n; i++)
+        if (snap_inc_queue_push(si, tables[i]) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    si->initial = n > 0;
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_code rc = state_json(si, &b);
+    if (rc != TB_OK) {
+        tb_buf_free(&b);
+        return tb_error_set(err, rc, false, "out of memory");
+    }
+    rc = tb_file_write_atomic(si->state_path, tb_buf_cstr(&b), b.len, err);
+    tb_buf_free(&b);
+    return rc;
+}
+
+bool snap_inc_initial(const snap_inc *si)
+{
+    return si->initial;
 }
 
 /* Remember the current state, to be saved once `pos` is committed. */

@@ -105,6 +105,12 @@ bool snap_inc_active(const snap_inc *si)
     return si->nqueue > 0 || si->ph != PH_IDLE || si->nsaves > 0;
 }
 
+tb_code snap_inc_begin_initial(snap_inc *si, char *const *tables, size_t n, tb_error *err)
+{
+    chunk_clear(si); /* a window in flight is passed over: its ids are waited for no more */
+    return snap_inc_state_initial(si, tables, n, err);
+}
+
 /* ============================================================ key set */
 
 static tb_code hash_build(snap_inc *si)
@@ -430,10 +436,13 @@ static tb_code finish_chunk(snap_inc *si, tb_error *err)
         TB_INFO(FAC, "incremental snapshot of %s done: %llu chunk(s), %llu row(s), %llu replaced by the stream",
                 si->queue[0], (unsigned long long)si->chunks, (unsigned long long)si->rows,
                 (unsigned long long)si->dropped);
+        bool was_initial = si->initial;
         snap_inc_queue_pop(si);
         snap_key_free(&si->key);
         si->has_key = false;
         si->chunks = si->rows = si->dropped = 0;
+        if (was_initial && !si->initial)
+            TB_INFO(FAC, "initial snapshot (chunked) done: every table read");
     }
     chunk_clear(si);
     return snap_inc_push_save(si, &si->hw, err);

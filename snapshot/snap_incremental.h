@@ -40,6 +40,10 @@
  *    are acknowledged before its position becomes committable.
  *  A chunk with fewer rows than the chunk size ends the table.
  *
+ * INITIAL SNAPSHOT (snapshot.initial.method=chunked)
+ *  snap_inc_begin_initial queues every captured table at once, with no
+ *  signal row; the chunks, windows, releases and saves are the ones above.
+ *
  * PROGRESS AND CRASHES
  *  The state file (default `<offsets.file>.incsnap`, JSON, replaced
  *  atomically) holds the queue of tables, the last key of the last finished
@@ -109,6 +113,20 @@ TB_MUST_USE tb_code snap_inc_committed(snap_inc *si, const tb_position *p, tb_er
  * complete; its reconcile step follows, DESIGN 6a), or NULL; once per
  * table. One reference for the caller. */
 evt_table *snap_inc_take_finished(snap_inc *si);
+
+/* The initial snapshot taken as chunks (snapshot.initial.method=chunked):
+ * the queue becomes `tables` ("db.table", in order), progress starts from
+ * nothing (a chunk in flight and unsaved progress are dropped: they belong
+ * to a stream that is not followed any more) and the state, flagged
+ * "initial", is written to the state file now, before the caller commits the
+ * position streaming starts from. So once that position is stored, a
+ * restart resumes the snapshot from its last saved chunk; a crash before it
+ * takes the snapshot again from nothing. The last signal id is kept. */
+TB_MUST_USE tb_code snap_inc_begin_initial(snap_inc *si, char *const *tables, size_t n, tb_error *err);
+/* True while tables of an initial snapshot taken as chunks remain (also
+ * after a restart that resumed it); false once its last table's last chunk
+ * is released. */
+bool snap_inc_initial(const snap_inc *si);
 
 /* True while a table is queued or a chunk is in flight or unsaved. */
 bool snap_inc_active(const snap_inc *si);

@@ -441,5 +441,93 @@ bool snap_then_stream(const cfg *c)
     return !(mode && strcmp(mode, "initial_only") == 0);
 }
 
+bool snap_chunked(const cfg *c)
+{
+    const char *m = cfg_get_str(c, "snapshot.initial.method");
+    return m && strcmp(m, "chunked") == 0 && snap_then_stream(c);
+}
+
+void snap_plan_free(snap_plan *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->db_table)
+            free(p->db_table[i]);
+        if (p->db)
+            free(p->db[i]);
+        if (p->table)
+            free(p->table[i]);
+    }
+    free(p->db_table);
+    free(p->db);
+    free(p->table);
+    free(p->rows_estimated);
+    tb_position_free(&p->pos);
+    memset(p, 0, sizeof(*p));
+    tb_position_init(&p->pos);
+}
+
+tb_code snap_plan_make(const cfg *c, snap_plan *p, tb_error *err)
+{
+    memset(p, 0, sizeof(*p));
+    tb_position_init(&p->pos);
+    cfg_filter f;
+    memset(&f, 0, sizeof(f));
+    MYSQL *my = NULL;
+    bool mariadb = false;
+    snap_tinfo *ti = NULL;
+    size_t n = 0;
+    tb_code rc = cfg_filter_init(&f, c, err);
+    bool filter_ok = rc == TB_OK;
+    if (rc == TB_OK)
+        rc = snap_sql_connect(c, &my, &mariadb, err);
+    p->mariadb = mariadb;
+    if (rc == TB_OK)
+        rc = snap_mysql_current_position(my, mariadb, &p->pos, err);
+    if (rc == TB_OK)
+        rc = snap_schema_list(my, &f, &ti, &n, err);
+    if (rc != TB_OK)
+        goto out;
+    p->db_table = calloc(n ? n : 1, sizeof(char *));
+    p->db = calloc(n ? n : 1, sizeof(char *));
+    p->table = calloc(n ? n : 1, sizeof(char *));
+    p->rows_estimated = calloc(n ? n : 1, sizeof(uint64_t));
+    if (!p->db_table || !p->db || !p->table || !p->rows_estimated) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        evt_table *t = NULL;
+        /* a table with no key is refused as by the consistent snapshot */
+        rc = snap_schema_describe(my, c, ti[i].db, ti[i].table, &t, err);
+        evt_table_unref(t);
+        if (rc != TB_OK)
+            goto out;
+        tb_buf b;
+        tb_buf_init(&b, 0);
+        tb_buf_printf(&b, "%s.%s", ti[i].db, ti[i].table);
+        p->db_table[i] = tb_buf_detach(&b, NULL);
+        p->db[i] = strdup(ti[i].db);
+        p->table[i] = strdup(ti[i].table);
+        p->rows_estimated[i] = ti[i].rows_est;
+        p->n = i + 1;
+        if (!p->db_table[i] || !p->db[i] || !p->table[i]) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        if (ti[i].engine && strcasecmp(ti[i].engine, "InnoDB") != 0)
+            TB_WARN("snapshot", "table %s.%s uses engine %s: its chunks are not transactional", ti[i].db,
+                    ti[i].table, ti[i].engine);
+    }
+out:
+    if (rc != TB_OK)
+        snap_plan_free(p);
+    snap_tinfo_free_all(ti, n);
+    if (my)
+        mysql_close(my);
+    if (filter_ok)
+        cfg_filter_free(&f);
+    return rc;
+}
+
 /* ============================================================ offsets */
 
