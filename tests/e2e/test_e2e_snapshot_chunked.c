@@ -1,0 +1,306 @@
+/*
+ * The initial snapshot taken in chunks (snapshot.initial.method=chunked)
+ * through the built tributary against the testenv MariaDB and Kafka: every
+ * captured table is read by the incremental snapshot's machinery (primary-key
+ * chunks between watermark rows) while streaming from the position the run
+ * started at, its progress saved per chunk in <offsets.file>.incsnap.
+ *
+ * kill9_resume (exactly_once off and on): three tables, keyed by an integer,
+ *   by an integer and a string (composite) and by a string (character key,
+ *   ASCII and Cyrillic), written to by a forked writer throughout (updates,
+ *   inserts, deletes, key changes). The run is killed with SIGKILL three
+ *   times, each at a random chunk boundary (the state file reaching a random
+ *   table and chunk); each next run must resume from exactly the saved
+ *   chunk (its log names the table and the chunk count of the state file at
+ *   the kill) and never start the snapshot again, a table finished before a
+ *   kill is never read again (one "done" line per table over every run),
+ *   and once the snapshot is done and the stream caught up, each topic read
+ *   as a KTable and the cache rebuilt from the topics equal the source.
+ */
+#include <jansson.h>
+#include <time.h>
+
+#include "e2e_reconcile.h"
+
+#define CK_CHUNK 100
+#define CK_KILLS 3
+
+static const char *const ck_tables[] = {"ti", "tc", "ts"}; /* db.table order: tc, ti, ts */
+
+/* ---------------------------------------------------------------- the writer (a forked child) */
+
+static MYSQL *ck_connect_child(void)
+{
+    MYSQL *m = mysql_init(NULL);
+    if (!m)
+        _exit(3);
+    unsigned port = (unsigned)atoi(getenv("TRIBUTARY_TEST_MYSQL_PORT"));
+    if (!mysql_real_connect(m, getenv("TRIBUTARY_TEST_MYSQL_HOST"), getenv("TRIBUTARY_TEST_MYSQL_USER"),
+                            getenv("TRIBUTARY_TEST_MYSQL_PASSWORD"), NULL, port, NULL, 0))
+        _exit(4);
+    mysql_set_character_set(m, "utf8mb4");
+    return m;
+}
+
+/* Random changes of the three tables until killed: every statement commits on its own
+ * (autocommit), so SIGTERM between two leaves the tables consistent. A statement that
+ * fails (a duplicate key after a key change) is passed over. */
+static void ck_writer(const char *db)
+{
+    MYSQL *m = ck_connect_child();
+    unsigned seed = (unsigned)getpid();
+    int next = 100000;
+    char q[512];
+    for (;;) {
+        int id = 1 + (int)(rand_r(&seed) % 3200), op = (int)(rand_r(&seed) % 10), t = (int)(rand_r(&seed) % 3);
+        const char *tn = ck_tables[t];
+        if (op < 5)
+            snprintf(q, sizeof q, "UPDATE %s.%s SET v = 'w%d', n = n + 1 WHERE id = %d", db, tn, next++, id);
+        else if (op < 7)
+            snprintf(q, sizeof q, "DELETE FROM %s.%s WHERE id = %d", db, tn, id);
+        else if (op < 9) {
+            int k = next++;
+            if (t == 0)
+                snprintf(q, sizeof q, "INSERT INTO %s.ti VALUES (%d, 'new', %d)", db, k, k);
+            else if (t == 1)
+                snprintf(q, sizeof q, "INSERT INTO %s.tc VALUES (%d, 'n%d', %d, 'new', %d)", db, k % 400, k, k, k);
+            else
+                snprintf(q, sizeof q, "INSERT INTO %s.ts VALUES ('new-%d', %d, 'new', %d)", db, k, k, k);
+        } else { /* a key change */
+            int k = next++;
+            if (t == 0)
+                snprintf(q, sizeof q, "UPDATE %s.ti SET id = %d WHERE id = %d", db, k, id);
+            else if (t == 1)
+                snprintf(q, sizeof q, "UPDATE %s.tc SET b = CONCAT(b, 'x') WHERE id = %d", db, id);
+            else
+                snprintf(q, sizeof q, "UPDATE %s.ts SET k = CONCAT('Ключ-', %d) WHERE id = %d", db, k, id);
+        }
+        (void)mysql_query(m, q);
+    }
+}
+
+static pid_t ck_start_writer(const char *db)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        ck_writer(db);
+        _exit(0);
+    }
+    e2e_track(pid);
+    return pid;
+}
+
+static void ck_stop_writer(pid_t pid)
+{
+    kill(pid, SIGTERM);
+    int st = 0;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+}
+
+/* ---------------------------------------------------------------- tables */
+
+static void ck_tables_make(MYSQL *m, const char *db)
+{
+    e2e_sql(m, "SET NAMES utf8mb4");
+    rc_table(m, db, "ti", 3000);
+    e2e_sql(m, "CREATE TABLE %s.tc (a INT NOT NULL, b VARCHAR(40) NOT NULL, id INT NOT NULL UNIQUE, v VARCHAR(20), "
+               "n INT, PRIMARY KEY (a, b))",
+            db);
+    e2e_sql(m, "CREATE TABLE %s.ts (k VARCHAR(40) NOT NULL PRIMARY KEY, id INT NOT NULL UNIQUE, v VARCHAR(20), n INT) "
+               "DEFAULT CHARSET utf8mb4",
+            db);
+    for (int i = 1; i <= 2500; i += 50) {
+        tb_buf qc, qs;
+        tb_buf_init(&qc, 0);
+        tb_buf_init(&qs, 0);
+        tb_buf_printf(&qc, "INSERT INTO %s.tc VALUES ", db);
+        tb_buf_printf(&qs, "INSERT INTO %s.ts VALUES ", db);
+        for (int j = i; j < i + 50; j++) {
+            tb_buf_printf(&qc, "%s(%d, 'b%d', %d, 'v%d', %d)", j > i ? "," : "", j / 7, j % 7, j, j, j);
+            char k[64];
+            if (j % 3 == 0)
+                snprintf(k, sizeof k, "key-%05d", j);
+            else if (j % 3 == 1)
+                snprintf(k, sizeof k, "Ключ-%d", j);
+            else
+                snprintf(k, sizeof k, "z %d", j);
+            tb_buf_printf(&qs, "%s('%s', %d, 'v%d', %d)", j > i ? "," : "", k, j, j, j);
+        }
+        e2e_sql(m, "%s", tb_buf_cstr(&qc));
+        e2e_sql(m, "%s", tb_buf_cstr(&qs));
+        tb_buf_free(&qc);
+        tb_buf_free(&qs);
+    }
+}
+
+/* ---------------------------------------------------------------- the state file */
+
+typedef struct ck_state {
+    bool have;       /* the file exists */
+    bool initial;    /* the initial snapshot has tables left */
+    size_t nqueue;
+    char table[128]; /* queue[0] */
+    char queue[512]; /* every queued table, each followed by ',' */
+    long long chunks;
+} ck_state;
+
+static ck_state ck_read_state(const rc_run *r)
+{
+    ck_state s;
+    memset(&s, 0, sizeof(s));
+    char path[400];
+    snprintf(path, sizeof path, "%s/offsets.incsnap", r->dir);
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    if (!j)
+        return s; /* not written yet (it is replaced by a rename: never seen half written) */
+    s.have = true;
+    s.initial = json_is_true(json_object_get(j, "initial"));
+    json_t *q = json_object_get(j, "queue");
+    s.nqueue = json_array_size(q);
+    if (s.nqueue)
+        snprintf(s.table, sizeof s.table, "%s", json_string_value(json_array_get(q, 0)));
+    for (size_t i = 0; i < s.nqueue; i++) {
+        size_t l = strlen(s.queue);
+        snprintf(s.queue + l, sizeof s.queue - l, "%s,", json_string_value(json_array_get(q, i)));
+    }
+    s.chunks = json_integer_value(json_object_get(j, "chunks"));
+    json_decref(j);
+    return s;
+}
+
+/* Progress as one number: tables finished (of 3), then chunks of the table in progress. */
+static long long ck_progress(const ck_state *s)
+{
+    if (!s->have)
+        return -1;
+    if (!s->initial)
+        return 3 * 1000;
+    return (long long)(3 - s->nqueue) * 1000 + s->chunks;
+}
+
+static bool ck_snapshot_done(const rc_run *r)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    bool done = e2e_slurp(r->status, &b) && strstr(tb_buf_cstr(&b), "\"snapshot\":{\"state\":\"done\"");
+    tb_buf_free(&b);
+    return done;
+}
+
+static size_t ck_count_in(const char *path, const char *needle)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    size_t n = 0;
+    if (e2e_slurp(path, &b))
+        for (const char *p = tb_buf_cstr(&b); (p = strstr(p, needle)); p++)
+            n++;
+    tb_buf_free(&b);
+    return n;
+}
+
+/* ---------------------------------------------------------------- the test */
+
+static void kill9_resume(bool eos)
+{
+    rc_run r;
+    char extra[256];
+    snprintf(extra, sizeof extra, "snapshot.initial.method=chunked\nsnapshot.chunk.size=%d\n%s", CK_CHUNK,
+             eos ? "exactly_once=true\n" : "");
+    rc_setup(&r, eos ? "e2eckeos" : "e2eck", extra);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    ck_tables_make(m, r.db);
+    pid_t writer = ck_start_writer(r.db);
+    unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+    char logs[CK_KILLS + 1][sizeof r.log];
+    ck_state at_kill[CK_KILLS];
+    for (int i = 0; i <= CK_KILLS; i++)
+        snprintf(logs[i], sizeof logs[i], "%.250s/run%d.log", r.dir, i);
+    for (int i = 0; i < CK_KILLS; i++) {
+        /* a random boundary at or after the last one: table 0..2 done, then 0..15 chunks of the next */
+        long long target = (long long)(rand_r(&seed) % 3) * 1000 + (long long)(rand_r(&seed) % 16);
+        if (i > 0 && target <= ck_progress(&at_kill[i - 1]))
+            target = ck_progress(&at_kill[i - 1]) + 1 + (long long)(rand_r(&seed) % 8);
+        snprintf(r.log, sizeof r.log, "%s", logs[i]);
+        rc_start(&r, NULL);
+        long long deadline = tb_itest_now_ms() + 180000;
+        for (;;) {
+            ck_state s = ck_read_state(&r);
+            if (ck_progress(&s) >= target || (s.have && !s.initial && i > 0))
+                break;
+            cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+            cr_assert(tb_itest_now_ms() < deadline, "the snapshot did not reach %lld in 180 s; see %s", target, r.log);
+            usleep(1000);
+        }
+        kill(r.pid, SIGKILL);
+        cr_assert_eq(e2e_wait(r.pid, 10000), -1);
+        at_kill[i] = ck_read_state(&r); /* what the next run loads */
+        cr_log_info("kill %d at %s chunk %lld (progress %lld, target %lld)", i, at_kill[i].table, at_kill[i].chunks,
+                    ck_progress(&at_kill[i]), target);
+        if (!at_kill[i].initial)
+            break; /* the snapshot ended before this kill */
+    }
+    snprintf(r.log, sizeof r.log, "%s", logs[CK_KILLS]);
+    rc_start(&r, NULL);
+    long long deadline = tb_itest_now_ms() + 180000;
+    while (!ck_snapshot_done(&r)) {
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+        cr_assert(tb_itest_now_ms() < deadline, "the snapshot did not end in 180 s; see %s", r.log);
+        usleep(20000);
+    }
+    ck_stop_writer(writer);
+    rc_caught_up(m, &r);
+    e2e_sql(m, "DELETE FROM %s.ti WHERE id = 2", r.db); /* streaming goes on after it */
+    rc_caught_up(m, &r);
+    rc_stop(&r);
+
+    /* every run after a kill resumed from the saved chunk, none started again */
+    size_t starts = 0;
+    for (int i = 0; i <= CK_KILLS; i++)
+        starts += ck_count_in(logs[i], "initial snapshot (chunked) of");
+    for (int i = 0; i < CK_KILLS; i++) {
+        int next = i + 1;
+        char want[300];
+        if (!at_kill[i].have || ck_progress(&at_kill[i]) <= 0)
+            continue; /* killed before the start position was committed: taken again from nothing */
+        if (!at_kill[i].initial)
+            break;
+        snprintf(want, sizeof want, "resuming the initial (chunked) snapshot of %s after %lld chunk(s)",
+                 at_kill[i].table, at_kill[i].chunks);
+        cr_expect_eq(ck_count_in(logs[next], want), 1, "%s does not say \"%s\"", logs[next], want);
+        cr_expect_eq(ck_count_in(logs[next], "initial snapshot (chunked) of"), 0,
+                     "%s started the snapshot again after a kill with progress saved", logs[next]);
+        /* a table whose end was saved before the kill is not read again */
+        for (size_t t = 0; t < 3; t++) {
+            char name[200], done[220];
+            snprintf(name, sizeof name, "%s.%s,", r.db, ck_tables[t]);
+            if (strstr(at_kill[i].queue, name))
+                continue;
+            snprintf(done, sizeof done, "incremental snapshot of %s.%s done", r.db, ck_tables[t]);
+            cr_expect_eq(ck_count_in(logs[next], done), 0, "%s read %s.%s again, finished before the kill",
+                         logs[next], r.db, ck_tables[t]);
+        }
+    }
+    cr_expect_geq(starts, 1);
+    rc_cache_build(&r);
+    rc_assert_equal(&r, m, "ti", (const char *const[]){"id", "v", "n", NULL}, "id, v, n", true);
+    rc_assert_equal(&r, m, "tc", (const char *const[]){"id", "a", "b", "v", "n", NULL}, "id, a, b, v, n", true);
+    rc_assert_equal(&r, m, "ts", (const char *const[]){"id", "k", "v", "n", NULL}, "id, k, v, n", true);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
+Test(e2e_snapshot_chunked, kill9_resume, .timeout = 600, .fini = e2e_kill_children)
+{
+    kill9_resume(false);
+}
+
+Test(e2e_snapshot_chunked, kill9_resume_exactly_once, .timeout = 600, .fini = e2e_kill_children)
+{
+    kill9_resume(true);
+}
