@@ -115,6 +115,8 @@ static const cfg_prop props[] = {
     {"snapshot.locking.mode", CFG_ENUM, "minimal", 0, 0, v_snapshot_locking,
      "MySQL 8: take a brief backup lock to read the position (`minimal`) or none.", false, "snapshot"},
     {"snapshot.chunk.size", CFG_INT, "10000", 1, 100000000, NULL, "Rows per chunk of an incremental snapshot (and of a `chunked` initial snapshot).", false, "snapshot"},
+    {"snapshot.threads", CFG_INT, "1", 1, 64, NULL,
+     "Connections that read the chunks of a `chunked` initial snapshot and of incremental snapshots at once: with N > 1 each watermark window holds up to N chunks, split at the keys `snapshot.chunk.size` rows apart (one query each), each read by its own connection and thread; memory holds N chunks.", false, "snapshot"},
     {"snapshot.initial.method", CFG_ENUM, "consistent", 0, 0, v_snapshot_initial_method,
      "MySQL/MariaDB, `tributary run`: how the snapshot that `snapshot.mode` asks for is read. `consistent`: one consistent-snapshot transaction, streaming from its position afterwards; a crash reads every table again. `chunked`: streaming starts at once from the server's current position and every captured table is read as an incremental snapshot (primary-key chunks of `snapshot.chunk.size` between watermark rows in `<db>.tributary_signal`, no lock, no long transaction), its progress saved per chunk in `<offsets.file>.incsnap`, so a crash resumes with the chunks not done; needs INSERT and CREATE on `<db>.tributary_signal`, and each table's last row carries `snapshot=last`. `snapshot.mode=initial_only` and `tributary snapshot` always use `consistent` (docs/snapshot.md).", false, "snapshot"},
 

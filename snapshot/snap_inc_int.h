@@ -19,6 +19,8 @@
 
 typedef enum snap_inc_phase { PH_IDLE = 0, PH_WAIT_LOW, PH_WINDOW, PH_RELEASE } snap_inc_phase;
 
+typedef struct snap_inc_part snap_inc_part; /* one key range of a window (snap_incremental.c) */
+
 typedef struct snap_inc_save {
     tb_position pos;  /* save once this is committed */
     char *json;       /* state to write */
@@ -30,6 +32,9 @@ struct snap_inc {
     MYSQL *my;
     bool mariadb;
     int64_t chunk_size;
+    size_t nconns;        /* snapshot.threads: connections reading a window's key ranges at once */
+    MYSQL **conns;        /* conns[1..nconns) (conns[0] unused: my) */
+    snap_inc_part *parts; /* nconns of them, each with its own pool of events */
     /* persistent state (as of the last release, maybe not saved yet) */
     int64_t last_signal_id;
     char **queue;

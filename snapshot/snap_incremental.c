@@ -5,6 +5,7 @@
  */
 #include "snap_inc_int.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,51 @@
 
 #define FAC SNAP_INC_FAC
 
+/* ============================================================ parts */
+
+/* One key range of a window, read by its own connection and thread
+ * (snapshot.threads > 1). While the threads run, each touches only its part;
+ * the snap_inc's table and chunk size are read, never written. */
+struct snap_inc_part {
+    evt_table *t;
+    MYSQL *my;
+    snap_key *lo, *hi;  /* after lo, up to and including hi; NULL: unbounded */
+    int64_t limit;      /* 0: none (a range bounded above) */
+    evt_event **ev;     /* owned pool; ev[0..n) hold the range's rows */
+    size_t nev, n;
+    char **keys;        /* n canonical JSON keys, moved to the chunk when it is put together */
+    tb_buf kbuf;
+    tb_code rc;
+    tb_error err;
+};
+
+static void parts_close_conns(snap_inc *si)
+{
+    for (size_t i = 1; si->conns && i < si->nconns; i++)
+        if (si->conns[i]) {
+            mysql_close(si->conns[i]);
+            si->conns[i] = NULL;
+        }
+}
+
+static void parts_free(snap_inc *si)
+{
+    parts_close_conns(si);
+    for (size_t i = 0; si->parts && i < si->nconns; i++) {
+        snap_inc_part *p = &si->parts[i];
+        for (size_t k = 0; k < p->nev; k++)
+            evt_event_free(p->ev[k]);
+        free(p->ev);
+        if (p->keys)
+            for (size_t k = 0; k < p->n; k++)
+                free(p->keys[k]);
+        free(p->keys);
+        tb_buf_free(&p->kbuf);
+    }
+    free(si->parts);
+    free(si->conns);
+}
+
 /* ============================================================ open/close */
 
 tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_error *err)
@@ -29,6 +75,19 @@ tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_e
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     si->c = c;
     si->chunk_size = cfg_get_int(c, "snapshot.chunk.size");
+    si->nconns = (size_t)cfg_get_int(c, "snapshot.threads");
+    if (si->nconns < 1)
+        si->nconns = 1;
+    if (si->nconns > 1) {
+        si->conns = calloc(si->nconns, sizeof(*si->conns));
+        si->parts = calloc(si->nconns, sizeof(*si->parts));
+        if (!si->conns || !si->parts) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < si->nconns; i++)
+            tb_buf_init(&si->parts[i].kbuf, 0);
+    }
     tb_position_init(&si->hw);
     tb_buf_init(&si->kbuf, 0);
     if (state_path) {
@@ -87,6 +146,7 @@ void snap_inc_close(snap_inc *si)
     evt_table_unref(si->finished);
     tb_position_free(&si->hw);
     tb_buf_free(&si->kbuf);
+    parts_free(si);
     if (si->my)
         mysql_close(si->my);
     free(si->state_path);
@@ -143,32 +203,65 @@ static void hash_drop(snap_inc *si, const char *key, size_t len)
 
 static tb_code ensure_conn(snap_inc *si, tb_error *err)
 {
-    if (si->my)
-        return TB_OK;
-    return snap_sql_connect_rows(si->c, &si->my, &si->mariadb, err);
+    if (!si->my) {
+        tb_code rc = snap_sql_connect_rows(si->c, &si->my, &si->mariadb, err);
+        if (rc != TB_OK)
+            return rc;
+    }
+    for (size_t i = 1; i < si->nconns; i++) {
+        bool mariadb = false;
+        if (!si->conns[i]) {
+            tb_code rc = snap_sql_connect_rows(si->c, &si->conns[i], &mariadb, err);
+            if (rc != TB_OK)
+                return rc;
+        }
+    }
+    return TB_OK;
 }
 
-/* "SELECT cols FROM t WHERE (k1 > ?) OR (k1 = ? AND k2 > ?) ... ORDER BY k1,k2 LIMIT n" */
-static tb_code chunk_sql(const snap_inc *si, tb_buf *sql)
+/* One bound of a key range: lower "(k1 > ?) OR (k1 = ? AND k2 > ?) ...", upper
+ * "(k1 < ?) OR (k1 = ? AND k2 < ?) ... OR (k1 = ? AND ... AND kn <= ?)". */
+static tb_code bound_sql(const evt_table *t, bool upper, tb_buf *sql)
 {
-    const evt_table *t = si->t;
+    size_t npk = evt_table_npk(t);
+    tb_code rc = TB_OK;
+    for (size_t k = 0; rc == TB_OK && k < npk; k++) {
+        rc = tb_buf_puts(sql, k ? " OR (" : "(");
+        for (size_t j = 0; rc == TB_OK && j <= k; j++) {
+            if (j)
+                rc = tb_buf_puts(sql, " AND ");
+            if (rc == TB_OK)
+                rc = snap_sql_ident(sql, evt_table_column(t, evt_table_pk_col(t, j))->name);
+            if (rc == TB_OK)
+                rc = tb_buf_puts(sql, j < k ? " = ?" : !upper ? " > ?" : k + 1 < npk ? " < ?" : " <= ?");
+        }
+        if (rc == TB_OK)
+            rc = tb_buf_putc(sql, ')');
+    }
+    return rc;
+}
+
+/* "SELECT cols FROM t [WHERE (lower) [AND (upper)]] ORDER BY k1,k2 [LIMIT n [OFFSET o]]":
+ * keys after lo (if has_lo), up to and including hi (if has_hi); limit 0 = none. */
+static tb_code range_sql(const evt_table *t, bool has_lo, bool has_hi, int64_t limit, int64_t offset, tb_buf *sql)
+{
     size_t npk = evt_table_npk(t);
     tb_code rc = snap_rows_select_sql(t, sql);
-    if (rc == TB_OK && si->has_key) {
+    if (rc == TB_OK && (has_lo || has_hi))
         rc = tb_buf_puts(sql, " WHERE ");
-        for (size_t k = 0; rc == TB_OK && k < npk; k++) {
-            rc = tb_buf_puts(sql, k ? " OR (" : "(");
-            for (size_t j = 0; rc == TB_OK && j <= k; j++) {
-                if (j)
-                    rc = tb_buf_puts(sql, " AND ");
-                if (rc == TB_OK)
-                    rc = snap_sql_ident(sql, evt_table_column(t, evt_table_pk_col(t, j))->name);
-                if (rc == TB_OK)
-                    rc = tb_buf_puts(sql, j == k ? " > ?" : " = ?");
-            }
-            if (rc == TB_OK)
-                rc = tb_buf_putc(sql, ')');
-        }
+    if (rc == TB_OK && has_lo) {
+        rc = tb_buf_putc(sql, '(');
+        if (rc == TB_OK)
+            rc = bound_sql(t, false, sql);
+        if (rc == TB_OK)
+            rc = tb_buf_putc(sql, ')');
+    }
+    if (rc == TB_OK && has_hi) {
+        rc = tb_buf_puts(sql, has_lo ? " AND (" : "(");
+        if (rc == TB_OK)
+            rc = bound_sql(t, true, sql);
+        if (rc == TB_OK)
+            rc = tb_buf_putc(sql, ')');
     }
     if (rc == TB_OK)
         rc = tb_buf_puts(sql, " ORDER BY ");
@@ -178,9 +271,34 @@ static tb_code chunk_sql(const snap_inc *si, tb_buf *sql)
         if (rc == TB_OK)
             rc = snap_sql_ident(sql, evt_table_column(t, evt_table_pk_col(t, k))->name);
     }
-    if (rc == TB_OK)
-        rc = tb_buf_printf(sql, " LIMIT %lld", (long long)si->chunk_size);
+    if (rc == TB_OK && limit > 0)
+        rc = tb_buf_printf(sql, " LIMIT %lld", (long long)limit);
+    if (rc == TB_OK && limit > 0 && offset > 0)
+        rc = tb_buf_printf(sql, " OFFSET %lld", (long long)offset);
     return rc;
+}
+
+/* The parameters of range_sql for lo and hi (each NULL when absent): *params is malloc'd. */
+static tb_code range_params(snap_key *lo, snap_key *hi, size_t npk, MYSQL_BIND **params, unsigned *nparams)
+{
+    unsigned per = (unsigned)(npk * (npk + 1) / 2);
+    *nparams = per * ((lo ? 1u : 0u) + (hi ? 1u : 0u));
+    *params = NULL;
+    if (*nparams == 0)
+        return TB_OK;
+    *params = calloc(*nparams, sizeof(**params));
+    if (!*params)
+        return TB_ERR_NOMEM;
+    unsigned p = 0;
+    for (int b = 0; b < 2; b++) {
+        snap_key *key = b == 0 ? lo : hi;
+        if (!key)
+            continue;
+        for (size_t k = 0; k < npk; k++)
+            for (size_t j = 0; j <= k; j++)
+                snap_key_bind(key, j, &(*params)[p++]);
+    }
+    return TB_OK;
 }
 
 static tb_code pool_get(snap_inc *si, size_t i, evt_event **ev)
@@ -207,6 +325,216 @@ static tb_code pool_get(snap_inc *si, size_t i, evt_event **ev)
     return TB_OK;
 }
 
+/* Read the rows of one part (any thread). */
+static tb_code part_read(snap_inc_part *p)
+{
+    tb_buf sql;
+    tb_buf_init(&sql, 0);
+    snap_rows *rows = NULL;
+    MYSQL_BIND *params = NULL;
+    unsigned nparams = 0;
+    size_t npk = evt_table_npk(p->t);
+    tb_error *err = &p->err;
+    tb_code rc = TB_OK;
+    p->n = 0;
+    if (range_sql(p->t, p->lo != NULL, p->hi != NULL, p->limit, 0, &sql) != TB_OK ||
+        range_params(p->lo, p->hi, npk, &params, &nparams) != TB_OK) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    rc = snap_rows_open(p->my, p->t, tb_buf_cstr(&sql), params, nparams, &rows, err);
+    for (; rc == TB_OK;) {
+        if (p->n == p->nev) {
+            size_t cap = p->nev ? p->nev * 2 : 64;
+            evt_event **e = realloc(p->ev, cap * sizeof(*e));
+            if (!e) {
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+                break;
+            }
+            for (size_t k = p->nev; k < cap; k++)
+                e[k] = NULL;
+            p->ev = e;
+            p->nev = cap;
+        }
+        if (!p->ev[p->n] && !(p->ev[p->n] = evt_event_new(EVT_OP_READ, p->t))) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            break;
+        }
+        evt_event *ev = p->ev[p->n];
+        evt_event_reset(ev, EVT_OP_READ, p->t);
+        bool got = false;
+        rc = snap_rows_next(rows, ev, &got, err);
+        if (rc != TB_OK || !got)
+            break;
+        const tb_error *be = evt_event_error(ev);
+        if (be) {
+            rc = tb_error_set(err, be->code, false, "table %s.%s: %s", evt_table_db(p->t), evt_table_name(p->t),
+                              be->msg);
+            break;
+        }
+        p->n++;
+    }
+    if (rc != TB_OK)
+        goto out;
+    p->keys = calloc(p->n ? p->n : 1, sizeof(*p->keys));
+    if (!p->keys) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < p->n && rc == TB_OK; i++) {
+        tb_buf_reset(&p->kbuf);
+        rc = evt_json_key(p->ev[i], EVT_AFTER, &p->kbuf, err);
+        if (rc == TB_OK && !(p->keys[i] = strdup(tb_buf_cstr(&p->kbuf))))
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+out:
+    snap_rows_close(rows);
+    free(params);
+    tb_buf_free(&sql);
+    return p->rc = rc;
+}
+
+static void *part_thread(void *arg)
+{
+    tb_ignore(part_read(arg)); /* its result is in the part */
+    return NULL;
+}
+
+/* The key of the row chunk_size rows after `after` (NULL: from the start), in *key;
+ * *found false when there are not that many rows. */
+static tb_code boundary(snap_inc *si, snap_key *after, evt_event *probe, snap_key *key, bool *found, tb_error *err)
+{
+    tb_buf sql;
+    tb_buf_init(&sql, 0);
+    snap_rows *rows = NULL;
+    MYSQL_BIND *params = NULL;
+    unsigned nparams = 0;
+    *found = false;
+    tb_code rc = TB_OK;
+    if (range_sql(si->t, after != NULL, false, 1, si->chunk_size - 1, &sql) != TB_OK ||
+        range_params(after, NULL, evt_table_npk(si->t), &params, &nparams) != TB_OK)
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    if (rc == TB_OK)
+        rc = snap_rows_open(si->my, si->t, tb_buf_cstr(&sql), params, nparams, &rows, err);
+    if (rc == TB_OK) {
+        evt_event_reset(probe, EVT_OP_READ, si->t);
+        rc = snap_rows_next(rows, probe, found, err);
+    }
+    if (rc == TB_OK && *found)
+        rc = snap_key_from_event(key, probe, err);
+    snap_rows_close(rows);
+    free(params);
+    tb_buf_free(&sql);
+    return rc;
+}
+
+/* snapshot.threads > 1: the window holds up to nconns chunks, split at the keys
+ * chunk_size rows apart (found one query each, on my), each range read by its
+ * own connection at once; a range bounded above is read whole (rows inserted
+ * into it since the boundary was found are read too), the last one up to
+ * chunk_size rows, which decides whether the table ends. The rows are then
+ * put together in key order in the chunk's pool. */
+static tb_code read_chunk_parallel(snap_inc *si, tb_error *err)
+{
+    size_t np = si->nconns, nb = 0;
+    snap_key *b = calloc(np, sizeof(*b)); /* b[1..nb]: the boundaries */
+    pthread_t *th = calloc(np, sizeof(*th));
+    bool *started = calloc(np, sizeof(*started));
+    evt_event *probe = evt_event_new(EVT_OP_READ, si->t);
+    tb_code rc = TB_OK;
+    if (!b || !th || !started || !probe) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    for (size_t j = 1; j < np; j++) {
+        bool found = false;
+        snap_key *after = j > 1 ? &b[j - 1] : si->has_key ? &si->key : NULL;
+        if ((rc = boundary(si, after, probe, &b[j], &found, err)) != TB_OK)
+            goto out;
+        if (!found)
+            break;
+        nb = j;
+    }
+    for (size_t j = 0; j <= nb; j++) {
+        snap_inc_part *p = &si->parts[j];
+        p->t = si->t;
+        p->my = j == 0 ? si->my : si->conns[j];
+        p->lo = j > 0 ? &b[j] : si->has_key ? &si->key : NULL;
+        p->hi = j < nb ? &b[j + 1] : NULL;
+        p->limit = j < nb ? 0 : si->chunk_size;
+        p->rc = TB_OK;
+        tb_error_clear(&p->err);
+    }
+    for (size_t j = 1; j <= nb; j++) {
+        if (pthread_create(&th[j], NULL, part_thread, &si->parts[j]) != 0) {
+            si->parts[j].rc = tb_error_set(&si->parts[j].err, TB_ERR_NOMEM, false, "cannot start a snapshot thread");
+            continue;
+        }
+        started[j] = true;
+    }
+    tb_ignore(part_read(&si->parts[0]));
+    for (size_t j = 1; j <= nb; j++)
+        if (started[j])
+            pthread_join(th[j], NULL);
+    size_t total = 0;
+    for (size_t j = 0; j <= nb; j++) {
+        if (si->parts[j].rc != TB_OK && rc == TB_OK) {
+            rc = si->parts[j].rc;
+            if (err)
+                *err = si->parts[j].err;
+        }
+        total += si->parts[j].n;
+    }
+    if (rc != TB_OK)
+        goto out;
+    /* the chunk: every part's rows in key order, their events swapped into the pool */
+    if (total > 0) {
+        evt_event *ev;
+        if (pool_get(si, total - 1, &ev) != TB_OK) {
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+            goto out;
+        }
+    }
+    si->keys = calloc(total ? total : 1, sizeof(*si->keys));
+    if (!si->keys) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    size_t dst = 0;
+    for (size_t j = 0; j <= nb; j++) {
+        snap_inc_part *p = &si->parts[j];
+        for (size_t k = 0; k < p->n; k++, dst++) {
+            evt_event *e = si->pool[dst];
+            si->pool[dst] = p->ev[k];
+            p->ev[k] = e;
+            si->keys[dst] = p->keys[k];
+            p->keys[k] = NULL;
+        }
+    }
+    si->nrows = total;
+    si->chunk_last = si->parts[nb].n < (size_t)si->chunk_size;
+    if (hash_build(si) != TB_OK)
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+out:
+    for (size_t j = 0; si->parts && j < np; j++) {
+        snap_inc_part *p = &si->parts[j];
+        if (p->keys)
+            for (size_t k = 0; k < p->n; k++)
+                free(p->keys[k]);
+        free(p->keys);
+        p->keys = NULL;
+        p->n = 0;
+        p->lo = p->hi = NULL;
+    }
+    for (size_t j = 1; b && j <= nb; j++)
+        snap_key_free(&b[j]);
+    free(b);
+    free(th);
+    free(started);
+    evt_event_free(probe);
+    return rc;
+}
+
 static tb_code read_chunk(snap_inc *si, tb_error *err)
 {
     tb_buf sql;
@@ -215,27 +543,20 @@ static tb_code read_chunk(snap_inc *si, tb_error *err)
     MYSQL_BIND *params = NULL;
     size_t npk = evt_table_npk(si->t);
     unsigned nparams = 0;
-    tb_code rc = chunk_sql(si, &sql);
-    if (rc != TB_OK) {
-        tb_error_set(err, rc, false, "out of memory");
+    tb_code rc = TB_OK;
+    if (si->has_key && si->key.n != npk) {
+        rc = tb_error_set(err, TB_ERR_CORRUPT, false, "%s: saved key has %zu parts, table %s.%s %zu",
+                          si->state_path, si->key.n, evt_table_db(si->t), evt_table_name(si->t), npk);
         goto out;
     }
-    if (si->has_key) {
-        if (si->key.n != npk) {
-            rc = tb_error_set(err, TB_ERR_CORRUPT, false, "%s: saved key has %zu parts, table %s.%s %zu",
-                              si->state_path, si->key.n, evt_table_db(si->t), evt_table_name(si->t), npk);
-            goto out;
-        }
-        nparams = (unsigned)(npk * (npk + 1) / 2);
-        params = calloc(nparams, sizeof(*params));
-        if (!params) {
-            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-            goto out;
-        }
-        unsigned p = 0;
-        for (size_t k = 0; k < npk; k++)
-            for (size_t j = 0; j <= k; j++)
-                snap_key_bind(&si->key, j, &params[p++]);
+    if (si->nconns > 1) {
+        rc = read_chunk_parallel(si, err);
+        goto out;
+    }
+    if (range_sql(si->t, si->has_key, false, si->chunk_size, 0, &sql) != TB_OK ||
+        range_params(si->has_key ? &si->key : NULL, NULL, npk, &params, &nparams) != TB_OK) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
     }
     rc = snap_rows_open(si->my, si->t, tb_buf_cstr(&sql), params, nparams, &rows, err);
     if (rc != TB_OK)
@@ -362,6 +683,7 @@ out:
         /* a connection error (the server restarted, say): the next poll connects anew */
         mysql_close(si->my);
         si->my = NULL;
+        parts_close_conns(si);
     }
     free(db);
     free(table);

@@ -40,6 +40,15 @@
  *    are acknowledged before its position becomes committable.
  *  A chunk with fewer rows than the chunk size ends the table.
  *
+ * PARALLEL WINDOWS (snapshot.threads=N > 1)
+ *  Step 2 reads up to N chunks: the keys chunk_size rows apart are found
+ *  first (SELECT ... LIMIT 1 OFFSET chunk_size-1, on the main connection),
+ *  then each key range is read by its own thread over its own connection at
+ *  once (a range bounded above is read whole; the last one up to chunk_size
+ *  rows decides whether the table ends); the rows are put together in key
+ *  order and the window goes on as one chunk ("chunks" in the state counts
+ *  windows). Memory: N chunks.
+ *
  * INITIAL SNAPSHOT (snapshot.initial.method=chunked)
  *  snap_inc_begin_initial queues every captured table at once, with no
  *  signal row; the chunks, windows, releases and saves are the ones above.

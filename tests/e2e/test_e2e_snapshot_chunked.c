@@ -5,7 +5,8 @@
  * chunks between watermark rows) while streaming from the position the run
  * started at, its progress saved per chunk in <offsets.file>.incsnap.
  *
- * kill9_resume (exactly_once off and on): three tables, keyed by an integer,
+ * kill9_resume (exactly_once off and on; and with snapshot.threads=3,
+ *   every window then holding up to three chunks read at once): three tables, keyed by an integer,
  *   by an integer and a string (composite) and by a string (character key,
  *   ASCII and Cyrillic), written to by a forked writer throughout (updates,
  *   inserts, deletes, key changes). The run is killed with SIGKILL three
@@ -204,13 +205,13 @@ static size_t ck_count_in(const char *path, const char *needle)
 
 /* ---------------------------------------------------------------- the test */
 
-static void kill9_resume(bool eos)
+static void kill9_resume(bool eos, int threads)
 {
     rc_run r;
     char extra[256];
-    snprintf(extra, sizeof extra, "snapshot.initial.method=chunked\nsnapshot.chunk.size=%d\n%s", CK_CHUNK,
-             eos ? "exactly_once=true\n" : "");
-    rc_setup(&r, eos ? "e2eckeos" : "e2eck", extra);
+    snprintf(extra, sizeof extra, "snapshot.initial.method=chunked\nsnapshot.chunk.size=%d\nsnapshot.threads=%d\n%s",
+             CK_CHUNK, threads, eos ? "exactly_once=true\n" : "");
+    rc_setup(&r, eos ? "e2eckeos" : threads > 1 ? "e2eckthr" : "e2eck", extra);
     MYSQL *m = e2e_mysql();
     e2e_sql(m, "CREATE DATABASE %s", r.db);
     ck_tables_make(m, r.db);
@@ -297,10 +298,16 @@ static void kill9_resume(bool eos)
 
 Test(e2e_snapshot_chunked, kill9_resume, .timeout = 600, .fini = e2e_kill_children)
 {
-    kill9_resume(false);
+    kill9_resume(false, 1);
 }
 
 Test(e2e_snapshot_chunked, kill9_resume_exactly_once, .timeout = 600, .fini = e2e_kill_children)
 {
-    kill9_resume(true);
+    kill9_resume(true, 1);
+}
+
+/* snapshot.threads=3: each window holds up to three chunks, read over three connections */
+Test(e2e_snapshot_chunked, kill9_resume_threads, .timeout = 600, .fini = e2e_kill_children)
+{
+    kill9_resume(false, 3);
 }
