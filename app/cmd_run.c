@@ -239,7 +239,7 @@ static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_
     tb_position start;
     tb_position_init(&start);
     tb_code rc = TB_OK;
-    bool have = resume->kind != TB_POS_NONE;
+    bool have = resume->kind != TB_POS_NONE, took_consistent = false;
     if (force_snapshot || snap_decide(r->cfg, have, true)) {
         /* settings and grants before a snapshot taken again (run_mysql
          * checked them at start; binlog_open checks them on each connection) */
@@ -253,6 +253,8 @@ static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_
         } else if ((rc = run_mysql_snapshot(r, &start, err)) != TB_OK) {
             run_sink_aborted(r);
             goto out;
+        } else {
+            took_consistent = true;
         }
         if (!snap_then_stream(r->cfg))
             goto out;
@@ -267,6 +269,14 @@ static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_
         goto out;
     if (!r->inc && (rc = snap_inc_open(r->cfg, NULL, &r->inc, err)) != TB_OK)
         goto out;
+    if (took_consistent && snap_inc_initial(r->inc)) {
+        /* a chunked initial snapshot left unfinished by an earlier run (its position since
+         * forgotten): the consistent snapshot just taken read every table */
+        TB_INFO("run", "the unfinished chunked initial snapshot of the state file is dropped: the consistent "
+                       "snapshot read every table");
+        if ((rc = snap_inc_begin_initial(r->inc, NULL, 0, err)) != TB_OK)
+            goto out;
+    }
     if (snap_inc_initial(r->inc))
         r->snapshot_state = "running"; /* a chunked initial snapshot, maybe resumed after a crash */
     TB_INFO("run", "streaming from the binlog");

@@ -17,6 +17,12 @@
  *   kill is never read again (one "done" line per table over every run),
  *   and once the snapshot is done and the stream caught up, each topic read
  *   as a KTable and the cache rebuilt from the topics equal the source.
+ * consistent_after_forgotten_chunked: a chunked initial snapshot killed
+ *   halfway, its position then forgotten (`tributary offsets set --position
+ *   none`) and the next run configured with the consistent method: that run
+ *   drops the unfinished chunked snapshot of the state file (it read every
+ *   table itself) instead of resuming it, and topics and cache equal the
+ *   source.
  */
 #include <jansson.h>
 #include <time.h>
@@ -310,4 +316,54 @@ Test(e2e_snapshot_chunked, kill9_resume_exactly_once, .timeout = 600, .fini = e2
 Test(e2e_snapshot_chunked, kill9_resume_threads, .timeout = 600, .fini = e2e_kill_children)
 {
     kill9_resume(false, 3);
+}
+
+Test(e2e_snapshot_chunked, consistent_after_forgotten_chunked, .timeout = 600, .fini = e2e_kill_children)
+{
+    rc_run r;
+    char extra[256];
+    snprintf(extra, sizeof extra, "snapshot.initial.method=chunked\nsnapshot.chunk.size=%d\n", CK_CHUNK);
+    rc_setup(&r, "e2eckcons", extra);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    ck_tables_make(m, r.db);
+    char first[sizeof r.log];
+    snprintf(first, sizeof first, "%.250s/chunked.log", r.dir);
+    snprintf(r.log, sizeof r.log, "%s", first);
+    rc_start(&r, NULL);
+    long long deadline = tb_itest_now_ms() + 180000;
+    for (;;) { /* killed in the second table */
+        ck_state s = ck_read_state(&r);
+        if (ck_progress(&s) >= 1005)
+            break;
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+        cr_assert(tb_itest_now_ms() < deadline, "the snapshot did not reach its second table in 180 s; see %s", r.log);
+        usleep(1000);
+    }
+    kill(r.pid, SIGKILL);
+    cr_assert_eq(e2e_wait(r.pid, 10000), -1);
+    cr_assert(ck_read_state(&r).initial, "the chunked snapshot ended before the kill");
+    const char *oargs[] = {"offsets", "set", "--config", r.cfg, "--position", "none", NULL};
+    char olog[400];
+    snprintf(olog, sizeof olog, "%s/offsets.log", r.dir);
+    cr_assert_eq(e2e_wait(e2e_spawn(oargs, olog), 60000), 0, "tributary offsets set failed; see %s", olog);
+    e2e_sql(m, "DELETE FROM %s.ti WHERE id %% 9 = 0", r.db);
+    e2e_sql(m, "UPDATE %s.ts SET v = 'after' WHERE id %% 5 = 0", r.db);
+    snprintf(r.log, sizeof r.log, "%.250s/run.log", r.dir);
+    const char *more[] = {"--set", "snapshot.initial.method=consistent", NULL};
+    rc_start(&r, more);
+    rc_caught_up(m, &r);
+    rc_stop(&r);
+    cr_expect_eq(rc_log_count(&r, "unfinished chunked initial snapshot of the state file is dropped"), 1,
+                 "the consistent run did not drop the chunked snapshot; see %s", r.log);
+    cr_expect_eq(rc_log_count(&r, "initial snapshot (chunked) done"), 0, "the chunked snapshot went on; see %s", r.log);
+    ck_state s = ck_read_state(&r);
+    cr_expect(s.have && !s.initial && s.nqueue == 0, "the state file still holds the chunked snapshot");
+    rc_cache_build(&r);
+    rc_assert_equal(&r, m, "ti", (const char *const[]){"id", "v", "n", NULL}, "id, v, n", true);
+    rc_assert_equal(&r, m, "tc", (const char *const[]){"id", "a", "b", "v", "n", NULL}, "id, a, b, v, n", true);
+    rc_assert_equal(&r, m, "ts", (const char *const[]){"id", "k", "v", "n", NULL}, "id, k, v, n", true);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
 }
