@@ -2,6 +2,9 @@
 # bench/snapshot_bench.sh: initial snapshot benchmark.
 #
 #   bench/snapshot_bench.sh [BUILD_DIR] [RUNS]
+#   bench/snapshot_bench.sh --run BUILD [BASELINE_BUILD] [RUNS] [ROWS] [KILL_ROWS]
+#       `tributary run` end to end by snapshot.initial.method, beside a baseline build, and with
+#       a kill -9 halfway (bench/snapshot_run_bench.sh, which says what it measures)
 #
 # BUILD_DIR: a non-sanitizer build with bench_snapshot built (default build-rel:
 #   cmake -S . -B build-rel -DTB_SANITIZE=OFF -DTB_TESTS=OFF && cmake --build build-rel --target bench_snapshot)
@@ -16,6 +19,7 @@
 # Targets: >= 200k rows/s, RSS < 64 MB.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [[ "${1:-}" == --run ]]; then shift; exec "$here/snapshot_run_bench.sh" "$@"; fi
 root="$(cd "$here/.." && pwd)"
 build="${1:-$root/build-rel}"
 runs="${2:-3}"
