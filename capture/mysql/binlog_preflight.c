@@ -23,6 +23,8 @@ void bl_preflight_opts_from_cfg(const cfg *c, bl_preflight_opts *o)
     o->row_image_warn = policy && strcmp(policy, "warn") == 0;
     o->snapshot = !mode || strcmp(mode, "never") != 0;
     o->lock_minimal = !lock || strcmp(lock, "minimal") == 0;
+    const char *method = cfg_get_str(c, "snapshot.initial.method");
+    o->chunked = o->snapshot && method && strcmp(method, "chunked") == 0;
 }
 
 /* ============================================================ grants */
@@ -244,8 +246,14 @@ tb_code bl_preflight_judge(const bl_preflight_in *in, const bl_preflight_opts *o
             need_priv(&j, &pv, who, PV_RELOAD, true, "RELOAD",
                       "take the snapshot's brief lock (FLUSH TABLES WITH READ LOCK; or set snapshot.locking.mode=none)",
                       false);
-        need_priv(&j, &pv, who, PV_INSERT, false, "INSERT",
-                  "write the watermark rows of an incremental snapshot to <db>.tributary_signal", true);
+        if (o->chunked)
+            need_priv(&j, &pv, who, PV_INSERT, false, "INSERT",
+                      "write the watermark rows of the chunked initial snapshot (snapshot.initial.method=chunked; "
+                      "or set it to consistent) to <db>.tributary_signal",
+                      false);
+        else
+            need_priv(&j, &pv, who, PV_INSERT, false, "INSERT",
+                      "write the watermark rows of an incremental snapshot to <db>.tributary_signal", true);
         free(who_text);
     }
     if (j.problems == 0)

@@ -42,6 +42,7 @@ typedef struct bl_preflight_opts {
     bool row_image_warn; /* source.row.image.policy=warn */
     bool snapshot;       /* snapshot.mode is not `never`: SELECT is needed */
     bool lock_minimal;   /* snapshot.locking.mode=minimal: RELOAD on MySQL */
+    bool chunked;        /* snapshot.initial.method=chunked (and a snapshot): INSERT is needed, not advised */
 } bl_preflight_opts;
 
 void bl_preflight_opts_from_cfg(const cfg *c, bl_preflight_opts *o);

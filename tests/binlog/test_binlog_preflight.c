@@ -196,6 +196,21 @@ Test(preflight, mariadb_grants)
     o.snapshot = true;
     cr_assert_eq(judge(&in, &o, &lines, &err), TB_ERR_CONFIG);
     cr_assert(strstr(err.msg, "lacks the SELECT privilege"), "%s", err.msg);
+
+    /* snapshot.initial.method=chunked writes watermark rows: INSERT is needed, not only advised */
+    const char *no_insert[] = {"GRANT SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO `cdc`@`%`"};
+    in.grants = no_insert;
+    cr_assert_eq(judge(&in, &o, &lines, &err), TB_OK, "%s", err.msg);
+    cr_assert(strstr(tb_buf_cstr(&lines), "WARN user 'cdc'@'%' lacks the INSERT privilege"), "%s", tb_buf_cstr(&lines));
+    o.chunked = true;
+    cr_assert_eq(judge(&in, &o, &lines, &err), TB_ERR_CONFIG);
+    cr_assert(strstr(err.msg, "lacks the INSERT privilege"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "snapshot.initial.method=chunked"), "%s", err.msg);
+    in.grants = repl;
+    cr_assert_eq(judge(&in, &o, &lines, &err), TB_ERR_CONFIG); /* still no SELECT */
+    in.grants = ok;
+    in.ngrants = 2;
+    cr_assert_eq(judge(&in, &o, &lines, &err), TB_OK, "%s", err.msg);
     tb_buf_free(&lines);
 }
 
