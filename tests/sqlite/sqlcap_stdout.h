@@ -158,6 +158,22 @@ static inline void app_sql(const char *sql, bool recursive)
 /* canonical JSON text (sorted keys, compact) of v */
 static char *canon(const json_t *v) { return json_dumps(v, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY); }
 
+/* The first column of each row of sql on m, a line each ("v\n"), malloc'd; m is closed. */
+static inline char *sqs_lines_close(sqlite3 *m, const char *sql)
+{
+    sqlite3_str *s = sqlite3_str_new(NULL);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(m, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(m));
+    while (sqlite3_step(st) == SQLITE_ROW)
+        sqlite3_str_appendf(s, "%s\n", sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(m);
+    char *r = sqlite3_str_finish(s);
+    char *out = strdup(r ? r : "");
+    sqlite3_free(r);
+    return out;
+}
+
 /* The rows of topic tg.app.<table> in the output: the last value per key, a
  * tombstone or a delete removing it; as canonical JSON of `after`, sorted,
  * one per line. A snapshot that ends (snapshot "last") is followed by what
@@ -230,17 +246,7 @@ static char *topic_rows(const char *table)
     sqlite3_finalize(up);
     sqlite3_finalize(del);
     sqlite3_finalize(seen);
-    sqlite3_str *s = sqlite3_str_new(NULL);
-    sqlite3_stmt *st;
-    sqlite3_prepare_v2(m, "SELECT v FROM kv ORDER BY v", -1, &st, NULL);
-    while (sqlite3_step(st) == SQLITE_ROW)
-        sqlite3_str_appendf(s, "%s\n", sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    sqlite3_close(m);
-    char *r = sqlite3_str_finish(s);
-    char *out = strdup(r ? r : "");
-    sqlite3_free(r);
-    return out;
+    return sqs_lines_close(m, "SELECT v FROM kv ORDER BY v");
 }
 
 static int strcmp_ptr_(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
