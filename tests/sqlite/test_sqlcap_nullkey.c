@@ -97,16 +97,7 @@ static char *source_bag(const char *table)
     sqlite3_finalize(st);
     sqlite3_close(h);
     sqlite3_finalize(add);
-    sqlite3_str *s = sqlite3_str_new(NULL);
-    sqlite3_prepare_v2(m, "SELECT r FROM bag ORDER BY r", -1, &st, NULL);
-    while (sqlite3_step(st) == SQLITE_ROW)
-        sqlite3_str_appendf(s, "%s\n", sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    sqlite3_close(m);
-    char *r = sqlite3_str_finish(s);
-    char *out = strdup(r ? r : "");
-    sqlite3_free(r);
-    return out;
+    return sqs_lines_close(m, "SELECT r FROM bag ORDER BY r");
 }
 
 /* lines of the run's log that hold needle */
