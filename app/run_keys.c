@@ -259,8 +259,8 @@ out:
 tb_code run_reconcile(run_ctx *r, evt_table *t, const char *db, const char *table, const tb_kset *keep,
                       const run_keys_at *at, tb_error *err)
 {
-    if (!sink_has(r->sink, SINK_CAP_TOPICS))
-        return TB_OK; /* sink=stdout: no topic to read */
+    if (!sink_has(r->sink, SINK_CAP_KEYS))
+        return TB_OK; /* sink=stdout to a pipe: nothing to read back */
     int64_t t0 = tb_mono_ms();
     uint64_t n = 0;
     run_keys_at a = *at;
@@ -324,7 +324,7 @@ static tb_code keyscan_once(run_ctx *r, void *arg, tb_error *err)
 
 tb_code run_reconcile_mysql(run_ctx *r, const char *db, const char *table, const run_keys_at *at, tb_error *err)
 {
-    if (!sink_has(r->sink, SINK_CAP_TOPICS))
+    if (!sink_has(r->sink, SINK_CAP_KEYS))
         return TB_OK;
     tb_kset keys;
     tb_kset_init(&keys);
@@ -397,7 +397,7 @@ static tb_code snapkeys_mark(run_snapkeys *sk, const char *db, const char *table
 
 tb_code run_snapkeys_row(run_ctx *r, run_snapkeys *sk, const evt_event *ev, tb_error *err)
 {
-    if (!sink_has(r->sink, SINK_CAP_TOPICS))
+    if (!sink_has(r->sink, SINK_CAP_KEYS))
         return TB_OK;
     evt_table *t = (evt_table *)evt_event_table(ev);
     tb_code rc = TB_OK;
@@ -497,7 +497,7 @@ tb_code run_reconcile_vanished(run_ctx *r, const tb_hmap *present, const run_key
 tb_code run_snapkeys_end(run_ctx *r, run_snapkeys *sk, const char *const *dbs, const char *const *tables, size_t n,
                          const tb_position *pos, evt_connector conn, tb_error *err)
 {
-    if (!sink_has(r->sink, SINK_CAP_TOPICS))
+    if (!sink_has(r->sink, SINK_CAP_KEYS))
         return TB_OK;
     tb_code rc = snapkeys_close(r, sk, err);
     /* tables that had no row: every key their topics hold goes */
@@ -574,7 +574,7 @@ static tb_code sqlkeys_row(void *opaque, const evt_event *ev, tb_error *err)
 
 tb_code run_reconcile_sqlite(run_ctx *r, const run_keys_at *at, tb_error *err)
 {
-    if (!sink_has(r->sink, SINK_CAP_TOPICS))
+    if (!sink_has(r->sink, SINK_CAP_KEYS))
         return TB_OK;
     sqlkeys_ctx k = {.r = r, .at = at};
     tb_kset_init(&k.keys);

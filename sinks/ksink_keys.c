@@ -17,12 +17,10 @@
  *                        64-bit FNV-1a digest of the value without its
  *                        version number, and that number.
  *
- * Memory of ksink_topic_keys: no key's bytes are kept. A first read keeps a
- * digest and a state byte per distinct key outside the caller's set
- * (tb_kset: 12 to 24 bytes a key); when some are held, a second read to the
- * same offsets hands each held key's bytes to the caller once, from any of
- * its records (a key's bytes are canonical: every record of it carries the
- * same). A topic of 10M keys costs at most about 240 MB, and a reconcile
+ * ksink_topic_keys is sink_keys_held (sink_keys.h) over reads of the topic:
+ * no key's bytes are kept, a digest and a state byte per distinct key
+ * outside the caller's set, and a second read to the same offsets when some
+ * are held. A topic of 10M keys costs at most about 240 MB, and a reconcile
  * whose table still has most keys far less (those keys are in the caller's
  * set, not in this one).
  */
@@ -31,6 +29,7 @@
 #include <string.h>
 
 #include "ksink_int.h"
+#include "sink_keys.h"
 #include "tb_hmap.h"
 #include "tb_kset.h"
 #include "tb_log.h"
@@ -201,62 +200,6 @@ tb_code ksink_topic_scan(const cfg *c, const char *topic, bool committed, const 
 
 /* ------------------------------------------------------------ keys of a table's topic */
 
-enum { KK_LIVE = 1, KK_GONE = 2, KK_DONE = 3 }; /* state byte of a key read */
-
-typedef struct kk_read {
-    const tb_kset *keep; /* keys the caller keeps (NULL: none) */
-    tb_kset seen;        /* every other key read, with its latest state */
-    size_t live;         /* keys of seen whose latest record is not a tombstone */
-    ksink_key_fn fn;     /* second read: called once per live key */
-    void *opaque;
-    ksink *ks;           /* key.converter=avro: keys are decoded to their JSON payload first */
-    const char *topic;
-    tb_buf kjson;
-} kk_read;
-
-/* First read: the latest state of every key outside keep. */
-static tb_code kk_note_key(void *opaque, const char *key, size_t klen, const char *value, size_t vlen,
-                           tb_error *err)
-{
-    (void)vlen;
-    kk_read *k = opaque;
-    uint64_t d = tb_kset_digest(key, klen);
-    if (k->keep && tb_kset_has(k->keep, d))
-        return TB_OK;
-    uint8_t *st;
-    if (tb_kset_put(&k->seen, d, &st) != TB_OK)
-        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory for its keys");
-    uint8_t now = value ? KK_LIVE : KK_GONE;
-    k->live += (now == KK_LIVE) - (*st == KK_LIVE);
-    *st = now;
-    return TB_OK;
-}
-
-/* Second read: each key still held, once. */
-static tb_code kk_give_key(void *opaque, const char *key, size_t klen, const char *value, size_t vlen,
-                           tb_error *err)
-{
-    (void)value, (void)vlen;
-    kk_read *k = opaque;
-    uint8_t *st = tb_kset_find(&k->seen, tb_kset_digest(key, klen));
-    if (!st || *st != KK_LIVE)
-        return TB_OK;
-    *st = KK_DONE;
-    if (!k->ks->avro_key)
-        return k->fn(k->opaque, key, klen, err);
-    /* key.converter=avro: the key's JSON payload, as the codec wrote it; the deletes of the
-     * key reuse its bytes as the topic holds them (ksink_avro_msg) */
-    tb_buf_reset(&k->kjson);
-    tb_code rc = av_ser_decode(k->ks->avro, k->topic, key, klen, &k->kjson, err);
-    if (rc != TB_OK)
-        return rc;
-    k->ks->topic_key = key;
-    k->ks->topic_key_len = klen;
-    rc = k->fn(k->opaque, k->kjson.data, k->kjson.len, err);
-    k->ks->topic_key = NULL;
-    return rc;
-}
-
 typedef struct kk_arg {
     const tb_kset *keep;
     ksink_key_fn fn;
@@ -264,33 +207,67 @@ typedef struct kk_arg {
     const char *topic;
 } kk_arg;
 
+/* One read of the topic for sink_keys_held: a walk of its records. */
+typedef struct kk_walk {
+    ksink *ks;
+    const char *topic, *isolation;
+    sink_keys_rec_fn fn;
+    void *opaque;
+    tb_buf kjson; /* key.converter=avro: a key's JSON payload */
+    const kk_arg *a;
+} kk_walk;
+
+static tb_code kk_record(void *opaque, const ksink_record *rec, tb_error *err)
+{
+    kk_walk *w = opaque;
+    return w->fn(w->opaque, rec->key, rec->klen, rec->value != NULL, err);
+}
+
+static tb_code kk_walk_topic(void *src, sink_keys_rec_fn fn, void *opaque, tb_error *err)
+{
+    kk_walk *w = src;
+    w->fn = fn;
+    w->opaque = opaque;
+    return ksink_topic_read(w->ks->c, KSINK_ROLE_CONSUMER, w->topic, w->isolation, "keys-reader", kk_record, w,
+                            err);
+}
+
+/* A key held: to the caller as the topic holds it or, with key.converter=avro, as its JSON
+ * payload (the codec's text; the deletes of the key reuse its bytes as the topic holds them,
+ * ksink_avro_msg). */
+static tb_code kk_give_key(void *opaque, const char *key, size_t klen, tb_error *err)
+{
+    kk_walk *w = opaque;
+    ksink *ks = w->ks;
+    if (!ks->avro_key)
+        return w->a->fn(w->a->opaque, key, klen, err);
+    tb_buf_reset(&w->kjson);
+    tb_code rc = av_ser_decode(ks->avro, w->topic, key, klen, &w->kjson, err);
+    if (rc != TB_OK)
+        return rc;
+    ks->topic_key = key;
+    ks->topic_key_len = klen;
+    rc = w->a->fn(w->a->opaque, w->kjson.data, w->kjson.len, err);
+    ks->topic_key = NULL;
+    return rc;
+}
+
 /* One read of the keys (ksink_topic_keys); a retriable failure reads again from the start. */
 static tb_code kk_once(ksink *ks, void *arg, tb_error *err)
 {
     const kk_arg *a = arg;
-    tb_code rc;
-    kk_read k = {.keep = a->keep, .fn = a->fn, .opaque = a->opaque, .ks = ks};
-    tb_kset_init(&k.seen);
-    tb_buf_init(&k.kjson, 0);
-    const char *isolation = a->keep ? "read_committed" : "read_uncommitted";
+    kk_walk w = {.ks = ks, .topic = a->topic, .a = a,
+                 .isolation = a->keep ? "read_committed" : "read_uncommitted"};
+    tb_buf_init(&w.kjson, 0);
     /* everything sent so far is in the topic before it is read */
-    if ((rc = ksink_flush(ks, ksink_request_timeout_ms(ks->c), err)) != TB_OK)
-        goto out;
-    kk_plain note = {kk_note_key, &k}, give = {kk_give_key, &k};
-    if ((rc = ksink_topic_read(ks->c, KSINK_ROLE_CONSUMER, a->topic, isolation, "keys-reader", kk_plain_record,
-                               &note, err)) != TB_OK)
-        goto out;
-    k.topic = a->topic;
-    if (k.live > 0)
-        rc = ksink_topic_read(ks->c, KSINK_ROLE_CONSUMER, a->topic, isolation, "keys-reader", kk_plain_record,
-                              &give, err);
-out:
+    tb_code rc = ksink_flush(ks, ksink_request_timeout_ms(ks->c), err);
+    if (rc == TB_OK)
+        rc = sink_keys_held(kk_walk_topic, &w, a->keep, kk_give_key, &w, err);
     /* A refused login or certificate is what the reader's failure means: the producer's error
      * callback knows it (served here, since nothing polled the producer during the read). */
     if (rc != TB_OK && !ks->failed)
         rd_kafka_poll(ks->rk, 0);
-    tb_kset_free(&k.seen);
-    tb_buf_free(&k.kjson);
+    tb_buf_free(&w.kjson);
     return rc;
 }
 

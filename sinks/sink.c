@@ -6,7 +6,8 @@
  * position of the last ended transaction (committable at once, the lines
  * are written synchronously), the interval between commits, the store of
  * positions (offsets.file is stdout_sink's; offsets.storage=kafka is
- * ksink_offsets_write), and its counters.
+ * ksink_offsets_write), its counters, and, when its output is a regular
+ * file, the keys a topic's lines hold (SINK_CAP_KEYS).
  */
 #include "sink.h"
 
@@ -118,7 +119,7 @@ static tb_code k_tables_known(void *k, sink_table_fn fn, void *opaque, tb_error 
 
 static const sink_ops kafka_ops = {
     .name = "kafka",
-    .caps = SINK_CAP_TOPICS,
+    .caps = SINK_CAP_TOPICS | SINK_CAP_KEYS,
     .ready = k_ready,
     .send = k_send,
     .announce = k_announce,
@@ -230,9 +231,24 @@ static void o_close(void *o)
     free(s);
 }
 
+static unsigned o_caps_of(const void *o)
+{
+    return stdout_sink_keys_readable(((const out_sink *)o)->ss) ? SINK_CAP_KEYS : 0u;
+}
+static tb_code o_topic_keys(void *o, const evt_table *t, const struct tb_kset *keep, sink_key_fn fn, void *opaque,
+                            tb_error *err)
+{
+    return stdout_sink_topic_keys(((out_sink *)o)->ss, t, keep, fn, opaque, err);
+}
+static tb_code o_key_digest(void *o, const evt_event *e, uint64_t *digest, tb_error *err)
+{
+    return stdout_sink_key_digest(((out_sink *)o)->ss, e, digest, err);
+}
+
 static const sink_ops stdout_ops = {
     .name = "stdout",
     .caps = 0,
+    .caps_of = o_caps_of,
     .ready = o_ready,
     .send = o_send,
     .announce = o_announce,
@@ -244,6 +260,8 @@ static const sink_ops stdout_ops = {
     .failed = o_failed,
     .get_stats = o_get_stats,
     .close = o_close,
+    .topic_keys = o_topic_keys,
+    .key_digest = o_key_digest,
 };
 
 static tb_code stdout_open(const cfg *c, void **impl, tb_error *err)
@@ -331,13 +349,13 @@ tb_code sink_send_txmeta(sink *s, const char *key, size_t klen, const char *valu
 tb_code sink_topic_keys(sink *s, const evt_table *t, const struct tb_kset *keep, sink_key_fn fn, void *opaque,
                         tb_error *err)
 {
-    return sink_has(s, SINK_CAP_TOPICS) ? s->ops->topic_keys(s->impl, t, keep, fn, opaque, err)
+    return sink_has(s, SINK_CAP_KEYS) ? s->ops->topic_keys(s->impl, t, keep, fn, opaque, err)
                                         : no_topics(s, "read a topic's keys", err);
 }
 
 tb_code sink_key_digest(sink *s, const evt_event *e, uint64_t *digest, tb_error *err)
 {
-    return sink_has(s, SINK_CAP_TOPICS) ? s->ops->key_digest(s->impl, e, digest, err)
+    return sink_has(s, SINK_CAP_KEYS) ? s->ops->key_digest(s->impl, e, digest, err)
                                         : no_topics(s, "digest a topic key", err);
 }
 

@@ -7,14 +7,22 @@
  * it has. What a kind cannot do is a capability it lacks (sink_has()), not
  * a branch on its name:
  *
- *   SINK_CAP_TOPICS  the messages land in Kafka topics the sink can read
- *                    back and write records into beside the change events:
- *                    the reconcile step (sink_topic_keys, sink_key_digest),
+ *   SINK_CAP_KEYS    the sink can read back the keys a table's topic holds
+ *                    (sink_topic_keys, sink_key_digest): the reconcile step
+ *                    after a resnapshot, a gap or an interrupted snapshot
+ *                    (DESIGN 6a). Kafka has it; stdout has it when its
+ *                    output is a regular file (the file is the changelog of
+ *                    every topic its lines name), not for a pipe or a
+ *                    terminal.
+ *   SINK_CAP_TOPICS  the messages land in Kafka topics the sink can write
+ *                    records into beside the change events and describe:
  *                    topics deleted while captured (sink_topics_gone), the
- *                    truncate record (sink_send_truncate) and the
- *                    transaction topic (sink_send_txmeta). Kafka has it;
- *                    stdout has not (its lines go to a stream nobody reads
- *                    back), so those steps are left out there.
+ *                    tables the schema topic describes (sink_tables_known),
+ *                    the truncate record (sink_send_truncate), the
+ *                    transaction topic (sink_send_txmeta) and the statements
+ *                    that empty a topic key by key (TRUNCATE, DROP, the old
+ *                    name of a RENAME). Kafka has it; stdout has not, so
+ *                    those steps are left out there.
  *
  * Kinds:
  *   kafka   ksink (ksink.h): asynchronous, a position is committable once
@@ -28,7 +36,7 @@
  * Every operation returns what the kind's own call returns (see its
  * header); an optional operation a kind lacks is TB_OK and does nothing
  * (sink_poll, sink_kick, sink_serve), or 0 / false (sink_staged,
- * sink_stats_json). The operations under SINK_CAP_TOPICS must only be
+ * sink_stats_json). The operations under a SINK_CAP_* must only be
  * called when sink_has() says so (TB_ERR_INVALID otherwise).
  *
  * Ownership: sink_open() returns a sink the caller frees with sink_close()
@@ -49,6 +57,7 @@
 
 enum {
     SINK_CAP_TOPICS = 1u << 0,
+    SINK_CAP_KEYS = 1u << 1,
 };
 
 /* Counters of a sink, whatever its kind (stdout: every message counts as
@@ -82,7 +91,8 @@ typedef tb_code (*sink_table_fn)(void *opaque, const char *db, const char *table
 
 typedef struct sink_ops {
     const char *name; /* the `sink` setting that picks it */
-    unsigned caps;    /* SINK_CAP_* */
+    unsigned caps;    /* SINK_CAP_* every sink of the kind has */
+    unsigned (*caps_of)(const void *impl); /* optional: SINK_CAP_* this one has besides */
     tb_code (*ready)(void *impl, tb_error *err);
     tb_code (*send)(void *impl, const evt_event *e, tb_error *err);
     tb_code (*announce)(void *impl, evt_table *t, tb_error *err);
@@ -125,7 +135,7 @@ void sink_close(sink *s);
 
 static inline bool sink_has(const sink *s, unsigned cap)
 {
-    return s && (s->ops->caps & cap) == cap;
+    return s && ((s->ops->caps | (s->ops->caps_of ? s->ops->caps_of(s->impl) : 0u)) & cap) == cap;
 }
 static inline const char *sink_name(const sink *s)
 {
@@ -209,12 +219,13 @@ static inline bool sink_stats_json(sink *s, tb_buf *out)
     return s->ops->stats_json ? s->ops->stats_json(s->impl, out) : false;
 }
 
-/* SINK_CAP_TOPICS (see ksink.h for each) */
-TB_MUST_USE tb_code sink_send_truncate(sink *s, const evt_event *e, tb_error *err);
-TB_MUST_USE tb_code sink_send_txmeta(sink *s, const char *key, size_t klen, const char *value, size_t vlen, tb_error *err);
+/* SINK_CAP_KEYS (ksink_topic_keys, stdout_sink_topic_keys) */
 TB_MUST_USE tb_code sink_topic_keys(sink *s, const evt_table *t, const struct tb_kset *keep, sink_key_fn fn, void *opaque,
                         tb_error *err);
 TB_MUST_USE tb_code sink_key_digest(sink *s, const evt_event *e, uint64_t *digest, tb_error *err);
+/* SINK_CAP_TOPICS (see ksink.h for each) */
+TB_MUST_USE tb_code sink_send_truncate(sink *s, const evt_event *e, tb_error *err);
+TB_MUST_USE tb_code sink_send_txmeta(sink *s, const char *key, size_t klen, const char *value, size_t vlen, tb_error *err);
 TB_MUST_USE tb_code sink_topics_gone(sink *s, sink_captured_fn captured, sink_gone_fn gone, void *opaque, tb_error *err);
 /* fn for each table the sink's schema topic describes and does not say is
  * dropped (ksink_tables_known): the tables written to before. */

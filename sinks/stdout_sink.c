@@ -18,6 +18,7 @@
 #include "evt_json.h"
 #include "tb_buf.h"
 #include "tb_hmap.h"
+#include "tb_kset.h"
 #include "tb_log.h"
 
 /* lines are written when a transaction ends, at commit, and whenever 2^20
@@ -33,9 +34,12 @@ struct stdout_sink {
     tb_buf line, key, value, topic, tkey;
     tb_buf out;               /* complete lines not written yet */
     tb_hmap announced;        /* "db\x1ftable" -> last announced schema version + 1 */
+    bool readable;            /* the output is a regular file this process can read back */
+    tb_buf rkey;              /* stdout_sink_key_digest: a rendered key */
 };
 
 static void ssink_cut_partial_line(stdout_sink *s);
+static int ssink_read_fd(const stdout_sink *s, struct stat *sb);
 
 tb_code stdout_sink_open(const cfg *c, FILE *fp, stdout_sink **out, tb_error *err)
 {
@@ -52,6 +56,7 @@ tb_code stdout_sink_open(const cfg *c, FILE *fp, stdout_sink **out, tb_error *er
     tb_buf_init(&s->value, 0);
     tb_buf_init(&s->topic, 0);
     tb_buf_init(&s->tkey, 0);
+    tb_buf_init(&s->rkey, 0);
     const char *prefix = cfg_get_str(c, "topic.prefix");
     const char *name = cfg_get_str(c, "name");
     const char *fmt = cfg_get_str(c, "value.format");
@@ -77,6 +82,11 @@ tb_code stdout_sink_open(const cfg *c, FILE *fp, stdout_sink **out, tb_error *er
     evt_codec_opts_encoding(&s->opts, c);
     if (fflush(fp) == 0)
         ssink_cut_partial_line(s);
+    struct stat sb;
+    int rfd = ssink_read_fd(s, &sb);
+    s->readable = rfd >= 0;
+    if (rfd >= 0)
+        close(rfd);
     *out = s;
     return TB_OK;
 nomem:
@@ -106,6 +116,19 @@ static tb_code ssink_put_line(stdout_sink *s, tb_error *err)
     return s->out.len >= ((size_t)1 << SSINK_OUT_SHIFT) ? ssink_flush(s, err) : TB_OK;
 }
 
+/* A descriptor that reads the output when it is a regular file (sb: its
+ * state now); -1 otherwise. The output is usually write-only (`>>`): it is
+ * read through a descriptor of its own. */
+static int ssink_read_fd(const stdout_sink *s, struct stat *sb)
+{
+    int fd = fileno(s->fp);
+    if (fd < 0 || fstat(fd, sb) != 0 || !S_ISREG(sb->st_mode))
+        return -1;
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    return open(self, O_RDONLY | O_CLOEXEC);
+}
+
 /*
  * When the output is a regular file that does not end with a newline, the
  * connector that wrote it was killed in the middle of a write(2) (a fatal
@@ -119,14 +142,13 @@ static void ssink_cut_partial_line(stdout_sink *s)
     int fd = fileno(s->fp);
     struct stat sb;
     char buf[4096];
-    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
-        return;
-    /* the output is usually write-only (`>>`): read it through a descriptor of its own */
-    char self[64];
-    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-    int rfd = open(self, O_RDONLY | O_CLOEXEC);
+    int rfd = ssink_read_fd(s, &sb);
     if (rfd < 0)
         return;
+    if (sb.st_size == 0) {
+        close(rfd);
+        return;
+    }
     off_t end = sb.st_size, at = end;
     if (pread(rfd, buf, 1, end - 1) != 1 || buf[0] == '\n') {
         close(rfd);
@@ -247,6 +269,148 @@ tb_code stdout_sink_commit(stdout_sink *s, const tb_position *pos, tb_error *err
     return rc;
 }
 
+/* ------------------------------------------------------------ reading the output back */
+
+bool stdout_sink_keys_readable(const stdout_sink *s)
+{
+    return s->readable;
+}
+
+/* The length of the JSON value at p (at most n bytes; a value this sink
+ * wrote: strings with escapes, objects and arrays nested), 0 if it does not
+ * end within n. */
+static size_t ssink_json_len(const char *p, size_t n)
+{
+    size_t i = 0, depth = 0;
+    bool str = false;
+    for (; i < n; i++) {
+        char c = p[i];
+        if (str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                str = false;
+            else
+                continue;
+            if (!str && depth == 0)
+                return i + 1;
+            continue;
+        }
+        if (c == '"')
+            str = true;
+        else if (c == '{' || c == '[')
+            depth++;
+        else if (c == '}' || c == ']') {
+            if (depth == 0)
+                return i; /* a scalar ended by its container */
+            if (--depth == 0)
+                return i + 1;
+        } else if (c == ',' && depth == 0)
+            return i;
+    }
+    return 0;
+}
+
+/* One walk over the output's lines of one topic, to the end it had when the first walk began. */
+typedef struct ssink_walk {
+    stdout_sink *s;
+    tb_buf prefix; /* {"topic":<the topic>,"key": */
+    off_t end;
+} ssink_walk;
+
+static tb_code ssink_walk_lines(void *src, sink_keys_rec_fn fn, void *opaque, tb_error *err)
+{
+    ssink_walk *w = src;
+    struct stat sb;
+    int rfd = ssink_read_fd(w->s, &sb);
+    FILE *f = rfd >= 0 ? fdopen(rfd, "r") : NULL;
+    if (!f) {
+        if (rfd >= 0)
+            close(rfd);
+        return tb_error_set(err, TB_ERR_IO, false, "stdout sink: cannot read the output back: %s", strerror(errno));
+    }
+    static const char kValue[] = ",\"value\":";
+    char *line = NULL;
+    size_t cap = 0, lineno = 0;
+    off_t at = 0;
+    ssize_t n;
+    tb_code rc = TB_OK;
+    while (rc == TB_OK && at < w->end && (n = getline(&line, &cap, f)) > 0) {
+        at += n;
+        lineno++;
+        size_t pl = w->prefix.len;
+        if ((size_t)n <= pl || memcmp(line, w->prefix.data, pl) != 0)
+            continue; /* another topic's line (or not one of ours) */
+        const char *key = line + pl;
+        size_t rest = (size_t)n - pl, klen = ssink_json_len(key, rest);
+        const char *val = key + klen;
+        size_t vrest = rest - klen;
+        if (klen == 0 || vrest < sizeof kValue || memcmp(val, kValue, sizeof kValue - 1) != 0) {
+            rc = tb_error_set(err, TB_ERR_INVALID, false,
+                              "stdout sink: line %zu of the output is not a line this sink writes (%.80s): the "
+                              "output read back as the topic's records must hold whole lines "
+                              "{\"topic\":…,\"key\":…,\"value\":…}; write the output to a file of its own",
+                              lineno, line);
+            break;
+        }
+        val += sizeof kValue - 1;
+        bool live = strncmp(val, "null}", 5) != 0;
+        if (klen == 4 && memcmp(key, "null", 4) == 0)
+            continue; /* no key: nothing a table holds by it */
+        rc = fn(opaque, key, klen, live, err);
+    }
+    if (rc == TB_OK && ferror(f))
+        rc = tb_error_set(err, TB_ERR_IO, false, "stdout sink: reading the output back: %s", strerror(errno));
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+tb_code stdout_sink_topic_keys(stdout_sink *s, const evt_table *t, const struct tb_kset *keep, sink_keys_give_fn fn,
+                               void *opaque, tb_error *err)
+{
+    if (!s->readable)
+        return tb_error_set(err, TB_ERR_INVALID, false, "stdout sink: the output is not a file it can read back");
+    tb_code rc = ssink_flush(s, err); /* every line so far is in the file before it is read */
+    if (rc != TB_OK)
+        return rc;
+    ssink_walk w = {.s = s};
+    tb_buf_init(&w.prefix, 0);
+    tb_buf topic;
+    tb_buf_init(&topic, 0);
+    struct stat sb;
+    int rfd = ssink_read_fd(s, &sb);
+    if (rfd < 0) {
+        rc = tb_error_set(err, TB_ERR_IO, false, "stdout sink: cannot read the output back: %s", strerror(errno));
+        goto out;
+    }
+    close(rfd);
+    w.end = sb.st_size;
+    /* the lines of the topic start as evt_json_line writes them: {"topic":"…","key": */
+    static const char kTail[] = "null,\"value\":null}";
+    if (evt_json_topic(&s->opts, t, &topic) != TB_OK ||
+        evt_json_line(tb_buf_cstr(&topic), NULL, 0, NULL, 0, &w.prefix) != TB_OK ||
+        w.prefix.len < sizeof kTail - 1) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
+        goto out;
+    }
+    w.prefix.len -= sizeof kTail - 1;
+    rc = sink_keys_held(ssink_walk_lines, &w, keep, fn, opaque, err);
+out:
+    tb_buf_free(&w.prefix);
+    tb_buf_free(&topic);
+    return rc;
+}
+
+tb_code stdout_sink_key_digest(stdout_sink *s, const evt_event *e, uint64_t *digest, tb_error *err)
+{
+    tb_buf_reset(&s->rkey);
+    tb_code rc = evt_render_key(&s->opts, e, EVT_AFTER, &s->rkey, err);
+    if (rc == TB_OK)
+        *digest = tb_kset_digest(s->rkey.data ? s->rkey.data : "", s->rkey.len);
+    return rc;
+}
+
 void stdout_sink_close(stdout_sink *s)
 {
     if (!s)
@@ -261,6 +425,7 @@ void stdout_sink_close(stdout_sink *s)
     tb_buf_free(&s->value);
     tb_buf_free(&s->topic);
     tb_buf_free(&s->tkey);
+    tb_buf_free(&s->rkey);
     tb_hmap_free(&s->announced, NULL);
     free(s->prefix);
     free(s->name);

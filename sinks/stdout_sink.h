@@ -34,6 +34,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "cfg.h"
+#include "sink_keys.h"
 #include "evt.h"
 #include "tb_error.h"
 #include "tb_position.h"
@@ -57,6 +58,21 @@ TB_MUST_USE tb_code stdout_sink_announce(stdout_sink *s, const evt_table *t, tb_
 /* Flush the output, then store pos (offsets.storage=file). pos must be a
  * transaction boundary whose events were all sent; NULL = flush only. */
 TB_MUST_USE tb_code stdout_sink_commit(stdout_sink *s, const tb_position *pos, tb_error *err);
+
+/* Whether the output is a regular file this process can read back: then
+ * the output read from its first line is the changelog of each topic its
+ * lines name, and stdout_sink_topic_keys reads a topic's keys from it. */
+bool stdout_sink_keys_readable(const stdout_sink *s);
+
+/* The keys the lines of t's topic hold (the latest line of the key is not a
+ * tombstone, "value":null) whose digests keep (NULL: none) lacks, each to fn
+ * once as the line holds it (sink_keys_held), after a flush; read to the end
+ * the output had at the call. TB_ERR_INVALID for a line of the topic that is
+ * not a whole line this sink writes, or when the output cannot be read back. */
+TB_MUST_USE tb_code stdout_sink_topic_keys(stdout_sink *s, const evt_table *t, const struct tb_kset *keep,
+                                           sink_keys_give_fn fn, void *opaque, tb_error *err);
+/* The digest of e's key as its lines hold it (tb_kset_digest of the rendered key). */
+TB_MUST_USE tb_code stdout_sink_key_digest(stdout_sink *s, const evt_event *e, uint64_t *digest, tb_error *err);
 
 /* Flush and free. NULL-safe. Does not commit. */
 void stdout_sink_close(stdout_sink *s);
