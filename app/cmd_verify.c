@@ -252,9 +252,11 @@ static tb_code on_target(void *opaque, const vtarget_rec *rec, tb_error *err)
         if (tb_hmap_put(&p->store, key, klen, &v) != TB_OK)
             return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         free(*v);
+        *v = NULL;
         stored *st = malloc(sizeof(*st) + (row ? rlen : 0) + 1);
-        if (!(*v = st))
+        if (!st)
             return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        *v = st; /* the map's slot owns it */
         st->live = row != NULL;
         st->len = row ? rlen : 0;
         if (row)

@@ -142,8 +142,11 @@ static void conn_record(back *b, const evt_jv *rec, const char *ns, bool optiona
             back_fail(b, "out of memory", NULL);
             return;
         }
-        b->names[b->nnames] = (named){f, rec, space};
-        me = &b->names[b->nnames++];
+        named *nm = &b->names[b->nnames++]; /* owns f and space from here */
+        nm->full = f;
+        nm->def = rec;
+        nm->ns = space;
+        me = nm;
     }
     tb_buf_free(&full);
     /* the record's own namespace is the one its fields' names resolve in */

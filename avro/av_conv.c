@@ -102,7 +102,7 @@ static bool canonical(const evt_jv *cs, tb_buf *b)
     return evt_jw_finish(&w) == TB_OK;
 }
 
-/* Whether the record full was written before (then it is referred to by
+/* Whether the record full (not NULL) was written before (then it is referred to by
  * name); a second struct of that name must have the same fields, else the
  * schema and the encoder would disagree on them. */
 static bool conv_defined(conv *c, const char *full, const evt_jv *cs)
@@ -112,13 +112,13 @@ static bool conv_defined(conv *c, const char *full, const evt_jv *cs)
     bool found = false;
     const evt_jv *fields = evt_jv_get(cs, "fields"); /* what the encoder follows */
     if (!fields || !canonical(fields, &text)) {
-        conv_fail(c, "Avro schema: struct %s cannot be written", full ? full : "?");
+        conv_fail(c, "Avro schema: struct %s cannot be written", full);
         goto out;
     }
     for (size_t i = 0; i < c->ndefined; i += 2)
         if (strcmp(c->defined[i], full) == 0) {
             if (strcmp(c->defined[i + 1], tb_buf_cstr(&text)) != 0)
-                conv_fail(c, "Avro schema: two different structs are named %s", full ? full : "?");
+                conv_fail(c, "Avro schema: two different structs are named %s", full);
             found = true;
             goto out;
         }
@@ -378,7 +378,7 @@ tb_code av_schema_from_connect(const evt_jv *cs, tb_buf *out, tb_error *err)
 
 tb_code av_put_long(tb_buf *out, int64_t v)
 {
-    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    uint64_t u = (uint64_t)v, z = (u << 1) ^ (0u - (u >> 63)); /* zigzag, no signed shift */
     uint8_t b[10];
     size_t n = 0;
     do {

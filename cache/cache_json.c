@@ -284,9 +284,9 @@ static bool scan_value_members(cj_scan *s, cj_val *v, cj_member *mem, size_t cap
 
 tb_code cj_parse(const char *text, size_t len, cj_val *out, tb_error *err)
 {
-    cj_scan s = {text, text, text + len, NULL, NULL};
     if (!text)
         return tb_error_set(err, TB_ERR_INVALID, false, "JSON: no text");
+    cj_scan s = {text, text, text + len, NULL, NULL};
     if (scan_value(&s, out, 0)) {
         ws(&s);
         if (s.p == s.end)
@@ -301,13 +301,13 @@ tb_code cj_parse_top_members(const char *text, size_t len, cj_val *out, const ch
                              cj_val *vals, bool *found, size_t *count, size_t collect, cj_member *mem, size_t cap,
                              size_t *nmem, tb_error *err)
 {
-    cj_scan s = {text, text, text + len, NULL, NULL};
     for (size_t i = 0; i < n; i++)
         found[i] = false;
     *count = 0;
     *nmem = 0;
     if (!text)
         return tb_error_set(err, TB_ERR_INVALID, false, "JSON: no text");
+    cj_scan s = {text, text, text + len, NULL, NULL};
     ws(&s);
     if (s.p >= s.end || *s.p != '{')
         return cj_parse(text, len, out, err);

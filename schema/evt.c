@@ -323,6 +323,8 @@ void evt_set_temporal(evt_event *e, evt_image img, size_t col, evt_kind kind, co
         return;
     }
     v->kind = kind;
+    /* t is not NULL here: what is set when it is (cppcheck cannot follow that) */
+    /* cppcheck-suppress nullPointerRedundantCheck */
     v->v.t = *t;
 }
 

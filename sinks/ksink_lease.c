@@ -357,9 +357,9 @@ static uint32_t lease_be32(const unsigned char *p)
  * [partition int32]], user data bytes) holds partition 0 of topic. */
 static bool lease_assignment_has(const void *data, size_t len, const char *topic)
 {
-    const unsigned char *p = data, *end = p + len;
-    if (!p || len < 6)
+    if (!data || len < 6)
         return false;
+    const unsigned char *p = data, *end = p + len;
     p += 2;
     uint32_t ntopics = lease_be32(p);
     p += 4;

@@ -123,15 +123,17 @@ tb_code sqlcap_consume(sqlcap *c, uint32_t upto, bool bigend, bool offline, bool
     uint8_t *pgnos = malloc(32768);
     uint32_t pgblock = UINT32_MAX; /* -shm hash block cached in pgnos */
     uint32_t s0 = c->ck1, s1 = c->ck2;
-    uint32_t start = c->frame, hard_checked = c->frame;
+    uint32_t start = c->frame, hard_checked = start;
     /* frames of the current transaction are read into slots of c->fslab (the
      * page images the diff and the shadow queue use: fc maps frame -> image);
      * a transaction larger than the slab reads the rest into fbuf again */
     size_t slot = (size_t)c->pg.pgsz + 24, nslots = SQLCAP_FCACHE / slot, used = 0;
     sqlcap_walmap wm = {0};
     *done = false;
-    if (!fbuf)
+    if (!fbuf) {
+        free(pgnos);
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
     if (!offline && !c->o.test_no_pin)
         sqlcap_walmap_open(c, c->frame, upto, &wm);
     if (!wm.base && !c->fslab && nslots)
