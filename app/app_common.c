@@ -207,7 +207,7 @@ tb_code app_load_config(int *argc, char **argv, cfg **out, tb_error *err)
     umask((mode_t)(0777 & ~(fmode | ((fmode & 0444) >> 2))));
 
     tb_log_level level;
-    if (tb_log_parse_level(cfg_get_str(c, "log.level"), &level))
+    if (tb_log_parse_level(cfg_get_str(c, CFGK_LOG_LEVEL), &level))
         tb_log_set_level(level);
     *out = c;
     c = NULL;
@@ -242,7 +242,7 @@ void app_kafka_client_check(const cfg *c)
 
 const char *app_topic_prefix(const cfg *c, tb_buf *out)
 {
-    const char *raw = cfg_get_str(c, "topic.prefix");
+    const char *raw = cfg_get_str(c, CFGK_TOPIC_PREFIX);
     tb_buf_reset(out);
     if (!raw || evt_topic_name(NULL, NULL, raw, out) != TB_OK) {
         tb_buf_reset(out);

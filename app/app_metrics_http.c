@@ -289,7 +289,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req, enu
 tb_code app_metrics_start(const cfg *c, app_metrics_role role, app_metrics **out, tb_error *err)
 {
     *out = NULL;
-    const char *listen = cfg_get_str(c, "metrics.listen");
+    const char *listen = cfg_get_str(c, CFGK_METRICS_LISTEN);
     if (!listen || !*listen)
         return TB_OK;
     char host[256];
@@ -323,7 +323,7 @@ tb_code app_metrics_start(const cfg *c, app_metrics_role role, app_metrics **out
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     pthread_mutex_init(&h->log_mu, NULL);
     h->log_window_ms = mono_ms();
-    if ((rc = cfg_get_secret(c, "metrics.token", &h->token, err)) != TB_OK) {
+    if ((rc = cfg_get_secret(c, CFGK_METRICS_TOKEN, &h->token, err)) != TB_OK) {
         pthread_mutex_destroy(&h->log_mu);
         free(h);
         return rc;
@@ -343,7 +343,7 @@ tb_code app_metrics_start(const cfg *c, app_metrics_role role, app_metrics **out
                 "it reads the metrics and health; set metrics.token.file (clients send Authorization: Bearer), or "
                 "bind 127.0.0.1",
                 listen);
-    app_metrics *m = app_metrics_new(cfg_get_str(c, "name"), role);
+    app_metrics *m = app_metrics_new(cfg_get_str(c, CFGK_NAME), role);
     if (!m) {
         free(h->token);
         pthread_mutex_destroy(&h->log_mu);

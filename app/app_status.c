@@ -134,11 +134,11 @@ tb_code app_status_write(const char *path, const app_status *st, tb_error *err)
 
 tb_code app_status_path(const cfg *c, tb_buf *out)
 {
-    const char *explicit_path = cfg_get_str(c, "status.file");
+    const char *explicit_path = cfg_get_str(c, CFGK_STATUS_FILE);
     if (explicit_path && *explicit_path)
         return tb_buf_puts(out, explicit_path);
-    const char *off = cfg_get_str(c, "offsets.file");
-    const char *name = cfg_get_str(c, "name");
+    const char *off = cfg_get_str(c, CFGK_OFFSETS_FILE);
+    const char *name = cfg_get_str(c, CFGK_NAME);
     const char *slash = off ? strrchr(off, '/') : NULL;
     tb_code rc = TB_OK;
     if (slash)

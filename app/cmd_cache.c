@@ -43,8 +43,8 @@ static void usage(FILE *out)
 
 /* The options above as --set overrides, so the configuration sees them. */
 static const struct { const char *opt, *key; } aliases[] = {
-    {"--brokers", "kafka.bootstrap.servers"}, {"--topics", "cache.topics"}, {"--db", "cache.path"},
-    {"--prefix", "topic.prefix"},             {"--mode", "cache.mode"},     {"--group", "cache.group.id"},
+    {"--brokers", "kafka.bootstrap.servers"}, {"--topics", CFGK_CACHE_TOPICS}, {"--db", CFGK_CACHE_PATH},
+    {"--prefix", CFGK_TOPIC_PREFIX},          {"--mode", CFGK_CACHE_MODE},     {"--group", CFGK_CACHE_GROUP_ID},
 };
 
 typedef struct props {
@@ -240,13 +240,13 @@ int cmd_cache(int argc, char **argv)
     app_kafka_client_check(c);
     cache_opts o;
     cache_opts_init(&o);
-    o.db_path = cfg_get_str(c, "cache.path");
-    o.name = cfg_get_str(c, "name");
+    o.db_path = cfg_get_str(c, CFGK_CACHE_PATH);
+    o.name = cfg_get_str(c, CFGK_NAME);
     const char *pfx = app_topic_prefix(c, &prefix_buf); /* as `run` names the topics */
-    if (cfg_is_set(c, "topic.prefix"))
+    if (cfg_is_set(c, CFGK_TOPIC_PREFIX))
         o.topic_prefix = pfx;
-    if (cfg_is_set(c, "cache.topics")) {
-        o.topics = cfg_get_str(c, "cache.topics");
+    if (cfg_is_set(c, CFGK_CACHE_TOPICS)) {
+        o.topics = cfg_get_str(c, CFGK_CACHE_TOPICS);
     } else {
         tb_buf_putc(&topics_re, '^');
         for (const char *p = pfx; *p; p++) { /* the prefix literally */
@@ -258,18 +258,18 @@ int cmd_cache(int argc, char **argv)
         o.topics = tb_buf_cstr(&topics_re);
         o.topic_prefix = pfx;
     }
-    o.mode = strcmp(cfg_get_str(c, "cache.mode"), "group") == 0 ? CACHE_MODE_GROUP : CACHE_MODE_GLOBAL;
-    o.group_id = cfg_get_str(c, "cache.group.id");
-    o.drop_on_revoke = strcmp(cfg_get_str(c, "cache.on.revoke"), "drop") == 0;
-    o.drop_on_drop = strcmp(cfg_get_str(c, "cache.on.drop"), "drop") == 0;
-    const char *pol = cfg_get_str(c, "cache.error.policy");
+    o.mode = strcmp(cfg_get_str(c, CFGK_CACHE_MODE), "group") == 0 ? CACHE_MODE_GROUP : CACHE_MODE_GLOBAL;
+    o.group_id = cfg_get_str(c, CFGK_CACHE_GROUP_ID);
+    o.drop_on_revoke = strcmp(cfg_get_str(c, CFGK_CACHE_ON_REVOKE), "drop") == 0;
+    o.drop_on_drop = strcmp(cfg_get_str(c, CFGK_CACHE_ON_DROP), "drop") == 0;
+    const char *pol = cfg_get_str(c, CFGK_CACHE_ERROR_POLICY);
     o.error_policy = strcmp(pol, "skip") == 0 ? CACHE_ERR_SKIP : strcmp(pol, "dlq") == 0 ? CACHE_ERR_DLQ : CACHE_ERR_FAIL;
-    o.batch_size = (int)cfg_get_int(c, "cache.batch.size");
-    o.busy_timeout_ms = (int)cfg_get_int(c, "cache.busy.timeout.ms");
-    o.offline_fail = strcmp(cfg_get_str(c, "cache.offline.policy"), "fail") == 0;
-    const char *dd = cfg_get_str(c, "cache.debezium.decimal.handling.mode");
-    const char *dt = cfg_get_str(c, "cache.debezium.time.precision.mode");
-    const char *db = cfg_get_str(c, "cache.debezium.binary.handling.mode");
+    o.batch_size = (int)cfg_get_int(c, CFGK_CACHE_BATCH_SIZE);
+    o.busy_timeout_ms = (int)cfg_get_int(c, CFGK_CACHE_BUSY_TIMEOUT_MS);
+    o.offline_fail = strcmp(cfg_get_str(c, CFGK_CACHE_OFFLINE_POLICY), "fail") == 0;
+    const char *dd = cfg_get_str(c, CFGK_CACHE_DEBEZIUM_DECIMAL_HANDLING_MODE);
+    const char *dt = cfg_get_str(c, CFGK_CACHE_DEBEZIUM_TIME_PRECISION_MODE);
+    const char *db = cfg_get_str(c, CFGK_CACHE_DEBEZIUM_BINARY_HANDLING_MODE);
     o.dbz.decimal = strcmp(dd, "string") == 0 ? CACHE_DBZ_STRING : strcmp(dd, "double") == 0 ? CACHE_DBZ_DOUBLE : CACHE_DBZ_PRECISE;
     o.dbz.time = strcmp(dt, "connect") == 0 ? CACHE_DBZ_CONNECT : strcmp(dt, "adaptive") == 0 ? CACHE_DBZ_ADAPTIVE
                                                                                                : CACHE_DBZ_ADAPTIVE_TIME_US;
@@ -277,16 +277,16 @@ int cmd_cache(int argc, char **argv)
                    : strcmp(db, "base64-url-safe") == 0 ? CACHE_DBZ_BASE64_URL
                    : strcmp(db, "base64") == 0          ? CACHE_DBZ_BASE64
                                                         : CACHE_DBZ_BYTES;
-    if (cfg_is_set(c, "cache.debezium.history.topic"))
-        o.dbz_history_topic = cfg_get_str(c, "cache.debezium.history.topic");
+    if (cfg_is_set(c, CFGK_CACHE_DEBEZIUM_HISTORY_TOPIC))
+        o.dbz_history_topic = cfg_get_str(c, CFGK_CACHE_DEBEZIUM_HISTORY_TOPIC);
     o.until_caught_up = until;
     /* Avro topics: the run's schema registry settings */
-    o.registry_url = cfg_get_str(c, "schema.registry.url");
-    o.registry_user = cfg_get_str(c, "schema.registry.basic.auth.user");
-    o.registry_ca = cfg_get_str(c, "schema.registry.ssl.ca.location");
-    o.registry_timeout_ms = (long)cfg_get_int(c, "schema.registry.request.timeout.ms");
-    o.registry_retry_ms = cfg_get_int(c, "schema.registry.retry.timeout.ms");
-    if ((rc = cfg_get_secret(c, "schema.registry.basic.auth.password", &registry_password, &err)) != TB_OK)
+    o.registry_url = cfg_get_str(c, CFGK_SCHEMA_REGISTRY_URL);
+    o.registry_user = cfg_get_str(c, CFGK_SCHEMA_REGISTRY_BASIC_AUTH_USER);
+    o.registry_ca = cfg_get_str(c, CFGK_SCHEMA_REGISTRY_SSL_CA_LOCATION);
+    o.registry_timeout_ms = (long)cfg_get_int(c, CFGK_SCHEMA_REGISTRY_REQUEST_TIMEOUT_MS);
+    o.registry_retry_ms = cfg_get_int(c, CFGK_SCHEMA_REGISTRY_RETRY_TIMEOUT_MS);
+    if ((rc = cfg_get_secret(c, CFGK_SCHEMA_REGISTRY_BASIC_AUTH_PASSWORD, &registry_password, &err)) != TB_OK)
         goto out;
     o.registry_password = registry_password;
     cfg_each_prefixed(c, "kafka.", add_prop, &kp);

@@ -248,7 +248,7 @@ static tb_code publish_table(cfg *c, const char *fixed, cache_db *db, size_t i, 
             goto out;
         ksink_close(*ks);
         *ks = NULL;
-        if ((rc = cfg_set(c, "topic.prefix", tb_buf_cstr(&pfx), "cache publish", err)) != TB_OK ||
+        if ((rc = cfg_set(c, CFGK_TOPIC_PREFIX, tb_buf_cstr(&pfx), "cache publish", err)) != TB_OK ||
             (rc = ksink_open(c, ks, err)) != TB_OK)
             goto out;
         tb_buf_reset(cur_prefix);
@@ -392,14 +392,14 @@ int cmd_cache_publish(int argc, char **argv)
         rc = tb_error_set(&err, TB_ERR_CONFIG, false, "unexpected argument '%s' (see --help)", nargv[1]);
         goto out;
     }
-    if (!db_path && cfg_is_set(c, "cache.path"))
-        db_path = cfg_get_str(c, "cache.path");
+    if (!db_path && cfg_is_set(c, CFGK_CACHE_PATH))
+        db_path = cfg_get_str(c, CFGK_CACHE_PATH);
     if (!db_path) {
         rc = tb_error_set(&err, TB_ERR_CONFIG, false, "needs --db PATH (the cache file)");
         goto out;
     }
-    if (cfg_get_bool(c, "exactly.once") &&
-        (rc = cfg_set(c, "exactly.once", "false", "cache publish", &err)) != TB_OK) /* no offsets record to join */
+    if (cfg_get_bool(c, CFGK_EXACTLY_ONCE) &&
+        (rc = cfg_set(c, CFGK_EXACTLY_ONCE, "false", "cache publish", &err)) != TB_OK) /* no offsets record to join */
         goto out;
     if ((rc = cache_db_open(db_path, &db, &err)) != TB_OK) {
         tb_error_prefix(&err, rc, "%s: not a readable cache file: ", db_path);
@@ -410,7 +410,7 @@ int cmd_cache_publish(int argc, char **argv)
         rc = tb_error_set(&err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
     }
-    if (cfg_is_set(c, "topic.prefix") && !(fixed = strdup(cfg_get_str(c, "topic.prefix")))) {
+    if (cfg_is_set(c, CFGK_TOPIC_PREFIX) && !(fixed = strdup(cfg_get_str(c, CFGK_TOPIC_PREFIX)))) {
         rc = tb_error_set(&err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
     }

@@ -98,7 +98,7 @@ int cmd_offsets(int argc, char **argv)
             status = app_fail("offsets", &err);
             goto out;
         }
-        printf("stored for connector %s:\n", cfg_get_str(c, "name"));
+        printf("stored for connector %s:\n", cfg_get_str(c, CFGK_NAME));
         status = offsets_print(&pos);
     } else {
         offsets_usage(stderr);

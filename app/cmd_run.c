@@ -191,7 +191,7 @@ static tb_code run_mysql_chunked(run_ctx *r, tb_position *start, tb_error *err)
     tb_buf_init(&pb, 0);
     tb_position_format(&plan.pos, &pb);
     TB_INFO("run", "initial snapshot (chunked) of %zu table(s), %lld row(s) a chunk, streaming from %s meanwhile",
-            plan.n, (long long)cfg_get_int(r->cfg, "snapshot.chunk.size"), tb_buf_cstr(&pb));
+            plan.n, (long long)cfg_get_int(r->cfg, CFGK_SNAPSHOT_CHUNK_SIZE), tb_buf_cstr(&pb));
     tb_buf_free(&pb);
 out:
     if (rc != TB_OK && rc != TB_ERR_STOPPED)
@@ -290,14 +290,14 @@ out:
  * with zero tables looks healthy otherwise). */
 static void run_warn_unmatched(run_ctx *r, size_t ntables)
 {
-    bool inc = cfg_is_set(r->cfg, "tables.include"), exc = cfg_is_set(r->cfg, "tables.exclude");
+    bool inc = cfg_is_set(r->cfg, CFGK_TABLES_INCLUDE), exc = cfg_is_set(r->cfg, CFGK_TABLES_EXCLUDE);
     if (ntables > 0 || (!inc && !exc))
         return;
     TB_WARN("run",
             "the table filter (%s%s%s%s%s) captures no table of the source: nothing is sent until a table it "
             "captures is created; both are regular expressions over db.table",
-            inc ? "tables.include=" : "", inc ? cfg_get_str(r->cfg, "tables.include") : "", inc && exc ? ", " : "",
-            exc ? "tables.exclude=" : "", exc ? cfg_get_str(r->cfg, "tables.exclude") : "");
+            inc ? "tables.include=" : "", inc ? cfg_get_str(r->cfg, CFGK_TABLES_INCLUDE) : "", inc && exc ? ", " : "",
+            exc ? "tables.exclude=" : "", exc ? cfg_get_str(r->cfg, CFGK_TABLES_EXCLUDE) : "");
 }
 
 typedef struct sqlite_count {
@@ -321,8 +321,8 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
      * reached), then every captured table gets a topic of its own, before
      * anything is sent */
     char addr[300];
-    snprintf(addr, sizeof addr, "source %s:%lld", cfg_get_str(r->cfg, "source.host"),
-             (long long)cfg_get_int(r->cfg, "source.port"));
+    snprintf(addr, sizeof addr, "source %s:%lld", cfg_get_str(r->cfg, CFGK_SOURCE_HOST),
+             (long long)cfg_get_int(r->cfg, CFGK_SOURCE_PORT));
     myconn_warm_join(r->warm); /* its connection, kept, is the preflight's */
     r->warm = NULL;
     tb_code rc = run_retry(r, addr, start_preflight, NULL, err);
@@ -373,7 +373,7 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
                      "not on this server",
                      resume.gtid_set ? resume.gtid_set : "?", server.len ? tb_buf_cstr(&server) : "(none)");
         }
-        if (strcmp(cfg_get_str(r->cfg, "snapshot.mode"), "when_needed") == 0 && resnapshots++ < 3) {
+        if (strcmp(cfg_get_str(r->cfg, CFGK_SNAPSHOT_MODE), "when_needed") == 0 && resnapshots++ < 3) {
             if (diverged)
                 TB_WARN("run", "snapshotting again (snapshot.mode=when_needed); the reconcile step after it "
                                "deletes what this server does not have, so the topics equal it");
@@ -523,7 +523,7 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     tb_log_level lvl;
-    if (tb_log_parse_level(cfg_get_str(r.cfg, "log.level"), &lvl))
+    if (tb_log_parse_level(cfg_get_str(r.cfg, CFGK_LOG_LEVEL), &lvl))
         tb_log_set_level(lvl);
     app_install_signals();
     app_kafka_client_check(r.cfg);
@@ -536,7 +536,7 @@ int cmd_run(int argc, char **argv)
     /* sink=kafka or metrics.listen: librdkafka's statistics feed the tributary_kafka_* series and the
      * "kafka unreachable" of /health and the status file (app_health); kafka.statistics.interval.ms
      * set (0 = off) wins */
-    if ((cfg_is_set(r.cfg, "metrics.listen") || strcmp(cfg_get_str(r.cfg, "sink"), "kafka") == 0) &&
+    if ((cfg_is_set(r.cfg, CFGK_METRICS_LISTEN) || strcmp(cfg_get_str(r.cfg, CFGK_SINK), "kafka") == 0) &&
         !cfg_is_set(r.cfg, "kafka.statistics.interval.ms") &&
         (rc = cfg_set(r.cfg, "kafka.statistics.interval.ms", RUN_METRICS_STATS_MS, "metrics.listen", &err)) != TB_OK)
         goto out;
@@ -559,7 +559,7 @@ int cmd_run(int argc, char **argv)
     }
     /* the source's first connection (TCP, TLS) is opened while Kafka is asked for the lease and
      * the stored position: the preflight takes it (myconn_warm) */
-    if (strcmp(cfg_get_str(r.cfg, "source.type"), "sqlite") != 0)
+    if (strcmp(cfg_get_str(r.cfg, CFGK_SOURCE_TYPE), "sqlite") != 0)
         r.warm = myconn_warm_start(r.cfg, binlog_replication_timeout_ms(r.cfg));
     if ((rc = run_retry(&r, kafka_addr, start_lease, NULL, &err)) != TB_OK) {
         if (rc == TB_ERR_STOPPED) {
@@ -573,8 +573,8 @@ int cmd_run(int argc, char **argv)
     r.filter_ok = true;
     if ((rc = run_sink_open(&r, &err)) != TB_OK)
         goto out;
-    r.txmeta = sink_has(r.sink, SINK_CAP_TOPICS) && cfg_get_bool(r.cfg, "transaction.topic");
-    if (!sink_has(r.sink, SINK_CAP_TOPICS) && cfg_get_bool(r.cfg, "transaction.topic"))
+    r.txmeta = sink_has(r.sink, SINK_CAP_TOPICS) && cfg_get_bool(r.cfg, CFGK_TRANSACTION_TOPIC);
+    if (!sink_has(r.sink, SINK_CAP_TOPICS) && cfg_get_bool(r.cfg, CFGK_TRANSACTION_TOPIC))
         TB_WARN("run", "transaction.topic=true needs sink=kafka (sink=%s writes no topics); no transaction records "
                        "are written", sink_name(r.sink));
     /* the stored position; Kafka is retried at start as the source is (also with file
@@ -593,7 +593,7 @@ int cmd_run(int argc, char **argv)
             goto out;
         }
     }
-    if (strcmp(cfg_get_str(r.cfg, "source.type"), "sqlite") == 0)
+    if (strcmp(cfg_get_str(r.cfg, CFGK_SOURCE_TYPE), "sqlite") == 0)
         rc = run_sqlite(&r, &stored, &err);
     else
         rc = run_mysql(&r, &stored, &err);
@@ -610,7 +610,7 @@ int cmd_run(int argc, char **argv)
         tb_code frc = run_lease_check(&r, &ferr);
         if (frc == TB_OK && r.sink)
             frc = sink_flush(r.sink, RUN_FLUSH_MS, &ferr);
-        bool eos_open = r.in_tx && cfg_get_bool(r.cfg, "exactly.once"); /* sink=kafka (cfg_check) */
+        bool eos_open = r.in_tx && cfg_get_bool(r.cfg, CFGK_EXACTLY_ONCE); /* sink=kafka (cfg_check) */
         if (eos_open)
             TB_INFO("run", "stopped inside a source transaction: exactly.once keeps the last committed "
                            "position (the open Kafka transaction is aborted)");

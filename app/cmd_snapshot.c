@@ -298,11 +298,11 @@ int cmd_snapshot(int argc, char **argv)
         }
     }
     tb_log_level lvl;
-    if (tb_log_parse_level(cfg_get_str(c, "log.level"), &lvl))
+    if (tb_log_parse_level(cfg_get_str(c, CFGK_LOG_LEVEL), &lvl))
         tb_log_set_level(lvl);
     app_install_signals();
     if (incremental) {
-        if (strcmp(cfg_get_str(c, "source.type"), "mysql") != 0) {
+        if (strcmp(cfg_get_str(c, CFGK_SOURCE_TYPE), "mysql") != 0) {
             tb_error_set(&err, TB_ERR_CONFIG, false, "incremental snapshots need source.type=mysql");
             rcode = app_fail("snapshot", &err);
             goto out;
@@ -319,7 +319,7 @@ int cmd_snapshot(int argc, char **argv)
             rcode = app_fail("snapshot", &err);
             goto out;
         }
-        rcode = strcmp(cfg_get_str(c, "source.type"), "sqlite") == 0 ? run_sqlite("snapshot", c)
+        rcode = strcmp(cfg_get_str(c, CFGK_SOURCE_TYPE), "sqlite") == 0 ? run_sqlite("snapshot", c)
                                                                       : run_initial("snapshot", c);
     }
 out:

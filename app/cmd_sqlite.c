@@ -28,7 +28,7 @@ int cmd_sqlite(int argc, char **argv)
     if (app_load_config(&argc, argv, &c, &err) != TB_OK)
         return app_fail("sqlite", &err);
     int status = 0;
-    const char *path = cfg_get_str(c, "source.path");
+    const char *path = cfg_get_str(c, CFGK_SOURCE_PATH);
     if (argc < 2 || strcmp(argv[1], "uninstall") != 0) {
         tb_error_set(&err, TB_ERR_CONFIG, false, "expected the subcommand `uninstall` (see --help)");
         status = app_fail("sqlite", &err);

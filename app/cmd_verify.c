@@ -832,7 +832,7 @@ static tb_code repair(vrun *r, tb_error *err)
     tb_position_init(&none);
     if (run_differences(r) == 0)
         return TB_OK;
-    if (cfg_get_bool(r->c, "exactly_once") && (rc = cfg_set(r->c, "exactly_once", "false", "verify --repair", err)) != TB_OK)
+    if (cfg_get_bool(r->c, CFGK_EXACTLY_ONCE) && (rc = cfg_set(r->c, CFGK_EXACTLY_ONCE, "false", "verify --repair", err)) != TB_OK)
         return rc;
     if ((rc = ksink_open(r->c, &ks, err)) != TB_OK)
         return rc;
@@ -912,7 +912,7 @@ int cmd_verify(int argc, char **argv)
         rc = tb_error_set(&err, TB_ERR_CONFIG, false, "--metrics-linger-ms '%s': milliseconds, 0 or more", linger_opt);
     if (rc == TB_OK && !topics && !cache)
         rc = tb_error_set(&err, TB_ERR_CONFIG, false, "--against '%s': topics, cache or both", against);
-    if (rc == TB_OK && cache && !cache_path && !(cache_path = cfg_get_str(c, "cache.path")))
+    if (rc == TB_OK && cache && !cache_path && !(cache_path = cfg_get_str(c, CFGK_CACHE_PATH)))
         rc = tb_error_set(&err, TB_ERR_CONFIG, false, "--against %s needs the cache file: --cache PATH or cache.path",
                           against);
     if (rc == TB_OK && fix && !topics)
@@ -934,9 +934,9 @@ int cmd_verify(int argc, char **argv)
      * giving them back: a fixed threshold keeps large blocks mapped and returned when freed */
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 #endif
-    evt_codec_opts o = {.topic_prefix = cfg_get_str(c, "topic.prefix"), .name = cfg_get_str(c, "name")};
-    o.row_format = strcmp(cfg_get_str(c, "value.format"), "row") == 0;
-    o.schemas = cfg_get_bool(c, "value.schemas");
+    evt_codec_opts o = {.topic_prefix = cfg_get_str(c, CFGK_TOPIC_PREFIX), .name = cfg_get_str(c, CFGK_NAME)};
+    o.row_format = strcmp(cfg_get_str(c, CFGK_VALUE_FORMAT), "row") == 0;
+    o.schemas = cfg_get_bool(c, CFGK_VALUE_SCHEMAS);
     evt_codec_opts_encoding(&o, c);
     for (int k = 0; k < 2; k++) {
         if ((k == 0 && !topics) || (k == 1 && !cache))
@@ -963,7 +963,7 @@ int cmd_verify(int argc, char **argv)
         r->tty = !json && isatty(2);
         r->metrics = metrics;
         r->mv = &mv;
-        r->mem_max = (size_t)cfg_get_int(c, "verify.memory.max.bytes");
+        r->mem_max = (size_t)cfg_get_int(c, CFGK_VERIFY_MEMORY_MAX_BYTES);
         if ((rc = compare(r, &err)) == TB_OK && fix && !r->cache && run_differences(r) > 0 &&
             (rc = repair(r, &err)) == TB_OK) {
             uint64_t up = r->upserts, tomb = r->tombstones;

@@ -464,7 +464,7 @@ static tb_code vanished_one(void *opaque, const char *db, const char *table, tb_
     if (tb_hmap_find(v->present, v->k.data, v->k.len))
         return TB_OK;
     tb_code rc = TB_OK;
-    if (strcmp(cfg_get_str(v->r->cfg, "ddl.drop.policy"), "tombstone") == 0) {
+    if (strcmp(cfg_get_str(v->r->cfg, CFGK_DDL_DROP_POLICY), "tombstone") == 0) {
         TB_WARN("run", "%s.%s: the schema topic describes it, but the source no longer has it after the %s (dropped "
                        "or renamed while the connector could not follow the source's log): every key of its topic "
                        "is deleted and a schema record says it was dropped (ddl.drop.policy=tombstone)",
@@ -606,7 +606,7 @@ static tb_code gone_table(void *opaque, const char *db, const char *table, const
         TB_INFO("run", "topic %s is gone and so is table %s.%s: nothing to make again", topic, db, table);
         return TB_ERR_NOT_FOUND;
     }
-    if (strcmp(cfg_get_str(r->cfg, "topic.missing.policy"), "resnapshot") != 0)
+    if (strcmp(cfg_get_str(r->cfg, CFGK_TOPIC_MISSING_POLICY), "resnapshot") != 0)
         return tb_error_set(err, TB_ERR_STATE, false,
                             "topic %s of table %s.%s is gone: the schema topic holds the table's record, written "
                             "when the topic was made, so it was deleted while the table is captured, and made "
@@ -615,7 +615,7 @@ static tb_code gone_table(void *opaque, const char *db, const char *table, const
                             "(tributary offsets set --position none) to snapshot every table again; the reconcile "
                             "step then makes each topic equal its table",
                             topic, db, table,
-                            strcmp(cfg_get_str(r->cfg, "source.type"), "sqlite") == 0 ? " (MySQL/MariaDB)" : "");
+                            strcmp(cfg_get_str(r->cfg, CFGK_SOURCE_TYPE), "sqlite") == 0 ? " (MySQL/MariaDB)" : "");
     /* the signal first: in the binlog, it outlives a crash before the topic is made */
     char name[1024];
     snprintf(name, sizeof name, "%s.%s", db, table);

@@ -24,12 +24,12 @@
 
 tb_code run_lease_acquire(run_ctx *r, tb_error *err)
 {
-    if (!cfg_get_bool(r->cfg, "ha.enabled"))
+    if (!cfg_get_bool(r->cfg, CFGK_HA_ENABLED))
         return TB_OK;
     tb_code rc = ksink_lease_open(r->cfg, &r->lease, err);
     if (rc != TB_OK)
         return rc;
-    const char *name = cfg_get_str(r->cfg, "name");
+    const char *name = cfg_get_str(r->cfg, CFGK_NAME);
     tb_buf holder, seen;
     tb_buf_init(&holder, 0);
     tb_buf_init(&seen, 0);
@@ -89,7 +89,7 @@ tb_code run_lease_check_slow(run_ctx *r, tb_error *err)
     }
     r->lease_waiting = false;
     if (rc == TB_OK && said)
-        TB_INFO("lease", "%s: the lease is confirmed; producing again", cfg_get_str(r->cfg, "name"));
+        TB_INFO("lease", "%s: the lease is confirmed; producing again", cfg_get_str(r->cfg, CFGK_NAME));
     if (rc != TB_OK && !r->lease_lost) {
         r->lease_lost = true;
         if (err->retriable) {

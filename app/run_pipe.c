@@ -177,7 +177,7 @@ tb_code run_stream(run_ctx *r, tb_error *err)
              * source; every heartbeat.interval.ms (0 = never) that position
              * goes to the sink as an empty transaction, to be committed. */
             r->idle = true;
-            int64_t hb = cfg_get_int(r->cfg, "heartbeat.interval.ms"), now = tb_wall_ms();
+            int64_t hb = cfg_get_int(r->cfg, CFGK_HEARTBEAT_INTERVAL_MS), now = tb_wall_ms();
             const tb_position *p = r->binlog ? binlog_position(r->binlog) : sqlcap_position(r->sqlite);
             if (r->sqlite_reconcile && !r->in_tx && p && p->kind != TB_POS_NONE) {
                 /* a gap or snapshot that sent nothing: its reconcile step is a transaction of its own */

@@ -89,7 +89,7 @@ tb_code run_sink_send(run_ctx *r, const evt_event *e, tb_error *err)
             app_metrics_count(r->metrics, slot, evt_event_op(e));
         else
             app_metrics_skip(r->metrics, slot,
-                             strcmp(cfg_get_str(r->cfg, "oversize.policy"), "dlq") == 0 ? APP_METRICS_SKIP_DLQ
+                             strcmp(cfg_get_str(r->cfg, CFGK_OVERSIZE_POLICY), "dlq") == 0 ? APP_METRICS_SKIP_DLQ
                                                                                          : APP_METRICS_SKIP_OVERSIZE);
     }
     return rc;

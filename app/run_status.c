@@ -169,7 +169,7 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
     bool down = down_since > 0;
     int64_t kafka_waiting = run_kafka_waiting(r, now, acked, in_flight, txn_wait);
     app_status st = {
-        .name = cfg_get_str(r->cfg, "name"),
+        .name = cfg_get_str(r->cfg, CFGK_NAME),
         .state = state,
         .position = r->committed.kind != TB_POS_NONE ? &r->committed : NULL,
         .lag_ms = r->last_commit_ts_ms > 0 ? now - r->last_commit_ts_ms : -1,
@@ -218,7 +218,7 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
     };
     app_health_run(&health, &hin, now);
     st.health = &health;
-    const char *mode = cfg_get_str(r->cfg, "source.sqlite.mode");
+    const char *mode = cfg_get_str(r->cfg, CFGK_SOURCE_SQLITE_MODE);
     if (r->sqlite && !(mode && strcmp(mode, "trigger") == 0)) {
         sqlcap_stats ss;
         sqlcap_get_stats(r->sqlite, &ss);

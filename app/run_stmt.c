@@ -348,7 +348,7 @@ static tb_code stmt_drop(run_ctx *r, const binlog_stmt *st, const binlog_stmt_ta
                          tb_error *err)
 {
     tb_code rc;
-    if (sink_has(r->sink, SINK_CAP_TOPICS) && strcmp(cfg_get_str(r->cfg, "ddl.drop.policy"), "tombstone") == 0) {
+    if (sink_has(r->sink, SINK_CAP_TOPICS) && strcmp(cfg_get_str(r->cfg, CFGK_DDL_DROP_POLICY), "tombstone") == 0) {
         if ((rc = stmt_truncate(r, st, t, sent, err)) != TB_OK)
             return rc;
     } else
@@ -378,7 +378,7 @@ static tb_code dropdb_one(void *opaque, const char *db, const char *table, tb_er
 tb_code run_on_dropped(run_ctx *r, const evt_event *ev, tb_error *err)
 {
     const evt_table *t = evt_event_table(ev);
-    if (strcmp(cfg_get_str(r->cfg, "ddl.drop.policy"), "tombstone") != 0) {
+    if (strcmp(cfg_get_str(r->cfg, CFGK_DDL_DROP_POLICY), "tombstone") != 0) {
         tb_buf where;
         tb_buf_init(&where, 0);
         const tb_position *p = evt_event_position(ev);
@@ -486,7 +486,7 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
             return stmt_dml(st, t, err);
         if (st->kind == BINLOG_STMT_ALTER && !st->fills_rows && !st->changes_key)
             continue; /* indexes, options, engine: no row changes its values or its key */
-        if (st->kind == BINLOG_STMT_ALTER && strcmp(cfg_get_str(r->cfg, "ddl.alter.policy"), "resnapshot") == 0) {
+        if (st->kind == BINLOG_STMT_ALTER && strcmp(cfg_get_str(r->cfg, CFGK_DDL_ALTER_POLICY), "resnapshot") == 0) {
             if ((rc = stmt_resnapshot(r, st, t, err)) != TB_OK)
                 return rc;
             continue;
@@ -497,7 +497,7 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
             continue;
         }
         if (st->kind == BINLOG_STMT_TRUNCATE && st->after) {
-            if (strcmp(cfg_get_str(r->cfg, "ddl.truncate.policy"), "fail") == 0)
+            if (strcmp(cfg_get_str(r->cfg, CFGK_DDL_TRUNCATE_POLICY), "fail") == 0)
                 return stmt_truncate_fail(st, t, err);
             if (sink_has(r->sink, SINK_CAP_TOPICS)) {
                 if ((rc = stmt_truncate(r, st, t, &sent, err)) != TB_OK)

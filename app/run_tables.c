@@ -122,8 +122,8 @@ static tb_code count_row(void *opaque, char **col, unsigned long *len, unsigned 
 /* See app_run.h. */
 tb_code run_retry(run_ctx *r, const char *what, tb_code (*fn)(run_ctx *, void *, tb_error *), void *arg, tb_error *err)
 {
-    int64_t limit = cfg_get_int(r->cfg, "source.connect.retry.ms");
-    int64_t backoff_max = cfg_get_int(r->cfg, "source.reconnect.backoff.max.ms");
+    int64_t limit = cfg_get_int(r->cfg, CFGK_SOURCE_CONNECT_RETRY_MS);
+    int64_t backoff_max = cfg_get_int(r->cfg, CFGK_SOURCE_RECONNECT_BACKOFF_MAX_MS);
     int64_t deadline = tb_wall_ms() + limit, backoff = 100;
     for (unsigned attempt = 1;; attempt++) {
         tb_error_clear(err);
@@ -154,7 +154,7 @@ bool run_table_gone(run_ctx *r, const char *db, const char *table)
 {
     tb_error e;
     tb_error_clear(&e);
-    if (strcmp(cfg_get_str(r->cfg, "source.type"), "sqlite") == 0) {
+    if (strcmp(cfg_get_str(r->cfg, CFGK_SOURCE_TYPE), "sqlite") == 0) {
         bool exists = true;
         return sqlcap_table_exists(r->cfg, db, table, &exists, &e) == TB_OK && !exists;
     }

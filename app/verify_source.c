@@ -89,9 +89,9 @@ static void on_sqlite_table(const char *db, const char *table, int64_t rows, voi
 static tb_code open_sqlite(const cfg *c, vsrc *s, tb_error *err)
 {
     sqlcap_opts o = {0};
-    o.path = cfg_get_str(c, "source.path");
-    o.dbname = cfg_get_str(c, "source.database.name");
-    o.poll_ms = (int)cfg_get_int(c, "source.sqlite.poll.ms");
+    o.path = cfg_get_str(c, CFGK_SOURCE_PATH);
+    o.dbname = cfg_get_str(c, CFGK_SOURCE_DATABASE_NAME);
+    o.poll_ms = (int)cfg_get_int(c, CFGK_SOURCE_SQLITE_POLL_MS);
     if (!o.path)
         return tb_error_set(err, TB_ERR_CONFIG, false, "source.type=sqlite needs source.path");
     tb_code rc = sqlcap_open_opts(&o, NULL, &s->sq, err);
@@ -110,7 +110,7 @@ static tb_code open_sqlite(const cfg *c, vsrc *s, tb_error *err)
 static tb_code open_mysql(cfg *c, const char *only_re, vsrc *s, tb_error *err)
 {
     tb_code rc;
-    if (only_re && (rc = cfg_set(c, "tables.include", only_re, "verify --tables", err)) != TB_OK)
+    if (only_re && (rc = cfg_set(c, CFGK_TABLES_INCLUDE, only_re, "verify --tables", err)) != TB_OK)
         return rc;
     if ((rc = snap_open(c, &s->snap, err)) != TB_OK)
         return rc;
@@ -139,7 +139,7 @@ tb_code vsrc_open(cfg *c, const char *only_re, vsrc **out, tb_error *err)
             s->has_only = true;
     }
     if (rc == TB_OK)
-        rc = strcmp(cfg_get_str(c, "source.type"), "sqlite") == 0 ? open_sqlite(c, s, err)
+        rc = strcmp(cfg_get_str(c, CFGK_SOURCE_TYPE), "sqlite") == 0 ? open_sqlite(c, s, err)
                                                                    : open_mysql(c, only_re, s, err);
     if (rc != TB_OK) {
         vsrc_close(s);

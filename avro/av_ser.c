@@ -73,7 +73,7 @@ tb_code av_ser_open(const cfg *c, av_ser **out, tb_error *err)
 {
     *out = NULL;
     char *password = NULL;
-    tb_code rc = cfg_get_secret(c, "schema.registry.basic.auth.password", &password, err);
+    tb_code rc = cfg_get_secret(c, CFGK_SCHEMA_REGISTRY_BASIC_AUTH_PASSWORD, &password, err);
     if (rc != TB_OK)
         return rc;
     av_ser *s = calloc(1, sizeof(*s));
@@ -85,13 +85,13 @@ tb_code av_ser_open(const cfg *c, av_ser **out, tb_error *err)
     tb_hmap_init(&s->readers);
     tb_buf_init(&s->key, 0);
     tb_buf_init(&s->avsc, 0);
-    s->retry_timeout_ms = cfg_get_int(c, "schema.registry.retry.timeout.ms");
+    s->retry_timeout_ms = cfg_get_int(c, CFGK_SCHEMA_REGISTRY_RETRY_TIMEOUT_MS);
     sreg_opts o = {
-        .url = cfg_get_str(c, "schema.registry.url"),
-        .user = cfg_get_str(c, "schema.registry.basic.auth.user"),
+        .url = cfg_get_str(c, CFGK_SCHEMA_REGISTRY_URL),
+        .user = cfg_get_str(c, CFGK_SCHEMA_REGISTRY_BASIC_AUTH_USER),
         .password = password,
-        .ca_file = cfg_get_str(c, "schema.registry.ssl.ca.location"),
-        .timeout_ms = cfg_get_int(c, "schema.registry.request.timeout.ms"),
+        .ca_file = cfg_get_str(c, CFGK_SCHEMA_REGISTRY_SSL_CA_LOCATION),
+        .timeout_ms = cfg_get_int(c, CFGK_SCHEMA_REGISTRY_REQUEST_TIMEOUT_MS),
     };
     s->url = strdup(o.url ? o.url : "");
     for (size_t n = s->url ? strlen(s->url) : 0; n && s->url[n - 1] == '/'; n--)

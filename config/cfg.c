@@ -578,7 +578,7 @@ void cfg_each_prefixed(const cfg *c, const char *prefix, cfg_each_fn fn, void *o
 
 bool cfg_file_mode(const cfg *c, unsigned *mode)
 {
-    const char *s = cfg_get_str(c, "file.mode");
+    const char *s = cfg_get_str(c, CFGK_FILE_MODE);
     char *end = NULL;
     errno = 0;
     long v = s && *s >= '0' && *s <= '7' ? strtol(s, &end, 8) : -1;
@@ -604,12 +604,12 @@ static const char *cfg_where(const cfg *c, const char *key, char *buf, size_t le
 tb_code cfg_validate(const cfg *c, tb_error *err)
 {
     char w[512];
-    const char *src = cfg_get_str(c, "source.type");
-    if (src && strcmp(src, "sqlite") == 0 && !cfg_is_set(c, "source.path"))
+    const char *src = cfg_get_str(c, CFGK_SOURCE_TYPE);
+    if (src && strcmp(src, "sqlite") == 0 && !cfg_is_set(c, CFGK_SOURCE_PATH))
         return tb_error_set(err, TB_ERR_CONFIG, false, "%ssource.type=sqlite needs source.path",
                             cfg_where(c, "source.type", w, sizeof(w)));
 
-    if (src && strcmp(src, "sqlite") == 0 && strcmp(cfg_get_str(c, "topic.missing.policy"), "resnapshot") == 0)
+    if (src && strcmp(src, "sqlite") == 0 && strcmp(cfg_get_str(c, CFGK_TOPIC_MISSING_POLICY), "resnapshot") == 0)
         return tb_error_set(err, TB_ERR_CONFIG, false,
                             "%stopic.missing.policy=resnapshot needs source.type=mysql (an incremental snapshot "
                             "of one table); for SQLite, forget the stored position (tributary offsets set "
@@ -630,22 +630,22 @@ tb_code cfg_validate(const cfg *c, tb_error *err)
         }
     }
 
-    if (cfg_get_bool(c, "exactly.once")) {
-        const char *sink = cfg_get_str(c, "sink");
-        const char *off = cfg_get_str(c, "offsets.storage");
+    if (cfg_get_bool(c, CFGK_EXACTLY_ONCE)) {
+        const char *sink = cfg_get_str(c, CFGK_SINK);
+        const char *off = cfg_get_str(c, CFGK_OFFSETS_STORAGE);
         if (strcmp(sink, "kafka") != 0 || strcmp(off, "kafka") != 0)
             return tb_error_set(err, TB_ERR_CONFIG, false,
                                 "%sexactly.once=true needs sink=kafka and offsets.storage=kafka",
                                 cfg_where(c, "exactly.once", w, sizeof(w)));
     }
 
-    if (cfg_is_set(c, "source.password") && cfg_is_set(c, "source.password.file"))
+    if (cfg_is_set(c, CFGK_SOURCE_PASSWORD) && cfg_is_set(c, CFGK_SOURCE_PASSWORD_FILE))
         return tb_error_set(err, TB_ERR_CONFIG, false,
                             "%ssource.password.file: set either source.password or source.password.file, not both",
                             cfg_where(c, "source.password.file", w, sizeof(w)));
 
-    const char *ssl = cfg_get_str(c, "source.ssl.mode");
-    if (ssl && strncmp(ssl, "verify_", 7) == 0 && !cfg_is_set(c, "source.ssl.ca") && !cfg_is_set(c, "source.ssl.capath"))
+    const char *ssl = cfg_get_str(c, CFGK_SOURCE_SSL_MODE);
+    if (ssl && strncmp(ssl, "verify_", 7) == 0 && !cfg_is_set(c, CFGK_SOURCE_SSL_CA) && !cfg_is_set(c, CFGK_SOURCE_SSL_CAPATH))
         return tb_error_set(err, TB_ERR_CONFIG, false,
                             "%ssource.ssl.mode=%s needs source.ssl.ca (a CA file) or source.ssl.capath to verify the "
                             "server certificate against",
@@ -657,9 +657,9 @@ tb_code cfg_validate(const cfg *c, tb_error *err)
                             "%sfile.mode: '%s' is not 0600 or 0640: the owner reads and writes its files, the group "
                             "may read them, nobody else may read or write them (offsets, status and the shadow's "
                             ".pos/.pend steer the run; the cache holds the source's rows)",
-                            cfg_where(c, "file.mode", w, sizeof(w)), cfg_get_str(c, "file.mode"));
+                            cfg_where(c, "file.mode", w, sizeof(w)), cfg_get_str(c, CFGK_FILE_MODE));
 
-    if (cfg_is_set(c, "source.start.position") && !cfg_is_set(c, "source.start.file"))
+    if (cfg_is_set(c, CFGK_SOURCE_START_POSITION) && !cfg_is_set(c, CFGK_SOURCE_START_FILE))
         return tb_error_set(err, TB_ERR_CONFIG, false, "%ssource.start.position needs source.start.file",
                             cfg_where(c, "source.start.position", w, sizeof(w)));
 
@@ -668,24 +668,24 @@ tb_code cfg_validate(const cfg *c, tb_error *err)
         const char *v = cfg_get_str(c, converters[i]);
         if (!v || strcmp(v, "avro") != 0)
             continue;
-        if (!cfg_is_set(c, "schema.registry.url"))
+        if (!cfg_is_set(c, CFGK_SCHEMA_REGISTRY_URL))
             return tb_error_set(err, TB_ERR_CONFIG, false, "%s%s=avro needs schema.registry.url",
                                 cfg_where(c, converters[i], w, sizeof(w)), converters[i]);
-        if (cfg_get_bool(c, i ? "value.schemas" : "key.schemas"))
+        if (cfg_get_bool(c, i ? CFGK_VALUE_SCHEMAS : CFGK_KEY_SCHEMAS))
             return tb_error_set(err, TB_ERR_CONFIG, false,
                                 "%s%s=avro: %s=true wraps JSON with its schema; the Avro messages carry a schema "
                                 "id instead: leave %s unset",
                                 cfg_where(c, converters[i], w, sizeof(w)), converters[i],
                                 i ? "value.schemas" : "key.schemas", i ? "value.schemas" : "key.schemas");
     }
-    if (cfg_is_set(c, "schema.registry.basic.auth.password") && cfg_is_set(c, "schema.registry.basic.auth.password.file"))
+    if (cfg_is_set(c, CFGK_SCHEMA_REGISTRY_BASIC_AUTH_PASSWORD) && cfg_is_set(c, CFGK_SCHEMA_REGISTRY_BASIC_AUTH_PASSWORD_FILE))
         return tb_error_set(err, TB_ERR_CONFIG, false,
                             "%sschema.registry.basic.auth.password.file: set either the password or its file, not both",
                             cfg_where(c, "schema.registry.basic.auth.password.file", w, sizeof(w)));
 
-    const char *off = cfg_get_str(c, "offsets.storage");
+    const char *off = cfg_get_str(c, CFGK_OFFSETS_STORAGE);
     if (off && strcmp(off, "file") == 0) {
-        const char *f = cfg_get_str(c, "offsets.file");
+        const char *f = cfg_get_str(c, CFGK_OFFSETS_FILE);
         if (!f || !*f)
             return tb_error_set(err, TB_ERR_CONFIG, false, "%soffsets.storage=file needs offsets.file",
                                 cfg_where(c, "offsets.storage", w, sizeof(w)));

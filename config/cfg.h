@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include "tb_buf.h"
 #include "tb_error.h"
+#include "cfg_keys.h" /* CFGK_<KEY>: every key of the property table, generated (config/CMakeLists.txt) */
 
 typedef enum cfg_type {
     CFG_STRING,
@@ -99,8 +100,10 @@ TB_MUST_USE tb_code cfg_set(cfg *c, const char *key, const char *value, const ch
 /* Cross-key checks (required keys for the chosen source/sink, ranges). */
 TB_MUST_USE tb_code cfg_validate(const cfg *c, tb_error *err);
 
-/* Getters return the set value or the table default. Asking for a key that is
- * not in the table is a programming error (asserts in debug builds). */
+/* Getters return the set value or the table default. Code names a key of the
+ * table by its constant (CFGK_SNAPSHOT_MODE, cfg_keys.h), so a key not in the
+ * table is a compile error; a key built at run time (kafka.*, key.columns.*)
+ * that is not in the table is a programming error (asserts in debug builds). */
 const char *cfg_get_str(const cfg *c, const char *key);   /* NULL if unset and no default */
 int64_t cfg_get_int(const cfg *c, const char *key);
 bool cfg_get_bool(const cfg *c, const char *key);

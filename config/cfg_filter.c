@@ -9,8 +9,8 @@
 tb_code cfg_filter_init(cfg_filter *f, const cfg *c, tb_error *err)
 {
     memset(f, 0, sizeof(*f));
-    const char *inc = cfg_get_str(c, "tables.include");
-    const char *exc = cfg_get_str(c, "tables.exclude");
+    const char *inc = cfg_get_str(c, CFGK_TABLES_INCLUDE);
+    const char *exc = cfg_get_str(c, CFGK_TABLES_EXCLUDE);
     if (inc && *inc) {
         if (regcomp(&f->inc, inc, REG_EXTENDED | REG_NOSUB) != 0)
             return tb_error_set(err, TB_ERR_CONFIG, false, "tables.include: bad regex '%s'", inc);

@@ -211,21 +211,21 @@ tb_code myconn_new(const cfg *c, myconn **out, tb_error *err)
     myconn *mc = calloc(1, sizeof(*mc));
     if (!mc)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-    const char *host = cfg_get_str(c, "source.host"), *user = cfg_get_str(c, "source.user");
+    const char *host = cfg_get_str(c, CFGK_SOURCE_HOST), *user = cfg_get_str(c, CFGK_SOURCE_USER);
     mc->host = strdup(host && *host ? host : "127.0.0.1");
     mc->user = strdup(user ? user : "root");
-    mc->port = (unsigned)cfg_get_int(c, "source.port");
-    mc->connect_timeout_ms = cfg_get_int(c, "source.connect.timeout.ms");
-    const char *mode = cfg_get_str(c, "source.ssl.mode");
+    mc->port = (unsigned)cfg_get_int(c, CFGK_SOURCE_PORT);
+    mc->connect_timeout_ms = cfg_get_int(c, CFGK_SOURCE_CONNECT_TIMEOUT_MS);
+    const char *mode = cfg_get_str(c, CFGK_SOURCE_SSL_MODE);
     mc->mode = MODE_PREFERRED;
     for (size_t i = 0; i < sizeof(mode_names) / sizeof(*mode_names); i++)
         if (mode && strcmp(mode, mode_names[i]) == 0)
             mc->mode = (enum myconn_mode)i;
     mc->mode_name = mode_names[mc->mode];
-    if (!mc->host || !mc->user || !dup_key(c, "source.ssl.ca", &mc->ca) ||
-        !dup_key(c, "source.ssl.capath", &mc->capath) || !dup_key(c, "source.ssl.cert", &mc->cert) ||
-        !dup_key(c, "source.ssl.key", &mc->key) || !dup_key(c, "source.ssl.crl", &mc->crl) ||
-        !dup_key(c, "source.ssl.cipher", &mc->cipher) || !dup_key(c, "source.ssl.tls.version", &mc->tls_version)) {
+    if (!mc->host || !mc->user || !dup_key(c, CFGK_SOURCE_SSL_CA, &mc->ca) ||
+        !dup_key(c, CFGK_SOURCE_SSL_CAPATH, &mc->capath) || !dup_key(c, CFGK_SOURCE_SSL_CERT, &mc->cert) ||
+        !dup_key(c, CFGK_SOURCE_SSL_KEY, &mc->key) || !dup_key(c, CFGK_SOURCE_SSL_CRL, &mc->crl) ||
+        !dup_key(c, CFGK_SOURCE_SSL_CIPHER, &mc->cipher) || !dup_key(c, CFGK_SOURCE_SSL_TLS_VERSION, &mc->tls_version)) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
     }
@@ -236,7 +236,7 @@ tb_code myconn_new(const cfg *c, myconn **out, tb_error *err)
                           mc->mode_name);
         goto out;
     }
-    if ((rc = cfg_get_secret(c, "source.password", &mc->password, err)) != TB_OK)
+    if ((rc = cfg_get_secret(c, CFGK_SOURCE_PASSWORD, &mc->password, err)) != TB_OK)
         goto out;
     *out = mc;
     mc = NULL;

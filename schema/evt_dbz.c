@@ -75,15 +75,15 @@ void evt_codec_opts_encoding(evt_codec_opts *o, const struct cfg *c)
     static const char *const enc[] = {"tributary", "debezium", NULL};
     static const char *const dec[] = {"precise", "string", "double", NULL};
     static const char *const bin[] = {"bytes", "base64", "base64-url-safe", "hex", NULL};
-    o->encoding = (evt_encoding)pick(cfg_get_str(c, "value.encoding"), enc, 0);
-    o->key_schemas = cfg_get_bool(c, "key.schemas");
-    o->dbz.decimal = (evt_dbz_decimal)pick(cfg_get_str(c, "debezium.decimal.handling.mode"), dec, 0);
-    o->dbz.binary = (evt_dbz_binary)pick(cfg_get_str(c, "debezium.binary.handling.mode"), bin, 0);
-    const char *b = cfg_get_str(c, "debezium.bigint.unsigned.handling.mode");
+    o->encoding = (evt_encoding)pick(cfg_get_str(c, CFGK_VALUE_ENCODING), enc, 0);
+    o->key_schemas = cfg_get_bool(c, CFGK_KEY_SCHEMAS);
+    o->dbz.decimal = (evt_dbz_decimal)pick(cfg_get_str(c, CFGK_DEBEZIUM_DECIMAL_HANDLING_MODE), dec, 0);
+    o->dbz.binary = (evt_dbz_binary)pick(cfg_get_str(c, CFGK_DEBEZIUM_BINARY_HANDLING_MODE), bin, 0);
+    const char *b = cfg_get_str(c, CFGK_DEBEZIUM_BIGINT_UNSIGNED_HANDLING_MODE);
     o->dbz.bigint_precise = b && strcmp(b, "precise") == 0;
-    const char *t = cfg_get_str(c, "debezium.time.precision.mode");
+    const char *t = cfg_get_str(c, CFGK_DEBEZIUM_TIME_PRECISION_MODE);
     o->dbz.time_connect = t && strcmp(t, "connect") == 0;
-    o->dbz.keep_null = !cfg_get_bool(c, "debezium.replace.null.with.default");
+    o->dbz.keep_null = !cfg_get_bool(c, CFGK_DEBEZIUM_REPLACE_NULL_WITH_DEFAULT);
 }
 
 void evt_codec_warn_lossy(const evt_codec_opts *o, const evt_table *t)

@@ -544,7 +544,7 @@ tb_code ksink_tables_known(ksink *ks, ksink_table_fn fn, void *opaque, tb_error 
 
 tb_code ksink_topics_gone(ksink *ks, ksink_captured_fn captured, ksink_gone_fn gone, void *opaque, tb_error *err)
 {
-    if (!cfg_get_bool(ks->c, "topic.create"))
+    if (!cfg_get_bool(ks->c, CFGK_TOPIC_CREATE))
         return TB_OK;
     tb_code rc = ksink_schema_ready(ks, err);
     if (rc != TB_OK)
@@ -1028,7 +1028,7 @@ static tb_code ksink_commit_impl(ksink *ks, bool wait, tb_error *err)
         (ks->committed_valid && tb_position_equal(&ks->committable, &ks->committed)))
         return TB_OK;
     if (ks->file_storage)
-        rc = ksink_offsets_file_write(cfg_get_str(ks->c, "offsets.file"), &ks->committable, err);
+        rc = ksink_offsets_file_write(cfg_get_str(ks->c, CFGK_OFFSETS_FILE), &ks->committable, err);
     else /* wait for the acknowledgement: callers act on "stored" (e.g. SQLite trigger-mode cleanup) */
         rc = ksink_produce_offsets(ks, &ks->committable, wait, err);
     if (rc != TB_OK)
@@ -1055,13 +1055,13 @@ static tb_code ksink_aux_init(ksink_aux_topic *a, tb_code (*name_fn)(const cfg *
 
 static tb_code ksink_schema_topic_name(const cfg *c, tb_buf *b)
 {
-    evt_codec_opts o = {.topic_prefix = cfg_get_str(c, "topic.prefix"), .name = cfg_get_str(c, "name")};
+    evt_codec_opts o = {.topic_prefix = cfg_get_str(c, CFGK_TOPIC_PREFIX), .name = cfg_get_str(c, CFGK_NAME)};
     return evt_json_schema_topic(&o, b);
 }
 
 static tb_code ksink_txmeta_topic_name(const cfg *c, tb_buf *b)
 {
-    return tb_buf_printf(b, "%s.transaction", cfg_get_str(c, "topic.prefix"));
+    return tb_buf_printf(b, "%s.transaction", cfg_get_str(c, CFGK_TOPIC_PREFIX));
 }
 
 tb_code ksink_announce_table(ksink *ks, evt_table *t, tb_error *err)
@@ -1212,15 +1212,15 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
     tb_position_init(&ks->committable);
     tb_position_init(&ks->committed);
     ks->next_seq = ks->head_seq = ks->valid_seq = 1;
-    ks->copts.topic_prefix = cfg_get_str(c, "topic.prefix");
-    ks->copts.name = cfg_get_str(c, "name");
-    ks->copts.row_format = strcmp(cfg_get_str(c, "value.format"), "row") == 0;
-    ks->copts.schemas = cfg_get_bool(c, "value.schemas");
+    ks->copts.topic_prefix = cfg_get_str(c, CFGK_TOPIC_PREFIX);
+    ks->copts.name = cfg_get_str(c, CFGK_NAME);
+    ks->copts.row_format = strcmp(cfg_get_str(c, CFGK_VALUE_FORMAT), "row") == 0;
+    ks->copts.schemas = cfg_get_bool(c, CFGK_VALUE_SCHEMAS);
     evt_codec_opts_encoding(&ks->copts, c);
     tb_buf_init(&ks->avro_k, 0);
     tb_buf_init(&ks->avro_v, 0);
-    ks->avro_key = strcmp(cfg_get_str(c, "key.converter"), "avro") == 0;
-    ks->avro_value = strcmp(cfg_get_str(c, "value.converter"), "avro") == 0;
+    ks->avro_key = strcmp(cfg_get_str(c, CFGK_KEY_CONVERTER), "avro") == 0;
+    ks->avro_value = strcmp(cfg_get_str(c, CFGK_VALUE_CONVERTER), "avro") == 0;
     if (ks->avro_key || ks->avro_value) {
         /* the codec renders each message with its Connect schema; av_ser turns both into Avro */
         if (ks->avro_key)
@@ -1232,13 +1232,13 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
             goto out;
         av_ser_set_wait(ks->avro, ksink_registry_wait, ks);
     }
-    const char *pol = cfg_get_str(c, "oversize.policy");
+    const char *pol = cfg_get_str(c, CFGK_OVERSIZE_POLICY);
     ks->oversize = strcmp(pol, "dlq") == 0 ? KSINK_OVERSIZE_DLQ
                    : strcmp(pol, "skip") == 0 ? KSINK_OVERSIZE_SKIP : KSINK_OVERSIZE_FAIL;
     ks->max_bytes = ksink_max_message_bytes(c);
-    ks->eos = cfg_get_bool(c, "exactly.once");
-    ks->file_storage = strcmp(cfg_get_str(c, "offsets.storage"), "file") == 0;
-    ks->commit_interval_ms = cfg_get_int(c, "offsets.commit.interval.ms");
+    ks->eos = cfg_get_bool(c, CFGK_EXACTLY_ONCE);
+    ks->file_storage = strcmp(cfg_get_str(c, CFGK_OFFSETS_STORAGE), "file") == 0;
+    ks->commit_interval_ms = cfg_get_int(c, CFGK_OFFSETS_COMMIT_INTERVAL_MS);
     ks->last_commit_ms = tb_mono_ms();
     if (ks->eos && ks->file_storage) {
         rc = tb_error_set(err, TB_ERR_CONFIG, false,

@@ -71,8 +71,8 @@ static tb_code ksink_topic_plan(rd_kafka_t *rk, const cfg *c, int timeout_ms, co
     if (rc != TB_OK)
         return rc;
     *brokers = md.brokers;
-    if (cfg_is_set(c, "topic.replication.factor")) {
-        *rf = (int)cfg_get_int(c, "topic.replication.factor");
+    if (cfg_is_set(c, CFGK_TOPIC_REPLICATION_FACTOR)) {
+        *rf = (int)cfg_get_int(c, CFGK_TOPIC_REPLICATION_FACTOR);
     } else {
         char id[16], *v = NULL;
         const char *key = "default.replication.factor";
@@ -89,7 +89,7 @@ static tb_code ksink_topic_plan(rd_kafka_t *rk, const cfg *c, int timeout_ms, co
                     v ? "no value" : derr.msg);
             free(v);
             *rf = -1;
-            *min_insync = cfg_is_set(c, "topic.min.insync.replicas") ? (int)cfg_get_int(c, "topic.min.insync.replicas")
+            *min_insync = cfg_is_set(c, CFGK_TOPIC_MIN_INSYNC_REPLICAS) ? (int)cfg_get_int(c, CFGK_TOPIC_MIN_INSYNC_REPLICAS)
                                                                      : 0;
             return TB_OK;
         }
@@ -106,7 +106,7 @@ static tb_code ksink_topic_plan(rd_kafka_t *rk, const cfg *c, int timeout_ms, co
             *rf = md.brokers;
         }
     }
-    *min_insync = cfg_is_set(c, "topic.min.insync.replicas") ? (int)cfg_get_int(c, "topic.min.insync.replicas")
+    *min_insync = cfg_is_set(c, CFGK_TOPIC_MIN_INSYNC_REPLICAS) ? (int)cfg_get_int(c, CFGK_TOPIC_MIN_INSYNC_REPLICAS)
                                                              : ksink_default_min_insync(*rf);
     return TB_OK;
 }
@@ -122,7 +122,7 @@ static tb_code ksink_topic_check(rd_kafka_t *rk, const cfg *c, const char *topic
         return rc;
     const char *keys[] = {"cleanup.policy", "min.insync.replicas"};
     char *v[2];
-    bool need_policy = compact && cfg_get_bool(c, "topic.check.compact");
+    bool need_policy = compact && cfg_get_bool(c, CFGK_TOPIC_CHECK_COMPACT);
     tb_error derr;
     tb_error_clear(&derr);
     if ((rc = kafka_describe_configs(rk, RD_KAFKA_RESOURCE_TOPIC, topic, keys, v, 2, timeout_ms, stop, &derr)) !=
@@ -158,10 +158,10 @@ tb_code ksink_topic_ensure(rd_kafka_t *rk, const cfg *c, const char *topic, int 
 tb_code ksink_topic_ensure_until(rd_kafka_t *rk, const cfg *c, const char *topic, int partitions, bool compact,
                                  const bool *stop, tb_error *err)
 {
-    if (!cfg_get_bool(c, "topic.create"))
+    if (!cfg_get_bool(c, CFGK_TOPIC_CREATE))
         return TB_OK;
     if (partitions <= 0)
-        partitions = (int)cfg_get_int(c, "topic.partitions");
+        partitions = (int)cfg_get_int(c, CFGK_TOPIC_PARTITIONS);
     int timeout_ms = ksink_request_timeout_ms(c);
     int rf = 0, min_insync = 0, brokers = 0;
     tb_code rc = ksink_topic_plan(rk, c, timeout_ms, stop, &rf, &min_insync, &brokers, err);
@@ -170,7 +170,7 @@ tb_code ksink_topic_ensure_until(rd_kafka_t *rk, const cfg *c, const char *topic
     char misr[16];
     snprintf(misr, sizeof misr, "%d", min_insync);
     char dret[24];
-    snprintf(dret, sizeof dret, "%lld", (long long)cfg_get_int(c, "topic.delete.retention.ms"));
+    snprintf(dret, sizeof dret, "%lld", (long long)cfg_get_int(c, CFGK_TOPIC_DELETE_RETENTION_MS));
     const char *configs[8];
     size_t n = 0;
     if (compact) { /* a tombstone stays delete.retention.ms once compacted: the longest a cache may be stopped */
@@ -220,10 +220,10 @@ tb_code ksink_topic_ensure_until(rd_kafka_t *rk, const cfg *c, const char *topic
 
 tb_code ksink_offsets_topic(const cfg *c, tb_buf *out)
 {
-    return tb_buf_printf(out, "%s.offsets", cfg_get_str(c, "name"));
+    return tb_buf_printf(out, "%s.offsets", cfg_get_str(c, CFGK_NAME));
 }
 
 tb_code ksink_dlq_topic(const cfg *c, tb_buf *out)
 {
-    return tb_buf_printf(out, "%s.dlq", cfg_get_str(c, "name"));
+    return tb_buf_printf(out, "%s.dlq", cfg_get_str(c, CFGK_NAME));
 }

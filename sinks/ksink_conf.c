@@ -63,7 +63,7 @@ tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_
 {
     tb_code rc = TB_OK;
     rd_kafka_conf_t *conf = kafka_conf_new();
-    const char *name = cfg_get_str(c, "name");
+    const char *name = cfg_get_str(c, CFGK_NAME);
     char client_id[256];
     *out = NULL;
     if (!conf)
@@ -99,7 +99,7 @@ tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_
         /* the sink makes its topics (compacted, replicated as planned): a broker with
          * auto.create.topics.enable must not make one of its own, with the broker's defaults,
          * when a topic that was deleted is produced to or asked about */
-        if (rc == TB_OK && cfg_get_bool(c, "topic.create"))
+        if (rc == TB_OK && cfg_get_bool(c, CFGK_TOPIC_CREATE))
             rc = kafka_conf_set(conf, "allow.auto.create.topics", "false", err);
     }
     if (rc == TB_OK && role == KSINK_ROLE_SCAN) {

@@ -82,7 +82,7 @@ static tb_code ksink_topic_read(const cfg *c, ksink_role role, const char *topic
     size_t wake_bytes = rd_kafka_conf_get(conf, "queued.max.messages.kbytes", kb, &kbsz) == RD_KAFKA_CONF_OK
                             ? (size_t)strtoull(kb, NULL, 10) * 512
                             : (size_t)KSINK_SCAN_QUEUE_KB * 512;
-    snprintf(gid, sizeof gid, "%s-%s", cfg_get_str(c, "name"), reader);
+    snprintf(gid, sizeof gid, "%s-%s", cfg_get_str(c, CFGK_NAME), reader);
     if (rd_kafka_conf_set(conf, "isolation.level", isolation, errstr, sizeof errstr) != RD_KAFKA_CONF_OK ||
         rd_kafka_conf_set(conf, "group.id", gid, errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
         rd_kafka_conf_destroy(conf);

@@ -152,7 +152,7 @@ static tb_code lease_put(rd_kafka_conf_t *conf, const char *k, const char *v, tb
 
 static tb_code lease_open_kafka(ksink_lease *l, tb_error *err)
 {
-    const char *name = cfg_get_str(l->c, "name");
+    const char *name = cfg_get_str(l->c, CFGK_NAME);
     tb_code rc = TB_OK;
     rd_kafka_conf_t *conf = NULL;
     rd_kafka_topic_partition_list_t *sub = NULL;
@@ -167,7 +167,7 @@ static tb_code lease_open_kafka(ksink_lease *l, tb_error *err)
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
     }
-    l->session_ms = cfg_get_int(l->c, "ha.takeover.ms") * 2 / 5;
+    l->session_ms = cfg_get_int(l->c, CFGK_HA_TAKEOVER_MS) * 2 / 5;
     l->heartbeat_ms = l->session_ms / 6 > 100 ? l->session_ms / 6 : 100;
     char client_id[400], session[32], heartbeat[32];
     snprintf(client_id, sizeof client_id, "%s@%s", l->group, l->self);
@@ -219,7 +219,7 @@ static tb_code lease_open_file(ksink_lease *l, tb_error *err)
 {
     tb_buf b;
     tb_buf_init(&b, 0);
-    tb_buf_printf(&b, "%s.lock", cfg_get_str(l->c, "offsets.file"));
+    tb_buf_printf(&b, "%s.lock", cfg_get_str(l->c, CFGK_OFFSETS_FILE));
     l->lock_path = tb_buf_detach(&b, NULL);
     if (!l->lock_path)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
@@ -243,7 +243,7 @@ tb_code ksink_lease_open(const cfg *c, ksink_lease **out, tb_error *err)
         snprintf(host, sizeof host, "localhost");
     host[sizeof host - 1] = '\0';
     snprintf(l->self, sizeof l->self, "%s:%ld", host, (long)getpid());
-    const char *storage = cfg_get_str(c, "offsets.storage");
+    const char *storage = cfg_get_str(c, CFGK_OFFSETS_STORAGE);
     tb_code rc = storage && strcmp(storage, "file") == 0 ? lease_open_file(l, err) : lease_open_kafka(l, err);
     if (rc != TB_OK) {
         ksink_lease_close(l);
@@ -270,7 +270,7 @@ static tb_code lease_serve(ksink_lease *l, int timeout_ms, tb_error *err)
         rd_kafka_resp_err_t e = m->err;
         /* (a topic just created can be unknown to the metadata for a moment) */
         if ((e == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC || e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) &&
-            !cfg_get_bool(l->c, "topic.create")) {
+            !cfg_get_bool(l->c, CFGK_TOPIC_CREATE)) {
             rd_kafka_message_destroy(m);
             return tb_error_set(err, TB_ERR_CONFIG, false,
                                 "lease: the offsets topic %s does not exist; create it (one partition, compacted) "

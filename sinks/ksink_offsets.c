@@ -96,14 +96,14 @@ static tb_code ksink_offsets_kafka_read(const cfg *c, tb_position *out, tb_error
     tb_buf_init(&key, 0);
     tb_buf_init(&value, 0);
 
-    if (ksink_offsets_topic(c, &topic) != TB_OK || ksink_offsets_key(cfg_get_str(c, "name"), &key) != TB_OK) {
+    if (ksink_offsets_topic(c, &topic) != TB_OK || ksink_offsets_key(cfg_get_str(c, CFGK_NAME), &key) != TB_OK) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "offsets: out of memory");
         goto out;
     }
     if ((rc = ksink_conf_new(c, KSINK_ROLE_CONSUMER, &conf, err)) != TB_OK)
         goto out;
     char gid[300];
-    snprintf(gid, sizeof(gid), "%s-offsets-reader", cfg_get_str(c, "name"));
+    snprintf(gid, sizeof(gid), "%s-offsets-reader", cfg_get_str(c, CFGK_NAME));
     char errstr[256];
     if (rd_kafka_conf_set(conf, "group.id", gid, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) {
         rc = tb_error_set(err, TB_ERR_CONFIG, false, "offsets: group.id: %s", errstr);
@@ -221,7 +221,7 @@ static tb_code ksink_offsets_kafka_write(const cfg *c, const tb_position *pos, t
     tb_buf_init(&topic, 0);
     tb_buf_init(&key, 0);
     tb_buf_init(&value, 0);
-    if (ksink_offsets_topic(c, &topic) != TB_OK || ksink_offsets_key(cfg_get_str(c, "name"), &key) != TB_OK ||
+    if (ksink_offsets_topic(c, &topic) != TB_OK || ksink_offsets_key(cfg_get_str(c, CFGK_NAME), &key) != TB_OK ||
         ksink_offsets_value(pos, &value, &is_null) != TB_OK) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "offsets: out of memory");
         goto out;
@@ -270,7 +270,7 @@ out:
 
 static bool ksink_offsets_in_file(const cfg *c)
 {
-    const char *s = cfg_get_str(c, "offsets.storage");
+    const char *s = cfg_get_str(c, CFGK_OFFSETS_STORAGE);
     return s && strcmp(s, "file") == 0;
 }
 
@@ -278,13 +278,13 @@ tb_code ksink_offsets_read(const cfg *c, tb_position *out, tb_error *err)
 {
     tb_position_free(out);
     if (ksink_offsets_in_file(c))
-        return ksink_offsets_file_read(cfg_get_str(c, "offsets.file"), out, err);
+        return ksink_offsets_file_read(cfg_get_str(c, CFGK_OFFSETS_FILE), out, err);
     return ksink_offsets_kafka_read(c, out, err);
 }
 
 tb_code ksink_offsets_write(const cfg *c, const tb_position *pos, tb_error *err)
 {
     if (ksink_offsets_in_file(c))
-        return ksink_offsets_file_write(cfg_get_str(c, "offsets.file"), pos, err);
+        return ksink_offsets_file_write(cfg_get_str(c, CFGK_OFFSETS_FILE), pos, err);
     return ksink_offsets_kafka_write(c, pos, err);
 }

@@ -272,9 +272,9 @@ static tb_code stdout_open(const cfg *c, void **impl, tb_error *err)
     tb_position_init(&s->committable);
     tb_position_init(&s->stored);
     s->cfg = c;
-    s->interval_ms = cfg_get_int(c, "offsets.commit.interval.ms");
+    s->interval_ms = cfg_get_int(c, CFGK_OFFSETS_COMMIT_INTERVAL_MS);
     s->last_commit_ms = INT64_MIN / 2; /* never: the first commit is due at once */
-    s->kafka_offsets = strcmp(cfg_get_str(c, "offsets.storage"), "kafka") == 0;
+    s->kafka_offsets = strcmp(cfg_get_str(c, CFGK_OFFSETS_STORAGE), "kafka") == 0;
     tb_code rc = stdout_sink_open(c, stdout, &s->ss, err);
     if (rc != TB_OK) {
         free(s);
@@ -289,7 +289,7 @@ static tb_code stdout_open(const cfg *c, void **impl, tb_error *err)
 tb_code sink_open(const cfg *c, const sink_hooks *hooks, sink **out, tb_error *err)
 {
     *out = NULL;
-    const char *kind = cfg_get_str(c, "sink");
+    const char *kind = cfg_get_str(c, CFGK_SINK);
     sink *s = calloc(1, sizeof(*s));
     if (!s)
         return tb_error_set(err, TB_ERR_NOMEM, false, "sink: out of memory");

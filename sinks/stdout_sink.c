@@ -57,14 +57,14 @@ tb_code stdout_sink_open(const cfg *c, FILE *fp, stdout_sink **out, tb_error *er
     tb_buf_init(&s->topic, 0);
     tb_buf_init(&s->tkey, 0);
     tb_buf_init(&s->rkey, 0);
-    const char *prefix = cfg_get_str(c, "topic.prefix");
-    const char *name = cfg_get_str(c, "name");
-    const char *fmt = cfg_get_str(c, "value.format");
-    const char *storage = cfg_get_str(c, "offsets.storage");
+    const char *prefix = cfg_get_str(c, CFGK_TOPIC_PREFIX);
+    const char *name = cfg_get_str(c, CFGK_NAME);
+    const char *fmt = cfg_get_str(c, CFGK_VALUE_FORMAT);
+    const char *storage = cfg_get_str(c, CFGK_OFFSETS_STORAGE);
     s->prefix = strdup(prefix ? prefix : "");
     s->name = strdup(name ? name : "");
     if (storage && strcmp(storage, "file") == 0) {
-        const char *f = cfg_get_str(c, "offsets.file");
+        const char *f = cfg_get_str(c, CFGK_OFFSETS_FILE);
         if (!f || !*f) {
             stdout_sink_close(s);
             return tb_error_set(err, TB_ERR_CONFIG, false, "stdout sink: offsets.storage=file needs offsets.file");
@@ -78,7 +78,7 @@ tb_code stdout_sink_open(const cfg *c, FILE *fp, stdout_sink **out, tb_error *er
     s->opts.topic_prefix = s->prefix;
     s->opts.name = s->name;
     s->opts.row_format = fmt && strcmp(fmt, "row") == 0;
-    s->opts.schemas = cfg_get_bool(c, "value.schemas");
+    s->opts.schemas = cfg_get_bool(c, CFGK_VALUE_SCHEMAS);
     evt_codec_opts_encoding(&s->opts, c);
     if (fflush(fp) == 0)
         ssink_cut_partial_line(s);

@@ -147,10 +147,10 @@ tb_code snap_inc_signal(const cfg *c, const char *db_table, tb_error *err)
         rc = snap_inc_ensure_signal_table(my, db, err);
     int64_t id = 0;
     if (rc == TB_OK)
-        rc = snap_inc_insert_signal(my, db, cfg_get_str(c, "name"), "execute-snapshot", db_table, &id, err);
+        rc = snap_inc_insert_signal(my, db, cfg_get_str(c, CFGK_NAME), "execute-snapshot", db_table, &id, err);
     if (rc == TB_OK)
         TB_INFO(FAC, "signal %lld: execute-snapshot %s for connector '%s'", (long long)id, db_table,
-                cfg_get_str(c, "name"));
+                cfg_get_str(c, CFGK_NAME));
 out:
     evt_table_unref(t);
     if (my)

@@ -74,8 +74,8 @@ tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_e
     if (!si)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     si->c = c;
-    si->chunk_size = cfg_get_int(c, "snapshot.chunk.size");
-    si->nconns = (size_t)cfg_get_int(c, "snapshot.threads");
+    si->chunk_size = cfg_get_int(c, CFGK_SNAPSHOT_CHUNK_SIZE);
+    si->nconns = (size_t)cfg_get_int(c, CFGK_SNAPSHOT_THREADS);
     if (si->nconns < 1)
         si->nconns = 1;
     if (si->nconns > 1) {
@@ -95,7 +95,7 @@ tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_e
     } else {
         tb_buf p;
         tb_buf_init(&p, 0);
-        tb_buf_printf(&p, "%s.incsnap", cfg_get_str(c, "offsets.file"));
+        tb_buf_printf(&p, "%s.incsnap", cfg_get_str(c, CFGK_OFFSETS_FILE));
         si->state_path = tb_buf_detach(&p, NULL);
     }
     if (!si->state_path) {
@@ -666,11 +666,11 @@ tb_code snap_inc_poll(snap_inc *si, tb_error *err)
     }
     rc = snap_inc_ensure_signal_table(si->my, db, err);
     if (rc == TB_OK)
-        rc = snap_inc_insert_signal(si->my, db, cfg_get_str(si->c, "name"), "snapshot-window-open", si->queue[0], &si->id_lo, err);
+        rc = snap_inc_insert_signal(si->my, db, cfg_get_str(si->c, CFGK_NAME), "snapshot-window-open", si->queue[0], &si->id_lo, err);
     if (rc == TB_OK)
         rc = read_chunk(si, err);
     if (rc == TB_OK)
-        rc = snap_inc_insert_signal(si->my, db, cfg_get_str(si->c, "name"), "snapshot-window-close", si->queue[0], &si->id_hi, err);
+        rc = snap_inc_insert_signal(si->my, db, cfg_get_str(si->c, CFGK_NAME), "snapshot-window-close", si->queue[0], &si->id_hi, err);
     if (rc != TB_OK) {
         chunk_clear(si);
         goto out;
@@ -787,7 +787,7 @@ tb_code snap_inc_observe(snap_inc *si, const evt_event *ev, tb_error *err)
         /* every connector on the server sees every signal: only those naming this one count */
         size_t cl = 0;
         const char *conn = str_col(ev, "connector", &cl);
-        const char *self = cfg_get_str(si->c, "name");
+        const char *self = cfg_get_str(si->c, CFGK_NAME);
         if (!conn || cl != strlen(self) || memcmp(conn, self, cl) != 0) {
             TB_DEBUG(FAC, "signal %lld (%.*s %.*s) is for connector '%.*s', not '%s': left alone", (long long)id,
                      (int)tl, type, (int)dl, data, conn ? (int)cl : 4, conn ? conn : "none", self);

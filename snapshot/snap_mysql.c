@@ -257,7 +257,7 @@ tb_code snap_open(const cfg *c, snap **out, tb_error *err)
     cfg_filter f;
     memset(&f, 0, sizeof(f));
     *out = NULL;
-    const char *type = cfg_get_str(c, "source.type");
+    const char *type = cfg_get_str(c, CFGK_SOURCE_TYPE);
     if (type && strcmp(type, "mysql") != 0)
         return tb_error_set(err, TB_ERR_UNSUPPORTED, false,
                             "snapshot of source.type=%s is not done by the MySQL snapshotter", type);
@@ -272,7 +272,7 @@ tb_code snap_open(const cfg *c, snap **out, tb_error *err)
     if (rc != TB_OK)
         goto out;
     s->started_wall_ms = tb_wall_ms();
-    bool minimal = strcmp(cfg_get_str(c, "snapshot.locking.mode"), "none") != 0;
+    bool minimal = strcmp(cfg_get_str(c, CFGK_SNAPSHOT_LOCKING_MODE), "none") != 0;
     rc = snap_mysql_begin(s->my, s->mariadb, minimal, &s->pos, err);
     if (rc != TB_OK)
         goto out;
@@ -425,7 +425,7 @@ fail:
 
 bool snap_decide(const cfg *c, bool have_offset, bool offset_still_on_server)
 {
-    const char *mode = cfg_get_str(c, "snapshot.mode");
+    const char *mode = cfg_get_str(c, CFGK_SNAPSHOT_MODE);
     if (!mode || strcmp(mode, "initial") == 0 || strcmp(mode, "initial_only") == 0)
         return !have_offset;
     if (strcmp(mode, "never") == 0)
@@ -437,13 +437,13 @@ bool snap_decide(const cfg *c, bool have_offset, bool offset_still_on_server)
 
 bool snap_then_stream(const cfg *c)
 {
-    const char *mode = cfg_get_str(c, "snapshot.mode");
+    const char *mode = cfg_get_str(c, CFGK_SNAPSHOT_MODE);
     return !(mode && strcmp(mode, "initial_only") == 0);
 }
 
 bool snap_chunked(const cfg *c)
 {
-    const char *m = cfg_get_str(c, "snapshot.initial.method");
+    const char *m = cfg_get_str(c, CFGK_SNAPSHOT_INITIAL_METHOD);
     return m && strcmp(m, "chunked") == 0 && snap_then_stream(c);
 }
 

@@ -99,7 +99,7 @@ tb_code snap_check_topics(const cfg *c, size_t *ntables, tb_error *err)
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
     }
-    const char *prefix = cfg_get_str(c, "topic.prefix");
+    const char *prefix = cfg_get_str(c, CFGK_TOPIC_PREFIX);
     for (size_t i = 0; i < n; i++) {
         tb_buf b;
         tb_buf_init(&b, 0);

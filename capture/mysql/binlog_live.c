@@ -223,7 +223,7 @@ static tb_code mysql_gtid_start(binlog_live *l, tb_error *err)
 
 int64_t binlog_replication_timeout_ms(const cfg *c)
 {
-    int64_t hb = cfg_get_int(c, "source.heartbeat.interval.ms");
+    int64_t hb = cfg_get_int(c, CFGK_SOURCE_HEARTBEAT_INTERVAL_MS);
     return hb > 0 ? hb * 3 : 60000;
 }
 
@@ -407,22 +407,22 @@ tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **o
     l->server_id = binlog_server_id(c, &derived);
     if (derived)
         TB_INFO("binlog", "source.server.id is not set: announcing replica server id %u, derived from name \"%s\"",
-                l->server_id, cfg_get_str(c, "name"));
-    l->heartbeat_ms = cfg_get_int(c, "source.heartbeat.interval.ms");
+                l->server_id, cfg_get_str(c, CFGK_NAME));
+    l->heartbeat_ms = cfg_get_int(c, CFGK_SOURCE_HEARTBEAT_INTERVAL_MS);
     l->repl_timeout_ms = binlog_replication_timeout_ms(c);
-    l->backoff_max_ms = cfg_get_int(c, "source.reconnect.backoff.max.ms");
-    l->retry_ms = cfg_get_int(c, "source.connect.retry.ms");
-    l->connect_timeout_ms = cfg_get_int(c, "source.connect.timeout.ms");
+    l->backoff_max_ms = cfg_get_int(c, CFGK_SOURCE_RECONNECT_BACKOFF_MAX_MS);
+    l->retry_ms = cfg_get_int(c, CFGK_SOURCE_CONNECT_RETRY_MS);
+    l->connect_timeout_ms = cfg_get_int(c, CFGK_SOURCE_CONNECT_TIMEOUT_MS);
     bl_preflight_opts_from_cfg(c, &l->preflight);
     if (start && start->kind == TB_POS_MYSQL) {
         rc = tb_position_copy(&l->start, start);
     } else {
         l->start.kind = TB_POS_MYSQL;
-        if (cfg_is_set(c, "source.start.gtid"))
-            rc = tb_position_set_gtid(&l->start, cfg_get_str(c, "source.start.gtid"));
-        else if (cfg_is_set(c, "source.start.file")) {
-            rc = tb_position_set_file(&l->start, cfg_get_str(c, "source.start.file"));
-            l->start.pos = (uint64_t)cfg_get_int(c, "source.start.position");
+        if (cfg_is_set(c, CFGK_SOURCE_START_GTID))
+            rc = tb_position_set_gtid(&l->start, cfg_get_str(c, CFGK_SOURCE_START_GTID));
+        else if (cfg_is_set(c, CFGK_SOURCE_START_FILE)) {
+            rc = tb_position_set_file(&l->start, cfg_get_str(c, CFGK_SOURCE_START_FILE));
+            l->start.pos = (uint64_t)cfg_get_int(c, CFGK_SOURCE_START_POSITION);
         }
     }
     if (rc != TB_OK) {
@@ -594,12 +594,12 @@ tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_ev
 
 uint32_t binlog_server_id(const cfg *c, bool *derived)
 {
-    bool d = !cfg_is_set(c, "source.server.id");
+    bool d = !cfg_is_set(c, CFGK_SOURCE_SERVER_ID);
     if (derived)
         *derived = d;
     if (!d)
-        return (uint32_t)cfg_get_int(c, "source.server.id");
-    const char *name = cfg_get_str(c, "name");
+        return (uint32_t)cfg_get_int(c, CFGK_SOURCE_SERVER_ID);
+    const char *name = cfg_get_str(c, CFGK_NAME);
     uint32_t h = 2166136261u; /* FNV-1a, 32 bits */
     for (const unsigned char *p = (const unsigned char *)(name ? name : ""); *p; p++) {
         h ^= *p;

@@ -17,13 +17,13 @@
 void bl_preflight_opts_from_cfg(const cfg *c, bl_preflight_opts *o)
 {
     memset(o, 0, sizeof(*o));
-    const char *policy = cfg_get_str(c, "source.row.image.policy");
-    const char *mode = cfg_get_str(c, "snapshot.mode");
-    const char *lock = cfg_get_str(c, "snapshot.locking.mode");
+    const char *policy = cfg_get_str(c, CFGK_SOURCE_ROW_IMAGE_POLICY);
+    const char *mode = cfg_get_str(c, CFGK_SNAPSHOT_MODE);
+    const char *lock = cfg_get_str(c, CFGK_SNAPSHOT_LOCKING_MODE);
     o->row_image_warn = policy && strcmp(policy, "warn") == 0;
     o->snapshot = !mode || strcmp(mode, "never") != 0;
     o->lock_minimal = !lock || strcmp(lock, "minimal") == 0;
-    const char *method = cfg_get_str(c, "snapshot.initial.method");
+    const char *method = cfg_get_str(c, CFGK_SNAPSHOT_INITIAL_METHOD);
     o->chunked = o->snapshot && method && strcmp(method, "chunked") == 0;
 }
 

@@ -440,7 +440,7 @@ static char *sqlcap_stem(const char *path)
 
 tb_code sqlcap_list_tables(const cfg *c, sqlcap_name_fn fn, void *opaque, tb_error *err)
 {
-    const char *path = cfg_get_str(c, "source.path"), *named = cfg_get_str(c, "source.database.name");
+    const char *path = cfg_get_str(c, CFGK_SOURCE_PATH), *named = cfg_get_str(c, CFGK_SOURCE_DATABASE_NAME);
     if (!path)
         return tb_error_set(err, TB_ERR_CONFIG, false, "source.type=sqlite needs source.path");
     char *stem = named ? NULL : sqlcap_stem(path);
@@ -573,16 +573,16 @@ fail:
 tb_code sqlcap_open(const cfg *cf, const tb_position *start, sqlcap **out, tb_error *err)
 {
     sqlcap_opts o = {0};
-    o.path = cfg_get_str(cf, "source.path");
-    o.dbname = cfg_get_str(cf, "source.database.name");
-    const char *mode = cfg_get_str(cf, "source.sqlite.mode");
+    o.path = cfg_get_str(cf, CFGK_SOURCE_PATH);
+    o.dbname = cfg_get_str(cf, CFGK_SOURCE_DATABASE_NAME);
+    const char *mode = cfg_get_str(cf, CFGK_SOURCE_SQLITE_MODE);
     o.trigger_mode = mode && strcmp(mode, "trigger") == 0;
-    o.shadow = cfg_get_bool(cf, "source.sqlite.shadow");
-    o.shadow_path = cfg_get_str(cf, "source.sqlite.shadow.path");
+    o.shadow = cfg_get_bool(cf, CFGK_SOURCE_SQLITE_SHADOW);
+    o.shadow_path = cfg_get_str(cf, CFGK_SOURCE_SQLITE_SHADOW_PATH);
     char *dflt_shadow = NULL;
     if (!o.shadow_path) {
         /* <offsets dir>/<name>.shadow.db, the offsets dir being that of offsets.file */
-        const char *of = cfg_get_str(cf, "offsets.file"), *nm = cfg_get_str(cf, "name");
+        const char *of = cfg_get_str(cf, CFGK_OFFSETS_FILE), *nm = cfg_get_str(cf, CFGK_NAME);
         const char *slash = of ? strrchr(of, '/') : NULL;
         int dl = slash ? (int)(slash - of) : 1;
         if (asprintf(&dflt_shadow, "%.*s/%s.shadow.db", dl, slash ? of : ".", nm ? nm : "tributary") < 0)
@@ -591,14 +591,14 @@ tb_code sqlcap_open(const cfg *cf, const tb_position *start, sqlcap **out, tb_er
             o.shadow_path = dflt_shadow;
         }
     }
-    const char *ck = cfg_get_str(cf, "source.sqlite.checkpoint");
+    const char *ck = cfg_get_str(cf, CFGK_SOURCE_SQLITE_CHECKPOINT);
     o.checkpoint = ck && (strcmp(ck, "on") == 0 || strcmp(ck, "barrier") == 0);
     o.checkpoint_barrier = ck && strcmp(ck, "barrier") == 0;
-    o.poll_ms = (int)cfg_get_int(cf, "source.sqlite.poll.ms");
-    o.wal_max_bytes = cfg_get_int(cf, "source.sqlite.wal.max.bytes");
-    o.ddl_drop_rows = strcmp(cfg_get_str(cf, "ddl.drop.policy"), "tombstone") == 0;
+    o.poll_ms = (int)cfg_get_int(cf, CFGK_SOURCE_SQLITE_POLL_MS);
+    o.wal_max_bytes = cfg_get_int(cf, CFGK_SOURCE_SQLITE_WAL_MAX_BYTES);
+    o.ddl_drop_rows = strcmp(cfg_get_str(cf, CFGK_DDL_DROP_POLICY), "tombstone") == 0;
     o.ddl_rename_rows = true;
-    o.ddl_alter_rows = strcmp(cfg_get_str(cf, "ddl.alter.policy"), "resnapshot") == 0;
+    o.ddl_alter_rows = strcmp(cfg_get_str(cf, CFGK_DDL_ALTER_POLICY), "resnapshot") == 0;
     o.drop_events = true;
     tb_code rc = sqlcap_open_opts(&o, start, out, err);
     free(dflt_shadow);
