@@ -681,6 +681,20 @@ static tb_code ksink_table_topic(ksink *ks, ksink_table *te, const evt_table *t,
     return TB_OK;
 }
 
+bool ksink_topic_made(ksink *ks, const char *db, const char *table, const char *topic)
+{
+    tb_buf k;
+    tb_buf_init(&k, 0);
+    bool made = false;
+    if (tb_buf_puts(&k, db) == TB_OK && tb_buf_putc(&k, '\0') == TB_OK && tb_buf_puts(&k, table) == TB_OK) {
+        void **v = tb_hmap_find(&ks->tabs, k.data, k.len);
+        const ksink_table *te = v ? *v : NULL;
+        made = te && te->topic && strcmp(te->topic, topic) == 0;
+    }
+    tb_buf_free(&k);
+    return made;
+}
+
 /* Topic and schema record of the event's table, when needed. */
 static tb_code ksink_prepare_table(ksink *ks, evt_table *t, ksink_table **out, tb_error *err)
 {

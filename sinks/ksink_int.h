@@ -194,6 +194,10 @@ struct ksink {
 typedef tb_code (*ksink_op_fn)(ksink *ks, void *arg, tb_error *err);
 TB_MUST_USE tb_code ksink_wait_kafka(ksink *ks, const char *what, ksink_op_fn op, void *arg, tb_error *err);
 
+/* Whether this run made (or found) topic as the topic of table db.table: it exists unless it
+ * was deleted since, so the cluster's metadata not knowing it is a lag, not an empty topic. */
+bool ksink_topic_made(ksink *ks, const char *db, const char *table, const char *topic);
+
 /* Hand one message to librdkafka now (after the staged ones), polling while
  * the queue is full. seq: the delivery opaque. */
 TB_MUST_USE tb_code ksink_produce(ksink *ks, rd_kafka_topic_t *rkt, int32_t partition, const char *key, size_t klen,

@@ -60,10 +60,15 @@ static bool scan_needs_wakeup(void) { return rd_kafka_version() < 0x02040000; }
 /* Read topic from the start of every partition to its high watermark at
  * the start of the read (or, with read_committed, its last stable offset),
  * calling fn per record that has a key. A topic that does not exist holds
- * nothing. isolation: librdkafka's isolation.level; reader: the group.id
- * suffix (no group is joined: partitions are assigned; nothing is committed). */
-static tb_code ksink_topic_read(const cfg *c, ksink_role role, const char *topic, const char *isolation,
-                                const char *reader, ksink_scan_fn fn, void *opaque, tb_error *err)
+ * nothing, unless must_exist (the sink made or found it in this run): then
+ * the cluster's metadata not knowing it (a broker that has just started, a
+ * cluster whose brokers do not all know it yet) is TB_ERR_NOT_FOUND,
+ * retriable, never "nothing held". isolation: librdkafka's isolation.level;
+ * reader: the group.id suffix (no group is joined: partitions are assigned;
+ * nothing is committed). */
+static tb_code ksink_topic_read(const cfg *c, ksink_role role, const char *topic, bool must_exist,
+                                const char *isolation, const char *reader, ksink_scan_fn fn, void *opaque,
+                                tb_error *err)
 {
     tb_code rc = TB_OK;
     rd_kafka_t *rk = NULL;
@@ -97,8 +102,13 @@ static tb_code ksink_topic_read(const cfg *c, ksink_role role, const char *topic
     }
     rd_kafka_resp_err_t rerr = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
     if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
-        (md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || md->topics[0].partition_cnt == 0))
+        (md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || md->topics[0].partition_cnt == 0)) {
+        if (must_exist)
+            rc = tb_error_set(err, TB_ERR_NOT_FOUND, true,
+                              "topic %s: the cluster's metadata does not know it, though this run made or found it",
+                              topic);
         goto out; /* no topic: nothing held */
+    }
     if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && (md->topic_cnt != 1 || md->topics[0].err))
         rerr = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
     if (rerr) {
@@ -194,17 +204,23 @@ out:
 tb_code ksink_topic_scan(const cfg *c, const char *topic, bool committed, const char *reader, ksink_scan_fn fn,
                          void *opaque, tb_error *err)
 {
-    return ksink_topic_read(c, KSINK_ROLE_SCAN, topic, committed ? "read_committed" : "read_uncommitted", reader, fn,
+    return ksink_topic_read(c, KSINK_ROLE_SCAN, topic, false, committed ? "read_committed" : "read_uncommitted", reader, fn,
                             opaque, err);
 }
 
 /* ------------------------------------------------------------ keys of a table's topic */
+
+/* How long a topic this run made or found may be unknown to the cluster's metadata before
+ * the read of its keys gives up: it was deleted meanwhile (a send to it would fail too). */
+#define KK_UNKNOWN_MS 60000
 
 typedef struct kk_arg {
     const tb_kset *keep;
     ksink_key_fn fn;
     void *opaque;
     const char *topic;
+    bool must_exist;      /* the sink made or found the topic in this run */
+    int64_t unknown_since; /* tb_mono_ms() of the first read that found it unknown; 0: none */
 } kk_arg;
 
 /* One read of the topic for sink_keys_held: a walk of its records. */
@@ -228,8 +244,8 @@ static tb_code kk_walk_topic(void *src, sink_keys_rec_fn fn, void *opaque, tb_er
     kk_walk *w = src;
     w->fn = fn;
     w->opaque = opaque;
-    return ksink_topic_read(w->ks->c, KSINK_ROLE_CONSUMER, w->topic, w->isolation, "keys-reader", kk_record, w,
-                            err);
+    return ksink_topic_read(w->ks->c, KSINK_ROLE_CONSUMER, w->topic, w->a->must_exist, w->isolation, "keys-reader",
+                            kk_record, w, err);
 }
 
 /* A key held: to the caller as the topic holds it or, with key.converter=avro, as its JSON
@@ -255,7 +271,7 @@ static tb_code kk_give_key(void *opaque, const char *key, size_t klen, tb_error 
 /* One read of the keys (ksink_topic_keys); a retriable failure reads again from the start. */
 static tb_code kk_once(ksink *ks, void *arg, tb_error *err)
 {
-    const kk_arg *a = arg;
+    kk_arg *a = arg;
     kk_walk w = {.ks = ks, .topic = a->topic, .a = a,
                  .isolation = a->keep ? "read_committed" : "read_uncommitted"};
     tb_buf_init(&w.kjson, 0);
@@ -263,6 +279,17 @@ static tb_code kk_once(ksink *ks, void *arg, tb_error *err)
     tb_code rc = ksink_flush(ks, ksink_request_timeout_ms(ks->c), err);
     if (rc == TB_OK)
         rc = sink_keys_held(kk_walk_topic, &w, a->keep, kk_give_key, &w, err);
+    if (rc == TB_ERR_NOT_FOUND && a->must_exist) {
+        int64_t now = tb_mono_ms();
+        if (!a->unknown_since)
+            a->unknown_since = now;
+        else if (now - a->unknown_since > KK_UNKNOWN_MS)
+            rc = tb_error_set(err, TB_ERR_KAFKA, false,
+                              "topic %s: the cluster has not known it for %d s, though this run wrote to it "
+                              "(deleted while the table is captured?); its keys cannot be read. Restart: the "
+                              "start checks for topics gone (topic.missing.policy)",
+                              a->topic, KK_UNKNOWN_MS / 1000);
+    }
     /* A refused login or certificate is what the reader's failure means: the producer's error
      * callback knows it (served here, since nothing polled the producer during the read). */
     if (rc != TB_OK && !ks->failed)
@@ -282,7 +309,7 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, const tb_kset *keep, ksi
     } else {
         /* Kafka away meanwhile is waited for; a key given twice by a read tried again is a
          * tombstone sent twice, which the topic read as a table does not see */
-        kk_arg a = {keep, fn, opaque, topic.data};
+        kk_arg a = {keep, fn, opaque, topic.data, ksink_topic_made(ks, evt_table_db(t), evt_table_name(t), topic.data), 0};
         char what[320];
         snprintf(what, sizeof what, "the keys of topic %s", topic.data);
         rc = ksink_wait_kafka(ks, what, kk_once, &a, err);
@@ -385,7 +412,7 @@ tb_code ksink_schema_seen_load(ksink *ks, const char *topic, tb_error *err)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     tb_hmap_init(ks->schema_seen);
     kk_plain p = {kk_add_schema, ks->schema_seen};
-    tb_code rc = ksink_topic_read(ks->c, KSINK_ROLE_CONSUMER, topic, "read_committed", "schema-reader",
+    tb_code rc = ksink_topic_read(ks->c, KSINK_ROLE_CONSUMER, topic, false, "read_committed", "schema-reader",
                                   kk_plain_record, &p, err);
     if (rc != TB_OK) /* an empty set: every record is written, as without the read */
         tb_hmap_free(ks->schema_seen, free);
