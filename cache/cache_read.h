@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include "tb_buf.h"
 #include "tb_error.h"
+#include "tributary_cache.h"
 
 typedef struct cache_db cache_db;
 
@@ -54,24 +55,11 @@ TB_MUST_USE tb_code cache_iter(cache_db *db, const char *table, cache_row_fn fn,
 
 /* ---- table definitions (for `tributary cache publish`) */
 
-/* One cache table as the metadata tables record it. Borrowed from the handle:
+/* One cache table as the metadata tables record it, and one of its columns:
+ * the public API's structs (tributary_cache.h). Borrowed from the handle:
  * valid until cache_db_close. */
-typedef struct cache_table_info {
-    const char *name;  /* "<db>.<table>" */
-    const char *topic; /* "<prefix>.<db>.<table>" it was replayed from; NULL if none recorded */
-    bool inferred;     /* columns inferred from rows (no schema record was seen): types are "" */
-    long long version; /* schema version recorded from the schema record */
-    size_t ncols;
-    size_t npk;
-} cache_table_info;
-
-typedef struct cache_column_info {
-    const char *name;
-    const char *type;  /* evt type name from the schema record ("bigint", ...); "" when inferred */
-    int pk;            /* 1-based position in the key, 0 = not a key column */
-    bool is_unsigned;  /* stored as BIGINT UNSIGNED (exact digits above 2^63) */
-    bool is_bool;      /* BIT(1): read back as true/false */
-} cache_column_info;
+typedef tbc_table_info cache_table_info;
+typedef tbc_column_info cache_column_info;
 
 /* Number of tables (read at open), in name order. */
 size_t cache_db_ntables(const cache_db *db);

@@ -137,22 +137,14 @@ size_t tbc_ntables(const tbc_db *db)
 
 tbc_code tbc_table(const tbc_db *db, size_t i, tbc_table_info *out)
 {
-    cache_table_info t;
     tb_error e;
     tb_error_clear(&e);
-    tb_code rc = cache_db_table(db->db, i, &t);
-    if (rc == TB_OK)
-        *out = (tbc_table_info){t.name, t.topic, t.inferred, t.version, t.ncols, t.npk};
-    return result(rc, &e, NULL);
+    return result(cache_db_table(db->db, i, out), &e, NULL);
 }
 
 tbc_code tbc_column(const tbc_db *db, size_t i, size_t col, tbc_column_info *out)
 {
-    cache_column_info c;
     tb_error e;
     tb_error_clear(&e);
-    tb_code rc = cache_db_column(db->db, i, col, &c);
-    if (rc == TB_OK)
-        *out = (tbc_column_info){c.name, c.type, c.pk, c.is_unsigned, c.is_bool};
-    return result(rc, &e, NULL);
+    return result(cache_db_column(db->db, i, col, out), &e, NULL);
 }
