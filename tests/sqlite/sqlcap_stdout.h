@@ -71,8 +71,9 @@ static inline off_t file_size(const char *p)
     return stat(p, &sb) == 0 ? sb.st_size : -1;
 }
 
-/* `tributary run --config cfgp [--set extra]`, stdout appended to outp. */
-static pid_t start_run(const char *extra)
+/* `tributary run --config cfgp [--set extra]`, stdout on ofd (-1: appended to outp), stderr
+ * appended to run.log. */
+static pid_t start_run_to(const char *extra, int ofd)
 {
     char logp[160];
     snprintf(logp, sizeof logp, "%s/run.log", dir);
@@ -80,7 +81,9 @@ static pid_t start_run(const char *extra)
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
-        int ofd = open(outp, O_WRONLY | O_CREAT | O_APPEND, 0600), efd = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (ofd < 0)
+            ofd = open(outp, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        int efd = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
         if (ofd < 0 || efd < 0)
             _exit(127);
         dup2(ofd, 1);
@@ -92,6 +95,12 @@ static pid_t start_run(const char *extra)
         _exit(127);
     }
     return pid;
+}
+
+/* `tributary run --config cfgp [--set extra]`, stdout appended to outp. */
+static pid_t start_run(const char *extra)
+{
+    return start_run_to(extra, -1);
 }
 
 static void stop_run(pid_t p)

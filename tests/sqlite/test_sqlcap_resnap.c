@@ -116,22 +116,10 @@ Test(sqlcap_resnap, pipe_output_no_reconcile, .timeout = 180)
     sqs_setup("rsnp", "");
     init_db();
     int fds[2];
-    cr_assert_eq(pipe(fds), 0);
+    cr_assert_eq(pipe2(fds, O_CLOEXEC), 0); /* the child holds only the write end, on its stdout */
     char logp[160];
     snprintf(logp, sizeof logp, "%s/run.log", dir);
-    fflush(NULL);
-    pid_t p = fork();
-    cr_assert_geq(p, 0);
-    if (p == 0) {
-        int efd = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        if (efd < 0)
-            _exit(127);
-        dup2(fds[1], 1);
-        dup2(efd, 2);
-        close(fds[0]);
-        execl(TRIBUTARY_BIN, TRIBUTARY_BIN, "run", "--config", cfgp, (char *)NULL);
-        _exit(127);
-    }
+    pid_t p = start_run_to(NULL, fds[1]);
     close(fds[1]);
     /* read the pipe until the snapshot's last row */
     FILE *in = fdopen(fds[0], "r");
