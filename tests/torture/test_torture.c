@@ -1455,7 +1455,11 @@ static bool sq_check(sq *q, long long until_ms, bool report)
             bad = strcmp(tb_buf_cstr(&src), tb_buf_cstr(&top)) != 0 ? "the topic read as a table differs from the source" : NULL;
         } while (bad && until_ms && tb_itest_now_ms() < until_ms && (usleep(300000), true));
         if (!bad && report) {
-            tt_cache_rows(x->r.cache, ctable, t, &cache);
+            /* a table the cache does not have reads as empty, as its topic does (tt_topic_table): SQLite
+             * capture has no DDL events, so a table created or renamed while streaming gets its schema
+             * record, its topic and its cache table with its first row event */
+            if (tt_cache_has(x->r.cache, ctable))
+                tt_cache_rows(x->r.cache, ctable, t, &cache);
             bad = strcmp(tb_buf_cstr(&src), tb_buf_cstr(&cache)) != 0 ? "the cache differs from the source" : NULL;
         }
         if (bad && report) {
