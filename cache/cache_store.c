@@ -46,6 +46,15 @@ tb_code cache_sqlite_error(cache_store *s, int code, const char *what, const cha
                             "%s: %s: the cache file is corrupt (%s): it can be rebuilt from the topics: stop the "
                             "cache, delete %s with its -wal and -shm files, and start it again",
                             s->path, what, msg, s->path);
+    case SQLITE_MISMATCH: /* a table whose sole key column is SQLite's rowid alias: cache files
+                           * written before the key was declared INT */
+        return tb_error_set(err, TB_ERR_IO, false,
+                            "%s: %s: %s: the table's key column is declared INTEGER PRIMARY KEY (SQLite's rowid), "
+                            "which holds only 64-bit integers, and a message keys a row by another value "
+                            "(NULL, text, a larger number); the file was written by an earlier tributary, which "
+                            "declared such keys so: stop the cache, delete %s with its -wal and -shm files, and "
+                            "start it again to rebuild it",
+                            s->path, what, msg, s->path);
     case SQLITE_READONLY:
         if (code == SQLITE_READONLY_DBMOVED)
             return tb_error_set(err, TB_ERR_IO, false,
@@ -636,6 +645,9 @@ tb_code cache_store_create(cache_store *s, cache_table *t, tb_error *err)
     for (size_t i = 0; rc == TB_OK && i < t->ncols; i++) {
         rc = cache_quote_ident(q, t->cols[i].name);
         const char *decl = cache_class_decl(t->cols[i].cls);
+        if (t->npk == 1 && t->pk[0] == i && strcmp(decl, "INTEGER") == 0)
+            decl = "INT"; /* the same affinity, but not SQLite's rowid alias, which refuses NULL and any
+                           * value that is not a 64-bit integer (a datatype mismatch at the upsert) */
         if (rc == TB_OK && *decl)
             rc = tb_buf_printf(q, " %s", decl);
         if (rc == TB_OK && t->cols[i].dflt_sql)
