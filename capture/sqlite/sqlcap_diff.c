@@ -439,295 +439,383 @@ static tb_code sqlcap_fast_cands(sqlcap_engine *e, const sqlcap_view *v0, const 
     return TB_OK;
 }
 
+/* One table's diff between two versions of the database (sqlcap_diff_table):
+ * the pages, row maps and scratch values its four cases share. */
+typedef struct sqlcap_dctx {
+    sqlcap_engine *e;
+    const sqlcap_view *v0, *v1;
+    const sqlcap_map *txn;
+    const sqlcap_tbl *t0, *t1; /* the table before and after (NULL: absent) */
+    uint32_t own;              /* its owner mark in e->owner / e->inner */
+    uint32_t s;                /* this diff's stamp in e->m0 / e->m1 / e->mdone */
+    bool fast;                 /* the candidates are e->cands (sqlcap_fast_cands), no tree walk */
+    sqlcap_u32s in0, lf0, in1, lf1; /* interior and leaf pages before and after */
+    sqlcap_rowmap O, N;             /* the candidate rows before and after */
+    tb_buf key;
+    sqlcap_val *va, *vb, *vn;
+    sqlcap_sorted *srt; /* the changed case's events, sorted by key */
+    size_t nsrt;
+    sqlcap_evlist *out;
+} sqlcap_dctx;
+
+static tb_code sqlcap_diff_nomem(const sqlcap_dctx *d, tb_error *err)
+{
+    return tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory in diff",
+                        d->t1 ? d->t1->name : d->t0->name);
+}
+
+/* ALTER TABLE RENAME: the rows leave the old name (deletes) and are sent under
+ * the new one (reads), so both topics follow the table. */
+static tb_code sqlcap_diff_renamed(sqlcap_dctx *d, tb_error *err)
+{
+    sqlcap_rowctx x0 = {d->e, d->t0, &d->O, d->va, &d->key, 0};
+    sqlcap_rowctx x1 = {d->e, d->t1, &d->N, d->vb, &d->key, d->own};
+    tb_code rc;
+    if ((rc = sqlcap_collect_all(d->v0, d->t0, &d->in0, &d->lf0, &x0, err)) != TB_OK ||
+        (rc = sqlcap_collect_all(d->v1, d->t1, &d->in1, &d->lf1, &x1, err)) != TB_OK ||
+        (rc = sqlcap_emit_all(d->e, d->t0, &d->O, EVT_OP_DELETE, d->va, d->out, err)) != TB_OK ||
+        (rc = sqlcap_emit_all(d->e, d->t1, &d->N, EVT_OP_READ, d->vb, d->out, err)) != TB_OK)
+        return rc;
+    TB_INFO(SQLCAP_FAC, "table %s renamed to %s: a delete for each of its %zu rows under the old name, each of "
+            "its %zu rows sent again under the new name", d->t0->name, d->t1->name, d->O.n, d->N.n);
+    return TB_OK;
+}
+
+/* DROP TABLE: under ddl.drop.policy=tombstone a delete for every row it had;
+ * then, with drop marks, the event that says the table is gone. */
+static tb_code sqlcap_diff_dropped(sqlcap_dctx *d, tb_error *err)
+{
+    sqlcap_engine *e = d->e;
+    const sqlcap_tbl *t0 = d->t0;
+    sqlcap_rowctx x0 = {e, t0, &d->O, d->va, &d->key, 0};
+    tb_code rc;
+    if (e->ddl_drop) {
+        if ((rc = sqlcap_collect_all(d->v0, t0, &d->in0, &d->lf0, &x0, err)) != TB_OK ||
+            (rc = sqlcap_emit_all(e, t0, &d->O, EVT_OP_DELETE, d->va, d->out, err)) != TB_OK)
+            return rc;
+        TB_INFO(SQLCAP_FAC, "table %s dropped: a delete for each of its %zu rows (ddl.drop.policy=tombstone)",
+                t0->name, d->O.n);
+    } else if (!e->drop_marks) {
+        TB_WARN(SQLCAP_FAC, "table %s dropped: its topic is left as it is, with every row the table had "
+                "(ddl.drop.policy=warn; `tombstone` deletes them)", t0->name);
+    }
+    if (e->drop_marks) {
+        /* after its rows: the consumer says the table is gone (and WARNs under
+         * ddl.drop.policy=warn, knowing whether it is captured) */
+        evt_table *gone = evt_table_new_dropped(e->dbname, t0->name);
+        evt_event *ev = gone ? evt_event_new(EVT_OP_DELETE, gone) : NULL;
+        evt_table_unref(gone);
+        if (sqlcap_evpush(d->out, ev) != TB_OK)
+            return sqlcap_diff_nomem(d, err);
+    }
+    return TB_OK;
+}
+
+/* A new table (or newly capturable): every row is an insert. */
+static tb_code sqlcap_diff_created(sqlcap_dctx *d, tb_error *err)
+{
+    const sqlcap_tbl *t1 = d->t1;
+    sqlcap_rowctx x1 = {d->e, t1, &d->N, d->va, &d->key, d->own};
+    tb_code rc;
+    int nl = t1->without_rowid ? 2 : 1;
+    sqlcap_u32s *lists[2] = {&d->lf1, &d->in1};
+    for (int li = 0; li < nl; li++)
+        for (size_t i = 0; i < lists[li]->n; i++)
+            if ((rc = sqlcap_page_rows(d->v1, lists[li]->v[i], sqlcap_collect, &x1, err)) != TB_OK)
+                return rc;
+    for (size_t i = 0; i < d->N.n; i++) {
+        sqlcap_rowent *ne = &d->N.e[i];
+        if ((rc = sqlcap_row_decode(t1, ne->rowid, (const uint8_t *)d->N.arena.data + ne->poff, ne->plen, d->vb,
+                                    err)) != TB_OK)
+            return rc;
+        if (sqlcap_evpush(d->out, sqlcap_make_event(&d->e->pool, t1, EVT_OP_CREATE, NULL, d->vb)) != TB_OK)
+            return sqlcap_diff_nomem(d, err);
+    }
+    return TB_OK;
+}
+
+/* The changed table's candidate rows into d->O and d->N: the rows of every
+ * page the transaction wrote (or whose overflow chain it wrote) and of every
+ * page that joined or left the table's tree; of a page changed in place, the
+ * rows whose cells are byte-identical on both sides are left out of both. */
+static tb_code sqlcap_diff_collect(sqlcap_dctx *d, tb_error *err)
+{
+    sqlcap_engine *e = d->e;
+    const sqlcap_view *v0 = d->v0, *v1 = d->v1;
+    sqlcap_rowctx x0 = {e, d->t0, &d->O, d->va, &d->key, 0};
+    sqlcap_rowctx x1 = {e, d->t1, &d->N, d->va, &d->key, d->own};
+    uint32_t s = d->s;
+    tb_code rc;
+    size_t scap = e->pg->pgsz / 4 + 1;
+    if (!e->skip0) {
+        e->skip0 = malloc(scap);
+        e->skip1 = malloc(scap);
+        e->pga = malloc(e->pg->pgsz);
+        if (!e->pgb)
+            e->pgb = malloc(e->pg->pgsz);
+        e->cellscr = calloc(1, sqlcap_same_cells_scratch(e->pg->pgsz)); /* its offset map must begin empty */
+    }
+    uint8_t *skip0 = e->skip0, *skip1 = e->skip1, *pga = e->pga, *pgb = e->pgb;
+    if (!e->cellscr || !skip0 || !skip1 || !pga || !pgb)
+        return sqlcap_diff_nomem(d, err);
+    for (size_t i = 0; d->fast && i < e->cands.n; i++) {
+        /* S0 = S1: every candidate is on both sides (the general path's "both") */
+        uint32_t p = e->cands.v[i];
+        if (e->mforce[p] == e->fstamp) {
+            if ((rc = sqlcap_page_rows(v0, p, sqlcap_collect, &x0, err)) != TB_OK ||
+                (rc = sqlcap_page_rows(v1, p, sqlcap_collect, &x1, err)) != TB_OK)
+                return rc;
+            continue;
+        }
+        size_t n0 = 0, n1 = 0;
+        const uint8_t *ia, *ib;
+        if ((rc = sqlcap_page_same_cells(v0, v1, p, pga, pgb, &ia, &ib, skip0, &n0, skip1, &n1, e->cellscr, err)) !=
+                TB_OK ||
+            (rc = sqlcap_page_rows_img(v0, p, ia, skip0, n0, sqlcap_collect, &x0, err)) != TB_OK ||
+            (rc = sqlcap_page_rows_img(v1, p, ib, skip1, n1, sqlcap_collect, &x1, err)) != TB_OK)
+            return rc;
+    }
+    for (int side = 0; !d->fast && side < 2; side++) {
+        sqlcap_u32s *lists[2] = {side ? &d->lf1 : &d->lf0, side ? &d->in1 : &d->in0};
+        int nl = (side ? d->t1 : d->t0)->without_rowid ? 2 : 1;
+        for (int li = 0; li < nl; li++)
+            for (size_t i = 0; i < lists[li]->n; i++) {
+                uint32_t p = lists[li]->v[i];
+                bool forced = e->mforce[p] == e->fstamp, inc = sqlcap_map_get(d->txn, p, NULL);
+                bool both = e->m0[p] == s && e->m1[p] == s && p <= v1->npages;
+                bool cand = inc || forced;
+                if (side == 0)
+                    cand = cand || p > v1->npages || e->m1[p] != s;
+                else
+                    cand = cand || e->m0[p] != s;
+                if (!cand)
+                    continue;
+                if (both && !forced) {
+                    /* the same page on both sides, changed in place: both versions at
+                     * once (side 0), identical cells filtered out; nothing on side 1 */
+                    if (side == 1) {
+                        if (e->mdone[p] == s)
+                            continue; /* done on side 0 */
+                        if ((rc = sqlcap_page_rows(v1, p, sqlcap_collect, &x1, err)) != TB_OK)
+                            return rc;
+                        continue;
+                    }
+                    e->mdone[p] = s;
+                    size_t n0 = 0, n1 = 0;
+                    const uint8_t *ia, *ib;
+                    if ((rc = sqlcap_page_same_cells(v0, v1, p, pga, pgb, &ia, &ib, skip0, &n0, skip1, &n1,
+                                                     e->cellscr, err)) != TB_OK ||
+                        (rc = sqlcap_page_rows_img(v0, p, ia, skip0, n0, sqlcap_collect, &x0, err)) != TB_OK ||
+                        (rc = sqlcap_page_rows_img(v1, p, ib, skip1, n1, sqlcap_collect, &x1, err)) != TB_OK)
+                        return rc;
+                    continue;
+                }
+                if ((rc = sqlcap_page_rows(side ? v1 : v0, p, sqlcap_collect, side ? &x1 : &x0, err)) != TB_OK)
+                    return rc;
+            }
+    }
+    return TB_OK;
+}
+
+/* The changed table's events from d->O and d->N, sorted by key: an update for
+ * a key on both sides whose values differ, an insert for a key only after, a
+ * delete for a key only before. */
+static tb_code sqlcap_diff_events(sqlcap_dctx *d, tb_error *err)
+{
+    sqlcap_engine *e = d->e;
+    const sqlcap_tbl *t0 = d->t0, *t1 = d->t1;
+    sqlcap_rowmap *O = &d->O, *N = &d->N;
+    tb_code rc;
+    if (!(d->srt = calloc(O->n + N->n + 1, sizeof *d->srt)))
+        return sqlcap_diff_nomem(d, err);
+    /* updates and inserts */
+    bool same_schema = t0 == t1 || strcmp(t0->sql, t1->sql) == 0;
+    for (size_t i = 0; i < N->n; i++) {
+        sqlcap_rowent *ne = &N->e[i];
+        const uint8_t *k = (const uint8_t *)N->arena.data + ne->koff;
+        long j = sqlcap_rowmap_find(O, k, ne->klen, ne->h);
+        evt_event *ev = NULL;
+        if (j >= 0 && same_schema && O->e[j].rowid == ne->rowid && O->e[j].plen == ne->plen &&
+            memcmp(O->arena.data + O->e[j].poff, N->arena.data + ne->poff, ne->plen) == 0) {
+            O->e[j].matched = true; /* byte-identical row: no change */
+            continue;
+        }
+        if ((rc = sqlcap_row_decode(t1, ne->rowid, (const uint8_t *)N->arena.data + ne->poff, ne->plen, d->vb,
+                                    err)) != TB_OK)
+            return rc;
+        if (j >= 0) {
+            sqlcap_rowent *oe = &O->e[j];
+            oe->matched = true;
+            if ((rc = sqlcap_row_decode(t0, oe->rowid, (const uint8_t *)O->arena.data + oe->poff, oe->plen, d->va,
+                                        err)) != TB_OK)
+                return rc;
+            sqlcap_normalise(t0, d->va, t1, d->vn);
+            bool same = true;
+            for (size_t c = 0; c < t1->ncols && same; c++)
+                same = sqlcap_val_eq(&d->vn[c], &d->vb[c]);
+            if (same)
+                continue;
+            ev = sqlcap_make_event(&e->pool, t1, EVT_OP_UPDATE, d->vn, d->vb);
+        } else {
+            ev = sqlcap_make_event(&e->pool, t1, EVT_OP_CREATE, NULL, d->vb);
+        }
+        if (!ev)
+            return sqlcap_diff_nomem(d, err);
+        d->srt[d->nsrt++] = (sqlcap_sorted){k, ne->klen, ev};
+    }
+    for (size_t i = 0; i < O->n; i++) {
+        sqlcap_rowent *oe = &O->e[i];
+        if (oe->matched)
+            continue;
+        if ((rc = sqlcap_row_decode(t0, oe->rowid, (const uint8_t *)O->arena.data + oe->poff, oe->plen, d->va,
+                                    err)) != TB_OK)
+            return rc;
+        evt_event *ev;
+        if (strcmp(t0->name, t1->name) != 0) { /* renamed: the row leaves the table under its new name */
+            sqlcap_normalise(t0, d->va, t1, d->vn);
+            ev = sqlcap_make_event(&e->pool, t1, EVT_OP_DELETE, d->vn, NULL);
+        } else {
+            ev = sqlcap_make_event(&e->pool, t0, EVT_OP_DELETE, d->va, NULL);
+        }
+        if (!ev)
+            return sqlcap_diff_nomem(d, err);
+        d->srt[d->nsrt++] = (sqlcap_sorted){(const uint8_t *)O->arena.data + oe->koff, oe->klen, ev};
+    }
+    qsort(d->srt, d->nsrt, sizeof *d->srt, sqlcap_sorted_cmp);
+    for (size_t i = 0; i < d->nsrt; i++) {
+        evt_event *ev = d->srt[i].ev;
+        d->srt[i].ev = NULL;
+        if (sqlcap_evpush(d->out, ev) != TB_OK)
+            return sqlcap_diff_nomem(d, err);
+    }
+    return TB_OK;
+}
+
+/* A table captured before and after: its row changes, then, when an ALTER
+ * changed what its old rows read as, every row again
+ * (ddl.alter.policy=resnapshot) or a WARN. */
+static tb_code sqlcap_diff_changed(sqlcap_dctx *d, tb_error *err)
+{
+    const sqlcap_tbl *t0 = d->t0, *t1 = d->t1;
+    tb_code rc;
+    if ((rc = sqlcap_diff_collect(d, err)) != TB_OK || (rc = sqlcap_diff_events(d, err)) != TB_OK)
+        return rc;
+    if (strcmp(t0->name, t1->name) != 0 || t0 == t1 || strcmp(t0->sql, t1->sql) == 0 || !sqlcap_alter_fills(t0, t1))
+        return TB_OK;
+    if (!d->e->ddl_alter) {
+        TB_WARN(SQLCAP_FAC, "table %s altered (a column added with a default, renamed or dropped): its "
+                "rows keep their old values in the topic until each changes (ddl.alter.policy=warn; "
+                "`resnapshot` sends them again)", t1->name);
+        return TB_OK;
+    }
+    /* ddl.alter.policy=resnapshot: every row again, as it reads now */
+    sqlcap_rowctx x1 = {d->e, t1, &d->N, d->va, &d->key, d->own};
+    sqlcap_rowmap_reset(&d->N);
+    if ((rc = sqlcap_collect_all(d->v1, t1, &d->in1, &d->lf1, &x1, err)) != TB_OK ||
+        (rc = sqlcap_emit_all(d->e, t1, &d->N, EVT_OP_READ, d->vb, d->out, err)) != TB_OK)
+        return rc;
+    TB_INFO(SQLCAP_FAC, "table %s altered (a column added with a default, renamed or dropped): each of "
+            "its %zu rows sent again (ddl.alter.policy=resnapshot)", t1->name, d->N.n);
+    return TB_OK;
+}
+
+/* One table's changes between v0 (schema t0) and v1 (schema t1): the pages
+ * of its trees on both sides (or the fast path's candidates), one of the four
+ * cases (renamed, dropped, changed, created), then the page owners for v1.
+ * The engine's page lists and row maps are lent to the call and given back. */
 static tb_code sqlcap_diff_table(sqlcap_engine *e, const sqlcap_view *v0, const sqlcap_view *v1, const sqlcap_map *txn,
                                  int id, const sqlcap_tbl *t0, const sqlcap_tbl *t1, sqlcap_evlist *out, tb_error *err)
 {
     tb_code rc = TB_OK;
-    sqlcap_u32s in0 = e->in0, lf0 = e->lf0, in1 = e->in1, lf1 = e->lf1; /* moved back at the end */
-    in0.n = lf0.n = in1.n = lf1.n = 0;
-    sqlcap_rowmap O, N; /* moved out of e->O, e->N for the call, moved back at the end */
-    tb_buf key;
-    sqlcap_val *va = NULL, *vb = NULL, *vn = NULL;
-    sqlcap_sorted *srt = NULL;
-    size_t nsrt = 0;
-    uint8_t *skip0 = NULL, *skip1 = NULL, *pga = NULL, *pgb = NULL;
-    uint32_t own = (uint32_t)id + 2;
-    tb_buf_init(&key, 0);
-    memset(&O, 0, sizeof O);
-    memset(&N, 0, sizeof N);
-    if (e->O) {
-        O = *e->O;
-        N = *e->N;
-        sqlcap_rowmap_reset(&O);
-        sqlcap_rowmap_reset(&N);
+    sqlcap_dctx dc = {.e = e, .v0 = v0, .v1 = v1, .txn = txn, .t0 = t0, .t1 = t1, .own = (uint32_t)id + 2, .out = out};
+    sqlcap_dctx *d = &dc;
+    d->in0 = e->in0, d->lf0 = e->lf0, d->in1 = e->in1, d->lf1 = e->lf1; /* moved back at the end */
+    d->in0.n = d->lf0.n = d->in1.n = d->lf1.n = 0;
+    tb_buf_init(&d->key, 0);
+    if (e->O) { /* moved out of e->O, e->N for the call, moved back at the end */
+        d->O = *e->O;
+        d->N = *e->N;
+        sqlcap_rowmap_reset(&d->O);
+        sqlcap_rowmap_reset(&d->N);
     }
+    uint32_t own = d->own;
     uint32_t maxp = v0->npages > v1->npages ? v0->npages : v1->npages;
-    if (sqlcap_engine_grow(e, maxp) != TB_OK)
-        goto nomem;
-    bool fast = false;
+    if (sqlcap_engine_grow(e, maxp) != TB_OK) {
+        rc = sqlcap_diff_nomem(d, err);
+        goto out;
+    }
     if (t0 && t0 == t1 && t0->captured) {
-        if (!e->pgb && !(e->pgb = malloc(e->pg->pgsz)))
-            goto nomem;
-        if ((rc = sqlcap_fast_cands(e, v0, v1, txn, own, e->pgb, &fast, err)) != TB_OK)
+        if (!e->pgb && !(e->pgb = malloc(e->pg->pgsz))) {
+            rc = sqlcap_diff_nomem(d, err);
+            goto out;
+        }
+        if ((rc = sqlcap_fast_cands(e, v0, v1, txn, own, e->pgb, &d->fast, err)) != TB_OK)
             goto out;
     }
-    if (!fast && t0 && t0->captured && (rc = sqlcap_tree_pages(v0, t0->root, &in0, &lf0, err)) != TB_OK)
+    if (!d->fast && t0 && t0->captured && (rc = sqlcap_tree_pages(v0, t0->root, &d->in0, &d->lf0, err)) != TB_OK)
         goto out;
-    if (!fast && t1 && t1->captured && (rc = sqlcap_tree_pages(v1, t1->root, &in1, &lf1, err)) != TB_OK)
+    if (!d->fast && t1 && t1->captured && (rc = sqlcap_tree_pages(v1, t1->root, &d->in1, &d->lf1, err)) != TB_OK)
         goto out;
-    uint32_t s = ++e->stamp;
-    for (size_t i = 0; i < in0.n; i++) e->m0[in0.v[i]] = s;
-    for (size_t i = 0; i < lf0.n; i++) e->m0[lf0.v[i]] = s;
-    for (size_t i = 0; i < in1.n; i++) e->m1[in1.v[i]] = s;
-    for (size_t i = 0; i < lf1.n; i++) e->m1[lf1.v[i]] = s;
+    uint32_t s = d->s = ++e->stamp;
+    for (size_t i = 0; i < d->in0.n; i++) e->m0[d->in0.v[i]] = s;
+    for (size_t i = 0; i < d->lf0.n; i++) e->m0[d->lf0.v[i]] = s;
+    for (size_t i = 0; i < d->in1.n; i++) e->m1[d->in1.v[i]] = s;
+    for (size_t i = 0; i < d->lf1.n; i++) e->m1[d->lf1.v[i]] = s;
     size_t mc = (t0 ? t0->ncols : 0) + (t1 ? t1->ncols : 0) + 1;
-    va = calloc(mc, sizeof *va);
-    vb = calloc(mc, sizeof *vb);
-    vn = calloc(mc, sizeof *vn);
-    if (!va || !vb || !vn)
-        goto nomem;
+    d->va = calloc(mc, sizeof *d->va);
+    d->vb = calloc(mc, sizeof *d->vb);
+    d->vn = calloc(mc, sizeof *d->vn);
+    if (!d->va || !d->vb || !d->vn) {
+        rc = sqlcap_diff_nomem(d, err);
+        goto out;
+    }
     bool renamed = t0 && t1 && strcmp(t0->name, t1->name) != 0;
-    if (t0 && t0->captured && t1 && t1->captured && renamed && e->ddl_rename) {
-        /* ALTER TABLE RENAME: the rows leave the old name (deletes) and are
-         * sent under the new one (reads), so both topics follow the table */
-        sqlcap_rowctx x0 = {e, t0, &O, va, &key, 0};
-        sqlcap_rowctx x1 = {e, t1, &N, vb, &key, own};
-        if ((rc = sqlcap_collect_all(v0, t0, &in0, &lf0, &x0, err)) != TB_OK ||
-            (rc = sqlcap_collect_all(v1, t1, &in1, &lf1, &x1, err)) != TB_OK ||
-            (rc = sqlcap_emit_all(e, t0, &O, EVT_OP_DELETE, va, out, err)) != TB_OK ||
-            (rc = sqlcap_emit_all(e, t1, &N, EVT_OP_READ, vb, out, err)) != TB_OK)
-            goto out;
-        TB_INFO(SQLCAP_FAC, "table %s renamed to %s: a delete for each of its %zu rows under the old name, each of "
-                "its %zu rows sent again under the new name", t0->name, t1->name, O.n, N.n);
-    } else if (t0 && t0->captured && !t1) {
-        /* DROP TABLE: ddl.drop.policy=tombstone: a delete for every row it had */
-        sqlcap_rowctx x0 = {e, t0, &O, va, &key, 0};
-        if (e->ddl_drop) {
-            if ((rc = sqlcap_collect_all(v0, t0, &in0, &lf0, &x0, err)) != TB_OK ||
-                (rc = sqlcap_emit_all(e, t0, &O, EVT_OP_DELETE, va, out, err)) != TB_OK)
-                goto out;
-            TB_INFO(SQLCAP_FAC, "table %s dropped: a delete for each of its %zu rows (ddl.drop.policy=tombstone)",
-                    t0->name, O.n);
-        } else if (!e->drop_marks) {
-            TB_WARN(SQLCAP_FAC, "table %s dropped: its topic is left as it is, with every row the table had "
-                    "(ddl.drop.policy=warn; `tombstone` deletes them)", t0->name);
-        }
-        if (e->drop_marks) {
-            /* after its rows: the consumer says the table is gone (and WARNs under
-             * ddl.drop.policy=warn, knowing whether it is captured) */
-            evt_table *gone = evt_table_new_dropped(e->dbname, t0->name);
-            evt_event *ev = gone ? evt_event_new(EVT_OP_DELETE, gone) : NULL;
-            evt_table_unref(gone);
-            if (sqlcap_evpush(out, ev) != TB_OK)
-                goto nomem;
-        }
-    } else if (t0 && t0->captured && t1 && t1->captured) {
-        sqlcap_rowctx x0 = {e, t0, &O, va, &key, 0};
-        sqlcap_rowctx x1 = {e, t1, &N, va, &key, own};
-        /* a page changed in place (in S0 and S1, both candidates): rows whose
-         * cells are byte-identical in both versions are left out of both sides */
-        size_t scap = e->pg->pgsz / 4 + 1;
-        if (!e->skip0) {
-            e->skip0 = malloc(scap);
-            e->skip1 = malloc(scap);
-            e->pga = malloc(e->pg->pgsz);
-            if (!e->pgb)
-                e->pgb = malloc(e->pg->pgsz);
-            e->cellscr = calloc(1, sqlcap_same_cells_scratch(e->pg->pgsz)); /* its offset map must begin empty */
-        }
-        skip0 = e->skip0, skip1 = e->skip1, pga = e->pga, pgb = e->pgb;
-        if (!e->cellscr)
-            goto nomem;
-        if (!skip0 || !skip1 || !pga || !pgb)
-            goto nomem;
-        for (size_t i = 0; fast && i < e->cands.n; i++) {
-            /* S0 = S1: every candidate is on both sides (the general path's "both") */
-            uint32_t p = e->cands.v[i];
-            if (e->mforce[p] == e->fstamp) {
-                if ((rc = sqlcap_page_rows(v0, p, sqlcap_collect, &x0, err)) != TB_OK ||
-                    (rc = sqlcap_page_rows(v1, p, sqlcap_collect, &x1, err)) != TB_OK)
-                    goto out;
-                continue;
-            }
-            size_t n0 = 0, n1 = 0;
-            const uint8_t *ia, *ib;
-            if ((rc = sqlcap_page_same_cells(v0, v1, p, pga, pgb, &ia, &ib, skip0, &n0, skip1, &n1, e->cellscr, err)) !=
-                    TB_OK ||
-                (rc = sqlcap_page_rows_img(v0, p, ia, skip0, n0, sqlcap_collect, &x0, err)) != TB_OK ||
-                (rc = sqlcap_page_rows_img(v1, p, ib, skip1, n1, sqlcap_collect, &x1, err)) != TB_OK)
-                goto out;
-        }
-        for (int side = 0; !fast && side < 2; side++) {
-            sqlcap_u32s *lists[2] = {side ? &lf1 : &lf0, side ? &in1 : &in0};
-            int nl = (side ? t1 : t0)->without_rowid ? 2 : 1;
-            for (int li = 0; li < nl; li++)
-                for (size_t i = 0; i < lists[li]->n; i++) {
-                    uint32_t p = lists[li]->v[i];
-                    bool forced = e->mforce[p] == e->fstamp, inc = sqlcap_map_get(txn, p, NULL);
-                    bool both = e->m0[p] == s && e->m1[p] == s && p <= v1->npages;
-                    bool cand = inc || forced;
-                    if (side == 0)
-                        cand = cand || p > v1->npages || e->m1[p] != s;
-                    else
-                        cand = cand || e->m0[p] != s;
-                    if (!cand)
-                        continue;
-                    if (both && !forced) {
-                        /* the same page on both sides, changed in place: both versions at
-                         * once (side 0), identical cells filtered out; nothing on side 1 */
-                        if (side == 1) {
-                            if (e->mdone[p] == s)
-                                continue; /* done on side 0 */
-                            if ((rc = sqlcap_page_rows(v1, p, sqlcap_collect, &x1, err)) != TB_OK)
-                                goto out;
-                            continue;
-                        }
-                        e->mdone[p] = s;
-                        size_t n0 = 0, n1 = 0;
-                        const uint8_t *ia, *ib;
-                        if ((rc = sqlcap_page_same_cells(v0, v1, p, pga, pgb, &ia, &ib, skip0, &n0, skip1, &n1,
-                                                         e->cellscr, err)) != TB_OK ||
-                            (rc = sqlcap_page_rows_img(v0, p, ia, skip0, n0, sqlcap_collect, &x0, err)) != TB_OK ||
-                            (rc = sqlcap_page_rows_img(v1, p, ib, skip1, n1, sqlcap_collect, &x1, err)) != TB_OK)
-                            goto out;
-                        continue;
-                    }
-                    if ((rc = sqlcap_page_rows(side ? v1 : v0, p, sqlcap_collect, side ? &x1 : &x0, err)) != TB_OK)
-                        goto out;
-                }
-        }
-        srt = calloc(O.n + N.n + 1, sizeof *srt);
-        if (!srt)
-            goto nomem;
-        /* updates and inserts */
-        bool same_schema = t0 == t1 || strcmp(t0->sql, t1->sql) == 0;
-        for (size_t i = 0; i < N.n; i++) {
-            sqlcap_rowent *ne = &N.e[i];
-            const uint8_t *k = (const uint8_t *)N.arena.data + ne->koff;
-            long j = sqlcap_rowmap_find(&O, k, ne->klen, ne->h);
-            evt_event *ev = NULL;
-            if (j >= 0 && same_schema && O.e[j].rowid == ne->rowid && O.e[j].plen == ne->plen &&
-                memcmp(O.arena.data + O.e[j].poff, N.arena.data + ne->poff, ne->plen) == 0) {
-                O.e[j].matched = true; /* byte-identical row: no change */
-                continue;
-            }
-            if ((rc = sqlcap_row_decode(t1, ne->rowid, (const uint8_t *)N.arena.data + ne->poff, ne->plen, vb, err)) != TB_OK)
-                goto out;
-            if (j >= 0) {
-                sqlcap_rowent *oe = &O.e[j];
-                oe->matched = true;
-                if ((rc = sqlcap_row_decode(t0, oe->rowid, (const uint8_t *)O.arena.data + oe->poff, oe->plen, va, err)) != TB_OK)
-                    goto out;
-                sqlcap_normalise(t0, va, t1, vn);
-                bool same = true;
-                for (size_t c = 0; c < t1->ncols && same; c++)
-                    same = sqlcap_val_eq(&vn[c], &vb[c]);
-                if (same)
-                    continue;
-                ev = sqlcap_make_event(&e->pool, t1, EVT_OP_UPDATE, vn, vb);
-            } else {
-                ev = sqlcap_make_event(&e->pool, t1, EVT_OP_CREATE, NULL, vb);
-            }
-            if (!ev)
-                goto nomem;
-            srt[nsrt++] = (sqlcap_sorted){k, ne->klen, ev};
-        }
-        for (size_t i = 0; i < O.n; i++) {
-            sqlcap_rowent *oe = &O.e[i];
-            if (oe->matched)
-                continue;
-            if ((rc = sqlcap_row_decode(t0, oe->rowid, (const uint8_t *)O.arena.data + oe->poff, oe->plen, va, err)) != TB_OK)
-                goto out;
-            evt_event *ev;
-            if (strcmp(t0->name, t1->name) != 0) { /* renamed: the row leaves the table under its new name */
-                sqlcap_normalise(t0, va, t1, vn);
-                ev = sqlcap_make_event(&e->pool, t1, EVT_OP_DELETE, vn, NULL);
-            } else {
-                ev = sqlcap_make_event(&e->pool, t0, EVT_OP_DELETE, va, NULL);
-            }
-            if (!ev)
-                goto nomem;
-            srt[nsrt++] = (sqlcap_sorted){(const uint8_t *)O.arena.data + oe->koff, oe->klen, ev};
-        }
-        qsort(srt, nsrt, sizeof *srt, sqlcap_sorted_cmp);
-        for (size_t i = 0; i < nsrt; i++) {
-            evt_event *ev = srt[i].ev;
-            srt[i].ev = NULL;
-            if (sqlcap_evpush(out, ev) != TB_OK)
-                goto nomem;
-        }
-        if (!renamed && t0 != t1 && strcmp(t0->sql, t1->sql) != 0 && sqlcap_alter_fills(t0, t1)) {
-            if (e->ddl_alter) {
-                /* ddl.alter.policy=resnapshot: every row again, as it reads now */
-                sqlcap_rowmap_reset(&N);
-                if ((rc = sqlcap_collect_all(v1, t1, &in1, &lf1, &x1, err)) != TB_OK ||
-                    (rc = sqlcap_emit_all(e, t1, &N, EVT_OP_READ, vb, out, err)) != TB_OK)
-                    goto out;
-                TB_INFO(SQLCAP_FAC, "table %s altered (a column added with a default, renamed or dropped): each of "
-                        "its %zu rows sent again (ddl.alter.policy=resnapshot)", t1->name, N.n);
-            } else {
-                TB_WARN(SQLCAP_FAC, "table %s altered (a column added with a default, renamed or dropped): its "
-                        "rows keep their old values in the topic until each changes (ddl.alter.policy=warn; "
-                        "`resnapshot` sends them again)", t1->name);
-            }
-        }
-    } else if (t1 && t1->captured) {
-        /* new table (or newly capturable): every row is an insert */
-        sqlcap_rowctx x1 = {e, t1, &N, va, &key, own};
-        int nl = t1->without_rowid ? 2 : 1;
-        sqlcap_u32s *lists[2] = {&lf1, &in1};
-        for (int li = 0; li < nl; li++)
-            for (size_t i = 0; i < lists[li]->n; i++)
-                if ((rc = sqlcap_page_rows(v1, lists[li]->v[i], sqlcap_collect, &x1, err)) != TB_OK)
-                    goto out;
-        for (size_t i = 0; i < N.n; i++) {
-            sqlcap_rowent *ne = &N.e[i];
-            if ((rc = sqlcap_row_decode(t1, ne->rowid, (const uint8_t *)N.arena.data + ne->poff, ne->plen, vb, err)) != TB_OK)
-                goto out;
-            if (sqlcap_evpush(out, sqlcap_make_event(&e->pool, t1, EVT_OP_CREATE, NULL, vb)) != TB_OK)
-                goto nomem;
-        }
-    }
+    if (t0 && t0->captured && t1 && t1->captured && renamed && e->ddl_rename)
+        rc = sqlcap_diff_renamed(d, err);
+    else if (t0 && t0->captured && !t1)
+        rc = sqlcap_diff_dropped(d, err);
+    else if (t0 && t0->captured && t1 && t1->captured)
+        rc = sqlcap_diff_changed(d, err);
+    else if (t1 && t1->captured)
+        rc = sqlcap_diff_created(d, err);
+    if (rc != TB_OK || d->fast)
+        goto out;
     /* owners now describe V1 */
-    for (size_t i = 0; !fast && i < in0.n; i++) {
-        if (e->owner[in0.v[i]] == own)
-            e->owner[in0.v[i]] = 0;
-        if (e->inner[in0.v[i]] == own)
-            e->inner[in0.v[i]] = 0;
+    for (size_t i = 0; i < d->in0.n; i++) {
+        if (e->owner[d->in0.v[i]] == own)
+            e->owner[d->in0.v[i]] = 0;
+        if (e->inner[d->in0.v[i]] == own)
+            e->inner[d->in0.v[i]] = 0;
     }
-    for (size_t i = 0; !fast && i < lf0.n; i++) if (e->owner[lf0.v[i]] == own) e->owner[lf0.v[i]] = 0;
-    for (size_t i = 0; !fast && i < in1.n; i++) e->owner[in1.v[i]] = e->inner[in1.v[i]] = own;
-    for (size_t i = 0; !fast && i < lf1.n; i++) {
-        e->owner[lf1.v[i]] = own;
-        e->inner[lf1.v[i]] = 0;
+    for (size_t i = 0; i < d->lf0.n; i++) if (e->owner[d->lf0.v[i]] == own) e->owner[d->lf0.v[i]] = 0;
+    for (size_t i = 0; i < d->in1.n; i++) e->owner[d->in1.v[i]] = e->inner[d->in1.v[i]] = own;
+    for (size_t i = 0; i < d->lf1.n; i++) {
+        e->owner[d->lf1.v[i]] = own;
+        e->inner[d->lf1.v[i]] = 0;
     }
-    goto out;
-nomem:
-    rc = tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory in diff", t1 ? t1->name : t0->name);
 out:
-    for (size_t i = 0; srt && i < nsrt; i++)
-        evt_event_free(srt[i].ev);
-    free(srt);
-
-    free(va);
-    free(vb);
-    free(vn);
-    tb_buf_free(&key);
+    for (size_t i = 0; d->srt && i < d->nsrt; i++)
+        evt_event_free(d->srt[i].ev);
+    free(d->srt);
+    free(d->va);
+    free(d->vb);
+    free(d->vn);
+    tb_buf_free(&d->key);
     if (!e->O) {
         e->O = calloc(1, sizeof *e->O);
         e->N = calloc(1, sizeof *e->N);
     }
     if (e->O && e->N) {
-        *e->O = O;
-        *e->N = N;
+        *e->O = d->O;
+        *e->N = d->N;
     } else {
-        sqlcap_rowmap_free(&O);
-        sqlcap_rowmap_free(&N);
+        sqlcap_rowmap_free(&d->O);
+        sqlcap_rowmap_free(&d->N);
     }
-    e->in0 = in0;
-    e->lf0 = lf0;
-    e->in1 = in1;
-    e->lf1 = lf1;
+    e->in0 = d->in0;
+    e->lf0 = d->lf0;
+    e->in1 = d->in1;
+    e->lf1 = d->lf1;
     return rc;
 }
 
