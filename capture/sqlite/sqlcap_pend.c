@@ -1,6 +1,11 @@
 /*
- * sqlcap_pend: writing <shadow>.pend records ahead (format: sqlcap_state.c's
- * file comment) without copying the page images: each record is a list of
+ * sqlcap_pend: <shadow>.pend, the delivered but unacknowledged transactions,
+ * appended before their end reaches the consumer, each as u32 length + a
+ * one-transaction redo (format: sqlcap_state.c's file comment); replayed up to
+ * the resume position on open (sqlcap_pend_replay), rewritten with its live
+ * records when it outgrows them (sqlcap_pend_compact).
+ *
+ * Records are written ahead without copying the page images: each record is a list of
  * pieces, its header and page numbers in c->iobuf (by offset: iobuf may grow)
  * and its page images by reference, written with writev in chunks of about
  * SQLCAP_IOBUF bytes. The writes (and their sync_file_range) and the fsyncs
@@ -341,4 +346,188 @@ void sqlcap_sync_stop(sqlcap *c)
     }
     free(c->pj);
     c->pj = NULL;
+}
+
+/* .pend is rewritten with its live records once it passes the WAL bound
+ * (wal_max_bytes; 64 MiB without one) and is more than twice their size: a
+ * continuous stream rarely lets it be truncated (something is always
+ * unacknowledged), so this is what keeps it as small as the WAL. */
+bool sqlcap_pend_compact_due(const sqlcap *c)
+{
+    uint64_t limit = c->o.wal_max_bytes > 0 ? (uint64_t)c->o.wal_max_bytes : (uint64_t)64 << 20;
+    if (c->pend_bytes <= limit)
+        return false;
+    uint64_t live = 0;
+    for (size_t t = 0; t < c->pend_logged && t < c->nun; t++)
+        live += (uint64_t)c->un[t].n * (c->pg.pgsz + 8) + 64;
+    return c->pend_bytes > 2 * live;
+}
+
+/* Append the .pend record of un[t] to b: u32 length, then that transaction's
+ * redo. On failure b is as it was. */
+static tb_code sqlcap_pend_record(sqlcap *c, size_t t, tb_buf *b, tb_error *err)
+{
+    size_t at = b->len;
+    uint8_t lb[4] = {0};
+    if (tb_buf_append(b, lb, 4) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "shadow: out of memory");
+    tb_code rc = sqlcap_redo_build(c, t, t + 1, b, err);
+    if (rc != TB_OK) {
+        b->len = at;
+        return rc;
+    }
+    sqlcap_put_be32((uint8_t *)b->data + at, (uint32_t)(b->len - at - 4));
+    return TB_OK;
+}
+
+/* Append records for un[from .. to) (u32 length + one-transaction redo each) to fd. */
+static tb_code sqlcap_pend_write(sqlcap *c, int fd, size_t from, size_t to, uint64_t *bytes, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    tb_buf *b = &c->iobuf; /* kept across calls: no allocation (and page faults) per batch */
+    uint64_t total = 0;
+    tb_buf_reset(b);
+    for (size_t t = from; t < to && rc == TB_OK; t++) {
+        rc = sqlcap_pend_record(c, t, b, err);
+        /* written in chunks of about SQLCAP_IOBUF bytes; durable only with the fsync below */
+        if (rc == TB_OK && (b->len >= SQLCAP_IOBUF || t + 1 == to)) {
+            rc = sqlcap_write_all(fd, b->data, b->len, c->shadow_pend_path, err);
+            total += b->len;
+            tb_buf_reset(b);
+        }
+    }
+    if (rc == TB_OK && total && fsync(fd) != 0)
+        rc = tb_error_set(err, TB_ERR_IO, true, "%s: fsync: %s", c->shadow_pend_path, strerror(errno));
+    if (rc == TB_OK)
+        *bytes += total;
+    if (b->cap > 2 * (size_t)SQLCAP_IOBUF)
+        tb_buf_free(b); /* one huge transaction: do not keep its size */
+    return rc;
+}
+
+/* Rewrite .pend with the live records only (tmp file, fsync, rename). */
+tb_code sqlcap_pend_compact(sqlcap *c, tb_error *err)
+{
+    uint64_t bytes = 0;
+    tb_file_replace r;
+    tb_code rc = tb_file_replace_begin(&r, c->shadow_pend_path, 0666, O_APPEND, err);
+    if (rc != TB_OK) {
+        if (err)
+            err->retriable = true;
+        return rc;
+    }
+    sqlcap_pend_pieces_drop(c); /* iobuf is reused below; pend_written goes back to pend_logged */
+    int fd = r.fd;
+    rc = sqlcap_pend_write(c, fd, 0, c->pend_logged, &bytes, err);
+    if (rc == TB_OK && (rc = tb_file_replace_commit(&r, true, err)) != TB_OK && err)
+        err->retriable = true;
+    tb_file_replace_abort(&r);
+    if (rc != TB_OK)
+        return rc;
+    if (c->pendfd >= 0)
+        close(c->pendfd);
+    c->pendfd = fd;
+    c->pend_bytes = bytes;
+    c->pend_written = c->pend_logged; /* iobuf was reused: records written ahead come again */
+    return TB_OK;
+}
+
+/*
+ * WHY .pend EXISTS (the kill9_restart_shadow race). The consumer stores a
+ * position P durably and only then calls sqlcap_ack(P), which advances the
+ * shadow. A crash between the two leaves the shadow behind the durable
+ * position, and the page images of (shadow, P] were only in memory. If the
+ * WAL is then reset while the reader is down, those frames are gone too, and
+ * the gap (net diff shadow -> now) was computed against a state the consumer
+ * had already left: changes it had applied came again with stale
+ * before-images, and a row inserted after the shadow and deleted before the
+ * restart produced no event at all, so the consumer kept it forever. So
+ * before the end of a transaction can reach the consumer, its pages are made
+ * durable here; on resume the shadow is rolled forward through them to
+ * exactly the consumer's position (sqlcap_pend_replay).
+ */
+static tb_code sqlcap_pend_more(sqlcap *c, bool flush, tb_error *err)
+{
+    tb_code rc = TB_OK;
+    if (c->pendfd < 0) {
+        c->pendfd = open(c->shadow_pend_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+        if (c->pendfd < 0)
+            return tb_error_set(err, TB_ERR_IO, true, "%s: %s", c->shadow_pend_path, strerror(errno));
+    }
+    for (; c->pend_written < c->nun; c->pend_written++)
+        if ((rc = sqlcap_pend_queue(c, c->pend_written, err)) != TB_OK)
+            return rc;
+    if (c->piece_bytes && (flush || c->piece_bytes >= SQLCAP_IOBUF))
+        rc = sqlcap_pend_pieces_write(c, err); /* on failure what is in the file is only a torn tail */
+    return rc;
+}
+
+tb_code sqlcap_pend_ahead(sqlcap *c, tb_error *err)
+{
+    if (!c->o.shadow || !c->shadow_pend_path || c->trig)
+        return TB_OK;
+    return sqlcap_pend_more(c, false, err);
+}
+
+tb_code sqlcap_pend_log(sqlcap *c, tb_error *err)
+{
+    if (!c->o.shadow || !c->shadow_pend_path || c->trig)
+        return TB_OK;
+    tb_code rc = sqlcap_sync_wait(c, err);
+    if (rc != TB_OK || c->pend_logged >= c->nun)
+        return rc;
+    rc = sqlcap_pend_more(c, true, err);
+    if (rc == TB_OK)
+        rc = sqlcap_pend_fsync(c, err);
+    if (rc == TB_OK)
+        c->pend_logged = c->nun;
+    return rc;
+}
+
+tb_code sqlcap_pend_replay(sqlcap *c, tb_position *sp, const tb_position *start, tb_error *err)
+{
+    tb_buf t;
+    tb_buf_init(&t, 0);
+    tb_code rc = tb_file_read(c->shadow_pend_path, SIZE_MAX, &t, err);
+    if (rc == TB_ERR_NOT_FOUND) {
+        rc = TB_OK; /* nothing logged */
+        tb_error_clear(err);
+    }
+    const uint8_t *p = (const uint8_t *)t.data, *end = p + t.len;
+    const size_t ml = strlen("SQLCAPREDO1\n");
+    while (rc == TB_OK && start && start->kind == TB_POS_SQLITE_WAL && end - p >= 4) {
+        uint32_t len = sqlcap_be32(p);
+        if ((size_t)(end - p - 4) < len || len < ml + 12)
+            break; /* torn tail: never fsynced, so never handed to the consumer */
+        const uint8_t *rec = p + 4, *nl = memchr(rec + ml, '\n', len - ml);
+        p += 4 + (size_t)len;
+        if (!nl)
+            break;
+        tb_position rp;
+        tb_position_init(&rp);
+        char *txt = strndup((const char *)rec + ml, (size_t)(nl - (rec + ml)));
+        if (!txt || tb_position_parse(txt, &rp, NULL) != TB_OK) {
+            free(txt);
+            break;
+        }
+        free(txt);
+        bool apply = !sqlcap_pos_le(&rp, sp) && sqlcap_pos_le(&rp, start);
+        bool past = !sqlcap_pos_le(&rp, start);
+        tb_position_free(&rp);
+        if (past)
+            break;
+        if (!apply)
+            continue;
+        /* redo_apply writes the pages, fsyncs, then the .pos: a crash in
+         * between re-applies this record (whole page images) next time */
+        if ((rc = sqlcap_redo_apply(c, rec, len, &rp, err)) == TB_OK)
+            rc = tb_position_copy(sp, &rp) == TB_OK ? TB_OK
+                                                    : tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        tb_position_free(&rp);
+    }
+    tb_buf_free(&t);
+    /* records past start were never durable downstream: they are re-read from the WAL or come in the gap */
+    if (rc == TB_OK)
+        unlink(c->shadow_pend_path);
+    return rc;
 }

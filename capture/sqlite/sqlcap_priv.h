@@ -186,6 +186,15 @@ TB_MUST_USE tb_code sqlcap_pend_pieces_write(sqlcap *c, tb_error *err);
 TB_MUST_USE tb_code sqlcap_pend_fsync(sqlcap *c, tb_error *err);
 /* Forget the queued pieces and empty c->iobuf (their records are written again). */
 void sqlcap_pend_pieces_drop(sqlcap *c);
+/* .pend has passed the WAL bound (wal_max_bytes; 64 MiB without one) and is
+ * more than twice its live records: sqlcap_pend_compact is due. */
+bool sqlcap_pend_compact_due(const sqlcap *c);
+/* Rewrite .pend with the live records un[0 .. pend_logged) only (tmp file,
+ * fsync, rename); the pieces written ahead are dropped and come again. */
+TB_MUST_USE tb_code sqlcap_pend_compact(sqlcap *c, tb_error *err);
+/* Redo buffer (format: sqlcap_state.c's file comment) for un[k0 .. k1): the
+ * newest image of each page, the position and size of un[k1-1]; appended to out. */
+TB_MUST_USE tb_code sqlcap_redo_build(sqlcap *c, size_t k0, size_t k1, tb_buf *out, tb_error *err);
 /* Queue the records of un[pend_written .. nun) and an fsync of .pend covering
  * un[0 .. nun) for the writer thread (started on first use; without it, all
  * here and now). Durable only after sqlcap_sync_wait. */
