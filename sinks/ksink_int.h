@@ -92,7 +92,7 @@ typedef struct ksink_tx {
     bool closed;
 } ksink_tx;
 
-/* A position kept for a closed transaction (see KSINK_MARK_EVERY in ksink.c). */
+/* A position kept for a closed transaction (see KSINK_MARK_EVERY in ksink_track.c). */
 typedef struct ksink_mark {
     uint64_t seq;
     tb_position pos;
@@ -209,7 +209,7 @@ TB_MUST_USE tb_code ksink_stage_add(ksink *ks, rd_kafka_topic_t *rkt, const char
 /* Hand the staged messages over; a refused one records the sink's failure. */
 void ksink_stage_flush(ksink *ks);
 void ksink_stage_free(ksink_stage *s);
-/* Pop the acknowledged transactions; move committable (ksink.c). */
+/* Pop the acknowledged transactions; move committable (ksink_track.c). */
 void ksink_advance(ksink *ks);
 /* ksink_poll(ks, 0) hands the stage over once its first message is this old
  * (a source busy with events that produce nothing must not hold it). */
@@ -237,8 +237,28 @@ void ksink_schema_seen_each(const ksink *ks, void (*fn)(void *opaque, const char
  * holds it (ksink.c). */
 void ksink_schema_forget(ksink *ks);
 
-/* Newest transaction of the ring, or NULL. */
+/* Produce one message of the current source transaction (every message but
+ * the offsets records): the gate first, then staged and counted in the
+ * transaction's slot (ksink.c). */
+TB_MUST_USE tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_t klen,
+                                          const char *value, size_t vlen, tb_error *err);
+/* Tables and topics (ksink_topics.c). The table entry of t, its topic made and
+ * its schema record written when new or changed. */
+TB_MUST_USE tb_code ksink_prepare_table(ksink *ks, evt_table *t, ksink_table **out, tb_error *err);
+/* An auxiliary topic (schema, transaction metadata) made once. */
+TB_MUST_USE tb_code ksink_aux_ensure(ksink *ks, ksink_aux_topic *a, int partitions, bool compact, tb_error *err);
+/* The free function of ks->tables' entries. */
+void ksink_table_free(void *p);
+
+/* The in-flight tracker (ksink_track.c). Newest transaction of the ring, or NULL. */
 ksink_tx *ksink_tail(ksink *ks);
+/* The open transaction, starting one when the last one is closed; NULL when
+ * out of memory (err says so). */
+ksink_tx *ksink_cur_tx(ksink *ks, tb_error *err);
+/* Keep pos as the position of closed transaction seq. */
+TB_MUST_USE tb_code ksink_keep_pos(ksink *ks, uint64_t seq, const tb_position *pos);
+/* Free the ring, the marks and the kept positions (at close). */
+void ksink_ring_free(ksink *ks);
 /* Drop every transaction of the ring (frees their positions). */
 void ksink_ring_clear(ksink *ks);
 /* Produce the offsets record of pos; wait for its acknowledgement when asked. */
