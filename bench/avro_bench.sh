@@ -129,6 +129,7 @@ load_after=$(uptime | sed -E 's/.*load average: //')
 
 # col FILE N: median of column N of FILE
 col() { awk -v n="$2" '{ print $n }' "$1" | median; }
+{
 echo "== tributary run, MariaDB -> Kafka, Avro (key and value, schema registry) vs JSON, medians of $runs rounds (rows=$rows; load average before: $load_before, after: $load_after)"
 for tag in json avro; do
     r="$work/results.$tag"
@@ -140,4 +141,5 @@ for spec in "1:catch-up rows/s" "2:CPU s" "3:bytes on the topic" "5:value bytes"
     awk -v a="$(col "$work/results.avro" "$n")" -v b="$(col "$work/results.json" "$n")" -v w="${spec#*:}" \
         'BEGIN { printf "%-22s %s / %s = %.2f\n", w ":", a, b, (b > 0 ? a / b : 0) }'
 done
+} | bench_summary avro_bench
 bench_ok=1

@@ -12,6 +12,8 @@
 # Build BUILD_DIR without sanitizers (-DCMAKE_BUILD_TYPE=Release) for figures.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=bench/results.sh
+. "$here/bench/results.sh"
 build="${1:?usage: binlog_bench.sh BUILD_DIR [BINLOG_FILE] [RUNS]}"
 file="${2:-}"
 runs="${3:-5}"
@@ -60,6 +62,7 @@ for _ in $(seq "$runs"); do
 done
 t_ref=$(printf '%s\n' "${ref_times[@]}" | median)
 c_ref=$(printf '%s\n' "${ref_cpu[@]}" | median)
+{
 awk -v n="$rows" -v a="$t_ours" -v j="$t_json" -v r="$t_ref" -v ca="$c_ours" -v cj="$c_json" -v cr="$c_ref" \
     -v ra="$rss_ours" -v rj="$rss_json" -v rr="$ref_rss" 'BEGIN {
   printf "rows: %d (medians of the runs)\n", n
@@ -69,3 +72,4 @@ awk -v n="$rows" -v a="$t_ours" -v j="$t_json" -v r="$t_ref" -v ca="$c_ours" -v 
   printf "%-22s %8.3f %12.0f %8.3f %12.0f %12d\n", "mariadb-binlog -vv", r, n / r, cr, n / cr, rr
   printf "speedup (wall) decode only: %.1fx, with JSON: %.1fx; (cpu) %.1fx, %.1fx\n", r / a, r / j, cr / ca, cr / cj
 }'
+} | bench_summary binlog_bench

@@ -119,6 +119,7 @@ done
 
 med() { cut -d' ' -f"$2" "$work/$1.txt" | median; }
 tb_rate=$(med tb 1) tb_rss=$(med tb 3) tb_crate=$(med tb 5)
+{
 echo "median of $runs runs, $msgs messages (load average: $(cut -d' ' -f1-3 /proc/loadavg)):"
 echo "  tributary cache:             $tb_rate rows/s wall, $tb_crate rows/CPU-s, peak RSS $tb_rss KiB"
 for i in "${!others[@]}"; do
@@ -135,8 +136,10 @@ if [[ "$dbz" != 0 ]]; then
     "$(awk -v a="$tb_crate" -v b="$dz_crate" 'BEGIN{printf "%.2f", a/b}')x CPU," \
     "peak RSS $(awk -v a="$dz_rss" -v b="$tb_rss" 'BEGIN{printf "%.2f", a/b}')x"
 fi
-[[ "$baseline" == 0 ]] && exit 0
-py_rate=$(med py 1) py_rss=$(med py 3) py_crate=$(med py 5)
-echo "  kcat | python3 + sqlite3:    $py_rate rows/s wall, $py_crate rows/CPU-s, peak RSS $py_rss KiB"
-echo "  ratio:                       $(awk -v a="$tb_rate" -v b="$py_rate" 'BEGIN{printf "%.2f", a/b}')x wall," \
-  "$(awk -v a="$tb_crate" -v b="$py_crate" 'BEGIN{printf "%.2f", a/b}')x CPU"
+if [[ "$baseline" != 0 ]]; then
+  py_rate=$(med py 1) py_rss=$(med py 3) py_crate=$(med py 5)
+  echo "  kcat | python3 + sqlite3:    $py_rate rows/s wall, $py_crate rows/CPU-s, peak RSS $py_rss KiB"
+  echo "  ratio:                       $(awk -v a="$tb_rate" -v b="$py_rate" 'BEGIN{printf "%.2f", a/b}')x wall," \
+    "$(awk -v a="$tb_crate" -v b="$py_crate" 'BEGIN{printf "%.2f", a/b}')x CPU"
+fi
+} | bench_summary cache_bench

@@ -17,6 +17,8 @@
 set -euo pipefail
 runs=${1:-3}
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=bench/results.sh
+. "$root/bench/results.sh"
 work="$(mktemp -d "${TMPDIR:-/tmp}/cluster-bench.XXXXXX")"
 env_dir=""
 cleanup() {
@@ -48,9 +50,11 @@ run_on one -- TB_E2E_RF=1
 run_on three --brokers 3 -- TB_E2E_RF=3
 
 fig() { awk -v w="$2:" 'index($0, w) == 1 { sub(/^[^:]*: */, ""); print $1 }' "$work/$1.out"; }
+{
 echo "== three brokers (RF 3, acks=all) / one broker (RF 1), ratio of the medians"
 for what in "catch-up rows/s (start to last append)" "catch-up rows/s (first to last append)" \
             "commit-to-Kafka latency p50 ms" "commit-to-Kafka latency p99 ms" "peak RSS MB"; do
   a=$(fig one "$what"); b=$(fig three "$what")
   awk -v w="$what" -v a="$a" -v b="$b" 'BEGIN { printf "%-42s %10s %10s  x%.2f\n", w ":", a, b, (a > 0 ? b / a : 0) }'
 done
+} | bench_summary cluster_bench

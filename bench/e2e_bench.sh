@@ -145,6 +145,7 @@ done
 
 # col FILE N: median of column N of FILE
 col() { awk -v n="$2" '{ print $n }' "$1" | median; }
+{
 for tag in "${tags[@]}"; do
     r="$work/results.$tag"
     what="this tree"
@@ -166,4 +167,5 @@ if [[ -n "${TB_E2E_BASELINE:-}" ]]; then
             'BEGIN { printf "%-34s %s / %s = %.2f\n", w ":", a, b, (b > 0 ? a / b : 0) }'
     done
 fi
+} | bench_summary e2e_bench
 bench_ok=1

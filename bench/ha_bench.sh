@@ -86,4 +86,4 @@ EOF
   results+=("$ms")
 done
 median=$(printf '%s\n' "${results[@]}" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2)}')
-echo "median takeover_ms=$median over $runs runs"
+echo "median takeover_ms=$median over $runs runs" | bench_summary ha_bench

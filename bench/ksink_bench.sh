@@ -93,8 +93,10 @@ done
 
 median_of() { printf '%s\n' "$@" | median; }
 mk_eps="$(median_of "${k_eps[@]}")"; mc_eps="$(median_of "${c_eps[@]}")"
+{
 echo "median ksink: events_per_s=$mk_eps mb_per_s=$(median_of "${k_mbs[@]}") max_rss_kb=$(median_of "${k_rss[@]}")"
 echo "median kcat:  events_per_s=$mc_eps mb_per_s=$(median_of "${c_mbs[@]}") max_rss_kb=$(median_of "${c_rss[@]}")"
 echo "ratio ksink/kcat (events/s): $(awk -v a="$mk_eps" -v b="$mc_eps" 'BEGIN { printf "%.2f", a / b }') (ratio of the medians)"
 echo "median of the per-pair ratios: $(median_of "${pair[@]}")"
 echo "median CPU seconds: ksink $(median_of "${k_cpu[@]}"), kcat $(median_of "${c_cpu[@]}")"
+} | bench_summary ksink_bench

@@ -10,6 +10,8 @@
 #                        left (stop_run), then removes work,
 #                        unless bench_keep_work=1 and the script did not set bench_ok=1 (then it
 #                        keeps work, with the logs of the failed run, and says where).
+#   bench_summary NAME   (bench/results.sh) the closing figures on stdin to stdout and, as a row,
+#                        to the results table in bench/RESULTS.md
 #   bench_build TARGET...  configures build as a Release tree without tests and builds TARGETs
 #   mysql_q SQL          one statement on the test MariaDB, tab-separated rows without a header
 #   now_ms               wall clock in milliseconds
@@ -17,6 +19,9 @@
 #   status_gtid FILE     the committed GTID in a status file ("" while there is none)
 #   stop_run             SIGTERM to the `tributary run` of run_pid (or to its child when run_pid is
 #                        /usr/bin/time, which does not pass signals on), waits for it, clears run_pid
+# shellcheck source=bench/results.sh
+. "$(dirname "${BASH_SOURCE[0]}")/results.sh"
+
 bench_setup() {
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   build="${TB_BENCH_BUILD_DIR:-$root/build-bench-$1}"

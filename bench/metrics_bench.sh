@@ -98,8 +98,10 @@ off=$(awk '$1 == "off" { print $2 }' "$work/results" | median)
 on=$(awk '$1 == "on" { print $2 }' "$work/results" | median)
 cpu_off=$(awk '$1 == "off" { print $3 }' "$work/results" | median)
 cpu_on=$(awk '$1 == "on" { print $3 }' "$work/results" | median)
+{
 echo "== catch-up of $rows rows, start to last append, medians of $runs runs per mode (alternating)"
 echo "metrics off: $off rows/s, CPU $cpu_off s (tributary, user + system, start to stop)"
 echo "metrics on, scraped every second: $on rows/s, CPU $cpu_on s"
 echo "cost: throughput $(awk -v a="$off" -v b="$on" 'BEGIN { printf "%.1f%%", (1 - b / a) * 100 }'), CPU $(awk -v a="$cpu_off" -v b="$cpu_on" 'BEGIN { printf "%+.1f%%", (b / a - 1) * 100 }')   (target < 2%)"
+} | bench_summary metrics_bench
 bench_ok=1

@@ -93,7 +93,9 @@ for round in $(seq 1 "$runs"); do
   echo "round $round: reconcile $(tail -1 "$work/ms") ms, $(tail -1 "$work/keys") keys deleted, peak RSS $(tail -1 "$work/rss") kB" >&2
 done
 mysql_q "DROP DATABASE $db"
+{
 echo "reconcile of a $rows-key topic, 10% of the keys gone at the source, medians of $runs (load: $(cut -d' ' -f1-3 /proc/loadavg)):"
 echo "  reconcile step: $(median <"$work/ms") ms, $(median <"$work/keys") keys deleted"
 echo "  peak RSS of the run (snapshot + reconcile): $(( $(median <"$work/rss") / 1024 )) MB"
+} | bench_summary reconcile_bench
 bench_ok=1

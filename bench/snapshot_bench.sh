@@ -21,6 +21,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [[ "${1:-}" == --run ]]; then shift; exec "$here/snapshot_run_bench.sh" "$@"; fi
 root="$(cd "$here/.." && pwd)"
+# shellcheck source=bench/results.sh
+. "$here/results.sh"
 build="${1:-$root/build-rel}"
 runs="${2:-3}"
 bin="$build/bench/bench_snapshot"
@@ -78,6 +80,7 @@ rss1=$("$bin" --table bench.t1m --sink null | field peak_rss_mb)
 rss5=$("$bin" --table bench.t5m --sink null | field peak_rss_mb)
 my -e "DROP TABLE bench.t5m"
 
+{
 echo "== snapshot of a 1M-row 5-column table (MariaDB $(my -N -e 'SELECT VERSION()'), $(nproc) cores)"
 report "into Kafka (ksink, acks=all)" "$kafka_lines"
 report "into stdout sink -> /dev/null" "$null_lines"
@@ -85,3 +88,4 @@ report "snapshotter alone (no sink)" "$none_lines"
 awk -v s="$dump_secs" 'BEGIN { printf "%-34s median %8.0f rows/s   (%.2f s)\n", "mysqldump --single-transaction", 1000000 / s, s }'
 awk -v a="$rss1" -v b="$rss5" 'BEGIN { d = (b - a) / a * 100; if (d < 0) d = -d;
   printf "memory: peak RSS 1M rows %.1f MB, 5M rows %.1f MB, difference %.1f%% (%s)\n", a, b, d, d < 10 ? "< 10%: ok" : "OVER 10%" }'
+} | bench_summary snapshot_bench

@@ -140,6 +140,7 @@ for ((i = 1; i <= runs; i++)); do
        "load $(cut -d' ' -f1 /proc/loadavg)" >&2
 done
 load=$(cut -d' ' -f1-3 /proc/loadavg)
+{
 echo "== initial snapshot of bench.$table ($rows rows) by tributary run into Kafka, medians of $runs interleaved runs"
 for v in base consistent chunked chunked2t; do
   [[ -s "$work/$v" ]] || continue
@@ -156,4 +157,5 @@ awk -v s="$s" -v r="$rows" -v r1="$r1" -v r2="$r2" -v sv="$sv" -v k="$killrows" 
          s, k, r1, sv, r2, r1 + r2 - r }'
 fi
 echo "load average after: $load (before: see stderr)"
+} | bench_summary snapshot_run_bench
 bench_ok=1

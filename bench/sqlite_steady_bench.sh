@@ -16,6 +16,8 @@
 set -euo pipefail
 secs="${1:-90}" runs="${2:-3}" rate="${3:-100}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=bench/results.sh
+. "$root/bench/results.sh"
 build="${TB_BENCH_BUILD_DIR:-$root/build-bench-sqlite}"
 if [[ ! -x "$build/app/tributary" ]]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -52,6 +54,7 @@ one() { # mode run
 for r in $(seq 1 "$runs"); do
   if (( r % 2 )); then one none "$r"; one connector "$r"; else one connector "$r"; one none "$r"; fi
 done
+{
 python3 - "$results" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
@@ -65,3 +68,4 @@ for mode in ("none", "connector"):
                                              m("wall_per_tx_us"), m("cpu_s"), m("p50_ms"), m("p99_ms"),
                                              max(r["max_ms"] for r in rs), sum(r["errors"] for r in rs), m("tx")))
 PY
+} | bench_summary "sqlite_steady_bench (rate $rate tx/s, hog ${TB_BENCH_HOG:-0})"

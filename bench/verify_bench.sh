@@ -84,6 +84,7 @@ for ((i = 0; i < runs; i++)); do
 done
 grep -q '"equal":true' "$work/verify.out" || { echo "verify_bench: verify did not find the topic equal" >&2; cat "$work/verify.err" >&2; exit 1; }
 col() { awk -v c="$1" '{ print $c }' "$2" | median; }
+{
 printf 'verify_bench: %d rows, %d runs each (medians)      wall s   CPU s   peak RSS MiB\n' "$rows" "$runs"
 printf '  tributary verify --against topics   %7.2f %7.2f %8.1f\n' "$(col 1 "$work/verify.txt")" \
   "$(col 2 "$work/verify.txt")" "$(echo "$(col 3 "$work/verify.txt") / 1024" | bc -l)"
@@ -91,5 +92,6 @@ printf '  baseline (mariadb|sort, kcat|py|sort, diff) %7.2f %7.2f %8.1f   (%s di
   "$(col 1 "$work/baseline.txt")" "$(col 2 "$work/baseline.txt")" \
   "$(echo "$(col 3 "$work/baseline.txt") / 1024" | bc -l)" "$(cat "$work/baseline.diffs")"
 echo "  load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | bench_summary verify_bench
 mysql_q "DROP DATABASE $name"
 bench_ok=1
