@@ -160,6 +160,11 @@ tb_code run_stream(run_ctx *r, tb_error *err)
             } else if (evt_table_dropped(evt_event_table(ev))) {
                 if ((rc = run_on_dropped(r, ev, err)) != TB_OK) /* a table gone, not a row change */
                     return rc;
+            } else if (!evt_event_error(ev) && !evt_event_has_image(ev, EVT_BEFORE) &&
+                       !evt_event_has_image(ev, EVT_AFTER)) {
+                /* a table that arrived empty (sqlcap_opts.new_table_events): its schema record now */
+                if ((rc = run_announce(r, evt_event_table(ev), err)) != TB_OK)
+                    return rc;
             } else {
                 if ((rc = run_sink_error(r, run_txmeta_event(r, ev, err), false, err)) != TB_OK)
                     return rc;

@@ -517,6 +517,12 @@ bool evt_event_source_row(const evt_event *e, uint64_t *pos, uint32_t *row)
 }
 evt_connector evt_event_connector(const evt_event *e) { return e->connector; }
 
+void evt_event_table_only(evt_event *e)
+{
+    if (e)
+        e->has[EVT_BEFORE] = e->has[EVT_AFTER] = false;
+}
+
 tb_code evt_event_update_to_delete(evt_event *e)
 {
     if (!e || e->op != EVT_OP_UPDATE)

@@ -280,6 +280,10 @@ const tb_error *evt_event_error(const evt_event *e);
 /* An update whose after image is to be dropped becomes a delete of its before image (a
  * system-versioned row that moved into the table's history). TB_ERR_STATE unless e is an update. */
 TB_MUST_USE tb_code evt_event_update_to_delete(evt_event *e);
+/* The event carries its table's descriptor and no row image (evt_event_has_image is false for
+ * both): a table that arrived with no row, for the consumer to announce (its schema record), not
+ * to send (sqlcap_opts.new_table_events). */
+void evt_event_table_only(evt_event *e);
 evt_op evt_event_op(const evt_event *e);
 evt_table *evt_event_table(const evt_event *e);               /* borrowed */
 bool evt_event_has_image(const evt_event *e, evt_image img);

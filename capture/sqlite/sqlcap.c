@@ -546,6 +546,7 @@ tb_code sqlcap_open_opts(const sqlcap_opts *o, const tb_position *start, sqlcap 
     if (!c->eng)
         goto nomem;
     sqlcap_engine_set_ddl(c->eng, o->ddl_drop_rows, o->ddl_rename_rows, o->ddl_alter_rows, o->drop_events);
+    sqlcap_engine_set_table_marks(c->eng, o->new_table_events);
     if ((rc = sqlcap_attach(c, start, err)) != TB_OK)
         goto fail;
     if (c->evq.n == 0) {
@@ -600,6 +601,7 @@ tb_code sqlcap_open(const cfg *cf, const tb_position *start, sqlcap **out, tb_er
     o.ddl_rename_rows = true;
     o.ddl_alter_rows = strcmp(cfg_get_str(cf, CFGK_DDL_ALTER_POLICY), "resnapshot") == 0;
     o.drop_events = true;
+    o.new_table_events = true;
     tb_code rc = sqlcap_open_opts(&o, start, out, err);
     free(dflt_shadow);
     return rc;

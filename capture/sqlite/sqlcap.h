@@ -194,6 +194,11 @@ typedef struct sqlcap_opts {
                                * transaction, for the consumer to write the schema record that says
                                * so; the capture then logs no WARN of its own for the DROP (the
                                * consumer knows whether the table is captured). sqlcap_open: on */
+    bool new_table_events;    /* a captured table created (or renamed) while streaming that holds no
+                               * row gives one event of its descriptor with no row image (op r) in
+                               * that transaction, for the consumer to write its schema record (and
+                               * make its topic) at once, as MySQL's CREATE TABLE does; a table
+                               * with rows is announced by its first row. sqlcap_open: on */
     bool test_no_pin;         /* TESTS ONLY (negative control): drop the read transaction after
                                * each poll, breaking the pinning invariant */
 } sqlcap_opts;

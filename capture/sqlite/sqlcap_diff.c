@@ -39,6 +39,7 @@ struct sqlcap_engine {
     sqlcap_u32s cands;              /* candidate pages of the fast path (sqlcap_fast_cands) */
     sqlcap_evpool pool;             /* delivered events kept for reuse (sqlcap_engine_recycle) */
     bool ddl_drop, ddl_rename, ddl_alter, drop_marks; /* sqlcap_engine_set_ddl */
+    bool table_marks;                                 /* sqlcap_engine_set_table_marks */
 };
 
 /* ---------------------------------------------------------------- engine */
@@ -121,6 +122,8 @@ void sqlcap_engine_set_ddl(sqlcap_engine *e, bool drop, bool rename, bool alter,
     e->ddl_rename = rename;
     e->ddl_alter = alter;
 }
+
+void sqlcap_engine_set_table_marks(sqlcap_engine *e, bool on) { e->table_marks = on; }
 
 const sqlcap_schema *sqlcap_engine_schema(const sqlcap_engine *e) { return &e->schema; }
 
@@ -464,6 +467,24 @@ static tb_code sqlcap_diff_nomem(const sqlcap_dctx *d, tb_error *err)
                         d->t1 ? d->t1->name : d->t0->name);
 }
 
+/* A captured table that arrived (created, or renamed to its name) holding no
+ * row: with table marks, one event of its descriptor without a row image, so
+ * the consumer writes its schema record and makes its topic now, not with a
+ * first row that may never come. */
+static tb_code sqlcap_diff_table_mark(sqlcap_dctx *d, tb_error *err)
+{
+    if (!d->e->table_marks || d->N.n > 0)
+        return TB_OK;
+    evt_event *ev = evt_event_new(EVT_OP_READ, d->t1->et);
+    if (ev) {
+        evt_event_set_connector(ev, EVT_CONN_SQLITE);
+        evt_event_table_only(ev);
+    }
+    if (sqlcap_evpush(d->out, ev) != TB_OK)
+        return sqlcap_diff_nomem(d, err);
+    return TB_OK;
+}
+
 /* ALTER TABLE RENAME: the rows leave the old name (deletes) and are sent under
  * the new one (reads), so both topics follow the table. */
 static tb_code sqlcap_diff_renamed(sqlcap_dctx *d, tb_error *err)
@@ -478,7 +499,7 @@ static tb_code sqlcap_diff_renamed(sqlcap_dctx *d, tb_error *err)
         return rc;
     TB_INFO(SQLCAP_FAC, "table %s renamed to %s: a delete for each of its %zu rows under the old name, each of "
             "its %zu rows sent again under the new name", d->t0->name, d->t1->name, d->O.n, d->N.n);
-    return TB_OK;
+    return sqlcap_diff_table_mark(d, err);
 }
 
 /* DROP TABLE: under ddl.drop.policy=tombstone a delete for every row it had;
@@ -531,7 +552,7 @@ static tb_code sqlcap_diff_created(sqlcap_dctx *d, tb_error *err)
         if (sqlcap_evpush(d->out, sqlcap_make_event(&d->e->pool, t1, EVT_OP_CREATE, NULL, d->vb)) != TB_OK)
             return sqlcap_diff_nomem(d, err);
     }
-    return TB_OK;
+    return sqlcap_diff_table_mark(d, err);
 }
 
 /* The changed table's candidate rows into d->O and d->N: the rows of every

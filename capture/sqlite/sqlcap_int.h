@@ -266,6 +266,9 @@ void sqlcap_engine_free(sqlcap_engine *e);
  * what its rows read as; marks: a dropped table's event after its rows
  * (sqlcap_opts.drop_events), and no WARN of its own at a DROP. */
 void sqlcap_engine_set_ddl(sqlcap_engine *e, bool drop, bool rename, bool alter, bool marks);
+/* sqlcap_opts.new_table_events: an event with no row image for a captured
+ * table created or renamed empty. */
+void sqlcap_engine_set_table_marks(sqlcap_engine *e, bool on);
 /* Build schema and owners from the view at P (O(database) once). */
 TB_MUST_USE tb_code sqlcap_engine_attach(sqlcap_engine *e, uint32_t npages, tb_error *err);
 /* Diff one transaction: txn = pgno -> source, new size. Appends events
