@@ -115,7 +115,7 @@ tb_code vtarget_topic(const cfg *c, const evt_codec_opts *o, const char *topic, 
 typedef struct cache_ctx {
     const char **pk;  /* key column names in key order */
     size_t npk;
-    tb_buf key, row;
+    tb_buf key, row, name; /* name: a decoded member name */
     vtarget_fn fn;
     void *opaque;
     tb_code rc;
@@ -140,6 +140,7 @@ static int on_cache_row(const char *row, size_t len, void *opaque)
     evt_jw w;
     evt_jw_init(&w, &x->key);
     evt_jw_obj_begin(&w);
+    bool key_null = false;
     for (size_t i = 0; i < x->npk; i++) {
         cj_iter it;
         const char *k, *p;
@@ -154,13 +155,49 @@ static int on_cache_row(const char *row, size_t len, void *opaque)
             evt_jw_null(&w);
             continue;
         }
+        key_null |= m.type == CJ_NULL;
         span_text(&m, &p, &n);
+        evt_jw_json(&w, p, n);
+    }
+    /* the cache's column of the rowid of a row whose key holds NULL (cache_rowid_col): a member of
+     * that row's key as the connector writes it (EVT_KEY_ROWID), not of its image */
+    cj_val rid;
+    bool has_rid = cj_obj_get(&v, EVT_KEY_ROWID, &rid);
+    if (has_rid && key_null && rid.type == CJ_NUMBER) {
+        const char *p;
+        size_t n;
+        evt_jw_key(&w, EVT_KEY_ROWID, (size_t)-1);
+        span_text(&rid, &p, &n);
         evt_jw_json(&w, p, n);
     }
     evt_jw_obj_end(&w);
     evt_jw w2;
     evt_jw_init(&w2, &x->row);
-    evt_jw_json(&w2, row, len);
+    if (!has_rid) {
+        evt_jw_json(&w2, row, len);
+    } else {
+        cj_iter it;
+        const char *k;
+        size_t kl;
+        cj_val m;
+        evt_jw_obj_begin(&w2);
+        cj_obj_begin(&v, &it);
+        while (cj_obj_next(&it, &k, &kl, &m)) {
+            if (cj_key_eq(k, kl, EVT_KEY_ROWID))
+                continue;
+            const char *p;
+            size_t n;
+            tb_buf_reset(&x->name);
+            if (cj_str_decode(k, kl, &x->name) != TB_OK) {
+                x->rc = tb_error_set(x->err, TB_ERR_INVALID, false, "unreadable cache row %.200s", row);
+                return 1;
+            }
+            evt_jw_key(&w2, tb_buf_cstr(&x->name), x->name.len);
+            span_text(&m, &p, &n);
+            evt_jw_json(&w2, p, n);
+        }
+        evt_jw_obj_end(&w2);
+    }
     if (evt_jw_finish(&w) != TB_OK || evt_jw_finish(&w2) != TB_OK) {
         x->rc = tb_error_set(x->err, TB_ERR_INVALID, false, "unreadable cache row %.200s", row);
         return 1;
@@ -177,6 +214,7 @@ tb_code vtarget_cache(const char *path, const char *db, const char *table, bool 
     cache_ctx x = {.fn = fn, .opaque = opaque, .err = err};
     tb_buf_init(&x.key, 0);
     tb_buf_init(&x.row, 0);
+    tb_buf_init(&x.name, 0);
     tb_buf name;
     tb_buf_init(&name, 0);
     *present = false;
@@ -217,6 +255,7 @@ out:
     cache_db_close(cdb);
     free(x.pk);
     tb_buf_free(&x.key);
+    tb_buf_free(&x.name);
     tb_buf_free(&x.row);
     tb_buf_free(&name);
     return rc;

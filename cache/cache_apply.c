@@ -316,6 +316,8 @@ static const char *incompatible(const cache_table *t, const cache_table *nt, tb_
         for (j = 0; j < nt->ncols; j++)
             if (strcmp(t->cols[i].name, nt->cols[j].name) == 0)
                 break;
+        if (j == nt->ncols && (long)i == cache_rowid_col(t))
+            continue; /* the cache's column of the rows' rowids, not the source's */
         if (j == nt->ncols)
             return tb_buf_printf(why, "column \"%s\" was dropped", t->cols[i].name) == TB_OK ? tb_buf_cstr(why)
                                                                                               : "drop";
@@ -563,8 +565,8 @@ static tb_code infer_table(cache_store *s, const char *topic, const char *prefix
             for (i = 0; i < t->ncols; i++)
                 if (cj_key_eq(k, kl, t->cols[i].name))
                     break;
-            if (i < t->ncols)
-                continue;
+            if (i < t->ncols || (pass == 0 && cj_key_eq(k, kl, EVT_KEY_ROWID)))
+                continue; /* a key holding NULL: its row's rowid (cache_store_rowid_col), not a key column */
             tb_buf_reset(&name);
             if ((rc = cj_str_decode(k, kl, &name)) != TB_OK || !(t->cols[i].name = strdup(tb_buf_cstr(&name))) ||
                 !(t->cols[i].type = strdup(""))) {

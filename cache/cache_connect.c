@@ -404,6 +404,10 @@ tb_code cache_cx_table(cache_store *s, const char *topic, const char *prefix, co
                     rc = tb_error_set(err, TB_ERR_INVALID, false, "Connect schema of %s: a field without a name", topic);
                     break;
                 }
+                if (pass == 1 && strcmp(name, EVT_KEY_ROWID) == 0) { /* not a key column: cache_store_rowid_col */
+                    free(name);
+                    continue;
+                }
                 size_t i;
                 for (i = 0; i < t->ncols && strcmp(t->cols[i].name, name) != 0; i++)
                     ;
@@ -474,7 +478,9 @@ tb_code cache_cx_table(cache_store *s, const char *topic, const char *prefix, co
                 size_t i;
                 for (i = 0; i < t->ncols && strcmp(t->cols[i].name, name) != 0; i++)
                     ;
-                if (i == t->ncols) {
+                if (i == t->ncols && pass == 1 && strcmp(name, EVT_KEY_ROWID) == 0) {
+                    ; /* a key holding NULL: its row's rowid, kept by cache_store_rowid_col */
+                } else if (i == t->ncols) {
                     if (pass == 1) {
                         rc = tb_error_set(err, TB_ERR_INVALID, false,
                                           "table \"%s\": key column \"%s\" is not a column of the table (the key "

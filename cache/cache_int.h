@@ -284,6 +284,14 @@ void cache_table_free(cache_table *t); /* NULL-safe */
 /* Column index of a member name (raw key span); hint: the index expected (members usually
  * come in table order). -1 when t has no such column. */
 long cache_col_find(const cache_table *t, const char *k, size_t klen, size_t hint);
+/* The rowid of an SQLite source row whose key holds NULL: the message key's member EVT_KEY_ROWID
+ * (DESIGN 8 "Keys"), kept in a column of that name, made when the first such key arrives. It is
+ * not part of the table's primary key: rows whose key holds no NULL leave it NULL, and a row is
+ * found by its key columns and this column (IS, so NULL matches NULL). Its index, or -1 when
+ * the table has none. */
+long cache_rowid_col(const cache_table *t);
+/* The same, making the column when t has none (an INFO); *ci its index. */
+TB_MUST_USE tb_code cache_store_rowid_col(cache_store *s, cache_table *t, long *ci, tb_error *err);
 /* Quoted SQL identifier appended to b. */
 TB_MUST_USE tb_code cache_quote_ident(tb_buf *b, const char *name);
 /* Class of an evt type name (with the column's source type for BIT(1), unsigned). */

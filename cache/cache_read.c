@@ -7,6 +7,7 @@
 
 #include "cache_int.h"
 #include "cache_read.h"
+#include "evt.h"
 #include "evt_json.h"
 
 struct cache_db {
@@ -112,6 +113,8 @@ static tb_code select_sql(const cache_table *t, bool by_key, tb_buf *q)
         if (rc == TB_OK && by_key) /* IS: a key column may hold NULL (SQLite allows it outside rowid keys) */
             rc = tb_buf_printf(q, " IS ?%zu", k + 1);
     }
+    if (rc == TB_OK && by_key && cache_rowid_col(t) >= 0) /* the rowid a key holding NULL has (or NULL) */
+        rc = tb_buf_printf(q, " AND \"" EVT_KEY_ROWID "\" IS ?%zu", t->npk + 1);
     return rc;
 }
 
@@ -169,7 +172,9 @@ tb_code cache_get(cache_db *db, const char *table, const char *key_json, tb_buf 
         size_t k;
         for (k = 0; k < t->npk && !cj_key_eq(kn, kl, t->cols[t->pk[k]].name); k++)
             ;
-        if (k == t->npk)
+        if (k == t->npk && cache_rowid_col(t) >= 0 && cj_key_eq(kn, kl, EVT_KEY_ROWID))
+            rc = cache_bind(st, (int)t->npk + 1, CC_INT, &v, &db->s->scratch, EVT_KEY_ROWID, err);
+        else if (k == t->npk)
             rc = tb_error_set(err, TB_ERR_INVALID, false,
                               "table \"%s\": the key member \"%.*s\" is not a key column (the key is %s)", table,
                               (int)kl, kn, key_columns(t, &db->s->scratch));

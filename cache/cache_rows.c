@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cache_int.h"
+#include "evt.h"
 #include "tb_log.h"
 
 static tb_code step_fail(cache_store *s, const char *what, tb_error *err)
@@ -172,6 +173,24 @@ void cache_store_discard(cache_store *s)
     s->pend_t = NULL;
 }
 
+long cache_rowid_col(const cache_table *t)
+{
+    return cache_col_find(t, EVT_KEY_ROWID, sizeof(EVT_KEY_ROWID) - 1, t->ncols ? t->ncols - 1 : 0);
+}
+
+tb_code cache_store_rowid_col(cache_store *s, cache_table *t, long *ci, tb_error *err)
+{
+    if ((*ci = cache_rowid_col(t)) >= 0)
+        return TB_OK;
+    tb_code rc = cache_store_add_column(s, t, EVT_KEY_ROWID, "sqlite_integer", CC_INT, NULL, err);
+    if (rc != TB_OK)
+        return rc;
+    TB_INFO("cache", "table \"%s\": a key holding NULL came with its row's rowid (an SQLite rowid table): "
+            "column \"" EVT_KEY_ROWID "\" holds it, NULL in the rows whose key holds no NULL", t->name);
+    *ci = (long)t->ncols - 1;
+    return TB_OK;
+}
+
 long cache_col_find(const cache_table *t, const char *k, size_t klen, size_t hint)
 {
     if (hint < t->ncols && cj_key_eq(k, klen, t->cols[hint].name))
@@ -189,6 +208,11 @@ static tb_code take_member(cache_store *s, cache_table *t, int pass, const char 
 {
     tb_code rc;
     long ci = cache_col_find(t, k, klen, *hint);
+    if (ci < 0 && pass == 1 && cj_key_eq(k, klen, EVT_KEY_ROWID)) { /* a key holding NULL: its row's rowid */
+        if ((rc = cache_store_rowid_col(s, t, &ci, err)) != TB_OK || (rc = ensure_scratch(s, t->ncols, err)) != TB_OK)
+            return rc;
+        s->present[ci] = '0';
+    }
     if (ci < 0 && pass == 1)
         return TB_OK; /* key member unknown: the row has it or the check after fails */
     if (ci < 0) {
@@ -224,6 +248,7 @@ static tb_code null_key_upsert(cache_store *s, cache_table *t, const char *mask,
     tb_buf *q = &s->sql;
     tb_code rc = TB_OK;
     sqlite3_stmt *st = NULL;
+    long rid = cache_rowid_col(t); /* the row's rowid, when the table keeps one: part of what finds it */
     for (int step = 0; step < 2 && rc == TB_OK; step++) { /* 0: UPDATE ... WHERE key IS; 1: INSERT */
         tb_buf_reset(q);
         rc = tb_buf_puts(q, step ? "INSERT INTO " : "UPDATE ");
@@ -243,6 +268,8 @@ static tb_code null_key_upsert(cache_store *s, cache_table *t, const char *mask,
             rc = rc ? rc : cache_quote_ident(q, t->cols[t->pk[k]].name);
             rc = rc ? rc : tb_buf_printf(q, " IS ?%d", n + 1 + (int)k);
         }
+        if (rc == TB_OK && !step && rid >= 0)
+            rc = tb_buf_printf(q, " AND \"" EVT_KEY_ROWID "\" IS ?%d", n + 1 + (int)t->npk);
         rc = rc ? rc : tb_buf_puts(q, step ? ")" : "");
         if (rc != TB_OK)
             return tb_error_set(err, rc, false, "out of memory");
@@ -259,6 +286,8 @@ static tb_code null_key_upsert(cache_store *s, cache_table *t, const char *mask,
             const cache_col *c = &t->cols[t->pk[k]];
             rc = cache_bind(st, idx++, c->cls, &vals[t->pk[k]], &s->scratch, c->name, err);
         }
+        if (rc == TB_OK && !step && rid >= 0 && mask[rid] == '1') /* absent: NULL, as bound */
+            rc = cache_bind(st, idx, CC_INT, &vals[rid], &s->scratch, EVT_KEY_ROWID, err);
         if (rc == TB_OK && sqlite3_step(st) != SQLITE_DONE) {
             char what[320];
             snprintf(what, sizeof what, "table \"%s\": upsert of a row with a NULL key value", t->name);
@@ -343,6 +372,8 @@ tb_code cache_store_delete(cache_store *s, cache_table *t, const cj_val *key, tb
             rc = rc ? rc : cache_quote_ident(q, t->cols[t->pk[k]].name);
             rc = rc ? rc : tb_buf_printf(q, " IS ?%zu", k + 1); /* IS: a NULL key value matches too */
         }
+        if (rc == TB_OK && cache_rowid_col(t) >= 0)
+            rc = tb_buf_printf(q, " AND \"" EVT_KEY_ROWID "\" IS ?%zu", t->npk + 1);
         if (rc != TB_OK)
             return tb_error_set(err, rc, false, "out of memory");
         if (sqlite3_prepare_v2(s->db, tb_buf_cstr(q), (int)q->len, &t->del, NULL) != SQLITE_OK)
@@ -357,6 +388,9 @@ tb_code cache_store_delete(cache_store *s, cache_table *t, const cj_val *key, tb
         else
             rc = cache_bind(t->del, (int)k + 1, c->cls, &v, &s->scratch, c->name, err);
     }
+    cj_val rv;
+    if (rc == TB_OK && cache_rowid_col(t) >= 0 && cj_obj_get(key, EVT_KEY_ROWID, &rv)) /* absent: NULL */
+        rc = cache_bind(t->del, (int)t->npk + 1, CC_INT, &rv, &s->scratch, EVT_KEY_ROWID, err);
     if (rc == TB_OK && sqlite3_step(t->del) != SQLITE_DONE) {
         char what[320];
         snprintf(what, sizeof what, "table \"%s\": delete failed", t->name);

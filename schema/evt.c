@@ -47,6 +47,8 @@ struct evt_event {
     evt_connector connector;
     const char *wire_key; /* in mem: the message key to send verbatim, or NULL */
     size_t wire_key_len;
+    bool has_rowid;       /* rowid: the source row's rowid (SQLite), for a key holding NULL */
+    int64_t rowid;
     bool failed;
     tb_error err;
 };
@@ -72,6 +74,7 @@ static void event_prepare(evt_event *e, evt_op op, evt_table *t, bool holds_t)
     e->connector = EVT_CONN_MYSQL;
     e->wire_key = NULL;
     e->wire_key_len = 0;
+    e->has_rowid = false;
     if (op != EVT_OP_CREATE && op != EVT_OP_UPDATE && op != EVT_OP_DELETE && op != EVT_OP_READ)
         evt_event_fail(e, TB_ERR_INVALID, "invalid op %d", (int)op);
     size_t n = t ? t->ncols : 0;
@@ -477,6 +480,20 @@ const char *evt_event_wire_key(const evt_event *e, size_t *len)
 {
     *len = e->wire_key_len;
     return e->wire_key;
+}
+
+void evt_event_set_rowid(evt_event *e, int64_t rowid)
+{
+    if (e) {
+        e->has_rowid = true;
+        e->rowid = rowid;
+    }
+}
+
+bool evt_event_rowid(const evt_event *e, int64_t *rowid)
+{
+    *rowid = e->rowid;
+    return e->has_rowid;
 }
 
 void evt_event_set_commit_ts_ms(evt_event *e, int64_t ts_ms) { if (e) e->commit_ts_ms = ts_ms; }

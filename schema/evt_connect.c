@@ -304,7 +304,7 @@ static void row_schema(evt_jw *w, const evt_codec_opts *o, const evt_table *t, b
     evt_jw_obj_end(w);
 }
 
-void evt_connect_key_schema(evt_jw *w, const evt_codec_opts *o, const evt_table *t)
+void evt_connect_key_schema(evt_jw *w, const evt_codec_opts *o, const evt_table *t, bool rowid)
 {
     tb_buf n;
     tb_buf_init(&n, 0);
@@ -314,7 +314,10 @@ void evt_connect_key_schema(evt_jw *w, const evt_codec_opts *o, const evt_table 
     EVT_JW_KEY(w, "fields");
     evt_jw_arr_begin(w);
     for (size_t k = 0; k < evt_table_npk(t); k++)
-        column_schema(w, o, evt_table_column(t, evt_table_pk_col(t, k)), false);
+        column_schema(w, o, evt_table_column(t, evt_table_pk_col(t, k)), rowid);
+    if (rowid) /* a key holding NULL: optional columns and the row's rowid, optional too so that the
+                * schema reads the keys without it (a registry's BACKWARD compatibility) */
+        simple(w, "int64", true, EVT_KEY_ROWID);
     evt_jw_arr_end(w);
     evt_jw_obj_end(w);
 }

@@ -273,7 +273,9 @@ static inline bool evt_dbz_is_point(const evt_column *c)
            (s[2] | 0x20) == 'i' && (s[3] | 0x20) == 'n' && (s[4] | 0x20) == 't' && s[5] == '\0';
 }
 /* ---- Kafka Connect JSON schemas (evt_connect.c) */
-void evt_connect_key_schema(evt_jw *w, const evt_codec_opts *o, const evt_table *t);
+/* The Connect schema of a table's key; rowid: the key of a row whose key holds NULL (its columns
+ * optional, and the member EVT_KEY_ROWID). */
+void evt_connect_key_schema(evt_jw *w, const evt_codec_opts *o, const evt_table *t, bool rowid);
 void evt_connect_value_schema(evt_jw *w, const evt_codec_opts *o, const evt_event *e);
 
 /* Days from 1970-01-01 (proleptic Gregorian). */

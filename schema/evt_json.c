@@ -379,6 +379,24 @@ static tb_code put_row(evt_jw *w, const evt_codec_opts *o, const evt_event *e, e
     return TB_OK; /* a writer error here is reported by finish() */
 }
 
+/* Whether the key of image img takes the member EVT_KEY_ROWID: the event carries its row's rowid
+ * and a key column holds NULL (evt_event_set_rowid). */
+static bool key_rowid(const evt_event *e, evt_image img, int64_t *rowid)
+{
+    if (!evt_event_rowid(e, rowid))
+        return false;
+    const evt_table *t = evt_event_table(e);
+    for (size_t k = 0; k < evt_table_npk(t); k++) {
+        size_t col = evt_table_pk_col(t, k);
+        const evt_value *v = evt_event_value(e, img, col);
+        if (v->kind == EVT_V_ABSENT)
+            v = evt_event_value(e, img == EVT_AFTER ? EVT_BEFORE : EVT_AFTER, col);
+        if (v->kind == EVT_V_NULL)
+            return true;
+    }
+    return false;
+}
+
 static tb_code put_key(evt_jw *w, const evt_codec_opts *o, const evt_event *e, evt_image img, tb_error *err)
 {
     const evt_table *t = evt_event_table(e);
@@ -410,6 +428,11 @@ static tb_code put_key(evt_jw *w, const evt_codec_opts *o, const evt_event *e, e
     }
     if (!dbz(o))
         jw_comma_set(w, true);
+    int64_t rowid;
+    if (key_rowid(e, img, &rowid)) {
+        evt_jw_key(w, EVT_KEY_ROWID, sizeof(EVT_KEY_ROWID) - 1);
+        evt_jw_int(w, rowid);
+    }
     evt_jw_obj_end(w);
     return TB_OK;
 }
@@ -455,7 +478,8 @@ static tb_code key_into(const evt_codec_opts *o, const evt_event *e, evt_image i
     if (wrap) {
         evt_jw_obj_begin(&w);
         EVT_JW_KEY(&w, "schema");
-        evt_connect_key_schema(&w, o, evt_event_table(e));
+        int64_t rowid;
+        evt_connect_key_schema(&w, o, evt_event_table(e), key_rowid(e, img, &rowid));
         EVT_JW_KEY(&w, "payload");
     }
     rc = put_key(&w, o, e, img, err);

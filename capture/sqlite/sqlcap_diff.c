@@ -344,8 +344,8 @@ static tb_code sqlcap_emit_all(sqlcap_engine *e, const sqlcap_tbl *t, const sqlc
         if ((rc = sqlcap_row_decode(t, re->rowid, (const uint8_t *)m->arena.data + re->poff, re->plen, vals, err)) !=
             TB_OK)
             break;
-        evt_event *ev = op == EVT_OP_DELETE ? sqlcap_make_event(&e->pool, t, op, vals, NULL)
-                                            : sqlcap_make_event(&e->pool, t, op, NULL, vals);
+        evt_event *ev = op == EVT_OP_DELETE ? sqlcap_make_event(&e->pool, t, op, vals, NULL, re->rowid)
+                                            : sqlcap_make_event(&e->pool, t, op, NULL, vals, re->rowid);
         if (!ev)
             rc = tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory", t->name);
         else
@@ -549,7 +549,7 @@ static tb_code sqlcap_diff_created(sqlcap_dctx *d, tb_error *err)
         if ((rc = sqlcap_row_decode(t1, ne->rowid, (const uint8_t *)d->N.arena.data + ne->poff, ne->plen, d->vb,
                                     err)) != TB_OK)
             return rc;
-        if (sqlcap_evpush(d->out, sqlcap_make_event(&d->e->pool, t1, EVT_OP_CREATE, NULL, d->vb)) != TB_OK)
+        if (sqlcap_evpush(d->out, sqlcap_make_event(&d->e->pool, t1, EVT_OP_CREATE, NULL, d->vb, ne->rowid)) != TB_OK)
             return sqlcap_diff_nomem(d, err);
     }
     return sqlcap_diff_table_mark(d, err);
@@ -676,9 +676,9 @@ static tb_code sqlcap_diff_events(sqlcap_dctx *d, tb_error *err)
                 same = sqlcap_val_eq(&d->vn[c], &d->vb[c]);
             if (same)
                 continue;
-            ev = sqlcap_make_event(&e->pool, t1, EVT_OP_UPDATE, d->vn, d->vb);
+            ev = sqlcap_make_event(&e->pool, t1, EVT_OP_UPDATE, d->vn, d->vb, ne->rowid);
         } else {
-            ev = sqlcap_make_event(&e->pool, t1, EVT_OP_CREATE, NULL, d->vb);
+            ev = sqlcap_make_event(&e->pool, t1, EVT_OP_CREATE, NULL, d->vb, ne->rowid);
         }
         if (!ev)
             return sqlcap_diff_nomem(d, err);
@@ -694,9 +694,9 @@ static tb_code sqlcap_diff_events(sqlcap_dctx *d, tb_error *err)
         evt_event *ev;
         if (strcmp(t0->name, t1->name) != 0) { /* renamed: the row leaves the table under its new name */
             sqlcap_normalise(t0, d->va, t1, d->vn);
-            ev = sqlcap_make_event(&e->pool, t1, EVT_OP_DELETE, d->vn, NULL);
+            ev = sqlcap_make_event(&e->pool, t1, EVT_OP_DELETE, d->vn, NULL, oe->rowid);
         } else {
-            ev = sqlcap_make_event(&e->pool, t0, EVT_OP_DELETE, d->va, NULL);
+            ev = sqlcap_make_event(&e->pool, t0, EVT_OP_DELETE, d->va, NULL, oe->rowid);
         }
         if (!ev)
             return sqlcap_diff_nomem(d, err);
@@ -1039,7 +1039,7 @@ static tb_code sqlcap_scan_cell(void *opaque, uint32_t pgno, int64_t rowid, cons
     (void)pgno, (void)ovfl;
     if ((rc = sqlcap_row_decode(x->t, rowid, payload, len, x->vals, err)) != TB_OK)
         return rc;
-    if (sqlcap_evpush(x->out, sqlcap_make_event(&x->e->pool, x->t, EVT_OP_READ, NULL, x->vals)) != TB_OK)
+    if (sqlcap_evpush(x->out, sqlcap_make_event(&x->e->pool, x->t, EVT_OP_READ, NULL, x->vals, rowid)) != TB_OK)
         return tb_error_set(err, TB_ERR_NOMEM, false, "table %s: out of memory", x->t->name);
     return TB_OK;
 }

@@ -118,7 +118,7 @@ typedef struct sqlcap_tbl {
     uint8_t *gen;           /* per column: 0 plain, 2 VIRTUAL, 3 STORED generated (table_xinfo hidden) */
     struct sqlcap_gen *gv;  /* VIRTUAL columns' evaluator (sqlcap_gen_eval), NULL when none */
     evt_table *et;          /* descriptor (one reference) */
-    bool null_key_warned;   /* the WARN of a row whose key holds NULL was logged (sqlcap_key_null_warn) */
+    bool null_key_noted;    /* the INFO of a row whose key holds NULL was logged (sqlcap_key_null_note) */
 } sqlcap_tbl;
 
 void sqlcap_tbl_free(sqlcap_tbl *t);
@@ -314,17 +314,17 @@ TB_MUST_USE tb_code sqlcap_rowmap_add(sqlcap_rowmap *m, const uint8_t *k, size_t
 /* Canonical key bytes of a decoded row (t->pk columns) into out (reset first). */
 TB_MUST_USE tb_code sqlcap_key(const sqlcap_tbl *t, const sqlcap_val *vals, tb_buf *out);
 /* A key column of the row is NULL (a rowid table with a declared key allows it). Such rows are
- * told apart by their rowid inside the capture: the diff's key is this tag and the rowid (8 bytes
- * big endian), which no key tuple starts with (sqlcap_key's tags are the SQLCAP_* classes). */
+ * told apart by their rowid: inside the capture the diff's key is this tag and the rowid (8 bytes
+ * big endian), which no key tuple starts with (sqlcap_key's tags are the SQLCAP_* classes); on the
+ * wire their message key takes the rowid as member EVT_KEY_ROWID (sqlcap_make_event). */
 #define SQLCAP_KEY_ROWID_TAG 0xFE
 bool sqlcap_key_has_null(const sqlcap_tbl *t, const sqlcap_val *vals);
-/* Once per table version and run: WARN, naming the table and its key columns, that rows whose key
- * holds NULL share one message key (the topic's compaction and the cache keep one of them, and a
- * delete of one removes them all); vals: a row image (NULL: none). */
-void sqlcap_key_null_warn(const sqlcap_tbl *t, const sqlcap_val *vals);
+/* Once per table version and run: INFO, naming the table and its key columns, that rows whose key
+ * holds NULL are keyed with their rowid as well; vals: a row image (NULL: none). */
+void sqlcap_key_null_note(const sqlcap_tbl *t, const sqlcap_val *vals);
 /* The same for an event of trigger mode (no sqlcap_tbl): a key column NULL in either image of ev
- * (only a rowid table's declared key can hold one); *warned: the table's flag. */
-void sqlcap_event_key_null_warn(const evt_table *et, const evt_event *ev, bool *warned);
+ * (only a rowid table's declared key can hold one); *noted: the table's flag. */
+void sqlcap_event_key_null_note(const evt_table *et, const evt_event *ev, bool *noted);
 
 /* Delivered events kept for reuse by sqlcap_make_event. */
 typedef struct sqlcap_evpool {
@@ -343,9 +343,10 @@ TB_MUST_USE tb_code sqlcap_evpush(sqlcap_evlist *l, evt_event *ev);
  * BLOB column, a string of the same bytes in any other column (DESIGN 5). */
 void sqlcap_set_val(evt_event *ev, evt_image img, size_t c, bool blob_col, const sqlcap_val *v);
 /* Build an event for table t from decoded rows (NULL image = absent), reusing
- * an event of pool p when there is one (p may be NULL). The caller owns it. */
+ * an event of pool p when there is one (p may be NULL). rowid: the row's (its
+ * key takes it when a key column holds NULL). The caller owns it. */
 evt_event *sqlcap_make_event(sqlcap_evpool *p, const sqlcap_tbl *t, evt_op op, const sqlcap_val *before,
-                             const sqlcap_val *after);
+                             const sqlcap_val *after, int64_t rowid);
 /* Give a finished event (any origin) back to e for reuse (kept up to a limit,
  * else freed); e NULL: freed. Takes ownership; ev may be NULL. */
 void sqlcap_engine_recycle(sqlcap_engine *e, evt_event *ev);

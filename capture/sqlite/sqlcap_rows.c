@@ -124,53 +124,58 @@ bool sqlcap_key_has_null(const sqlcap_tbl *t, const sqlcap_val *vals)
     return false;
 }
 
-/* The WARN of sqlcap_key_null_warn: table and its key columns (names[k] of key part k). */
-static void key_null_warn(const char *table, const char *const *names, size_t npk)
+/* The INFO of sqlcap_key_null_note: table and its key columns (names[k] of key part k). */
+static void key_null_note(const char *table, const char *const *names, size_t npk)
 {
     tb_buf cols;
     tb_buf_init(&cols, 0);
     for (size_t k = 0; k < npk; k++)
         if (tb_buf_printf(&cols, "%s%s", k ? ", " : "", names[k]) != TB_OK)
             break;
-    TB_WARN(SQLCAP_FAC,
-            "table %s: a row whose primary key (%s) holds NULL, which a rowid table allows: every such row with "
-            "the same other key values has the same message key (null in place of the NULL), so the compacted "
-            "topic and the cache keep only one of them and a delete of one removes them all from both; the "
-            "capture itself tells them apart (by rowid). Declare the key columns NOT NULL to keep every row",
+    TB_INFO(SQLCAP_FAC,
+            "table %s: a row whose primary key (%s) holds NULL, which a rowid table allows: such rows are keyed "
+            "with their rowid as well (key member \"" EVT_KEY_ROWID "\"), so each keeps its own record in the "
+            "topic and its own row in the cache",
             table, cols.data ? tb_buf_cstr(&cols) : "");
     tb_buf_free(&cols);
 }
 
-void sqlcap_key_null_warn(const sqlcap_tbl *t, const sqlcap_val *vals)
+/* The rowid table t has a declared key, which may hold NULL (not the rowid itself). */
+static bool key_nullable(const sqlcap_tbl *t)
 {
-    if (!vals || t->without_rowid || t->synth_rowid || t->ipk >= 0 || !sqlcap_key_has_null(t, vals))
+    return !t->without_rowid && !t->synth_rowid && t->ipk < 0;
+}
+
+void sqlcap_key_null_note(const sqlcap_tbl *t, const sqlcap_val *vals)
+{
+    if (!vals || !key_nullable(t) || !sqlcap_key_has_null(t, vals))
         return;
-    /* the flag is the only state the const descriptor changes; one WARN even with two threads */
+    /* the flag is the only state the const descriptor changes; one INFO even with two threads */
     sqlcap_tbl *mt = TB_UNCONST(t);
-    if (__atomic_exchange_n(&mt->null_key_warned, true, __ATOMIC_RELAXED))
+    if (__atomic_exchange_n(&mt->null_key_noted, true, __ATOMIC_RELAXED))
         return;
     const char *names[64];
     size_t n = t->npk < 64 ? t->npk : 64;
     for (size_t k = 0; k < n; k++)
         names[k] = t->colnames[t->pk[k]];
-    key_null_warn(t->name, names, n);
+    key_null_note(t->name, names, n);
 }
 
-void sqlcap_event_key_null_warn(const evt_table *et, const evt_event *ev, bool *warned)
+void sqlcap_event_key_null_note(const evt_table *et, const evt_event *ev, bool *noted)
 {
     size_t npk = evt_table_npk(et);
     bool null = false;
-    for (int img = 0; img < 2 && !null && !*warned; img++)
+    for (int img = 0; img < 2 && !null && !*noted; img++)
         for (size_t k = 0; k < npk && !null; k++)
             null = evt_event_value(ev, (evt_image)img, evt_table_pk_col(et, k))->kind == EVT_V_NULL;
     if (!null)
         return;
-    *warned = true;
+    *noted = true;
     const char *names[64];
     size_t n = npk < 64 ? npk : 64;
     for (size_t k = 0; k < n; k++)
         names[k] = evt_table_column(et, evt_table_pk_col(et, k))->name;
-    key_null_warn(evt_table_name(et), names, n);
+    key_null_note(evt_table_name(et), names, n);
 }
 
 /* ---------------------------------------------------------------- events */
@@ -221,7 +226,7 @@ void sqlcap_evpool_free(sqlcap_evpool *p)
 }
 
 evt_event *sqlcap_make_event(sqlcap_evpool *p, const sqlcap_tbl *t, evt_op op, const sqlcap_val *before,
-                             const sqlcap_val *after)
+                             const sqlcap_val *after, int64_t rowid)
 {
     evt_event *ev;
     if (p && p->n) {
@@ -238,8 +243,10 @@ evt_event *sqlcap_make_event(sqlcap_evpool *p, const sqlcap_tbl *t, evt_op op, c
         return NULL;
     }
     evt_event_set_connector(ev, EVT_CONN_SQLITE);
-    sqlcap_key_null_warn(t, before);
-    sqlcap_key_null_warn(t, after);
+    if (key_nullable(t) && ((before && sqlcap_key_has_null(t, before)) || (after && sqlcap_key_has_null(t, after)))) {
+        sqlcap_key_null_note(t, before ? before : after);
+        evt_event_set_rowid(ev, rowid);
+    }
     for (int img = 0; img < 2; img++) {
         const sqlcap_val *v = img == 0 ? before : after;
         if (!v)

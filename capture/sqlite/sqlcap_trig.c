@@ -54,7 +54,9 @@
 typedef struct sqlcap_ttab {
     char *name;
     evt_table *et;
-    bool null_key_warned; /* sqlcap_event_key_null_warn */
+    bool null_key_noted; /* sqlcap_event_key_null_note */
+    char rid[8];         /* how the images name the rowid ("rowid", "_rowid_", "oid"): a rowid table whose
+                          * declared key may hold NULL; "" none (sqlcap_trig_rid_of) */
 } sqlcap_ttab;
 
 struct sqlcap_trig {
@@ -112,19 +114,26 @@ static void sqlcap_trig_v(sqlite3_str *s, const char *ref, const char *col)
 #define SQLCAP_TRIG_CHUNK 60
 
 /* The JSON image of the row ref (NEW or OLD): json_object(name, v(name), ...),
- * or for more than SQLCAP_TRIG_CHUNK columns json_array(json_object(...), ...). */
-static void sqlcap_trig_image_sql(sqlite3_str *s, const char *ref, char **names, size_t n, bool synth)
+ * or for more than SQLCAP_TRIG_CHUNK columns json_array(json_object(...), ...).
+ * rid (not NULL, not empty): the member "$rowid", the row's rowid by that name
+ * (the key of a row whose declared key holds NULL takes it). */
+static void sqlcap_trig_image_sql(sqlite3_str *s, const char *ref, char **names, size_t n, bool synth, const char *rid)
 {
-    size_t ncols = n + (synth ? 1 : 0);
+    bool with_rid = rid && *rid;
+    size_t ncols = n + (synth ? 1 : 0) + (with_rid ? 1 : 0);
     bool chunked = ncols > SQLCAP_TRIG_CHUNK;
     if (chunked)
         sqlite3_str_appendall(s, "json_array(");
     for (size_t q = 0; q < ncols; q++) {
-        const char *cn = q < n ? names[q] : "rowid";
+        bool rid_member = with_rid && q == ncols - 1;
+        const char *cn = q < n ? names[q] : rid_member ? "$rowid" : "rowid";
         if (q % SQLCAP_TRIG_CHUNK == 0)
             sqlite3_str_appendf(s, "%sjson_object(", q ? ")," : "");
         sqlite3_str_appendf(s, "%s%Q,", q % SQLCAP_TRIG_CHUNK ? "," : "", cn);
-        sqlcap_trig_v(s, ref, cn);
+        if (rid_member)
+            sqlite3_str_appendf(s, "%s.%s", ref, rid);
+        else
+            sqlcap_trig_v(s, ref, cn);
     }
     sqlite3_str_appendall(s, ncols ? ")" : "json_object()");
     if (chunked)
@@ -160,8 +169,8 @@ static void sqlcap_trig_key_sql(sqlite3_str *s, const char *ref, char **names, c
  * An UPDATE's own row is left out. Unique indexes on expressions or with a
  * WHERE clause are left out with a WARN (their deletions are not captured). */
 static tb_code sqlcap_trig_replaced_sql(sqlcap *c, sqlite3_str *s, const char *tn, char **names, size_t n,
-                                        const size_t *keys, size_t npk, bool synth, bool rowid_tbl, bool update,
-                                        int *nsel, tb_error *err)
+                                        const size_t *keys, size_t npk, bool synth, bool rowid_tbl, const char *rid,
+                                        bool update, int *nsel, tb_error *err)
 {
     sqlcap_trig *t = c->trig;
     sqlite3_stmt *il = NULL, *ix = NULL;
@@ -172,7 +181,7 @@ static tb_code sqlcap_trig_replaced_sql(sqlcap *c, sqlite3_str *s, const char *t
     sqlite3_str_appendf(head, "SELECT %Q,", tn);
     sqlcap_trig_key_sql(head, "_o", names, keys, npk, synth);
     sqlite3_str_appendall(head, ",");
-    sqlcap_trig_image_sql(head, "_o", names, n, synth);
+    sqlcap_trig_image_sql(head, "_o", names, n, synth, rid);
     sqlite3_str_appendf(head, " FROM \"%w\" AS _o WHERE ", tn);
     if (update) {
         if (rowid_tbl) {
@@ -260,6 +269,31 @@ out:
     return rc;
 }
 
+/* The name by which the images read the rowid of a rowid table whose declared key may hold NULL
+ * (a key column without NOT NULL that is not the rowid itself, INTEGER PRIMARY KEY), into rid:
+ * the first of rowid, _rowid_ and oid that no column takes (SQLite gives the name to the column);
+ * "" when the key cannot hold NULL or every name is a column's. */
+static void sqlcap_trig_rid_of(char rid[8], bool rowid_tbl, char **names, char **decl, const int *pk, const int *nn,
+                               size_t n, size_t npk)
+{
+    rid[0] = 0;
+    bool nullable = false;
+    for (size_t k = 0; k < n; k++)
+        nullable |= pk[k] > 0 && !nn[k] && !(npk == 1 && sqlite3_stricmp(decl[k], "INTEGER") == 0);
+    if (!rowid_tbl || !nullable)
+        return;
+    static const char *const cand[3] = {"rowid", "_rowid_", "oid"};
+    for (int i = 0; i < 3; i++) {
+        bool taken = false;
+        for (size_t k = 0; k < n && !taken; k++)
+            taken = sqlite3_stricmp(names[k], cand[i]) == 0;
+        if (!taken) {
+            snprintf(rid, 8, "%s", cand[i]);
+            return;
+        }
+    }
+}
+
 /* Read table tn's columns, add its descriptor to c->trig->tabs and append its
  * three triggers to s. Any column count and name length SQLite allows. *ci is
  * the caller's statement slot (finalized by the caller on error). */
@@ -339,11 +373,22 @@ static tb_code sqlcap_trig_table_add(sqlcap *c, sqlite3_str *s, const char *tn, 
     if (evt_table_set_pk(et, keys, npk) != TB_OK)
         goto nomem;
     evt_table_seal(et);
+    bool rowid_tbl = false;
+    {
+        char *q = sqlite3_mprintf("SELECT rowid FROM \"%w\" LIMIT 0", tn);
+        sqlite3_stmt *rs = NULL;
+        rowid_tbl = q && sqlite3_prepare_v2(t->db, q, -1, &rs, NULL) == SQLITE_OK;
+        sqlite3_finalize(rs);
+        sqlite3_free(q);
+    }
     sqlcap_ttab *nt = sqlcap_grow(t->tabs, t->ntabs, &t->captabs, sizeof *nt, 8);
     if (!nt)
         goto nomem;
     t->tabs = nt;
-    t->tabs[t->ntabs++] = (sqlcap_ttab){.name = name, .et = et};
+    t->tabs[t->ntabs] = (sqlcap_ttab){.name = name, .et = et};
+    const char *rid = t->tabs[t->ntabs].rid;
+    sqlcap_trig_rid_of(t->tabs[t->ntabs].rid, rowid_tbl && !synth, names, decl, pk, nn, n, npk);
+    t->ntabs++;
     name = NULL;
     et = NULL;
     /* triggers: the change log (ai, au, ad) and the rows REPLACE deletes (bi,
@@ -354,22 +399,14 @@ static tb_code sqlcap_trig_table_add(sqlcap *c, sqlite3_str *s, const char *tn, 
      * reaches ai and its candidates are cleared by the next bi/bu; with
      * recursive_triggers on, ad logs such a delete itself and takes it out of
      * _cdc_repl) */
-    bool rowid_tbl = false;
-    {
-        char *q = sqlite3_mprintf("SELECT rowid FROM \"%w\" LIMIT 0", tn);
-        sqlite3_stmt *rs = NULL;
-        rowid_tbl = q && sqlite3_prepare_v2(t->db, q, -1, &rs, NULL) == SQLITE_OK;
-        sqlite3_finalize(rs);
-        sqlite3_free(q);
-    }
     for (int k = 0; k < 2; k++) {
         int nsel = 0;
         sqlite3_str_appendf(s, "DROP TRIGGER IF EXISTS \"_cdc_%w_%s\";", tn, k ? "bu" : "bi");
         sqlite3_str_appendf(s, "CREATE TRIGGER \"_cdc_%w_%s\" BEFORE %s ON \"%w\" BEGIN DELETE FROM _cdc_repl WHERE "
                                "tbl = %Q; INSERT INTO _cdc_repl(tbl, pk, before) ",
                             tn, k ? "bu" : "bi", k ? "UPDATE" : "INSERT", tn, tn);
-        if ((rc = sqlcap_trig_replaced_sql(c, s, tn, names, n, keys, npk, synth, rowid_tbl, k == 1, &nsel, err)) !=
-            TB_OK)
+        if ((rc = sqlcap_trig_replaced_sql(c, s, tn, names, n, keys, npk, synth, rowid_tbl, rid, k == 1, &nsel,
+                                           err)) != TB_OK)
             goto out;
         if (nsel == 0) /* WITHOUT ROWID tables always have their primary key: not reached */
             sqlite3_str_appendall(s, "SELECT NULL, NULL, NULL WHERE 0");
@@ -399,7 +436,7 @@ static tb_code sqlcap_trig_table_add(sqlcap *c, sqlite3_str *s, const char *tn, 
                                    "b.before IS NULL THEN 'I' ELSE 'U' END, %s, CASE WHEN b.before IS NULL THEN NULL "
                                    "ELSE %s END, b.before, ",
                                 tn, nks, tn, nks, nks);
-            sqlcap_trig_image_sql(s, "NEW", names, n, synth);
+            sqlcap_trig_image_sql(s, "NEW", names, n, synth, rid);
             sqlite3_str_appendf(s, " FROM (SELECT (SELECT before FROM _cdc_repl WHERE tbl = %Q AND pk = %s) AS before) "
                                    "AS b; DELETE FROM _cdc_repl WHERE tbl = %Q; END;",
                                 tn, nks, tn);
@@ -424,12 +461,12 @@ static tb_code sqlcap_trig_table_add(sqlcap *c, sqlite3_str *s, const char *tn, 
         } else
             sqlite3_str_appendall(s, "NULL,");
         if (k != 0)
-            sqlcap_trig_image_sql(s, "OLD", names, n, synth);
+            sqlcap_trig_image_sql(s, "OLD", names, n, synth, rid);
         else
             sqlite3_str_appendall(s, "NULL");
         sqlite3_str_appendall(s, ",");
         if (k != 2)
-            sqlcap_trig_image_sql(s, "NEW", names, n, synth);
+            sqlcap_trig_image_sql(s, "NEW", names, n, synth, rid);
         else
             sqlite3_str_appendall(s, "NULL");
         sqlite3_str_appendall(s, "); END;");
@@ -610,16 +647,16 @@ tb_code sqlcap_trig_open(sqlcap *c, const tb_position *start, tb_error *err)
     return TB_OK;
 }
 
-/* The null-key WARN flag of table name (a dummy for a table not found). */
-static bool *sqlcap_trig_warned(sqlcap_trig *t, const char *name)
+/* The null-key INFO flag of table name (a dummy for a table not found). */
+static bool *sqlcap_trig_noted(sqlcap_trig *t, const char *name)
 {
     static bool none;
     for (size_t i = 0; i < t->ntabs; i++)
         if (strcmp(t->tabs[i].name, name) == 0)
-            return &t->tabs[i].null_key_warned;
+            return &t->tabs[i].null_key_noted;
     for (size_t i = t->ngone; i-- > 0;)
         if (strcmp(t->gone[i].name, name) == 0)
-            return &t->gone[i].null_key_warned;
+            return &t->gone[i].null_key_noted;
     none = false;
     return &none;
 }
@@ -645,6 +682,11 @@ static const evt_table *sqlcap_trig_table_any(sqlcap_trig *t, const char *name)
 /* Set the columns of one image of ev found in o, a JSON object of column -> v(x). */
 static tb_code sqlcap_trig_image_obj(evt_event *ev, evt_image img, const evt_table *et, const evt_jv *o, tb_error *err)
 {
+    const evt_jv *rid = evt_jv_get(o, "$rowid"); /* sqlcap_trig_image_sql */
+    if (rid && evt_jv_type_of(rid) == EVT_JV_NUMBER) {
+        size_t len;
+        evt_event_set_rowid(ev, strtoll(evt_jv_text(rid, &len), NULL, 10));
+    }
     for (size_t c = 0; c < evt_table_ncols(et); c++) {
         const evt_jv *v = evt_jv_get(o, evt_table_column(et, c)->name);
         if (!v)
@@ -790,7 +832,7 @@ tb_code sqlcap_trig_poll(sqlcap *c, tb_error *err)
             evt_event_free(ev);
             break;
         }
-        sqlcap_event_key_null_warn(et, ev, sqlcap_trig_warned(t, tbl));
+        sqlcap_event_key_null_note(et, ev, sqlcap_trig_noted(t, tbl));
         pos.seq = seq;
         evt_event_set_position(ev, &pos);
         evt_event_set_last_in_tx(ev, true);
@@ -828,7 +870,11 @@ static tb_code sqlcap_trig_rows_prepare(sqlcap *c, const evt_table *et, sqlite3_
         names[k] = TB_UNCONST(evt_table_column(et, k)->name);
     sqlite3_str *s = sqlite3_str_new(NULL);
     sqlite3_str_appendall(s, "SELECT ");
-    sqlcap_trig_image_sql(s, "_r", names, n, false);
+    const char *rid = NULL;
+    for (size_t i = 0; i < c->trig->ntabs && !rid; i++)
+        if (c->trig->tabs[i].et == et)
+            rid = c->trig->tabs[i].rid;
+    sqlcap_trig_image_sql(s, "_r", names, n, false, rid);
     sqlite3_str_appendf(s, " FROM \"%w\" AS _r", evt_table_name(et));
     free(names);
     char *sql = sqlite3_str_finish(s);
@@ -854,7 +900,7 @@ static tb_code sqlcap_trig_row_event(sqlcap *c, const evt_table *et, sqlite3_stm
         evt_event_free(ev);
         return tb_error_prefix(err, rc, "%s: table %s: ", c->path, evt_table_name(et));
     }
-    sqlcap_event_key_null_warn(et, ev, sqlcap_trig_warned(c->trig, evt_table_name(et)));
+    sqlcap_event_key_null_note(et, ev, sqlcap_trig_noted(c->trig, evt_table_name(et)));
     *out = ev;
     return TB_OK;
 }
