@@ -704,3 +704,77 @@ Test(records, topic_names_sanitized)
     cr_assert_eq(b.data[248], 'a');
     tb_buf_free(&b);
 }
+
+/* A key holding NULL with the row's rowid (SQLite, DESIGN 8 "Keys"): the member __rowid after the
+ * key columns, in each encoding, and in its Connect schema (key columns optional, __rowid an
+ * optional int64); a key without NULL is unchanged by the rowid; an update that sets the key from
+ * NULL is a delete under the rowid key and a create under the plain one. Jansson reads them. */
+Test(records, null_key_with_rowid)
+{
+    evt_table *t = evt_table_new("app", "t", 2);
+    evt_table_set_column(t, 0, "k", EVT_T_SQLITE_TEXT, "TEXT", true, false);
+    evt_table_set_column(t, 1, "v", EVT_T_SQLITE_INTEGER, "INTEGER", true, false);
+    size_t pk[] = {0};
+    evt_table_set_pk(t, pk, 1);
+    evt_table_seal(t);
+    evt_codec_opts dbzo = ENV, ks = ENV;
+    dbzo.encoding = EVT_ENC_DEBEZIUM;
+    ks.key_schemas = true;
+    const evt_codec_opts *opts[3] = {&ENV, &dbzo, &ks};
+    for (int null = 0; null < 2; null++) {
+        evt_event *e = evt_event_new(EVT_OP_CREATE, t);
+        if (null)
+            evt_set_null(e, EVT_AFTER, 0);
+        else
+            evt_set_string(e, EVT_AFTER, 0, "a", 1);
+        evt_set_int(e, EVT_AFTER, 1, 5);
+        evt_event_set_rowid(e, 7);
+        for (int o = 0; o < 3; o++) {
+            tb_buf b;
+            tb_buf_init(&b, 0);
+            tb_error err;
+            cr_assert_eq(evt_render_key(opts[o], e, EVT_AFTER, &b, &err), TB_OK, "%s", err.msg);
+            json_error_t je;
+            json_t *k = json_loadb(b.data, b.len, 0, &je);
+            cr_assert_not_null(k, "%s: %s", b.data, je.text);
+            json_t *payload = o == 2 ? json_object_get(k, "payload") : k;
+            cr_expect_eq(json_object_size(payload), null ? 2u : 1u, "%s", b.data);
+            cr_expect(null ? json_is_null(json_object_get(payload, "k")) : json_is_string(json_object_get(payload, "k")),
+                      "%s", b.data);
+            if (null)
+                cr_expect_eq(json_integer_value(json_object_get(payload, "__rowid")), 7, "%s", b.data);
+            if (o == 2) {
+                json_t *fields = json_object_get(json_object_get(k, "schema"), "fields");
+                cr_assert_eq(json_array_size(fields), null ? 2u : 1u, "%s", b.data);
+                cr_expect(json_is_boolean(json_object_get(json_array_get(fields, 0), "optional")) &&
+                              json_boolean_value(json_object_get(json_array_get(fields, 0), "optional")) == (null == 1),
+                          "%s", b.data);
+                if (null) {
+                    json_t *f = json_array_get(fields, 1);
+                    cr_expect_str_eq(json_string_value(json_object_get(f, "field")), "__rowid");
+                    cr_expect_str_eq(json_string_value(json_object_get(f, "type")), "int64");
+                    cr_expect(json_is_true(json_object_get(f, "optional")));
+                }
+            }
+            json_decref(k);
+            tb_buf_free(&b);
+        }
+        evt_event_free(e);
+    }
+    /* an update that gives the NULL-key row a key: the old key (with the rowid) is deleted */
+    evt_event *u = evt_event_new(EVT_OP_UPDATE, t);
+    evt_set_null(u, EVT_BEFORE, 0);
+    evt_set_int(u, EVT_BEFORE, 1, 5);
+    evt_set_string(u, EVT_AFTER, 0, "b", 1);
+    evt_set_int(u, EVT_AFTER, 1, 5);
+    evt_event_set_rowid(u, 7);
+    evt_rendered r;
+    evt_rendered_init(&r);
+    tb_error err;
+    cr_assert_eq(evt_render(&ENV, u, &r, &err), TB_OK, "%s", err.msg);
+    expect_msgs(&r, 3, (const char *[]){"{\"k\":null,\"__rowid\":7}", "{\"k\":null,\"__rowid\":7}", "{\"k\":\"b\"}"},
+                (const char *[]){"d", NULL, "c"});
+    evt_rendered_free(&r);
+    evt_event_free(u);
+    evt_table_unref(t);
+}
