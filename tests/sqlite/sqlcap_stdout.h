@@ -187,8 +187,9 @@ static inline char *sqs_lines_close(sqlite3 *m, const char *sql)
  * tombstone or a delete removing it; as canonical JSON of `after`, sorted,
  * one per line: the output read as a table, nothing else (rows an earlier,
  * killed snapshot sent and the table lost since are deleted by the run's
- * own reconcile step, which reads this file back, DESIGN 6a). */
-static char *topic_rows(const char *table)
+ * own reconcile step, which reads this file back, DESIGN 6a). with_key: each
+ * line "key<TAB>after", the message key's canonical JSON first. */
+static char *sqs_topic_rows(const char *table, bool with_key)
 {
     char topic[128];
     snprintf(topic, sizeof topic, "tg.app.%s", table);
@@ -196,7 +197,9 @@ static char *topic_rows(const char *table)
     cr_assert_eq(sqlite3_open(":memory:", &m), SQLITE_OK);
     cr_assert_eq(sqlite3_exec(m, "CREATE TABLE kv(k TEXT PRIMARY KEY, v TEXT)", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_stmt *up, *del;
-    sqlite3_prepare_v2(m, "INSERT OR REPLACE INTO kv VALUES(?, ?)", -1, &up, NULL);
+    sqlite3_prepare_v2(m, with_key ? "INSERT OR REPLACE INTO kv VALUES(?1, ?1 || char(9) || ?2)"
+                                   : "INSERT OR REPLACE INTO kv VALUES(?1, ?2)",
+                       -1, &up, NULL);
     sqlite3_prepare_v2(m, "DELETE FROM kv WHERE k = ?", -1, &del, NULL);
     char *b = slurp(outp);
     cr_assert_not_null(b);
@@ -229,6 +232,8 @@ static char *topic_rows(const char *table)
     sqlite3_finalize(del);
     return sqs_lines_close(m, "SELECT v FROM kv ORDER BY v");
 }
+
+static char *topic_rows(const char *table) { return sqs_topic_rows(table, false); }
 
 static int strcmp_ptr_(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 

@@ -70,39 +70,6 @@ static char *event_bag(const char *table)
     return sqs_lines_close(m, "SELECT r FROM bag ORDER BY r");
 }
 
-/* the source's rows of table (k, v) as the same canonical JSON, sorted */
-static char *source_bag(const char *table)
-{
-    sqlite3 *h;
-    cr_assert_eq(sqlite3_open_v2(dbp, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    char *q = sqlite3_mprintf("SELECT k, v FROM \"%w\"", table);
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(h, q, -1, &st, NULL), SQLITE_OK);
-    sqlite3_free(q);
-    sqlite3 *m;
-    cr_assert_eq(sqlite3_open(":memory:", &m), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(m, "CREATE TABLE bag(r TEXT)", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_stmt *add;
-    sqlite3_prepare_v2(m, "INSERT INTO bag VALUES(?)", -1, &add, NULL);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        json_t *o = json_object();
-        json_object_set_new(o, "k", sqlite3_column_type(st, 0) == SQLITE_NULL
-                                        ? json_null()
-                                        : json_string((const char *)sqlite3_column_text(st, 0)));
-        json_object_set_new(o, "v", json_integer(sqlite3_column_int64(st, 1)));
-        char *c = canon(o);
-        sqlite3_bind_text(add, 1, c, -1, SQLITE_TRANSIENT);
-        cr_assert_eq(sqlite3_step(add), SQLITE_DONE);
-        sqlite3_reset(add);
-        free(c);
-        json_decref(o);
-    }
-    sqlite3_finalize(st);
-    sqlite3_close(h);
-    sqlite3_finalize(add);
-    return sqs_lines_close(m, "SELECT r FROM bag ORDER BY r");
-}
-
 /* lines of the run's log that hold needle */
 static int log_count(const char *needle)
 {
@@ -117,50 +84,9 @@ static int log_count(const char *needle)
     return n;
 }
 
-/* The output read as a compacted topic: "key\tafter" of the last record per message key of
- * `table` (a tombstone or delete removes it), canonical JSON, sorted, a line each. */
-static char *keyed_topic(const char *table)
-{
-    char topic[128];
-    snprintf(topic, sizeof topic, "tg.app.%s", table);
-    sqlite3 *m;
-    cr_assert_eq(sqlite3_open(":memory:", &m), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(m, "CREATE TABLE kv(k TEXT PRIMARY KEY, v TEXT)", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_stmt *up, *del;
-    sqlite3_prepare_v2(m, "INSERT OR REPLACE INTO kv VALUES(?1, ?1 || char(9) || ?2)", -1, &up, NULL);
-    sqlite3_prepare_v2(m, "DELETE FROM kv WHERE k = ?", -1, &del, NULL);
-    char *b = slurp(outp);
-    cr_assert_not_null(b);
-    for (char *line = b, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
-        json_t *o = json_loadb(line, (size_t)(nl - line), 0, NULL);
-        cr_assert_not_null(o);
-        const char *t = json_string_value(json_object_get(o, "topic"));
-        json_t *key = json_object_get(o, "key");
-        if (t && strcmp(t, topic) == 0 && json_is_object(key)) {
-            char *k = canon(key);
-            json_t *val = json_object_get(o, "value"), *after = json_is_object(val) ? json_object_get(val, "after") : NULL;
-            sqlite3_stmt *st = json_is_object(after) ? up : del;
-            sqlite3_bind_text(st, 1, k, -1, SQLITE_TRANSIENT);
-            if (st == up) {
-                char *a = canon(after);
-                sqlite3_bind_text(st, 2, a, -1, SQLITE_TRANSIENT);
-                free(a);
-            }
-            cr_assert_eq(sqlite3_step(st), SQLITE_DONE);
-            sqlite3_reset(st);
-            free(k);
-        }
-        json_decref(o);
-    }
-    free(b);
-    sqlite3_finalize(up);
-    sqlite3_finalize(del);
-    return sqs_lines_close(m, "SELECT v FROM kv ORDER BY v");
-}
-
-/* The source's rows of table (k, v) the same way: the key {"k":…}, with "__rowid" the row's
- * rowid when k is NULL. */
-static char *keyed_source(const char *table)
+/* The source's rows of table (k, v) as canonical JSON, sorted, a line each; with_key: as
+ * "key<TAB>row" (sqs_topic_rows), the key {"k":…} with "__rowid" the row's rowid when k is NULL. */
+static char *source_rows_of(const char *table, bool with_key)
 {
     sqlite3 *h;
     cr_assert_eq(sqlite3_open_v2(dbp, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
@@ -183,7 +109,7 @@ static char *keyed_source(const char *table)
         if (null)
             json_object_set_new(key, "__rowid", json_integer(sqlite3_column_int64(st, 2)));
         char *ks = canon(key), *rs = canon(row);
-        char *line = sqlite3_mprintf("%s\t%s", ks, rs);
+        char *line = with_key ? sqlite3_mprintf("%s\t%s", ks, rs) : sqlite3_mprintf("%s", rs);
         sqlite3_bind_text(add, 1, line, -1, SQLITE_TRANSIENT);
         cr_assert_eq(sqlite3_step(add), SQLITE_DONE);
         sqlite3_reset(add);
@@ -234,12 +160,12 @@ static void run_case(const char *tag, const char *mode_line, const char *journal
     wait_for("\"x\":\"done\"", 60000);
     stop_run(p);
 
-    char *a = source_bag("t"), *b = event_bag("t");
+    char *a = source_rows_of("t", false), *b = event_bag("t");
     cr_expect_str_eq(b, a, "table t: the events give\n%s\nthe source holds\n%s", b, a);
     free(a);
     free(b);
-    a = keyed_source("t");
-    b = keyed_topic("t");
+    a = source_rows_of("t", true);
+    b = sqs_topic_rows("t", true);
     cr_expect_str_eq(b, a, "table t read as a compacted topic gives\n%s\nthe source holds\n%s(see %s)", b, a, dir);
     free(a);
     free(b);
