@@ -47,8 +47,8 @@ struct evt_event {
     evt_connector connector;
     const char *wire_key; /* in mem: the message key to send verbatim, or NULL */
     size_t wire_key_len;
-    bool has_rowid;       /* rowid: the source row's rowid (SQLite), for a key holding NULL */
-    int64_t rowid;
+    bool has_rowid[2];    /* rowid[img]: the source row's rowid (SQLite), for a key holding NULL */
+    int64_t rowid[2];
     bool failed;
     tb_error err;
 };
@@ -74,7 +74,7 @@ static void event_prepare(evt_event *e, evt_op op, evt_table *t, bool holds_t)
     e->connector = EVT_CONN_MYSQL;
     e->wire_key = NULL;
     e->wire_key_len = 0;
-    e->has_rowid = false;
+    e->has_rowid[0] = e->has_rowid[1] = false;
     if (op != EVT_OP_CREATE && op != EVT_OP_UPDATE && op != EVT_OP_DELETE && op != EVT_OP_READ)
         evt_event_fail(e, TB_ERR_INVALID, "invalid op %d", (int)op);
     size_t n = t ? t->ncols : 0;
@@ -482,18 +482,18 @@ const char *evt_event_wire_key(const evt_event *e, size_t *len)
     return e->wire_key;
 }
 
-void evt_event_set_rowid(evt_event *e, int64_t rowid)
+void evt_event_set_rowid(evt_event *e, evt_image img, int64_t rowid)
 {
-    if (e) {
-        e->has_rowid = true;
-        e->rowid = rowid;
+    if (e && (img == EVT_BEFORE || img == EVT_AFTER)) {
+        e->has_rowid[img] = true;
+        e->rowid[img] = rowid;
     }
 }
 
-bool evt_event_rowid(const evt_event *e, int64_t *rowid)
+bool evt_event_rowid(const evt_event *e, evt_image img, int64_t *rowid)
 {
-    *rowid = e->rowid;
-    return e->has_rowid;
+    *rowid = e->rowid[img];
+    return e->has_rowid[img];
 }
 
 void evt_event_set_commit_ts_ms(evt_event *e, int64_t ts_ms) { if (e) e->commit_ts_ms = ts_ms; }
@@ -633,5 +633,6 @@ bool evt_event_key_unchanged(const evt_event *e)
         if (!evt_value_equal(a, b))
             return false;
     }
-    return true;
+    /* the row moved to another rowid: its key changed if it holds NULL (the renderers decide) */
+    return !(e->has_rowid[EVT_BEFORE] && e->has_rowid[EVT_AFTER] && e->rowid[EVT_BEFORE] != e->rowid[EVT_AFTER]);
 }

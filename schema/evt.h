@@ -252,11 +252,11 @@ void evt_event_set_txid(evt_event *e, const char *txid);          /* copied; NUL
  * before image is rebuilt from the key's JSON members, which an encoding such as Debezium's may
  * render differently from the topic's key). Copied; NULL clears; reset clears it. */
 void evt_event_set_wire_key(evt_event *e, const char *key, size_t len);
-/* The source row's rowid (SQLite rowid tables with a declared key): a key image holding NULL in
- * a key column (a rowid table's declared key allows it) gets the member EVT_KEY_ROWID with it, so
- * rows whose keys hold NULL keep apart on the wire (DESIGN 8 "Keys"); keys without NULL do not
- * change. Reset clears it. */
-void evt_event_set_rowid(evt_event *e, int64_t rowid);
+/* The source row's rowid in image img (SQLite rowid tables with a declared key): the key of an
+ * image holding NULL in a key column (a rowid table's declared key allows it) gets the member
+ * EVT_KEY_ROWID with it, so rows whose keys hold NULL keep apart on the wire (DESIGN 8 "Keys");
+ * keys without NULL do not change. Reset clears it. */
+void evt_event_set_rowid(evt_event *e, evt_image img, int64_t rowid);
 #define EVT_KEY_ROWID "__rowid"
 void evt_event_set_commit_ts_ms(evt_event *e, int64_t ts_ms);
 void evt_event_set_last_in_tx(evt_event *e, bool last);
@@ -303,7 +303,7 @@ const evt_value *evt_event_values(const evt_event *e, evt_image img);
 const tb_position *evt_event_position(const evt_event *e);
 const char *evt_event_txid(const evt_event *e);               /* NULL if none */
 const char *evt_event_wire_key(const evt_event *e, size_t *len); /* NULL if none */
-bool evt_event_rowid(const evt_event *e, int64_t *rowid);     /* false if none */
+bool evt_event_rowid(const evt_event *e, evt_image img, int64_t *rowid); /* false if none */
 int64_t evt_event_commit_ts_ms(const evt_event *e);
 bool evt_event_last_in_tx(const evt_event *e);
 evt_snapshot_flag evt_event_snapshot(const evt_event *e);
@@ -315,7 +315,9 @@ evt_connector evt_event_connector(const evt_event *e);
 bool evt_value_equal(const evt_value *a, const evt_value *b);
 
 /* True when every primary-key column has equal values in both images
- * (always true for c/r/d). False means a key change (sinks split it). */
+ * (always true for c/r/d) and the images' rowids (evt_event_set_rowid), if
+ * both are set, are equal. False means a key change (sinks split it when
+ * the rendered keys differ). */
 bool evt_event_key_unchanged(const evt_event *e);
 
 #endif

@@ -380,10 +380,11 @@ static tb_code put_row(evt_jw *w, const evt_codec_opts *o, const evt_event *e, e
 }
 
 /* Whether the key of image img takes the member EVT_KEY_ROWID: the event carries its row's rowid
- * and a key column holds NULL (evt_event_set_rowid). */
+ * (of img, else of the other image, as a key column's value) and a key column holds NULL
+ * (evt_event_set_rowid). */
 static bool key_rowid(const evt_event *e, evt_image img, int64_t *rowid)
 {
-    if (!evt_event_rowid(e, rowid))
+    if (!evt_event_rowid(e, img, rowid) && !evt_event_rowid(e, img == EVT_AFTER ? EVT_BEFORE : EVT_AFTER, rowid))
         return false;
     const evt_table *t = evt_event_table(e);
     for (size_t k = 0; k < evt_table_npk(t); k++) {

@@ -245,7 +245,8 @@ evt_event *sqlcap_make_event(sqlcap_evpool *p, const sqlcap_tbl *t, evt_op op, c
     evt_event_set_connector(ev, EVT_CONN_SQLITE);
     if (key_nullable(t) && ((before && sqlcap_key_has_null(t, before)) || (after && sqlcap_key_has_null(t, after)))) {
         sqlcap_key_null_note(t, before ? before : after);
-        evt_event_set_rowid(ev, rowid);
+        evt_event_set_rowid(ev, EVT_BEFORE, rowid); /* one rowid: the diff keys such a row by it */
+        evt_event_set_rowid(ev, EVT_AFTER, rowid);
     }
     for (int img = 0; img < 2; img++) {
         const sqlcap_val *v = img == 0 ? before : after;

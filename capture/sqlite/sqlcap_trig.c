@@ -685,7 +685,7 @@ static tb_code sqlcap_trig_image_obj(evt_event *ev, evt_image img, const evt_tab
     const evt_jv *rid = evt_jv_get(o, "$rowid"); /* sqlcap_trig_image_sql */
     if (rid && evt_jv_type_of(rid) == EVT_JV_NUMBER) {
         size_t len;
-        evt_event_set_rowid(ev, strtoll(evt_jv_text(rid, &len), NULL, 10));
+        evt_event_set_rowid(ev, img, strtoll(evt_jv_text(rid, &len), NULL, 10));
     }
     for (size_t c = 0; c < evt_table_ncols(et); c++) {
         const evt_jv *v = evt_jv_get(o, evt_table_column(et, c)->name);

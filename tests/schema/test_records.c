@@ -728,7 +728,7 @@ Test(records, null_key_with_rowid)
         else
             evt_set_string(e, EVT_AFTER, 0, "a", 1);
         evt_set_int(e, EVT_AFTER, 1, 5);
-        evt_event_set_rowid(e, 7);
+        evt_event_set_rowid(e, EVT_AFTER, 7);
         for (int o = 0; o < 3; o++) {
             tb_buf b;
             tb_buf_init(&b, 0);
@@ -767,12 +767,21 @@ Test(records, null_key_with_rowid)
     evt_set_int(u, EVT_BEFORE, 1, 5);
     evt_set_string(u, EVT_AFTER, 0, "b", 1);
     evt_set_int(u, EVT_AFTER, 1, 5);
-    evt_event_set_rowid(u, 7);
+    evt_event_set_rowid(u, EVT_BEFORE, 7);
+    evt_event_set_rowid(u, EVT_AFTER, 7);
     evt_rendered r;
     evt_rendered_init(&r);
     tb_error err;
     cr_assert_eq(evt_render(&ENV, u, &r, &err), TB_OK, "%s", err.msg);
     expect_msgs(&r, 3, (const char *[]){"{\"k\":null,\"__rowid\":7}", "{\"k\":null,\"__rowid\":7}", "{\"k\":\"b\"}"},
+                (const char *[]){"d", NULL, "c"});
+    /* a row whose key stays NULL moved to another rowid: its key changed */
+    evt_set_null(u, EVT_AFTER, 0);
+    evt_event_set_rowid(u, EVT_AFTER, 9);
+    cr_assert(!evt_event_key_unchanged(u));
+    cr_assert_eq(evt_render(&ENV, u, &r, &err), TB_OK, "%s", err.msg);
+    expect_msgs(&r, 3, (const char *[]){"{\"k\":null,\"__rowid\":7}", "{\"k\":null,\"__rowid\":7}",
+                                        "{\"k\":null,\"__rowid\":9}"},
                 (const char *[]){"d", NULL, "c"});
     evt_rendered_free(&r);
     evt_event_free(u);

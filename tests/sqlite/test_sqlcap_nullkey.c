@@ -13,7 +13,7 @@
  * capture's events applied to a bag of rows (a create adds its after image, a
  * delete removes its before image, an update replaces one by the other) give
  * the source's rows, with several NULL-key rows changed in one transaction, a
- * key set to NULL and from NULL, and (WAL) a VACUUM.
+ * key set to NULL and from NULL, a row given another rowid, and (WAL) a VACUUM.
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -155,8 +155,9 @@ static void run_case(const char *tag, const char *mode_line, const char *journal
     wait_for("\"x\":\"mid\"", 60000);
     if (wal) /* the rows move (a rowid table without INTEGER PRIMARY KEY may be renumbered) */
         app_sql("DELETE FROM t WHERE v = 6; VACUUM;", false);
+    /* ... and one moves to another rowid (its key changes: a delete and a create) */
     app_sql("UPDATE t SET v = v + 100 WHERE k IS NULL AND v > 6; DELETE FROM t WHERE v = 107;"
-            "INSERT INTO marker VALUES(2, 'done')", false);
+            "UPDATE t SET rowid = 1000 WHERE v = 108; INSERT INTO marker VALUES(2, 'done')", false);
     wait_for("\"x\":\"done\"", 60000);
     stop_run(p);
 
