@@ -258,10 +258,13 @@ TB_MUST_USE tb_code run_reconcile_mysql(run_ctx *r, const char *db, const char *
 TB_MUST_USE tb_code run_reconcile_sqlite(run_ctx *r, const run_keys_at *at, tb_error *err);
 
 /* A blocking snapshot's reconcile steps: run_snapkeys_row for every row
- * sent (rows come table by table; a table's step runs when the next table's
- * first row comes), run_snapkeys_end after the last row, with every table
- * of the snapshot (those without rows lose every key) and the hand-off
- * position, before the snapshot's transaction ends. */
+ * before it is sent (rows come table by table; a table's step runs when the
+ * next table's first row comes), run_snapkeys_end after the last row, with
+ * every table of the snapshot (those without rows lose every key) and the
+ * hand-off position, before the snapshot's transaction ends. A table whose
+ * topic held no record when its first row came (sink_topic_empty) has no
+ * step: the snapshot is its topic's only writer until it ends, so the topic
+ * holds the snapshot's keys and no other. */
 typedef struct run_snapkeys {
     tb_kset keys;      /* digests of the current table's rows */
     evt_table *t;      /* the current table (a reference) */
@@ -269,6 +272,7 @@ typedef struct run_snapkeys {
     evt_connector conn;
     int64_t ts_ms;
     tb_hmap done;      /* "db\0table" of the tables seen */
+    bool topic_empty;  /* the current table's topic held no record before its first row */
 } run_snapkeys;
 void run_snapkeys_init(run_snapkeys *sk);
 void run_snapkeys_free(run_snapkeys *sk);

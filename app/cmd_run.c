@@ -93,7 +93,8 @@ static tb_code run_mysql_snapshot(run_ctx *r, tb_position *hand_off, tb_error *e
         if (rc != TB_OK || !ev)
             break;
         conn = evt_event_connector(ev);
-        if ((rc = run_sink_send(r, ev, err)) != TB_OK || (rc = run_snapkeys_row(r, &sk, ev, err)) != TB_OK)
+        /* the key first: at a table's first row, whether its topic holds anything yet */
+        if ((rc = run_snapkeys_row(r, &sk, ev, err)) != TB_OK || (rc = run_sink_send(r, ev, err)) != TB_OK)
             break;
         r->snapshot_rows++;
         sink_poll(r->sink, 0);

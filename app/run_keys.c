@@ -372,7 +372,12 @@ static tb_code snapkeys_close(run_ctx *r, run_snapkeys *sk, tb_error *err)
     if (!sk->t)
         return TB_OK;
     run_keys_at at = {.pos = &sk->pos, .conn = sk->conn, .ts_ms = sk->ts_ms, .what = "snapshot"};
-    tb_code rc = run_reconcile(r, sk->t, evt_table_db(sk->t), evt_table_name(sk->t), &sk->keys, &at, err);
+    tb_code rc = TB_OK;
+    if (sk->topic_empty)
+        TB_INFO("run", "%s.%s: no reconcile after the snapshot: its topic held no record before it (%zu key(s) "
+                "sent)", evt_table_db(sk->t), evt_table_name(sk->t), sk->keys.n);
+    else
+        rc = run_reconcile(r, sk->t, evt_table_db(sk->t), evt_table_name(sk->t), &sk->keys, &at, err);
     evt_table_unref(sk->t);
     sk->t = NULL;
     tb_kset_free(&sk->keys);
@@ -413,6 +418,12 @@ tb_code run_snapkeys_row(run_ctx *r, run_snapkeys *sk, const evt_event *ev, tb_e
             return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         if ((rc = snapkeys_mark(sk, evt_table_db(t), evt_table_name(t), err)) != TB_OK)
             return rc;
+        tb_error perr;
+        if (sink_topic_empty(r->sink, t, &sk->topic_empty, &perr) != TB_OK) { /* the step reads the topic */
+            sk->topic_empty = false;
+            TB_DEBUG("run", "%s.%s: whether its topic holds anything: %s", evt_table_db(t), evt_table_name(t),
+                     perr.msg);
+        }
     }
     uint64_t d;
     if ((rc = sink_key_digest(r->sink, ev, &d, err)) != TB_OK)

@@ -318,6 +318,55 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, const tb_kset *keep, ksi
     return rc;
 }
 
+tb_code ksink_topic_empty(ksink *ks, const evt_table *t, bool *empty, tb_error *err)
+{
+    *empty = false;
+    tb_buf topic;
+    tb_buf_init(&topic, 0);
+    rd_kafka_topic_t *rkt = NULL;
+    const rd_kafka_metadata_t *md = NULL;
+    int timeout_ms = ksink_request_timeout_ms(ks->c);
+    tb_code rc = evt_json_topic(&ks->copts, t, &topic);
+    if (rc != TB_OK) {
+        rc = tb_error_set(err, rc, false, "topic name of %s.%s", evt_table_db(t), evt_table_name(t));
+        goto out;
+    }
+    if (!(rkt = rd_kafka_topic_new(ks->rk, topic.data, NULL))) {
+        rc = kafka_error(err, rd_kafka_last_error(), "topic %s", topic.data);
+        goto out;
+    }
+    rd_kafka_resp_err_t rerr = rd_kafka_metadata(ks->rk, 0, rkt, &md, timeout_ms);
+    if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+        (md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || md->topics[0].partition_cnt == 0)) {
+        *empty = true; /* no topic: nothing held */
+        goto out;
+    }
+    if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && (md->topic_cnt != 1 || md->topics[0].err))
+        rerr = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+    if (rerr) {
+        rc = kafka_error(err, rerr, "topic %s: metadata", topic.data);
+        goto out;
+    }
+    bool none = true;
+    for (int i = 0; none && i < md->topics[0].partition_cnt; i++) {
+        int64_t lo = 0, hi = 0;
+        int32_t p = md->topics[0].partitions[i].id;
+        if ((rerr = rd_kafka_query_watermark_offsets(ks->rk, topic.data, p, &lo, &hi, timeout_ms)) != 0) {
+            rc = kafka_error(err, rerr, "topic %s [%d]: watermarks", topic.data, (int)p);
+            goto out;
+        }
+        none = hi <= lo;
+    }
+    *empty = none;
+out:
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    if (rkt)
+        rd_kafka_topic_destroy(rkt);
+    tb_buf_free(&topic);
+    return rc;
+}
+
 tb_code ksink_key_digest(ksink *ks, const evt_event *e, uint64_t *digest, tb_error *err)
 {
     tb_buf_reset(&ks->keybuf);

@@ -103,6 +103,11 @@ static tb_code k_topic_keys(void *k, const evt_table *t, const struct tb_kset *k
 {
     return ksink_topic_keys(k, t, keep, fn, opaque, err);
 }
+static tb_code k_topic_empty(void *k, const evt_table *t, bool *empty, tb_error *err)
+{
+    return ksink_topic_empty(k, t, empty, err);
+}
+
 static tb_code k_key_digest(void *k, const evt_event *e, uint64_t *digest, tb_error *err)
 {
     return ksink_key_digest(k, e, digest, err);
@@ -140,6 +145,7 @@ static const sink_ops kafka_ops = {
     .send_txmeta = k_send_txmeta,
     .topic_keys = k_topic_keys,
     .key_digest = k_key_digest,
+    .topic_empty = k_topic_empty,
     .topics_gone = k_topics_gone,
     .tables_known = k_tables_known,
 };
@@ -351,6 +357,12 @@ tb_code sink_topic_keys(sink *s, const evt_table *t, const struct tb_kset *keep,
 {
     return sink_has(s, SINK_CAP_KEYS) ? s->ops->topic_keys(s->impl, t, keep, fn, opaque, err)
                                         : no_topics(s, "read a topic's keys", err);
+}
+
+tb_code sink_topic_empty(sink *s, const evt_table *t, bool *empty, tb_error *err)
+{
+    *empty = false;
+    return sink_has(s, SINK_CAP_KEYS) && s->ops->topic_empty ? s->ops->topic_empty(s->impl, t, empty, err) : TB_OK;
 }
 
 tb_code sink_key_digest(sink *s, const evt_event *e, uint64_t *digest, tb_error *err)
