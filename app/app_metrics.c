@@ -601,6 +601,8 @@ tb_code app_metrics_render(app_metrics *m, tb_buf *out)
     sample_begin(out, m, "tributary_errors_total");
     tb_buf_printf(out, ",kind=\"kafka_transaction_aborted\"} %llu\n", (unsigned long long)run.restarts);
     sample_begin(out, m, "tributary_errors_total");
+    tb_buf_printf(out, ",kind=\"kafka_producer_replaced\"} %llu\n", (unsigned long long)run.producer_restarts);
+    sample_begin(out, m, "tributary_errors_total");
     tb_buf_printf(out, ",kind=\"fatal\"} %d\n", strcmp(run.state, "failed") == 0);
     render_kafka(out, m, kjs);
     free(kjs);

@@ -101,6 +101,7 @@ typedef struct app_metrics_run {
     uint64_t in_flight;           /* messages sent, not yet acknowledged */
     uint64_t reconnects;          /* source connections lost */
     uint64_t restarts;            /* source re-reads after aborted Kafka transactions */
+    uint64_t producer_restarts;   /* source re-reads after a Kafka producer that failed was replaced */
 } app_metrics_run;
 void app_metrics_set_run(app_metrics *m, const app_metrics_run *v);
 

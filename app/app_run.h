@@ -61,8 +61,9 @@ typedef struct run_ctx {
     bool in_tx;                    /* an event of an unfinished source transaction was sent */
     bool restart;                  /* exactly.once: a Kafka transaction was aborted; re-read the
                                       source from sink_committable() */
-    uint64_t aborts_seen;          /* sink_stats.aborts already acted on */
+    uint64_t aborts_seen;          /* sink_stats.aborts + .restarts already acted on */
     uint64_t restarts;             /* source re-reads after aborted Kafka transactions */
+    uint64_t producer_restarts;    /* source re-reads after a producer replaced (sink_stats.restarts) */
     cfg_filter filter;             /* tables.include / tables.exclude (owned) */
     bool filter_ok;
     struct {

@@ -214,11 +214,16 @@ tb_code run_stream(run_ctx *r, tb_error *err)
     return TB_OK;
 }
 
-/* Where to read the source from after an aborted Kafka transaction: the
- * position the sink committed, else (nothing committed in this run) the one
- * we started from. Closes the source. */
+/* Where to read the source from after an aborted Kafka transaction or a
+ * producer replaced (sink_restart): the position the sink committed, else
+ * (nothing committed in this run) the one we started from. Closes the source. */
 tb_code run_prepare_restart(run_ctx *r, tb_position *resume, tb_error *err)
 {
+    tb_error serr;
+    if (sink_restart(r->sink, &serr) != TB_OK) {
+        *err = serr;
+        return serr.code;
+    }
     binlog_close(r->binlog);
     r->binlog = NULL;
     sqlcap_close(r->sqlite);
@@ -226,7 +231,12 @@ tb_code run_prepare_restart(run_ctx *r, tb_position *resume, tb_error *err)
     r->restart = false;
     r->in_tx = false;
     r->txm_open = false;
-    r->restarts++;
+    sink_stats st;
+    sink_get_stats(r->sink, &st);
+    if (st.restarts != r->producer_restarts)
+        r->producer_restarts = st.restarts; /* the producer was replaced */
+    else
+        r->restarts++; /* a Kafka transaction was aborted */
     const tb_position *c = sink_committable(r->sink);
     if (c->kind != TB_POS_NONE && tb_position_copy(resume, c) != TB_OK)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
@@ -235,7 +245,7 @@ tb_code run_prepare_restart(run_ctx *r, tb_position *resume, tb_error *err)
     tb_buf_init(&b, 0);
     if (resume->kind != TB_POS_NONE)
         tb_position_format(resume, &b);
-    TB_WARN("run", "Kafka transaction aborted (%s); reading the source again from %s", err->msg,
+    TB_WARN("run", "%s; reading the source again from %s", err->msg,
             resume->kind != TB_POS_NONE ? tb_buf_cstr(&b) : "the start (nothing committed yet)");
     tb_buf_free(&b);
     tb_error_clear(err);

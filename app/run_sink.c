@@ -136,9 +136,9 @@ bool run_sink_aborted(run_ctx *r)
         return false;
     sink_stats st;
     sink_get_stats(r->sink, &st);
-    if (st.aborts == r->aborts_seen)
+    if (st.aborts + st.restarts == r->aborts_seen)
         return false;
-    r->aborts_seen = st.aborts;
+    r->aborts_seen = st.aborts + st.restarts;
     r->restart = true;
     return true;
 }

@@ -113,6 +113,7 @@ static void run_metrics(run_ctx *r, const app_status *st, int64_t now, uint64_t 
         .in_flight = in_flight,
         .reconnects = r->reconnects,
         .restarts = r->restarts,
+        .producer_restarts = r->producer_restarts,
     };
     app_metrics_set_run(r->metrics, &v);
 }

@@ -22,9 +22,34 @@
 /* ------------------------------------------------------------ callbacks */
 
 /* Delivery report: O(1), only counts and records (STYLE 5). */
+/* A fatal error of the producer: at-least-once, a restart is due (ksink_restart), unless too many
+ * came lately; true when so. buf: librdkafka's reason. */
+bool ksink_fatal_restart(ksink *ks, rd_kafka_t *rk)
+{
+    if (ks->eos || ks->restart_due || (ks->failed && !ks->restart_due))
+        return ks->restart_due;
+    char buf[512];
+    rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof(buf));
+    if (orig == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return false;
+    int64_t now = tb_mono_ms();
+    unsigned oldest = ks->nrestart % KSINK_RESTARTS;
+    if (ks->nrestart >= KSINK_RESTARTS && now - ks->restart_ms[oldest] < KSINK_RESTART_WINDOW_MS)
+        return false; /* the caller fails as before */
+    ks->restart_ms[oldest] = now;
+    ks->nrestart++;
+    ks->restart_due = true;
+    ks->failed = true;
+    ks->st.restarts++;
+    tb_error_set(&ks->fail_err, TB_ERR_KAFKA, true,
+                 "fatal producer error: %s (%s): a new producer goes on, from the committed position", buf,
+                 rd_kafka_err2name(orig));
+    TB_WARN("ksink", "%s", ks->fail_err.msg);
+    return true;
+}
+
 static void ksink_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
-    (void)rk;
     ksink *ks = opaque;
     uint64_t seq = (uint64_t)(uintptr_t)m->_private;
     if (seq != KSINK_OPAQUE_OFFSETS && seq < ks->valid_seq)
@@ -40,6 +65,8 @@ static void ksink_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     }
     if (m->err && ks->eos)
         return; /* purged by our own abort */
+    if (m->err && ksink_fatal_restart(ks, rk))
+        return; /* sent again by the new producer (ksink_restart) */
     if (m->err) {
         if (!ks->failed) {
             ks->failed = true;
@@ -67,6 +94,8 @@ static void ksink_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
 static void ksink_error_cb(rd_kafka_t *rk, int rerr, const char *reason, void *opaque)
 {
     ksink *ks = opaque;
+    if (rerr == RD_KAFKA_RESP_ERR__FATAL && ksink_fatal_restart(ks, rk))
+        return;
     if (rerr == RD_KAFKA_RESP_ERR__FATAL) {
         char buf[512];
         rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof(buf));
@@ -427,6 +456,12 @@ void ksink_poll(ksink *ks, int timeout_ms)
         ksink_kick(ks);
     rd_kafka_poll(ks->rk, timeout_ms);
     ksink_advance(ks);
+#ifdef TB_TEST_HOOKS
+    if (ks->test_fatal_after && ks->st.acked >= ks->test_fatal_after) { /* once */
+        ks->test_fatal_after = 0;
+        rd_kafka_test_fatal_error(ks->rk, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, "TB_TEST_KAFKA_FATAL_AFTER");
+    }
+#endif
 }
 
 const tb_position *ksink_committable(const ksink *ks)
@@ -656,6 +691,33 @@ tb_code ksink_client_reset(ksink *ks, tb_error *err)
     return TB_OK;
 }
 
+tb_code ksink_restart(ksink *ks, tb_error *err)
+{
+    if (!ks->restart_due)
+        return TB_OK;
+    /* what the old producer has in flight lands or fails before the new one sends, so that a
+     * key's records keep their order; its reports are not counted (valid_seq) */
+    ks->valid_seq = ks->next_seq;
+    ks->stage.n = 0;
+    ks->stage.used = 0;
+    rd_kafka_flush(ks->rk, ksink_request_timeout_ms(ks->c));
+    ksink_ring_clear(ks);
+    ksink_schema_forget(ks); /* schema records in flight may be lost: written again when due */
+    ks->offs_acked = ks->offs_sent;
+    tb_error rerr;
+    if (ksink_client_reset(ks, &rerr) != TB_OK) {
+        ks->restart_due = false; /* failed stays: the new producer's error */
+        if (err)
+            *err = rerr;
+        return rerr.code;
+    }
+    ks->restart_due = false;
+    ks->failed = false;
+    tb_error_clear(&ks->fail_err);
+    TB_INFO("ksink", "a new Kafka producer replaced the one that failed");
+    return TB_OK;
+}
+
 tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
 {
     tb_code rc = TB_OK;
@@ -702,6 +764,10 @@ tb_code ksink_open(const cfg *c, ksink **out, tb_error *err)
     ks->eos = cfg_get_bool(c, CFGK_EXACTLY_ONCE);
     ks->file_storage = strcmp(cfg_get_str(c, CFGK_OFFSETS_STORAGE), "file") == 0;
     ks->commit_interval_ms = cfg_get_int(c, CFGK_OFFSETS_COMMIT_INTERVAL_MS);
+#ifdef TB_TEST_HOOKS
+    const char *tf = getenv("TB_TEST_KAFKA_FATAL_AFTER");
+    ks->test_fatal_after = tf ? strtoull(tf, NULL, 10) : 0;
+#endif
     ks->last_commit_ms = tb_mono_ms();
     if (ks->eos && ks->file_storage) {
         rc = tb_error_set(err, TB_ERR_CONFIG, false,

@@ -168,6 +168,17 @@ void ksink_set_wait(ksink *ks, ksink_wait_fn fn, void *opaque);
 /* TB_OK while the sink works; once it failed for good (a refused login, a broker certificate
  * that does not verify, a fatal producer error), that error (into *err unless NULL) and its
  * code: retrying does not heal it. */
+/* At-least-once (not exactly.once): an idempotent producer that failed fatally (librdkafka
+ * 2.0's sequence desynchronization after brokers refused writes, OUT_OF_ORDER_SEQUENCE_NUMBER)
+ * cannot send again. The sink then counts a restart (ksink_stats.restarts) and fails every call
+ * with a retriable error until ksink_restart: it waits (bounded) for what the old producer has in
+ * flight, forgets every message after ksink_committable() (the caller reads the source again from
+ * there: at least once, in order), and makes a new producer. A no-op when none is due.
+ * TEST HOOK (builds with TB_TESTS=ON only, as av_ser.h's): with the environment variable
+ * TB_TEST_KAFKA_FATAL_AFTER=<n>, ksink_poll raises such a fatal error once (librdkafka's
+ * rd_kafka_test_fatal_error) when n messages are acknowledged (tests/e2e/test_e2e_reconcile.c,
+ * fatal_producer_error). */
+TB_MUST_USE tb_code ksink_restart(ksink *ks, tb_error *err);
 TB_MUST_USE tb_code ksink_failed(const ksink *ks, tb_error *err);
 
 /* Whether the cluster answers: one metadata request (at most 5 s), then the schema topic made
@@ -345,6 +356,8 @@ typedef struct ksink_stats {
     uint64_t oversized;      /* messages handled by oversize.policy dlq/skip */
     uint64_t tx_open;        /* source transactions not yet committable */
     uint64_t commits;        /* offsets records written */
+    uint64_t restarts;       /* at-least-once: producers replaced after a fatal error (each one means:
+                                resume the source from ksink_committable() after ksink_restart) */
     uint64_t aborts;         /* exactly.once: Kafka transactions aborted (each one means: resume the
                                 source from ksink_committable(); a retriable error without a new
                                 abort leaves the transaction open, to be committed again later) */

@@ -126,6 +126,11 @@ typedef struct ksink_stage {
     int64_t t0_ms;           /* tb_mono_ms() when the first of them was staged */
 } ksink_stage;
 
+/* At most this many producer replacements (ksink_restart) in KSINK_RESTART_WINDOW_MS; one more
+ * fatal error stops the sink as before. */
+#define KSINK_RESTARTS 5
+#define KSINK_RESTART_WINDOW_MS (10 * 60 * 1000)
+
 struct ksink {
     const cfg *c;
     rd_kafka_t *rk;
@@ -172,6 +177,11 @@ struct ksink {
     bool reached;            /* an operation through ksink_wait_kafka succeeded once */
     tb_error fail_err;
     bool txn_dr_failed;      /* exactly.once: a message of the open Kafka transaction failed */
+    bool restart_due;        /* at-least-once: the producer failed fatally; ksink_restart replaces it
+                              * (failed and fail_err say so until then) */
+    int64_t restart_ms[KSINK_RESTARTS]; /* tb_mono_ms of the latest replacements (a ring) */
+    unsigned nrestart;
+    uint64_t test_fatal_after; /* TB_TEST_KAFKA_FATAL_AFTER (ksink.h, test builds): 0 none, or done */
     tb_error txn_err;
 
     ksink_oversize oversize;
@@ -260,6 +270,10 @@ TB_MUST_USE tb_code ksink_keep_pos(ksink *ks, uint64_t seq, const tb_position *p
 /* Free the ring, the marks and the kept positions (at close). */
 void ksink_ring_free(ksink *ks);
 /* Drop every transaction of the ring (frees their positions). */
+/* The producer rk failed fatally (rd_kafka_fatal_error) and, at-least-once, a restart is now due
+ * (ksink_restart; failed and fail_err say so); false when it is not (exactly.once, failed for
+ * another reason, too many restarts lately, no fatal error). */
+bool ksink_fatal_restart(ksink *ks, rd_kafka_t *rk);
 void ksink_ring_clear(ksink *ks);
 /* Produce the offsets record of pos; wait for its acknowledgement when asked. */
 TB_MUST_USE tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wait, tb_error *err);

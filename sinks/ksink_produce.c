@@ -46,6 +46,8 @@ tb_code ksink_produce(ksink *ks, rd_kafka_topic_t *rkt, int32_t partition, const
             RD_KAFKA_V_OPAQUE((void *)(uintptr_t)seq), RD_KAFKA_V_END);
         if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR)
             break;
+        if (rerr == RD_KAFKA_RESP_ERR__FATAL && ksink_fatal_restart(ks, ks->rk))
+            return ksink_failed(ks, err);
         if (rerr != RD_KAFKA_RESP_ERR__QUEUE_FULL)
             return kafka_error(err, rerr, "produce to topic %s, key %.*s", rd_kafka_topic_name(rkt),
                                      (int)(klen > KSINK_KEY_SHOW ? KSINK_KEY_SHOW : klen), key);
@@ -108,7 +110,7 @@ tb_code ksink_stage_add(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_
 /* Record the first refused message as the sink's failure. */
 static void ksink_stage_refused(ksink *ks, const rd_kafka_message_t *m)
 {
-    if (ks->failed)
+    if (ks->failed || (m->err == RD_KAFKA_RESP_ERR__FATAL && ksink_fatal_restart(ks, ks->rk)))
         return;
     ks->failed = true;
     kafka_error(&ks->fail_err, m->err, "produce to topic %s, key %.*s", rd_kafka_topic_name(ks->stage.rkt),

@@ -57,11 +57,16 @@ static tb_code k_failed(const void *k, tb_error *err)
 {
     return ksink_failed(k, err);
 }
+static tb_code k_restart(void *k, tb_error *err)
+{
+    return ksink_restart(k, err);
+}
 static void k_get_stats(const void *k, sink_stats *out)
 {
     ksink_stats st;
     ksink_get_stats(k, &st);
     *out = (sink_stats){.messages = st.messages, .acked = st.acked, .oversized = st.oversized, .aborts = st.aborts,
+                        .restarts = st.restarts,
                         .waiting_since_ms = st.txn_waiting_since_ms,
                         .registry_down_since_ms = st.registry_down_since_ms,
                         .registry_error = st.registry_error};
@@ -146,6 +151,7 @@ static const sink_ops kafka_ops = {
     .topic_keys = k_topic_keys,
     .key_digest = k_key_digest,
     .topic_empty = k_topic_empty,
+    .restart = k_restart,
     .topics_gone = k_topics_gone,
     .tables_known = k_tables_known,
 };
@@ -357,6 +363,11 @@ tb_code sink_topic_keys(sink *s, const evt_table *t, const struct tb_kset *keep,
 {
     return sink_has(s, SINK_CAP_KEYS) ? s->ops->topic_keys(s->impl, t, keep, fn, opaque, err)
                                         : no_topics(s, "read a topic's keys", err);
+}
+
+tb_code sink_restart(sink *s, tb_error *err)
+{
+    return s->ops->restart ? s->ops->restart(s->impl, err) : TB_OK;
 }
 
 tb_code sink_topic_empty(sink *s, const evt_table *t, bool *empty, tb_error *err)

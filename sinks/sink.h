@@ -67,6 +67,7 @@ typedef struct sink_stats {
     uint64_t acked;     /* of them acknowledged */
     uint64_t oversized; /* messages handled by oversize.policy dlq/skip */
     uint64_t aborts;    /* exactly.once: Kafka transactions aborted */
+    uint64_t restarts;  /* at-least-once: producers that failed fatally, to be replaced (sink_restart) */
     int64_t waiting_since_ms; /* wall ms since which ending a Kafka transaction waits for the
                                * brokers (its messages may all be acknowledged); 0 none */
     int64_t registry_down_since_ms; /* Avro: wall ms since which a send waits for the schema
@@ -118,6 +119,7 @@ typedef struct sink_ops {
                           void *opaque, tb_error *err);
     tb_code (*key_digest)(void *impl, const evt_event *e, uint64_t *digest, tb_error *err);
     tb_code (*topic_empty)(void *impl, const evt_table *t, bool *empty, tb_error *err); /* optional */
+    tb_code (*restart)(void *impl, tb_error *err); /* optional */
     tb_code (*topics_gone)(void *impl, sink_captured_fn captured, sink_gone_fn gone, void *opaque,
                            tb_error *err);
     tb_code (*tables_known)(void *impl, sink_table_fn fn, void *opaque, tb_error *err);
@@ -224,6 +226,9 @@ static inline bool sink_stats_json(sink *s, tb_buf *out)
 TB_MUST_USE tb_code sink_topic_keys(sink *s, const evt_table *t, const struct tb_kset *keep, sink_key_fn fn, void *opaque,
                         tb_error *err);
 TB_MUST_USE tb_code sink_key_digest(sink *s, const evt_event *e, uint64_t *digest, tb_error *err);
+/* Before the source is read again from sink_committable() after an abort or a restart
+ * (sink_stats.aborts, .restarts): a producer that failed fatally is replaced (ksink_restart). */
+TB_MUST_USE tb_code sink_restart(sink *s, tb_error *err);
 /* Whether table t's topic holds no record at all (it does not exist, or every partition's low and
  * high watermarks are equal): then a snapshot that is the only writer of the topic until its end
  * has nothing to reconcile. *empty false when the sink cannot tell. */

@@ -160,6 +160,41 @@ Test(e2e_reconcile, first_snapshot_into_empty_topics, .timeout = 300, .fini = e2
     e2e_rmtree(r.dir);
 }
 
+/* At least once: the producer fails fatally while streaming (librdkafka 2.0's sequence
+ * desynchronization after brokers refused writes, raised here by the test hook of ksink.h,
+ * TB_TEST_KAFKA_FATAL_AFTER): the run replaces it, reads the binlog again from the committed
+ * position and goes on; the topic (read as a KTable) and the cache end equal to the table, and
+ * the run stops cleanly. */
+Test(e2e_reconcile, fatal_producer_error, .timeout = 300, .fini = e2e_kill_children)
+{
+    rc_run r;
+    rc_setup(&r, "e2ercfat", "");
+    static const char *const cols[] = {"id", "v", "n", NULL};
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    rc_table(m, r.db, "t", 100);
+    setenv("TB_TEST_KAFKA_FATAL_AFTER", "200", 1); /* after the snapshot's 101 messages, in the stream */
+    rc_start(&r, NULL);
+    unsetenv("TB_TEST_KAFKA_FATAL_AFTER");
+    rc_caught_up(m, &r);
+    for (int i = 0; i < 60; i++) {
+        e2e_sql(m, "INSERT INTO %s.t VALUES (%d, 'new', %d)", r.db, 1000 + i, i);
+        e2e_sql(m, "UPDATE %s.t SET n = n + 1 WHERE id = %d", r.db, 1 + i);
+        e2e_sql(m, "DELETE FROM %s.t WHERE id = %d", r.db, 50 + i % 40);
+        e2e_sql(m, "UPDATE %s.t SET v = 'again' WHERE id = %d", r.db, 1000 + i / 2);
+    }
+    rc_caught_up(m, &r);
+    cr_expect_eq(rc_log_count(&r, "a new producer goes on, from the committed position\n"), 1, "see %s", r.log);
+    cr_expect_eq(rc_log_count(&r, "a new Kafka producer replaced the one that failed"), 1, "see %s", r.log);
+    cr_expect_eq(rc_log_count(&r, "reading the source again from"), 1, "see %s", r.log);
+    rc_stop(&r);
+    rc_cache_build(&r);
+    rc_assert_equal(&r, m, "t", cols, "id, v, n", true);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
 Test(e2e_reconcile, purged_when_needed, .timeout = 300, .fini = e2e_kill_children)
 {
     purged_when_needed(false);

@@ -7,6 +7,7 @@
  *   mock/schema_once_per_version: one schema record per table version
  *   mock/position_waits_for_acks: broker down -> the position stays at the last
  *     acknowledged tx while later ones are in flight; broker up -> it advances
+ *   mock/fatal_producer_error_restarts: a fatal idempotence error, a new producer, nothing lost
  *   mock/permanent_error_stops: a non-retriable produce error is returned by
  *     the next call and the position never passes the failed tx
  *   mock/queue_full_never_drops: a 10-message local queue, 2000 events, all arrive
@@ -26,6 +27,7 @@
  *     check) is asked right before each message; refused, nothing is staged or sent
  */
 #include "json_oracle.h"
+#include "ksink_int.h"
 #include "ksink_test_util.h"
 
 #include <librdkafka/rdkafka_mock.h>
@@ -320,6 +322,58 @@ Test(mock, permanent_error_stops)
     cr_assert_eq(ksink_commit(ks, &err), TB_ERR_KAFKA);
     tb_position_free(&p);
     evt_event_free(e);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+/* At least once: a fatal error of the idempotent producer (librdkafka 2.0's sequence
+ * desynchronization after brokers refused writes; triggered here by rd_kafka_test_fatal_error)
+ * is not the end: the sink counts a restart and fails every call with a retriable error until
+ * ksink_restart, which makes a new producer; the position stays at what was acknowledged before,
+ * and what is sent after the restart arrives, in order after what came before. */
+Test(mock, fatal_producer_error_restarts)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    evt_event *e1 = kt_event(t, EVT_OP_CREATE, 0, 1, "a", NULL, 0, 1);
+    kt_send_tx(ks, e1, 100);
+    flush_ok(ks);
+    cr_assert_eq(ksink_committable(ks)->pos, 100);
+
+    cr_assert_eq(rd_kafka_test_fatal_error(ks->rk, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, "injected"),
+                 RD_KAFKA_RESP_ERR_NO_ERROR);
+    tb_error err;
+    tb_error_clear(&err);
+    ksink_poll(ks, 100); /* the error callback */
+    ksink_stats st;
+    ksink_get_stats(ks, &st);
+    cr_assert_eq(st.restarts, 1, "a restart counted");
+    cr_assert_eq(ksink_send(ks, e1, &err), TB_ERR_KAFKA, "a call before the restart fails");
+    cr_expect(err.retriable, "retriable: %s", err.msg);
+    cr_expect(strstr(err.msg, "new producer") != NULL, "%s", err.msg);
+    cr_assert_eq(ksink_committable(ks)->pos, 100, "the position stays at what was acknowledged");
+    cr_assert_eq(ksink_restart(ks, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(ksink_restart(ks, &err), TB_OK, "none due: a no-op");
+
+    evt_event *e2 = kt_event(t, EVT_OP_CREATE, 0, 2, "b", NULL, 0, 2);
+    kt_send_tx(ks, e2, 200);
+    flush_ok(ks);
+    cr_assert_eq(ksink_committable(ks)->pos, 200);
+    cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
+    ksink_get_stats(ks, &st);
+    cr_expect_eq(st.restarts, 1);
+    kt_msgs ms = kt_read_topic(m.bootstrap, m.topic, 1);
+    cr_assert_eq(ms.n, 2, "both rows in the topic");
+    cr_expect_str_eq(ms.m[0].key, "{\"id\":1}");
+    cr_expect_str_eq(ms.m[1].key, "{\"id\":2}");
+    kt_msgs_free(&ms);
+    evt_event_free(e1);
+    evt_event_free(e2);
     evt_table_unref(t);
     ksink_close(ks);
     cfg_free(c);
