@@ -17,7 +17,8 @@
 # ROWS (default 1000000): rows of bench.snaprun_<ROWS> (the 5-column table of snapshot_bench.sh).
 # Each run is a new connector (own name, topic prefix and offsets file) with sink=kafka and
 # offsets.storage=file, from its start until its status file says "snapshot":{"state":"done"
-# (every row sent and each table's reconcile step done), polled every 50 ms.
+# (every row sent and each table's reconcile step done) and its offsets file holds a position
+# (every row acknowledged by Kafka), polled every 50 ms.
 # Prints per variant the median time and rows/s; for kill9 the rows the first run had read at the
 # kill (its status file, rewritten about once a second: a lower bound), the rows the resumed run
 # read, the rows its log says were saved before the kill, and rows read twice = first + second
@@ -72,7 +73,9 @@ config() { # method tag [threads] -> the folder of a new connector (run.properti
   echo "$d"
 }
 snap_rows() { sed -n 's/.*"snapshot":{"state":"[a-z]*","rows":\([0-9]*\).*/\1/p' "$1/status.json" 2>/dev/null || true; }
-snap_done() { grep -q '"snapshot":{"state":"done"' "$1/status.json" 2>/dev/null; }
+# done: the status file says so and a position is stored (offsets.storage=file: written once every
+# message before it is acknowledged by Kafka), so every row is in the topic
+snap_done() { grep -q '"snapshot":{"state":"done"' "$1/status.json" 2>/dev/null && [[ -s "$1/offsets" ]]; }
 
 # SIGTERM to the run of run_pid (tributary itself: started here, not through /usr/bin/time)
 stop_mine() {
