@@ -57,6 +57,24 @@ static tb_code kk_plain_record(void *opaque, const ksink_record *rec, tb_error *
  * answer, a round trip, is not used). */
 static bool scan_needs_wakeup(void) { return rd_kafka_version() < 0x02040000; }
 
+/* The metadata of topic (handle rkt) into *md (the caller destroys it when set): *exists false
+ * when the cluster does not know the topic (or it has no partition), which is not an error. */
+static tb_code topic_metadata(rd_kafka_t *rk, rd_kafka_topic_t *rkt, const char *topic, int timeout_ms,
+                              const rd_kafka_metadata_t **md, bool *exists, tb_error *err)
+{
+    *exists = false;
+    rd_kafka_resp_err_t rerr = rd_kafka_metadata(rk, 0, rkt, md, timeout_ms);
+    if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && (*md)->topic_cnt == 1 &&
+        ((*md)->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || (*md)->topics[0].partition_cnt == 0))
+        return TB_OK;
+    if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && ((*md)->topic_cnt != 1 || (*md)->topics[0].err))
+        rerr = (*md)->topic_cnt == 1 ? (*md)->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+    if (rerr)
+        return kafka_error(err, rerr, "topic %s: metadata", topic);
+    *exists = true;
+    return TB_OK;
+}
+
 /* Read topic from the start of every partition to its high watermark at
  * the start of the read (or, with read_committed, its last stable offset),
  * calling fn per record that has a key. A topic that does not exist holds
@@ -100,20 +118,16 @@ static tb_code ksink_topic_read(const cfg *c, ksink_role role, const char *topic
         rc = kafka_error(err, rd_kafka_last_error(), "topic %s", topic);
         goto out;
     }
-    rd_kafka_resp_err_t rerr = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
-    if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
-        (md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || md->topics[0].partition_cnt == 0)) {
+    bool exists;
+    rd_kafka_resp_err_t rerr;
+    if ((rc = topic_metadata(rk, rkt, topic, timeout_ms, &md, &exists, err)) != TB_OK)
+        goto out;
+    if (!exists) {
         if (must_exist)
             rc = tb_error_set(err, TB_ERR_NOT_FOUND, true,
                               "topic %s: the cluster's metadata does not know it, though this run made or found it",
                               topic);
         goto out; /* no topic: nothing held */
-    }
-    if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && (md->topic_cnt != 1 || md->topics[0].err))
-        rerr = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
-    if (rerr) {
-        rc = kafka_error(err, rerr, "topic %s: metadata", topic);
-        goto out;
     }
     int np = md->topics[0].partition_cnt, left = 0;
     int64_t total = 0;                 /* records below the end offsets, all partitions */
@@ -335,20 +349,12 @@ tb_code ksink_topic_empty(ksink *ks, const evt_table *t, bool *empty, tb_error *
         rc = kafka_error(err, rd_kafka_last_error(), "topic %s", topic.data);
         goto out;
     }
-    rd_kafka_resp_err_t rerr = rd_kafka_metadata(ks->rk, 0, rkt, &md, timeout_ms);
-    if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
-        (md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || md->topics[0].partition_cnt == 0)) {
-        *empty = true; /* no topic: nothing held */
+    bool exists;
+    rd_kafka_resp_err_t rerr;
+    if ((rc = topic_metadata(ks->rk, rkt, topic.data, timeout_ms, &md, &exists, err)) != TB_OK)
         goto out;
-    }
-    if (rerr == RD_KAFKA_RESP_ERR_NO_ERROR && (md->topic_cnt != 1 || md->topics[0].err))
-        rerr = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
-    if (rerr) {
-        rc = kafka_error(err, rerr, "topic %s: metadata", topic.data);
-        goto out;
-    }
     bool none = true;
-    for (int i = 0; none && i < md->topics[0].partition_cnt; i++) {
+    for (int i = 0; exists && none && i < md->topics[0].partition_cnt; i++) {
         int64_t lo = 0, hi = 0;
         int32_t p = md->topics[0].partitions[i].id;
         if ((rerr = rd_kafka_query_watermark_offsets(ks->rk, topic.data, p, &lo, &hi, timeout_ms)) != 0) {
