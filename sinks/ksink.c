@@ -21,12 +21,11 @@
 
 /* ------------------------------------------------------------ callbacks */
 
-/* Delivery report: O(1), only counts and records (STYLE 5). */
-/* A fatal error of the producer: at-least-once, a restart is due (ksink_restart), unless too many
- * came lately; true when so. buf: librdkafka's reason. */
+/* ksink_int.h. A restart already due, or a sink failed for another reason (or exactly.once,
+ * whose aborts restart it), is left as it is. */
 bool ksink_fatal_restart(ksink *ks, rd_kafka_t *rk)
 {
-    if (ks->eos || ks->restart_due || (ks->failed && !ks->restart_due))
+    if (ks->eos || ks->failed)
         return ks->restart_due;
     char buf[512];
     rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof(buf));
@@ -48,6 +47,7 @@ bool ksink_fatal_restart(ksink *ks, rd_kafka_t *rk)
     return true;
 }
 
+/* Delivery report: O(1), only counts and records (STYLE 5). */
 static void ksink_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
     ksink *ks = opaque;
