@@ -273,7 +273,9 @@ typedef struct run_snapkeys {
     evt_connector conn;
     int64_t ts_ms;
     tb_hmap done;      /* "db\0table" of the tables seen */
-    bool topic_empty;  /* the current table's topic held no record before its first row */
+    bool topic_empty;  /* the current table's topic held no record before its first row: its
+                        * keys are not kept (no step to use them), only counted */
+    uint64_t rows;     /* the current table's rows */
 } run_snapkeys;
 void run_snapkeys_init(run_snapkeys *sk);
 void run_snapkeys_free(run_snapkeys *sk);

@@ -374,12 +374,13 @@ static tb_code snapkeys_close(run_ctx *r, run_snapkeys *sk, tb_error *err)
     run_keys_at at = {.pos = &sk->pos, .conn = sk->conn, .ts_ms = sk->ts_ms, .what = "snapshot"};
     tb_code rc = TB_OK;
     if (sk->topic_empty)
-        TB_INFO("run", "%s.%s: no reconcile after the snapshot: its topic held no record before it (%zu key(s) "
-                "sent)", evt_table_db(sk->t), evt_table_name(sk->t), sk->keys.n);
+        TB_INFO("run", "%s.%s: no reconcile after the snapshot: its topic held no record before it (%" PRIu64
+                " row(s) sent)", evt_table_db(sk->t), evt_table_name(sk->t), sk->rows);
     else
         rc = run_reconcile(r, sk->t, evt_table_db(sk->t), evt_table_name(sk->t), &sk->keys, &at, err);
     evt_table_unref(sk->t);
     sk->t = NULL;
+    sk->rows = 0;
     tb_kset_free(&sk->keys);
     return rc;
 }
@@ -425,6 +426,9 @@ tb_code run_snapkeys_row(run_ctx *r, run_snapkeys *sk, const evt_event *ev, tb_e
                      perr.msg);
         }
     }
+    sk->rows++;
+    if (sk->topic_empty)
+        return TB_OK; /* no reconcile step: no key set */
     uint64_t d;
     if ((rc = sink_key_digest(r->sink, ev, &d, err)) != TB_OK)
         return rc;
