@@ -19,7 +19,8 @@
 # offsets.storage=file, from its start until its status file says "snapshot":{"state":"done"
 # (every row sent and each table's reconcile step done) and its offsets file holds a position
 # (every row acknowledged by Kafka), polled every 50 ms.
-# Prints per variant the median time and rows/s; for kill9 the rows the first run had read at the
+# Prints per variant the median time, rows/s, peak RSS and CPU (user + system, /usr/bin/time)
+# and their ratios to base; for kill9 the rows the first run had read at the
 # kill (its status file, rewritten about once a second: a lower bound), the rows the resumed run
 # read, the rows its log says were saved before the kill, and rows read twice = first + second
 # - ROWS. The load average is printed before and after.
@@ -84,19 +85,24 @@ stop_mine() {
   run_pid=""
 }
 
-# one run until the snapshot is done; prints seconds
+# one run until the snapshot is done, under /usr/bin/time; prints "seconds peak_rss_kb cpu_seconds"
+# (the peak RSS and CPU of the whole run, stopped by SIGTERM right after it is done)
 one() { # bin dir
-  local t0 t1
+  local t0 t1 tpid rss u s
   t0=$(now_ms)
-  "$1" run --config "$2/run.properties" >>"$2/run.log" 2>&1 &
-  run_pid=$!
+  /usr/bin/time -f "%M %U %S" -o "$2/time" "$1" run --config "$2/run.properties" >>"$2/run.log" 2>&1 &
+  tpid=$!
   until snap_done "$2"; do
-    kill -0 "$run_pid" 2>/dev/null || { echo "snapshot_run_bench: run stopped; see $2/run.log" >&2; exit 1; }
+    kill -0 "$tpid" 2>/dev/null || { echo "snapshot_run_bench: run stopped; see $2/run.log" >&2; exit 1; }
     sleep 0.05
   done
   t1=$(now_ms)
-  stop_mine
-  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", (b - a) / 1000 }'
+  run_pid=$(pgrep -P "$tpid" | head -1)
+  kill -TERM "$run_pid" 2>/dev/null || true
+  wait "$tpid" || { echo "snapshot_run_bench: tributary run failed; see $2/run.log" >&2; return 1; }
+  run_pid=""
+  read -r rss u s <"$2/time"
+  awk -v a="$t0" -v b="$t1" -v m="$rss" -v u="$u" -v s="$s" 'BEGIN { printf "%.3f %d %.2f\n", (b - a) / 1000, m, u + s }'
 }
 
 # kill -9 at killrows, then resumed: prints "seconds first_rows second_rows saved_rows"
@@ -145,10 +151,19 @@ done
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 {
 echo "== initial snapshot of bench.$table ($rows rows) by tributary run into Kafka, medians of $runs interleaved runs"
+bs=; bm=; bc=
+if [[ -s "$work/base" ]]; then
+  bs=$(cut -d' ' -f1 "$work/base" | median); bm=$(cut -d' ' -f2 "$work/base" | median); bc=$(cut -d' ' -f3 "$work/base" | median)
+fi
 for v in base consistent chunked chunked2t; do
   [[ -s "$work/$v" ]] || continue
-  s=$(median <"$work/$v")
-  awk -v v="$v" -v s="$s" -v r="$rows" 'BEGIN { printf "%-11s %8.2f s  %9.0f rows/s\n", v, s, r / s }'
+  s=$(cut -d' ' -f1 "$work/$v" | median)
+  m=$(cut -d' ' -f2 "$work/$v" | median)
+  c=$(cut -d' ' -f3 "$work/$v" | median)
+  awk -v v="$v" -v s="$s" -v m="$m" -v c="$c" -v r="$rows" -v bs="$bs" -v bm="$bm" -v bc="$bc" 'BEGIN {
+    printf "%-11s %8.2f s  %9.0f rows/s  peak RSS %6.1f MiB  CPU %6.2f s", v, s, r / s, m / 1024, c
+    if (bs != "" && v != "base") printf "   vs base: rows/s %.2fx, RSS %.2fx, CPU %.2fx", bs / s, m / bm, c / bc
+    printf "\n" }'
 done
 if [[ -s "$work/kill9" ]]; then
 s=$(cut -d' ' -f1 "$work/kill9" | median)
