@@ -142,9 +142,12 @@ out:
  * naming the tables is written first, then the position is committed, so a
  * crash before that commit snapshots from nothing again (no position
  * stored) and one after it resumes the chunks not done (the state file).
- * Each table's reconcile step follows its last chunk (run_pipe.c); the
- * tables the schema topic describes that the source lost meanwhile are
- * handled here, at *start, before the first chunk. */
+ * Each table's reconcile step follows its last chunk (run_pipe.c), except
+ * for tables whose topics hold no record now, asked here before the state
+ * file is written (fresh: nothing but this snapshot and the stream write
+ * them, so there is nothing to reconcile; the state file keeps that across
+ * restarts); the tables the schema topic describes that the source lost
+ * meanwhile are handled here, at *start, before the first chunk. */
 static tb_code run_mysql_chunked(run_ctx *r, tb_position *start, tb_error *err)
 {
     snap_plan plan;
@@ -152,12 +155,24 @@ static tb_code run_mysql_chunked(run_ctx *r, tb_position *start, tb_error *err)
     tb_hmap_init(&present);
     tb_buf k;
     tb_buf_init(&k, 0);
+    bool *fresh = NULL;
     tb_code rc = snap_plan_make(r->cfg, &plan, err);
     if (rc != TB_OK)
         goto out;
     if (!r->inc && (rc = snap_inc_open(r->cfg, NULL, &r->inc, err)) != TB_OK)
         goto out;
-    if ((rc = snap_inc_begin_initial(r->inc, plan.db_table, plan.n, err)) != TB_OK)
+    if (plan.n && !(fresh = calloc(plan.n, sizeof(*fresh)))) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < plan.n; i++) {
+        tb_error perr;
+        if (sink_topic_empty(r->sink, plan.db[i], plan.table[i], &fresh[i], &perr) != TB_OK) {
+            fresh[i] = false; /* then its step reads the topic */
+            TB_DEBUG("run", "%s.%s: whether its topic holds anything: %s", plan.db[i], plan.table[i], perr.msg);
+        }
+    }
+    if ((rc = snap_inc_begin_initial(r->inc, plan.db_table, fresh, plan.n, err)) != TB_OK)
         goto out;
     for (size_t i = 0; r->metrics && i < plan.n; i++)
         run_snap_estimate(plan.db[i], plan.table[i], (int64_t)plan.rows_estimated[i], r);
@@ -197,6 +212,7 @@ static tb_code run_mysql_chunked(run_ctx *r, tb_position *start, tb_error *err)
 out:
     if (rc != TB_OK && rc != TB_ERR_STOPPED)
         r->snapshot_state = "failed";
+    free(fresh);
     tb_buf_free(&k);
     tb_hmap_free(&present, NULL);
     snap_plan_free(&plan);
@@ -275,7 +291,7 @@ static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_
          * forgotten): the consistent snapshot just taken read every table */
         TB_INFO("run", "the unfinished chunked initial snapshot of the state file is dropped: the consistent "
                        "snapshot read every table");
-        if ((rc = snap_inc_begin_initial(r->inc, NULL, 0, err)) != TB_OK)
+        if ((rc = snap_inc_begin_initial(r->inc, NULL, NULL, 0, err)) != TB_OK)
             goto out;
     }
     if (snap_inc_initial(r->inc))

@@ -420,7 +420,7 @@ tb_code run_snapkeys_row(run_ctx *r, run_snapkeys *sk, const evt_event *ev, tb_e
         if ((rc = snapkeys_mark(sk, evt_table_db(t), evt_table_name(t), err)) != TB_OK)
             return rc;
         tb_error perr;
-        if (sink_topic_empty(r->sink, t, &sk->topic_empty, &perr) != TB_OK) { /* the step reads the topic */
+        if (sink_topic_empty(r->sink, evt_table_db(t), evt_table_name(t), &sk->topic_empty, &perr) != TB_OK) { /* the step reads the topic */
             sk->topic_empty = false;
             TB_DEBUG("run", "%s.%s: whether its topic holds anything: %s", evt_table_db(t), evt_table_name(t),
                      perr.msg);

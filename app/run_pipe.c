@@ -41,8 +41,13 @@ static tb_code run_incremental(run_ctx *r, const evt_event *ev, tb_error *err)
         if (run_keep(r, row))
             rc = run_sink_error(r, run_sink_send(r, row, err), false, err);
     }
-    evt_table *done = rc == TB_OK ? snap_inc_take_finished(r->inc) : NULL;
-    if (done && cfg_filter_match(&r->filter, evt_table_db(done), evt_table_name(done))) {
+    bool fresh = false;
+    evt_table *done = rc == TB_OK ? snap_inc_take_finished(r->inc, &fresh) : NULL;
+    if (done && fresh) {
+        TB_INFO("run", "%s.%s: no reconcile after the snapshot: its topic held no record before it, and only it "
+                       "and the stream wrote it since",
+                evt_table_db(done), evt_table_name(done));
+    } else if (done && cfg_filter_match(&r->filter, evt_table_db(done), evt_table_name(done))) {
         /* its last chunk is out: the reconcile step, in the high watermark's transaction */
         run_keys_at at = {.pos = evt_event_position(ev),
                           .conn = evt_event_connector(ev),

@@ -462,6 +462,9 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
         return TB_OK; /* temporary tables are never captured */
     if (st->kind == BINLOG_STMT_CREATE && !st->or_replace)
         return TB_OK;
+    for (size_t i = 0; r->inc && st->kind != BINLOG_STMT_DML && i < st->ntables; i++) /* its snapshot reconciles */
+        if ((rc = snap_inc_table_changed(r->inc, st->tables[i].db, st->tables[i].table, st->after, err)) != TB_OK)
+            return rc;
     if (st->kind == BINLOG_STMT_RENAME) {
         for (size_t i = 0; i + 1 < st->ntables; i += 2)
             if ((rc = stmt_rename(r, st, &st->tables[i], &st->tables[i + 1], &sent, err)) != TB_OK)

@@ -127,6 +127,8 @@ void evt_codec_warn_lossy(const evt_codec_opts *o, const evt_table *t);
 
 /* "<prefix>.<db>.<table>" */
 TB_MUST_USE tb_code evt_json_topic(const evt_codec_opts *o, const evt_table *t, tb_buf *out);
+/* The same for db.table by name. */
+TB_MUST_USE tb_code evt_json_topic_into(const evt_codec_opts *o, const char *db, const char *table, tb_buf *out);
 /* Kafka's longest topic name. */
 #define EVT_TOPIC_MAX 249
 /* The topic of table db.table under prefix (NULL or "" = none), appended to

@@ -32,7 +32,4 @@ static inline void put_u(evt_jw *w, const char *key, size_t klen, uint64_t v)
     evt_jw_uint(w, v);
 }
 
-/* The topic of db.table under the codec's topic.prefix (evt_topic_name). */
-tb_code evt_json_topic_into(const evt_codec_opts *o, const char *db, const char *table, tb_buf *out);
-
 #endif

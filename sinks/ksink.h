@@ -314,7 +314,7 @@ TB_MUST_USE tb_code ksink_topic_keys(ksink *ks, const evt_table *t, const struct
 /* Whether t's topic holds no record (sink_topic_empty): it does not exist, or low and high
  * watermarks are equal on every partition (asked with the producer's handle, which does not make
  * topics). Kafka away is an error, not "empty". */
-TB_MUST_USE tb_code ksink_topic_empty(ksink *ks, const evt_table *t, bool *empty, tb_error *err);
+TB_MUST_USE tb_code ksink_topic_empty(ksink *ks, const char *db, const char *table, bool *empty, tb_error *err);
 /* The digest of e's key (its after image) as the sink writes it to the
  * topic (value.encoding, key.schemas): tb_kset_digest of those bytes. */
 TB_MUST_USE tb_code ksink_key_digest(ksink *ks, const evt_event *e, uint64_t *digest, tb_error *err);

@@ -332,7 +332,7 @@ tb_code ksink_topic_keys(ksink *ks, const evt_table *t, const tb_kset *keep, ksi
     return rc;
 }
 
-tb_code ksink_topic_empty(ksink *ks, const evt_table *t, bool *empty, tb_error *err)
+tb_code ksink_topic_empty(ksink *ks, const char *db, const char *table, bool *empty, tb_error *err)
 {
     *empty = false;
     tb_buf topic;
@@ -340,9 +340,9 @@ tb_code ksink_topic_empty(ksink *ks, const evt_table *t, bool *empty, tb_error *
     rd_kafka_topic_t *rkt = NULL;
     const rd_kafka_metadata_t *md = NULL;
     int timeout_ms = ksink_request_timeout_ms(ks->c);
-    tb_code rc = evt_json_topic(&ks->copts, t, &topic);
+    tb_code rc = evt_json_topic_into(&ks->copts, db, table, &topic);
     if (rc != TB_OK) {
-        rc = tb_error_set(err, rc, false, "topic name of %s.%s", evt_table_db(t), evt_table_name(t));
+        rc = tb_error_set(err, rc, false, "topic name of %s.%s", db, table);
         goto out;
     }
     if (!(rkt = rd_kafka_topic_new(ks->rk, topic.data, NULL))) {

@@ -108,9 +108,9 @@ static tb_code k_topic_keys(void *k, const evt_table *t, const struct tb_kset *k
 {
     return ksink_topic_keys(k, t, keep, fn, opaque, err);
 }
-static tb_code k_topic_empty(void *k, const evt_table *t, bool *empty, tb_error *err)
+static tb_code k_topic_empty(void *k, const char *db, const char *table, bool *empty, tb_error *err)
 {
-    return ksink_topic_empty(k, t, empty, err);
+    return ksink_topic_empty(k, db, table, empty, err);
 }
 
 static tb_code k_key_digest(void *k, const evt_event *e, uint64_t *digest, tb_error *err)
@@ -370,10 +370,11 @@ tb_code sink_restart(sink *s, tb_error *err)
     return s->ops->restart ? s->ops->restart(s->impl, err) : TB_OK;
 }
 
-tb_code sink_topic_empty(sink *s, const evt_table *t, bool *empty, tb_error *err)
+tb_code sink_topic_empty(sink *s, const char *db, const char *table, bool *empty, tb_error *err)
 {
     *empty = false;
-    return sink_has(s, SINK_CAP_KEYS) && s->ops->topic_empty ? s->ops->topic_empty(s->impl, t, empty, err) : TB_OK;
+    return sink_has(s, SINK_CAP_KEYS) && s->ops->topic_empty ? s->ops->topic_empty(s->impl, db, table, empty, err)
+                                                               : TB_OK;
 }
 
 tb_code sink_key_digest(sink *s, const evt_event *e, uint64_t *digest, tb_error *err)

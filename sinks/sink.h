@@ -118,7 +118,7 @@ typedef struct sink_ops {
     tb_code (*topic_keys)(void *impl, const evt_table *t, const struct tb_kset *keep, sink_key_fn fn,
                           void *opaque, tb_error *err);
     tb_code (*key_digest)(void *impl, const evt_event *e, uint64_t *digest, tb_error *err);
-    tb_code (*topic_empty)(void *impl, const evt_table *t, bool *empty, tb_error *err); /* optional */
+    tb_code (*topic_empty)(void *impl, const char *db, const char *table, bool *empty, tb_error *err); /* optional */
     tb_code (*restart)(void *impl, tb_error *err); /* optional */
     tb_code (*topics_gone)(void *impl, sink_captured_fn captured, sink_gone_fn gone, void *opaque,
                            tb_error *err);
@@ -232,7 +232,7 @@ TB_MUST_USE tb_code sink_restart(sink *s, tb_error *err);
 /* Whether table t's topic holds no record at all (it does not exist, or every partition's low and
  * high watermarks are equal): then a snapshot that is the only writer of the topic until its end
  * has nothing to reconcile. *empty false when the sink cannot tell. */
-TB_MUST_USE tb_code sink_topic_empty(sink *s, const evt_table *t, bool *empty, tb_error *err);
+TB_MUST_USE tb_code sink_topic_empty(sink *s, const char *db, const char *table, bool *empty, tb_error *err);
 /* SINK_CAP_TOPICS (see ksink.h for each) */
 TB_MUST_USE tb_code sink_send_truncate(sink *s, const evt_event *e, tb_error *err);
 TB_MUST_USE tb_code sink_send_txmeta(sink *s, const char *key, size_t klen, const char *value, size_t vlen, tb_error *err);

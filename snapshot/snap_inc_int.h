@@ -44,9 +44,12 @@ struct snap_inc {
     uint64_t chunks, rows;
     uint64_t dropped;
     bool initial;         /* the queue holds an initial snapshot's tables (snap_inc_begin_initial) */
+    char **fresh;         /* "db.table" of the initial snapshot whose topics held no record at its start */
+    size_t nfresh;
     /* current table: described again before every chunk */
     evt_table *t;
     evt_table *finished;  /* the table whose last chunk was released, not yet taken */
+    bool finished_fresh;  /* ... and it was fresh until then */
     /* in-flight chunk */
     snap_inc_phase ph;
     int64_t id_lo, id_hi;
@@ -74,12 +77,16 @@ TB_MUST_USE tb_code snap_inc_ensure_signal_table(MYSQL *my, const char *db, tb_e
 TB_MUST_USE tb_code snap_inc_insert_signal(MYSQL *my, const char *db, const char *connector, const char *type, const char *data,
                                int64_t *id, tb_error *err);
 TB_MUST_USE tb_code snap_inc_queue_push(snap_inc *si, const char *db_table); /* no-op when queued already */
-void snap_inc_queue_pop(snap_inc *si);
+void snap_inc_queue_pop(snap_inc *si); /* queue[0] leaves, and stops being fresh */
+/* Whether db_table is fresh; snap_inc_fresh_drop: it is not any more (a no-op when it was not). */
+bool snap_inc_fresh_has(const snap_inc *si, const char *db_table);
+void snap_inc_fresh_drop(snap_inc *si, const char *db_table);
 /* Read si->state_path (a missing file is an empty state). */
 TB_MUST_USE tb_code snap_inc_load_state(snap_inc *si, tb_error *err);
 /* snap_inc_begin_initial's state (the chunk in flight cleared by the caller): queue, progress,
  * pending saves reset, written to the state file now. */
-TB_MUST_USE tb_code snap_inc_state_initial(snap_inc *si, char *const *tables, size_t n, tb_error *err);
+TB_MUST_USE tb_code snap_inc_state_initial(snap_inc *si, char *const *tables, const bool *fresh, size_t n,
+                                           tb_error *err);
 /* Remember the current state, to be written once `pos` is committed. */
 TB_MUST_USE tb_code snap_inc_push_save(snap_inc *si, const tb_position *pos, tb_error *err);
 

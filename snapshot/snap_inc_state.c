@@ -3,11 +3,15 @@
  * snapshots (see snap_incremental.h for both).
  *
  * STATE FILE (JSON, replaced atomically: temp file, fsync, rename)
- *   {"last_signal_id":N,"queue":["db.t",...],"chunks":N,"rows":N,"key":KEY|null,"initial":B}
+ *   {"last_signal_id":N,"queue":["db.t",...],"chunks":N,"rows":N,"key":KEY|null,"initial":B,
+ *    "fresh":["db.t",...]}
  *   queue[0] is the table in progress; key is the last primary key of its
  *   last finished chunk (snap_inc_key.h), null before the first chunk;
  *   initial is true while the queue holds an initial snapshot's tables
- *   (snap_inc_begin_initial; absent in files of older versions: false).
+ *   (snap_inc_begin_initial; absent in files of older versions: false);
+ *   fresh names the queued tables of the initial snapshot whose topics held
+ *   no record at its start and have had no reason to reconcile since
+ *   (snap_incremental.h; absent: none).
  */
 #include "tb_cast.h"
 #include "snap_inc_int.h"
@@ -202,6 +206,11 @@ static tb_code state_json(const snap_inc *si, tb_buf *out)
         evt_jw_null(&w);
     evt_jw_key(&w, "initial", (size_t)-1);
     evt_jw_bool(&w, si->initial);
+    evt_jw_key(&w, "fresh", (size_t)-1);
+    evt_jw_arr_begin(&w);
+    for (size_t i = 0; i < si->nfresh; i++)
+        evt_jw_str(&w, si->fresh[i], strlen(si->fresh[i]));
+    evt_jw_arr_end(&w);
     evt_jw_obj_end(&w);
     return evt_jw_finish(&w);
 }
@@ -226,10 +235,41 @@ tb_code snap_inc_queue_push(snap_inc *si, const char *db_table)
     return TB_OK;
 }
 
+bool snap_inc_fresh_has(const snap_inc *si, const char *db_table)
+{
+    for (size_t i = 0; i < si->nfresh; i++)
+        if (strcmp(si->fresh[i], db_table) == 0)
+            return true;
+    return false;
+}
+
+void snap_inc_fresh_drop(snap_inc *si, const char *db_table)
+{
+    for (size_t i = 0; i < si->nfresh; i++)
+        if (strcmp(si->fresh[i], db_table) == 0) {
+            free(si->fresh[i]);
+            si->fresh[i] = si->fresh[--si->nfresh];
+            return;
+        }
+}
+
+static tb_code fresh_add(snap_inc *si, const char *db_table, size_t len)
+{
+    char **f = realloc(si->fresh, (si->nfresh + 1) * sizeof(*f));
+    if (!f)
+        return TB_ERR_NOMEM;
+    si->fresh = f;
+    if (!(si->fresh[si->nfresh] = strndup(db_table, len)))
+        return TB_ERR_NOMEM;
+    si->nfresh++;
+    return TB_OK;
+}
+
 void snap_inc_queue_pop(snap_inc *si)
 {
     if (si->nqueue == 0)
         return;
+    snap_inc_fresh_drop(si, si->queue[0]);
     free(si->queue[0]);
     memmove(si->queue, si->queue + 1, (si->nqueue - 1) * sizeof(*si->queue));
     si->nqueue--;
@@ -275,6 +315,11 @@ tb_code snap_inc_load_state(snap_inc *si, tb_error *err)
             }
         }
     }
+    if (rc == TB_OK && (v = evt_jv_get(root, "fresh")) && evt_jv_type_of(v) == EVT_JV_ARRAY) {
+        for (size_t i = 0; i < evt_jv_size(v) && rc == TB_OK; i++)
+            if ((s = evt_jv_text(evt_jv_at(v, i), &len)))
+                rc = fresh_add(si, s, len);
+    }
     v = evt_jv_get(root, "key");
     if (rc == TB_OK && v && evt_jv_type_of(v) == EVT_JV_ARRAY) {
         rc = snap_key_from_json(&si->key, v, err);
@@ -296,7 +341,7 @@ out:
     return rc;
 }
 
-tb_code snap_inc_state_initial(snap_inc *si, char *const *tables, size_t n, tb_error *err)
+tb_code snap_inc_state_initial(snap_inc *si, char *const *tables, const bool *fresh, size_t n, tb_error *err)
 {
     for (size_t i = 0; i < si->nsaves; i++) {
         tb_position_free(&si->saves[i].pos);
@@ -308,8 +353,12 @@ tb_code snap_inc_state_initial(snap_inc *si, char *const *tables, size_t n, tb_e
     snap_key_free(&si->key);
     si->has_key = false;
     si->chunks = si->rows = si->dropped = 0;
+    while (si->nfresh > 0)
+        snap_inc_fresh_drop(si, si->fresh[0]);
     for (size_t i = 0; i < n; i++)
-        if (snap_inc_queue_push(si, tables[i]) != TB_OK)
+        if (snap_inc_queue_push(si, tables[i]) != TB_OK ||
+            (fresh && fresh[i] && !snap_inc_fresh_has(si, tables[i]) &&
+             fresh_add(si, tables[i], strlen(tables[i])) != TB_OK))
             return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     si->initial = n > 0;
     tb_buf b;

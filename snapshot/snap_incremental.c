@@ -136,6 +136,9 @@ void snap_inc_close(snap_inc *si)
     for (size_t i = 0; i < si->nqueue; i++)
         free(si->queue[i]);
     free(si->queue);
+    for (size_t i = 0; i < si->nfresh; i++)
+        free(si->fresh[i]);
+    free(si->fresh);
     for (size_t i = 0; i < si->nsaves; i++) {
         tb_position_free(&si->saves[i].pos);
         free(si->saves[i].json);
@@ -153,11 +156,25 @@ void snap_inc_close(snap_inc *si)
     free(si);
 }
 
-evt_table *snap_inc_take_finished(snap_inc *si)
+evt_table *snap_inc_take_finished(snap_inc *si, bool *fresh)
 {
     evt_table *t = si->finished;
+    *fresh = t && si->finished_fresh;
     si->finished = NULL;
+    si->finished_fresh = false;
     return t;
+}
+
+tb_code snap_inc_table_changed(snap_inc *si, const char *db, const char *table, const tb_position *pos, tb_error *err)
+{
+    char name[2 * 256 + 2];
+    if (si->nfresh == 0 || (size_t)snprintf(name, sizeof name, "%s.%s", db, table) >= sizeof name ||
+        !snap_inc_fresh_has(si, name))
+        return TB_OK; /* (a name longer than any MySQL name is never fresh) */
+    TB_INFO(FAC, "%s: a statement changed it during the initial snapshot; its reconcile step runs after its last "
+                 "chunk", name);
+    snap_inc_fresh_drop(si, name);
+    return pos && pos->kind != TB_POS_NONE ? snap_inc_push_save(si, pos, err) : TB_OK;
 }
 
 bool snap_inc_active(const snap_inc *si)
@@ -165,10 +182,10 @@ bool snap_inc_active(const snap_inc *si)
     return si->nqueue > 0 || si->ph != PH_IDLE || si->nsaves > 0;
 }
 
-tb_code snap_inc_begin_initial(snap_inc *si, char *const *tables, size_t n, tb_error *err)
+tb_code snap_inc_begin_initial(snap_inc *si, char *const *tables, const bool *fresh, size_t n, tb_error *err)
 {
     chunk_clear(si); /* a window in flight is passed over: its ids are waited for no more */
-    return snap_inc_state_initial(si, tables, n, err);
+    return snap_inc_state_initial(si, tables, fresh, n, err);
 }
 
 /* ============================================================ key set */
@@ -646,6 +663,7 @@ tb_code snap_inc_poll(snap_inc *si, tb_error *err)
             /* the key columns changed: the saved key says nothing about the new order */
             TB_INFO(FAC, "incremental snapshot of %s: its key columns changed; it starts again from the first chunk",
                     si->queue[0]);
+            snap_inc_fresh_drop(si, si->queue[0]); /* its topic holds keys of the old columns */
             snap_key_free(&si->key);
             si->has_key = false;
             si->chunks = si->rows = si->dropped = 0;
@@ -755,6 +773,7 @@ static tb_code finish_chunk(snap_inc *si, tb_error *err)
     if (si->chunk_last) {
         evt_table_unref(si->finished);
         si->finished = evt_table_ref(si->t);
+        si->finished_fresh = snap_inc_fresh_has(si, si->queue[0]);
         TB_INFO(FAC, "incremental snapshot of %s done: %llu chunk(s), %llu row(s), %llu replaced by the stream",
                 si->queue[0], (unsigned long long)si->chunks, (unsigned long long)si->rows,
                 (unsigned long long)si->dropped);
@@ -800,6 +819,7 @@ tb_code snap_inc_observe(snap_inc *si, const evt_event *ev, tb_error *err)
                 free(name);
                 return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
             }
+            snap_inc_fresh_drop(si, name); /* asked for again: its topic may hold what a reconcile deletes */
             TB_INFO(FAC, "signal %lld: incremental snapshot of %s queued", (long long)id, name);
             free(name);
             return snap_inc_push_save(si, evt_event_position(ev), err);

@@ -52,6 +52,13 @@
  * INITIAL SNAPSHOT (snapshot.initial.method=chunked)
  *  snap_inc_begin_initial queues every captured table at once, with no
  *  signal row; the chunks, windows, releases and saves are the ones above.
+ *  The caller names the tables whose topics held no record then ("fresh",
+ *  kept in the state file): their topics get nothing but this run's
+ *  stream and chunks, so their reconcile step has nothing to delete and
+ *  snap_inc_take_finished says so. A table stops being fresh when an
+ *  execute-snapshot signal names it, when its key columns change under the
+ *  chunks, when a statement other than DML names it (snap_inc_table_changed),
+ *  or when it leaves the queue any other way than by its last chunk.
  *
  * PROGRESS AND CRASHES
  *  The state file (default `<offsets.file>.incsnap`, JSON, replaced
@@ -120,8 +127,15 @@ TB_MUST_USE tb_code snap_inc_committed(snap_inc *si, const tb_position *p, tb_er
 /* The descriptor of the table whose last chunk the latest
  * snap_inc_next_event() call released (the table's incremental snapshot is
  * complete; its reconcile step follows, DESIGN 6a), or NULL; once per
- * table. One reference for the caller. */
-evt_table *snap_inc_take_finished(snap_inc *si);
+ * table. One reference for the caller. *fresh: the table was fresh (see INITIAL
+ * SNAPSHOT above) until its last chunk, so its reconcile step can delete nothing. */
+evt_table *snap_inc_take_finished(snap_inc *si, bool *fresh);
+
+/* A statement (DDL) ending at pos named db.table: if it was fresh, it is not
+ * any more (its reconcile step runs after its last chunk), saved to the state
+ * file once pos is committed (pos NULL: with the next progress saved). */
+TB_MUST_USE tb_code snap_inc_table_changed(snap_inc *si, const char *db, const char *table, const tb_position *pos,
+                                           tb_error *err);
 
 /* The initial snapshot taken as chunks (snapshot.initial.method=chunked):
  * the queue becomes `tables` ("db.table", in order), progress starts from
@@ -130,8 +144,10 @@ evt_table *snap_inc_take_finished(snap_inc *si);
  * "initial", is written to the state file now, before the caller commits the
  * position streaming starts from. So once that position is stored, a
  * restart resumes the snapshot from its last saved chunk; a crash before it
- * takes the snapshot again from nothing. The last signal id is kept. */
-TB_MUST_USE tb_code snap_inc_begin_initial(snap_inc *si, char *const *tables, size_t n, tb_error *err);
+ * takes the snapshot again from nothing. The last signal id is kept.
+ * fresh[i] (fresh may be NULL: none): tables[i]'s topic holds no record now. */
+TB_MUST_USE tb_code snap_inc_begin_initial(snap_inc *si, char *const *tables, const bool *fresh, size_t n,
+                                           tb_error *err);
 /* True while tables of an initial snapshot taken as chunks remain (also
  * after a restart that resumed it); false once its last table's last chunk
  * is released. */

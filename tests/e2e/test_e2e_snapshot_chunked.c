@@ -17,6 +17,18 @@
  *   kill is never read again (one "done" line per table over every run),
  *   and once the snapshot is done and the stream caught up, each topic read
  *   as a KTable and the cache rebuilt from the topics equal the source.
+ *   The topics held no record at the start, so no table has a reconcile
+ *   step (the state file keeps that across the kills), and the equality
+ *   shows nothing needed one.
+ * resnapshot_reconciles: a chunked snapshot into new topics (no reconcile
+ *   step), then, with rows deleted and a table emptied while stopped and the
+ *   position forgotten, a second one into the topics it filled: each table's
+ *   step deletes exactly the keys the table lost.
+ * statement_during_snapshot: killed in its first table; meanwhile the third
+ *   table's rows are updated (streamed at the restart), and the table is
+ *   dropped and made again with fewer rows (ddl.drop.policy=warn leaves the
+ *   old keys in its topic): the statement ends the table's freshness, so
+ *   its step after its last chunk deletes exactly the keys of the old table.
  * consistent_after_forgotten_chunked: a chunked initial snapshot killed
  *   halfway, its position then forgotten (`tributary offsets set --position
  *   none`) and the next run configured with the consistent method: that run
@@ -297,6 +309,18 @@ static void kill9_resume(bool eos, int threads)
         }
     }
     cr_expect_geq(starts, 1);
+    /* new topics: no table had a reconcile step, in any run */
+    for (size_t t = 0; t < 3; t++) {
+        char none[300];
+        snprintf(none, sizeof none, "%s.%s: no reconcile after the snapshot", r.db, ck_tables[t]);
+        size_t n = 0;
+        for (int i = 0; i <= CK_KILLS; i++)
+            n += ck_count_in(logs[i], none);
+        cr_expect_geq(n, 1, "no run said \"%s\"", none);
+    }
+    for (int i = 0; i <= CK_KILLS; i++)
+        cr_expect_eq(ck_count_in(logs[i], "reconcile after incremental snapshot"), 0,
+                     "%s has a reconcile step, though the topics were new", logs[i]);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "ti", (const char *const[]){"id", "v", "n", NULL}, "id, v, n", true);
     rc_assert_equal(&r, m, "tc", (const char *const[]){"id", "a", "b", "v", "n", NULL}, "id, a, b, v, n", true);
@@ -367,6 +391,138 @@ Test(e2e_snapshot_chunked, consistent_after_forgotten_chunked, .timeout = 600, .
     rc_assert_equal(&r, m, "ti", (const char *const[]){"id", "v", "n", NULL}, "id, v, n", true);
     rc_assert_equal(&r, m, "tc", (const char *const[]){"id", "a", "b", "v", "n", NULL}, "id, a, b, v, n", true);
     rc_assert_equal(&r, m, "ts", (const char *const[]){"id", "k", "v", "n", NULL}, "id, k, v, n", true);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
+/* Until the status file says the snapshot is done. */
+static void ck_wait_done(const rc_run *r)
+{
+    long long deadline = tb_itest_now_ms() + 180000;
+    while (!ck_snapshot_done(r)) {
+        cr_assert_eq(e2e_wait(r->pid, 0), -2, "tributary run stopped early; see %s", r->log);
+        cr_assert(tb_itest_now_ms() < deadline, "the snapshot did not end in 180 s; see %s", r->log);
+        usleep(20000);
+    }
+}
+
+static void ck_assert_all_equal(const rc_run *r, MYSQL *m)
+{
+    rc_cache_build(r);
+    rc_assert_equal(r, m, "ti", (const char *const[]){"id", "v", "n", NULL}, "id, v, n", true);
+    rc_assert_equal(r, m, "tc", (const char *const[]){"id", "a", "b", "v", "n", NULL}, "id, a, b, v, n", true);
+    rc_assert_equal(r, m, "ts", (const char *const[]){"id", "k", "v", "n", NULL}, "id, k, v, n", true);
+}
+
+Test(e2e_snapshot_chunked, resnapshot_reconciles, .timeout = 600, .fini = e2e_kill_children)
+{
+    rc_run r;
+    char extra[256];
+    snprintf(extra, sizeof extra, "snapshot.initial.method=chunked\nsnapshot.chunk.size=%d\nsnapshot.threads=2\n",
+             CK_CHUNK);
+    rc_setup(&r, "e2eckrec", extra);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    ck_tables_make(m, r.db);
+    snprintf(r.log, sizeof r.log, "%.250s/first.log", r.dir);
+    rc_start(&r, NULL);
+    ck_wait_done(&r);
+    rc_caught_up(m, &r);
+    rc_stop(&r);
+    for (size_t t = 0; t < 3; t++) {
+        char none[300];
+        snprintf(none, sizeof none, "%s.%s: no reconcile after the snapshot", r.db, ck_tables[t]);
+        cr_expect_eq(rc_log_count(&r, none), 1, "%s does not say \"%s\"", r.log, none);
+    }
+    cr_expect_eq(rc_log_count(&r, "reconcile after incremental snapshot"), 0, "%s: a step into new topics", r.log);
+
+    /* stopped: rows go; the position is forgotten; the snapshot is taken again into full topics */
+    e2e_sql(m, "DELETE FROM %s.ti WHERE id %% 9 = 0", r.db); /* 333 of 3000 */
+    e2e_sql(m, "DELETE FROM %s.tc", r.db);                    /* all 2500 */
+    e2e_sql(m, "UPDATE %s.ts SET v = 'again' WHERE id %% 4 = 0", r.db);
+    const char *oargs[] = {"offsets", "set", "--config", r.cfg, "--position", "none", NULL};
+    char olog[400];
+    snprintf(olog, sizeof olog, "%s/offsets.log", r.dir);
+    cr_assert_eq(e2e_wait(e2e_spawn(oargs, olog), 60000), 0, "tributary offsets set failed; see %s", olog);
+    snprintf(r.log, sizeof r.log, "%.250s/second.log", r.dir);
+    rc_start(&r, NULL);
+    ck_wait_done(&r);
+    rc_caught_up(m, &r);
+    rc_stop(&r);
+    char want[300];
+    snprintf(want, sizeof want, "%s.ti: reconcile after incremental snapshot: 333 key(s)", r.db);
+    cr_expect_eq(rc_log_count(&r, want), 1, "%s does not say \"%s\"", r.log, want);
+    snprintf(want, sizeof want, "%s.tc: reconcile after incremental snapshot: 2500 key(s)", r.db);
+    cr_expect_eq(rc_log_count(&r, want), 1, "%s does not say \"%s\"", r.log, want);
+    snprintf(want, sizeof want, "%s.ts: reconcile after incremental snapshot: its topic holds no key the table lacks",
+             r.db);
+    cr_expect_eq(rc_log_count(&r, want), 1, "%s does not say \"%s\"", r.log, want);
+    cr_expect_eq(rc_log_count(&r, "no reconcile after the snapshot"), 0, "%s skipped a step", r.log);
+    ck_assert_all_equal(&r, m);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
+Test(e2e_snapshot_chunked, statement_during_snapshot, .timeout = 600, .fini = e2e_kill_children)
+{
+    rc_run r;
+    char extra[256];
+    snprintf(extra, sizeof extra, "snapshot.initial.method=chunked\nsnapshot.chunk.size=%d\nddl.drop.policy=warn\n",
+             CK_CHUNK);
+    rc_setup(&r, "e2eckddl", extra);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    ck_tables_make(m, r.db);
+    snprintf(r.log, sizeof r.log, "%.250s/first.log", r.dir);
+    rc_start(&r, NULL);
+    long long deadline = tb_itest_now_ms() + 180000;
+    for (;;) { /* a chunk of the first table saved: the tables' freshness is in the state file */
+        ck_state s = ck_read_state(&r);
+        if (ck_progress(&s) >= 1)
+            break;
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+        cr_assert(tb_itest_now_ms() < deadline, "no chunk saved in 180 s; see %s", r.log);
+        usleep(1000);
+    }
+    kill(r.pid, SIGKILL);
+    cr_assert_eq(e2e_wait(r.pid, 10000), -1);
+    ck_state s = ck_read_state(&r);
+    char ts[200];
+    snprintf(ts, sizeof ts, "%s.ts,", r.db);
+    cr_assert(s.initial && strstr(s.queue, ts), "the snapshot passed ts before the kill (queue %s)", s.queue);
+
+    /* while stopped: every row of ts changes (the restart streams them into its topic), then ts is
+     * dropped and made again with its first 100 rows */
+    e2e_sql(m, "UPDATE %s.ts SET n = n + 1", r.db);
+    e2e_sql(m, "CREATE TEMPORARY TABLE %s.ts_keep AS SELECT * FROM %s.ts WHERE id <= 100", r.db, r.db);
+    e2e_sql(m, "DROP TABLE %s.ts", r.db);
+    e2e_sql(m, "CREATE TABLE %s.ts (k VARCHAR(40) NOT NULL PRIMARY KEY, id INT NOT NULL UNIQUE, v VARCHAR(20), n INT) "
+               "DEFAULT CHARSET utf8mb4",
+            r.db);
+    e2e_sql(m, "INSERT INTO %s.ts SELECT * FROM %s.ts_keep", r.db, r.db);
+    e2e_sql(m, "DROP TEMPORARY TABLE %s.ts_keep", r.db);
+    snprintf(r.log, sizeof r.log, "%.250s/second.log", r.dir);
+    rc_start(&r, NULL);
+    ck_wait_done(&r);
+    rc_caught_up(m, &r);
+    rc_stop(&r);
+    char want[300];
+    snprintf(want, sizeof want, "%s.ts: a statement changed it during the initial snapshot", r.db);
+    cr_expect_geq(rc_log_count(&r, want), 1, "%s does not say \"%s\"", r.log, want);
+    snprintf(want, sizeof want, "%s.ts: reconcile after incremental snapshot: 2400 key(s)", r.db);
+    cr_expect_eq(rc_log_count(&r, want), 1, "%s does not say \"%s\"", r.log, want);
+    char first[sizeof r.log];
+    snprintf(first, sizeof first, "%.250s/first.log", r.dir);
+    for (size_t t = 0; t < 2; t++) { /* ti and tc: either run may have read their last chunk */
+        char none[300], step[300];
+        snprintf(none, sizeof none, "%s.%s: no reconcile after the snapshot", r.db, ck_tables[t]);
+        snprintf(step, sizeof step, "%s.%s: reconcile after", r.db, ck_tables[t]);
+        cr_expect_geq(ck_count_in(first, none) + rc_log_count(&r, none), 1, "no run says \"%s\"", none);
+        cr_expect_eq(ck_count_in(first, step) + rc_log_count(&r, step), 0, "a run says \"%s\"", step);
+    }
+    ck_assert_all_equal(&r, m);
     e2e_sql(m, "DROP DATABASE %s", r.db);
     mysql_close(m);
     e2e_rmtree(r.dir);
