@@ -41,6 +41,7 @@ typedef struct run_ctx {
     bool kafka_waiting;            /* said so: messages waited RUN_KAFKA_WAIT_MS for Kafka */
     bool idle;
     const char *status_state;      /* state last written to the status file (static string) */
+    const char *status_snapshot;   /* snapshot state last written there (static string or NULL) */
     app_metrics *metrics;          /* owned; NULL unless metrics.listen is set */
     struct {
         evt_table *t;              /* a reference held, so the address is not reused meanwhile */

@@ -159,6 +159,9 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
         state = "reconnecting";
     if (state != r->status_state && (!r->status_state || strcmp(state, r->status_state) != 0))
         force = true;
+    if (r->snapshot_state != r->status_snapshot &&
+        (!r->snapshot_state || !r->status_snapshot || strcmp(r->snapshot_state, r->status_snapshot) != 0))
+        force = true; /* a snapshot that begins, ends or fails is written at once */
     int64_t now = tb_wall_ms();
     if (!force && now - r->last_status_ms < RUN_STATUS_EVERY_MS)
         return;
@@ -251,6 +254,7 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
         app_status_arm_last_words(tb_buf_cstr(&r->status_path), lw.data, lw.len);
     tb_buf_free(&lw);
     r->status_state = state;
+    r->status_snapshot = r->snapshot_state;
     r->last_status_ms = now;
     r->status_acked = acked;
     if (strcmp(state, "streaming") == 0)

@@ -17,8 +17,11 @@
 # ROWS (default 1000000): rows of bench.snaprun_<ROWS> (the 5-column table of snapshot_bench.sh).
 # Each run is a new connector (own name, topic prefix and offsets file) with sink=kafka and
 # offsets.storage=file, from its start until its status file says "snapshot":{"state":"done"
-# (every row sent and each table's reconcile step done) and its offsets file holds a position
-# (every row acknowledged by Kafka), polled every 50 ms.
+# (every row sent and each table's reconcile step done) and its offsets file holds a position,
+# polled every 50 ms; then it is stopped (SIGTERM: every message acknowledged first) and its
+# topic read (bench/e2e_load size): it must hold ROWS messages, and the time of a run is from its
+# start to the timestamp of the topic's last message (set when it was produced), so neither the
+# status file's cadence nor the polling counts.
 # Prints per variant the median time, rows/s, peak RSS and CPU (user + system, /usr/bin/time)
 # and their ratios to base; for kill9 the rows the first run had read at the
 # kill (its status file, rewritten about once a second: a lower bound), the rows the resumed run
@@ -35,6 +38,8 @@ rows="${4:-1000000}"
 killrows="${5:-$((rows / 2))}"
 TB_BENCH_BUILD_DIR="${1}" bench_setup snaprun
 [[ -x "$newbin" ]] || { echo "snapshot_run_bench: $newbin not built" >&2; exit 2; }
+cmake --build "$1" -j2 --target e2e_load >/dev/null
+load="$(cd "$1" && pwd)/bench/e2e_load"
 [[ -z "$basebin" || -x "$basebin" ]] || { echo "snapshot_run_bench: $basebin not built" >&2; exit 2; }
 table="snaprun_$rows"
 
@@ -102,6 +107,11 @@ one() { # bin dir
   wait "$tpid" || { echo "snapshot_run_bench: tributary run failed; see $2/run.log" >&2; return 1; }
   run_pid=""
   read -r rss u s <"$2/time"
+  local size count
+  size=$("$load" size "$brokers" "$(sed -n 's/^topic.prefix=//p' "$2/run.properties").bench.$table")
+  count=$(sed -E 's/.*count=([0-9]+).*/\1/' <<<"$size")
+  t1=$(sed -E 's/.*last_append_ms=([0-9]+).*/\1/' <<<"$size")
+  [[ "$count" -ge "$rows" ]] || { echo "snapshot_run_bench: the topic holds $count messages, not $rows; see $2/run.log" >&2; return 1; }
   awk -v a="$t0" -v b="$t1" -v m="$rss" -v u="$u" -v s="$s" 'BEGIN { printf "%.3f %d %.2f\n", (b - a) / 1000, m, u + s }'
 }
 

@@ -50,8 +50,11 @@ struct evt_event {
     bool has_rowid[2];    /* rowid[img]: the source row's rowid (SQLite), for a key holding NULL */
     int64_t rowid[2];
     bool failed;
-    tb_error err;
+    tb_error *err; /* the first failure's; allocated by the first one, kept across resets */
 };
+
+/* evt_event_error when even the error could not be allocated */
+static const tb_error evt_err_nomem = {TB_ERR_NOMEM, false, "out of memory"};
 
 /* e->t must hold no reference (or, from reset, the one it holds is t's). */
 static void event_prepare(evt_event *e, evt_op op, evt_table *t, bool holds_t)
@@ -61,9 +64,6 @@ static void event_prepare(evt_event *e, evt_op op, evt_table *t, bool holds_t)
     e->has[EVT_BEFORE] = op == EVT_OP_UPDATE || op == EVT_OP_DELETE;
     e->has[EVT_AFTER] = op == EVT_OP_CREATE || op == EVT_OP_UPDATE || op == EVT_OP_READ;
     e->failed = false;
-    e->err.code = TB_OK;
-    e->err.retriable = false;
-    e->err.msg[0] = '\0';
     tb_position_init(&e->pos);
     e->txid = NULL;
     e->commit_ts_ms = 0;
@@ -103,7 +103,7 @@ evt_event *evt_event_new(evt_op op, evt_table *t)
     if (!e)
         return NULL;
     event_prepare(e, op, t, false);
-    if (e->failed && e->err.code == TB_ERR_NOMEM) {
+    if (e->failed && evt_event_error(e)->code == TB_ERR_NOMEM) {
         evt_event_free(e);
         return NULL;
     }
@@ -118,6 +118,7 @@ void evt_event_free(evt_event *e)
     free(e->img[0]);
     free(e->img[1]);
     evt_arena_free(&e->mem);
+    free(e->err);
     free(e);
 }
 
@@ -136,11 +137,13 @@ void evt_event_fail(evt_event *e, tb_code code, const char *fmt, ...)
 {
     if (!e || e->failed)
         return;
+    e->failed = true;
+    if (!e->err && !(e->err = malloc(sizeof(*e->err))))
+        return; /* evt_event_error says "out of memory" */
     va_list ap;
     va_start(ap, fmt);
-    tb_error_vset(&e->err, code == TB_OK ? TB_ERR_INVALID : code, false, fmt, ap);
+    tb_error_vset(e->err, code == TB_OK ? TB_ERR_INVALID : code, false, fmt, ap);
     va_end(ap);
-    e->failed = true;
 }
 
 static const char *col_name(const evt_event *e, size_t col)
@@ -502,7 +505,10 @@ void evt_event_set_snapshot(evt_event *e, evt_snapshot_flag flag) { if (e) e->sn
 void evt_event_set_snapshot_edges(evt_event *e, unsigned edges) { if (e) e->snap_edges = edges; }
 void evt_event_set_connector(evt_event *e, evt_connector c) { if (e) e->connector = c; }
 
-const tb_error *evt_event_error(const evt_event *e) { return e->failed ? &e->err : NULL; }
+const tb_error *evt_event_error(const evt_event *e)
+{
+    return !e->failed ? NULL : e->err ? e->err : &evt_err_nomem;
+}
 evt_op evt_event_op(const evt_event *e) { return e->op; }
 evt_table *evt_event_table(const evt_event *e) { return e->t; }
 const tb_position *evt_event_position(const evt_event *e) { return &e->pos; }

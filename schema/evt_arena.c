@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 
-#define ARENA_CHUNK 4096
+#define ARENA_CHUNK 256 /* the first chunk; each new one doubles, up to ARENA_KEEP */
 #define ARENA_KEEP ((size_t)1 << 20)
 #define ARENA_ALIGN EVT_ARENA_ALIGN
 
