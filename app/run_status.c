@@ -162,9 +162,10 @@ void run_write_status(run_ctx *r, const char *state, const char *error, bool for
     if (r->snapshot_state != r->status_snapshot &&
         (!r->snapshot_state || !r->status_snapshot || strcmp(r->snapshot_state, r->status_snapshot) != 0))
         force = true; /* a snapshot that begins, ends or fails is written at once */
-    int64_t now = tb_wall_ms();
+    int64_t now = tb_wall_coarse_ms(); /* called once a loop turn: the cheap clock decides */
     if (!force && now - r->last_status_ms < RUN_STATUS_EVERY_MS)
         return;
+    now = tb_wall_ms();
     double secs = (double)(now - r->last_status_ms) / 1000.0;
     uint64_t acked, in_flight;
     int64_t txn_wait, reg_since;

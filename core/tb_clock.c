@@ -3,12 +3,14 @@
 
 #include <time.h>
 
-int64_t tb_mono_ms(void)
+static int64_t clock_ms(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+int64_t tb_mono_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
 
 int64_t tb_mono_us(void)
 {
@@ -17,9 +19,6 @@ int64_t tb_mono_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-int64_t tb_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+int64_t tb_wall_ms(void) { return clock_ms(CLOCK_REALTIME); }
+int64_t tb_mono_coarse_ms(void) { return clock_ms(CLOCK_MONOTONIC_COARSE); }
+int64_t tb_wall_coarse_ms(void) { return clock_ms(CLOCK_REALTIME_COARSE); }

@@ -17,6 +17,7 @@
 #include "evt_json.h"
 #include "ksink.h"
 #include "ksink_int.h"
+#include "tb_clock.h"
 #include "tb_log.h"
 
 /* ------------------------------------------------------------ callbacks */
@@ -320,9 +321,7 @@ static tb_code ksink_send_as(ksink *ks, const evt_event *e, bool truncate, tb_er
         return rc;
     if ((rc = ksink_prepare_table(ks, evt_event_table(e), &te, err)) != TB_OK)
         return rc;
-    struct timespec ts; /* envelope ts_ms: processing time; the coarse clock is cheap and ms-accurate enough */
-    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-    ks->copts.now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    ks->copts.now_ms = tb_wall_coarse_ms(); /* envelope ts_ms: processing time, a few ms are enough */
     if ((rc = (truncate ? evt_render_truncate : evt_render)(&ks->copts, e, &ks->r, err)) != TB_OK)
         return rc;
     rc = ksink_send_rendered(ks, e, te, err);

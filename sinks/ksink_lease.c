@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ksink_int.h"
+#include "tb_clock.h"
 #include "tb_log.h"
 
 #define LEASE_POLL_EVERY_MS 100
@@ -54,12 +55,7 @@ struct ksink_lease {
 };
 
 /* Monotonic clock, coarse (a few ms): the hot path reads it per event. */
-static int64_t lease_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static int64_t lease_now_ms(void) { return tb_mono_coarse_ms(); }
 
 /* ------------------------------------------------------------ group callbacks */
 

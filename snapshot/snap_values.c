@@ -229,7 +229,8 @@ void snap_value_set(evt_event *ev, size_t ci, const evt_column *col, const snap_
     default:
         /* CHAR, VARCHAR, TEXT, ENUM and anything unknown: UTF-8 text. A text
          * column whose charset is "binary" is bytes. */
-        if (evt_mysql_charset_kind(col->charset) == EVT_CS_BINARY)
+        /* (the first letter first: this runs for every value, the lookup scans a table of names) */
+        if (col->charset && col->charset[0] == 'b' && evt_mysql_charset_kind(col->charset) == EVT_CS_BINARY)
             evt_set_bytes(ev, EVT_AFTER, ci, s, len);
         else
             evt_set_string(ev, EVT_AFTER, ci, s, len);

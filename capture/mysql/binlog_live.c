@@ -476,7 +476,8 @@ static tb_code lost(binlog_live *l, binlog_dec *dec, const char *why, tb_error *
 
 tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_event **ev, tb_error *err)
 {
-    int64_t deadline = tb_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    int64_t deadline = 0;
+    bool timed = false; /* the deadline is read from the clock once an event is not at hand */
     *ev = NULL;
     for (;;) {
         if (l->fed) {
@@ -498,6 +499,10 @@ tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_ev
                 return TB_OK;
             }
             l->fed = false;
+        }
+        if (!timed) {
+            deadline = tb_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+            timed = true;
         }
         if (!l->connected) {
             int64_t now = tb_mono_ms();
