@@ -205,7 +205,12 @@ static const cfg_prop props[] = {
 
     /* ---- kafka pass-through */
     {"kafka.*", CFG_STRING, NULL, 0, 0, NULL,
-     "Passed to librdkafka without the prefix, e.g. kafka.bootstrap.servers=127.0.0.1:9092.", false, "kafka"},
+     "Passed to librdkafka without the prefix, e.g. kafka.bootstrap.servers=127.0.0.1:9092. They override the "
+     "producer's defaults: linger.ms=5, batch.size=1000000, batch.num.messages=100000, compression.type=lz4, "
+     "queue.buffering.max.messages=1000000 and queue.buffering.max.kbytes=4096 (or room for two messages of "
+     "kafka.message.max.bytes, if more): that queue bounds the memory of a catch-up or a snapshot; a larger one "
+     "(32768) streams about 15% faster for about 10-40 MiB more. acks, enable.idempotence, partitioner and "
+     "transactional.id cannot be changed.", false, "kafka"},
 };
 
 const cfg_prop *cfg_props(size_t *n)

@@ -79,7 +79,6 @@ tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_
         {"batch.size", "1000000"},
         {"compression.type", "lz4"},
         {"queue.buffering.max.messages", "1000000"},
-        {"queue.buffering.max.kbytes", "32768"},
     };
     struct { const char *k, *v; } defs_consumer[] = {
         {"client.id", client_id},
@@ -101,6 +100,16 @@ tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_
          * when a topic that was deleted is produced to or asked about */
         if (rc == TB_OK && cfg_get_bool(c, CFGK_TOPIC_CREATE))
             rc = kafka_conf_set(conf, "allow.auto.create.topics", "false", err);
+        /* The bytes of messages handed to the client and not yet acknowledged: the bulk of
+         * the memory of a catch-up or a snapshot (each message also costs a few hundred bytes
+         * the bound does not count). KSINK_QUEUE_KB keeps the 1M-row catch-up and snapshot
+         * near 30 MiB of RSS (docs/STATUS.md), about 15% below the rate of a 32 MiB queue;
+         * twice the largest message, if more, so that one always fits. */
+        char kb[32];
+        long max_kb = ksink_max_message_bytes(c) / 512 + 1;
+        snprintf(kb, sizeof kb, "%ld", max_kb > KSINK_QUEUE_KB ? max_kb : (long)KSINK_QUEUE_KB);
+        if (rc == TB_OK)
+            rc = kafka_conf_set(conf, "queue.buffering.max.kbytes", kb, err);
     }
     if (rc == TB_OK && role == KSINK_ROLE_SCAN) {
         /* one pass over a topic: the prefetch queue (64 MiB by default) and a fetch response
@@ -129,6 +138,19 @@ tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_
         goto out;
 
     if (!consumer) {
+        /* a message larger than the queue's bound would wait for room forever */
+        char v[32];
+        size_t vlen = sizeof v;
+        long max_msg = ksink_max_message_bytes(c);
+        if (rd_kafka_conf_get(conf, "queue.buffering.max.kbytes", v, &vlen) == RD_KAFKA_CONF_OK &&
+            strtol(v, NULL, 10) * 1024 < max_msg) {
+            rc = tb_error_set(err, TB_ERR_CONFIG, false,
+                              "kafka.queue.buffering.max.kbytes=%s is smaller than a message may be "
+                              "(kafka.message.max.bytes=%ld): such a message would never be sent; raise it "
+                              "to at least %ld",
+                              v, max_msg, (max_msg + 1023) / 1024);
+            goto out;
+        }
         if ((rc = kafka_conf_set(conf, "enable.idempotence", "true", err)) != TB_OK ||
             (rc = kafka_conf_set(conf, "acks", "all", err)) != TB_OK ||
             (rc = kafka_conf_set(conf, "partitioner", "murmur2_random", err)) != TB_OK)

@@ -22,6 +22,8 @@
 
 /* The prefetch queue of a KSINK_ROLE_SCAN reader (queued.max.messages.kbytes). */
 #define KSINK_SCAN_QUEUE_KB 1024
+/* The producer's queue.buffering.max.kbytes unless kafka.* sets it (ksink_conf_new). */
+#define KSINK_QUEUE_KB 4096
 
 typedef enum ksink_role {
     KSINK_ROLE_PRODUCER,    /* idempotent producer, throughput defaults */

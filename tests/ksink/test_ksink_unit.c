@@ -180,6 +180,47 @@ Test(open, refuses_weakened_producer)
     }
 }
 
+static long queue_kb(const char *max_msg, const char *kb, tb_code *rc, tb_error *err)
+{
+    cfg *c = kt_cfg("127.0.0.1:1", "unit", "p");
+    if (max_msg)
+        kt_set(c, "kafka.message.max.bytes", max_msg);
+    if (kb)
+        kt_set(c, "kafka.queue.buffering.max.kbytes", kb);
+    rd_kafka_conf_t *conf = NULL;
+    long v = -1;
+    *rc = ksink_conf_new(c, KSINK_ROLE_PRODUCER, &conf, err);
+    if (conf) {
+        char buf[32];
+        size_t len = sizeof buf;
+        cr_assert_eq(rd_kafka_conf_get(conf, "queue.buffering.max.kbytes", buf, &len), RD_KAFKA_CONF_OK);
+        v = strtol(buf, NULL, 10);
+        rd_kafka_conf_destroy(conf);
+    }
+    cfg_free(c);
+    return v;
+}
+
+/* The producer's queue bound: KSINK_QUEUE_KB, or room for two of the largest messages, or what
+ * kafka.* says; a bound no message of the largest size fits in is refused, naming both keys. */
+Test(open, producer_queue_bound)
+{
+    tb_code rc;
+    tb_error err;
+    cr_expect_eq(queue_kb(NULL, NULL, &rc, &err), KSINK_QUEUE_KB);
+    cr_expect_eq(rc, TB_OK);
+    cr_expect_eq(queue_kb("10000000", NULL, &rc, &err), 10000000 / 512 + 1); /* two 10 MB messages */
+    cr_expect_eq(rc, TB_OK);
+    cr_expect_eq(queue_kb(NULL, "65536", &rc, &err), 65536);
+    cr_expect_eq(rc, TB_OK);
+    cr_expect_eq(queue_kb(NULL, "100", &rc, &err), -1);
+    cr_expect_eq(rc, TB_ERR_CONFIG);
+    cr_expect(strstr(err.msg, "kafka.queue.buffering.max.kbytes=100") && strstr(err.msg, "kafka.message.max.bytes"),
+              "%s", err.msg);
+    cr_expect_eq(queue_kb("5000000", "4096", &rc, &err), -1);
+    cr_expect_eq(rc, TB_ERR_CONFIG);
+}
+
 Test(open, eos_needs_kafka_offsets)
 {
     cfg *c = kt_cfg("127.0.0.1:1", "unit", "p");
