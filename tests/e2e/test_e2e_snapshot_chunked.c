@@ -407,34 +407,62 @@ static void ck_wait_done(const rc_run *r)
     }
 }
 
-static void ck_assert_all_equal(const rc_run *r, MYSQL *m)
+/* A chunked run (chunks of CK_CHUNK, and the setting `more`) over the three tables, started
+ * with its log in first.log; the connection to the source in *m. */
+static void ck_begin(rc_run *r, const char *tag, const char *more, MYSQL **m)
+{
+    char extra[256];
+    snprintf(extra, sizeof extra, "snapshot.initial.method=chunked\nsnapshot.chunk.size=%d\n%s\n", CK_CHUNK, more);
+    rc_setup(r, tag, extra);
+    *m = e2e_mysql();
+    e2e_sql(*m, "CREATE DATABASE %s", r->db);
+    ck_tables_make(*m, r->db);
+    snprintf(r->log, sizeof r->log, "%.250s/first.log", r->dir);
+    rc_start(r, NULL);
+}
+
+/* The next run, with its log in second.log, until its snapshot is done and the stream caught
+ * up; then stopped. */
+static void ck_second_run(rc_run *r, MYSQL *m)
+{
+    snprintf(r->log, sizeof r->log, "%.250s/second.log", r->dir);
+    rc_start(r, NULL);
+    ck_wait_done(r);
+    rc_caught_up(m, r);
+    rc_stop(r);
+}
+
+/* The run's log says "<db>.<table>: <text>" n times. */
+static void ck_expect_said(const rc_run *r, const char *table, const char *text, size_t n)
+{
+    char want[300];
+    snprintf(want, sizeof want, "%s.%s: %s", r->db, table, text);
+    cr_expect_eq(rc_log_count(r, want), n, "%s says \"%s\" %zu times, not %zu", r->log, want, rc_log_count(r, want), n);
+}
+
+/* The cache rebuilt from the topics; the three tables, their topics and the cache equal; the
+ * database, the connection and the run's folder gone. */
+static void ck_end_equal(rc_run *r, MYSQL *m)
 {
     rc_cache_build(r);
     rc_assert_equal(r, m, "ti", (const char *const[]){"id", "v", "n", NULL}, "id, v, n", true);
     rc_assert_equal(r, m, "tc", (const char *const[]){"id", "a", "b", "v", "n", NULL}, "id, a, b, v, n", true);
     rc_assert_equal(r, m, "ts", (const char *const[]){"id", "k", "v", "n", NULL}, "id, k, v, n", true);
+    e2e_sql(m, "DROP DATABASE %s", r->db);
+    mysql_close(m);
+    e2e_rmtree(r->dir);
 }
 
 Test(e2e_snapshot_chunked, resnapshot_reconciles, .timeout = 600, .fini = e2e_kill_children)
 {
     rc_run r;
-    char extra[256];
-    snprintf(extra, sizeof extra, "snapshot.initial.method=chunked\nsnapshot.chunk.size=%d\nsnapshot.threads=2\n",
-             CK_CHUNK);
-    rc_setup(&r, "e2eckrec", extra);
-    MYSQL *m = e2e_mysql();
-    e2e_sql(m, "CREATE DATABASE %s", r.db);
-    ck_tables_make(m, r.db);
-    snprintf(r.log, sizeof r.log, "%.250s/first.log", r.dir);
-    rc_start(&r, NULL);
+    MYSQL *m;
+    ck_begin(&r, "e2eckrec", "snapshot.threads=2", &m);
     ck_wait_done(&r);
     rc_caught_up(m, &r);
     rc_stop(&r);
-    for (size_t t = 0; t < 3; t++) {
-        char none[300];
-        snprintf(none, sizeof none, "%s.%s: no reconcile after the snapshot", r.db, ck_tables[t]);
-        cr_expect_eq(rc_log_count(&r, none), 1, "%s does not say \"%s\"", r.log, none);
-    }
+    for (size_t t = 0; t < 3; t++)
+        ck_expect_said(&r, ck_tables[t], "no reconcile after the snapshot", 1);
     cr_expect_eq(rc_log_count(&r, "reconcile after incremental snapshot"), 0, "%s: a step into new topics", r.log);
 
     /* stopped: rows go; the position is forgotten; the snapshot is taken again into full topics */
@@ -445,38 +473,19 @@ Test(e2e_snapshot_chunked, resnapshot_reconciles, .timeout = 600, .fini = e2e_ki
     char olog[400];
     snprintf(olog, sizeof olog, "%s/offsets.log", r.dir);
     cr_assert_eq(e2e_wait(e2e_spawn(oargs, olog), 60000), 0, "tributary offsets set failed; see %s", olog);
-    snprintf(r.log, sizeof r.log, "%.250s/second.log", r.dir);
-    rc_start(&r, NULL);
-    ck_wait_done(&r);
-    rc_caught_up(m, &r);
-    rc_stop(&r);
-    char want[300];
-    snprintf(want, sizeof want, "%s.ti: reconcile after incremental snapshot: 333 key(s)", r.db);
-    cr_expect_eq(rc_log_count(&r, want), 1, "%s does not say \"%s\"", r.log, want);
-    snprintf(want, sizeof want, "%s.tc: reconcile after incremental snapshot: 2500 key(s)", r.db);
-    cr_expect_eq(rc_log_count(&r, want), 1, "%s does not say \"%s\"", r.log, want);
-    snprintf(want, sizeof want, "%s.ts: reconcile after incremental snapshot: its topic holds no key the table lacks",
-             r.db);
-    cr_expect_eq(rc_log_count(&r, want), 1, "%s does not say \"%s\"", r.log, want);
+    ck_second_run(&r, m);
+    ck_expect_said(&r, "ti", "reconcile after incremental snapshot: 333 key(s)", 1);
+    ck_expect_said(&r, "tc", "reconcile after incremental snapshot: 2500 key(s)", 1);
+    ck_expect_said(&r, "ts", "reconcile after incremental snapshot: its topic holds no key the table lacks", 1);
     cr_expect_eq(rc_log_count(&r, "no reconcile after the snapshot"), 0, "%s skipped a step", r.log);
-    ck_assert_all_equal(&r, m);
-    e2e_sql(m, "DROP DATABASE %s", r.db);
-    mysql_close(m);
-    e2e_rmtree(r.dir);
+    ck_end_equal(&r, m);
 }
 
 Test(e2e_snapshot_chunked, statement_during_snapshot, .timeout = 600, .fini = e2e_kill_children)
 {
     rc_run r;
-    char extra[256];
-    snprintf(extra, sizeof extra, "snapshot.initial.method=chunked\nsnapshot.chunk.size=%d\nddl.drop.policy=warn\n",
-             CK_CHUNK);
-    rc_setup(&r, "e2eckddl", extra);
-    MYSQL *m = e2e_mysql();
-    e2e_sql(m, "CREATE DATABASE %s", r.db);
-    ck_tables_make(m, r.db);
-    snprintf(r.log, sizeof r.log, "%.250s/first.log", r.dir);
-    rc_start(&r, NULL);
+    MYSQL *m;
+    ck_begin(&r, "e2eckddl", "ddl.drop.policy=warn", &m);
     long long deadline = tb_itest_now_ms() + 180000;
     for (;;) { /* a chunk of the first table saved: the tables' freshness is in the state file */
         ck_state s = ck_read_state(&r);
@@ -503,16 +512,9 @@ Test(e2e_snapshot_chunked, statement_during_snapshot, .timeout = 600, .fini = e2
             r.db);
     e2e_sql(m, "INSERT INTO %s.ts SELECT * FROM %s.ts_keep", r.db, r.db);
     e2e_sql(m, "DROP TEMPORARY TABLE %s.ts_keep", r.db);
-    snprintf(r.log, sizeof r.log, "%.250s/second.log", r.dir);
-    rc_start(&r, NULL);
-    ck_wait_done(&r);
-    rc_caught_up(m, &r);
-    rc_stop(&r);
-    char want[300];
-    snprintf(want, sizeof want, "%s.ts: a statement changed it during the initial snapshot", r.db);
-    cr_expect_geq(rc_log_count(&r, want), 1, "%s does not say \"%s\"", r.log, want);
-    snprintf(want, sizeof want, "%s.ts: reconcile after incremental snapshot: 2400 key(s)", r.db);
-    cr_expect_eq(rc_log_count(&r, want), 1, "%s does not say \"%s\"", r.log, want);
+    ck_second_run(&r, m);
+    ck_expect_said(&r, "ts", "a statement changed it during the initial snapshot", 1);
+    ck_expect_said(&r, "ts", "reconcile after incremental snapshot: 2400 key(s)", 1);
     char first[sizeof r.log];
     snprintf(first, sizeof first, "%.250s/first.log", r.dir);
     for (size_t t = 0; t < 2; t++) { /* ti and tc: either run may have read their last chunk */
@@ -522,8 +524,5 @@ Test(e2e_snapshot_chunked, statement_during_snapshot, .timeout = 600, .fini = e2
         cr_expect_geq(ck_count_in(first, none) + rc_log_count(&r, none), 1, "no run says \"%s\"", none);
         cr_expect_eq(ck_count_in(first, step) + rc_log_count(&r, step), 0, "a run says \"%s\"", step);
     }
-    ck_assert_all_equal(&r, m);
-    e2e_sql(m, "DROP DATABASE %s", r.db);
-    mysql_close(m);
-    e2e_rmtree(r.dir);
+    ck_end_equal(&r, m);
 }

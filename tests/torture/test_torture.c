@@ -23,7 +23,9 @@
  * killed with SIGKILL and started again, MariaDB or the Kafka broker
  * restarted, or the connector stopped while the binlog files it needs are
  * purged (snapshot.mode=when_needed: a resnapshot and its reconcile step).
- * ddl.alter.policy is resnapshot or warn by the seed. After each round the
+ * ddl.alter.policy is resnapshot or warn by the seed, and the snapshots that
+ * snapshot.mode asks for (the first, and one after a purge) are consistent
+ * or chunked (snapshot.initial.method, by the seed). After each round the
  * check waits (a bounded time) for the topic to converge, since a
  * resnapshot goes on after the binlog was read to its end. Every statement
  * of a round is written to <dir>/round-N.sql; a round whose check fails
@@ -110,6 +112,7 @@ typedef struct tt {
     char clog[400];
     bool quiet;             /* a replay of the reduction: differences are not printed */
     bool resnapshot;        /* ddl.alter.policy=resnapshot (else warn) */
+    bool chunked;           /* snapshot.initial.method=chunked (else consistent) */
     int plant;              /* the round that makes a change without a binlog event (0: none) */
     bool no_ddl;            /* data statements only (no resnapshot can read the planted change) */
     int reduced;            /* units the reduction kept (0: none ran or it did not reproduce) */
@@ -809,12 +812,13 @@ static void tt_config(const tt *x)
     cr_assert_not_null(cf);
     fprintf(cf,
             "ddl.alter.policy=%s\nddl.drop.policy=tombstone\nha.enabled=false\nsnapshot.mode=when_needed\n"
-            "key.columns.%s.k0=id\nsource.connect.retry.ms=120000\n",
-            x->resnapshot ? "resnapshot" : "warn", x->r.db);
+            "key.columns.%s.k0=id\nsource.connect.retry.ms=120000\nsnapshot.initial.method=%s\n",
+            x->resnapshot ? "resnapshot" : "warn", x->r.db, x->chunked ? "chunked" : "consistent");
     fclose(cf);
 }
 
-/* Whether the status file says the connector streams (its snapshot done). */
+/* Whether the status file says the connector streams and its snapshot is done (a chunked one
+ * goes on while it streams). */
 static bool status_streaming(const char *status)
 {
     tb_buf b;
@@ -823,7 +827,8 @@ static bool status_streaming(const char *status)
     if (e2e_slurp(status, &b) && b.len) {
         json_t *v = jo_parse(b.data, b.len);
         const char *st = json_string_value(json_object_get(v, "state"));
-        streaming = st && strcmp(st, "streaming") == 0;
+        const char *snap = json_string_value(json_object_get(json_object_get(v, "snapshot"), "state"));
+        streaming = st && strcmp(st, "streaming") == 0 && !(snap && strcmp(snap, "running") == 0);
         json_decref(v);
     }
     tb_buf_free(&b);
@@ -952,6 +957,7 @@ static bool replay_mariadb(void *ctx, const bool *keep, int n)
     y.round = x->round;
     y.quiet = true;
     y.resnapshot = x->resnapshot;
+    y.chunked = x->chunked;
     tb_buf_init(&y.log, 0);
     st_setup(&y.r, "e2e_tmin", NULL);
     tt_config(&y);
@@ -1117,12 +1123,14 @@ static bool torture_mariadb(tt *x_, long long seconds, int plant)
     x.seed = sd && *sd ? strtoull(sd, NULL, 10) : (unsigned long long)time(NULL) ^ (unsigned long long)getpid();
     x.rnd = (unsigned)(x.seed ^ (x.seed >> 32)) | 1u;
     bool resnapshot = x.resnapshot = x.seed & 1;
+    x.chunked = (x.seed >> 1) & 1;
     tb_buf_init(&x.log, 0);
     st_setup(&x.r, "e2e_torture", NULL);
     tt_config(&x);
     fprintf(stderr,
-            "torture: seed %llu, %lld s, ddl.alter.policy=%s, folder %s (TB_TORTURE_SEED=%llu reproduces it)\n",
-            x.seed, seconds, resnapshot ? "resnapshot" : "warn", x.r.dir, x.seed);
+            "torture: seed %llu, %lld s, ddl.alter.policy=%s, snapshot.initial.method=%s, folder %s "
+            "(TB_TORTURE_SEED=%llu reproduces it)\n",
+            x.seed, seconds, resnapshot ? "resnapshot" : "warn", x.chunked ? "chunked" : "consistent", x.r.dir, x.seed);
     snprintf(x.clog, sizeof x.clog, "%s/cache.log", x.r.dir);
     x.m = e2e_mysql();
     e2e_sql(x.m, "CREATE DATABASE %s", x.r.db);
