@@ -31,7 +31,7 @@ struct evt_event {
     evt_op op;
     evt_table *t;
     evt_value *img[2];
-    size_t cap; /* slots allocated in each of img[0], img[1] */
+    size_t cap[2]; /* slots allocated in img[0], img[1]: only an image the op has is allocated */
     bool has[2];
     evt_arena mem;
     tb_position pos; /* strings point into mem */
@@ -78,20 +78,19 @@ static void event_prepare(evt_event *e, evt_op op, evt_table *t, bool holds_t)
     if (op != EVT_OP_CREATE && op != EVT_OP_UPDATE && op != EVT_OP_DELETE && op != EVT_OP_READ)
         evt_event_fail(e, TB_ERR_INVALID, "invalid op %d", (int)op);
     size_t n = t ? t->ncols : 0;
-    if (n > e->cap) {
-        for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 2 && n; k++) {
+        if (!e->has[k])
+            continue; /* never read: every access checks has[] */
+        if (n > e->cap[k]) {
             evt_value *p = realloc(e->img[k], n * sizeof(evt_value));
             if (!p) {
                 evt_event_fail(e, TB_ERR_NOMEM, "out of memory for %zu columns", n);
                 return;
             }
             e->img[k] = p;
+            e->cap[k] = n;
         }
-        e->cap = n;
-    }
-    if (n) {
-        memset(e->img[0], 0, n * sizeof(evt_value));
-        memset(e->img[1], 0, n * sizeof(evt_value));
+        memset(e->img[k], 0, n * sizeof(evt_value));
     }
     if (!t)
         evt_event_fail(e, TB_ERR_INVALID, "event without a table");
