@@ -243,7 +243,7 @@ static tb_code start_offsets(run_ctx *r, void *stored, tb_error *err)
  * asks again through run_retry when the preflight could not reach the source. */
 typedef struct run_srcprep {
     run_ctx *r;
-    struct myconn_warm *warm; /* the thread's: its connections, kept, serve the preflight */
+    struct myconn_warm *warm; /* r->warm: its first connection, kept, serves the preflight */
     pthread_t th;
     tb_code pre_rc, tab_rc, seq_rc;
     tb_error pre_err, tab_err, seq_err;
@@ -254,8 +254,7 @@ static void *run_srcprep_main(void *arg)
 {
     run_srcprep *p = arg;
     mysql_thread_init();
-    myconn_warm_join(p->warm);
-    p->warm = NULL;
+    myconn_warm_wait_first(p->warm);
     p->pre_rc = binlog_preflight(p->r->cfg, &p->pre_err);
     if (p->pre_rc == TB_OK)
         p->tab_rc = snap_check_topics(p->r->cfg, &p->ntables, &p->tab_err);
@@ -282,7 +281,6 @@ static void run_srcprep_start(run_ctx *r)
         free(p);
         return;
     }
-    r->warm = NULL;
     r->srcprep = p;
 }
 
@@ -388,9 +386,9 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
     char addr[300];
     snprintf(addr, sizeof addr, "source %s:%lld", cfg_get_str(r->cfg, CFGK_SOURCE_HOST),
              (long long)cfg_get_int(r->cfg, CFGK_SOURCE_PORT));
-    myconn_warm_join(r->warm); /* its connection, kept, is the preflight's */
+    run_srcprep *p = run_srcprep_join(r); /* first: it waits on r->warm */
+    myconn_warm_join(r->warm); /* its connections, kept, are the preflight's and the binlog's */
     r->warm = NULL;
-    run_srcprep *p = run_srcprep_join(r);
     tb_code rc;
     size_t ntables = 0;
     tb_error serr; /* naming the sequences is no reason to stop */
