@@ -201,14 +201,34 @@ static tb_code lease_open_kafka(ksink_lease *l, tb_error *err)
     if (rc != TB_OK)
         goto out;
     rd_kafka_poll_set_consumer(l->rk);
+    /* An offsets topic the cluster has (every start but the first) is subscribed to before
+     * it is checked, so that the group coordinator is looked up and the group joined in the
+     * background meanwhile; no callback runs before the first poll, so the lease is never
+     * held before the topic is ensured. A missing one is made first: subscribed to before it
+     * exists, the group would assign its partition only at a later metadata refresh. */
+    bool known = !cfg_get_bool(l->c, CFGK_TOPIC_CREATE);
+    if (!known) { /* the ensure's own first request; its failure is the ensure's */
+        kafka_cluster_md md;
+        bool missing = true;
+        if ((rc = kafka_topic_metadata(l->rk, l->topic, ksink_request_timeout_ms(l->c), &missing, &md, err)) !=
+            TB_OK) {
+            rc = tb_error_prefix(err, rc, "lease: ");
+            goto out;
+        }
+        known = !missing && md.replicas > 0;
+    }
+    sub = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(sub, l->topic, RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t e = known ? rd_kafka_subscribe(l->rk, sub) : RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (e) {
+        rc = kafka_error(err, e, "lease: subscribe to %s in group %s", l->topic, l->group);
+        goto out;
+    }
     if ((rc = ksink_topic_ensure(l->rk, l->c, l->topic, 1, true, err)) != TB_OK) {
         rc = tb_error_prefix(err, rc, "lease: ");
         goto out;
     }
-    sub = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(sub, l->topic, RD_KAFKA_PARTITION_UA);
-    rd_kafka_resp_err_t e = rd_kafka_subscribe(l->rk, sub);
-    if (e) {
+    if (!known && (e = rd_kafka_subscribe(l->rk, sub)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
         rc = kafka_error(err, e, "lease: subscribe to %s in group %s", l->topic, l->group);
         goto out;
     }
