@@ -28,6 +28,8 @@ typedef struct run_ctx {
     sink *sink;                    /* owned (sinks/sink.h) */
     binlog_reader *binlog;         /* owned, source.type=mysql */
     struct myconn_warm *warm;      /* owned: the source connection opened while Kafka is asked (run_mysql takes it) */
+    struct run_srcprep *srcprep;   /* owned: the source's catalog questions asked on a thread while Kafka is read
+                                      after the lease (cmd_run.c; run_mysql takes the answers) */
     sqlcap *sqlite;                /* owned, source.type=sqlite */
     tb_position committed;         /* last position written to the offsets store */
     tb_position last_end;          /* position of the last ended source transaction */

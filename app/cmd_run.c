@@ -33,6 +33,7 @@
  * the sink calls run_sink.c, the status file run_status.c.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,67 @@ static tb_code start_offsets(run_ctx *r, void *stored, tb_error *err)
     return ksink_offsets_read(r->cfg, stored, err);
 }
 
+/* ------------------------------------------------------------ the source's questions at start */
+
+/* Once the lease is held, the source's start-up questions (its settings and grants, the
+ * captured tables and their topic names, the SEQUENCEs) are asked on a thread of their own
+ * while the main thread reads Kafka (the stored position, the schema topic): none of them
+ * writes anything or needs the position. One attempt each; run_mysql takes the answers, and
+ * asks again through run_retry when the preflight could not reach the source. */
+typedef struct run_srcprep {
+    run_ctx *r;
+    struct myconn_warm *warm; /* r->warm: its first connection, kept, serves the preflight */
+    pthread_t th;
+    tb_code pre_rc, tab_rc, seq_rc;
+    tb_error pre_err, tab_err, seq_err;
+    size_t ntables;
+} run_srcprep;
+
+static void *run_srcprep_main(void *arg)
+{
+    run_srcprep *p = arg;
+    mysql_thread_init();
+    myconn_warm_wait_first(p->warm);
+    p->pre_rc = binlog_preflight(p->r->cfg, &p->pre_err);
+    if (p->pre_rc == TB_OK)
+        p->tab_rc = snap_check_topics(p->r->cfg, &p->ntables, &p->tab_err);
+    /* r->keyless: nothing else uses it until the source is read */
+    if (p->pre_rc == TB_OK && p->tab_rc == TB_OK)
+        p->seq_rc = run_note_sequences(p->r, &p->seq_err);
+    mysql_thread_end();
+    return NULL;
+}
+
+/* Start the questions (a MySQL/MariaDB source); without a thread, run_mysql asks them itself. */
+static void run_srcprep_start(run_ctx *r)
+{
+    run_srcprep *p = calloc(1, sizeof(*p));
+    if (!p)
+        return;
+    p->r = r;
+    p->warm = r->warm;
+    p->pre_rc = p->tab_rc = p->seq_rc = TB_ERR_STATE;
+    tb_error_clear(&p->pre_err);
+    tb_error_clear(&p->tab_err);
+    tb_error_clear(&p->seq_err);
+    if (pthread_create(&p->th, NULL, run_srcprep_main, p) != 0) {
+        free(p);
+        return;
+    }
+    r->srcprep = p;
+}
+
+/* Wait for the questions' thread; NULL when none was started (or it was joined already). */
+static run_srcprep *run_srcprep_join(run_ctx *r)
+{
+    run_srcprep *p = r->srcprep;
+    if (p) {
+        pthread_join(p->th, NULL);
+        r->srcprep = NULL;
+    }
+    return p;
+}
+
 /* One pass over a MySQL/MariaDB source: snapshot if asked, then stream from
  * the hand-off position or from resume. */
 static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_snapshot, tb_error *err)
@@ -340,16 +402,34 @@ static tb_code run_mysql(run_ctx *r, const tb_position *stored, tb_error *err)
     char addr[300];
     snprintf(addr, sizeof addr, "source %s:%lld", cfg_get_str(r->cfg, CFGK_SOURCE_HOST),
              (long long)cfg_get_int(r->cfg, CFGK_SOURCE_PORT));
-    myconn_warm_join(r->warm); /* its connection, kept, is the preflight's */
+    run_srcprep *p = run_srcprep_join(r); /* first: it waits on r->warm */
+    myconn_warm_join(r->warm); /* its connections, kept, are the preflight's and the binlog's */
     r->warm = NULL;
-    tb_code rc = run_retry(r, addr, start_preflight, NULL, err);
+    tb_code rc;
     size_t ntables = 0;
-    if (rc == TB_OK && (rc = snap_check_topics(r->cfg, &ntables, err)) == TB_OK)
-        run_warn_unmatched(r, ntables);
     tb_error serr; /* naming the sequences is no reason to stop */
     tb_error_clear(&serr);
-    if (rc == TB_OK && run_note_sequences(r, &serr) != TB_OK)
-        TB_WARN("run", "the captured SEQUENCEs were not listed (%s): each is named at its first row event", serr.msg);
+    if (p && !(p->pre_rc == TB_ERR_SOURCE && p->pre_err.retriable)) {
+        /* the thread's answers (a preflight that failed for good stops the run, as run_retry's would) */
+        rc = p->pre_rc;
+        if (rc != TB_OK)
+            *err = p->pre_err;
+        else if ((rc = p->tab_rc) != TB_OK)
+            *err = p->tab_err;
+        else
+            run_warn_unmatched(r, p->ntables);
+        if (rc == TB_OK && p->seq_rc != TB_OK)
+            TB_WARN("run", "the captured SEQUENCEs were not listed (%s): each is named at its first row event",
+                    p->seq_err.msg);
+    } else {
+        rc = run_retry(r, addr, start_preflight, NULL, err);
+        if (rc == TB_OK && (rc = snap_check_topics(r->cfg, &ntables, err)) == TB_OK)
+            run_warn_unmatched(r, ntables);
+        if (rc == TB_OK && run_note_sequences(r, &serr) != TB_OK)
+            TB_WARN("run", "the captured SEQUENCEs were not listed (%s): each is named at its first row event",
+                    serr.msg);
+    }
+    free(p);
     if (rc == TB_OK && stored->kind != TB_POS_NONE)
         rc = run_topics_gone(r, err);
     if (rc != TB_OK)
@@ -588,6 +668,8 @@ int cmd_run(int argc, char **argv)
     if ((rc = cfg_filter_init(&r.filter, r.cfg, &err)) != TB_OK)
         goto out;
     r.filter_ok = true;
+    if (strcmp(cfg_get_str(r.cfg, CFGK_SOURCE_TYPE), "sqlite") != 0)
+        run_srcprep_start(&r); /* while Kafka is read below */
     if ((rc = run_sink_open(&r, &err)) != TB_OK)
         goto out;
     r.txmeta = sink_has(r.sink, SINK_CAP_TOPICS) && cfg_get_bool(r.cfg, CFGK_TRANSACTION_TOPIC);
@@ -648,6 +730,7 @@ out:
     if (rc != TB_OK && rc != TB_ERR_STOPPED && r.status_state && strcmp(r.status_state, "failed") != 0)
         run_write_status(&r, "failed", err.msg, true);
     app_on_second_signal = NULL;
+    free(run_srcprep_join(&r)); /* a run that failed before run_mysql took its answers */
     app_metrics_stop(r.metrics);
     for (size_t i = 0; i < sizeof(r.mcache) / sizeof(r.mcache[0]); i++)
         evt_table_unref(r.mcache[i].t);

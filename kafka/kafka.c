@@ -323,7 +323,17 @@ out:
 
 tb_code kafka_topic_missing(rd_kafka_t *rk, const char *topic, int timeout_ms, bool *missing, tb_error *err)
 {
+    kafka_cluster_md md;
+    return kafka_topic_metadata(rk, topic, timeout_ms, missing, &md, err);
+}
+
+tb_code kafka_topic_metadata(rd_kafka_t *rk, const char *topic, int timeout_ms, bool *missing,
+                             kafka_cluster_md *out, tb_error *err)
+{
     *missing = false;
+    out->brokers = 0;
+    out->broker_id = -1;
+    out->replicas = -1;
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
     if (!rkt)
         return kafka_error(err, rd_kafka_last_error(), "topic %s: metadata", topic);
@@ -332,6 +342,10 @@ tb_code kafka_topic_missing(rd_kafka_t *rk, const char *topic, int timeout_ms, b
     tb_code rc = TB_OK;
     if (rerr != RD_KAFKA_RESP_ERR_NO_ERROR)
         rc = kafka_error(err, rerr, "topic %s: metadata", topic);
+    if (rc == TB_OK) {
+        out->brokers = md->broker_cnt;
+        out->broker_id = md->orig_broker_id;
+    }
     for (int t = 0; rc == TB_OK && t < md->topic_cnt; t++) {
         const struct rd_kafka_metadata_topic *mt = &md->topics[t];
         if (strcmp(mt->topic, topic) != 0)
@@ -340,6 +354,9 @@ tb_code kafka_topic_missing(rd_kafka_t *rk, const char *topic, int timeout_ms, b
             *missing = true;
         else if (mt->err != RD_KAFKA_RESP_ERR_NO_ERROR)
             rc = kafka_error(err, mt->err, "topic %s: metadata", topic);
+        for (int p = 0; rc == TB_OK && p < mt->partition_cnt; p++)
+            if (out->replicas < 0 || mt->partitions[p].replica_cnt < out->replicas)
+                out->replicas = mt->partitions[p].replica_cnt;
     }
     if (md)
         rd_kafka_metadata_destroy(md);

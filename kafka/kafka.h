@@ -83,6 +83,10 @@ TB_MUST_USE tb_code kafka_cluster_metadata(rd_kafka_t *rk, const char *topic, in
  * request does not create it on a broker with auto.create.topics.enable. Any other failure is
  * the error returned. */
 TB_MUST_USE tb_code kafka_topic_missing(rd_kafka_t *rk, const char *topic, int timeout_ms, bool *missing, tb_error *err);
+/* kafka_topic_missing, and when the topic is there, *out as kafka_cluster_metadata gives it for the
+ * topic (from the same answer). */
+TB_MUST_USE tb_code kafka_topic_metadata(rd_kafka_t *rk, const char *topic, int timeout_ms, bool *missing,
+                                         kafka_cluster_md *out, tb_error *err);
 
 /* After CreateTopics: poll the metadata (which also fills the client's own
  * cache) every 100 ms until topic shows `partitions` partitions, each with a

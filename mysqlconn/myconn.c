@@ -388,16 +388,31 @@ bool myconn_errno_retriable(unsigned e)
 struct myconn_warm {
     myconn *mc;
     size_t n;
+    /* The second connection starts once the first is kept (or failed): Connector/C sets up
+     * each TLS context under one process-wide lock, loading the default CA store when no CA
+     * is given, so two at once end together, and the first, the one the start's catalog
+     * questions wait for, comes later than alone. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool first_done;
     struct warm_one {
         pthread_t th;
         myconn_opts o;
         const myconn *mc;
+        struct myconn_warm *w;
+        bool after_first;
     } one[2];
 };
 
 static void *warm_main(void *arg)
 {
     struct warm_one *w = arg;
+    if (w->after_first) {
+        pthread_mutex_lock(&w->w->mu);
+        while (!w->w->first_done)
+            pthread_cond_wait(&w->w->cv, &w->w->mu);
+        pthread_mutex_unlock(&w->w->mu);
+    }
     mysql_thread_init();
     MYSQL *my = NULL;
     tb_error err;
@@ -406,6 +421,12 @@ static void *warm_main(void *arg)
     else
         TB_DEBUG("mysql", "early %s connection: %s (it is made again when needed)", w->o.purpose, err.msg);
     mysql_thread_end();
+    if (!w->after_first) {
+        pthread_mutex_lock(&w->w->mu);
+        w->w->first_done = true;
+        pthread_cond_broadcast(&w->w->cv);
+        pthread_mutex_unlock(&w->w->mu);
+    }
     return NULL;
 }
 
@@ -417,6 +438,8 @@ myconn_warm *myconn_warm_start(const cfg *c, int64_t also_rt_ms)
         free(w);
         return NULL;
     }
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
     w->one[0].o = myconn_catalog_opts(w->mc, "preflight");
     w->one[0].o.reuse = false;
     /* the INFO line of the replication connection's TLS, as when binlog_open opens it */
@@ -424,11 +447,23 @@ myconn_warm *myconn_warm_start(const cfg *c, int64_t also_rt_ms)
     size_t want = also_rt_ms > 0 ? 2 : 1;
     for (size_t i = 0; i < want; i++) {
         w->one[i].mc = w->mc;
+        w->one[i].w = w;
+        w->one[i].after_first = i > 0;
         if (pthread_create(&w->one[i].th, NULL, warm_main, &w->one[i]) != 0)
             break;
         w->n++;
     }
     return w;
+}
+
+void myconn_warm_wait_first(myconn_warm *w)
+{
+    if (!w || w->n == 0)
+        return;
+    pthread_mutex_lock(&w->mu);
+    while (!w->first_done)
+        pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
 }
 
 void myconn_warm_join(myconn_warm *w)
@@ -437,6 +472,8 @@ void myconn_warm_join(myconn_warm *w)
         return;
     for (size_t i = 0; i < w->n; i++)
         pthread_join(w->one[i].th, NULL);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
     myconn_free(w->mc);
     free(w);
 }

@@ -73,14 +73,18 @@ int64_t myconn_catalog_timeout_ms(const myconn *mc);
 /* Open, each in a thread of its own, the connection the start's catalog questions take (the
  * preflight's options: catalog read timeout, utf8mb4) and, with also_rt_ms > 0, one more with
  * that read timeout for "replication" (binlog_replication_timeout_ms), and keep them
- * (myconn_keep), so that their TCP and TLS handshakes go on while the caller waits for Kafka. A
+ * (myconn_keep), so that their TCP and TLS handshakes go on while the caller waits for Kafka; the
+ * second starts once the first is kept. A
  * failure is forgotten: the first user connects and reports it. NULL when it cannot start
  * (nothing is lost). */
 typedef struct myconn_warm myconn_warm;
 myconn_warm *myconn_warm_start(const cfg *c, int64_t also_rt_ms);
-/* Wait for the connection of myconn_warm_start to be kept (or to have failed); frees w.
+/* Wait for the connections of myconn_warm_start to be kept (or to have failed); frees w.
  * NULL is ignored. */
 void myconn_warm_join(myconn_warm *w);
+/* Wait for the first of them (the catalog questions'), from any thread, before w is joined.
+ * NULL is ignored. */
+void myconn_warm_wait_first(myconn_warm *w);
 /* The options of the preflight connection, which the catalog questions and the binlog reader's
  * schema lookups then take. */
 myconn_opts myconn_catalog_opts(const myconn *mc, const char *purpose);

@@ -1,13 +1,15 @@
 /*
  * ksink_admin: topics through the Kafka Admin API (DESIGN 4).
  *
- * ksink_topic_ensure() plans a new topic from the cluster (its metadata: the
+ * ksink_topic_ensure() first asks the metadata for the topic. A topic the
+ * cluster does not have is planned from the cluster (its metadata: the
  * brokers; without topic.replication.factor, the answering broker's
  * default.replication.factor, at most the number of brokers; without
  * topic.min.insync.replicas, 2 for a replication factor of 3 or more, else 1)
- * and sends CreateTopics (cleanup.policy=compact for compacted topics,
- * min.insync.replicas, topic.partitions). When the broker answers
- * TOPIC_ALREADY_EXISTS it reads the topic's replica count (metadata) and its
+ * and created with CreateTopics (cleanup.policy=compact for compacted topics,
+ * min.insync.replicas, topic.partitions). For a topic the cluster has (the
+ * metadata lists it, or the broker answers TOPIC_ALREADY_EXISTS) it takes the
+ * topic's replica count from the metadata and reads its
  * cleanup.policy and min.insync.replicas (DescribeConfigs): it refuses anything
  * but "compact" for a compacted topic unless topic.check.compact=false, and
  * WARNs, naming the fix, about a replication factor of 1 on a cluster of
@@ -113,12 +115,14 @@ static tb_code ksink_topic_plan(rd_kafka_t *rk, const cfg *c, int timeout_ms, co
 
 /* An existing topic: its cleanup.policy (refused unless compact, when compact
  * and topic.check.compact), its replication and min.insync.replicas (WARNs). */
-static tb_code ksink_topic_check(rd_kafka_t *rk, const cfg *c, const char *topic, bool compact, int timeout_ms,
-                                 const bool *stop, tb_error *err)
+static tb_code ksink_topic_check(rd_kafka_t *rk, const cfg *c, const char *topic, bool compact,
+                                 const kafka_cluster_md *known, int timeout_ms, const bool *stop, tb_error *err)
 {
     kafka_cluster_md md;
-    tb_code rc = kafka_cluster_metadata(rk, topic, timeout_ms, &md, err);
-    if (rc != TB_OK)
+    tb_code rc = TB_OK;
+    if (known)
+        md = *known;
+    else if ((rc = kafka_cluster_metadata(rk, topic, timeout_ms, &md, err)) != TB_OK)
         return rc;
     const char *keys[] = {"cleanup.policy", "min.insync.replicas"};
     char *v[2];
@@ -163,8 +167,17 @@ tb_code ksink_topic_ensure_until(rd_kafka_t *rk, const cfg *c, const char *topic
     if (partitions <= 0)
         partitions = (int)cfg_get_int(c, CFGK_TOPIC_PARTITIONS);
     int timeout_ms = ksink_request_timeout_ms(c);
+    /* A topic the cluster has (every topic but the new ones, at a restart): its check only, on the
+     * metadata of this one request. Missing, it is planned and created below. */
+    kafka_cluster_md known;
+    bool missing = false;
+    tb_code rc = kafka_topic_metadata(rk, topic, timeout_ms, &missing, &known, err);
+    if (rc != TB_OK)
+        return rc;
+    if (!missing && known.replicas > 0)
+        return ksink_topic_check(rk, c, topic, compact, &known, timeout_ms, stop, err);
     int rf = 0, min_insync = 0, brokers = 0;
-    tb_code rc = ksink_topic_plan(rk, c, timeout_ms, stop, &rf, &min_insync, &brokers, err);
+    rc = ksink_topic_plan(rk, c, timeout_ms, stop, &rf, &min_insync, &brokers, err);
     if (rc != TB_OK)
         return rc;
     char misr[16];
@@ -215,7 +228,7 @@ tb_code ksink_topic_ensure_until(rd_kafka_t *rk, const cfg *c, const char *topic
         ksink_topic_check_replication(topic, brokers, rf, min_insync);
         return TB_OK;
     }
-    return ksink_topic_check(rk, c, topic, compact, timeout_ms, stop, err);
+    return ksink_topic_check(rk, c, topic, compact, NULL, timeout_ms, stop, err);
 }
 
 tb_code ksink_offsets_topic(const cfg *c, tb_buf *out)

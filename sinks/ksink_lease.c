@@ -77,8 +77,10 @@ static void lease_changed(ksink_lease *l)
     rd_kafka_yield(l->rk);
 }
 
-/* librdkafka requires the (incremental) assign/unassign here; the rest only
- * sets flags. */
+static void lease_renew(ksink_lease *l, int64_t now);
+
+/* librdkafka requires the (incremental) assign/unassign here; the rest sets
+ * flags, but for the first assignment's renewal. */
 static void lease_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_topic_partition_list_t *parts,
                                void *opaque)
 {
@@ -96,9 +98,15 @@ static void lease_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_t
         }
         if (ours) {
             rd_kafka_pause_partitions(rk, parts); /* the lease never reads the offsets */
+            bool first = !l->held;
             l->assigned = true;
             l->held = true;
             l->confirmed_ms = lease_now_ms(); /* SyncGroup just answered */
+            /* The first holder's act (ksink_lease_poll) sent from here: the poll that runs this
+             * callback goes on waiting for its slice. Only the first assignment: after a
+             * revocation, lease_confirm reads the committed offset before anything is renewed. */
+            if (first)
+                lease_renew(l, l->confirmed_ms);
         }
         return;
     }
@@ -189,14 +197,34 @@ static tb_code lease_open_kafka(ksink_lease *l, tb_error *err)
     if (rc != TB_OK)
         goto out;
     rd_kafka_poll_set_consumer(l->rk);
+    /* An offsets topic the cluster has (every start but the first) is subscribed to before
+     * it is checked, so that the group coordinator is looked up and the group joined in the
+     * background meanwhile; no callback runs before the first poll, so the lease is never
+     * held before the topic is ensured. A missing one is made first: subscribed to before it
+     * exists, the group would assign its partition only at a later metadata refresh. */
+    bool known = !cfg_get_bool(l->c, CFGK_TOPIC_CREATE);
+    if (!known) { /* the ensure's own first request; its failure is the ensure's */
+        kafka_cluster_md md;
+        bool missing = true;
+        if ((rc = kafka_topic_metadata(l->rk, l->topic, ksink_request_timeout_ms(l->c), &missing, &md, err)) !=
+            TB_OK) {
+            rc = tb_error_prefix(err, rc, "lease: ");
+            goto out;
+        }
+        known = !missing && md.replicas > 0;
+    }
+    sub = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(sub, l->topic, RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t e = known ? rd_kafka_subscribe(l->rk, sub) : RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (e) {
+        rc = kafka_error(err, e, "lease: subscribe to %s in group %s", l->topic, l->group);
+        goto out;
+    }
     if ((rc = ksink_topic_ensure(l->rk, l->c, l->topic, 1, true, err)) != TB_OK) {
         rc = tb_error_prefix(err, rc, "lease: ");
         goto out;
     }
-    sub = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(sub, l->topic, RD_KAFKA_PARTITION_UA);
-    rd_kafka_resp_err_t e = rd_kafka_subscribe(l->rk, sub);
-    if (e) {
+    if (!known && (e = rd_kafka_subscribe(l->rk, sub)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
         rc = kafka_error(err, e, "lease: subscribe to %s in group %s", l->topic, l->group);
         goto out;
     }
@@ -294,8 +322,6 @@ static ksink_lease_state lease_state(const ksink_lease *l)
         return KSINK_LEASE_LOST;
     return l->assigned && (l->started || !l->rk) ? KSINK_LEASE_HELD : KSINK_LEASE_WAITING;
 }
-
-static void lease_renew(ksink_lease *l, int64_t now);
 
 tb_code ksink_lease_poll(ksink_lease *l, int timeout_ms, ksink_lease_state *state, tb_error *err)
 {

@@ -13,7 +13,8 @@
  *   SET @master_binlog_checksum = @@global.binlog_checksum   (else error 1236)
  *   SET @master_heartbeat_period = <ns>                       (source.heartbeat.interval.ms)
  *   MariaDB: SET @mariadb_slave_capability = 4                 (GTID events as such)
- *   MariaDB GTID start: SET @slave_connect_state = '<gtid list>', file "" at 4
+ *   MariaDB GTID start: SET @slave_connect_state = '<gtid list>', file "" at 4, unless
+ *     the stored file + position holds the next GTID (mariadb_offset_follows): from there
  *   else COM_BINLOG_DUMP from file + position (mariadb_rpl_open)
  * The start is, in order: the position given to binlog_open; source.start.gtid;
  * source.start.file + source.start.position; the server's current position
@@ -227,6 +228,64 @@ int64_t binlog_replication_timeout_ms(const cfg *c)
     return hb > 0 ? hb * 3 : 60000;
 }
 
+/* The sequence number of domain's entry in a MariaDB GTID list ("D-S-N,D-S-N"). */
+static bool gtid_list_seq(const char *list, unsigned long domain, unsigned long long *seq)
+{
+    for (const char *p = list; p && *p;) {
+        while (*p == ',' || *p == ' ' || *p == '\n')
+            p++;
+        char *end;
+        unsigned long d = strtoul(p, &end, 10);
+        if (end == p || *end != '-')
+            return false;
+        strtoul(end + 1, &end, 10);
+        if (*end != '-')
+            return false;
+        unsigned long long n = strtoull(end + 1, &end, 10);
+        if (d == domain) {
+            *seq = n;
+            return true;
+        }
+        p = end;
+        if (*p && *p != ',' && *p != ' ' && *p != '\n')
+            return false;
+    }
+    return false;
+}
+
+/* MariaDB, a start by GTID: whether the stored file and offset may start the dump instead. The
+ * server finds a GTID by reading its binlog file from the start up to it, every event (a cost
+ * that grows with the offset, up to max_binlog_size); from a file and offset it seeks. Both
+ * stream the same events when the event at that offset is the GTID event of the transaction
+ * that follows the stored GTID state in its domain (sequence number one more): the offset is
+ * then in the history the position was taken from. Anything else (another event there, the end
+ * of the file, another GTID, a position inside a transaction, no privilege to list the events)
+ * keeps the start by GTID. */
+static bool mariadb_offset_follows(binlog_live *l)
+{
+    const tb_position *s = &l->start;
+    if (!s->file || !s->file[0] || strlen(s->file) > 255 || s->pos < 4 || s->row != 0 || !s->gtid_set)
+        return false;
+    char esc[512], q[640];
+    mysql_real_escape_string(l->mysql, esc, s->file, (unsigned long)strlen(s->file));
+    snprintf(q, sizeof q, "SHOW BINLOG EVENTS IN '%s' FROM %llu LIMIT 1", esc, (unsigned long long)s->pos);
+    if (mysql_query(l->mysql, q) != 0)
+        return false;
+    MYSQL_RES *r = mysql_store_result(l->mysql);
+    MYSQL_ROW row = r && mysql_num_fields(r) >= 6 ? mysql_fetch_row(r) : NULL;
+    bool ok = false;
+    /* Log_name, Pos, Event_type, Server_id, End_log_pos, Info ("BEGIN GTID D-S-N" or "GTID D-S-N") */
+    if (row && row[1] && row[2] && row[5] && strtoull(row[1], NULL, 10) == s->pos && strcmp(row[2], "Gtid") == 0) {
+        const char *g = strstr(row[5], "GTID ");
+        unsigned long d, sv;
+        unsigned long long n, prev;
+        ok = g && sscanf(g + 5, "%lu-%lu-%llu", &d, &sv, &n) == 3 && gtid_list_seq(s->gtid_set, d, &prev) &&
+             n == prev + 1;
+    }
+    mysql_free_result(r);
+    return ok;
+}
+
 static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
 {
     tb_code rc = TB_OK;
@@ -262,6 +321,9 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
     unsigned long pos = 4;
     char *kept_file = NULL; /* GTID start: the stored position's file, for the decoder */
     bool by_gtid = l->mariadb && l->start.gtid_set && l->start.gtid_set[0];
+    bool by_offset = by_gtid && mariadb_offset_follows(l); /* the same events, without the lookup */
+    if (by_offset)
+        by_gtid = false;
     if (by_gtid) {
         char esc[2048];
         if (strlen(l->start.gtid_set) >= sizeof(esc) / 2)
@@ -335,9 +397,13 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
     l->connected = true;
     l->down_since_ms = 0;
     l->skip = l->delivered_in_tx;
-    TB_INFO("binlog", "%s:%u: streaming from %s%s%s (server %s, replica server_id %u)", l->host, l->port,
-            by_gtid ? "GTID " : "", by_gtid ? l->start.gtid_set : file, by_gtid ? "" : "", ver ? ver : "?",
-            l->server_id);
+    if (by_offset)
+        TB_INFO("binlog", "%s:%u: streaming from GTID %s, at %s:%lu (server %s, replica server_id %u)", l->host,
+                l->port, l->start.gtid_set, file, pos, ver ? ver : "?", l->server_id);
+    else
+        TB_INFO("binlog", "%s:%u: streaming from %s%s%s (server %s, replica server_id %u)", l->host, l->port,
+                by_gtid ? "GTID " : "", by_gtid ? l->start.gtid_set : file, by_gtid ? "" : "", ver ? ver : "?",
+                l->server_id);
     return TB_OK;
 }
 
