@@ -81,10 +81,8 @@ static void lease_changed(ksink_lease *l)
     rd_kafka_yield(l->rk);
 }
 
-static void lease_renew(ksink_lease *l, int64_t now);
-
-/* librdkafka requires the (incremental) assign/unassign here; the rest sets
- * flags, but for the first assignment's renewal. */
+/* librdkafka requires the (incremental) assign/unassign here; the rest only
+ * sets flags. */
 static void lease_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_topic_partition_list_t *parts,
                                void *opaque)
 {
@@ -102,15 +100,9 @@ static void lease_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_t
         }
         if (ours) {
             rd_kafka_pause_partitions(rk, parts); /* the lease never reads the offsets */
-            bool first = !l->held;
             l->assigned = true;
             l->held = true;
             l->confirmed_ms = lease_now_ms(); /* SyncGroup just answered */
-            /* The first holder's act (ksink_lease_poll) sent from here: the poll that runs this
-             * callback goes on waiting for its slice. Only the first assignment: after a
-             * revocation, lease_confirm reads the committed offset before anything is renewed. */
-            if (first)
-                lease_renew(l, l->confirmed_ms);
         }
         return;
     }
@@ -326,6 +318,8 @@ static ksink_lease_state lease_state(const ksink_lease *l)
         return KSINK_LEASE_LOST;
     return l->assigned && (l->started || !l->rk) ? KSINK_LEASE_HELD : KSINK_LEASE_WAITING;
 }
+
+static void lease_renew(ksink_lease *l, int64_t now);
 
 tb_code ksink_lease_poll(ksink_lease *l, int timeout_ms, ksink_lease_state *state, tb_error *err)
 {
