@@ -87,6 +87,11 @@ static void lease_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_t
     bool coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
     bool ours = lease_ours(l, parts);
     if (e == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        /* The lease never reads the partition: its fetch position starts at the end, not at the
+         * group's committed offset, which is a renewal's clock value (out of the log's range:
+         * a fetch there would be refused and reset, with a WARN). */
+        for (int i = 0; i < parts->cnt; i++)
+            parts->elems[i].offset = RD_KAFKA_OFFSET_END;
         if (coop) {
             rd_kafka_error_t *ke = rd_kafka_incremental_assign(rk, parts);
             if (ke)
