@@ -123,6 +123,16 @@ tb_code bl_gtids_add_mysql(bl_gtids *g, const uint8_t uuid[16], const char *tag,
     return TB_OK;
 }
 
+bool bl_gtids_mariadb_seq(const bl_gtids *g, uint32_t domain, uint64_t *seq)
+{
+    for (size_t i = 0; i < g->ndoms; i++)
+        if (g->doms[i].domain == domain) {
+            *seq = g->doms[i].seq;
+            return true;
+        }
+    return false;
+}
+
 tb_code bl_gtids_set_mariadb(bl_gtids *g, uint32_t domain, uint32_t server, uint64_t seq)
 {
     size_t i = 0;

@@ -157,6 +157,8 @@ void bl_gtids_clear(bl_gtids *g);
 TB_MUST_USE tb_code bl_gtids_add_mysql(bl_gtids *g, const uint8_t uuid[16], const char *tag, int64_t start, int64_t end);
 /* MariaDB: set domain's last GTID. */
 TB_MUST_USE tb_code bl_gtids_set_mariadb(bl_gtids *g, uint32_t domain, uint32_t server, uint64_t seq);
+/* The sequence number of domain's GTID in a MariaDB state; false when it has none. */
+bool bl_gtids_mariadb_seq(const bl_gtids *g, uint32_t domain, uint64_t *seq);
 /* Parse a text set (either flavor) into g (replacing it). */
 TB_MUST_USE tb_code bl_gtids_parse(bl_gtids *g, const char *text, bool mariadb, tb_error *err);
 /* Text form appended to out ("" when empty). */

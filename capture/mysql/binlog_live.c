@@ -228,31 +228,6 @@ int64_t binlog_replication_timeout_ms(const cfg *c)
     return hb > 0 ? hb * 3 : 60000;
 }
 
-/* The sequence number of domain's entry in a MariaDB GTID list ("D-S-N,D-S-N"). */
-static bool gtid_list_seq(const char *list, unsigned long domain, unsigned long long *seq)
-{
-    for (const char *p = list; p && *p;) {
-        while (*p == ',' || *p == ' ' || *p == '\n')
-            p++;
-        char *end;
-        unsigned long d = strtoul(p, &end, 10);
-        if (end == p || *end != '-')
-            return false;
-        strtoul(end + 1, &end, 10);
-        if (*end != '-')
-            return false;
-        unsigned long long n = strtoull(end + 1, &end, 10);
-        if (d == domain) {
-            *seq = n;
-            return true;
-        }
-        p = end;
-        if (*p && *p != ',' && *p != ' ' && *p != '\n')
-            return false;
-    }
-    return false;
-}
-
 /* MariaDB, a start by GTID: whether the stored file and offset may start the dump instead. The
  * server finds a GTID by reading its binlog file from the start up to it, every event (a cost
  * that grows with the offset, up to max_binlog_size); from a file and offset it seeks. Both
@@ -277,10 +252,27 @@ static bool mariadb_offset_follows(binlog_live *l)
     /* Log_name, Pos, Event_type, Server_id, End_log_pos, Info ("BEGIN GTID D-S-N" or "GTID D-S-N") */
     if (row && row[1] && row[2] && row[5] && strtoull(row[1], NULL, 10) == s->pos && strcmp(row[2], "Gtid") == 0) {
         const char *g = strstr(row[5], "GTID ");
-        unsigned long d, sv;
-        unsigned long long n, prev;
-        ok = g && sscanf(g + 5, "%lu-%lu-%llu", &d, &sv, &n) == 3 && gtid_list_seq(s->gtid_set, d, &prev) &&
-             n == prev + 1;
+        bl_gtids *at = bl_gtids_new(), *state = bl_gtids_new();
+        tb_error perr;
+        /* the event's GTID ("D-S-N", up to the end of the word) and the stored state, by the one parser */
+        char one[64];
+        size_t len = g ? strcspn(g + 5, " ;") : 0;
+        uint64_t n = 0, prev = 0;
+        if (g && at && state && len > 0 && len < sizeof one) {
+            memcpy(one, g + 5, len);
+            one[len] = '\0';
+            if (bl_gtids_parse(at, one, true, &perr) == TB_OK && bl_gtids_parse(state, s->gtid_set, true, &perr) == TB_OK) {
+                /* the one domain the event names: its sequence number one past the state's */
+                uint32_t d;
+                char *end;
+                unsigned long dl = strtoul(one, &end, 10);
+                d = (uint32_t)dl;
+                ok = end != one && *end == '-' && bl_gtids_mariadb_seq(at, d, &n) &&
+                     bl_gtids_mariadb_seq(state, d, &prev) && n == prev + 1;
+            }
+        }
+        bl_gtids_free(at);
+        bl_gtids_free(state);
     }
     mysql_free_result(r);
     return ok;
