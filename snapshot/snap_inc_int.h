@@ -12,6 +12,7 @@
 
 #include "snap_inc_key.h"
 #include "snap_incremental.h"
+#include "snap_rows.h"
 #include "tb_buf.h"
 #include "tb_hmap.h"
 
@@ -53,8 +54,17 @@ struct snap_inc {
     /* in-flight chunk */
     snap_inc_phase ph;
     int64_t id_lo, id_hi;
-    evt_event **pool;     /* pool[0..nrows) hold the chunk rows */
-    size_t npool, nrows;
+    /* The chunk's rows stay in client memory as the server sent them, in the
+     * stored results src[0..nsrc) (one, or one per part in key order; rows
+     * src_end[j-1]..src_end[j] are src[j]'s), and are read into the one
+     * event ev when needed (row_at): a window of rows costs their wire bytes,
+     * not an event each. at_src/at_row: the row the next read returns. */
+    snap_rows **src;      /* max(1, nconns) slots */
+    size_t *src_end;
+    size_t nsrc;
+    evt_event *ev;
+    size_t at_src, at_row;
+    size_t nrows;
     bool chunk_last;      /* fewer rows than the chunk size: the table ends */
     char **keys;          /* canonical JSON key of each row (NULL when dropped) */
     tb_hmap rowidx;       /* key -> row index + 1 */

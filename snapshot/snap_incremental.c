@@ -29,9 +29,10 @@ struct snap_inc_part {
     MYSQL *my;
     snap_key *lo, *hi;  /* after lo, up to and including hi; NULL: unbounded */
     int64_t limit;      /* 0: none (a range bounded above) */
-    evt_event **ev;     /* owned pool; ev[0..n) hold the range's rows */
-    size_t nev, n;
-    char **keys;        /* n canonical JSON keys, moved to the chunk when it is put together */
+    snap_rows *rows;    /* the range's n rows, stored; moved to the chunk when it is put together */
+    evt_event *ev;      /* owned: the event each row is read into for its key */
+    size_t n;
+    char **keys;        /* n canonical JSON keys, moved to the chunk like rows */
     tb_buf kbuf;
     tb_code rc;
     tb_error err;
@@ -51,9 +52,8 @@ static void parts_free(snap_inc *si)
     parts_close_conns(si);
     for (size_t i = 0; si->parts && i < si->nconns; i++) {
         snap_inc_part *p = &si->parts[i];
-        for (size_t k = 0; k < p->nev; k++)
-            evt_event_free(p->ev[k]);
-        free(p->ev);
+        snap_rows_close(p->rows);
+        evt_event_free(p->ev);
         if (p->keys)
             for (size_t k = 0; k < p->n; k++)
                 free(p->keys[k]);
@@ -78,6 +78,12 @@ tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_e
     si->nconns = (size_t)cfg_get_int(c, CFGK_SNAPSHOT_THREADS);
     if (si->nconns < 1)
         si->nconns = 1;
+    si->src = calloc(si->nconns, sizeof(*si->src));
+    si->src_end = calloc(si->nconns, sizeof(*si->src_end));
+    if (!si->src || !si->src_end) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
     if (si->nconns > 1) {
         si->conns = calloc(si->nconns, sizeof(*si->conns));
         si->parts = calloc(si->nconns, sizeof(*si->parts));
@@ -120,6 +126,11 @@ static void chunk_clear(snap_inc *si)
     free(si->keys);
     si->keys = NULL;
     tb_hmap_free(&si->rowidx, NULL);
+    for (size_t j = 0; j < si->nsrc; j++) {
+        snap_rows_close(si->src[j]);
+        si->src[j] = NULL;
+    }
+    si->nsrc = 0;
     si->nrows = 0;
     si->rel = 0;
     si->ph = PH_IDLE;
@@ -129,10 +140,10 @@ void snap_inc_close(snap_inc *si)
 {
     if (!si)
         return;
-    chunk_clear(si);
-    for (size_t i = 0; i < si->npool; i++)
-        evt_event_free(si->pool[i]);
-    free(si->pool);
+    chunk_clear(si); /* before any connection closes: it closes the stored results */
+    free(si->src);
+    free(si->src_end);
+    evt_event_free(si->ev);
     for (size_t i = 0; i < si->nqueue; i++)
         free(si->queue[i]);
     free(si->queue);
@@ -318,27 +329,75 @@ static tb_code range_params(snap_key *lo, snap_key *hi, size_t npk, MYSQL_BIND *
     return TB_OK;
 }
 
-static tb_code pool_get(snap_inc *si, size_t i, evt_event **ev)
+/* Read the rest of rows into client memory (snap_rows_store) and the
+ * canonical JSON key of each row, read into *ev (made when NULL) one after
+ * the other: *keys (n malloc'd strings), *n. Any thread, for its own rows. */
+static tb_code store_keys(snap_rows *rows, evt_table *t, evt_event **ev, tb_buf *kbuf, char ***keys, size_t *n,
+                          tb_error *err)
 {
-    if (i >= si->npool) {
-        size_t cap = si->npool ? si->npool * 2 : 64;
-        while (cap <= i)
-            cap *= 2;
-        evt_event **p = realloc(si->pool, cap * sizeof(*p));
-        if (!p)
-            return TB_ERR_NOMEM;
-        for (size_t k = si->npool; k < cap; k++)
-            p[k] = NULL;
-        si->pool = p;
-        si->npool = cap;
+    uint64_t nr = 0;
+    *keys = NULL;
+    *n = 0;
+    tb_code rc = snap_rows_store(rows, &nr, err);
+    if (rc != TB_OK)
+        return rc;
+    if (!*ev && !(*ev = evt_event_new(EVT_OP_READ, t)))
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    char **k = calloc(nr ? (size_t)nr : 1, sizeof(*k));
+    if (!k)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    size_t i = 0;
+    for (; rc == TB_OK && i < nr; i++) {
+        bool got = false;
+        evt_event_reset(*ev, EVT_OP_READ, t);
+        rc = snap_rows_next(rows, *ev, &got, err);
+        if (rc != TB_OK)
+            break;
+        const tb_error *be = evt_event_error(*ev);
+        if (!got || be) {
+            rc = tb_error_set(err, be ? be->code : TB_ERR_STATE, false, "table %s.%s: %s", evt_table_db(t),
+                              evt_table_name(t), be ? be->msg : "a stored row could not be read");
+            break;
+        }
+        tb_buf_reset(kbuf);
+        rc = evt_json_key(*ev, EVT_AFTER, kbuf, err);
+        if (rc == TB_OK && !(k[i] = strdup(tb_buf_cstr(kbuf))))
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     }
-    if (!si->pool[i]) {
-        si->pool[i] = evt_event_new(EVT_OP_READ, si->t);
-        if (!si->pool[i])
-            return TB_ERR_NOMEM;
+    if (rc != TB_OK) {
+        for (size_t j = 0; j <= i && j < nr; j++)
+            free(k[j]);
+        free(k);
+        return rc;
     }
-    evt_event_reset(si->pool[i], EVT_OP_READ, si->t);
-    *ev = si->pool[i];
+    *keys = k;
+    *n = (size_t)nr;
+    return TB_OK;
+}
+
+/* Chunk row i, read into si->ev (valid until the next read). */
+static tb_code row_at(snap_inc *si, size_t i, evt_event **out, tb_error *err)
+{
+    size_t j = 0;
+    while (j + 1 < si->nsrc && i >= si->src_end[j])
+        j++;
+    size_t k = i - (j > 0 ? si->src_end[j - 1] : 0);
+    if (!si->ev && !(si->ev = evt_event_new(EVT_OP_READ, si->t)))
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    if (j != si->at_src || k != si->at_row)
+        snap_rows_seek(si->src[j], k);
+    evt_event_reset(si->ev, EVT_OP_READ, si->t);
+    bool got = false;
+    tb_code rc = snap_rows_next(si->src[j], si->ev, &got, err);
+    if (rc != TB_OK)
+        return rc;
+    const tb_error *be = evt_event_error(si->ev);
+    if (!got || be)
+        return tb_error_set(err, be ? be->code : TB_ERR_STATE, false, "table %s.%s: %s", evt_table_db(si->t),
+                            evt_table_name(si->t), be ? be->msg : "a stored row could not be read");
+    si->at_src = j;
+    si->at_row = k + 1;
+    *out = si->ev;
     return TB_OK;
 }
 
@@ -360,49 +419,11 @@ static tb_code part_read(snap_inc_part *p)
         goto out;
     }
     rc = snap_rows_open(p->my, p->t, tb_buf_cstr(&sql), params, nparams, &rows, err);
-    for (; rc == TB_OK;) {
-        if (p->n == p->nev) {
-            size_t cap = p->nev ? p->nev * 2 : 64;
-            evt_event **e = realloc(p->ev, cap * sizeof(*e));
-            if (!e) {
-                rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-                break;
-            }
-            for (size_t k = p->nev; k < cap; k++)
-                e[k] = NULL;
-            p->ev = e;
-            p->nev = cap;
-        }
-        if (!p->ev[p->n] && !(p->ev[p->n] = evt_event_new(EVT_OP_READ, p->t))) {
-            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-            break;
-        }
-        evt_event *ev = p->ev[p->n];
-        evt_event_reset(ev, EVT_OP_READ, p->t);
-        bool got = false;
-        rc = snap_rows_next(rows, ev, &got, err);
-        if (rc != TB_OK || !got)
-            break;
-        const tb_error *be = evt_event_error(ev);
-        if (be) {
-            rc = tb_error_set(err, be->code, false, "table %s.%s: %s", evt_table_db(p->t), evt_table_name(p->t),
-                              be->msg);
-            break;
-        }
-        p->n++;
-    }
-    if (rc != TB_OK)
-        goto out;
-    p->keys = calloc(p->n ? p->n : 1, sizeof(*p->keys));
-    if (!p->keys) {
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < p->n && rc == TB_OK; i++) {
-        tb_buf_reset(&p->kbuf);
-        rc = evt_json_key(p->ev[i], EVT_AFTER, &p->kbuf, err);
-        if (rc == TB_OK && !(p->keys[i] = strdup(tb_buf_cstr(&p->kbuf))))
-            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    if (rc == TB_OK)
+        rc = store_keys(rows, p->t, &p->ev, &p->kbuf, &p->keys, &p->n, err);
+    if (rc == TB_OK) {
+        p->rows = rows;
+        rows = NULL;
     }
 out:
     snap_rows_close(rows);
@@ -450,7 +471,7 @@ static tb_code boundary(snap_inc *si, snap_key *after, evt_event *probe, snap_ke
  * own connection at once; a range bounded above is read whole (rows inserted
  * into it since the boundary was found are read too), the last one up to
  * chunk_size rows, which decides whether the table ends. The rows are then
- * put together in key order in the chunk's pool. */
+ * put together in key order as the chunk. */
 static tb_code read_chunk_parallel(snap_inc *si, tb_error *err)
 {
     size_t np = si->nconns, nb = 0;
@@ -504,14 +525,7 @@ static tb_code read_chunk_parallel(snap_inc *si, tb_error *err)
     }
     if (rc != TB_OK)
         goto out;
-    /* the chunk: every part's rows in key order, their events swapped into the pool */
-    if (total > 0) {
-        evt_event *ev;
-        if (pool_get(si, total - 1, &ev) != TB_OK) {
-            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-            goto out;
-        }
-    }
+    /* the chunk: every part's stored rows and keys, in key order */
     si->keys = calloc(total ? total : 1, sizeof(*si->keys));
     if (!si->keys) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
@@ -521,13 +535,15 @@ static tb_code read_chunk_parallel(snap_inc *si, tb_error *err)
     for (size_t j = 0; j <= nb; j++) {
         snap_inc_part *p = &si->parts[j];
         for (size_t k = 0; k < p->n; k++, dst++) {
-            evt_event *e = si->pool[dst];
-            si->pool[dst] = p->ev[k];
-            p->ev[k] = e;
             si->keys[dst] = p->keys[k];
             p->keys[k] = NULL;
         }
+        si->src[j] = p->rows;
+        p->rows = NULL;
+        si->src_end[j] = dst;
     }
+    si->nsrc = nb + 1;
+    si->at_src = SIZE_MAX;
     si->nrows = total;
     si->chunk_last = si->parts[nb].n < (size_t)si->chunk_size;
     if (hash_build(si) != TB_OK)
@@ -540,6 +556,8 @@ out:
                 free(p->keys[k]);
         free(p->keys);
         p->keys = NULL;
+        snap_rows_close(p->rows); /* a part whose rows did not join the chunk (an error) */
+        p->rows = NULL;
         p->n = 0;
         p->lo = p->hi = NULL;
     }
@@ -576,46 +594,16 @@ static tb_code read_chunk(snap_inc *si, tb_error *err)
         goto out;
     }
     rc = snap_rows_open(si->my, si->t, tb_buf_cstr(&sql), params, nparams, &rows, err);
+    if (rc == TB_OK)
+        rc = store_keys(rows, si->t, &si->ev, &si->kbuf, &si->keys, &si->nrows, err);
     if (rc != TB_OK)
         goto out;
-    si->nrows = 0;
-    for (;;) {
-        evt_event *ev;
-        bool got = false;
-        if (pool_get(si, si->nrows, &ev) != TB_OK) {
-            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-            goto out;
-        }
-        rc = snap_rows_next(rows, ev, &got, err);
-        if (rc != TB_OK || !got)
-            break;
-        const tb_error *be = evt_event_error(ev);
-        if (be) {
-            rc = tb_error_set(err, be->code, false, "table %s.%s: %s", evt_table_db(si->t), evt_table_name(si->t),
-                              be->msg);
-            goto out;
-        }
-        si->nrows++;
-    }
-    if (rc != TB_OK)
-        goto out;
+    si->src[0] = rows;
+    rows = NULL;
+    si->src_end[0] = si->nrows;
+    si->nsrc = 1;
+    si->at_src = SIZE_MAX;
     si->chunk_last = si->nrows < (size_t)si->chunk_size;
-    si->keys = calloc(si->nrows ? si->nrows : 1, sizeof(*si->keys));
-    if (!si->keys) {
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < si->nrows; i++) {
-        tb_buf_reset(&si->kbuf);
-        rc = evt_json_key(si->pool[i], EVT_AFTER, &si->kbuf, err);
-        if (rc != TB_OK)
-            goto out;
-        si->keys[i] = strdup(tb_buf_cstr(&si->kbuf));
-        if (!si->keys[i]) {
-            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-            goto out;
-        }
-    }
     if (hash_build(si) != TB_OK)
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
 out:
@@ -764,7 +752,10 @@ static tb_code finish_chunk(snap_inc *si, tb_error *err)
 {
     tb_code rc = TB_OK;
     if (si->nrows > 0) {
-        rc = snap_key_from_event(&si->key, si->pool[si->nrows - 1], err);
+        evt_event *e = NULL;
+        rc = row_at(si, si->nrows - 1, &e, err);
+        if (rc == TB_OK)
+            rc = snap_key_from_event(&si->key, e, err);
         if (rc != TB_OK)
             return rc;
         si->has_key = true;
@@ -855,7 +846,10 @@ tb_code snap_inc_next_event(snap_inc *si, evt_event **ev, tb_error *err)
         size_t i = si->rel++;
         if (!si->keys[i])
             continue;
-        evt_event *e = si->pool[i];
+        evt_event *e = NULL;
+        tb_code rc = row_at(si, i, &e, err);
+        if (rc != TB_OK)
+            return rc;
         bool last = si->chunk_last && i == si->last_live;
         evt_event_set_position(e, &si->hw);
         evt_event_set_commit_ts_ms(e, si->hw_ts_ms);

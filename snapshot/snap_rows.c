@@ -107,6 +107,18 @@ out:
     return rc;
 }
 
+tb_code snap_rows_store(snap_rows *r, uint64_t *nrows, tb_error *err)
+{
+    if (mysql_stmt_store_result(r->st) != 0) {
+        tb_code rc = myconn_stmt_fail(r->st, err, "store result");
+        return tb_error_prefix(err, rc, "table %s.%s: ", evt_table_db(r->t), evt_table_name(r->t));
+    }
+    *nrows = (uint64_t)mysql_stmt_num_rows(r->st);
+    return TB_OK;
+}
+
+void snap_rows_seek(snap_rows *r, uint64_t i) { mysql_stmt_data_seek(r->st, (unsigned long long)i); }
+
 tb_code snap_rows_next(snap_rows *r, evt_event *ev, bool *got, tb_error *err)
 {
     *got = false;
