@@ -14,6 +14,8 @@
 #     kill9       BUILD, chunked, SIGKILL once the status file counts KILL_ROWS snapshot rows
 #                 (default ROWS/2), then started again until the snapshot is done
 # SNAPRUN_VARIANTS (default "base consistent chunked chunked2t kill9"): the variants to run.
+# SNAPRUN_PROPS: more key=value settings (blank-separated) for every run of BUILD and the baseline,
+#   e.g. "snapshot.chunk.size=1000".
 # ROWS (default 1000000): rows of bench.snaprun_<ROWS> (the 5-column table of snapshot_bench.sh).
 # Each run is a new connector (own name, topic prefix and offsets file) with sink=kafka and
 # offsets.storage=file, from its start until its status file says "snapshot":{"state":"done"
@@ -75,6 +77,7 @@ config() { # method tag [threads] -> the folder of a new connector (run.properti
     echo "log.level=info"
     if [[ -n "$1" ]]; then echo "snapshot.initial.method=$1"; fi
     if [[ -n "${3:-}" ]]; then echo "snapshot.threads=$3"; fi
+    if [[ -n "${SNAPRUN_PROPS:-}" ]]; then printf '%s\n' $SNAPRUN_PROPS; fi
   } >"$d/run.properties"
   echo "$d"
 }

@@ -35,7 +35,7 @@ struct snap_inc {
     int64_t chunk_size;
     size_t nconns;        /* snapshot.threads: connections reading a window's key ranges at once */
     MYSQL **conns;        /* conns[1..nconns) (conns[0] unused: my) */
-    snap_inc_part *parts; /* nconns of them, each with its own pool of events */
+    snap_inc_part *parts; /* nconns of them: a key range and its stored rows each */
     /* persistent state (as of the last release, maybe not saved yet) */
     int64_t last_signal_id;
     char **queue;
@@ -66,10 +66,10 @@ struct snap_inc {
     size_t at_src, at_row;
     size_t nrows;
     bool chunk_last;      /* fewer rows than the chunk size: the table ends */
-    char **keys;          /* canonical JSON key of each row (NULL when dropped) */
-    tb_hmap rowidx;       /* key -> row index + 1 */
+    tb_hmap seen;         /* canonical JSON keys the stream changed during the window: rows with
+                           * them are not released (row_live) */
     size_t rel;           /* next row to release */
-    size_t last_live;     /* index of the last row not dropped, SIZE_MAX if none */
+    size_t last_live;     /* index of the last row to release, SIZE_MAX if none */
     tb_position hw;       /* position of the high watermark */
     int64_t hw_ts_ms;     /* its commit time */
     tb_buf kbuf;

@@ -30,10 +30,7 @@ struct snap_inc_part {
     snap_key *lo, *hi;  /* after lo, up to and including hi; NULL: unbounded */
     int64_t limit;      /* 0: none (a range bounded above) */
     snap_rows *rows;    /* the range's n rows, stored; moved to the chunk when it is put together */
-    evt_event *ev;      /* owned: the event each row is read into for its key */
     size_t n;
-    char **keys;        /* n canonical JSON keys, moved to the chunk like rows */
-    tb_buf kbuf;
     tb_code rc;
     tb_error err;
 };
@@ -53,12 +50,6 @@ static void parts_free(snap_inc *si)
     for (size_t i = 0; si->parts && i < si->nconns; i++) {
         snap_inc_part *p = &si->parts[i];
         snap_rows_close(p->rows);
-        evt_event_free(p->ev);
-        if (p->keys)
-            for (size_t k = 0; k < p->n; k++)
-                free(p->keys[k]);
-        free(p->keys);
-        tb_buf_free(&p->kbuf);
     }
     free(si->parts);
     free(si->conns);
@@ -91,8 +82,6 @@ tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_e
             rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
             goto out;
         }
-        for (size_t i = 0; i < si->nconns; i++)
-            tb_buf_init(&si->parts[i].kbuf, 0);
     }
     tb_position_init(&si->hw);
     tb_buf_init(&si->kbuf, 0);
@@ -120,12 +109,7 @@ out:
 
 static void chunk_clear(snap_inc *si)
 {
-    if (si->keys)
-        for (size_t i = 0; i < si->nrows; i++)
-            free(si->keys[i]);
-    free(si->keys);
-    si->keys = NULL;
-    tb_hmap_free(&si->rowidx, NULL);
+    tb_hmap_free(&si->seen, NULL);
     for (size_t j = 0; j < si->nsrc; j++) {
         snap_rows_close(si->src[j]);
         si->src[j] = NULL;
@@ -201,30 +185,17 @@ tb_code snap_inc_begin_initial(snap_inc *si, char *const *tables, const bool *fr
 
 /* ============================================================ key set */
 
-static tb_code hash_build(snap_inc *si)
+/* The stream changed the row whose key is `key` during the window: the
+ * chunk's row with that key, if any, is not released (the stream's event is
+ * newer). The keys are checked against the chunk's rows as they are released
+ * (row_live), so the window costs the keys the stream touched, not an index of
+ * its rows. */
+static tb_code seen_add(snap_inc *si, const char *key, size_t len, tb_error *err)
 {
-    tb_hmap_free(&si->rowidx, NULL);
-    for (size_t i = 0; i < si->nrows; i++) {
-        void **v;
-        if (tb_hmap_put(&si->rowidx, si->keys[i], strlen(si->keys[i]), &v) != TB_OK)
-            return TB_ERR_NOMEM;
-        *v = (void *)(uintptr_t)(i + 1);
-    }
+    void **v;
+    if (tb_hmap_put(&si->seen, key, len, &v) != TB_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     return TB_OK;
-}
-
-/* Drop the chunk row whose key is `key`, if any. */
-static void hash_drop(snap_inc *si, const char *key, size_t len)
-{
-    void **v = tb_hmap_find(&si->rowidx, key, len);
-    if (!v)
-        return;
-    size_t i = (size_t)(uintptr_t)*v - 1;
-    if (si->keys[i]) {
-        free(si->keys[i]);
-        si->keys[i] = NULL;
-        si->dropped++;
-    }
 }
 
 /* ============================================================ chunks */
@@ -329,52 +300,6 @@ static tb_code range_params(snap_key *lo, snap_key *hi, size_t npk, MYSQL_BIND *
     return TB_OK;
 }
 
-/* Read the rest of rows into client memory (snap_rows_store) and the
- * canonical JSON key of each row, read into *ev (made when NULL) one after
- * the other: *keys (n malloc'd strings), *n. Any thread, for its own rows. */
-static tb_code store_keys(snap_rows *rows, evt_table *t, evt_event **ev, tb_buf *kbuf, char ***keys, size_t *n,
-                          tb_error *err)
-{
-    uint64_t nr = 0;
-    *keys = NULL;
-    *n = 0;
-    tb_code rc = snap_rows_store(rows, &nr, err);
-    if (rc != TB_OK)
-        return rc;
-    if (!*ev && !(*ev = evt_event_new(EVT_OP_READ, t)))
-        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-    char **k = calloc(nr ? (size_t)nr : 1, sizeof(*k));
-    if (!k)
-        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-    size_t i = 0;
-    for (; rc == TB_OK && i < nr; i++) {
-        bool got = false;
-        evt_event_reset(*ev, EVT_OP_READ, t);
-        rc = snap_rows_next(rows, *ev, &got, err);
-        if (rc != TB_OK)
-            break;
-        const tb_error *be = evt_event_error(*ev);
-        if (!got || be) {
-            rc = tb_error_set(err, be ? be->code : TB_ERR_STATE, false, "table %s.%s: %s", evt_table_db(t),
-                              evt_table_name(t), be ? be->msg : "a stored row could not be read");
-            break;
-        }
-        tb_buf_reset(kbuf);
-        rc = evt_json_key(*ev, EVT_AFTER, kbuf, err);
-        if (rc == TB_OK && !(k[i] = strdup(tb_buf_cstr(kbuf))))
-            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-    }
-    if (rc != TB_OK) {
-        for (size_t j = 0; j <= i && j < nr; j++)
-            free(k[j]);
-        free(k);
-        return rc;
-    }
-    *keys = k;
-    *n = (size_t)nr;
-    return TB_OK;
-}
-
 /* Chunk row i, read into si->ev (valid until the next read). */
 static tb_code row_at(snap_inc *si, size_t i, evt_event **out, tb_error *err)
 {
@@ -401,6 +326,21 @@ static tb_code row_at(snap_inc *si, size_t i, evt_event **out, tb_error *err)
     return TB_OK;
 }
 
+/* Chunk row i as row_at reads it; *live false when the stream changed its key
+ * during the window (seen_add). */
+static tb_code row_live(snap_inc *si, size_t i, evt_event **out, bool *live, tb_error *err)
+{
+    tb_code rc = row_at(si, i, out, err);
+    *live = true;
+    if (rc != TB_OK || si->seen.n == 0)
+        return rc;
+    tb_buf_reset(&si->kbuf);
+    if ((rc = evt_json_key(*out, EVT_AFTER, &si->kbuf, err)) != TB_OK)
+        return rc;
+    *live = tb_hmap_find(&si->seen, si->kbuf.data ? si->kbuf.data : "", si->kbuf.len) == NULL;
+    return TB_OK;
+}
+
 /* Read the rows of one part (any thread). */
 static tb_code part_read(snap_inc_part *p)
 {
@@ -419,9 +359,11 @@ static tb_code part_read(snap_inc_part *p)
         goto out;
     }
     rc = snap_rows_open(p->my, p->t, tb_buf_cstr(&sql), params, nparams, &rows, err);
+    uint64_t nr = 0;
     if (rc == TB_OK)
-        rc = store_keys(rows, p->t, &p->ev, &p->kbuf, &p->keys, &p->n, err);
+        rc = snap_rows_store(rows, &nr, err);
     if (rc == TB_OK) {
+        p->n = (size_t)nr;
         p->rows = rows;
         rows = NULL;
     }
@@ -525,19 +467,11 @@ static tb_code read_chunk_parallel(snap_inc *si, tb_error *err)
     }
     if (rc != TB_OK)
         goto out;
-    /* the chunk: every part's stored rows and keys, in key order */
-    si->keys = calloc(total ? total : 1, sizeof(*si->keys));
-    if (!si->keys) {
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-        goto out;
-    }
+    /* the chunk: every part's stored rows, in key order */
     size_t dst = 0;
     for (size_t j = 0; j <= nb; j++) {
         snap_inc_part *p = &si->parts[j];
-        for (size_t k = 0; k < p->n; k++, dst++) {
-            si->keys[dst] = p->keys[k];
-            p->keys[k] = NULL;
-        }
+        dst += p->n;
         si->src[j] = p->rows;
         p->rows = NULL;
         si->src_end[j] = dst;
@@ -546,16 +480,9 @@ static tb_code read_chunk_parallel(snap_inc *si, tb_error *err)
     si->at_src = SIZE_MAX;
     si->nrows = total;
     si->chunk_last = si->parts[nb].n < (size_t)si->chunk_size;
-    if (hash_build(si) != TB_OK)
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
 out:
     for (size_t j = 0; si->parts && j < np; j++) {
         snap_inc_part *p = &si->parts[j];
-        if (p->keys)
-            for (size_t k = 0; k < p->n; k++)
-                free(p->keys[k]);
-        free(p->keys);
-        p->keys = NULL;
         snap_rows_close(p->rows); /* a part whose rows did not join the chunk (an error) */
         p->rows = NULL;
         p->n = 0;
@@ -594,18 +521,18 @@ static tb_code read_chunk(snap_inc *si, tb_error *err)
         goto out;
     }
     rc = snap_rows_open(si->my, si->t, tb_buf_cstr(&sql), params, nparams, &rows, err);
+    uint64_t nr = 0;
     if (rc == TB_OK)
-        rc = store_keys(rows, si->t, &si->ev, &si->kbuf, &si->keys, &si->nrows, err);
+        rc = snap_rows_store(rows, &nr, err);
     if (rc != TB_OK)
         goto out;
+    si->nrows = (size_t)nr;
     si->src[0] = rows;
     rows = NULL;
     si->src_end[0] = si->nrows;
     si->nsrc = 1;
     si->at_src = SIZE_MAX;
     si->chunk_last = si->nrows < (size_t)si->chunk_size;
-    if (hash_build(si) != TB_OK)
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
 out:
     snap_rows_close(rows);
     free(params);
@@ -736,12 +663,18 @@ static tb_code start_release(snap_inc *si, const evt_event *ev, tb_error *err)
     if (rc != TB_OK)
         return tb_error_set(err, rc, false, "out of memory");
     si->hw_ts_ms = evt_event_commit_ts_ms(ev);
-    si->last_live = SIZE_MAX;
-    for (size_t i = si->nrows; i-- > 0;)
-        if (si->keys[i]) {
+    /* the last row released carries snapshot=last: the last whose key the stream did not touch */
+    si->last_live = si->seen.n == 0 && si->nrows > 0 ? si->nrows - 1 : SIZE_MAX;
+    for (size_t i = si->nrows; si->seen.n > 0 && i-- > 0;) {
+        evt_event *e = NULL;
+        bool live = false;
+        if ((rc = row_live(si, i, &e, &live, err)) != TB_OK)
+            return rc;
+        if (live) {
             si->last_live = i;
             break;
         }
+    }
     si->rel = 0;
     si->ph = PH_RELEASE;
     return TB_OK;
@@ -830,9 +763,10 @@ tb_code snap_inc_observe(snap_inc *si, const evt_event *ev, tb_error *err)
             continue;
         tb_buf_reset(&si->kbuf);
         tb_code rc = evt_json_key(ev, (evt_image)img, &si->kbuf, err);
+        if (rc == TB_OK)
+            rc = seen_add(si, si->kbuf.data ? si->kbuf.data : "", si->kbuf.len, err);
         if (rc != TB_OK)
             return rc;
-        hash_drop(si, si->kbuf.data ? si->kbuf.data : "", si->kbuf.len);
     }
     return TB_OK;
 }
@@ -844,12 +778,15 @@ tb_code snap_inc_next_event(snap_inc *si, evt_event **ev, tb_error *err)
         return TB_OK;
     while (si->rel < si->nrows) {
         size_t i = si->rel++;
-        if (!si->keys[i])
-            continue;
         evt_event *e = NULL;
-        tb_code rc = row_at(si, i, &e, err);
+        bool live = false;
+        tb_code rc = row_live(si, i, &e, &live, err);
         if (rc != TB_OK)
             return rc;
+        if (!live) {
+            si->dropped++;
+            continue;
+        }
         bool last = si->chunk_last && i == si->last_live;
         evt_event_set_position(e, &si->hw);
         evt_event_set_commit_ts_ms(e, si->hw_ts_ms);

@@ -355,3 +355,141 @@ Test(snapshot_incremental, kill9_in_the_middle_then_resume, .timeout = 900)
     free(dir);
     mysql_close(my);
 }
+
+/* ============================================================ the window, deterministic */
+
+static bool is_window_t(const evt_event *ev)
+{
+    const evt_table *t = evt_event_table(ev);
+    return t && strcmp(evt_table_db(t), "snaptest_win") == 0 && strcmp(evt_table_name(t), "t") == 0;
+}
+
+/* The rows a chunk released, in order: id and whether it carries snapshot=last. */
+typedef struct win_out {
+    long ids[32];
+    bool last[32];
+    size_t n;
+} win_out;
+
+static void release_into(snap_inc *si, win_out *o)
+{
+    evt_event *rowev = NULL;
+    tb_error err;
+    while (snap_inc_next_event(si, &rowev, &err) == TB_OK && rowev) {
+        cr_assert_lt(o->n, 32u);
+        const evt_value *v = evt_event_value(rowev, EVT_AFTER, (size_t)evt_table_find(evt_event_table(rowev), "id"));
+        o->ids[o->n] = v->kind == EVT_V_INT ? (long)v->v.i : (long)v->v.u;
+        o->last[o->n] = evt_event_snapshot(rowev) == EVT_SNAPSHOT_LAST;
+        o->n++;
+    }
+}
+
+static bool signal_of_type(const evt_event *ev, const char *type)
+{
+    const evt_table *t = evt_event_table(ev);
+    if (!t || strcmp(evt_table_name(t), "tributary_signal") != 0 || evt_event_op(ev) != EVT_OP_CREATE)
+        return false;
+    long ci = evt_table_find(t, "type");
+    const evt_value *v = ci >= 0 ? evt_event_value(ev, EVT_AFTER, (size_t)ci) : NULL;
+    return v && v->kind == EVT_V_STRING && v->v.s.len == strlen(type) && memcmp(v->v.s.ptr, type, v->v.s.len) == 0;
+}
+
+/* Changes the stream made to chunk rows inside the window (between the low and the high
+ * watermark in binlog order) keep those rows from being released: an update, a key moved
+ * onto a row of the chunk, and a delete. The rows are made to land inside the window by
+ * giving the table's changes to snap_inc_observe only after the low watermark was seen
+ * (read by a second reader from the first position), which is where a writer racing the
+ * chunk's SELECT puts them. The row that would have ended the table is among them, so the
+ * snapshot=last mark moves to the last row released. */
+Test(snapshot_incremental, window_drops_rows_the_stream_changed, .timeout = 120)
+{
+    MYSQL *my = st_connect();
+    st_make_table(my, "snaptest_win", "t", 10);
+    char *dir = st_tmpdir();
+    const char *extra[] = {NULL};
+    cfg *c = st_cfg(dir, extra);
+    tb_error err;
+    snap_inc *si = NULL;
+    char state[4200];
+    snprintf(state, sizeof state, "%s/state.json", dir);
+    cr_assert_eq(snap_inc_open(c, state, &si, &err), TB_OK, "%s", err.msg);
+    tb_position p0, pl;
+    tb_position_init(&p0);
+    tb_position_init(&pl);
+    st_current_position(my, &p0);
+    /* in binlog order before the chunk's SELECT, which therefore reads 1, 2, 4, 6, 7, 8, 9, 1005 */
+    st_sql(my, "UPDATE snaptest_win.t SET n = 7 WHERE id = 3");
+    st_sql(my, "UPDATE snaptest_win.t SET id = 1005 WHERE id = 5");
+    st_sql(my, "DELETE FROM snaptest_win.t WHERE id = 10");
+    cr_assert_eq(snap_inc_signal(c, "snaptest_win.t", &err), TB_OK, "signal: %s", err.msg);
+
+    /* pass 1: everything but the table's changes, up to the low watermark */
+    win_out o = {0};
+    st_reader *r = st_reader_open(c, &p0);
+    bool polled = false;
+    int nt = 0;
+    evt_event *ev = NULL;
+    for (;;) {
+        ev = st_reader_next(r, 10000);
+        cr_assert_not_null(ev, "no low watermark in the binlog");
+        if (is_window_t(ev)) {
+            nt++;
+            continue;
+        }
+        cr_assert_eq(snap_inc_observe(si, ev, &err), TB_OK, "%s", err.msg);
+        if (polled && signal_of_type(ev, "snapshot-window-open"))
+            break;
+        if (!polled && signal_of_type(ev, "execute-snapshot")) {
+            cr_assert_eq(snap_inc_poll(si, &err), TB_OK, "poll: %s", err.msg); /* L, the SELECT, H */
+            polled = true;
+        }
+    }
+    cr_assert_eq(nt, 3, "the table's three changes come before the signal");
+    /* the rest of the low watermark's transaction, then where to go on from */
+    while (!evt_event_last_in_tx(ev)) {
+        ev = st_reader_next(r, 10000);
+        cr_assert_not_null(ev);
+        cr_assert_eq(snap_inc_observe(si, ev, &err), TB_OK, "%s", err.msg);
+    }
+    cr_assert_eq(tb_position_copy(&pl, st_reader_position(r)), TB_OK);
+    st_reader_close(r);
+
+    /* pass 2: the table's changes, now inside the window */
+    r = st_reader_open(c, &p0);
+    for (int seen = 0; seen < 3;) {
+        ev = st_reader_next(r, 10000);
+        cr_assert_not_null(ev);
+        if (!is_window_t(ev))
+            continue;
+        cr_assert_eq(snap_inc_observe(si, ev, &err), TB_OK, "%s", err.msg);
+        seen++;
+    }
+    st_reader_close(r);
+
+    /* pass 3: from after the low watermark to the high watermark, which releases the chunk */
+    r = st_reader_open(c, &pl);
+    bool closed = false;
+    while (!closed) {
+        ev = st_reader_next(r, 10000);
+        cr_assert_not_null(ev, "no high watermark in the binlog");
+        cr_assert_eq(snap_inc_observe(si, ev, &err), TB_OK, "%s", err.msg);
+        release_into(si, &o);
+        closed = signal_of_type(ev, "snapshot-window-close");
+    }
+    st_reader_close(r);
+    release_into(si, &o);
+
+    long want[] = {1, 2, 4, 6, 7, 8, 9};
+    cr_assert_eq(o.n, sizeof want / sizeof want[0], "released %zu rows", o.n);
+    for (size_t i = 0; i < o.n; i++) {
+        cr_expect_eq(o.ids[i], want[i], "row %zu: id %ld, want %ld", i, o.ids[i], want[i]);
+        cr_expect_eq(o.last[i], i + 1 == o.n, "row %zu (id %ld): snapshot=last %d", i, o.ids[i], o.last[i]);
+    }
+    snap_inc_close(si);
+    cfg_free(c);
+    tb_position_free(&p0);
+    tb_position_free(&pl);
+    st_rmdir(dir);
+    free(dir);
+    mysql_close(my);
+}
