@@ -14,6 +14,9 @@
 #     kill9       BUILD, chunked, SIGKILL once the status file counts KILL_ROWS snapshot rows
 #                 (default ROWS/2), then started again until the snapshot is done
 # SNAPRUN_VARIANTS (default "base consistent chunked chunked2t kill9"): the variants to run.
+# SNAPRUN_BASE_METHOD, SNAPRUN_BASE_THREADS: snapshot.initial.method and snapshot.threads of the
+#   base runs (default unset: the baseline's default), e.g. chunked and 2 to compare the chunked
+#   snapshot with the baseline's.
 # SNAPRUN_PROPS: more key=value settings (blank-separated) for every run of BUILD and the baseline,
 #   e.g. "snapshot.chunk.size=1000".
 # ROWS (default 1000000): rows of bench.snaprun_<ROWS> (the 5-column table of snapshot_bench.sh).
@@ -152,7 +155,9 @@ variants="${SNAPRUN_VARIANTS:-base consistent chunked chunked2t kill9}"
 want() { [[ " $variants " == *" $1 "* ]]; }
 last() { tail -1 "$work/$1" 2>/dev/null || echo -; }
 for ((i = 1; i <= runs; i++)); do
-  if want base && [[ -n "$basebin" ]]; then one "$basebin" "$(config "" "base$i")" >>"$work/base"; fi
+  if want base && [[ -n "$basebin" ]]; then
+    one "$basebin" "$(config "${SNAPRUN_BASE_METHOD:-}" "base$i" "${SNAPRUN_BASE_THREADS:-}")" >>"$work/base"
+  fi
   if want consistent; then one "$newbin" "$(config consistent "consistent$i")" >>"$work/consistent"; fi
   if want chunked; then one "$newbin" "$(config chunked "chunked$i")" >>"$work/chunked"; fi
   if want chunked2t; then one "$newbin" "$(config chunked "chunked2t$i" 2)" >>"$work/chunked2t"; fi
