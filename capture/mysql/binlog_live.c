@@ -228,14 +228,62 @@ int64_t binlog_replication_timeout_ms(const cfg *c)
     return hb > 0 ? hb * 3 : 60000;
 }
 
+/* text, a MariaDB GTID list, in the one text form bl_gtids_format gives, appended to out. */
+static bool gtid_text_canonical(const char *text, tb_buf *out)
+{
+    bl_gtids *g = bl_gtids_new();
+    tb_error e;
+    bool ok = g && bl_gtids_parse(g, text, true, &e) == TB_OK && bl_gtids_format(g, true, out) == TB_OK;
+    bl_gtids_free(g);
+    return ok;
+}
+
+/* The server's @@global.gtid_binlog_pos, canonical (gtid_text_canonical), appended to out. */
+static bool mariadb_binlog_state(binlog_live *l, tb_buf *out)
+{
+    if (mysql_query(l->mysql, "SELECT @@global.gtid_binlog_pos") != 0)
+        return false;
+    MYSQL_RES *r = mysql_store_result(l->mysql);
+    MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+    bool ok = row && gtid_text_canonical(row[0] ? row[0] : "", out);
+    mysql_free_result(r);
+    return ok;
+}
+
+/* No event at the stored offset yet: the offset still starts the dump when the binary log ends
+ * there now with the stored GTID state, read before and after SHOW MASTER STATUS and the same
+ * both times (no transaction came between): a position taken at the end of the log, as a
+ * chunked snapshot's stream starts, or by a connector stopped while the server was idle. */
+static bool mariadb_offset_at_end(binlog_live *l)
+{
+    const tb_position *s = &l->start;
+    tb_buf want, g1, g2;
+    tb_buf_init(&want, 0);
+    tb_buf_init(&g1, 0);
+    tb_buf_init(&g2, 0);
+    tb_position cur;
+    tb_position_init(&cur);
+    tb_error e;
+    bool ok = gtid_text_canonical(s->gtid_set, &want) && mariadb_binlog_state(l, &g1) &&
+              current_position(l, &cur, &e) == TB_OK && mariadb_binlog_state(l, &g2) && cur.file &&
+              strcmp(cur.file, s->file) == 0 && cur.pos == s->pos &&
+              strcmp(tb_buf_cstr(&g1), tb_buf_cstr(&g2)) == 0 && strcmp(tb_buf_cstr(&g1), tb_buf_cstr(&want)) == 0;
+    tb_position_free(&cur);
+    tb_buf_free(&want);
+    tb_buf_free(&g1);
+    tb_buf_free(&g2);
+    return ok;
+}
+
 /* MariaDB, a start by GTID: whether the stored file and offset may start the dump instead. The
  * server finds a GTID by reading its binlog file from the start up to it, every event (a cost
  * that grows with the offset, up to max_binlog_size); from a file and offset it seeks. Both
  * stream the same events when the event at that offset is the GTID event of the transaction
  * that follows the stored GTID state in its domain (sequence number one more): the offset is
- * then in the history the position was taken from. Anything else (another event there, the end
- * of the file, another GTID, a position inside a transaction, no privilege to list the events)
- * keeps the start by GTID. */
+ * then in the history the position was taken from; or when no event is there yet and the log
+ * ends there with the stored state (mariadb_offset_at_end). Anything else (another event there,
+ * the end of another file, another GTID, a position inside a transaction, no privilege to list
+ * the events) keeps the start by GTID. */
 static bool mariadb_offset_follows(binlog_live *l)
 {
     const tb_position *s = &l->start;
@@ -248,6 +296,10 @@ static bool mariadb_offset_follows(binlog_live *l)
         return false;
     MYSQL_RES *r = mysql_store_result(l->mysql);
     MYSQL_ROW row = r && mysql_num_fields(r) >= 6 ? mysql_fetch_row(r) : NULL;
+    if (r && !row && mysql_num_fields(r) >= 6) { /* nothing at the offset (yet) */
+        mysql_free_result(r);
+        return mariadb_offset_at_end(l);
+    }
     bool ok = false;
     /* Log_name, Pos, Event_type, Server_id, End_log_pos, Info ("BEGIN GTID D-S-N" or "GTID D-S-N") */
     if (row && row[1] && row[2] && row[5] && strtoull(row[1], NULL, 10) == s->pos && strcmp(row[2], "Gtid") == 0) {

@@ -20,6 +20,7 @@
 #include "../integration/tb_itest.h"
 #include "cfg.h"
 #include "evt_json.h"
+#include "tb_log.h"
 
 static const char *env(const char *name)
 {
@@ -633,6 +634,110 @@ Test(live, same_server_id_stops_instead_of_reconnecting, .timeout = 120)
     got_free(g, 2);
     binlog_close(r1);
     binlog_close(r2);
+    cfg_free(c);
+    mysql_close(m);
+}
+
+/* ---------------------------------------------------------------- the start by GTID, at an offset */
+
+/* connect_once's "streaming from ..." INFO lines, the last one kept. */
+static char streaming_line[1024];
+
+static void keep_streaming_line(tb_log_level level, const char *line, void *opaque)
+{
+    (void)level;
+    (void)opaque;
+    if (strstr(line, "streaming from"))
+        snprintf(streaming_line, sizeof streaming_line, "%s", line);
+    fprintf(stderr, "%s\n", line);
+}
+
+/* Open at start, insert `insert_id` (0: none) once connected, and return the id of the first
+ * row of tb_live_offset.t read; streaming_line says how the dump started. */
+static int first_id_from(cfg *c, MYSQL *m, const tb_position *start, int insert_id)
+{
+    binlog_reader *r = NULL;
+    tb_error err;
+    streaming_line[0] = '\0';
+    cr_assert_eq(binlog_open(c, start, &r, &err), TB_OK, "%s", err.msg);
+    if (insert_id) {
+        char q[200];
+        snprintf(q, sizeof q, "INSERT INTO tb_live_offset.t VALUES (%d)", insert_id);
+        exec(m, q);
+    }
+    got g;
+    read_events(r, "tb_live_offset", &g, 1, 30);
+    binlog_close(r);
+    int id = 0;
+    cr_assert_eq(sscanf(g.after, "{\"id\":%d}", &id), 1, "%s", g.after);
+    got_free(&g, 1);
+    return id;
+}
+
+/* A MariaDB start by GTID streams from the stored file and offset (no scan of the binlog file up
+ * to the GTID) only when the offset is in the history the GTID state was taken from: the next
+ * transaction's GTID event is there, or the log ends there with that state. A position whose
+ * offset and GTID state disagree, either way, starts by GTID: nothing is replayed twice or
+ * skipped. */
+Test(live, a_gtid_start_takes_the_offset_only_in_the_same_history, .timeout = 120)
+{
+    MYSQL *m = db_connect();
+    exec(m, "DROP DATABASE IF EXISTS tb_live_offset");
+    exec(m, "CREATE DATABASE tb_live_offset");
+    exec(m, "CREATE TABLE tb_live_offset.t (id INT PRIMARY KEY)");
+    cfg *c = make_cfg("4209");
+    binlog_reader *r = NULL;
+    tb_error err;
+    cr_assert_eq(binlog_open(c, NULL, &r, &err), TB_OK, "%s", err.msg);
+    exec(m, "INSERT INTO tb_live_offset.t VALUES (1)");
+    exec(m, "INSERT INTO tb_live_offset.t VALUES (2)");
+    got g[2];
+    read_events(r, "tb_live_offset", g, 2, 30);
+    binlog_close(r);
+    const tb_position *p1 = &g[0].pos, *p2 = &g[1].pos;
+    cr_assert(g[0].last && g[1].last);
+    cr_assert(p1->file && p1->gtid_set && p2->file && p2->gtid_set);
+    char at1[300], at2[300];
+    snprintf(at1, sizeof at1, ", at %s:%llu ", p1->file, (unsigned long long)p1->pos);
+    snprintf(at2, sizeof at2, ", at %s:%llu ", p2->file, (unsigned long long)p2->pos);
+    tb_log_set_sink(keep_streaming_line, NULL);
+
+    /* the next transaction's GTID event at the offset */
+    cr_expect_eq(first_id_from(c, m, p1, 0), 2);
+    cr_expect(strstr(streaming_line, at1), "not from the offset: %s", streaming_line);
+    /* the end of the log, with the server's GTID state */
+    cr_expect_eq(first_id_from(c, m, p2, 3), 3);
+    cr_expect(strstr(streaming_line, at2), "not from the offset: %s", streaming_line);
+
+    /* p1's offset with p2's GTID state: by GTID, from after 2 (the offset would give 2 again) */
+    tb_position mixed;
+    tb_position_init(&mixed);
+    cr_assert_eq(tb_position_copy(&mixed, p1), TB_OK);
+    cr_assert_eq(tb_position_set_gtid(&mixed, p2->gtid_set), TB_OK);
+    cr_expect_eq(first_id_from(c, m, &mixed, 0), 3);
+    cr_expect(strstr(streaming_line, "streaming from GTID") && !strstr(streaming_line, ", at "),
+              "not by GTID: %s", streaming_line);
+    /* the end of the log with p1's GTID state: by GTID, from after 1 (the offset would skip 2 and 3) */
+    char *end_file = NULL, *end_pos = NULL;
+    mysql_query(m, "SHOW MASTER STATUS");
+    MYSQL_RES *res = mysql_store_result(m);
+    MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+    cr_assert(row && row[0] && row[1]);
+    end_file = strdup(row[0]);
+    end_pos = strdup(row[1]);
+    mysql_free_result(res);
+    cr_assert_eq(tb_position_copy(&mixed, p1), TB_OK);
+    cr_assert_eq(tb_position_set_file(&mixed, end_file), TB_OK);
+    mixed.pos = strtoull(end_pos, NULL, 10);
+    cr_expect_eq(first_id_from(c, m, &mixed, 0), 2);
+    cr_expect(strstr(streaming_line, "streaming from GTID") && !strstr(streaming_line, ", at "),
+              "not by GTID: %s", streaming_line);
+
+    tb_log_set_sink(NULL, NULL);
+    free(end_file);
+    free(end_pos);
+    tb_position_free(&mixed);
+    got_free(g, 2);
     cfg_free(c);
     mysql_close(m);
 }
