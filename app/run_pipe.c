@@ -143,10 +143,14 @@ tb_code run_stream(run_ctx *r, tb_error *err)
         /* Messages staged in the sink go to Kafka before waiting for the
          * source: first ask it without waiting, then hand them over. */
         bool staged = sink_staged(r->sink) > 0;
-        rc = run_source_next(r, staged ? 0 : RUN_POLL_MS, &ev, err);
+        /* nor when a chunk of an incremental snapshot is to be read (run_inc_poll below) */
+        int wait = r->inc && snap_inc_wants_poll(r->inc) && !(r->inc_retry_ms && tb_mono_ms() < r->inc_retry_ms)
+                       ? 0
+                       : RUN_POLL_MS;
+        rc = run_source_next(r, staged ? 0 : wait, &ev, err);
         if (rc == TB_OK && !ev && staged) {
             sink_kick(r->sink);
-            rc = run_source_next(r, RUN_POLL_MS, &ev, err);
+            rc = run_source_next(r, wait, &ev, err);
         }
         if (rc != TB_OK)
             return rc;

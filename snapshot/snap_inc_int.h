@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <mysql.h>
+#include <pthread.h>
 
 #include "snap_inc_key.h"
 #include "snap_incremental.h"
@@ -22,6 +23,37 @@ typedef enum snap_inc_phase { PH_IDLE = 0, PH_WAIT_LOW, PH_WINDOW, PH_RELEASE } 
 
 typedef struct snap_inc_part snap_inc_part; /* one key range of a window (snap_incremental.c) */
 
+/* A chunk read between its watermarks. Its rows stay in client memory as the
+ * server sent them, in the stored results src[0..nsrc) (one, or one per part
+ * in key order; rows src_end[j-1]..src_end[j] are src[j]'s), and are read into
+ * one event when needed (row_at): a chunk costs its rows' wire bytes, not an
+ * event each. */
+typedef struct snap_inc_chunk {
+    int64_t id_lo, id_hi; /* its watermark rows */
+    snap_rows **src;      /* max(1, nconns) slots */
+    size_t *src_end;
+    size_t nsrc;
+    size_t nrows;
+    bool last;            /* fewer rows than the chunk size: the table ends */
+    unsigned set;         /* the connection set its rows were read on (snap_inc.set) */
+} snap_inc_chunk;
+
+/* The next chunk of the same table, read by a thread on the snapshot's
+ * connections (`my`, and the parts') while the run loop releases the current
+ * one (snap_incremental.c: ahead_*). */
+typedef struct snap_inc_ahead {
+    bool started;         /* the thread was started, its chunk not yet taken or dropped */
+    bool joined;          /* ... and it has ended */
+    pthread_t th;
+    snap_inc_chunk ch;
+    evt_table *t;         /* the table as the thread described it */
+    snap_key key;         /* the chunk's rows come after this key */
+    unsigned set;         /* the connection set it is read on */
+    char *db, *table, *db_table;
+    tb_code rc;
+    tb_error err;
+} snap_inc_ahead;
+
 typedef struct snap_inc_save {
     tb_position pos;  /* save once this is committed */
     char *json;       /* state to write */
@@ -30,11 +62,14 @@ typedef struct snap_inc_save {
 struct snap_inc {
     const cfg *c;
     char *state_path;
-    MYSQL *my;
+    /* Two sets of nconns connections each ([0] the one the watermarks and the first range use).
+     * snap_inc_poll reads on set 0; a window read ahead is read on the set the current chunk's
+     * rows are not on, so that no connection is used by two threads at once (reading a stored
+     * row writes its connection's error state). */
+    MYSQL **set[2];
     bool mariadb;
     int64_t chunk_size;
     size_t nconns;        /* snapshot.threads: connections reading a window's key ranges at once */
-    MYSQL **conns;        /* conns[1..nconns) (conns[0] unused: my) */
     snap_inc_part *parts; /* nconns of them: a key range and its stored rows each */
     /* persistent state (as of the last release, maybe not saved yet) */
     int64_t last_signal_id;
@@ -53,19 +88,10 @@ struct snap_inc {
     bool finished_fresh;  /* ... and it was fresh until then */
     /* in-flight chunk */
     snap_inc_phase ph;
-    int64_t id_lo, id_hi;
-    /* The chunk's rows stay in client memory as the server sent them, in the
-     * stored results src[0..nsrc) (one, or one per part in key order; rows
-     * src_end[j-1]..src_end[j] are src[j]'s), and are read into the one
-     * event ev when needed (row_at): a window of rows costs their wire bytes,
-     * not an event each. at_src/at_row: the row the next read returns. */
-    snap_rows **src;      /* max(1, nconns) slots */
-    size_t *src_end;
-    size_t nsrc;
-    evt_event *ev;
-    size_t at_src, at_row;
-    size_t nrows;
-    bool chunk_last;      /* fewer rows than the chunk size: the table ends */
+    snap_inc_chunk cur;
+    evt_event *ev;        /* the event cur's rows are read into (row_at) */
+    size_t at_src, at_row; /* the row the next read of cur returns */
+    snap_inc_ahead ahead;
     tb_hmap seen;         /* canonical JSON keys the stream changed during the window: rows with
                            * them are not released (row_live) */
     size_t rel;           /* next row to release */

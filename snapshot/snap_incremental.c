@@ -35,25 +35,61 @@ struct snap_inc_part {
     tb_error err;
 };
 
-static void parts_close_conns(snap_inc *si)
+/* Close the connections of set k (after the stored results read on them). */
+static void set_close(snap_inc *si, unsigned k)
 {
-    for (size_t i = 1; si->conns && i < si->nconns; i++)
-        if (si->conns[i]) {
-            mysql_close(si->conns[i]);
-            si->conns[i] = NULL;
+    for (size_t i = 0; si->set[k] && i < si->nconns; i++)
+        if (si->set[k][i]) {
+            mysql_close(si->set[k][i]);
+            si->set[k][i] = NULL;
         }
 }
 
 static void parts_free(snap_inc *si)
 {
-    parts_close_conns(si);
     for (size_t i = 0; si->parts && i < si->nconns; i++) {
         snap_inc_part *p = &si->parts[i];
         snap_rows_close(p->rows);
     }
     free(si->parts);
-    free(si->conns);
+    for (unsigned k = 0; k < 2; k++) {
+        set_close(si, k);
+        free(si->set[k]);
+    }
 }
+
+/* ============================================================ chunks' storage */
+
+static tb_code chunk_alloc(snap_inc_chunk *ch, size_t nsrc)
+{
+    ch->src = calloc(nsrc, sizeof(*ch->src));
+    ch->src_end = calloc(nsrc, sizeof(*ch->src_end));
+    return ch->src && ch->src_end ? TB_OK : TB_ERR_NOMEM;
+}
+
+/* Close ch's stored results (before the connection they came from closes): ch is empty. */
+static void chunk_rows_close(snap_inc_chunk *ch)
+{
+    for (size_t j = 0; j < ch->nsrc; j++) {
+        snap_rows_close(ch->src[j]);
+        ch->src[j] = NULL;
+    }
+    ch->nsrc = 0;
+    ch->nrows = 0;
+    ch->last = false;
+}
+
+static void chunk_free(snap_inc_chunk *ch)
+{
+    if (ch->src)
+        chunk_rows_close(ch);
+    free(ch->src);
+    free(ch->src_end);
+    ch->src = NULL;
+    ch->src_end = NULL;
+}
+
+static void ahead_discard(snap_inc *si);
 
 /* ============================================================ open/close */
 
@@ -69,19 +105,19 @@ tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_e
     si->nconns = (size_t)cfg_get_int(c, CFGK_SNAPSHOT_THREADS);
     if (si->nconns < 1)
         si->nconns = 1;
-    si->src = calloc(si->nconns, sizeof(*si->src));
-    si->src_end = calloc(si->nconns, sizeof(*si->src_end));
-    if (!si->src || !si->src_end) {
+    if (chunk_alloc(&si->cur, si->nconns) != TB_OK || chunk_alloc(&si->ahead.ch, si->nconns) != TB_OK) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
     }
-    if (si->nconns > 1) {
-        si->conns = calloc(si->nconns, sizeof(*si->conns));
-        si->parts = calloc(si->nconns, sizeof(*si->parts));
-        if (!si->conns || !si->parts) {
-            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-            goto out;
-        }
+    si->set[0] = calloc(si->nconns, sizeof(*si->set[0]));
+    si->set[1] = calloc(si->nconns, sizeof(*si->set[1]));
+    if (!si->set[0] || !si->set[1]) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
+    }
+    if (si->nconns > 1 && !(si->parts = calloc(si->nconns, sizeof(*si->parts)))) {
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        goto out;
     }
     tb_position_init(&si->hw);
     tb_buf_init(&si->kbuf, 0);
@@ -107,15 +143,13 @@ out:
     return rc;
 }
 
+/* The current chunk is over (released, failed or passed over); a chunk read
+ * ahead is left alone. */
 static void chunk_clear(snap_inc *si)
 {
     tb_hmap_free(&si->seen, NULL);
-    for (size_t j = 0; j < si->nsrc; j++) {
-        snap_rows_close(si->src[j]);
-        si->src[j] = NULL;
-    }
-    si->nsrc = 0;
-    si->nrows = 0;
+    if (si->cur.src)
+        chunk_rows_close(&si->cur);
     si->rel = 0;
     si->ph = PH_IDLE;
 }
@@ -124,9 +158,15 @@ void snap_inc_close(snap_inc *si)
 {
     if (!si)
         return;
-    chunk_clear(si); /* before any connection closes: it closes the stored results */
-    free(si->src);
-    free(si->src_end);
+    /* before any connection closes: the stored results go first */
+    ahead_discard(si);
+    chunk_clear(si);
+    chunk_free(&si->cur);
+    chunk_free(&si->ahead.ch);
+    snap_key_free(&si->ahead.key);
+    free(si->ahead.db);
+    free(si->ahead.table);
+    free(si->ahead.db_table);
     evt_event_free(si->ev);
     for (size_t i = 0; i < si->nqueue; i++)
         free(si->queue[i]);
@@ -145,8 +185,6 @@ void snap_inc_close(snap_inc *si)
     tb_position_free(&si->hw);
     tb_buf_free(&si->kbuf);
     parts_free(si);
-    if (si->my)
-        mysql_close(si->my);
     free(si->state_path);
     free(si);
 }
@@ -172,6 +210,11 @@ tb_code snap_inc_table_changed(snap_inc *si, const char *db, const char *table, 
     return pos && pos->kind != TB_POS_NONE ? snap_inc_push_save(si, pos, err) : TB_OK;
 }
 
+bool snap_inc_wants_poll(const snap_inc *si)
+{
+    return si->ph == PH_IDLE && si->nqueue > 0 && !si->ahead.started;
+}
+
 bool snap_inc_active(const snap_inc *si)
 {
     return si->nqueue > 0 || si->ph != PH_IDLE || si->nsaves > 0;
@@ -179,7 +222,8 @@ bool snap_inc_active(const snap_inc *si)
 
 tb_code snap_inc_begin_initial(snap_inc *si, char *const *tables, const bool *fresh, size_t n, tb_error *err)
 {
-    chunk_clear(si); /* a window in flight is passed over: its ids are waited for no more */
+    ahead_discard(si); /* a window in flight is passed over: its ids are waited for no more */
+    chunk_clear(si);
     return snap_inc_state_initial(si, tables, fresh, n, err);
 }
 
@@ -200,19 +244,17 @@ static tb_code seen_add(snap_inc *si, const char *key, size_t len, tb_error *err
 
 /* ============================================================ chunks */
 
-static tb_code ensure_conn(snap_inc *si, tb_error *err)
+/* Connect the missing connections of a set (nconns of them); *mariadb: the server's flavor. */
+static tb_code set_connect(const cfg *c, MYSQL **set, size_t n, bool *mariadb, tb_error *err)
 {
-    if (!si->my) {
-        tb_code rc = snap_sql_connect_rows(si->c, &si->my, &si->mariadb, err);
-        if (rc != TB_OK)
-            return rc;
-    }
-    for (size_t i = 1; i < si->nconns; i++) {
-        bool mariadb = false;
-        if (!si->conns[i]) {
-            tb_code rc = snap_sql_connect_rows(si->c, &si->conns[i], &mariadb, err);
+    for (size_t i = 0; i < n; i++) {
+        bool m = false;
+        if (!set[i]) {
+            tb_code rc = snap_sql_connect_rows(c, &set[i], &m, err);
             if (rc != TB_OK)
                 return rc;
+            if (i == 0)
+                *mariadb = m;
         }
     }
     return TB_OK;
@@ -304,16 +346,16 @@ static tb_code range_params(snap_key *lo, snap_key *hi, size_t npk, MYSQL_BIND *
 static tb_code row_at(snap_inc *si, size_t i, evt_event **out, tb_error *err)
 {
     size_t j = 0;
-    while (j + 1 < si->nsrc && i >= si->src_end[j])
+    while (j + 1 < si->cur.nsrc && i >= si->cur.src_end[j])
         j++;
-    size_t k = i - (j > 0 ? si->src_end[j - 1] : 0);
+    size_t k = i - (j > 0 ? si->cur.src_end[j - 1] : 0);
     if (!si->ev && !(si->ev = evt_event_new(EVT_OP_READ, si->t)))
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     if (j != si->at_src || k != si->at_row)
-        snap_rows_seek(si->src[j], k);
+        snap_rows_seek(si->cur.src[j], k);
     evt_event_reset(si->ev, EVT_OP_READ, si->t);
     bool got = false;
-    tb_code rc = snap_rows_next(si->src[j], si->ev, &got, err);
+    tb_code rc = snap_rows_next(si->cur.src[j], si->ev, &got, err);
     if (rc != TB_OK)
         return rc;
     const tb_error *be = evt_event_error(si->ev);
@@ -382,7 +424,8 @@ static void *part_thread(void *arg)
 
 /* The key of the row chunk_size rows after `after` (NULL: from the start), in *key;
  * *found false when there are not that many rows. */
-static tb_code boundary(snap_inc *si, snap_key *after, evt_event *probe, snap_key *key, bool *found, tb_error *err)
+static tb_code boundary(snap_inc *si, MYSQL *my, evt_table *t, snap_key *after, evt_event *probe, snap_key *key,
+                       bool *found, tb_error *err)
 {
     tb_buf sql;
     tb_buf_init(&sql, 0);
@@ -391,13 +434,13 @@ static tb_code boundary(snap_inc *si, snap_key *after, evt_event *probe, snap_ke
     unsigned nparams = 0;
     *found = false;
     tb_code rc = TB_OK;
-    if (range_sql(si->t, after != NULL, false, 1, si->chunk_size - 1, &sql) != TB_OK ||
-        range_params(after, NULL, evt_table_npk(si->t), &params, &nparams) != TB_OK)
+    if (range_sql(t, after != NULL, false, 1, si->chunk_size - 1, &sql) != TB_OK ||
+        range_params(after, NULL, evt_table_npk(t), &params, &nparams) != TB_OK)
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     if (rc == TB_OK)
-        rc = snap_rows_open(si->my, si->t, tb_buf_cstr(&sql), params, nparams, &rows, err);
+        rc = snap_rows_open(my, t, tb_buf_cstr(&sql), params, nparams, &rows, err);
     if (rc == TB_OK) {
-        evt_event_reset(probe, EVT_OP_READ, si->t);
+        evt_event_reset(probe, EVT_OP_READ, t);
         rc = snap_rows_next(rows, probe, found, err);
     }
     if (rc == TB_OK && *found)
@@ -414,13 +457,14 @@ static tb_code boundary(snap_inc *si, snap_key *after, evt_event *probe, snap_ke
  * into it since the boundary was found are read too), the last one up to
  * chunk_size rows, which decides whether the table ends. The rows are then
  * put together in key order as the chunk. */
-static tb_code read_chunk_parallel(snap_inc *si, tb_error *err)
+static tb_code read_chunk_parallel(snap_inc *si, MYSQL **conns, snap_inc_chunk *ch, evt_table *t, snap_key *after,
+                                   tb_error *err)
 {
     size_t np = si->nconns, nb = 0;
     snap_key *b = calloc(np, sizeof(*b)); /* b[1..nb]: the boundaries */
     pthread_t *th = calloc(np, sizeof(*th));
     bool *started = calloc(np, sizeof(*started));
-    evt_event *probe = evt_event_new(EVT_OP_READ, si->t);
+    evt_event *probe = evt_event_new(EVT_OP_READ, t);
     tb_code rc = TB_OK;
     if (!b || !th || !started || !probe) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
@@ -428,8 +472,8 @@ static tb_code read_chunk_parallel(snap_inc *si, tb_error *err)
     }
     for (size_t j = 1; j < np; j++) {
         bool found = false;
-        snap_key *after = j > 1 ? &b[j - 1] : si->has_key ? &si->key : NULL;
-        if ((rc = boundary(si, after, probe, &b[j], &found, err)) != TB_OK)
+        snap_key *from = j > 1 ? &b[j - 1] : after;
+        if ((rc = boundary(si, conns[0], t, from, probe, &b[j], &found, err)) != TB_OK)
             goto out;
         if (!found)
             break;
@@ -437,9 +481,9 @@ static tb_code read_chunk_parallel(snap_inc *si, tb_error *err)
     }
     for (size_t j = 0; j <= nb; j++) {
         snap_inc_part *p = &si->parts[j];
-        p->t = si->t;
-        p->my = j == 0 ? si->my : si->conns[j];
-        p->lo = j > 0 ? &b[j] : si->has_key ? &si->key : NULL;
+        p->t = t;
+        p->my = conns[j];
+        p->lo = j > 0 ? &b[j] : after;
         p->hi = j < nb ? &b[j + 1] : NULL;
         p->limit = j < nb ? 0 : si->chunk_size;
         p->rc = TB_OK;
@@ -472,14 +516,13 @@ static tb_code read_chunk_parallel(snap_inc *si, tb_error *err)
     for (size_t j = 0; j <= nb; j++) {
         snap_inc_part *p = &si->parts[j];
         dst += p->n;
-        si->src[j] = p->rows;
+        ch->src[j] = p->rows;
         p->rows = NULL;
-        si->src_end[j] = dst;
+        ch->src_end[j] = dst;
     }
-    si->nsrc = nb + 1;
-    si->at_src = SIZE_MAX;
-    si->nrows = total;
-    si->chunk_last = si->parts[nb].n < (size_t)si->chunk_size;
+    ch->nsrc = nb + 1;
+    ch->nrows = total;
+    ch->last = si->parts[nb].n < (size_t)si->chunk_size;
 out:
     for (size_t j = 0; si->parts && j < np; j++) {
         snap_inc_part *p = &si->parts[j];
@@ -497,42 +540,44 @@ out:
     return rc;
 }
 
-static tb_code read_chunk(snap_inc *si, tb_error *err)
+/* Read the rows after `after` (NULL: from the first) of t into ch, on the
+ * connection set conns (conns[0], and with snapshot.threads > 1 the others). */
+static tb_code read_chunk(snap_inc *si, MYSQL **conns, snap_inc_chunk *ch, evt_table *t, snap_key *after,
+                          tb_error *err)
 {
     tb_buf sql;
     tb_buf_init(&sql, 0);
     snap_rows *rows = NULL;
     MYSQL_BIND *params = NULL;
-    size_t npk = evt_table_npk(si->t);
+    size_t npk = evt_table_npk(t);
     unsigned nparams = 0;
     tb_code rc = TB_OK;
-    if (si->has_key && si->key.n != npk) {
+    if (after && after->n != npk) {
         rc = tb_error_set(err, TB_ERR_CORRUPT, false, "%s: saved key has %zu parts, table %s.%s %zu",
-                          si->state_path, si->key.n, evt_table_db(si->t), evt_table_name(si->t), npk);
+                          si->state_path, after->n, evt_table_db(t), evt_table_name(t), npk);
         goto out;
     }
     if (si->nconns > 1) {
-        rc = read_chunk_parallel(si, err);
+        rc = read_chunk_parallel(si, conns, ch, t, after, err);
         goto out;
     }
-    if (range_sql(si->t, si->has_key, false, si->chunk_size, 0, &sql) != TB_OK ||
-        range_params(si->has_key ? &si->key : NULL, NULL, npk, &params, &nparams) != TB_OK) {
+    if (range_sql(t, after != NULL, false, si->chunk_size, 0, &sql) != TB_OK ||
+        range_params(after, NULL, npk, &params, &nparams) != TB_OK) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
     }
-    rc = snap_rows_open(si->my, si->t, tb_buf_cstr(&sql), params, nparams, &rows, err);
+    rc = snap_rows_open(conns[0], t, tb_buf_cstr(&sql), params, nparams, &rows, err);
     uint64_t nr = 0;
     if (rc == TB_OK)
         rc = snap_rows_store(rows, &nr, err);
     if (rc != TB_OK)
         goto out;
-    si->nrows = (size_t)nr;
-    si->src[0] = rows;
+    ch->nrows = (size_t)nr;
+    ch->src[0] = rows;
     rows = NULL;
-    si->src_end[0] = si->nrows;
-    si->nsrc = 1;
-    si->at_src = SIZE_MAX;
-    si->chunk_last = si->nrows < (size_t)si->chunk_size;
+    ch->src_end[0] = ch->nrows;
+    ch->nsrc = 1;
+    ch->last = ch->nrows < (size_t)si->chunk_size;
 out:
     snap_rows_close(rows);
     free(params);
@@ -552,12 +597,143 @@ static bool same_key(const evt_table *a, const evt_table *b)
     return true;
 }
 
+/* One chunk's SQL (steps 1-3 of snap_incremental.h) on connection set k: the
+ * low watermark row, the rows of t after `after` (NULL: from the first) into
+ * ch, the high watermark row. ch is empty when it fails. */
+static tb_code window_read(snap_inc *si, unsigned k, snap_inc_chunk *ch, evt_table *t, snap_key *after, const char *db,
+                           const char *db_table, tb_error *err)
+{
+    const char *name = cfg_get_str(si->c, CFGK_NAME);
+    MYSQL **conns = si->set[k];
+    ch->set = k;
+    tb_code rc = snap_inc_insert_signal(conns[0], db, name, "snapshot-window-open", db_table, &ch->id_lo, err);
+    if (rc == TB_OK)
+        rc = read_chunk(si, conns, ch, t, after, err);
+    if (rc == TB_OK)
+        rc = snap_inc_insert_signal(conns[0], db, name, "snapshot-window-close", db_table, &ch->id_hi, err);
+    if (rc != TB_OK)
+        chunk_rows_close(ch);
+    return rc;
+}
+
+/* ============================================================ reading ahead
+ *
+ * With snapshot.threads >= 2, once a window is read (its high watermark
+ * inserted), the next window of the same table is read by a thread while the
+ * run loop waits for the first one in the binlog and releases its rows: the
+ * table described again, the next low watermark, the rows after the first
+ * window's last key, the next high watermark. It reads on the connection set
+ * the current chunk's rows are not on (snap_inc.set), connected by the
+ * thread the first time, so no connection is used by two threads at once:
+ * reading a stored row and closing a stored result both touch the
+ * connection, and snap_inc_poll does nothing while a chunk is in flight.
+ * Its watermarks come after the first window's in the binlog, so when the
+ * first window is finished (finish_chunk, while the run loop handles its high
+ * watermark's event) the next one becomes the current chunk before the binlog
+ * can reach its low watermark. A window read ahead that failed, or whose
+ * table's key columns changed, is dropped and snap_inc_poll reads it again
+ * (and handles the change). Memory: two windows; connections: two sets. */
+
+static void *ahead_main(void *arg)
+{
+    snap_inc *si = arg;
+    snap_inc_ahead *a = &si->ahead;
+    bool mariadb = false;
+    mysql_thread_init();
+    a->rc = set_connect(si->c, si->set[a->set], si->nconns, &mariadb, &a->err);
+    if (a->rc == TB_OK)
+        a->rc = snap_schema_describe(si->set[a->set][0], si->c, a->db, a->table, &a->t, &a->err);
+    if (a->rc == TB_OK)
+        a->rc = window_read(si, a->set, &a->ch, a->t, &a->key, a->db, a->db_table, &a->err);
+    mysql_thread_end();
+    return NULL;
+}
+
+/* Start reading the chunk after the current one, when the table goes on. */
+static void ahead_start(snap_inc *si)
+{
+    snap_inc_ahead *a = &si->ahead;
+    if (si->nconns < 2 || a->started || si->cur.last || si->cur.nrows == 0 || si->nqueue == 0)
+        return;
+    evt_event *e = NULL;
+    tb_error err;
+    snap_key_free(&a->key);
+    free(a->db);
+    free(a->table);
+    free(a->db_table);
+    a->db = a->table = NULL;
+    if (row_at(si, si->cur.nrows - 1, &e, &err) != TB_OK || snap_key_from_event(&a->key, e, &err) != TB_OK ||
+        !(a->db_table = strdup(si->queue[0])) || !snap_inc_split_table(a->db_table, &a->db, &a->table))
+        return; /* not read ahead: snap_inc_poll reads it (and reports what fails) */
+    a->t = NULL;
+    a->rc = TB_OK;
+    a->set = 1 - si->cur.set; /* the other set: the current chunk's rows stay on theirs */
+    tb_error_clear(&a->err);
+    if (pthread_create(&a->th, NULL, ahead_main, si) == 0) {
+        a->started = true;
+        a->joined = false;
+    }
+}
+
+/* Wait until the chunk read ahead, if any, is read. */
+static void ahead_join(snap_inc *si)
+{
+    if (si->ahead.started && !si->ahead.joined) {
+        pthread_join(si->ahead.th, NULL);
+        si->ahead.joined = true;
+    }
+}
+
+/* Wait for the chunk being read ahead, if any, and drop it. */
+static void ahead_discard(snap_inc *si)
+{
+    ahead_join(si);
+    si->ahead.started = false;
+    chunk_rows_close(&si->ahead.ch);
+    evt_table_unref(si->ahead.t);
+    si->ahead.t = NULL;
+}
+
+/* The current chunk was finished: the chunk read ahead, if any, becomes the
+ * current one (PH_WAIT_LOW), and the one after it is read ahead. */
+static void ahead_install(snap_inc *si)
+{
+    snap_inc_ahead *a = &si->ahead;
+    if (!a->started)
+        return;
+    ahead_join(si);
+    if (a->rc != TB_OK) {
+        TB_DEBUG(FAC, "the next chunk of %s, read ahead: %s; it is read again", a->db_table, a->err.msg);
+        ahead_discard(si);
+        if (a->err.retriable) /* a connection error: its set connects anew next time */
+            set_close(si, a->set);
+        return;
+    }
+    if (si->ph != PH_IDLE || si->nqueue == 0 || strcmp(si->queue[0], a->db_table) != 0 || !si->has_key || !si->t ||
+        !same_key(si->t, a->t)) {
+        ahead_discard(si); /* snap_inc_poll reads the chunk again, and sees what changed */
+        return;
+    }
+    snap_inc_chunk empty = si->cur; /* its rows were closed by chunk_clear */
+    si->cur = a->ch;
+    a->ch = empty;
+    a->started = false;
+    evt_table_unref(si->t);
+    si->t = a->t;
+    a->t = NULL;
+    si->at_src = SIZE_MAX;
+    si->ph = PH_WAIT_LOW;
+    TB_DEBUG(FAC, "%s chunk %llu: %zu rows read ahead, window %lld..%lld", si->queue[0],
+             (unsigned long long)si->chunks + 1, si->cur.nrows, (long long)si->cur.id_lo, (long long)si->cur.id_hi);
+    ahead_start(si);
+}
+
 tb_code snap_inc_poll(snap_inc *si, tb_error *err)
 {
-    if (si->ph != PH_IDLE || si->nqueue == 0)
+    if (si->ph != PH_IDLE || si->nqueue == 0 || si->ahead.started)
         return TB_OK;
     char *db = NULL, *table = NULL;
-    tb_code rc = ensure_conn(si, err);
+    tb_code rc = set_connect(si->c, si->set[0], si->nconns, &si->mariadb, err);
     if (rc != TB_OK)
         return rc;
     if (!snap_inc_split_table(si->queue[0], &db, &table)) {
@@ -570,7 +746,7 @@ tb_code snap_inc_poll(snap_inc *si, tb_error *err)
     {
         evt_table *prev = si->t;
         si->t = NULL;
-        rc = snap_schema_describe(si->my, si->c, db, table, &si->t, err);
+        rc = snap_schema_describe(si->set[0][0], si->c, db, table, &si->t, err);
         /* (no descriptor yet after a restart: the saved key is checked against the table's key when read) */
         bool changed = prev && rc == TB_OK && strcmp(evt_table_db(prev), db) == 0 &&
                        strcmp(evt_table_name(prev), table) == 0 && !same_key(prev, si->t);
@@ -597,26 +773,24 @@ tb_code snap_inc_poll(snap_inc *si, tb_error *err)
         if (rc != TB_OK)
             goto out;
     }
-    rc = snap_inc_ensure_signal_table(si->my, db, err);
+    rc = snap_inc_ensure_signal_table(si->set[0][0], db, err);
     if (rc == TB_OK)
-        rc = snap_inc_insert_signal(si->my, db, cfg_get_str(si->c, CFGK_NAME), "snapshot-window-open", si->queue[0], &si->id_lo, err);
-    if (rc == TB_OK)
-        rc = read_chunk(si, err);
-    if (rc == TB_OK)
-        rc = snap_inc_insert_signal(si->my, db, cfg_get_str(si->c, CFGK_NAME), "snapshot-window-close", si->queue[0], &si->id_hi, err);
+        rc = window_read(si, 0, &si->cur, si->t, si->has_key ? &si->key : NULL, db, si->queue[0], err);
     if (rc != TB_OK) {
         chunk_clear(si);
         goto out;
     }
+    si->at_src = SIZE_MAX;
     si->ph = PH_WAIT_LOW;
     TB_DEBUG(FAC, "%s chunk %llu: %zu rows read, window %lld..%lld", si->queue[0],
-             (unsigned long long)si->chunks + 1, si->nrows, (long long)si->id_lo, (long long)si->id_hi);
+             (unsigned long long)si->chunks + 1, si->cur.nrows, (long long)si->cur.id_lo, (long long)si->cur.id_hi);
+    ahead_start(si);
 out:
-    if (rc != TB_OK && err && err->retriable && si->my) {
-        /* a connection error (the server restarted, say): the next poll connects anew */
-        mysql_close(si->my);
-        si->my = NULL;
-        parts_close_conns(si);
+    if (rc != TB_OK && err && err->retriable) {
+        /* a connection error (the server restarted, say): the next poll connects anew (no chunk
+         * is in flight nor read ahead: no stored result is left on either set) */
+        set_close(si, 0);
+        set_close(si, 1);
     }
     free(db);
     free(table);
@@ -664,8 +838,8 @@ static tb_code start_release(snap_inc *si, const evt_event *ev, tb_error *err)
         return tb_error_set(err, rc, false, "out of memory");
     si->hw_ts_ms = evt_event_commit_ts_ms(ev);
     /* the last row released carries snapshot=last: the last whose key the stream did not touch */
-    si->last_live = si->seen.n == 0 && si->nrows > 0 ? si->nrows - 1 : SIZE_MAX;
-    for (size_t i = si->nrows; si->seen.n > 0 && i-- > 0;) {
+    si->last_live = si->seen.n == 0 && si->cur.nrows > 0 ? si->cur.nrows - 1 : SIZE_MAX;
+    for (size_t i = si->cur.nrows; si->seen.n > 0 && i-- > 0;) {
         evt_event *e = NULL;
         bool live = false;
         if ((rc = row_live(si, i, &e, &live, err)) != TB_OK)
@@ -684,9 +858,9 @@ static tb_code start_release(snap_inc *si, const evt_event *ev, tb_error *err)
 static tb_code finish_chunk(snap_inc *si, tb_error *err)
 {
     tb_code rc = TB_OK;
-    if (si->nrows > 0) {
+    if (si->cur.nrows > 0) {
         evt_event *e = NULL;
-        rc = row_at(si, si->nrows - 1, &e, err);
+        rc = row_at(si, si->cur.nrows - 1, &e, err);
         if (rc == TB_OK)
             rc = snap_key_from_event(&si->key, e, err);
         if (rc != TB_OK)
@@ -694,7 +868,7 @@ static tb_code finish_chunk(snap_inc *si, tb_error *err)
         si->has_key = true;
     }
     si->chunks++;
-    if (si->chunk_last) {
+    if (si->cur.last) {
         evt_table_unref(si->finished);
         si->finished = evt_table_ref(si->t);
         si->finished_fresh = snap_inc_fresh_has(si, si->queue[0]);
@@ -710,7 +884,10 @@ static tb_code finish_chunk(snap_inc *si, tb_error *err)
             TB_INFO(FAC, "initial snapshot (chunked) done: every table read");
     }
     chunk_clear(si);
-    return snap_inc_push_save(si, &si->hw, err);
+    rc = snap_inc_push_save(si, &si->hw, err);
+    if (rc == TB_OK)
+        ahead_install(si);
+    return rc;
 }
 
 tb_code snap_inc_observe(snap_inc *si, const evt_event *ev, tb_error *err)
@@ -748,9 +925,9 @@ tb_code snap_inc_observe(snap_inc *si, const evt_event *ev, tb_error *err)
             free(name);
             return snap_inc_push_save(si, evt_event_position(ev), err);
         }
-        if (si->ph == PH_WAIT_LOW && id == si->id_lo && is_type(type, tl, "snapshot-window-open")) {
+        if (si->ph == PH_WAIT_LOW && id == si->cur.id_lo && is_type(type, tl, "snapshot-window-open")) {
             si->ph = PH_WINDOW;
-        } else if (si->ph == PH_WINDOW && id == si->id_hi && is_type(type, tl, "snapshot-window-close")) {
+        } else if (si->ph == PH_WINDOW && id == si->cur.id_hi && is_type(type, tl, "snapshot-window-close")) {
             return start_release(si, ev, err);
         }
         return TB_OK;
@@ -776,7 +953,7 @@ tb_code snap_inc_next_event(snap_inc *si, evt_event **ev, tb_error *err)
     *ev = NULL;
     if (si->ph != PH_RELEASE)
         return TB_OK;
-    while (si->rel < si->nrows) {
+    while (si->rel < si->cur.nrows) {
         size_t i = si->rel++;
         evt_event *e = NULL;
         bool live = false;
@@ -787,7 +964,7 @@ tb_code snap_inc_next_event(snap_inc *si, evt_event **ev, tb_error *err)
             si->dropped++;
             continue;
         }
-        bool last = si->chunk_last && i == si->last_live;
+        bool last = si->cur.last && i == si->last_live;
         evt_event_set_position(e, &si->hw);
         evt_event_set_commit_ts_ms(e, si->hw_ts_ms);
         evt_event_set_snapshot(e, last ? EVT_SNAPSHOT_LAST : EVT_SNAPSHOT_TRUE);

@@ -47,7 +47,11 @@
  *  once (a range bounded above is read whole; the last one up to chunk_size
  *  rows decides whether the table ends); the rows are put together in key
  *  order and the window goes on as one chunk ("chunks" in the state counts
- *  windows). Memory: N chunks.
+ *  windows). Once a window is read, the next one of the same table is read
+ *  ahead by a thread of its own (steps 0-3) while the run loop releases the
+ *  first, over a second set of N connections (the sets take turns); it
+ *  becomes the current chunk when the first is finished, before the binlog
+ *  reaches its low watermark. Memory: two windows of N chunks.
  *
  * INITIAL SNAPSHOT (snapshot.initial.method=chunked)
  *  snap_inc_begin_initial queues every captured table at once, with no
@@ -155,6 +159,9 @@ bool snap_inc_initial(const snap_inc *si);
 
 /* True while a table is queued or a chunk is in flight or unsaved. */
 bool snap_inc_active(const snap_inc *si);
+/* True when snap_inc_poll would read a chunk now (a table queued, no chunk in flight): the run
+ * loop then asks its source without waiting, so the chunk is not held up by an idle source. */
+bool snap_inc_wants_poll(const snap_inc *si);
 /* True for events of a `tributary_signal` table. */
 bool snap_inc_is_signal_table(const evt_event *ev);
 

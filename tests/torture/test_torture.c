@@ -25,7 +25,8 @@
  * purged (snapshot.mode=when_needed: a resnapshot and its reconcile step).
  * ddl.alter.policy is resnapshot or warn by the seed, and the snapshots that
  * snapshot.mode asks for (the first, and one after a purge) are consistent
- * or chunked (snapshot.initial.method, by the seed). After each round the
+ * or chunked (snapshot.initial.method, by the seed; chunks of 100 rows, with
+ * snapshot.threads 1 or 2 by the seed: 2 reads windows ahead). After each round the
  * check waits (a bounded time) for the topic to converge, since a
  * resnapshot goes on after the binlog was read to its end. Every statement
  * of a round is written to <dir>/round-N.sql; a round whose check fails
@@ -113,6 +114,7 @@ typedef struct tt {
     bool quiet;             /* a replay of the reduction: differences are not printed */
     bool resnapshot;        /* ddl.alter.policy=resnapshot (else warn) */
     bool chunked;           /* snapshot.initial.method=chunked (else consistent) */
+    int threads;            /* snapshot.threads of a chunked snapshot (2: windows read ahead) */
     int plant;              /* the round that makes a change without a binlog event (0: none) */
     bool no_ddl;            /* data statements only (no resnapshot can read the planted change) */
     int reduced;            /* units the reduction kept (0: none ran or it did not reproduce) */
@@ -814,6 +816,8 @@ static void tt_config(const tt *x)
             "ddl.alter.policy=%s\nddl.drop.policy=tombstone\nha.enabled=false\nsnapshot.mode=when_needed\n"
             "key.columns.%s.k0=id\nsource.connect.retry.ms=120000\nsnapshot.initial.method=%s\n",
             x->resnapshot ? "resnapshot" : "warn", x->r.db, x->chunked ? "chunked" : "consistent");
+    if (x->chunked) /* small chunks: many windows, with rows the stream changes inside them */
+        fprintf(cf, "snapshot.chunk.size=100\nsnapshot.threads=%d\n", x->threads);
     fclose(cf);
 }
 
@@ -958,6 +962,7 @@ static bool replay_mariadb(void *ctx, const bool *keep, int n)
     y.quiet = true;
     y.resnapshot = x->resnapshot;
     y.chunked = x->chunked;
+    y.threads = x->threads;
     tb_buf_init(&y.log, 0);
     st_setup(&y.r, "e2e_tmin", NULL);
     tt_config(&y);
@@ -1124,13 +1129,15 @@ static bool torture_mariadb(tt *x_, long long seconds, int plant)
     x.rnd = (unsigned)(x.seed ^ (x.seed >> 32)) | 1u;
     bool resnapshot = x.resnapshot = x.seed & 1;
     x.chunked = (x.seed >> 1) & 1;
+    x.threads = (x.seed >> 2) & 1 ? 2 : 1;
     tb_buf_init(&x.log, 0);
     st_setup(&x.r, "e2e_torture", NULL);
     tt_config(&x);
     fprintf(stderr,
-            "torture: seed %llu, %lld s, ddl.alter.policy=%s, snapshot.initial.method=%s, folder %s "
+            "torture: seed %llu, %lld s, ddl.alter.policy=%s, snapshot.initial.method=%s (threads %d), folder %s "
             "(TB_TORTURE_SEED=%llu reproduces it)\n",
-            x.seed, seconds, resnapshot ? "resnapshot" : "warn", x.chunked ? "chunked" : "consistent", x.r.dir, x.seed);
+            x.seed, seconds, resnapshot ? "resnapshot" : "warn", x.chunked ? "chunked" : "consistent",
+            x.chunked ? x.threads : 1, x.r.dir, x.seed);
     snprintf(x.clog, sizeof x.clog, "%s/cache.log", x.r.dir);
     x.m = e2e_mysql();
     e2e_sql(x.m, "CREATE DATABASE %s", x.r.db);
