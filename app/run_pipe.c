@@ -94,9 +94,16 @@ static tb_code run_source_next(run_ctx *r, int timeout_ms, evt_event **ev, tb_er
  * stream goes on (its reader has its own reconnect rules): the snapshot's
  * state is unchanged by a failed chunk. Other errors stop the run. */
 #define RUN_INC_RETRY_MAX_MS 30000
+
+/* Whether a failed chunk's pause is still running. */
+static bool run_inc_pausing(const run_ctx *r)
+{
+    return r->inc_retry_ms && tb_mono_ms() < r->inc_retry_ms;
+}
+
 static tb_code run_inc_poll(run_ctx *r, tb_error *err)
 {
-    if (r->inc_retry_ms && tb_mono_ms() < r->inc_retry_ms)
+    if (run_inc_pausing(r))
         return TB_OK;
     tb_code rc = snap_inc_poll(r->inc, err);
     if (rc == TB_OK) {
@@ -144,9 +151,7 @@ tb_code run_stream(run_ctx *r, tb_error *err)
          * source: first ask it without waiting, then hand them over. */
         bool staged = sink_staged(r->sink) > 0;
         /* nor when a chunk of an incremental snapshot is to be read (run_inc_poll below) */
-        int wait = r->inc && snap_inc_wants_poll(r->inc) && !(r->inc_retry_ms && tb_mono_ms() < r->inc_retry_ms)
-                       ? 0
-                       : RUN_POLL_MS;
+        int wait = r->inc && snap_inc_wants_poll(r->inc) && !run_inc_pausing(r) ? 0 : RUN_POLL_MS;
         rc = run_source_next(r, staged ? 0 : wait, &ev, err);
         if (rc == TB_OK && !ev && staged) {
             sink_kick(r->sink);

@@ -52,6 +52,7 @@ typedef struct snap_inc_ahead {
     char *db, *table, *db_table;
     tb_code rc;
     tb_error err;
+    uint64_t failures;    /* reads ahead that failed in this run */
 } snap_inc_ahead;
 
 typedef struct snap_inc_save {

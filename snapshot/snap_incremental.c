@@ -645,6 +645,8 @@ static void *ahead_main(void *arg)
         a->rc = snap_schema_describe(si->set[a->set][0], si->c, a->db, a->table, &a->t, &a->err);
     if (a->rc == TB_OK)
         a->rc = window_read(si, a->set, &a->ch, a->t, &a->key, a->db, a->db_table, &a->err);
+    if (a->rc != TB_OK) /* holds no connection: the stream's own (the catalog's) may need one */
+        set_close(si, a->set);
     mysql_thread_end();
     return NULL;
 }
@@ -703,10 +705,14 @@ static void ahead_install(snap_inc *si)
         return;
     ahead_join(si);
     if (a->rc != TB_OK) {
-        TB_DEBUG(FAC, "the next chunk of %s, read ahead: %s; it is read again", a->db_table, a->err.msg);
-        ahead_discard(si);
-        if (a->err.retriable) /* a connection error: its set connects anew next time */
-            set_close(si, a->set);
+        /* the first failure of a run at WARN: reading ahead (snapshot.threads >= 2) may never
+         * work here, e.g. the server refuses a second set of connections (max_connections) */
+        if (a->failures++ == 0)
+            TB_WARN(FAC, "reading the next window of %s ahead failed: %s; it is read again without reading ahead "
+                         "(later failures of reading ahead are logged at DEBUG)", a->db_table, a->err.msg);
+        else
+            TB_DEBUG(FAC, "reading the next window of %s ahead failed: %s; it is read again", a->db_table, a->err.msg);
+        ahead_discard(si); /* its set was closed by the thread: it connects anew next time */
         return;
     }
     if (si->ph != PH_IDLE || si->nqueue == 0 || strcmp(si->queue[0], a->db_table) != 0 || !si->has_key || !si->t ||
