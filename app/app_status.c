@@ -137,15 +137,7 @@ tb_code app_status_path(const cfg *c, tb_buf *out)
     const char *explicit_path = cfg_get_str(c, CFGK_STATUS_FILE);
     if (explicit_path && *explicit_path)
         return tb_buf_puts(out, explicit_path);
-    const char *off = cfg_get_str(c, CFGK_OFFSETS_FILE);
-    const char *name = cfg_get_str(c, CFGK_NAME);
-    const char *slash = off ? strrchr(off, '/') : NULL;
-    tb_code rc = TB_OK;
-    if (slash)
-        rc = tb_buf_append(out, off, (size_t)(slash - off + 1));
-    if (rc == TB_OK)
-        rc = tb_buf_printf(out, "%s.status.json", name && *name ? name : "tributary");
-    return rc;
+    return cfg_connector_file(c, ".status.json", out);
 }
 
 /* Integer member as int64 (false when missing, null or not an integer). */

@@ -223,6 +223,19 @@ tb_code cfg_path_join(const char *dir, const char *path, tb_buf *out)
     return rc;
 }
 
+tb_code cfg_connector_file(const cfg *c, const char *suffix, tb_buf *out)
+{
+    const char *off = cfg_get_str(c, CFGK_OFFSETS_FILE);
+    const char *name = cfg_get_str(c, CFGK_NAME);
+    const char *slash = off ? strrchr(off, '/') : NULL;
+    tb_code rc = TB_OK;
+    if (slash)
+        rc = tb_buf_append(out, off, (size_t)(slash - off + 1));
+    if (rc == TB_OK)
+        rc = tb_buf_printf(out, "%s%s", name && *name ? name : "tributary", suffix);
+    return rc;
+}
+
 /* Index of key, or the insertion point with *found = false. */
 static size_t cfg_lookup(const cfg *c, const char *key, bool *found)
 {

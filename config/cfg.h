@@ -92,6 +92,12 @@ TB_MUST_USE tb_code cfg_set_base_dir(cfg *c, const char *dir);
 /* dir + "/" + path into out (path as is when absolute or dir is NULL/empty;
  * a leading "./" is dropped). */
 TB_MUST_USE tb_code cfg_path_join(const char *dir, const char *path, tb_buf *out);
+/* A file of this connector beside its offsets file: "<folder of
+ * offsets.file>/<name><suffix>" ("<name><suffix>" when offsets.file has no
+ * folder). The default of the status file, the SQLite shadow copy and, with
+ * offsets.storage=kafka, the incremental-snapshot state: named after the
+ * connector, so that connectors sharing a folder keep apart. */
+TB_MUST_USE tb_code cfg_connector_file(const cfg *c, const char *suffix, tb_buf *out);
 /* envp: NULL-terminated "NAME=value" strings (environ). Only TRIBUTARY_* are read;
  * TRIBUTARY_TEST_* are ignored (they belong to the test harness). */
 TB_MUST_USE tb_code cfg_load_env(cfg *c, char *const *envp, tb_error *err);

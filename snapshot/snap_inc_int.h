@@ -63,6 +63,7 @@ typedef struct snap_inc_save {
 struct snap_inc {
     const cfg *c;
     char *state_path;
+    char *legacy_path; /* offsets.storage=kafka: where earlier versions kept the state (NULL: none) */
     /* Two sets of nconns connections each ([0] the one the watermarks and the first range use).
      * snap_inc_poll reads on set 0; a window read ahead is read on the set the current chunk's
      * rows are not on, so that no connection is used by two threads at once (reading a stored

@@ -16,6 +16,7 @@
 #include "tb_cast.h"
 #include "snap_inc_int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,11 +184,22 @@ static bool pos_le(const tb_position *a, const tb_position *b)
 
 /* ============================================================ state */
 
+/* The connector whose state it is: a state file names it, and a connector
+ * refuses a file naming another. */
+static const char *state_owner(const snap_inc *si)
+{
+    const char *me = si->c ? cfg_get_str(si->c, CFGK_NAME) : NULL;
+    return me && *me ? me : "tributary";
+}
+
 static tb_code state_json(const snap_inc *si, tb_buf *out)
 {
     evt_jw w;
     evt_jw_init(&w, out);
     evt_jw_obj_begin(&w);
+    const char *me = state_owner(si);
+    evt_jw_key(&w, "connector", (size_t)-1);
+    evt_jw_str(&w, me, strlen(me));
     evt_jw_key(&w, "last_signal_id", (size_t)-1);
     evt_jw_int(&w, si->last_signal_id);
     evt_jw_key(&w, "queue", (size_t)-1);
@@ -277,12 +289,89 @@ void snap_inc_queue_pop(snap_inc *si)
         si->initial = false; /* its last table is done (or dropped) */
 }
 
+/* A state file parsed into *root (TB_ERR_NOT_FOUND: there is none). */
+static tb_code state_parse(const char *path, tb_buf *b, evt_jv **root, tb_error *err)
+{
+    tb_buf_reset(b);
+    tb_code rc = tb_file_read(path, 1 << 24, b, err);
+    if (rc == TB_OK && (rc = evt_jv_parse(tb_buf_cstr(b), b->len, root, err)) != TB_OK)
+        tb_error_prefix(err, rc, "%s: ", path);
+    return rc;
+}
+
+/* The "connector" member of a state file; NULL in files of earlier versions. */
+static const char *state_connector(const evt_jv *root, size_t *len)
+{
+    const evt_jv *v = evt_jv_get(root, "connector");
+    return v && evt_jv_type_of(v) == EVT_JV_STRING ? evt_jv_text(v, len) : NULL;
+}
+
+/* offsets.storage=kafka, no state at si->state_path: earlier versions kept
+ * the state at <offsets.file>.incsnap, one file for every connector of the
+ * folder. One naming this connector is moved to si->state_path (*moved); one
+ * naming another is left to it; one without a name that still holds tables
+ * to read cannot be told apart, and is refused with the way out, so that no
+ * connector streams on past a snapshot it had not finished. */
+static tb_code state_adopt_legacy(snap_inc *si, bool *moved, tb_error *err)
+{
+    *moved = false;
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    evt_jv *root = NULL;
+    tb_code rc = state_parse(si->legacy_path, &b, &root, err);
+    if (rc == TB_ERR_NOT_FOUND) {
+        tb_error_clear(err);
+        rc = TB_OK;
+        goto out;
+    }
+    if (rc != TB_OK)
+        goto out;
+    size_t len = 0;
+    const char *owner = state_connector(root, &len), *me = state_owner(si);
+    const evt_jv *q = evt_jv_get(root, "queue");
+    bool pending = q && evt_jv_type_of(q) == EVT_JV_ARRAY && evt_jv_size(q) > 0;
+    if (owner && (len != strlen(me) || memcmp(owner, me, len) != 0))
+        goto out; /* another connector's */
+    if (!owner && !pending)
+        goto out; /* nothing left in it to finish */
+    if (!owner) {
+        rc = tb_error_set(err, TB_ERR_CONFIG, false,
+                          "%s: an incremental-snapshot state with tables still to read and no connector name, "
+                          "from an earlier version that kept one state for every connector using this "
+                          "offsets.file; with offsets.storage=kafka the state of connector '%s' is now %s. If "
+                          "the snapshot in it is this connector's, rename the file to %s; if it is another "
+                          "connector's, rename it to <that connector's name>.incsnap in the same folder; then "
+                          "start again",
+                          si->legacy_path, me, si->state_path, si->state_path);
+        goto out;
+    }
+    if (rename(si->legacy_path, si->state_path) != 0) {
+        rc = tb_error_set(err, TB_ERR_IO, false, "cannot rename %s to %s: %s", si->legacy_path, si->state_path,
+                          strerror(errno));
+        goto out;
+    }
+    TB_INFO(FAC, "%s: moved to %s (the incremental-snapshot state is named after the connector)", si->legacy_path,
+            si->state_path);
+    *moved = true;
+out:
+    evt_jv_free(root);
+    tb_buf_free(&b);
+    return rc;
+}
+
 tb_code snap_inc_load_state(snap_inc *si, tb_error *err)
 {
     tb_buf b;
     tb_buf_init(&b, 0);
     evt_jv *root = NULL;
-    tb_code rc = tb_file_read(si->state_path, 1 << 24, &b, err);
+    tb_code rc = state_parse(si->state_path, &b, &root, err);
+    if (rc == TB_ERR_NOT_FOUND && si->legacy_path) {
+        tb_error_clear(err);
+        bool moved = false;
+        rc = state_adopt_legacy(si, &moved, err);
+        if (rc == TB_OK)
+            rc = moved ? state_parse(si->state_path, &b, &root, err) : TB_ERR_NOT_FOUND;
+    }
     if (rc != TB_OK) {
         if (rc == TB_ERR_NOT_FOUND) {
             rc = TB_OK; /* no state yet */
@@ -290,8 +379,13 @@ tb_code snap_inc_load_state(snap_inc *si, tb_error *err)
         }
         goto out;
     }
-    if ((rc = evt_jv_parse(tb_buf_cstr(&b), b.len, &root, err)) != TB_OK) {
-        tb_error_prefix(err, rc, "%s: ", si->state_path);
+    size_t olen = 0;
+    const char *owner = state_connector(root, &olen), *me = state_owner(si);
+    if (owner && (olen != strlen(me) || memcmp(owner, me, olen) != 0)) {
+        rc = tb_error_set(err, TB_ERR_CONFIG, false,
+                          "%s: the incremental-snapshot state of connector '%.*s', not of '%s': give each "
+                          "connector its own offsets.file",
+                          si->state_path, (int)olen, owner, me);
         goto out;
     }
     const evt_jv *v;

@@ -121,14 +121,27 @@ tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_e
     }
     tb_position_init(&si->hw);
     tb_buf_init(&si->kbuf, 0);
+    const char *storage = cfg_get_str(c, CFGK_OFFSETS_STORAGE);
+    tb_buf p, legacy;
+    tb_buf_init(&p, 0);
+    tb_buf_init(&legacy, 0);
+    tb_code prc = TB_OK;
     if (state_path) {
-        si->state_path = strdup(state_path);
+        prc = tb_buf_puts(&p, state_path);
+    } else if (storage && strcmp(storage, "file") == 0) {
+        /* the offsets file is this connector's (its lease is a lock on it) */
+        prc = tb_buf_printf(&p, "%s.incsnap", cfg_get_str(c, CFGK_OFFSETS_FILE));
     } else {
-        tb_buf p;
-        tb_buf_init(&p, 0);
-        tb_buf_printf(&p, "%s.incsnap", cfg_get_str(c, CFGK_OFFSETS_FILE));
-        si->state_path = tb_buf_detach(&p, NULL);
+        /* connectors with offsets in Kafka may share a folder and an offsets.file */
+        prc = cfg_connector_file(c, ".incsnap", &p);
+        if (prc == TB_OK)
+            prc = tb_buf_printf(&legacy, "%s.incsnap", cfg_get_str(c, CFGK_OFFSETS_FILE));
+        if (prc == TB_OK && strcmp(tb_buf_cstr(&legacy), tb_buf_cstr(&p)) != 0)
+            si->legacy_path = tb_buf_detach(&legacy, NULL);
     }
+    tb_buf_free(&legacy);
+    si->state_path = prc == TB_OK ? tb_buf_detach(&p, NULL) : NULL;
+    tb_buf_free(&p);
     if (!si->state_path) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
@@ -186,6 +199,7 @@ void snap_inc_close(snap_inc *si)
     tb_buf_free(&si->kbuf);
     parts_free(si);
     free(si->state_path);
+    free(si->legacy_path);
     free(si);
 }
 

@@ -65,8 +65,10 @@
  *  or when it leaves the queue any other way than by its last chunk.
  *
  * PROGRESS AND CRASHES
- *  The state file (default `<offsets.file>.incsnap`, JSON, replaced
- *  atomically) holds the queue of tables, the last key of the last finished
+ *  The state file (JSON, replaced atomically; by default
+ *  `<offsets.file>.incsnap` with offsets.storage=file, `<name>.incsnap` in the
+ *  folder of offsets.file with offsets in Kafka, where connectors may share
+ *  a folder) names its connector and holds the queue of tables, the last key of the last finished
  *  chunk, counters and the last signal id. It is written when a finished
  *  chunk's high watermark position has been committed by the caller
  *  (snap_inc_committed), so after a kill -9 the snapshot continues with the
@@ -106,7 +108,9 @@ typedef struct snap_inc snap_inc;
 /* Write the execute-snapshot signal for "db.table" (see SIGNALLING). */
 TB_MUST_USE tb_code snap_inc_signal(const cfg *c, const char *db_table, tb_error *err);
 
-/* state_path NULL = "<offsets.file>.incsnap". Loads saved progress. */
+/* state_path NULL = the default above. Loads saved progress; a state file
+ * naming another connector is refused (TB_ERR_CONFIG), one that earlier
+ * versions left at <offsets.file>.incsnap is taken over (docs/snapshot.md). */
 TB_MUST_USE tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_error *err);
 void snap_inc_close(snap_inc *si);
 

@@ -580,17 +580,12 @@ tb_code sqlcap_open(const cfg *cf, const tb_position *start, sqlcap **out, tb_er
     o.trigger_mode = mode && strcmp(mode, "trigger") == 0;
     o.shadow = cfg_get_bool(cf, CFGK_SOURCE_SQLITE_SHADOW);
     o.shadow_path = cfg_get_str(cf, CFGK_SOURCE_SQLITE_SHADOW_PATH);
-    char *dflt_shadow = NULL;
+    tb_buf dflt_shadow;
+    tb_buf_init(&dflt_shadow, 0);
     if (!o.shadow_path) {
-        /* <offsets dir>/<name>.shadow.db, the offsets dir being that of offsets.file */
-        const char *of = cfg_get_str(cf, CFGK_OFFSETS_FILE), *nm = cfg_get_str(cf, CFGK_NAME);
-        const char *slash = of ? strrchr(of, '/') : NULL;
-        int dl = slash ? (int)(slash - of) : 1;
-        if (asprintf(&dflt_shadow, "%.*s/%s.shadow.db", dl, slash ? of : ".", nm ? nm : "tributary") < 0)
-            dflt_shadow = NULL;
-        if (dflt_shadow) {
-            o.shadow_path = dflt_shadow;
-        }
+        if (cfg_connector_file(cf, ".shadow.db", &dflt_shadow) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        o.shadow_path = tb_buf_cstr(&dflt_shadow);
     }
     const char *ck = cfg_get_str(cf, CFGK_SOURCE_SQLITE_CHECKPOINT);
     o.checkpoint = ck && (strcmp(ck, "on") == 0 || strcmp(ck, "barrier") == 0);
@@ -603,7 +598,7 @@ tb_code sqlcap_open(const cfg *cf, const tb_position *start, sqlcap **out, tb_er
     o.drop_events = true;
     o.new_table_events = true;
     tb_code rc = sqlcap_open_opts(&o, start, out, err);
-    free(dflt_shadow);
+    tb_buf_free(&dflt_shadow);
     return rc;
 }
 

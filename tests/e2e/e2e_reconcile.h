@@ -13,6 +13,7 @@
 
 typedef struct rc_run {
     char db[96], dir[256], cfg[320], log[320], status[320], cache[320];
+    char state[400]; /* the incremental-snapshot state: <folder of offsets.file>/<name>.incsnap */
     pid_t pid;
 } rc_run;
 
@@ -26,6 +27,7 @@ static inline void rc_setup(rc_run *r, const char *tag, const char *extra)
     snprintf(r->log, sizeof r->log, "%s/run.log", r->dir);
     snprintf(r->status, sizeof r->status, "%s/status.json", r->dir);
     snprintf(r->cache, sizeof r->cache, "%s/cache.db", r->dir);
+    snprintf(r->state, sizeof r->state, "%s/%s.incsnap", r->dir, r->db);
     FILE *f = fopen(r->cfg, "w");
     cr_assert_not_null(f);
     fprintf(f,

@@ -49,6 +49,7 @@ static inline void wait_caught_up(MYSQL *m, const char *status, pid_t pid, const
 
 typedef struct st_run {
     char db[96], dir[256], cfg[320], log[320], status[320], cache[320];
+    char state[400]; /* the incremental-snapshot state: <folder of offsets.file>/<name>.incsnap */
     pid_t pid;
 } st_run;
 
@@ -62,6 +63,7 @@ static inline void st_setup(st_run *r, const char *tag, const char *extra)
     snprintf(r->log, sizeof r->log, "%s/run.log", r->dir);
     snprintf(r->status, sizeof r->status, "%s/status.json", r->dir);
     snprintf(r->cache, sizeof r->cache, "%s/cache.db", r->dir);
+    snprintf(r->state, sizeof r->state, "%s/%s.incsnap", r->dir, r->db);
     FILE *f = fopen(r->cfg, "w");
     cr_assert_not_null(f);
     fprintf(f,

@@ -583,8 +583,7 @@ Test(e2e_reconcile, alter_during_resnapshot, .timeout = 300, .fini = e2e_kill_ch
     rc_start(&r, NULL);
     rc_caught_up(m, &r);
     e2e_sql(m, "ALTER TABLE %s.t ADD COLUMN a1 INT NOT NULL DEFAULT 1", r.db);
-    char state[400];
-    snprintf(state, sizeof state, "%.300s/offsets.incsnap", r.dir);
+    const char *state = r.state;
     long long deadline = tb_itest_now_ms() + 120000;
     for (;;) { /* mid-way: some chunks done, the table still queued */
         json_error_t je;

@@ -3,7 +3,8 @@
  * through the built tributary against the testenv MariaDB and Kafka: every
  * captured table is read by the incremental snapshot's machinery (primary-key
  * chunks between watermark rows) while streaming from the position the run
- * started at, its progress saved per chunk in <offsets.file>.incsnap.
+ * started at, its progress saved per chunk in the state file (offsets in
+ * Kafka: <name>.incsnap beside offsets.file).
  *
  * kill9_resume (exactly_once off and on; and with snapshot.threads=3,
  *   every window then holding up to three chunks read at once): three tables, keyed by an integer,
@@ -169,10 +170,8 @@ static ck_state ck_read_state(const rc_run *r)
 {
     ck_state s;
     memset(&s, 0, sizeof(s));
-    char path[400];
-    snprintf(path, sizeof path, "%s/offsets.incsnap", r->dir);
     json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
+    json_t *j = json_load_file(r->state, 0, &je);
     if (!j)
         return s; /* not written yet (it is replaced by a rename: never seen half written) */
     s.have = true;

@@ -205,3 +205,144 @@ Test(snapshot_unit, system_versioning_period)
     cr_assert(!mymeta_period_implicit(&plain));
     cr_assert(mymeta_period_keeps_key(&plain, "row_end"));
 }
+
+/* ------------------------------------------------------------ incremental-snapshot state file */
+
+#include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "snap_incremental.h"
+#include "tb_file.h"
+
+static bool exists(const char *dir, const char *name)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
+static void put(const char *dir, const char *name, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    tb_error err;
+    cr_assert_eq(tb_file_write_atomic(p, text, strlen(text), &err), TB_OK, "%s", err.msg);
+}
+
+/* A connector with offsets.file=<dir>/offsets, the given name and storage. */
+static cfg *conn(const char *dir, const char *name, const char *storage)
+{
+    char off[400];
+    snprintf(off, sizeof off, "%s/offsets", dir);
+    const char *kv[] = {"name", name, "offsets.storage", storage, "offsets.file", off, NULL};
+    return mk(kv);
+}
+
+/* Opens the default state of c; the initial snapshot of `table` is queued
+ * when table is set. Returns whether a snapshot is pending after opening. */
+static bool open_state(cfg *c, const char *table)
+{
+    snap_inc *si = NULL;
+    tb_error err;
+    cr_assert_eq(snap_inc_open(c, NULL, &si, &err), TB_OK, "%s", err.msg);
+    bool pending = snap_inc_active(si);
+    if (table) {
+        char *t[] = {strdup(table)};
+        cr_assert_eq(snap_inc_begin_initial(si, t, NULL, 1, &err), TB_OK, "%s", err.msg);
+        free(t[0]);
+    }
+    snap_inc_close(si);
+    return pending;
+}
+
+static tb_code open_fails(cfg *c, tb_error *err)
+{
+    snap_inc *si = NULL;
+    tb_code rc = snap_inc_open(c, NULL, &si, err);
+    cr_assert_null(si);
+    return rc;
+}
+
+/* Offsets in Kafka: connectors sharing a folder and an offsets.file keep
+ * their snapshot progress apart (<folder>/<name>.incsnap); offsets in a file:
+ * <offsets.file>.incsnap, the offsets file being the connector's own. */
+Test(snapshot_unit, state_file_is_the_connectors_own)
+{
+    char dir[] = "/tmp/tb_incstate_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    cfg *a = conn(dir, "shop", "kafka"), *b = conn(dir, "billing", "kafka");
+    cr_assert_not(open_state(a, "db.orders"));
+    cr_assert(exists(dir, "shop.incsnap"));
+    cr_assert_not(exists(dir, "offsets.incsnap"));
+    cr_assert_not(open_state(b, NULL), "billing resumed the snapshot of shop");
+    cr_assert(open_state(a, NULL), "shop lost its snapshot");
+
+    cfg *f = conn(dir, "shop", "file");
+    cr_assert_not(open_state(f, "db.orders"));
+    cr_assert(exists(dir, "offsets.incsnap"));
+    cr_assert(open_state(f, NULL));
+
+    /* a file naming another connector is refused, not resumed */
+    cfg *g = conn(dir, "billing", "file");
+    tb_error err;
+    cr_assert_eq(open_fails(g, &err), TB_ERR_CONFIG);
+    cr_assert_not_null(strstr(err.msg, "offsets.incsnap"), "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, "connector 'shop', not of 'billing'"), "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, "its own offsets.file"), "%s", err.msg);
+    cfg_free(a);
+    cfg_free(b);
+    cfg_free(f);
+    cfg_free(g);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Offsets in Kafka, a state at <offsets.file>.incsnap where earlier versions
+ * kept it for every connector of the folder: moved when it names the
+ * connector, left to the one it names, ignored when it has nothing left to
+ * read, refused with the way out when it has tables left and no name. */
+Test(snapshot_unit, state_file_of_earlier_versions)
+{
+    char dir[] = "/tmp/tb_incstate_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    cfg *a = conn(dir, "shop", "kafka"), *b = conn(dir, "billing", "kafka");
+    const char *queued = "{\"connector\":\"shop\",\"last_signal_id\":0,\"queue\":[\"db.orders\"],\"chunks\":3,"
+                         "\"rows\":300,\"key\":null,\"initial\":true,\"fresh\":[]}";
+    put(dir, "offsets.incsnap", queued);
+    cr_assert_not(open_state(b, NULL), "billing took the state of shop");
+    cr_assert(exists(dir, "offsets.incsnap"));
+    cr_assert(open_state(a, NULL), "shop did not resume its snapshot");
+    cr_assert_not(exists(dir, "offsets.incsnap"));
+    cr_assert(exists(dir, "shop.incsnap"));
+
+    /* no name, nothing left to read: ignored and left */
+    cfg *c = conn(dir, "crm", "kafka");
+    put(dir, "offsets.incsnap", "{\"last_signal_id\":4,\"queue\":[],\"chunks\":0,\"rows\":0,\"key\":null}");
+    cr_assert_not(open_state(c, NULL));
+    cr_assert(exists(dir, "offsets.incsnap"));
+
+    /* no name, tables left: refused, naming both files */
+    put(dir, "offsets.incsnap", "{\"last_signal_id\":4,\"queue\":[\"db.x\"],\"chunks\":1,\"rows\":9,\"key\":null}");
+    tb_error err;
+    cr_assert_eq(open_fails(c, &err), TB_ERR_CONFIG);
+    char want[600];
+    snprintf(want, sizeof want, "rename the file to %s/crm.incsnap", dir);
+    cr_assert_not_null(strstr(err.msg, want), "%s", err.msg);
+    snprintf(want, sizeof want, "%s/offsets.incsnap: ", dir);
+    cr_assert_not_null(strstr(err.msg, want), "%s", err.msg);
+    /* the way out works */
+    char from[600], to[600];
+    snprintf(from, sizeof from, "%s/offsets.incsnap", dir);
+    snprintf(to, sizeof to, "%s/crm.incsnap", dir);
+    cr_assert_eq(rename(from, to), 0);
+    cr_assert(open_state(c, NULL), "crm did not resume the renamed state");
+    cfg_free(a);
+    cfg_free(b);
+    cfg_free(c);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}

@@ -564,17 +564,16 @@ static void report_diff(tt *x, const char *table, const char *bad, const tb_buf 
 }
 
 /* Nothing is in flight: the connector committed the server's GTID position
- * and no incremental snapshot is queued (<offsets.file>.incsnap: offsets.file
- * is relative to the configuration's folder). */
+ * and no incremental snapshot is queued (its state file, <name>.incsnap beside
+ * the default offsets.file, which is relative to the configuration's folder). */
 static bool settled(tt *x)
 {
-    char want[256], got[256] = "", path[400];
+    char want[256], got[256] = "";
     server_gtid(x->m, want, sizeof want);
     if (!e2e_status_gtid(x->r.status, got, sizeof got) || strcmp(got, want) != 0)
         return false;
-    snprintf(path, sizeof path, "%s/tributary.offsets.incsnap", x->r.dir);
     json_error_t je;
-    json_t *st = json_load_file(path, 0, &je);
+    json_t *st = json_load_file(x->r.state, 0, &je);
     bool idle = !st || json_array_size(json_object_get(st, "queue")) == 0;
     json_decref(st);
     return idle;
