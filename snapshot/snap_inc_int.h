@@ -53,6 +53,9 @@ typedef struct snap_inc_ahead {
     tb_code rc;
     tb_error err;
     uint64_t failures;    /* reads ahead that failed in this run */
+    unsigned streak;      /* ... in a row: the next is tried 2^streak windows later (at most 64) */
+    uint64_t windows;     /* windows read in this run (each a chance to read the next one ahead) */
+    uint64_t retry_at;    /* the window from which reading ahead is tried again */
 } snap_inc_ahead;
 
 typedef struct snap_inc_save {

@@ -671,6 +671,8 @@ static void ahead_start(snap_inc *si)
     snap_inc_ahead *a = &si->ahead;
     if (si->nconns < 2 || a->started || si->cur.last || si->cur.nrows == 0 || si->nqueue == 0)
         return;
+    if (a->windows++ < a->retry_at)
+        return; /* after failures in a row: see ahead_install */
     evt_event *e = NULL;
     tb_error err;
     snap_key_free(&a->key);
@@ -719,16 +721,27 @@ static void ahead_install(snap_inc *si)
         return;
     ahead_join(si);
     if (a->rc != TB_OK) {
-        /* the first failure of a run at WARN: reading ahead (snapshot.threads >= 2) may never
-         * work here, e.g. the server refuses a second set of connections (max_connections) */
+        /* Reading ahead (snapshot.threads >= 2) may never work here, e.g. when the server
+         * refuses a second set of connections (max_user_connections, max_connections): after
+         * each failure in a row it is tried again twice as many windows later (2, 4, ... 64),
+         * so that a refused run does not open and drop a connection for every window, nor
+         * take the connections other clients of the server wait for. The first failure of a
+         * run is a WARN, later ones DEBUG. */
+        unsigned skip = 1u << (a->streak < 6 ? a->streak + 1 : 6);
+        a->streak++;
+        a->retry_at = a->windows + skip - 1;
         if (a->failures++ == 0)
-            TB_WARN(FAC, "reading the next window of %s ahead failed: %s; it is read again without reading ahead "
-                         "(later failures of reading ahead are logged at DEBUG)", a->db_table, a->err.msg);
+            TB_WARN(FAC, "reading the next window of %s ahead failed: %s; it is read again without reading ahead, "
+                         "and reading ahead is tried again after %u windows, then after twice as many each time "
+                         "it fails (at most 64; later failures are logged at DEBUG)",
+                    a->db_table, a->err.msg, skip);
         else
-            TB_DEBUG(FAC, "reading the next window of %s ahead failed: %s; it is read again", a->db_table, a->err.msg);
+            TB_DEBUG(FAC, "reading the next window of %s ahead failed: %s; it is read again, and reading ahead is "
+                          "tried again after %u windows", a->db_table, a->err.msg, skip);
         ahead_discard(si); /* its set was closed by the thread: it connects anew next time */
         return;
     }
+    a->streak = 0;
     if (si->ph != PH_IDLE || si->nqueue == 0 || strcmp(si->queue[0], a->db_table) != 0 || !si->has_key || !si->t ||
         !same_key(si->t, a->t)) {
         ahead_discard(si); /* snap_inc_poll reads the chunk again, and sees what changed */

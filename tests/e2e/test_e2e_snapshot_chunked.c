@@ -525,3 +525,37 @@ Test(e2e_snapshot_chunked, statement_during_snapshot, .timeout = 600, .fini = e2
     }
     ck_end_equal(&r, m);
 }
+
+/* snapshot.threads=2 for a user the server gives five connections (MAX_USER_CONNECTIONS): the
+ * run's own take four, so every window read ahead is refused its second connection. The
+ * snapshot goes on without reading ahead and ends equal to the source; the refusal is said
+ * once (WARN), and reading ahead is tried again after 2, 4, 8 ... windows, not after each of
+ * the ~40 windows (each try opens a connection and drops it). */
+Test(e2e_snapshot_chunked, read_ahead_refused_connections, .timeout = 600, .fini = e2e_kill_children)
+{
+    MYSQL *admin = e2e_mysql();
+    char user[64], more[400];
+    snprintf(user, sizeof user, "tbahead%d", (int)getpid());
+    e2e_sql(admin, "DROP USER IF EXISTS '%s'@'127.0.0.1'", user);
+    e2e_sql(admin, "CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY 'pw' WITH MAX_USER_CONNECTIONS 5", user);
+    e2e_sql(admin, "GRANT ALL ON *.* TO '%s'@'127.0.0.1'", user);
+    snprintf(more, sizeof more, "snapshot.threads=2\nsource.user=%s\nsource.password=pw\nlog.level=debug", user);
+    rc_run r;
+    MYSQL *m;
+    ck_begin(&r, "e2eckahead", more, &m);
+    ck_wait_done(&r);
+    rc_caught_up(m, &r);
+    rc_stop(&r);
+    size_t failed = rc_log_count(&r, "ahead failed: ");
+    size_t warned = rc_log_count(&r, "WARN  incsnap: reading the next window");
+    size_t windows = rc_log_count(&r, " rows read, window ") + rc_log_count(&r, " rows read ahead, window ");
+    cr_expect_eq(warned, 1, "%s: the refusal said %zu times at WARN, not once", r.log, warned);
+    cr_expect(failed >= 3 && failed <= 8, "%s: %zu reads ahead refused over %zu windows (2, 4, 8 ... apart: 3 to 8)",
+              r.log, failed, windows);
+    cr_expect(windows >= 30, "%s: %zu windows", r.log, windows);
+    cr_log_info("%zu windows, %zu reads ahead refused", windows, failed);
+    cr_expect_eq(rc_log_count(&r, "max_user_connections"), failed, "%s: another refusal than the read ahead's", r.log);
+    ck_end_equal(&r, m);
+    e2e_sql(admin, "DROP USER '%s'@'127.0.0.1'", user);
+    mysql_close(admin);
+}
