@@ -581,6 +581,64 @@ Test(e2e_statements, rename_kill9, .timeout = 240, .fini = e2e_kill_children)
     e2e_rmtree(r.dir);
 }
 
+/* Statements read again after a restart (the decoder knows no table then) whose tables are
+ * gone from the catalog since, dropped or renamed later in the binlog: while the connector was
+ * stopped, a TRUNCATE then a RENAME, a TRUNCATE then a DROP, an ALTER then a RENAME. The run
+ * streams past each of them: the old names' topics hold no key, the new names' topics and
+ * cache tables equal the source. */
+Test(e2e_statements, read_again_after_the_table_is_gone, .timeout = 240, .fini = e2e_kill_children)
+{
+    st_run r;
+    st_setup(&r, "e2estgone", "ddl.drop.policy=tombstone\ncache.on.drop=drop\n");
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    st_table(m, r.db, "tr", "t", 30);
+    st_table(m, r.db, "td", "d", 30);
+    st_table(m, r.db, "ta", "a", 30);
+    st_start(&r);
+    wait_caught_up(m, r.status, r.pid, r.log);
+    kill(r.pid, SIGTERM);
+    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
+
+    e2e_sql(m, "TRUNCATE TABLE %s.tr", r.db);
+    e2e_sql(m, "INSERT INTO %s.tr VALUES (40, 'after', 40), (41, 'after', 41)", r.db);
+    e2e_sql(m, "RENAME TABLE %s.tr TO %s.tr2", r.db, r.db);
+    e2e_sql(m, "TRUNCATE TABLE %s.td", r.db);
+    e2e_sql(m, "DROP TABLE %s.td", r.db);
+    e2e_sql(m, "ALTER TABLE %s.ta ADD COLUMN x INT NOT NULL DEFAULT 7", r.db);
+    e2e_sql(m, "UPDATE %s.ta SET x = 8 WHERE id = 3", r.db);
+    e2e_sql(m, "RENAME TABLE %s.ta TO %s.ta2", r.db, r.db);
+    e2e_sql(m, "INSERT INTO %s.ta2 VALUES (50, 'in ta2', 50, 9)", r.db);
+
+    st_start(&r);
+    char done[160];
+    long long deadline = tb_itest_now_ms() + 90000;
+    for (const char *t = "tr2"; t; t = strcmp(t, "tr2") == 0 ? "ta2" : NULL) {
+        snprintf(done, sizeof done, "incremental snapshot of %s.%s done: ", r.db, t);
+        while (st_log_count(&r, done) < 1) {
+            cr_assert(tb_itest_now_ms() < deadline, "incremental snapshot of %s not done in 90 s; see %s", t, r.log);
+            cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+            usleep(50000);
+        }
+    }
+    wait_caught_up(m, r.status, r.pid, r.log);
+    kill(r.pid, SIGTERM);
+    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
+    e2e_assert_clean_log(r.log);
+    cr_expect_eq(st_log_count(&r, "the table is gone from the source since"), 2, "%s: the two TRUNCATEs", r.log);
+    st_cache_build(&r);
+    const char *cols[] = {"id", "v", "n", NULL}, *cols_x[] = {"id", "v", "n", "x", NULL};
+    st_assert_gone(&r, "tr", cols, false);
+    st_assert_gone(&r, "td", cols, true);
+    st_assert_gone(&r, "ta", cols, false);
+    st_expect_dropped(&r, "td");
+    st_assert_equal(&r, m, "tr2", cols, "id, v, n");
+    st_assert_equal(&r, m, "ta2", cols_x, "id, v, n, x");
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
 /* ------------------------------------------------------------ SQLite */
 
 /* A SQLite source (WAL capture, shadow copy) of the run r: <dir>/src.db. */
