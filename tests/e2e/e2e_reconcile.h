@@ -11,23 +11,11 @@
 
 #include "e2e_tables.h"
 
-typedef struct rc_run {
-    char db[96], dir[256], cfg[320], log[320], status[320], cache[320];
-    char state[400]; /* the incremental-snapshot state: <folder of offsets.file>/<name>.incsnap */
-    pid_t pid;
-} rc_run;
+typedef st_run rc_run; /* e2e_tables.h; rc_setup writes a configuration of its own */
 
 static inline void rc_setup(rc_run *r, const char *tag, const char *extra)
 {
-    memset(r, 0, sizeof(*r));
-    tb_itest_unique(r->db, sizeof r->db, tag);
-    snprintf(r->dir, sizeof r->dir, "/tmp/%s", r->db);
-    cr_assert_eq(mkdir(r->dir, 0700), 0);
-    snprintf(r->cfg, sizeof r->cfg, "%s/run.properties", r->dir);
-    snprintf(r->log, sizeof r->log, "%s/run.log", r->dir);
-    snprintf(r->status, sizeof r->status, "%s/status.json", r->dir);
-    snprintf(r->cache, sizeof r->cache, "%s/cache.db", r->dir);
-    snprintf(r->state, sizeof r->state, "%s/%s.incsnap", r->dir, r->db);
+    st_paths(r, tag);
     FILE *f = fopen(r->cfg, "w");
     cr_assert_not_null(f);
     fprintf(f,

@@ -53,7 +53,9 @@ typedef struct st_run {
     pid_t pid;
 } st_run;
 
-static inline void st_setup(st_run *r, const char *tag, const char *extra)
+/* A unique database name (the connector's name too) and its folder under /tmp with the run's
+ * file names in it; the configuration is the caller's to write. */
+static inline void st_paths(st_run *r, const char *tag)
 {
     memset(r, 0, sizeof(*r));
     tb_itest_unique(r->db, sizeof r->db, tag);
@@ -64,6 +66,11 @@ static inline void st_setup(st_run *r, const char *tag, const char *extra)
     snprintf(r->status, sizeof r->status, "%s/status.json", r->dir);
     snprintf(r->cache, sizeof r->cache, "%s/cache.db", r->dir);
     snprintf(r->state, sizeof r->state, "%s/%s.incsnap", r->dir, r->db);
+}
+
+static inline void st_setup(st_run *r, const char *tag, const char *extra)
+{
+    st_paths(r, tag);
     FILE *f = fopen(r->cfg, "w");
     cr_assert_not_null(f);
     fprintf(f,

@@ -644,14 +644,7 @@ Test(e2e_statements, read_again_after_the_table_is_gone, .timeout = 240, .fini =
 /* A SQLite source (WAL capture, shadow copy) of the run r: <dir>/src.db. */
 static void sl_setup(st_run *r, const char *tag, const char *extra)
 {
-    memset(r, 0, sizeof(*r));
-    tb_itest_unique(r->db, sizeof r->db, tag);
-    snprintf(r->dir, sizeof r->dir, "/tmp/%s", r->db);
-    cr_assert_eq(mkdir(r->dir, 0700), 0);
-    snprintf(r->cfg, sizeof r->cfg, "%s/run.properties", r->dir);
-    snprintf(r->log, sizeof r->log, "%s/run.log", r->dir);
-    snprintf(r->status, sizeof r->status, "%s/status.json", r->dir);
-    snprintf(r->cache, sizeof r->cache, "%s/cache.db", r->dir);
+    st_paths(r, tag);
     FILE *f = fopen(r->cfg, "w");
     cr_assert_not_null(f);
     fprintf(f,
