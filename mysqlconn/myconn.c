@@ -3,9 +3,12 @@
  */
 #include "myconn.h"
 
+#include <dlfcn.h>
 #include <errmsg.h>
+#include <openssl/ssl.h>
 #include <pthread.h>
 #include <mysqld_error.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -266,6 +269,46 @@ bool myconn_encrypted(MYSQL *my)
     return my && mysql_get_ssl_cipher(my) != NULL;
 }
 
+/* ------------------------------------------------------------ the system CA store
+ *
+ * Connector/C 3.3 gives each TLS connection an SSL_CTX of its own and, when no CA file or
+ * folder is set, loads the system CA store into it (SSL_CTX_set_default_verify_paths), under
+ * its one process-wide TLS lock, even though it then verifies nothing: without a CA it sets
+ * SSL_VERIFY_NONE and checks no verify result unless the host name is to be verified, which
+ * tributary asks for only with a CA (myconn_new refuses verify_ca / verify_identity without
+ * one). With OpenSSL 3 that load parses every certificate of the bundle: about 20 ms of CPU
+ * per connection here, one connection after the other because of the lock, on the start-up's
+ * path to the first message. tributary defines the function (the executable's definition
+ * comes first for every library that calls it): on a thread inside myconn_connect for a
+ * source with no CA (store_unused) it loads nothing and returns success; everywhere else
+ * (librdkafka's TLS, any other caller) it calls OpenSSL's. myconn_ca_store_skipped counts
+ * the loads it saved (tests: that the definition is the one used). */
+static _Thread_local bool store_unused;
+static atomic_ulong store_skipped;
+static int (*store_load)(SSL_CTX *);
+static pthread_once_t store_once = PTHREAD_ONCE_INIT;
+
+static void store_resolve(void)
+{
+    void *f = dlsym(RTLD_NEXT, "SSL_CTX_set_default_verify_paths");
+    memcpy(&store_load, &f, sizeof store_load);
+}
+
+int SSL_CTX_set_default_verify_paths(SSL_CTX *ctx)
+{
+    if (store_unused) {
+        atomic_fetch_add(&store_skipped, 1);
+        return 1;
+    }
+    pthread_once(&store_once, store_resolve);
+    return store_load ? store_load(ctx) : 0;
+}
+
+unsigned long myconn_ca_store_skipped(void)
+{
+    return atomic_load(&store_skipped);
+}
+
 /* Give the TLS settings to Connector/C (nothing for disabled). */
 static void set_tls(const myconn *mc, MYSQL *my)
 {
@@ -346,7 +389,10 @@ tb_code myconn_connect(const myconn *mc, const myconn_opts *o, MYSQL **out, tb_e
     if (o->charset)
         mysql_optionsv(my, MYSQL_SET_CHARSET_NAME, o->charset);
     set_tls(mc, my);
-    if (!mysql_real_connect(my, mc->host, mc->user, mc->password, NULL, mc->port, NULL, 0)) {
+    store_unused = !mc->ca && !mc->capath;
+    MYSQL *ok = mysql_real_connect(my, mc->host, mc->user, mc->password, NULL, mc->port, NULL, 0);
+    store_unused = false;
+    if (!ok) {
         tb_code rc = connect_error(mc, my, err);
         mysql_close(my);
         return rc;

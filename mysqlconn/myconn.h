@@ -108,6 +108,10 @@ bool myconn_encrypted(MYSQL *my);
  * of being retried for ever. The one list for every source connection. */
 bool myconn_errno_retriable(unsigned mysql_errno_value);
 
+/* How many times a TLS connection without a CA did not load the system CA store it would not
+ * use (myconn.c, "the system CA store"). */
+unsigned long myconn_ca_store_skipped(void);
+
 /* Fill err from a prepared statement's last error (TB_ERR_SOURCE, retriable as
  * myconn_errno_retriable says), with a prefix naming what was done. */
 TB_MUST_USE tb_code myconn_stmt_fail(MYSQL_STMT *st, tb_error *err, const char *what);
