@@ -250,6 +250,46 @@ static tb_code start_offsets(run_ctx *r, void *stored, tb_error *err)
     return ksink_offsets_read(r->cfg, stored, err);
 }
 
+/* Once the lease is held, the stored position is read on a thread of its own (one attempt)
+ * while the main thread has the sink read the schema topic (sink_ready): two reads of Kafka,
+ * each by a client of its own, neither of which writes. An attempt that failed is made again
+ * on the main thread through run_retry, as it was made before there. */
+typedef struct run_offsets_read {
+    const cfg *c;
+    pthread_t th;
+    tb_position pos;
+    tb_code rc;
+    tb_error err;
+} run_offsets_read;
+
+static void *run_offsets_main(void *arg)
+{
+    run_offsets_read *o = arg;
+    o->rc = ksink_offsets_read(o->c, &o->pos, &o->err);
+    return NULL;
+}
+
+/* sink_ready, and the stored position into *stored, both retried while Kafka cannot be reached. */
+static tb_code run_kafka_start(run_ctx *r, const char *kafka_addr, tb_position *stored, tb_error *err)
+{
+    run_offsets_read o = {.c = r->cfg, .rc = TB_ERR_STATE};
+    tb_position_init(&o.pos);
+    tb_error_clear(&o.err);
+    bool started = pthread_create(&o.th, NULL, run_offsets_main, &o) == 0;
+    tb_code rc = run_retry(r, kafka_addr, start_kafka, NULL, err);
+    if (started)
+        pthread_join(o.th, NULL);
+    if (rc == TB_OK && started && o.rc == TB_OK) {
+        tb_position t = *stored; /* the read position becomes the caller's */
+        *stored = o.pos;
+        o.pos = t;
+    } else if (rc == TB_OK) {
+        rc = run_retry(r, kafka_addr, start_offsets, stored, err);
+    }
+    tb_position_free(&o.pos);
+    return rc;
+}
+
 /* ------------------------------------------------------------ the source's questions at start */
 
 /* Once the lease is held, the source's start-up questions (its settings and grants, the
@@ -678,8 +718,7 @@ int cmd_run(int argc, char **argv)
                        "are written", sink_name(r.sink));
     /* the stored position; Kafka is retried at start as the source is (also with file
      * offsets: the sink's first request, before anything is read from the source) */
-    if ((rc = run_retry(&r, kafka_addr, start_offsets, &stored, &err)) != TB_OK ||
-        (rc = run_retry(&r, kafka_addr, start_kafka, NULL, &err)) != TB_OK)
+    if ((rc = run_kafka_start(&r, kafka_addr, &stored, &err)) != TB_OK)
         goto out;
     if (stored.kind != TB_POS_NONE) {
         tb_buf b;
