@@ -53,9 +53,7 @@ static void avro_cache(const char *tag, const char *encoding)
     /* the run went on (a refused version stops it): the NOT NULL column with its default was accepted */
     cr_expect_geq(json_array_size(vers), 2, "%s: %zu versions", subject, json_array_size(vers));
     json_decref(vers);
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
     st_cache_build(&r);
     tb_buf src, cache;
     tb_buf_init(&src, 0);

@@ -66,14 +66,6 @@ static inline void rc_caught_up(MYSQL *m, const rc_run *r)
     }
 }
 
-static inline void rc_stop(rc_run *r)
-{
-    kill(r->pid, SIGTERM);
-    int rc = e2e_wait(r->pid, 60000);
-    cr_assert_eq(rc, 0, "tributary run did not stop cleanly (status %d); see %s", rc, r->log);
-    e2e_assert_clean_log(r->log);
-}
-
 static inline size_t rc_log_count(const rc_run *r, const char *needle)
 {
     tb_buf b;

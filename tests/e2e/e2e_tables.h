@@ -93,6 +93,15 @@ static inline void st_table(MYSQL *m, const char *db, const char *name, const ch
         e2e_sql(m, "INSERT INTO %s.%s VALUES (%d, '%s%d', %d)", db, name, i, prefix, i, i);
 }
 
+/* SIGTERM, then the run must exit 0 with a log free of WARN and ERROR lines. */
+static inline void st_stop(st_run *r)
+{
+    kill(r->pid, SIGTERM);
+    int rc = e2e_wait(r->pid, 60000);
+    cr_assert_eq(rc, 0, "tributary run did not stop cleanly (status %d); see %s", rc, r->log);
+    e2e_assert_clean_log(r->log);
+}
+
 static inline void st_start(st_run *r)
 {
     const char *args[] = {"run", "--config", r->cfg, NULL};

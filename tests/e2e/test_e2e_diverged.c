@@ -30,7 +30,7 @@ static void failover(bool eos)
     e2e_sql(m, "DELETE FROM %s.t WHERE id <= 10", r.db);
     e2e_sql(m, "UPDATE %s.t SET v = 'old' WHERE id = 20", r.db);
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     char old_gtid[256];
     rc_server_gtid(m, old_gtid, sizeof old_gtid);
 
@@ -68,7 +68,7 @@ static void failover(bool eos)
     rc_caught_up(m, &r);
     e2e_sql(m, "UPDATE %s.t SET v = 'after' WHERE id = 30", r.db);
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     cr_expect_geq(rc_log_count(&r, "key(s) its topic held that the table no longer has"), 1,
                   "no reconcile deleted the old primary's rows; see %s", r.log);
     rc_cache_build(&r);

@@ -188,9 +188,7 @@ Test(e2e_mysql, xa, .timeout = 300, .fini = e2e_kill_children)
     e2e_sql(m, "XA ROLLBACK '%s-e'", r.db);
     e2e_sql(m, "INSERT INTO %s.t VALUES (42, 'after rollback e', 42)", r.db);
     wait_caught_up(m, r.status, r.pid, r.log);
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
 
     cr_expect_eq(records_with_key(topic, "{\"id\":10}"), 1, "the row of XA 'a' was not sent once");
     cr_expect_eq(records_with_key(topic, "{\"id\":12}"), 0, "a row of a rolled-back XA transaction was sent");
@@ -256,9 +254,7 @@ Test(e2e_mysql, keyless_created, .timeout = 300, .fini = e2e_kill_children)
     snprintf(sample, sizeof sample, "tributary_events_skipped_total{connector=\"%s\",table=\"%s.k3\",reason=\"no_key\"} ",
              r.db, r.db);
     cr_expect_eq(metric_value(port, sample), 6, "the 6 rows of k3 (CREATE TABLE ... AS SELECT) refused");
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
     char want[512];
     snprintf(want, sizeof want, "ERROR run: table %s.k1 has no primary key", r.db);
     cr_expect_eq(st_log_count(&r, want), 1, "no (or more than one) ERROR naming k1 in %s", r.log);
@@ -313,9 +309,7 @@ Test(e2e_mysql, sequences_not_captured, .timeout = 300, .fini = e2e_kill_childre
                  i);
         cr_expect_geq(metric_value(port, sample), 2, "s%d: its row events not counted as sequence", i);
     }
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
     char want[512];
     cr_expect_eq(st_log_count(&r, "has no primary key"), 0, "a sequence reported as a keyless table: %s", r.log);
     for (int i = 0; i < 2; i++) {
@@ -365,9 +359,7 @@ Test(e2e_mysql, oversize_metrics, .timeout = 300, .fini = e2e_kill_children)
                      "tributary_events_skipped_total{connector=\"%s\",table=\"%s.b\",reason=\"oversize\"} ", r.db,
                      r.db);
         cr_expect_eq(metric_value(port, sample), 3, "%s: three oversize rows: %s", policies[pi], sample);
-        kill(r.pid, SIGTERM);
-        cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-        e2e_assert_clean_log(r.log);
+        st_stop(&r);
         char dlq[200];
         snprintf(dlq, sizeof dlq, "%s.dlq", r.db);
         cr_expect_eq(records_with_key(dlq, NULL), pi == 0 ? 3 : 0, "%s: records in %s", policies[pi], dlq);
@@ -406,9 +398,7 @@ Test(e2e_mysql, text_types, .timeout = 300, .fini = e2e_kill_children)
         e2e_sql(m, "UPDATE %s.ty SET u = '11111111-2222-3333-4444-555555555555', i6 = '1::', i4 = '8.8.8.8' "
                    "WHERE id = 2", r.db);
         wait_caught_up(m, r.status, r.pid, r.log);
-        kill(r.pid, SIGTERM);
-        cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-        e2e_assert_clean_log(r.log);
+        st_stop(&r);
         cr_expect_eq(st_log_count(&r, "read as text"), 0, "%s: a type read as text: %s", encodings[ei], r.log);
 
         json_t *rec = st_schema_record(&r, "ty");
@@ -466,9 +456,7 @@ Test(e2e_mysql, case_variant_tables, .timeout = 300, .fini = e2e_kill_children)
     e2e_sql(m, "DELETE FROM %s.Orders WHERE id = 1", r.db);
     e2e_sql(m, "INSERT INTO %s.items VALUES (4, 'item4', 4)", r.db);
     wait_caught_up(m, r.status, r.pid, r.log);
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
     st_cache_build(&r); /* resumed from its stored offsets: the streamed changes */
 
     const char *names[] = {"Orders", "orders", "items"};
@@ -591,9 +579,7 @@ Test(e2e_mysql, system_versioned, .timeout = 300, .fini = e2e_kill_children)
     cr_expect_eq(e2e_wait(vp, 120000), 0, "tributary verify does not find the topics equal to the source; see %s",
                  vlog);
 
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
     st_cache_build(&r);
     const char *cols[] = {"id", "v", "n", NULL};
     for (int t = 0; t < 3; t++) {

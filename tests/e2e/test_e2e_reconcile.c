@@ -88,7 +88,7 @@ static void purged_when_needed(bool eos)
     rc_table(m, r.db, "gone", 40);
     rc_start(&r, NULL);
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
 
     /* while the connector is down: deletes, updates, inserts; a table emptied */
     e2e_sql(m, "DELETE FROM %s.t WHERE id %% 7 = 0", r.db);
@@ -103,7 +103,7 @@ static void purged_when_needed(bool eos)
     e2e_sql(m, "DELETE FROM %s.t WHERE id = 1", r.db); /* streaming goes on after it */
     e2e_sql(m, "INSERT INTO %s.gone VALUES (7, 'back', 7)", r.db);
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     cr_expect_geq(rc_log_count(&r, "snapshotting again"), 1, "no new snapshot; see %s", r.log);
     cr_expect_geq(rc_log_count(&r, "reconcile after snapshot"), 2, "no reconcile step logged; see %s", r.log);
     rc_cache_build(&r);
@@ -130,7 +130,7 @@ Test(e2e_reconcile, first_snapshot_into_empty_topics, .timeout = 300, .fini = e2
     rc_table(m, r.db, "u", 50);
     rc_start(&r, NULL);
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     cr_expect_eq(rc_log_count(&r, "no reconcile after the snapshot: its topic held no record before it"), 2,
                  "see %s", r.log);
     cr_expect_eq(rc_log_count(&r, "reconcile after snapshot"), 0, "see %s", r.log);
@@ -148,7 +148,7 @@ Test(e2e_reconcile, first_snapshot_into_empty_topics, .timeout = 300, .fini = e2
     snprintf(r.log, sizeof r.log, "%.250s/again.log", r.dir);
     rc_start(&r, NULL);
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     cr_expect_eq(rc_log_count(&r, "no reconcile after the snapshot"), 0, "see %s", r.log);
     cr_expect_eq(rc_log_count(&r, "t: reconcile after snapshot: 40 key(s) its topic held"), 1, "see %s", r.log);
     cr_expect_eq(rc_log_count(&r, "u: reconcile after snapshot: 50 key(s) its topic held"), 1, "see %s", r.log);
@@ -187,7 +187,7 @@ Test(e2e_reconcile, fatal_producer_error, .timeout = 300, .fini = e2e_kill_child
     cr_expect_eq(rc_log_count(&r, "a new producer goes on, from the committed position\n"), 1, "see %s", r.log);
     cr_expect_eq(rc_log_count(&r, "a new Kafka producer replaced the one that failed"), 1, "see %s", r.log);
     cr_expect_eq(rc_log_count(&r, "reading the source again from"), 1, "see %s", r.log);
-    rc_stop(&r);
+    st_stop(&r);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n", true);
     e2e_sql(m, "DROP DATABASE %s", r.db);
@@ -239,7 +239,7 @@ Test(e2e_reconcile, tables_gone_while_purged, .timeout = 300, .fini = e2e_kill_c
     rc_table(m, r.db, "drp", 20);
     rc_start(&r, NULL);
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
 
     e2e_sql(m, "RENAME TABLE %s.ren TO %s.ren2", r.db, r.db);
     e2e_sql(m, "DELETE FROM %s.ren2 WHERE id %% 3 = 0", r.db);
@@ -250,7 +250,7 @@ Test(e2e_reconcile, tables_gone_while_purged, .timeout = 300, .fini = e2e_kill_c
     const char *more[] = {"--set", "snapshot.mode=when_needed", NULL};
     rc_start(&r, more);
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     cr_expect_eq(rc_log_count(&r, "no longer has it after the snapshot"), 2,
                  "the two tables gone are not named once each; see %s", r.log);
     rc_cache_build(&r);
@@ -280,7 +280,7 @@ static void kill_in_reconcile(bool eos)
     rc_table(m, r.db, "t", 3000);
     rc_start(&r, NULL);
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     e2e_sql(m, "DELETE FROM %s.t WHERE id %% 7 = 0", r.db);
     rc_purge(m);
     const char *more[] = {"--set", "snapshot.mode=when_needed", NULL};
@@ -306,7 +306,7 @@ static void kill_in_reconcile(bool eos)
     rc_caught_up(m, &r);
     e2e_sql(m, "DELETE FROM %s.t WHERE id = 1", r.db); /* streaming goes on after it */
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     /* 428 keys, fewer when deletes of the killed run were acknowledged before the kill */
     cr_expect_geq(rc_log_count(&r, "key(s) its topic held") + rc_log_count(&r, "holds no key the table"), 1,
                   "the run after the kill did not end a reconcile step; see %s", r.log);
@@ -355,7 +355,7 @@ static void incremental_after_silent_deletes(bool eos)
     }
     e2e_sql(m, "UPDATE %s.t SET v = 'after' WHERE id = 2", r.db);
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n", true);
     e2e_sql(m, "DROP DATABASE %s", r.db);
@@ -473,7 +473,7 @@ static void two_alters(bool eos)
     static const char *const cols[] = {"id", "v", "n", "a1", "a2", NULL};
     rc_wait_topic_equal(m, &r, "t", cols, "id, v, n, a1, a2", "a1 and a2 for every row");
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n, a1, a2", true);
     e2e_sql(m, "DROP DATABASE %s", r.db);
@@ -522,7 +522,7 @@ Test(e2e_reconcile, kafka_away_during_ddl, .timeout = 400, .init = tb_itest_rest
     rc_wait_topic_equal(m, &r, "t2", cols2, "id, v, n", "t2 after Kafka came back");
     rc_wait_topic_equal(m, &r, "r2", cols2, "id, v, n", "r2 after Kafka came back");
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     char old_topic[256];
     snprintf(old_topic, sizeof old_topic, "%s.%s.r", r.db, r.db);
     tb_buf gone;
@@ -555,7 +555,7 @@ Test(e2e_reconcile, rename_empty_then_restart, .timeout = 300, .fini = e2e_kill_
     char topic[256];
     snprintf(topic, sizeof topic, "%s.%s.t2", r.db, r.db);
     cr_assert(st_topic_exists(topic), "topic %s not made with the new name's schema record; see %s", topic, r.log);
-    rc_stop(&r);
+    st_stop(&r);
     rc_start(&r, NULL);
     e2e_track(r.pid);
     rc_caught_up(m, &r);
@@ -563,7 +563,7 @@ Test(e2e_reconcile, rename_empty_then_restart, .timeout = 300, .fini = e2e_kill_
     static const char *const cols[] = {"id", "v", "n", NULL};
     rc_wait_topic_equal(m, &r, "t2", cols, "id, v, n", "t2 after the restart");
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     e2e_sql(m, "DROP DATABASE %s", r.db);
     mysql_close(m);
     e2e_rmtree(r.dir);
@@ -603,7 +603,7 @@ Test(e2e_reconcile, alter_during_resnapshot, .timeout = 300, .fini = e2e_kill_ch
     static const char *const cols[] = {"id", "v", "n", "a1", "a2", NULL};
     rc_wait_topic_equal(m, &r, "t", cols, "id, v, n, a1, a2", "a1 and a2 for every row");
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n, a1, a2", true);
     e2e_sql(m, "DROP DATABASE %s", r.db);
@@ -644,7 +644,7 @@ static void key_change(bool eos)
     e2e_sql(m, "UPDATE %s.k SET v = 'after-drop' WHERE id = 41", r.db);
     rc_wait_topic_equal(m, &r, "k", cols, "id, v, n", "after DROP PRIMARY KEY");
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     cr_expect_eq(rc_log_count(&r, "ERROR"), 0, "the run logged an ERROR; see %s", r.log);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "k", cols, "id, v, n", true);
@@ -721,7 +721,7 @@ Test(e2e_reconcile, topic_gone, .timeout = 400, .fini = e2e_kill_children)
     rc_table(m, r.db, "keep", 30);
     rc_start(&r, NULL);
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     char topic[256];
     snprintf(topic, sizeof topic, "%s.%s.t", r.db, r.db);
     rc_delete_topic(topic);
@@ -742,7 +742,7 @@ Test(e2e_reconcile, topic_gone, .timeout = 400, .fini = e2e_kill_children)
     rc_wait_topic_equal(m, &r, "t", cols, "id, v, n", "the topic made again");
     e2e_sql(m, "UPDATE %s.t SET v = 'after' WHERE id = 1", r.db); /* streaming goes on into it */
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     cr_expect_eq(rc_log_count(&r, "was gone (deleted while the table is captured)"), 1, "no WARN; see %s", r.log);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n", true);
@@ -860,7 +860,7 @@ static void sqlite_gap(bool eos)
     rc_sl_wait_topic(&r, "t", tb_buf_cstr(&want));
     if (!eos)
         cr_expect_geq(rc_log_count(&r, "reconcile after snapshot: 30 key(s)"), 1, "see %s", r.log);
-    rc_stop(&r); /* commits the position */
+    st_stop(&r); /* commits the position */
     /* 2. a gap: rows delivered after the committed position, kill -9, then while it
      * is down the rows go, the WAL is reset, the application writes on */
     rc_start(&r, NULL);
@@ -876,7 +876,7 @@ static void sqlite_gap(bool eos)
     cr_expect_geq(rc_log_count(&r, "net-diff gap"), 1, "no gap was taken; see %s", r.log);
     cr_expect_geq(rc_log_count(&r, eos ? "reconcile after gap" : "reconcile after gap: 30 key(s)"), 1,
                   "no reconcile after the gap; see %s", r.log);
-    rc_stop(&r);
+    st_stop(&r);
     rc_cache_build(&r);
     tb_buf cache;
     tb_buf_init(&cache, 0);
@@ -933,7 +933,7 @@ Test(e2e_reconcile, sqlite_topic_gone, .timeout = 300, .fini = rc_sl_fini)
         tb_buf_printf(&want, "%d|v%d\n", i, i);
     rc_sl_wait_topic(&r, "t", tb_buf_cstr(&want));
     rc_sl_wait_topic(&r, "keep", "1|k1\n2|k2\n");
-    rc_stop(&r);
+    st_stop(&r);
     char topic[256];
     snprintf(topic, sizeof topic, "%s.%s.t", r.db, r.db);
     rc_delete_topic(topic);
@@ -951,7 +951,7 @@ Test(e2e_reconcile, sqlite_topic_gone, .timeout = 300, .fini = rc_sl_fini)
         tb_buf_printf(&want, "%d|v%d\n", i, i);
     rc_sl_wait_topic(&r, "t", tb_buf_cstr(&want));
     rc_sl_wait_topic(&r, "keep", "1|k1\n"); /* the reconcile step of the snapshot deletes 2 */
-    rc_stop(&r);
+    st_stop(&r);
     rc_cache_build(&r);
     static const char *const tables[] = {"t", "keep"};
     for (int i = 0; i < 2; i++) {

@@ -278,7 +278,7 @@ static void kill9_resume(bool eos, int threads)
     rc_caught_up(m, &r);
     e2e_sql(m, "DELETE FROM %s.ti WHERE id = 2", r.db); /* streaming goes on after it */
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
 
     /* every run after a kill resumed from the saved chunk, none started again */
     size_t starts = 0;
@@ -380,7 +380,7 @@ Test(e2e_snapshot_chunked, consistent_after_forgotten_chunked, .timeout = 600, .
     const char *more[] = {"--set", "snapshot.initial.method=consistent", NULL};
     rc_start(&r, more);
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     cr_expect_eq(rc_log_count(&r, "unfinished chunked initial snapshot of the state file is dropped"), 1,
                  "the consistent run did not drop the chunked snapshot; see %s", r.log);
     cr_expect_eq(rc_log_count(&r, "initial snapshot (chunked) done"), 0, "the chunked snapshot went on; see %s", r.log);
@@ -428,7 +428,7 @@ static void ck_second_run(rc_run *r, MYSQL *m)
     rc_start(r, NULL);
     ck_wait_done(r);
     rc_caught_up(m, r);
-    rc_stop(r);
+    st_stop(r);
 }
 
 /* The run's log says "<db>.<table>: <text>" n times. */
@@ -459,7 +459,7 @@ Test(e2e_snapshot_chunked, resnapshot_reconciles, .timeout = 600, .fini = e2e_ki
     ck_begin(&r, "e2eckrec", "snapshot.threads=2", &m);
     ck_wait_done(&r);
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     for (size_t t = 0; t < 3; t++)
         ck_expect_said(&r, ck_tables[t], "no reconcile after the snapshot", 1);
     cr_expect_eq(rc_log_count(&r, "reconcile after incremental snapshot"), 0, "%s: a step into new topics", r.log);
@@ -545,7 +545,7 @@ Test(e2e_snapshot_chunked, read_ahead_refused_connections, .timeout = 600, .fini
     ck_begin(&r, "e2eckahead", more, &m);
     ck_wait_done(&r);
     rc_caught_up(m, &r);
-    rc_stop(&r);
+    st_stop(&r);
     size_t failed = rc_log_count(&r, "ahead failed: ");
     size_t warned = rc_log_count(&r, "WARN  incsnap: reading the next window");
     size_t windows = rc_log_count(&r, " rows read, window ") + rc_log_count(&r, " rows read ahead, window ");

@@ -156,9 +156,7 @@ Test(e2e_statements, truncate, .timeout = 240, .fini = e2e_kill_children)
     e2e_sql(m, "DELETE FROM %s.keep WHERE id = 2", r.db);
     st_start(&r);
     wait_caught_up(m, r.status, r.pid, r.log);
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
 
     st_cache_build(&r);
     const char *cols[] = {"id", "v", "n", NULL};
@@ -196,9 +194,7 @@ static void truncate_encoded(const char *tag, const char *extra)
     e2e_sql(m, "INSERT INTO %s.t VALUES (100, 'after', 1)", r.db);
     e2e_sql(m, "INSERT INTO %s.c VALUES (7, 'k7', 7)", r.db);
     wait_caught_up(m, r.status, r.pid, r.log);
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
     st_cache_build(&r);
     const char *cols[] = {"id", "v", "n", NULL};
     st_assert_equal(&r, m, "t", cols, "id, v, n");
@@ -233,9 +229,7 @@ Test(e2e_statements, drop_tombstone, .timeout = 240, .fini = e2e_kill_children)
     e2e_sql(m, "UPDATE %s.keep SET n = 0 WHERE id = 3", r.db);
     wait_caught_up(m, r.status, r.pid, r.log);
     cr_assert_eq(st_log_count(&r, ": 10 keys of its topic deleted"), 1, "10 keys should be deleted; see %s", r.log);
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
     st_cache_build(&r);
     const char *cols[] = {"id", "v", "n", NULL};
     /* the dropped table's source is empty: compare with an empty table of the same shape */
@@ -269,9 +263,7 @@ Test(e2e_statements, drop_database, .timeout = 240, .fini = e2e_kill_children)
     e2e_sql(m, "DROP DATABASE %s", other);
     e2e_sql(m, "DROP DATABASE %s", r.db);
     wait_caught_up(m, r.status, r.pid, r.log);
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
     cr_expect_eq(st_log_count(&r, other), 0, "the database with no captured table is named in %s", r.log);
     st_cache_build(&r);
     const char *cols[] = {"id", "v", "n", NULL};
@@ -316,9 +308,7 @@ Test(e2e_statements, alter_add_column_default, .timeout = 240, .fini = e2e_kill_
     }
     wait_caught_up(m, r.status, r.pid, r.log);
     cr_assert_eq(st_log_count(&r, "incremental snapshot of it signalled, to send"), 1, "one ALTER should signal; see %s", r.log);
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
     st_cache_build(&r);
     const char *cols[] = {"id", "v", "w", NULL};
     st_assert_equal(&r, m, "u", cols, "id, v, w");
@@ -352,9 +342,7 @@ Test(e2e_statements, rename, .timeout = 240, .fini = e2e_kill_children)
         usleep(50000);
     }
     wait_caught_up(m, r.status, r.pid, r.log);
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
     st_cache_build(&r);
     const char *cols[] = {"id", "v", "n", NULL};
     /* the old names: the cache renamed their table (renamed_from), or emptied it */
@@ -404,9 +392,7 @@ Test(e2e_statements, alter_kill9, .timeout = 240, .fini = e2e_kill_children)
         usleep(50000);
     }
     wait_caught_up(m, r.status, r.pid, r.log);
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
     st_cache_build(&r);
     const char *cols[] = {"id", "v", "w", NULL};
     st_assert_equal(&r, m, "u", cols, "id, v, w");
@@ -440,9 +426,7 @@ Test(e2e_statements, alter_default_cache, .timeout = 240, .fini = e2e_kill_child
     e2e_sql(m, "INSERT INTO %s.u (id, v, w, k) VALUES (12, 'after', 'y', 1)", r.db);
     e2e_sql(m, "UPDATE %s.u SET v = 'upd' WHERE id = 2", r.db);
     wait_caught_up(m, r.status, r.pid, r.log);
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
 
     json_t *rec = st_schema_record(&r, "u");
     cr_assert_not_null(rec);
@@ -518,9 +502,7 @@ Test(e2e_statements, drop_kill9, .timeout = 240, .fini = e2e_kill_children)
     e2e_sql(m, "DELETE FROM %s.keep WHERE id = 2", r.db);
     st_start(&r);
     wait_caught_up(m, r.status, r.pid, r.log);
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
     st_cache_build(&r);
     const char *cols[] = {"id", "v", "n", NULL};
     st_assert_gone(&r, "gone", cols, true);
@@ -568,9 +550,7 @@ Test(e2e_statements, rename_kill9, .timeout = 240, .fini = e2e_kill_children)
         usleep(50000);
     }
     wait_caught_up(m, r.status, r.pid, r.log);
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
     st_cache_build(&r);
     const char *cols[] = {"id", "v", "n", NULL};
     st_assert_gone(&r, "a", cols, false);
@@ -622,9 +602,7 @@ Test(e2e_statements, read_again_after_the_table_is_gone, .timeout = 240, .fini =
         }
     }
     wait_caught_up(m, r.status, r.pid, r.log);
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
     cr_expect_eq(st_log_count(&r, "the table is gone from the source since"), 2, "%s: the two TRUNCATEs", r.log);
     st_cache_build(&r);
     const char *cols[] = {"id", "v", "n", NULL}, *cols_x[] = {"id", "v", "n", "x", NULL};
@@ -842,9 +820,7 @@ Test(e2e_statements, sqlite_statements, .timeout = 400, .fini = sl_fini)
     sl_sql(&r, "UPDATE u SET w = 'z' WHERE id = 9; DELETE FROM u WHERE id = 10");
     st_start(&r);
     sl_sync(&r, 6);
-    kill(r.pid, SIGTERM);
-    cr_assert_eq(e2e_wait(r.pid, 30000), 0, "tributary run did not stop cleanly; see %s", r.log);
-    e2e_assert_clean_log(r.log);
+    st_stop(&r);
 
     /* the schema records: g is gone; where b came from; u's defaults as SQLite reads them */
     st_expect_dropped(&r, "g");

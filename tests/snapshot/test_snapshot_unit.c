@@ -257,6 +257,13 @@ static bool open_state(cfg *c, const char *table)
     return pending;
 }
 
+static void rm_dir(const char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
 static tb_code open_fails(cfg *c, tb_error *err)
 {
     snap_inc *si = NULL;
@@ -295,9 +302,7 @@ Test(snapshot_unit, state_file_is_the_connectors_own)
     cfg_free(b);
     cfg_free(f);
     cfg_free(g);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    rm_dir(dir);
 }
 
 /* Offsets in Kafka, a state at <offsets.file>.incsnap where earlier versions
@@ -342,7 +347,5 @@ Test(snapshot_unit, state_file_of_earlier_versions)
     cfg_free(a);
     cfg_free(b);
     cfg_free(c);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    rm_dir(dir);
 }
