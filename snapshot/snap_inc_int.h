@@ -67,6 +67,8 @@ struct snap_inc {
     const cfg *c;
     char *state_path;
     char *legacy_path; /* offsets.storage=kafka: where earlier versions kept the state (NULL: none) */
+    void (*test_after_describe)(void *); /* snap_inc_test_after_describe */
+    void *test_opaque;
     /* Two sets of nconns connections each ([0] the one the watermarks and the first range use).
      * snap_inc_poll reads on set 0; a window read ahead is read on the set the current chunk's
      * rows are not on, so that no connection is used by two threads at once (reading a stored

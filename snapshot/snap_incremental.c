@@ -761,6 +761,26 @@ static void ahead_install(snap_inc *si)
     ahead_start(si);
 }
 
+/* After a chunk's SQL failed: whether the table is no longer as si->t describes it (another
+ * session's ALTER, DROP or CREATE between the description and the SELECT, which then names a
+ * column or a table that is not there), rather than the SQL failing on the table as it is. */
+static bool changed_under(snap_inc *si, const char *db, const char *table)
+{
+    evt_table *now = NULL;
+    tb_error e;
+    tb_error_clear(&e);
+    tb_code rc = snap_schema_describe(si->set[0][0], si->c, db, table, &now, &e);
+    bool changed = rc == TB_ERR_NOT_FOUND || (rc == TB_OK && !evt_table_same_shape(si->t, now));
+    evt_table_unref(now);
+    return changed;
+}
+
+void snap_inc_test_after_describe(snap_inc *si, void (*fn)(void *), void *opaque)
+{
+    si->test_after_describe = fn;
+    si->test_opaque = opaque;
+}
+
 tb_code snap_inc_poll(snap_inc *si, tb_error *err)
 {
     if (si->ph != PH_IDLE || si->nqueue == 0 || si->ahead.started)
@@ -806,11 +826,21 @@ tb_code snap_inc_poll(snap_inc *si, tb_error *err)
         if (rc != TB_OK)
             goto out;
     }
+#ifdef TB_TEST_HOOKS
+    if (si->test_after_describe)
+        si->test_after_describe(si->test_opaque);
+#endif
     rc = snap_inc_ensure_signal_table(si->set[0][0], db, err);
     if (rc == TB_OK)
         rc = window_read(si, 0, &si->cur, si->t, si->has_key ? &si->key : NULL, db, si->queue[0], err);
     if (rc != TB_OK) {
         chunk_clear(si);
+        if (!err->retriable && changed_under(si, db, table)) {
+            /* the next poll describes the table again (and drops the snapshot of one gone) */
+            TB_INFO(FAC, "%s changed while its chunk was read (%s): the chunk is read again", si->queue[0], err->msg);
+            tb_error_clear(err);
+            rc = TB_OK;
+        }
         goto out;
     }
     si->at_src = SIZE_MAX;
