@@ -126,6 +126,12 @@ tb_code run_sink_commit(run_ctx *r, bool force, tb_error *err)
         if (r->sqlite)
             rc = sqlcap_ack(r->sqlite, &r->committed, err);
     }
+    /* The incremental snapshot's state saved for positions the offsets now pass (a queued
+     * snapshot, a finished chunk), at every commit: also the last one of a run that stops,
+     * after which the run loop no longer calls it (the position would otherwise be past a
+     * signal whose queued snapshot the state file lacks, and the snapshot lost). */
+    if (rc == TB_OK && r->inc && r->committed.kind != TB_POS_NONE)
+        rc = snap_inc_committed(r->inc, &r->committed, err);
     return rc;
 }
 

@@ -559,3 +559,72 @@ Test(e2e_snapshot_chunked, read_ahead_refused_connections, .timeout = 600, .fini
     e2e_sql(admin, "DROP USER '%s'@'127.0.0.1'", user);
     mysql_close(admin);
 }
+
+/* A run stopped (SIGTERM) right after a RENAME signalled the incremental snapshot of the new
+ * name, with no commit of the run loop in between (offsets.commit.interval.ms far away): the
+ * final commit passes the signal, so the state file must hold the queued snapshot by then, and
+ * the next run resumes it. Before, the state was saved only by the run loop's commits, and the
+ * new name's topic (the RENAME emptied the old one) never got its rows. */
+Test(e2e_snapshot_chunked, stop_right_after_the_signal, .timeout = 300, .fini = e2e_kill_children)
+{
+    rc_run r;
+    rc_setup(&r, "e2eckstop", "snapshot.chunk.size=100\n");
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    rc_table(m, r.db, "t", 6000);
+    snprintf(r.log, sizeof r.log, "%.250s/snapshot.log", r.dir);
+    rc_start(&r, NULL);
+    rc_caught_up(m, &r);
+    st_stop(&r);
+    FILE *f = fopen(r.cfg, "a"); /* from now on only the stop commits (the last value counts) */
+    cr_assert_not_null(f);
+    fprintf(f, "offsets.commit.interval.ms=600000\n");
+    fclose(f);
+    snprintf(r.log, sizeof r.log, "%.250s/first.log", r.dir);
+    rc_start(&r, NULL);
+    long long deadline = tb_itest_now_ms() + 60000;
+    while (rc_log_count(&r, "streaming from the binlog") < 1) {
+        cr_assert(tb_itest_now_ms() < deadline, "not streaming; see %s", r.log);
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+        usleep(1000);
+    }
+    e2e_sql(m, "RENAME TABLE %s.t TO %s.t2", r.db, r.db);
+    char queued[300], done[300];
+    snprintf(queued, sizeof queued, "incremental snapshot of %s.t2 queued", r.db);
+    snprintf(done, sizeof done, "incremental snapshot of %s.t2 done", r.db);
+    deadline = tb_itest_now_ms() + 60000;
+    while (rc_log_count(&r, queued) < 1) {
+        cr_assert(tb_itest_now_ms() < deadline, "the RENAME's snapshot was not queued; see %s", r.log);
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+        usleep(1000);
+    }
+    st_stop(&r);
+    bool finished = rc_log_count(&r, done) > 0;
+    if (!finished) { /* stopped inside the snapshot: the state file holds it */
+        json_error_t je;
+        json_t *st = json_load_file(r.state, 0, &je);
+        cr_assert_not_null(st, "%s: no state file after a stop inside a queued snapshot", r.state);
+        char want[200];
+        snprintf(want, sizeof want, "%s.t2", r.db);
+        json_t *q = json_object_get(st, "queue");
+        cr_expect(json_array_size(q) == 1 && json_string_value(json_array_get(q, 0)) &&
+                      strcmp(json_string_value(json_array_get(q, 0)), want) == 0,
+                  "%s: the queued snapshot of %s is not in the state file", r.state, want);
+        json_decref(st);
+    }
+    cr_log_info("stopped %s the snapshot", finished ? "after" : "inside");
+    snprintf(r.log, sizeof r.log, "%.250s/second.log", r.dir);
+    rc_start(&r, NULL);
+    deadline = tb_itest_now_ms() + 120000;
+    while (!finished && rc_log_count(&r, done) < 1) {
+        cr_assert(tb_itest_now_ms() < deadline, "the snapshot of t2 was not resumed; see %s", r.log);
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+        usleep(20000);
+    }
+    st_stop(&r); /* flushes and commits what the snapshot sent */
+    rc_cache_build(&r);
+    rc_assert_equal(&r, m, "t2", (const char *const[]){"id", "v", "n", NULL}, "id, v, n", true);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
