@@ -394,6 +394,22 @@ static bool signal_of_type(const evt_event *ev, const char *type)
     return v && v->kind == EVT_V_STRING && v->v.s.len == strlen(type) && memcmp(v->v.s.ptr, type, v->v.s.len) == 0;
 }
 
+/* A 10-row table db.t, a folder, its configuration and an incremental snapshot whose state
+ * is in the folder. */
+static snap_inc *small_table_snap(MYSQL *my, const char *db, char **dir, cfg **c)
+{
+    st_make_table(my, db, "t", 10);
+    *dir = st_tmpdir();
+    const char *extra[] = {NULL};
+    *c = st_cfg(*dir, extra);
+    tb_error err;
+    snap_inc *si = NULL;
+    char state[4200];
+    snprintf(state, sizeof state, "%s/state.json", *dir);
+    cr_assert_eq(snap_inc_open(*c, state, &si, &err), TB_OK, "%s", err.msg);
+    return si;
+}
+
 /* Changes the stream made to chunk rows inside the window (between the low and the high
  * watermark in binlog order) keep those rows from being released: an update, a key moved
  * onto a row of the chunk, and a delete. The rows are made to land inside the window by
@@ -404,15 +420,10 @@ static bool signal_of_type(const evt_event *ev, const char *type)
 Test(snapshot_incremental, window_drops_rows_the_stream_changed, .timeout = 120)
 {
     MYSQL *my = st_connect();
-    st_make_table(my, "snaptest_win", "t", 10);
-    char *dir = st_tmpdir();
-    const char *extra[] = {NULL};
-    cfg *c = st_cfg(dir, extra);
+    char *dir = NULL;
+    cfg *c = NULL;
+    snap_inc *si = small_table_snap(my, "snaptest_win", &dir, &c);
     tb_error err;
-    snap_inc *si = NULL;
-    char state[4200];
-    snprintf(state, sizeof state, "%s/state.json", dir);
-    cr_assert_eq(snap_inc_open(c, state, &si, &err), TB_OK, "%s", err.msg);
     tb_position p0, pl;
     tb_position_init(&p0);
     tb_position_init(&pl);
@@ -517,15 +528,10 @@ static void drop_column(void *arg)
 Test(snapshot_incremental, table_changed_between_description_and_select, .timeout = 120)
 {
     MYSQL *my = st_connect();
-    st_make_table(my, "snaptest_chg", "t", 10);
-    char *dir = st_tmpdir();
-    const char *extra[] = {NULL};
-    cfg *c = st_cfg(dir, extra);
+    char *dir = NULL;
+    cfg *c = NULL;
+    snap_inc *si = small_table_snap(my, "snaptest_chg", &dir, &c);
     tb_error err;
-    snap_inc *si = NULL;
-    char state[4200];
-    snprintf(state, sizeof state, "%s/state.json", dir);
-    cr_assert_eq(snap_inc_open(c, state, &si, &err), TB_OK, "%s", err.msg);
     chg_hook h = {.si = si, .other = st_connect()};
     snap_inc_test_after_describe(si, drop_column, &h);
     tb_position p0;
