@@ -160,7 +160,7 @@ static tb_code run_mysql_chunked(run_ctx *r, tb_position *start, tb_error *err)
     tb_code rc = snap_plan_make(r->cfg, &plan, err);
     if (rc != TB_OK)
         goto out;
-    if (!r->inc && (rc = snap_inc_open(r->cfg, NULL, &r->inc, err)) != TB_OK)
+    if (!r->inc && (rc = snap_inc_open(r->cfg, NULL, NULL, &r->inc, err)) != TB_OK)
         goto out;
     if (plan.n && !(fresh = calloc(plan.n, sizeof(*fresh)))) {
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
@@ -386,7 +386,8 @@ static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_
     binlog_set_stmt_fn(r->binlog, run_on_stmt, r);
     if (start.kind == TB_POS_NONE && (rc = run_pin_start(r, err)) != TB_OK)
         goto out;
-    if (!r->inc && (rc = snap_inc_open(r->cfg, NULL, &r->inc, err)) != TB_OK)
+    /* the state as of the stored position (a snapshot just taken replaced that position) */
+    if (!r->inc && (rc = snap_inc_open(r->cfg, NULL, took_consistent ? NULL : resume, &r->inc, err)) != TB_OK)
         goto out;
     if (took_consistent && snap_inc_initial(r->inc)) {
         /* a chunked initial snapshot left unfinished by an earlier run (its position since

@@ -117,6 +117,11 @@ tb_code run_sink_commit(run_ctx *r, bool force, tb_error *err)
      * acknowledgement (the loop would stall behind the queued batches);
      * SQLite capture must know the position is stored (sqlcap_ack), and
      * a forced commit (shutdown) waits. */
+    /* a snapshot queued since the state file was written goes into it first, as pending
+     * at its position: the file is written after the commit too (below), and a kill -9
+     * between the two must not lose it */
+    if (r->inc && (rc = snap_inc_before_commit(r->inc, err)) != TB_OK)
+        return rc;
     if ((rc = sink_commit(r->sink, force || r->sqlite, err)) != TB_OK)
         return rc;
     const tb_position *c = sink_committable(r->sink);

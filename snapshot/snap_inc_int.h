@@ -109,6 +109,9 @@ struct snap_inc {
     /* saves waiting for a commit */
     snap_inc_save *saves;
     size_t nsaves;
+    char *disk_base;      /* the state the file holds as of the committed position (state_json) */
+    bool queued_unsaved;  /* a table joined the queue since the file was last written */
+    tb_position test_pending; /* TB_TEST_HOOKS: the last save snap_inc_before_commit wrote as pending */
 };
 
 /* "db.table" -> malloc'd db and table; false when malformed or out of memory. */
@@ -124,8 +127,10 @@ void snap_inc_queue_pop(snap_inc *si); /* queue[0] leaves, and stops being fresh
 /* Whether db_table is fresh; snap_inc_fresh_drop: it is not any more (a no-op when it was not). */
 bool snap_inc_fresh_has(const snap_inc *si, const char *db_table);
 void snap_inc_fresh_drop(snap_inc *si, const char *db_table);
-/* Read si->state_path (a missing file is an empty state). */
-TB_MUST_USE tb_code snap_inc_load_state(snap_inc *si, tb_error *err);
+/* Read si->state_path (a missing file is an empty state); resume: the position the run
+ * resumes from (NULL or none: the file's committed state), which picks the file's latest
+ * pending state at or before it (snap_inc_before_commit). */
+TB_MUST_USE tb_code snap_inc_load_state(snap_inc *si, const tb_position *resume, tb_error *err);
 /* snap_inc_begin_initial's state (the chunk in flight cleared by the caller): queue, progress,
  * pending saves reset, written to the state file now. */
 TB_MUST_USE tb_code snap_inc_state_initial(snap_inc *si, char *const *tables, const bool *fresh, size_t n,

@@ -93,7 +93,8 @@ static void ahead_discard(snap_inc *si);
 
 /* ============================================================ open/close */
 
-tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_error *err)
+tb_code snap_inc_open(const cfg *c, const char *state_path, const tb_position *resume, snap_inc **out,
+                      tb_error *err)
 {
     tb_code rc = TB_OK;
     *out = NULL;
@@ -120,6 +121,7 @@ tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_e
         goto out;
     }
     tb_position_init(&si->hw);
+    tb_position_init(&si->test_pending);
     tb_buf_init(&si->kbuf, 0);
     const char *storage = cfg_get_str(c, CFGK_OFFSETS_STORAGE);
     tb_buf p, legacy;
@@ -146,7 +148,7 @@ tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_e
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
         goto out;
     }
-    rc = snap_inc_load_state(si, err);
+    rc = snap_inc_load_state(si, resume, err);
     if (rc != TB_OK)
         goto out;
     *out = si;
@@ -192,6 +194,8 @@ void snap_inc_close(snap_inc *si)
         free(si->saves[i].json);
     }
     free(si->saves);
+    free(si->disk_base);
+    tb_position_free(&si->test_pending);
     snap_key_free(&si->key);
     evt_table_unref(si->t);
     evt_table_unref(si->finished);

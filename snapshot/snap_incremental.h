@@ -108,10 +108,12 @@ typedef struct snap_inc snap_inc;
 /* Write the execute-snapshot signal for "db.table" (see SIGNALLING). */
 TB_MUST_USE tb_code snap_inc_signal(const cfg *c, const char *db_table, tb_error *err);
 
-/* state_path NULL = the default above. Loads saved progress; a state file
- * naming another connector is refused (TB_ERR_CONFIG), one that earlier
- * versions left at <offsets.file>.incsnap is taken over (docs/snapshot.md). */
-TB_MUST_USE tb_code snap_inc_open(const cfg *c, const char *state_path, snap_inc **out, tb_error *err);
+/* state_path NULL = the default above. Loads saved progress as of resume, the
+ * stored position the run resumes from (NULL: none; see snap_inc_before_commit);
+ * a state file naming another connector is refused (TB_ERR_CONFIG), one that
+ * earlier versions left at <offsets.file>.incsnap is taken over (docs/snapshot.md). */
+TB_MUST_USE tb_code snap_inc_open(const cfg *c, const char *state_path, const tb_position *resume, snap_inc **out,
+                                  tb_error *err);
 void snap_inc_close(snap_inc *si);
 
 /* Feed one binlog event (any table), in log order. */
@@ -129,8 +131,19 @@ TB_MUST_USE tb_code snap_inc_next_event(snap_inc *si, evt_event **ev, tb_error *
 TB_MUST_USE tb_code snap_inc_poll(snap_inc *si, tb_error *err);
 
 /* The caller committed position p: saves the progress of every finished
- * chunk whose high watermark is at or before p. */
+ * chunk whose high watermark is at or before p. The file also keeps, as
+ * pending, every later save with its position. */
 TB_MUST_USE tb_code snap_inc_committed(snap_inc *si, const tb_position *p, tb_error *err);
+
+/* The caller is about to commit a position: when a table joined the queue
+ * since the file was last written (a signal, a RENAME, a table created), the
+ * file gets every save not yet committed as pending, each with its position,
+ * beside the committed state. A run that resumes from a stored position takes
+ * the latest pending state at or before it (snap_inc_open): a crash between
+ * the commit and snap_inc_committed's write cannot lose a queued snapshot,
+ * and a commit that never happened leaves the committed state in force.
+ * (Progress alone waits for snap_inc_committed: losing it reads a chunk twice.) */
+TB_MUST_USE tb_code snap_inc_before_commit(snap_inc *si, tb_error *err);
 
 /* The descriptor of the table whose last chunk the latest
  * snap_inc_next_event() call released (the table's incremental snapshot is

@@ -560,6 +560,61 @@ Test(e2e_snapshot_chunked, read_ahead_refused_connections, .timeout = 600, .fini
     mysql_close(admin);
 }
 
+/* A kill -9 after the commit that passes a RENAME's queued snapshot of the new name and before
+ * the state file's write that follows it (TB_TEST_INCSNAP_KILL_BEFORE_SAVE, a hook of test
+ * builds): the state file got the queued snapshot as pending before that commit, so the next
+ * run, resuming past the RENAME, still snapshots the new name, whose topic otherwise never gets
+ * the rows the RENAME took from the old one. */
+Test(e2e_snapshot_chunked, kill_between_commit_and_state_write, .timeout = 240, .fini = e2e_kill_children)
+{
+    rc_run r;
+    rc_setup(&r, "e2eckkill", "snapshot.chunk.size=100\noffsets.storage=file\n"); /* committed = durable */
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    rc_table(m, r.db, "t", 3000);
+    snprintf(r.log, sizeof r.log, "%.250s/snapshot.log", r.dir);
+    rc_start(&r, NULL);
+    rc_caught_up(m, &r);
+    st_stop(&r);
+    snprintf(r.log, sizeof r.log, "%.250s/first.log", r.dir);
+    cr_assert_eq(setenv("TB_TEST_INCSNAP_KILL_BEFORE_SAVE", "1", 1), 0);
+    rc_start(&r, NULL);
+    cr_assert_eq(unsetenv("TB_TEST_INCSNAP_KILL_BEFORE_SAVE"), 0);
+    long long deadline = tb_itest_now_ms() + 60000;
+    while (rc_log_count(&r, "streaming from the binlog") < 1) {
+        cr_assert(tb_itest_now_ms() < deadline, "not streaming; see %s", r.log);
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+        usleep(1000);
+    }
+    e2e_sql(m, "RENAME TABLE %s.t TO %s.t2", r.db, r.db);
+    int st = 0;
+    deadline = tb_itest_now_ms() + 60000;
+    while (waitpid(r.pid, &st, WNOHANG) == 0) {
+        cr_assert(tb_itest_now_ms() < deadline, "the hook did not kill the run; see %s", r.log);
+        usleep(20000);
+    }
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "the run was not killed at the hook; see %s", r.log);
+    r.pid = 0;
+    char done[300];
+    snprintf(done, sizeof done, "incremental snapshot of %s.t2 done", r.db);
+    snprintf(r.log, sizeof r.log, "%.250s/second.log", r.dir);
+    rc_start(&r, NULL);
+    deadline = tb_itest_now_ms() + 60000;
+    while (rc_log_count(&r, done) < 1) {
+        cr_assert(tb_itest_now_ms() < deadline, "the snapshot of t2 was not resumed; see %s", r.log);
+        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+        usleep(20000);
+    }
+    cr_assert_eq(rc_log_count(&r, "the state pending at the resumed position is in force"), 1,
+                 "the pending state was not what resumed it; see %s", r.log);
+    st_stop(&r);
+    rc_cache_build(&r);
+    rc_assert_equal(&r, m, "t2", (const char *const[]){"id", "v", "n", NULL}, "id, v, n", true);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
 /* A run stopped (SIGTERM) right after a RENAME signalled the incremental snapshot of the new
  * name, with no commit of the run loop in between (offsets.commit.interval.ms far away): the
  * final commit passes the signal, so the state file must hold the queued snapshot by then, and

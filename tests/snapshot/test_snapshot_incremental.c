@@ -117,7 +117,7 @@ static void connector(const char *dir, const tb_position *start0)
     cfg *c = st_cfg(dir, extra);
     tb_error err;
     snap_inc *si = NULL;
-    if (snap_inc_open(c, state, &si, &err) != TB_OK)
+    if (snap_inc_open(c, state, NULL, &si, &err) != TB_OK)
         DIE(2, "snap_inc_open: %s", err.msg);
     tb_position start;
     tb_position_init(&start);
@@ -406,7 +406,7 @@ static snap_inc *small_table_snap(MYSQL *my, const char *db, char **dir, cfg **c
     snap_inc *si = NULL;
     char state[4200];
     snprintf(state, sizeof state, "%s/state.json", *dir);
-    cr_assert_eq(snap_inc_open(*c, state, &si, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(snap_inc_open(*c, state, NULL, &si, &err), TB_OK, "%s", err.msg);
     return si;
 }
 

@@ -6,6 +6,7 @@
 #include "evt_json.h"
 #include "mymeta.h"
 #include "snap.h"
+#include "snap_inc_int.h"
 #include "snap_inc_key.h"
 #include "snap_schema.h"
 #include "snap_sql.h"
@@ -246,7 +247,7 @@ static bool open_state(cfg *c, const char *table)
 {
     snap_inc *si = NULL;
     tb_error err;
-    cr_assert_eq(snap_inc_open(c, NULL, &si, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(snap_inc_open(c, NULL, NULL, &si, &err), TB_OK, "%s", err.msg);
     bool pending = snap_inc_active(si);
     if (table) {
         char *t[] = {strdup(table)};
@@ -267,7 +268,7 @@ static void rm_dir(const char *dir)
 static tb_code open_fails(cfg *c, tb_error *err)
 {
     snap_inc *si = NULL;
-    tb_code rc = snap_inc_open(c, NULL, &si, err);
+    tb_code rc = snap_inc_open(c, NULL, NULL, &si, err);
     cr_assert_null(si);
     return rc;
 }
@@ -346,6 +347,121 @@ Test(snapshot_unit, state_file_of_earlier_versions)
     cr_assert(open_state(c, NULL), "crm did not resume the renamed state");
     cfg_free(a);
     cfg_free(b);
+    cfg_free(c);
+    rm_dir(dir);
+}
+
+/* The queue of the state file opened as of `resume` (NULL: none), as "a,b,...". */
+static void queue_at(cfg *c, const char *resume, char *out, size_t cap)
+{
+    tb_position p;
+    tb_position_init(&p);
+    tb_error err;
+    if (resume)
+        cr_assert_eq(tb_position_parse(resume, &p, &err), TB_OK, "%s", err.msg);
+    snap_inc *si = NULL;
+    cr_assert_eq(snap_inc_open(c, NULL, resume ? &p : NULL, &si, &err), TB_OK, "%s", err.msg);
+    out[0] = '\0';
+    for (size_t i = 0; i < si->nqueue; i++)
+        snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? "," : "", si->queue[i]);
+    snap_inc_close(si);
+    tb_position_free(&p);
+}
+
+static void save_at(snap_inc *si, const char *pos)
+{
+    tb_position p;
+    tb_position_init(&p);
+    tb_error err;
+    cr_assert_eq(tb_position_parse(pos, &p, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(snap_inc_push_save(si, &p, &err), TB_OK, "%s", err.msg);
+    tb_position_free(&p);
+}
+
+/* A table queued at a position (a signal, a RENAME) reaches the state file
+ * before the commit that passes that position (snap_inc_before_commit): a
+ * kill -9 after the commit and before the state file's write resumes it,
+ * and a commit that never happened (the run resumes from before it) does
+ * not. Progress alone is written only after its commit. */
+Test(snapshot_unit, state_file_pending_until_committed)
+{
+    char dir[] = "/tmp/tb_incstate_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    cfg *c = conn(dir, "shop", "file");
+    const char *p1 = "mariadb;server_id=1;file=bin.000002;pos=500;row=0;gtid=0-1-7",
+               *before = "mariadb;server_id=1;file=bin.000002;pos=400;row=0;gtid=0-1-6",
+               *after = "mariadb;server_id=1;file=bin.000002;pos=900;row=0;gtid=0-1-9",
+               *next_file = "mariadb;server_id=1;file=bin.000003;pos=4;row=0;gtid=0-1-9",
+               *gtid_only = "mariadb;server_id=1;pos=0;row=0;gtid=0-1-9";
+    snap_inc *si = NULL;
+    tb_error err;
+    cr_assert_eq(snap_inc_open(c, NULL, NULL, &si, &err), TB_OK, "%s", err.msg);
+    char *t[] = {"db.a"};
+    cr_assert_eq(snap_inc_begin_initial(si, t, NULL, 1, &err), TB_OK, "%s", err.msg);
+
+    /* progress only: nothing written before its commit */
+    si->chunks = 1;
+    save_at(si, before);
+    cr_assert_eq(snap_inc_before_commit(si, &err), TB_OK, "%s", err.msg);
+    char q[200];
+    queue_at(c, after, q, sizeof q);
+    cr_assert_str_eq(q, "db.a");
+
+    /* a queued table: pending at its position, in force from there on */
+    cr_assert_eq(snap_inc_queue_push(si, "db.b"), TB_OK);
+    save_at(si, p1);
+    cr_assert_eq(snap_inc_before_commit(si, &err), TB_OK, "%s", err.msg);
+    queue_at(c, after, q, sizeof q); /* the kill -9 after the commit at `after` */
+    cr_assert_str_eq(q, "db.a,db.b", "the queued snapshot was lost");
+    queue_at(c, next_file, q, sizeof q);
+    cr_assert_str_eq(q, "db.a,db.b");
+    queue_at(c, p1, q, sizeof q);
+    cr_assert_str_eq(q, "db.a,db.b");
+    queue_at(c, before, q, sizeof q); /* the commit never happened */
+    cr_assert_str_eq(q, "db.a");
+    queue_at(c, NULL, q, sizeof q);
+    cr_assert_str_eq(q, "db.a");
+    queue_at(c, gtid_only, q, sizeof q); /* cannot be ordered: the committed state */
+    cr_assert_str_eq(q, "db.a");
+
+    /* a commit between the two saves: the later one stays pending in the file */
+    tb_position p;
+    tb_position_init(&p);
+    cr_assert_eq(tb_position_parse(before, &p, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(snap_inc_committed(si, &p, &err), TB_OK, "%s", err.msg);
+    queue_at(c, before, q, sizeof q);
+    cr_assert_str_eq(q, "db.a");
+    queue_at(c, after, q, sizeof q);
+    cr_assert_str_eq(q, "db.a,db.b", "the commit of the first save dropped the pending second");
+    /* its commit: the committed state itself */
+    cr_assert_eq(tb_position_parse(after, &p, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(snap_inc_committed(si, &p, &err), TB_OK, "%s", err.msg);
+    queue_at(c, NULL, q, sizeof q);
+    cr_assert_str_eq(q, "db.a,db.b");
+    char path[600];
+    snprintf(path, sizeof path, "%s/offsets.incsnap", dir);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert_eq(tb_file_read(path, 1 << 20, &b, &err), TB_OK, "%s", err.msg);
+    cr_assert_null(strstr(tb_buf_cstr(&b), "pending"), "%s", tb_buf_cstr(&b));
+    tb_buf_free(&b);
+    tb_position_free(&p);
+    snap_inc_close(si);
+
+    /* a pending entry that cannot be read is an error naming the file */
+    char bad[700];
+    snprintf(bad, sizeof bad,
+             "{\"connector\":\"shop\",\"last_signal_id\":0,\"queue\":[],\"chunks\":0,\"rows\":0,\"key\":null,"
+             "\"pending\":[{\"pos\":\"nonsense\",\"state\":{}}]}");
+    put(dir, "offsets.incsnap", bad);
+    tb_position r;
+    tb_position_init(&r);
+    cr_assert_eq(tb_position_parse(after, &r, &err), TB_OK, "%s", err.msg);
+    si = NULL;
+    cr_assert_neq(snap_inc_open(c, NULL, &r, &si, &err), TB_OK);
+    cr_assert_null(si);
+    cr_assert_not_null(strstr(err.msg, path), "%s", err.msg);
+    tb_position_free(&r);
     cfg_free(c);
     rm_dir(dir);
 }
