@@ -66,17 +66,6 @@ static inline void rc_caught_up(MYSQL *m, const rc_run *r)
     }
 }
 
-static inline size_t rc_log_count(const rc_run *r, const char *needle)
-{
-    tb_buf b;
-    tb_buf_init(&b, 0);
-    size_t n = 0;
-    if (e2e_slurp(r->log, &b))
-        for (const char *p = tb_buf_cstr(&b); (p = strstr(p, needle)); p++)
-            n++;
-    tb_buf_free(&b);
-    return n;
-}
 
 static inline void rc_cache_build(const rc_run *r)
 {

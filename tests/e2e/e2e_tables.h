@@ -121,6 +121,18 @@ static inline size_t st_log_count(const st_run *r, const char *needle)
     return n;
 }
 
+/* Wait until needle is in the run log, the run up all along, for at most ms; what: the failure's
+ * words ("the RENAME's snapshot was not queued"). */
+static inline void st_wait_log(const st_run *r, const char *needle, long long ms, const char *what)
+{
+    long long deadline = tb_itest_now_ms() + ms;
+    while (st_log_count(r, needle) < 1) {
+        cr_assert(tb_itest_now_ms() < deadline, "%s in %lld s; see %s", what, ms / 1000, r->log);
+        cr_assert_eq(e2e_wait(r->pid, 0), -2, "tributary run stopped early; see %s", r->log);
+        usleep(2000);
+    }
+}
+
 /* Rows of db.table as sorted "c1|c2|..\n" lines, from the source. */
 static inline void st_source_rows(MYSQL *m, const char *db, const char *table, const char *cols, tb_buf *out)
 {

@@ -69,7 +69,7 @@ static void failover(bool eos)
     e2e_sql(m, "UPDATE %s.t SET v = 'after' WHERE id = 30", r.db);
     rc_caught_up(m, &r);
     st_stop(&r);
-    cr_expect_geq(rc_log_count(&r, "key(s) its topic held that the table no longer has"), 1,
+    cr_expect_geq(st_log_count(&r, "key(s) its topic held that the table no longer has"), 1,
                   "no reconcile deleted the old primary's rows; see %s", r.log);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n", true);

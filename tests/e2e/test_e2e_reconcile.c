@@ -104,8 +104,8 @@ static void purged_when_needed(bool eos)
     e2e_sql(m, "INSERT INTO %s.gone VALUES (7, 'back', 7)", r.db);
     rc_caught_up(m, &r);
     st_stop(&r);
-    cr_expect_geq(rc_log_count(&r, "snapshotting again"), 1, "no new snapshot; see %s", r.log);
-    cr_expect_geq(rc_log_count(&r, "reconcile after snapshot"), 2, "no reconcile step logged; see %s", r.log);
+    cr_expect_geq(st_log_count(&r, "snapshotting again"), 1, "no new snapshot; see %s", r.log);
+    cr_expect_geq(st_log_count(&r, "reconcile after snapshot"), 2, "no reconcile step logged; see %s", r.log);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n", true);
     rc_assert_equal(&r, m, "gone", cols, "id, v, n", true);
@@ -131,9 +131,9 @@ Test(e2e_reconcile, first_snapshot_into_empty_topics, .timeout = 300, .fini = e2
     rc_start(&r, NULL);
     rc_caught_up(m, &r);
     st_stop(&r);
-    cr_expect_eq(rc_log_count(&r, "no reconcile after the snapshot: its topic held no record before it"), 2,
+    cr_expect_eq(st_log_count(&r, "no reconcile after the snapshot: its topic held no record before it"), 2,
                  "see %s", r.log);
-    cr_expect_eq(rc_log_count(&r, "reconcile after snapshot"), 0, "see %s", r.log);
+    cr_expect_eq(st_log_count(&r, "reconcile after snapshot"), 0, "see %s", r.log);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n", true);
     rc_assert_equal(&r, m, "u", cols, "id, v, n", true);
@@ -149,9 +149,9 @@ Test(e2e_reconcile, first_snapshot_into_empty_topics, .timeout = 300, .fini = e2
     rc_start(&r, NULL);
     rc_caught_up(m, &r);
     st_stop(&r);
-    cr_expect_eq(rc_log_count(&r, "no reconcile after the snapshot"), 0, "see %s", r.log);
-    cr_expect_eq(rc_log_count(&r, "t: reconcile after snapshot: 40 key(s) its topic held"), 1, "see %s", r.log);
-    cr_expect_eq(rc_log_count(&r, "u: reconcile after snapshot: 50 key(s) its topic held"), 1, "see %s", r.log);
+    cr_expect_eq(st_log_count(&r, "no reconcile after the snapshot"), 0, "see %s", r.log);
+    cr_expect_eq(st_log_count(&r, "t: reconcile after snapshot: 40 key(s) its topic held"), 1, "see %s", r.log);
+    cr_expect_eq(st_log_count(&r, "u: reconcile after snapshot: 50 key(s) its topic held"), 1, "see %s", r.log);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n", true);
     rc_assert_equal(&r, m, "u", cols, "id, v, n", true);
@@ -184,9 +184,9 @@ Test(e2e_reconcile, fatal_producer_error, .timeout = 300, .fini = e2e_kill_child
         e2e_sql(m, "UPDATE %s.t SET v = 'again' WHERE id = %d", r.db, 1000 + i / 2);
     }
     rc_caught_up(m, &r);
-    cr_expect_eq(rc_log_count(&r, "a new producer goes on, from the committed position\n"), 1, "see %s", r.log);
-    cr_expect_eq(rc_log_count(&r, "a new Kafka producer replaced the one that failed"), 1, "see %s", r.log);
-    cr_expect_eq(rc_log_count(&r, "reading the source again from"), 1, "see %s", r.log);
+    cr_expect_eq(st_log_count(&r, "a new producer goes on, from the committed position\n"), 1, "see %s", r.log);
+    cr_expect_eq(st_log_count(&r, "a new Kafka producer replaced the one that failed"), 1, "see %s", r.log);
+    cr_expect_eq(st_log_count(&r, "reading the source again from"), 1, "see %s", r.log);
     st_stop(&r);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n", true);
@@ -251,7 +251,7 @@ Test(e2e_reconcile, tables_gone_while_purged, .timeout = 300, .fini = e2e_kill_c
     rc_start(&r, more);
     rc_caught_up(m, &r);
     st_stop(&r);
-    cr_expect_eq(rc_log_count(&r, "no longer has it after the snapshot"), 2,
+    cr_expect_eq(st_log_count(&r, "no longer has it after the snapshot"), 2,
                  "the two tables gone are not named once each; see %s", r.log);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n", true);
@@ -290,15 +290,10 @@ static void kill_in_reconcile(bool eos)
     for (int i = 0; i < 5 && !landed; i++) {
         snprintf(r.log, sizeof r.log, "%.250s/killed%d.log", r.dir, i);
         rc_start(&r, more);
-        long long deadline = tb_itest_now_ms() + 120000;
-        while (rc_log_count(&r, "reconcile after snapshot: reading the keys") < 1) {
-            cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
-            cr_assert(tb_itest_now_ms() < deadline, "no reconcile step began; see %s", r.log);
-            usleep(2000);
-        }
+        st_wait_log(&r, "reconcile after snapshot: reading the keys", 120000, "no reconcile step began");
         kill(r.pid, SIGKILL);
         cr_assert_eq(e2e_wait(r.pid, 10000), -1);
-        landed = rc_log_count(&r, "key(s) its topic held") == 0 && rc_log_count(&r, "holds no key the table") == 0;
+        landed = st_log_count(&r, "key(s) its topic held") == 0 && st_log_count(&r, "holds no key the table") == 0;
     }
     cr_assert(landed, "no kill landed inside the reconcile step in 5 tries; see %s", r.log);
     snprintf(r.log, sizeof r.log, "%s", saved);
@@ -308,7 +303,7 @@ static void kill_in_reconcile(bool eos)
     rc_caught_up(m, &r);
     st_stop(&r);
     /* 428 keys, fewer when deletes of the killed run were acknowledged before the kill */
-    cr_expect_geq(rc_log_count(&r, "key(s) its topic held") + rc_log_count(&r, "holds no key the table"), 1,
+    cr_expect_geq(st_log_count(&r, "key(s) its topic held") + st_log_count(&r, "holds no key the table"), 1,
                   "the run after the kill did not end a reconcile step; see %s", r.log);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n", true);
@@ -347,12 +342,7 @@ static void incremental_after_silent_deletes(bool eos)
     const char *sargs[] = {"snapshot", "--incremental", "--table", table, "--config", r.cfg, NULL};
     int rc = e2e_wait(e2e_spawn(sargs, slog), 30000);
     cr_assert_eq(rc, 0, "tributary snapshot --incremental failed (%d); see %s", rc, slog);
-    long long deadline = tb_itest_now_ms() + 90000;
-    while (rc_log_count(&r, "reconcile after incremental snapshot") < 1) {
-        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
-        cr_assert(tb_itest_now_ms() < deadline, "no reconcile after the incremental snapshot; see %s", r.log);
-        usleep(100000);
-    }
+    st_wait_log(&r, "reconcile after incremental snapshot", 90000, "no reconcile after the incremental snapshot");
     e2e_sql(m, "UPDATE %s.t SET v = 'after' WHERE id = 2", r.db);
     rc_caught_up(m, &r);
     st_stop(&r);
@@ -510,7 +500,7 @@ Test(e2e_reconcile, kafka_away_during_ddl, .timeout = 400, .init = tb_itest_rest
     e2e_sql(m, "RENAME TABLE %s.r TO %s.r2", r.db, r.db); /* the old name's keys read, the new topic made */
     /* the reconcile's read or the new topic waits: the WARN names it (a request takes 30 s to time out) */
     long long deadline = tb_itest_now_ms() + 180000;
-    while (rc_log_count(&r, "waiting for Kafka, trying again until it answers") == 0) {
+    while (st_log_count(&r, "waiting for Kafka, trying again until it answers") == 0) {
         cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped while Kafka was away; see %s", r.log);
         cr_assert(tb_itest_now_ms() < deadline, "no WARN of the wait for Kafka in 180 s; see %s", r.log);
         usleep(200000);
@@ -636,7 +626,7 @@ static void key_change(bool eos)
     e2e_sql(m, "UPDATE %s.k SET v = 'after-pk' WHERE id IN (3, 40)", r.db);
     e2e_sql(m, "DELETE FROM %s.k WHERE id IN (5, 77)", r.db);
     rc_wait_topic_equal(m, &r, "k", cols, "id, v, n", "after ADD PRIMARY KEY");
-    cr_assert_geq(rc_log_count(&r, "reconcile after incremental snapshot"), 1, "no reconcile step; see %s", r.log);
+    cr_assert_geq(st_log_count(&r, "reconcile after incremental snapshot"), 1, "no reconcile step; see %s", r.log);
 
     /* and without it again: keyed by key.columns once more; the {"id":...} records go */
     e2e_sql(m, "ALTER TABLE %s.k DROP PRIMARY KEY", r.db);
@@ -645,7 +635,7 @@ static void key_change(bool eos)
     rc_wait_topic_equal(m, &r, "k", cols, "id, v, n", "after DROP PRIMARY KEY");
     rc_caught_up(m, &r);
     st_stop(&r);
-    cr_expect_eq(rc_log_count(&r, "ERROR"), 0, "the run logged an ERROR; see %s", r.log);
+    cr_expect_eq(st_log_count(&r, "ERROR"), 0, "the run logged an ERROR; see %s", r.log);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "k", cols, "id, v, n", true);
     e2e_sql(m, "DROP DATABASE %s", r.db);
@@ -704,8 +694,8 @@ static void rc_refused(rc_run *r, const char *topic)
     cr_assert_eq(rc, 1, "tributary run with a deleted topic: status %d, not 1; see %s", rc, log);
     char want[400];
     snprintf(want, sizeof want, "topic %s of table", topic);
-    cr_expect_eq(rc_log_count(r, want), 1, "the refusal does not name %s; see %s", topic, log);
-    cr_expect_geq(rc_log_count(r, "topic.missing.policy=resnapshot"), 1, "no fix named; see %s", log);
+    cr_expect_eq(st_log_count(r, want), 1, "the refusal does not name %s; see %s", topic, log);
+    cr_expect_geq(st_log_count(r, "topic.missing.policy=resnapshot"), 1, "no fix named; see %s", log);
     cr_expect(!st_topic_exists(topic), "the refused run made %s again", topic);
     snprintf(r->log, sizeof r->log, "%s", saved);
 }
@@ -743,7 +733,7 @@ Test(e2e_reconcile, topic_gone, .timeout = 400, .fini = e2e_kill_children)
     e2e_sql(m, "UPDATE %s.t SET v = 'after' WHERE id = 1", r.db); /* streaming goes on into it */
     rc_caught_up(m, &r);
     st_stop(&r);
-    cr_expect_eq(rc_log_count(&r, "was gone (deleted while the table is captured)"), 1, "no WARN; see %s", r.log);
+    cr_expect_eq(st_log_count(&r, "was gone (deleted while the table is captured)"), 1, "no WARN; see %s", r.log);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n", true);
     rc_assert_equal(&r, m, "keep", cols, "id, v, n", true);
@@ -859,7 +849,7 @@ static void sqlite_gap(bool eos)
         tb_buf_printf(&want, "%d|v%d\n", i, i);
     rc_sl_wait_topic(&r, "t", tb_buf_cstr(&want));
     if (!eos)
-        cr_expect_geq(rc_log_count(&r, "reconcile after snapshot: 30 key(s)"), 1, "see %s", r.log);
+        cr_expect_geq(st_log_count(&r, "reconcile after snapshot: 30 key(s)"), 1, "see %s", r.log);
     st_stop(&r); /* commits the position */
     /* 2. a gap: rows delivered after the committed position, kill -9, then while it
      * is down the rows go, the WAL is reset, the application writes on */
@@ -873,8 +863,8 @@ static void sqlite_gap(bool eos)
     for (int i = 2; i <= 21; i++)
         tb_buf_printf(&want, "%d|v%d\n", i, i);
     rc_sl_wait_topic(&r, "t", tb_buf_cstr(&want));
-    cr_expect_geq(rc_log_count(&r, "net-diff gap"), 1, "no gap was taken; see %s", r.log);
-    cr_expect_geq(rc_log_count(&r, eos ? "reconcile after gap" : "reconcile after gap: 30 key(s)"), 1,
+    cr_expect_geq(st_log_count(&r, "net-diff gap"), 1, "no gap was taken; see %s", r.log);
+    cr_expect_geq(st_log_count(&r, eos ? "reconcile after gap" : "reconcile after gap: 30 key(s)"), 1,
                   "no reconcile after the gap; see %s", r.log);
     st_stop(&r);
     rc_cache_build(&r);

@@ -381,9 +381,9 @@ Test(e2e_snapshot_chunked, consistent_after_forgotten_chunked, .timeout = 600, .
     rc_start(&r, more);
     rc_caught_up(m, &r);
     st_stop(&r);
-    cr_expect_eq(rc_log_count(&r, "unfinished chunked initial snapshot of the state file is dropped"), 1,
+    cr_expect_eq(st_log_count(&r, "unfinished chunked initial snapshot of the state file is dropped"), 1,
                  "the consistent run did not drop the chunked snapshot; see %s", r.log);
-    cr_expect_eq(rc_log_count(&r, "initial snapshot (chunked) done"), 0, "the chunked snapshot went on; see %s", r.log);
+    cr_expect_eq(st_log_count(&r, "initial snapshot (chunked) done"), 0, "the chunked snapshot went on; see %s", r.log);
     ck_state s = ck_read_state(&r);
     cr_expect(s.have && !s.initial && s.nqueue == 0, "the state file still holds the chunked snapshot");
     rc_cache_build(&r);
@@ -436,7 +436,7 @@ static void ck_expect_said(const rc_run *r, const char *table, const char *text,
 {
     char want[300];
     snprintf(want, sizeof want, "%s.%s: %s", r->db, table, text);
-    cr_expect_eq(rc_log_count(r, want), n, "%s says \"%s\" %zu times, not %zu", r->log, want, rc_log_count(r, want), n);
+    cr_expect_eq(st_log_count(r, want), n, "%s says \"%s\" %zu times, not %zu", r->log, want, st_log_count(r, want), n);
 }
 
 /* The cache rebuilt from the topics; the three tables, their topics and the cache equal; the
@@ -462,7 +462,7 @@ Test(e2e_snapshot_chunked, resnapshot_reconciles, .timeout = 600, .fini = e2e_ki
     st_stop(&r);
     for (size_t t = 0; t < 3; t++)
         ck_expect_said(&r, ck_tables[t], "no reconcile after the snapshot", 1);
-    cr_expect_eq(rc_log_count(&r, "reconcile after incremental snapshot"), 0, "%s: a step into new topics", r.log);
+    cr_expect_eq(st_log_count(&r, "reconcile after incremental snapshot"), 0, "%s: a step into new topics", r.log);
 
     /* stopped: rows go; the position is forgotten; the snapshot is taken again into full topics */
     e2e_sql(m, "DELETE FROM %s.ti WHERE id %% 9 = 0", r.db); /* 333 of 3000 */
@@ -476,7 +476,7 @@ Test(e2e_snapshot_chunked, resnapshot_reconciles, .timeout = 600, .fini = e2e_ki
     ck_expect_said(&r, "ti", "reconcile after incremental snapshot: 333 key(s)", 1);
     ck_expect_said(&r, "tc", "reconcile after incremental snapshot: 2500 key(s)", 1);
     ck_expect_said(&r, "ts", "reconcile after incremental snapshot: its topic holds no key the table lacks", 1);
-    cr_expect_eq(rc_log_count(&r, "no reconcile after the snapshot"), 0, "%s skipped a step", r.log);
+    cr_expect_eq(st_log_count(&r, "no reconcile after the snapshot"), 0, "%s skipped a step", r.log);
     ck_end_equal(&r, m);
 }
 
@@ -520,8 +520,8 @@ Test(e2e_snapshot_chunked, statement_during_snapshot, .timeout = 600, .fini = e2
         char none[300], step[300];
         snprintf(none, sizeof none, "%s.%s: no reconcile after the snapshot", r.db, ck_tables[t]);
         snprintf(step, sizeof step, "%s.%s: reconcile after", r.db, ck_tables[t]);
-        cr_expect_geq(ck_count_in(first, none) + rc_log_count(&r, none), 1, "no run says \"%s\"", none);
-        cr_expect_eq(ck_count_in(first, step) + rc_log_count(&r, step), 0, "a run says \"%s\"", step);
+        cr_expect_geq(ck_count_in(first, none) + st_log_count(&r, none), 1, "no run says \"%s\"", none);
+        cr_expect_eq(ck_count_in(first, step) + st_log_count(&r, step), 0, "a run says \"%s\"", step);
     }
     ck_end_equal(&r, m);
 }
@@ -546,18 +546,33 @@ Test(e2e_snapshot_chunked, read_ahead_refused_connections, .timeout = 600, .fini
     ck_wait_done(&r);
     rc_caught_up(m, &r);
     st_stop(&r);
-    size_t failed = rc_log_count(&r, "ahead failed: ");
-    size_t warned = rc_log_count(&r, "WARN  incsnap: reading the next window");
-    size_t windows = rc_log_count(&r, " rows read, window ") + rc_log_count(&r, " rows read ahead, window ");
+    size_t failed = st_log_count(&r, "ahead failed: ");
+    size_t warned = st_log_count(&r, "WARN  incsnap: reading the next window");
+    size_t windows = st_log_count(&r, " rows read, window ") + st_log_count(&r, " rows read ahead, window ");
     cr_expect_eq(warned, 1, "%s: the refusal said %zu times at WARN, not once", r.log, warned);
     cr_expect(failed >= 3 && failed <= 8, "%s: %zu reads ahead refused over %zu windows (2, 4, 8 ... apart: 3 to 8)",
               r.log, failed, windows);
     cr_expect(windows >= 30, "%s: %zu windows", r.log, windows);
     cr_log_info("%zu windows, %zu reads ahead refused", windows, failed);
-    cr_expect_eq(rc_log_count(&r, "max_user_connections"), failed, "%s: another refusal than the read ahead's", r.log);
+    cr_expect_eq(st_log_count(&r, "max_user_connections"), failed, "%s: another refusal than the read ahead's", r.log);
     ck_end_equal(&r, m);
     e2e_sql(admin, "DROP USER '%s'@'127.0.0.1'", user);
     mysql_close(admin);
+}
+
+/* Table t of `rows` rows in a new database, snapshotted by a first run (snapshot.log) that is
+ * stopped once caught up; the connection to the source is returned. */
+static MYSQL *ck_table_snapshotted(rc_run *r, const char *tag, const char *extra, int rows)
+{
+    rc_setup(r, tag, extra);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r->db);
+    rc_table(m, r->db, "t", rows);
+    snprintf(r->log, sizeof r->log, "%.250s/snapshot.log", r->dir);
+    rc_start(r, NULL);
+    rc_caught_up(m, r);
+    st_stop(r);
+    return m;
 }
 
 /* A kill -9 after the commit that passes a RENAME's queued snapshot of the new name and before
@@ -567,28 +582,16 @@ Test(e2e_snapshot_chunked, read_ahead_refused_connections, .timeout = 600, .fini
  * the rows the RENAME took from the old one. */
 Test(e2e_snapshot_chunked, kill_between_commit_and_state_write, .timeout = 240, .fini = e2e_kill_children)
 {
-    rc_run r;
-    rc_setup(&r, "e2eckkill", "snapshot.chunk.size=100\noffsets.storage=file\n"); /* committed = durable */
-    MYSQL *m = e2e_mysql();
-    e2e_sql(m, "CREATE DATABASE %s", r.db);
-    rc_table(m, r.db, "t", 3000);
-    snprintf(r.log, sizeof r.log, "%.250s/snapshot.log", r.dir);
-    rc_start(&r, NULL);
-    rc_caught_up(m, &r);
-    st_stop(&r);
+    rc_run r; /* offsets in a file: committed is durable */
+    MYSQL *m = ck_table_snapshotted(&r, "e2eckkill", "snapshot.chunk.size=100\noffsets.storage=file\n", 3000);
     snprintf(r.log, sizeof r.log, "%.250s/first.log", r.dir);
     cr_assert_eq(setenv("TB_TEST_INCSNAP_KILL_BEFORE_SAVE", "1", 1), 0);
     rc_start(&r, NULL);
     cr_assert_eq(unsetenv("TB_TEST_INCSNAP_KILL_BEFORE_SAVE"), 0);
-    long long deadline = tb_itest_now_ms() + 60000;
-    while (rc_log_count(&r, "streaming from the binlog") < 1) {
-        cr_assert(tb_itest_now_ms() < deadline, "not streaming; see %s", r.log);
-        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
-        usleep(1000);
-    }
+    st_wait_log(&r, "streaming from the binlog", 60000, "not streaming");
     e2e_sql(m, "RENAME TABLE %s.t TO %s.t2", r.db, r.db);
     int st = 0;
-    deadline = tb_itest_now_ms() + 60000;
+    long long deadline = tb_itest_now_ms() + 60000;
     while (waitpid(r.pid, &st, WNOHANG) == 0) {
         cr_assert(tb_itest_now_ms() < deadline, "the hook did not kill the run; see %s", r.log);
         usleep(20000);
@@ -599,13 +602,8 @@ Test(e2e_snapshot_chunked, kill_between_commit_and_state_write, .timeout = 240, 
     snprintf(done, sizeof done, "incremental snapshot of %s.t2 done", r.db);
     snprintf(r.log, sizeof r.log, "%.250s/second.log", r.dir);
     rc_start(&r, NULL);
-    deadline = tb_itest_now_ms() + 60000;
-    while (rc_log_count(&r, done) < 1) {
-        cr_assert(tb_itest_now_ms() < deadline, "the snapshot of t2 was not resumed; see %s", r.log);
-        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
-        usleep(20000);
-    }
-    cr_assert_eq(rc_log_count(&r, "the state pending at the resumed position is in force"), 1,
+    st_wait_log(&r, done, 60000, "the snapshot of t2 was not resumed");
+    cr_assert_eq(st_log_count(&r, "the state pending at the resumed position is in force"), 1,
                  "the pending state was not what resumed it; see %s", r.log);
     st_stop(&r);
     rc_cache_build(&r);
@@ -623,38 +621,21 @@ Test(e2e_snapshot_chunked, kill_between_commit_and_state_write, .timeout = 240, 
 Test(e2e_snapshot_chunked, stop_right_after_the_signal, .timeout = 300, .fini = e2e_kill_children)
 {
     rc_run r;
-    rc_setup(&r, "e2eckstop", "snapshot.chunk.size=100\n");
-    MYSQL *m = e2e_mysql();
-    e2e_sql(m, "CREATE DATABASE %s", r.db);
-    rc_table(m, r.db, "t", 6000);
-    snprintf(r.log, sizeof r.log, "%.250s/snapshot.log", r.dir);
-    rc_start(&r, NULL);
-    rc_caught_up(m, &r);
-    st_stop(&r);
+    MYSQL *m = ck_table_snapshotted(&r, "e2eckstop", "snapshot.chunk.size=100\n", 6000);
     FILE *f = fopen(r.cfg, "a"); /* from now on only the stop commits (the last value counts) */
     cr_assert_not_null(f);
     fprintf(f, "offsets.commit.interval.ms=600000\n");
     fclose(f);
     snprintf(r.log, sizeof r.log, "%.250s/first.log", r.dir);
     rc_start(&r, NULL);
-    long long deadline = tb_itest_now_ms() + 60000;
-    while (rc_log_count(&r, "streaming from the binlog") < 1) {
-        cr_assert(tb_itest_now_ms() < deadline, "not streaming; see %s", r.log);
-        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
-        usleep(1000);
-    }
+    st_wait_log(&r, "streaming from the binlog", 60000, "not streaming");
     e2e_sql(m, "RENAME TABLE %s.t TO %s.t2", r.db, r.db);
     char queued[300], done[300];
     snprintf(queued, sizeof queued, "incremental snapshot of %s.t2 queued", r.db);
     snprintf(done, sizeof done, "incremental snapshot of %s.t2 done", r.db);
-    deadline = tb_itest_now_ms() + 60000;
-    while (rc_log_count(&r, queued) < 1) {
-        cr_assert(tb_itest_now_ms() < deadline, "the RENAME's snapshot was not queued; see %s", r.log);
-        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
-        usleep(1000);
-    }
+    st_wait_log(&r, queued, 60000, "the RENAME's snapshot was not queued");
     st_stop(&r);
-    bool finished = rc_log_count(&r, done) > 0;
+    bool finished = st_log_count(&r, done) > 0;
     if (!finished) { /* stopped inside the snapshot: the state file holds it */
         json_error_t je;
         json_t *st = json_load_file(r.state, 0, &je);
@@ -670,8 +651,8 @@ Test(e2e_snapshot_chunked, stop_right_after_the_signal, .timeout = 300, .fini = 
     cr_log_info("stopped %s the snapshot", finished ? "after" : "inside");
     snprintf(r.log, sizeof r.log, "%.250s/second.log", r.dir);
     rc_start(&r, NULL);
-    deadline = tb_itest_now_ms() + 120000;
-    while (!finished && rc_log_count(&r, done) < 1) {
+    long long deadline = tb_itest_now_ms() + 120000;
+    while (!finished && st_log_count(&r, done) < 1) {
         cr_assert(tb_itest_now_ms() < deadline, "the snapshot of t2 was not resumed; see %s", r.log);
         cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
         usleep(20000);

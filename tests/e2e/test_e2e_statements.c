@@ -301,11 +301,7 @@ Test(e2e_statements, alter_add_column_default, .timeout = 240, .fini = e2e_kill_
         cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
         usleep(50000);
     }
-    deadline = tb_itest_now_ms() + 60000;
-    while (st_log_count(&r, " done: ") < 1) {
-        cr_assert(tb_itest_now_ms() < deadline, "incremental snapshot not done in 60 s; see %s", r.log);
-        usleep(50000);
-    }
+    st_wait_log(&r, " done: ", 60000, "incremental snapshot not done");
     wait_caught_up(m, r.status, r.pid, r.log);
     cr_assert_eq(st_log_count(&r, "incremental snapshot of it signalled, to send"), 1, "one ALTER should signal; see %s", r.log);
     st_stop(&r);
@@ -373,11 +369,7 @@ Test(e2e_statements, alter_kill9, .timeout = 240, .fini = e2e_kill_children)
     wait_caught_up(m, r.status, r.pid, r.log);
     e2e_sql(m, "UPDATE %s.u SET v = 'before' WHERE id = 7", r.db);
     e2e_sql(m, "ALTER TABLE %s.u ADD COLUMN w INT NOT NULL DEFAULT 42", r.db);
-    long long deadline = tb_itest_now_ms() + 30000;
-    while (st_log_count(&r, "incremental snapshot of it signalled") < 1) {
-        cr_assert(tb_itest_now_ms() < deadline, "ALTER not handled in 30 s; see %s", r.log);
-        usleep(2000);
-    }
+    st_wait_log(&r, "incremental snapshot of it signalled", 30000, "ALTER not handled");
     kill(r.pid, SIGKILL);
     cr_assert_eq(e2e_wait(r.pid, 10000), -1);
     e2e_sql(m, "INSERT INTO %s.u VALUES (51, 'after', 1)", r.db);
@@ -385,12 +377,7 @@ Test(e2e_statements, alter_kill9, .timeout = 240, .fini = e2e_kill_children)
     st_start(&r);
     char done[160];
     snprintf(done, sizeof done, "incremental snapshot of %s.u done: ", r.db);
-    deadline = tb_itest_now_ms() + 90000;
-    while (st_log_count(&r, done) < 1) {
-        cr_assert(tb_itest_now_ms() < deadline, "incremental snapshot not done in 90 s; see %s", r.log);
-        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
-        usleep(50000);
-    }
+    st_wait_log(&r, done, 90000, "incremental snapshot not done");
     wait_caught_up(m, r.status, r.pid, r.log);
     st_stop(&r);
     st_cache_build(&r);
@@ -490,12 +477,7 @@ Test(e2e_statements, drop_kill9, .timeout = 240, .fini = e2e_kill_children)
     e2e_sql(m, "DELETE FROM %s.gone WHERE id = 1", r.db);
     e2e_sql(m, "UPDATE %s.keep SET n = -1 WHERE id = 5", r.db);
     e2e_sql(m, "DROP TABLE %s.gone", r.db);
-    long long deadline = tb_itest_now_ms() + 30000;
-    while (st_log_count(&r, "keys of its topic deleted") < 1) {
-        cr_assert(tb_itest_now_ms() < deadline, "DROP not handled in 30 s; see %s", r.log);
-        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
-        usleep(2000);
-    }
+    st_wait_log(&r, "keys of its topic deleted", 30000, "DROP not handled");
     kill(r.pid, SIGKILL);
     cr_assert_eq(e2e_wait(r.pid, 10000), -1);
     e2e_sql(m, "INSERT INTO %s.keep VALUES (31, 'after', 31)", r.db);
@@ -529,12 +511,7 @@ Test(e2e_statements, rename_kill9, .timeout = 240, .fini = e2e_kill_children)
     wait_caught_up(m, r.status, r.pid, r.log);
     e2e_sql(m, "UPDATE %s.a SET v = 'streamed' WHERE id = 3", r.db);
     e2e_sql(m, "RENAME TABLE %s.a TO %s.b", r.db, r.db);
-    long long deadline = tb_itest_now_ms() + 30000;
-    while (st_log_count(&r, "incremental snapshot of it signalled") < 1) {
-        cr_assert(tb_itest_now_ms() < deadline, "RENAME not handled in 30 s; see %s", r.log);
-        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
-        usleep(2000);
-    }
+    st_wait_log(&r, "incremental snapshot of it signalled", 30000, "RENAME not handled");
     kill(r.pid, SIGKILL);
     cr_assert_eq(e2e_wait(r.pid, 10000), -1);
     e2e_sql(m, "INSERT INTO %s.b VALUES (31, 'in b', 31)", r.db);
@@ -543,12 +520,7 @@ Test(e2e_statements, rename_kill9, .timeout = 240, .fini = e2e_kill_children)
     st_start(&r);
     char done[160];
     snprintf(done, sizeof done, "incremental snapshot of %s.b done: ", r.db);
-    deadline = tb_itest_now_ms() + 90000;
-    while (st_log_count(&r, done) < 1) {
-        cr_assert(tb_itest_now_ms() < deadline, "incremental snapshot not done in 90 s; see %s", r.log);
-        cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
-        usleep(50000);
-    }
+    st_wait_log(&r, done, 90000, "incremental snapshot not done");
     wait_caught_up(m, r.status, r.pid, r.log);
     st_stop(&r);
     st_cache_build(&r);
