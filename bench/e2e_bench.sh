@@ -28,7 +28,10 @@
 # Environment: TB_E2E_ROWS (1000000), TB_E2E_RATE (10000), TB_E2E_SECONDS (20), TB_E2E_BATCH (10),
 #              TB_E2E_KAFKA_PROPS (extra properties for the connector, e.g. "kafka.linger.ms=5"),
 #              TB_E2E_RF (replication factor of the two data topics, default 1; 3 with
-#              min.insync.replicas=2 on a three-broker testenv: bench/cluster_bench.sh).
+#              min.insync.replicas=2 on a three-broker testenv: bench/cluster_bench.sh),
+#              TB_E2E_THIS_LIBS (a folder put in LD_LIBRARY_PATH for this tree's measured runs only,
+#              e.g. another librdkafka: with TB_E2E_BASELINE=HEAD the same code with either library;
+#              the log's "kafka: librdkafka X" line says which one ran).
 #
 # Figures: docs/STATUS.md (Benchmarks) lists the latest with this command.
 set -euo pipefail
@@ -92,7 +95,9 @@ PROPS
     stop_run
     "$load" bulk "$name" bulk "$rows" 1000 >&2
     t0=$(now_ms)
-    /usr/bin/time -v -o "$work/$name.time" "$tb" run --config "$cfg" 2>>"$work/$name.log" & run_pid=$!
+    local pre=()
+    if [[ "$tag" == this && -n "${TB_E2E_THIS_LIBS:-}" ]]; then pre=(env "LD_LIBRARY_PATH=$TB_E2E_THIS_LIBS"); fi
+    /usr/bin/time -v -o "$work/$name.time" "${pre[@]}" "$tb" run --config "$cfg" 2>>"$work/$name.log" & run_pid=$!
     wait_caught_up "$work/$name.status.json" 600
     t_seen=$(now_ms)
     stop_run
@@ -118,6 +123,7 @@ PROPS
     p50=$(sed -E 's/.*p50=([0-9-]+).*/\1/' <<<"$lat2")
     p99=$(sed -E 's/.*p99=([0-9-]+).*/\1/' <<<"$lat2")
     echo "$rps $rps_stream $rss_kb $p50 $p99 $((first - t0)) $cpu_s" >> "$work/results.$tag"
+    grep -o "librdkafka [0-9][0-9.]*" "$work/$name.log" | tail -1 >> "$work/libs.$tag" # the measured run's
     if grep -qE "ERROR|WARN" "$work/$name.log"; then echo "run $i log:" >&2; grep -E "ERROR|WARN" "$work/$name.log" | head -5 >&2; fi
 }
 
@@ -150,6 +156,8 @@ for tag in "${tags[@]}"; do
     r="$work/results.$tag"
     what="this tree"
     [[ "$tag" == base ]] && what="baseline $base_rev"
+    if [[ "$tag" == this && -n "${TB_E2E_THIS_LIBS:-}" ]]; then what="this tree, LD_LIBRARY_PATH=$TB_E2E_THIS_LIBS"; fi
+    what="$what; $(sort -u "$work/libs.$tag" | paste -sd, -)"
     echo "== tributary run ($what), MariaDB -> Kafka (${TRIBUTARY_TEST_KAFKA_BROKERS:-1} broker(s), data topics RF $rf), medians of $runs runs (rows=$rows; steady $rate rows/s, $batch rows/transaction, ${seconds}s)"
     echo "start to first message ms:                $(col "$r" 6)   (target <= 100)"
     echo "catch-up rows/s (start to last append):   $(col "$r" 1)   (target >= 250000)"
