@@ -123,7 +123,7 @@ PROPS
     p50=$(sed -E 's/.*p50=([0-9-]+).*/\1/' <<<"$lat2")
     p99=$(sed -E 's/.*p99=([0-9-]+).*/\1/' <<<"$lat2")
     echo "$rps $rps_stream $rss_kb $p50 $p99 $((first - t0)) $cpu_s" >> "$work/results.$tag"
-    grep -o "librdkafka [0-9][0-9.]*" "$work/$name.log" | tail -1 >> "$work/libs.$tag" # the measured run's
+    "${pre[@]}" "$tb" --version | grep -m1 librdkafka >> "$work/libs.$tag" || true # what the measured run loaded
     if grep -qE "ERROR|WARN" "$work/$name.log"; then echo "run $i log:" >&2; grep -E "ERROR|WARN" "$work/$name.log" | head -5 >&2; fi
 }
 
