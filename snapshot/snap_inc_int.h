@@ -52,7 +52,8 @@ typedef struct snap_inc_ahead {
     char *db, *table, *db_table;
     tb_code rc;
     tb_error err;
-    uint64_t failures;    /* reads ahead that failed in this run */
+    bool changed;         /* rc: the SQL failed because the table changed after the thread described it */
+    uint64_t failures;    /* reads ahead that failed in this run (a changed table not counted) */
     unsigned streak;      /* ... in a row: the next is tried 2^streak windows later (at most 64) */
     uint64_t windows;     /* windows read in this run (each a chance to read the next one ahead) */
     uint64_t retry_at;    /* the window from which reading ahead is tried again */

@@ -652,17 +652,26 @@ static tb_code window_read(snap_inc *si, unsigned k, snap_inc_chunk *ch, evt_tab
  * table's key columns changed, is dropped and snap_inc_poll reads it again
  * (and handles the change). Memory: two windows; connections: two sets. */
 
+static bool table_changed(MYSQL *my, const cfg *c, const evt_table *t, const char *db, const char *table);
+
 static void *ahead_main(void *arg)
 {
     snap_inc *si = arg;
     snap_inc_ahead *a = &si->ahead;
     bool mariadb = false;
     mysql_thread_init();
+    a->changed = false;
     a->rc = set_connect(si->c, si->set[a->set], si->nconns, &mariadb, &a->err);
     if (a->rc == TB_OK)
         a->rc = snap_schema_describe(si->set[a->set][0], si->c, a->db, a->table, &a->t, &a->err);
+#ifdef TB_TEST_HOOKS
+    if (a->rc == TB_OK && si->test_after_describe)
+        si->test_after_describe(si->test_opaque);
+#endif
     if (a->rc == TB_OK)
         a->rc = window_read(si, a->set, &a->ch, a->t, &a->key, a->db, a->db_table, &a->err);
+    if (a->rc != TB_OK && a->t && !a->err.retriable)
+        a->changed = table_changed(si->set[a->set][0], si->c, a->t, a->db, a->table);
     if (a->rc != TB_OK) /* holds no connection: the stream's own (the catalog's) may need one */
         set_close(si, a->set);
     mysql_thread_end();
@@ -724,6 +733,14 @@ static void ahead_install(snap_inc *si)
     if (!a->started)
         return;
     ahead_join(si);
+    if (a->rc != TB_OK && a->changed) {
+        /* another session's ALTER, DROP or CREATE between the thread's description of the
+         * table and its SELECT: no failure of reading ahead, which goes on as it was */
+        TB_INFO(FAC, "%s changed while its next window was read ahead (%s): the window is read again as the table "
+                     "is now", a->db_table, a->err.msg);
+        ahead_discard(si);
+        return;
+    }
     if (a->rc != TB_OK) {
         /* Reading ahead (snapshot.threads >= 2) may never work here, e.g. when the server
          * refuses a second set of connections (max_user_connections, max_connections): after
@@ -768,15 +785,20 @@ static void ahead_install(snap_inc *si)
 /* After a chunk's SQL failed: whether the table is no longer as si->t describes it (another
  * session's ALTER, DROP or CREATE between the description and the SELECT, which then names a
  * column or a table that is not there), rather than the SQL failing on the table as it is. */
-static bool changed_under(snap_inc *si, const char *db, const char *table)
+static bool table_changed(MYSQL *my, const cfg *c, const evt_table *t, const char *db, const char *table)
 {
     evt_table *now = NULL;
     tb_error e;
     tb_error_clear(&e);
-    tb_code rc = snap_schema_describe(si->set[0][0], si->c, db, table, &now, &e);
-    bool changed = rc == TB_ERR_NOT_FOUND || (rc == TB_OK && !evt_table_same_shape(si->t, now));
+    tb_code rc = snap_schema_describe(my, c, db, table, &now, &e);
+    bool changed = rc == TB_ERR_NOT_FOUND || (rc == TB_OK && !evt_table_same_shape(t, now));
     evt_table_unref(now);
     return changed;
+}
+
+static bool changed_under(snap_inc *si, const char *db, const char *table)
+{
+    return table_changed(si->set[0][0], si->c, si->t, db, table);
 }
 
 void snap_inc_test_after_describe(snap_inc *si, void (*fn)(void *), void *opaque)

@@ -180,9 +180,10 @@ bool snap_inc_active(const snap_inc *si);
  * loop then asks its source without waiting, so the chunk is not held up by an idle source. */
 bool snap_inc_wants_poll(const snap_inc *si);
 
-/* Tests (builds with TB_TESTS only; elsewhere it does nothing): fn runs in snap_inc_poll
- * between the table's description and its chunk's SELECT, where a statement of another
- * session changing the table races the chunk. */
+/* Tests (builds with TB_TESTS only; elsewhere it does nothing): fn runs between the table's
+ * description and its chunk's SELECT, where a statement of another session changing the table
+ * races the chunk: in snap_inc_poll, and on the thread that reads the next window ahead
+ * (snapshot.threads >= 2). */
 void snap_inc_test_after_describe(snap_inc *si, void (*fn)(void *), void *opaque);
 /* True for events of a `tributary_signal` table. */
 bool snap_inc_is_signal_table(const evt_event *ev);
