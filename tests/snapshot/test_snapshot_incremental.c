@@ -531,6 +531,37 @@ static void drop_column(void *arg)
     snap_inc_test_after_describe(h->si, NULL, NULL);
 }
 
+/* The binlog from p0 fed to si (snap_inc_observe, the rows it releases, snap_inc_poll once the
+ * execute-snapshot signal was seen) until `want` rows are released; *without_n: how many of
+ * them lack column n. Returns the number of polls. */
+static int release_rows(snap_inc *si, const cfg *c, const tb_position *p0, size_t want, size_t *without_n)
+{
+    tb_error err;
+    st_reader *r = st_reader_open(c, p0);
+    bool signalled = false;
+    int polls = 0;
+    size_t released = 0;
+    *without_n = 0;
+    while (released < want) {
+        evt_event *ev = st_reader_next(r, 10000);
+        cr_assert_not_null(ev, "the snapshot was not released (%zu rows, %d polls)", released, polls);
+        cr_assert_eq(snap_inc_observe(si, ev, &err), TB_OK, "%s", err.msg);
+        evt_event *row = NULL;
+        while (snap_inc_next_event(si, &row, &err) == TB_OK && row) {
+            *without_n += evt_table_find(evt_event_table(row), "n") < 0;
+            released++;
+        }
+        signalled = signalled || signal_of_type(ev, "execute-snapshot");
+        if (signalled && snap_inc_wants_poll(si)) {
+            cr_assert_eq(snap_inc_poll(si, &err), TB_OK, "poll %d: %s", polls + 1, err.msg);
+            polls++;
+        }
+    }
+    st_reader_close(r);
+    cr_expect_eq(released, want);
+    return polls;
+}
+
 /* Another session's ALTER between the description of the table and the chunk's SELECT (which
  * then names a column the table no longer has) is not an error of the run: the chunk is read
  * again as the table is now, and every row is released without the dropped column. */
@@ -548,31 +579,11 @@ Test(snapshot_incremental, table_changed_between_description_and_select, .timeou
     st_current_position(my, &p0);
     cr_assert_eq(snap_inc_signal(c, "snaptest_chg.t", &err), TB_OK, "signal: %s", err.msg);
 
-    st_reader *r = st_reader_open(c, &p0);
-    bool signalled = false, dropped_seen = false;
-    int polls = 0;
-    size_t released = 0;
-    while (released < 10) {
-        evt_event *ev = st_reader_next(r, 10000);
-        cr_assert_not_null(ev, "the chunk was not released (%zu rows, %d polls)", released, polls);
-        cr_assert_eq(snap_inc_observe(si, ev, &err), TB_OK, "%s", err.msg);
-        evt_event *row = NULL;
-        while (snap_inc_next_event(si, &row, &err) == TB_OK && row) {
-            cr_expect_lt(evt_table_find(evt_event_table(row), "n"), 0, "a released row has the dropped column");
-            released++;
-        }
-        signalled = signalled || signal_of_type(ev, "execute-snapshot");
-        if (signalled && snap_inc_wants_poll(si)) {
-            cr_assert_eq(snap_inc_poll(si, &err), TB_OK, "poll %d: %s", polls + 1, err.msg);
-            polls++;
-        }
-        dropped_seen = dropped_seen || h.ran > 0;
-    }
-    st_reader_close(r);
+    size_t without_n = 0;
+    int polls = release_rows(si, c, &p0, 10, &without_n);
     cr_expect_eq(h.ran, 1);
-    cr_expect(dropped_seen);
+    cr_expect_eq(without_n, 10, "%zu of 10 released rows lack the dropped column", without_n);
     cr_expect_eq(polls, 2, "%d polls: one whose SELECT failed, one that read the chunk", polls);
-    cr_expect_eq(released, 10);
     snap_inc_close(si);
     cfg_free(c);
     tb_position_free(&p0);
@@ -617,25 +628,9 @@ Test(snapshot_incremental, table_changed_under_the_window_read_ahead, .timeout =
     st_current_position(my, &p0);
     cr_assert_eq(snap_inc_signal(c, "snaptest_ahead.t", &err), TB_OK, "signal: %s", err.msg);
 
-    st_reader *r = st_reader_open(c, &p0);
-    bool signalled = false;
-    size_t released = 0, without_n = 0;
-    while (released < 40) {
-        evt_event *ev = st_reader_next(r, 10000);
-        cr_assert_not_null(ev, "the snapshot was not released (%zu rows)", released);
-        cr_assert_eq(snap_inc_observe(si, ev, &err), TB_OK, "%s", err.msg);
-        evt_event *row = NULL;
-        while (snap_inc_next_event(si, &row, &err) == TB_OK && row) {
-            without_n += evt_table_find(evt_event_table(row), "n") < 0;
-            released++;
-        }
-        signalled = signalled || signal_of_type(ev, "execute-snapshot");
-        if (signalled && snap_inc_wants_poll(si))
-            cr_assert_eq(snap_inc_poll(si, &err), TB_OK, "%s", err.msg);
-    }
-    st_reader_close(r);
+    size_t without_n = 0;
+    release_rows(si, c, &p0, 40, &without_n);
     cr_expect_eq(atomic_load(&h.ran), 1, "the column was not dropped on the thread reading ahead");
-    cr_expect_eq(released, 40);
     cr_expect_geq(without_n, 30, "%zu rows released without the dropped column", without_n);
     cr_expect_eq(si->ahead.failures, 0, "the changed table counted as %llu failure(s) of reading ahead",
                  (unsigned long long)si->ahead.failures);
