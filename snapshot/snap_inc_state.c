@@ -296,31 +296,28 @@ void snap_inc_queue_pop(snap_inc *si)
         si->initial = false; /* its last table is done (or dropped) */
 }
 
-/* A state file parsed into *root (TB_ERR_NOT_FOUND: there is none). */
-/* Write the state file: base (a state_json text, taken over: it becomes si->disk_base, the
- * state as of the committed position) and, as "pending", every save not yet committed with
- * its position (STATE FILE above). */
-static tb_code state_write(snap_inc *si, char *base, tb_error *err)
+/* Write the state file: base (a state_json text: the state as of the committed position) and,
+ * as "pending", the saves from `from` on with their positions (STATE FILE above). The caller
+ * makes base si->disk_base and drops the saves before `from` once it is written. */
+static tb_code state_write(snap_inc *si, const char *base, size_t from, tb_error *err)
 {
-    free(si->disk_base);
-    si->disk_base = base;
     size_t blen = strlen(base);
     tb_buf b, pos;
     tb_buf_init(&b, 0);
     tb_buf_init(&pos, 0);
     tb_code rc = TB_OK;
-    if (si->nsaves == 0 || blen < 2 || base[blen - 1] != '}') {
+    if (from >= si->nsaves || blen < 2 || base[blen - 1] != '}') {
         rc = tb_buf_append(&b, base, blen);
     } else {
         evt_jw w;
         rc = tb_buf_append(&b, base, blen - 1);
         if (rc == TB_OK)
             rc = tb_buf_puts(&b, ",\"pending\":[");
-        for (size_t i = 0; i < si->nsaves && rc == TB_OK; i++) {
+        for (size_t i = from; i < si->nsaves && rc == TB_OK; i++) {
             tb_buf_reset(&pos);
             if ((rc = tb_position_format(&si->saves[i].pos, &pos)) != TB_OK)
                 break;
-            rc = tb_buf_puts(&b, i ? ",{\"pos\":" : "{\"pos\":");
+            rc = tb_buf_puts(&b, i > from ? ",{\"pos\":" : "{\"pos\":");
             if (rc == TB_OK) {
                 evt_jw_init(&w, &b);
                 evt_jw_str(&w, tb_buf_cstr(&pos), pos.len);
@@ -333,7 +330,7 @@ static tb_code state_write(snap_inc *si, char *base, tb_error *err)
             rc = tb_buf_puts(&b, "]}");
     }
 #ifdef TB_TEST_HOOKS
-    if (rc == TB_OK && si->queued_unsaved && si->nsaves > 0)
+    if (rc == TB_OK && si->queued_unsaved && si->nsaves > from)
         rc = tb_position_copy(&si->test_pending, &si->saves[si->nsaves - 1].pos);
 #endif
     if (rc == TB_OK)
@@ -347,6 +344,7 @@ static tb_code state_write(snap_inc *si, char *base, tb_error *err)
     return rc;
 }
 
+/* A state file parsed into *root (TB_ERR_NOT_FOUND: there is none). */
 static tb_code state_parse(const char *path, tb_buf *b, evt_jv **root, tb_error *err)
 {
     tb_buf_reset(b);
@@ -436,7 +434,10 @@ static const evt_jv *state_as_of(const evt_jv *root, const tb_position *resume, 
         free(t);
         if (prc != TB_OK || !st || evt_jv_type_of(st) != EVT_JV_OBJECT) {
             tb_position_free(&p);
-            *rc = tb_error_set(err, TB_ERR_CORRUPT, false, "pending state %zu: no position or state", i);
+            *rc = tb_error_set(err, TB_ERR_CORRUPT, false,
+                               "pending state %zu: no position or state (without the \"pending\" member the "
+                               "committed state is resumed, and a snapshot queued since may have to be signalled "
+                               "again)", i);
             return NULL;
         }
         if (p.file && pos_le(&p, resume))
@@ -562,11 +563,17 @@ tb_code snap_inc_state_initial(snap_inc *si, char *const *tables, const bool *fr
     tb_buf b;
     tb_buf_init(&b, 0);
     tb_code rc = state_json(si, &b);
-    char *base = rc == TB_OK ? tb_buf_detach(&b, NULL) : NULL;
+    if (rc == TB_OK)
+        rc = state_write(si, tb_buf_cstr(&b), 0, err); /* no saves: reset above */
+    else
+        tb_error_set(err, rc, false, "out of memory");
+    if (rc == TB_OK) {
+        free(si->disk_base);
+        if (!(si->disk_base = tb_buf_detach(&b, NULL)))
+            rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
     tb_buf_free(&b);
-    if (!base)
-        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-    return state_write(si, base, err);
+    return rc;
 }
 
 bool snap_inc_initial(const snap_inc *si)
@@ -604,14 +611,6 @@ tb_code snap_inc_committed(snap_inc *si, const tb_position *p, tb_error *err)
         k++;
     if (k == 0)
         return TB_OK;
-    char *base = si->saves[k - 1].json;
-    si->saves[k - 1].json = NULL;
-    for (size_t i = 0; i < k; i++) {
-        tb_position_free(&si->saves[i].pos);
-        free(si->saves[i].json);
-    }
-    memmove(si->saves, si->saves + k, (si->nsaves - k) * sizeof(*si->saves));
-    si->nsaves -= k;
 #ifdef TB_TEST_HOOKS
     /* a kill -9 between a commit that passes a snapshot queued (and written as pending) and
      * this write (test_e2e_snapshot_chunked) */
@@ -619,16 +618,26 @@ tb_code snap_inc_committed(snap_inc *si, const tb_position *p, tb_error *err)
         getenv("TB_TEST_INCSNAP_KILL_BEFORE_SAVE"))
         raise(SIGKILL);
 #endif
-    return state_write(si, base, err);
+    /* written first: on a failure the saves stay, and the next commit writes them */
+    tb_code rc = state_write(si, si->saves[k - 1].json, k, err);
+    if (rc != TB_OK)
+        return rc;
+    free(si->disk_base);
+    si->disk_base = si->saves[k - 1].json;
+    si->saves[k - 1].json = NULL;
+    for (size_t i = 0; i < k; i++) {
+        tb_position_free(&si->saves[i].pos);
+        free(si->saves[i].json);
+    }
+    memmove(si->saves, si->saves + k, (si->nsaves - k) * sizeof(*si->saves));
+    si->nsaves -= k;
+    return TB_OK;
 }
 
 tb_code snap_inc_before_commit(snap_inc *si, tb_error *err)
 {
     if (!si->queued_unsaved || si->nsaves == 0 || !si->disk_base)
         return TB_OK;
-    char *base = strdup(si->disk_base);
-    if (!base)
-        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
-    return state_write(si, base, err);
+    return state_write(si, si->disk_base, 0, err);
 }
 
