@@ -100,7 +100,7 @@ typedef struct run_ctx {
 } run_ctx;
 
 /* run_sink.c: the run's side of the sink (see its header). */
-TB_MUST_USE tb_code run_sink_open(run_ctx *r, tb_error *err);
+TB_MUST_USE tb_code run_sink_open(run_ctx *r, sink **out, tb_error *err);
 /* metrics.listen: the counter slot of e's table; -1 without a table. */
 int run_slot(run_ctx *r, const evt_event *e);
 /* One event to the sink (lease check, metrics). */

@@ -45,6 +45,7 @@
 #include "app_status.h"
 #include "binlog.h"
 #include "evt.h"
+#include "kafka.h" /* kafka_client_ahead_drop */
 #include "ksink.h" /* ksink_offsets_read: the position store of both kinds */
 #include "myconn.h"
 #include "sink.h"
@@ -290,6 +291,59 @@ static tb_code run_kafka_start(run_ctx *r, const char *kafka_addr, tb_position *
     return rc;
 }
 
+/* ------------------------------------------------------------ Kafka clients made while the lease is sought */
+
+/* Seeking the lease takes a JoinGroup and a commit (30-60 ms with one broker), and the start then
+ * needs three more clients at once: the producer and the readers of the stored position and of
+ * the schema topic, each 5-10 ms to make (threads, the bootstrap connection). A thread makes them
+ * meanwhile. Making a client reads and writes nothing; the reads and the first produce still come
+ * after the lease (DESIGN 12). With exactly.once the producer is not made ahead: its
+ * InitProducerId would fence the active instance's producer. */
+typedef struct run_ahead {
+    run_ctx *r;
+    pthread_t th;
+    bool started;
+    sink *sink; /* the sink opened ahead; NULL: not tried, or failed (rc, err) */
+    tb_code rc;
+    tb_error err;
+} run_ahead;
+
+static void *run_ahead_main(void *arg)
+{
+    run_ahead *a = arg;
+    const cfg *c = a->r->cfg;
+    ksink_readers_ahead(c);
+    if (strcmp(cfg_get_str(c, CFGK_SINK), "kafka") == 0 && !cfg_get_bool(c, CFGK_EXACTLY_ONCE))
+        a->rc = run_sink_open(a->r, &a->sink, &a->err);
+    return NULL;
+}
+
+static void run_ahead_start(run_ctx *r, run_ahead *a)
+{
+    *a = (run_ahead){.r = r, .rc = TB_OK};
+    tb_error_clear(&a->err);
+    a->started = pthread_create(&a->th, NULL, run_ahead_main, a) == 0;
+}
+
+/* Wait for the thread. take: the lease is held, r->sink becomes the sink it opened (or the
+ * failure of its opening is returned); otherwise the sink and the clients are dropped. */
+static tb_code run_ahead_finish(run_ctx *r, run_ahead *a, bool take, tb_error *err)
+{
+    if (!a->started)
+        return TB_OK;
+    pthread_join(a->th, NULL);
+    a->started = false;
+    if (!take) {
+        sink_close(a->sink);
+        kafka_client_ahead_drop();
+        return TB_OK;
+    }
+    r->sink = a->sink;
+    if (a->rc != TB_OK)
+        *err = a->err;
+    return a->rc;
+}
+
 /* ------------------------------------------------------------ the source's questions at start */
 
 /* Once the lease is held, the source's start-up questions (its settings and grants, the
@@ -351,6 +405,13 @@ static run_srcprep *run_srcprep_join(run_ctx *r)
     return p;
 }
 
+/* binlog_set_history_fn: the schema topic's latest record of a table the catalog lost. */
+static tb_code run_schema_history(void *opaque, const char *db, const char *table, evt_table **out, tb_error *err)
+{
+    run_ctx *r = opaque;
+    return sink_schema_last(r->sink, db, table, out, err);
+}
+
 /* One pass over a MySQL/MariaDB source: snapshot if asked, then stream from
  * the hand-off position or from resume. */
 static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_snapshot, tb_error *err)
@@ -384,6 +445,7 @@ static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_
     if ((rc = binlog_open(r->cfg, &start, &r->binlog, err)) != TB_OK)
         goto out;
     binlog_set_stmt_fn(r->binlog, run_on_stmt, r);
+    binlog_set_history_fn(r->binlog, run_schema_history, r);
     if (start.kind == TB_POS_NONE && (rc = run_pin_start(r, err)) != TB_OK)
         goto out;
     /* the state as of the stored position (a snapshot just taken replaced that position) */
@@ -699,7 +761,20 @@ int cmd_run(int argc, char **argv)
      * the stored position: the preflight takes it (myconn_warm) */
     if (strcmp(cfg_get_str(r.cfg, CFGK_SOURCE_TYPE), "sqlite") != 0)
         r.warm = myconn_warm_start(r.cfg, binlog_replication_timeout_ms(r.cfg));
-    if ((rc = run_retry(&r, kafka_addr, start_lease, NULL, &err)) != TB_OK) {
+    run_ahead ahead;
+    run_ahead_start(&r, &ahead);
+    rc = run_retry(&r, kafka_addr, start_lease, NULL, &err);
+    {
+        tb_error aerr;
+        tb_error_clear(&aerr);
+        tb_code arc = run_ahead_finish(&r, &ahead, rc == TB_OK, &aerr);
+        if (rc == TB_OK && arc != TB_OK) {
+            rc = arc;
+            err = aerr;
+            goto out;
+        }
+    }
+    if (rc != TB_OK) {
         if (rc == TB_ERR_STOPPED) {
             rc = TB_OK;
             run_write_status(&r, "stopped", NULL, true);
@@ -711,7 +786,7 @@ int cmd_run(int argc, char **argv)
     r.filter_ok = true;
     if (strcmp(cfg_get_str(r.cfg, CFGK_SOURCE_TYPE), "sqlite") != 0)
         run_srcprep_start(&r); /* while Kafka is read below */
-    if ((rc = run_sink_open(&r, &err)) != TB_OK)
+    if (!r.sink && (rc = run_sink_open(&r, &r.sink, &err)) != TB_OK)
         goto out;
     r.txmeta = sink_has(r.sink, SINK_CAP_TOPICS) && cfg_get_bool(r.cfg, CFGK_TRANSACTION_TOPIC);
     if (!sink_has(r.sink, SINK_CAP_TOPICS) && cfg_get_bool(r.cfg, CFGK_TRANSACTION_TOPIC))
@@ -719,7 +794,9 @@ int cmd_run(int argc, char **argv)
                        "are written", sink_name(r.sink));
     /* the stored position; Kafka is retried at start as the source is (also with file
      * offsets: the sink's first request, before anything is read from the source) */
-    if ((rc = run_kafka_start(&r, kafka_addr, &stored, &err)) != TB_OK)
+    rc = run_kafka_start(&r, kafka_addr, &stored, &err);
+    kafka_client_ahead_drop(); /* any client made ahead and not taken (a read made again) */
+    if (rc != TB_OK)
         goto out;
     if (stored.kind != TB_POS_NONE) {
         tb_buf b;

@@ -1,8 +1,9 @@
 /*
  * run_lease: the lease of `tributary run` (DESIGN 12, sinks/ksink_lease.h).
  *
- * run_lease_acquire() comes before the sink is opened and the stored
- * position read: a standby waits here, state "standby" in its status file,
+ * run_lease_acquire() comes before the stored position is read and anything
+ * is produced (the clients that do it are made meanwhile, cmd_run.c's
+ * run_ahead; with exactly.once the sink is opened after it): a standby waits here, state "standby" in its status file,
  * logging `standby: <name> is active on <host:pid>` once per active
  * instance it sees. run_lease_check() guards every produce and commit of
  * the run loop (run_sink.c: run_sink_send, run_sink_commit, and cmd_run.c's final flush);

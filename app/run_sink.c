@@ -44,10 +44,10 @@ static void run_wait(void *opaque)
  * table descriptor, so a pointer compare finds it); -1 without a table. */
 /* The sink `sink` names, with the lease check as its gate and the status
  * file kept current while it waits. */
-tb_code run_sink_open(run_ctx *r, tb_error *err)
+tb_code run_sink_open(run_ctx *r, sink **out, tb_error *err)
 {
     sink_hooks hooks = {.gate = run_gate, .wait = run_wait, .opaque = r, .stop = &app_stop_requested};
-    return sink_open(r->cfg, &hooks, &r->sink, err);
+    return sink_open(r->cfg, &hooks, out, err);
 }
 
 int run_slot(run_ctx *r, const evt_event *e)

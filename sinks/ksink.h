@@ -208,6 +208,13 @@ TB_MUST_USE tb_code ksink_topics_gone(ksink *ks, ksink_captured_fn captured, ksi
  * The first error fn returns ends the walk. */
 typedef tb_code (*ksink_table_fn)(void *opaque, const char *db, const char *table, tb_error *err);
 TB_MUST_USE tb_code ksink_tables_known(ksink *ks, ksink_table_fn fn, void *opaque, tb_error *err);
+/* *out: db.table as the latest record of the schema topic that describes it says (read once
+ * at start, then kept up to date by this run's records), a new sealed descriptor (the caller
+ * drops it), or NULL when there is none. The schema history of a table the catalog no longer
+ * has: what the binlog's table map cannot say (the declared type of a UUID, INET6 or INET4
+ * column, FLOAT(M,D), defaults). TB_ERR_CORRUPT when the record does not read. */
+TB_MUST_USE tb_code ksink_schema_last(const ksink *ks, const char *db, const char *table, evt_table **out,
+                                      tb_error *err);
 
 /* Render e and produce all of its messages (see MESSAGES). Ensures the topic
  * and the schema record first when needed (this can block on the Admin API,
@@ -392,6 +399,11 @@ void ksink_close(ksink *ks);
  * Nothing stored (no file, no topic, no record, or a tombstone): TB_OK with
  * out->kind == TB_POS_NONE. Usable without an open sink. */
 TB_MUST_USE tb_code ksink_offsets_read(const cfg *c, tb_position *out, tb_error *err);
+/* Make ahead (kafka_client_ahead, kafka/kafka.h) the clients a start reads Kafka with: the stored
+ * position's reader (offsets.storage=kafka) and the schema topic's (sink=kafka). Only makes them
+ * and asks for the cluster's metadata, so it may run while the lease is sought; the reads take
+ * them. */
+void ksink_readers_ahead(const cfg *c);
 
 /* Store pos (TB_POS_NONE writes a tombstone / a file saying "none"). Waits
  * for the acknowledgement (kafka) or the fsync (file). Usable without an open

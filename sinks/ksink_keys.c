@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "ksink_int.h"
 #include "sink_keys.h"
 #include "tb_hmap.h"
@@ -84,6 +86,25 @@ static tb_code topic_metadata(rd_kafka_t *rk, rd_kafka_topic_t *rkt, const char 
  * retriable, never "nothing held". isolation: librdkafka's isolation.level;
  * reader: the group.id suffix (no group is joined: partitions are assigned;
  * nothing is committed). */
+tb_code ksink_reader_conf(const cfg *c, ksink_role role, const char *isolation, const char *reader,
+                          rd_kafka_conf_t **out, tb_error *err)
+{
+    rd_kafka_conf_t *conf = NULL;
+    tb_code rc = ksink_conf_new(c, role, &conf, err);
+    *out = NULL;
+    if (rc != TB_OK)
+        return rc;
+    char errstr[256], gid[300];
+    snprintf(gid, sizeof gid, "%s-%s", cfg_get_str(c, CFGK_NAME), reader);
+    if (rd_kafka_conf_set(conf, "isolation.level", isolation, errstr, sizeof errstr) != RD_KAFKA_CONF_OK ||
+        rd_kafka_conf_set(conf, "group.id", gid, errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
+        rd_kafka_conf_destroy(conf);
+        return tb_error_set(err, TB_ERR_CONFIG, false, "reader configuration: %s", errstr);
+    }
+    *out = conf;
+    return TB_OK;
+}
+
 static tb_code ksink_topic_read(const cfg *c, ksink_role role, const char *topic, bool must_exist,
                                 const char *isolation, const char *reader, ksink_scan_fn fn, void *opaque,
                                 tb_error *err)
@@ -97,21 +118,16 @@ static tb_code ksink_topic_read(const cfg *c, ksink_role role, const char *topic
     int64_t *hi = NULL;
     int timeout_ms = ksink_request_timeout_ms(c);
     rd_kafka_conf_t *conf = NULL;
-    if ((rc = ksink_conf_new(c, role, &conf, err)) != TB_OK)
+    if ((rc = ksink_reader_conf(c, role, isolation, reader, &conf, err)) != TB_OK) {
+        tb_error_prefix(err, rc, "topic %s: ", topic);
         goto out;
-    char errstr[256], gid[300], kb[32];
+    }
+    char kb[32];
     size_t kbsz = sizeof kb;
     /* half the prefetch queue (whatever kafka.* made it) between two wake-ups of the fetcher */
     size_t wake_bytes = rd_kafka_conf_get(conf, "queued.max.messages.kbytes", kb, &kbsz) == RD_KAFKA_CONF_OK
                             ? (size_t)strtoull(kb, NULL, 10) * 512
                             : (size_t)KSINK_SCAN_QUEUE_KB * 512;
-    snprintf(gid, sizeof gid, "%s-%s", cfg_get_str(c, CFGK_NAME), reader);
-    if (rd_kafka_conf_set(conf, "isolation.level", isolation, errstr, sizeof errstr) != RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(conf, "group.id", gid, errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
-        rd_kafka_conf_destroy(conf);
-        rc = tb_error_set(err, TB_ERR_CONFIG, false, "topic %s: reader configuration: %s", topic, errstr);
-        goto out;
-    }
     if ((rc = kafka_client_new(conf, RD_KAFKA_CONSUMER, "Kafka client", &rk, err)) != TB_OK)
         goto out;
     if (!(rkt = rd_kafka_topic_new(rk, topic, NULL))) {
@@ -403,6 +419,8 @@ typedef struct kk_schema {
     uint32_t version; /* and its version */
     bool mine;        /* written by this sink, not read from the topic */
     bool dropped;     /* the latest record says the table was dropped (evt_json_schema_value_as) */
+    size_t last_len;  /* last: the latest record that describes the table (not "dropped"), or "" */
+    char last[];
 } kk_schema;
 
 /* A schema record's digest without its version number, and that number.
@@ -441,13 +459,23 @@ static tb_code kk_add_schema(void *opaque, const char *key, size_t klen, const c
         *v = NULL;
         return TB_OK;
     }
-    kk_schema *s = *v ? *v : calloc(1, sizeof(*s));
-    if (!s)
-        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory for its records");
     static const char drop_tag[] = "\"dropped\":true";
+    bool dropped = memmem(value, vlen, drop_tag, sizeof drop_tag - 1) != NULL;
+    kk_schema *s = *v;
+    if (!s || !dropped) { /* a record that describes the table is kept whole (ksink_schema_last) */
+        kk_schema *ns = realloc(s, sizeof(*s) + (dropped ? 0 : vlen) + 1);
+        if (!ns)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory for its records");
+        if (!s)
+            memset(ns, 0, sizeof(*ns));
+        s = ns;
+        s->last_len = dropped ? 0 : vlen;
+        memcpy(s->last, value, s->last_len);
+        s->last[s->last_len] = '\0';
+    }
     s->digest = kk_schema_digest(value, vlen, &s->version);
     s->mine = false;
-    s->dropped = memmem(value, vlen, drop_tag, sizeof drop_tag - 1) != NULL;
+    s->dropped = dropped;
     *v = s;
     return TB_OK;
 }
@@ -467,7 +495,7 @@ tb_code ksink_schema_seen_load(ksink *ks, const char *topic, tb_error *err)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     tb_hmap_init(ks->schema_seen);
     kk_plain p = {kk_add_schema, ks->schema_seen};
-    tb_code rc = ksink_topic_read(ks->c, KSINK_ROLE_CONSUMER, topic, false, "read_committed", "schema-reader",
+    tb_code rc = ksink_topic_read(ks->c, KSINK_ROLE_CONSUMER, topic, false, "read_committed", KSINK_SCHEMA_READER,
                                   kk_plain_record, &p, err);
     if (rc != TB_OK) /* an empty set: every record is written, as without the read */
         tb_hmap_free(ks->schema_seen, free);
@@ -510,4 +538,111 @@ void ksink_schema_seen_set(ksink *ks, const char *key, size_t klen, const char *
         return;
     }
     ((kk_schema *)*tb_hmap_find(ks->schema_seen, key, klen))->mine = true;
+}
+
+/* ------------------------------------------------------------ the latest schema record of a table */
+
+/* A descriptor from a schema record (evt_json_schema_value_as writes them): names, types, declared
+ * types, key, details, labels and defaults. NULL (err set) when the record does not read. */
+static evt_table *kk_schema_table(const char *db, const char *table, const char *text, size_t len, tb_error *err)
+{
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    json_t *cols = json_object_get(root, "columns"), *pk = json_object_get(root, "primary_key");
+    evt_table *t = NULL;
+    size_t *pkc = NULL;
+    const char *why = NULL;
+    if (!json_is_array(cols) || !json_is_array(pk)) {
+        why = root ? "no columns or primary_key" : je.text;
+        goto out;
+    }
+    size_t n = json_array_size(cols), npk = json_array_size(pk);
+    if (!(t = evt_table_new(db, table, n)) || !(pkc = calloc(npk + 1, sizeof(*pkc)))) {
+        why = "out of memory";
+        goto out;
+    }
+    for (size_t i = 0; i < n && !why; i++) {
+        json_t *c = json_array_get(cols, i), *labels = json_object_get(c, "labels");
+        const char *name = json_string_value(json_object_get(c, "name"));
+        const char *type = json_string_value(json_object_get(c, "type"));
+        evt_type ty = type ? evt_type_from_name(type) : EVT_T_UNKNOWN;
+        if (!name || ty == EVT_T_UNKNOWN) {
+            why = "a column without a name or a known type";
+            break;
+        }
+        json_int_t len_ = json_integer_value(json_object_get(c, "length")),
+                   prec = json_integer_value(json_object_get(c, "precision")),
+                   scale = json_integer_value(json_object_get(c, "scale"));
+        if (evt_table_set_column(t, i, name, ty, json_string_value(json_object_get(c, "source_type")),
+                                 json_is_true(json_object_get(c, "nullable")),
+                                 json_is_true(json_object_get(c, "unsigned"))) != TB_OK ||
+            evt_table_set_column_details(t, i, len_ > 0 && len_ <= UINT32_MAX ? (uint32_t)len_ : 0,
+                                         prec > 0 && prec <= UINT32_MAX ? (uint32_t)prec : 0,
+                                         scale > 0 && scale <= UINT32_MAX ? (uint32_t)scale : 0,
+                                         json_string_value(json_object_get(c, "charset"))) != TB_OK ||
+            evt_table_set_default(t, i, json_string_value(json_object_get(c, "default")),
+                                  json_is_true(json_object_get(c, "default_expr"))) != TB_OK) {
+            why = "out of memory";
+            break;
+        }
+        if (json_is_array(labels)) {
+            size_t nl = json_array_size(labels);
+            const char **l = calloc(nl + 1, sizeof(*l));
+            for (size_t k = 0; l && k < nl; k++)
+                l[k] = json_string_value(json_array_get(labels, k)) ? json_string_value(json_array_get(labels, k)) : "";
+            if (!l || evt_table_set_labels(t, i, l, nl) != TB_OK)
+                why = "out of memory";
+            free(l);
+        }
+    }
+    for (size_t k = 0; k < npk && !why; k++) {
+        const char *name = json_string_value(json_array_get(pk, k));
+        long col = name ? evt_table_find(t, name) : -1;
+        if (col < 0)
+            why = "primary_key names no column";
+        else
+            pkc[k] = (size_t)col;
+    }
+    if (!why && evt_table_set_pk(t, pkc, npk) != TB_OK)
+        why = "out of memory";
+    if (!why) {
+        json_int_t ver = json_integer_value(json_object_get(root, "version"));
+        evt_table_set_version(t, ver > 0 && ver <= UINT32_MAX ? (uint32_t)ver : 1);
+        evt_table_set_names_known(t, !json_is_false(json_object_get(root, "names_known")));
+        evt_table_seal(t);
+    }
+out:
+    if (why) {
+        tb_error_set(err, strcmp(why, "out of memory") == 0 ? TB_ERR_NOMEM : TB_ERR_CORRUPT, false,
+                     "the schema record of %s.%s does not read: %s", db, table, why);
+        evt_table_unref(t);
+        t = NULL;
+    }
+    free(pkc);
+    json_decref(root);
+    return t;
+}
+
+tb_code ksink_schema_last(const ksink *ks, const char *db, const char *table, evt_table **out, tb_error *err)
+{
+    *out = NULL;
+    if (!ks->schema_seen)
+        return TB_OK;
+    evt_table *k = evt_table_new(db, table, 0);
+    tb_buf key;
+    tb_buf_init(&key, 0);
+    tb_code rc = k ? evt_json_schema_key(k, &key) : TB_ERR_NOMEM;
+    evt_table_unref(k);
+    if (rc != TB_OK) {
+        tb_buf_free(&key);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    }
+    void **v = tb_hmap_find(ks->schema_seen, key.data, key.len);
+    tb_buf_free(&key);
+    const kk_schema *s = v ? *v : NULL;
+    if (!s || s->last_len == 0)
+        return TB_OK;
+    if (!(*out = kk_schema_table(db, table, s->last, s->last_len, err)))
+        return err->code;
+    return TB_OK;
 }

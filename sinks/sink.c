@@ -127,6 +127,11 @@ static tb_code k_tables_known(void *k, sink_table_fn fn, void *opaque, tb_error 
     return ksink_tables_known(k, fn, opaque, err);
 }
 
+static tb_code k_schema_last(void *k, const char *db, const char *table, evt_table **out, tb_error *err)
+{
+    return ksink_schema_last(k, db, table, out, err);
+}
+
 static const sink_ops kafka_ops = {
     .name = "kafka",
     .caps = SINK_CAP_TOPICS | SINK_CAP_KEYS,
@@ -154,6 +159,7 @@ static const sink_ops kafka_ops = {
     .restart = k_restart,
     .topics_gone = k_topics_gone,
     .tables_known = k_tables_known,
+    .schema_last = k_schema_last,
 };
 
 /* ------------------------------------------------------------ stdout */
@@ -387,6 +393,13 @@ tb_code sink_tables_known(sink *s, sink_table_fn fn, void *opaque, tb_error *err
 {
     return sink_has(s, SINK_CAP_TOPICS) ? s->ops->tables_known(s->impl, fn, opaque, err)
                                         : no_topics(s, "list the tables of the schema topic", err);
+}
+
+tb_code sink_schema_last(sink *s, const char *db, const char *table, evt_table **out, tb_error *err)
+{
+    *out = NULL;
+    return sink_has(s, SINK_CAP_TOPICS) && s->ops->schema_last ? s->ops->schema_last(s->impl, db, table, out, err)
+                                                                : TB_OK;
 }
 
 tb_code sink_topics_gone(sink *s, sink_captured_fn captured, sink_gone_fn gone, void *opaque, tb_error *err)

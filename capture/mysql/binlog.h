@@ -295,6 +295,12 @@ TB_MUST_USE tb_code binlog_behind_bytes(binlog_reader *r, int64_t *bytes, tb_err
 const binlog_dec *binlog_reader_decoder(const binlog_reader *r);
 /* The statement callback of the reader's decoder (see binlog_dec_set_stmt_fn). */
 void binlog_set_stmt_fn(binlog_reader *r, binlog_stmt_fn fn, void *opaque);
+/* Live mode: fn describes a table the catalog does not have (dropped or renamed since the event
+ * being decoded, e.g. when a restart reads the binlog again), as the decoder's schema_fn would;
+ * the run hands it the sink's schema history (sink_schema_last). Without it such a table is
+ * described by its table map alone: a UUID, INET6 or INET4 column is then BINARY(16) or
+ * BINARY(4), and its events would differ from those written while the table existed. */
+void binlog_set_history_fn(binlog_reader *r, binlog_schema_fn fn, void *opaque);
 void binlog_close(binlog_reader *r);
 
 #endif

@@ -87,6 +87,8 @@ struct binlog_live {
     int64_t down_since_ms; /* wall time (Unix ms) the connection was lost or first failed; 0 = up */
     bool encrypted;        /* the replication connection uses TLS */
     bool tls_logged;
+    binlog_schema_fn history_fn; /* a table the catalog does not have (binlog_set_history_fn) */
+    void *history_opaque;
 };
 
 static void disconnect(binlog_live *l)
@@ -473,6 +475,33 @@ static tb_code meta_connect(binlog_live *l, tb_error *err)
  * would type such columns as the binlog does (BINARY) and say no defaults.
  * The decoder waits meanwhile, as the stream does for the source. */
 #define LIVE_SCHEMA_RETRY_MS 60000
+
+/* A table the catalog does not have (dropped or renamed since the event, read again after a
+ * restart): the history describes it, if it can; a history that cannot is said, not an error. */
+static tb_code live_history(binlog_live *l, const char *db, const char *table, evt_table **out)
+{
+    *out = NULL;
+    if (!l->history_fn)
+        return TB_OK;
+    tb_error herr;
+    tb_error_clear(&herr);
+    if (l->history_fn(l->history_opaque, db, table, out, &herr) != TB_OK) {
+        TB_WARN("binlog", "%s.%s: not in the catalog, and its schema history does not describe it (%s)", db,
+                table, herr.msg);
+        evt_table_unref(*out);
+        *out = NULL;
+    } else if (*out) {
+        TB_INFO("binlog", "%s.%s: not in the catalog any more: described by its latest schema record (declared "
+                          "types, defaults)", db, table);
+    }
+    return TB_OK;
+}
+
+void binlog_live_set_history_fn(binlog_live *l, binlog_schema_fn fn, void *opaque)
+{
+    l->history_fn = fn;
+    l->history_opaque = opaque;
+}
 static tb_code live_schema(void *opaque, const char *db, const char *table, evt_table **out, tb_error *err)
 {
     binlog_live *l = opaque;
@@ -483,7 +512,7 @@ static tb_code live_schema(void *opaque, const char *db, const char *table, evt_
         tb_code rc = meta_connect(l, err);
         if (rc == TB_OK && (rc = mymeta_describe(l->meta, db, table, out, err)) == TB_ERR_NOT_FOUND) {
             tb_error_clear(err);
-            return TB_OK; /* *out NULL: no such table */
+            return live_history(l, db, table, out); /* *out NULL: no such table, and no history of it */
         }
         if (rc != TB_OK && l->meta) {
             mysql_close(l->meta); /* connect again next time */

@@ -15,6 +15,8 @@ TB_MUST_USE tb_code binlog_live_open(const cfg *c, const tb_position *start, bin
 /* Next change event (NULL on timeout or heartbeat); reconnects with backoff. */
 TB_MUST_USE tb_code binlog_live_next(binlog_live *l, binlog_dec *dec, int timeout_ms, evt_event **ev, tb_error *err);
 void binlog_live_free(binlog_live *l);
+/* The description of a table the catalog no longer has (binlog_set_history_fn). */
+void binlog_live_set_history_fn(binlog_live *l, binlog_schema_fn fn, void *opaque);
 /* True after the server refused to send the binlog from the requested
  * position (error 1236: purged, reset, or never there). */
 bool binlog_live_position_gone(const binlog_live *l);

@@ -217,6 +217,12 @@ void binlog_set_stmt_fn(binlog_reader *r, binlog_stmt_fn fn, void *opaque)
     binlog_dec_set_stmt_fn(r->dec, fn, opaque);
 }
 
+void binlog_set_history_fn(binlog_reader *r, binlog_schema_fn fn, void *opaque)
+{
+    if (r->live)
+        binlog_live_set_history_fn(r->live, fn, opaque);
+}
+
 void binlog_close(binlog_reader *r)
 {
     if (!r)

@@ -9,6 +9,8 @@
  *   st_start(r), st_log_count(r, s)    start the run; count a text in its log
  *   st_assert_equal(r, m, table, ...)  source, topic read as a KTable and cache hold the same rows
  *   st_schema_record(r, table)         the latest schema record (Jansson)
+ *   st_schema_each(r, table, fn, o)    each schema record of a table, in order
+ *   st_topic_each(topic, fn, o)        each message of a topic
  *   st_cache_build(r)                  tributary cache --until-caught-up
  */
 #ifndef E2E_TABLES_H
@@ -389,12 +391,12 @@ static inline void st_assert_equal(const st_run *r, MYSQL *m, const char *table,
     tb_buf_free(&cache);
 }
 
-/* The latest schema record of db.table in <db>.schema (topic.prefix is the
- * test's database name), parsed by Jansson; NULL when there is none. */
-static inline json_t *st_schema_record(const st_run *r, const char *table)
+/* fn(key, klen, value, vlen, opaque) for every message of topic, all partitions from their
+ * beginning to their end (a key's messages in order; value NULL for a tombstone). */
+static inline void st_topic_each(const char *topic, void (*fn)(const char *, size_t, const char *, size_t, void *),
+                                 void *opaque)
 {
-    char errstr[512], topic[256];
-    snprintf(topic, sizeof topic, "%s.schema", r->db);
+    char errstr[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_conf_set(conf, "bootstrap.servers", tb_itest_env("TRIBUTARY_TEST_KAFKA"), errstr, sizeof errstr);
     rd_kafka_conf_set(conf, "group.id", "e2e-statements", errstr, sizeof errstr);
@@ -413,7 +415,6 @@ static inline json_t *st_schema_record(const st_run *r, const char *table)
     rd_kafka_metadata_destroy(md);
     rd_kafka_topic_destroy(rkt);
     cr_assert_eq(rd_kafka_assign(rk, parts), RD_KAFKA_RESP_ERR_NO_ERROR);
-    json_t *latest = NULL;
     long long deadline = tb_itest_now_ms() + 60000;
     for (int left = parts->cnt; left > 0;) {
         cr_assert(tb_itest_now_ms() < deadline, "topic %s not read to its end in 60 s", topic);
@@ -426,21 +427,60 @@ static inline json_t *st_schema_record(const st_run *r, const char *table)
             continue;
         }
         cr_assert(!m->err, "consume %s: %s", topic, rd_kafka_message_errstr(m));
-        json_error_t je;
-        json_t *k = json_loadb(m->key, m->key_len, 0, &je);
-        cr_assert_not_null(k, "schema key is not JSON: %s", je.text);
-        if (strcmp(json_string_value(json_object_get(k, "db")), r->db) == 0 &&
-            strcmp(json_string_value(json_object_get(k, "table")), table) == 0) {
-            json_decref(latest);
-            latest = m->payload ? json_loadb(m->payload, m->len, 0, &je) : NULL;
-            cr_assert(!m->payload || latest, "schema record is not JSON: %s", je.text);
-        }
-        json_decref(k);
+        fn(m->key, m->key_len, m->payload, m->len, opaque);
         rd_kafka_message_destroy(m);
     }
     rd_kafka_topic_partition_list_destroy(parts);
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
+}
+
+/* fn(record, opaque) for each record of table in the schema topic, in order (NULL: a tombstone). */
+typedef struct st_schema_walk {
+    const st_run *r;
+    const char *table;
+    void (*fn)(json_t *rec, void *opaque);
+    void *opaque;
+} st_schema_walk;
+
+static inline void st_schema_walk_one(const char *key, size_t klen, const char *value, size_t vlen, void *opaque)
+{
+    st_schema_walk *w = opaque;
+    json_error_t je;
+    json_t *k = json_loadb(key, klen, 0, &je);
+    cr_assert_not_null(k, "schema key is not JSON: %s", je.text);
+    if (strcmp(json_string_value(json_object_get(k, "db")), w->r->db) == 0 &&
+        strcmp(json_string_value(json_object_get(k, "table")), w->table) == 0) {
+        json_t *rec = value ? json_loadb(value, vlen, 0, &je) : NULL;
+        cr_assert(!value || rec, "schema record is not JSON: %s", je.text);
+        w->fn(rec, w->opaque);
+        json_decref(rec);
+    }
+    json_decref(k);
+}
+
+static inline void st_schema_each(const st_run *r, const char *table, void (*fn)(json_t *rec, void *opaque),
+                                  void *opaque)
+{
+    char topic[256];
+    snprintf(topic, sizeof topic, "%s.schema", r->db);
+    st_schema_walk w = {r, table, fn, opaque};
+    st_topic_each(topic, st_schema_walk_one, &w);
+}
+
+static inline void st_schema_keep(json_t *rec, void *opaque)
+{
+    json_t **latest = opaque;
+    json_decref(*latest);
+    *latest = json_incref(rec);
+}
+
+/* The latest schema record of db.table in <db>.schema (topic.prefix is the test's database name),
+ * parsed by Jansson; NULL when there is none, or the latest is a tombstone. */
+static inline json_t *st_schema_record(const st_run *r, const char *table)
+{
+    json_t *latest = NULL;
+    st_schema_each(r, table, st_schema_keep, &latest);
     return latest;
 }
 

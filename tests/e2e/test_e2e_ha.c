@@ -89,13 +89,21 @@ static void ha_start(ha_run *h, int i)
     ha_start_with(h, i, NULL);
 }
 
-static bool ha_log_has(const ha_run *h, int i, const char *needle)
+static size_t ha_log_count(const ha_run *h, int i, const char *needle)
 {
     tb_buf b;
     tb_buf_init(&b, 0);
-    bool yes = e2e_slurp(h->log[i], &b) && strstr(tb_buf_cstr(&b), needle);
+    size_t n = 0;
+    if (e2e_slurp(h->log[i], &b))
+        for (const char *p = tb_buf_cstr(&b); (p = strstr(p, needle)) != NULL; p += strlen(needle))
+            n++;
     tb_buf_free(&b);
-    return yes;
+    return n;
+}
+
+static bool ha_log_has(const ha_run *h, int i, const char *needle)
+{
+    return ha_log_count(h, i, needle) > 0;
 }
 
 static void ha_fail_with_log(const ha_run *h, int i, const char *what)
@@ -374,8 +382,15 @@ Test(ha, two_instances_only_one_streams, .timeout = 300, .fini = e2e_fini_server
 {
     ha_run h;
     ha_setup(&h, "two", false);
+    FILE *f = fopen(h.cfg, "a"); /* the DEBUG line of each client made while the lease was sought */
+    cr_assert_not_null(f);
+    fprintf(f, "log.level=debug\n");
+    fclose(f);
     ha_start(&h, 0);
     ha_wait_state(&h, 0, "streaming", 60000);
+    /* the readers of the stored position and of the schema topic were made while the lease was
+     * sought, and taken once it was held */
+    cr_assert_eq(ha_log_count(&h, 0, " was made ahead"), 2, "see %s", h.log[0]);
     unsigned port = e2e_free_port();
     char listen[64];
     snprintf(listen, sizeof listen, "metrics.listen=127.0.0.1:%u", port);
@@ -408,6 +423,8 @@ Test(ha, two_instances_only_one_streams, .timeout = 300, .fini = e2e_fini_server
     ha_stop(&h, 0);
     ha_wait_state(&h, 1, "streaming", 15000 - (tb_itest_now_ms() - t0));
     fprintf(stderr, "ha[two]: handed over %lld ms after SIGTERM\n", tb_itest_now_ms() - t0);
+    /* the standby made its clients (and its producer) before its long wait: they serve it now */
+    cr_assert_eq(ha_log_count(&h, 1, " was made ahead"), 2, "see %s", h.log[1]);
     deadline = tb_itest_now_ms() + 10000;
     while ((hs = e2e_http_get(port, "/health", &body)) != 200) {
         cr_assert(tb_itest_now_ms() < deadline, "/health after the takeover: %d %s", hs, tb_buf_cstr(&body));

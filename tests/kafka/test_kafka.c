@@ -84,3 +84,50 @@ Test(kafka, client_new_takes_the_configuration_on_failure)
     cr_expect_null(rk);
     cr_expect_eq(strncmp(err.msg, "cannot create the DLQ producer: ", 32), 0, "%s", err.msg);
 }
+
+/* A mock cluster of librdkafka's own (test.mock.num.brokers) for the clients made ahead. */
+static rd_kafka_conf_t *ahead_conf(const char *group, const char *acks)
+{
+    rd_kafka_conf_t *conf = kafka_conf_new();
+    tb_error err;
+    cr_assert_eq(kafka_conf_set(conf, "test.mock.num.brokers", "1", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(kafka_conf_set(conf, "group.id", group, &err), TB_OK, "%s", err.msg);
+    if (acks) /* a property of the default topic configuration */
+        cr_assert_eq(kafka_conf_set(conf, "acks", acks, &err), TB_OK, "%s", err.msg);
+    return conf;
+}
+
+/* kafka_client_new hands out a client made ahead only for the same type and the same
+ * configuration, default topic configuration included; each is handed out once; the ones
+ * nobody took are dropped. */
+Test(kafka, clients_made_ahead_serve_an_equal_configuration_once)
+{
+    tb_error err;
+    rd_kafka_t *rk = NULL;
+    unsigned taken = kafka_client_ahead_taken();
+    kafka_client_ahead(ahead_conf("g1", NULL), RD_KAFKA_CONSUMER);
+    kafka_client_ahead(ahead_conf("g2", "1"), RD_KAFKA_CONSUMER);
+
+    /* another group.id, another type, another topic setting: made anew */
+    cr_assert_eq(kafka_client_new(ahead_conf("g3", NULL), RD_KAFKA_CONSUMER, "c", &rk, &err), TB_OK, "%s", err.msg);
+    rd_kafka_destroy(rk);
+    cr_assert_eq(kafka_client_new(ahead_conf("g1", NULL), RD_KAFKA_PRODUCER, "p", &rk, &err), TB_OK, "%s", err.msg);
+    rd_kafka_destroy(rk);
+    cr_assert_eq(kafka_client_new(ahead_conf("g2", "all"), RD_KAFKA_CONSUMER, "c", &rk, &err), TB_OK, "%s", err.msg);
+    rd_kafka_destroy(rk);
+    cr_expect_eq(kafka_client_ahead_taken(), taken);
+
+    /* the same: the one made ahead, once */
+    cr_assert_eq(kafka_client_new(ahead_conf("g1", NULL), RD_KAFKA_CONSUMER, "c", &rk, &err), TB_OK, "%s", err.msg);
+    cr_expect_eq(kafka_client_ahead_taken(), taken + 1);
+    rd_kafka_destroy(rk);
+    cr_assert_eq(kafka_client_new(ahead_conf("g1", NULL), RD_KAFKA_CONSUMER, "c", &rk, &err), TB_OK, "%s", err.msg);
+    cr_expect_eq(kafka_client_ahead_taken(), taken + 1, "handed out twice");
+    rd_kafka_destroy(rk);
+
+    /* dropped: g2's is not handed out any more */
+    kafka_client_ahead_drop();
+    cr_assert_eq(kafka_client_new(ahead_conf("g2", "1"), RD_KAFKA_CONSUMER, "c", &rk, &err), TB_OK, "%s", err.msg);
+    cr_expect_eq(kafka_client_ahead_taken(), taken + 1, "a dropped client was handed out");
+    rd_kafka_destroy(rk);
+}
