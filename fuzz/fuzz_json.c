@@ -8,6 +8,8 @@
  *  - the input taken as a byte string survives evt_jw_str -> evt_jv_parse
  *    unchanged (the \udcXX escape for invalid UTF-8);
  *  - evt_position_from_json never crashes;
+ *  - a schema record evt_json_schema_parse accepts, written again (evt_json_schema_value), reads
+ *    back to a descriptor that writes the same text;
  *  - the first 8 (4) bytes as a double (float) format to text that reads
  *    back to the same bits and is valid JSON number text.
  */
@@ -71,6 +73,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tb_position_init(&p);
     (void)evt_position_from_json(text, size, &p, NULL);
     tb_position_free(&p);
+
+    evt_table *st = NULL;
+    if (evt_json_schema_parse("d", "t", text, size, &st, NULL) == TB_OK) {
+        tb_buf s1, s2;
+        tb_buf_init(&s1, 0);
+        tb_buf_init(&s2, 0);
+        evt_table *st2 = NULL;
+        check(evt_json_schema_value(st, &s1) == TB_OK);
+        check(evt_json_schema_parse("d", "t", s1.data, s1.len, &st2, NULL) == TB_OK);
+        check(evt_json_schema_value(st2, &s2) == TB_OK);
+        check(s1.len == s2.len && memcmp(s1.data, s2.data, s1.len) == 0);
+        evt_table_unref(st2);
+        tb_buf_free(&s1);
+        tb_buf_free(&s2);
+    }
+    evt_table_unref(st);
 
     if (size >= 8) {
         double dv;

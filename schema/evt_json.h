@@ -159,6 +159,12 @@ TB_MUST_USE tb_code evt_json_schema_value(const evt_table *t, tb_buf *out);
 /* The same, naming the table version `version` instead of t's own (the Kafka
  * sink continues the numbering its schema topic holds). */
 TB_MUST_USE tb_code evt_json_schema_value_as(const evt_table *t, uint32_t version, tb_buf *out);
+/* A schema record's value read back into a new sealed descriptor of db.table (the caller drops
+ * it): columns (names, types, declared types, nullability, signedness, details, labels, defaults),
+ * key, version, names_known. Writing *out again with evt_json_schema_value gives the same text.
+ * TB_ERR_CORRUPT naming the table when the record does not read. */
+TB_MUST_USE tb_code evt_json_schema_parse(const char *db, const char *table, const char *text, size_t len,
+                                          evt_table **out, tb_error *err);
 
 /* Positions as JSON objects (tb_position's JSON form). */
 TB_MUST_USE tb_code evt_position_to_json(const tb_position *p, tb_buf *out);

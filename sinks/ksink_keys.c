@@ -28,8 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "ksink_int.h"
 #include "sink_keys.h"
 #include "tb_hmap.h"
@@ -542,87 +540,6 @@ void ksink_schema_seen_set(ksink *ks, const char *key, size_t klen, const char *
 
 /* ------------------------------------------------------------ the latest schema record of a table */
 
-/* A descriptor from a schema record (evt_json_schema_value_as writes them): names, types, declared
- * types, key, details, labels and defaults. NULL (err set) when the record does not read. */
-static evt_table *kk_schema_table(const char *db, const char *table, const char *text, size_t len, tb_error *err)
-{
-    json_error_t je;
-    json_t *root = json_loadb(text, len, 0, &je);
-    json_t *cols = json_object_get(root, "columns"), *pk = json_object_get(root, "primary_key");
-    evt_table *t = NULL;
-    size_t *pkc = NULL;
-    const char *why = NULL;
-    if (!json_is_array(cols) || !json_is_array(pk)) {
-        why = root ? "no columns or primary_key" : je.text;
-        goto out;
-    }
-    size_t n = json_array_size(cols), npk = json_array_size(pk);
-    if (!(t = evt_table_new(db, table, n)) || !(pkc = calloc(npk + 1, sizeof(*pkc)))) {
-        why = "out of memory";
-        goto out;
-    }
-    for (size_t i = 0; i < n && !why; i++) {
-        json_t *c = json_array_get(cols, i), *labels = json_object_get(c, "labels");
-        const char *name = json_string_value(json_object_get(c, "name"));
-        const char *type = json_string_value(json_object_get(c, "type"));
-        evt_type ty = type ? evt_type_from_name(type) : EVT_T_UNKNOWN;
-        if (!name || ty == EVT_T_UNKNOWN) {
-            why = "a column without a name or a known type";
-            break;
-        }
-        json_int_t len_ = json_integer_value(json_object_get(c, "length")),
-                   prec = json_integer_value(json_object_get(c, "precision")),
-                   scale = json_integer_value(json_object_get(c, "scale"));
-        if (evt_table_set_column(t, i, name, ty, json_string_value(json_object_get(c, "source_type")),
-                                 json_is_true(json_object_get(c, "nullable")),
-                                 json_is_true(json_object_get(c, "unsigned"))) != TB_OK ||
-            evt_table_set_column_details(t, i, len_ > 0 && len_ <= UINT32_MAX ? (uint32_t)len_ : 0,
-                                         prec > 0 && prec <= UINT32_MAX ? (uint32_t)prec : 0,
-                                         scale > 0 && scale <= UINT32_MAX ? (uint32_t)scale : 0,
-                                         json_string_value(json_object_get(c, "charset"))) != TB_OK ||
-            evt_table_set_default(t, i, json_string_value(json_object_get(c, "default")),
-                                  json_is_true(json_object_get(c, "default_expr"))) != TB_OK) {
-            why = "out of memory";
-            break;
-        }
-        if (json_is_array(labels)) {
-            size_t nl = json_array_size(labels);
-            const char **l = calloc(nl + 1, sizeof(*l));
-            for (size_t k = 0; l && k < nl; k++)
-                l[k] = json_string_value(json_array_get(labels, k)) ? json_string_value(json_array_get(labels, k)) : "";
-            if (!l || evt_table_set_labels(t, i, l, nl) != TB_OK)
-                why = "out of memory";
-            free(l);
-        }
-    }
-    for (size_t k = 0; k < npk && !why; k++) {
-        const char *name = json_string_value(json_array_get(pk, k));
-        long col = name ? evt_table_find(t, name) : -1;
-        if (col < 0)
-            why = "primary_key names no column";
-        else
-            pkc[k] = (size_t)col;
-    }
-    if (!why && evt_table_set_pk(t, pkc, npk) != TB_OK)
-        why = "out of memory";
-    if (!why) {
-        json_int_t ver = json_integer_value(json_object_get(root, "version"));
-        evt_table_set_version(t, ver > 0 && ver <= UINT32_MAX ? (uint32_t)ver : 1);
-        evt_table_set_names_known(t, !json_is_false(json_object_get(root, "names_known")));
-        evt_table_seal(t);
-    }
-out:
-    if (why) {
-        tb_error_set(err, strcmp(why, "out of memory") == 0 ? TB_ERR_NOMEM : TB_ERR_CORRUPT, false,
-                     "the schema record of %s.%s does not read: %s", db, table, why);
-        evt_table_unref(t);
-        t = NULL;
-    }
-    free(pkc);
-    json_decref(root);
-    return t;
-}
-
 tb_code ksink_schema_last(const ksink *ks, const char *db, const char *table, evt_table **out, tb_error *err)
 {
     *out = NULL;
@@ -642,7 +559,5 @@ tb_code ksink_schema_last(const ksink *ks, const char *db, const char *table, ev
     const kk_schema *s = v ? *v : NULL;
     if (!s || s->last_len == 0)
         return TB_OK;
-    if (!(*out = kk_schema_table(db, table, s->last, s->last_len, err)))
-        return err->code;
-    return TB_OK;
+    return evt_json_schema_parse(db, table, s->last, s->last_len, out, err);
 }

@@ -370,8 +370,62 @@ Test(records, schema_record)
     cr_assert_str_eq(cb.data + common, ",\"dropped\":false,\"renamed_from\":{\"db\":\"shop\",\"table\":\"old items\"}}");
     cr_assert_eq(evt_table_version(c), 4);
     cr_assert(evt_table_same_shape(t, c));
+
+    /* read back (evt_json_schema_parse): written again, the same text, also with renamed_from, a
+     * composite key in another order than the columns and placeholder names */
+    const tb_buf *texts[] = {&b, &cb};
+    for (size_t k = 0; k < 2; k++) {
+        evt_table *back = NULL;
+        tb_error err;
+        cr_assert_eq(evt_json_schema_parse("shop", "items", texts[k]->data, texts[k]->len, &back, &err), TB_OK, "%s",
+                     err.msg);
+        tb_buf again;
+        tb_buf_init(&again, 0);
+        cr_assert_eq(evt_json_schema_value(back, &again), TB_OK);
+        cr_expect_str_eq(again.data, texts[k]->data);
+        cr_expect(evt_table_same_shape(back, t));
+        tb_buf_free(&again);
+        evt_table_unref(back);
+    }
     tb_buf_free(&cb);
     evt_table_unref(c);
+    evt_table *u = evt_table_new("shop", "t\"2", 3);
+    cr_assert_eq(evt_table_set_column(u, 0, "a", EVT_T_CHAR, "uuid", true, false), TB_OK);
+    cr_assert_eq(evt_table_set_column(u, 1, "b\u00e9", EVT_T_BIGINT, "bigint(20) unsigned", false, true), TB_OK);
+    cr_assert_eq(evt_table_set_column(u, 2, "c", EVT_T_DECIMAL, "decimal(12,3)", false, false), TB_OK);
+    cr_assert_eq(evt_table_set_column_details(u, 2, 0, 12, 3, NULL), TB_OK);
+    cr_assert_eq(evt_table_set_default(u, 2, "1.500", false), TB_OK);
+    size_t upk[] = {2, 1};
+    cr_assert_eq(evt_table_set_pk(u, upk, 2), TB_OK);
+    evt_table_set_version(u, 70000);
+    evt_table_set_names_known(u, false);
+    evt_table_seal(u);
+    tb_buf ub, ub2;
+    tb_buf_init(&ub, 0);
+    tb_buf_init(&ub2, 0);
+    cr_assert_eq(evt_json_schema_value(u, &ub), TB_OK);
+    evt_table *uback = NULL;
+    tb_error uerr;
+    cr_assert_eq(evt_json_schema_parse("shop", "t\"2", ub.data, ub.len, &uback, &uerr), TB_OK, "%s", uerr.msg);
+    cr_assert_eq(evt_json_schema_value(uback, &ub2), TB_OK);
+    cr_expect_str_eq(ub2.data, ub.data);
+    cr_expect_eq(evt_table_pk_col(uback, 0), 2);
+    tb_buf_free(&ub);
+    tb_buf_free(&ub2);
+    evt_table_unref(uback);
+    evt_table_unref(u);
+    /* what does not read is an error naming the table, never a descriptor */
+    const char *bad[] = {"{\"columns\":[", "[]", "{\"columns\":[],\"primary_key\":[\"x\"]}",
+                         "{\"columns\":[{\"name\":\"a\",\"type\":\"no such type\"}],\"primary_key\":[]}",
+                         "{\"columns\":[{\"type\":\"int\"}],\"primary_key\":[]}",
+                         "{\"columns\":[{\"name\":\"a\",\"type\":\"enum\",\"labels\":[1]}],\"primary_key\":[]}"};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        evt_table *none = NULL;
+        tb_error err;
+        cr_expect_neq(evt_json_schema_parse("shop", "items", bad[k], strlen(bad[k]), &none, &err), TB_OK, "%s", bad[k]);
+        cr_expect_null(none, "%s", bad[k]);
+        cr_expect(strstr(err.msg, "shop.items") != NULL, "%s: %s", bad[k], err.msg);
+    }
 
     /* a dropped table's record: no columns, no key, version 0 */
     evt_table *d = evt_table_new_dropped("shop", "items");
