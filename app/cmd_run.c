@@ -346,11 +346,13 @@ static tb_code run_ahead_finish(run_ctx *r, run_ahead *a, bool take, tb_error *e
 
 /* ------------------------------------------------------------ the source's questions at start */
 
-/* Once the lease is held, the source's start-up questions (its settings and grants, the
- * captured tables and their topic names, the SEQUENCEs) are asked on a thread of their own
- * while the main thread reads Kafka (the stored position, the schema topic): none of them
- * writes anything or needs the position. One attempt each; run_mysql takes the answers, and
- * asks again through run_retry when the preflight could not reach the source. */
+/* The source's start-up questions (its settings and grants, the captured tables and their topic
+ * names, the SEQUENCEs) are asked on a thread of their own while the lease is sought and Kafka is
+ * read (the stored position, the schema topic): none of them writes anything or needs the
+ * position. Answers older than RUN_SRCPREP_FRESH_MS when the lease is held (a standby's) are
+ * asked again. One attempt each; run_mysql takes the answers, and asks again through run_retry
+ * when the preflight could not reach the source. */
+#define RUN_SRCPREP_FRESH_MS 1000
 typedef struct run_srcprep {
     run_ctx *r;
     struct myconn_warm *warm; /* r->warm: its first connection, kept, serves the preflight */
@@ -759,11 +761,27 @@ int cmd_run(int argc, char **argv)
     }
     /* the source's first connection (TCP, TLS) is opened while Kafka is asked for the lease and
      * the stored position: the preflight takes it (myconn_warm) */
-    if (strcmp(cfg_get_str(r.cfg, CFGK_SOURCE_TYPE), "sqlite") != 0)
+    bool mysql = strcmp(cfg_get_str(r.cfg, CFGK_SOURCE_TYPE), "sqlite") != 0;
+    if (mysql)
         r.warm = myconn_warm_start(r.cfg, binlog_replication_timeout_ms(r.cfg));
+    if ((rc = cfg_filter_init(&r.filter, r.cfg, &err)) != TB_OK)
+        goto out;
+    r.filter_ok = true;
+    if (mysql)
+        run_srcprep_start(&r); /* the source's questions too read and write nothing that needs the lease */
     run_ahead ahead;
     run_ahead_start(&r, &ahead);
+    int64_t lease_t0 = tb_mono_ms();
     rc = run_retry(&r, kafka_addr, start_lease, NULL, &err);
+    if (rc == TB_OK && mysql && tb_mono_ms() - lease_t0 > RUN_SRCPREP_FRESH_MS) {
+        /* a standby's answers are as old as its wait: asked again, now that it is active */
+        TB_DEBUG("run", "the source's answers at start are %lld ms old: asked again",
+                 (long long)(tb_mono_ms() - lease_t0));
+        free(run_srcprep_join(&r));
+        tb_hmap_free(&r.keyless, NULL);
+        tb_hmap_init(&r.keyless);
+        run_srcprep_start(&r);
+    }
     {
         tb_error aerr;
         tb_error_clear(&aerr);
@@ -781,11 +799,6 @@ int cmd_run(int argc, char **argv)
         }
         goto out;
     }
-    if ((rc = cfg_filter_init(&r.filter, r.cfg, &err)) != TB_OK)
-        goto out;
-    r.filter_ok = true;
-    if (strcmp(cfg_get_str(r.cfg, CFGK_SOURCE_TYPE), "sqlite") != 0)
-        run_srcprep_start(&r); /* while Kafka is read below */
     if (!r.sink && (rc = run_sink_open(&r, &r.sink, &err)) != TB_OK)
         goto out;
     r.txmeta = sink_has(r.sink, SINK_CAP_TOPICS) && cfg_get_bool(r.cfg, CFGK_TRANSACTION_TOPIC);

@@ -423,8 +423,11 @@ Test(ha, two_instances_only_one_streams, .timeout = 300, .fini = e2e_fini_server
     ha_stop(&h, 0);
     ha_wait_state(&h, 1, "streaming", 15000 - (tb_itest_now_ms() - t0));
     fprintf(stderr, "ha[two]: handed over %lld ms after SIGTERM\n", tb_itest_now_ms() - t0);
-    /* the standby made its clients (and its producer) before its long wait: they serve it now */
+    /* the standby made its clients (and its producer) before its long wait: they serve it now;
+     * its questions to the source are asked again (the first instance's were not) */
     cr_assert_eq(ha_log_count(&h, 1, " was made ahead"), 2, "see %s", h.log[1]);
+    cr_assert_eq(ha_log_count(&h, 1, "the source's answers at start are "), 1, "see %s", h.log[1]);
+    cr_assert_eq(ha_log_count(&h, 0, "the source's answers at start are "), 0, "see %s", h.log[0]);
     deadline = tb_itest_now_ms() + 10000;
     while ((hs = e2e_http_get(port, "/health", &body)) != 200) {
         cr_assert(tb_itest_now_ms() < deadline, "/health after the takeover: %d %s", hs, tb_buf_cstr(&body));
