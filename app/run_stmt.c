@@ -198,12 +198,13 @@ static tb_code describe(run_ctx *r, const char *db, const char *table, evt_table
 }
 
 /* The table's descriptor: the decoder's (what the sink announced), else
- * the catalog's; *out NULL for a table dropped or renamed by the statement,
- * and for one the catalog no longer has: a TRUNCATE read again after a
- * restart (the decoder knows no table then) of a table dropped or renamed
- * later in the binlog. Its topic's keys are deleted all the same, keyed by
- * the topic (run_keys_delete), without the "op":"t" record. One reference
- * for the caller. */
+ * the catalog's; *out NULL for a table dropped or renamed by the statement.
+ * A TRUNCATE read again after a restart (the decoder knows no table then) of
+ * a table the catalog no longer has (dropped or renamed later in the binlog)
+ * is described by its latest schema record (sink_schema_last), as the
+ * decoder describes its rows; without one, *out is NULL and its topic's keys
+ * are deleted all the same, keyed by the topic (run_keys_delete), without the
+ * "op":"t" record. One reference for the caller. */
 static tb_code trunc_table(run_ctx *r, const binlog_stmt *st, const binlog_stmt_table *bt, evt_table **out,
                            tb_error *err)
 {
@@ -213,11 +214,19 @@ static tb_code trunc_table(run_ctx *r, const binlog_stmt *st, const binlog_stmt_
         return TB_OK; /* the old name is gone from the catalog */
     tb_code rc = describe(r, bt->db, bt->table, out, err);
     if (rc == TB_ERR_NOT_FOUND) {
-        TB_INFO("run", "%s.%s: %s: the table is gone from the source since (dropped or renamed later in the "
-                       "binlog): the keys of its topic are deleted as its topic holds them (%s)",
-                bt->db, bt->table, st->verb, err->msg);
+        tb_error herr;
+        tb_error_clear(&herr);
+        if (sink_schema_last(r->sink, bt->db, bt->table, out, &herr) == TB_OK && *out) {
+            TB_INFO("run", "%s.%s: %s: the table is gone from the source since (dropped or renamed later in the "
+                           "binlog): described by its latest schema record",
+                    bt->db, bt->table, st->verb);
+        } else {
+            TB_INFO("run", "%s.%s: %s: the table is gone from the source since (dropped or renamed later in the "
+                           "binlog): the keys of its topic are deleted as its topic holds them (%s%s%s)",
+                    bt->db, bt->table, st->verb, err->msg, herr.code ? "; " : "", herr.code ? herr.msg : "");
+            *out = NULL;
+        }
         tb_error_clear(err);
-        *out = NULL;
         return TB_OK;
     }
     return rc == TB_OK ? TB_OK : tb_error_prefix(err, rc, "%s.%s: TRUNCATE: its key columns: ", bt->db, bt->table);

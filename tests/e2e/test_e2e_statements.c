@@ -533,11 +533,21 @@ Test(e2e_statements, rename_kill9, .timeout = 240, .fini = e2e_kill_children)
     e2e_rmtree(r.dir);
 }
 
+static void count_truncate(const char *key, size_t klen, const char *value, size_t vlen, void *opaque)
+{
+    (void)key;
+    (void)klen;
+    size_t *n = opaque;
+    static const char op_t[] = "\"op\":\"t\"";
+    *n += value && memmem(value, vlen, op_t, sizeof op_t - 1) != NULL;
+}
+
 /* Statements read again after a restart (the decoder knows no table then) whose tables are
  * gone from the catalog since, dropped or renamed later in the binlog: while the connector was
  * stopped, a TRUNCATE then a RENAME, a TRUNCATE then a DROP, an ALTER then a RENAME. The run
  * streams past each of them: the old names' topics hold no key, the new names' topics and
- * cache tables equal the source. */
+ * cache tables equal the source; each TRUNCATE is described by the table's latest schema record
+ * and writes its "op":"t" record, as it did when the table existed. */
 Test(e2e_statements, read_again_after_the_table_is_gone, .timeout = 240, .fini = e2e_kill_children)
 {
     st_run r;
@@ -575,7 +585,16 @@ Test(e2e_statements, read_again_after_the_table_is_gone, .timeout = 240, .fini =
     }
     wait_caught_up(m, r.status, r.pid, r.log);
     st_stop(&r);
-    cr_expect_eq(st_log_count(&r, "the table is gone from the source since"), 2, "%s: the two TRUNCATEs", r.log);
+    cr_expect_eq(st_log_count(&r, "the table is gone from the source since (dropped or renamed later in the "
+                                  "binlog): described by its latest schema record"),
+                 2, "%s: the two TRUNCATEs", r.log);
+    for (const char *t = "tr"; t; t = strcmp(t, "tr") == 0 ? "td" : NULL) {
+        char topic[300];
+        size_t n = 0;
+        snprintf(topic, sizeof topic, "%s.%s.%s", r.db, r.db, t);
+        st_topic_each(topic, count_truncate, &n);
+        cr_expect_eq(n, 1, "%s: %zu \"op\":\"t\" records", t, n);
+    }
     st_cache_build(&r);
     const char *cols[] = {"id", "v", "n", NULL}, *cols_x[] = {"id", "v", "n", "x", NULL};
     st_assert_gone(&r, "tr", cols, false);
