@@ -45,7 +45,6 @@
 #include "app_status.h"
 #include "binlog.h"
 #include "evt.h"
-#include "kafka.h" /* kafka_client_ahead_drop */
 #include "ksink.h" /* ksink_offsets_read: the position store of both kinds */
 #include "myconn.h"
 #include "sink.h"
@@ -291,14 +290,15 @@ static tb_code run_kafka_start(run_ctx *r, const char *kafka_addr, tb_position *
     return rc;
 }
 
-/* ------------------------------------------------------------ Kafka clients made while the lease is sought */
+/* ------------------------------------------------------------ the sink opened while the lease is sought */
 
 /* Seeking the lease takes a JoinGroup and a commit (30-60 ms with one broker), and the start then
- * needs three more clients at once: the producer and the readers of the stored position and of
- * the schema topic, each 5-10 ms to make (threads, the bootstrap connection). A thread makes them
- * meanwhile. Making a client reads and writes nothing; the reads and the first produce still come
- * after the lease (DESIGN 12). With exactly.once the producer is not made ahead: its
- * InitProducerId would fence the active instance's producer. */
+ * needs the producer, 5-10 ms to make (threads, the bootstrap connection): a thread opens the sink
+ * meanwhile. Opening it reads and writes nothing; the reads of Kafka and the first produce still
+ * come after the lease (DESIGN 12). With exactly.once the sink is opened after the lease: its
+ * InitProducerId would fence the active instance's producer. (The readers of the stored position
+ * and of the schema topic were made ahead too, once: on this 2-core machine, with the broker on
+ * it, the lease then took as much longer as the reads took less.) */
 typedef struct run_ahead {
     run_ctx *r;
     pthread_t th;
@@ -311,10 +311,7 @@ typedef struct run_ahead {
 static void *run_ahead_main(void *arg)
 {
     run_ahead *a = arg;
-    const cfg *c = a->r->cfg;
-    ksink_readers_ahead(c);
-    if (strcmp(cfg_get_str(c, CFGK_SINK), "kafka") == 0 && !cfg_get_bool(c, CFGK_EXACTLY_ONCE))
-        a->rc = run_sink_open(a->r, &a->sink, &a->err);
+    a->rc = run_sink_open(a->r, &a->sink, &a->err);
     return NULL;
 }
 
@@ -322,11 +319,12 @@ static void run_ahead_start(run_ctx *r, run_ahead *a)
 {
     *a = (run_ahead){.r = r, .rc = TB_OK};
     tb_error_clear(&a->err);
-    a->started = pthread_create(&a->th, NULL, run_ahead_main, a) == 0;
+    if (strcmp(cfg_get_str(r->cfg, CFGK_SINK), "kafka") == 0 && !cfg_get_bool(r->cfg, CFGK_EXACTLY_ONCE))
+        a->started = pthread_create(&a->th, NULL, run_ahead_main, a) == 0;
 }
 
 /* Wait for the thread. take: the lease is held, r->sink becomes the sink it opened (or the
- * failure of its opening is returned); otherwise the sink and the clients are dropped. */
+ * failure of its opening is returned); otherwise the sink is closed. */
 static tb_code run_ahead_finish(run_ctx *r, run_ahead *a, bool take, tb_error *err)
 {
     if (!a->started)
@@ -335,7 +333,6 @@ static tb_code run_ahead_finish(run_ctx *r, run_ahead *a, bool take, tb_error *e
     a->started = false;
     if (!take) {
         sink_close(a->sink);
-        kafka_client_ahead_drop();
         return TB_OK;
     }
     r->sink = a->sink;
@@ -807,9 +804,7 @@ int cmd_run(int argc, char **argv)
                        "are written", sink_name(r.sink));
     /* the stored position; Kafka is retried at start as the source is (also with file
      * offsets: the sink's first request, before anything is read from the source) */
-    rc = run_kafka_start(&r, kafka_addr, &stored, &err);
-    kafka_client_ahead_drop(); /* any client made ahead and not taken (a read made again) */
-    if (rc != TB_OK)
+    if ((rc = run_kafka_start(&r, kafka_addr, &stored, &err)) != TB_OK)
         goto out;
     if (stored.kind != TB_POS_NONE) {
         tb_buf b;

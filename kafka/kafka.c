@@ -1,7 +1,6 @@
 /* kafka: librdkafka glue shared by sinks/ and cache/ (see kafka.h). */
 #include "kafka.h"
 
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,151 +114,10 @@ tb_code kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value
     return TB_OK;
 }
 
-/* ------------------------------------------------------------ clients made ahead */
-
-#define AHEAD_MAX 4
-
-typedef struct kafka_ahead {
-    rd_kafka_t *rk;
-    rd_kafka_type_t type;
-    char **props; /* rd_kafka_conf_dump of its configuration */
-    size_t nprops;
-} kafka_ahead;
-
-static pthread_mutex_t ahead_mu = PTHREAD_MUTEX_INITIALIZER;
-static kafka_ahead ahead[AHEAD_MAX];
-static unsigned ahead_taken;
-
-static void props_free(char **props, size_t n)
-{
-    for (size_t i = 0; props && i < n; i++)
-        free(props[i]);
-    free(props);
-}
-
-/* conf as name, value pairs: rd_kafka_conf_dump, where the default topic configuration is a
- * pointer, then that configuration's own pairs. NULL when out of memory. */
-static char **conf_props(rd_kafka_conf_t *conf, size_t *n)
-{
-    size_t nc, nt = 0;
-    const char **dc = rd_kafka_conf_dump(conf, &nc);
-    rd_kafka_topic_conf_t *tc = rd_kafka_conf_get_default_topic_conf(conf);
-    const char **dt = tc ? rd_kafka_topic_conf_dump(tc, &nt) : NULL;
-    char **props = calloc(nc + nt + 1, sizeof(*props));
-    bool ok = props != NULL;
-    for (size_t i = 0; ok && i < nc; i++)
-        ok = (props[i] = strdup(i % 2 == 1 && strcmp(dc[i - 1], "default_topic_conf") == 0 ? "" : dc[i])) != NULL;
-    for (size_t i = 0; ok && i < nt; i++)
-        ok = (props[nc + i] = strdup(dt[i])) != NULL;
-    rd_kafka_conf_dump_free(dc, nc);
-    if (dt)
-        rd_kafka_conf_dump_free(dt, nt);
-    *n = nc + nt;
-    if (!ok) {
-        props_free(props, *n);
-        return NULL;
-    }
-    return props;
-}
-
-static bool ahead_same(const kafka_ahead *a, rd_kafka_type_t type, char **props, size_t n)
-{
-    if (!a->rk || a->type != type || a->nprops != n)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(a->props[i], props[i]) != 0)
-            return false;
-    return true;
-}
-
-void kafka_client_ahead(rd_kafka_conf_t *conf, rd_kafka_type_t type)
-{
-    char errstr[512];
-    size_t n = 0;
-    char **props = conf_props(conf, &n);
-    rd_kafka_t *rk = props ? rd_kafka_new(type, conf, errstr, sizeof errstr) : NULL;
-    if (!rk) { /* nothing kept: kafka_client_new makes it, and reports what fails */
-        rd_kafka_conf_destroy(conf); /* rd_kafka_new takes it only when it succeeds */
-        props_free(props, n);
-        return;
-    }
-    /* the bootstrap connection and the broker list, while nobody waits for them */
-    const struct rd_kafka_metadata *md = NULL;
-    if (rd_kafka_metadata(rk, 0, NULL, &md, 1000) == RD_KAFKA_RESP_ERR_NO_ERROR) /* bounded: it is waited for */
-        rd_kafka_metadata_destroy(md);
-    pthread_mutex_lock(&ahead_mu);
-    for (size_t i = 0; i < AHEAD_MAX; i++)
-        if (!ahead[i].rk) {
-            ahead[i] = (kafka_ahead){.rk = rk, .type = type, .props = props, .nprops = n};
-            rk = NULL;
-            break;
-        }
-    pthread_mutex_unlock(&ahead_mu);
-    if (rk) { /* no room: not kept */
-        rd_kafka_destroy(rk);
-        props_free(props, n);
-    }
-}
-
-static void ahead_free(kafka_ahead *a)
-{
-    props_free(a->props, a->nprops);
-    *a = (kafka_ahead){0};
-}
-
-/* A kept client for conf, or NULL. */
-static rd_kafka_t *ahead_take(rd_kafka_conf_t *conf, rd_kafka_type_t type)
-{
-    rd_kafka_t *rk = NULL;
-    pthread_mutex_lock(&ahead_mu);
-    bool any = false;
-    for (size_t i = 0; i < AHEAD_MAX; i++)
-        any |= ahead[i].rk != NULL;
-    size_t n = 0;
-    char **props = any ? conf_props(conf, &n) : NULL;
-    for (size_t i = 0; props && !rk && i < AHEAD_MAX; i++)
-        if (ahead_same(&ahead[i], type, props, n)) {
-            rk = ahead[i].rk;
-            ahead_free(&ahead[i]);
-            ahead_taken++;
-        }
-    props_free(props, n);
-    pthread_mutex_unlock(&ahead_mu);
-    return rk;
-}
-
-void kafka_client_ahead_drop(void)
-{
-    rd_kafka_t *drop[AHEAD_MAX] = {0};
-    pthread_mutex_lock(&ahead_mu);
-    for (size_t i = 0; i < AHEAD_MAX; i++) {
-        drop[i] = ahead[i].rk;
-        if (ahead[i].rk)
-            ahead_free(&ahead[i]);
-    }
-    pthread_mutex_unlock(&ahead_mu);
-    for (size_t i = 0; i < AHEAD_MAX; i++)
-        if (drop[i])
-            rd_kafka_destroy(drop[i]);
-}
-
-unsigned kafka_client_ahead_taken(void)
-{
-    pthread_mutex_lock(&ahead_mu);
-    unsigned n = ahead_taken;
-    pthread_mutex_unlock(&ahead_mu);
-    return n;
-}
-
 tb_code kafka_client_new(rd_kafka_conf_t *conf, rd_kafka_type_t type, const char *what, rd_kafka_t **out,
                          tb_error *err)
 {
     char errstr[512];
-    if ((*out = ahead_take(conf, type)) != NULL) {
-        TB_DEBUG("kafka", "the %s %s was made ahead", what, rd_kafka_name(*out));
-        rd_kafka_conf_destroy(conf);
-        return TB_OK;
-    }
     *out = rd_kafka_new(type, conf, errstr, sizeof(errstr));
     if (!*out) {
         rd_kafka_conf_destroy(conf);

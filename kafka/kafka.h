@@ -34,19 +34,6 @@ TB_MUST_USE tb_code kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const
 TB_MUST_USE tb_code kafka_client_new(rd_kafka_conf_t *conf, rd_kafka_type_t type, const char *what, rd_kafka_t **out,
                          tb_error *err);
 
-/* Clients made ahead of their use. rd_kafka_new costs 5-10 ms (its threads, the bootstrap
- * connection), and `run` needs several clients right after its lease is held: they are made
- * while the lease is sought. kafka_client_ahead() makes a client now (it takes conf) and keeps
- * it; kafka_client_new() hands out a kept client of the same type whose configuration equals its
- * own, property by property (rd_kafka_conf_dump), instead of making one, and destroys its conf.
- * kafka_client_ahead_drop() destroys the clients nobody took. A made-ahead client has only
- * connected and asked for the cluster's metadata: nothing is read, produced or committed. All
- * three are thread-safe. */
-void kafka_client_ahead(rd_kafka_conf_t *conf, rd_kafka_type_t type);
-void kafka_client_ahead_drop(void);
-/* how many kafka_client_new() calls were served by a made-ahead client (tests) */
-unsigned kafka_client_ahead_taken(void);
-
 /* Fill err from a librdkafka error: "<context>: <reason> (<ERR_NAME>)", the code
  * and whether a retry can help. Returns the code (TB_ERR_KAFKA for an unknown
  * error, also for NO_ERROR). */

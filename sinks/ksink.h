@@ -399,11 +399,6 @@ void ksink_close(ksink *ks);
  * Nothing stored (no file, no topic, no record, or a tombstone): TB_OK with
  * out->kind == TB_POS_NONE. Usable without an open sink. */
 TB_MUST_USE tb_code ksink_offsets_read(const cfg *c, tb_position *out, tb_error *err);
-/* Make ahead (kafka_client_ahead, kafka/kafka.h) the clients a start reads Kafka with: the stored
- * position's reader (offsets.storage=kafka) and the schema topic's (sink=kafka). Only makes them
- * and asks for the cluster's metadata, so it may run while the lease is sought; the reads take
- * them. */
-void ksink_readers_ahead(const cfg *c);
 
 /* Store pos (TB_POS_NONE writes a tombstone / a file saying "none"). Waits
  * for the acknowledgement (kafka) or the fsync (file). Usable without an open

@@ -38,14 +38,6 @@ typedef enum ksink_role {
  * or hand it to rd_kafka_new). */
 TB_MUST_USE tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_error *err);
 
-/* The configuration of the client that reads the stored position (ksink_offsets_read), and of
- * one that reads a topic for role as reader <name>-<reader> (group.id; no group is joined) at
- * isolation: one function each, for the readers and for ksink_readers_ahead. */
-TB_MUST_USE tb_code ksink_offsets_reader_conf(const cfg *c, rd_kafka_conf_t **out, tb_error *err);
-TB_MUST_USE tb_code ksink_reader_conf(const cfg *c, ksink_role role, const char *isolation, const char *reader,
-                                      rd_kafka_conf_t **out, tb_error *err);
-#define KSINK_SCHEMA_READER "schema-reader" /* the reader of the schema topic (ksink_schema_seen_load) */
-
 /* Clients are created with kafka_client_new and librdkafka's errors become
  * tb_codes in kafka_error / kafka_error_obj (kafka/kafka.h). */
 

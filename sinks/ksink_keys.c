@@ -84,25 +84,6 @@ static tb_code topic_metadata(rd_kafka_t *rk, rd_kafka_topic_t *rkt, const char 
  * retriable, never "nothing held". isolation: librdkafka's isolation.level;
  * reader: the group.id suffix (no group is joined: partitions are assigned;
  * nothing is committed). */
-tb_code ksink_reader_conf(const cfg *c, ksink_role role, const char *isolation, const char *reader,
-                          rd_kafka_conf_t **out, tb_error *err)
-{
-    rd_kafka_conf_t *conf = NULL;
-    tb_code rc = ksink_conf_new(c, role, &conf, err);
-    *out = NULL;
-    if (rc != TB_OK)
-        return rc;
-    char errstr[256], gid[300];
-    snprintf(gid, sizeof gid, "%s-%s", cfg_get_str(c, CFGK_NAME), reader);
-    if (rd_kafka_conf_set(conf, "isolation.level", isolation, errstr, sizeof errstr) != RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(conf, "group.id", gid, errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
-        rd_kafka_conf_destroy(conf);
-        return tb_error_set(err, TB_ERR_CONFIG, false, "reader configuration: %s", errstr);
-    }
-    *out = conf;
-    return TB_OK;
-}
-
 static tb_code ksink_topic_read(const cfg *c, ksink_role role, const char *topic, bool must_exist,
                                 const char *isolation, const char *reader, ksink_scan_fn fn, void *opaque,
                                 tb_error *err)
@@ -116,16 +97,21 @@ static tb_code ksink_topic_read(const cfg *c, ksink_role role, const char *topic
     int64_t *hi = NULL;
     int timeout_ms = ksink_request_timeout_ms(c);
     rd_kafka_conf_t *conf = NULL;
-    if ((rc = ksink_reader_conf(c, role, isolation, reader, &conf, err)) != TB_OK) {
-        tb_error_prefix(err, rc, "topic %s: ", topic);
+    if ((rc = ksink_conf_new(c, role, &conf, err)) != TB_OK)
         goto out;
-    }
-    char kb[32];
+    char errstr[256], gid[300], kb[32];
     size_t kbsz = sizeof kb;
     /* half the prefetch queue (whatever kafka.* made it) between two wake-ups of the fetcher */
     size_t wake_bytes = rd_kafka_conf_get(conf, "queued.max.messages.kbytes", kb, &kbsz) == RD_KAFKA_CONF_OK
                             ? (size_t)strtoull(kb, NULL, 10) * 512
                             : (size_t)KSINK_SCAN_QUEUE_KB * 512;
+    snprintf(gid, sizeof gid, "%s-%s", cfg_get_str(c, CFGK_NAME), reader);
+    if (rd_kafka_conf_set(conf, "isolation.level", isolation, errstr, sizeof errstr) != RD_KAFKA_CONF_OK ||
+        rd_kafka_conf_set(conf, "group.id", gid, errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
+        rd_kafka_conf_destroy(conf);
+        rc = tb_error_set(err, TB_ERR_CONFIG, false, "topic %s: reader configuration: %s", topic, errstr);
+        goto out;
+    }
     if ((rc = kafka_client_new(conf, RD_KAFKA_CONSUMER, "Kafka client", &rk, err)) != TB_OK)
         goto out;
     if (!(rkt = rd_kafka_topic_new(rk, topic, NULL))) {
@@ -493,7 +479,7 @@ tb_code ksink_schema_seen_load(ksink *ks, const char *topic, tb_error *err)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     tb_hmap_init(ks->schema_seen);
     kk_plain p = {kk_add_schema, ks->schema_seen};
-    tb_code rc = ksink_topic_read(ks->c, KSINK_ROLE_CONSUMER, topic, false, "read_committed", KSINK_SCHEMA_READER,
+    tb_code rc = ksink_topic_read(ks->c, KSINK_ROLE_CONSUMER, topic, false, "read_committed", "schema-reader",
                                   kk_plain_record, &p, err);
     if (rc != TB_OK) /* an empty set: every record is written, as without the read */
         tb_hmap_free(ks->schema_seen, free);

@@ -82,23 +82,6 @@ out:
 
 /* ------------------------------------------------------------ kafka */
 
-tb_code ksink_offsets_reader_conf(const cfg *c, rd_kafka_conf_t **out, tb_error *err)
-{
-    rd_kafka_conf_t *conf = NULL;
-    tb_code rc = ksink_conf_new(c, KSINK_ROLE_CONSUMER, &conf, err);
-    *out = NULL;
-    if (rc != TB_OK)
-        return rc;
-    char gid[300], errstr[256];
-    snprintf(gid, sizeof(gid), "%s-offsets-reader", cfg_get_str(c, CFGK_NAME));
-    if (rd_kafka_conf_set(conf, "group.id", gid, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) {
-        rd_kafka_conf_destroy(conf);
-        return tb_error_set(err, TB_ERR_CONFIG, false, "offsets: group.id: %s", errstr);
-    }
-    *out = conf;
-    return TB_OK;
-}
-
 static tb_code ksink_offsets_kafka_read(const cfg *c, tb_position *out, tb_error *err)
 {
     tb_code rc = TB_OK;
@@ -117,8 +100,15 @@ static tb_code ksink_offsets_kafka_read(const cfg *c, tb_position *out, tb_error
         rc = tb_error_set(err, TB_ERR_NOMEM, false, "offsets: out of memory");
         goto out;
     }
-    if ((rc = ksink_offsets_reader_conf(c, &conf, err)) != TB_OK)
+    if ((rc = ksink_conf_new(c, KSINK_ROLE_CONSUMER, &conf, err)) != TB_OK)
         goto out;
+    char gid[300];
+    snprintf(gid, sizeof(gid), "%s-offsets-reader", cfg_get_str(c, CFGK_NAME));
+    char errstr[256];
+    if (rd_kafka_conf_set(conf, "group.id", gid, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) {
+        rc = tb_error_set(err, TB_ERR_CONFIG, false, "offsets: group.id: %s", errstr);
+        goto out;
+    }
     rc = kafka_client_new(conf, RD_KAFKA_CONSUMER, "Kafka client", &rk, err);
     conf = NULL;
     if (rc != TB_OK)
@@ -282,18 +272,6 @@ static bool ksink_offsets_in_file(const cfg *c)
 {
     const char *s = cfg_get_str(c, CFGK_OFFSETS_STORAGE);
     return s && strcmp(s, "file") == 0;
-}
-
-void ksink_readers_ahead(const cfg *c)
-{
-    rd_kafka_conf_t *conf = NULL;
-    tb_error err;
-    tb_error_clear(&err);
-    if (!ksink_offsets_in_file(c) && ksink_offsets_reader_conf(c, &conf, &err) == TB_OK)
-        kafka_client_ahead(conf, RD_KAFKA_CONSUMER);
-    if (strcmp(cfg_get_str(c, CFGK_SINK), "kafka") == 0 &&
-        ksink_reader_conf(c, KSINK_ROLE_CONSUMER, "read_committed", KSINK_SCHEMA_READER, &conf, &err) == TB_OK)
-        kafka_client_ahead(conf, RD_KAFKA_CONSUMER);
 }
 
 tb_code ksink_offsets_read(const cfg *c, tb_position *out, tb_error *err)

@@ -382,15 +382,12 @@ Test(ha, two_instances_only_one_streams, .timeout = 300, .fini = e2e_fini_server
 {
     ha_run h;
     ha_setup(&h, "two", false);
-    FILE *f = fopen(h.cfg, "a"); /* the DEBUG line of each client made while the lease was sought */
+    FILE *f = fopen(h.cfg, "a"); /* the DEBUG line of the source's questions asked again */
     cr_assert_not_null(f);
     fprintf(f, "log.level=debug\n");
     fclose(f);
     ha_start(&h, 0);
     ha_wait_state(&h, 0, "streaming", 60000);
-    /* the readers of the stored position and of the schema topic were made while the lease was
-     * sought, and taken once it was held */
-    cr_assert_eq(ha_log_count(&h, 0, " was made ahead"), 2, "see %s", h.log[0]);
     unsigned port = e2e_free_port();
     char listen[64];
     snprintf(listen, sizeof listen, "metrics.listen=127.0.0.1:%u", port);
@@ -423,9 +420,8 @@ Test(ha, two_instances_only_one_streams, .timeout = 300, .fini = e2e_fini_server
     ha_stop(&h, 0);
     ha_wait_state(&h, 1, "streaming", 15000 - (tb_itest_now_ms() - t0));
     fprintf(stderr, "ha[two]: handed over %lld ms after SIGTERM\n", tb_itest_now_ms() - t0);
-    /* the standby made its clients (and its producer) before its long wait: they serve it now;
-     * its questions to the source are asked again (the first instance's were not) */
-    cr_assert_eq(ha_log_count(&h, 1, " was made ahead"), 2, "see %s", h.log[1]);
+    /* the standby opened its producer before its long wait, and asked the source its questions:
+     * they are asked again (the first instance's were not) */
     cr_assert_eq(ha_log_count(&h, 1, "the source's answers at start are "), 1, "see %s", h.log[1]);
     cr_assert_eq(ha_log_count(&h, 0, "the source's answers at start are "), 0, "see %s", h.log[0]);
     deadline = tb_itest_now_ms() + 10000;
