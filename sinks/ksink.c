@@ -206,8 +206,8 @@ void ksink_set_wait(ksink *ks, ksink_wait_fn fn, void *opaque)
 
 /* Every message of the sink but the offsets records goes through here: the gate first (the
  * transaction slot is looked up after it, since the gate may serve delivery reports). */
-tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_t klen,
-                                     const char *value, size_t vlen, tb_error *err)
+tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, ksink_parts *parts, const char *key, size_t klen,
+                              const char *value, size_t vlen, tb_error *err)
 {
     ks->gate_refused = false;
     if (ks->gate) {
@@ -221,7 +221,7 @@ tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, const char *key,
     if (!t)
         return TB_ERR_NOMEM;
     uint64_t seq = ks->next_seq - 1; /* t is the newest slot */
-    tb_code rc = ksink_stage_add(ks, rkt, key, klen, value, vlen, seq, err);
+    tb_code rc = ksink_stage_add(ks, rkt, parts, key, klen, value, vlen, seq, err);
     if (rc == TB_OK) { /* the ring may have moved while polling: find the slot again */
         assert(seq >= ks->head_seq && seq - ks->head_seq < ks->count && "ring: the open transaction left the ring");
         ksink_tx *cur = &ks->ring[(ks->head + (seq - ks->head_seq)) & (ks->cap - 1)];
@@ -280,7 +280,7 @@ static tb_code ksink_oversized(ksink *ks, const evt_event *e, const char *topic,
                               topic, kshow, m->key, tb_buf_cstr(&pos), framed, ks->max_bytes);
             goto out;
         }
-        if ((rc = ksink_produce_tracked(ks, ks->dlq.rkt, m->key, m->key_len, rec.data, rec.len, err)) != TB_OK)
+        if ((rc = ksink_produce_tracked(ks, ks->dlq.rkt, NULL, m->key, m->key_len, rec.data, rec.len, err)) != TB_OK)
             goto out;
     }
     ks->st.oversized++;
@@ -403,7 +403,7 @@ static tb_code ksink_send_rendered(ksink *ks, const evt_event *e, ksink_table *t
                 return rc;
             continue;
         }
-        rc = ksink_produce_tracked(ks, te->rkt, m->key, m->key_len, m->value, m->value_len, err);
+        rc = ksink_produce_tracked(ks, te->rkt, &te->parts, m->key, m->key_len, m->value, m->value_len, err);
         if (rc == TB_ERR_INVALID) { /* librdkafka counts framing too: same policy */
             if ((rc = ksink_oversized(ks, e, te->topic, m, err)) != TB_OK)
                 return rc;
@@ -600,7 +600,7 @@ tb_code ksink_send_tombstone(ksink *ks, const char *topic, const char *key, size
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(ks->rk, topic, NULL);
     if (!rkt)
         return kafka_error(err, rd_kafka_last_error(), "topic %s", topic);
-    rc = ksink_produce_tracked(ks, rkt, key, klen, NULL, 0, err);
+    rc = ksink_produce_tracked(ks, rkt, NULL, key, klen, NULL, 0, err);
     rd_kafka_topic_destroy(rkt); /* librdkafka keeps it while the message is queued */
     if (rc != TB_OK && ks->eos && !ks->failed && rd_kafka_fatal_error(ks->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
         return ksink_eos_abort(ks, err);
@@ -616,7 +616,7 @@ tb_code ksink_send_txmeta(ksink *ks, const char *key, size_t klen, const char *v
         return rc;
     if ((rc = ksink_aux_ensure(ks, &ks->txmeta, 0, false, err)) != TB_OK)
         return rc;
-    rc = ksink_produce_tracked(ks, ks->txmeta.rkt, key, klen, value, vlen, err);
+    rc = ksink_produce_tracked(ks, ks->txmeta.rkt, NULL, key, klen, value, vlen, err);
     if (rc != TB_OK && ks->eos && !ks->failed && !ks->gate_refused &&
         rd_kafka_fatal_error(ks->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
         return ksink_eos_abort(ks, err);
@@ -634,6 +634,7 @@ static tb_code ksink_client_create(ksink *ks, tb_error *err)
     rd_kafka_conf_set_dr_msg_cb(conf, ksink_dr_cb);
     rd_kafka_conf_set_error_cb(conf, ksink_error_cb);
     rd_kafka_conf_set_stats_cb(conf, ksink_stats_cb);
+    ksink_partitioner_set(conf);
     if ((rc = kafka_client_new(conf, RD_KAFKA_PRODUCER, "Kafka client", &ks->rk, err)) != TB_OK)
         return rc;
     if (ks->eos) {
@@ -668,6 +669,8 @@ tb_code ksink_client_reset(ksink *ks, tb_error *err)
             rd_kafka_topic_destroy(te->rkt);
             te->rkt = NULL;
         }
+        if (te)
+            te->parts = (ksink_parts){0, 0}; /* the new client partitions the first batch */
     }
     ksink_aux_drop(&ks->schema);
     ksink_aux_drop(&ks->offsets);

@@ -100,10 +100,17 @@ typedef struct ksink_mark {
     tb_position pos;
 } ksink_mark;
 
+/* What the sink knows of a table topic's partitions (ksink_stage_flush); the caller's thread only. */
+typedef struct ksink_parts {
+    int32_t cnt;             /* when a batch last went through the partitioner (0: unknown) */
+    int64_t checked_ms;      /* and when (tb_mono_ms) */
+} ksink_parts;
+
 typedef struct ksink_table {
     char *db, *table;        /* owned */
     char *topic;
     rd_kafka_topic_t *rkt;
+    ksink_parts parts;       /* of rkt */
     evt_table *last;         /* reference to the descriptor last seen */
     bool announced;
     uint32_t version;        /* schema version announced (the descriptor's own) */
@@ -122,6 +129,7 @@ typedef struct ksink_aux_topic {
 /* Messages of one topic waiting to be handed to librdkafka together (ksink_produce.c). */
 typedef struct ksink_stage {
     rd_kafka_topic_t *rkt;   /* their topic (borrowed) */
+    ksink_parts *parts;      /* its partitions, or NULL: partitioned per message (borrowed) */
     rd_kafka_message_t *msgs; /* KSINK_STAGE_MSGS slots, allocated on first use */
     char *bytes;             /* their keys and values, KSINK_STAGE_BYTES */
     size_t n, used;
@@ -214,10 +222,13 @@ bool ksink_topic_made(ksink *ks, const char *db, const char *table, const char *
  * the queue is full. seq: the delivery opaque. */
 TB_MUST_USE tb_code ksink_produce(ksink *ks, rd_kafka_topic_t *rkt, int32_t partition, const char *key, size_t klen,
                       const char *value, size_t vlen, uint64_t seq, tb_error *err);
-/* Stage one message for rkt (partitioned by librdkafka); produced directly
- * with exactly.once and when large. Copies key and value. */
-TB_MUST_USE tb_code ksink_stage_add(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_t klen, const char *value,
-                        size_t vlen, uint64_t seq, tb_error *err);
+/* Stage one message for rkt (parts: what is known of its partitions, or NULL; ksink_stage_flush);
+ * produced directly with exactly.once and when large. Copies key and value. */
+TB_MUST_USE tb_code ksink_stage_add(ksink *ks, rd_kafka_topic_t *rkt, ksink_parts *parts, const char *key,
+                                    size_t klen, const char *value, size_t vlen, uint64_t seq, tb_error *err);
+/* The producer's partitioner (partitioner=murmur2_random, noting the partition count for
+ * ksink_stage_flush): set on conf's default topic configuration. */
+void ksink_partitioner_set(rd_kafka_conf_t *conf);
 /* Hand the staged messages over; a refused one records the sink's failure. */
 void ksink_stage_flush(ksink *ks);
 void ksink_stage_free(ksink_stage *s);
@@ -251,9 +262,9 @@ void ksink_schema_forget(ksink *ks);
 
 /* Produce one message of the current source transaction (every message but
  * the offsets records): the gate first, then staged and counted in the
- * transaction's slot (ksink.c). */
-TB_MUST_USE tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, const char *key, size_t klen,
-                                          const char *value, size_t vlen, tb_error *err);
+ * transaction's slot (ksink.c). parts: as for ksink_stage_add. */
+TB_MUST_USE tb_code ksink_produce_tracked(ksink *ks, rd_kafka_topic_t *rkt, ksink_parts *parts, const char *key,
+                                          size_t klen, const char *value, size_t vlen, tb_error *err);
 /* Tables and topics (ksink_topics.c). The table entry of t, its topic made and
  * its schema record written when new or changed. */
 TB_MUST_USE tb_code ksink_prepare_table(ksink *ks, evt_table *t, ksink_table **out, tb_error *err);

@@ -255,7 +255,7 @@ static tb_code ksink_announce(ksink *ks, ksink_table *te, evt_table *t, tb_error
                                     evt_table_name(t));
         }
     }
-    if ((rc = ksink_produce_tracked(ks, ks->schema.rkt, ks->scratch.data, ks->scratch.len, ks->scratch2.data,
+    if ((rc = ksink_produce_tracked(ks, ks->schema.rkt, NULL, ks->scratch.data, ks->scratch.len, ks->scratch2.data,
                                     ks->scratch2.len, err)) != TB_OK)
         return rc;
     ksink_schema_seen_set(ks, ks->scratch.data, ks->scratch.len, ks->scratch2.data, ks->scratch2.len);

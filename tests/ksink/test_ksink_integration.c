@@ -10,6 +10,9 @@
  *   kafka/keys_and_partitions: keys are byte-identical when another process
  *     produces the same events, and every partition equals Java's
  *     toPositive(murmur2(key)) % n (murmur2 implemented in the test)
+ *   kafka/partitions_added_are_followed: a topic of one partition (whose batches skip the
+ *     partitioner) grown to 3: once the sink's client knows it, every row sent after
+ *     KSINK_PARTS_CHECK_MS is on Java's partition for 3
  *   kafka/tombstone_after_delete
  *   kafka/compaction_keeps_latest: aggressive compaction settings; polled with a
  *     deadline until only the latest value per key remains and deleted keys are gone
@@ -24,6 +27,7 @@
 #include <sys/wait.h>
 
 #include "json_oracle.h"
+#include "ksink_int.h"
 #include "ksink_test_util.h"
 #include "../integration/tb_itest.h"
 
@@ -283,6 +287,89 @@ Test(kafka, keys_and_partitions)
     cr_assert(found);
     kt_msgs_free(&a);
     kt_msgs_free(&b);
+}
+
+/* Grow topic to n partitions (CreatePartitions). */
+static void add_partitions(const char *bootstrap, const char *topic, int n)
+{
+    char errstr[512];
+    rd_kafka_t *rk = admin_client(bootstrap);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_NewPartitions_t *np = rd_kafka_NewPartitions_new(topic, (size_t)n, errstr, sizeof errstr);
+    cr_assert_not_null(np, "%s", errstr);
+    rd_kafka_CreatePartitions(rk, &np, 1, NULL, q);
+    rd_kafka_event_t *ev = admin_wait(q);
+    size_t cnt = 0;
+    const rd_kafka_topic_result_t **tr =
+        rd_kafka_CreatePartitions_result_topics(rd_kafka_event_CreatePartitions_result(ev), &cnt);
+    cr_assert_eq(cnt, 1);
+    cr_assert_eq(rd_kafka_topic_result_error(tr[0]), 0, "%s", rd_kafka_topic_result_error_string(tr[0]));
+    rd_kafka_event_destroy(ev);
+    rd_kafka_NewPartitions_destroy(np);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+}
+
+Test(kafka, partitions_added_are_followed)
+{
+    kenvx x;
+    kx_init(&x);
+    cfg *c = kt_cfg(x.bootstrap, x.name, x.prefix); /* topic.partitions=1 */
+    ksink *ks = open_ok(c);
+    evt_table *t = kt_table("orders", 1);
+    uint64_t pos = 1;
+    int id = 0;
+    for (; id < 600; id++) { /* after the first batch, partition 0 is named, not computed */
+        evt_event *e = kt_event(t, EVT_OP_CREATE, 0, id, "before", NULL, 0, pos);
+        kt_send_tx(ks, e, pos++);
+        evt_event_free(e);
+    }
+    flush_ok(ks);
+    add_partitions(x.bootstrap, x.topic, 3);
+    /* the sink's client learns the count from a metadata answer of its own */
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(ks->rk, x.topic, NULL);
+    cr_assert_not_null(rkt);
+    long long deadline = kt_now_ms() + KT_TIMEOUT_MS, known = 0;
+    for (int parts = 0; parts != 3;) {
+        cr_assert_lt(kt_now_ms(), deadline, "the sink's client never saw 3 partitions (%d)", parts);
+        const struct rd_kafka_metadata *md = NULL;
+        cr_assert_eq(rd_kafka_metadata(ks->rk, 0, rkt, &md, KT_TIMEOUT_MS), 0);
+        parts = md->topic_cnt == 1 ? md->topics[0].partition_cnt : 0;
+        rd_kafka_metadata_destroy(md);
+        known = kt_now_ms();
+    }
+    rd_kafka_topic_destroy(rkt);
+    /* rows go on; those staged KSINK_PARTS_CHECK_MS after that went through the partitioner again */
+    int first_checked = -1;
+    for (int n = 0; first_checked < 0 || id < first_checked + 300; id++, n++) {
+        if (first_checked < 0 && kt_now_ms() > known + 1100) /* KSINK_PARTS_CHECK_MS plus the clock's grain */
+            first_checked = id;
+        evt_event *e = kt_event(t, EVT_OP_CREATE, 0, id, "after", NULL, 0, pos);
+        kt_send_tx(ks, e, pos++);
+        evt_event_free(e);
+        if (n % 20 == 19)
+            flush_ok(ks); /* batches over the second, not one */
+    }
+    flush_ok(ks);
+    kt_msgs a = kt_read_topic(x.bootstrap, x.topic, 3);
+    cr_assert_eq(a.n, (size_t)id);
+    size_t checked = 0, used[3] = {0};
+    for (size_t i = 0; i < a.n; i++) {
+        int rid = atoi(a.m[i].key + strlen("{\"id\":"));
+        if (rid < first_checked)
+            continue;
+        int32_t want = kt_java_partition(a.m[i].key, a.m[i].key_len, 3);
+        cr_assert_eq(a.m[i].partition, want, "key %s: partition %d, Java's murmur2 over 3 gives %d", a.m[i].key,
+                     a.m[i].partition, want);
+        used[want]++;
+        checked++;
+    }
+    cr_assert_eq(checked, 300);
+    cr_assert(used[1] > 0 && used[2] > 0, "keys on partitions 0/1/2: %zu/%zu/%zu", used[0], used[1], used[2]);
+    kt_msgs_free(&a);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
 }
 
 Test(kafka, tombstone_after_delete)
