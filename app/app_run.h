@@ -70,10 +70,9 @@ typedef struct run_ctx {
     cfg_filter filter;             /* tables.include / tables.exclude (owned) */
     bool filter_ok;
     struct {
-        const evt_table *t;        /* not dereferenced; names checked too (addresses get reused) */
-        char name[264];            /* "db" NUL "table" */
+        evt_table *t;              /* a reference: its address is not reused while it is here */
         bool keep;
-    } filter_cache[8];
+    } filter_cache[8];             /* run_keep's answers for the latest tables (released by run_keep_free) */
     unsigned filter_next;
     uint64_t events_filtered;
     tb_hmap keyless;               /* "db\x01table" of captured tables refused for having no key */
@@ -118,6 +117,8 @@ TB_MUST_USE tb_code run_sink_error(run_ctx *r, tb_code rc, bool from_commit, tb_
 bool run_sink_aborted(run_ctx *r);
 /* run_tables.c: tables.include / tables.exclude: whether ev's table is captured. */
 bool run_keep(run_ctx *r, const evt_event *ev);
+/* Releases the tables run_keep holds on to (its answers for the latest ones). */
+void run_keep_free(run_ctx *r);
 /* Starting "now": store the source's start position before reading. */
 TB_MUST_USE tb_code run_pin_start(run_ctx *r, tb_error *err);
 /* Stream from the open source until stopped, failed or r->restart. */

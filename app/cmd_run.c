@@ -870,6 +870,7 @@ out:
     tb_buf_free(&r.status_path);
     if (r.filter_ok)
         cfg_filter_free(&r.filter);
+    run_keep_free(&r);
     tb_hmap_free(&r.keyless, NULL);
     run_txmeta_free(&r);
     snap_inc_close(r.inc);

@@ -17,6 +17,7 @@
 #include "myconn.h"
 #include "snap_sql.h"
 #include "sqlcap.h"
+#include "tb_cast.h"
 #include "tb_clock.h"
 #include "tb_log.h"
 
@@ -28,24 +29,24 @@ bool run_keep(run_ctx *r, const evt_event *ev)
     const evt_table *t = evt_event_table(ev);
     if (!t)
         return true;
-    const char *db = evt_table_db(t), *name = evt_table_name(t);
-    size_t dl = strlen(db), nl = strlen(name);
     size_t n = sizeof(r->filter_cache) / sizeof(r->filter_cache[0]);
-    bool cacheable = dl + nl + 2 <= sizeof(r->filter_cache[0].name);
-    for (size_t i = 0; cacheable && i < n; i++) {
-        const char *c = r->filter_cache[i].name;
-        if (r->filter_cache[i].t == t && strcmp(c, db) == 0 && strcmp(c + dl + 1, name) == 0)
+    for (size_t i = 0; i < n; i++)
+        if (r->filter_cache[i].t == t)
             return r->filter_cache[i].keep;
-    }
-    bool keep = cfg_filter_match(&r->filter, db, name);
-    if (cacheable) {
-        size_t slot = r->filter_next++ % n;
-        r->filter_cache[slot].t = t;
-        memcpy(r->filter_cache[slot].name, db, dl + 1);
-        memcpy(r->filter_cache[slot].name + dl + 1, name, nl + 1);
-        r->filter_cache[slot].keep = keep;
-    }
+    bool keep = cfg_filter_match(&r->filter, evt_table_db(t), evt_table_name(t));
+    size_t slot = r->filter_next++ % n;
+    evt_table_unref(r->filter_cache[slot].t);
+    r->filter_cache[slot].t = evt_table_ref(TB_UNCONST(t)); /* the count is atomic; the table stays const */
+    r->filter_cache[slot].keep = keep;
     return keep;
+}
+
+void run_keep_free(run_ctx *r)
+{
+    for (size_t i = 0; i < sizeof(r->filter_cache) / sizeof(r->filter_cache[0]); i++) {
+        evt_table_unref(r->filter_cache[i].t);
+        r->filter_cache[i].t = NULL;
+    }
 }
 
 /* A captured MySQL/MariaDB table without a key (no primary key and no
