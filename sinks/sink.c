@@ -262,6 +262,10 @@ static tb_code o_key_digest(void *o, const evt_event *e, uint64_t *digest, tb_er
 {
     return stdout_sink_key_digest(((out_sink *)o)->ss, e, digest, err);
 }
+static tb_code o_schema_last(void *o, const char *db, const char *table, evt_table **out, tb_error *err)
+{
+    return stdout_sink_schema_last(((out_sink *)o)->ss, db, table, out, err);
+}
 
 static const sink_ops stdout_ops = {
     .name = "stdout",
@@ -280,6 +284,7 @@ static const sink_ops stdout_ops = {
     .close = o_close,
     .topic_keys = o_topic_keys,
     .key_digest = o_key_digest,
+    .schema_last = o_schema_last,
 };
 
 static tb_code stdout_open(const cfg *c, void **impl, tb_error *err)
@@ -398,8 +403,7 @@ tb_code sink_tables_known(sink *s, sink_table_fn fn, void *opaque, tb_error *err
 tb_code sink_schema_last(sink *s, const char *db, const char *table, evt_table **out, tb_error *err)
 {
     *out = NULL;
-    return sink_has(s, SINK_CAP_TOPICS) && s->ops->schema_last ? s->ops->schema_last(s->impl, db, table, out, err)
-                                                                : TB_OK;
+    return s->ops->schema_last ? s->ops->schema_last(s->impl, db, table, out, err) : TB_OK;
 }
 
 tb_code sink_topics_gone(sink *s, sink_captured_fn captured, sink_gone_fn gone, void *opaque, tb_error *err)

@@ -123,6 +123,7 @@ typedef struct sink_ops {
     tb_code (*topics_gone)(void *impl, sink_captured_fn captured, sink_gone_fn gone, void *opaque,
                            tb_error *err);
     tb_code (*tables_known)(void *impl, sink_table_fn fn, void *opaque, tb_error *err);
+    /* optional, of any sink that keeps its schema records where it can read them */
     tb_code (*schema_last)(void *impl, const char *db, const char *table, evt_table **out, tb_error *err);
 } sink_ops;
 
@@ -241,8 +242,9 @@ TB_MUST_USE tb_code sink_topics_gone(sink *s, sink_captured_fn captured, sink_go
 /* fn for each table the sink's schema topic describes and does not say is
  * dropped (ksink_tables_known): the tables written to before. */
 TB_MUST_USE tb_code sink_tables_known(sink *s, sink_table_fn fn, void *opaque, tb_error *err);
-/* db.table as the latest schema record that describes it says (ksink_schema_last); *out NULL
- * when there is none, and always for a sink without topics. */
+/* db.table as the latest schema record that describes it says (ksink_schema_last; the stdout
+ * sink's output file, stdout_sink_schema_last); *out NULL when there is none, and always for a
+ * sink that cannot read its records back (standard output to a pipe). */
 TB_MUST_USE tb_code sink_schema_last(sink *s, const char *db, const char *table, evt_table **out, tb_error *err);
 
 #endif

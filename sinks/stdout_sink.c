@@ -316,11 +316,17 @@ typedef struct ssink_walk {
     stdout_sink *s;
     tb_buf prefix; /* {"topic":<the topic>,"key": */
     off_t end;
+    sink_keys_rec_fn keys; /* ssink_walk_lines: given each keyed line */
+    void *keys_opaque;
 } ssink_walk;
 
-static tb_code ssink_walk_lines(void *src, sink_keys_rec_fn fn, void *opaque, tb_error *err)
+/* fn(opaque, key, klen, value, vlen, err) for each line of w's topic that has a key, in the order
+ * written; value NULL for a tombstone. */
+typedef tb_code (*ssink_line_fn)(void *opaque, const char *key, size_t klen, const char *value, size_t vlen,
+                                 tb_error *err);
+
+static tb_code ssink_scan(const ssink_walk *w, ssink_line_fn fn, void *opaque, tb_error *err)
 {
-    ssink_walk *w = src;
     struct stat sb;
     int rfd = ssink_read_fd(w->s, &sb);
     FILE *f = rfd >= 0 ? fdopen(rfd, "r") : NULL;
@@ -354,10 +360,11 @@ static tb_code ssink_walk_lines(void *src, sink_keys_rec_fn fn, void *opaque, tb
             break;
         }
         val += sizeof kValue - 1;
-        bool live = strncmp(val, "null}", 5) != 0;
+        vrest -= sizeof kValue - 1;
         if (klen == 4 && memcmp(key, "null", 4) == 0)
             continue; /* no key: nothing a table holds by it */
-        rc = fn(opaque, key, klen, live, err);
+        bool live = strncmp(val, "null}", 5) != 0;
+        rc = fn(opaque, key, klen, live ? val : NULL, live ? ssink_json_len(val, vrest) : 0, err);
     }
     if (rc == TB_OK && ferror(f))
         rc = tb_error_set(err, TB_ERR_IO, false, "stdout sink: reading the output back: %s", strerror(errno));
@@ -366,39 +373,119 @@ static tb_code ssink_walk_lines(void *src, sink_keys_rec_fn fn, void *opaque, tb
     return rc;
 }
 
-tb_code stdout_sink_topic_keys(stdout_sink *s, const evt_table *t, const struct tb_kset *keep, sink_keys_give_fn fn,
-                               void *opaque, tb_error *err)
+static tb_code ssink_keys_line(void *opaque, const char *key, size_t klen, const char *value, size_t vlen,
+                               tb_error *err)
 {
+    (void)vlen;
+    const ssink_walk *w = opaque;
+    return w->keys(w->keys_opaque, key, klen, value != NULL, err);
+}
+
+static tb_code ssink_walk_lines(void *src, sink_keys_rec_fn fn, void *opaque, tb_error *err)
+{
+    ssink_walk *w = src;
+    w->keys = fn;
+    w->keys_opaque = opaque;
+    return ssink_scan(w, ssink_keys_line, w, err);
+}
+
+/* w for the lines of topic as they are in the output now (flushed first). */
+static tb_code ssink_walk_init(stdout_sink *s, const char *topic, ssink_walk *w, tb_error *err)
+{
+    *w = (ssink_walk){.s = s};
+    tb_buf_init(&w->prefix, 0);
     if (!s->readable)
         return tb_error_set(err, TB_ERR_INVALID, false, "stdout sink: the output is not a file it can read back");
     tb_code rc = ssink_flush(s, err); /* every line so far is in the file before it is read */
     if (rc != TB_OK)
         return rc;
-    ssink_walk w = {.s = s};
-    tb_buf_init(&w.prefix, 0);
-    tb_buf topic;
-    tb_buf_init(&topic, 0);
     struct stat sb;
     int rfd = ssink_read_fd(s, &sb);
-    if (rfd < 0) {
-        rc = tb_error_set(err, TB_ERR_IO, false, "stdout sink: cannot read the output back: %s", strerror(errno));
-        goto out;
-    }
+    if (rfd < 0)
+        return tb_error_set(err, TB_ERR_IO, false, "stdout sink: cannot read the output back: %s", strerror(errno));
     close(rfd);
-    w.end = sb.st_size;
+    w->end = sb.st_size;
     /* the lines of the topic start as evt_json_line writes them: {"topic":"…","key": */
     static const char kTail[] = "null,\"value\":null}";
-    if (evt_json_topic(&s->opts, t, &topic) != TB_OK ||
-        evt_json_line(tb_buf_cstr(&topic), NULL, 0, NULL, 0, &w.prefix) != TB_OK ||
-        w.prefix.len < sizeof kTail - 1) {
-        rc = tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
-        goto out;
-    }
-    w.prefix.len -= sizeof kTail - 1;
-    rc = sink_keys_held(ssink_walk_lines, &w, keep, fn, opaque, err);
-out:
+    if (evt_json_line(topic, NULL, 0, NULL, 0, &w->prefix) != TB_OK || w->prefix.len < sizeof kTail - 1)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
+    w->prefix.len -= sizeof kTail - 1;
+    return TB_OK;
+}
+
+tb_code stdout_sink_topic_keys(stdout_sink *s, const evt_table *t, const struct tb_kset *keep, sink_keys_give_fn fn,
+                               void *opaque, tb_error *err)
+{
+    ssink_walk w;
+    tb_buf topic;
+    tb_buf_init(&topic, 0);
+    tb_code rc = evt_json_topic(&s->opts, t, &topic) == TB_OK
+                     ? ssink_walk_init(s, tb_buf_cstr(&topic), &w, err)
+                     : tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
+    if (rc == TB_OK)
+        rc = sink_keys_held(ssink_walk_lines, &w, keep, fn, opaque, err);
     tb_buf_free(&w.prefix);
     tb_buf_free(&topic);
+    return rc;
+}
+
+/* The latest schema record of one table that describes it (one that says "dropped" keeps the one
+ * before it; a tombstone forgets it), as ksink_schema_last keeps them. */
+typedef struct ssink_last {
+    const char *key;
+    size_t klen;
+    tb_buf value;
+    bool oom;
+} ssink_last;
+
+static tb_code ssink_last_line(void *opaque, const char *key, size_t klen, const char *value, size_t vlen,
+                               tb_error *err)
+{
+    (void)err;
+    ssink_last *l = opaque;
+    static const char drop_tag[] = "\"dropped\":true";
+    if (klen != l->klen || memcmp(key, l->key, klen) != 0)
+        return TB_OK;
+    if (!value)
+        tb_buf_reset(&l->value);
+    else if (!memmem(value, vlen, drop_tag, sizeof drop_tag - 1)) {
+        tb_buf_reset(&l->value);
+        l->oom |= tb_buf_append(&l->value, value, vlen) != TB_OK;
+    }
+    return TB_OK;
+}
+
+tb_code stdout_sink_schema_last(stdout_sink *s, const char *db, const char *table, evt_table **out, tb_error *err)
+{
+    *out = NULL;
+    if (!s->readable)
+        return TB_OK; /* a pipe: no history */
+    ssink_walk w = {.s = s};
+    tb_buf_init(&w.prefix, 0);
+    ssink_last l = {0};
+    tb_buf_init(&l.value, 0);
+    tb_buf topic, key;
+    tb_buf_init(&topic, 0);
+    tb_buf_init(&key, 0);
+    evt_table *k = evt_table_new(db, table, 0);
+    tb_code rc = k && evt_json_schema_topic(&s->opts, &topic) == TB_OK && evt_json_schema_key(k, &key) == TB_OK
+                     ? TB_OK
+                     : tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
+    evt_table_unref(k);
+    if (rc == TB_OK)
+        rc = ssink_walk_init(s, tb_buf_cstr(&topic), &w, err);
+    l.key = key.data;
+    l.klen = key.len;
+    if (rc == TB_OK)
+        rc = ssink_scan(&w, ssink_last_line, &l, err);
+    if (rc == TB_OK && l.oom)
+        rc = tb_error_set(err, TB_ERR_NOMEM, false, "stdout sink: out of memory");
+    if (rc == TB_OK && l.value.len)
+        rc = evt_json_schema_parse(db, table, l.value.data, l.value.len, out, err);
+    tb_buf_free(&l.value);
+    tb_buf_free(&w.prefix);
+    tb_buf_free(&topic);
+    tb_buf_free(&key);
     return rc;
 }
 

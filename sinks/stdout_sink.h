@@ -73,6 +73,10 @@ TB_MUST_USE tb_code stdout_sink_topic_keys(stdout_sink *s, const evt_table *t, c
                                            sink_keys_give_fn fn, void *opaque, tb_error *err);
 /* The digest of e's key as its lines hold it (tb_kset_digest of the rendered key). */
 TB_MUST_USE tb_code stdout_sink_key_digest(stdout_sink *s, const evt_event *e, uint64_t *digest, tb_error *err);
+/* db.table as the latest schema record in the output that describes it says (as
+ * ksink_schema_last); *out NULL when there is none or the output cannot be read back. */
+TB_MUST_USE tb_code stdout_sink_schema_last(stdout_sink *s, const char *db, const char *table, evt_table **out,
+                                            tb_error *err);
 
 /* Flush and free. NULL-safe. Does not commit. */
 void stdout_sink_close(stdout_sink *s);

@@ -115,10 +115,7 @@ static inline size_t st_log_count(const st_run *r, const char *needle)
 {
     tb_buf b;
     tb_buf_init(&b, 0);
-    size_t n = 0;
-    if (e2e_slurp(r->log, &b))
-        for (const char *p = tb_buf_cstr(&b); (p = strstr(p, needle)); p++)
-            n++;
+    size_t n = e2e_slurp(r->log, &b) ? e2e_count_text(tb_buf_cstr(&b), needle) : 0;
     tb_buf_free(&b);
     return n;
 }

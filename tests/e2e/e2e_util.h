@@ -228,6 +228,15 @@ static inline void e2e_assert_clean_log(const char *path)
     tb_buf_free(&b);
 }
 
+/* The number of times needle occurs in text. */
+static inline size_t e2e_count_text(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
 /* The number of event lines in text (the stdout sink's JSON lines,
  * {"topic":...,"key":...,"value":...}, among log lines) whose member at path
  * equals the JSON `expected` (NULL: is absent); path NULL: every event line.

@@ -713,6 +713,87 @@ Test(e2e_statements, declared_types_of_a_table_gone_since, .timeout = 240, .fini
     e2e_rmtree(r.dir);
 }
 
+/* The same with sink=stdout into a file: the output's own schema lines are the table's history
+ * (stdout_sink_schema_last), read back as the Kafka sink reads its schema topic. */
+Test(e2e_statements, declared_types_of_a_table_gone_since_stdout, .timeout = 240, .fini = e2e_kill_children)
+{
+    char db[96], dir[256], cfgp[320], out[320], status[320], offs[320];
+    tb_itest_unique(db, sizeof db, "e2estdso");
+    snprintf(dir, sizeof dir, "/tmp/%s", db);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    snprintf(cfgp, sizeof cfgp, "%s/run.properties", dir);
+    snprintf(out, sizeof out, "%s/events.jsonl", dir);
+    snprintf(status, sizeof status, "%s/status.json", dir);
+    snprintf(offs, sizeof offs, "%s/offsets", dir);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", db);
+    e2e_sql(m, "CREATE TABLE %s.tdrop (id INT PRIMARY KEY, uu UUID, i6 INET6, i4 INET4, fl FLOAT(7,2), d INT DEFAULT 5)",
+            db);
+    const char *row = "UUID(), '2001:db8::1', '10.1.2.3', 12.5, 1";
+    e2e_sql(m, "INSERT INTO %s.tdrop VALUES (1, %s), (2, %s)", db, row, row);
+    FILE *f = fopen(cfgp, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "name=%s\nsource.type=mysql\nsource.host=%s\nsource.port=%s\nsource.user=%s\nsource.password=%s\n"
+            "source.server.id=%u\ntables.include=^%s[.]\ntopic.prefix=%s\nsink=stdout\n"
+            "offsets.storage=file\noffsets.file=%s\noffsets.commit.interval.ms=100\nstatus.file=%s\n"
+            "snapshot.mode=initial\nheartbeat.interval.ms=100\n",
+            db, getenv("TRIBUTARY_TEST_MYSQL_HOST"), getenv("TRIBUTARY_TEST_MYSQL_PORT"),
+            getenv("TRIBUTARY_TEST_MYSQL_USER"), getenv("TRIBUTARY_TEST_MYSQL_PASSWORD"),
+            9100 + (unsigned)getpid() % 1000, db, db, offs, status);
+    fclose(f);
+    const char *args[] = {"run", "--config", cfgp, NULL};
+    pid_t pid = e2e_spawn(args, out);
+    wait_caught_up(m, status, pid, out);
+    kill(pid, SIGTERM);
+    cr_assert_eq(e2e_wait(pid, 30000), 0, "tributary run did not stop cleanly; see %s", out);
+
+    e2e_sql(m, "INSERT INTO %s.tdrop VALUES (3, %s)", db, row);
+    e2e_sql(m, "UPDATE %s.tdrop SET uu = UUID(), fl = 3.25 WHERE id = 1", db);
+    e2e_sql(m, "DROP TABLE %s.tdrop", db);
+    pid = e2e_spawn(args, out); /* the same output, appended to */
+    wait_caught_up(m, status, pid, out);
+    kill(pid, SIGTERM);
+    cr_assert_eq(e2e_wait(pid, 30000), 0, "tributary run did not stop cleanly; see %s", out);
+
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert(e2e_slurp(out, &b));
+    cr_expect_eq(e2e_count_text(tb_buf_cstr(&b), "not in the catalog any more: described by its latest schema record"),
+                 1, "the table read again; see %s", out);
+    char schema_topic[200], topic[300];
+    snprintf(schema_topic, sizeof schema_topic, "%s.schema", db);
+    snprintf(topic, sizeof topic, "%s.%s.tdrop", db, db);
+    gone_types g = {0};
+    for (char *line = b.data, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        json_error_t je;
+        json_t *j = json_loadb(line, nl ? (size_t)(nl - line) : strlen(line), 0, &je);
+        const char *t = json_string_value(json_object_get(j, "topic"));
+        json_t *v = json_object_get(j, "value");
+        if (t && strcmp(t, schema_topic) == 0 &&
+            strcmp(json_string_value(json_object_get(json_object_get(j, "key"), "table")), "tdrop") == 0)
+            gone_schema(json_is_null(v) ? NULL : v, &g);
+        else if (t && strcmp(t, topic) == 0 && json_is_object(v)) {
+            char *text = json_dumps(v, JSON_COMPACT);
+            gone_row(NULL, 0, text, strlen(text), &g);
+            free(text);
+        }
+        json_decref(j);
+    }
+    tb_buf_free(&b);
+    cr_expect(g.records > 0, "no schema record of tdrop; see %s", out);
+    cr_expect(g.uuid == g.records && g.inet6 == g.records && g.inet4 == g.records && g.fl == g.records,
+              "of %zu schema records, %zu say uuid, %zu inet6, %zu inet4, %zu float(7,2); see %s", g.records, g.uuid,
+              g.inet6, g.inet4, g.fl, out);
+    cr_expect(g.rows >= 4, "%zu rows with a uu value; see %s", g.rows, out); /* 2 read, 1 inserted, 1 updated */
+    cr_expect_eq(g.uuid_text, g.rows, "%zu of %zu values of uu are not a UUID's text; see %s", g.rows - g.uuid_text,
+                 g.rows, out);
+    e2e_sql(m, "DROP DATABASE %s", db);
+    mysql_close(m);
+    e2e_rmtree(dir);
+}
+
 /* ------------------------------------------------------------ SQLite */
 
 /* A SQLite source (WAL capture, shadow copy) of the run r: <dir>/src.db. */
