@@ -12,7 +12,7 @@
  *
  * A batch for a table topic of one partition names partition 0 instead of
  * asking the partitioner: librdkafka's partitioner path costs a clock read, a
- * hash and a partition lookup per message (7% of the run's CPU in a 1M-row
+ * hash and a partition lookup per message (about 6% of the run's CPU in a 1M-row
  * catch-up, bench/e2e_bench.sh). The count is the one librdkafka's partitioner
  * was last given (ksink_partitioner, murmur2_random as configured, notes it),
  * and a batch goes through the partitioner again once KSINK_PARTS_CHECK_MS
