@@ -25,6 +25,24 @@
  */
 #include "e2e_tables.h"
 
+/* The settings of a sink=stdout run of database db (the tables whose name matches include after
+ * "db."), its offsets in a file, to cfgp. */
+static void stdout_cfg(const char *cfgp, const char *db, const char *include, const char *offs, const char *status,
+                       unsigned server_id, const char *snapshot_mode)
+{
+    FILE *f = fopen(cfgp, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "name=%s\nsource.type=mysql\nsource.host=%s\nsource.port=%s\nsource.user=%s\nsource.password=%s\n"
+            "source.server.id=%u\ntables.include=^%s[.]%s\ntopic.prefix=%s\nsink=stdout\n"
+            "offsets.storage=file\noffsets.file=%s\noffsets.commit.interval.ms=100\nstatus.file=%s\n"
+            "snapshot.mode=%s\nheartbeat.interval.ms=100\n",
+            db, getenv("TRIBUTARY_TEST_MYSQL_HOST"), getenv("TRIBUTARY_TEST_MYSQL_PORT"),
+            getenv("TRIBUTARY_TEST_MYSQL_USER"), getenv("TRIBUTARY_TEST_MYSQL_PASSWORD"), server_id, db, include, db,
+            offs, status, snapshot_mode);
+    fclose(f);
+}
+
 Test(e2e_statements, dml_as_statement, .timeout = 120, .fini = e2e_kill_children)
 {
     char db[96], dir[256], cfgp[320], log[320], status[320], offs[320], out[320];
@@ -40,17 +58,7 @@ Test(e2e_statements, dml_as_statement, .timeout = 120, .fini = e2e_kill_children
     e2e_sql(m, "CREATE DATABASE %s", db);
     e2e_sql(m, "CREATE TABLE %s.cap (id INT PRIMARY KEY, v VARCHAR(20))", db);
     e2e_sql(m, "CREATE TABLE %s.other (id INT PRIMARY KEY, v VARCHAR(20))", db);
-    FILE *f = fopen(cfgp, "w");
-    cr_assert_not_null(f);
-    fprintf(f,
-            "name=%s\nsource.type=mysql\nsource.host=%s\nsource.port=%s\nsource.user=%s\nsource.password=%s\n"
-            "source.server.id=%u\ntables.include=^%s[.]cap$\ntopic.prefix=%s\nsink=stdout\n"
-            "offsets.storage=file\noffsets.file=%s\noffsets.commit.interval.ms=100\nstatus.file=%s\n"
-            "snapshot.mode=never\nheartbeat.interval.ms=100\n",
-            db, getenv("TRIBUTARY_TEST_MYSQL_HOST"), getenv("TRIBUTARY_TEST_MYSQL_PORT"),
-            getenv("TRIBUTARY_TEST_MYSQL_USER"), getenv("TRIBUTARY_TEST_MYSQL_PASSWORD"),
-            9000 + (unsigned)getpid() % 1000, db, db, offs, status);
-    fclose(f);
+    stdout_cfg(cfgp, db, "cap$", offs, status, 9000 + (unsigned)getpid() % 1000, "never");
     const char *args[] = {"run", "--config", cfgp, NULL};
     pid_t pid = e2e_spawn(args, out);
     wait_caught_up(m, status, pid, out);
@@ -717,44 +725,30 @@ Test(e2e_statements, declared_types_of_a_table_gone_since, .timeout = 240, .fini
  * (stdout_sink_schema_last), read back as the Kafka sink reads its schema topic. */
 Test(e2e_statements, declared_types_of_a_table_gone_since_stdout, .timeout = 240, .fini = e2e_kill_children)
 {
-    char db[96], dir[256], cfgp[320], out[320], status[320], offs[320];
-    tb_itest_unique(db, sizeof db, "e2estdso");
-    snprintf(dir, sizeof dir, "/tmp/%s", db);
-    cr_assert_eq(mkdir(dir, 0700), 0);
-    snprintf(cfgp, sizeof cfgp, "%s/run.properties", dir);
-    snprintf(out, sizeof out, "%s/events.jsonl", dir);
-    snprintf(status, sizeof status, "%s/status.json", dir);
-    snprintf(offs, sizeof offs, "%s/offsets", dir);
+    st_run r;
+    st_paths(&r, "e2estdso");
+    const char *db = r.db, *out = r.log; /* the lines and the log in one file, as on a terminal */
+    char offs[320];
+    snprintf(offs, sizeof offs, "%s/offsets", r.dir);
     MYSQL *m = e2e_mysql();
     e2e_sql(m, "CREATE DATABASE %s", db);
     e2e_sql(m, "CREATE TABLE %s.tdrop (id INT PRIMARY KEY, uu UUID, i6 INET6, i4 INET4, fl FLOAT(7,2), d INT DEFAULT 5)",
             db);
     const char *row = "UUID(), '2001:db8::1', '10.1.2.3', 12.5, 1";
     e2e_sql(m, "INSERT INTO %s.tdrop VALUES (1, %s), (2, %s)", db, row, row);
-    FILE *f = fopen(cfgp, "w");
-    cr_assert_not_null(f);
-    fprintf(f,
-            "name=%s\nsource.type=mysql\nsource.host=%s\nsource.port=%s\nsource.user=%s\nsource.password=%s\n"
-            "source.server.id=%u\ntables.include=^%s[.]\ntopic.prefix=%s\nsink=stdout\n"
-            "offsets.storage=file\noffsets.file=%s\noffsets.commit.interval.ms=100\nstatus.file=%s\n"
-            "snapshot.mode=initial\nheartbeat.interval.ms=100\n",
-            db, getenv("TRIBUTARY_TEST_MYSQL_HOST"), getenv("TRIBUTARY_TEST_MYSQL_PORT"),
-            getenv("TRIBUTARY_TEST_MYSQL_USER"), getenv("TRIBUTARY_TEST_MYSQL_PASSWORD"),
-            9100 + (unsigned)getpid() % 1000, db, db, offs, status);
-    fclose(f);
-    const char *args[] = {"run", "--config", cfgp, NULL};
-    pid_t pid = e2e_spawn(args, out);
-    wait_caught_up(m, status, pid, out);
-    kill(pid, SIGTERM);
-    cr_assert_eq(e2e_wait(pid, 30000), 0, "tributary run did not stop cleanly; see %s", out);
-
-    e2e_sql(m, "INSERT INTO %s.tdrop VALUES (3, %s)", db, row);
-    e2e_sql(m, "UPDATE %s.tdrop SET uu = UUID(), fl = 3.25 WHERE id = 1", db);
-    e2e_sql(m, "DROP TABLE %s.tdrop", db);
-    pid = e2e_spawn(args, out); /* the same output, appended to */
-    wait_caught_up(m, status, pid, out);
-    kill(pid, SIGTERM);
-    cr_assert_eq(e2e_wait(pid, 30000), 0, "tributary run did not stop cleanly; see %s", out);
+    stdout_cfg(r.cfg, db, "", offs, r.status, 9100 + (unsigned)getpid() % 1000, "initial");
+    const char *args[] = {"run", "--config", r.cfg, NULL};
+    for (int pass = 0; pass < 2; pass++) { /* the second one appends to the same output */
+        if (pass == 1) {
+            e2e_sql(m, "INSERT INTO %s.tdrop VALUES (3, %s)", db, row);
+            e2e_sql(m, "UPDATE %s.tdrop SET uu = UUID(), fl = 3.25 WHERE id = 1", db);
+            e2e_sql(m, "DROP TABLE %s.tdrop", db);
+        }
+        pid_t pid = e2e_spawn(args, out);
+        wait_caught_up(m, r.status, pid, out);
+        kill(pid, SIGTERM);
+        cr_assert_eq(e2e_wait(pid, 30000), 0, "tributary run did not stop cleanly; see %s", out);
+    }
 
     tb_buf b;
     tb_buf_init(&b, 0);
@@ -791,7 +785,7 @@ Test(e2e_statements, declared_types_of_a_table_gone_since_stdout, .timeout = 240
                  g.rows, out);
     e2e_sql(m, "DROP DATABASE %s", db);
     mysql_close(m);
-    e2e_rmtree(dir);
+    e2e_rmtree(r.dir);
 }
 
 /* ------------------------------------------------------------ SQLite */
