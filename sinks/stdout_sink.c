@@ -416,7 +416,8 @@ static tb_code ssink_walk_init(stdout_sink *s, const char *topic, ssink_walk *w,
 tb_code stdout_sink_topic_keys(stdout_sink *s, const evt_table *t, const struct tb_kset *keep, sink_keys_give_fn fn,
                                void *opaque, tb_error *err)
 {
-    ssink_walk w;
+    ssink_walk w = {.s = s};
+    tb_buf_init(&w.prefix, 0); /* freed below even when the topic name fails */
     tb_buf topic;
     tb_buf_init(&topic, 0);
     tb_code rc = evt_json_topic(&s->opts, t, &topic) == TB_OK
