@@ -613,7 +613,11 @@ static tb_code too_many_columns(const cache_store *s, const char *table, size_t 
 
 tb_code cache_store_create(cache_store *s, cache_table *t, tb_error *err)
 {
-    tb_code lrc = too_many_columns(s, t->name, t->ncols, err);
+    tb_code lrc = t->npk ? too_many_columns(s, t->name, t->ncols, err)
+                         : tb_error_set(err, TB_ERR_INVALID, false,
+                                        "table \"%s\" (topic %s): its key names no column of the row (only the "
+                                        "rowid of a key holding NULL, or nothing): the cache keeps a table by its key",
+                                        t->name, t->topic ? t->topic : "(none)");
     if (lrc != TB_OK) {
         cache_table_free(t);
         return lrc;

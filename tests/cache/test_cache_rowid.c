@@ -170,3 +170,49 @@ Test(cache_rowid, connect_schemas_and_inferred)
     cache_store_close(s);
     unlink(path);
 }
+
+/* A table's first message whose key names no column of the row (only a rowid,
+ * or nothing) is refused, naming the table, on each path that makes a table
+ * (inferred from the row; a Connect key over a plain row); with Connect
+ * schemas for both, the key schema's "k" is the key column, and a key that
+ * leaves it out is one under an earlier key of the table, passed over. The
+ * cache file goes on: the next table is made and kept. */
+Test(cache_rowid, key_without_columns_refused)
+{
+    cache_store *s = open_store();
+    char k[512], v[512];
+    const char *keys[] = {"{\"__rowid\":5}", "{}", k};
+    snprintf(k, sizeof k,
+             "{\"schema\":{\"type\":\"struct\",\"optional\":false,\"fields\":[{\"type\":\"string\",\"optional\":true,"
+             "\"field\":\"k\"},{\"type\":\"int64\",\"optional\":true,\"field\":\"__rowid\"}]},\"payload\":{"
+             "\"__rowid\":5}}");
+    snprintf(v, sizeof v, VAL, "null", "n");
+    const char *vals[] = {"{\"k\":null,\"v\":\"n\"}", v};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = 0; j < 2; j++) {
+            tb_error err;
+            tb_error_clear(&err);
+            char topic[32];
+            snprintf(topic, sizeof topic, "p.d.x%zu%zu", i, j);
+            tb_code rc = cache_apply_msg(s, topic, "p", 0, keys[i], strlen(keys[i]), vals[j], strlen(vals[j]), &err);
+            if (rc == TB_OK)
+                rc = cache_store_flush(s, &err);
+            cache_store_release(s);
+            if (i == 2 && j == 1) { /* keyed by the schema's "k" */
+                cr_expect_eq(rc, TB_OK, "%s", err.msg);
+                cr_assert_not_null(cache_store_find(s, topic + 2));
+                cr_expect_eq(cache_store_find(s, topic + 2)->npk, 1);
+                cr_expect_str_eq(rows_of(s, topic + 2), "");
+                continue;
+            }
+            cr_expect_eq(rc, TB_ERR_INVALID, "key %s, value %s: %d %s", keys[i], vals[j], (int)rc, err.msg);
+            cr_expect(i == 1 || strstr(err.msg, topic + 2) != NULL, "the error names the table: %s", err.msg);
+            cr_expect_null(cache_store_find(s, topic + 2), "%s: no table made", topic);
+        }
+    msg(s, "p.d.i", "{\"k\":null,\"__rowid\":9}", "{\"k\":null,\"v\":\"i9\"}");
+    cr_expect_str_eq(rows_of(s, "d.i"), "~,9=i9;");
+    tb_error err;
+    cr_assert_eq(cache_store_commit(s, &err), TB_OK, "%s", err.msg);
+    cache_store_close(s);
+    unlink(path);
+}
