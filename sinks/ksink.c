@@ -165,8 +165,13 @@ tb_code ksink_wait_kafka(ksink *ks, const char *what, ksink_op_fn op, void *arg,
                 TB_INFO("ksink", "%s: done, after %.1f s waiting for Kafka", what, (double)(tb_mono_ms() - t0) / 1000);
             return TB_OK;
         }
-        if (!ks->reached || !err->retriable || (ks->stop && *ks->stop))
+        if (!ks->reached || !err->retriable)
             return rc;
+        if (ks->stop && *ks->stop) { /* a stop, not a failure: what was done is redone after the restart */
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            return tb_error_set(err, TB_ERR_STOPPED, false, "stopped while waiting for Kafka (%s: %s)", what, why);
+        }
         if (!said)
             TB_WARN("ksink", "%s: %s: waiting for Kafka, trying again until it answers (nothing is lost)", what,
                     err->msg);

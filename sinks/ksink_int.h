@@ -207,7 +207,8 @@ struct ksink {
 /* Kafka away once the sink has reached it is waited for, as a send waits for it (DESIGN 4):
  * op, failing retriably (brokers down, a broker restarting, a request timed out), is tried
  * again until it succeeds, fails otherwise, the producer's callbacks record a failure (that
- * error is returned), or a stop is requested. The first retriable failure WARNs, naming what;
+ * error is returned), or a stop is requested (TB_ERR_STOPPED: the run stops cleanly, and what the
+ * caller was doing is done again after the restart). The first retriable failure WARNs, naming what;
  * between tries the messages queued before go on and the wait hook (ksink_set_wait) keeps
  * status and /health current. Before the first success a failure is returned at once: start-up
  * reports an unreachable Kafka (run_retry). */

@@ -23,6 +23,9 @@
  *     EndTxn answered PRODUCER_FENCED before transaction.timeout.ms (another
  *     instance: the sink stops) and after it (the coordinator's own abort: aborted,
  *     retriable, a new producer goes on)
+ *   mock/stop_while_waiting_is_a_stop: a read of a topic's keys that fails retriably
+ *     (ListOffsets answered NOT_LEADER_FOR_PARTITION) while a stop is requested ends
+ *     as a stop (TB_ERR_STOPPED: the run stops cleanly), not as the Kafka error
  *   mock/gate_asked_before_each_message: the gate (ksink_set_gate: the run's lease
  *     check) is asked right before each message; refused, nothing is staged or sent
  */
@@ -860,3 +863,55 @@ static void fenced_run(bool after_timeout)
 
 Test(mock, exactly_once_fenced_early_stops) { fenced_run(false); }
 Test(mock, exactly_once_fenced_after_timeout_goes_on) { fenced_run(true); }
+
+static tb_code count_key(void *opaque, const char *key, size_t klen, tb_error *err)
+{
+    (void)key;
+    (void)klen;
+    (void)err;
+    (*(int *)opaque)++;
+    return TB_OK;
+}
+
+Test(mock, stop_while_waiting_is_a_stop)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    ksink *ks = mock_open(c);
+    volatile sig_atomic_t stop = 0;
+    ksink_set_stop(ks, &stop);
+    evt_table *t = kt_table("orders", 1);
+    evt_event *e = kt_event(t, EVT_OP_CREATE, 0, 1, "a", NULL, 0, 1);
+    kt_send_tx(ks, e, 100);
+    flush_ok(ks);
+    int n = 0;
+    tb_error err;
+    tb_error_clear(&err);
+    cr_assert_eq(ksink_topic_keys(ks, t, NULL, count_key, &n, &err), TB_OK, "%s", err.msg); /* Kafka reached */
+    cr_assert_eq(n, 1);
+
+    /* every ListOffsets (ApiKey 2) answered as by a partition whose leader moved: retriable */
+    rd_kafka_resp_err_t errs[64];
+    for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
+        errs[i] = RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION;
+    rd_kafka_mock_push_request_errors_array(m.mc, 2, sizeof errs / sizeof errs[0], errs);
+    stop = 1;
+    n = 0;
+    tb_code rc = ksink_topic_keys(ks, t, NULL, count_key, &n, &err);
+    cr_assert_eq(rc, TB_ERR_STOPPED, "%d: %s", (int)rc, err.msg);
+    cr_expect(strstr(err.msg, "stopped while waiting for Kafka") && strstr(err.msg, m.topic),
+              "the stop names what it waited for: %s", err.msg);
+    cr_expect_eq(ksink_failed(ks, NULL), TB_OK, "a stop is not a failure of the sink");
+
+    rd_kafka_mock_clear_request_errors(m.mc, 2);
+    stop = 0;
+    n = 0;
+    cr_assert_eq(ksink_topic_keys(ks, t, NULL, count_key, &n, &err), TB_OK, "%s", err.msg);
+    cr_expect_eq(n, 1);
+    evt_event_free(e);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
