@@ -9,6 +9,8 @@
  * well formed. The decoder must never crash, leak or read out of bounds.
  * Inputs of odd length run with binlog_dec_skip_executed on (transactions
  * whose GTID a PREVIOUS_GTIDS event already holds are decoded, not emitted).
+ * Seeds: tests/fixtures/binlog and fuzz/corpus/fuzz_binlog/ (inputs it found
+ * crashes with, kept as regression seeds).
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -136,6 +136,9 @@ static void gtid_starts_tx(binlog_dec *d, const uint8_t *hdr, int64_t commit_us)
 /* The transaction id of a MySQL GTID: its own text form ("uuid[:tag]:gno"). */
 static tb_code mysql_gtid_txid(binlog_dec *d, tb_error *err)
 {
+    if (d->gt_gno < 1 || d->gt_gno > BL_GNO_MAX)
+        return FAIL(err, TB_ERR_CORRUPT, "GTID event: transaction number %lld out of range (1 to 2^63-2)",
+                    (long long)d->gt_gno);
     tb_buf_reset(&d->tmp);
     bl_gtids *one = bl_gtids_new();
     if (!one || bl_gtids_add_mysql(one, d->gt_uuid, d->gt_tag, d->gt_gno, d->gt_gno + 1) != TB_OK ||
@@ -212,8 +215,9 @@ tb_code bl_on_gtid_tagged(binlog_dec *d, const uint8_t *hdr, const uint8_t *body
     if (!have_uuid || !have_gno)
         return FAIL(err, TB_ERR_CORRUPT, "GTID_TAGGED_LOG without uuid or gno");
     d->gt_kind = 1;
-    if (mysql_gtid_txid(d, err) != TB_OK)
-        return TB_ERR_NOMEM;
+    tb_code rc = mysql_gtid_txid(d, err);
+    if (rc != TB_OK)
+        return rc;
     gtid_starts_tx(d, hdr, commit_us);
     return TB_OK;
 }
@@ -236,8 +240,9 @@ tb_code bl_on_gtid(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *b
         memcpy(d->gt_uuid, body + 1, 16);
         d->gt_tag[0] = '\0';
         d->gt_gno = (int64_t)bl_u64(body + 17);
-        if (mysql_gtid_txid(d, err) != TB_OK)
-            return TB_ERR_NOMEM;
+        tb_code rc = mysql_gtid_txid(d, err);
+        if (rc != TB_OK)
+            return rc;
     }
     gtid_starts_tx(d, hdr, commit_us);
     return TB_OK;

@@ -240,7 +240,7 @@ static bool parse_mariadb_gtid(const char *item, uint64_t *d, uint64_t *s, uint6
  * gt_ival) still fits an int64_t: MySQL's largest GNO is 2^63 - 2. */
 static bool parse_mysql_interval(const char *part, int64_t *a, int64_t *b)
 {
-    const uint64_t max = (uint64_t)INT64_MAX - 1;
+    const uint64_t max = (uint64_t)BL_GNO_MAX;
     const char *dash = strchr(part, '-');
     uint64_t x, y;
     if (dash) {

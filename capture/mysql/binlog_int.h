@@ -154,6 +154,8 @@ bl_gtids *bl_gtids_new(void);
 void bl_gtids_free(bl_gtids *g);
 void bl_gtids_clear(bl_gtids *g);
 /* MySQL: add [start, end) for uuid (16 bytes) and tag ("" = untagged). */
+/* MySQL's largest GNO: 2^63 - 2 (the exclusive end of an interval, GNO + 1, fits an int64_t) */
+#define BL_GNO_MAX (INT64_MAX - 1)
 TB_MUST_USE tb_code bl_gtids_add_mysql(bl_gtids *g, const uint8_t uuid[16], const char *tag, int64_t start, int64_t end);
 /* MariaDB: set domain's last GTID. */
 TB_MUST_USE tb_code bl_gtids_set_mariadb(bl_gtids *g, uint32_t domain, uint32_t server, uint64_t seq);

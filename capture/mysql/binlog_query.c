@@ -379,21 +379,27 @@ static tb_code classify_rename(qlex *lx, binlog_stmt *st, const char *defdb, siz
     if (accept(lx, "IF"))
         accept(lx, "EXISTS");
     for (;;) {
+        size_t pair = st->ntables; /* the pair's old name goes here, its new name after it */
         qtok t = next(lx);
         if (!name_tok(t))
             return TB_OK;
         tb_code rc = read_table(lx, t, st, defdb, deflen);
-        if (rc != TB_OK)
-            return rc;
-        t = next(lx);
-        if (is_word(t, "WAIT"))
-            t = next(lx), t = next(lx);
-        else if (is_word(t, "NOWAIT"))
+        if (rc == TB_OK && st->ntables == pair + 1) {
             t = next(lx);
-        qtok u = is_word(t, "TO") ? next(lx) : t;
-        if (!name_tok(u) || (rc = read_table(lx, u, st, defdb, deflen)) != TB_OK) {
-            if (rc == TB_OK) /* no new name: not a pair */
-                free(st->tables[--st->ntables].db), free(st->tables[st->ntables].table);
+            if (is_word(t, "WAIT"))
+                t = next(lx), t = next(lx);
+            else if (is_word(t, "NOWAIT"))
+                t = next(lx);
+            qtok u = is_word(t, "TO") ? next(lx) : t;
+            if (name_tok(u))
+                rc = read_table(lx, u, st, defdb, deflen);
+        }
+        if (rc != TB_OK || st->ntables != pair + 2) { /* a name missing ("db." alone, no new name): no pair */
+            while (st->ntables > pair) {
+                st->ntables--;
+                free(st->tables[st->ntables].db);
+                free(st->tables[st->ntables].table);
+            }
             return rc;
         }
         if (!is_punct(next(lx), ','))

@@ -98,6 +98,14 @@ Test(binlog_query, ddl)
     check("RENAME TABLE a TO b, x.c TO y.d", BINLOG_STMT_RENAME, "dflt.a,dflt.b,x.c,y.d");
     check("RENAME TABLE IF EXISTS `a` WAIT 1 TO `b`", BINLOG_STMT_RENAME, "dflt.a,dflt.b");
     check("RENAME USER a TO b", BINLOG_STMT_OTHER, "");
+    /* a pair with a name missing is no pair; the pairs before it stay */
+    check("RENAME TABLE `a`.'s' TO b", BINLOG_STMT_RENAME, "");
+    check("RENAME TABLE a. , b TO c", BINLOG_STMT_RENAME, "");
+    check("RENAME TABLE a TO b, c TO d.", BINLOG_STMT_RENAME, "dflt.a,dflt.b");
+    check("RENAME TABLE a TO b, x.'s' TO y", BINLOG_STMT_RENAME, "dflt.a,dflt.b");
+    check("RENAME TABLE a TO b, x TO y.'s', c TO d", BINLOG_STMT_RENAME, "dflt.a,dflt.b");
+    check("RENAME TABLE a TO b, c", BINLOG_STMT_RENAME, "dflt.a,dflt.b");
+    check("RENAME TABLE x.y TO", BINLOG_STMT_RENAME, "");
     check("ALTER TABLE tr.u ADD COLUMN w VARCHAR(10) DEFAULT 'x'", BINLOG_STMT_ALTER, "tr.u");
     check("ALTER ONLINE IGNORE TABLE IF EXISTS u RENAME COLUMN a TO b", BINLOG_STMT_ALTER, "dflt.u");
     check("ALTER TABLE u RENAME INDEX a TO b", BINLOG_STMT_ALTER, "dflt.u");
