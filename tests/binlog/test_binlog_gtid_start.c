@@ -110,22 +110,34 @@ typedef struct decoded {
     uint64_t skipped;
 } decoded;
 
-static void decode(const char *name, const char *start_set, bool skip, decoded *out)
+static char fix_path[512];
+static uint8_t fix_buf[1 << 16];
+
+/* The fixture name read whole into fix_buf (its length), and a decoder of it. */
+static binlog_dec *fixture_dec(const char *name, bool verify_checksum, size_t *len)
 {
-    char path[512];
-    snprintf(path, sizeof(path), FIX "%s", name);
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    static uint8_t buf[1 << 16];
-    size_t len = fread(buf, 1, sizeof(buf), f);
+    snprintf(fix_path, sizeof(fix_path), FIX "%s", name);
+    FILE *f = fopen(fix_path, "rb");
+    cr_assert_not_null(f, "%s", fix_path);
+    *len = fread(fix_buf, 1, sizeof(fix_buf), f);
     fclose(f);
-    cr_assert(len > 4 && len < sizeof(buf), "%s: %zu bytes", path, len);
+    cr_assert(*len > 4 && *len < sizeof(fix_buf), "%s: %zu bytes", fix_path, *len);
     binlog_dec_opts o;
     binlog_dec_opts_init(&o);
-    o.label = path;
+    o.label = fix_path;
     o.file = name;
+    o.verify_checksum = verify_checksum;
     binlog_dec *d = binlog_dec_new(&o);
     cr_assert_not_null(d);
+    return d;
+}
+
+static void decode(const char *name, const char *start_set, bool skip, decoded *out)
+{
+    size_t len;
+    binlog_dec *d = fixture_dec(name, true, &len);
+    const uint8_t *buf = fix_buf;
+    const char *path = fix_path;
     if (start_set) {
         tb_position p;
         tb_position_init(&p);
@@ -238,20 +250,9 @@ Test(gtid_skip, mysql_9_6_tagged_gtids) { skip_check("mysql-9.6.0-gtid-tagged.00
  * decoded. The first GTID event of a real binlog, its number patched (checksums not verified). */
 static tb_code feed_with_gno(const char *name, int64_t gno, tb_error *err)
 {
-    char path[512];
-    snprintf(path, sizeof(path), FIX "%s", name);
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    static uint8_t buf[1 << 16];
-    size_t len = fread(buf, 1, sizeof(buf), f);
-    fclose(f);
-    binlog_dec_opts o;
-    binlog_dec_opts_init(&o);
-    o.label = path;
-    o.file = name;
-    o.verify_checksum = false;
-    binlog_dec *d = binlog_dec_new(&o);
-    cr_assert_not_null(d);
+    size_t len;
+    binlog_dec *d = fixture_dec(name, false, &len);
+    uint8_t *buf = fix_buf;
     tb_code rc = TB_OK;
     bool patched = false;
     for (size_t off = 4; rc == TB_OK && off + 19 <= len;) {
