@@ -34,6 +34,51 @@ void av_reader_free(av_reader *r)
     free(r);
 }
 
+/* Records of a writer schema met by a walk: in progress, or done. */
+typedef struct rec_walk {
+    avro_schema_t *rec;
+    bool *done;
+    size_t n, cap;
+} rec_walk;
+
+/* Whether a value of t can be made at all: no record holds itself through fields that are
+ * records (or names of records) all the way round, where avro-c's generic value, which makes
+ * every field of a record, would recurse without end. A union, an array or a map holds no
+ * value when made, so a record may hold itself through one (a linked list). Each record is
+ * walked once. */
+static bool makeable(rec_walk *w, avro_schema_t t, int depth)
+{
+    while (is_avro_link(t))
+        t = avro_schema_link_target(t);
+    if (!is_avro_record(t))
+        return true;
+    for (size_t i = 0; i < w->n; i++)
+        if (w->rec[i] == t)
+            return w->done[i]; /* in progress: the record holds itself */
+    if (depth > AV_DEC_MAX_DEPTH * 16)
+        return false; /* nested deeper than any body could be read */
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 16;
+        avro_schema_t *r = realloc(w->rec, cap * sizeof(*r));
+        if (r)
+            w->rec = r;
+        bool *d = r ? realloc(w->done, cap * sizeof(*d)) : NULL;
+        if (d)
+            w->done = d;
+        if (!r || !d)
+            return false;
+        w->cap = cap;
+    }
+    size_t me = w->n++;
+    w->rec[me] = t;
+    w->done[me] = false;
+    for (size_t i = 0; i < avro_schema_record_size(t); i++)
+        if (!makeable(w, avro_schema_record_field_get_by_index(t, (int)i), depth + 1))
+            return false;
+    w->done[me] = true;
+    return true;
+}
+
 tb_code av_reader_new(const char *writer_json, size_t len, av_reader **out, tb_error *err)
 {
     *out = NULL;
@@ -45,6 +90,16 @@ tb_code av_reader_new(const char *writer_json, size_t len, av_reader **out, tb_e
                                   avro_strerror());
         av_reader_free(r);
         return rc;
+    }
+    rec_walk w = {0};
+    bool ok = makeable(&w, r->schema, 0);
+    free(w.rec);
+    free(w.done);
+    if (!ok) {
+        av_reader_free(r);
+        return tb_error_set(err, TB_ERR_CORRUPT, false,
+                            "Avro writer schema: a record holds itself through fields that are records all the "
+                            "way round (or nests records too deeply): no value of it can exist");
     }
     if (!(r->iface = avro_generic_class_from_schema(r->schema)) || avro_generic_value_new(r->iface, &r->value) != 0) {
         tb_code rc = tb_error_set(err, TB_ERR_CORRUPT, false, "Avro writer schema: %s", avro_strerror());

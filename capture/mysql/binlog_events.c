@@ -350,7 +350,17 @@ tb_code bl_on_payload(binlog_dec *d, const uint8_t *body, size_t len, tb_error *
         tb_code rc = TB_OK;
         size_t zr = 1;
         while (rc == TB_OK) {
-            if (tb_buf_reserve(&d->payload, usize > d->payload.len ? (size_t)(usize - d->payload.len) + 1 : 65536) != TB_OK) {
+            /* the declared size is a hint from the bytes, not trusted with an allocation: room
+             * grows with what decompresses (at most doubling), up to what was declared */
+            size_t room = d->payload.len > 65536 ? d->payload.len : 65536;
+            if (usize > d->payload.len && usize - d->payload.len < room)
+                room = (size_t)(usize - d->payload.len) + 1;
+            if (d->payload.len > ((uint64_t)1 << 32)) {
+                rc = FAIL(err, TB_ERR_UNSUPPORTED, "TRANSACTION_PAYLOAD of more than %llu bytes is too large",
+                          (unsigned long long)1 << 32);
+                break;
+            }
+            if (tb_buf_reserve(&d->payload, room) != TB_OK) {
                 rc = FAIL(err, TB_ERR_NOMEM, "TRANSACTION_PAYLOAD too large to decompress");
                 break;
             }

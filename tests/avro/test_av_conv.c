@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "av_conv.h"
+#include "av_dec.h"
 #include "av_msg.h"
 #include "evt.h"
 #include "evt_json.h"
@@ -607,4 +608,49 @@ Test(av_conv, sqlite_reals_of_a_column_of_no_class)
         evt_event_free(e);
     }
     evt_table_unref(t);
+}
+
+/* A writer schema no value of which can exist (a record that holds itself through fields that
+ * are records all the way round, directly or by name) is refused, not recursed into without
+ * end; a record that holds itself through a union (a linked list) is read; a schema that names
+ * the same record many times over (each record has two fields of the next) is walked once per
+ * record. */
+Test(av_conv, writer_schema_that_holds_itself)
+{
+    const char *bad[] = {
+        "{\"type\":\"record\",\"name\":\"A\",\"fields\":[{\"name\":\"a\",\"type\":\"A\"}]}",
+        "{\"type\":\"record\",\"name\":\"A\",\"fields\":[{\"name\":\"b\",\"type\":{\"type\":\"record\","
+        "\"name\":\"B\",\"fields\":[{\"name\":\"x\",\"type\":\"int\"},{\"name\":\"a\",\"type\":\"A\"}]}}]}",
+    };
+    tb_error err;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        av_reader *r = NULL;
+        cr_expect_eq(av_reader_new(bad[i], strlen(bad[i]), &r, &err), TB_ERR_CORRUPT, "%s accepted", bad[i]);
+        cr_expect(strstr(err.msg, "holds itself"), "%s", err.msg);
+        cr_expect_null(r);
+    }
+    const char *list = "{\"type\":\"record\",\"name\":\"L\",\"fields\":[{\"name\":\"v\",\"type\":\"int\"},"
+                       "{\"name\":\"next\",\"type\":[\"null\",\"L\"]}]}";
+    av_reader *r = NULL;
+    cr_assert_eq(av_reader_new(list, strlen(list), &r, &err), TB_OK, "%s", err.msg);
+    const uint8_t body[] = {0x02, 0x02, 0x04, 0x00}; /* v=1, next: branch 1 {v=2, next: null} */
+    tb_buf out;
+    tb_buf_init(&out, 0);
+    cr_assert_eq(av_reader_json(r, body, sizeof body, &out, &err), TB_OK, "%s", err.msg);
+    cr_expect_str_eq(tb_buf_cstr(&out), "{\"v\":1,\"next\":{\"v\":2,\"next\":null}}");
+    tb_buf_free(&out);
+    av_reader_free(r);
+
+    /* R0 {a: R1, b: R1}, R1 {a: R2, b: R2}, ... R12 {x: int}: 4096 paths to R12, 13 records */
+    tb_buf dag;
+    tb_buf_init(&dag, 0);
+    for (int i = 0; i < 12; i++)
+        tb_buf_printf(&dag, "{\"type\":\"record\",\"name\":\"R%d\",\"fields\":[{\"name\":\"a\",\"type\":", i);
+    tb_buf_puts(&dag, "{\"type\":\"record\",\"name\":\"R12\",\"fields\":[{\"name\":\"x\",\"type\":\"int\"}]}");
+    for (int i = 11; i >= 0; i--)
+        tb_buf_printf(&dag, "},{\"name\":\"b\",\"type\":\"R%d\"}]}", i + 1);
+    r = NULL;
+    cr_expect_eq(av_reader_new(dag.data, dag.len, &r, &err), TB_OK, "%s", err.msg);
+    av_reader_free(r);
+    tb_buf_free(&dag);
 }

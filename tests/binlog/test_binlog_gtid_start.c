@@ -289,3 +289,47 @@ Test(gtid_event, number_out_of_range_is_corrupt)
     tb_error_clear(&err);
     cr_expect_eq(feed_with_gno(name, BL_GNO_MAX, &err), TB_OK, "%s", err.msg);
 }
+
+/* ------------------------------------------------------------ a payload's declared size, from the bytes */
+
+/* The uncompressed size a TRANSACTION_PAYLOAD declares is a hint, not an allocation: the
+ * payload event of a real MySQL 8.0 binlog (960 bytes uncompressed) made to declare 2^31 - 2
+ * decodes to the same row, with room for what decompressed only. */
+Test(payload_event, declared_size_not_trusted)
+{
+    size_t len;
+    binlog_dec *d = fixture_dec("mysql-8.0.28-transaction-payload-zstd.000001", false, &len);
+    static uint8_t out[1 << 16];
+    size_t n = 0, rows = 0;
+    for (size_t off = 4; off + 19 <= len;) {
+        size_t elen = bl_u32(fix_buf + off + 9);
+        cr_assert(elen >= 19 && off + elen <= len);
+        const uint8_t *ev = fix_buf + off, *body = ev + 19;
+        if (ev[4] == BL_TRANSACTION_PAYLOAD) {
+            /* compression 0 (zstd), then the uncompressed size: type 3, 3 bytes, 0xfc + 2 bytes */
+            static const uint8_t head[] = {0x02, 0x01, 0x00, 0x03, 0x03, 0xfc};
+            cr_assert(memcmp(body, head, sizeof head) == 0, "the payload header the test expects");
+            memcpy(out, ev, 19 + 3);
+            static const uint8_t big[] = {0x03, 0x09, 0xfe, 0xfe, 0xff, 0xff, 0x7f, 0x00, 0x00, 0x00, 0x00};
+            memcpy(out + 19 + 3, big, sizeof big);
+            size_t rest = elen - 19 - 8; /* after the size field: the other fields, the frame, the checksum */
+            memcpy(out + 19 + 3 + sizeof big, body + 8, rest);
+            n = 19 + 3 + sizeof big + rest;
+            out[9] = (uint8_t)n, out[10] = (uint8_t)(n >> 8), out[11] = 0, out[12] = 0;
+            ev = out;
+            elen = n;
+        }
+        tb_error err;
+        cr_assert_eq(binlog_dec_feed(d, ev, elen, off, &err), TB_OK, "%s", err.msg);
+        evt_event *e;
+        while (binlog_dec_next(d, &e, &err) == TB_OK && e) {
+            cr_expect_str_eq(evt_table_name(evt_event_table(e)), "movies");
+            rows++;
+        }
+        off += bl_u32(fix_buf + off + 9);
+    }
+    cr_assert_gt(n, 0, "the fixture has a payload event");
+    cr_expect_eq(rows, 1, "the update the payload holds");
+    cr_expect_lt(d->payload.cap, (size_t)1 << 20, "room of %zu bytes for 960 decompressed", d->payload.cap);
+    binlog_dec_free(d);
+}
