@@ -97,7 +97,18 @@ __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const ch
     TB_WARN("http", "%s", line);
 }
 
-/* Close the oldest connection, preferring one whose request is incomplete. */
+/* Whether the peer of fd has gone (its end read, or the socket failed): nothing it sent is
+ * waiting to be answered. */
+static bool peer_gone(int fd)
+{
+    char b;
+    ssize_t r = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* Close a connection whose peer has gone if there is one (a flood of connections opened and
+ * closed at once, not yet read by the server, must not push out a probe that came before them);
+ * else the oldest, preferring one whose request is incomplete (slow senders). */
 static void evict_one(struct app_http *h)
 {
     app_http_conn *best = NULL;
@@ -105,6 +116,10 @@ static void evict_one(struct app_http *h)
         app_http_conn *c = &h->conns[i];
         if (!c->conn || c->fd < 0)
             continue;
+        if (!c->headers_done && peer_gone(c->fd)) { /* a request read whole is answered */
+            best = c;
+            break;
+        }
         if (!best || (best->headers_done && !c->headers_done) ||
             (best->headers_done == c->headers_done && c->seq < best->seq))
             best = c;
