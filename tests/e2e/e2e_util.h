@@ -116,6 +116,18 @@ static size_t e2e_nchildren;
 
 static inline void e2e_track(pid_t pid)
 {
+    if (e2e_nchildren == sizeof e2e_children / sizeof e2e_children[0]) {
+        /* full (a long test starts many): drop the children that have ended, without reaping
+         * them (a test may still wait for one) */
+        size_t k = 0;
+        for (size_t i = 0; i < e2e_nchildren; i++) {
+            siginfo_t si;
+            memset(&si, 0, sizeof si);
+            if (waitid(P_PID, (id_t)e2e_children[i], &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0)
+                e2e_children[k++] = e2e_children[i]; /* still running */
+        }
+        e2e_nchildren = k;
+    }
     if (e2e_nchildren < sizeof e2e_children / sizeof e2e_children[0])
         e2e_children[e2e_nchildren++] = pid;
 }
