@@ -39,6 +39,7 @@ typedef struct rec_walk {
     avro_schema_t *rec;
     bool *done;
     size_t n, cap;
+    bool nomem; /* the walk's own table could not grow */
 } rec_walk;
 
 /* Whether a value of t can be made at all: no record holds itself through fields that are
@@ -65,8 +66,10 @@ static bool makeable(rec_walk *w, avro_schema_t t, int depth)
         bool *d = r ? realloc(w->done, cap * sizeof(*d)) : NULL;
         if (d)
             w->done = d;
-        if (!r || !d)
+        if (!r || !d) {
+            w->nomem = true;
             return false;
+        }
         w->cap = cap;
     }
     size_t me = w->n++;
@@ -95,6 +98,10 @@ tb_code av_reader_new(const char *writer_json, size_t len, av_reader **out, tb_e
     bool ok = makeable(&w, r->schema, 0);
     free(w.rec);
     free(w.done);
+    if (!ok && w.nomem) {
+        av_reader_free(r);
+        return tb_error_set(err, TB_ERR_NOMEM, false, "Avro reader: out of memory");
+    }
     if (!ok) {
         av_reader_free(r);
         return tb_error_set(err, TB_ERR_CORRUPT, false,
