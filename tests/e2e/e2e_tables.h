@@ -361,6 +361,43 @@ static inline void st_cache_rows(const char *path, const char *table, const char
     out->len--;
 }
 
+static inline void st_topic_each(const char *topic, void (*fn)(const char *, size_t, const char *, size_t, void *),
+                                 void *opaque);
+
+/* One record as "key op\n" (op of the value, or "tombstone"), for st_assert_equal's report. */
+static inline void st_record_line(const char *key, size_t klen, const char *value, size_t vlen, void *opaque)
+{
+    tb_buf *out = opaque;
+    const char *op = "tombstone";
+    json_t *v = value ? json_loadb(value, vlen, 0, NULL) : NULL;
+    if (value)
+        op = v && json_string_value(json_object_get(v, "op")) ? json_string_value(json_object_get(v, "op")) : "?";
+    if (out->len < 14000)
+        tb_buf_printf(out, "%.*s %s\n", (int)klen, key ? key : "", op);
+    json_decref(v);
+}
+
+/* What a failed comparison reports besides the rows: the run log (its first 8000 bytes, lines
+ * cut at 300) and the topic's records in order (a CI run keeps neither the folder nor the topic). */
+static inline void st_report(const st_run *r, const char *topic, tb_buf *out)
+{
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    tb_buf_printf(out, "run log %s:\n", r->log);
+    if (e2e_slurp(r->log, &b)) {
+        for (const char *l = tb_buf_cstr(&b); *l;) {
+            const char *nl = strchr(l, '\n');
+            size_t n = nl ? (size_t)(nl - l) : strlen(l);
+            if (out->len < 8000)
+                tb_buf_printf(out, "%.*s\n", (int)(n > 300 ? 300 : n), l);
+            l += n + (nl ? 1 : 0);
+        }
+    }
+    tb_buf_printf(out, "records of %s (key op), each partition in order:\n", topic);
+    st_topic_each(topic, st_record_line, out);
+    tb_buf_free(&b);
+}
+
 /* The source, the topic as a KTable and the cache hold the same rows of db.table. */
 static inline void st_assert_equal(const st_run *r, MYSQL *m, const char *table, const char *const *cols,
                             const char *colsql)
@@ -377,12 +414,17 @@ static inline void st_assert_equal(const st_run *r, MYSQL *m, const char *table,
     st_cache_rows(r->cache, ctable, colsql, &cache);
     fprintf(stderr, "e2e_statements: %s: source %zu bytes, topic %zu, cache %zu\n", table, src.len, top.len,
             cache.len);
+    tb_buf rep;
+    tb_buf_init(&rep, 0);
+    if (strcmp(tb_buf_cstr(&top), tb_buf_cstr(&src)) != 0 || strcmp(tb_buf_cstr(&cache), tb_buf_cstr(&src)) != 0)
+        st_report(r, topic, &rep);
     cr_expect_str_eq(tb_buf_cstr(&top), tb_buf_cstr(&src),
-                     "%s: topic as a KTable differs from the source (folder %s):\ntopic:\n%.4000ssource:\n%.4000s", table,
-                     r->dir, tb_buf_cstr(&top), tb_buf_cstr(&src));
+                     "%s: topic as a KTable differs from the source (folder %s):\ntopic:\n%.4000ssource:\n%.4000s%s", table,
+                     r->dir, tb_buf_cstr(&top), tb_buf_cstr(&src), tb_buf_cstr(&rep));
     cr_expect_str_eq(tb_buf_cstr(&cache), tb_buf_cstr(&src),
                      "%s: cache differs from the source (folder %s):\ncache:\n%.4000ssource:\n%.4000s", table, r->dir,
                      tb_buf_cstr(&cache), tb_buf_cstr(&src));
+    tb_buf_free(&rep);
     tb_buf_free(&src);
     tb_buf_free(&top);
     tb_buf_free(&cache);
