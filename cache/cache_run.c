@@ -165,7 +165,7 @@ static void dlq_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
     cache_ctx *c = opaque;
     (void)rk;
     c->dlq_pending--;
-    if (m->err)
+    if (m->err || kafka_dr_unconfirmed(m)) /* no offset: not written for sure (kafka.h) */
         c->dlq_failed++;
 }
 
@@ -610,7 +610,9 @@ static tb_code dlq_open(cache_ctx *c, tb_error *err)
     /* create the DLQ topic unless it exists (the broker may not auto-create); a failure is
      * a warning: producing to it reports what is wrong */
     tb_error terr;
-    if (kafka_topic_create(c->dlq, c->dlq_topic, 1, -1, NULL, 15000, NULL, NULL, &terr) != TB_OK)
+    bool exists = false;
+    if (kafka_topic_create(c->dlq, c->dlq_topic, 1, -1, NULL, 15000, NULL, &exists, &terr) != TB_OK ||
+        (!exists && kafka_topic_wait_ready(c->dlq, c->dlq_topic, 1, 15000, NULL, &terr) != TB_OK))
         TB_WARN("cache", "creating %s: %s", c->dlq_topic, terr.msg);
     return TB_OK;
 }

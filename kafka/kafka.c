@@ -364,6 +364,23 @@ tb_code kafka_topic_metadata(rd_kafka_t *rk, const char *topic, int timeout_ms, 
     return rc;
 }
 
+bool kafka_dr_unconfirmed(const rd_kafka_message_t *m)
+{
+    return m->err == RD_KAFKA_RESP_ERR_NO_ERROR && m->offset < 0;
+}
+
+/* Whether the leader of each of the topic's partitions 0..partitions-1 answers a question for it
+ * (ListOffsets: the leader's own, refused by a broker not yet leader as a write would be). */
+static bool kafka_partitions_led(rd_kafka_t *rk, const char *topic, int partitions)
+{
+    for (int p = 0; p < partitions; p++) {
+        int64_t lo = 0, hi = 0;
+        if (rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, 1000) != RD_KAFKA_RESP_ERR_NO_ERROR)
+            return false;
+    }
+    return true;
+}
+
 tb_code kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions, int timeout_ms, const bool *stop,
                                tb_error *err)
 {
@@ -391,14 +408,23 @@ tb_code kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions
         /* each answer comes from a broker librdkafka picks at random: twice as many complete
          * answers in a row as there are brokers make it likely that each of them has the topic */
         in_a_row = seen == partitions && led == partitions ? in_a_row + 1 : 0;
-        if (in_a_row >= 2 * brokers - 1)
+        /* and every partition's leader answers as one: a broker names itself leader in the
+         * metadata before it takes writes for the partition, and a write refused then
+         * (NOT_LEADER_FOR_PARTITION) while the next is taken loses the first (kafka.h) */
+        if (in_a_row >= 2 * brokers - 1 && kafka_partitions_led(rk, topic, partitions))
             break;
         seen = -1;
         if (tb_mono_ms() >= deadline || (stop && *stop)) {
-            rc = tb_error_set(err, TB_ERR_KAFKA, true,
-                              "topic %s: created, but the metadata shows %d of its %d partitions with a leader "
-                              "after %d ms",
-                              topic, led, partitions, timeout_ms);
+            if (led == partitions)
+                rc = tb_error_set(err, TB_ERR_KAFKA, true,
+                                  "topic %s: created, but the leaders of its %d partitions do not answer for them "
+                                  "(ListOffsets) after %d ms",
+                                  topic, partitions, timeout_ms);
+            else
+                rc = tb_error_set(err, TB_ERR_KAFKA, true,
+                                  "topic %s: created, but the metadata shows %d of its %d partitions with a leader "
+                                  "after %d ms",
+                                  topic, led, partitions, timeout_ms);
             break;
         }
         if (stop) {

@@ -88,12 +88,27 @@ TB_MUST_USE tb_code kafka_topic_missing(rd_kafka_t *rk, const char *topic, int t
 TB_MUST_USE tb_code kafka_topic_metadata(rd_kafka_t *rk, const char *topic, int timeout_ms, bool *missing,
                                          kafka_cluster_md *out, tb_error *err);
 
+/* Whether a delivery report says success without an offset: librdkafka acknowledged the message
+ * without the broker's word for it. It does so for a batch whose request failed without writing
+ * it (NOT_LEADER_FOR_PARTITION: a partition whose leader was not ready yet) once a later batch of
+ * the partition, already in flight, succeeded ("implicitly acked"; a broker that holds no state
+ * of the producer for the partition, as for a new topic's, takes that later batch), and for a
+ * retried batch the broker calls a duplicate. The first is a loss, so such a report is not a
+ * delivery: its message is to be written again. */
+bool kafka_dr_unconfirmed(const rd_kafka_message_t *m);
+
 /* After CreateTopics: poll the metadata (which also fills the client's own
  * cache) every 100 ms until topic shows `partitions` partitions, each with a
  * leader, in 2 * brokers - 1 answers in a row (each from a broker librdkafka
  * picks). On a cluster the brokers learn of a new topic one after the other;
  * a client that asks a broker still without it would see the partitions vanish
- * and fail what it queued for them (_UNKNOWN_PARTITION). TB_ERR_KAFKA,
+ * and fail what it queued for them (_UNKNOWN_PARTITION). Then until the leader
+ * of every partition answers a ListOffsets for it: a broker names itself
+ * leader before it takes writes, and an idempotent producer whose first write
+ * to a partition is refused then (NOT_LEADER_FOR_PARTITION) while its next
+ * one, already in flight, is taken (the broker holds no state of the producer
+ * there) loses the first: librdkafka reports it delivered ("implicitly
+ * acked"), without an offset (kafka_dr_unconfirmed). TB_ERR_KAFKA,
  * retriable, when that takes more than timeout_ms; stop: as kafka_admin_wait. */
 TB_MUST_USE tb_code kafka_topic_wait_ready(rd_kafka_t *rk, const char *topic, int partitions, int timeout_ms, const bool *stop,
                                tb_error *err);

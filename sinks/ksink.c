@@ -24,14 +24,10 @@
 
 /* ksink_int.h. A restart already due, or a sink failed for another reason (or exactly.once,
  * whose aborts restart it), is left as it is. */
-bool ksink_fatal_restart(ksink *ks, rd_kafka_t *rk)
+bool ksink_restart_for(ksink *ks, const char *why)
 {
     if (ks->eos || ks->failed)
         return ks->restart_due;
-    char buf[512];
-    rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof(buf));
-    if (orig == RD_KAFKA_RESP_ERR_NO_ERROR)
-        return false;
     int64_t now = tb_mono_ms();
     unsigned oldest = ks->nrestart % KSINK_RESTARTS;
     if (ks->nrestart >= KSINK_RESTARTS && now - ks->restart_ms[oldest] < KSINK_RESTART_WINDOW_MS)
@@ -41,11 +37,32 @@ bool ksink_fatal_restart(ksink *ks, rd_kafka_t *rk)
     ks->restart_due = true;
     ks->failed = true;
     ks->st.restarts++;
-    tb_error_set(&ks->fail_err, TB_ERR_KAFKA, true,
-                 "fatal producer error: %s (%s): a new producer goes on, from the committed position", buf,
-                 rd_kafka_err2name(orig));
+    tb_error_set(&ks->fail_err, TB_ERR_KAFKA, true, "%s: a new producer goes on, from the committed position", why);
     TB_WARN("ksink", "%s", ks->fail_err.msg);
     return true;
+}
+
+bool ksink_fatal_restart(ksink *ks, rd_kafka_t *rk)
+{
+    if (ks->eos || ks->failed)
+        return ks->restart_due;
+    char buf[512], why[640];
+    rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof(buf));
+    if (orig == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return false;
+    snprintf(why, sizeof why, "fatal producer error: %s (%s)", buf, rd_kafka_err2name(orig));
+    return ksink_restart_for(ks, why);
+}
+
+/* why: what the broker did not confirm, for the log and the error. */
+static void ksink_unconfirmed_why(const rd_kafka_message_t *m, char *why, size_t cap)
+{
+    int klen = m->key_len > KSINK_KEY_SHOW ? KSINK_KEY_SHOW : (int)m->key_len;
+    snprintf(why, cap,
+             "delivery to topic %s [%d] of key %.*s%s not confirmed by the broker (acknowledged by librdkafka "
+             "without an offset, after a refused request: it may not be in the topic)",
+             rd_kafka_topic_name(m->rkt), (int)m->partition, klen, m->key ? (const char *)m->key : "",
+             (size_t)klen < m->key_len ? "..." : "");
 }
 
 /* Delivery report: O(1), only counts and records (STYLE 5). */
@@ -55,6 +72,21 @@ static void ksink_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     uint64_t seq = (uint64_t)(uintptr_t)m->_private;
     if (seq != KSINK_OPAQUE_OFFSETS && seq < ks->valid_seq)
         return; /* from an aborted Kafka transaction */
+    if (kafka_dr_unconfirmed(m)) { /* not a delivery (kafka.h): written again */
+        char why[TB_ERROR_MSG_MAX];
+        ksink_unconfirmed_why(m, why, sizeof why);
+        ks->st.unconfirmed++;
+        if (ks->eos) { /* the Kafka transaction is aborted and its source transactions read again */
+            if (!ks->txn_dr_failed) {
+                ks->txn_dr_failed = true;
+                tb_error_set(&ks->txn_err, TB_ERR_KAFKA, true, "%s", why);
+            }
+        } else if (!ksink_restart_for(ks, why) && !ks->failed) {
+            ks->failed = true; /* too many replacements lately: the run stops, the position before it */
+            tb_error_set(&ks->fail_err, TB_ERR_KAFKA, false, "%s; the position stays before it", why);
+        }
+        return;
+    }
     if (m->err && ks->eos && m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE && m->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT) {
         /* exactly.once: the Kafka transaction's outcome decides (commit fails, we abort) */
         if (!ks->txn_dr_failed) {

@@ -363,8 +363,11 @@ typedef struct ksink_stats {
     uint64_t oversized;      /* messages handled by oversize.policy dlq/skip */
     uint64_t tx_open;        /* source transactions not yet committable */
     uint64_t commits;        /* offsets records written */
-    uint64_t restarts;       /* at-least-once: producers replaced after a fatal error (each one means:
-                                resume the source from ksink_committable() after ksink_restart) */
+    uint64_t restarts;       /* at-least-once: producers replaced after a fatal error or an unconfirmed
+                                delivery (each one means: resume the source from ksink_committable()
+                                after ksink_restart) */
+    uint64_t unconfirmed;    /* reports of success without an offset (kafka/kafka.h kafka_dr_unconfirmed):
+                                each one restarts the producer, or aborts the Kafka transaction */
     uint64_t aborts;         /* exactly.once: Kafka transactions aborted (each one means: resume the
                                 source from ksink_committable(); a retriable error without a new
                                 abort leaves the transaction open, to be committed again later) */

@@ -288,6 +288,10 @@ void ksink_ring_free(ksink *ks);
  * (ksink_restart; failed and fail_err say so); false when it is not (exactly.once, failed for
  * another reason, too many restarts lately, no fatal error). */
 bool ksink_fatal_restart(ksink *ks, rd_kafka_t *rk);
+/* At-least-once: the producer is replaced for why (ksink_restart; failed and fail_err say so,
+ * with a WARN); false when it is not (exactly.once, failed for another reason, too many restarts
+ * lately). */
+bool ksink_restart_for(ksink *ks, const char *why);
 void ksink_ring_clear(ksink *ks);
 /* Produce the offsets record of pos; wait for its acknowledgement when asked. */
 TB_MUST_USE tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wait, tb_error *err);

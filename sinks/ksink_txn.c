@@ -179,6 +179,19 @@ tb_code ksink_commit_eos(ksink *ks, tb_error *err)
         return rc;
     if ((rc = ksink_produce_offsets(ks, target, false, err)) != TB_OK)
         return rc;
+    /* Every report of the transaction's messages is served before it commits: librdkafka
+     * commits a transaction whose message it acknowledged without the broker's word (kafka.h
+     * kafka_dr_unconfirmed), which this aborts instead, as it does one with a failed delivery.
+     * The brokers away, this waits as the commit would (the wait hook each second); a stop ends
+     * the wait, and the commit's own wait decides. */
+    while (rd_kafka_outq_len(ks->rk) > 0 && !ks->txn_dr_failed && !(ks->stop && *ks->stop)) {
+        if (rd_kafka_flush(ks->rk, 1000) != RD_KAFKA_RESP_ERR_NO_ERROR && ks->wait)
+            ks->wait(ks->wait_opaque);
+    }
+    if (ks->txn_dr_failed) {
+        tb_error_set(err, TB_ERR_KAFKA, true, "commit Kafka transaction (%s)", ks->txn_err.msg);
+        return ksink_eos_abort(ks, err);
+    }
     rd_kafka_error_t *kerr = ksink_txn_end_wait(ks, true);
     if (!kerr) {
         ks->txn_dr_failed = false;

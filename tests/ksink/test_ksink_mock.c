@@ -8,6 +8,11 @@
  *   mock/position_waits_for_acks: broker down -> the position stays at the last
  *     acknowledged tx while later ones are in flight; broker up -> it advances
  *   mock/fatal_producer_error_restarts: a fatal idempotence error, a new producer, nothing lost
+ *   mock/unconfirmed_delivery_restarts, unconfirmed_delivery_aborts_exactly_once: a
+ *     Produce answered DUPLICATE_SEQUENCE_NUMBER though nothing was written (librdkafka
+ *     reports success without an offset, as for a batch it acknowledges implicitly):
+ *     not a delivery. The position stays before it; at least once a new producer goes
+ *     on (and writes it again), exactly once the Kafka transaction is aborted
  *   mock/permanent_error_stops: a non-retriable produce error is returned by
  *     the next call and the position never passes the failed tx
  *   mock/queue_full_never_drops: a 10-message local queue, 2000 events, all arrive
@@ -377,6 +382,95 @@ Test(mock, fatal_producer_error_restarts)
     kt_msgs_free(&ms);
     evt_event_free(e1);
     evt_event_free(e2);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+/* A report of success without an offset (the mock answers the Produce DUPLICATE_SEQUENCE_NUMBER
+ * and writes nothing; a NOT_LEADER_FOR_PARTITION before a later batch's success does the same on
+ * a real broker, "implicitly acked") is not a delivery: the position does not pass it, the next
+ * call says so (retriable), a new producer writes it again. */
+Test(mock, unconfirmed_delivery_restarts)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    evt_event *e1 = kt_event(t, EVT_OP_CREATE, 0, 1, "a", NULL, 0, 1);
+    kt_send_tx(ks, e1, 100); /* the schema record and the row: the topics known to the producer */
+    flush_ok(ks);
+    cr_assert_eq(ksink_committable(ks)->pos, 100);
+
+    evt_event *e2 = kt_event(t, EVT_OP_CREATE, 0, 2, "b", NULL, 0, 2);
+    rd_kafka_mock_push_request_errors(m.mc, 0 /* Produce */, 1, RD_KAFKA_RESP_ERR_DUPLICATE_SEQUENCE_NUMBER);
+    kt_send_tx(ks, e2, 200);
+    tb_error err;
+    tb_error_clear(&err);
+    (void)ksink_flush(ks, KT_TIMEOUT_MS, &err);
+    ksink_stats st;
+    ksink_get_stats(ks, &st);
+    cr_assert_eq(st.unconfirmed, 1, "the report without an offset is seen");
+    cr_assert_eq(st.restarts, 1, "a restart counted");
+    cr_assert_eq(ksink_committable(ks)->pos, 100, "the position passed a message the broker did not confirm");
+    tb_error_clear(&err);
+    cr_assert_eq(ksink_send(ks, e2, &err), TB_ERR_KAFKA, "a call before the restart fails");
+    cr_expect(err.retriable, "retriable: %s", err.msg);
+    cr_expect(strstr(err.msg, "not confirmed by the broker") != NULL, "%s", err.msg);
+    cr_expect(strstr(err.msg, "{\"id\":2}") != NULL, "names the key: %s", err.msg);
+    cr_assert_eq(ksink_restart(ks, &err), TB_OK, "%s", err.msg);
+
+    kt_send_tx(ks, e2, 200); /* the run reads the source again from 100 */
+    flush_ok(ks);
+    cr_assert_eq(ksink_committable(ks)->pos, 200);
+    kt_msgs ms = kt_read_topic(m.bootstrap, m.topic, 1);
+    cr_assert_eq(ms.n, 2, "both rows in the topic, once each");
+    cr_expect_str_eq(ms.m[0].key, "{\"id\":1}");
+    cr_expect_str_eq(ms.m[1].key, "{\"id\":2}");
+    kt_msgs_free(&ms);
+    evt_event_free(e1);
+    evt_event_free(e2);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+/* exactly.once: the same report fails the Kafka transaction; its commit aborts it and says
+ * so (retriable), the position stays at the last committed one, and the same instance goes on. */
+Test(mock, unconfirmed_delivery_aborts_exactly_once)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    kt_set(c, "exactly.once", "true");
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    evt_event *e = kt_event(t, EVT_OP_CREATE, 0, 1, "a", NULL, 0, 1);
+    tb_error err;
+    kt_send_tx(ks, e, 100);
+    cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(ksink_committable(ks)->pos, 100);
+
+    rd_kafka_mock_push_request_errors(m.mc, 0 /* Produce */, 1, RD_KAFKA_RESP_ERR_DUPLICATE_SEQUENCE_NUMBER);
+    kt_send_tx(ks, e, 200);
+    tb_error_clear(&err);
+    tb_code rc = ksink_commit(ks, &err);
+    cr_assert_eq(rc, TB_ERR_KAFKA, "commit after an unconfirmed delivery: %s", err.msg);
+    cr_assert(err.retriable, "%s", err.msg);
+    cr_assert(strstr(err.msg, "not confirmed by the broker") != NULL, "%s", err.msg);
+    cr_assert_eq(ksink_committable(ks)->pos, 100, "position passed an aborted transaction");
+    ksink_stats st;
+    ksink_get_stats(ks, &st);
+    cr_expect_eq(st.unconfirmed, 1);
+    cr_expect_eq(st.aborts, 1);
+
+    kt_send_tx(ks, e, 300);
+    cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(ksink_committable(ks)->pos, 300);
+    evt_event_free(e);
     evt_table_unref(t);
     ksink_close(ks);
     cfg_free(c);
