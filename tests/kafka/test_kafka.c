@@ -5,6 +5,8 @@
 #include "cache_kafka.h"
 #include "kafka.h"
 
+#include <librdkafka/rdkafka_mock.h> /* after rdkafka.h (kafka.h) */
+
 Test(kafka, conf_errors_name_the_key_not_the_value)
 {
     rd_kafka_conf_t *conf = kafka_conf_new();
@@ -83,4 +85,47 @@ Test(kafka, client_new_takes_the_configuration_on_failure)
     cr_expect_eq(kafka_client_new(conf, RD_KAFKA_PRODUCER, "DLQ producer", &rk, &err), TB_ERR_CONFIG);
     cr_expect_null(rk);
     cr_expect_eq(strncmp(err.msg, "cannot create the DLQ producer: ", 32), 0, "%s", err.msg);
+}
+
+/* kafka_topic_wait_ready: the metadata names the leaders at once (the mock cluster's topic), but
+ * a topic is ready only once each leader answers a ListOffsets for its partition: refused
+ * (NOT_LEADER_FOR_PARTITION, as a broker answers before it takes writes for a new topic's
+ * partition) a few times it waits and succeeds; refused throughout it fails, retriable, saying
+ * so. */
+Test(kafka, wait_ready_waits_for_leaders_that_answer)
+{
+    char errstr[256];
+    rd_kafka_conf_t *mconf = rd_kafka_conf_new();
+    rd_kafka_conf_set(mconf, "log_level", "3", errstr, sizeof errstr);
+    rd_kafka_t *mrk = rd_kafka_new(RD_KAFKA_PRODUCER, mconf, errstr, sizeof errstr);
+    cr_assert_not_null(mrk, "%s", errstr);
+    rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(mrk, 1);
+    cr_assert_not_null(mc);
+    cr_assert_eq(rd_kafka_mock_topic_create(mc, "t.ready", 2, 1), RD_KAFKA_RESP_ERR_NO_ERROR);
+
+    rd_kafka_conf_t *conf = kafka_conf_new();
+    tb_error err;
+    cr_assert_eq(kafka_conf_set(conf, "bootstrap.servers", rd_kafka_mock_cluster_bootstraps(mc), &err), TB_OK,
+                 "%s", err.msg);
+    rd_kafka_t *rk = NULL;
+    cr_assert_eq(kafka_client_new(conf, RD_KAFKA_PRODUCER, "test producer", &rk, &err), TB_OK, "%s", err.msg);
+
+    cr_assert_eq(kafka_topic_wait_ready(rk, "t.ready", 2, 10000, NULL, &err), TB_OK, "%s", err.msg);
+    rd_kafka_mock_push_request_errors(mc, 2 /* ListOffsets */, 3, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
+                                      RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
+                                      RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION);
+    cr_assert_eq(kafka_topic_wait_ready(rk, "t.ready", 2, 10000, NULL, &err), TB_OK, "%s", err.msg);
+
+    rd_kafka_resp_err_t refused[400];
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        refused[i] = RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION;
+    rd_kafka_mock_push_request_errors_array(mc, 2, sizeof refused / sizeof refused[0], refused);
+    tb_error_clear(&err);
+    cr_assert_eq(kafka_topic_wait_ready(rk, "t.ready", 2, 1500, NULL, &err), TB_ERR_KAFKA);
+    cr_expect(err.retriable, "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "t.ready"), "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "do not answer"), "%s", err.msg);
+    rd_kafka_destroy(rk);
+    rd_kafka_mock_cluster_destroy(mc);
+    rd_kafka_destroy(mrk);
 }
