@@ -341,6 +341,32 @@ Test(mock, permanent_error_stops)
  * is not the end: the sink counts a restart and fails every call with a retriable error until
  * ksink_restart, which makes a new producer; the position stays at what was acknowledged before,
  * and what is sent after the restart arrives, in order after what came before. */
+/* After ksink_restart: the source read again from 100 sends e2 (id 2) at 200, which the new
+ * producer writes; the topic holds ids 1 and 2, once each, and one restart was counted. Frees
+ * everything, the mock cluster too. */
+static void replaced_goes_on(mockenv *m, ksink *ks, cfg *c, evt_table *t, evt_event *e1, evt_event *e2)
+{
+    tb_error err;
+    kt_send_tx(ks, e2, 200);
+    flush_ok(ks);
+    cr_assert_eq(ksink_committable(ks)->pos, 200);
+    cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
+    ksink_stats st;
+    ksink_get_stats(ks, &st);
+    cr_expect_eq(st.restarts, 1);
+    kt_msgs ms = kt_read_topic(m->bootstrap, m->topic, 1);
+    cr_assert_eq(ms.n, 2, "both rows in the topic, once each");
+    cr_expect_str_eq(ms.m[0].key, "{\"id\":1}");
+    cr_expect_str_eq(ms.m[1].key, "{\"id\":2}");
+    kt_msgs_free(&ms);
+    evt_event_free(e1);
+    evt_event_free(e2);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(m);
+}
+
 Test(mock, fatal_producer_error_restarts)
 {
     mockenv m;
@@ -369,23 +395,7 @@ Test(mock, fatal_producer_error_restarts)
     cr_assert_eq(ksink_restart(ks, &err), TB_OK, "none due: a no-op");
 
     evt_event *e2 = kt_event(t, EVT_OP_CREATE, 0, 2, "b", NULL, 0, 2);
-    kt_send_tx(ks, e2, 200);
-    flush_ok(ks);
-    cr_assert_eq(ksink_committable(ks)->pos, 200);
-    cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
-    ksink_get_stats(ks, &st);
-    cr_expect_eq(st.restarts, 1);
-    kt_msgs ms = kt_read_topic(m.bootstrap, m.topic, 1);
-    cr_assert_eq(ms.n, 2, "both rows in the topic");
-    cr_expect_str_eq(ms.m[0].key, "{\"id\":1}");
-    cr_expect_str_eq(ms.m[1].key, "{\"id\":2}");
-    kt_msgs_free(&ms);
-    evt_event_free(e1);
-    evt_event_free(e2);
-    evt_table_unref(t);
-    ksink_close(ks);
-    cfg_free(c);
-    mock_down(&m);
+    replaced_goes_on(&m, ks, c, t, e1, e2);
 }
 
 /* A report of success without an offset (the mock answers the Produce DUPLICATE_SEQUENCE_NUMBER
@@ -422,59 +432,7 @@ Test(mock, unconfirmed_delivery_restarts)
     cr_expect(strstr(err.msg, "{\"id\":2}") != NULL, "names the key: %s", err.msg);
     cr_assert_eq(ksink_restart(ks, &err), TB_OK, "%s", err.msg);
 
-    kt_send_tx(ks, e2, 200); /* the run reads the source again from 100 */
-    flush_ok(ks);
-    cr_assert_eq(ksink_committable(ks)->pos, 200);
-    kt_msgs ms = kt_read_topic(m.bootstrap, m.topic, 1);
-    cr_assert_eq(ms.n, 2, "both rows in the topic, once each");
-    cr_expect_str_eq(ms.m[0].key, "{\"id\":1}");
-    cr_expect_str_eq(ms.m[1].key, "{\"id\":2}");
-    kt_msgs_free(&ms);
-    evt_event_free(e1);
-    evt_event_free(e2);
-    evt_table_unref(t);
-    ksink_close(ks);
-    cfg_free(c);
-    mock_down(&m);
-}
-
-/* exactly.once: the same report fails the Kafka transaction; its commit aborts it and says
- * so (retriable), the position stays at the last committed one, and the same instance goes on. */
-Test(mock, unconfirmed_delivery_aborts_exactly_once)
-{
-    mockenv m;
-    mock_up(&m);
-    cfg *c = mock_cfg(&m);
-    kt_set(c, "exactly.once", "true");
-    ksink *ks = mock_open(c);
-    evt_table *t = kt_table("orders", 1);
-    evt_event *e = kt_event(t, EVT_OP_CREATE, 0, 1, "a", NULL, 0, 1);
-    tb_error err;
-    kt_send_tx(ks, e, 100);
-    cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
-    cr_assert_eq(ksink_committable(ks)->pos, 100);
-
-    rd_kafka_mock_push_request_errors(m.mc, 0 /* Produce */, 1, RD_KAFKA_RESP_ERR_DUPLICATE_SEQUENCE_NUMBER);
-    kt_send_tx(ks, e, 200);
-    tb_error_clear(&err);
-    tb_code rc = ksink_commit(ks, &err);
-    cr_assert_eq(rc, TB_ERR_KAFKA, "commit after an unconfirmed delivery: %s", err.msg);
-    cr_assert(err.retriable, "%s", err.msg);
-    cr_assert(strstr(err.msg, "not confirmed by the broker") != NULL, "%s", err.msg);
-    cr_assert_eq(ksink_committable(ks)->pos, 100, "position passed an aborted transaction");
-    ksink_stats st;
-    ksink_get_stats(ks, &st);
-    cr_expect_eq(st.unconfirmed, 1);
-    cr_expect_eq(st.aborts, 1);
-
-    kt_send_tx(ks, e, 300);
-    cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
-    cr_assert_eq(ksink_committable(ks)->pos, 300);
-    evt_event_free(e);
-    evt_table_unref(t);
-    ksink_close(ks);
-    cfg_free(c);
-    mock_down(&m);
+    replaced_goes_on(&m, ks, c, t, e1, e2); /* the run reads the source again from 100 */
 }
 
 Test(mock, queue_full_never_drops)
@@ -778,7 +736,11 @@ Test(mock, empty_tx_committable)
 /* exactly_once: a failed produce makes the Kafka transaction abortable; the
  * commit aborts it, says so (retriable), keeps the last committed position,
  * and the same sink goes on with the next transaction. */
-Test(mock, exactly_once_abortable_error)
+/* exactly.once: a Produce answered produce_err makes the commit abort the Kafka transaction and
+ * say so (retriable, its message holding says), the position stays at the last committed one and
+ * the same sink goes on with the next transaction; unconfirmed: the reports of success without an
+ * offset counted. */
+static void eos_abort_run(rd_kafka_resp_err_t produce_err, const char *says, uint64_t unconfirmed)
 {
     mockenv m;
     mock_up(&m);
@@ -792,14 +754,19 @@ Test(mock, exactly_once_abortable_error)
     cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
     cr_assert_eq(ksink_committable(ks)->pos, 100);
 
-    rd_kafka_mock_push_request_errors(m.mc, 0, 1, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+    rd_kafka_mock_push_request_errors(m.mc, 0 /* Produce */, 1, produce_err);
     kt_send_tx(ks, e, 200);
     tb_error_clear(&err);
     tb_code rc = ksink_commit(ks, &err);
     cr_assert_eq(rc, TB_ERR_KAFKA, "commit after a failed produce: %s", err.msg);
     cr_assert(err.retriable, "abortable errors are retriable: %s", err.msg);
     cr_assert(strstr(err.msg, "aborted") != NULL, "%s", err.msg);
+    cr_assert(strstr(err.msg, says) != NULL, "%s", err.msg);
     cr_assert_eq(ksink_committable(ks)->pos, 100, "position passed an aborted transaction");
+    ksink_stats st;
+    ksink_get_stats(ks, &st);
+    cr_expect_eq(st.unconfirmed, unconfirmed);
+    cr_expect_eq(st.aborts, 1);
 
     kt_send_tx(ks, e, 300); /* the same instance goes on */
     cr_assert_eq(ksink_commit(ks, &err), TB_OK, "%s", err.msg);
@@ -809,6 +776,18 @@ Test(mock, exactly_once_abortable_error)
     ksink_close(ks);
     cfg_free(c);
     mock_down(&m);
+}
+
+Test(mock, exactly_once_abortable_error)
+{
+    eos_abort_run(RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, "commit Kafka transaction", 0);
+}
+
+/* exactly.once: the same report fails the Kafka transaction; its commit aborts it and says
+ * so (retriable), the position stays at the last committed one, and the same instance goes on. */
+Test(mock, unconfirmed_delivery_aborts_exactly_once)
+{
+    eos_abort_run(RD_KAFKA_RESP_ERR_DUPLICATE_SEQUENCE_NUMBER, "not confirmed by the broker", 1);
 }
 
 /* value.format=row: the after image only; a delete is a tombstone alone. */
