@@ -454,8 +454,9 @@ static tb_code connect_once(binlog_live *l, binlog_dec *dec, tb_error *err)
 }
 
 /* The second connection (information_schema lookups, SHOW BINARY LOGS),
- * opened on first use, or the connection the start's catalog questions kept
- * (myconn_keep: no second TLS handshake before the first event is sent). */
+ * opened when the stream starts (or at its first use), or the connection the
+ * start's catalog questions kept (myconn_keep: no second TLS handshake before
+ * the first event is sent). */
 static tb_code meta_connect(binlog_live *l, tb_error *err)
 {
     if (l->meta)
@@ -588,6 +589,13 @@ tb_code binlog_live_open(const cfg *c, const tb_position *start, binlog_live **o
         *dec = NULL;
         goto out;
     }
+    /* The lookups' connection now, beside the replication connection: the stream holds its own
+     * before a snapshot's windows take theirs, so a server that limits the user's connections
+     * refuses a window read ahead (which is read again without) rather than a lookup the stream
+     * waits for. A failure is forgotten: the first lookup connects and reports it. */
+    tb_error merr;
+    if (meta_connect(l, &merr) != TB_OK)
+        TB_DEBUG("binlog", "%s: the metadata connection: %s (opened at its first lookup)", label, merr.msg);
     *out = l;
     l = NULL;
 out:
