@@ -29,9 +29,11 @@ typedef struct cache_part {
                        * -1 after a rewind: its end event only) */
 } cache_part;
 
-/* New librdkafka configuration (kafka_conf_new): bootstrap servers, extra
- * properties. Returns NULL with err set (naming the key). Caller owns the result. */
-rd_kafka_conf_t *cache_kafka_conf(const char *brokers, const char *const *props, tb_error *err);
+/* New librdkafka configuration (kafka_conf_new) for a client of type: bootstrap servers,
+ * extra properties (kafka.* keys; those such a client ignores are checked and left out,
+ * kafka_conf_pass). Returns NULL with err set (naming the key). Caller owns the result. */
+rd_kafka_conf_t *cache_kafka_conf(const char *brokers, rd_kafka_type_t type, const char *const *props,
+                                  tb_error *err);
 
 /* cache_nudge.c: a thread that wakes librdkafka's broker thread of a partition
  * (a watermark query) so a fetcher paused by a full queue resumes without

@@ -560,7 +560,7 @@ static void history_read(void *opaque)
 
 static tb_code history_open(cache_ctx *c, tb_error *err)
 {
-    rd_kafka_conf_t *conf = cache_kafka_conf(c->o->brokers, c->o->kafka_props, err);
+    rd_kafka_conf_t *conf = cache_kafka_conf(c->o->brokers, RD_KAFKA_CONSUMER, c->o->kafka_props, err);
     if (!conf)
         return err ? err->code : TB_ERR_CONFIG;
     char gid[300];
@@ -595,7 +595,7 @@ static tb_code dlq_open(cache_ctx *c, tb_error *err)
     if (tb_buf_printf(&t, "%s.cache.dlq", c->o->name ? c->o->name : "tributary") != TB_OK)
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     c->dlq_topic = tb_buf_detach(&t, NULL);
-    rd_kafka_conf_t *conf = cache_kafka_conf(c->o->brokers, c->o->kafka_props, err);
+    rd_kafka_conf_t *conf = cache_kafka_conf(c->o->brokers, RD_KAFKA_PRODUCER, c->o->kafka_props, err);
     if (!conf)
         return err ? err->code : TB_ERR_CONFIG;
     tb_code rc = kafka_conf_set(conf, "enable.idempotence", "true", err);
@@ -904,7 +904,7 @@ static rd_kafka_t *new_consumer(cache_ctx *c, const char *group, bool group_mode
      * wakes the fetcher; the 4 MiB fetches that used to hide the fetcher's one-second tick cost
      * about 130 MiB more peak RSS and were slower (1M replay: 2.8 s / 176 MiB vs 3.0 s / 308 MiB,
      * docs/cache.md). */
-    rd_kafka_conf_t *conf = cache_kafka_conf(c->o->brokers, c->o->kafka_props, err);
+    rd_kafka_conf_t *conf = cache_kafka_conf(c->o->brokers, RD_KAFKA_CONSUMER, c->o->kafka_props, err);
     if (!conf)
         return NULL;
     snprintf(refresh, sizeof(refresh), "%d", c->o->metadata_refresh_ms > 0 ? c->o->metadata_refresh_ms : 5000);

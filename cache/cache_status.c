@@ -10,7 +10,8 @@
 #include "cache_kafka.h"
 #include "tb_log.h"
 
-rd_kafka_conf_t *cache_kafka_conf(const char *brokers, const char *const *props, tb_error *err)
+rd_kafka_conf_t *cache_kafka_conf(const char *brokers, rd_kafka_type_t type, const char *const *props,
+                                  tb_error *err)
 {
     rd_kafka_conf_t *conf = kafka_conf_new();
     if (!conf) {
@@ -19,7 +20,7 @@ rd_kafka_conf_t *cache_kafka_conf(const char *brokers, const char *const *props,
     }
     tb_code rc = brokers ? kafka_conf_set(conf, "bootstrap.servers", brokers, err) : TB_OK;
     for (size_t i = 0; rc == TB_OK && props && props[i] && props[i + 1]; i += 2)
-        rc = kafka_conf_set(conf, props[i], props[i + 1], err);
+        rc = kafka_conf_pass(conf, type, props[i], props[i + 1], err);
     if (rc != TB_OK) {
         rd_kafka_conf_destroy(conf);
         return NULL;
@@ -36,7 +37,7 @@ tb_code cache_status(const char *db_path, const char *brokers, tb_buf *out, tb_e
     if (rc != TB_OK)
         return rc;
     if (brokers) {
-        rd_kafka_conf_t *conf = cache_kafka_conf(brokers, NULL, err);
+        rd_kafka_conf_t *conf = cache_kafka_conf(brokers, RD_KAFKA_CONSUMER, NULL, err);
         if (!conf) {
             rc = err ? err->code : TB_ERR_CONFIG;
             goto out;

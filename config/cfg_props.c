@@ -210,7 +210,9 @@ static const cfg_prop props[] = {
      "queue.buffering.max.messages=1000000 and queue.buffering.max.kbytes=4096 (or room for two messages of "
      "kafka.message.max.bytes, if more): that queue bounds the memory of a catch-up or a snapshot; a larger one "
      "(32768) streams about 15% faster for about 10-40 MiB more. acks, enable.idempotence, partitioner and "
-     "transactional.id cannot be changed.", false, "kafka"},
+     "transactional.id cannot be changed. Each client gets the settings of its role: a producer setting is not "
+     "given to the consumers (offsets reader, lease, topic scans, the cache's readers), nor a consumer setting "
+     "to the producers, as librdkafka's own property table says; its value is checked all the same.", false, "kafka"},
 };
 
 const cfg_prop *cfg_props(size_t *n)

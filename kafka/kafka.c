@@ -1,6 +1,7 @@
 /* kafka: librdkafka glue shared by sinks/ and cache/ (see kafka.h). */
 #include "kafka.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +113,97 @@ tb_code kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value
     if (rd_kafka_conf_set(conf, key, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
         return tb_error_set(err, TB_ERR_CONFIG, false, "kafka.%s: %s", key, errstr);
     return TB_OK;
+}
+
+/* The role of each property in librdkafka's property table: 'P' (producer), 'C' (consumer)
+ * or '*' (both), read from the table librdkafka prints (one line a property,
+ * "<name> | <C/P> | ..."), so that it is the linked version's. Built once, kept for the
+ * process. */
+typedef struct kafka_prop_role {
+    char *name;
+    char role;
+} kafka_prop_role;
+
+static kafka_prop_role *kafka_roles;
+static size_t kafka_nroles;
+static pthread_once_t kafka_roles_once = PTHREAD_ONCE_INIT;
+
+static void kafka_roles_read(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&text, &len);
+    if (!fp)
+        return; /* nothing known: every setting is passed on, as before */
+    rd_kafka_conf_properties_show(fp);
+    if (fclose(fp) != 0 || !text) {
+        free(text);
+        return;
+    }
+    size_t cap = 0;
+    for (char *line = text, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        char *bar = strchr(line, '|');
+        if (!bar)
+            continue;
+        char *role = bar + 1;
+        while (*role == ' ')
+            role++;
+        char *end = bar;
+        while (end > line && end[-1] == ' ')
+            end--;
+        *end = '\0';
+        if (end == line || (*role != 'P' && *role != 'C' && *role != '*') || role[1] != ' ')
+            continue; /* the header ("C/P"), its rule, a heading */
+        if (kafka_nroles == cap) {
+            size_t ncap = cap ? cap * 2 : 256;
+            kafka_prop_role *n = realloc(kafka_roles, ncap * sizeof(*n));
+            if (!n)
+                break;
+            kafka_roles = n;
+            cap = ncap;
+        }
+        char *name = strdup(line);
+        if (!name)
+            break;
+        kafka_roles[kafka_nroles].name = name;
+        kafka_roles[kafka_nroles++].role = *role;
+    }
+    free(text);
+}
+
+bool kafka_prop_ignored_by(const char *key, rd_kafka_type_t type)
+{
+    pthread_once(&kafka_roles_once, kafka_roles_read);
+    char other = type == RD_KAFKA_PRODUCER ? 'C' : 'P';
+    bool found = false;
+    for (size_t i = 0; i < kafka_nroles; i++) { /* a global and a topic property may share a name */
+        if (strcmp(kafka_roles[i].name, key) != 0)
+            continue;
+        if (kafka_roles[i].role != other)
+            return false;
+        found = true;
+    }
+    return found;
+}
+
+tb_code kafka_conf_pass(rd_kafka_conf_t *conf, rd_kafka_type_t type, const char *key, const char *value,
+                        tb_error *err)
+{
+    if (!kafka_prop_ignored_by(key, type))
+        return kafka_conf_set(conf, key, value, err);
+    rd_kafka_conf_t *check = rd_kafka_conf_new();
+    if (!check)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "kafka configuration: out of memory");
+    tb_code rc = kafka_conf_set(check, key, value, err);
+    rd_kafka_conf_destroy(check);
+    if (rc == TB_OK)
+        TB_DEBUG("kafka", "kafka.%s: a %s setting, not given to this %s", key,
+                 type == RD_KAFKA_PRODUCER ? "consumer" : "producer",
+                 type == RD_KAFKA_PRODUCER ? "producer" : "consumer");
+    return rc;
 }
 
 tb_code kafka_client_new(rd_kafka_conf_t *conf, rd_kafka_type_t type, const char *what, rd_kafka_t **out,

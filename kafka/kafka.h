@@ -29,6 +29,20 @@ rd_kafka_conf_t *kafka_conf_new(void);
  * is not repeated: it may be a secret). */
 TB_MUST_USE tb_code kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, tb_error *err);
 
+/* Whether a client of type ignores librdkafka property key: a producer property for a
+ * consumer, or the other way round, as the linked librdkafka's own property table says
+ * (rd_kafka_conf_properties_show, read once). Properties for both, topic properties for both,
+ * and keys the table does not list are not ignored. */
+bool kafka_prop_ignored_by(const char *key, rd_kafka_type_t type);
+
+/* A pass-through setting (a kafka.* key without its prefix) for a client of type: set as
+ * kafka_conf_set does, unless such a client ignores it (kafka_prop_ignored_by). Then it is
+ * checked on a configuration of its own, so that a bad value is still an error, and left
+ * out, so that librdkafka does not warn "is a producer property and will be ignored by this
+ * consumer instance" at each client the run makes. */
+TB_MUST_USE tb_code kafka_conf_pass(rd_kafka_conf_t *conf, rd_kafka_type_t type, const char *key, const char *value,
+                                    tb_error *err);
+
 /* rd_kafka_new; conf is taken (destroyed on failure). what names the client in
  * the error ("DLQ producer"): TB_ERR_CONFIG "cannot create the <what>: <reason>". */
 TB_MUST_USE tb_code kafka_client_new(rd_kafka_conf_t *conf, rd_kafka_type_t type, const char *what, rd_kafka_t **out,

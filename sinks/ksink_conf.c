@@ -56,7 +56,8 @@ static void ksink_conf_each(const char *key, const char *value, void *opaque)
         x->rc = tb_error_set(x->err, TB_ERR_CONFIG, false, "kafka.%s=%s: %s", key, value, why);
         return;
     }
-    x->rc = kafka_conf_set(x->conf, key, value, x->err);
+    bool consumer = x->role == KSINK_ROLE_CONSUMER || x->role == KSINK_ROLE_SCAN;
+    x->rc = kafka_conf_pass(x->conf, consumer ? RD_KAFKA_CONSUMER : RD_KAFKA_PRODUCER, key, value, x->err);
 }
 
 tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_error *err)

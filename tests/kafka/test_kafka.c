@@ -1,9 +1,11 @@
 /* Unit tests of kafka/: errors name the key or topic, librdkafka's codes become tb_codes. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cache_kafka.h"
 #include "kafka.h"
+#include "tb_log.h"
 
 #include <librdkafka/rdkafka_mock.h> /* after rdkafka.h (kafka.h) */
 
@@ -27,10 +29,106 @@ Test(kafka, cache_conf_errors_name_the_key)
 {
     const char *props[] = {"fetch.wait.max.ms", "often", NULL};
     tb_error err;
-    rd_kafka_conf_t *conf = cache_kafka_conf("127.0.0.1:1", props, &err);
+    rd_kafka_conf_t *conf = cache_kafka_conf("127.0.0.1:1", RD_KAFKA_CONSUMER, props, &err);
     cr_assert_null(conf);
     cr_expect_eq(err.code, TB_ERR_CONFIG);
     cr_expect_eq(strncmp(err.msg, "kafka.fetch.wait.max.ms: ", 25), 0, "%s", err.msg);
+}
+
+/* The role of a property comes from the linked librdkafka's own table: a producer property
+ * (global, topic, or an alias of one) is ignored by a consumer and the other way round;
+ * properties for both, and keys librdkafka does not list, are not. */
+Test(kafka, prop_roles_come_from_librdkafka)
+{
+    const struct {
+        const char *key;
+        bool by_producer, by_consumer;
+    } cases[] = {
+        {"linger.ms", false, true},
+        {"queue.buffering.max.ms", false, true}, /* an alias of linger.ms */
+        {"batch.size", false, true},
+        {"acks", false, true},             /* a topic property */
+        {"compression.type", false, true}, /* global and topic */
+        {"fetch.wait.max.ms", true, false},
+        {"isolation.level", true, false},
+        {"auto.offset.reset", true, false}, /* a topic property */
+        {"bootstrap.servers", false, false},
+        {"client.id", false, false},
+        {"security.protocol", false, false},
+        {"no.such.property", false, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_expect_eq(kafka_prop_ignored_by(cases[i].key, RD_KAFKA_PRODUCER), cases[i].by_producer, "%s by a producer",
+                     cases[i].key);
+        cr_expect_eq(kafka_prop_ignored_by(cases[i].key, RD_KAFKA_CONSUMER), cases[i].by_consumer, "%s by a consumer",
+                     cases[i].key);
+    }
+}
+
+typedef struct ignored_log {
+    int lines;
+    char last[512];
+} ignored_log;
+
+static void ignored_sink(tb_log_level level, const char *line, void *opaque)
+{
+    ignored_log *l = opaque;
+    if (level <= TB_LOG_WARN && strstr(line, "will be ignored")) {
+        l->lines++;
+        snprintf(l->last, sizeof l->last, "%s", line);
+    }
+}
+
+/* librdkafka's CONFWARN lines, logged while rd_kafka_new runs (in this thread), for a client of
+ * type built from props by cache_kafka_conf (pass: through kafka_conf_pass) or by setting each
+ * one as it is. */
+static int warned_ignored(rd_kafka_type_t type, const char *const *props, bool pass)
+{
+    tb_error err;
+    rd_kafka_conf_t *conf = pass ? cache_kafka_conf("127.0.0.1:1", type, props, &err) : kafka_conf_new();
+    cr_assert_not_null(conf, "%s", err.msg);
+    for (size_t i = 0; !pass && props[i]; i += 2)
+        cr_assert_eq(kafka_conf_set(conf, props[i], props[i + 1], &err), TB_OK, "%s", err.msg);
+    ignored_log l = {0};
+    tb_log_set_sink(ignored_sink, &l);
+    rd_kafka_t *rk = NULL;
+    tb_code rc = kafka_client_new(conf, type, "client", &rk, &err);
+    tb_log_set_sink(NULL, NULL);
+    cr_assert_eq(rc, TB_OK, "%s", err.msg);
+    rd_kafka_destroy(rk);
+    return l.lines;
+}
+
+/* kafka.* settings reach every client the run and the cache make: a producer setting given to
+ * a consumer (the offsets reader, the lease, a topic scan) made librdkafka warn at each one.
+ * Each client now gets the settings of its role, and a bad value of the other role's setting
+ * is still an error naming the key. */
+Test(kafka, each_client_gets_the_settings_of_its_role)
+{
+    const char *props[] = {"linger.ms", "7", "batch.size", "100000", "fetch.wait.max.ms", "50",
+                           "socket.keepalive.enable", "true", NULL};
+    /* the oracle: librdkafka warns when given them all */
+    cr_expect_eq(warned_ignored(RD_KAFKA_CONSUMER, props, false), 2);
+    cr_expect_eq(warned_ignored(RD_KAFKA_PRODUCER, props, false), 1);
+    cr_expect_eq(warned_ignored(RD_KAFKA_CONSUMER, props, true), 0);
+    cr_expect_eq(warned_ignored(RD_KAFKA_PRODUCER, props, true), 0);
+
+    /* what is left out is still checked */
+    const char *bad[] = {"linger.ms", "soon", NULL};
+    tb_error err;
+    cr_expect_null(cache_kafka_conf("127.0.0.1:1", RD_KAFKA_CONSUMER, bad, &err));
+    cr_expect_eq(err.code, TB_ERR_CONFIG);
+    cr_expect_eq(strncmp(err.msg, "kafka.linger.ms: ", 17), 0, "%s", err.msg);
+    rd_kafka_conf_t *conf = kafka_conf_new();
+    cr_expect_eq(kafka_conf_pass(conf, RD_KAFKA_PRODUCER, "fetch.wait.max.ms", "often", &err), TB_ERR_CONFIG);
+    cr_expect_eq(strncmp(err.msg, "kafka.fetch.wait.max.ms: ", 25), 0, "%s", err.msg);
+    /* and what is kept is set */
+    cr_assert_eq(kafka_conf_pass(conf, RD_KAFKA_PRODUCER, "linger.ms", "9", &err), TB_OK, "%s", err.msg);
+    char v[32];
+    size_t vlen = sizeof v;
+    cr_assert_eq(rd_kafka_conf_get(conf, "linger.ms", v, &vlen), RD_KAFKA_CONF_OK);
+    cr_expect_str_eq(v, "9");
+    rd_kafka_conf_destroy(conf);
 }
 
 Test(kafka, errors_translate_codes_and_retriable)
