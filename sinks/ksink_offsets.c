@@ -196,6 +196,7 @@ out:
 typedef struct ksink_one_dr {
     int done;
     rd_kafka_resp_err_t err;
+    bool unconfirmed; /* reported delivered without an offset (kafka_dr_unconfirmed) */
 } ksink_one_dr;
 
 static void ksink_one_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -206,6 +207,7 @@ static void ksink_one_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *o
     if (d) {
         d->done = 1;
         d->err = m->err;
+        d->unconfirmed = kafka_dr_unconfirmed(m);
     }
 }
 
@@ -216,7 +218,7 @@ static tb_code ksink_offsets_kafka_write(const cfg *c, const tb_position *pos, t
     rd_kafka_t *rk = NULL;
     tb_buf topic, key, value;
     bool is_null = false;
-    ksink_one_dr dr = {0, 0};
+    ksink_one_dr dr = {0, 0, false};
     int timeout_ms = ksink_request_timeout_ms(c);
     tb_buf_init(&topic, 0);
     tb_buf_init(&key, 0);
@@ -250,6 +252,11 @@ static tb_code ksink_offsets_kafka_write(const cfg *c, const tb_position *pos, t
                           timeout_ms);
     else if (dr.err)
         rc = kafka_error(err, dr.err, "offsets topic %s: delivery", topic.data);
+    else if (dr.unconfirmed)
+        rc = tb_error_set(err, TB_ERR_KAFKA, true,
+                          "offsets topic %s: the broker did not confirm the record (no offset): it may not be "
+                          "written; run the command again",
+                          topic.data);
 out:
     if (rk) {
         if (!dr.done) {

@@ -18,6 +18,8 @@
  *   mock/queue_full_never_drops: a 10-message local queue, 2000 events, all arrive
  *   mock/oversize_fail, oversize_skip, oversize_dlq
  *   mock/offsets_commit_read_back: ksink_commit -> ksink_offsets_read
+ *   mock/offsets_write_unconfirmed_is_an_error: `offsets set`'s record reported delivered
+ *     without an offset is an error, and nothing is read back
  *   mock/empty_tx_committable: a transaction without messages advances the position
  *   mock/row_format_delete_is_tombstone
  *   mock/librdkafka_log_routed: librdkafka's log reaches tb_log; kafka.* passes through
@@ -651,6 +653,39 @@ Test(mock, offsets_commit_read_back)
     evt_event_free(e);
     evt_table_unref(t);
     ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+/* `tributary offsets set` writes one record with a producer of its own: a report of success
+ * without an offset (here a Produce answered DUPLICATE_SEQUENCE_NUMBER, the mock writing
+ * nothing) is an error that says so, not a stored position; written again, it is stored. */
+Test(mock, offsets_write_unconfirmed_is_an_error)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    tb_position pos, got;
+    tb_position_init(&pos);
+    tb_position_init(&got);
+    pos.kind = TB_POS_MYSQL;
+    pos.server_id = 1;
+    pos.file = strdup("binlog.000007");
+    pos.pos = 4242;
+    tb_error err;
+    cr_assert_eq(ksink_offsets_read(c, &got, &err), TB_OK, "%s", err.msg); /* makes the offsets topic */
+    rd_kafka_mock_push_request_errors(m.mc, 0 /* Produce */, 1, RD_KAFKA_RESP_ERR_DUPLICATE_SEQUENCE_NUMBER);
+    tb_error_clear(&err);
+    cr_assert_eq(ksink_offsets_write(c, &pos, &err), TB_ERR_KAFKA, "an unconfirmed record is not stored");
+    cr_expect(err.retriable, "%s", err.msg);
+    cr_expect(strstr(err.msg, "did not confirm") != NULL, "%s", err.msg);
+    cr_assert_eq(ksink_offsets_read(c, &got, &err), TB_OK, "%s", err.msg);
+    cr_expect_eq(got.kind, TB_POS_NONE, "nothing was written");
+    cr_assert_eq(ksink_offsets_write(c, &pos, &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(ksink_offsets_read(c, &got, &err), TB_OK, "%s", err.msg);
+    cr_expect(tb_position_equal(&got, &pos));
+    tb_position_free(&got);
+    tb_position_free(&pos);
     cfg_free(c);
     mock_down(&m);
 }
