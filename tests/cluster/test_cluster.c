@@ -981,7 +981,7 @@ Test(cluster, cache_group_failover, .timeout = 900, .fini = cl_restore)
     for (int c = 0; c < CL_CACHES; c++) {
         snprintf(caches[c], sizeof caches[c], "%s/cache%d.db", r.dir, c + 1);
         snprintf(logs[c], sizeof logs[c], "%s/cache%d.log", r.dir, c + 1);
-        snprintf(setp[c], sizeof setp[c], "cache.path=%s", caches[c]);
+        snprintf(setp[c], sizeof setp[c], "cache.path=%.319s", caches[c]);
         snprintf(sets[c], sizeof sets[c], "status.file=%s/cache%d.status", r.dir, c + 1);
     }
     char table[200], why[300] = "";

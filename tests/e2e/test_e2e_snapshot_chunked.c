@@ -244,7 +244,7 @@ static void kill9_resume(bool eos, int threads)
         long long target = (long long)(rand_r(&seed) % 3) * 1000 + (long long)(rand_r(&seed) % 16);
         if (i > 0 && target <= ck_progress(&at_kill[i - 1]))
             target = ck_progress(&at_kill[i - 1]) + 1 + (long long)(rand_r(&seed) % 8);
-        snprintf(r.log, sizeof r.log, "%s", logs[i]);
+        memcpy(r.log, logs[i], sizeof r.log); /* the same size */
         rc_start(&r, NULL);
         long long deadline = tb_itest_now_ms() + 180000;
         for (;;) {
@@ -263,7 +263,7 @@ static void kill9_resume(bool eos, int threads)
         if (!at_kill[i].initial)
             break; /* the snapshot ended before this kill */
     }
-    snprintf(r.log, sizeof r.log, "%s", logs[CK_KILLS]);
+    memcpy(r.log, logs[CK_KILLS], sizeof r.log);
     rc_start(&r, NULL);
     long long deadline = tb_itest_now_ms() + 180000;
     for (;;) { /* done in this run, or saved as done before the last kill */
