@@ -14,10 +14,16 @@
 
 /* ------------------------------------------------------------ config */
 
+/* The librdkafka client type of a role. */
+static rd_kafka_type_t ksink_role_type(ksink_role role)
+{
+    return role == KSINK_ROLE_CONSUMER || role == KSINK_ROLE_SCAN ? RD_KAFKA_CONSUMER : RD_KAFKA_PRODUCER;
+}
+
 /* Keys the contract fixes: a kafka.* setting that contradicts them is refused. */
 static bool ksink_conf_fixed(const char *key, const char *value, ksink_role role, const char **why)
 {
-    if (role == KSINK_ROLE_CONSUMER || role == KSINK_ROLE_SCAN)
+    if (ksink_role_type(role) == RD_KAFKA_CONSUMER)
         return false;
     if (strcmp(key, "enable.idempotence") == 0 && strcmp(value, "true") != 0) {
         *why = "the sink needs enable.idempotence=true (DESIGN 6)";
@@ -56,8 +62,7 @@ static void ksink_conf_each(const char *key, const char *value, void *opaque)
         x->rc = tb_error_set(x->err, TB_ERR_CONFIG, false, "kafka.%s=%s: %s", key, value, why);
         return;
     }
-    bool consumer = x->role == KSINK_ROLE_CONSUMER || x->role == KSINK_ROLE_SCAN;
-    x->rc = kafka_conf_pass(x->conf, consumer ? RD_KAFKA_CONSUMER : RD_KAFKA_PRODUCER, key, value, x->err);
+    x->rc = kafka_conf_pass(x->conf, ksink_role_type(x->role), key, value, x->err);
 }
 
 tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_error *err)
@@ -89,7 +94,7 @@ tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_
         {"enable.partition.eof", "true"},
         {"auto.offset.reset", "earliest"},
     };
-    bool consumer = role == KSINK_ROLE_CONSUMER || role == KSINK_ROLE_SCAN;
+    bool consumer = ksink_role_type(role) == RD_KAFKA_CONSUMER;
     if (consumer) {
         for (size_t i = 0; rc == TB_OK && i < sizeof(defs_consumer) / sizeof(defs_consumer[0]); i++)
             rc = kafka_conf_set(conf, defs_consumer[i].k, defs_consumer[i].v, err);
