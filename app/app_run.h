@@ -23,6 +23,10 @@
 
 #define RUN_POLL_MS 200 /* the longest wait for the source in one call */
 
+/* The values of run_ctx.snapshot_state (the status file's snapshot.state), compared by address:
+ * the run loop asks at every turn whether a snapshot is running. */
+extern const char RUN_SNAP_NONE[], RUN_SNAP_RUNNING[], RUN_SNAP_DONE[], RUN_SNAP_FAILED[];
+
 typedef struct run_ctx {
     cfg *cfg;                      /* owned */
     sink *sink;                    /* owned (sinks/sink.h) */
@@ -43,6 +47,8 @@ typedef struct run_ctx {
     bool kafka_waiting;            /* said so: messages waited RUN_KAFKA_WAIT_MS for Kafka */
     bool idle;
     const char *status_state;      /* state last written to the status file (static string) */
+    const char *status_asked;      /* the state run_write_status was last given (static string) */
+    bool status_asked_streaming;   /* ... and whether it is "streaming" */
     const char *status_snapshot;   /* snapshot state last written there (static string or NULL) */
     app_metrics *metrics;          /* owned; NULL unless metrics.listen is set */
     struct {
@@ -58,7 +64,7 @@ typedef struct run_ctx {
     int64_t caught_up_ms;          /* wall time the source was last seen connected, idle, all acked */
     int64_t progress_ms;           /* wall time of the last progress line (binlog) */
     uint64_t progress_sent;        /* events_sent at that line */
-    const char *snapshot_state;    /* static string */
+    const char *snapshot_state;    /* one of RUN_SNAP_*: compared by address */
     uint64_t snapshot_rows;
     tb_buf status_path;
     bool in_tx;                    /* an event of an unfinished source transaction was sent */

@@ -78,7 +78,7 @@ static tb_code run_mysql_snapshot(run_ctx *r, tb_position *hand_off, tb_error *e
     tb_code rc = snap_open(r->cfg, &s, err);
     if (rc != TB_OK)
         goto out;
-    r->snapshot_state = "running";
+    r->snapshot_state = RUN_SNAP_RUNNING;
     r->in_tx = true; /* the snapshot's rows end with the hand-off position */
     if (r->metrics) { /* information_schema.TABLES.TABLE_ROWS */
         const snap_table_progress *t;
@@ -127,11 +127,11 @@ static tb_code run_mysql_snapshot(run_ctx *r, tb_position *hand_off, tb_error *e
     }
     rc = run_sink_end_tx(r, hand_off, err);
     r->in_tx = false;
-    r->snapshot_state = "done";
+    r->snapshot_state = RUN_SNAP_DONE;
     TB_INFO("run", "snapshot done: %" PRIu64 " rows", r->snapshot_rows);
 out:
     if (rc != TB_OK && rc != TB_ERR_STOPPED)
-        r->snapshot_state = "failed";
+        r->snapshot_state = RUN_SNAP_FAILED;
     run_snapkeys_free(&sk);
     snap_close(s);
     return rc;
@@ -203,7 +203,7 @@ static tb_code run_mysql_chunked(run_ctx *r, tb_position *start, tb_error *err)
         rc = tb_error_set(err, rc, false, "out of memory");
         goto out;
     }
-    r->snapshot_state = plan.n ? "running" : "done";
+    r->snapshot_state = plan.n ? RUN_SNAP_RUNNING : RUN_SNAP_DONE;
     tb_buf pb;
     tb_buf_init(&pb, 0);
     tb_position_format(&plan.pos, &pb);
@@ -212,7 +212,7 @@ static tb_code run_mysql_chunked(run_ctx *r, tb_position *start, tb_error *err)
     tb_buf_free(&pb);
 out:
     if (rc != TB_OK && rc != TB_ERR_STOPPED)
-        r->snapshot_state = "failed";
+        r->snapshot_state = RUN_SNAP_FAILED;
     free(fresh);
     tb_buf_free(&k);
     tb_hmap_free(&present, NULL);
@@ -459,7 +459,7 @@ static tb_code run_mysql_pass(run_ctx *r, const tb_position *resume, bool force_
             goto out;
     }
     if (snap_inc_initial(r->inc))
-        r->snapshot_state = "running"; /* a chunked initial snapshot, maybe resumed after a crash */
+        r->snapshot_state = RUN_SNAP_RUNNING; /* a chunked initial snapshot, maybe resumed after a crash */
     TB_INFO("run", "streaming from the binlog");
     rc = run_stream(r, err);
 out:
@@ -641,7 +641,7 @@ static tb_code run_sqlite_pass(run_ctx *r, const tb_position *resume, tb_error *
         tb_error cerr;
         if (r->metrics && sqlcap_snapshot_count(r->sqlite, run_snap_estimate, r, &cerr) != TB_OK)
             TB_WARN("run", "snapshot row counts for metrics: %s", cerr.msg);
-        r->snapshot_state = "running";
+        r->snapshot_state = RUN_SNAP_RUNNING;
         if (!snap_then_stream(r->cfg)) {
             /* initial_only: serve the snapshot rows, then stop. */
             while (!app_stop_requested) {
@@ -652,7 +652,7 @@ static tb_code run_sqlite_pass(run_ctx *r, const tb_position *resume, tb_error *
                     return rc;
                 r->snapshot_rows++;
                 if (evt_event_snapshot(ev) == EVT_SNAPSHOT_LAST) {
-                    r->snapshot_state = "done";
+                    r->snapshot_state = RUN_SNAP_DONE;
                     return run_sink_error(r, run_sink_end_tx(r, evt_event_position(ev), err), false, err);
                 }
             }
@@ -740,7 +740,7 @@ int cmd_run(int argc, char **argv)
         (rc = cfg_set(r.cfg, "kafka.statistics.interval.ms", RUN_METRICS_STATS_MS, "metrics.listen", &err)) != TB_OK)
         goto out;
     r.started_ms = tb_wall_ms();
-    r.snapshot_state = "none";
+    r.snapshot_state = RUN_SNAP_NONE;
     if ((rc = app_status_path(r.cfg, &r.status_path)) != TB_OK) {
         tb_error_set(&err, rc, false, "out of memory");
         goto out;

@@ -164,7 +164,7 @@ tb_code run_stream(run_ctx *r, tb_error *err)
         if (ev) {
             r->idle = false;
             if (evt_event_snapshot(ev) != EVT_SNAPSHOT_FALSE) {
-                r->snapshot_state = evt_event_snapshot(ev) == EVT_SNAPSHOT_LAST ? "done" : "running";
+                r->snapshot_state = evt_event_snapshot(ev) == EVT_SNAPSHOT_LAST ? RUN_SNAP_DONE : RUN_SNAP_RUNNING;
                 r->snapshot_rows++;
             }
             if (!run_keep(r, ev)) {
@@ -219,8 +219,8 @@ tb_code run_stream(run_ctx *r, tb_error *err)
             if ((rc = run_inc_poll(r, err)) != TB_OK)
                 return rc;
         }
-        if (r->inc && r->snapshot_state && strcmp(r->snapshot_state, "running") == 0 && !snap_inc_initial(r->inc)) {
-            r->snapshot_state = "done"; /* a chunked initial snapshot released its last row */
+        if (r->snapshot_state == RUN_SNAP_RUNNING && r->inc && !snap_inc_initial(r->inc)) {
+            r->snapshot_state = RUN_SNAP_DONE; /* a chunked initial snapshot released its last row */
             TB_INFO("run", "snapshot done: %" PRIu64 " rows", r->snapshot_rows);
         }
         run_write_status(r, "streaming", NULL, false);

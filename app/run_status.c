@@ -152,10 +152,17 @@ static int64_t run_kafka_waiting(run_ctx *r, int64_t now, uint64_t acked, uint64
  * state changes. A streaming binlog source whose connection is down is
  * "reconnecting", its lag counted from the newest event sent or the last
  * moment it was known caught up, so it grows while the source is away. */
+const char RUN_SNAP_NONE[] = "none", RUN_SNAP_RUNNING[] = "running", RUN_SNAP_DONE[] = "done",
+           RUN_SNAP_FAILED[] = "failed";
+
 void run_write_status(run_ctx *r, const char *state, const char *error, bool force)
 {
     int64_t down_since = 0;
-    if (r->binlog && strcmp(state, "streaming") == 0 && !binlog_connected(r->binlog, &down_since))
+    if (state != r->status_asked) { /* called at every turn of the run loop: compare text only on a change */
+        r->status_asked = state;
+        r->status_asked_streaming = strcmp(state, "streaming") == 0;
+    }
+    if (r->binlog && r->status_asked_streaming && !binlog_connected(r->binlog, &down_since))
         state = "reconnecting";
     if (state != r->status_state && (!r->status_state || strcmp(state, r->status_state) != 0))
         force = true;
