@@ -130,17 +130,9 @@ PROPS
 tags=(this)
 declare -A bin=([this]="$build/app/tributary")
 if [[ -n "${TB_E2E_BASELINE:-}" ]]; then
-    base_rev=$(git -C "$root" rev-parse --short "${TB_E2E_BASELINE}^{commit}")
-    base_build="${TB_E2E_BASELINE_BUILD_DIR:-$root/build-bench-e2e-$base_rev}"
-    base_src="$base_build-src" # a fixed place: the build tree's cache names its source folder
-    rm -rf "$base_src"
-    mkdir -p "$base_src"
-    git -C "$root" archive "$base_rev" | tar -x -C "$base_src"
-    cmake -S "$base_src" -B "$base_build" -DCMAKE_BUILD_TYPE=Release -DTB_TESTS=OFF >/dev/null
-    cmake --build "$base_build" -j2 --target tributary >/dev/null
+    bench_build_rev "$TB_E2E_BASELINE" "${TB_E2E_BASELINE_BUILD_DIR:-}"
     tags=(base this)
     bin[base]="$base_build/app/tributary"
-    echo "baseline: $base_rev ($(git -C "$root" log -1 --format=%s "$base_rev" | cut -c1-80))" >&2
 fi
 for i in $(seq 1 "$runs"); do
     for tag in "${tags[@]}"; do

@@ -13,6 +13,9 @@
 #   bench_summary NAME   (bench/results.sh) the closing figures on stdin to stdout and, as a row,
 #                        to the results table in bench/RESULTS.md
 #   bench_build TARGET...  configures build as a Release tree without tests and builds TARGETs
+#   bench_build_rev REV [DIR]  builds app/tributary of git revision REV of this repository: git
+#                        archive into DIR-src, a Release tree in DIR (default
+#                        build-bench-<script>-<short rev>); sets base_rev and base_build
 #   mysql_q SQL          one statement on the test MariaDB, tab-separated rows without a header
 #   now_ms               wall clock in milliseconds
 #   median               median of the numbers on stdin, one a line (mean of the middle two)
@@ -24,6 +27,7 @@
 
 bench_setup() {
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  bench_name=$1
   build="${TB_BENCH_BUILD_DIR:-$root/build-bench-$1}"
   work="$(mktemp -d "${TMPDIR:-/tmp}/$1-bench.XXXXXX")"
   bench_started_env=""
@@ -55,6 +59,18 @@ bench_cleanup() {
 bench_build() {
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTB_TESTS=OFF >/dev/null
   cmake --build "$build" -j2 --target "$@" >/dev/null
+}
+
+bench_build_rev() {
+  base_rev=$(git -C "$root" rev-parse --short "$1^{commit}")
+  base_build="${2:-$root/build-bench-$bench_name-$base_rev}"
+  local src="$base_build-src" # a fixed place: the build tree's cache names its source folder
+  rm -rf "$src"
+  mkdir -p "$src"
+  git -C "$root" archive "$base_rev" | tar -x -C "$src"
+  cmake -S "$src" -B "$base_build" -DCMAKE_BUILD_TYPE=Release -DTB_TESTS=OFF >/dev/null
+  cmake --build "$base_build" -j2 --target tributary >/dev/null
+  echo "baseline: $base_rev ($(git -C "$root" log -1 --format=%s "$base_rev" | cut -c1-80))" >&2
 }
 
 mysql_q() {
