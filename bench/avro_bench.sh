@@ -42,16 +42,6 @@ tb=$build/app/tributary
 load=$build/bench/e2e_load
 registry=$TRIBUTARY_TEST_REGISTRY_URL
 
-# wait until the committed GTID in status file $1 equals the server's (deadline $2 s)
-wait_caught_up() {
-    local want deadline=$((SECONDS + $2))
-    want=$(mysql_q "SELECT @@global.gtid_binlog_pos")
-    until [ "$(status_gtid "$1")" = "$want" ]; do
-        if [ $SECONDS -ge $deadline ]; then echo "not caught up: $(status_gtid "$1") vs $want" >&2; return 1; fi
-        if ! kill -0 "$run_pid" 2>/dev/null; then echo "tributary run stopped early" >&2; return 1; fi
-        sleep 0.05
-    done
-}
 
 # config TAG DB I: the properties of connector TAG (json or avro) on database DB in round I;
 # the connector's name on stdout
@@ -127,8 +117,6 @@ done
 echo "load after: $(uptime)" >&2
 load_after=$(uptime | sed -E 's/.*load average: //')
 
-# col FILE N: median of column N of FILE
-col() { awk -v n="$2" '{ print $n }' "$1" | median; }
 {
 echo "== tributary run, MariaDB -> Kafka, Avro (key and value, schema registry) vs JSON, medians of $runs rounds (rows=$rows; load average before: $load_before, after: $load_after)"
 for tag in json avro; do

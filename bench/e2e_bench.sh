@@ -49,16 +49,6 @@ bench_build tributary e2e_load
 tb=$build/app/tributary
 load=$build/bench/e2e_load
 
-# wait until the committed GTID in status file $1 equals the server's (deadline $2 s)
-wait_caught_up() {
-    local want deadline=$((SECONDS + $2))
-    want=$(mysql_q "SELECT @@global.gtid_binlog_pos")
-    until [ "$(status_gtid "$1")" = "$want" ]; do
-        if [ $SECONDS -ge $deadline ]; then echo "not caught up: $(status_gtid "$1") vs $want" >&2; return 1; fi
-        if ! kill -0 "$run_pid" 2>/dev/null; then echo "tributary run stopped early" >&2; return 1; fi
-        sleep 0.05
-    done
-}
 
 # one_run TAG BINARY I: one catch-up and one steady run of BINARY, a line of figures appended to
 # $work/results.TAG
@@ -134,15 +124,8 @@ if [[ -n "${TB_E2E_BASELINE:-}" ]]; then
     tags=(base this)
     bin[base]="$base_build/app/tributary"
 fi
-for i in $(seq 1 "$runs"); do
-    for tag in "${tags[@]}"; do
-        : >> "$work/results.$tag"
-        one_run "$tag" "${bin[$tag]}" "$i"
-    done
-done
+bench_rounds "$runs" one_run
 
-# col FILE N: median of column N of FILE
-col() { awk -v n="$2" '{ print $n }' "$1" | median; }
 {
 for tag in "${tags[@]}"; do
     r="$work/results.$tag"
@@ -161,11 +144,8 @@ for tag in "${tags[@]}"; do
 done
 if [[ -n "${TB_E2E_BASELINE:-}" ]]; then
     echo "== this tree / baseline $base_rev (medians; interleaved, baseline first in each round)"
-    for spec in "6:start to first message" "1:catch-up rows/s from start" "2:catch-up rows/s first to last" "7:CPU s" "3:peak RSS" "5:latency p99"; do
-        n=${spec%%:*}
-        awk -v a="$(col "$work/results.this" "$n")" -v b="$(col "$work/results.base" "$n")" -v w="${spec#*:}" \
-            'BEGIN { printf "%-34s %s / %s = %.2f\n", w ":", a, b, (b > 0 ? a / b : 0) }'
-    done
+    bench_ratios 34 "6:start to first message" "1:catch-up rows/s from start" "2:catch-up rows/s first to last" \
+        "7:CPU s" "3:peak RSS" "5:latency p99"
 fi
 } | bench_summary e2e_bench
 bench_ok=1

@@ -43,16 +43,6 @@ bench_setup instr
 bench_build tributary e2e_load
 load=$build/bench/e2e_load
 
-# wait until the committed GTID in status file $1 equals the server's (deadline $2 s)
-wait_caught_up() {
-    local want deadline=$((SECONDS + $2))
-    want=$(mysql_q "SELECT @@global.gtid_binlog_pos")
-    until [ "$(status_gtid "$1")" = "$want" ]; do
-        if [ $SECONDS -ge $deadline ]; then echo "not caught up: $(status_gtid "$1") vs $want" >&2; return 1; fi
-        if ! kill -0 "$run_pid" 2>/dev/null; then echo "tributary run stopped early" >&2; return 1; fi
-        sleep 0.2
-    done
-}
 
 # inclusive instructions of function $2 in callgrind file $1 (0 when it never ran)
 incl() {
@@ -126,14 +116,8 @@ if [[ -n "${TB_INSTR_BASELINE:-}" ]]; then
     tags=(base this)
     bin[base]="$base_build/app/tributary"
 fi
-for i in $(seq 1 "$runs"); do
-    for tag in "${tags[@]}"; do
-        : >> "$work/results.$tag"
-        one_run "$tag" "${bin[$tag]}" "$i"
-    done
-done
+bench_rounds "$runs" one_run
 
-col() { awk -v n="$2" '{ print $n }' "$1" | median; }
 {
 for tag in "${tags[@]}"; do
     r="$work/results.$tag"
@@ -146,11 +130,7 @@ for tag in "${tags[@]}"; do
 done
 if [[ -n "${TB_INSTR_BASELINE:-}" ]]; then
     echo "== this tree / baseline $base_rev (medians; interleaved, baseline first in each round)"
-    for spec in "1:run thread" "2:other threads" "3:process"; do
-        n=${spec%%:*}
-        awk -v a="$(col "$work/results.this" "$n")" -v b="$(col "$work/results.base" "$n")" -v w="${spec#*:}" \
-            'BEGIN { printf "%-16s %s / %s = %.3f\n", w ":", a, b, (b > 0 ? a / b : 0) }'
-    done
+    bench_ratios 16 "1:run thread" "2:other threads" "3:process"
 fi
 } | bench_summary instr_bench
 bench_ok=1

@@ -20,6 +20,14 @@
 #   now_ms               wall clock in milliseconds
 #   median               median of the numbers on stdin, one a line (mean of the middle two)
 #   status_gtid FILE     the committed GTID in a status file ("" while there is none)
+#   wait_caught_up FILE SECONDS  waits until the committed GTID in status file FILE equals the
+#                        server's @@gtid_binlog_pos; fails after SECONDS or when run_pid is gone
+#   bench_rounds RUNS FUNC  RUNS rounds; in each, FUNC TAG BINARY I for every TAG of the array
+#                        tags, in order (baseline first), BINARY being ${bin[TAG]}; creates
+#                        $work/results.TAG for FUNC to append a line of figures to
+#   col FILE N           median of column N of FILE
+#   bench_ratios W "N:label"...  a line "label: this / base = ratio" per column N of
+#                        $work/results.this and $work/results.base (medians), labels W wide
 #   stop_run             SIGTERM to the `tributary run` of run_pid (or to its child when run_pid is
 #                        /usr/bin/time, which does not pass signals on), waits for it, clears run_pid
 # shellcheck source=bench/results.sh
@@ -89,6 +97,38 @@ try:
     print(p.get("gtid") or "")
 except Exception:
     print("")' "$1"
+}
+
+wait_caught_up() {
+  local want deadline=$((SECONDS + $2))
+  want=$(mysql_q "SELECT @@global.gtid_binlog_pos")
+  until [ "$(status_gtid "$1")" = "$want" ]; do
+    if [ $SECONDS -ge $deadline ]; then echo "not caught up: $(status_gtid "$1") vs $want" >&2; return 1; fi
+    if ! kill -0 "$run_pid" 2>/dev/null; then echo "tributary run stopped early" >&2; return 1; fi
+    sleep 0.05
+  done
+}
+
+bench_rounds() {
+  local i tag
+  for i in $(seq 1 "$1"); do
+    for tag in "${tags[@]}"; do
+      : >> "$work/results.$tag"
+      "$2" "$tag" "${bin[$tag]}" "$i"
+    done
+  done
+}
+
+col() { awk -v n="$2" '{ print $n }' "$1" | median; }
+
+bench_ratios() {
+  local w=$1 spec n
+  shift
+  for spec in "$@"; do
+    n=${spec%%:*}
+    awk -v a="$(col "$work/results.this" "$n")" -v b="$(col "$work/results.base" "$n")" -v w="${spec#*:}" -v ww="$w" \
+      'BEGIN { printf "%-*s %s / %s = %.3f\n", ww, w ":", a, b, (b > 0 ? a / b : 0) }'
+  done
 }
 
 stop_run() {
