@@ -73,7 +73,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <zlib.h>
 #include <zstd.h>
 
 void binlog_dec_opts_init(binlog_dec_opts *o)
@@ -747,13 +746,13 @@ static tb_code process_event(binlog_dec *d, const uint8_t *ev, size_t len, bool 
     bool strip = !inner && d->checksum;
     if (!inner && !d->have_fde && type == BL_ROTATE && len >= BL_HEADER_LEN + 8 + 4) {
         /* a fake ROTATE before the FDE (live): its checksum, if any, cannot be announced yet */
-        strip = (uint32_t)crc32(0L, ev, (uInt)(len - 4)) == bl_u32(ev + len - 4);
+        strip = bl_crc32(0, ev, len - 4) == bl_u32(ev + len - 4);
     }
     if (strip) {
         if (blen < 4)
             return FAIL(err, TB_ERR_CORRUPT, "event too short for its checksum");
         blen -= 4;
-        if (d->o.verify_checksum && (uint32_t)crc32(0L, ev, (uInt)(len - 4)) != bl_u32(ev + len - 4))
+        if (d->o.verify_checksum && bl_crc32(0, ev, len - 4) != bl_u32(ev + len - 4))
             return FAIL(err, TB_ERR_CORRUPT, "%s event checksum mismatch", type_name(type));
     }
     const uint8_t *body = ev + BL_HEADER_LEN;

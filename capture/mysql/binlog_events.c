@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 #include <zstd.h>
 
 /* ------------------------------------------------------------ other events */
@@ -45,9 +44,9 @@ tb_code bl_on_fde(binlog_dec *d, const uint8_t *ev, size_t len, tb_error *err)
             uint8_t h[BL_HEADER_LEN];
             memcpy(h, ev, BL_HEADER_LEN);
             h[17] &= (uint8_t)~BL_FLAG_IN_USE;
-            uLong crc = crc32(0L, h, BL_HEADER_LEN);
-            crc = crc32(crc, body, (uInt)(blen - 4));
-            if ((uint32_t)crc != bl_u32(ev + len - 4))
+            uint32_t crc = bl_crc32(0, h, BL_HEADER_LEN);
+            crc = bl_crc32(crc, body, blen - 4);
+            if (crc != bl_u32(ev + len - 4))
                 return FAIL(err, TB_ERR_CORRUPT, "FORMAT_DESCRIPTION checksum mismatch");
         }
     }

@@ -41,6 +41,12 @@ enum {
 /* ------------------------------------------------------------ little readers */
 static inline uint16_t bl_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 static inline uint32_t bl_u24(const uint8_t *p) { return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16); }
+/* CRC32 as zlib's crc32(crc, p, len) computes it (binlog event checksums), folded with
+ * PCLMULQDQ where the CPU has it (binlog_crc.c). */
+uint32_t bl_crc32(uint32_t crc, const uint8_t *p, size_t len);
+/* Its folding constants, reflect32(x^n mod P) << 1 for n = 544, 480, 160, 96 (zeros where the
+ * folding is not built): for the test that derives them again. */
+extern const uint64_t bl_crc32_fold_k[4];
 static inline uint32_t bl_u32(const uint8_t *p) { return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24); }
 static inline uint64_t bl_u48(const uint8_t *p) { return (uint64_t)bl_u32(p) | ((uint64_t)bl_u16(p + 4) << 32); }
 static inline uint64_t bl_u64(const uint8_t *p) { return (uint64_t)bl_u32(p) | ((uint64_t)bl_u32(p + 4) << 32); }
