@@ -56,22 +56,13 @@ one_run() {
     local tag=$1 tb=$2 i=$3
     name=e2eb_$$_${tag}_$i
     cfg=$work/$name.properties
-    cat > "$cfg" <<PROPS
-name=$name
-source.type=mysql
-source.host=$TRIBUTARY_TEST_MYSQL_HOST
-source.port=$TRIBUTARY_TEST_MYSQL_PORT
-source.user=$TRIBUTARY_TEST_MYSQL_USER
-source.password=$TRIBUTARY_TEST_MYSQL_PASSWORD
-source.server.id=$((7000 + i))
-tables.include=^$name[.]
-topic.prefix=$name
-kafka.bootstrap.servers=$TRIBUTARY_TEST_KAFKA
+    { bench_source_props "$name" $((7000 + i)); cat <<PROPS
 offsets.storage=kafka
 status.file=$work/$name.status.json
 snapshot.mode=initial
 log.level=warn
 PROPS
+    } > "$cfg"
     for kv in ${TB_E2E_KAFKA_PROPS:-}; do echo "$kv" >> "$cfg"; done
     "$load" topic "$TRIBUTARY_TEST_KAFKA" "$name.$name.bulk" "$rf"
     "$load" topic "$TRIBUTARY_TEST_KAFKA" "$name.$name.steady" "$rf"

@@ -56,17 +56,7 @@ one_run() {
     local tag=$1 tb=$2 i=$3
     local name=instrb_$$_${tag}_$i
     local cfg=$work/$name.properties
-    cat > "$cfg" <<PROPS
-name=$name
-source.type=mysql
-source.host=$TRIBUTARY_TEST_MYSQL_HOST
-source.port=$TRIBUTARY_TEST_MYSQL_PORT
-source.user=$TRIBUTARY_TEST_MYSQL_USER
-source.password=$TRIBUTARY_TEST_MYSQL_PASSWORD
-source.server.id=$((7100 + i))
-tables.include=^$name[.]
-topic.prefix=$name
-kafka.bootstrap.servers=$TRIBUTARY_TEST_KAFKA
+    { bench_source_props "$name" $((7100 + i)); cat <<PROPS
 offsets.storage=file
 offsets.file=$work/$name.offsets
 ha.enabled=false
@@ -74,6 +64,7 @@ status.file=$work/$name.status.json
 snapshot.mode=initial
 log.level=warn
 PROPS
+    } > "$cfg"
     for kv in ${TB_INSTR_PROPS:-}; do echo "$kv" >> "$cfg"; done
     "$load" topic "$TRIBUTARY_TEST_KAFKA" "$name.$name.bulk" 1
     mysql_q "CREATE DATABASE $name"

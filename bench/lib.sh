@@ -20,6 +20,9 @@
 #   now_ms               wall clock in milliseconds
 #   median               median of the numbers on stdin, one a line (mean of the middle two)
 #   status_gtid FILE     the committed GTID in a status file ("" while there is none)
+#   bench_source_props NAME SERVER_ID  the properties every benchmark connector starts with: its
+#                        name, the test MariaDB as its source (replica SERVER_ID), the tables of
+#                        database NAME, topic prefix NAME, the test Kafka
 #   wait_caught_up FILE SECONDS  waits until the committed GTID in status file FILE equals the
 #                        server's @@gtid_binlog_pos; fails after SECONDS or when run_pid is gone
 #   bench_rounds RUNS FUNC  RUNS rounds; in each, FUNC TAG BINARY I for every TAG of the array
@@ -97,6 +100,21 @@ try:
     print(p.get("gtid") or "")
 except Exception:
     print("")' "$1"
+}
+
+bench_source_props() {
+  cat <<PROPS
+name=$1
+source.type=mysql
+source.host=$TRIBUTARY_TEST_MYSQL_HOST
+source.port=$TRIBUTARY_TEST_MYSQL_PORT
+source.user=$TRIBUTARY_TEST_MYSQL_USER
+source.password=$TRIBUTARY_TEST_MYSQL_PASSWORD
+source.server.id=$2
+tables.include=^$1[.]
+topic.prefix=$1
+kafka.bootstrap.servers=$TRIBUTARY_TEST_KAFKA
+PROPS
 }
 
 wait_caught_up() {
