@@ -90,13 +90,13 @@ uint32_t bl_crc32(uint32_t crc, const uint8_t *p, size_t len)
         if (have)
             return crc32_fold(crc, p, len);
     }
-    return (uint32_t)crc32(crc, p, (uInt)len);
+    return (uint32_t)crc32_z(crc, p, len);
 }
 #else
 const uint64_t bl_crc32_fold_k[4] = {0, 0, 0, 0};
 
 uint32_t bl_crc32(uint32_t crc, const uint8_t *p, size_t len)
 {
-    return (uint32_t)crc32(crc, p, (uInt)len);
+    return (uint32_t)crc32_z(crc, p, len);
 }
 #endif
