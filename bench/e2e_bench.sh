@@ -108,13 +108,7 @@ PROPS
     if grep -qE "ERROR|WARN" "$work/$name.log"; then echo "run $i log:" >&2; grep -E "ERROR|WARN" "$work/$name.log" | head -5 >&2; fi
 }
 
-tags=(this)
-declare -A bin=([this]="$build/app/tributary")
-if [[ -n "${TB_E2E_BASELINE:-}" ]]; then
-    bench_build_rev "$TB_E2E_BASELINE" "${TB_E2E_BASELINE_BUILD_DIR:-}"
-    tags=(base this)
-    bin[base]="$base_build/app/tributary"
-fi
+bench_tags "${TB_E2E_BASELINE:-}" "${TB_E2E_BASELINE_BUILD_DIR:-}"
 bench_rounds "$runs" one_run
 
 {

@@ -100,13 +100,7 @@ PROPS
     fi
 }
 
-tags=(this)
-declare -A bin=([this]="$build/app/tributary")
-if [[ -n "${TB_INSTR_BASELINE:-}" ]]; then
-    bench_build_rev "$TB_INSTR_BASELINE"
-    tags=(base this)
-    bin[base]="$base_build/app/tributary"
-fi
+bench_tags "${TB_INSTR_BASELINE:-}"
 bench_rounds "$runs" one_run
 
 {

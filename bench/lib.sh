@@ -25,6 +25,8 @@
 #                        database NAME, topic prefix NAME, the test Kafka
 #   wait_caught_up FILE SECONDS  waits until the committed GTID in status file FILE equals the
 #                        server's @@gtid_binlog_pos; fails after SECONDS or when run_pid is gone
+#   bench_tags [REV [DIR]]  tags=(this) and bin[this] (this tree's build); with REV also the
+#                        baseline: bench_build_rev REV DIR, tags=(base this), bin[base]
 #   bench_rounds RUNS FUNC  RUNS rounds; in each, FUNC TAG BINARY I for every TAG of the array
 #                        tags, in order (baseline first), BINARY being ${bin[TAG]}; creates
 #                        $work/results.TAG for FUNC to append a line of figures to
@@ -125,6 +127,16 @@ wait_caught_up() {
     if ! kill -0 "$run_pid" 2>/dev/null; then echo "tributary run stopped early" >&2; return 1; fi
     sleep 0.05
   done
+}
+
+bench_tags() {
+  tags=(this)
+  declare -gA bin=([this]="$build/app/tributary")
+  if [[ -n "${1:-}" ]]; then
+    bench_build_rev "$1" "${2:-}"
+    tags=(base this)
+    bin[base]="$base_build/app/tributary"
+  fi
 }
 
 bench_rounds() {
