@@ -148,13 +148,13 @@ static int64_t run_kafka_waiting(run_ctx *r, int64_t now, uint64_t acked, uint64
     return r->ack_since_ms;
 }
 
+const char RUN_SNAP_NONE[] = "none", RUN_SNAP_RUNNING[] = "running", RUN_SNAP_DONE[] = "done",
+           RUN_SNAP_FAILED[] = "failed";
+
 /* The status file: rewritten every RUN_STATUS_EVERY_MS, and at once when the
  * state changes. A streaming binlog source whose connection is down is
  * "reconnecting", its lag counted from the newest event sent or the last
  * moment it was known caught up, so it grows while the source is away. */
-const char RUN_SNAP_NONE[] = "none", RUN_SNAP_RUNNING[] = "running", RUN_SNAP_DONE[] = "done",
-           RUN_SNAP_FAILED[] = "failed";
-
 void run_write_status(run_ctx *r, const char *state, const char *error, bool force)
 {
     int64_t down_since = 0;
