@@ -3,7 +3,7 @@ FROM debian:bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config librdkafka-dev libmariadb-dev libsqlite3-dev \
-      libjansson-dev libzstd-dev libmicrohttpd-dev \
+      libjansson-dev libzstd-dev libmicrohttpd-dev libavro-dev libcurl4-openssl-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -11,9 +11,12 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTB_TESTS=OFF \
  && cmake --build /build -j"$(nproc)" --target tributary
 
 FROM debian:bookworm-slim
+# libmicrohttpd12 (metrics.listen) and libcurl4 (schema.registry.url) are loaded when a
+# configuration uses them, not linked: install them here, the image's default serves /metrics.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      librdkafka1 libmariadb3 libsqlite3-0 libjansson4 libzstd1 libmicrohttpd12 ca-certificates curl \
+      librdkafka1 libmariadb3 libsqlite3-0 libjansson4 libzstd1 libavro23 libmicrohttpd12 libcurl4 \
+      ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --home-dir /var/lib/tributary --create-home tributary
 COPY --from=build /build/app/tributary /usr/local/bin/tributary

@@ -52,6 +52,9 @@ TB_MUST_USE tb_code app_metrics_start(const cfg *c, app_metrics_role role, app_m
 void app_metrics_stop(app_metrics *m);
 
 /* Parse "HOST:PORT" ("[v6]:PORT" for IPv6). Exposed for tests. */
+/* libmicrohttpd's version, loading it (it is loaded only when an endpoint starts). */
+const char *app_metrics_http_version(void);
+
 TB_MUST_USE tb_code app_metrics_parse_listen(const char *s, char *host, size_t host_cap, unsigned *port, tb_error *err);
 /* Whether a listen host reaches this host only (127.0.0.0/8, ::1, ::ffff:127.x, localhost).
  * Bound elsewhere without metrics.token, the endpoint logs a WARN at start. */

@@ -17,6 +17,9 @@
  * metrics.token: every request must carry "Authorization: Bearer <token>"
  * (compared in constant time), else 401. Bound to an address other than
  * loopback without a token: a WARN at start.
+ *
+ * libmicrohttpd is loaded when an endpoint starts (tb_dl.h): a run without
+ * metrics.listen does not map it and its TLS library (about 1.5 MiB resident).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,7 +35,56 @@
 #include <unistd.h>
 
 #include "app_metrics_int.h"
+#include "tb_dl.h"
 #include "tb_log.h"
+
+/* libmicrohttpd's functions, resolved by mhd_load. */
+static struct {
+    const union MHD_ConnectionInfo *(*get_connection_info)(struct MHD_Connection *c,
+                                                           enum MHD_ConnectionInfoType k, ...);
+    const char *(*lookup_connection_value)(struct MHD_Connection *c, enum MHD_ValueKind kind, const char *key);
+    struct MHD_Response *(*create_response_from_buffer)(size_t size, void *buffer, enum MHD_ResponseMemoryMode mode);
+    enum MHD_Result (*add_response_header)(struct MHD_Response *r, const char *header, const char *content);
+    enum MHD_Result (*queue_response)(struct MHD_Connection *c, unsigned int status, struct MHD_Response *r);
+    void (*destroy_response)(struct MHD_Response *r);
+    struct MHD_Daemon *(*start_daemon)(unsigned int flags, uint16_t port, MHD_AcceptPolicyCallback apc, void *apc_cls,
+                                       MHD_AccessHandlerCallback dh, void *dh_cls, ...);
+    void (*stop_daemon)(struct MHD_Daemon *d);
+    const char *(*get_version)(void);
+} mhd;
+static pthread_once_t g_mhd_once = PTHREAD_ONCE_INIT;
+static tb_error g_mhd_err;
+
+static void mhd_load_once(void)
+{
+    const tb_dl_sym syms[] = {
+        TB_DL_SYM("MHD_get_connection_info", mhd.get_connection_info),
+        TB_DL_SYM("MHD_lookup_connection_value", mhd.lookup_connection_value),
+        TB_DL_SYM("MHD_create_response_from_buffer", mhd.create_response_from_buffer),
+        TB_DL_SYM("MHD_add_response_header", mhd.add_response_header),
+        TB_DL_SYM("MHD_queue_response", mhd.queue_response),
+        TB_DL_SYM("MHD_destroy_response", mhd.destroy_response),
+        TB_DL_SYM("MHD_start_daemon", mhd.start_daemon),
+        TB_DL_SYM("MHD_stop_daemon", mhd.stop_daemon),
+        TB_DL_SYM("MHD_get_version", mhd.get_version),
+    };
+    g_mhd_err.code = TB_OK;
+    (void)tb_dl_load("libmicrohttpd.so.12", syms, sizeof(syms) / sizeof(syms[0]), "metrics.listen (the HTTP endpoint)",
+                     "libmicrohttpd12", &g_mhd_err);
+}
+
+static tb_code mhd_load(tb_error *err)
+{
+    pthread_once(&g_mhd_once, mhd_load_once);
+    if (g_mhd_err.code != TB_OK && err)
+        *err = g_mhd_err;
+    return g_mhd_err.code;
+}
+
+const char *app_metrics_http_version(void)
+{
+    return mhd_load(NULL) == TB_OK ? mhd.get_version() : "(cannot be loaded)";
+}
 
 #define APP_HTTP_MAX 64         /* open connections at most */
 #define APP_HTTP_ROOM 8         /* kept free for new connections (probes) */
@@ -146,7 +198,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     }
     if (h->nconns >= APP_HTTP_MAX - APP_HTTP_ROOM)
         evict_one(h);
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ci = mhd.get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     for (size_t i = 0; i < sizeof(h->conns) / sizeof(h->conns[0]); i++) {
         app_http_conn *c = &h->conns[i];
         if (c->conn)
@@ -167,7 +219,7 @@ static bool authorized(const struct app_http *h, struct MHD_Connection *conn)
 {
     if (!h->token)
         return true;
-    const char *a = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *a = mhd.lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!a || strncmp(a, "Bearer ", 7) != 0)
         return false;
     a += 7;
@@ -226,14 +278,14 @@ bool app_metrics_is_loopback(const char *host)
 
 static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *type, tb_buf *body)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(body->len, body->data ? body->data : (void *)"",
+    struct MHD_Response *r = mhd.create_response_from_buffer(body->len, body->data ? body->data : (void *)"",
                                                              MHD_RESPMEM_MUST_COPY);
     if (!r)
         return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    enum MHD_Result ok = MHD_queue_response(conn, status, r);
-    MHD_destroy_response(r);
+    mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    mhd.add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    enum MHD_Result ok = mhd.queue_response(conn, status, r);
+    mhd.destroy_response(r);
     return ok;
 }
 
@@ -245,7 +297,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     app_metrics *m = cls;
     if (!*req) { /* first call: headers only */
         *req = (void *)1;
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        const union MHD_ConnectionInfo *ci = mhd.get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         app_http_conn *c = ci ? ci->socket_context : NULL;
         if (c)
             c->headers_done = true;
@@ -261,13 +313,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     if (!authorized(m->http, conn)) {
         tb_buf_puts(&b, "unauthorized: send Authorization: Bearer <metrics.token>\n");
-        struct MHD_Response *r = MHD_create_response_from_buffer(b.len, b.data, MHD_RESPMEM_MUST_COPY);
+        struct MHD_Response *r = mhd.create_response_from_buffer(b.len, b.data, MHD_RESPMEM_MUST_COPY);
         rc = MHD_NO;
         if (r) {
-            MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-            MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
-            rc = MHD_queue_response(conn, MHD_HTTP_UNAUTHORIZED, r);
-            MHD_destroy_response(r);
+            mhd.add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+            mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+            rc = mhd.queue_response(conn, MHD_HTTP_UNAUTHORIZED, r);
+            mhd.destroy_response(r);
         }
     } else if (strcmp(url, "/metrics") == 0 && get) {
         if (app_metrics_render(m, &b) == TB_OK) {
@@ -310,6 +362,8 @@ tb_code app_metrics_start(const cfg *c, app_metrics_role role, app_metrics **out
     char host[256];
     unsigned port;
     tb_code rc = app_metrics_parse_listen(listen, host, sizeof host, &port, err);
+    if (rc == TB_OK)
+        rc = mhd_load(err);
     if (rc != TB_OK)
         return rc;
     struct sockaddr_storage ss;
@@ -366,7 +420,7 @@ tb_code app_metrics_start(const cfg *c, app_metrics_role role, app_metrics **out
         return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
     }
     m->http = h;
-    m->httpd = MHD_start_daemon(flags | MHD_USE_AUTO, (uint16_t)port, NULL, NULL, on_request, m,
+    m->httpd = mhd.start_daemon(flags | MHD_USE_AUTO, (uint16_t)port, NULL, NULL, on_request, m,
                                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_SOCK_ADDR, &ss,
                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)APP_HTTP_IDLE_S, MHD_OPTION_CONNECTION_LIMIT,
                                 (unsigned)APP_HTTP_MAX, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
@@ -390,7 +444,7 @@ void app_metrics_stop(app_metrics *m)
     if (!m)
         return;
     if (m->httpd)
-        MHD_stop_daemon(m->httpd);
+        mhd.stop_daemon(m->httpd);
     if (m->http) {
         free(m->http->token);
         pthread_mutex_destroy(&m->http->log_mu);

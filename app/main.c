@@ -3,7 +3,6 @@
  */
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
-#include <microhttpd.h>
 #include <mysql.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #endif
 
 #include "app.h"
+#include "app_metrics.h"
 
 typedef struct app_cmd {
     const char *name;
@@ -148,7 +148,7 @@ int main(int argc, char **argv)
         printf("MariaDB Connector/C %s\n", mysql_get_client_info());
         printf("SQLite %s\n", sqlite3_libversion());
         printf("Jansson %s\n", jansson_version_str());
-        printf("libmicrohttpd %s\n", MHD_get_version());
+        printf("libmicrohttpd %s\n", app_metrics_http_version());
         return 0;
     }
     if (strcmp(argv[1], "--help-config") == 0) {

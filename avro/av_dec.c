@@ -10,6 +10,7 @@
 
 #include <avro.h>
 
+#include "av_lib.h"
 #include "evt_json.h"
 
 #define AV_DEC_MAX_DEPTH 64
@@ -26,11 +27,11 @@ void av_reader_free(av_reader *r)
     if (!r)
         return;
     if (r->have_value)
-        avro_value_decref(&r->value);
+        av_lib.value_decref(&r->value);
     if (r->iface)
         avro_value_iface_decref(r->iface);
     if (r->schema)
-        avro_schema_decref(r->schema);
+        av_lib.schema_decref(r->schema);
     free(r);
 }
 
@@ -50,7 +51,7 @@ typedef struct rec_walk {
 static bool makeable(rec_walk *w, avro_schema_t t, int depth)
 {
     while (is_avro_link(t))
-        t = avro_schema_link_target(t);
+        t = av_lib.schema_link_target(t);
     if (!is_avro_record(t))
         return true;
     for (size_t i = 0; i < w->n; i++)
@@ -75,8 +76,8 @@ static bool makeable(rec_walk *w, avro_schema_t t, int depth)
     size_t me = w->n++;
     w->rec[me] = t;
     w->done[me] = false;
-    for (size_t i = 0; i < avro_schema_record_size(t); i++)
-        if (!makeable(w, avro_schema_record_field_get_by_index(t, (int)i), depth + 1))
+    for (size_t i = 0; i < av_lib.schema_record_size(t); i++)
+        if (!makeable(w, av_lib.schema_record_field_get_by_index(t, (int)i), depth + 1))
             return false;
     w->done[me] = true;
     return true;
@@ -85,12 +86,15 @@ static bool makeable(rec_walk *w, avro_schema_t t, int depth)
 tb_code av_reader_new(const char *writer_json, size_t len, av_reader **out, tb_error *err)
 {
     *out = NULL;
+    tb_code lrc = av_lib_load(err);
+    if (lrc != TB_OK)
+        return lrc;
     av_reader *r = calloc(1, sizeof(*r));
     if (!r)
         return tb_error_set(err, TB_ERR_NOMEM, false, "Avro reader: out of memory");
-    if (avro_schema_from_json_length(writer_json, len, &r->schema) != 0) {
+    if (av_lib.schema_from_json_length(writer_json, len, &r->schema) != 0) {
         tb_code rc = tb_error_set(err, TB_ERR_CORRUPT, false, "Avro writer schema does not parse: %s",
-                                  avro_strerror());
+                                  av_lib.strerror());
         av_reader_free(r);
         return rc;
     }
@@ -108,8 +112,9 @@ tb_code av_reader_new(const char *writer_json, size_t len, av_reader **out, tb_e
                             "Avro writer schema: a record holds itself through fields that are records all the "
                             "way round (or nests records too deeply): no value of it can exist");
     }
-    if (!(r->iface = avro_generic_class_from_schema(r->schema)) || avro_generic_value_new(r->iface, &r->value) != 0) {
-        tb_code rc = tb_error_set(err, TB_ERR_CORRUPT, false, "Avro writer schema: %s", avro_strerror());
+    if (!(r->iface = av_lib.generic_class_from_schema(r->schema)) ||
+        av_lib.generic_value_new(r->iface, &r->value) != 0) {
+        tb_code rc = tb_error_set(err, TB_ERR_CORRUPT, false, "Avro writer schema: %s", av_lib.strerror());
         av_reader_free(r);
         return rc;
     }
@@ -200,7 +205,7 @@ static bool put_value(evt_jw *w, avro_value_t *v, int depth)
         int e;
         if (avro_value_get_enum(v, &e))
             return false;
-        const char *sym = avro_schema_enum_get(avro_value_get_schema(v), e);
+        const char *sym = av_lib.schema_enum_get(avro_value_get_schema(v), e);
         if (!sym)
             return false;
         evt_jw_str(w, sym, strlen(sym));
@@ -295,20 +300,20 @@ static bool check(span *s, avro_schema_t t, int depth)
     case AVRO_DOUBLE: return skip(s, 8);
     case AVRO_STRING:
     case AVRO_BYTES: return rd_long(s, &v) && skip(s, v);
-    case AVRO_FIXED: return skip(s, avro_schema_fixed_size(t));
-    case AVRO_ENUM: return rd_long(s, &v) && v >= 0 && v < avro_schema_enum_number_of_symbols(t);
+    case AVRO_FIXED: return skip(s, av_lib.schema_fixed_size(t));
+    case AVRO_ENUM: return rd_long(s, &v) && v >= 0 && v < av_lib.schema_enum_number_of_symbols(t);
     case AVRO_UNION:
-        return rd_long(s, &v) && v >= 0 && (size_t)v < avro_schema_union_size(t) &&
-               check(s, avro_schema_union_branch(t, (int)v), depth + 1);
+        return rd_long(s, &v) && v >= 0 && (size_t)v < av_lib.schema_union_size(t) &&
+               check(s, av_lib.schema_union_branch(t, (int)v), depth + 1);
     case AVRO_RECORD:
-        for (size_t i = 0; i < avro_schema_record_size(t); i++)
-            if (!check(s, avro_schema_record_field_get_by_index(t, (int)i), depth + 1))
+        for (size_t i = 0; i < av_lib.schema_record_size(t); i++)
+            if (!check(s, av_lib.schema_record_field_get_by_index(t, (int)i), depth + 1))
                 return false;
         return true;
     case AVRO_ARRAY:
     case AVRO_MAP: {
         bool map = avro_typeof(t) == AVRO_MAP;
-        avro_schema_t item = map ? avro_schema_map_values(t) : avro_schema_array_items(t);
+        avro_schema_t item = map ? av_lib.schema_map_values(t) : av_lib.schema_array_items(t);
         int64_t total = 0;
         for (;;) {
             int64_t n;
@@ -331,7 +336,7 @@ static bool check(span *s, avro_schema_t t, int depth)
                     return false;
         }
     }
-    case AVRO_LINK: return check(s, avro_schema_link_target(t), depth + 1);
+    case AVRO_LINK: return check(s, av_lib.schema_link_target(t), depth + 1);
     default: return false;
     }
 }
@@ -342,17 +347,17 @@ tb_code av_reader_json(av_reader *r, const void *body, size_t len, tb_buf *out, 
     if (!check(&sp, r->schema, 0) || sp.p != sp.end)
         return tb_error_set(err, TB_ERR_CORRUPT, false, "Avro body of %zu bytes does not match its schema", len);
     avro_value_reset(&r->value);
-    avro_reader_t rd = avro_reader_memory(body, (int64_t)len);
+    avro_reader_t rd = av_lib.reader_memory(body, (int64_t)len);
     if (!rd)
         return tb_error_set(err, TB_ERR_NOMEM, false, "Avro reader: out of memory");
     tb_code rc = TB_OK;
     char extra;
-    if (avro_value_read(rd, &r->value) != 0)
+    if (av_lib.value_read(rd, &r->value) != 0)
         rc = tb_error_set(err, TB_ERR_CORRUPT, false, "Avro body of %zu bytes does not match its schema: %s", len,
-                          avro_strerror());
-    else if (avro_read(rd, &extra, 1) == 0)
+                          av_lib.strerror());
+    else if (av_lib.read(rd, &extra, 1) == 0)
         rc = tb_error_set(err, TB_ERR_CORRUPT, false, "Avro body of %zu bytes: bytes left after the value", len);
-    avro_reader_free(rd);
+    av_lib.reader_free(rd);
     if (rc != TB_OK)
         return rc;
     size_t start = out->len;

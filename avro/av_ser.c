@@ -12,6 +12,7 @@
 
 #include "av_conv.h"
 #include "av_dec.h"
+#include "av_lib.h"
 #include "evt_json.h"
 #include "sreg.h"
 #include "tb_clock.h"
@@ -72,8 +73,11 @@ void av_ser_close(av_ser *s)
 tb_code av_ser_open(const cfg *c, av_ser **out, tb_error *err)
 {
     *out = NULL;
+    tb_code rc = av_lib_load(err);
+    if (rc != TB_OK)
+        return rc;
     char *password = NULL;
-    tb_code rc = cfg_get_secret(c, CFGK_SCHEMA_REGISTRY_BASIC_AUTH_PASSWORD, &password, err);
+    rc = cfg_get_secret(c, CFGK_SCHEMA_REGISTRY_BASIC_AUTH_PASSWORD, &password, err);
     if (rc != TB_OK)
         return rc;
     av_ser *s = calloc(1, sizeof(*s));
@@ -326,12 +330,12 @@ static tb_code lookup(av_ser *s, const char *subject, const char *what, const ch
     }
     /* avro-c parses it as every consumer will: a name clash or a bad name fails here, not there */
     avro_schema_t parsed = NULL;
-    if (avro_schema_from_json_length(s->avsc.data, s->avsc.len, &parsed) != 0) {
+    if (av_lib.schema_from_json_length(s->avsc.data, s->avsc.len, &parsed) != 0) {
         rc = tb_error_set(err, TB_ERR_INVALID, false, "%s: the Avro schema of subject %s is not valid Avro: %s", what,
-                          subject, avro_strerror());
+                          subject, av_lib.strerror());
         goto fail;
     }
-    avro_schema_decref(parsed);
+    av_lib.schema_decref(parsed);
     if ((rc = register_retrying(s, subject, what, &e->id, err)) != TB_OK)
         goto fail;
     if (tb_hmap_put(&s->cache, s->key.data, s->key.len, &slot) != TB_OK) {

@@ -1,7 +1,10 @@
 /* The `tributary` binary: help, config errors, exit codes, status. */
+#include <dlfcn.h>
 #include <librdkafka/rdkafka.h>
+#include <link.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "app_status.h"
 #include "cfg.h"
@@ -61,6 +64,60 @@ Test(cli, version_names_the_libraries)
     cr_expect_not_null(strstr(r.out.data, "\nJansson 2."), "%s", r.out.data);
     cr_expect_not_null(strstr(r.out.data, "\nlibmicrohttpd "), "%s", r.out.data);
     run_result_free(&r);
+}
+
+/* libcurl, libavro and libmicrohttpd are loaded at their first use (DESIGN 2): a command that
+ * uses none of them maps none of them, nor their own dependencies (GnuTLS, Kerberos, snappy). The
+ * dynamic loader's own trace is the oracle. */
+Test(cli, optional_libraries_are_not_loaded_unless_used)
+{
+    run_result r = run_tributary((const char *[]){"--help", NULL}, (const char *[]){"LD_DEBUG=libs", NULL});
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err.data);
+    cr_assert_not_null(strstr(r.err.data, "librdkafka.so.1"), "no loader trace:\n%.2000s", r.err.data);
+    const char *absent[] = {"libcurl.so", "libavro.so", "libmicrohttpd.so", "libgnutls.so", "libkrb5", "libsnappy.so"};
+    for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++)
+        cr_expect_null(strstr(r.err.data, absent[i]), "%s is loaded by --help", absent[i]);
+    run_result_free(&r);
+}
+
+/* The file a shared library name resolves to, as the dynamic loader finds it. */
+static void lib_path(const char *soname, char *out, size_t cap)
+{
+    void *h = dlopen(soname, RTLD_LAZY | RTLD_LOCAL);
+    cr_assert_not_null(h, "%s: %s", soname, dlerror());
+    struct link_map *lm = NULL;
+    cr_assert_eq(dlinfo(h, RTLD_DI_LINKMAP, &lm), 0);
+    snprintf(out, cap, "%s", lm->l_name);
+    dlclose(h);
+}
+
+/* A host without the library a setting needs: exit 2 at start, naming the library, what needs it
+ * and the package to install. The library is hidden in a mount namespace of the command only. */
+Test(cli, missing_optional_library_is_exit_2_naming_it)
+{
+    char lib[512];
+    lib_path("libmicrohttpd.so.12", lib, sizeof lib);
+    char body[512];
+    snprintf(body, sizeof body,
+             "name=dl_missing\nsource.type=mysql\nsource.host=127.0.0.1\nsource.port=1\nsource.user=u\n"
+             "source.password=p\ntopic.prefix=dl\nkafka.bootstrap.servers=127.0.0.1:1\noffsets.storage=file\n"
+             "offsets.file=%s/off\nha.enabled=false\nmetrics.listen=127.0.0.1:0\n",
+             dir);
+    const char *conf = write_file("dl.properties", body);
+    char errf[128], cmd[2048];
+    snprintf(errf, sizeof errf, "%s/dl.err", dir);
+    snprintf(cmd, sizeof cmd, "unshare -m sh -c 'mount --bind /dev/null %s && exec %s run --config %s' 2>%s", lib,
+             TRIBUTARY_BIN, conf, errf);
+    int st = system(cmd);
+    cr_assert(WIFEXITED(st), "%s", cmd);
+    tb_buf err;
+    tb_buf_init(&err, 0);
+    run_slurp(errf, &err);
+    cr_assert_eq(WEXITSTATUS(st), 2, "%s\n%s", cmd, tb_buf_cstr(&err));
+    cr_expect_not_null(strstr(tb_buf_cstr(&err), "metrics.listen"), "%s", tb_buf_cstr(&err));
+    cr_expect_not_null(strstr(tb_buf_cstr(&err), "libmicrohttpd.so.12"), "%s", tb_buf_cstr(&err));
+    cr_expect_not_null(strstr(tb_buf_cstr(&err), "install libmicrohttpd12"), "%s", tb_buf_cstr(&err));
+    tb_buf_free(&err);
 }
 
 Test(cli, no_arguments_is_usage_error)

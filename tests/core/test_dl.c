@@ -1,0 +1,46 @@
+/* tb_dl: a library loaded at its first use; a missing library or symbol is an
+ * error that names it, what needed it and the package to install. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "tb_dl.h"
+
+Test(dl, resolves_functions)
+{
+    double (*f_cos)(double) = NULL;
+    double (*f_sqrt)(double) = NULL;
+    const tb_dl_sym syms[] = {TB_DL_SYM("cos", f_cos), TB_DL_SYM("sqrt", f_sqrt)};
+    tb_error err = {0};
+    cr_assert_eq(tb_dl_load("libm.so.6", syms, 2, "a test", "libc6", &err), TB_OK, "%s", err.msg);
+    cr_assert_not_null(f_cos);
+    cr_assert_not_null(f_sqrt);
+    cr_assert_eq(f_cos(0.0), 1.0);
+    cr_assert_eq(f_sqrt(81.0), 9.0);
+}
+
+Test(dl, missing_library_names_it_and_the_package)
+{
+    void (*f)(void) = NULL;
+    const tb_dl_sym syms[] = {TB_DL_SYM("anything", f)};
+    tb_error err = {0};
+    cr_assert_eq(
+        tb_dl_load("libtributary-no-such-lib.so.7", syms, 1, "the schema registry client", "libnothing9", &err),
+        TB_ERR_CONFIG);
+    cr_assert_not_null(strstr(err.msg, "the schema registry client"), "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, "libtributary-no-such-lib.so.7"), "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, "install libnothing9"), "%s", err.msg);
+    cr_assert_null(f);
+}
+
+Test(dl, missing_symbol_names_it)
+{
+    double (*f_cos)(double) = NULL;
+    void (*f_none)(void) = NULL;
+    const tb_dl_sym syms[] = {TB_DL_SYM("cos", f_cos), TB_DL_SYM("tributary_no_such_function", f_none)};
+    tb_error err = {0};
+    cr_assert_eq(tb_dl_load("libm.so.6", syms, 2, "a test", "libc6", &err), TB_ERR_CONFIG);
+    cr_assert_not_null(strstr(err.msg, "tributary_no_such_function"), "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, "libm.so.6"), "%s", err.msg);
+    cr_assert_null(f_none);
+}
