@@ -310,6 +310,12 @@ static inline __attribute__((always_inline)) void put_member(evt_jw *w, const ev
         p += evt_fmt_temporal(v->kind, &v->v.t, p);
         *p++ = '"';
         break;
+    case EVT_V_DOUBLE: /* a finite number as its text (32 bytes at most); the rest as put_col_value writes them */
+        if (isfinite(v->v.d) && evt_table_column(t, i)->type != EVT_T_SQLITE_NUMERIC)
+            p += evt_fmt_double(v->v.d, p);
+        else
+            generic = true;
+        break;
     default: generic = true; break;
     }
     jw_raw_done(w, p, &spill);
@@ -554,10 +560,11 @@ static char *ts_raw(char *p, int slot, int64_t v)
     return p + last[slot].n;
 }
 
-/* "source":{...},"op":"c","ts_ms":N,"transaction":... : everything after the
- * row images, written raw in one reservation (the members never change
- * shape, only their values). The caller closes the envelope. */
-static void put_source_tail(evt_jw *w, const evt_codec_opts *o, const evt_event *e, evt_op op)
+/* The source block from "source" to its first member that changes row by row
+ * (a binlog position: up to "pos"; the other kinds: up to the table), at p;
+ * returns the end. Room: see put_source_tail. */
+static char *src_head_raw(char *p, const char *conn, size_t conn_len, const char *name, size_t name_len, int64_t cts,
+                          unsigned si, const evt_table *t, const tb_position *pos, const char *file, size_t file_len)
 {
     /* constant members as precomputed text */
 #define SNAP_LIT(v) {",\"snapshot\":\"" v "\"", sizeof(",\"snapshot\":\"" v "\"") - 1}
@@ -566,6 +573,112 @@ static void put_source_tail(evt_jw *w, const evt_codec_opts *o, const evt_event 
         size_t len;
     } snap[] = {SNAP_LIT("false"), SNAP_LIT("true"), SNAP_LIT("last")};
 #undef SNAP_LIT
+    p = RAW_LIT(p, "\"source\":{\"version\":\"" EVT_SOURCE_VERSION "\",\"connector\":\"");
+    p = raw_lit(p, conn, conn_len); /* a fixed lowercase name */
+    p = RAW_LIT(p, "\",\"name\":");
+    p = jw_str_raw(p, name, name_len);
+    p = RAW_LIT(p, ",\"ts_ms\":");
+    p = ts_raw(p, TS_COMMIT, cts);
+    p = raw_lit(p, snap[si].text, snap[si].len);
+    *p++ = ',';
+    if (t->srcfrag)
+        p = raw_lit(p, t->srcfrag, t->srcfrag_len);
+    else {
+        const char *db = evt_table_db(t), *table = evt_table_name(t);
+        p = RAW_LIT(p, "\"db\":");
+        p = raw_cstr(p, db, opt_len(db));
+        p = RAW_LIT(p, ",\"table\":");
+        p = raw_cstr(p, table, opt_len(table));
+    }
+    if (pos->kind == TB_POS_MYSQL) {
+        p = RAW_LIT(p, ",\"server_id\":");
+        p = jw_u64_raw(p, pos->server_id);
+        p = RAW_LIT(p, ",\"file\":");
+        p = jw_str_raw(p, file, file_len);
+        p = RAW_LIT(p, ",\"pos\":");
+    }
+    return p;
+}
+
+/* src_head_raw's last text and what it was made of, per thread: the rows of a
+ * transaction (and of a snapshot) repeat it. The inputs are kept by value and
+ * compared so, never by address alone: a table, a file name or the options
+ * may be freed and their memory reused. A head whose inputs do not fit is
+ * written each time. */
+enum { SRC_MEMO_NAME = 128, SRC_MEMO_FRAG = 320, SRC_MEMO_FILE = 128, SRC_MEMO_TEXT = 1536 };
+typedef struct {
+    const char *conn; /* a static name (evt_connector_name) */
+    int64_t cts;
+    uint64_t server_id;
+    unsigned si;
+    int kind;
+    uint32_t name_len, frag_len, file_len, text_len; /* text_len 0: nothing remembered */
+    char name[SRC_MEMO_NAME], frag[SRC_MEMO_FRAG], file[SRC_MEMO_FILE], text[SRC_MEMO_TEXT];
+} src_memo;
+
+static inline bool src_memo_fits(const evt_table *t, size_t name_len, size_t file_len)
+{
+    return t->srcfrag && name_len <= SRC_MEMO_NAME && t->srcfrag_len <= SRC_MEMO_FRAG && file_len <= SRC_MEMO_FILE;
+}
+
+static bool src_memo_hit(const src_memo *m, const char *conn, const char *name, size_t name_len, int64_t cts,
+                         unsigned si, const evt_table *t, const tb_position *pos, const char *file, size_t file_len)
+{
+    return m->text_len && m->conn == conn && m->cts == cts && m->si == si && m->kind == (int)pos->kind &&
+           (pos->kind != TB_POS_MYSQL || m->server_id == pos->server_id) && m->name_len == name_len &&
+           m->frag_len == t->srcfrag_len && m->file_len == file_len && memcmp(m->name, name, name_len) == 0 &&
+           memcmp(m->frag, t->srcfrag, t->srcfrag_len) == 0 && (!file_len || memcmp(m->file, file, file_len) == 0);
+}
+
+static void src_memo_keep(src_memo *m, const char *conn, const char *name, size_t name_len, int64_t cts, unsigned si,
+                          const evt_table *t, const tb_position *pos, const char *file, size_t file_len,
+                          const char *text, size_t text_len)
+{
+    m->text_len = 0;
+    if (text_len > SRC_MEMO_TEXT)
+        return;
+    m->conn = conn;
+    m->cts = cts;
+    m->si = si;
+    m->kind = (int)pos->kind;
+    m->server_id = pos->server_id;
+    m->name_len = (uint32_t)name_len;
+    m->frag_len = (uint32_t)t->srcfrag_len;
+    m->file_len = (uint32_t)file_len;
+    memcpy(m->name, name, name_len);
+    memcpy(m->frag, t->srcfrag, t->srcfrag_len);
+    if (file_len)
+        memcpy(m->file, file, file_len);
+    memcpy(m->text, text, text_len);
+    m->text_len = (uint32_t)text_len;
+}
+
+/* A transaction id's quoted, escaped text at p, remembered per thread by
+ * value: every row of a transaction writes it twice (gtid, transaction). */
+static char *tx_raw(char *p, const char *tx, size_t len)
+{
+    static _Thread_local struct {
+        uint32_t len, qlen; /* qlen 0: nothing remembered */
+        char raw[64];
+        char q[EVT_JW_ESC_ROOM(64) + 2];
+    } m;
+    if (len > sizeof m.raw)
+        return jw_str_raw(p, tx, len);
+    if (m.qlen == 0 || m.len != len || memcmp(m.raw, tx, len) != 0) {
+        m.qlen = (uint32_t)(jw_str_raw(m.q, tx, len) - m.q);
+        memcpy(m.raw, tx, len);
+        m.len = (uint32_t)len;
+    }
+    memcpy(p, m.q, m.qlen);
+    return p + m.qlen;
+}
+
+/* "source":{...},"op":"c","ts_ms":N,"transaction":... : everything after the
+ * row images, written raw in one reservation (the members never change
+ * shape, only their values). The caller closes the envelope. */
+static void put_source_tail(evt_jw *w, const evt_codec_opts *o, const evt_event *e, evt_op op)
+{
+    static _Thread_local src_memo memo;
     const evt_table *t = evt_event_table(e);
     const tb_position *pos = evt_event_position(e);
     const char *conn = evt_connector_name(evt_event_connector(e));
@@ -585,41 +698,31 @@ static void put_source_tail(evt_jw *w, const evt_codec_opts *o, const evt_event 
            tx_len = opt_len(tx), db_len = opt_len(db), table_len = opt_len(table);
     size_t need = 256 + t->srcfrag_len + 6 * 24 + conn_len +
                   EVT_JW_ESC_ROOM(name_len + file_len + gtid_len + tx_len + db_len + table_len) + 6 * 16;
+    int64_t cts = evt_event_commit_ts_ms(e);
+    unsigned si = (unsigned)evt_event_snapshot(e) <= 2 ? (unsigned)evt_event_snapshot(e) : 0;
     if (!jw_pre(w, 0)) /* the comma before "source" */
         return;
     tb_buf spill = {0}; /* used only when w's buffer is bounded (jw_raw_room) */
     char *p = jw_raw_room(w, need, &spill);
     if (!p)
         return;
-    p = RAW_LIT(p, "\"source\":{\"version\":\"" EVT_SOURCE_VERSION "\",\"connector\":\"");
-    p = raw_lit(p, conn, conn_len); /* a fixed lowercase name */
-    p = RAW_LIT(p, "\",\"name\":");
-    p = jw_str_raw(p, name, name_len);
-    p = RAW_LIT(p, ",\"ts_ms\":");
-    p = ts_raw(p, TS_COMMIT, evt_event_commit_ts_ms(e));
-    unsigned si = (unsigned)evt_event_snapshot(e) <= 2 ? (unsigned)evt_event_snapshot(e) : 0;
-    p = raw_lit(p, snap[si].text, snap[si].len);
-    *p++ = ',';
-    if (t->srcfrag)
-        p = raw_lit(p, t->srcfrag, t->srcfrag_len);
-    else {
-        p = RAW_LIT(p, "\"db\":");
-        p = raw_cstr(p, db, db_len);
-        p = RAW_LIT(p, ",\"table\":");
-        p = raw_cstr(p, table, table_len);
+    if (!src_memo_fits(t, name_len, file_len))
+        p = src_head_raw(p, conn, conn_len, name, name_len, cts, si, t, pos, file, file_len);
+    else if (src_memo_hit(&memo, conn, name, name_len, cts, si, t, pos, file, file_len)) {
+        memcpy(p, memo.text, memo.text_len);
+        p += memo.text_len;
+    } else {
+        char *head = p;
+        p = src_head_raw(p, conn, conn_len, name, name_len, cts, si, t, pos, file, file_len);
+        src_memo_keep(&memo, conn, name, name_len, cts, si, t, pos, file, file_len, head, (size_t)(p - head));
     }
     switch (pos->kind) {
-    case TB_POS_MYSQL:
-        p = RAW_LIT(p, ",\"server_id\":");
-        p = jw_u64_raw(p, pos->server_id);
-        p = RAW_LIT(p, ",\"file\":");
-        p = jw_str_raw(p, file, file_len);
-        p = RAW_LIT(p, ",\"pos\":");
+    case TB_POS_MYSQL: /* the head ends with "pos": */
         p = jw_u64_raw(p, at_pos);
         p = RAW_LIT(p, ",\"row\":");
         p = jw_u64_raw(p, at_row);
         p = RAW_LIT(p, ",\"gtid\":");
-        p = raw_cstr(p, gtid, gtid_len);
+        p = gtid && gtid == tx ? tx_raw(p, tx, tx_len) : raw_cstr(p, gtid, gtid_len);
         break;
     case TB_POS_SQLITE_WAL:
         p = RAW_LIT(p, ",\"salt1\":");
@@ -644,7 +747,7 @@ static void put_source_tail(evt_jw *w, const evt_codec_opts *o, const evt_event 
     p = RAW_LIT(p, ",\"transaction\":");
     if (tx) {
         p = RAW_LIT(p, "{\"id\":");
-        p = jw_str_raw(p, tx, tx_len);
+        p = tx_raw(p, tx, tx_len);
         *p++ = '}';
     } else
         p = RAW_LIT(p, "null");

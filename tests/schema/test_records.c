@@ -1,5 +1,6 @@
 /* Records on the wire: keys, envelopes, row format, rendering, schema
  * records, the Kafka Connect wrapper, positions, the message decoder. */
+#include <math.h>
 #include <stdio.h>
 
 #include "json_oracle.h"
@@ -840,4 +841,88 @@ Test(records, null_key_with_rowid)
     evt_rendered_free(&r);
     evt_event_free(u);
     evt_table_unref(t);
+}
+
+/* The source block's fixed part is remembered per thread between events (evt_json.c, src_memo)
+ * and a transaction id's text as well (tx_raw): a sequence of events in which each input of
+ * them changes or stays, at random, renders every one as its own inputs say (Jansson reads them
+ * back). The table is made anew for each event, so a freed table's memory is often reused by
+ * one of another name: the memory must be compared by value, never by address. */
+Test(records, source_block_follows_every_input)
+{
+    static const char *const dbs[] = {"shop", "shoq", "s\"q"};
+    static const char *const names[] = {"conn1", "conn2", ""};
+    static const char *const files[] = {"mysql-bin.000003", "mysql-bin.000004", ""};
+    static const char *const txs[] = {"0-1-7", "0-1-8", "0-2-7", NULL};
+    static const int64_t cts[] = {1700000000000, 1700000001000};
+    static const evt_snapshot_flag snaps[] = {EVT_SNAPSHOT_FALSE, EVT_SNAPSHOT_TRUE, EVT_SNAPSHOT_LAST};
+    static const char *const snap_text[] = {"false", "true", "last"};
+    static const evt_connector conns[] = {EVT_CONN_MARIADB, EVT_CONN_MYSQL};
+    static const char *const conn_text[] = {"mariadb", "mysql"};
+    static const double doubles[] = {1.25, -0.0, 1e300, 5e-324, 0.1, 42.0};
+    unsigned seed = 20261207;
+    for (int i = 0; i < 600; i++) {
+        size_t di = (size_t)rand_r(&seed) % 3, ni = (size_t)rand_r(&seed) % 3, fi = (size_t)rand_r(&seed) % 3,
+               ti = (size_t)rand_r(&seed) % 4, ci = (size_t)rand_r(&seed) % 2, si = (size_t)rand_r(&seed) % 3,
+               ki = (size_t)rand_r(&seed) % 2, vi = (size_t)rand_r(&seed) % 6;
+        uint64_t server_id = 1 + (uint64_t)(rand_r(&seed) % 2), pos = 4 + (uint64_t)(rand_r(&seed) % 3);
+        evt_table *t = evt_table_new(dbs[di], "orders", 2);
+        evt_table_set_column(t, 0, "id", EVT_T_BIGINT, "bigint", false, true);
+        evt_table_set_column(t, 1, "x", EVT_T_DOUBLE, "double", true, false);
+        size_t pk[] = {0};
+        evt_table_set_pk(t, pk, 1);
+        evt_table_seal(t);
+        evt_event *e = evt_event_new(EVT_OP_CREATE, t);
+        tb_position p;
+        tb_position_init(&p);
+        p.kind = TB_POS_MYSQL;
+        p.mariadb = true;
+        p.server_id = server_id;
+        tb_position_set_file(&p, files[fi]);
+        p.pos = pos;
+        evt_event_set_position(e, &p);
+        tb_position_free(&p);
+        evt_event_set_connector(e, conns[ki]);
+        evt_event_set_commit_ts_ms(e, cts[ci]);
+        evt_event_set_snapshot(e, snaps[si]);
+        if (txs[ti]) {
+            evt_event_set_txid(e, txs[ti]);
+            evt_event_set_source_row(e, pos * 10, (uint32_t)i, true);
+        }
+        evt_set_int(e, EVT_AFTER, 0, i);
+        evt_set_double(e, EVT_AFTER, 1, doubles[vi]);
+        evt_codec_opts o = ENV;
+        o.name = names[ni];
+        char *v = value_of(&o, e);
+        json_t *j = jo_parse(v, strlen(v));
+        json_t *src = json_object_get(j, "source");
+        cr_assert(json_is_object(src), "event %d: %s", i, v);
+        cr_expect_str_eq(json_string_value(json_object_get(src, "db")), dbs[di], "event %d: %s", i, v);
+        cr_expect_str_eq(json_string_value(json_object_get(src, "name")), names[ni], "event %d: %s", i, v);
+        cr_expect_str_eq(json_string_value(json_object_get(src, "file")), files[fi], "event %d: %s", i, v);
+        cr_expect_str_eq(json_string_value(json_object_get(src, "connector")), conn_text[ki], "event %d: %s", i, v);
+        cr_expect_str_eq(json_string_value(json_object_get(src, "snapshot")), snap_text[si], "event %d: %s", i, v);
+        cr_expect_eq(json_integer_value(json_object_get(src, "ts_ms")), cts[ci], "event %d: %s", i, v);
+        cr_expect_eq((uint64_t)json_integer_value(json_object_get(src, "server_id")), server_id, "event %d: %s", i, v);
+        cr_expect_eq((uint64_t)json_integer_value(json_object_get(src, "pos")), txs[ti] ? pos * 10 : pos,
+                     "event %d: %s", i, v);
+        json_t *gtid = json_object_get(src, "gtid"), *tx = json_object_get(j, "transaction");
+        if (txs[ti]) {
+            cr_expect_str_eq(json_string_value(gtid), txs[ti], "event %d: %s", i, v);
+            cr_expect_str_eq(json_string_value(json_object_get(tx, "id")), txs[ti], "event %d: %s", i, v);
+        } else {
+            cr_expect(json_is_null(gtid), "event %d: %s", i, v);
+            cr_expect(json_is_null(tx), "event %d: %s", i, v);
+        }
+        json_t *x = json_object_get(json_object_get(j, "after"), "x");
+        cr_expect(json_is_real(x) || json_is_integer(x), "event %d: %s", i, v);
+        double got = json_is_real(x) ? json_real_value(x) : (double)json_integer_value(x);
+        cr_expect(got == doubles[vi], "event %d: x %.17g in %s", i, doubles[vi], v);
+        if (signbit(doubles[vi])) /* "-0": Jansson reads it as the integer 0 */
+            cr_expect_not_null(strstr(v, "\"x\":-0}"), "event %d: %s", i, v);
+        json_decref(j);
+        free(v);
+        evt_event_free(e);
+        evt_table_unref(t);
+    }
 }
