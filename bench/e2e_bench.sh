@@ -7,7 +7,8 @@
 #                                    into build-bench-e2e-REV-src, a Release tree in
 #                                    build-bench-e2e-REV)
 #                                    and runs it and this tree in turn, RUNS rounds of one run
-#                                    each (baseline first), then prints the medians of both and
+#                                    each (baseline first in odd rounds, second in even ones),
+#                                    then prints the medians of both and
 #                                    the ratio this/baseline of each figure
 #
 # Uses the testenv in the environment (eval "$(scripts/testenv up)") or starts its own.
@@ -128,7 +129,7 @@ for tag in "${tags[@]}"; do
     echo "commit-to-Kafka latency p99 ms:           $(col "$r" 5)   (target < 20)"
 done
 if [[ -n "${TB_E2E_BASELINE:-}" ]]; then
-    echo "== this tree / baseline $base_rev (medians; interleaved, baseline first in each round)"
+    echo "== this tree / baseline $base_rev (medians; interleaved, baseline first in odd rounds, second in even ones)"
     bench_ratios 34 "6:start to first message" "1:catch-up rows/s from start" "2:catch-up rows/s first to last" \
         "7:CPU s" "3:peak RSS" "5:latency p99"
 fi

@@ -5,8 +5,9 @@
 #   bench/instr_bench.sh [RUNS]      (default 3; medians are printed at the end)
 #   TB_INSTR_BASELINE=REV bench/instr_bench.sh [RUNS]
 #                                    also builds git revision REV (bench_build_rev in bench/lib.sh)
-#                                    and runs it and this tree in turn, baseline first in each
-#                                    round, then prints the ratio this/baseline of each figure
+#                                    and runs it and this tree in turn (baseline first in odd
+#                                    rounds, second in even ones), then prints the ratio
+#                                    this/baseline of each figure
 #
 # Why: CPU seconds on a shared two-core machine move by 30-60% with the load of the hour
 # (bench/RESULTS.md), and this VM has no hardware counters (`perf stat -e instructions` is "not
@@ -114,7 +115,7 @@ for tag in "${tags[@]}"; do
     echo "instructions a row, process (less status writes):                         $(col "$r" 3)"
 done
 if [[ -n "${TB_INSTR_BASELINE:-}" ]]; then
-    echo "== this tree / baseline $base_rev (medians; interleaved, baseline first in each round)"
+    echo "== this tree / baseline $base_rev (medians; interleaved, baseline first in odd rounds, second in even ones)"
     bench_ratios 16 "1:run thread" "2:other threads" "3:process"
 fi
 } | bench_summary instr_bench

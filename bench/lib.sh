@@ -28,7 +28,9 @@
 #   bench_tags [REV [DIR]]  tags=(this) and bin[this] (this tree's build); with REV also the
 #                        baseline: bench_build_rev REV DIR, tags=(base this), bin[base]
 #   bench_rounds RUNS FUNC  RUNS rounds; in each, FUNC TAG BINARY I for every TAG of the array
-#                        tags, in order (baseline first), BINARY being ${bin[TAG]}; creates
+#                        tags, in order in odd rounds (baseline first) and in reverse in even
+#                        ones, so that neither build always runs second, after the other's load
+#                        on the broker and the source; BINARY being ${bin[TAG]}; creates
 #                        $work/results.TAG for FUNC to append a line of figures to
 #   col FILE N           median of column N of FILE
 #   bench_ratios W "N:label"...  a line "label: this / base = ratio" per column N of
@@ -140,9 +142,11 @@ bench_tags() {
 }
 
 bench_rounds() {
-  local i tag
+  local i k tag
   for i in $(seq 1 "$1"); do
-    for tag in "${tags[@]}"; do
+    for k in "${!tags[@]}"; do
+      tag=${tags[k]}
+      ((i % 2 == 0)) && tag=${tags[${#tags[@]} - 1 - k]}
       : >> "$work/results.$tag"
       "$2" "$tag" "${bin[$tag]}" "$i"
     done
