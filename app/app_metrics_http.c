@@ -52,34 +52,21 @@ static struct {
     void (*stop_daemon)(struct MHD_Daemon *d);
     const char *(*get_version)(void);
 } mhd;
-static pthread_once_t g_mhd_once = PTHREAD_ONCE_INIT;
-static tb_error g_mhd_err;
+static const tb_dl_sym mhd_syms[] = {
+    TB_DL_SYM("MHD_get_connection_info", mhd.get_connection_info),
+    TB_DL_SYM("MHD_lookup_connection_value", mhd.lookup_connection_value),
+    TB_DL_SYM("MHD_create_response_from_buffer", mhd.create_response_from_buffer),
+    TB_DL_SYM("MHD_add_response_header", mhd.add_response_header),
+    TB_DL_SYM("MHD_queue_response", mhd.queue_response),
+    TB_DL_SYM("MHD_destroy_response", mhd.destroy_response),
+    TB_DL_SYM("MHD_start_daemon", mhd.start_daemon),
+    TB_DL_SYM("MHD_stop_daemon", mhd.stop_daemon),
+    TB_DL_SYM("MHD_get_version", mhd.get_version),
+};
+static tb_dl_lib mhd_lib = TB_DL_LIB("libmicrohttpd.so.12", mhd_syms, "metrics.listen (the HTTP endpoint)",
+                                     "libmicrohttpd12");
 
-static void mhd_load_once(void)
-{
-    const tb_dl_sym syms[] = {
-        TB_DL_SYM("MHD_get_connection_info", mhd.get_connection_info),
-        TB_DL_SYM("MHD_lookup_connection_value", mhd.lookup_connection_value),
-        TB_DL_SYM("MHD_create_response_from_buffer", mhd.create_response_from_buffer),
-        TB_DL_SYM("MHD_add_response_header", mhd.add_response_header),
-        TB_DL_SYM("MHD_queue_response", mhd.queue_response),
-        TB_DL_SYM("MHD_destroy_response", mhd.destroy_response),
-        TB_DL_SYM("MHD_start_daemon", mhd.start_daemon),
-        TB_DL_SYM("MHD_stop_daemon", mhd.stop_daemon),
-        TB_DL_SYM("MHD_get_version", mhd.get_version),
-    };
-    g_mhd_err.code = TB_OK;
-    (void)tb_dl_load("libmicrohttpd.so.12", syms, sizeof(syms) / sizeof(syms[0]), "metrics.listen (the HTTP endpoint)",
-                     "libmicrohttpd12", &g_mhd_err);
-}
-
-static tb_code mhd_load(tb_error *err)
-{
-    pthread_once(&g_mhd_once, mhd_load_once);
-    if (g_mhd_err.code != TB_OK && err)
-        *err = g_mhd_err;
-    return g_mhd_err.code;
-}
+static tb_code mhd_load(tb_error *err) { return tb_dl_need(&mhd_lib, err); }
 
 const char *app_metrics_http_version(void)
 {

@@ -37,25 +37,18 @@ static struct {
     struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
     void (*slist_free_all)(struct curl_slist *l);
 } lc;
+static const tb_dl_sym curl_syms[] = {
+    TB_DL_SYM("curl_global_init", lc.global_init),     TB_DL_SYM("curl_easy_init", lc.easy_init),
+    TB_DL_SYM("curl_easy_cleanup", lc.easy_cleanup),   TB_DL_SYM("curl_easy_setopt", lc.easy_setopt),
+    TB_DL_SYM("curl_easy_perform", lc.easy_perform),   TB_DL_SYM("curl_easy_getinfo", lc.easy_getinfo),
+    TB_DL_SYM("curl_easy_strerror", lc.easy_strerror), TB_DL_SYM("curl_easy_escape", lc.easy_escape),
+    TB_DL_SYM("curl_free", lc.free),                   TB_DL_SYM("curl_slist_append", lc.slist_append),
+    TB_DL_SYM("curl_slist_free_all", lc.slist_free_all),
+};
+static tb_dl_lib curl_lib = TB_DL_LIB("libcurl.so.4", curl_syms, "the schema registry client", "libcurl4");
 static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
-static tb_error g_curl_err;
-
-static void curl_init_once(void)
-{
-    const tb_dl_sym syms[] = {
-        TB_DL_SYM("curl_global_init", lc.global_init),     TB_DL_SYM("curl_easy_init", lc.easy_init),
-        TB_DL_SYM("curl_easy_cleanup", lc.easy_cleanup),   TB_DL_SYM("curl_easy_setopt", lc.easy_setopt),
-        TB_DL_SYM("curl_easy_perform", lc.easy_perform),   TB_DL_SYM("curl_easy_getinfo", lc.easy_getinfo),
-        TB_DL_SYM("curl_easy_strerror", lc.easy_strerror), TB_DL_SYM("curl_easy_escape", lc.easy_escape),
-        TB_DL_SYM("curl_free", lc.free),                   TB_DL_SYM("curl_slist_append", lc.slist_append),
-        TB_DL_SYM("curl_slist_free_all", lc.slist_free_all),
-    };
-    g_curl_err.code = TB_OK;
-    if (tb_dl_load("libcurl.so.4", syms, sizeof(syms) / sizeof(syms[0]), "the schema registry client", "libcurl4",
-                   &g_curl_err) == TB_OK &&
-        lc.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-        tb_error_set(&g_curl_err, TB_ERR_NOMEM, false, "schema registry: libcurl cannot initialise");
-}
+static CURLcode g_curl_init;
+static void curl_init_once(void) { g_curl_init = lc.global_init(CURL_GLOBAL_DEFAULT); }
 
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
@@ -80,12 +73,13 @@ tb_code sreg_open(const sreg_opts *o, sreg **out, tb_error *err)
     *out = NULL;
     if (!o->url || !*o->url)
         return tb_error_set(err, TB_ERR_CONFIG, false, "schema.registry.url is not set");
+    tb_code lrc = tb_dl_need(&curl_lib, err);
+    if (lrc != TB_OK)
+        return lrc;
     pthread_once(&g_curl_once, curl_init_once);
-    if (g_curl_err.code != TB_OK) {
-        if (err)
-            *err = g_curl_err;
-        return g_curl_err.code;
-    }
+    if (g_curl_init != CURLE_OK)
+        return tb_error_set(err, TB_ERR_NOMEM, false, "schema registry: libcurl cannot initialise (%s)",
+                            lc.easy_strerror(g_curl_init));
     sreg *r = calloc(1, sizeof(*r));
     if (!r)
         return tb_error_set(err, TB_ERR_NOMEM, false, "schema registry: out of memory");

@@ -30,3 +30,18 @@ tb_code tb_dl_load(const char *soname, const tb_dl_sym *syms, size_t n, const ch
     }
     return TB_OK;
 }
+
+tb_code tb_dl_need(tb_dl_lib *lib, tb_error *err)
+{
+    pthread_mutex_lock(&lib->mu);
+    if (!lib->done) {
+        lib->err.code = TB_OK;
+        (void)tb_dl_load(lib->soname, lib->syms, lib->n, lib->needed_by, lib->package, &lib->err);
+        lib->done = true;
+    }
+    tb_code rc = lib->err.code;
+    if (rc != TB_OK && err)
+        *err = lib->err;
+    pthread_mutex_unlock(&lib->mu);
+    return rc;
+}

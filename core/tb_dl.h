@@ -10,6 +10,8 @@
 #ifndef TB_DL_H
 #define TB_DL_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tb_error.h"
@@ -25,9 +27,28 @@ typedef struct {
 
 /* Load soname and resolve every symbol of syms, or fail naming the library,
  * what needs it (`needed_by`, e.g. "the schema registry") and the package
- * that has it (`package`, e.g. "libcurl4"). Not thread-safe: call it once,
- * e.g. under pthread_once. */
+ * that has it (`package`, e.g. "libcurl4"). Not thread-safe: tb_dl_need
+ * calls it once. */
 tb_code tb_dl_load(const char *soname, const tb_dl_sym *syms, size_t n, const char *needed_by, const char *package,
                    tb_error *err);
+
+/* A library a module loads at its first use: a static object per library,
+ * with its symbols in a static array (TB_DL_LIB). */
+typedef struct {
+    const char *soname, *needed_by, *package;
+    const tb_dl_sym *syms;
+    size_t n;
+    pthread_mutex_t mu;
+    bool done;
+    tb_error err;
+} tb_dl_lib;
+
+#define TB_DL_LIB(soname, syms, needed_by, package)                                                                \
+    {(soname), (needed_by), (package), (syms), sizeof(syms) / sizeof((syms)[0]), PTHREAD_MUTEX_INITIALIZER, false, \
+     {0}}
+
+/* Load lib at the first call (thread-safe); every call returns the first
+ * one's answer, and its error in err. */
+tb_code tb_dl_need(tb_dl_lib *lib, tb_error *err);
 
 #endif
