@@ -23,6 +23,9 @@ tb_code tb_dl_load(const char *soname, const tb_dl_sym *syms, size_t n, const ch
             const char *why = dlerror();
             tb_error_set(err, TB_ERR_CONFIG, false, "%s needs %s from %s, which that library lacks (%s): install %s",
                          needed_by, syms[i].name, soname, why ? why : "no such symbol", package);
+            void *none = NULL;
+            for (size_t k = 0; k < i; k++) /* no pointer into the library about to be closed */
+                memcpy(syms[k].slot, &none, sizeof(none));
             dlclose(h);
             return TB_ERR_CONFIG;
         }

@@ -27,8 +27,8 @@ typedef struct {
 
 /* Load soname and resolve every symbol of syms, or fail naming the library,
  * what needs it (`needed_by`, e.g. "the schema registry") and the package
- * that has it (`package`, e.g. "libcurl4"). Not thread-safe: tb_dl_need
- * calls it once. */
+ * that has it (`package`, e.g. "libcurl4"); on failure every slot is NULL and
+ * the library closed. Not thread-safe: tb_dl_need calls it once. */
 tb_code tb_dl_load(const char *soname, const tb_dl_sym *syms, size_t n, const char *needed_by, const char *package,
                    tb_error *err);
 

@@ -44,6 +44,7 @@ Test(dl, missing_symbol_names_it)
     cr_assert_not_null(strstr(err.msg, "tributary_no_such_function"), "%s", err.msg);
     cr_assert_not_null(strstr(err.msg, "libm.so.6"), "%s", err.msg);
     cr_assert_null(f_none);
+    cr_assert_null(f_cos, "a symbol resolved before the missing one is not left pointing into the closed library");
 }
 
 static double (*need_cos)(double);
