@@ -294,14 +294,10 @@ static void store_resolve(void)
     memcpy(&store_load, &f, sizeof store_load);
 }
 
-/* externally_visible: a link-time optimized link would otherwise keep the definition to the
- * executable (no library on its command line asks for it), and Connector/C would call OpenSSL's. */
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((used, externally_visible))
-#else
-__attribute__((used))
-#endif
-int SSL_CTX_set_default_verify_paths(SSL_CTX *ctx)
+/* used: a link-time optimized link would otherwise keep the definition to the executable (no
+ * library on its command line asks for it), and Connector/C would call OpenSSL's; app/CMakeLists.txt
+ * checks after each link that the executable exports it. */
+__attribute__((used)) int SSL_CTX_set_default_verify_paths(SSL_CTX *ctx)
 {
     if (store_unused) {
         atomic_fetch_add(&store_skipped, 1);

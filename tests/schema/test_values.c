@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evt_internal.h"
 #include "test_util.h"
 
 static void expect(evt_type type, const evt_value *v, const char *want)
@@ -59,6 +60,43 @@ Test(values, integers_exact)
         v.v.i = (int64_t)u.v.u;
         snprintf(want, sizeof want, "%lld", (long long)v.v.i);
         expect(EVT_T_BIGINT, &v, want);
+    }
+}
+
+/* The digit writer itself (evt_u64_digits) against printf: every value below
+ * 2*10^6, a window around each power of ten and each 8-digit boundary (inner zeros: 100000005),
+ * and random values of every length. */
+static void expect_digits(uint64_t v)
+{
+    char want[32], back[32];
+    int n = snprintf(want, sizeof want, "%llu", (unsigned long long)v);
+    char *start = evt_u64_digits(v, back + sizeof back);
+    cr_assert_eq(back + sizeof back - start, n, "%s: %d digits written", want, (int)(back + sizeof back - start));
+    cr_assert(memcmp(start, want, (size_t)n) == 0, "%s written as %.*s", want, n, start);
+}
+
+Test(values, digits_match_printf)
+{
+    for (uint64_t v = 0; v < 2000000; v++)
+        expect_digits(v);
+    for (uint64_t p = 10; p <= UINT64_MAX / 10; p *= 10)
+        for (uint64_t d = 0; d <= 2000; d++) {
+            expect_digits(p + d);
+            expect_digits(p - 1 - d);
+        }
+    for (uint64_t hi = 1; hi <= 184467; hi = hi * 3 + 1)
+        for (uint64_t lo = 0; lo < 100; lo++) {
+            expect_digits(hi * 100000000u + lo);
+            expect_digits(hi * 100000000u + 99999999u - lo);
+            if (hi <= 1844)
+                expect_digits(hi * 10000000000000000u + lo * 100000000u + lo);
+        }
+    for (uint64_t d = 0; d < 2000; d++)
+        expect_digits(UINT64_MAX - d);
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        expect_digits(x >> (i % 64));
     }
 }
 
