@@ -22,6 +22,9 @@
 #include "tb_position.h"
 
 #define RUN_POLL_MS 200 /* the longest wait for the source in one call */
+/* the longest wait for acknowledgements when the source is idle (sink_push): what the sink held
+ * is sent at once, and the loop goes back to the source after this at the latest */
+#define RUN_PUSH_MS 5
 
 /* The values of run_ctx.snapshot_state (the status file's snapshot.state), compared by address:
  * the run loop asks at every turn whether a snapshot is running. */

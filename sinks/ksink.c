@@ -480,6 +480,23 @@ size_t ksink_staged(const ksink *ks)
     return ks->stage.n;
 }
 
+size_t ksink_pending(const ksink *ks)
+{
+    return ks->stage.n + (ks->rk ? (size_t)rd_kafka_outq_len(ks->rk) : 0);
+}
+
+/* rd_kafka_flush is the one call that makes librdkafka's linger.ms immediate: while it runs the
+ * broker threads send what they hold at once (librdkafka's "flushing"); it returns once
+ * everything is acknowledged or at the timeout. In a Kafka transaction the commit sends them. */
+void ksink_push(ksink *ks, int timeout_ms)
+{
+    ksink_kick(ks);
+    if (ks->eos || !ks->rk || rd_kafka_outq_len(ks->rk) == 0)
+        return;
+    rd_kafka_flush(ks->rk, timeout_ms);
+    ksink_advance(ks);
+}
+
 void ksink_serve(ksink *ks)
 {
     rd_kafka_poll(ks->rk, 0);
@@ -553,7 +570,7 @@ tb_code ksink_produce_offsets(ksink *ks, const tb_position *pos, bool wait, tb_e
         return TB_OK;
     int64_t deadline = tb_mono_ms() + ksink_request_timeout_ms(ks->c);
     while (ks->offs_acked < ks->offs_sent && !ks->failed && tb_mono_ms() < deadline)
-        ksink_poll(ks, 50);
+        ksink_push(ks, 50); /* sent now, not after linger.ms */
     if ((rc = ksink_failed(ks, err)) != TB_OK)
         return rc;
     if (ks->offs_acked < ks->offs_sent)

@@ -87,6 +87,14 @@ static size_t k_staged(const void *k)
 {
     return ksink_staged(k);
 }
+static void k_push(void *k, int timeout_ms)
+{
+    ksink_push(k, timeout_ms);
+}
+static size_t k_pending(const void *k)
+{
+    return ksink_pending(k);
+}
 static void k_serve(void *k)
 {
     ksink_serve(k);
@@ -149,6 +157,8 @@ static const sink_ops kafka_ops = {
     .poll = k_poll,
     .kick = k_kick,
     .staged = k_staged,
+    .push = k_push,
+    .pending = k_pending,
     .serve = k_serve,
     .stats_json = k_stats_json,
     .send_truncate = k_send_truncate,

@@ -38,6 +38,10 @@
  * docs/cache.md gives, recorded in _tributary_tables with its topic), each
  * equals its source table, and `cache get` finds a row by either source name.
  *
+ * idle_source_sends_at_once: with kafka.linger.ms at two minutes, rows written one by one to
+ * an idle source reach their topic at once (the run pushes what the sink holds before it waits
+ * for its source); topic and cache equal the source.
+ *
  * system_versioned: MariaDB tables WITH SYSTEM VERSIONING (implicit and
  * explicit TIMESTAMP(6) periods), at start and created while streaming: topic
  * and cache hold the current rows keyed by the declared key, history rows and
@@ -213,6 +217,38 @@ static long long metric_value(unsigned port, const char *sample)
     long long v = hit ? atoll(hit + strlen(sample)) : -1;
     tb_buf_free(&body);
     return v;
+}
+
+/* With linger.ms at two minutes, a row written while the source is otherwise idle still reaches
+ * its topic at once: the run has librdkafka send what it holds whenever it waits for its source
+ * (sink_push). Offsets in a file, so that no offsets record's flush sends the data with it. */
+Test(e2e_mysql, idle_source_sends_at_once, .timeout = 180, .fini = e2e_kill_children)
+{
+    st_run r;
+    st_setup(&r, "e2eidle", "kafka.linger.ms=120000\n");
+    FILE *f = fopen(r.cfg, "a");
+    cr_assert_not_null(f);
+    fprintf(f, "offsets.storage=file\noffsets.file=%s/offsets\n", r.dir);
+    fclose(f);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    st_table(m, r.db, "t", "snap", 3);
+    st_start(&r);
+    wait_caught_up(m, r.status, r.pid, r.log);
+    char topic[300];
+    snprintf(topic, sizeof topic, "%s.%s.t", r.db, r.db);
+    for (int i = 4; i <= 6; i++) {
+        e2e_sql(m, "INSERT INTO %s.t VALUES (%d, 'idle', %d)", r.db, i, i);
+        char key[32];
+        snprintf(key, sizeof key, "{\"id\":%d}", i);
+        wait_key(&r, topic, key); /* 60 s at most, linger.ms 120 s */
+    }
+    st_stop(&r);
+    st_cache_build(&r);
+    st_assert_equal(&r, m, "t", (const char *const[]){"id", "v", "n", NULL}, "id, v, n");
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
 }
 
 Test(e2e_mysql, keyless_created, .timeout = 300, .fini = e2e_kill_children)

@@ -33,6 +33,8 @@
  *   mock/stop_while_waiting_is_a_stop: a read of a topic's keys that fails retriably
  *     (ListOffsets answered NOT_LEADER_FOR_PARTITION) while a stop is requested ends
  *     as a stop (TB_ERR_STOPPED: the run stops cleanly), not as the Kafka error
+ *   mock/push_sends_at_once_whatever_linger: ksink_push sends what librdkafka holds at once
+ *     (linger.ms a minute) and returns with it acknowledged
  *   mock/gate_asked_before_each_message: the gate (ksink_set_gate: the run's lease
  *     check) is asked right before each message; refused, nothing is staged or sent
  */
@@ -552,6 +554,35 @@ Test(mock, stage_handed_over_by_age)
     while (ksink_committable(ks)->pos != 10 && kt_now_ms() < deadline)
         ksink_poll(ks, 0);
     cr_assert_eq(ksink_committable(ks)->pos, 10, "acknowledged without a flush");
+    evt_event_free(e);
+    evt_table_unref(t);
+    ksink_close(ks);
+    cfg_free(c);
+    mock_down(&m);
+}
+
+/* ksink_push, which the run loop calls before it waits for its source, has librdkafka send what
+ * it holds at once: with linger.ms at a minute, a message polled for is not sent, and is
+ * acknowledged when ksink_push returns. */
+Test(mock, push_sends_at_once_whatever_linger)
+{
+    mockenv m;
+    mock_up(&m);
+    cfg *c = mock_cfg(&m);
+    kt_set(c, "kafka.linger.ms", "60000");
+    ksink *ks = mock_open(c);
+    evt_table *t = kt_table("orders", 1);
+    evt_event *e = kt_event(t, EVT_OP_CREATE, 0, 1, "one", NULL, 0, 1);
+    kt_send_tx(ks, e, 10);
+    ksink_kick(ks);
+    cr_assert_eq(ksink_staged(ks), 0);
+    for (int i = 0; i < 3; i++)
+        ksink_poll(ks, 100);
+    cr_assert_neq(ksink_committable(ks)->pos, 10, "acknowledged before linger.ms without a push");
+    cr_assert_gt(ksink_pending(ks), 0, "held by librdkafka, so pending");
+    ksink_push(ks, KT_TIMEOUT_MS);
+    cr_assert_eq(ksink_committable(ks)->pos, 10, "not acknowledged when ksink_push returned");
+    cr_assert_eq(ksink_pending(ks), 0, "nothing pending after the push");
     evt_event_free(e);
     evt_table_unref(t);
     ksink_close(ks);
