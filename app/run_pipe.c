@@ -148,20 +148,22 @@ tb_code run_stream(run_ctx *r, tb_error *err)
         }
         evt_event *ev = NULL;
         /* Messages the sink holds go to Kafka before waiting for the source:
-         * first ask it without waiting, then push them (sent at once, not
-         * after linger.ms; their acknowledgements awaited up to RUN_PUSH_MS).
-         * With a chunk of an incremental snapshot to read there is no wait:
+         * first ask the source without waiting; when it has nothing, push them
+         * (sent at once, not after linger.ms; their acknowledgements awaited up
+         * to RUN_PUSH_MS), then wait. The sink is asked what it holds only
+         * then: librdkafka's count takes its locks. With a chunk of an
+         * incremental snapshot to read (run_inc_poll below) there is no wait:
          * they are only handed over, and linger.ms batches them with the chunk's. */
-        bool pending = sink_pending(r->sink) > 0;
-        /* nor when a chunk of an incremental snapshot is to be read (run_inc_poll below) */
         int wait = r->inc && snap_inc_wants_poll(r->inc) && !run_inc_pausing(r) ? 0 : RUN_POLL_MS;
-        rc = run_source_next(r, pending ? 0 : wait, &ev, err);
-        if (rc == TB_OK && !ev && pending) {
-            if (wait > 0)
-                sink_push(r->sink, RUN_PUSH_MS);
-            else
+        rc = run_source_next(r, 0, &ev, err);
+        if (rc == TB_OK && !ev) {
+            if (wait == 0)
                 sink_kick(r->sink);
-            rc = run_source_next(r, wait, &ev, err);
+            else {
+                if (sink_pending(r->sink) > 0)
+                    sink_push(r->sink, RUN_PUSH_MS);
+                rc = run_source_next(r, wait, &ev, err);
+            }
         }
         if (rc != TB_OK)
             return rc;
