@@ -150,7 +150,7 @@ tb_code run_stream(run_ctx *r, tb_error *err)
         /* Messages the sink holds go to Kafka before waiting for the source:
          * first ask the source without waiting; when it has nothing, push them
          * (sent at once, not after linger.ms; their acknowledgements awaited up
-         * to RUN_PUSH_MS), then wait. The sink is asked what it holds only
+         * to RUN_PUSH_MS), then wait. The sink looks at what it holds only
          * then: librdkafka's count takes its locks. With a chunk of an
          * incremental snapshot to read (run_inc_poll below) there is no wait:
          * they are only handed over, and linger.ms batches them with the chunk's. */
@@ -160,8 +160,7 @@ tb_code run_stream(run_ctx *r, tb_error *err)
             if (wait == 0)
                 sink_kick(r->sink);
             else {
-                if (sink_pending(r->sink) > 0)
-                    sink_push(r->sink, RUN_PUSH_MS);
+                sink_push(r->sink, RUN_PUSH_MS);
                 rc = run_source_next(r, wait, &ev, err);
             }
         }

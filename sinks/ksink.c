@@ -491,7 +491,7 @@ size_t ksink_pending(const ksink *ks)
 void ksink_push(ksink *ks, int timeout_ms)
 {
     ksink_kick(ks);
-    if (ks->eos || !ks->rk || rd_kafka_outq_len(ks->rk) == 0)
+    if (ks->eos || ksink_pending(ks) == 0) /* nothing held: no flush, no wait */
         return;
     rd_kafka_flush(ks->rk, timeout_ms);
     ksink_advance(ks);

@@ -91,10 +91,7 @@ static void k_push(void *k, int timeout_ms)
 {
     ksink_push(k, timeout_ms);
 }
-static size_t k_pending(const void *k)
-{
-    return ksink_pending(k);
-}
+
 static void k_serve(void *k)
 {
     ksink_serve(k);
@@ -158,7 +155,6 @@ static const sink_ops kafka_ops = {
     .kick = k_kick,
     .staged = k_staged,
     .push = k_push,
-    .pending = k_pending,
     .serve = k_serve,
     .stats_json = k_stats_json,
     .send_truncate = k_send_truncate,

@@ -36,8 +36,8 @@
  * Every operation returns what the kind's own call returns (see its
  * header); an optional operation a kind lacks is TB_OK and does nothing
  * (sink_poll, sink_kick, sink_serve; sink_push then kicks), or 0 / false
- * (sink_staged, sink_stats_json; sink_pending then counts the staged). The operations under a SINK_CAP_* must only be
- * called when sink_has() says so (TB_ERR_INVALID otherwise).
+ * (sink_staged, sink_stats_json). The operations under a SINK_CAP_* must
+ * only be called when sink_has() says so (TB_ERR_INVALID otherwise).
  *
  * Ownership: sink_open() returns a sink the caller frees with sink_close()
  * (NULL-safe; does not flush or commit). The cfg is borrowed and must
@@ -110,7 +110,6 @@ typedef struct sink_ops {
     void (*kick)(void *impl);
     size_t (*staged)(const void *impl);
     void (*push)(void *impl, int timeout_ms);
-    size_t (*pending)(const void *impl);
     void (*serve)(void *impl);
     bool (*stats_json)(void *impl, tb_buf *out);
     /* SINK_CAP_TOPICS */
@@ -212,18 +211,14 @@ static inline void sink_kick(sink *s)
         s->ops->kick(s->impl);
 }
 /* Before waiting for the source: everything held is sent now (ksink_push), waiting up to
- * timeout_ms for its acknowledgements; a sink without the operation hands over what it staged. */
+ * timeout_ms for its acknowledgements (at once when nothing is held); a sink without the
+ * operation hands over what it staged. */
 static inline void sink_push(sink *s, int timeout_ms)
 {
     if (s->ops->push)
         s->ops->push(s->impl, timeout_ms);
     else
         sink_kick(s);
-}
-/* Messages not yet acknowledged (staged ones when the sink cannot tell more). */
-static inline size_t sink_pending(const sink *s)
-{
-    return s->ops->pending ? s->ops->pending(s->impl) : s->ops->staged ? s->ops->staged(s->impl) : 0;
 }
 static inline size_t sink_staged(const sink *s)
 {
