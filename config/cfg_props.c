@@ -206,7 +206,7 @@ static const cfg_prop props[] = {
     /* ---- kafka pass-through */
     {"kafka.*", CFG_STRING, NULL, 0, 0, NULL,
      "Passed to librdkafka without the prefix, e.g. kafka.bootstrap.servers=127.0.0.1:9092. They override the "
-     "producer's defaults: linger.ms=50 (the longest a message waits while the run is busy; whenever the run waits for its source, everything held is sent at once), batch.size=1000000, batch.num.messages=100000, compression.type=lz4, "
+     "producer's defaults: linger.ms=5 (the longest a message waits while the run is busy; whenever the run waits for its source, everything held is sent at once), batch.size=1000000, batch.num.messages=100000, compression.type=lz4, "
      "queue.buffering.max.messages=1000000 and queue.buffering.max.kbytes=4096 (or room for two messages of "
      "kafka.message.max.bytes, if more): that queue bounds the memory of a catch-up or a snapshot; a larger one "
      "(32768) streams about 15% faster for about 10-40 MiB more. acks, enable.idempotence, partitioner and "

@@ -15,19 +15,16 @@
  *    broker outage can last before queued messages fail permanently and the
  *    sink stops with an error (the position never passes them).
  *  Defaults tuned for throughput, each overridable with kafka.<key>:
- *    linger.ms=50                    wait up to 50 ms to fill a batch while
+ *    linger.ms=5                     wait up to 5 ms to fill a batch while
  *                                    the caller is busy; a caller about to
  *                                    wait for its source pushes what is
  *                                    held (ksink_push), so an idle source
- *                                    adds no wait. Short lingers make the
- *                                    idempotent producer spin: with its
- *                                    in-flight limit reached and a batch
- *                                    older than linger.ms waiting,
- *                                    librdkafka's broker thread polls its
- *                                    socket with a zero timeout until an
- *                                    acknowledgement comes (100k-140k
- *                                    polls for a 1M-row catch-up at
- *                                    linger.ms=5, about 1,000 at 50)
+ *                                    adds no wait. (A longer linger spares
+ *                                    the idempotent producer's spin, see
+ *                                    docs/STATUS.md, but lets messages
+ *                                    wait whenever a loaded run is busy:
+ *                                    p99 48-268 ms at 10k rows/s at load
+ *                                    2-4 with 50, 2-3 ms with 5)
  *    batch.num.messages=100000       messages per MessageSet
  *    batch.size=1000000              bytes per MessageSet (a batch must stay
  *                                    under the broker's max.message.bytes)

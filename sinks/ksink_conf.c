@@ -80,7 +80,7 @@ tb_code ksink_conf_new(const cfg *c, ksink_role role, rd_kafka_conf_t **out, tb_
     /* Tuned defaults first, so kafka.* can override them. */
     struct { const char *k, *v; } defs_producer[] = {
         {"client.id", client_id},
-        {"linger.ms", "50"}, /* ksink.h: pushed when the caller waits; shorter ones spin */
+        {"linger.ms", "5"}, /* ksink.h: pushed at once when the caller waits */
         {"batch.num.messages", "100000"},
         {"batch.size", "1000000"},
         {"compression.type", "lz4"},
