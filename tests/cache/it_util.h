@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "cache_tmp.h"
 #include "tb_cast.h"
 #include <unistd.h>
 
@@ -300,14 +301,5 @@ static inline char *it_sql_dump(const char *db, const char *sql)
     return out;
 }
 
-static inline void it_rm_db(const char *db)
-{
-    char p[600];
-    unlink(db);
-    snprintf(p, sizeof(p), "%s-wal", db);
-    unlink(p);
-    snprintf(p, sizeof(p), "%s-shm", db);
-    unlink(p);
-}
 
 #endif

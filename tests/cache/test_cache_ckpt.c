@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cache_apply.h"
+#include "cache_tmp.h"
 #include "cache_int.h"
 
 static double now_s(void)
@@ -36,16 +37,6 @@ static long long file_size(const char *path)
 static void tmp_path(char *out, size_t n, const char *what)
 {
     snprintf(out, n, "/tmp/cache-ckpt-%s-%ld.db", what, (long)getpid());
-}
-
-/* The file with its -wal and -shm companions. */
-static void rm_db(const char *db)
-{
-    static const char *const suffix[] = {"", "-wal", "-shm"};
-    char p[300];
-    for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++)
-        if (snprintf(p, sizeof(p), "%s%s", db, suffix[i]) < (int)sizeof(p))
-            unlink(p);
 }
 
 /* One transaction of about 500 new 4 KiB pages. */
@@ -67,7 +58,7 @@ Test(ckpt, background_copies_into_the_file)
     tb_error e;
     cache_store *s = NULL;
     tmp_path(db, sizeof(db), "copy");
-    rm_db(db);
+    cache_tmp_rm(db);
     cr_assert_eq(cache_store_open(db, false, &s, &e), TB_OK, "%s", e.msg);
     cr_assert_eq(cache_exec(s, "CREATE TABLE big(x BLOB)", &e), TB_OK, "%s", e.msg);
     long long before = file_size(db);
@@ -79,7 +70,7 @@ Test(ckpt, background_copies_into_the_file)
     cr_expect_geq(file_size(db), 4096LL * 4000, "database file %lld bytes (was %lld): no background checkpoint",
                   file_size(db), before);
     cache_store_close(s);
-    rm_db(db);
+    cache_tmp_rm(db);
 }
 
 Test(ckpt, wal_restarts)
@@ -90,7 +81,7 @@ Test(ckpt, wal_restarts)
     cache_store *s = NULL;
     tmp_path(db, sizeof(db), "restart");
     snprintf(wal, sizeof(wal), "%s-wal", db);
-    rm_db(db);
+    cache_tmp_rm(db);
     cr_assert_eq(cache_store_open(db, false, &s, &e), TB_OK, "%s", e.msg);
     cr_assert_eq(cache_exec(s, "CREATE TABLE big(x BLOB)", &e), TB_OK, "%s", e.msg);
     write_pages(s);
@@ -107,7 +98,7 @@ Test(ckpt, wal_restarts)
     cr_expect_neq(seq1, seq0, "the WAL never started over (checkpoint sequence %u)", seq0);
     cr_expect_lt(file_size(wal), 4096LL * 2 * 16384 + 4096LL * 600, "WAL of %lld bytes", file_size(wal));
     cache_store_close(s);
-    rm_db(db);
+    cache_tmp_rm(db);
 }
 
 /* A source column named like the cache's own "_partition" column (in any case)
@@ -119,7 +110,7 @@ Test(store, reserved_partition_column)
     tb_error e;
     cache_store *s = NULL;
     tmp_path(db, sizeof(db), "reserved");
-    rm_db(db);
+    cache_tmp_rm(db);
     cr_assert_eq(cache_store_open(db, false, &s, &e), TB_OK, "%s", e.msg);
     const char *rec = "{\"db\":\"shop\",\"table\":\"p\",\"version\":1,\"names_known\":true,\"columns\":["
                       "{\"name\":\"id\",\"type\":\"int\",\"source_type\":\"int\",\"nullable\":false,\"pk\":1},"
@@ -130,5 +121,5 @@ Test(store, reserved_partition_column)
     cr_assert(strstr(e.msg, "shop.p") && strstr(e.msg, "\"_Partition\"") && strstr(e.msg, "rename"), "%s", e.msg);
     cr_assert_null(cache_store_find(s, "shop.p"), "no table was created");
     cache_store_close(s);
-    rm_db(db);
+    cache_tmp_rm(db);
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache_tmp.h"
 #include "cache_apply.h"
 
 #define F(type, name, field, params) \
@@ -59,8 +60,7 @@ static cache_store *open_store(void)
 {
     cache_store *s = NULL;
     tb_error err;
-    snprintf(path, sizeof path, "/tmp/test_cache_connect_%d.db", (int)getpid());
-    unlink(path);
+    cache_tmp_path(path, sizeof path, "test_cache_connect");
     cr_assert_eq(cache_store_open(path, false, &s, &err), TB_OK, "%s", err.msg);
     cr_assert_eq(cache_store_begin(s, &err), TB_OK);
     return s;
@@ -146,7 +146,7 @@ Test(cache_connect, logical_types)
     cr_assert_not_null(strstr(err.msg, "column \"bt\""), "%s", err.msg);
     cache_store_rollback(s);
     cache_store_close(s);
-    unlink(path);
+    cache_tmp_rm(path);
 }
 
 /* Two Connect schemas of one table, as Debezium writes them before and after ALTER TABLE ... ADD
@@ -187,7 +187,7 @@ Test(cache_connect, schema_change_between_messages)
     cr_assert_str_eq(row_text(s, "id=4"), "id=4 a='v' b=NULL");
     cache_store_rollback(s);
     cache_store_close(s);
-    unlink(path);
+    cache_tmp_rm(path);
 }
 
 /* Epoch numbers at the ends of int64 in every temporal type: an error naming the column, never an
@@ -220,7 +220,7 @@ Test(cache_connect, temporal_extremes)
         }
         cache_store_rollback(s);
         cache_store_close(s);
-        unlink(path);
+        cache_tmp_rm(path);
     }
 }
 
@@ -246,7 +246,7 @@ Test(cache_connect, micro_timestamp_key_as_tributary_writes_it)
     cr_assert_str_eq(row_text(s, "v=2"), "ts='2000-01-01T00:00:00.500000' v=2");
     cache_store_rollback(s);
     cache_store_close(s);
-    unlink(path);
+    cache_tmp_rm(path);
 }
 
 /* cache_history (Debezium's schema history records): the precision of temporal columns, absent

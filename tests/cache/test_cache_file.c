@@ -17,25 +17,19 @@
 #include <unistd.h>
 
 #include "cache_apply.h"
+#include "cache_tmp.h"
 
 static char path[64], lockp[80];
 
 static void paths(void)
 {
-    snprintf(path, sizeof path, "/tmp/test_cache_file_%d.db", (int)getpid());
+    cache_tmp_path(path, sizeof path, "test_cache_file");
     snprintf(lockp, sizeof lockp, "%s.lock", path);
-    unlink(path);
 }
 
 static void cleanup(void)
 {
-    char p[96];
-    unlink(path);
-    unlink(lockp);
-    snprintf(p, sizeof p, "%s-wal", path);
-    unlink(p);
-    snprintf(p, sizeof p, "%s-shm", path);
-    unlink(p);
+    cache_tmp_rm(path);
 }
 
 static double now_s(void)

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cache_tmp.h"
 #include "cache_apply.h"
 
 static char path[64], out[80];
@@ -32,9 +33,8 @@ static void make_cache(void)
 {
     cache_store *s = NULL;
     tb_error err;
-    snprintf(path, sizeof path, "/tmp/test_cache_get_%d.db", (int)getpid());
+    cache_tmp_path(path, sizeof path, "test_cache_get");
     snprintf(out, sizeof out, "/tmp/test_cache_get_%d.out", (int)getpid());
-    unlink(path);
     cr_assert_eq(cache_store_open(path, false, &s, &err), TB_OK, "%s", err.msg);
     cr_assert_eq(cache_store_begin(s, &err), TB_OK);
     const char *rec = "{\"db\":\"db\",\"table\":\"t\",\"version\":1,\"names_known\":true,\"columns\":[{\"name\":\"k\","
@@ -100,5 +100,5 @@ Test(cache_get, exact_keys_and_exit_codes, .timeout = 120)
     /* no such table: 3; no such file: 4 */
     cr_expect_eq(get(path, "db.nope", "{\"k\":\"b\",\"n\":2}", &v), 3);
     cr_expect_eq(get("/tmp/test_cache_get_no_such_file.db", "db.t", "{\"k\":\"b\",\"n\":2}", &v), 4);
-    unlink(path);
+    cache_tmp_rm(path);
 }

@@ -152,7 +152,7 @@ static void paths(const char *prefix, const char *tag, char *db, char *log)
 {
     snprintf(db, 256, "/tmp/%s-%s.db", prefix, tag);
     snprintf(log, 256, "/tmp/%s-%s.log", prefix, tag);
-    it_rm_db(db);
+    cache_tmp_rm(db);
     unlink(log);
 }
 
@@ -243,7 +243,7 @@ Test(it, compacted_changelog)
     free(got);
     free(m.n);
     rd_kafka_destroy(rk);
-    it_rm_db(db);
+    cache_tmp_rm(db);
     unlink(log); /* kept when an assertion stops the test (its message names it) */
 }
 
@@ -290,8 +290,8 @@ Test(it, kill9_resume)
     free(want);
     free(m.n);
     rd_kafka_destroy(rk);
-    it_rm_db(dba);
-    it_rm_db(dbb);
+    cache_tmp_rm(dba);
+    cache_tmp_rm(dbb);
     unlink(loga); /* kept when an assertion stops the test (its message names them) */
     unlink(logb);
 }
@@ -353,8 +353,8 @@ Test(it, group_split)
     cr_expect_eq(it_wait(b, 60), 0);
     free(m.n);
     rd_kafka_destroy(rk);
-    it_rm_db(dba);
-    it_rm_db(dbb);
+    cache_tmp_rm(dba);
+    cache_tmp_rm(dbb);
     unlink(loga); /* kept when an assertion stops the test (its message names them) */
     unlink(logb);
 }
@@ -404,7 +404,7 @@ Test(it, schema_add_column)
         fclose(f);
     cr_expect(altered, "no ALTER TABLE log line in %s", log);
     rd_kafka_destroy(rk);
-    it_rm_db(db);
+    cache_tmp_rm(db);
     unlink(log); /* kept when an assertion stops the test (its message names it) */
 }
 
@@ -456,7 +456,7 @@ Test(it, schema_incompatible_rebuilds)
         fclose(f);
     cr_expect(said, "no rebuild log line in %s", log);
     rd_kafka_destroy(rk);
-    it_rm_db(db);
+    cache_tmp_rm(db);
     unlink(log); /* kept when an assertion stops the test (its message names it) */
 }
 
@@ -492,7 +492,7 @@ Test(it, replay_keeps_fetching)
     free(want);
     free(m.n);
     rd_kafka_destroy(rk);
-    it_rm_db(db);
+    cache_tmp_rm(db);
     unlink(log);
 }
 
@@ -523,7 +523,7 @@ Test(it, schema_topic_outside_the_regex)
         cr_expect_eq(it_sql_int(db, "SELECT count(*) FROM _tributary_columns WHERE tbl='db1.t' AND name='n' AND "
                                     "type='int'"),
                      1, "see %s", log);
-        it_rm_db(db);
+        cache_tmp_rm(db);
         unlink(log);
     }
     rd_kafka_destroy(rk);
@@ -591,7 +591,7 @@ Test(it, offline_longer_than_delete_retention)
     cr_assert(log_has(log, "longer than the topic's delete.retention.ms"), "no error naming delete.retention.ms in %s", log);
     free(m.n);
     rd_kafka_destroy(rk);
-    it_rm_db(db);
+    cache_tmp_rm(db);
     unlink(log);
 }
 
@@ -650,7 +650,7 @@ Test(it, running_cache_behind_delete_retention)
             cr_assert(log_has(log, "behind it, longer than the topic's delete.retention.ms"), "see %s", log);
             cr_assert(log_has(log, "set cache.offline.policy=rebuild"), "no error naming the fix in %s", log);
         }
-        it_rm_db(db);
+        cache_tmp_rm(db);
         unlink(log);
     }
     free(m.n);

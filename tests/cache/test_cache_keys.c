@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache_tmp.h"
 #include "cache_apply.h"
 #include "tb_log.h"
 
@@ -25,8 +26,7 @@ static cache_store *open_store(void)
     cache_store *s = NULL;
     tb_error err;
     tb_log_set_level(TB_LOG_ERROR);
-    snprintf(path, sizeof path, "/tmp/test_cache_keys_%d.db", (int)getpid());
-    unlink(path);
+    cache_tmp_path(path, sizeof path, "test_cache_keys");
     cr_assert_eq(cache_store_open(path, false, &s, &err), TB_OK, "%s", err.msg);
     cr_assert_eq(cache_store_begin(s, &err), TB_OK);
     return s;
@@ -37,7 +37,7 @@ static void close_store(cache_store *s)
     tb_error err;
     cr_assert_eq(cache_store_commit(s, &err), TB_OK, "%s", err.msg);
     cache_store_close(s);
-    unlink(path);
+    cache_tmp_rm(path);
 }
 
 static tb_code schema(cache_store *s, const char *type, tb_error *err)

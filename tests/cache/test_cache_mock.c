@@ -29,6 +29,7 @@
 
 #include "tb_cast.h"
 #include "cache.h"
+#include "cache_tmp.h"
 #include "json_oracle.h"
 #include "cache_read.h"
 #include "tb_log.h"
@@ -52,21 +53,15 @@ static void setup(void)
     rd_kafka_mock_topic_create(mc, "p.shop.items", 2, 1);
     rd_kafka_mock_topic_create(mc, "p.shop.rows", 1, 1);
     rd_kafka_mock_topic_create(mc, "tributary.cache.dlq", 1, 1);
-    snprintf(dbpath, sizeof(dbpath), "/tmp/tb-cache-test-%d.db", (int)getpid());
-    unlink(dbpath);
+    cache_tmp_path(dbpath, sizeof dbpath, "tb-cache-test");
     tb_log_set_level(TB_LOG_WARN);
 }
 
 static void teardown(void)
 {
-    char p[300];
     if (prod)
         rd_kafka_destroy(prod);
-    unlink(dbpath);
-    snprintf(p, sizeof(p), "%s-wal", dbpath);
-    unlink(p);
-    snprintf(p, sizeof(p), "%s-shm", dbpath);
-    unlink(p);
+    cache_tmp_rm(dbpath);
 }
 
 TestSuite(mock, .init = setup, .fini = teardown, .timeout = 120);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache_tmp.h"
 #include "cache_apply.h"
 #include "tb_log.h"
 
@@ -22,8 +23,7 @@ static cache_store *open_store(void)
 {
     cache_store *s = NULL;
     tb_error err;
-    snprintf(path, sizeof path, "/tmp/test_cache_names_%d.db", (int)getpid());
-    unlink(path);
+    cache_tmp_path(path, sizeof path, "test_cache_names");
     cr_assert_eq(cache_store_open(path, false, &s, &err), TB_OK, "%s", err.msg);
     cr_assert_eq(cache_store_begin(s, &err), TB_OK);
     return s;
@@ -35,7 +35,7 @@ static void close_store(cache_store *s, bool remove)
     cr_assert_eq(cache_store_commit(s, &err), TB_OK, "%s", err.msg);
     cache_store_close(s);
     if (remove)
-        unlink(path);
+        cache_tmp_rm(path);
 }
 
 static tb_code schema(cache_store *s, const char *db, const char *table, tb_error *err)

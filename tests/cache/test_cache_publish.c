@@ -341,7 +341,7 @@ static void expect_compacted(const char *topic)
 
 static void replay(const char *prefix, const char *db, const char *log)
 {
-    it_rm_db(db);
+    cache_tmp_rm(db);
     const char *args[] = {"--brokers", it_brokers(), "--prefix", prefix, "--db", db, "--until-caught-up", NULL};
     cr_assert_eq(it_wait(it_spawn(log, args), 120), 0, "cache of %s failed, see %s", prefix, log);
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache_tmp.h"
 #include "cache_apply.h"
 #include "cache_read.h"
 #include "tb_log.h"
@@ -29,8 +30,7 @@ static cache_store *open_store(void)
     cache_store *s = NULL;
     tb_error err;
     tb_log_set_level(TB_LOG_ERROR);
-    snprintf(path, sizeof path, "/tmp/test_cache_rowid_%d.db", (int)getpid());
-    unlink(path);
+    cache_tmp_path(path, sizeof path, "test_cache_rowid");
     cr_assert_eq(cache_store_open(path, false, &s, &err), TB_OK, "%s", err.msg);
     cr_assert_eq(cache_store_begin(s, &err), TB_OK);
     return s;
@@ -120,7 +120,7 @@ Test(cache_rowid, null_keys_apart)
     cr_expect_eq(cache_get(db, "d.t", "{\"k\":null}", &row, &err), TB_ERR_NOT_FOUND);
     tb_buf_free(&row);
     cache_db_close(db);
-    unlink(path);
+    cache_tmp_rm(path);
 }
 
 Test(cache_rowid, connect_schemas_and_inferred)
@@ -168,7 +168,7 @@ Test(cache_rowid, connect_schemas_and_inferred)
     tb_error err;
     cr_assert_eq(cache_store_commit(s, &err), TB_OK, "%s", err.msg);
     cache_store_close(s);
-    unlink(path);
+    cache_tmp_rm(path);
 }
 
 /* A table's first message whose key names no column of the row (only a rowid,
@@ -214,5 +214,5 @@ Test(cache_rowid, key_without_columns_refused)
     tb_error err;
     cr_assert_eq(cache_store_commit(s, &err), TB_OK, "%s", err.msg);
     cache_store_close(s);
-    unlink(path);
+    cache_tmp_rm(path);
 }

@@ -128,7 +128,7 @@ schema.evolution=basic
 collection.name.format=\${source.table}
 consumer.override.auto.offset.reset=earliest
 EOF
-java -Xmx512m -cp "$libs/*" org.apache.kafka.connect.cli.ConnectStandalone \
+java -Xmx512m -Djava.io.tmpdir="$work" -cp "$libs/*" org.apache.kafka.connect.cli.ConnectStandalone \
   "$work/worker.properties" "$work/sink.properties" >"$work/connect.log" 2>&1 &
 pids+=($!)
 
@@ -183,7 +183,7 @@ for enc in tributary debezium; do
     [[ "$enc" == debezium && "$k" == 18446744073709551615 ]] && k=-1
     printf '{"id":%s}\n' "$k"
   done >"$work/keys.$enc"
-  java -Xmx256m -cp "$libs/*" "$here/KTableDump.java" "$TRIBUTARY_TEST_KAFKA" "${id}_$enc.$src.t" "${id}_ks_$enc" \
+  java -Xmx256m -Djava.io.tmpdir="$work" -cp "$libs/*" "$here/KTableDump.java" "$TRIBUTARY_TEST_KAFKA" "${id}_$enc.$src.t" "${id}_ks_$enc" \
     "$work/streams.$enc" "$work/keys.$enc" >"$work/ktable.$enc" 2>"$work/streams.$enc.log" ||
     fail "KTable over ${id}_$enc.$src.t: $(tail -1 "$work/streams.$enc.log")"
   n=$(grep -c '"id":' "$work/ktable.$enc")

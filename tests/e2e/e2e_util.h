@@ -201,14 +201,17 @@ static inline int e2e_wait(pid_t pid, long long ms)
 }
 
 /* Remove a test's temporary folder (kept when the test fails, for its logs;
- * kept always with TB_E2E_KEEP set). */
+ * kept always with TB_E2E_KEEP set). Only a folder right under /tmp is removed;
+ * any other path fails the test, so that a folder is never left behind unseen. */
 static inline void e2e_rmtree(const char *dir)
 {
     char cmd[600];
     if (getenv("TB_E2E_KEEP"))
         return;
-    if (strncmp(dir, "/tmp/e2e", 8) != 0 || strchr(dir, '\'') || snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir) >= (int)sizeof cmd)
-        return;
+    const char *name = strncmp(dir, "/tmp/", 5) == 0 ? dir + 5 : NULL;
+    if (!name || !*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+        strchr(dir, '\'') || snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir) >= (int)sizeof cmd)
+        cr_assert_fail("e2e_rmtree: %s is not a folder right under /tmp: not removed", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "e2e: could not remove %s\n", dir);
 }
