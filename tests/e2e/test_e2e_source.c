@@ -9,6 +9,7 @@
  *     privilege and the GRANT statement.
  * Every test restores the server settings it changed in its .fini.
  */
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include "e2e_util.h"
@@ -110,13 +111,64 @@ Test(e2e_source, statement_format_refused_at_start, .timeout = 120, .fini = rest
     e2e_rmtree(e.dir);
 }
 
-/* The id of the connection that streams the binlog to our server_id, 0 if none. */
-static unsigned long dump_thread(MYSQL *m)
+/* Whether process pid holds a TCP socket whose local port is port: the inodes of its
+ * sockets (/proc/<pid>/fd) looked up in /proc/net/tcp. */
+static bool pid_has_local_port(pid_t pid, unsigned port)
+{
+    char path[64], link[64];
+    unsigned long inodes[256];
+    size_t n = 0;
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return false;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < sizeof inodes / sizeof inodes[0]) {
+        char fd[sizeof path + sizeof de->d_name + 1];
+        snprintf(fd, sizeof fd, "%s/%s", path, de->d_name);
+        ssize_t len = readlink(fd, link, sizeof link - 1);
+        if (len <= 0)
+            continue;
+        link[len] = '\0';
+        unsigned long ino;
+        if (sscanf(link, "socket:[%lu]", &ino) == 1)
+            inodes[n++] = ino;
+    }
+    closedir(d);
+    FILE *f = fopen("/proc/net/tcp", "r");
+    if (!f)
+        return false;
+    char line[512];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        unsigned lport;
+        unsigned long ino;
+        if (sscanf(line, " %*u: %*x:%x %*x:%*x %*x %*x:%*x %*x:%*x %*x %*u %*u %lu", &lport, &ino) != 2)
+            continue; /* the header */
+        for (size_t i = 0; i < n && !found; i++)
+            found = inodes[i] == ino && lport == port;
+    }
+    fclose(f);
+    return found;
+}
+
+/* The id of the connection that streams the binlog to process pid, 0 if none: another
+ * connector on the same server has a Binlog Dump connection of its own. */
+static unsigned long dump_thread(MYSQL *m, pid_t pid)
 {
     tb_buf b;
     tb_buf_init(&b, 0);
-    e2e_query_text(m, "SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'", &b);
-    unsigned long id = strtoul(tb_buf_cstr(&b), NULL, 10);
+    e2e_query_text(m, "SELECT ID, HOST FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'", &b);
+    unsigned long id = 0;
+    for (char *line = b.data; !id && line && *line;) {
+        char *next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        const char *colon = strrchr(line, ':');
+        if (colon && pid_has_local_port(pid, (unsigned)strtoul(colon + 1, NULL, 10)))
+            id = strtoul(line, NULL, 10);
+        line = next;
+    }
     tb_buf_free(&b);
     return id;
 }
@@ -130,7 +182,7 @@ Test(e2e_source, statement_format_refused_on_reconnect, .timeout = 120, .fini = 
     MYSQL *m = e2e_mysql();
     long long deadline = tb_itest_now_ms() + 30000;
     unsigned long id = 0;
-    while ((id = dump_thread(m)) == 0) {
+    while ((id = dump_thread(m, pid)) == 0) {
         cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped early; see %s", e.log);
         cr_assert(tb_itest_now_ms() < deadline, "no binlog dump connection after 30 s; see %s", e.log);
         usleep(50000);
