@@ -206,14 +206,46 @@ tb_code kafka_conf_pass(rd_kafka_conf_t *conf, rd_kafka_type_t type, const char 
     return rc;
 }
 
+/* librdkafka's refusal of a configuration, its property names as a user sets them: a
+ * `name` librdkafka knows as a property becomes `kafka.name` ("`message.timeout.ms` must be
+ * greater than `linger.ms`" names kafka.message.timeout.ms and kafka.linger.ms). */
+static void kafka_conf_error_names(const rd_kafka_conf_t *conf, const char *in, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (const char *p = in; *p && o + 1 < cap;) {
+        const char *end = *p == '`' ? strchr(p + 1, '`') : NULL;
+        char name[128], v[512];
+        size_t vlen = sizeof v, n = end ? (size_t)(end - p - 1) : 0;
+        if (end && n > 0 && n < sizeof name) {
+            memcpy(name, p + 1, n);
+            name[n] = '\0';
+            bool prop = rd_kafka_conf_get(conf, name, v, &vlen) == RD_KAFKA_CONF_OK; /* topic ones too */
+            const char *prefix = prop ? "kafka." : "";
+            size_t plen = strlen(prefix);
+            if (o + plen + n + 2 >= cap)
+                break;
+            out[o++] = '`';
+            memcpy(out + o, prefix, plen);
+            memcpy(out + o + plen, name, n);
+            o += plen + n;
+            out[o++] = '`';
+            p = end + 1;
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o] = '\0';
+}
+
 tb_code kafka_client_new(rd_kafka_conf_t *conf, rd_kafka_type_t type, const char *what, rd_kafka_t **out,
                          tb_error *err)
 {
-    char errstr[512];
+    char errstr[512], named[768];
     *out = rd_kafka_new(type, conf, errstr, sizeof(errstr));
-    if (!*out) {
+    if (!*out) { /* the configuration is still the caller's */
+        kafka_conf_error_names(conf, errstr, named, sizeof named);
         rd_kafka_conf_destroy(conf);
-        return tb_error_set(err, TB_ERR_CONFIG, false, "cannot create the %s: %s", what, errstr);
+        return tb_error_set(err, TB_ERR_CONFIG, false, "cannot create the %s: %s", what, named);
     }
     return TB_OK;
 }

@@ -186,6 +186,24 @@ Test(kafka, client_new_takes_the_configuration_on_failure)
     cr_expect_eq(strncmp(err.msg, "cannot create the DLQ producer: ", 32), 0, "%s", err.msg);
 }
 
+/* A combination librdkafka refuses only when the client is made is reported with the names a
+ * user sets: kafka.<property>, each in backquotes as librdkafka wrote them. */
+Test(kafka, client_new_names_the_kafka_settings)
+{
+    rd_kafka_conf_t *conf = kafka_conf_new();
+    tb_error err;
+    /* over message.timeout.ms, left at its default (300000); librdkafka checks the two when the
+     * configuration has topic properties, as the sink's has (acks) */
+    cr_assert_eq(kafka_conf_set(conf, "linger.ms", "400000", &err), TB_OK, "%s", err.msg);
+    cr_assert_eq(kafka_conf_set(conf, "acks", "all", &err), TB_OK, "%s", err.msg);
+    rd_kafka_t *rk = NULL;
+    cr_expect_eq(kafka_client_new(conf, RD_KAFKA_PRODUCER, "Kafka client", &rk, &err), TB_ERR_CONFIG);
+    cr_expect_null(rk);
+    cr_expect_str_eq(err.msg,
+                     "cannot create the Kafka client: `kafka.message.timeout.ms` must be greater than "
+                     "`kafka.linger.ms`");
+}
+
 /* kafka_topic_wait_ready: the metadata names the leaders at once (the mock cluster's topic), but
  * a topic is ready only once each leader answers a ListOffsets for its partition: refused
  * (NOT_LEADER_FOR_PARTITION, as a broker answers before it takes writes for a new topic's
