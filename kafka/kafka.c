@@ -214,25 +214,28 @@ static void kafka_conf_error_names(const rd_kafka_conf_t *conf, const char *in, 
     size_t o = 0;
     for (const char *p = in; *p && o + 1 < cap;) {
         const char *end = *p == '`' ? strchr(p + 1, '`') : NULL;
+        if (!end) {
+            out[o++] = *p++;
+            continue;
+        }
+        size_t n = (size_t)(end - p - 1); /* a quoted text, copied whole, prefixed if a property */
         char name[128], v[512];
-        size_t vlen = sizeof v, n = end ? (size_t)(end - p - 1) : 0;
-        if (end && n > 0 && n < sizeof name) {
+        size_t vlen = sizeof v;
+        bool prop = false;
+        if (n > 0 && n < sizeof name) {
             memcpy(name, p + 1, n);
             name[n] = '\0';
-            bool prop = rd_kafka_conf_get(conf, name, v, &vlen) == RD_KAFKA_CONF_OK; /* topic ones too */
-            const char *prefix = prop ? "kafka." : "";
-            size_t plen = strlen(prefix);
-            if (o + plen + n + 2 >= cap)
-                break;
-            out[o++] = '`';
-            memcpy(out + o, prefix, plen);
-            memcpy(out + o + plen, name, n);
-            o += plen + n;
-            out[o++] = '`';
-            p = end + 1;
-        } else {
-            out[o++] = *p++;
+            prop = rd_kafka_conf_get(conf, name, v, &vlen) == RD_KAFKA_CONF_OK; /* topic ones too */
         }
+        size_t plen = prop ? 6 : 0;
+        if (o + plen + n + 2 >= cap)
+            break;
+        out[o++] = '`';
+        memcpy(out + o, "kafka.", plen);
+        memcpy(out + o + plen, p + 1, n);
+        o += plen + n;
+        out[o++] = '`';
+        p = end + 1;
     }
     out[o] = '\0';
 }
