@@ -301,5 +301,4 @@ static inline char *it_sql_dump(const char *db, const char *sql)
     return out;
 }
 
-
 #endif
