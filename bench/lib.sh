@@ -20,6 +20,8 @@
 #   now_ms               wall clock in milliseconds
 #   median               median of the numbers on stdin, one a line (mean of the middle two)
 #   status_gtid FILE     the committed GTID in a status file ("" while there is none)
+#   gtid_canon           a MariaDB GTID list on stdin, its items sorted by domain (the server
+#                        lists several domains in an order of its own)
 #   bench_source_props NAME SERVER_ID  the properties every benchmark connector starts with: its
 #                        name, the test MariaDB as its source (replica SERVER_ID), the tables of
 #                        database NAME, topic prefix NAME, the test Kafka
@@ -106,6 +108,8 @@ except Exception:
     print("")' "$1"
 }
 
+gtid_canon() { tr ',' '\n' | sed 's/^ *//' | { grep . || true; } | sort -t- -k1,1n | paste -sd, -; }
+
 bench_source_props() {
   cat <<PROPS
 name=$1
@@ -123,8 +127,8 @@ PROPS
 
 wait_caught_up() {
   local want deadline=$((SECONDS + $2))
-  want=$(mysql_q "SELECT @@global.gtid_binlog_pos")
-  until [ "$(status_gtid "$1")" = "$want" ]; do
+  want=$(mysql_q "SELECT @@global.gtid_binlog_pos" | gtid_canon)
+  until [ "$(status_gtid "$1" | gtid_canon)" = "$want" ]; do
     if [ $SECONDS -ge $deadline ]; then echo "not caught up: $(status_gtid "$1") vs $want" >&2; return 1; fi
     if ! kill -0 "$run_pid" 2>/dev/null; then echo "tributary run stopped early" >&2; return 1; fi
     sleep 0.05

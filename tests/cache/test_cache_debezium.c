@@ -68,24 +68,14 @@ static void run_sql_file(MYSQL *m, const char *path)
     tb_buf_free(&stmt);
 }
 
-static void server_gtid(char *out, size_t cap)
-{
-    MYSQL *m = e2e_mysql();
-    tb_buf b;
-    tb_buf_init(&b, 0);
-    e2e_query_text(m, "SELECT @@global.gtid_binlog_pos", &b);
-    mysql_close(m);
-    snprintf(out, cap, "%.*s", (int)(b.len ? b.len - 1 : 0), tb_buf_cstr(&b));
-    tb_buf_free(&b);
-}
-
 static void wait_gtid(const char *status, pid_t pid, const char *log)
 {
     char want[256], got[256] = "";
     long long deadline = tb_itest_now_ms() + 60000;
     /* the server's position read anew each time: the connector's own signals (an incremental
      * snapshot after an ALTER) move it too */
-    while (server_gtid(want, sizeof want), !(e2e_status_gtid(status, got, sizeof got) && strcmp(got, want) == 0)) {
+    while (e2e_server_gtid(NULL, want, sizeof want),
+           !(e2e_status_gtid(status, got, sizeof got) && strcmp(got, want) == 0)) {
         cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped early; see %s", log);
         cr_assert(tb_itest_now_ms() < deadline, "committed GTID %s did not reach %s; see %s", got, want, log);
         usleep(50000);

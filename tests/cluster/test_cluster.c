@@ -361,7 +361,7 @@ static void cl_catch_up_and_stop(cl_run *r)
 {
     MYSQL *m = e2e_mysql();
     char want[256], got[256] = "";
-    server_gtid(m, want, sizeof want);
+    e2e_server_gtid(m, want, sizeof want);
     mysql_close(m);
     long long deadline = tb_itest_now_ms() + 180000;
     while (!(e2e_status_gtid(r->status, got, sizeof got) && strcmp(got, want) == 0)) {

@@ -41,15 +41,6 @@ static inline void rc_start(rc_run *r, const char *const *more)
     r->pid = e2e_spawn(args, r->log);
 }
 
-static inline void rc_server_gtid(MYSQL *m, char *out, size_t cap)
-{
-    tb_buf g;
-    tb_buf_init(&g, 0);
-    e2e_query_text(m, "SELECT @@global.gtid_binlog_pos", &g);
-    snprintf(out, cap, "%.*s", (int)(g.len ? g.len - 1 : 0), tb_buf_cstr(&g));
-    tb_buf_free(&g);
-}
-
 /* Until the committed GTID equals the server's (read again each time: the
  * connector's signalling rows move it too). */
 static inline void rc_caught_up(MYSQL *m, const rc_run *r)
@@ -57,7 +48,7 @@ static inline void rc_caught_up(MYSQL *m, const rc_run *r)
     char want[256], got[256] = "";
     long long deadline = tb_itest_now_ms() + 90000;
     for (;;) {
-        rc_server_gtid(m, want, sizeof want);
+        e2e_server_gtid(m, want, sizeof want);
         if (e2e_status_gtid(r->status, got, sizeof got) && strcmp(got, want) == 0)
             break;
         cr_assert_eq(e2e_wait(r->pid, 0), -2, "tributary run stopped early; see %s", r->log);

@@ -3,7 +3,6 @@
  * table with its topic and its cache (tests/e2e/test_e2e_statements.c,
  * test_e2e_mysql.c). Header-only, for one Criterion executable.
  *
- *   server_gtid(m, out)                the server's gtid_binlog_pos
  *   wait_caught_up(m, status, pid, log) the committed GTID reaches the server's
  *   st_setup(r, tag, extra)            a database name, a folder and a Kafka run config
  *   st_start(r), st_log_count(r, s)    start the run; count a text in its log
@@ -23,16 +22,6 @@
 
 #include "e2e_util.h"
 
-/* The server's current GTID position (gtid_binlog_pos) into out. */
-static inline void server_gtid(MYSQL *m, char *out, size_t cap)
-{
-    tb_buf g;
-    tb_buf_init(&g, 0);
-    e2e_query_text(m, "SELECT @@global.gtid_binlog_pos", &g);
-    snprintf(out, cap, "%.*s", (int)(g.len ? g.len - 1 : 0), tb_buf_cstr(&g));
-    tb_buf_free(&g);
-}
-
 /* Poll the status file until the committed GTID equals the server's (read
  * again each time: the connector's own signalling rows move it too). */
 static inline void wait_caught_up(MYSQL *m, const char *status, pid_t pid, const char *log)
@@ -40,7 +29,7 @@ static inline void wait_caught_up(MYSQL *m, const char *status, pid_t pid, const
     char want[256], got[256] = "";
     long long deadline = tb_itest_now_ms() + 60000;
     for (;;) {
-        server_gtid(m, want, sizeof want);
+        e2e_server_gtid(m, want, sizeof want);
         if (e2e_status_gtid(status, got, sizeof got) && strcmp(got, want) == 0)
             break;
         cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped early; see %s", log);

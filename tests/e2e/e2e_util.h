@@ -8,7 +8,9 @@
  *   e2e_spawn(argv, log)           fork/exec the built tributary, stdout+stderr appended to log
  *   e2e_wait(pid, ms)              wait for a child with a deadline; its exit code, -1 if killed,
  *                                  -2 if still running at the deadline
- *   e2e_status_gtid(path, out)     the committed GTID set in a status file
+ *   e2e_status_gtid(path, out)     the committed GTID set in a status file (canonical)
+ *   e2e_server_gtid(m, out)        the server's @@gtid_binlog_pos (canonical: e2e_gtid_canon)
+ *   e2e_gtid_reached(got, want)    every domain of want at or past its sequence number in got
  *   e2e_count_changes(...)         read_committed consumer: change events and duplicates by
  *                                  source position
  *   e2e_free_port()                a TCP port on 127.0.0.1 that was free a moment ago
@@ -272,8 +274,104 @@ static inline size_t e2e_count_events(const char *text, const char *const *path,
     return n;
 }
 
+/* One MariaDB GTID list item "D-S-N" of the text at *p: its domain and sequence number, *p moved
+ * past it and its comma; false at the end or on anything else. */
+static inline bool e2e_gtid_item(const char **p, unsigned long *dom, unsigned long long *seq, const char **start,
+                                 size_t *len)
+{
+    const char *s = *p;
+    while (*s == ' ' || *s == ',' || *s == '\n')
+        s++;
+    if (!*s)
+        return false;
+    char *end;
+    *start = s;
+    *dom = strtoul(s, &end, 10);
+    if (end == s || *end != '-')
+        return false;
+    strtoul(end + 1, &end, 10); /* server id */
+    if (*end != '-')
+        return false;
+    *seq = strtoull(end + 1, &end, 10);
+    if (*end && *end != ',' && *end != ' ' && *end != '\n')
+        return false;
+    *len = (size_t)(end - s);
+    *p = end;
+    return true;
+}
+
+/* A MariaDB GTID list in one text form, in place: its items sorted by domain. The server gives
+ * @@gtid_binlog_pos with several domains in an order of its own, and a position taken by a
+ * snapshot keeps that order until the first streamed transaction; compare canonical texts.
+ * Text that is not such a list (MySQL's uuid:interval sets) is left as it is. */
+static inline void e2e_gtid_canon(char *g)
+{
+    struct { unsigned long dom; const char *s; size_t len; } it[64];
+    size_t n = 0, total = strlen(g);
+    unsigned long d;
+    unsigned long long q;
+    const char *p = g;
+    while (n < 64 && e2e_gtid_item(&p, &d, &q, &it[n].s, &it[n].len))
+        it[n++].dom = d;
+    while (*p == ' ' || *p == ',' || *p == '\n')
+        p++;
+    if (*p || n < 2)
+        return;
+    for (size_t i = 1; i < n; i++) /* insertion sort by domain */
+        for (size_t j = i; j > 0 && it[j - 1].dom > it[j].dom; j--) {
+            __typeof__(it[0]) t = it[j];
+            it[j] = it[j - 1];
+            it[j - 1] = t;
+        }
+    char *out = malloc(total + 1);
+    cr_assert_not_null(out);
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            out[o++] = ',';
+        memcpy(out + o, it[i].s, it[i].len);
+        o += it[i].len;
+    }
+    out[o] = '\0';
+    memcpy(g, out, o + 1);
+    free(out);
+}
+
+/* The server's @@global.gtid_binlog_pos into out (cap bytes), canonical (e2e_gtid_canon);
+ * m NULL: over a connection of its own. */
+static inline void e2e_server_gtid(MYSQL *m, char *out, size_t cap)
+{
+    MYSQL *own = m ? NULL : e2e_mysql();
+    tb_buf g;
+    tb_buf_init(&g, 0);
+    e2e_query_text(m ? m : own, "SELECT @@global.gtid_binlog_pos", &g);
+    if (own)
+        mysql_close(own);
+    snprintf(out, cap, "%.*s", (int)(g.len ? g.len - 1 : 0), tb_buf_cstr(&g));
+    tb_buf_free(&g);
+    e2e_gtid_canon(out);
+}
+
+/* Whether MariaDB GTID list got has reached want: every domain of want is in got with the same
+ * or a higher sequence number (tests running at the same time add their own transactions). */
+static inline bool e2e_gtid_reached(const char *got, const char *want)
+{
+    unsigned long d, gd;
+    unsigned long long q, gq;
+    const char *s;
+    size_t len;
+    for (const char *p = want; e2e_gtid_item(&p, &d, &q, &s, &len);) {
+        bool found = false;
+        for (const char *r = got; !found && e2e_gtid_item(&r, &gd, &gq, &s, &len);)
+            found = gd == d && gq >= q;
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
 /* The GTID set of the committed position in a status file, into out (cap
- * bytes); false when there is none yet. */
+ * bytes), canonical (e2e_gtid_canon); false when there is none yet. */
 static inline bool e2e_status_gtid(const char *path, char *out, size_t cap)
 {
     tb_buf b;
@@ -285,6 +383,7 @@ static inline bool e2e_status_gtid(const char *path, char *out, size_t cap)
         const char *g = json_string_value(jo_get(v, JO_PATH("position", "gtid")));
         if (g && strlen(g) < cap) {
             memcpy(out, g, strlen(g) + 1);
+            e2e_gtid_canon(out);
             ok = true;
         }
         json_decref(v);

@@ -32,7 +32,7 @@ static void failover(bool eos)
     rc_caught_up(m, &r);
     st_stop(&r);
     char old_gtid[256];
-    rc_server_gtid(m, old_gtid, sizeof old_gtid);
+    e2e_server_gtid(m, old_gtid, sizeof old_gtid);
 
     /* the new primary never had them, and has a history of its own */
     e2e_sql(m, "SET SESSION sql_log_bin = 0");
@@ -45,7 +45,7 @@ static void failover(bool eos)
     e2e_sql(m, "INSERT INTO %s.t VALUES (200, 'new', 1)", r.db);
     e2e_sql(m, "DELETE FROM %s.t WHERE id = 50", r.db);
     char new_gtid[256];
-    rc_server_gtid(m, new_gtid, sizeof new_gtid);
+    e2e_server_gtid(m, new_gtid, sizeof new_gtid);
 
     /* snapshot.mode=initial: stop, naming the divergence and both GTIDs */
     rc_start(&r, NULL);

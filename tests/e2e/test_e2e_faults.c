@@ -229,14 +229,8 @@ static unsigned long long e2e_stop_workload(e2e_run *r)
 /* Poll until the committed GTID equals the server's binlog GTID position. */
 static void e2e_wait_caught_up(e2e_run *r)
 {
-    MYSQL *m = e2e_mysql();
-    tb_buf srv;
-    tb_buf_init(&srv, 0);
-    e2e_query_text(m, "SELECT @@global.gtid_binlog_pos", &srv);
-    mysql_close(m);
     char want[256];
-    snprintf(want, sizeof want, "%.*s", (int)(srv.len ? srv.len - 1 : 0), tb_buf_cstr(&srv));
-    tb_buf_free(&srv);
+    e2e_server_gtid(NULL, want, sizeof want);
     char got[256] = "";
     long long deadline = tb_itest_now_ms() + 120000;
     while (!(e2e_status_gtid(r->status, got, sizeof got) && strcmp(got, want) == 0)) {

@@ -52,22 +52,11 @@ static void pos_setup(pos_env *e, const char *prefix)
     fclose(f);
 }
 
-static void server_gtid(char *out, size_t cap)
-{
-    MYSQL *m = e2e_mysql();
-    tb_buf b;
-    tb_buf_init(&b, 0);
-    e2e_query_text(m, "SELECT @@global.gtid_binlog_pos", &b);
-    mysql_close(m);
-    snprintf(out, cap, "%.*s", (int)(b.len ? b.len - 1 : 0), tb_buf_cstr(&b));
-    tb_buf_free(&b);
-}
-
 /* Poll the status file until the committed GTID equals the server's. */
 static void wait_gtid(const pos_env *e, pid_t pid, long long ms)
 {
     char want[256], got[256] = "";
-    server_gtid(want, sizeof want);
+    e2e_server_gtid(NULL, want, sizeof want);
     long long deadline = tb_itest_now_ms() + ms;
     while (!(e2e_status_gtid(e->status, got, sizeof got) && strcmp(got, want) == 0)) {
         cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped early; see %s", e->log);
@@ -117,7 +106,7 @@ Test(e2e_position, idle_tables_advance_the_position, .timeout = 120, .fini = e2e
     stop(pid, e.log);
     /* the stored position is the same one */
     char got[256], want[256];
-    server_gtid(want, sizeof want);
+    e2e_server_gtid(NULL, want, sizeof want);
     cr_assert(e2e_status_gtid(e.status, got, sizeof got));
     cr_assert_str_eq(got, want);
     cr_assert_eq(count_in(e.log, "\"table\":\"other\""), 0, "events of an excluded table were sent");

@@ -254,22 +254,10 @@ Test(e2e_source, missing_grants_named, .timeout = 120, .fini = drop_user)
 
 #include <sqlite3.h>
 
-/* The server's executed GTID set. */
-static void server_gtid(char *out, size_t cap)
-{
-    MYSQL *m = e2e_mysql();
-    tb_buf b;
-    tb_buf_init(&b, 0);
-    e2e_query_text(m, "SELECT @@global.gtid_binlog_pos", &b);
-    mysql_close(m);
-    snprintf(out, cap, "%.*s", (int)(b.len ? b.len - 1 : 0), tb_buf_cstr(&b));
-    tb_buf_free(&b);
-}
-
 static void wait_committed(const src_env *e, pid_t pid)
 {
     char want[256], got[256] = "";
-    server_gtid(want, sizeof want);
+    e2e_server_gtid(NULL, want, sizeof want);
     long long deadline = tb_itest_now_ms() + 60000;
     while (!(e2e_status_gtid(e->status, got, sizeof got) && strcmp(got, want) == 0)) {
         cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped early; see %s", e->log);

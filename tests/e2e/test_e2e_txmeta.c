@@ -48,12 +48,8 @@ static void dump_topic(const char *brokers, const char *topic, tb_buf *out)
 /* Poll the status file until the committed GTID equals the server's. */
 static void wait_caught_up(MYSQL *m, const char *status, pid_t pid, const char *log)
 {
-    tb_buf g;
-    tb_buf_init(&g, 0);
-    e2e_query_text(m, "SELECT @@global.gtid_binlog_pos", &g);
     char want[256], got[256] = "";
-    snprintf(want, sizeof want, "%.*s", (int)(g.len ? g.len - 1 : 0), tb_buf_cstr(&g));
-    tb_buf_free(&g);
+    e2e_server_gtid(m, want, sizeof want);
     long long deadline = tb_itest_now_ms() + 60000;
     while (!(e2e_status_gtid(status, got, sizeof got) && strcmp(got, want) == 0)) {
         cr_assert_eq(e2e_wait(pid, 0), -2, "tributary run stopped early; see %s", log);
