@@ -14,10 +14,10 @@
  * A server that cannot be asked, or a position without GTIDs, counts as
  * purged (the message says what it could not tell).
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "app_run.h"
+#include "binlog.h"
 #include "myconn.h"
 #include "snap_sql.h"
 
@@ -30,28 +30,6 @@ static tb_code first_col(void *opaque, char **col, unsigned long *len, unsigned 
         tb_buf_append(out, col[0], len[0]);
     }
     return TB_OK;
-}
-
-/* The sequence number of domain d in a MariaDB GTID list, or -1. */
-static long long mariadb_seq(const char *list, unsigned long d)
-{
-    for (const char *p = list; p && *p;) {
-        char *end;
-        unsigned long dom = strtoul(p, &end, 10);
-        if (*end != '-')
-            return -1;
-        strtoul(end + 1, &end, 10); /* server id */
-        if (*end != '-')
-            return -1;
-        long long seq = strtoll(end + 1, &end, 10);
-        if (dom == d)
-            return seq;
-        p = strchr(end, ',');
-        p = p ? p + 1 : NULL;
-        while (p && *p == ' ')
-            p++;
-    }
-    return -1;
 }
 
 bool run_history_diverged(const cfg *c, const tb_position *stored, tb_buf *server)
@@ -67,26 +45,8 @@ bool run_history_diverged(const cfg *c, const tb_position *stored, tb_buf *serve
     if (snap_sql_connect(c, &my, &mariadb, &e) != TB_OK)
         return false;
     if (mariadb) {
-        if (myconn_query(my, "SELECT @@global.gtid_binlog_pos", NULL, 0, first_col, server, &e) == TB_OK) {
-            const char *have = tb_buf_cstr(server);
-            for (const char *p = stored->gtid_set; p && *p;) {
-                char *end;
-                unsigned long dom = strtoul(p, &end, 10);
-                if (*end != '-')
-                    break;
-                strtoul(end + 1, &end, 10);
-                if (*end != '-')
-                    break;
-                long long seq = strtoll(end + 1, &end, 10);
-                long long s = mariadb_seq(have, dom);
-                if (s < seq)
-                    diverged = true;
-                p = strchr(end, ',');
-                p = p ? p + 1 : NULL;
-                while (p && *p == ' ')
-                    p++;
-            }
-        }
+        if (myconn_query(my, "SELECT @@global.gtid_binlog_pos", NULL, 0, first_col, server, &e) == TB_OK)
+            diverged = binlog_gtid_covers(tb_buf_cstr(server), stored->gtid_set, true) == 0;
     } else {
         tb_buf sub;
         tb_buf_init(&sub, 0);

@@ -138,8 +138,9 @@ void vkeys_free(vkeys *k);
 /* ------------------------------------------------------------ positions */
 
 /* Whether the connector's committed position `c` is at or past the source
- * read's position `p`: MariaDB/MySQL by GTID (every domain or server of p at
- * or past its number in c), else by binlog file and offset; SQLite by WAL
+ * read's position `p`: MariaDB/MySQL by GTID (binlog_gtid_covers: every domain
+ * of p at or past its number in c; MySQL, p's set within c's), else by binlog
+ * file and offset; SQLite by WAL
  * frame in p's generation (a committed position in another generation than
  * p's and than `start`, the committed position seen before the read, is
  * taken as later), or by change-log sequence. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binlog.h"
 #include "tb_hmap.h"
 #include "verify.h"
 
@@ -169,49 +170,6 @@ void vkeys_free(vkeys *k)
 
 /* ------------------------------------------------------------ positions */
 
-/* The number of server (or domain) `who` in a GTID set, -1 when absent.
- * MariaDB: "D-S-N,..." keyed by domain D; MySQL: "uuid:1-N,..." keyed by uuid
- * (the end of its last interval). */
-static long long gtid_seq(const char *set, bool mariadb, const char *who, size_t wlen)
-{
-    const char *p = set;
-    while (p && *p) {
-        while (*p == ' ' || *p == ',' || *p == '\n')
-            p++;
-        const char *end = p + strcspn(p, ",");
-        const char *sep = mariadb ? memchr(p, '-', (size_t)(end - p)) : memchr(p, ':', (size_t)(end - p));
-        if (sep && (size_t)(sep - p) == wlen && memcmp(p, who, wlen) == 0) {
-            const char *num = end;
-            while (num > sep && num[-1] >= '0' && num[-1] <= '9')
-                num--;
-            return strtoll(num, NULL, 10);
-        }
-        p = end;
-    }
-    return -1;
-}
-
-static bool gtid_passed(const char *p, const char *c, bool mariadb)
-{
-    const char *q = p;
-    while (*q) {
-        while (*q == ' ' || *q == ',' || *q == '\n')
-            q++;
-        if (!*q)
-            break;
-        const char *end = q + strcspn(q, ",");
-        const char *sep = memchr(q, mariadb ? '-' : ':', (size_t)(end - q));
-        if (!sep)
-            return false;
-        size_t wlen = (size_t)(sep - q);
-        long long want = gtid_seq(p, mariadb, q, wlen), have = gtid_seq(c, mariadb, q, wlen);
-        if (have < want)
-            return false;
-        q = end;
-    }
-    return true;
-}
-
 bool verify_pos_passed(const tb_position *p, const tb_position *c, const tb_position *start)
 {
     if (!p || p->kind == TB_POS_NONE)
@@ -221,7 +179,7 @@ bool verify_pos_passed(const tb_position *p, const tb_position *c, const tb_posi
     switch (p->kind) {
     case TB_POS_MYSQL:
         if (p->gtid_set && *p->gtid_set && c->gtid_set && *c->gtid_set)
-            return gtid_passed(p->gtid_set, c->gtid_set, p->mariadb);
+            return binlog_gtid_covers(c->gtid_set, p->gtid_set, p->mariadb) == 1;
         if (!p->file || !c->file)
             return false;
         return strcmp(c->file, p->file) > 0 || (strcmp(c->file, p->file) == 0 && c->pos >= p->pos);

@@ -243,6 +243,12 @@ TB_MUST_USE tb_code binlog_preflight(const cfg *c, tb_error *err);
  * opens that connection early with it, so that binlog_open takes it. */
 int64_t binlog_replication_timeout_ms(const cfg *c);
 
+/* Whether GTID set text have holds every transaction of want, read by the one parser of GTID
+ * sets: MariaDB lists, every domain of want in have at the same or a higher sequence number
+ * (in any order of domains); MySQL sets, want a subset of have. 1 yes, 0 no, -1 when either
+ * text is not a GTID set of that flavour. */
+int binlog_gtid_covers(const char *have, const char *want, bool mariadb);
+
 /* The replica server id for c: source.server.id when set, else derived
  * from `name`: 2^30 + (FNV-1a 32 of the name mod 2^30), i.e. in
  * 1073741824 .. 2147483647, away from the small ids servers are usually

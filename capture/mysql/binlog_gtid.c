@@ -358,6 +358,27 @@ bool bl_gtids_subset_mysql(const bl_gtids *a, const bl_gtids *b)
     return true;
 }
 
+int binlog_gtid_covers(const char *have, const char *want, bool mariadb)
+{
+    bl_gtids *h = bl_gtids_new(), *w = bl_gtids_new();
+    tb_error e;
+    int r = -1;
+    if (h && w && have && want && bl_gtids_parse(h, have, mariadb, &e) == TB_OK &&
+        bl_gtids_parse(w, want, mariadb, &e) == TB_OK) {
+        r = 1;
+        if (!mariadb)
+            r = bl_gtids_subset_mysql(w, h);
+        for (size_t i = 0; mariadb && i < w->ndoms; i++) {
+            uint64_t seq;
+            if (!bl_gtids_mariadb_seq(h, w->doms[i].domain, &seq) || seq < w->doms[i].seq)
+                r = 0;
+        }
+    }
+    bl_gtids_free(h);
+    bl_gtids_free(w);
+    return r;
+}
+
 tb_code bl_gtid_start_file(const char *const *files, const char *const *previous, size_t n, const char *start,
                            size_t *pick, tb_error *err)
 {

@@ -4,6 +4,7 @@
  * Byte vectors are built here from the documented encodings.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
 
@@ -213,6 +214,36 @@ Test(gtid, mysql_and_mariadb_sets)
     cr_assert_neq(bl_gtids_parse(g, "nonsense", true, &err), TB_OK);
     bl_gtids_free(g);
     tb_buf_free(&b);
+}
+
+/* Whether one GTID set holds another (verify's "the connector passed the read", a history that
+ * diverged after a failover): MariaDB lists in any order of domains, several domains and another
+ * server id in one; MySQL sets with holes and line breaks. */
+Test(gtid, covers_in_every_domain)
+{
+    const char *have = "1-1-219,2-1-207,0-1-19479"; /* as @@gtid_binlog_pos lists domains */
+    cr_assert_eq(binlog_gtid_covers(have, "0-1-19479,1-1-219,2-1-207", true), 1);
+    cr_assert_eq(binlog_gtid_covers(have, "0-1-19000,2-1-1", true), 1);
+    cr_assert_eq(binlog_gtid_covers(have, "0-2-19479", true), 1); /* another server, the same point */
+    cr_assert_eq(binlog_gtid_covers(have, "0-1-19479,1-1-220", true), 0);
+    cr_assert_eq(binlog_gtid_covers(have, "0-1-19479,3-1-1", true), 0); /* a domain have lacks */
+    cr_assert_eq(binlog_gtid_covers("", "0-1-1", true), 0);
+    cr_assert_eq(binlog_gtid_covers(have, "", true), 1);
+    cr_assert_eq(binlog_gtid_covers(have, "0-1-x", true), -1);
+    cr_assert_eq(binlog_gtid_covers("0-1", "0-1-1", true), -1);
+    cr_assert_eq(binlog_gtid_covers(NULL, "0-1-1", true), -1);
+    const char *u = "55778904-0299-11f1-b1b8-4ef0c4956feb";
+    char h[160], w[160];
+    snprintf(h, sizeof h, "%s:1-10:12-20,\n%s:mytag:1-3", u, u);
+    snprintf(w, sizeof w, "%s:1-5:15", u);
+    cr_assert_eq(binlog_gtid_covers(h, w, false), 1);
+    snprintf(w, sizeof w, "%s:11", u); /* the hole */
+    cr_assert_eq(binlog_gtid_covers(h, w, false), 0);
+    snprintf(w, sizeof w, "%s:mytag:3,%s:20", u, u);
+    cr_assert_eq(binlog_gtid_covers(h, w, false), 1);
+    snprintf(w, sizeof w, "%s:mytag:4", u);
+    cr_assert_eq(binlog_gtid_covers(h, w, false), 0);
+    cr_assert_eq(binlog_gtid_covers(h, "0-1-5", false), -1);
 }
 
 /* A mistyped start position must stop the run (exit 2), never start from another place: each
