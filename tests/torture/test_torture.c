@@ -16,11 +16,12 @@
  * that gains and loses one; values of twenty-six types (INT, VARCHAR, BIGINT at
  * its limits, DECIMAL, DATE, DATETIME(6), DOUBLE, BIGINT UNSIGNED, VARBINARY,
  * ENUM, TIME(3), YEAR, SET, BIT, TEXT, BLOB, TIMESTAMP(3), JSON, FLOAT,
- * UUID, INET6, INET4, POINT, TINYINT UNSIGNED, CHAR, BINARY). A third of the
- * transactions go to GTID domain 0, 1 or 2 under server id 1 or 2 (SET SESSION
- * gtid_domain_id, server_id: what multi-source replication and a failover to
- * another server leave in a binlog), so positions are GTID lists of several
- * domains through every fault.
+ * UUID, INET6, INET4, POINT, TINYINT UNSIGNED, CHAR, BINARY). Before a third
+ * of the transactions the session draws its GTID domain (0-2) and server id
+ * (1-2) again (SET SESSION gtid_domain_id, server_id: what multi-source
+ * replication and a failover to another server leave in a binlog), so
+ * positions are GTID lists of several domains through every fault. Now and then the server starts or stops
+ * compressing its binlog events (log_bin_compress, from 10 bytes).
  * The SQLite workload has the data kinds, TRUNCATE (DELETE of every row),
  * ADD and DROP COLUMN, RENAME and DROP/CREATE, on INTEGER and TEXT columns.
  * Faults, halfway through some rounds: `tributary run` or `tributary cache`
@@ -341,6 +342,8 @@ static void one_transaction(tt *x)
     tb_buf_printf(&x->log, "-- %s\n", tk_names[k]);
     if (rnd(x, 3) == 0)
         exec(x, "SET SESSION gtid_domain_id = %u, server_id = %u", rnd(x, 3), 1 + rnd(x, 2));
+    if (rnd(x, 12) == 0) /* compressed query and row events from here on, or no more */
+        exec(x, "SET GLOBAL log_bin_compress = %s, log_bin_compress_min_len = 10", rnd(x, 2) ? "ON" : "OFF");
     switch (k) {
     case TK_INSERT: case TK_UPDATE: case TK_DELETE: case TK_PK_CHANGE:
         data_stmt_kind(x, t, k);
@@ -1239,6 +1242,7 @@ static bool torture_mariadb(tt *x_, long long seconds, int plant)
 static void tt_done(tt *x, bool keep)
 {
     e2e_kill_children();
+    e2e_sql(x->m, "SET GLOBAL log_bin_compress = OFF, log_bin_compress_min_len = 256");
     e2e_sql(x->m, "DROP DATABASE IF EXISTS %s_s", x->r.db);
     if (!keep)
         e2e_sql(x->m, "DROP DATABASE IF EXISTS %s", x->r.db);
@@ -1369,6 +1373,8 @@ static void sq_transaction(sq *q)
     tb_buf_printf(&x->log, "-- %s\n", tk_names[k]);
     if (rnd(x, 3) == 0)
         exec(x, "SET SESSION gtid_domain_id = %u, server_id = %u", rnd(x, 3), 1 + rnd(x, 2));
+    if (rnd(x, 12) == 0) /* compressed query and row events from here on, or no more */
+        exec(x, "SET GLOBAL log_bin_compress = %s, log_bin_compress_min_len = 10", rnd(x, 2) ? "ON" : "OFF");
     switch (k) {
     case TK_INSERT: case TK_UPDATE: case TK_DELETE: case TK_PK_CHANGE: {
         static const int pick[] = {0, 4, 6, 7};
