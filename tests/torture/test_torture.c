@@ -1371,10 +1371,6 @@ static void sq_transaction(sq *q)
     while (disabled(k) || k == TK_XA || k == TK_MODIFY_COLUMN || k == TK_KEY_CHANGE || (tk_ddl(k) && rnd(x, 4) != 0));
     tt_table *t = table(x);
     tb_buf_printf(&x->log, "-- %s\n", tk_names[k]);
-    if (rnd(x, 3) == 0)
-        exec(x, "SET SESSION gtid_domain_id = %u, server_id = %u", rnd(x, 3), 1 + rnd(x, 2));
-    if (rnd(x, 12) == 0) /* compressed query and row events from here on, or no more */
-        exec(x, "SET GLOBAL log_bin_compress = %s, log_bin_compress_min_len = 10", rnd(x, 2) ? "ON" : "OFF");
     switch (k) {
     case TK_INSERT: case TK_UPDATE: case TK_DELETE: case TK_PK_CHANGE: {
         static const int pick[] = {0, 4, 6, 7};
