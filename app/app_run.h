@@ -77,6 +77,7 @@ typedef struct run_ctx {
     uint64_t restarts;             /* source re-reads after aborted Kafka transactions */
     uint64_t producer_restarts;    /* source re-reads after a producer replaced (sink_stats.restarts) */
     cfg_filter filter;             /* tables.include / tables.exclude (owned) */
+    bool partial_images_ok;        /* source.row.image.policy=warn: rows with partial images are sent */
     bool filter_ok;
     struct {
         evt_table *t;              /* a reference: its address is not reused while it is here */
@@ -221,6 +222,9 @@ TB_MUST_USE tb_code run_note_sequences(run_ctx *r, tb_error *err);
 bool run_keyless_mark(run_ctx *r, const char *db, const char *table, void *what);
 /* run_tables.c: ev is of a captured table without a key, or of a SEQUENCE: not to be sent. */
 bool run_keyless(run_ctx *r, const evt_event *ev);
+/* run_tables.c: the error that stops the run at a row of a captured table whose image lacks
+ * columns (evt_event_partial) under source.row.image.policy=fail; TB_ERR_SOURCE. */
+TB_MUST_USE tb_code run_partial_image(const evt_event *ev, tb_error *err);
 /* run_keys.c: the topics of captured tables that disappeared (ksink_topics_gone), per
  * topic.missing.policy; before anything is sent when resuming from a stored position. */
 TB_MUST_USE tb_code run_topics_gone(run_ctx *r, tb_error *err);

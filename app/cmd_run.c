@@ -764,6 +764,7 @@ int cmd_run(int argc, char **argv)
     if ((rc = cfg_filter_init(&r.filter, r.cfg, &err)) != TB_OK)
         goto out;
     r.filter_ok = true;
+    r.partial_images_ok = strcmp(cfg_get_str(r.cfg, CFGK_SOURCE_ROW_IMAGE_POLICY), "warn") == 0;
     if (mysql)
         run_srcprep_start(&r); /* the source's questions too read and write nothing that needs the lease */
     run_ahead ahead;

@@ -178,6 +178,8 @@ tb_code run_stream(run_ctx *r, tb_error *err)
                 r->events_filtered++;
             } else if (run_keyless(r, ev)) {
                 /* refused: not a change of a captured table */
+            } else if (evt_event_partial(ev) && !r->partial_images_ok) {
+                return run_partial_image(ev, err);
             } else if (evt_table_dropped(evt_event_table(ev))) {
                 if ((rc = run_on_dropped(r, ev, err)) != TB_OK) /* a table gone, not a row change */
                     return rc;

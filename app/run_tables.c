@@ -113,6 +113,52 @@ bool run_keyless(run_ctx *r, const evt_event *ev)
     return true;
 }
 
+/* The binlog's global binlog_row_image is checked at every connection (binlog_preflight); a
+ * writer's session can still log a partial image (SET SESSION binlog_row_image=MINIMAL or NOBLOB).
+ * Such a row cannot be sent whole: a compacted topic keeps the last record per key, so a row left
+ * without its absent columns would stay that way. */
+tb_code run_partial_image(const evt_event *ev, tb_error *err)
+{
+    const evt_table *t = evt_event_table(ev);
+    const tb_position *p = evt_event_position(ev);
+    static const char *const img_name[2] = {"before", "after"};
+    tb_buf cols;
+    tb_buf_init(&cols, 0);
+    for (int img = EVT_BEFORE; img <= EVT_AFTER; img++) {
+        if (!evt_event_has_image(ev, (evt_image)img))
+            continue;
+        size_t named = 0, absent = 0;
+        for (size_t c = 0; c < evt_table_ncols(t); c++) {
+            if (evt_event_value(ev, (evt_image)img, c)->kind != EVT_V_ABSENT)
+                continue;
+            if (absent++ == 0)
+                tb_buf_printf(&cols, "%sthe %s image lacks ", cols.len ? "; " : "", img_name[img]);
+            if (named < 8)
+                tb_buf_printf(&cols, "%s%s", named++ ? ", " : "", evt_table_column(t, c)->name);
+        }
+        if (absent > named)
+            tb_buf_printf(&cols, " and %zu more", absent - named);
+    }
+    if (cols.len == 0)
+        tb_buf_puts(&cols, "the event has fewer columns than the table");
+    evt_op o = evt_event_op(ev);
+    const char *op = o == EVT_OP_CREATE ? "INSERT" : o == EVT_OP_DELETE ? "DELETE" : "UPDATE";
+    const char *gtid = evt_event_txid_is_gtid(ev) ? evt_event_txid(ev) : NULL;
+    tb_code rc = tb_error_set(
+        err, TB_ERR_SOURCE, false,
+        "%s.%s is captured, but this %s on it was logged with a partial row image (%s%s%sbinlog %s:%llu): the "
+        "session that wrote it used binlog_row_image=MINIMAL or NOBLOB (%s), so the row cannot be sent whole. "
+        "Stopping here; nothing after it is committed. Fix: make every writer log whole rows (binlog_row_image=FULL "
+        "globally, and no session override), then set the position past this transaction (`tributary offsets set`) "
+        "and snapshot the table again (`tributary snapshot --incremental --table %s.%s`); or send partial images "
+        "with source.row.image.policy=warn (absent columns left out)",
+        evt_table_db(t), evt_table_name(t), op, gtid ? "GTID " : "", gtid ? gtid : "", gtid ? ", " : "",
+        p->file && *p->file ? p->file : "?", (unsigned long long)p->pos, tb_buf_cstr(&cols), evt_table_db(t),
+        evt_table_name(t));
+    tb_buf_free(&cols);
+    return rc;
+}
+
 static tb_code count_row(void *opaque, char **col, unsigned long *len, unsigned ncols, tb_error *err)
 {
     (void)col, (void)len, (void)ncols, (void)err;

@@ -86,7 +86,7 @@ static const cfg_prop props[] = {
      "At start, keep retrying a source or Kafka that cannot be reached for this long (0 = fail at once), with the reconnect backoff; each attempt is logged. While streaming, the same for the catalog queries a statement needs (a TRUNCATE's key columns, a RENAME's new table, the signal of a resnapshot) and the catalog lookups of a new table version (at most 60 s): the stream waits for the source instead of stopping.", false, "source"},
     {"source.reconnect.backoff.max.ms", CFG_MS, "30000", 0, I64MAX, NULL, "Upper bound of the exponential reconnect backoff.", false, "source"},
     {"source.row.image.policy", CFG_ENUM, "fail", 0, 0, v_row_image_policy,
-     "binlog_row_image other than FULL (MINIMAL, NOBLOB): refuse to start (`fail`), or `warn` and capture partial row images (absent columns are left out of before/after).", false, "source"},
+     "binlog_row_image other than FULL (MINIMAL, NOBLOB), for the server or a writer's session: refuse to start, and stop at a row of a captured table logged with a partial image (`fail`), or `warn` and capture partial row images (absent columns are left out of before/after).", false, "source"},
     {"source.heartbeat.interval.ms", CFG_MS, "5000", 0, I64MAX, NULL, "Heartbeat period the binlog server is asked for (0 = none).", false, "source"},
     {"source.path", CFG_PATH, NULL, 0, 0, NULL, "SQLite database file.", false, "source"},
     {"source.sqlite.mode", CFG_ENUM, "wal", 0, 0, v_sqlite_mode, "SQLite capture: `wal` (read the write-ahead log) or `trigger` (change-log table).", false, "source"},

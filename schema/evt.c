@@ -38,6 +38,7 @@ struct evt_event {
     const char *txid;
     int64_t commit_ts_ms;
     bool last_in_tx;
+    bool partial;      /* an image lacks columns of the table (evt_event_set_partial) */
     evt_snapshot_flag snapshot;
     unsigned snap_edges;
     bool has_src;      /* src_pos/src_row set */
@@ -68,6 +69,7 @@ static void event_prepare(evt_event *e, evt_op op, evt_table *t, bool holds_t)
     e->txid = NULL;
     e->commit_ts_ms = 0;
     e->last_in_tx = false;
+    e->partial = false;
     e->snapshot = EVT_SNAPSHOT_FALSE;
     e->snap_edges = 0;
     e->has_src = false;
@@ -500,6 +502,7 @@ bool evt_event_rowid(const evt_event *e, evt_image img, int64_t *rowid)
 
 void evt_event_set_commit_ts_ms(evt_event *e, int64_t ts_ms) { if (e) e->commit_ts_ms = ts_ms; }
 void evt_event_set_last_in_tx(evt_event *e, bool last) { if (e) e->last_in_tx = last; }
+void evt_event_set_partial(evt_event *e, bool partial) { if (e) e->partial = partial; }
 void evt_event_set_snapshot(evt_event *e, evt_snapshot_flag flag) { if (e) e->snapshot = flag; }
 void evt_event_set_snapshot_edges(evt_event *e, unsigned edges) { if (e) e->snap_edges = edges; }
 void evt_event_set_connector(evt_event *e, evt_connector c) { if (e) e->connector = c; }
@@ -514,6 +517,7 @@ const tb_position *evt_event_position(const evt_event *e) { return &e->pos; }
 const char *evt_event_txid(const evt_event *e) { return e->txid; }
 int64_t evt_event_commit_ts_ms(const evt_event *e) { return e->commit_ts_ms; }
 bool evt_event_last_in_tx(const evt_event *e) { return e->last_in_tx; }
+bool evt_event_partial(const evt_event *e) { return e->partial; }
 evt_snapshot_flag evt_event_snapshot(const evt_event *e) { return e->snapshot; }
 unsigned evt_event_snapshot_edges(const evt_event *e) { return e->snap_edges; }
 

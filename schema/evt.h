@@ -260,6 +260,10 @@ void evt_event_set_rowid(evt_event *e, evt_image img, int64_t rowid);
 #define EVT_KEY_ROWID "__rowid"
 void evt_event_set_commit_ts_ms(evt_event *e, int64_t ts_ms);
 void evt_event_set_last_in_tx(evt_event *e, bool last);
+/* The source logged a row image without some columns of the table (MySQL/MariaDB
+ * binlog_row_image MINIMAL or NOBLOB, for the whole server or one session): those columns are
+ * EVT_V_ABSENT, and the row cannot be sent whole (source.row.image.policy). Reset clears it. */
+void evt_event_set_partial(evt_event *e, bool partial);
 void evt_event_set_snapshot(evt_event *e, evt_snapshot_flag flag);
 /* Where a snapshot read sits (bits): the first row of the whole snapshot, the
  * first and the last row of its table. Debezium's source.snapshot tells them
@@ -306,6 +310,7 @@ const char *evt_event_wire_key(const evt_event *e, size_t *len); /* NULL if none
 bool evt_event_rowid(const evt_event *e, evt_image img, int64_t *rowid); /* false if none */
 int64_t evt_event_commit_ts_ms(const evt_event *e);
 bool evt_event_last_in_tx(const evt_event *e);
+bool evt_event_partial(const evt_event *e);
 evt_snapshot_flag evt_event_snapshot(const evt_event *e);
 unsigned evt_event_snapshot_edges(const evt_event *e);
 evt_connector evt_event_connector(const evt_event *e);

@@ -508,6 +508,15 @@ static tb_code on_table_map(binlog_dec *d, const uint8_t *body, size_t len, tb_e
 
 /* ------------------------------------------------------------ rows */
 
+/* Whether the first n bits of b are all set. */
+static bool bits_all(const uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n / 8; i++)
+        if (b[i] != 0xFF)
+            return false;
+    return n % 8 == 0 || (b[n / 8] & ((1u << (n % 8)) - 1)) == (1u << (n % 8)) - 1;
+}
+
 static tb_code on_rows(binlog_dec *d, int type, const uint8_t *hdr, const uint8_t *body, size_t len,
                        tb_error *err)
 {
@@ -561,6 +570,10 @@ static tb_code on_rows(binlog_dec *d, int type, const uint8_t *hdr, const uint8_
         d->cols1[nb - 1] &= (uint8_t)((1u << (ncols % 8)) - 1);
         d->cols2[nb - 1] &= (uint8_t)((1u << (ncols % 8)) - 1);
     }
+    /* binlog_row_image MINIMAL or NOBLOB (the server's or the writing session's): an image
+     * without some of the table's columns */
+    d->rows_partial = ncols < m->ncols || !bits_all(d->cols1, (size_t)ncols) ||
+                      (update && !bits_all(d->cols2, (size_t)ncols));
     if (compressed) {
         tb_code rc = bl_unzip_mariadb(p, (size_t)(end - p), &d->unz);
         if (rc != TB_OK)
@@ -697,6 +710,7 @@ static tb_code decode_row(binlog_dec *d, tb_error *err)
     evt_event_set_txid(e, d->txid);
     evt_event_set_commit_ts_ms(e, d->tx_ts_ms);
     evt_event_set_last_in_tx(e, false);
+    evt_event_set_partial(e, d->rows_partial);
     if (d->held >= 0)
         d->ready = d->held;
     d->held = slot;

@@ -231,6 +231,7 @@ struct binlog_dec {
     bl_tmap *rtm;
     evt_op rop;
     bool rpartial, rupdate;
+    bool rows_partial; /* the rows event's images lack columns of the table (evt_event_set_partial) */
     uint8_t cols1[512], cols2[512];
     uint64_t rows_off;
     uint32_t rows_index;     /* rows of the current rows event decoded so far */

@@ -329,6 +329,16 @@ bool ref_match(const ref_row *ref, const evt_event *e, tb_buf *why)
                       evt_table_name(t), ref->op, ref->db, ref->table);
         return false;
     }
+    /* the flag that stops a run at a partial row image (binlog_row_image MINIMAL or NOBLOB): set
+     * exactly when the reference prints fewer columns than the table has in an image */
+    bool ref_partial = false;
+    for (int img = 0; img < 2; img++)
+        ref_partial |= evt_event_has_image(e, (evt_image)img) && ref->nimg[img] < evt_table_ncols(t);
+    if (ref_partial != evt_event_partial(e)) {
+        tb_buf_printf(why, "partial image flag %d, reference images of %zu and %zu of %zu columns",
+                      (int)evt_event_partial(e), ref->nimg[0], ref->nimg[1], evt_table_ncols(t));
+        return false;
+    }
     for (int img = 0; img < 2; img++) {
         if (!evt_event_has_image(e, (evt_image)img)) {
             if (ref->nimg[img]) {

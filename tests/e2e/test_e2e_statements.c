@@ -9,6 +9,11 @@
  * table, the statement's GTID and binlog position and its text; the
  * committed position stays before it, and a restart stops there again.
  *
+ * partial_row_image: a writer session with binlog_row_image=MINIMAL updates a
+ * captured table: the run stops the same way (exit 1, table, GTID, the
+ * missing columns); with source.row.image.policy=warn the row goes out as
+ * logged, its absent columns left out.
+ *
  * truncate: rows snapshotted, inserted, updated and deleted around two
  * TRUNCATE TABLE statements (ddl.truncate.policy=tombstone), the second one
  * followed by kill -9 of the connector as soon as it has handled it, more
@@ -117,6 +122,96 @@ Test(e2e_statements, dml_as_statement, .timeout = 120, .fini = e2e_kill_children
     snprintf(want, sizeof want, "GTID %s, binlog ", gtid);
     cr_expect(strstr(tb_buf_cstr(&b), want), "restart did not stop at %s:\n%s", gtid, tb_buf_cstr(&b));
     e2e_assert_clean_log(log);
+    tb_buf_free(&b);
+    e2e_sql(m, "DROP DATABASE %s", db);
+    mysql_close(m);
+    e2e_rmtree(dir);
+}
+
+/* A writer session with binlog_row_image=MINIMAL, the server's setting FULL (what the preflight
+ * checks): rows of a table that is not captured pass; an UPDATE of a captured table stops the run
+ * (exit 1) naming the table, the GTID, the missing columns and the fix, before anything of it is
+ * sent, the committed position before it; a restart stops there again. With
+ * source.row.image.policy=warn the same row goes out with the absent columns left out. */
+Test(e2e_statements, partial_row_image, .timeout = 120, .fini = e2e_kill_children)
+{
+    char db[96], dir[256], cfgp[320], log[320], status[320], offs[320], out[320], warn[320];
+    tb_itest_unique(db, sizeof db, "e2eimg");
+    snprintf(dir, sizeof dir, "/tmp/%s", db);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    snprintf(cfgp, sizeof cfgp, "%s/run.properties", dir);
+    snprintf(log, sizeof log, "%s/run.log", dir);
+    snprintf(status, sizeof status, "%s/status.json", dir);
+    snprintf(offs, sizeof offs, "%s/offsets", dir);
+    snprintf(out, sizeof out, "%s/events.jsonl", dir);
+    snprintf(warn, sizeof warn, "%s/warn.jsonl", dir);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", db);
+    e2e_sql(m, "CREATE TABLE %s.cap (id INT PRIMARY KEY, a INT, b VARCHAR(20))", db);
+    e2e_sql(m, "CREATE TABLE %s.other (id INT PRIMARY KEY, a INT, b VARCHAR(20))", db);
+    e2e_sql(m, "INSERT INTO %s.cap VALUES (1, 1, 'x'), (2, 2, 'y')", db);
+    stdout_cfg(cfgp, db, "cap$", offs, status, 8000 + (unsigned)getpid() % 1000, "initial");
+    const char *args[] = {"run", "--config", cfgp, NULL};
+    pid_t pid = e2e_spawn(args, out);
+    wait_caught_up(m, status, pid, out);
+
+    e2e_sql(m, "SET SESSION binlog_row_image = MINIMAL");
+    e2e_sql(m, "INSERT INTO %s.other VALUES (1, 1, 'x')", db); /* not captured: fine */
+    e2e_sql(m, "UPDATE %s.other SET a = 2 WHERE id = 1", db);
+    wait_caught_up(m, status, pid, out);
+    char before[256];
+    e2e_server_gtid(m, before, sizeof before);
+    e2e_sql(m, "UPDATE %s.cap SET a = 10 WHERE id = 1", db);
+    char gtid[256];
+    tb_buf lg;
+    tb_buf_init(&lg, 0);
+    e2e_query_text(m, "SELECT @@session.last_gtid", &lg);
+    snprintf(gtid, sizeof gtid, "%.*s", (int)(lg.len ? lg.len - 1 : 0), tb_buf_cstr(&lg));
+    tb_buf_free(&lg);
+    e2e_sql(m, "SET SESSION binlog_row_image = FULL");
+
+    int rc = e2e_wait(pid, 30000);
+    cr_assert_eq(rc, 1, "tributary run should stop with exit 1 (got %d); see %s", rc, out);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert(e2e_slurp(out, &b));
+    const char *s = tb_buf_cstr(&b);
+    const char *e = strstr(s, "tributary run: ");
+    cr_assert_not_null(e, "no error line in %s:\n%s", out, s);
+    char want[512];
+    snprintf(want, sizeof want,
+             "%s.cap is captured, but this UPDATE on it was logged with a partial row image (GTID %s, binlog ", db,
+             gtid);
+    cr_expect(strstr(e, want), "error does not name the table and GTID %s: %s", gtid, e);
+    cr_expect(strstr(e, "the before image lacks a, b; the after image lacks id, b"), "missing columns: %s", e);
+    cr_expect(strstr(e, "binlog_row_image=FULL globally, and no session override") &&
+                  strstr(e, "source.row.image.policy=warn"),
+              "error does not give the fixes: %s", e);
+    cr_expect_eq(e2e_count_events(s, JO_PATH("value", "after"), "{\"a\":10}"), 0, "a partial row was sent: %s", out);
+    char got[256] = "";
+    cr_assert(e2e_status_gtid(status, got, sizeof got));
+    cr_expect_str_eq(got, before, "committed %s, want %s (before the update)", got, before);
+
+    pid = e2e_spawn(args, log);
+    rc = e2e_wait(pid, 30000);
+    cr_assert_eq(rc, 1, "restarted tributary run should stop again (got %d); see %s", rc, log);
+    cr_assert(e2e_slurp(log, &b));
+    cr_expect(strstr(tb_buf_cstr(&b), want), "restart did not stop at %s:\n%s", gtid, tb_buf_cstr(&b));
+
+    /* source.row.image.policy=warn: sent as logged, the absent columns left out */
+    FILE *f = fopen(cfgp, "a");
+    cr_assert_not_null(f);
+    fputs("source.row.image.policy=warn\n", f);
+    fclose(f);
+    pid = e2e_spawn(args, warn);
+    wait_caught_up(m, status, pid, warn);
+    kill(pid, SIGTERM);
+    cr_assert_eq(e2e_wait(pid, 30000), 0, "see %s", warn);
+    e2e_assert_clean_log(warn);
+    tb_buf_reset(&b);
+    cr_assert(e2e_slurp(warn, &b));
+    cr_expect_eq(e2e_count_events(tb_buf_cstr(&b), JO_PATH("value", "after"), "{\"a\":10}"), 1, "see %s", warn);
+    cr_expect_eq(e2e_count_events(tb_buf_cstr(&b), JO_PATH("value", "before"), "{\"id\":1}"), 1, "see %s", warn);
     tb_buf_free(&b);
     e2e_sql(m, "DROP DATABASE %s", db);
     mysql_close(m);
