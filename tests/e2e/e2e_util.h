@@ -11,6 +11,7 @@
  *   e2e_status_gtid(path, out)     the committed GTID set in a status file (canonical)
  *   e2e_server_gtid(m, out)        the server's @@gtid_binlog_pos (canonical: e2e_gtid_canon)
  *   e2e_gtid_reached(got, want)    every domain of want at or past its sequence number in got
+ *   e2e_last_gtid(m, out)          the GTID of the session's last transaction
  *   e2e_count_changes(...)         read_committed consumer: change events and duplicates by
  *                                  source position
  *   e2e_free_port()                a TCP port on 127.0.0.1 that was free a moment ago
@@ -337,19 +338,32 @@ static inline void e2e_gtid_canon(char *g)
     free(out);
 }
 
-/* The server's @@global.gtid_binlog_pos into out (cap bytes), canonical (e2e_gtid_canon);
- * m NULL: over a connection of its own. */
-static inline void e2e_server_gtid(MYSQL *m, char *out, size_t cap)
+/* The one value a query of one row and column gives (its text; \N for NULL) into out (cap
+ * bytes); m NULL: over a connection of its own. */
+static inline void e2e_query_cell(MYSQL *m, const char *sql, char *out, size_t cap)
 {
     MYSQL *own = m ? NULL : e2e_mysql();
     tb_buf g;
     tb_buf_init(&g, 0);
-    e2e_query_text(m ? m : own, "SELECT @@global.gtid_binlog_pos", &g);
+    e2e_query_text(m ? m : own, sql, &g);
     if (own)
         mysql_close(own);
     snprintf(out, cap, "%.*s", (int)(g.len ? g.len - 1 : 0), tb_buf_cstr(&g));
     tb_buf_free(&g);
+}
+
+/* The server's @@global.gtid_binlog_pos into out (cap bytes), canonical (e2e_gtid_canon);
+ * m NULL: over a connection of its own. */
+static inline void e2e_server_gtid(MYSQL *m, char *out, size_t cap)
+{
+    e2e_query_cell(m, "SELECT @@global.gtid_binlog_pos", out, cap);
     e2e_gtid_canon(out);
+}
+
+/* The GTID of the last transaction of m's session (@@session.last_gtid) into out. */
+static inline void e2e_last_gtid(MYSQL *m, char *out, size_t cap)
+{
+    e2e_query_cell(m, "SELECT @@session.last_gtid", out, cap);
 }
 
 /* Whether MariaDB GTID list got has reached want: every domain of want is in got with the same

@@ -48,15 +48,30 @@ static void stdout_cfg(const char *cfgp, const char *db, const char *include, co
     fclose(f);
 }
 
+/* After a run stopped at a change it cannot send: the committed position is still `before`,
+ * and a restart (output to log) stops again, exit 1, saying want: nothing is skipped silently. */
+static void stops_there_again(const char *status, const char *before, const char *const *args, const char *log,
+                              const char *want)
+{
+    char got[256] = "";
+    cr_assert(e2e_status_gtid(status, got, sizeof got));
+    cr_expect_str_eq(got, before, "committed %s, want %s (before the change)", got, before);
+    int rc = e2e_wait(e2e_spawn(args, log), 30000);
+    cr_assert_eq(rc, 1, "restarted tributary run should stop again (got %d); see %s", rc, log);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert(e2e_slurp(log, &b));
+    cr_expect(strstr(tb_buf_cstr(&b), want), "restart did not stop at %s:\n%s", want, tb_buf_cstr(&b));
+    e2e_assert_clean_log(log);
+    tb_buf_free(&b);
+}
+
 Test(e2e_statements, dml_as_statement, .timeout = 120, .fini = e2e_kill_children)
 {
-    char db[96], dir[256], cfgp[320], log[320], status[320], offs[320], out[320];
-    tb_itest_unique(db, sizeof db, "e2estmt");
-    snprintf(dir, sizeof dir, "/tmp/%s", db);
-    cr_assert_eq(mkdir(dir, 0700), 0);
-    snprintf(cfgp, sizeof cfgp, "%s/run.properties", dir);
-    snprintf(log, sizeof log, "%s/run.log", dir);
-    snprintf(status, sizeof status, "%s/status.json", dir);
+    st_run p;
+    st_paths(&p, "e2estmt");
+    const char *db = p.db, *dir = p.dir, *cfgp = p.cfg, *log = p.log, *status = p.status;
+    char offs[320], out[320];
     snprintf(offs, sizeof offs, "%s/offsets", dir);
     snprintf(out, sizeof out, "%s/events.jsonl", dir);
     MYSQL *m = e2e_mysql();
@@ -79,11 +94,7 @@ Test(e2e_statements, dml_as_statement, .timeout = 120, .fini = e2e_kill_children
 
     e2e_sql(m, "INSERT /* by a STATEMENT session */ INTO cap VALUES (2, 'lost?')");
     char gtid[256]; /* the statement's own GTID: the server's list holds every domain */
-    tb_buf lg;
-    tb_buf_init(&lg, 0);
-    e2e_query_text(m, "SELECT @@session.last_gtid", &lg);
-    snprintf(gtid, sizeof gtid, "%.*s", (int)(lg.len ? lg.len - 1 : 0), tb_buf_cstr(&lg));
-    tb_buf_free(&lg);
+    e2e_last_gtid(m, gtid, sizeof gtid);
     int rc = e2e_wait(pid, 30000);
     cr_assert_eq(rc, 1, "tributary run should stop with exit 1 (got %d); see %s", rc, out);
     e2e_assert_clean_log(out);
@@ -110,18 +121,8 @@ Test(e2e_statements, dml_as_statement, .timeout = 120, .fini = e2e_kill_children
     cr_expect_eq(e2e_count_events(s, JO_PATH("topic"), cap_topic), 1, "see %s", out);
     cr_expect_eq(e2e_count_events(s, JO_PATH("value", "after"), "{\"id\":1,\"v\":\"row\"}"), 1,
                  "the row event before is missing; see %s", out);
-    char got[256] = "";
-    cr_assert(e2e_status_gtid(status, got, sizeof got));
-    cr_expect_str_eq(got, before, "committed %s, want %s (before the statement)", got, before);
-
-    /* a restart stops at the same statement: nothing is skipped silently */
-    pid = e2e_spawn(args, log);
-    rc = e2e_wait(pid, 30000);
-    cr_assert_eq(rc, 1, "restarted tributary run should stop again (got %d); see %s", rc, log);
-    cr_assert(e2e_slurp(log, &b));
     snprintf(want, sizeof want, "GTID %s, binlog ", gtid);
-    cr_expect(strstr(tb_buf_cstr(&b), want), "restart did not stop at %s:\n%s", gtid, tb_buf_cstr(&b));
-    e2e_assert_clean_log(log);
+    stops_there_again(status, before, args, log, want);
     tb_buf_free(&b);
     e2e_sql(m, "DROP DATABASE %s", db);
     mysql_close(m);
@@ -135,15 +136,13 @@ Test(e2e_statements, dml_as_statement, .timeout = 120, .fini = e2e_kill_children
  * source.row.image.policy=warn the same row goes out with the absent columns left out. */
 Test(e2e_statements, partial_row_image, .timeout = 120, .fini = e2e_kill_children)
 {
-    char db[96], dir[256], cfgp[320], log[320], status[320], offs[320], out[320], warn[320];
-    tb_itest_unique(db, sizeof db, "e2eimg");
-    snprintf(dir, sizeof dir, "/tmp/%s", db);
-    cr_assert_eq(mkdir(dir, 0700), 0);
-    snprintf(cfgp, sizeof cfgp, "%s/run.properties", dir);
-    snprintf(log, sizeof log, "%s/run.log", dir);
-    snprintf(status, sizeof status, "%s/status.json", dir);
+    st_run p;
+    st_paths(&p, "e2eimg");
+    const char *db = p.db, *dir = p.dir, *cfgp = p.cfg, *log = p.log, *status = p.status;
+    char offs[320], out[320];
     snprintf(offs, sizeof offs, "%s/offsets", dir);
     snprintf(out, sizeof out, "%s/events.jsonl", dir);
+    char warn[320];
     snprintf(warn, sizeof warn, "%s/warn.jsonl", dir);
     MYSQL *m = e2e_mysql();
     e2e_sql(m, "CREATE DATABASE %s", db);
@@ -163,11 +162,7 @@ Test(e2e_statements, partial_row_image, .timeout = 120, .fini = e2e_kill_childre
     e2e_server_gtid(m, before, sizeof before);
     e2e_sql(m, "UPDATE %s.cap SET a = 10 WHERE id = 1", db);
     char gtid[256];
-    tb_buf lg;
-    tb_buf_init(&lg, 0);
-    e2e_query_text(m, "SELECT @@session.last_gtid", &lg);
-    snprintf(gtid, sizeof gtid, "%.*s", (int)(lg.len ? lg.len - 1 : 0), tb_buf_cstr(&lg));
-    tb_buf_free(&lg);
+    e2e_last_gtid(m, gtid, sizeof gtid);
     e2e_sql(m, "SET SESSION binlog_row_image = FULL");
 
     int rc = e2e_wait(pid, 30000);
@@ -188,15 +183,7 @@ Test(e2e_statements, partial_row_image, .timeout = 120, .fini = e2e_kill_childre
                   strstr(e, "source.row.image.policy=warn"),
               "error does not give the fixes: %s", e);
     cr_expect_eq(e2e_count_events(s, JO_PATH("value", "after"), "{\"a\":10}"), 0, "a partial row was sent: %s", out);
-    char got[256] = "";
-    cr_assert(e2e_status_gtid(status, got, sizeof got));
-    cr_expect_str_eq(got, before, "committed %s, want %s (before the update)", got, before);
-
-    pid = e2e_spawn(args, log);
-    rc = e2e_wait(pid, 30000);
-    cr_assert_eq(rc, 1, "restarted tributary run should stop again (got %d); see %s", rc, log);
-    cr_assert(e2e_slurp(log, &b));
-    cr_expect(strstr(tb_buf_cstr(&b), want), "restart did not stop at %s:\n%s", gtid, tb_buf_cstr(&b));
+    stops_there_again(status, before, args, log, want);
 
     /* source.row.image.policy=warn: sent as logged, the absent columns left out */
     FILE *f = fopen(cfgp, "a");
