@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "cache_tmp.h"
+#include "test_child.h"
 #include "tb_cast.h"
 #include <unistd.h>
 
@@ -218,9 +219,11 @@ static inline pid_t it_spawn(const char *logpath, const char *const *args)
 {
     char bin[512];
     snprintf(bin, sizeof(bin), "%s/app/tributary", TB_BINARY_DIR);
+    pid_t parent = getpid();
     pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
+        tb_test_child_dies_with(parent);
         const char *argv[64];
         int n = 0;
         argv[n++] = bin;

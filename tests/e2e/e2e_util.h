@@ -43,6 +43,7 @@
 #include "tb_cast.h"
 #include "../integration/tb_itest.h"
 #include "json_oracle.h"
+#include "test_child.h"
 #include "tb_buf.h"
 #include "tb_file.h"
 
@@ -167,9 +168,11 @@ static __attribute__((noinline, unused)) pid_t e2e_spawn(const char *const *args
         argv[n++] = TB_UNCONST(args[i]);
     argv[n] = NULL;
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
     if (pid == 0) {
+        tb_test_child_dies_with(parent);
         int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
         if (fd >= 0) {
             dup2(fd, 1);

@@ -294,9 +294,11 @@ static long long table_rows(MYSQL *m, const char *db)
 static pid_t spawn_prog(char *const argv[], const char *log)
 {
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
+        tb_test_child_dies_with(parent);
         int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
         if (fd >= 0) {
             dup2(fd, 1);

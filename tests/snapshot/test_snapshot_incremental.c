@@ -32,6 +32,7 @@
 #include "binlog.h"
 #include "evt_json.h"
 #include "json_oracle.h"
+#include "test_child.h"
 #include "snap_inc_int.h"
 #include "snap_incremental.h"
 #include "snap_test_util.h"
@@ -178,9 +179,11 @@ static void connector(const char *dir, const tb_position *start0)
 static pid_t start_connector(const char *dir, const tb_position *start0)
 {
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
+        tb_test_child_dies_with(parent);
         st_in_child = true;
         connector(dir, start0);
     }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "sqlcap_test_util.h"
+#include "test_child.h"
 
 #define TRIBUTARY_BIN TB_BINARY_DIR "/app/tributary"
 
@@ -78,9 +79,11 @@ static pid_t start_run_to(const char *extra, int ofd)
     char logp[160];
     snprintf(logp, sizeof logp, "%s/run.log", dir);
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
+        tb_test_child_dies_with(parent);
         if (ofd < 0)
             ofd = open(outp, O_WRONLY | O_CREAT | O_APPEND, 0600);
         int efd = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
