@@ -80,7 +80,13 @@ struct snap_inc {
     size_t nconns;        /* snapshot.threads: connections reading a window's key ranges at once */
     snap_inc_part *parts; /* nconns of them: a key range and its stored rows each */
     /* persistent state (as of the last release, maybe not saved yet) */
-    int64_t last_signal_id;
+    /* per database, the last execute-snapshot signal read from its signalling table: each
+     * database's `tributary_signal` numbers its rows itself, so ids of two databases never compare */
+    struct snap_inc_sig {
+        char *db;
+        int64_t id;
+    } *sigs;
+    size_t nsigs;
     char **queue;
     size_t nqueue;
     snap_key key;
@@ -127,6 +133,11 @@ TB_MUST_USE tb_code snap_inc_queue_push(snap_inc *si, const char *db_table); /* 
 void snap_inc_queue_pop(snap_inc *si); /* queue[0] leaves, and stops being fresh */
 /* Whether db_table is fresh; snap_inc_fresh_drop: it is not any more (a no-op when it was not). */
 bool snap_inc_fresh_has(const snap_inc *si, const char *db_table);
+/* The last execute-snapshot signal id read from db's signalling table (0: none). */
+int64_t snap_inc_sig_last(const snap_inc *si, const char *db, size_t dblen);
+/* A signal of db's signalling table with this id was read: *fresh tells whether it is newer than
+ * the last one (then it becomes the last). TB_ERR_NOMEM. */
+TB_MUST_USE tb_code snap_inc_sig_seen(snap_inc *si, const char *db, size_t dblen, int64_t id, bool *fresh);
 void snap_inc_fresh_drop(snap_inc *si, const char *db_table);
 /* Read si->state_path (a missing file is an empty state); resume: the position the run
  * resumes from (NULL or none: the file's committed state), which picks the file's latest

@@ -3,8 +3,13 @@
  * snapshots (see snap_incremental.h for both).
  *
  * STATE FILE (JSON, replaced atomically: temp file, fsync, rename)
- *   {"last_signal_id":N,"queue":["db.t",...],"chunks":N,"rows":N,"key":KEY|null,"initial":B,
- *    "fresh":["db.t",...],"pending":[{"pos":POS,"state":{...}},...]}
+ *   {"last_signal_id":N,"last_signal_ids":{"db":N,...},"queue":["db.t",...],"chunks":N,"rows":N,
+ *    "key":KEY|null,"initial":B,"fresh":["db.t",...],"pending":[{"pos":POS,"state":{...}},...]}
+ *   last_signal_ids holds, per database, the id of the last execute-snapshot signal read from
+ *   its signalling table (each database's table numbers its rows itself); last_signal_id, their
+ *   largest, is written for older versions and not read: a file without last_signal_ids (older
+ *   versions kept one id for every database, which dropped the signals of a second database)
+ *   starts with none, and the binlog read from the resumed position holds only signals after it.
  *   queue[0] is the table in progress; key is the last primary key of its
  *   last finished chunk (snap_inc_key.h), null before the first chunk;
  *   initial is true while the queue holds an initial snapshot's tables
@@ -208,8 +213,18 @@ static tb_code state_json(const snap_inc *si, tb_buf *out)
     const char *me = state_owner(si);
     evt_jw_key(&w, "connector", (size_t)-1);
     evt_jw_str(&w, me, strlen(me));
+    int64_t last = 0;
+    for (size_t i = 0; i < si->nsigs; i++)
+        last = si->sigs[i].id > last ? si->sigs[i].id : last;
     evt_jw_key(&w, "last_signal_id", (size_t)-1);
-    evt_jw_int(&w, si->last_signal_id);
+    evt_jw_int(&w, last);
+    evt_jw_key(&w, "last_signal_ids", (size_t)-1);
+    evt_jw_obj_begin(&w);
+    for (size_t i = 0; i < si->nsigs; i++) {
+        evt_jw_key(&w, si->sigs[i].db, strlen(si->sigs[i].db));
+        evt_jw_int(&w, si->sigs[i].id);
+    }
+    evt_jw_obj_end(&w);
     evt_jw_key(&w, "queue", (size_t)-1);
     evt_jw_arr_begin(&w);
     for (size_t i = 0; i < si->nqueue; i++)
@@ -253,6 +268,35 @@ tb_code snap_inc_queue_push(snap_inc *si, const char *db_table)
         return TB_ERR_NOMEM;
     si->nqueue++;
     si->queued_unsaved = true;
+    return TB_OK;
+}
+
+int64_t snap_inc_sig_last(const snap_inc *si, const char *db, size_t dblen)
+{
+    for (size_t i = 0; i < si->nsigs; i++)
+        if (strlen(si->sigs[i].db) == dblen && memcmp(si->sigs[i].db, db, dblen) == 0)
+            return si->sigs[i].id;
+    return 0;
+}
+
+tb_code snap_inc_sig_seen(snap_inc *si, const char *db, size_t dblen, int64_t id, bool *fresh)
+{
+    *fresh = false;
+    for (size_t i = 0; i < si->nsigs; i++)
+        if (strlen(si->sigs[i].db) == dblen && memcmp(si->sigs[i].db, db, dblen) == 0) {
+            *fresh = id > si->sigs[i].id;
+            if (*fresh)
+                si->sigs[i].id = id;
+            return TB_OK;
+        }
+    struct snap_inc_sig *n = realloc(si->sigs, (si->nsigs + 1) * sizeof(*n));
+    if (!n)
+        return TB_ERR_NOMEM;
+    si->sigs = n;
+    if (!(n[si->nsigs].db = strndup(db, dblen)))
+        return TB_ERR_NOMEM;
+    n[si->nsigs++].id = id;
+    *fresh = id > 0;
     return TB_OK;
 }
 
@@ -489,8 +533,16 @@ tb_code snap_inc_load_state(snap_inc *si, const tb_position *resume, tb_error *e
     const evt_jv *v;
     size_t len;
     const char *s;
-    if ((v = evt_jv_get(st, "last_signal_id")) && (s = evt_jv_text(v, &len)))
-        si->last_signal_id = strtoll(s, NULL, 10);
+    if ((v = evt_jv_get(st, "last_signal_ids")) && evt_jv_type_of(v) == EVT_JV_OBJECT) {
+        for (size_t i = 0; i < evt_jv_size(v) && rc == TB_OK; i++) {
+            size_t kl = 0;
+            const char *k = evt_jv_key_at(v, i, &kl);
+            bool fresh;
+            if (k && (s = evt_jv_text(evt_jv_at(v, i), &len)) &&
+                snap_inc_sig_seen(si, k, kl, strtoll(s, NULL, 10), &fresh) != TB_OK)
+                rc = tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        }
+    }
     if ((v = evt_jv_get(st, "chunks")) && (s = evt_jv_text(v, &len)))
         si->chunks = strtoull(s, NULL, 10);
     if ((v = evt_jv_get(st, "rows")) && (s = evt_jv_text(v, &len)))

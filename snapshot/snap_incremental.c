@@ -189,6 +189,9 @@ void snap_inc_close(snap_inc *si)
     for (size_t i = 0; i < si->nfresh; i++)
         free(si->fresh[i]);
     free(si->fresh);
+    for (size_t i = 0; i < si->nsigs; i++)
+        free(si->sigs[i].db);
+    free(si->sigs);
     for (size_t i = 0; i < si->nsaves; i++) {
         tb_position_free(&si->saves[i].pos);
         free(si->saves[i].json);
@@ -1002,8 +1005,11 @@ tb_code snap_inc_observe(snap_inc *si, const evt_event *ev, tb_error *err)
                      (int)tl, type, (int)dl, data, conn ? (int)cl : 4, conn ? conn : "none", self);
             return TB_OK;
         }
-        if (is_type(type, tl, "execute-snapshot") && id > si->last_signal_id) {
-            si->last_signal_id = id;
+        bool fresh = false;
+        const char *db = evt_table_db(t);
+        if (is_type(type, tl, "execute-snapshot") && snap_inc_sig_seen(si, db, strlen(db), id, &fresh) != TB_OK)
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        if (fresh) {
             char *name = strndup(data, dl);
             if (!name || snap_inc_queue_push(si, name) != TB_OK) {
                 free(name);

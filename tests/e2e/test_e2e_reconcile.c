@@ -396,17 +396,18 @@ static size_t rc_lines_missing(const char *a, const char *b, size_t max, tb_buf 
  * failure the rows each side lacks and the end of the run's log go to the output (CI keeps no
  * /tmp folder), and what the test holds is released first: the assertion ends the worker, whose
  * LeakSanitizer would otherwise report the buffers and the connection as a leak of its own. */
-static void rc_wait_topic_equal(MYSQL *m, const rc_run *r, const char *table, const char *const *cols,
-                                const char *colsql, const char *what)
+/* Until the topic of db.table (db: a database the run captures) read as a KTable equals the source. */
+static void rc_wait_topic_equal_in(MYSQL *m, const rc_run *r, const char *db, const char *table,
+                                   const char *const *cols, const char *colsql, const char *what)
 {
     char topic[256];
-    snprintf(topic, sizeof topic, "%s.%s.%s", r->db, r->db, table);
+    snprintf(topic, sizeof topic, "%s.%s.%s", r->db, db, table);
     long long deadline = tb_itest_now_ms() + 120000;
     for (;;) {
         tb_buf src, top;
         tb_buf_init(&src, 0);
         tb_buf_init(&top, 0);
-        st_source_rows(m, r->db, table, colsql, &src);
+        st_source_rows(m, db, table, colsql, &src);
         st_topic_table(topic, cols, &top);
         bool same = strcmp(tb_buf_cstr(&src), tb_buf_cstr(&top)) == 0;
         if (!same && tb_itest_now_ms() >= deadline) {
@@ -445,6 +446,12 @@ static void rc_wait_topic_equal(MYSQL *m, const rc_run *r, const char *table, co
     }
 }
 
+static void rc_wait_topic_equal(MYSQL *m, const rc_run *r, const char *table, const char *const *cols,
+                                const char *colsql, const char *what)
+{
+    rc_wait_topic_equal_in(m, r, r->db, table, cols, colsql, what);
+}
+
 static void two_alters(bool eos)
 {
     rc_run r;
@@ -479,6 +486,41 @@ Test(e2e_reconcile, two_alters, .timeout = 300, .fini = e2e_kill_children)
 Test(e2e_reconcile, two_alters_exactly_once, .timeout = 300, .fini = e2e_kill_children)
 {
     two_alters(true);
+}
+
+/* Each database has a signalling table of its own, which numbers its rows itself: an ALTER in a
+ * second database signals a resnapshot whose id is lower than those the first database's table
+ * has reached (its signals and the watermarks of its chunks), and it must be followed all the same. */
+Test(e2e_reconcile, alters_in_two_databases, .timeout = 300, .fini = e2e_kill_children)
+{
+    rc_run r;
+    char db2[120];
+    MYSQL *m = e2e_mysql();
+    rc_setup(&r, "e2erc2db", "snapshot.chunk.size=30\nddl.alter.policy=resnapshot\n");
+    snprintf(db2, sizeof db2, "%s_b", r.db);
+    FILE *f = fopen(r.cfg, "a"); /* the later line wins: both databases */
+    cr_assert_not_null(f);
+    fprintf(f, "tables.include=^%s(_b)?[.]\n", r.db);
+    fclose(f);
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    e2e_sql(m, "CREATE DATABASE %s", db2);
+    rc_table(m, r.db, "t", 100);
+    rc_table(m, db2, "t", 100);
+    rc_start(&r, NULL);
+    rc_caught_up(m, &r);
+    static const char *const cols[] = {"id", "v", "n", "a1", NULL};
+    e2e_sql(m, "ALTER TABLE %s.t ADD COLUMN a1 INT NOT NULL DEFAULT 1", r.db);
+    rc_wait_topic_equal(m, &r, "t", cols, "id, v, n, a1", "the first database's table, a1 for every row");
+    e2e_sql(m, "ALTER TABLE %s.t ADD COLUMN a1 INT NOT NULL DEFAULT 2", db2);
+    rc_wait_topic_equal_in(m, &r, db2, "t", cols, "id, v, n, a1", "the second database's table, a1 for every row");
+    rc_caught_up(m, &r);
+    st_stop(&r);
+    rc_cache_build(&r);
+    rc_assert_equal(&r, m, "t", cols, "id, v, n, a1", true);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    e2e_sql(m, "DROP DATABASE %s", db2);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
 }
 
 Test(e2e_reconcile, kafka_away_during_ddl, .timeout = 400, .init = tb_itest_restore_servers,
