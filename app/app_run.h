@@ -78,6 +78,7 @@ typedef struct run_ctx {
     uint64_t producer_restarts;    /* source re-reads after a producer replaced (sink_stats.restarts) */
     cfg_filter filter;             /* tables.include / tables.exclude (owned) */
     bool partial_images_ok;        /* source.row.image.policy=warn: rows with partial images are sent */
+    struct run_fk *fk;             /* owned: foreign keys whose actions change rows unlogged (run_fk.c) */
     bool filter_ok;
     struct {
         evt_table *t;              /* a reference: its address is not reused while it is here */
@@ -205,6 +206,19 @@ TB_MUST_USE tb_code run_dropped_record(run_ctx *r, const char *db, const char *t
 TB_MUST_USE tb_code run_retry(run_ctx *r, const char *what, tb_code (*fn)(run_ctx *, void *, tb_error *), void *arg,
                               tb_error *err);
 
+/* run_fk.c: rows that a foreign key's ON DELETE / ON UPDATE action changes without row events
+ * (source.fk.cascade.policy). run_fk_row: every row event, before tables.include filters it (the
+ * parent need not be captured); may stop the run (policy fail). run_fk_end_tx: when the source
+ * transaction ends, before its position goes to the sink: the signals of the snapshots due.
+ * run_fk_stale: a statement that can add, drop or rename a foreign key was read. */
+typedef struct run_fk run_fk;
+TB_MUST_USE tb_code run_fk_row(run_ctx *r, const evt_event *ev, tb_error *err);
+TB_MUST_USE tb_code run_fk_end_tx(run_ctx *r, tb_error *err);
+void run_fk_stale(run_ctx *r);
+void run_fk_free(run_ctx *r);
+/* run_tables.c: the signal of an incremental snapshot of name ("db.table"), through run_retry;
+ * *id (id may be NULL) gets the signal's id (snap_inc_signal_id). */
+TB_MUST_USE tb_code run_resnapshot_signal(run_ctx *r, const char *name, int64_t *id, tb_error *err);
 /* run_tables.c: true when the source's catalog has no table db.table now (MySQL/MariaDB:
  * information_schema; SQLite: sqlcap_table_exists); false when it has it or cannot be asked. */
 bool run_table_gone(run_ctx *r, const char *db, const char *table);

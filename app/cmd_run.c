@@ -872,6 +872,7 @@ out:
     if (r.filter_ok)
         cfg_filter_free(&r.filter);
     run_keep_free(&r);
+    run_fk_free(&r);
     tb_hmap_free(&r.keyless, NULL);
     run_txmeta_free(&r);
     snap_inc_close(r.inc);

@@ -174,6 +174,8 @@ tb_code run_stream(run_ctx *r, tb_error *err)
                 r->snapshot_state = evt_event_snapshot(ev) == EVT_SNAPSHOT_LAST ? RUN_SNAP_DONE : RUN_SNAP_RUNNING;
                 r->snapshot_rows++;
             }
+            if ((rc = run_fk_row(r, ev, err)) != TB_OK)
+                return rc;
             if (!run_keep(r, ev)) {
                 r->events_filtered++;
             } else if (run_keyless(r, ev)) {
@@ -196,6 +198,8 @@ tb_code run_stream(run_ctx *r, tb_error *err)
             }
             r->in_tx = !evt_event_last_in_tx(ev);
             if (!r->in_tx && r->sqlite_reconcile && (rc = run_sqlite_reconcile(r, evt_event_position(ev), err)) != TB_OK)
+                return rc;
+            if (!r->in_tx && (rc = run_fk_end_tx(r, err)) != TB_OK)
                 return rc;
             if (!r->in_tx && ((rc = run_sink_error(r, run_txmeta_end(r, err), false, err)) != TB_OK ||
                               (rc = run_sink_error(r, run_sink_end_tx(r, evt_event_position(ev), err), false, err)) != TB_OK))

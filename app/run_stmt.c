@@ -307,16 +307,6 @@ static tb_code stmt_truncate_fail(const binlog_stmt *st, const binlog_stmt_table
 
 /* ------------------------------------------------------------ ALTER */
 
-/* One attempt of run_retry at the signal of an incremental snapshot of arg ("db.table"). */
-static tb_code signal_once(run_ctx *r, void *arg, tb_error *err) { return snap_inc_signal(r->cfg, arg, err); }
-
-static tb_code resnapshot_signal(run_ctx *r, const char *name, tb_error *err)
-{
-    char what[400];
-    snprintf(what, sizeof what, "%s: the signal of its incremental snapshot", name);
-    return run_retry(r, what, signal_once, TB_UNCONST(name), err); /* signal_once only reads it */
-}
-
 /* ddl.alter.policy=resnapshot: signal an incremental snapshot of the table
  * (a row in the signalling table, seen in the binlog after the ALTER), so
  * the topic gets every row with the values the ALTER gave it. */
@@ -329,7 +319,7 @@ static tb_code stmt_resnapshot(run_ctx *r, const binlog_stmt *st, const binlog_s
     tb_code rc = tb_buf_printf(&name, "%s.%s", t->db, t->table);
     if (rc != TB_OK)
         rc = tb_error_set(err, rc, false, "out of memory");
-    else if ((rc = resnapshot_signal(r, tb_buf_cstr(&name), err)) != TB_OK &&
+    else if ((rc = run_resnapshot_signal(r, tb_buf_cstr(&name), NULL, err)) != TB_OK &&
              (rc == TB_ERR_NOT_FOUND || run_table_gone(r, t->db, t->table))) {
         /* gone since (renamed or dropped further on in the binlog): the
          * statement that took it away is handled when it is read. The
@@ -481,6 +471,9 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
     uint64_t sent = 0;
     if (st->kind == BINLOG_STMT_OTHER || (st->temporary && st->kind != BINLOG_STMT_DML))
         return TB_OK; /* temporary tables are never captured */
+    if (st->kind == BINLOG_STMT_CREATE || st->kind == BINLOG_STMT_ALTER || st->kind == BINLOG_STMT_RENAME ||
+        st->kind == BINLOG_STMT_DROP || st->kind == BINLOG_STMT_DROP_DATABASE)
+        run_fk_stale(r); /* it may add, drop or rename a foreign key, of any table */
     if (st->kind == BINLOG_STMT_CREATE && !st->or_replace)
         return TB_OK;
     for (size_t i = 0; r->inc && st->kind != BINLOG_STMT_DML && i < st->ntables; i++) /* its snapshot reconciles */

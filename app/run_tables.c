@@ -15,6 +15,7 @@
 #include "app_run.h"
 #include "sink.h"
 #include "myconn.h"
+#include "snap_incremental.h"
 #include "snap_sql.h"
 #include "sqlcap.h"
 #include "tb_cast.h"
@@ -195,6 +196,29 @@ tb_code run_retry(run_ctx *r, const char *what, tb_code (*fn)(run_ctx *, void *,
             return tb_error_set(err, TB_ERR_STOPPED, false, "stopped while waiting for %s", what);
         backoff = backoff * 2 > backoff_max ? backoff_max : backoff * 2;
     }
+}
+
+typedef struct signal_ask {
+    const char *name;
+    int64_t id;
+} signal_ask;
+
+/* One attempt of run_retry at the signal of an incremental snapshot of a->name ("db.table"). */
+static tb_code signal_once(run_ctx *r, void *arg, tb_error *err)
+{
+    signal_ask *a = arg;
+    return snap_inc_signal_id(r->cfg, a->name, &a->id, err);
+}
+
+tb_code run_resnapshot_signal(run_ctx *r, const char *name, int64_t *id, tb_error *err)
+{
+    char what[400];
+    snprintf(what, sizeof what, "%s: the signal of its incremental snapshot", name);
+    signal_ask a = {name, 0};
+    tb_code rc = run_retry(r, what, signal_once, &a, err);
+    if (id)
+        *id = a.id;
+    return rc;
 }
 
 bool run_table_gone(run_ctx *r, const char *db, const char *table)

@@ -37,6 +37,7 @@ static const char *const v_truncate_policy[] = {"tombstone", "fail", NULL};
 static const char *const v_ssl_mode[] = {"disabled", "preferred", "required", "verify_ca", "verify_identity", NULL};
 static const char *const v_drop_policy[] = {"warn", "tombstone", NULL};
 static const char *const v_alter_policy[] = {"resnapshot", "warn", NULL};
+static const char *const v_fk_cascade_policy[] = {"resnapshot", "fail", "warn", NULL};
 static const char *const v_missing_policy[] = {"fail", "resnapshot", NULL};
 
 #define I64MAX INT64_MAX
@@ -107,6 +108,8 @@ static const cfg_prop props[] = {
      "TRUNCATE TABLE on a captured table (MySQL/MariaDB): `tombstone` sends a delete and a tombstone for every key its topic holds (read from the topic), at the statement's position; `fail` stops naming the table and position (docs/statements.md).", false, "source"},
     {"ddl.alter.policy", CFG_ENUM, "resnapshot", 0, 0, v_alter_policy,
      "ALTER TABLE that can give existing rows of a captured table new values (MySQL/MariaDB: ADD/MODIFY/CHANGE/DROP COLUMN, CONVERT TO; SQLite: ADD COLUMN with a default, RENAME COLUMN, DROP COLUMN): `resnapshot` re-sends the table's rows (MySQL/MariaDB: an incremental snapshot, needs INSERT on the signalling table; SQLite: a read event per row in the ALTER's transaction), `warn` only says the topic keeps the old values until each row changes (docs/statements.md).", false, "source"},
+    {"source.fk.cascade.policy", CFG_ENUM, "resnapshot", 0, 0, v_fk_cascade_policy,
+     "MySQL/MariaDB: a foreign key of a captured table with ON DELETE or ON UPDATE CASCADE, SET NULL or SET DEFAULT changes the table's rows inside the storage engine, without row events in the binlog. After a transaction that deletes a parent row, or changes the columns such a key references, `resnapshot` signals an incremental snapshot of each captured table the action can reach (needs INSERT on the signalling table; its reconcile step deletes what the action deleted), `fail` stops at that row naming the constraint, `warn` says so once per table (docs/statements.md).", false, "source"},
     {"ddl.drop.policy", CFG_ENUM, "warn", 0, 0, v_drop_policy,
      "DROP TABLE of a captured table: `warn` leaves its topic as it is and says so; `tombstone` deletes every key (MySQL/MariaDB: every key the topic holds, as for TRUNCATE; SQLite: every row the table had just before it) at the DROP's position (docs/statements.md).", false, "source"},
 

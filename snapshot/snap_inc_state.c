@@ -147,6 +147,12 @@ out:
 
 tb_code snap_inc_signal(const cfg *c, const char *db_table, tb_error *err)
 {
+    int64_t id;
+    return snap_inc_signal_id(c, db_table, &id, err);
+}
+
+tb_code snap_inc_signal_id(const cfg *c, const char *db_table, int64_t *id_out, tb_error *err)
+{
     char *db = NULL, *table = NULL;
     MYSQL *my = NULL;
     bool mariadb = false;
@@ -167,6 +173,7 @@ tb_code snap_inc_signal(const cfg *c, const char *db_table, tb_error *err)
     if (rc == TB_OK)
         TB_INFO(FAC, "signal %lld: execute-snapshot %s for connector '%s'", (long long)id, db_table,
                 cfg_get_str(c, CFGK_NAME));
+    *id_out = id;
 out:
     evt_table_unref(t);
     if (my)
@@ -250,15 +257,34 @@ static tb_code state_json(const snap_inc *si, tb_buf *out)
     return evt_jw_finish(&w);
 }
 
-tb_code snap_inc_queue_push(snap_inc *si, const char *db_table)
+/* db_table is queued and its snapshot has not begun: it reads the table as it is when it begins.
+ * (Begun: some of its chunks are read already.) */
+static bool queued_unbegun(const snap_inc *si, const char *db_table)
 {
-    /* queued and not begun: that snapshot reads the table as it is then.
-     * Begun (some of its chunks already read): queued again, so every row
-     * is sent once more as the table is after this signal's statement. */
     bool begun = si->has_key || si->ph != PH_IDLE || si->chunks > 0;
     for (size_t i = 0; i < si->nqueue; i++)
         if (strcmp(si->queue[i], db_table) == 0 && (i > 0 || !begun))
-            return TB_OK;
+            return true;
+    return false;
+}
+
+bool snap_inc_will_read(const snap_inc *si, const char *db_table, int64_t signal_id)
+{
+    char *db = NULL, *table = NULL;
+    bool unread = signal_id > 0 && snap_inc_split_table(db_table, &db, &table) &&
+                  signal_id > snap_inc_sig_last(si, db, strlen(db));
+    free(db);
+    free(table);
+    return unread || queued_unbegun(si, db_table);
+}
+
+tb_code snap_inc_queue_push(snap_inc *si, const char *db_table)
+{
+    /* queued and not begun: that snapshot reads the table as it is then.
+     * Begun: queued again, so every row is sent once more as the table is
+     * after this signal's statement. */
+    if (queued_unbegun(si, db_table))
+        return TB_OK;
     char **q = realloc(si->queue, (si->nqueue + 1) * sizeof(*q));
     if (!q)
         return TB_ERR_NOMEM;

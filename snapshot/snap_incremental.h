@@ -107,6 +107,8 @@ typedef struct snap_inc snap_inc;
 
 /* Write the execute-snapshot signal for "db.table" (see SIGNALLING). */
 TB_MUST_USE tb_code snap_inc_signal(const cfg *c, const char *db_table, tb_error *err);
+/* The same; *id (not NULL) gets the signal's id in its database's signalling table. */
+TB_MUST_USE tb_code snap_inc_signal_id(const cfg *c, const char *db_table, int64_t *id, tb_error *err);
 
 /* state_path NULL = the default above. Loads saved progress as of resume, the
  * stored position the run resumes from (NULL: none; see snap_inc_before_commit);
@@ -173,6 +175,11 @@ TB_MUST_USE tb_code snap_inc_begin_initial(snap_inc *si, char *const *tables, co
  * after a restart that resumed it); false once its last table's last chunk
  * is released. */
 bool snap_inc_initial(const snap_inc *si);
+
+/* True when a snapshot of db_table that reads all of it from now on is still to come: the signal
+ * with this id (from snap_inc_signal_id; 0: none) is not read yet, or db_table is queued and its
+ * snapshot has not begun. A change committed now is then in the rows it sends. */
+bool snap_inc_will_read(const snap_inc *si, const char *db_table, int64_t signal_id);
 
 /* True while a table is queued or a chunk is in flight or unsaved. */
 bool snap_inc_active(const snap_inc *si);

@@ -205,6 +205,84 @@ Test(e2e_statements, partial_row_image, .timeout = 120, .fini = e2e_kill_childre
     e2e_rmtree(dir);
 }
 
+/* source.fk.cascade.policy=fail: a DELETE of a parent row (the parent not captured) whose foreign
+ * key deletes rows of a captured child inside the storage engine stops the run (exit 1) before it,
+ * naming the parent, the child, the constraint, the GTID and the fixes; a restart stops there
+ * again. An INSERT into the parent and a DELETE of a table without such a key go by. With warn,
+ * the rows go on with one WARN naming the child. (resnapshot, the default: e2e_reconcile
+ * fk_cascades.) */
+Test(e2e_statements, fk_cascade_fail_and_warn, .timeout = 120, .fini = e2e_kill_children)
+{
+    st_run p;
+    st_paths(&p, "e2efk");
+    const char *db = p.db, *dir = p.dir, *cfgp = p.cfg, *log = p.log, *status = p.status;
+    char offs[320], out[320], warn[320];
+    snprintf(offs, sizeof offs, "%s/offsets", dir);
+    snprintf(out, sizeof out, "%s/events.jsonl", dir);
+    snprintf(warn, sizeof warn, "%s/warn.jsonl", dir);
+    MYSQL *m = e2e_mysql();
+    e2e_sql(m, "CREATE DATABASE %s", db);
+    e2e_sql(m, "CREATE TABLE %s.parent (id INT PRIMARY KEY)", db);
+    e2e_sql(m, "CREATE TABLE %s.cap (id INT PRIMARY KEY, pid INT, CONSTRAINT cap_parent FOREIGN KEY (pid) "
+               "REFERENCES %s.parent (id) ON DELETE CASCADE)", db, db);
+    e2e_sql(m, "CREATE TABLE %s.plain (id INT PRIMARY KEY)", db);
+    e2e_sql(m, "INSERT INTO %s.parent VALUES (1), (2)", db);
+    e2e_sql(m, "INSERT INTO %s.cap VALUES (10, 1), (20, 2)", db);
+    e2e_sql(m, "INSERT INTO %s.plain VALUES (1), (2)", db);
+    stdout_cfg(cfgp, db, "(cap|plain)$", offs, status, 8000 + (unsigned)getpid() % 1000, "initial");
+    FILE *f = fopen(cfgp, "a");
+    cr_assert_not_null(f);
+    fputs("source.fk.cascade.policy=fail\n", f);
+    fclose(f);
+    const char *args[] = {"run", "--config", cfgp, NULL};
+    pid_t pid = e2e_spawn(args, out);
+    wait_caught_up(m, status, pid, out);
+    e2e_sql(m, "INSERT INTO %s.parent VALUES (3)", db);
+    e2e_sql(m, "DELETE FROM %s.plain WHERE id = 1", db);
+    wait_caught_up(m, status, pid, out);
+    char before[256], gtid[256];
+    e2e_server_gtid(m, before, sizeof before);
+    e2e_sql(m, "DELETE FROM %s.parent WHERE id = 1", db);
+    e2e_last_gtid(m, gtid, sizeof gtid);
+    int rc = e2e_wait(pid, 30000);
+    cr_assert_eq(rc, 1, "tributary run should stop with exit 1 (got %d); see %s", rc, out);
+    tb_buf b;
+    tb_buf_init(&b, 0);
+    cr_assert(e2e_slurp(out, &b));
+    const char *e = strstr(tb_buf_cstr(&b), "tributary run: ");
+    cr_assert_not_null(e, "no error line in %s", out);
+    char want[512];
+    snprintf(want, sizeof want, "%s.parent: this DELETE (GTID %s, binlog ", db, gtid);
+    cr_expect(strstr(e, want), "error does not name the parent and the GTID %s: %s", gtid, e);
+    char child[300];
+    snprintf(child, sizeof child, "the captured table %s.cap through its foreign key cap_parent (ON DELETE CASCADE)",
+             db);
+    cr_expect(strstr(e, child), "error does not name the child and the constraint: %s", e);
+    cr_expect(strstr(e, "source.fk.cascade.policy=resnapshot") && strstr(e, "source.fk.cascade.policy=warn"),
+              "error does not give the fixes: %s", e);
+    stops_there_again(status, before, args, log, want);
+
+    f = fopen(cfgp, "a");
+    cr_assert_not_null(f);
+    fputs("source.fk.cascade.policy=warn\n", f);
+    fclose(f);
+    pid = e2e_spawn(args, warn);
+    wait_caught_up(m, status, pid, warn);
+    e2e_sql(m, "DELETE FROM %s.parent WHERE id = 2", db); /* warned about once a run */
+    wait_caught_up(m, status, pid, warn);
+    kill(pid, SIGTERM);
+    cr_assert_eq(e2e_wait(pid, 30000), 0, "see %s", warn);
+    e2e_assert_clean_log(warn);
+    tb_buf_reset(&b);
+    cr_assert(e2e_slurp(warn, &b));
+    snprintf(want, sizeof want, "WARN  run: %s.cap: rows of it changed by its foreign key cap_parent", db);
+    cr_expect_eq(e2e_count_text(tb_buf_cstr(&b), want), 1, "want one \"%s\" in %s", want, warn);
+    tb_buf_free(&b);
+    e2e_sql(m, "DROP DATABASE %s", db);
+    mysql_close(m);
+    e2e_rmtree(dir);
+}
+
 Test(e2e_statements, truncate, .timeout = 240, .fini = e2e_kill_children)
 {
     st_run r;
