@@ -19,8 +19,10 @@
  *  - warn: a WARN per child table (the first time in a run), and rows go on.
  *
  * The foreign keys come from information_schema (REFERENTIAL_CONSTRAINTS and KEY_COLUMN_USAGE)
- * at the first DELETE or UPDATE, and again after any statement that can add, drop or rename one
- * (run_fk_stale): as the catalog is then, like the column defaults of a new table version.
+ * at the first DELETE or UPDATE, and again after a CREATE, ALTER or DROP of a captured table, and
+ * after any RENAME (run_fk_stale): as the catalog is then, like the column defaults of a new table
+ * version. (A key added to a table that is not captured, on the way from a parent to a captured
+ * grandchild, is known from the next of those; a parent's column renamed counts as changed.)
  * MySQL servers that run foreign keys in the SQL layer (innodb_native_foreign_keys=OFF) write
  * the cascaded rows to the binlog: nothing is needed there.
  */

@@ -582,6 +582,96 @@ Test(e2e_reconcile, fk_cascades, .timeout = 300, .fini = e2e_kill_children)
     e2e_rmtree(r.dir);
 }
 
+/* A writer of random parent DELETEs, key UPDATEs and INSERTs, with child INSERTs, into the
+ * tables of fk_random (child process; runs until killed). */
+static void fk_writer(const char *pdb, const char *cdb, unsigned seed)
+{
+    MYSQL *m = e2e_mysql_try();
+    if (!m)
+        _exit(3);
+    int next = 1000;
+    char q[512];
+    for (;;) {
+        int op = (int)(rand_r(&seed) % 10), id = 1 + (int)(rand_r(&seed) % 60);
+        if (op < 3)
+            snprintf(q, sizeof q, "DELETE FROM %s.p WHERE id = %d", pdb, id);
+        else if (op < 5)
+            snprintf(q, sizeof q, "UPDATE %s.p SET id = %d WHERE id = %d", pdb, next++, id);
+        else if (op < 7)
+            snprintf(q, sizeof q, "INSERT IGNORE INTO %s.p VALUES (%d, 'new')", pdb, id);
+        else if (op < 9)
+            snprintf(q, sizeof q, "INSERT IGNORE INTO %s.c SELECT %d, id, 'w' FROM %s.p ORDER BY RAND() LIMIT 1", cdb,
+                     next++, pdb);
+        else
+            snprintf(q, sizeof q, "INSERT IGNORE INTO %s.g SELECT %d, id, 'w' FROM %s.c ORDER BY RAND() LIMIT 1", cdb,
+                     next++, cdb);
+        (void)mysql_query(m, q);
+    }
+}
+
+/* Foreign key actions under kill -9: the parent in a database that is not captured, its children
+ * in another (their signals go to that database's signalling table), a writer changing parent
+ * keys all along while the run is killed at random moments; at the end the children's topics and
+ * the cache equal the source. */
+Test(e2e_reconcile, fk_random_kill9, .timeout = 400, .fini = e2e_kill_children)
+{
+    rc_run r;
+    MYSQL *m = e2e_mysql();
+    rc_setup(&r, "e2ercfkk", "snapshot.chunk.size=20\n");
+    char pdb[120];
+    snprintf(pdb, sizeof pdb, "%s_p", r.db);
+    e2e_sql(m, "CREATE DATABASE %s", r.db);
+    e2e_sql(m, "CREATE DATABASE %s", pdb);
+    e2e_sql(m, "CREATE TABLE %s.p (id INT PRIMARY KEY, v VARCHAR(20))", pdb);
+    e2e_sql(m, "CREATE TABLE %s.c (id INT PRIMARY KEY, pid INT, v VARCHAR(20), FOREIGN KEY (pid) REFERENCES %s.p (id) "
+               "ON DELETE CASCADE ON UPDATE CASCADE)", r.db, pdb);
+    e2e_sql(m, "CREATE TABLE %s.g (id INT PRIMARY KEY, cid INT NULL, v VARCHAR(20), FOREIGN KEY (cid) REFERENCES "
+               "%s.c (id) ON DELETE SET NULL)", r.db, r.db);
+    e2e_sql(m, "USE %s", r.db);
+    e2e_sql(m, "INSERT INTO %s.p SELECT seq, 'p' FROM seq_1_to_60", pdb);
+    e2e_sql(m, "INSERT INTO %s.c SELECT seq, seq %% 60 + 1, 'c' FROM seq_1_to_200", r.db);
+    e2e_sql(m, "INSERT INTO %s.g SELECT seq, seq, 'g' FROM seq_1_to_200", r.db);
+    rc_start(&r, NULL);
+    rc_caught_up(m, &r);
+    unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+    cr_log_info("fk_random_kill9: seed %u", seed);
+    fflush(NULL);
+    pid_t parent = getpid();
+    pid_t wl = fork();
+    cr_assert_geq(wl, 0);
+    if (wl == 0) {
+        tb_test_child_dies_with(parent);
+        fk_writer(pdb, r.db, seed);
+        _exit(0);
+    }
+    e2e_track(wl);
+    for (int k = 0; k < 3; k++) {
+        /* a random moment: up to 3 s of writes, then the run killed and started again */
+        long long until = tb_itest_now_ms() + 500 + (long long)(rand_r(&seed) % 2500);
+        while (tb_itest_now_ms() < until) {
+            cr_assert_eq(e2e_wait(r.pid, 0), -2, "tributary run stopped early; see %s", r.log);
+            usleep(50000);
+        }
+        kill(r.pid, SIGKILL);
+        cr_assert_eq(e2e_wait(r.pid, 10000), -1);
+        rc_start(&r, NULL);
+    }
+    kill(wl, SIGKILL);
+    cr_assert_eq(waitpid(wl, NULL, 0), wl);
+    static const char *const cols_c[] = {"id", "pid", "v", NULL}, *const cols_g[] = {"id", "cid", "v", NULL};
+    rc_wait_topic_equal(m, &r, "c", cols_c, "id, pid, v", "c after cascades and kills");
+    rc_wait_topic_equal(m, &r, "g", cols_g, "id, cid, v", "g after SET NULL through c, and kills");
+    rc_caught_up(m, &r);
+    st_stop(&r);
+    rc_cache_build(&r);
+    rc_assert_equal(&r, m, "c", cols_c, "id, pid, v", true);
+    rc_assert_equal(&r, m, "g", cols_g, "id, cid, v", true);
+    e2e_sql(m, "DROP DATABASE %s", r.db);
+    e2e_sql(m, "DROP DATABASE %s", pdb);
+    mysql_close(m);
+    e2e_rmtree(r.dir);
+}
+
 Test(e2e_reconcile, kafka_away_during_ddl, .timeout = 400, .init = tb_itest_restore_servers,
      .fini = e2e_fini_servers)
 {
