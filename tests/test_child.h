@@ -1,12 +1,9 @@
 /*
- * test_child: for a process a test forks to run tributary (or a writer) beside it.
+ * test_child: fork a process that runs beside a test (tributary, a writer) and dies with it.
  *
- *   pid_t parent = getpid();
- *   pid_t pid = fork();
- *   if (pid == 0) {
- *       tb_test_child_dies_with(parent);   // first thing in the child
- *       ...exec...
- *   }
+ *   pid_t pid = tb_test_fork();       // fflush(NULL), then fork
+ *   cr_assert_geq(pid, 0);
+ *   if (pid == 0) { ...exec or work...; _exit(0); }
  *
  * The child gets SIGKILL as soon as the test process ends, however it ends: a crash, Criterion's
  * kill at a timeout, or a test binary run by hand outside ctest (whose wrapper kills the test's
@@ -19,15 +16,20 @@
 #define TB_TEST_CHILD_H
 
 #include <signal.h>
+#include <stdio.h>
 #include <sys/prctl.h>
 #include <sys/types.h>
 #include <unistd.h>
 
-static inline void tb_test_child_dies_with(pid_t parent)
+static inline pid_t tb_test_fork(void)
 {
-    /* the parent may have ended between fork and prctl: then nothing would signal us */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+    fflush(NULL); /* nothing buffered is written twice */
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    /* the parent may have ended between fork and prctl: then nothing would signal the child */
+    if (pid == 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent))
         _exit(127);
+    return pid;
 }
 
 #endif

@@ -219,11 +219,9 @@ static inline pid_t it_spawn(const char *logpath, const char *const *args)
 {
     char bin[512];
     snprintf(bin, sizeof(bin), "%s/app/tributary", TB_BINARY_DIR);
-    pid_t parent = getpid();
-    pid_t pid = fork();
+    pid_t pid = tb_test_fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
-        tb_test_child_dies_with(parent);
         const char *argv[64];
         int n = 0;
         argv[n++] = bin;

@@ -333,12 +333,9 @@ static void cl_wait_streaming(const cl_run *r)
 
 static void cl_start_workload(cl_run *r)
 {
-    fflush(NULL);
-    pid_t parent = getpid();
-    r->wl = fork();
+    r->wl = tb_test_fork();
     cr_assert_geq(r->wl, 0);
     if (r->wl == 0) {
-        tb_test_child_dies_with(parent);
         cl_workload(r->db, (unsigned)getpid());
         _exit(0);
     }

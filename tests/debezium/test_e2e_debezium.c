@@ -66,12 +66,9 @@ static pid_t spawn_split(const char *const *args, const char *out_path, const ch
     for (; args[n - 1] && n < 7; n++)
         argv[n] = TB_UNCONST(args[n - 1]);
     argv[n] = NULL;
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t pid = fork();
+    pid_t pid = tb_test_fork();
     cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
     if (pid == 0) {
-        tb_test_child_dies_with(parent);
         int fo = open(out_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
         int fe = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
         if (fo < 0 || fe < 0)

@@ -167,12 +167,9 @@ static __attribute__((noinline, unused)) pid_t e2e_spawn(const char *const *args
     for (size_t i = 0; n < 15 && args[i]; i++)
         argv[n++] = TB_UNCONST(args[i]);
     argv[n] = NULL;
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t pid = fork();
+    pid_t pid = tb_test_fork();
     cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
     if (pid == 0) {
-        tb_test_child_dies_with(parent);
         int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
         if (fd >= 0) {
             dup2(fd, 1);

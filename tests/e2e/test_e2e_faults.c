@@ -293,12 +293,9 @@ static void e2e_scenario(bool exactly_once)
     fprintf(stderr, "e2e[%s]: seed %u, files in %s\n", mode, r.seed, r.dir);
     long long t0 = tb_itest_now_ms();
 
-    fflush(NULL);
-    pid_t parent = getpid();
-    r.wl = fork();
+    r.wl = tb_test_fork();
     cr_assert_geq(r.wl, 0);
     if (r.wl == 0) {
-        tb_test_child_dies_with(parent);
         char stats[400];
         snprintf(stats, sizeof stats, "%s/workload.txt", r.dir);
         workload(r.db, r.seed + 1, stats);

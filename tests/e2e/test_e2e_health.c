@@ -293,12 +293,9 @@ static long long table_rows(MYSQL *m, const char *db)
 /* Spawn a program (not tributary) with output to log; tracked for e2e_kill_children. */
 static pid_t spawn_prog(char *const argv[], const char *log)
 {
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t pid = fork();
+    pid_t pid = tb_test_fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
-        tb_test_child_dies_with(parent);
         int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
         if (fd >= 0) {
             dup2(fd, 1);

@@ -635,12 +635,9 @@ Test(e2e_reconcile, fk_random_kill9, .timeout = 400, .fini = e2e_kill_children)
     rc_caught_up(m, &r);
     unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
     cr_log_info("fk_random_kill9: seed %u", seed);
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t wl = fork();
+    pid_t wl = tb_test_fork();
     cr_assert_geq(wl, 0);
     if (wl == 0) {
-        tb_test_child_dies_with(parent);
         fk_writer(pdb, r.db, seed);
         _exit(0);
     }

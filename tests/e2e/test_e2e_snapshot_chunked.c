@@ -101,12 +101,9 @@ static void ck_writer(const char *db)
 
 static pid_t ck_start_writer(const char *db)
 {
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t pid = fork();
+    pid_t pid = tb_test_fork();
     cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
     if (pid == 0) {
-        tb_test_child_dies_with(parent);
         ck_writer(db);
         _exit(0);
     }

@@ -66,6 +66,28 @@ static void stops_there_again(const char *status, const char *before, const char
     tb_buf_free(&b);
 }
 
+/* The run again with line added to its configuration (output to out): caught up, sql run (NULL:
+ * none) and caught up again, stopped by SIGTERM (exit 0); its output in b. */
+static void run_again_with(MYSQL *m, const char *cfgp, const char *line, const char *const *args, const char *status,
+                           const char *out, const char *sql, tb_buf *b)
+{
+    FILE *f = fopen(cfgp, "a");
+    cr_assert_not_null(f);
+    fprintf(f, "%s\n", line);
+    fclose(f);
+    pid_t pid = e2e_spawn(args, out);
+    wait_caught_up(m, status, pid, out);
+    if (sql) {
+        e2e_sql(m, "%s", sql);
+        wait_caught_up(m, status, pid, out);
+    }
+    kill(pid, SIGTERM);
+    cr_assert_eq(e2e_wait(pid, 30000), 0, "see %s", out);
+    e2e_assert_clean_log(out);
+    tb_buf_reset(b);
+    cr_assert(e2e_slurp(out, b));
+}
+
 Test(e2e_statements, dml_as_statement, .timeout = 120, .fini = e2e_kill_children)
 {
     st_run p;
@@ -186,17 +208,7 @@ Test(e2e_statements, partial_row_image, .timeout = 120, .fini = e2e_kill_childre
     stops_there_again(status, before, args, log, want);
 
     /* source.row.image.policy=warn: sent as logged, the absent columns left out */
-    FILE *f = fopen(cfgp, "a");
-    cr_assert_not_null(f);
-    fputs("source.row.image.policy=warn\n", f);
-    fclose(f);
-    pid = e2e_spawn(args, warn);
-    wait_caught_up(m, status, pid, warn);
-    kill(pid, SIGTERM);
-    cr_assert_eq(e2e_wait(pid, 30000), 0, "see %s", warn);
-    e2e_assert_clean_log(warn);
-    tb_buf_reset(&b);
-    cr_assert(e2e_slurp(warn, &b));
+    run_again_with(m, cfgp, "source.row.image.policy=warn", args, status, warn, NULL, &b);
     cr_expect_eq(e2e_count_events(tb_buf_cstr(&b), JO_PATH("value", "after"), "{\"a\":10}"), 1, "see %s", warn);
     cr_expect_eq(e2e_count_events(tb_buf_cstr(&b), JO_PATH("value", "before"), "{\"id\":1}"), 1, "see %s", warn);
     tb_buf_free(&b);
@@ -262,19 +274,9 @@ Test(e2e_statements, fk_cascade_fail_and_warn, .timeout = 120, .fini = e2e_kill_
               "error does not give the fixes: %s", e);
     stops_there_again(status, before, args, log, want);
 
-    f = fopen(cfgp, "a");
-    cr_assert_not_null(f);
-    fputs("source.fk.cascade.policy=warn\n", f);
-    fclose(f);
-    pid = e2e_spawn(args, warn);
-    wait_caught_up(m, status, pid, warn);
-    e2e_sql(m, "DELETE FROM %s.parent WHERE id = 2", db); /* warned about once a run */
-    wait_caught_up(m, status, pid, warn);
-    kill(pid, SIGTERM);
-    cr_assert_eq(e2e_wait(pid, 30000), 0, "see %s", warn);
-    e2e_assert_clean_log(warn);
-    tb_buf_reset(&b);
-    cr_assert(e2e_slurp(warn, &b));
+    char again[300];
+    snprintf(again, sizeof again, "DELETE FROM %s.parent WHERE id = 2", db); /* warned about once a run */
+    run_again_with(m, cfgp, "source.fk.cascade.policy=warn", args, status, warn, again, &b);
     snprintf(want, sizeof want, "WARN  run: %s.cap: rows of it changed by its foreign key cap_parent", db);
     cr_expect_eq(e2e_count_text(tb_buf_cstr(&b), want), 1, "want one \"%s\" in %s", want, warn);
     tb_buf_free(&b);

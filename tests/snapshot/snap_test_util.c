@@ -449,12 +449,9 @@ st_writer *st_writer_start(const char *db, const char *table, int64_t max_id, in
     st_writer *w = calloc(1, sizeof(*w));
     w->shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     cr_assert_neq(w->shared, MAP_FAILED);
-    fflush(NULL);
-    pid_t parent = getpid();
-    w->pid = fork();
+    w->pid = tb_test_fork();
     cr_assert_geq(w->pid, 0);
     if (w->pid == 0) {
-        tb_test_child_dies_with(parent);
         writer_main(w->shared, db, table, max_id, first_new_id);
     }
     return w;

@@ -178,12 +178,9 @@ static void connector(const char *dir, const tb_position *start0)
 
 static pid_t start_connector(const char *dir, const tb_position *start0)
 {
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t pid = fork();
+    pid_t pid = tb_test_fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
-        tb_test_child_dies_with(parent);
         st_in_child = true;
         connector(dir, start0);
     }

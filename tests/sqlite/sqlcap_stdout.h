@@ -78,12 +78,9 @@ static pid_t start_run_to(const char *extra, int ofd)
 {
     char logp[160];
     snprintf(logp, sizeof logp, "%s/run.log", dir);
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t pid = fork();
+    pid_t pid = tb_test_fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
-        tb_test_child_dies_with(parent);
         if (ofd < 0)
             ofd = open(outp, O_WRONLY | O_CREAT | O_APPEND, 0600);
         int efd = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
@@ -146,8 +143,7 @@ static void wait_for(const char *needle, int64_t deadline_ms)
 /* Run sql in a separate process (an application connection); recursive: with recursive_triggers on. */
 static inline void app_sql(const char *sql, bool recursive)
 {
-    fflush(NULL);
-    pid_t p = fork();
+    pid_t p = tb_test_fork();
     if (p == 0) {
         sqlite3 *h;
         if (sqlite3_open(dbp, &h) != SQLITE_OK)
