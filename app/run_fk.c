@@ -234,7 +234,8 @@ static tb_code load_once(run_ctx *r, void *arg, tb_error *err)
         rc = myconn_query(my,
                           "SELECT rc.CONSTRAINT_SCHEMA, rc.TABLE_NAME, rc.CONSTRAINT_NAME, k.REFERENCED_TABLE_SCHEMA, "
                           "rc.REFERENCED_TABLE_NAME, rc.DELETE_RULE, rc.UPDATE_RULE, k.REFERENCED_COLUMN_NAME "
-                          "FROM information_schema.REFERENTIAL_CONSTRAINTS rc JOIN information_schema.KEY_COLUMN_USAGE k "
+                          "FROM information_schema.REFERENTIAL_CONSTRAINTS rc "
+                          "JOIN information_schema.KEY_COLUMN_USAGE k "
                           "ON k.CONSTRAINT_SCHEMA = rc.CONSTRAINT_SCHEMA AND k.TABLE_NAME = rc.TABLE_NAME AND "
                           "k.CONSTRAINT_NAME = rc.CONSTRAINT_NAME AND k.REFERENCED_TABLE_NAME IS NOT NULL "
                           "WHERE rc.DELETE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT') OR "
@@ -317,16 +318,21 @@ static tb_code fk_hit(run_ctx *r, const fk_edge *e, const evt_event *ev, tb_erro
                 "binlog: its topic keeps them until the table is snapshotted again (tributary snapshot "
                 "--incremental --table %s; source.fk.cascade.policy=warn, said once a run)",
                 e->child, e->name, e->del_rule, e->upd_rule, e->child);
-        return add_name(&f->warned, &f->nwarned, e->child) ? TB_OK : tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        if (!add_name(&f->warned, &f->nwarned, e->child))
+            return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+        return TB_OK;
     }
-    return add_name(&f->pending, &f->npending, e->child) ? TB_OK : tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    if (!add_name(&f->pending, &f->npending, e->child))
+        return tb_error_set(err, TB_ERR_NOMEM, false, "out of memory");
+    return TB_OK;
 }
 
 tb_code run_fk_row(run_ctx *r, const evt_event *ev, tb_error *err)
 {
     evt_op op = evt_event_op(ev);
     const evt_table *t = evt_event_table(ev);
-    if (!r->binlog || !t || (op != EVT_OP_DELETE && op != EVT_OP_UPDATE) || evt_event_snapshot(ev) != EVT_SNAPSHOT_FALSE)
+    if (!r->binlog || !t || (op != EVT_OP_DELETE && op != EVT_OP_UPDATE) ||
+        evt_event_snapshot(ev) != EVT_SNAPSHOT_FALSE)
         return TB_OK;
     if (!r->fk) {
         if (!(r->fk = calloc(1, sizeof(*r->fk))))

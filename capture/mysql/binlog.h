@@ -108,7 +108,10 @@ typedef struct binlog_stmt {
     bool or_replace;           /* CREATE OR REPLACE TABLE: an existing table is dropped first */
     bool alters;               /* ALTER TABLE ... RENAME that also changes the table */
     bool fills_rows;           /* ALTER TABLE that can give existing rows new values: ADD, MODIFY,
-                                  CHANGE or DROP of a column, CONVERT TO CHARACTER SET */
+                                  CHANGE or DROP of a column, CONVERT TO CHARACTER SET; or take
+                                  rows away or bring them in: DROP / TRUNCATE / EXCHANGE /
+                                  CONVERT PARTITION, CONVERT TABLE, IMPORT TABLESPACE (the
+                                  other table named by EXCHANGE and CONVERT is in tables too) */
     bool changes_key;          /* ALTER TABLE that adds or drops the primary key (ADD [CONSTRAINT
                                   [name]] PRIMARY KEY, DROP PRIMARY KEY): every row gets a new key */
     /* Filled by the decoder before the callback; borrowed for its duration. */

@@ -322,8 +322,37 @@ static tb_code classify_alter(qlex *lx, binlog_stmt *st, const char *defdb, size
             break;
         bool at_start = spec_start && lx->depth == 0;
         spec_start = lx->depth == 0 && is_punct(t, ',');
-        if (at_start && (is_word(t, "MODIFY") || is_word(t, "CHANGE") || is_word(t, "CONVERT"))) {
-            st->fills_rows = true;
+        if (at_start && (is_word(t, "TRUNCATE") || is_word(t, "EXCHANGE") || is_word(t, "CONVERT"))) {
+            /* partitions whose rows go, or come from another table: TRUNCATE PARTITION, EXCHANGE
+             * PARTITION p WITH TABLE t2 (t2's rows change too), CONVERT PARTITION p TO TABLE t2
+             * (t2 made with them), CONVERT TABLE t2 TO PARTITION (t2's rows come in, t2 goes);
+             * CONVERT TO CHARACTER SET gives rows new values */
+            qtok u = next(lx);
+            bool exchange = is_word(t, "EXCHANGE") && is_word(u, "PARTITION");
+            bool convert_table = is_word(t, "CONVERT") && is_word(u, "TABLE");
+            st->fills_rows |= is_word(u, "PARTITION") || is_word(u, "TO") || convert_table;
+            if (exchange || (is_word(t, "CONVERT") && is_word(u, "PARTITION"))) {
+                /* the partition's name, then WITH TABLE / TO TABLE and the other table */
+                qtok w = next(lx);
+                while (w.kind != QT_END && !(lx->depth == 0 && is_word(w, "TABLE")) && !is_punct(w, ','))
+                    w = next(lx);
+                if (is_word(w, "TABLE"))
+                    u = w, convert_table = true;
+                else
+                    push_back(lx, w);
+            }
+            if (convert_table) {
+                qtok name = next(lx);
+                if (name_tok(name) && (rc = read_table(lx, name, st, defdb, deflen)) != TB_OK)
+                    return rc;
+                if (!name_tok(name))
+                    push_back(lx, name);
+            } else if (!is_word(u, "PARTITION") && !is_word(u, "TO"))
+                push_back(lx, u);
+            other = true;
+            continue;
+        } else if (at_start && (is_word(t, "MODIFY") || is_word(t, "CHANGE") || is_word(t, "IMPORT"))) {
+            st->fills_rows = true; /* IMPORT [PARTITION p] TABLESPACE: the rows of a file */
         } else if (at_start && (is_word(t, "ADD") || is_word(t, "DROP"))) {
             qtok u = next(lx);
             if (is_word(t, "ADD") && is_word(u, "CONSTRAINT")) { /* ADD CONSTRAINT [name] PRIMARY KEY */
@@ -341,6 +370,8 @@ static tb_code classify_alter(qlex *lx, binlog_stmt *st, const char *defdb, size
             }
             if (is_word(u, "PRIMARY"))
                 st->changes_key = true;
+            else if (is_word(t, "DROP") && is_word(u, "PARTITION")) /* its rows go with it */
+                st->fills_rows = true;
             else if (is_word(u, "COLUMN") || (name_tok(u) && !word_in(u, not_columns)) || is_punct(u, '('))
                 st->fills_rows = true;
             else if (is_word(u, "IF")) /* ADD COLUMN IF NOT EXISTS is written with COLUMN; DROP IF EXISTS c */

@@ -213,4 +213,30 @@ Test(binlog_query, alter_fills_rows)
     cr_expect(!fills("ALTER TABLE u ALTER COLUMN v SET DEFAULT 'y'"));
     cr_expect(!fills("ALTER TABLE u COMMENT 'add column'"));
     cr_expect(!fills("INSERT INTO u VALUES (1)"));
+    /* partitions whose rows go, or come from another table */
+    cr_expect(fills("ALTER TABLE u DROP PARTITION p0"));
+    cr_expect(fills("ALTER TABLE u DROP PARTITION IF EXISTS p0, p1"));
+    cr_expect(fills("ALTER TABLE u TRUNCATE PARTITION p0, p1"));
+    cr_expect(fills("alter table u truncate partition all"));
+    cr_expect(fills("ALTER TABLE u EXCHANGE PARTITION p0 WITH TABLE v"));
+    cr_expect(fills("ALTER TABLE u CONVERT PARTITION p0 TO TABLE v"));
+    cr_expect(fills("ALTER TABLE u CONVERT TABLE v TO PARTITION p9 VALUES LESS THAN (100)"));
+    cr_expect(fills("ALTER TABLE u IMPORT TABLESPACE"));
+    cr_expect(fills("ALTER TABLE u IMPORT PARTITION p0 TABLESPACE"));
+    cr_expect(!fills("ALTER TABLE u DISCARD TABLESPACE"));
+    cr_expect(!fills("ALTER TABLE u ADD PARTITION (PARTITION p9 VALUES LESS THAN (100))"));
+    cr_expect(!fills("ALTER TABLE u REORGANIZE PARTITION p0 INTO (PARTITION a VALUES LESS THAN (5), "
+                     "PARTITION b VALUES LESS THAN (10))"));
+    cr_expect(!fills("ALTER TABLE u COALESCE PARTITION 2"));
+    cr_expect(!fills("ALTER TABLE u REMOVE PARTITIONING"));
+    cr_expect(!fills("ALTER TABLE u PARTITION BY HASH (id) PARTITIONS 4"));
+    cr_expect(!fills("ALTER TABLE u REBUILD PARTITION p0"));
+    cr_expect(!fills("ALTER TABLE u ANALYZE PARTITION p0"));
+    /* the other table of EXCHANGE and CONVERT is named too */
+    check("ALTER TABLE u EXCHANGE PARTITION p0 WITH TABLE v WITHOUT VALIDATION", BINLOG_STMT_ALTER, "dflt.u,dflt.v");
+    check("ALTER TABLE d1.u EXCHANGE PARTITION `p 0` WITH TABLE d2.v", BINLOG_STMT_ALTER, "d1.u,d2.v");
+    check("ALTER TABLE u CONVERT PARTITION p0 TO TABLE d2.v", BINLOG_STMT_ALTER, "dflt.u,d2.v");
+    check("ALTER TABLE u CONVERT TABLE v TO PARTITION p9 VALUES LESS THAN (100)", BINLOG_STMT_ALTER, "dflt.u,dflt.v");
+    check("ALTER TABLE u CONVERT TO CHARACTER SET utf8mb4", BINLOG_STMT_ALTER, "dflt.u");
+    check("ALTER TABLE u TRUNCATE PARTITION p0", BINLOG_STMT_ALTER, "dflt.u");
 }
