@@ -55,8 +55,8 @@ static void run_case(const char *tag, const char *mode_line, const char *journal
     h = NULL;
     cr_assert_eq(sqlite3_open(dbp, &h), SQLITE_OK);
     sqlite3_stmt *st;
-    const char *q = "SELECT (SELECT count(*) FROM c WHERE pid IN (1, 2, 3)), (SELECT count(*) FROM g WHERE cid IS NULL),"
-                    " (SELECT count(*) FROM c WHERE pid = 103)";
+    const char *q = "SELECT (SELECT count(*) FROM c WHERE pid IN (1, 2, 3)),"
+                    " (SELECT count(*) FROM g WHERE cid IS NULL), (SELECT count(*) FROM c WHERE pid = 103)";
     cr_assert_eq(sqlite3_prepare_v2(h, q, -1, &st, NULL), SQLITE_OK);
     cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
     /* the actions ran: the test would prove nothing otherwise */
