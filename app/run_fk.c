@@ -36,6 +36,7 @@
 #include "snap_incremental.h"
 #include "snap_sql.h"
 #include "tb_buf.h"
+#include "tb_cast.h"
 #include "tb_log.h"
 
 typedef struct fk_edge {
@@ -67,6 +68,10 @@ struct run_fk {
     size_t nsent;
     char **warned;     /* policy warn: tables already warned about */
     size_t nwarned;
+    evt_table *last_t; /* a reference: the table of the last DELETE or UPDATE (its address is not
+                          reused while it is held) ... */
+    bool last_parent;  /* ... and whether it is the parent of an edge: the edges are looked at once
+                          per table version, not once per row */
     enum { FK_RESNAPSHOT, FK_FAIL, FK_WARN } policy;
 };
 
@@ -77,6 +82,8 @@ static bool acts(const char *rule)
 
 static void edges_free(run_fk *f)
 {
+    evt_table_unref(f->last_t);
+    f->last_t = NULL;
     for (size_t i = 0; i < f->n; i++) {
         fk_edge *e = &f->e[i];
         free(e->parent);
@@ -346,9 +353,19 @@ tb_code run_fk_row(run_ctx *r, const evt_event *ev, tb_error *err)
         return rc;
     if (f->n == 0)
         return TB_OK;
-    /* the tables whose rows change: this one, then, breadth first, the children of each */
     const char *db = evt_table_db(t), *name = evt_table_name(t);
     size_t dl = strlen(db);
+    if (t != f->last_t) {
+        evt_table_unref(f->last_t);
+        f->last_t = evt_table_ref(TB_UNCONST(t)); /* the count is atomic; the table stays const */
+        f->last_parent = false;
+        for (size_t i = 0; i < f->n && !f->last_parent; i++)
+            f->last_parent = strncmp(f->e[i].parent, db, dl) == 0 && f->e[i].parent[dl] == '.' &&
+                             strcmp(f->e[i].parent + dl + 1, name) == 0;
+    }
+    if (!f->last_parent)
+        return TB_OK;
+    /* the tables whose rows change: this one, then, breadth first, the children of each */
     char **changed = NULL;
     size_t nchanged = 0;
     rc = TB_OK;

@@ -297,24 +297,30 @@ tb_code snap_inc_queue_push(snap_inc *si, const char *db_table)
     return TB_OK;
 }
 
-int64_t snap_inc_sig_last(const snap_inc *si, const char *db, size_t dblen)
+static struct snap_inc_sig *sig_find(const snap_inc *si, const char *db, size_t dblen)
 {
     for (size_t i = 0; i < si->nsigs; i++)
         if (strlen(si->sigs[i].db) == dblen && memcmp(si->sigs[i].db, db, dblen) == 0)
-            return si->sigs[i].id;
-    return 0;
+            return &si->sigs[i];
+    return NULL;
+}
+
+int64_t snap_inc_sig_last(const snap_inc *si, const char *db, size_t dblen)
+{
+    const struct snap_inc_sig *s = sig_find(si, db, dblen);
+    return s ? s->id : 0;
 }
 
 tb_code snap_inc_sig_seen(snap_inc *si, const char *db, size_t dblen, int64_t id, bool *fresh)
 {
+    struct snap_inc_sig *s = sig_find(si, db, dblen);
+    if (s) {
+        *fresh = id > s->id;
+        if (*fresh)
+            s->id = id;
+        return TB_OK;
+    }
     *fresh = false;
-    for (size_t i = 0; i < si->nsigs; i++)
-        if (strlen(si->sigs[i].db) == dblen && memcmp(si->sigs[i].db, db, dblen) == 0) {
-            *fresh = id > si->sigs[i].id;
-            if (*fresh)
-                si->sigs[i].id = id;
-            return TB_OK;
-        }
     struct snap_inc_sig *n = realloc(si->sigs, (si->nsigs + 1) * sizeof(*n));
     if (!n)
         return TB_ERR_NOMEM;
