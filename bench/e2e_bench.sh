@@ -86,13 +86,16 @@ PROPS
     lat=$("$load" latency "$TRIBUTARY_TEST_KAFKA" "$name.$name.bulk")
     rss_kb=$(awk -F: '/Maximum resident set size/ { gsub(/ /, "", $2); print $2 }' "$work/$name.time")
     cpu_s=$(awk -F: '/User time|System time/ { gsub(/ /, "", $2); s += $2 } END { printf "%.2f", s }' "$work/$name.time")
+    cpu_split=$(awk -F: '/User time/ { gsub(/ /, "", $2); u = $2 } /System time/ { gsub(/ /, "", $2); s = $2 }
+        /Voluntary context/ { gsub(/ /, "", $2); v = $2 } /Involuntary context/ { gsub(/ /, "", $2); iv = $2 }
+        END { printf "user %.2f s, system %.2f s, %d voluntary and %d involuntary context switches", u, s, v, iv }' "$work/$name.time")
     first=$(sed -E 's/.*first_append_ms=([0-9]+).*/\1/' <<<"$lat")
     last=$(sed -E 's/.*last_append_ms=([0-9]+).*/\1/' <<<"$lat")
     count=$(sed -E 's/.*count=([0-9]+).*/\1/' <<<"$lat")
     [ "$count" = "$rows" ] || { echo "run $i: $count messages on the topic, want $rows" >&2; exit 1; }
     rps=$(awk -v r="$rows" -v a="$t0" -v b="$last" 'BEGIN { printf "%.0f", r / ((b - a) / 1000) }')
     rps_stream=$(awk -v r="$rows" -v a="$first" -v b="$last" 'BEGIN { printf "%.0f", r / ((b - a) / 1000) }')
-    echo "run $i ($tag) catch-up: $rows rows, start->first append $((first - t0)) ms, start->last append $((last - t0)) ms ($rps rows/s), first->last append $((last - first)) ms ($rps_stream rows/s), status saw it after $((t_seen - t0)) ms, CPU ${cpu_s} s, peak RSS $((rss_kb / 1024)) MB" >&2
+    echo "run $i ($tag) catch-up: $rows rows, start->first append $((first - t0)) ms, start->last append $((last - t0)) ms ($rps rows/s), first->last append $((last - first)) ms ($rps_stream rows/s), status saw it after $((t_seen - t0)) ms, CPU ${cpu_s} s ($cpu_split), peak RSS $((rss_kb / 1024)) MB" >&2
 
     # 2. latency at a steady rate
     "$tb" run --config "$cfg" 2>>"$work/$name.log" & run_pid=$!
