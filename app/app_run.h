@@ -210,11 +210,12 @@ TB_MUST_USE tb_code run_retry(run_ctx *r, const char *what, tb_code (*fn)(run_ct
  * (source.fk.cascade.policy). run_fk_row: every row event, before tables.include filters it (the
  * parent need not be captured); may stop the run (policy fail). run_fk_end_tx: when the source
  * transaction ends, before its position goes to the sink: the signals of the snapshots due.
- * run_fk_stale: a statement that can add, drop or rename a foreign key was read. */
+ * run_fk_on_stmt: every statement that is not a temporary table's; the catalog is read again at
+ * the next DELETE or UPDATE when it can add, drop or rename a foreign key. */
 typedef struct run_fk run_fk;
 TB_MUST_USE tb_code run_fk_row(run_ctx *r, const evt_event *ev, tb_error *err);
 TB_MUST_USE tb_code run_fk_end_tx(run_ctx *r, tb_error *err);
-void run_fk_stale(run_ctx *r);
+void run_fk_on_stmt(run_ctx *r, const binlog_stmt *st);
 void run_fk_free(run_ctx *r);
 /* run_tables.c: the signal of an incremental snapshot of name ("db.table"), through run_retry;
  * *id (id may be NULL) gets the signal's id (snap_inc_signal_id). */

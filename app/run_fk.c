@@ -19,10 +19,11 @@
  *  - warn: a WARN per child table (the first time in a run), and rows go on.
  *
  * The foreign keys come from information_schema (REFERENTIAL_CONSTRAINTS and KEY_COLUMN_USAGE)
- * at the first DELETE or UPDATE, and again after a CREATE, ALTER or DROP of a captured table, and
- * after any RENAME (run_fk_stale): as the catalog is then, like the column defaults of a new table
- * version. (A key added to a table that is not captured, on the way from a parent to a captured
- * grandchild, is known from the next of those; a parent's column renamed counts as changed.)
+ * at the first DELETE or UPDATE, and again after a statement that can change them (run_fk_on_stmt):
+ * a CREATE or ALTER TABLE of any table whose text names a foreign key or a constraint, a CREATE,
+ * ALTER or DROP of a captured table or of one in an edge, any RENAME or DROP DATABASE. The
+ * catalog is read as it is then, like the column defaults of a new table version (a parent's
+ * column renamed counts as changed).
  * MySQL servers that run foreign keys in the SQL layer (innodb_native_foreign_keys=OFF) write
  * the cascaded rows to the binlog: nothing is needed there.
  */
@@ -124,10 +125,39 @@ void run_fk_free(run_ctx *r)
     r->fk = NULL;
 }
 
-void run_fk_stale(run_ctx *r)
+/* Whether s is "db.table". */
+static bool is_dotted(const char *s, const char *db, size_t dl, const char *table)
 {
-    if (r->fk)
-        r->fk->loaded = false;
+    return strncmp(s, db, dl) == 0 && s[dl] == '.' && strcmp(s + dl + 1, table) == 0;
+}
+
+/* Whether db.table is the parent or the child of an edge. */
+static bool in_edges(const run_fk *f, const char *db, const char *table)
+{
+    size_t dl = strlen(db);
+    for (size_t i = 0; i < f->n; i++)
+        if (is_dotted(f->e[i].parent, db, dl, table) || is_dotted(f->e[i].child, db, dl, table))
+            return true;
+    return false;
+}
+
+void run_fk_on_stmt(run_ctx *r, const binlog_stmt *st)
+{
+    run_fk *f = r->fk;
+    if (!f || !f->loaded)
+        return;
+    /* a RENAME (of a parent, too) or a DROP DATABASE changes the names the catalog gives a key; a
+     * CREATE or ALTER that names one may add or drop it, on any table (one that is not captured can
+     * be on the way from a parent to a captured grandchild); another CREATE, ALTER or DROP matters
+     * for a table that is captured or in an edge (a referenced column renamed, a table gone) */
+    bool stale = st->kind == BINLOG_STMT_RENAME || st->kind == BINLOG_STMT_DROP_DATABASE || st->foreign_keys;
+    bool ddl = st->kind == BINLOG_STMT_CREATE || st->kind == BINLOG_STMT_ALTER || st->kind == BINLOG_STMT_DROP;
+    for (size_t i = 0; !stale && ddl && i < st->ntables; i++) {
+        const binlog_stmt_table *t = &st->tables[i];
+        stale = cfg_filter_match(&r->filter, t->db, t->table) || in_edges(f, t->db, t->table);
+    }
+    if (stale)
+        f->loaded = false;
 }
 
 static bool has_name(char *const *v, size_t n, const char *s)
@@ -371,7 +401,7 @@ tb_code run_fk_row(run_ctx *r, const evt_event *ev, tb_error *err)
     rc = TB_OK;
     for (size_t i = 0; i < f->n && rc == TB_OK; i++) {
         fk_edge *e = &f->e[i];
-        if (strncmp(e->parent, db, dl) != 0 || e->parent[dl] != '.' || strcmp(e->parent + dl + 1, name) != 0)
+        if (!is_dotted(e->parent, db, dl, name))
             continue;
         if (!(op == EVT_OP_DELETE ? e->on_delete : e->on_update && refs_changed(e, ev)))
             continue;

@@ -471,14 +471,7 @@ tb_code run_on_stmt(void *opaque, const binlog_stmt *st, tb_error *err)
     uint64_t sent = 0;
     if (st->kind == BINLOG_STMT_OTHER || (st->temporary && st->kind != BINLOG_STMT_DML))
         return TB_OK; /* temporary tables are never captured */
-    /* a foreign key that matters belongs to a captured table; a RENAME (of its parent, too) or a
-     * DROP DATABASE changes the names the catalog gives it */
-    bool fk_stale = st->kind == BINLOG_STMT_RENAME || st->kind == BINLOG_STMT_DROP_DATABASE;
-    for (size_t i = 0; !fk_stale && i < st->ntables; i++)
-        fk_stale = (st->kind == BINLOG_STMT_CREATE || st->kind == BINLOG_STMT_ALTER || st->kind == BINLOG_STMT_DROP) &&
-                   captured(r, &st->tables[i]);
-    if (fk_stale)
-        run_fk_stale(r);
+    run_fk_on_stmt(r, st);
     if (st->kind == BINLOG_STMT_CREATE && !st->or_replace)
         return TB_OK;
     for (size_t i = 0; r->inc && st->kind != BINLOG_STMT_DML && i < st->ntables; i++) /* its snapshot reconciles */

@@ -114,6 +114,9 @@ typedef struct binlog_stmt {
                                   other table named by EXCHANGE and CONVERT is in tables too) */
     bool changes_key;          /* ALTER TABLE that adds or drops the primary key (ADD [CONSTRAINT
                                   [name]] PRIMARY KEY, DROP PRIMARY KEY): every row gets a new key */
+    bool foreign_keys;         /* CREATE or ALTER TABLE whose text has the word FOREIGN, REFERENCES or
+                                  CONSTRAINT: it may add or drop a foreign key (outside strings and
+                                  comments; a false positive costs a second look at the catalog) */
     /* Filled by the decoder before the callback; borrowed for its duration. */
     const char *text;          /* the statement (not NUL-terminated) */
     size_t text_len;

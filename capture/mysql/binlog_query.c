@@ -460,7 +460,29 @@ void binlog_stmt_free(binlog_stmt *st)
     memset(st, 0, sizeof(*st));
 }
 
+/* Whether q[0..n) has one of the words that name a foreign key or a constraint (foreign_keys). */
+static bool mentions_fk(const char *q, size_t n)
+{
+    static const char *const words[] = {"FOREIGN", "REFERENCES", "CONSTRAINT", NULL};
+    qlex lx = {q, q + n, 0, {0}, false};
+    for (qtok t = next(&lx); t.kind != QT_END; t = next(&lx))
+        if (word_in(t, words))
+            return true;
+    return false;
+}
+
+static tb_code classify(binlog_stmt *st, const char *q, size_t n, const char *defdb, size_t deflen);
+
 tb_code binlog_stmt_classify(binlog_stmt *st, const char *q, size_t n, const char *defdb, size_t deflen)
+{
+    tb_code rc = classify(st, q, n, defdb, deflen);
+    if (rc == TB_OK && (st->kind == BINLOG_STMT_CREATE || st->kind == BINLOG_STMT_ALTER ||
+                        (st->kind == BINLOG_STMT_RENAME && st->alters)))
+        st->foreign_keys = mentions_fk(q, n);
+    return rc;
+}
+
+static tb_code classify(binlog_stmt *st, const char *q, size_t n, const char *defdb, size_t deflen)
 {
     stmt_clear(st);
     st->verb = "";
