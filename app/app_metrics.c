@@ -6,6 +6,7 @@
 #include "app_metrics_int.h"
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,22 +101,30 @@ int app_metrics_table(app_metrics *m, const char *db, const char *table)
     return (int)n;
 }
 
+/* One more in a counter only the writer thread changes: a relaxed load and store */
+static void bump(_Atomic uint64_t *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
 void app_metrics_count(app_metrics *m, int slot, evt_op op)
 {
     if (!m || slot < 0)
         return;
     int i = op == EVT_OP_CREATE ? 0 : op == EVT_OP_UPDATE ? 1 : op == EVT_OP_DELETE ? 2 : 3;
-    _Atomic uint64_t *c = &m->tabs[slot]->ops[i];
-    /* one writer: a relaxed load and store, no locked read-modify-write */
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+    bump(&m->tabs[slot]->ops[i]); /* one writer: no locked read-modify-write */
 }
 
 void app_metrics_skip(app_metrics *m, int slot, app_metrics_skip_reason reason)
 {
-    if (!m || slot < 0 || (unsigned)reason >= APP_METRICS_NSKIP)
-        return;
-    _Atomic uint64_t *c = &m->tabs[slot]->skipped[reason];
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+    if (m && slot >= 0 && (unsigned)reason < APP_METRICS_NSKIP)
+        bump(&m->tabs[slot]->skipped[reason]);
+}
+
+void app_metrics_resnapshot(app_metrics *m, int slot, app_metrics_resnap_reason reason)
+{
+    if (m && slot >= 0 && (unsigned)reason < APP_METRICS_NRESNAP)
+        bump(&m->tabs[slot]->resnap[reason]);
 }
 
 void app_metrics_set_estimate(app_metrics *m, int slot, int64_t rows)
@@ -254,6 +263,25 @@ static void sample_begin(tb_buf *out, const app_metrics *m, const char *name)
     tb_buf_printf(out, "%s{connector=\"", name);
     put_label_value(out, m->connector);
     tb_buf_putc(out, '"');
+}
+
+/* name{table,reason} of each table's counter array at offset off of app_metrics_tab (nreasons
+ * counters; a NULL label is a reason kept out of this family); a counter at 0 has no sample. */
+static void put_by_reason(tb_buf *out, const app_metrics *m, size_t n, const char *name, size_t off,
+                          const char *const *labels, size_t nreasons)
+{
+    for (size_t i = 0; i < n; i++) {
+        const _Atomic uint64_t *c = (const _Atomic uint64_t *)(const void *)((const char *)m->tabs[i] + off);
+        for (size_t o = 0; o < nreasons; o++) {
+            uint64_t v = atomic_load_explicit(&c[o], memory_order_relaxed);
+            if (v == 0 || !labels[o])
+                continue;
+            sample_begin(out, m, name);
+            tb_buf_puts(out, ",table=\"");
+            put_label_value(out, m->tabs[i]->name);
+            tb_buf_printf(out, "\",reason=\"%s\"} %llu\n", labels[o], (unsigned long long)v);
+        }
+    }
 }
 
 static void sample_i(tb_buf *out, const app_metrics *m, const char *name, int64_t v)
@@ -545,17 +573,17 @@ tb_code app_metrics_render(app_metrics *m, tb_buf *out)
            "oversize.policy=skip), no_key (a table without a primary key or key.columns), sequence (a MariaDB "
            "SEQUENCE's generator state). Not in "
            "tributary_events_total.");
-    static const char *const skip_reasons[] = {"oversize", NULL, "no_key", "sequence"};
-    for (size_t i = 0; i < n; i++)
-        for (size_t o = 0; o < APP_METRICS_NSKIP; o++) {
-            uint64_t v = atomic_load_explicit(&m->tabs[i]->skipped[o], memory_order_relaxed);
-            if (v == 0 || !skip_reasons[o])
-                continue;
-            sample_begin(out, m, "tributary_events_skipped_total");
-            tb_buf_puts(out, ",table=\"");
-            put_label_value(out, m->tabs[i]->name);
-            tb_buf_printf(out, "\",reason=\"%s\"} %llu\n", skip_reasons[o], (unsigned long long)v);
-        }
+    static const char *const skip_reasons[APP_METRICS_NSKIP] = {"oversize", NULL, "no_key", "sequence"};
+    put_by_reason(out, m, n, "tributary_events_skipped_total", offsetof(app_metrics_tab, skipped), skip_reasons,
+                  APP_METRICS_NSKIP);
+    family(out, "tributary_resnapshots_total", "counter",
+           "Incremental snapshots the run signalled itself, by table and reason, for rows that changed (or a topic "
+           "that lost them) without row events: alter (ddl.alter.policy=resnapshot), rename (a table renamed into "
+           "the captured set), fk_action (a foreign key's ON DELETE / ON UPDATE action, "
+           "source.fk.cascade.policy=resnapshot), topic_missing (topic.missing.policy=resnapshot).");
+    static const char *const resnap_reasons[APP_METRICS_NRESNAP] = {"alter", "rename", "fk_action", "topic_missing"};
+    put_by_reason(out, m, n, "tributary_resnapshots_total", offsetof(app_metrics_tab, resnap), resnap_reasons,
+                  APP_METRICS_NRESNAP);
     family(out, "tributary_events_dead_lettered_total", "counter",
            "Change events over message.max.bytes written to the dead-letter topic <name>.dlq instead "
            "(oversize.policy=dlq), by table. Not in tributary_events_total.");

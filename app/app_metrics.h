@@ -79,6 +79,17 @@ typedef enum app_metrics_skip_reason {
 } app_metrics_skip_reason;
 /* One event of the table in slot not sent, for reason. */
 void app_metrics_skip(app_metrics *m, int slot, app_metrics_skip_reason reason);
+/* Why the run itself signalled an incremental snapshot of a captured table: its rows changed, or
+ * its topic lost them, without row events to send (tributary_resnapshots_total). */
+typedef enum app_metrics_resnap_reason {
+    APP_METRICS_RESNAP_ALTER = 0,     /* ddl.alter.policy=resnapshot: an ALTER that changes rows or the key */
+    APP_METRICS_RESNAP_RENAME,        /* a table renamed into the captured set */
+    APP_METRICS_RESNAP_FK_ACTION,     /* a foreign key's action (source.fk.cascade.policy=resnapshot) */
+    APP_METRICS_RESNAP_TOPIC_MISSING, /* its topic deleted while captured (topic.missing.policy=resnapshot) */
+    APP_METRICS_NRESNAP
+} app_metrics_resnap_reason;
+/* One incremental snapshot of the table in slot signalled, for reason. */
+void app_metrics_resnapshot(app_metrics *m, int slot, app_metrics_resnap_reason reason);
 /* The snapshot's row estimate for a table (information_schema), -1 unknown. */
 void app_metrics_set_estimate(app_metrics *m, int slot, int64_t rows);
 

@@ -16,6 +16,7 @@ typedef struct app_metrics_tab {
     char *name;                  /* "db.table", immutable once published */
     _Atomic uint64_t ops[4];     /* events by op: c, u, d, r (written by the loop only) */
     _Atomic uint64_t skipped[APP_METRICS_NSKIP]; /* events not sent, by app_metrics_skip reason */
+    _Atomic uint64_t resnap[APP_METRICS_NRESNAP]; /* snapshots signalled, by app_metrics_resnapshot reason */
     _Atomic int64_t estimated;   /* snapshot row estimate, -1 unknown */
     _Atomic uint64_t vrows[2];   /* verify: source rows compared, against topics [0] and the cache [1] */
     _Atomic int64_t vdiff[2][4]; /* verify: the latest pass's missing, extra, different, in flight; -1 none yet */

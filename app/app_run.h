@@ -218,8 +218,10 @@ TB_MUST_USE tb_code run_fk_end_tx(run_ctx *r, tb_error *err);
 void run_fk_on_stmt(run_ctx *r, const binlog_stmt *st);
 void run_fk_free(run_ctx *r);
 /* run_tables.c: the signal of an incremental snapshot of name ("db.table"), through run_retry;
- * *id (id may be NULL) gets the signal's id (snap_inc_signal_id). */
-TB_MUST_USE tb_code run_resnapshot_signal(run_ctx *r, const char *name, int64_t *id, tb_error *err);
+ * *id (id may be NULL) gets the signal's id (snap_inc_signal_id). Counted, once signalled, in
+ * tributary_resnapshots_total under why. */
+TB_MUST_USE tb_code run_resnapshot_signal(run_ctx *r, const char *name, app_metrics_resnap_reason why, int64_t *id,
+                                          tb_error *err);
 /* run_tables.c: true when the source's catalog has no table db.table now (MySQL/MariaDB:
  * information_schema; SQLite: sqlcap_table_exists); false when it has it or cannot be asked. */
 bool run_table_gone(run_ctx *r, const char *db, const char *table);

@@ -440,7 +440,7 @@ tb_code run_fk_end_tx(run_ctx *r, tb_error *err)
         if (r->inc && snap_inc_will_read(r->inc, child, s ? s->id : 0))
             continue; /* a snapshot still to begin reads the table after this transaction */
         int64_t id = 0;
-        rc = run_resnapshot_signal(r, child, &id, err);
+        rc = run_resnapshot_signal(r, child, APP_METRICS_RESNAP_FK_ACTION, &id, err);
         if (rc == TB_ERR_NOT_FOUND || rc == TB_ERR_CONFIG) {
             /* gone since, or refused for having no key (not captured): nothing to send again */
             TB_INFO("run", "%s: its rows changed by a foreign key's action; no snapshot of it (%s)", child, err->msg);

@@ -634,7 +634,7 @@ static tb_code gone_table(void *opaque, const char *db, const char *table, const
     /* the signal first: in the binlog, it outlives a crash before the topic is made */
     char name[1024];
     snprintf(name, sizeof name, "%s.%s", db, table);
-    tb_code rc = snap_inc_signal(r->cfg, name, err);
+    tb_code rc = run_resnapshot_signal(r, name, APP_METRICS_RESNAP_TOPIC_MISSING, NULL, err);
     if (rc != TB_OK)
         return tb_error_prefix(err, rc,
                                "topic %s of table %s.%s is gone; asking for an incremental snapshot of it failed "

@@ -319,7 +319,10 @@ static tb_code stmt_resnapshot(run_ctx *r, const binlog_stmt *st, const binlog_s
     tb_code rc = tb_buf_printf(&name, "%s.%s", t->db, t->table);
     if (rc != TB_OK)
         rc = tb_error_set(err, rc, false, "out of memory");
-    else if ((rc = run_resnapshot_signal(r, tb_buf_cstr(&name), NULL, err)) != TB_OK &&
+    else if ((rc = run_resnapshot_signal(r, tb_buf_cstr(&name),
+                                         st->kind == BINLOG_STMT_RENAME ? APP_METRICS_RESNAP_RENAME
+                                                                        : APP_METRICS_RESNAP_ALTER,
+                                         NULL, err)) != TB_OK &&
              (rc == TB_ERR_NOT_FOUND || run_table_gone(r, t->db, t->table))) {
         /* gone since (renamed or dropped further on in the binlog): the
          * statement that took it away is handled when it is read. The

@@ -210,7 +210,8 @@ static tb_code signal_once(run_ctx *r, void *arg, tb_error *err)
     return snap_inc_signal_id(r->cfg, a->name, &a->id, err);
 }
 
-tb_code run_resnapshot_signal(run_ctx *r, const char *name, int64_t *id, tb_error *err)
+tb_code run_resnapshot_signal(run_ctx *r, const char *name, app_metrics_resnap_reason why, int64_t *id,
+                              tb_error *err)
 {
     char what[400];
     snprintf(what, sizeof what, "%s: the signal of its incremental snapshot", name);
@@ -218,6 +219,11 @@ tb_code run_resnapshot_signal(run_ctx *r, const char *name, int64_t *id, tb_erro
     tb_code rc = run_retry(r, what, signal_once, &a, err);
     if (id)
         *id = a.id;
+    char *db = NULL, *table = NULL;
+    if (rc == TB_OK && r->metrics && snap_inc_split_table(name, &db, &table))
+        app_metrics_resnapshot(r->metrics, app_metrics_table(r->metrics, db, table), why);
+    free(db);
+    free(table);
     return rc;
 }
 

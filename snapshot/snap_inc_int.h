@@ -121,8 +121,6 @@ struct snap_inc {
     tb_position test_pending; /* TB_TEST_HOOKS: the last save snap_inc_before_commit wrote as pending */
 };
 
-/* "db.table" -> malloc'd db and table; false when malformed or out of memory. */
-bool snap_inc_split_table(const char *db_table, char **db, char **table);
 /* CREATE TABLE IF NOT EXISTS `db`.tributary_signal (...); a table made before signals named
  * their connector gets the connector column. */
 TB_MUST_USE tb_code snap_inc_ensure_signal_table(MYSQL *my, const char *db, tb_error *err);

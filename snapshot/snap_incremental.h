@@ -105,6 +105,9 @@
 
 typedef struct snap_inc snap_inc;
 
+/* "db.table" -> malloc'd db and table (the first dot splits them); false when malformed or out of
+ * memory (then either may be set: free both). */
+bool snap_inc_split_table(const char *db_table, char **db, char **table);
 /* Write the execute-snapshot signal for "db.table" (see SIGNALLING). */
 TB_MUST_USE tb_code snap_inc_signal(const cfg *c, const char *db_table, tb_error *err);
 /* The same; *id (not NULL) gets the signal's id in its database's signalling table. */

@@ -39,6 +39,12 @@ Test(app_metrics, run_exposition_passes_promtool_and_escapes_labels)
     app_metrics_count(m, a, EVT_OP_DELETE);
     app_metrics_count(m, b, EVT_OP_READ);
     app_metrics_set_estimate(m, b, 1000);
+    app_metrics_skip(m, b, APP_METRICS_SKIP_NO_KEY);
+    app_metrics_skip(m, b, APP_METRICS_SKIP_DLQ); /* its own family */
+    for (int i = 0; i < 3; i++)
+        app_metrics_resnapshot(m, b, APP_METRICS_RESNAP_FK_ACTION);
+    app_metrics_resnapshot(m, a, APP_METRICS_RESNAP_ALTER);
+    app_metrics_resnapshot(m, a, APP_METRICS_NRESNAP); /* out of range: ignored */
     app_metrics_run v = {.state = "streaming", .source_connected = true, .lag_ms = 1500, .behind_bytes = 42,
                          .behind_unit = "bytes", .acked = 9};
     app_metrics_set_run(m, &v);
@@ -55,6 +61,12 @@ Test(app_metrics, run_exposition_passes_promtool_and_escapes_labels)
     cr_assert_not_null(strstr(t, "tributary_events_total{connector=\"sh\\\"op\\\\1\",table=\"db.t\\\"x\",op=\"c\"} 5\n"), "%s", t);
     cr_assert_not_null(strstr(t, ",table=\"db.t\\\"x\",op=\"d\"} 1\n"), "%s", t);
     cr_assert_not_null(strstr(t, "tributary_snapshot_rows_estimated{connector=\"sh\\\"op\\\\1\",table=\"db.u\"} 1000\n"), "%s", t);
+    cr_assert_not_null(strstr(t, "tributary_events_skipped_total{connector=\"sh\\\"op\\\\1\",table=\"db.u\",reason=\"no_key\"} 1\n"), "%s", t);
+    cr_assert_not_null(strstr(t, "tributary_events_dead_lettered_total{connector=\"sh\\\"op\\\\1\",table=\"db.u\"} 1\n"), "%s", t);
+    cr_assert_null(strstr(t, "reason=\"dlq\""), "%s", t);
+    cr_assert_not_null(strstr(t, "tributary_resnapshots_total{connector=\"sh\\\"op\\\\1\",table=\"db.u\",reason=\"fk_action\"} 3\n"), "%s", t);
+    cr_assert_not_null(strstr(t, "tributary_resnapshots_total{connector=\"sh\\\"op\\\\1\",table=\"db.t\\\"x\",reason=\"alter\"} 1\n"), "%s", t);
+    cr_assert_null(strstr(t, "reason=\"rename\""), "a reason at 0 has no sample: %s", t);
     cr_assert_not_null(strstr(t, "tributary_lag_seconds{connector=\"sh\\\"op\\\\1\"} 1.5\n"), "%s", t);
     cr_assert_not_null(strstr(t, "tributary_kafka_queue_messages{connector=\"sh\\\"op\\\\1\"} 3\n"), "%s", t);
     cr_assert_not_null(strstr(t, ",broker=\"b:9092\"} 3\n"), "in flight 1 + 2: %s", t);

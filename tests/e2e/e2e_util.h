@@ -16,6 +16,7 @@
  *                                  source position
  *   e2e_free_port()                a TCP port on 127.0.0.1 that was free a moment ago
  *   e2e_http_get(port, path, body) GET over HTTP/1.0: the status code, the body
+ *   e2e_metric_value(port, sample) the value of the /metrics sample that starts with sample, -1 absent
  *
  * Forked helpers (workload) never call Criterion: they _exit().
  */
@@ -567,6 +568,18 @@ static inline int e2e_http_get(unsigned port, const char *path, tb_buf *body)
     tb_buf_putc(body, '\0');
     body->len--;
     return status;
+}
+
+/* The value of the metric sample that starts with prefix (through the labels' "{...}"), -1 if absent. */
+static inline long long e2e_metric_value(unsigned port, const char *sample)
+{
+    tb_buf body;
+    tb_buf_init(&body, 0);
+    cr_assert_eq(e2e_http_get(port, "/metrics", &body), 200);
+    const char *hit = strstr(tb_buf_cstr(&body), sample);
+    long long v = hit ? atoll(hit + strlen(sample)) : -1;
+    tb_buf_free(&body);
+    return v;
 }
 
 #endif

@@ -207,18 +207,6 @@ Test(e2e_mysql, xa, .timeout = 300, .fini = e2e_kill_children)
     e2e_rmtree(r.dir);
 }
 
-/* The value of the metric sample that starts with prefix (through the labels' "{...}"), -1 if absent. */
-static long long metric_value(unsigned port, const char *sample)
-{
-    tb_buf body;
-    tb_buf_init(&body, 0);
-    cr_assert_eq(e2e_http_get(port, "/metrics", &body), 200);
-    const char *hit = strstr(tb_buf_cstr(&body), sample);
-    long long v = hit ? atoll(hit + strlen(sample)) : -1;
-    tb_buf_free(&body);
-    return v;
-}
-
 /* With linger.ms at two minutes, a row written while the source is otherwise idle still reaches
  * its topic at once: the run has librdkafka send what it holds whenever it waits for its source
  * (sink_push). Offsets in a file, so that no offsets record's flush sends the data with it. */
@@ -286,10 +274,10 @@ Test(e2e_mysql, keyless_created, .timeout = 300, .fini = e2e_kill_children)
     char sample[512];
     snprintf(sample, sizeof sample, "tributary_events_skipped_total{connector=\"%s\",table=\"%s.k1\",reason=\"no_key\"} ",
              r.db, r.db);
-    cr_expect_eq(metric_value(port, sample), 32, "16 inserts and 16 updates of k1 refused");
+    cr_expect_eq(e2e_metric_value(port, sample), 32, "16 inserts and 16 updates of k1 refused");
     snprintf(sample, sizeof sample, "tributary_events_skipped_total{connector=\"%s\",table=\"%s.k3\",reason=\"no_key\"} ",
              r.db, r.db);
-    cr_expect_eq(metric_value(port, sample), 6, "the 6 rows of k3 (CREATE TABLE ... AS SELECT) refused");
+    cr_expect_eq(e2e_metric_value(port, sample), 6, "the 6 rows of k3 (CREATE TABLE ... AS SELECT) refused");
     st_stop(&r);
     char want[512];
     snprintf(want, sizeof want, "ERROR run: table %s.k1 has no primary key", r.db);
@@ -343,7 +331,7 @@ Test(e2e_mysql, sequences_not_captured, .timeout = 300, .fini = e2e_kill_childre
         snprintf(sample, sizeof sample,
                  "tributary_events_skipped_total{connector=\"%s\",table=\"%s.s%d\",reason=\"sequence\"} ", r.db, r.db,
                  i);
-        cr_expect_geq(metric_value(port, sample), 2, "s%d: its row events not counted as sequence", i);
+        cr_expect_geq(e2e_metric_value(port, sample), 2, "s%d: its row events not counted as sequence", i);
     }
     st_stop(&r);
     char want[512];
@@ -386,7 +374,7 @@ Test(e2e_mysql, oversize_metrics, .timeout = 300, .fini = e2e_kill_children)
         char sample[512];
         snprintf(sample, sizeof sample, "tributary_events_total{connector=\"%s\",table=\"%s.b\",op=\"c\"} ", r.db,
                  r.db);
-        cr_expect_eq(metric_value(port, sample), 1, "%s: only the small streamed row is sent", policies[pi]);
+        cr_expect_eq(e2e_metric_value(port, sample), 1, "%s: only the small streamed row is sent", policies[pi]);
         if (pi == 0)
             snprintf(sample, sizeof sample, "tributary_events_dead_lettered_total{connector=\"%s\",table=\"%s.b\"} ",
                      r.db, r.db);
@@ -394,7 +382,7 @@ Test(e2e_mysql, oversize_metrics, .timeout = 300, .fini = e2e_kill_children)
             snprintf(sample, sizeof sample,
                      "tributary_events_skipped_total{connector=\"%s\",table=\"%s.b\",reason=\"oversize\"} ", r.db,
                      r.db);
-        cr_expect_eq(metric_value(port, sample), 3, "%s: three oversize rows: %s", policies[pi], sample);
+        cr_expect_eq(e2e_metric_value(port, sample), 3, "%s: three oversize rows: %s", policies[pi], sample);
         st_stop(&r);
         char dlq[200];
         snprintf(dlq, sizeof dlq, "%s.dlq", r.db);

@@ -534,7 +534,10 @@ Test(e2e_reconcile, fk_cascades, .timeout = 300, .fini = e2e_kill_children)
 {
     rc_run r;
     MYSQL *m = e2e_mysql();
-    rc_setup(&r, "e2ercfk", "snapshot.chunk.size=30\n");
+    unsigned port = e2e_free_port();
+    char extra[128];
+    snprintf(extra, sizeof extra, "snapshot.chunk.size=30\nmetrics.listen=127.0.0.1:%u\n", port);
+    rc_setup(&r, "e2ercfk", extra);
     FILE *f = fopen(r.cfg, "a");
     cr_assert_not_null(f);
     fprintf(f, "tables.exclude=^%s[.](p|m)$\n", r.db);
@@ -582,7 +585,22 @@ Test(e2e_reconcile, fk_cascades, .timeout = 300, .fini = e2e_kill_children)
     static const char *const cols_mg[] = {"id", "mid", "v", NULL};
     rc_wait_topic_equal(m, &r, "mg", cols_mg, "id, mid, v", "mg after the cascade through m, whose key came later");
     rc_caught_up(m, &r);
+    /* each snapshot the actions asked for, by table, seen from outside */
+    long long total = 0;
+    static const char *const reached[] = {"c", "g", "s", "mg"};
+    for (size_t i = 0; i < sizeof reached / sizeof *reached; i++) {
+        char sample[300];
+        snprintf(sample, sizeof sample, "tributary_resnapshots_total{connector=\"%s\",table=\"%s.%s\",reason=\"fk_action\"} ",
+                 r.db, r.db, reached[i]);
+        long long v = e2e_metric_value(port, sample);
+        cr_expect_geq(v, 1, "%s: no snapshot counted for its foreign key's action", reached[i]);
+        total += v;
+    }
+    char sample_x[300];
+    snprintf(sample_x, sizeof sample_x, "tributary_resnapshots_total{connector=\"%s\",table=\"%s.x\"", r.db, r.db);
+    cr_expect_eq(e2e_metric_value(port, sample_x), -1, "x, whose key has no action, counted");
     st_stop(&r);
+    cr_expect_eq(total, st_log_count(&r, sig), "the counters do not add up to the signals logged; see %s", r.log);
     char want[300];
     snprintf(want, sizeof want, "%s.x: rows of it changed", r.db);
     cr_expect_eq(st_log_count(&r, want), 0, "x has no action, yet it was snapshotted again; see %s", r.log);
@@ -606,7 +624,10 @@ Test(e2e_reconcile, partitions, .timeout = 300, .fini = e2e_kill_children)
 {
     rc_run r;
     MYSQL *m = e2e_mysql();
-    rc_setup(&r, "e2ercpart", "snapshot.chunk.size=40\n");
+    unsigned port = e2e_free_port();
+    char extra[128];
+    snprintf(extra, sizeof extra, "snapshot.chunk.size=40\nmetrics.listen=127.0.0.1:%u\n", port);
+    rc_setup(&r, "e2ercpart", extra);
     e2e_sql(m, "CREATE DATABASE %s", r.db);
     e2e_sql(m, "USE %s", r.db);
     e2e_sql(m, "CREATE TABLE %s.t (id INT PRIMARY KEY, v VARCHAR(20), n INT) PARTITION BY RANGE (id) ("
@@ -632,6 +653,13 @@ Test(e2e_reconcile, partitions, .timeout = 300, .fini = e2e_kill_children)
     rc_wait_topic_equal(m, &r, "t", cols, "id, v, n", "t after CONVERT PARTITION");
     rc_wait_topic_equal(m, &r, "y", cols, "id, v, n", "y made by CONVERT PARTITION");
     rc_caught_up(m, &r);
+    char sample[300];
+    snprintf(sample, sizeof sample, "tributary_resnapshots_total{connector=\"%s\",table=\"%s.t\",reason=\"alter\"} ",
+             r.db, r.db);
+    cr_expect_eq(e2e_metric_value(port, sample), 4, "t: not one snapshot counted for each of its 4 statements");
+    snprintf(sample, sizeof sample, "tributary_resnapshots_total{connector=\"%s\",table=\"%s.x\",reason=\"alter\"} ",
+             r.db, r.db);
+    cr_expect_eq(e2e_metric_value(port, sample), 1, "x: its EXCHANGE not counted once");
     st_stop(&r);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n", true);
