@@ -28,6 +28,10 @@
  * killed with SIGKILL and started again, MariaDB or the Kafka broker
  * restarted, or the connector stopped while the binlog files it needs are
  * purged (snapshot.mode=when_needed: a resnapshot and its reconcile step).
+ * Two of the tables, t1 and t2, are children of a parent table fp that is not captured (a
+ * foreign key on their TINYINT column ti: t1 ON DELETE CASCADE, t2 ON DELETE SET NULL, both ON
+ * UPDATE CASCADE); the parent's deletes and key changes change their rows without row events
+ * (source.fk.cascade.policy=resnapshot, the default, snapshots them again).
  * ddl.alter.policy is resnapshot or warn by the seed, and the snapshots that
  * snapshot.mode asks for (the first, and one after a purge) are consistent
  * or chunked (snapshot.initial.method, by the seed; chunks of 100 rows, with
@@ -74,15 +78,16 @@ static const char *const base_cols[NBASE] = {"id", "v", "n", "d", "dt", "t6", "f
 typedef enum tk_kind {
     TK_INSERT, TK_UPDATE, TK_DELETE, TK_PK_CHANGE, TK_BIG, TK_MULTI, TK_SAVEPOINT, TK_ROLLBACK, TK_XA,
     TK_TRUNCATE, TK_ADD_COLUMN, TK_DROP_COLUMN, TK_MODIFY_COLUMN, TK_RENAME, TK_RECREATE, TK_KEY_CHANGE,
-    TK_NKINDS
+    TK_FK_ACTION, TK_NKINDS
 } tk_kind;
 
 static const char *const tk_names[TK_NKINDS] = {"insert", "update", "delete", "pk_change", "big", "multi",
                                                 "savepoint", "rollback", "xa", "truncate", "add_column",
                                                 "drop_column", "modify_column", "rename", "recreate",
-                                                "key_change"};
+                                                "key_change", "fk_action"};
 
-/* Kinds that change a table's definition: drawn a quarter as often as the others. */
+/* Kinds that change a table's definition, or rows without row events (fk_action): drawn a quarter
+ * as often as the others, and never with a planted change (a resnapshot would read it). */
 static bool tk_ddl(tk_kind k) { return k >= TK_TRUNCATE; }
 
 /* Kinds left out of the workload, each with the defect it waits for. */
@@ -97,6 +102,8 @@ typedef struct tt_table {
     size_t ncols;
     bool keyless;           /* no primary key at creation: keyed by key.columns (k0) */
     bool has_pk;            /* it has a primary key now */
+    int fk;                 /* its column ti references fp (id): 1 ON DELETE CASCADE, 2 ON DELETE SET NULL
+                               (both ON UPDATE CASCADE); 0 none */
     unsigned renames;
 } tt_table;
 
@@ -113,7 +120,8 @@ typedef struct tt {
     char gone[MAXGONE][24]; /* names renamed away: their topics must read as empty tables */
     int ngone;
     tb_buf log;             /* the round's statements */
-    int round, xa, added;
+    int round, xa, added, fks;
+    unsigned drawn[TK_NKINDS]; /* transactions of each kind */
     pid_t cache;
     char clog[400];
     bool quiet;             /* a replay of the reduction: differences are not printed */
@@ -264,14 +272,28 @@ static void value_list(tt *x, const tt_table *t, int id, tb_buf *cols, tb_buf *v
 
 /* CREATE TABLE t with the base columns (keyless: a UNIQUE key instead of a
  * primary key) and nrows rows of random values. */
+/* The foreign key of a child of fp, named fk<n> (a name of its own: one InnoDB made would stay
+ * with the table through a RENAME, and clash with the next table made under the old name). */
+static void fk_clause(tt *x, const tt_table *t, char *out, size_t cap)
+{
+    if (!t->fk) {
+        *out = '\0';
+        return;
+    }
+    snprintf(out, cap, "CONSTRAINT fk%d FOREIGN KEY (ti) REFERENCES fp (id) ON DELETE %s ON UPDATE CASCADE", ++x->fks,
+             t->fk == 1 ? "CASCADE" : "SET NULL");
+}
+
 static void table_create(tt *x, tt_table *t, int nrows)
 {
     for (size_t c = 0; c < NBASE; c++)
         snprintf(t->cols[c], sizeof t->cols[0], "%s", base_cols[c]);
     t->ncols = NBASE;
     t->has_pk = !t->keyless;
-    exec(x, "CREATE TABLE %s (id INT NOT NULL, " BASE_DDL ", %s (id))", t->name,
-         t->keyless ? "UNIQUE KEY" : "PRIMARY KEY");
+    char fk[200];
+    fk_clause(x, t, fk, sizeof fk);
+    exec(x, "CREATE TABLE %s (id INT NOT NULL, " BASE_DDL ", %s (id)%s%s)", t->name,
+         t->keyless ? "UNIQUE KEY" : "PRIMARY KEY", *fk ? ", " : "", fk);
     tb_buf cols, vals;
     tb_buf_init(&cols, 0);
     tb_buf_init(&vals, 0);
@@ -339,6 +361,7 @@ static void one_transaction(tt *x)
         k = (tk_kind)rnd(x, TK_NKINDS);
     while (disabled(k) || (tk_ddl(k) && (x->no_ddl || rnd(x, 4) != 0)));
     tt_table *t = table(x);
+    x->drawn[k]++;
     tb_buf_printf(&x->log, "-- %s\n", tk_names[k]);
     if (rnd(x, 3) == 0)
         exec(x, "SET SESSION gtid_domain_id = %u, server_id = %u", rnd(x, 3), 1 + rnd(x, 2));
@@ -432,6 +455,29 @@ static void one_transaction(tt *x)
         exec(x, "DROP TABLE %s", t->name);
         table_create(x, t, 1 + rnd(x, 20));
         break;
+    case TK_FK_ACTION: { /* fp's rows go or change key: t1's follow (CASCADE), t2's ti become NULL */
+        unsigned a = rnd(x, 256), b = rnd(x, 256);
+        switch (rnd(x, 4)) {
+        case 0:
+            exec(x, "DELETE FROM fp WHERE id BETWEEN %u AND %u", a, a + rnd(x, 4));
+            break;
+        case 1: /* b's children lose their parent, a's move to b */
+            exec(x, "BEGIN");
+            exec(x, "DELETE FROM fp WHERE id = %u", b);
+            exec(x, "UPDATE fp SET id = %u WHERE id = %u", b, a);
+            if (rnd(x, 2))
+                data_stmt(x, table(x));
+            exec(x, "COMMIT");
+            break;
+        case 2:
+            exec(x, "UPDATE IGNORE fp SET id = %u WHERE id = %u", b, a);
+            break;
+        default: /* every parent back: the children's inserts and updates of ti find theirs */
+            exec(x, "INSERT IGNORE INTO fp SELECT seq FROM seq_0_to_255");
+            break;
+        }
+        break;
+    }
     case TK_KEY_CHANGE: /* k0 gains or loses its primary key (the key columns stay "id") */
         if (t->keyless) {
             exec(x, t->has_pk ? "ALTER TABLE %s DROP PRIMARY KEY" : "ALTER TABLE %s ADD PRIMARY KEY (id)", t->name);
@@ -797,6 +843,8 @@ static void save_start(tt *x)
     snprintf(sdb, sizeof sdb, "%s_s", x->r.db);
     e2e_sql(x->m, "DROP DATABASE IF EXISTS %s", sdb);
     e2e_sql(x->m, "CREATE DATABASE %s", sdb);
+    e2e_sql(x->m, "CREATE TABLE %s.fp LIKE %s.fp", sdb, x->r.db);
+    e2e_sql(x->m, "INSERT INTO %s.fp SELECT * FROM %s.fp", sdb, x->r.db);
     for (int i = 0; i < x->ntables; i++) {
         e2e_sql(x->m, "CREATE TABLE %s.%s LIKE %s.%s", sdb, x->t[i].name, x->r.db, x->t[i].name);
         e2e_sql(x->m, "INSERT INTO %s.%s SELECT * FROM %s.%s", sdb, x->t[i].name, x->r.db, x->t[i].name);
@@ -822,8 +870,9 @@ static void tt_config(const tt *x)
     cr_assert_not_null(cf);
     fprintf(cf,
             "ddl.alter.policy=%s\nddl.drop.policy=tombstone\nha.enabled=false\nsnapshot.mode=when_needed\n"
-            "key.columns.%s.k0=id\nsource.connect.retry.ms=120000\nsnapshot.initial.method=%s\n",
-            x->resnapshot ? "resnapshot" : "warn", x->r.db, x->chunked ? "chunked" : "consistent");
+            "key.columns.%s.k0=id\nsource.connect.retry.ms=120000\nsnapshot.initial.method=%s\n"
+            "tables.exclude=^%s[.]fp$\n",
+            x->resnapshot ? "resnapshot" : "warn", x->r.db, x->chunked ? "chunked" : "consistent", x->r.db);
     if (x->chunked) /* small chunks: many windows, with rows the stream changes inside them */
         fprintf(cf, "snapshot.chunk.size=100\nsnapshot.threads=%d\n", x->threads);
     fclose(cf);
@@ -873,8 +922,8 @@ static void state_from_catalog(tt *y)
     tb_buf_init(&names, 0);
     char q[600];
     snprintf(q, sizeof q,
-             "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = '%s' AND TABLE_NAME <> "
-             "'tributary_signal' ORDER BY TABLE_NAME",
+             "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = '%s' AND TABLE_NAME NOT IN "
+             "('tributary_signal', 'fp') ORDER BY TABLE_NAME",
              y->r.db);
     e2e_query_text(y->m, q, &names);
     y->ntables = 0;
@@ -980,9 +1029,15 @@ static bool replay_mariadb(void *ctx, const bool *keep, int n)
     cr_assert_eq(mysql_select_db(y.m, y.r.db), 0);
     y.ntables = x->ntables;
     memcpy(y.t, x->start_t, sizeof y.t);
+    e2e_sql(y.m, "CREATE TABLE fp LIKE %s_s.fp", x->r.db);
+    e2e_sql(y.m, "INSERT INTO fp SELECT * FROM %s_s.fp", x->r.db);
     for (int i = 0; i < y.ntables; i++) {
         e2e_sql(y.m, "CREATE TABLE %s LIKE %s_s.%s", y.t[i].name, x->r.db, y.t[i].name);
         e2e_sql(y.m, "INSERT INTO %s SELECT * FROM %s_s.%s", y.t[i].name, x->r.db, y.t[i].name);
+        char fk[200];
+        fk_clause(&y, &y.t[i], fk, sizeof fk); /* CREATE TABLE ... LIKE copies no foreign key */
+        if (*fk)
+            e2e_sql(y.m, "ALTER TABLE %s ADD %s", y.t[i].name, fk);
     }
     st_start(&y.r);
     bool differs = false;
@@ -1151,9 +1206,12 @@ static bool torture_mariadb(tt *x_, long long seconds, int plant)
     e2e_sql(x.m, "CREATE DATABASE %s", x.r.db);
     cr_assert_eq(mysql_select_db(x.m, x.r.db), 0);
     x.ntables = NTABLES;
+    e2e_sql(x.m, "CREATE TABLE fp (id TINYINT UNSIGNED PRIMARY KEY)"); /* every value of the children's ti */
+    e2e_sql(x.m, "INSERT INTO fp SELECT seq FROM seq_0_to_255");
     for (int i = 0; i < NTABLES; i++) {
         tt_table *t = &x.t[i];
         t->keyless = i == NTABLES - 1;
+        t->fk = i == 1 || i == 2 ? i : 0;
         snprintf(t->name, sizeof t->name, t->keyless ? "k0" : "t%d", i);
         table_create(&x, t, 0);
         e2e_sql(x.m, "INSERT INTO %s (id, v, n, d, dt, t6, f, u, b, e, tm, yr, st, bt, tx, bl, ts, j, fl, uu, i6, i4, "
@@ -1222,9 +1280,11 @@ static bool torture_mariadb(tt *x_, long long seconds, int plant)
     }
     fprintf(stderr,
             "torture: %d round(s); faults: %" PRIu64 " kill -9 of run, %" PRIu64 " of cache, %" PRIu64
-            " MariaDB restarts, %" PRIu64 " broker restarts, %" PRIu64 " purges; seed %llu: %s\n",
+            " MariaDB restarts, %" PRIu64 " broker restarts, %" PRIu64 " purges; %u foreign key action transactions, "
+            "%zu snapshots they signalled (the run's log); seed %llu: %s\n",
             x.round, faults[TF_KILL_RUN], faults[TF_KILL_CACHE], faults[TF_RESTART_MYSQL], faults[TF_RESTART_KAFKA],
-            faults[TF_PURGE], x.seed, ok ? "source, topics and cache equal" : "FAILED");
+            faults[TF_PURGE], x.drawn[TK_FK_ACTION], st_log_count(&x.r, "snapshot of it signalled (source.fk.cascade.policy=resnapshot)"), x.seed,
+            ok ? "source, topics and cache equal" : "FAILED");
     if (ok) {
         kill(x.cache, SIGTERM);
         e2e_wait(x.cache, 60000);
@@ -1368,7 +1428,8 @@ static void sq_transaction(sq *q)
     tk_kind k;
     do
         k = (tk_kind)rnd(x, TK_NKINDS);
-    while (disabled(k) || k == TK_XA || k == TK_MODIFY_COLUMN || k == TK_KEY_CHANGE || (tk_ddl(k) && rnd(x, 4) != 0));
+    while (disabled(k) || k == TK_XA || k == TK_MODIFY_COLUMN || k == TK_KEY_CHANGE || k == TK_FK_ACTION ||
+           (tk_ddl(k) && rnd(x, 4) != 0));
     tt_table *t = table(x);
     tb_buf_printf(&x->log, "-- %s\n", tk_names[k]);
     switch (k) {
