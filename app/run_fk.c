@@ -20,10 +20,10 @@
  *
  * The foreign keys come from information_schema (REFERENTIAL_CONSTRAINTS and KEY_COLUMN_USAGE)
  * at the first DELETE or UPDATE, and again after a statement that can change them (run_fk_on_stmt):
- * a CREATE or ALTER TABLE of any table whose text names a foreign key or a constraint, a CREATE,
- * ALTER or DROP of a captured table or of one in an edge, any RENAME or DROP DATABASE. The
- * catalog is read as it is then, like the column defaults of a new table version (a parent's
- * column renamed counts as changed).
+ * a CREATE or ALTER TABLE of any table whose text names a foreign key or a constraint; a CREATE,
+ * ALTER, DROP or RENAME of a captured table or of one in an edge; a DROP DATABASE of a database
+ * that holds one. The catalog is read as it is then, like the column defaults of a new table
+ * version (a parent's column renamed counts as changed).
  * MySQL servers that run foreign keys in the SQL layer (innodb_native_foreign_keys=OFF) write
  * the cascaded rows to the binlog: nothing is needed there.
  */
@@ -131,13 +131,16 @@ static bool is_dotted(const char *s, const char *db, size_t dl, const char *tabl
     return strncmp(s, db, dl) == 0 && s[dl] == '.' && strcmp(s + dl + 1, table) == 0;
 }
 
-/* Whether db.table is the parent or the child of an edge. */
+/* Whether db.table is the parent or the child of an edge; table "" (DROP DATABASE): any table of db. */
 static bool in_edges(const run_fk *f, const char *db, const char *table)
 {
     size_t dl = strlen(db);
-    for (size_t i = 0; i < f->n; i++)
-        if (is_dotted(f->e[i].parent, db, dl, table) || is_dotted(f->e[i].child, db, dl, table))
-            return true;
+    for (size_t i = 0; i < f->n; i++) {
+        const char *ends[] = {f->e[i].parent, f->e[i].child};
+        for (int k = 0; k < 2; k++)
+            if (*table ? is_dotted(ends[k], db, dl, table) : strncmp(ends[k], db, dl) == 0 && ends[k][dl] == '.')
+                return true;
+    }
     return false;
 }
 
@@ -146,15 +149,20 @@ void run_fk_on_stmt(run_ctx *r, const binlog_stmt *st)
     run_fk *f = r->fk;
     if (!f || !f->loaded)
         return;
-    /* a RENAME (of a parent, too) or a DROP DATABASE changes the names the catalog gives a key; a
-     * CREATE or ALTER that names one may add or drop it, on any table (one that is not captured can
-     * be on the way from a parent to a captured grandchild); another CREATE, ALTER or DROP matters
-     * for a table that is captured or in an edge (a referenced column renamed, a table gone) */
-    bool stale = st->kind == BINLOG_STMT_RENAME || st->kind == BINLOG_STMT_DROP_DATABASE || st->foreign_keys;
-    bool ddl = st->kind == BINLOG_STMT_CREATE || st->kind == BINLOG_STMT_ALTER || st->kind == BINLOG_STMT_DROP;
+    /* A CREATE or ALTER that names a key or a constraint may add or drop one, on any table (one that
+     * is not captured can be on the way from a parent to a captured grandchild). Otherwise a
+     * statement matters when it changes a table that is captured or in an edge, either name of a
+     * RENAME (a key follows its tables; a key made with foreign_key_checks=0 may name a parent
+     * that a RENAME or CREATE brings), or a database that holds one (DROP DATABASE): a referenced
+     * column renamed, a table gone or renamed. The edges are every key with an action on the
+     * server, so a statement on other tables changes none of them: the staging tables of a load
+     * swapped by RENAME, a database dropped, do not cost a look at the catalog. */
+    bool stale = st->foreign_keys;
+    bool ddl = st->kind == BINLOG_STMT_CREATE || st->kind == BINLOG_STMT_ALTER || st->kind == BINLOG_STMT_DROP ||
+               st->kind == BINLOG_STMT_RENAME || st->kind == BINLOG_STMT_DROP_DATABASE;
     for (size_t i = 0; !stale && ddl && i < st->ntables; i++) {
         const binlog_stmt_table *t = &st->tables[i];
-        stale = cfg_filter_match(&r->filter, t->db, t->table) || in_edges(f, t->db, t->table);
+        stale = (*t->table && cfg_filter_match(&r->filter, t->db, t->table)) || in_edges(f, t->db, t->table);
     }
     if (stale)
         f->loaded = false;

@@ -197,7 +197,7 @@ Test(binlog_query, names_foreign_keys)
     cr_expect(!names_fk("CREATE TABLE c LIKE par")); /* LIKE copies no foreign key */
     cr_expect(!names_fk("INSERT INTO c (foreign_id) VALUES (1)"));
     cr_expect(!names_fk("DELETE FROM par WHERE id IN (SELECT p FROM c)"));
-    cr_expect(!names_fk("RENAME TABLE par TO par2")); /* a RENAME makes the keys stale by itself */
+    cr_expect(!names_fk("RENAME TABLE par TO par2")); /* a RENAME is judged by its tables (run_fk_on_stmt) */
 }
 
 /* ALTERs that give every row a new key: a resnapshot under ddl.alter.policy=resnapshot, whose

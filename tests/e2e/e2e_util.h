@@ -17,6 +17,9 @@
  *   e2e_free_port()                a TCP port on 127.0.0.1 that was free a moment ago
  *   e2e_http_get(port, path, body) GET over HTTP/1.0: the status code, the body
  *   e2e_metric_value(port, sample) the value of the /metrics sample that starts with sample, -1 absent
+ *   e2e_table_metric(port, family, db, table, label, value)  that of family{connector="<db>",
+ *                                  table="<db>.<table>"[,label="value"]} (a test's connector is named
+ *                                  after its database)
  *
  * Forked helpers (workload) never call Criterion: they _exit().
  */
@@ -580,6 +583,18 @@ static inline long long e2e_metric_value(unsigned port, const char *sample)
     long long v = hit ? atoll(hit + strlen(sample)) : -1;
     tb_buf_free(&body);
     return v;
+}
+
+static inline long long e2e_table_metric(unsigned port, const char *family, const char *db, const char *table,
+                                         const char *label, const char *value)
+{
+    char sample[600];
+    if (label)
+        snprintf(sample, sizeof sample, "%s{connector=\"%s\",table=\"%s.%s\",%s=\"%s\"} ", family, db, db, table,
+                 label, value);
+    else
+        snprintf(sample, sizeof sample, "%s{connector=\"%s\",table=\"%s.%s\"} ", family, db, db, table);
+    return e2e_metric_value(port, sample);
 }
 
 #endif

@@ -529,7 +529,7 @@ Test(e2e_reconcile, alters_in_two_databases, .timeout = 300, .fini = e2e_kill_ch
  * deleted. The parent is not captured; g is reached through c's own action; s is a SET NULL
  * child; x, whose key has no action, and an UPDATE of a column no key references signal nothing.
  * m, not captured either, gets its key to p while the run streams, after the keys were first read:
- * mg, captured, is reached through it. */
+ * mg, captured, is reached through it. tree references itself: a delete takes its subtree. */
 Test(e2e_reconcile, fk_cascades, .timeout = 300, .fini = e2e_kill_children)
 {
     rc_run r;
@@ -552,6 +552,9 @@ Test(e2e_reconcile, fk_cascades, .timeout = 300, .fini = e2e_kill_children)
                "%s.p (id) ON DELETE SET NULL)", r.db, r.db);
     e2e_sql(m, "CREATE TABLE %s.x (id INT PRIMARY KEY, pid INT, v VARCHAR(20), FOREIGN KEY (pid) REFERENCES %s.p (id))",
             r.db, r.db);
+    /* a tree: a row's delete takes its subtree with it, in the same table */
+    e2e_sql(m, "CREATE TABLE %s.tree (id INT PRIMARY KEY, up INT NULL, v VARCHAR(20), FOREIGN KEY (up) REFERENCES "
+               "%s.tree (id) ON DELETE CASCADE)", r.db, r.db);
     /* m, not captured, gets its key to p while the run streams: mg, captured, is reached through it */
     e2e_sql(m, "CREATE TABLE %s.m (id INT PRIMARY KEY, pid INT, v VARCHAR(20))", r.db);
     e2e_sql(m, "CREATE TABLE %s.mg (id INT PRIMARY KEY, mid INT, v VARCHAR(20), FOREIGN KEY (mid) REFERENCES %s.m (id) "
@@ -563,6 +566,8 @@ Test(e2e_reconcile, fk_cascades, .timeout = 300, .fini = e2e_kill_children)
     e2e_sql(m, "INSERT INTO %s.s SELECT seq, seq %% 2 + 1, CONCAT('s', seq) FROM seq_1_to_20", r.db);
     e2e_sql(m, "INSERT INTO %s.x SELECT seq, 10, CONCAT('x', seq) FROM seq_1_to_5", r.db);
     e2e_sql(m, "INSERT INTO %s.m SELECT seq, seq %% 5 + 5, CONCAT('m', seq) FROM seq_1_to_20", r.db);
+    e2e_sql(m, "INSERT INTO %s.tree SELECT seq, IF(seq = 1, NULL, seq DIV 2), CONCAT('n', seq) FROM seq_1_to_63",
+            r.db); /* a binary tree: n's parent is n / 2 */
     e2e_sql(m, "INSERT INTO %s.mg SELECT seq, seq %% 20 + 1, CONCAT('mg', seq) FROM seq_1_to_40", r.db);
     rc_start(&r, NULL);
     rc_caught_up(m, &r);
@@ -584,15 +589,15 @@ Test(e2e_reconcile, fk_cascades, .timeout = 300, .fini = e2e_kill_children)
     e2e_sql(m, "DELETE FROM %s.p WHERE id = 5", r.db); /* m's rows of p 5, then theirs in mg */
     static const char *const cols_mg[] = {"id", "mid", "v", NULL};
     rc_wait_topic_equal(m, &r, "mg", cols_mg, "id, mid, v", "mg after the cascade through m, whose key came later");
+    e2e_sql(m, "DELETE FROM %s.tree WHERE id = 3", r.db); /* 3, 6, 7, 12-15, 24-31, 48-63: only 3 is logged */
+    static const char *const cols_tree[] = {"id", "up", "v", NULL};
+    rc_wait_topic_equal(m, &r, "tree", cols_tree, "id, up, v", "tree after a subtree's delete");
     rc_caught_up(m, &r);
     /* each snapshot the actions asked for, by table, seen from outside */
     long long total = 0;
-    static const char *const reached[] = {"c", "g", "s", "mg"};
+    static const char *const reached[] = {"c", "g", "s", "mg", "tree"};
     for (size_t i = 0; i < sizeof reached / sizeof *reached; i++) {
-        char sample[300];
-        snprintf(sample, sizeof sample, "tributary_resnapshots_total{connector=\"%s\",table=\"%s.%s\",reason=\"fk_action\"} ",
-                 r.db, r.db, reached[i]);
-        long long v = e2e_metric_value(port, sample);
+        long long v = e2e_table_metric(port, "tributary_resnapshots_total", r.db, reached[i], "reason", "fk_action");
         cr_expect_geq(v, 1, "%s: no snapshot counted for its foreign key's action", reached[i]);
         total += v;
     }
@@ -611,6 +616,7 @@ Test(e2e_reconcile, fk_cascades, .timeout = 300, .fini = e2e_kill_children)
     rc_assert_equal(&r, m, "s", cols_c, "id, pid, v", true);
     rc_assert_equal(&r, m, "x", cols_c, "id, pid, v", true);
     rc_assert_equal(&r, m, "mg", cols_mg, "id, mid, v", true);
+    rc_assert_equal(&r, m, "tree", cols_tree, "id, up, v", true);
     e2e_sql(m, "DROP DATABASE %s", r.db);
     mysql_close(m);
     e2e_rmtree(r.dir);
@@ -653,13 +659,10 @@ Test(e2e_reconcile, partitions, .timeout = 300, .fini = e2e_kill_children)
     rc_wait_topic_equal(m, &r, "t", cols, "id, v, n", "t after CONVERT PARTITION");
     rc_wait_topic_equal(m, &r, "y", cols, "id, v, n", "y made by CONVERT PARTITION");
     rc_caught_up(m, &r);
-    char sample[300];
-    snprintf(sample, sizeof sample, "tributary_resnapshots_total{connector=\"%s\",table=\"%s.t\",reason=\"alter\"} ",
-             r.db, r.db);
-    cr_expect_eq(e2e_metric_value(port, sample), 4, "t: not one snapshot counted for each of its 4 statements");
-    snprintf(sample, sizeof sample, "tributary_resnapshots_total{connector=\"%s\",table=\"%s.x\",reason=\"alter\"} ",
-             r.db, r.db);
-    cr_expect_eq(e2e_metric_value(port, sample), 1, "x: its EXCHANGE not counted once");
+    cr_expect_eq(e2e_table_metric(port, "tributary_resnapshots_total", r.db, "t", "reason", "alter"), 4,
+                 "t: not one snapshot counted for each of its 4 statements");
+    cr_expect_eq(e2e_table_metric(port, "tributary_resnapshots_total", r.db, "x", "reason", "alter"), 1,
+                 "x: its EXCHANGE not counted once");
     st_stop(&r);
     rc_cache_build(&r);
     rc_assert_equal(&r, m, "t", cols, "id, v, n", true);
