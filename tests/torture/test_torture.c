@@ -32,6 +32,9 @@
  * foreign key on their TINYINT column ti: t1 ON DELETE CASCADE, t2 ON DELETE SET NULL, both ON
  * UPDATE CASCADE); the parent's deletes and key changes change their rows without row events
  * (source.fk.cascade.policy=resnapshot, the default, snapshots them again).
+ * Under ddl.alter.policy=resnapshot a third of the columns ADD COLUMN adds are generated (VIRTUAL
+ * or PERSISTENT, on ti, n or v): the ALTER gives every row a value without row events, and so do
+ * the foreign key actions on ti.
  * ddl.alter.policy is resnapshot or warn by the seed, and the snapshots that
  * snapshot.mode asks for (the first, and one after a purge) are consistent
  * or chunked (snapshot.initial.method, by the seed; chunks of 100 rows, with
@@ -102,6 +105,7 @@ typedef struct tt_table {
     size_t ncols;
     bool keyless;           /* no primary key at creation: keyed by key.columns (k0) */
     bool has_pk;            /* it has a primary key now */
+    bool gen[MAXCOLS];      /* a generated column (VIRTUAL or PERSISTENT): never written */
     int fk;                 /* its column ti references fp (id): 1 ON DELETE CASCADE, 2 ON DELETE SET NULL
                                (both ON UPDATE CASCADE); 0 none */
     unsigned renames;
@@ -122,6 +126,7 @@ typedef struct tt {
     tb_buf log;             /* the round's statements */
     int round, xa, added, fks;
     unsigned drawn[TK_NKINDS]; /* transactions of each kind */
+    unsigned gens;             /* generated columns added */
     pid_t cache;
     char clog[400];
     bool quiet;             /* a replay of the reduction: differences are not printed */
@@ -159,9 +164,9 @@ static bool disabled(tk_kind k)
     return false;
 }
 
-/* Run one statement; an error (a duplicate key, say) is logged, not fatal. */
-static void exec(tt *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void exec(tt *x, const char *fmt, ...)
+/* Run one statement; an error (a duplicate key, say) is logged, not fatal: false then. */
+static bool exec(tt *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool exec(tt *x, const char *fmt, ...)
 {
     char q[2048];
     va_list ap;
@@ -169,8 +174,19 @@ static void exec(tt *x, const char *fmt, ...)
     vsnprintf(q, sizeof q, fmt, ap);
     va_end(ap);
     tb_buf_printf(&x->log, "%s;\n", q);
-    if (mysql_query(x->m, q) != 0)
-        tb_buf_printf(&x->log, "-- error %u: %s\n", mysql_errno(x->m), mysql_error(x->m));
+    if (mysql_query(x->m, q) == 0)
+        return true;
+    tb_buf_printf(&x->log, "-- error %u: %s\n", mysql_errno(x->m), mysql_error(x->m));
+    return false;
+}
+
+/* t's columns that are not generated, comma separated (what an INSERT may name). */
+static void written_cols(const tt_table *t, tb_buf *out)
+{
+    tb_buf_reset(out);
+    for (size_t c = 0; c < t->ncols; c++)
+        if (!t->gen[c])
+            tb_buf_printf(out, "%s%s", out->len ? "," : "", t->cols[c]);
 }
 
 static void value_list(tt *x, const tt_table *t, int id, tb_buf *cols, tb_buf *vals)
@@ -179,6 +195,8 @@ static void value_list(tt *x, const tt_table *t, int id, tb_buf *cols, tb_buf *v
     tb_buf_reset(cols);
     tb_buf_reset(vals);
     for (size_t c = 0; c < t->ncols; c++) {
+        if (t->gen[c]) /* the server computes it */
+            continue;
         if (c) {
             tb_buf_putc(cols, ',');
             tb_buf_putc(vals, ',');
@@ -289,6 +307,7 @@ static void table_create(tt *x, tt_table *t, int nrows)
     for (size_t c = 0; c < NBASE; c++)
         snprintf(t->cols[c], sizeof t->cols[0], "%s", base_cols[c]);
     t->ncols = NBASE;
+    memset(t->gen, 0, sizeof t->gen);
     t->has_pk = !t->keyless;
     char fk[200];
     fk_clause(x, t, fk, sizeof fk);
@@ -412,18 +431,25 @@ static void one_transaction(tt *x)
     case TK_TRUNCATE:
         exec(x, "TRUNCATE TABLE %s", t->name);
         break;
-    case TK_ADD_COLUMN:
+    case TK_ADD_COLUMN: /* a third of them generated, under ddl.alter.policy=resnapshot (the ALTER gives
+                         * every row its value without row events; warn would leave them out) */
         if (t->ncols < MAXCOLS) {
+            static const char *const gens[] = {"INT AS (IFNULL(ti, 0) * 2 + id) VIRTUAL",
+                                               "BIGINT AS (IFNULL(n, 0) DIV 3) PERSISTENT",
+                                               "INT AS (CHAR_LENGTH(IFNULL(v, ''))) VIRTUAL"};
+            bool gen = x->resnapshot && rnd(x, 3) == 0;
             snprintf(t->cols[t->ncols], sizeof t->cols[0], "x%d", ++x->added);
-            exec(x, "ALTER TABLE %s ADD COLUMN %s INT NULL", t->name, t->cols[t->ncols]);
-            t->ncols++;
+            if (exec(x, "ALTER TABLE %s ADD COLUMN %s %s", t->name, t->cols[t->ncols],
+                     gen ? gens[rnd(x, 3)] : "INT NULL")) {
+                t->gen[t->ncols] = gen;
+                t->ncols++;
+                x->gens += gen;
+            }
         }
         break;
     case TK_DROP_COLUMN:
-        if (t->ncols > NBASE) { /* only added columns */
-            exec(x, "ALTER TABLE %s DROP COLUMN %s", t->name, t->cols[t->ncols - 1]);
-            t->ncols--;
-        }
+        if (t->ncols > NBASE && exec(x, "ALTER TABLE %s DROP COLUMN %s", t->name, t->cols[t->ncols - 1]))
+            t->gen[--t->ncols] = false; /* only added columns */
         break;
     case TK_MODIFY_COLUMN: /* changes that keep every value (ddl.alter.policy=warn sends none again) */
         switch (rnd(x, 3)) {
@@ -434,7 +460,7 @@ static void one_transaction(tt *x)
             exec(x, "ALTER TABLE %s MODIFY COLUMN n %s", t->name, rnd(x, 2) ? "BIGINT" : "DECIMAL(20,0)");
             break;
         default:
-            if (t->ncols > NBASE)
+            if (t->ncols > NBASE && !t->gen[t->ncols - 1])
                 exec(x, "ALTER TABLE %s MODIFY COLUMN %s %s", t->name, t->cols[t->ncols - 1],
                      rnd(x, 2) ? "BIGINT" : "INT");
             else
@@ -845,10 +871,15 @@ static void save_start(tt *x)
     e2e_sql(x->m, "CREATE DATABASE %s", sdb);
     e2e_sql(x->m, "CREATE TABLE %s.fp LIKE %s.fp", sdb, x->r.db);
     e2e_sql(x->m, "INSERT INTO %s.fp SELECT * FROM %s.fp", sdb, x->r.db);
+    tb_buf cols;
+    tb_buf_init(&cols, 0);
     for (int i = 0; i < x->ntables; i++) {
+        written_cols(&x->t[i], &cols); /* a generated column takes no value */
         e2e_sql(x->m, "CREATE TABLE %s.%s LIKE %s.%s", sdb, x->t[i].name, x->r.db, x->t[i].name);
-        e2e_sql(x->m, "INSERT INTO %s.%s SELECT * FROM %s.%s", sdb, x->t[i].name, x->r.db, x->t[i].name);
+        e2e_sql(x->m, "INSERT INTO %s.%s (%s) SELECT %s FROM %s.%s", sdb, x->t[i].name, cols.data, cols.data, x->r.db,
+                x->t[i].name);
     }
+    tb_buf_free(&cols);
     memcpy(x->start_t, x->t, sizeof x->t);
     snprintf(x->start_desc, sizeof x->start_desc, "database %s", sdb);
     x->nunits = 0;
@@ -1031,14 +1062,19 @@ static bool replay_mariadb(void *ctx, const bool *keep, int n)
     memcpy(y.t, x->start_t, sizeof y.t);
     e2e_sql(y.m, "CREATE TABLE fp LIKE %s_s.fp", x->r.db);
     e2e_sql(y.m, "INSERT INTO fp SELECT * FROM %s_s.fp", x->r.db);
+    tb_buf cols;
+    tb_buf_init(&cols, 0);
     for (int i = 0; i < y.ntables; i++) {
+        written_cols(&y.t[i], &cols);
         e2e_sql(y.m, "CREATE TABLE %s LIKE %s_s.%s", y.t[i].name, x->r.db, y.t[i].name);
-        e2e_sql(y.m, "INSERT INTO %s SELECT * FROM %s_s.%s", y.t[i].name, x->r.db, y.t[i].name);
+        e2e_sql(y.m, "INSERT INTO %s (%s) SELECT %s FROM %s_s.%s", y.t[i].name, cols.data, cols.data, x->r.db,
+                y.t[i].name);
         char fk[200];
         fk_clause(&y, &y.t[i], fk, sizeof fk); /* CREATE TABLE ... LIKE copies no foreign key */
         if (*fk)
             e2e_sql(y.m, "ALTER TABLE %s ADD %s", y.t[i].name, fk);
     }
+    tb_buf_free(&cols);
     st_start(&y.r);
     bool differs = false;
     if (caught_up_within(&y, 60000)) {
@@ -1281,9 +1317,10 @@ static bool torture_mariadb(tt *x_, long long seconds, int plant)
     fprintf(stderr,
             "torture: %d round(s); faults: %" PRIu64 " kill -9 of run, %" PRIu64 " of cache, %" PRIu64
             " MariaDB restarts, %" PRIu64 " broker restarts, %" PRIu64 " purges; %u foreign key action transactions, "
-            "%zu snapshots they signalled (the run's log); seed %llu: %s\n",
+            "%zu snapshots they signalled (the run's log); %u generated columns added; seed %llu: %s\n",
             x.round, faults[TF_KILL_RUN], faults[TF_KILL_CACHE], faults[TF_RESTART_MYSQL], faults[TF_RESTART_KAFKA],
-            faults[TF_PURGE], x.drawn[TK_FK_ACTION], st_log_count(&x.r, "snapshot of it signalled (source.fk.cascade.policy=resnapshot)"), x.seed,
+            faults[TF_PURGE], x.drawn[TK_FK_ACTION],
+            st_log_count(&x.r, "snapshot of it signalled (source.fk.cascade.policy=resnapshot)"), x.gens, x.seed,
             ok ? "source, topics and cache equal" : "FAILED");
     if (ok) {
         kill(x.cache, SIGTERM);
